@@ -1,0 +1,21 @@
+# Every dependency comes from Debian packages (scripts/install-deps.sh).
+find_package(PkgConfig REQUIRED)
+pkg_check_modules(UV REQUIRED IMPORTED_TARGET libuv)
+pkg_check_modules(PROTOBUFC REQUIRED IMPORTED_TARGET libprotobuf-c)
+pkg_check_modules(ZLIB REQUIRED IMPORTED_TARGET zlib)
+pkg_check_modules(PCRE2 REQUIRED IMPORTED_TARGET libpcre2-8)
+pkg_check_modules(YAML REQUIRED IMPORTED_TARGET yaml-0.1)
+pkg_check_modules(JANSSON REQUIRED IMPORTED_TARGET jansson)
+find_library(LMDB_LIB lmdb REQUIRED)
+find_path(LMDB_INCLUDE lmdb.h REQUIRED)
+find_package(Threads REQUIRED)
+
+# llhttp: Debian's node-llhttp ships the generated C sources; compile them in.
+set(LLHTTP_DIR /usr/share/llhttp CACHE PATH "llhttp C sources")
+set(LLHTTP_INCLUDE /usr/share/include/llhttp CACHE PATH "llhttp header")
+if(NOT EXISTS ${LLHTTP_DIR}/llhttp.c)
+  message(FATAL_ERROR "llhttp sources not found in ${LLHTTP_DIR}: run scripts/install-deps.sh")
+endif()
+add_library(llhttp STATIC ${LLHTTP_DIR}/api.c ${LLHTTP_DIR}/http.c ${LLHTTP_DIR}/llhttp.c)
+target_include_directories(llhttp PUBLIC ${LLHTTP_INCLUDE})
+set_target_properties(llhttp PROPERTIES POSITION_INDEPENDENT_CODE ON)

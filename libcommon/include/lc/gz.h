@@ -1,0 +1,23 @@
+/*
+ * lc/gz.h — gzip helpers on zlib. Decompression always has a cap on the output
+ * size (gzip bombs end with LC_ETOOBIG, never with a big allocation).
+ * Pure functions; thread-safe.
+ */
+#ifndef LC_GZ_H
+#define LC_GZ_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "lc/alloc.h"
+
+/* True if data starts with the gzip magic 1f 8b. */
+bool lc_gz_is_gzip(const uint8_t *data, size_t len);
+/* Appends the decompressed bytes of a gzip stream (members concatenated are
+ * accepted) to out. LC_ETOOBIG past max_out bytes, LC_ECORRUPT on bad data. */
+int lc_gunzip(const uint8_t *in, size_t len, size_t max_out, lc_buf_t *out) LC_MUST_CHECK;
+/* Appends a gzip stream of `in` to out (level: 1 fast .. 9 small; 0 = default 6). */
+int lc_gzip(const uint8_t *in, size_t len, int level, lc_buf_t *out) LC_MUST_CHECK;
+
+#endif

@@ -1,0 +1,113 @@
+/*
+ * lc/httpd.h — HTTP/1.1 server on libuv + llhttp.
+ *
+ * Features: keep-alive, chunked request bodies, gzip request bodies
+ * (Content-Encoding: gzip, decompressed with a cap), header/body caps (431/413),
+ * idle and read timeouts, graceful drain (lc_httpd_close stops accepting,
+ * finishes in-flight requests, closes idle connections).
+ *
+ * Threading: the server lives on one uv loop. A route's `work` callback runs on
+ * the libuv thread pool when `offload` is set (CPU work: decoding, merging,
+ * LMDB reads), otherwise on the loop. `after`, if given, runs on the loop
+ * after `work`. Only loop-thread callbacks may return LC_HTTP_PENDING; the
+ * handler then calls lc_http_finish() later, on the loop thread.
+ *
+ * Ownership: everything reachable from lc_http_req_t (strings, headers, body,
+ * response bytes) lives in req->arena and is valid until the response has been
+ * written; copy what must outlive the request.
+ */
+#ifndef LC_HTTPD_H
+#define LC_HTTPD_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <uv.h>
+
+#include "lc/alloc.h"
+#include "lc/err.h"
+
+typedef struct lc_httpd_s lc_httpd_t;
+typedef struct lc_metrics_s lc_metrics_t;
+
+typedef struct lc_http_header_s {
+    const char *name;   /* lower-cased */
+    const char *value;
+} lc_http_header_t;
+
+typedef struct lc_http_req_s {
+    /* request (read-only for handlers) */
+    const char *method;             /* "GET", "POST", ... */
+    const char *path;               /* without the query string; not percent-decoded */
+    const char *query;              /* raw text after '?', "" if none */
+    const lc_http_header_t *headers;
+    size_t n_headers;
+    const uint8_t *body;            /* de-chunked and, if it was gzip-encoded, gunzipped */
+    size_t body_len;
+    lc_arena_t *arena;              /* request-lifetime memory, capped */
+    /* response (filled by handlers) */
+    int status;                     /* default 200 */
+    lc_buf_t resp_body;             /* capped by opts.max_response_bytes */
+    void *user;                     /* handler state carried from work to after */
+    /* private */
+    void *_conn;
+    lc_http_header_t *_resp_headers;
+    size_t _n_resp_headers, _cap_resp_headers;
+} lc_http_req_t;
+
+typedef enum { LC_HTTP_DONE = 0, LC_HTTP_PENDING = 1 } lc_http_result_t;
+
+typedef lc_http_result_t (*lc_http_handler_cb)(lc_http_req_t *req, void *data);
+
+typedef struct lc_http_route_s {
+    const char *path;           /* exact match, or a prefix when it ends with '*' */
+    const char *methods;        /* e.g. "POST" or "GET,POST"; NULL = any (handler checks) */
+    lc_http_handler_cb work;
+    lc_http_handler_cb after;   /* optional, loop thread */
+    bool offload;               /* run `work` on the thread pool */
+    const char *metric_name;    /* route label in metrics; NULL = path */
+    void *data;
+} lc_http_route_t;
+
+typedef struct lc_httpd_opts_s {
+    const char *address;            /* "HOST:PORT"; port 0 picks a free port */
+    size_t max_header_bytes;        /* default 64 KiB -> 431 */
+    size_t max_body_bytes;          /* as sent on the wire, default 256 MiB -> 413 */
+    size_t max_decompressed_bytes;  /* Content-Encoding: gzip output cap, default 256 MiB -> 413 */
+    size_t max_response_bytes;      /* default 512 MiB */
+    size_t arena_cap_bytes;         /* per request, default 1 GiB */
+    uint64_t idle_timeout_ms;       /* keep-alive idle, default 120 s */
+    uint64_t read_timeout_ms;       /* a request must arrive within, default 60 s */
+    lc_metrics_t *metrics;          /* optional: request counters and latency histograms */
+} lc_httpd_opts_t;
+
+int lc_httpd_new(uv_loop_t *loop, const lc_httpd_opts_t *opts, lc_httpd_t **out) LC_MUST_CHECK;
+/* Registers a route (copied). Call before lc_httpd_listen. */
+int lc_httpd_route(lc_httpd_t *srv, const lc_http_route_t *route) LC_MUST_CHECK;
+/* Binds and starts accepting. */
+int lc_httpd_listen(lc_httpd_t *srv) LC_MUST_CHECK;
+/* The bound port (after listen). */
+int lc_httpd_port(const lc_httpd_t *srv);
+/* Graceful drain: stop accepting, let in-flight requests finish, close idle
+ * connections; cb runs once everything is closed, then srv is freed. */
+void lc_httpd_close(lc_httpd_t *srv, void (*cb)(void *data), void *data);
+
+/* ---- request helpers (any thread that owns the request) ---- */
+const char *lc_http_header(const lc_http_req_t *req, const char *lname);
+/* First value of a query parameter, percent-decoded ('+' = space); NULL if absent. */
+const char *lc_http_query(lc_http_req_t *req, const char *name);
+/* All values of a repeated parameter; returns the count, *out in the arena. */
+size_t lc_http_query_all(lc_http_req_t *req, const char *name, const char ***out);
+/* Adds a response header (both strings copied into the arena). */
+void lc_http_set_header(lc_http_req_t *req, const char *name, const char *value);
+/* Legacy JSON error: status from st (http_status or the code's), body
+ * {"code":"...","message":"..."}. Replaces any body written so far. */
+void lc_http_error(lc_http_req_t *req, const lc_status_t *st);
+/* Sets status, Content-Type and body in one call. */
+void lc_http_reply(lc_http_req_t *req, int status, const char *content_type, const void *body,
+                   size_t len);
+/* Completes a request whose handler returned LC_HTTP_PENDING (loop thread). */
+void lc_http_finish(lc_http_req_t *req);
+
+#endif

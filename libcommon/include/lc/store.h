@@ -1,0 +1,171 @@
+/*
+ * lc/store.h — profile storage in time-partitioned LMDB blocks
+ * (ARCHITECTURE.md §3; layout in docs/internals/store.md).
+ *
+ * A block covers [start, start + block_duration) and is one LMDB environment
+ * in its own directory under <dir>/blocks/. Inside a block:
+ *  - symbols are stored once: strings, functions, mappings, locations;
+ *  - stacks are nodes of one parent-pointer tree: node = (parent, location).
+ *    Node 0 is the virtual root (no location); every other node's id is
+ *    greater than its parent's, and ids are dense (0..node_count-1);
+ *  - a series is (tenant, label set); its labels include __name__,
+ *    __profile_type__, service_name, ... (the writer computes them);
+ *  - postings map name=value to series ids for selectors;
+ *  - a stored profile is (series id, time) -> total + sorted (node id, value)
+ *    pairs, delta-varint encoded, optionally with per-sample span ids.
+ * Retention drops whole block directories.
+ *
+ * Threading: one writer thread at a time (lc_store_write_*). Readers may run
+ * on any number of threads at once (LMDB MDB_NOTLS read transactions); a
+ * reader never blocks the writer. A reader must be ended before the thread
+ * that began it returns to its event loop (transactions never span loop
+ * iterations). All pointers a reader hands out are valid until
+ * lc_store_read_end() unless noted.
+ */
+#ifndef LC_STORE_H
+#define LC_STORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "lc/err.h"
+#include "lc/labels.h"
+#include "lc/pprof.h"
+
+typedef struct lc_store_s lc_store_t;
+
+typedef struct lc_store_opts_s {
+    const char *dir;                /* data directory; created if missing */
+    int64_t block_duration_ns;      /* default 1 h */
+    int64_t retention_ns;           /* 0 = keep forever */
+    size_t map_size_bytes;          /* LMDB map size per block (sparse), default 16 GiB */
+    size_t max_open_blocks;         /* environments kept open (LRU), default 64 */
+} lc_store_opts_t;
+
+int lc_store_open(const lc_store_opts_t *opts, lc_store_t **out) LC_MUST_CHECK;
+void lc_store_close(lc_store_t *s);
+/* Drops every block that ends before now_ns - retention. Safe while readers
+ * run: a block in use is removed when its last reader ends. */
+int lc_store_retention(lc_store_t *s, int64_t now_ns, size_t *dropped) LC_MUST_CHECK;
+
+/* ---------------------------------------------------------------- writing */
+typedef struct lc_store_txn_s lc_store_txn_t;
+
+typedef struct lc_store_write_s {
+    const char *tenant;
+    const lc_labels_t *labels;          /* complete series labels, sorted, no duplicates */
+    int64_t time_ns;
+    const lc_pprof_t *profile;          /* validated */
+    const lc_pprof_index_t *index;      /* lc_pprof_index_new(profile) */
+    size_t value_index;                 /* which sample type's values to store */
+    const uint32_t *samples;            /* indices into profile->sample; NULL = all */
+    size_t n_samples;
+    const int64_t *values;              /* optional override, parallel to samples (server-side delta) */
+    const uint64_t *span_ids;           /* optional, parallel to samples; 0 = none */
+} lc_store_write_t;
+
+/* Starts a write batch. Each touched block gets one LMDB write transaction;
+ * commit commits them all (a profile touches exactly one block, so each
+ * profile is atomic). */
+int lc_store_write_begin(lc_store_t *s, lc_store_txn_t **out) LC_MUST_CHECK;
+/* Samples with value 0 are skipped; a profile whose samples are all 0 is still
+ * stored (total 0) so the series exists. */
+int lc_store_write_profile(lc_store_txn_t *t, const lc_store_write_t *w) LC_MUST_CHECK;
+/* Records an applied ingest id in the block of time_ns (same transaction). */
+int lc_store_write_applied(lc_store_txn_t *t, int64_t time_ns, const uint8_t *id,
+                           size_t len) LC_MUST_CHECK;
+/* True if the id was recorded in the block of time_ns (committed or in t). */
+int lc_store_write_is_applied(lc_store_txn_t *t, int64_t time_ns, const uint8_t *id, size_t len,
+                              bool *applied) LC_MUST_CHECK;
+int lc_store_write_commit(lc_store_txn_t *t) LC_MUST_CHECK;
+void lc_store_write_abort(lc_store_txn_t *t);
+
+/* ---------------------------------------------------------------- reading */
+typedef struct lc_store_reader_s lc_store_reader_t;
+typedef struct lc_block_s lc_block_t;
+
+/* Opens read transactions on every block overlapping [start_ns, end_ns]. */
+int lc_store_read_begin(lc_store_t *s, int64_t start_ns, int64_t end_ns,
+                        lc_store_reader_t **out) LC_MUST_CHECK;
+void lc_store_read_end(lc_store_reader_t *r);
+size_t lc_store_reader_count(const lc_store_reader_t *r);
+lc_block_t *lc_store_reader_block(lc_store_reader_t *r, size_t i);
+
+typedef struct lc_block_info_s {
+    int64_t start_ns, end_ns;       /* the block's time partition */
+    int64_t min_time_ns, max_time_ns; /* of stored profiles */
+    uint64_t series, profiles, samples, nodes, locations, functions, strings;
+    uint64_t bytes;                 /* LMDB file size */
+} lc_block_info_t;
+int lc_block_info(lc_block_t *b, lc_block_info_t *out) LC_MUST_CHECK;
+
+/* Series of the given tenants whose labels match sel (NULL = all). Uses the
+ * postings for equality matchers. labels is valid during the callback only.
+ * A callback returning non-zero stops the walk and is returned. */
+typedef int (*lc_block_series_cb)(lc_block_t *b, uint32_t series_id, const char *tenant,
+                                  const lc_labels_t *labels, void *data);
+int lc_block_series(lc_block_t *b, const char *const *tenants, size_t n_tenants,
+                    const lc_selector_t *sel, lc_block_series_cb cb, void *data) LC_MUST_CHECK;
+
+typedef struct lc_stored_profile_s {
+    uint32_t series_id;
+    int64_t time_ns;
+    int64_t total;                  /* sum of values: SelectSeries needs nothing else */
+    uint32_t n_samples;
+    const uint8_t *_data;           /* encoded samples; valid during the callback */
+    size_t _len;
+} lc_stored_profile_t;
+
+/* Profiles of one series with start_ns <= time <= end_ns, in time order. */
+typedef int (*lc_block_profile_cb)(lc_block_t *b, const lc_stored_profile_t *p, void *data);
+int lc_block_profiles(lc_block_t *b, uint32_t series_id, int64_t start_ns, int64_t end_ns,
+                      lc_block_profile_cb cb, void *data) LC_MUST_CHECK;
+
+/* Walks the samples of a stored profile in ascending node id. */
+typedef struct lc_sample_iter_s {
+    const uint8_t *p, *end;
+    uint32_t node;
+    uint32_t flags;
+} lc_sample_iter_t;
+void lc_sample_iter_init(lc_sample_iter_t *it, const lc_stored_profile_t *p);
+/* Returns 1 and fills the outputs, 0 at the end, LC_ECORRUPT on bad data.
+ * span_id may be NULL; it is 0 when the sample had none. */
+int lc_sample_iter_next(lc_sample_iter_t *it, uint32_t *node, int64_t *value, uint64_t *span_id);
+
+/* ---- the stack tree and symbols of a block ---- */
+uint32_t lc_block_node_count(lc_block_t *b);
+/* Fills parents[i] and locations[i] for node ids [0, n); node 0 has parent 0
+ * and location 0. Either array may be NULL. */
+int lc_block_nodes(lc_block_t *b, uint32_t *parents, uint32_t *locations, size_t n) LC_MUST_CHECK;
+
+typedef struct lc_store_line_s {
+    uint32_t function_id;
+    int64_t line;
+} lc_store_line_t;
+
+typedef struct lc_store_location_s {
+    uint32_t mapping_id;            /* 0 = none */
+    uint64_t address;
+    size_t n_lines;
+    const lc_store_line_t *lines;   /* lines[0] innermost, as in pprof */
+} lc_store_location_t;
+
+typedef struct lc_store_function_s {
+    uint32_t name, system_name, filename;   /* string ids */
+    int64_t start_line;
+} lc_store_function_t;
+
+typedef struct lc_store_mapping_s {
+    uint64_t memory_start, memory_limit, file_offset;
+    uint32_t filename, build_id;            /* string ids */
+    bool has_functions, has_filenames, has_line_numbers, has_inline_frames;
+} lc_store_mapping_t;
+
+int lc_block_location(lc_block_t *b, uint32_t id, lc_store_location_t *out) LC_MUST_CHECK;
+int lc_block_function(lc_block_t *b, uint32_t id, lc_store_function_t *out) LC_MUST_CHECK;
+int lc_block_mapping(lc_block_t *b, uint32_t id, lc_store_mapping_t *out) LC_MUST_CHECK;
+/* String id 0 is "". *s is not NUL-terminated; use len. */
+int lc_block_string(lc_block_t *b, uint32_t id, const char **s, size_t *len) LC_MUST_CHECK;
+
+#endif

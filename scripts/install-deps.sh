@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Installs every Debian package ember needs to build, test and benchmark.
+# As root it runs apt-get; otherwise it prints the command to run.
+set -euo pipefail
+
+PKGS=(
+  build-essential cmake pkg-config
+  libuv1-dev node-llhttp libprotobuf-c-dev protobuf-c-compiler liblmdb-dev lmdb-utils
+  zlib1g-dev libpcre2-dev libyaml-dev libjansson-dev libzstd-dev
+  libhiredis-dev libcurl4-openssl-dev
+  # tests and benchmarks: go tool pprof as the judge, a real redis-server,
+  # protoc + python3-protobuf for independent encoding, clang for fuzzing
+  golang-go protobuf-compiler python3 python3-protobuf redis-server
+  clang libclang-rt-14-dev curl jq
+)
+
+missing=()
+for p in "${PKGS[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  exit 0
+fi
+if [ "$(id -u)" -ne 0 ]; then
+  echo "ember needs these Debian packages; run as root:" >&2
+  echo "  apt-get update && apt-get install -y ${missing[*]}" >&2
+  exit 1
+fi
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

@@ -1,0 +1,57 @@
+/*
+ * ingester.h — the ingester role: receivers and the writer.
+ *
+ * Receivers (loop + thread pool): POST /ingest, /pyroscope/ingest and
+ * /push.v1.PusherService/Push parse and fully validate what clients send,
+ * convert every format to pprof, and publish one ember.v1.IngestProfile per
+ * profile through the transport. The client gets 200 only after the
+ * transport reported the message durable.
+ *
+ * Writer (the transport's consumer thread): decodes IngestProfile, splits the
+ * pprof into series (one per sample type and per distinct set of string
+ * sample labels, pyroscope-api.md §3.3), applies the server-side delta rule
+ * (§4.5), and writes a batch to the store in one transaction per block,
+ * recording each ingest id so replays are idempotent.
+ */
+#ifndef EMBER_INGESTER_H
+#define EMBER_INGESTER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <uv.h>
+
+#include "lc/httpd.h"
+#include "lc/metrics.h"
+#include "lc/pprof.h"
+#include "lc/store.h"
+#include "lc/transport.h"
+
+typedef struct ing_opts_s {
+    lc_pprof_limits_t limits;
+    int64_t reject_older_than_ns;   /* 0 = profiles of any age are accepted */
+    int64_t reject_newer_than_ns;   /* 0 = no limit on future timestamps */
+    bool multitenancy;
+    size_t max_label_names;         /* default 30 */
+    size_t max_label_name_bytes;    /* default 1024 */
+    size_t max_label_value_bytes;   /* default 2048 */
+    uint32_t partitions;            /* transport partitions; default 1 */
+} ing_opts_t;
+
+void ing_opts_default(ing_opts_t *o);
+
+typedef struct ing_s ing_t;
+
+/* Registers the receiver routes on srv. Publishes through tr. */
+int ing_new(uv_loop_t *loop, const ing_opts_t *opts, lc_httpd_t *srv, lc_transport_t *tr,
+            lc_metrics_t *metrics, ing_t **out) LC_MUST_CHECK;
+void ing_free(ing_t *ing);
+
+typedef struct ing_writer_s ing_writer_t;
+
+int ing_writer_new(lc_store_t *store, lc_metrics_t *metrics, ing_writer_t **out) LC_MUST_CHECK;
+void ing_writer_free(ing_writer_t *w);
+/* An lc_transport_consume_fn; data is the ing_writer_t. */
+int ing_writer_consume(const lc_transport_msg_t *msgs, size_t n, void *data);
+
+#endif

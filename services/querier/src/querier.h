@@ -1,0 +1,34 @@
+/*
+ * querier.h — the query role: querier.v1.QuerierService over Connect (and,
+ * later, the legacy HTTP endpoints) answered from the store.
+ *
+ * Every RPC runs on the thread pool, opens store readers for the blocks that
+ * overlap its range, and ends them before returning. Tenancy per lc/tenant.h.
+ */
+#ifndef EMBER_QUERIER_H
+#define EMBER_QUERIER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <uv.h>
+
+#include "lc/httpd.h"
+#include "lc/metrics.h"
+#include "lc/store.h"
+
+typedef struct qry_opts_s {
+    bool multitenancy;
+    int64_t max_nodes_default;      /* default 8192 */
+    int64_t max_nodes_max;          /* default 1048576 */
+} qry_opts_t;
+
+void qry_opts_default(qry_opts_t *o);
+
+typedef struct qry_s qry_t;
+
+int qry_new(uv_loop_t *loop, const qry_opts_t *opts, lc_httpd_t *srv, lc_store_t *store,
+            lc_metrics_t *metrics, qry_t **out) LC_MUST_CHECK;
+void qry_free(qry_t *q);
+
+#endif
