@@ -1,0 +1,325 @@
+/*
+ * ember.c — composes the all-in-one process from the role libraries:
+ * httpd -> receivers (ingester) -> direct transport -> writer -> store, and
+ * the querier reading the same store. Also serves /ready and /metrics, runs
+ * retention on a timer, and drains gracefully on SIGTERM/SIGINT.
+ */
+#include <stddef.h>
+#include <string.h>
+#include <time.h>
+
+#include <uv.h>
+
+#include "ember.h"
+#include "ingester.h"
+#include "lc/httpd.h"
+#include "lc/log.h"
+#include "lc/metrics.h"
+#include "lc/store.h"
+#include "lc/transport.h"
+#include "querier.h"
+
+#define RETENTION_INTERVAL_MS (60 * 1000)
+#define NS_PER_S 1000000000LL
+
+#define CFG(name, type, field, def, help)                                                          \
+    {name, type, offsetof(ember_cfg_t, field), def, 0, 0, help}
+
+const lc_cfg_entry_t ember_cfg_table[] = {
+    CFG("config.file", LC_CFG_STRING, config_file, NULL, "YAML file with any of these settings"),
+    CFG("http.address", LC_CFG_STRING, http_address, "0.0.0.0:4040", "HTTP listen address"),
+    CFG("data.dir", LC_CFG_STRING, data_dir, "./data", "directory of the LMDB blocks"),
+    CFG("log.level", LC_CFG_STRING, log_level, "info", "debug, info, warn or error"),
+    CFG("retention", LC_CFG_DURATION, retention_ns, "0",
+        "drop blocks older than this (0 keeps everything)"),
+    CFG("storage.block-duration", LC_CFG_DURATION, block_duration_ns, "1h",
+        "time span of one storage block"),
+    CFG("storage.map-size", LC_CFG_BYTES, map_size_bytes, "16GiB",
+        "LMDB map size per block (sparse; an upper bound, not an allocation)"),
+    CFG("http.max-body-bytes", LC_CFG_BYTES, max_body_bytes, "256MiB",
+        "largest request body accepted (413 above)"),
+    CFG("ingest.max-profile-bytes", LC_CFG_BYTES, max_profile_bytes, "64MiB",
+        "largest decompressed profile accepted"),
+    CFG("ingest.max-samples", LC_CFG_INT, max_samples, "1000000",
+        "most samples accepted in one profile"),
+    CFG("ingest.reject-older-than", LC_CFG_DURATION, reject_older_than_ns, "0",
+        "reject profiles older than this (0 accepts any age: backfill works)"),
+    CFG("ingest.reject-newer-than", LC_CFG_DURATION, reject_newer_than_ns, "0",
+        "reject profiles further than this in the future (0 = no limit)"),
+    CFG("ingest.max-backlog-bytes", LC_CFG_BYTES, max_backlog_bytes, "256MiB",
+        "profiles waiting for the writer before receivers answer 429"),
+    CFG("auth.multitenancy-enabled", LC_CFG_BOOL, multitenancy, "false",
+        "require X-Scope-OrgID and keep tenants apart"),
+};
+const size_t ember_cfg_table_len = LC_ARRAY_LEN(ember_cfg_table);
+
+struct ember_s {
+    uv_loop_t loop;
+    const ember_cfg_t *cfg;
+    lc_metrics_t *metrics;
+    lc_store_t *store;
+    ing_writer_t *writer;
+    lc_transport_t *transport;
+    lc_httpd_t *httpd;
+    ing_t *ing;
+    qry_t *qry;
+    uv_signal_t sigterm, sigint;
+    uv_timer_t retention_timer;
+    uv_work_t retention_work;
+    bool retention_busy;
+    bool stopping;
+    lc_metric_t *backlog_bytes, *backlog_msgs, *blocks_dropped;
+};
+
+static int64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * NS_PER_S + ts.tv_nsec;
+}
+
+/* ---------------------------------------------------------------- /ready, /metrics */
+
+static lc_http_result_t ready_handler(lc_http_req_t *req, void *data)
+{
+    ember_t *e = data;
+    if (e->stopping)
+        lc_http_reply(req, 503, "text/plain", "shutting down", 13);
+    else
+        lc_http_reply(req, 200, "text/plain", "ready", 5);
+    return LC_HTTP_DONE;
+}
+
+static lc_http_result_t metrics_handler(lc_http_req_t *req, void *data)
+{
+    ember_t *e = data;
+    lc_transport_stats_t ts;
+    lc_transport_stats(e->transport, &ts);
+    lc_metric_set(e->backlog_bytes, (double)ts.backlog_bytes);
+    lc_metric_set(e->backlog_msgs, (double)ts.backlog_msgs);
+    lc_buf_t body;
+    lc_buf_init(&body, 64u << 20);
+    if (lc_metrics_render(e->metrics, &body) == 0)
+        lc_http_reply(req, 200, "text/plain; version=0.0.4", body.data, body.len);
+    else
+        lc_http_reply(req, 500, "text/plain", "metrics too large", 17);
+    lc_buf_fini(&body);
+    return LC_HTTP_DONE;
+}
+
+static int register_ops_routes(ember_t *e)
+{
+    lc_http_route_t ready = {.path = "/ready", .methods = "GET", .work = ready_handler, .data = e};
+    lc_http_route_t metrics = {
+        .path = "/metrics", .methods = "GET", .work = metrics_handler, .data = e};
+    int rc = lc_httpd_route(e->httpd, &ready);
+    return rc ? rc : lc_httpd_route(e->httpd, &metrics);
+}
+
+/* ---------------------------------------------------------------- retention */
+
+static void retention_work(uv_work_t *w)
+{
+    ember_t *e = LC_CONTAINER_OF(w, ember_t, retention_work);
+    size_t dropped = 0;
+    int rc = lc_store_retention(e->store, now_ns(), &dropped);
+    if (rc)
+        LC_LOG_ERROR("retention failed err=\"%s\"", lc_strerror(rc));
+    else if (dropped)
+        LC_LOG_INFO("retention dropped blocks count=%zu", dropped);
+    lc_metric_add(e->blocks_dropped, (double)dropped);
+}
+
+static void retention_after(uv_work_t *w, int status)
+{
+    ember_t *e = LC_CONTAINER_OF(w, ember_t, retention_work);
+    LC_UNUSED(status);
+    e->retention_busy = false;
+}
+
+static void retention_tick(uv_timer_t *t)
+{
+    ember_t *e = LC_CONTAINER_OF(t, ember_t, retention_timer);
+    if (e->retention_busy || e->stopping || e->cfg->retention_ns <= 0)
+        return;
+    e->retention_busy = true;
+    if (uv_queue_work(&e->loop, &e->retention_work, retention_work, retention_after))
+        e->retention_busy = false;
+}
+
+/* ---------------------------------------------------------------- shutdown */
+
+static void on_transport_closed(void *data)
+{
+    ember_t *e = data;
+    e->transport = NULL;
+    LC_LOG_INFO("every accepted profile is on disk; stopped");
+}
+
+static void on_http_closed(void *data)
+{
+    ember_t *e = data;
+    e->httpd = NULL;
+    lc_transport_close(e->transport, on_transport_closed, e);
+}
+
+static void on_signal(uv_signal_t *s, int signum)
+{
+    ember_t *e = s->data;
+    if (e->stopping)
+        return;
+    e->stopping = true;
+    LC_LOG_INFO("draining signal=%d", signum);
+    uv_close((uv_handle_t *)&e->sigterm, NULL);
+    uv_close((uv_handle_t *)&e->sigint, NULL);
+    uv_close((uv_handle_t *)&e->retention_timer, NULL);
+    lc_httpd_close(e->httpd, on_http_closed, e);
+}
+
+/* ---------------------------------------------------------------- assembly */
+
+static int open_store(ember_t *e)
+{
+    lc_store_opts_t so = {
+        .dir = e->cfg->data_dir,
+        .block_duration_ns = e->cfg->block_duration_ns,
+        .retention_ns = e->cfg->retention_ns,
+        .map_size_bytes = (size_t)e->cfg->map_size_bytes,
+    };
+    int rc = lc_store_open(&so, &e->store);
+    if (rc)
+        LC_LOG_ERROR("cannot open the store dir=%s err=\"%s\"", e->cfg->data_dir,
+                     lc_strerror(rc));
+    return rc;
+}
+
+static int start_pipeline(ember_t *e)
+{
+    int rc = ing_writer_new(e->store, e->metrics, &e->writer);
+    if (rc)
+        return rc;
+    lc_direct_opts_t dopts = {.max_backlog_bytes = (size_t)e->cfg->max_backlog_bytes};
+    return lc_transport_direct_new(&e->loop, &dopts, ing_writer_consume, e->writer,
+                                   &e->transport);
+}
+
+static int start_http(ember_t *e)
+{
+    lc_httpd_opts_t ho = {
+        .address = e->cfg->http_address,
+        .max_body_bytes = (size_t)e->cfg->max_body_bytes,
+        .metrics = e->metrics,
+    };
+    int rc = lc_httpd_new(&e->loop, &ho, &e->httpd);
+    if (rc)
+        return rc;
+    ing_opts_t io;
+    ing_opts_default(&io);
+    io.limits.max_decompressed_bytes = (size_t)e->cfg->max_profile_bytes;
+    io.limits.max_samples = (size_t)e->cfg->max_samples;
+    io.reject_older_than_ns = e->cfg->reject_older_than_ns;
+    io.reject_newer_than_ns = e->cfg->reject_newer_than_ns;
+    io.multitenancy = e->cfg->multitenancy;
+    qry_opts_t qo;
+    qry_opts_default(&qo);
+    qo.multitenancy = e->cfg->multitenancy;
+    rc = ing_new(&e->loop, &io, e->httpd, e->transport, e->metrics, &e->ing);
+    if (!rc)
+        rc = qry_new(&e->loop, &qo, e->httpd, e->store, e->metrics, &e->qry);
+    if (!rc)
+        rc = register_ops_routes(e);
+    if (!rc)
+        rc = lc_httpd_listen(e->httpd);
+    if (rc)
+        LC_LOG_ERROR("cannot serve HTTP addr=%s err=\"%s\"", e->cfg->http_address,
+                     lc_strerror(rc));
+    return rc;
+}
+
+static int start_timers_and_signals(ember_t *e)
+{
+    e->sigterm.data = e->sigint.data = e;
+    uv_signal_init(&e->loop, &e->sigterm);
+    uv_signal_init(&e->loop, &e->sigint);
+    uv_timer_init(&e->loop, &e->retention_timer);
+    int rc = uv_signal_start(&e->sigterm, on_signal, SIGTERM);
+    if (!rc)
+        rc = uv_signal_start(&e->sigint, on_signal, SIGINT);
+    if (!rc)
+        rc = uv_timer_start(&e->retention_timer, retention_tick, 0, RETENTION_INTERVAL_MS);
+    return rc;
+}
+
+static void register_metrics(ember_t *e)
+{
+    e->metrics = lc_metrics_new();
+    e->backlog_bytes = lc_metrics_gauge(e->metrics, "ember_ingest_backlog_bytes",
+                                        "Bytes of accepted profiles waiting for the writer", "");
+    e->backlog_msgs = lc_metrics_gauge(e->metrics, "ember_ingest_backlog_profiles",
+                                       "Accepted profiles waiting for the writer", "");
+    e->blocks_dropped = lc_metrics_counter(e->metrics, "ember_retention_blocks_dropped_total",
+                                           "Storage blocks removed by retention", "");
+}
+
+int ember_new(const ember_cfg_t *cfg, ember_t **out)
+{
+    ember_t *e = lc_xcalloc(1, sizeof(*e));
+    e->cfg = cfg;
+    *out = e;
+    int rc = uv_loop_init(&e->loop);
+    if (rc)
+        return rc;
+    register_metrics(e);
+    rc = open_store(e);
+    if (!rc)
+        rc = start_pipeline(e);
+    if (!rc)
+        rc = start_http(e);
+    if (!rc)
+        rc = start_timers_and_signals(e);
+    if (!rc)
+        LC_LOG_INFO("ember is ready addr=%s port=%d data=%s", cfg->http_address,
+                    lc_httpd_port(e->httpd), cfg->data_dir);
+    return rc;
+}
+
+int ember_run(ember_t *e)
+{
+    return uv_run(&e->loop, UV_RUN_DEFAULT) < 0 ? -1 : 0;
+}
+
+static void close_walk(uv_handle_t *h, void *arg)
+{
+    LC_UNUSED(arg);
+    if (!uv_is_closing(h))
+        uv_close(h, NULL);
+}
+
+/* Closes whatever a failed start-up left open, so the loop can be closed. */
+static void close_leftovers(ember_t *e)
+{
+    if (e->httpd) {
+        lc_httpd_close(e->httpd, NULL, NULL);
+        e->httpd = NULL;
+    }
+    if (e->transport) {
+        lc_transport_close(e->transport, NULL, NULL);
+        e->transport = NULL;
+    }
+    uv_walk(&e->loop, close_walk, NULL);
+    uv_run(&e->loop, UV_RUN_DEFAULT);
+}
+
+void ember_free(ember_t *e)
+{
+    if (!e)
+        return;
+    close_leftovers(e);
+    ing_free(e->ing);
+    qry_free(e->qry);
+    ing_writer_free(e->writer);
+    lc_store_close(e->store);
+    lc_metrics_free(e->metrics);
+    uv_loop_close(&e->loop);
+    lc_free(e);
+}
