@@ -1,0 +1,26 @@
+# Thin wrapper over CMake: `make run` starts ember on :4040 with data in ./data;
+# `make test` builds everything and runs every test (also under ASan+UBSan).
+BUILD ?= build
+JOBS ?= $(shell nproc)
+EMBER_FLAGS ?=
+
+.PHONY: deps build run test bench clean
+
+deps:
+	./scripts/install-deps.sh
+
+build: deps
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+	cmake --build $(BUILD) -j $(JOBS)
+
+run: build
+	$(BUILD)/services/ember/ember --http.address=0.0.0.0:4040 --data.dir=./data $(EMBER_FLAGS)
+
+test: deps
+	./scripts/test.sh
+
+bench: build
+	./bench/run.sh $(BUILD)
+
+clean:
+	rm -rf $(BUILD) build-asan

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Builds ember and runs every test: unit, fuzz-corpus regression and
+# integration tests (real clients, go tool pprof) on a RelWithDebInfo build,
+# then the unit and fuzz-regression tests again under ASan+UBSan.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+JOBS=${JOBS:-$(nproc)}
+
+echo "== build (RelWithDebInfo, -Werror)"
+cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DLC_WERROR=ON >/dev/null
+cmake --build build -j "$JOBS"
+
+echo "== build (ASan+UBSan)"
+cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DLC_SANITIZE='address;undefined' \
+      -DLC_WERROR=ON >/dev/null
+cmake --build build-asan -j "$JOBS"
+
+status=0
+echo "== unit + fuzz-regression tests under ASan+UBSan"
+(cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+    ctest --output-on-failure -j "$JOBS" -L 'unit|fuzz-regression') || status=1
+
+echo "== all tests (unit, fuzz-regression, integration)"
+(cd build && ctest --output-on-failure -j "$JOBS") || status=1
+exit $status
