@@ -1,0 +1,153 @@
+/*
+ * gz.c — gzip encode/decode on zlib (lc/gz.h).
+ *
+ * lc_gunzip grows the output buffer itself, in steps that never pass the
+ * caller's cap, instead of going through lc_buf_reserve's doubling: a gzip
+ * bomb then costs at most max_out bytes of memory before it is rejected.
+ * zlib counts input in uInt, so inputs larger than 4 GiB are fed in slices.
+ */
+#include <limits.h>
+#include <string.h>
+
+#include <zlib.h>
+
+#include "lc/gz.h"
+
+#define GZ_WINDOW_GZIP (16 + MAX_WBITS) /* zlib: gzip wrapper, largest window */
+#define GZ_STEP_BYTES (64 * 1024)       /* first output block; later ones double */
+#define GZ_SLICE_MAX ((size_t)UINT_MAX)
+
+bool lc_gz_is_gzip(const uint8_t *data, size_t len)
+{
+    return data && len >= 2 && data[0] == 0x1f && data[1] == 0x8b;
+}
+
+/* Feeds the next slice of input when zlib has used up the previous one. */
+static void gz_feed_input(z_stream *zs, const uint8_t **in, size_t *left)
+{
+    if (zs->avail_in > 0 || *left == 0)
+        return;
+    size_t n = *left < GZ_SLICE_MAX ? *left : GZ_SLICE_MAX;
+    zs->next_in = (Bytef *)*in;
+    zs->avail_in = (uInt)n;
+    *in += n;
+    *left -= n;
+}
+
+/* Makes room after out->len, growing capacity to at most `limit` bytes in
+ * total. Returns the free bytes (0 once the limit is reached). */
+static size_t gz_out_room(lc_buf_t *out, size_t limit)
+{
+    if (out->cap < limit && out->cap - out->len < GZ_STEP_BYTES / 4) {
+        size_t want = out->cap < GZ_STEP_BYTES ? GZ_STEP_BYTES : out->cap * 2;
+        if (want > limit || want < out->cap)
+            want = limit;
+        out->data = lc_xrealloc(out->data, want);
+        out->cap = want;
+    }
+    size_t end = out->cap < limit ? out->cap : limit;
+    return end - out->len;
+}
+
+/* One inflate step into the free space of out. */
+static int gz_inflate_step(z_stream *zs, lc_buf_t *out, size_t room)
+{
+    uInt avail = room < GZ_SLICE_MAX ? (uInt)room : UINT_MAX;
+    zs->next_out = out->data + out->len;
+    zs->avail_out = avail;
+    int zrc = inflate(zs, Z_NO_FLUSH);
+    out->len += avail - zs->avail_out;
+    return zrc;
+}
+
+/* The inflate loop over every member; out->len may not pass limit. */
+static int gz_inflate_all(z_stream *zs, const uint8_t *in, size_t len, lc_buf_t *out,
+                          size_t limit)
+{
+    size_t left = len;
+    for (;;) {
+        gz_feed_input(zs, &in, &left);
+        size_t room = gz_out_room(out, limit);
+        if (room == 0)
+            return LC_ETOOBIG; /* output reached the cap and zlib wants more */
+        int zrc = gz_inflate_step(zs, out, room);
+        if (zrc == Z_STREAM_END) {
+            if (zs->avail_in == 0 && left == 0)
+                return 0;
+            /* Another member follows (concatenated gzip files are one stream). */
+            if (inflateReset(zs) != Z_OK)
+                return LC_ECORRUPT;
+            continue;
+        }
+        if (zrc == Z_BUF_ERROR && zs->avail_in == 0 && left == 0)
+            return LC_ECORRUPT; /* truncated: input ended inside a member */
+        if (zrc != Z_OK && zrc != Z_BUF_ERROR)
+            return zrc == Z_MEM_ERROR ? LC_ETOOBIG : LC_ECORRUPT;
+    }
+}
+
+int lc_gunzip(const uint8_t *in, size_t len, size_t max_out, lc_buf_t *out)
+{
+    if (!in || len == 0)
+        return LC_ECORRUPT;
+    size_t start = out->len;
+    size_t room_max = out->max - out->len; /* the buffer's own cap applies too */
+    if (max_out > room_max)
+        max_out = room_max;
+    /* One byte past the cap tells "exactly max_out" apart from "more than". */
+    size_t limit = max_out < SIZE_MAX - start - 1 ? start + max_out + 1 : SIZE_MAX;
+
+    z_stream zs;
+    memset(&zs, 0, sizeof(zs));
+    if (inflateInit2(&zs, GZ_WINDOW_GZIP) != Z_OK)
+        return LC_ECORRUPT;
+    int rc = gz_inflate_all(&zs, in, len, out, limit);
+    inflateEnd(&zs);
+    if (rc == 0 && out->len - start > max_out)
+        rc = LC_ETOOBIG;
+    if (rc != 0)
+        out->len = start; /* nothing half-decoded is left behind */
+    return rc;
+}
+
+/* The deflate loop: appends until zlib reports the end of the stream. */
+static int gz_deflate_all(z_stream *zs, const uint8_t *in, size_t len, lc_buf_t *out)
+{
+    size_t left = len;
+    for (;;) {
+        gz_feed_input(zs, &in, &left);
+        size_t room = out->max - out->len;
+        if (room > GZ_STEP_BYTES)
+            room = GZ_STEP_BYTES;
+        if (room == 0 || lc_buf_reserve(out, room) != 0)
+            return LC_ETOOBIG;
+        uInt avail = (uInt)room;
+        zs->next_out = out->data + out->len;
+        zs->avail_out = avail;
+        int flush = (zs->avail_in == 0 && left == 0) ? Z_FINISH : Z_NO_FLUSH;
+        int zrc = deflate(zs, flush);
+        out->len += avail - zs->avail_out;
+        if (zrc == Z_STREAM_END)
+            return 0;
+        if (zrc != Z_OK && zrc != Z_BUF_ERROR)
+            return LC_EINPUT;
+    }
+}
+
+int lc_gzip(const uint8_t *in, size_t len, int level, lc_buf_t *out)
+{
+    if (level == 0)
+        level = 6;
+    if (level < 1 || level > 9 || (!in && len > 0))
+        return LC_EINPUT;
+    size_t start = out->len;
+    z_stream zs;
+    memset(&zs, 0, sizeof(zs));
+    if (deflateInit2(&zs, level, Z_DEFLATED, GZ_WINDOW_GZIP, 8, Z_DEFAULT_STRATEGY) != Z_OK)
+        return LC_EINPUT;
+    int rc = gz_deflate_all(&zs, in, len, out);
+    deflateEnd(&zs);
+    if (rc != 0)
+        out->len = start;
+    return rc;
+}
