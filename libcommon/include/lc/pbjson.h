@@ -16,6 +16,10 @@
 #include "lc/alloc.h"
 #include "lc/err.h"
 
+/* Deepest accepted JSON nesting (objects and arrays) on input, and deepest
+ * message nesting on output (LC_ETOOBIG past it). */
+#define LC_PBJSON_MAX_DEPTH 64
+
 /* Decodes JSON text into a new message whose memory comes from alloc (use an
  * arena allocator). Errors set st to invalid_argument with a message naming
  * the field. An empty body is an error (clients send "{}"). */
@@ -24,5 +28,8 @@ int lc_pbjson_decode(const ProtobufCMessageDescriptor *desc, const uint8_t *json
                      lc_status_t *st) LC_MUST_CHECK;
 /* Appends the JSON form of msg to out. */
 int lc_pbjson_encode(const ProtobufCMessage *msg, lc_buf_t *out) LC_MUST_CHECK;
+/* Appends s[0..len) as a quoted JSON string; invalid UTF-8 bytes become U+FFFD
+ * so the output is always valid JSON. Fails only when out reaches its cap. */
+int lc_pbjson_append_string(lc_buf_t *out, const char *s, size_t len) LC_MUST_CHECK;
 
 #endif
