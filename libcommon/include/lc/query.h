@@ -1,0 +1,118 @@
+/*
+ * lc/query.h — the query engine: merging stored profiles into a function-name
+ * tree (flame graphs, tree bytes), into a merged pprof, and into time series
+ * (ARCHITECTURE.md §3 "Merging is the hot path"; encodings in
+ * pyroscope-api.md §5.4-§5.8; the algorithm in docs/internals/query.md).
+ *
+ * The name tree (lc_ftree_t) is keyed by function-name path: node 0 is the
+ * virtual root, every other node is (parent, name) and has a larger id than
+ * its parent. It stores self values only; totals are derived on demand. It can
+ * be serialised as tree bytes (§5.7) and merged (lc_ftree_merge,
+ * lc_ftree_read_tree), so a distributed querier merges partial trees and
+ * truncates once, at the end.
+ *
+ * Ownership: an lc_ftree_t / lc_query_series_t belongs to one thread at a time
+ * (nothing here locks). Protobuf outputs are allocated in the caller's arena
+ * and own copies of every string. The store functions take a reader the caller
+ * began (and ends) on the calling thread.
+ */
+#ifndef LC_QUERY_H
+#define LC_QUERY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "lc/alloc.h"
+#include "lc/err.h"
+#include "lc/labels.h"
+#include "lc/pprof.h"
+#include "lc/store.h"
+#include "querier/v1/querier.pb-c.h"
+
+#define LC_FTREE_ROOT 0u
+#define LC_FTREE_DEFAULT_MAX_NODES (16u << 20)   /* cap on tree nodes, ~500 MB */
+#define LC_FTREE_MAX_NAME_BYTES (256u << 20)     /* cap on interned name bytes */
+#define LC_QUERY_MAX_SERIES_POINTS (64u << 20)   /* cap on points held by SelectSeries */
+
+/* ------------------------------------------------------------- name tree */
+typedef struct lc_ftree_s lc_ftree_t;
+
+/* max_nodes caps the node count (0 = LC_FTREE_DEFAULT_MAX_NODES); growing past
+ * it fails with LC_ETOOBIG. */
+lc_ftree_t *lc_ftree_new(size_t max_nodes);
+void lc_ftree_free(lc_ftree_t *t);
+
+/* Interns a name (bytes, not NUL-terminated) and returns its id. */
+int lc_ftree_name(lc_ftree_t *t, const char *s, size_t len, uint32_t *id) LC_MUST_CHECK;
+/* The child of `parent` named `name`, created if missing. */
+int lc_ftree_child(lc_ftree_t *t, uint32_t parent, uint32_t name, uint32_t *out) LC_MUST_CHECK;
+void lc_ftree_add_self(lc_ftree_t *t, uint32_t node, int64_t v);
+/* Adds value v to the root->leaf path of names; v <= 0 is ignored (as in
+ * Pyroscope's InsertStack). */
+int lc_ftree_insert(lc_ftree_t *t, const char *const *frames, size_t n, int64_t v) LC_MUST_CHECK;
+/* Adds every node of src into dst (names matched by bytes). */
+int lc_ftree_merge(lc_ftree_t *dst, const lc_ftree_t *src) LC_MUST_CHECK;
+
+size_t lc_ftree_node_count(const lc_ftree_t *t);   /* including the root */
+int64_t lc_ftree_total(lc_ftree_t *t);
+
+/* Encodes the flame graph (§5.4) with max_nodes truncation (§5.5; max_nodes
+ * <= 0 = no truncation) into `arena`. */
+int lc_ftree_flamegraph(lc_ftree_t *t, int64_t max_nodes, lc_arena_t *arena,
+                        Querier__V1__FlameGraph **out) LC_MUST_CHECK;
+/* Appends the tree bytes (§5.7) with the same truncation; nothing for an empty
+ * tree. */
+int lc_ftree_write_tree(lc_ftree_t *t, int64_t max_nodes, lc_buf_t *out) LC_MUST_CHECK;
+/* Merges tree bytes into t. LC_ECORRUPT on malformed input. */
+int lc_ftree_read_tree(lc_ftree_t *t, const uint8_t *p, size_t len) LC_MUST_CHECK;
+
+/* ------------------------------------------------------- store queries */
+/* What to read: series of `tenants` matching `sel` (the caller adds the
+ * __profile_type__ matcher), profiles with start_ns <= time <= end_ns. */
+typedef struct lc_query_s {
+    const char *const *tenants;
+    size_t n_tenants;
+    const lc_selector_t *sel;
+    int64_t start_ns, end_ns;
+} lc_query_t;
+
+/* Folds every matching profile of every block of r into dst. */
+int lc_query_merge_tree(lc_store_reader_t *r, const lc_query_t *q, lc_ftree_t *dst,
+                        lc_status_t *st) LC_MUST_CHECK;
+/* Adds one sample per distinct stack (one value) to b, re-emitting mappings,
+ * locations and functions; the caller sets b's sample type and period. */
+int lc_query_merge_pprof(lc_store_reader_t *r, const lc_query_t *q, lc_pprof_builder_t *b,
+                         lc_status_t *st) LC_MUST_CHECK;
+
+/* ---------------------------------------------------------- time series */
+typedef struct lc_query_series_opts_s {
+    int64_t start_ms, end_ms;       /* bucket boundaries start, start+step, ... <= end */
+    int64_t step_ms;                /* >= 1 */
+    const char *const *group_by;
+    size_t n_group_by;
+    bool average;                   /* AVERAGE instead of SUM per bucket */
+    int64_t limit;                  /* top N series by total; 0 = all */
+} lc_query_series_opts_t;
+
+typedef struct lc_query_series_s lc_query_series_t;
+
+/* Copies opts (and the group_by strings). */
+lc_query_series_t *lc_query_series_new(const lc_query_series_opts_t *opts);
+void lc_query_series_free(lc_query_series_t *s);
+/* The group a series falls in (its group_by labels); ids are stable. */
+int lc_query_series_group(lc_query_series_t *s, const lc_labels_t *labels,
+                          uint32_t *group) LC_MUST_CHECK;
+/* Adds one profile's value at time_ns to a group's bucket; profiles outside
+ * the boundaries are ignored. */
+int lc_query_series_add(lc_query_series_t *s, uint32_t group, int64_t time_ns,
+                        int64_t value) LC_MUST_CHECK;
+/* Adds every matching profile's stored total (no sample reads). */
+int lc_query_series_collect(lc_store_reader_t *r, const lc_query_t *q, lc_query_series_t *s,
+                            lc_status_t *st) LC_MUST_CHECK;
+/* The result: series with points (sparse, ascending time), limited, sorted
+ * by labels; allocated in `arena`. */
+int lc_query_series_emit(lc_query_series_t *s, lc_arena_t *arena, Types__V1__Series ***out,
+                         size_t *n) LC_MUST_CHECK;
+
+#endif

@@ -1,0 +1,80 @@
+/*
+ * query_int.h — internals shared by the query engine's .c files (query_tree.c,
+ * query_flame.c, query_merge.c, query_pprof.c, query_series.c). Not a public
+ * header: callers use lc/query.h.
+ */
+#ifndef LC_QUERY_INT_H
+#define LC_QUERY_INT_H
+
+#include <stdint.h>
+#include <string.h>
+
+#include "lc/query.h"
+
+/* Name ids 0 and 1 are interned at creation: the root is named "total" (as in
+ * Pyroscope, a function literally named "total" shares the root's flame graph
+ * name index) and truncation emits "other". */
+#define FT_NAME_TOTAL 0u
+#define FT_NAME_OTHER 1u
+
+typedef struct ft_name_s {
+    uint64_t off;           /* into pool */
+    uint32_t len;
+    uint32_t hash;          /* low bits of the string hash, for rehashing */
+} ft_name_t;
+
+typedef struct ft_node_s {
+    uint32_t parent;
+    uint32_t name;
+    int64_t self;
+} ft_node_t;
+
+struct lc_ftree_s {
+    char *pool;             /* interned name bytes */
+    size_t pool_len, pool_cap;
+    ft_name_t *names;
+    size_t n_names, names_cap;
+    uint32_t *name_slots;   /* open addressing: name id + 1, 0 = empty */
+    size_t name_mask;
+
+    ft_node_t *nodes;       /* nodes[0] is the root; parent id < child id */
+    size_t n_nodes, nodes_cap, max_nodes;
+    uint32_t *child_slots;  /* open addressing on (parent, name): node id, 0 = empty */
+    size_t child_mask;
+
+    int64_t *total;         /* derived by ft_totals(); valid while !totals_stale */
+    size_t total_cap;
+    bool totals_stale;
+};
+
+/* A 64-bit mix for hashing keys (not cryptographic). */
+static inline uint64_t ft_mix64(uint64_t x)
+{
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdULL;
+    x ^= x >> 33;
+    x *= 0xc4ceb9fe1a85ec53ULL;
+    x ^= x >> 33;
+    return x;
+}
+
+uint64_t lc_query__hash_bytes(const void *p, size_t len);
+/* Computes t->total for every node (reverse pass over ids). */
+void lc_query__ft_totals(lc_ftree_t *t);
+
+static inline const char *ft_name_str(const lc_ftree_t *t, uint32_t id, size_t *len)
+{
+    *len = t->names[id].len;
+    return t->pool + t->names[id].off;
+}
+
+/* Byte-wise comparison, shorter prefix first (Go string order). */
+static inline int ft_bytes_cmp(const char *a, size_t alen, const char *b, size_t blen)
+{
+    int c = memcmp(a, b, alen < blen ? alen : blen);
+    if (c)
+        return c;
+    return alen < blen ? -1 : alen > blen;
+}
+
+#endif
