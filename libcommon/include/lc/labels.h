@@ -54,6 +54,10 @@ bool lc_label_name_is_legacy(const char *name);
 uint64_t lc_hash64(const void *p, size_t len, uint64_t seed);
 
 /* ---- selectors ---- */
+/* Caps on client-supplied selectors (longer or larger ones are invalid_argument). */
+#define LC_SELECTOR_MAX_BYTES (64 * 1024)
+#define LC_SELECTOR_MAX_MATCHERS 64
+
 typedef enum { LC_MATCH_EQ, LC_MATCH_NEQ, LC_MATCH_RE, LC_MATCH_NRE } lc_match_op_t;
 
 typedef struct lc_matcher_s {
@@ -63,6 +67,7 @@ typedef struct lc_matcher_s {
     void *_re;          /* pcre2_code* for RE/NRE */
 } lc_matcher_t;
 
+/* A zeroed lc_selector_t ({0}) is the empty selector, ready for lc_selector_add. */
 typedef struct lc_selector_s {
     lc_matcher_t *m;
     size_t n;
@@ -77,7 +82,9 @@ void lc_selector_fini(lc_selector_t *sel);
 /* Adds a matcher (copies strings; compiles regexes). */
 int lc_selector_add(lc_selector_t *sel, const char *name, lc_match_op_t op, const char *value,
                     lc_status_t *st) LC_MUST_CHECK;
-bool lc_matcher_match(const lc_matcher_t *m, const char *value);  /* value NULL = "" */
+/* value NULL = "". Regexes use PCRE2 with `.` matching newlines (Prometheus'
+ * `^(?s:re)$`); bytes of invalid UTF-8 in a value are matched by no pattern item. */
+bool lc_matcher_match(const lc_matcher_t *m, const char *value);
 bool lc_selector_match(const lc_selector_t *sel, const lc_labels_t *ls);
 
 #endif
