@@ -44,6 +44,15 @@ void lc_cfg_help(const lc_cfg_entry_t *table, size_t n, const char *usage, FILE 
 void lc_cfg_log(const lc_cfg_entry_t *table, size_t n, const void *cfg);
 void lc_cfg_free(const lc_cfg_entry_t *table, size_t n, void *cfg);
 
+/* Sets every field to its default, treating cfg as uninitialised. Returns 0 or -1. */
+int lc_cfg_defaults(const lc_cfg_entry_t *table, size_t n, void *cfg,
+                    lc_status_t *st) LC_MUST_CHECK;
+/* Applies one YAML document (len bytes, no NUL needed) over cfg, whose STRING
+ * fields must be NULL or heap copies. source names the file in messages. The
+ * loader's file step, exposed for the fuzz target. Returns 0 or -1. */
+int lc_cfg_load_yaml(const lc_cfg_entry_t *table, size_t n, void *cfg, const char *source,
+                     const char *text, size_t len, lc_status_t *st) LC_MUST_CHECK;
+
 int lc_parse_duration(const char *s, int64_t *ns) LC_MUST_CHECK;
 int lc_parse_bytes(const char *s, int64_t *bytes) LC_MUST_CHECK;
 
