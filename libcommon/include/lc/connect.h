@@ -33,8 +33,33 @@ void lc_connect_error(lc_http_req_t *req, const lc_status_t *st);
 typedef int (*lc_connect_unary_fn)(lc_http_req_t *req, const ProtobufCMessage *in,
                                    ProtobufCMessage **out, lc_status_t *st, void *data);
 
-/* Registers `/<package>.<Service>/<Method>` (path given whole). */
+/* Registers `/<package>.<Service>/<Method>` (path given whole).
+ * @note The (in, fn, data) triple is kept for the life of the process. */
 int lc_connect_register(lc_httpd_t *srv, const char *path, const ProtobufCMessageDescriptor *in,
                         lc_connect_unary_fn fn, void *data) LC_MUST_CHECK;
+
+/* ---- the protocol decisions, exposed for handlers and tests ---- */
+
+/* Maximum digits of Connect-Timeout-Ms (as connect-go). */
+#define LC_CONNECT_TIMEOUT_MAX_DIGITS 10
+
+/* Codec of a Content-Type: application/proto or application/json, media type
+ * case-insensitive; the only parameter allowed is charset=utf-8 (any case) on
+ * JSON. Returns 0, or -1 for anything else (including NULL): a 415. */
+int lc_connect_codec_of(const char *content_type, lc_connect_codec_t *codec) LC_MUST_CHECK;
+/* Validates the optional Connect headers (NULL = absent): the protocol version
+ * must be "1"; the timeout 1 to 10 digits, > 0. Sets *timeout_ms (0 = none). */
+int lc_connect_check_headers(const char *protocol_version, const char *timeout,
+                             uint64_t *timeout_ms, lc_status_t *st) LC_MUST_CHECK;
+/* The request's Connect-Timeout-Ms in milliseconds, 0 if absent or invalid. */
+uint64_t lc_connect_timeout_ms(const lc_http_req_t *req);
+/* True if an Accept-Encoding value lists gzip (case-insensitive) with q > 0. */
+bool lc_connect_accepts_gzip(const char *accept_encoding);
+/* Appends the Connect error JSON for st: {"code":"...","message":"..."}, the
+ * message omitted when empty; an OK code is written as "unknown". */
+int lc_connect_error_body(const lc_status_t *st, lc_buf_t *out) LC_MUST_CHECK;
+/* HTTP status of a Connect error: the code table, except the 405/415 that
+ * lc_connect_decode pins in st->http_status for method and content type. */
+int lc_connect_error_status(const lc_status_t *st);
 
 #endif
