@@ -1,0 +1,201 @@
+/*
+ * ingester_int.h — declarations shared between the ingester's own files.
+ *
+ * The pure pieces (labelset, attime, format selection, multipart, folded text,
+ * sample-type config, metric-name derivation, series split, profile type ids,
+ * server-side delta) take plain inputs and arena memory, so each is testable on
+ * its own; the receivers (ingest_http.c, push.c) and the writer compose them.
+ * Threading: everything here is pure or owned by one thread at a time.
+ */
+#ifndef EMBER_INGESTER_INT_H
+#define EMBER_INGESTER_INT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ember/v1/ingest.pb-c.h"
+#include "google/v1/profile.pb-c.h"
+#include "lc/alloc.h"
+#include "lc/err.h"
+#include "lc/labels.h"
+
+/* ---------------------------------------------------------------- caps */
+#define ING_LABELSET_MAX_PAIRS 256          /* `name` query parameter */
+#define ING_MULTIPART_MAX_PARTS 64
+#define ING_MULTIPART_MAX_HEADER_BYTES 16384 /* per part */
+#define ING_STCONFIG_MAX_ENTRIES 256
+#define ING_FOLDED_MAX_LINE 65535           /* Go's bufio.Scanner token limit, minus '\n' */
+#define ING_PUSH_MAX_TOTAL_BYTES ((size_t)256 << 20) /* decoded profiles per Push */
+
+/* ---------------------------------------------------------------- labelset.c */
+typedef struct ing_kv_s {
+    const char *name;
+    const char *value;
+} ing_kv_t;
+
+/* The parsed `name` parameter of /ingest (pyroscope-api.md §2.3). */
+typedef struct ing_labelset_s {
+    const char *app_name;   /* text before '{' or the `__name__` override */
+    ing_kv_t *v;            /* every other key, first-seen order; a repeat keeps the last value */
+    size_t n;
+} ing_labelset_t;
+
+/* Parses `app{k=v,...}`; strings live in arena. Errors: invalid_argument. */
+int ing_labelset_parse(const char *s, lc_arena_t *arena, ing_labelset_t *out,
+                       lc_status_t *st) LC_MUST_CHECK;
+const char *ing_labelset_get(const ing_labelset_t *ls, const char *name);
+
+/* ---------------------------------------------------------------- attime.c */
+/* Graphite-style time (pyroscope-api.md §7.6) as Unix nanoseconds; never fails. */
+int64_t ing_attime_parse(const char *s, int64_t now_ns);
+
+/* ---------------------------------------------------------------- format.c */
+typedef enum {
+    ING_FMT_FOLDED = 0,
+    ING_FMT_LINES,
+    ING_FMT_PPROF,          /* raw body */
+    ING_FMT_PPROF_FORM,     /* multipart/form-data */
+    ING_FMT_TRIE,
+    ING_FMT_TREE,
+    ING_FMT_JFR,
+    ING_FMT_SPEEDSCOPE,
+    ING_FMT_COUNT_,
+} ing_format_t;
+
+/* §2.4 selection order; either argument may be NULL. */
+ing_format_t ing_format_select(const char *format, const char *content_type);
+const char *ing_format_name(ing_format_t f);
+
+/* ---------------------------------------------------------------- multipart.c */
+typedef struct ing_part_s {
+    const char *name;           /* Content-Disposition name, "" if none */
+    const char *filename;       /* NULL when the part is not a file part */
+    const char *content_type;   /* NULL if absent */
+    const uint8_t *data;        /* points into the body */
+    size_t len;
+} ing_part_t;
+
+typedef struct ing_form_s {
+    ing_part_t *parts;
+    size_t n;
+} ing_form_t;
+
+/* The boundary parameter of a multipart/form-data Content-Type (arena copy). */
+int ing_multipart_boundary(const char *content_type, lc_arena_t *arena, const char **boundary,
+                           lc_status_t *st) LC_MUST_CHECK;
+/* Splits body into parts (RFC 2046/7578; CRLF or bare-LF lines). Part data
+ * points into body. Errors: invalid_argument saying what is malformed. */
+int ing_multipart_parse(const uint8_t *body, size_t len, const char *boundary, lc_arena_t *arena,
+                        ing_form_t *out, lc_status_t *st) LC_MUST_CHECK;
+/* The first file part with the given field name, or NULL. */
+const ing_part_t *ing_form_file(const ing_form_t *f, const char *name);
+
+/* ---------------------------------------------------------------- folded.c */
+/* One stack: root-first frames separated by ';' (not NUL-terminated). */
+typedef int (*ing_stack_cb)(const char *stack, size_t len, int64_t value, void *data);
+
+/* folded ("a;b;c 12" per line) or, with lines_format, one stack per line whose
+ * identical lines are counted. cb returning non-zero stops with that value.
+ * Errors: a bad count (invalid_argument, the caller answers 422). */
+int ing_folded_parse(const uint8_t *body, size_t len, bool lines_format, lc_arena_t *arena,
+                     ing_stack_cb cb, void *data, lc_status_t *st) LC_MUST_CHECK;
+
+/* ---------------------------------------------------------------- stconfig.c */
+typedef struct ing_stconfig_s {
+    Ember__V1__SampleTypeConfig **v;
+    size_t n;
+} ing_stconfig_t;
+
+/* The table used when a client sends no sample_type_config (§2.5). */
+const ing_stconfig_t *ing_stconfig_builtin(void);
+/* Parses the sample_type_config JSON object. A JSON null yields n == 0 and
+ * *is_null set, which means "use the built-in table". */
+int ing_stconfig_parse(const uint8_t *json, size_t len, lc_arena_t *arena, ing_stconfig_t *out,
+                       bool *is_null, lc_status_t *st) LC_MUST_CHECK;
+const Ember__V1__SampleTypeConfig *ing_stconfig_find(const ing_stconfig_t *c, const char *type);
+
+/* ---------------------------------------------------------------- normalize.c */
+/* The string at idx of p's string table, "" when out of range. */
+const char *ing_pprof_str(const Google__V1__Profile *p, int64_t idx);
+/* `__name__` of a pprof uploaded to /ingest (§2.5), from its sample types. */
+const char *ing_metric_name(const Google__V1__Profile *p, const ing_stconfig_t *cfg);
+
+/* Profile type of a text/tree upload from the app-name suffix (§2.10). */
+typedef struct ing_app_type_s {
+    const char *metric;         /* __name__ */
+    const char *sample_type;
+    const char *sample_unit;
+    bool rate_scaled;           /* process_cpu / wall: values x period when sampleRate != 0 */
+    const char *service;        /* app name without the suffix (arena) */
+} ing_app_type_t;
+int ing_app_type(const char *app_name, lc_arena_t *arena, ing_app_type_t *out,
+                 lc_status_t *st) LC_MUST_CHECK;
+
+/* Label limits (pyroscope-api.md §3.3 item 3). */
+typedef struct ing_label_limits_s {
+    size_t max_names, max_name_bytes, max_value_bytes;
+} ing_label_limits_t;
+
+/* Push series labels: service_name default, relabel rules, sort, checks. */
+int ing_push_labels_normalize(lc_labels_t *ls, const ing_label_limits_t *lim,
+                              lc_status_t *st) LC_MUST_CHECK;
+/* The checks alone (labels must be sorted): __name__, duplicates, limits. */
+int ing_labels_check(const lc_labels_t *ls, const ing_label_limits_t *lim,
+                     lc_status_t *st) LC_MUST_CHECK;
+/* Series labels of an /ingest upload (§2.5 / §2.10) in ls (initialised here). */
+void ing_ingest_labels(lc_labels_t *ls, const char *metric, const char *spy,
+                       const char *service, const ing_labelset_t *set, bool app_name_label);
+/* True for labelset keys that become series labels. */
+bool ing_label_allowed(const char *name);
+
+/* ---------------------------------------------------------------- spy.c */
+/* pyspy/rbspy/scripting: function names become "<filename> <function>". */
+bool ing_spy_rewrites_names(const char *spy);
+int ing_spy_fix_names(Google__V1__Profile *p, const char *spy, lc_arena_t *arena) LC_MUST_CHECK;
+
+/* ---------------------------------------------------------------- split.c */
+/* One series' worth of samples: those sharing the same string sample labels. */
+typedef struct ing_group_s {
+    ing_kv_t *labels;           /* sorted by name; trace_id/span_id/profile_id excluded */
+    size_t n_labels;
+    uint32_t *samples;          /* indices into p->sample */
+    uint64_t *span_ids;         /* parallel to samples; 0 = none */
+    size_t n_samples;
+    bool has_span_ids;
+} ing_group_t;
+
+int ing_split_samples(const Google__V1__Profile *p, lc_arena_t *arena, ing_group_t **out,
+                      size_t *n_out) LC_MUST_CHECK;
+/* 16 hex digits -> id; 0 when s is not exactly that. */
+uint64_t ing_parse_span_id(const char *s);
+
+/* ---------------------------------------------------------------- series.c */
+/* `<name>:<type>:<unit>:<period_type>:<period_unit>` for sample type i (arena). */
+const char *ing_profile_type_id(const Google__V1__Profile *p, const char *metric, size_t i,
+                                lc_arena_t *arena);
+/* Adds the per-sample-type internal labels, removes __delta__, sorts. */
+void ing_series_labels(lc_labels_t *ls, const Google__V1__Profile *p, size_t i, lc_arena_t *arena);
+
+/* ---------------------------------------------------------------- delta.c */
+/* Server-side delta (§4.5, the v1 rule) across profiles of one series.
+ * Changes are staged per batch: commit makes them permanent, discard drops
+ * them (the batch will be redelivered). Owned by the writer thread. */
+typedef struct ing_delta_s ing_delta_t;
+
+ing_delta_t *ing_delta_new(size_t max_entries);
+void ing_delta_free(ing_delta_t *d);
+/* Whether the rule applies to a series (metric name, sample type, flag). */
+bool ing_delta_applies(const char *metric, const char *sample_type, bool delta_disabled);
+/* For the n samples (stack keys + values) of a series profile: returns true and
+ * fills out_values (delta values) when the profile is to be stored; false when
+ * it is dropped (first profile of the series, or a reset). */
+bool ing_delta_apply(ing_delta_t *d, uint64_t series_fp, const uint64_t *stack_keys,
+                     const int64_t *values, size_t n, int64_t *out_values);
+void ing_delta_commit(ing_delta_t *d);
+void ing_delta_discard(ing_delta_t *d);
+/* A key for a sample's stack that is stable across profiles (symbol-based). */
+uint64_t ing_stack_key(const Google__V1__Profile *p, const Google__V1__Sample *s,
+                       const void *index);
+
+#endif
