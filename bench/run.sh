@@ -1,0 +1,17 @@
+#!/bin/sh
+# Runs ember's benchmarks against an existing build (builds nothing).
+# usage: bench/run.sh [BUILD_DIR] [ingest|merge|all]
+# Each benchmark prints its figure beside a reference measured in the same run.
+set -eu
+BUILD=$(cd "${1:-build}" && pwd)
+WHAT=${2:-all}
+HERE=$(cd "$(dirname "$0")" && pwd)
+PY=/usr/bin/python3          # Debian's python: python3-protobuf lives there
+for b in "$BUILD/services/ember/ember" "$BUILD/bench/ingest_load" "$BUILD/bench/http_sink"; do
+  [ -x "$b" ] || { echo "missing $b: build first (cmake --build $BUILD)" >&2; exit 2; }
+done
+export EMBER_BIN_DIR="$BUILD"
+rc=0
+case "$WHAT" in ingest|all) "$PY" "$HERE/ingest_bench.py" "$BUILD" || rc=1; echo ;; esac
+case "$WHAT" in merge|all) "$PY" "$HERE/merge_bench.py" "$BUILD" || rc=1 ;; esac
+exit $rc
