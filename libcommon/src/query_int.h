@@ -59,6 +59,25 @@ static inline uint64_t ft_mix64(uint64_t x)
 }
 
 uint64_t lc_query__hash_bytes(const void *p, size_t len);
+
+/* One block's matching profiles summed per stack node (query_merge.c): the
+ * dense array of ARCHITECTURE.md §3, reused across blocks. */
+typedef struct qm_sums_s {
+    int64_t *self;          /* self[node]: summed sample values */
+    size_t self_cap;
+    uint32_t n;             /* nodes [0, n) cover every touched id; 0 = nothing matched */
+    uint32_t *parents;      /* of nodes [0, n) */
+    uint32_t *locations;
+    size_t nodes_cap;
+    uint32_t *series;       /* scratch: matching series ids */
+    size_t n_series, series_cap;
+} qm_sums_t;
+
+/* Sums the block's matching profiles into s and loads the node prefix. */
+int lc_query__block_sum(lc_block_t *b, const lc_query_t *q, qm_sums_t *s) LC_MUST_CHECK;
+void lc_query__sums_fini(qm_sums_t *s);
+/* Maps an engine error to a client status (resource_exhausted for caps). */
+int lc_query__fail(lc_status_t *st, int rc, const char *what);
 /* Computes t->total for every node (reverse pass over ids). */
 void lc_query__ft_totals(lc_ftree_t *t);
 
