@@ -249,6 +249,8 @@ static int put_float(lc_buf_t *out, double v, bool single)
         return lc_buf_puts(out, "\"NaN\"");
     if (isinf(v))
         return lc_buf_puts(out, v > 0 ? "\"Infinity\"" : "\"-Infinity\"");
+    if (v == 0 && signbit(v))
+        return lc_buf_puts(out, "-0.0");   /* "-0" would read back as the integer 0 */
     for (int prec = single ? 6 : 15; prec <= (single ? 9 : 17); prec++) {
         snprintf(tmp, sizeof(tmp), "%.*g", prec, v);
         double back = strtod(tmp, NULL);
