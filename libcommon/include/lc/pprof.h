@@ -20,6 +20,7 @@
 
 typedef Google__V1__Profile lc_pprof_t;
 
+/* A limit of 0 means "no limit" (except max_decompressed_bytes, which is a real cap). */
 typedef struct lc_pprof_limits_s {
     size_t max_decompressed_bytes;  /* default 64 MiB */
     size_t max_samples;             /* default 1,000,000 (Pyroscope: 16,000) */
@@ -30,7 +31,12 @@ typedef struct lc_pprof_limits_s {
 
 void lc_pprof_limits_default(lc_pprof_limits_t *lim);
 
-/* Gunzips (detected by magic bytes) and unpacks a pprof. Does not validate. */
+/* Gunzips (detected by magic bytes) and unpacks a pprof. Does not validate.
+ * Errors: invalid_argument "profile too large: ... (limit N bytes)" past
+ * lim->max_decompressed_bytes, "failed to parse pprof: ..." for bad gzip or
+ * protobuf, or when the arena's cap is reached. A NUL byte inside a string
+ * (which C strings cannot carry) is replaced by U+FFFD, so that validation
+ * still sees the bytes after it. */
 int lc_pprof_decode(const uint8_t *data, size_t len, const lc_pprof_limits_t *lim,
                     lc_arena_t *arena, lc_pprof_t **out, lc_status_t *st) LC_MUST_CHECK;
 
@@ -42,7 +48,8 @@ int lc_pprof_decode(const uint8_t *data, size_t len, const lc_pprof_limits_t *li
  * the limits. Errors: invalid_argument with a message saying what is wrong. */
 int lc_pprof_validate(lc_pprof_t *p, const lc_pprof_limits_t *lim, lc_status_t *st) LC_MUST_CHECK;
 
-/* Serialises p (gzip when `gzip`), appending to out. */
+/* Serialises p (gzip, at the fast level 1, when `gzip`), appending to out.
+ * LC_ETOOBIG when out's cap would be passed. */
 int lc_pprof_encode(const lc_pprof_t *p, bool gzip, lc_buf_t *out) LC_MUST_CHECK;
 
 /* The string at idx, or "" when idx is out of range. */
@@ -86,6 +93,9 @@ void lc_pprof_builder_times(lc_pprof_builder_t *b, int64_t time_nanos, int64_t d
  * (string labels) may be NULL/0. */
 void lc_pprof_builder_sample(lc_pprof_builder_t *b, const uint64_t *location_ids, size_t n_locations,
                              const int64_t *values, const char *const *label_kv, size_t n_labels);
+/* Errors: LC_EINPUT without sample types or when a sample type was added after
+ * the first sample; LC_ETOOBIG when a table passed 2^31 entries (the add
+ * calls then return 0) or out's cap would be passed. */
 int lc_pprof_builder_encode(lc_pprof_builder_t *b, bool gzip, lc_buf_t *out) LC_MUST_CHECK;
 
 #endif
