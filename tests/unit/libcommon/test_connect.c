@@ -1,10 +1,19 @@
 /*
  * test_connect.c — Connect unary decisions (pyroscope-api.md §6.1, §6.2):
  * content types, protocol headers, gzip negotiation, error bodies and
- * statuses, then lc_connect_decode / reply / error on hand-built requests.
- * Expected bytes are written by hand from the spec.
+ * statuses, then lc_connect_decode / reply / error on hand-built requests,
+ * and finally lc_connect_register end to end on a real lc_httpd with a
+ * blocking-socket client. Expected bytes are written by hand from the spec.
  */
+#define _GNU_SOURCE /* memmem */
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <strings.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include <uv.h>
 
 #include "lc/alloc.h"
 #include "lc/connect.h"
@@ -391,8 +400,234 @@ static void test_reply_too_large_becomes_error(void)
     fake_fini(&f);
 }
 
+/* ---- end to end: lc_connect_register on a real lc_httpd ---- */
+
+typedef struct e2e_server_s {
+    uv_loop_t loop;
+    uv_async_t stop;
+    uv_thread_t thread;
+    lc_httpd_t *srv;
+    int port;
+} e2e_server_t;
+
+static e2e_server_t e2e;
+
+/* ProfileTypes stand-in: answers one type whose ID is "<start>-<end>";
+ * start 404 fails with not_found, start 7 takes 30 ms. */
+static int e2e_profile_types(lc_http_req_t *req, const ProtobufCMessage *in,
+                             ProtobufCMessage **out, lc_status_t *st, void *data)
+{
+    const Querier__V1__ProfileTypesRequest *r = (const void *)in;
+    LC_UNUSED(data);
+    if (r->start == 404)
+        return lc_status_set(st, LC_CODE_NOT_FOUND, "no such \"thing\"");
+    if (r->start == 7)
+        usleep(30000);
+    Querier__V1__ProfileTypesResponse *resp = lc_arena_alloc(req->arena, sizeof(*resp));
+    Types__V1__ProfileType *pt = lc_arena_alloc(req->arena, sizeof(*pt));
+    Types__V1__ProfileType **list = lc_arena_alloc(req->arena, sizeof(*list));
+    querier__v1__profile_types_response__init(resp);
+    types__v1__profile_type__init(pt);
+    pt->id = lc_arena_sprintf(req->arena, "%lld-%lld", (long long)r->start, (long long)r->end);
+    list[0] = pt;
+    resp->n_profile_types = 1;
+    resp->profile_types = list;
+    *out = &resp->base;
+    return 0;
+}
+
+static void e2e_on_closed(void *data) { LC_UNUSED(data); }
+
+static void e2e_on_stop(uv_async_t *a)
+{
+    lc_httpd_close(e2e.srv, e2e_on_closed, NULL);
+    uv_close((uv_handle_t *)a, NULL);
+}
+
+static void e2e_run(void *arg)
+{
+    LC_UNUSED(arg);
+    uv_run(&e2e.loop, UV_RUN_DEFAULT);
+}
+
+static void e2e_start(void)
+{
+    lc_httpd_opts_t o = {.address = "127.0.0.1:0", .idle_timeout_ms = 5000,
+                         .read_timeout_ms = 5000};
+    memset(&e2e, 0, sizeof(e2e));
+    LC_ASSERT_OK(uv_loop_init(&e2e.loop));
+    LC_ASSERT_OK(lc_httpd_new(&e2e.loop, &o, &e2e.srv));
+    LC_ASSERT_OK(lc_connect_register(e2e.srv, "/querier.v1.QuerierService/ProfileTypes",
+                                     &querier__v1__profile_types_request__descriptor,
+                                     e2e_profile_types, NULL));
+    LC_ASSERT_OK(lc_httpd_listen(e2e.srv));
+    e2e.port = lc_httpd_port(e2e.srv);
+    LC_ASSERT_OK(uv_async_init(&e2e.loop, &e2e.stop, e2e_on_stop));
+    LC_ASSERT_OK(uv_thread_create(&e2e.thread, e2e_run, NULL));
+}
+
+static void e2e_stop(void)
+{
+    uv_async_send(&e2e.stop);
+    uv_thread_join(&e2e.thread);
+    LC_ASSERT_OK(uv_loop_close(&e2e.loop));
+}
+
+typedef struct e2e_resp_s {
+    int status;
+    char head[4096];
+    uint8_t body[16384];
+    size_t body_len;
+} e2e_resp_t;
+
+/* Sends head (with "Connection: close" added) and body on a new connection
+ * and reads the response until the server closes. */
+static void e2e_call(const char *head, const void *body, size_t body_len, e2e_resp_t *r)
+{
+    static char raw[32768];
+    char req_head[2048];
+    size_t got = 0;
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)e2e.port)};
+    struct timeval tv = {.tv_sec = 5};
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+    memset(r, 0, sizeof(*r));
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    LC_ASSERT_OK(connect(fd, (struct sockaddr *)&sa, sizeof(sa)));
+    int n = snprintf(req_head, sizeof(req_head), "%sHost: t\r\nConnection: close\r\n"
+                     "Content-Length: %zu\r\n\r\n", head, body_len);
+    LC_CHECK(send(fd, req_head, (size_t)n, MSG_NOSIGNAL) == n);
+    if (body_len)
+        LC_CHECK(send(fd, body, body_len, MSG_NOSIGNAL) == (ssize_t)body_len);
+    for (ssize_t k; (k = recv(fd, raw + got, sizeof(raw) - got, 0)) > 0;)
+        got += (size_t)k;
+    close(fd);
+    const char *end = memmem(raw, got, "\r\n\r\n", 4);
+    LC_CHECK(end != NULL);
+    if (!end)
+        return;
+    size_t head_len = (size_t)(end - raw) + 4;
+    snprintf(r->head, sizeof(r->head), "%.*s", (int)head_len, raw);
+    r->status = (int)strtol(r->head + 9, NULL, 10);
+    r->body_len = got - head_len < sizeof(r->body) ? got - head_len : sizeof(r->body);
+    memcpy(r->body, raw + head_len, r->body_len);
+}
+
+/* True if the response head has the header line "name: value" (name any case). */
+static bool e2e_has_header(const e2e_resp_t *r, const char *name, const char *value)
+{
+    char line[512];
+    snprintf(line, sizeof(line), "\r\n%s: %s\r\n", name, value);
+    return strcasestr(r->head, line) != NULL;
+}
+
+static void e2e_expect_body(const e2e_resp_t *r, const char *want)
+{
+    LC_ASSERT_EQ(r->body_len, strlen(want));
+    if (r->body_len == strlen(want))
+        LC_ASSERT_MEM_EQ(r->body, want, r->body_len);
+    else
+        fprintf(stderr, "  body: %.*s\n", (int)r->body_len, (const char *)r->body);
+}
+
+#define E2E_POST "POST /querier.v1.QuerierService/ProfileTypes HTTP/1.1\r\n"
+
+static void test_e2e_json_and_proto(void)
+{
+    static const uint8_t req_proto[] = {0x08, 0x05, 0x10, 0x06};   /* start=5 end=6 */
+    /* ProfileTypesResponse{profile_types: [{ID: "5-6"}]}: field 1 (len 5) holding field 1 "5-6" */
+    static const uint8_t resp_proto[] = {0x0a, 0x05, 0x0a, 0x03, '5', '-', '6'};
+    const char *json = "{\"start\":\"1\",\"end\":2}";
+    e2e_resp_t r;
+
+    e2e_start();
+    e2e_call(E2E_POST "Content-Type: application/json\r\nConnect-Protocol-Version: 1\r\n", json,
+             strlen(json), &r);
+    LC_ASSERT_EQ(r.status, 200);
+    LC_CHECK(e2e_has_header(&r, "Content-Type", "application/json"));
+    e2e_expect_body(&r, "{\"profileTypes\":[{\"ID\":\"1-2\"}]}");
+
+    e2e_call(E2E_POST "Content-Type: application/proto\r\n", req_proto, sizeof(req_proto), &r);
+    LC_ASSERT_EQ(r.status, 200);
+    LC_CHECK(e2e_has_header(&r, "Content-Type", "application/proto"));
+    LC_ASSERT_EQ(r.body_len, sizeof(resp_proto));
+    LC_ASSERT_MEM_EQ(r.body, resp_proto, sizeof(resp_proto));
+    e2e_stop();
+}
+
+static void test_e2e_gzip_both_ways(void)
+{
+    const char *json = "{\"start\":3,\"end\":4}";
+    lc_buf_t zipped, plain;
+    e2e_resp_t r;
+
+    lc_buf_init(&zipped, 1 << 16);
+    lc_buf_init(&plain, 1 << 16);
+    LC_ASSERT_OK(lc_gzip((const uint8_t *)json, strlen(json), 0, &zipped));
+    e2e_start();
+    e2e_call(E2E_POST "Content-Type: application/json\r\nContent-Encoding: gzip\r\n"
+                      "Accept-Encoding: gzip\r\n", zipped.data, zipped.len, &r);
+    LC_ASSERT_EQ(r.status, 200);
+    LC_CHECK(e2e_has_header(&r, "Content-Encoding", "gzip"));
+    LC_ASSERT_OK(lc_gunzip(r.body, r.body_len, 1 << 16, &plain));
+    LC_ASSERT_OK(lc_buf_putc(&plain, '\0'));
+    LC_ASSERT_STR_EQ((const char *)plain.data, "{\"profileTypes\":[{\"ID\":\"3-4\"}]}");
+    e2e_stop();
+    lc_buf_fini(&zipped);
+    lc_buf_fini(&plain);
+}
+
+static void test_e2e_protocol_errors(void)
+{
+    e2e_resp_t r;
+
+    e2e_start();
+    e2e_call("GET /querier.v1.QuerierService/ProfileTypes HTTP/1.1\r\n", NULL, 0, &r);
+    LC_ASSERT_EQ(r.status, 405);
+    LC_CHECK(e2e_has_header(&r, "Allow", "POST"));
+
+    e2e_call(E2E_POST "Content-Type: application/xml\r\n", "<a/>", 4, &r);
+    LC_ASSERT_EQ(r.status, 415);
+    LC_CHECK(e2e_has_header(&r, "Accept-Post", "application/json, application/proto"));
+
+    e2e_call(E2E_POST "Content-Type: application/json\r\n", "", 0, &r);
+    LC_ASSERT_EQ(r.status, 400);
+    LC_CHECK(e2e_has_header(&r, "Content-Type", "application/json"));
+
+    e2e_call(E2E_POST "Content-Type: application/json\r\nConnect-Protocol-Version: 2\r\n", "{}",
+             2, &r);
+    LC_ASSERT_EQ(r.status, 400);
+    e2e_expect_body(&r, "{\"code\":\"invalid_argument\",\"message\":"
+                        "\"connect-protocol-version must be \\\"1\\\": got \\\"2\\\"\"}");
+    e2e_stop();
+}
+
+static void test_e2e_handler_error_and_deadline(void)
+{
+    e2e_resp_t r;
+
+    e2e_start();
+    e2e_call(E2E_POST "Content-Type: application/json\r\n", "{\"start\":404}", 13, &r);
+    LC_ASSERT_EQ(r.status, 404);
+    LC_CHECK(e2e_has_header(&r, "Content-Type", "application/json"));
+    e2e_expect_body(&r, "{\"code\":\"not_found\",\"message\":\"no such \\\"thing\\\"\"}");
+
+    e2e_call(E2E_POST "Content-Type: application/json\r\nConnect-Timeout-Ms: 5\r\n",
+             "{\"start\":7}", 11, &r);
+    LC_ASSERT_EQ(r.status, 504);
+    LC_CHECK(strstr((const char *)r.body, "deadline_exceeded") != NULL);
+
+    e2e_call(E2E_POST "Content-Type: application/json\r\nConnect-Timeout-Ms: 5000\r\n",
+             "{\"start\":7}", 11, &r);
+    LC_ASSERT_EQ(r.status, 200);
+    e2e_stop();
+}
+
 LC_TEST_MAIN(test_content_types_accepted, test_content_types_rejected, test_protocol_headers,
              test_accept_encoding, test_error_body_and_status, test_decode_rejects_wrong_method,
              test_decode_rejects_content_type, test_decode_rejects_protocol_version,
              test_decode_json_and_proto_bodies, test_decode_empty_and_bad_bodies,
-             test_reply_json_plain_and_gzip, test_reply_proto, test_reply_too_large_becomes_error)
+             test_reply_json_plain_and_gzip, test_reply_proto, test_reply_too_large_becomes_error,
+             test_e2e_json_and_proto, test_e2e_gzip_both_ways, test_e2e_protocol_errors,
+             test_e2e_handler_error_and_deadline)
