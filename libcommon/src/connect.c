@@ -21,7 +21,7 @@
 #include "lc/pbjson.h"
 
 #define CONNECT_ACCEPT_POST "application/json, application/proto"
-#define CONNECT_DEFAULT_MAX_RESPONSE ((size_t)512 << 20)   /* when req->resp_body has no cap */
+#define CONNECT_DEFAULT_MAX_RESPONSE ((size_t)512 << 20) /* when req->resp_body has no cap */
 
 /* ------------------------------------------------------------- header text */
 
@@ -234,7 +234,7 @@ int lc_connect_error_status(const lc_status_t *st)
 void lc_connect_error(lc_http_req_t *req, const lc_status_t *st)
 {
     lc_buf_t body;
-    lc_buf_init(&body, LC_BUF_UNLIMITED);   /* bounded: a code and a 512-byte message */
+    lc_buf_init(&body, LC_BUF_UNLIMITED); /* bounded: a code and a 512-byte message */
     if (lc_connect_error_body(st, &body) != 0)
         lc_buf_reset(&body);
     lc_http_reply(req, lc_connect_error_status(st), "application/json", body.data, body.len);
@@ -359,8 +359,8 @@ typedef struct connect_method_s {
 static pthread_mutex_t connect_methods_lock = PTHREAD_MUTEX_INITIALIZER;
 static connect_method_t *connect_methods;
 
-static connect_method_t *method_intern(const ProtobufCMessageDescriptor *in,
-                                       lc_connect_unary_fn fn, void *data)
+static connect_method_t *method_intern(const ProtobufCMessageDescriptor *in, lc_connect_unary_fn fn,
+                                       void *data)
 {
     connect_method_t *m;
 
@@ -384,8 +384,7 @@ static bool deadline_passed(const lc_http_req_t *req, uint64_t started_ns, lc_st
     uint64_t timeout_ms = lc_connect_timeout_ms(req);
     if (timeout_ms == 0 || (uv_hrtime() - started_ns) / 1000000 <= timeout_ms)
         return false;
-    lc_status_set(st, LC_CODE_DEADLINE_EXCEEDED, "deadline of %" PRIu64 " ms exceeded",
-                  timeout_ms);
+    lc_status_set(st, LC_CODE_DEADLINE_EXCEEDED, "deadline of %" PRIu64 " ms exceeded", timeout_ms);
     return true;
 }
 
@@ -414,7 +413,7 @@ int lc_connect_register(lc_httpd_t *srv, const char *path, const ProtobufCMessag
 {
     lc_http_route_t route = {
         .path = path,
-        .methods = NULL,    /* any: lc_connect_decode answers 405 itself, with Allow */
+        .methods = NULL, /* any: lc_connect_decode answers 405 itself, with Allow */
         .work = connect_on_work,
         .offload = true,
         .data = method_intern(in, fn, data),

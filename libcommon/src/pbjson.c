@@ -25,8 +25,8 @@
 
 #include "lc/pbjson.h"
 
-#define PBJSON_PATH_MAX 160     /* field path kept for error messages */
-#define PBJSON_SEEN_BITS 512    /* duplicate detection covers the first 512 fields */
+#define PBJSON_PATH_MAX 160  /* field path kept for error messages */
+#define PBJSON_SEEN_BITS 512 /* duplicate detection covers the first 512 fields */
 
 /* ------------------------------------------------------------------ helpers */
 
@@ -55,7 +55,7 @@ static size_t pb_elem_size(ProtobufCType type)
     case PROTOBUF_C_TYPE_MESSAGE:
         return sizeof(ProtobufCMessage *);
     default:
-        return 4;   /* int32 family, uint32 family, float, enum */
+        return 4; /* int32 family, uint32 family, float, enum */
     }
 }
 
@@ -199,14 +199,22 @@ static size_t utf8_seq_len(const unsigned char *s, size_t avail)
 static int put_escaped_byte(lc_buf_t *out, unsigned char c)
 {
     switch (c) {
-    case '"': return lc_buf_puts(out, "\\\"");
-    case '\\': return lc_buf_puts(out, "\\\\");
-    case '\n': return lc_buf_puts(out, "\\n");
-    case '\r': return lc_buf_puts(out, "\\r");
-    case '\t': return lc_buf_puts(out, "\\t");
-    case '\b': return lc_buf_puts(out, "\\b");
-    case '\f': return lc_buf_puts(out, "\\f");
-    default: return lc_buf_printf(out, "\\u%04x", c);
+    case '"':
+        return lc_buf_puts(out, "\\\"");
+    case '\\':
+        return lc_buf_puts(out, "\\\\");
+    case '\n':
+        return lc_buf_puts(out, "\\n");
+    case '\r':
+        return lc_buf_puts(out, "\\r");
+    case '\t':
+        return lc_buf_puts(out, "\\t");
+    case '\b':
+        return lc_buf_puts(out, "\\b");
+    case '\f':
+        return lc_buf_puts(out, "\\f");
+    default:
+        return lc_buf_printf(out, "\\u%04x", c);
     }
 }
 
@@ -230,7 +238,7 @@ int lc_pbjson_append_string(lc_buf_t *out, const char *s, size_t len)
         else if (n == 1)
             rc = put_escaped_byte(out, p[i]);
         else
-            rc = lc_buf_puts(out, "\\ufffd");   /* JSON must be UTF-8: repair */
+            rc = lc_buf_puts(out, "\\ufffd"); /* JSON must be UTF-8: repair */
         i += n ? n : 1;
     }
     return rc ? rc : lc_buf_putc(out, '"');
@@ -250,7 +258,7 @@ static int put_float(lc_buf_t *out, double v, bool single)
     if (isinf(v))
         return lc_buf_puts(out, v > 0 ? "\"Infinity\"" : "\"-Infinity\"");
     if (v == 0 && signbit(v))
-        return lc_buf_puts(out, "-0.0");   /* "-0" would read back as the integer 0 */
+        return lc_buf_puts(out, "-0.0"); /* "-0" would read back as the integer 0 */
     for (int prec = single ? 6 : 15; prec <= (single ? 9 : 17); prec++) {
         snprintf(tmp, sizeof(tmp), "%.*g", prec, v);
         double back = strtod(tmp, NULL);
@@ -265,7 +273,7 @@ static int put_enum(lc_buf_t *out, const ProtobufCFieldDescriptor *f, int value)
     const ProtobufCEnumValue *ev = protobuf_c_enum_descriptor_get_value(f->descriptor, value);
     if (ev)
         return lc_buf_printf(out, "\"%s\"", ev->name);
-    return lc_buf_printf(out, "%d", value);   /* open enum: unknown values as numbers */
+    return lc_buf_printf(out, "%d", value); /* open enum: unknown values as numbers */
 }
 
 static int put_value(lc_buf_t *out, const ProtobufCFieldDescriptor *f, const void *v, int depth)
@@ -403,7 +411,7 @@ int lc_pbjson_encode(const ProtobufCMessage *msg, lc_buf_t *out)
     size_t start = out->len;
     int rc = put_message(out, msg, 1);
     if (rc)
-        out->len = start;   /* no half-written JSON on failure */
+        out->len = start; /* no half-written JSON on failure */
     return rc;
 }
 
@@ -412,7 +420,7 @@ int lc_pbjson_encode(const ProtobufCMessage *msg, lc_buf_t *out)
 typedef struct decoder_s {
     ProtobufCAllocator *alloc;
     lc_status_t *st;
-    char path[PBJSON_PATH_MAX];     /* "stackTraceSelector.call_site[0].name", for errors */
+    char path[PBJSON_PATH_MAX]; /* "stackTraceSelector.call_site[0].name", for errors */
     size_t path_len;
 } decoder_t;
 
@@ -476,14 +484,21 @@ static void *dec_alloc(decoder_t *d, size_t n, size_t size)
 static const char *json_kind(const json_t *v)
 {
     switch (json_typeof(v)) {
-    case JSON_OBJECT: return "object";
-    case JSON_ARRAY: return "array";
-    case JSON_STRING: return "string";
-    case JSON_INTEGER: return "integer";
-    case JSON_REAL: return "number";
+    case JSON_OBJECT:
+        return "object";
+    case JSON_ARRAY:
+        return "array";
+    case JSON_STRING:
+        return "string";
+    case JSON_INTEGER:
+        return "integer";
+    case JSON_REAL:
+        return "number";
     case JSON_TRUE:
-    case JSON_FALSE: return "bool";
-    case JSON_NULL: return "null";
+    case JSON_FALSE:
+        return "bool";
+    case JSON_NULL:
+        return "null";
     }
     return "value";
 }
@@ -550,7 +565,7 @@ static bool string_to_uint64(const char *s, uint64_t max, uint64_t *out)
 
     if (!looks_numeric(s))
         return false;
-    if (s[0] == '-') {  /* strtoull would wrap; only "-0" spells a valid value */
+    if (s[0] == '-') { /* strtoull would wrap; only "-0" spells a valid value */
         *out = 0;
         return string_to_int64(s, 0, 0, &zero);
     }
@@ -675,7 +690,7 @@ static int read_bytes(decoder_t *d, json_t *v, ProtobufCBinaryData *out)
     uint8_t *data = dec_alloc(d, len / 4 * 3 + 3, 1);
     if (!data)
         return -1;
-    out->data = data;   /* linked before decoding so an error still frees it */
+    out->data = data; /* linked before decoding so an error still frees it */
     ptrdiff_t n = base64_decode(json_string_value(v), len, data);
     if (n < 0)
         return dec_fail(d, "invalid base64");
@@ -789,7 +804,7 @@ static int read_field(decoder_t *d, ProtobufCMessage *msg, const ProtobufCFieldD
                       json_t *v, int depth)
 {
     if (json_is_null(v))
-        return 0;   /* null means "default" */
+        return 0; /* null means "default" */
     if (f->label == PROTOBUF_C_LABEL_REPEATED)
         return read_repeated(d, msg, f, v, depth);
     if (mark_present(d, msg, f))
@@ -828,10 +843,11 @@ static int read_fields(decoder_t *d, ProtobufCMessage *msg, json_t *obj, int dep
     const char *key;
     json_t *v;
 
-    json_object_foreach(obj, key, v) {
+    json_object_foreach(obj, key, v)
+    {
         int idx = find_field(desc, key);
         if (idx < 0)
-            continue;   /* unknown fields are ignored (connect-go DiscardUnknown) */
+            continue; /* unknown fields are ignored (connect-go DiscardUnknown) */
         size_t mark = path_push(d, key, 0, false);
         int rc = seen_before(seen, idx) ? dec_fail(d, "field given twice")
                                         : read_field(d, msg, &desc->fields[idx], v, depth);

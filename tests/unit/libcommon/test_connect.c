@@ -46,11 +46,20 @@ static void test_content_types_accepted(void)
 static void test_content_types_rejected(void)
 {
     static const char *const bad[] = {
-        "", "application/grpc", "application/connect+json", "text/json", "application/jsonx",
-        "application/json charset=utf-8", "application/proto; charset=utf-8",
-        "application/json; charset=latin1", "application/json; foo=bar",
-        "application/json; charset=utf-8; charset=utf-8", "application/json; charset",
-        "application/x-protobuf", "application/protobuf", "application/json; charset=utf-8; q=1",
+        "",
+        "application/grpc",
+        "application/connect+json",
+        "text/json",
+        "application/jsonx",
+        "application/json charset=utf-8",
+        "application/proto; charset=utf-8",
+        "application/json; charset=latin1",
+        "application/json; foo=bar",
+        "application/json; charset=utf-8; charset=utf-8",
+        "application/json; charset",
+        "application/x-protobuf",
+        "application/protobuf",
+        "application/json; charset=utf-8; q=1",
     };
     LC_ASSERT_EQ(codec_of(NULL), -1);
     for (size_t i = 0; i < LC_ARRAY_LEN(bad); i++) {
@@ -156,8 +165,8 @@ typedef struct fake_req_s {
     lc_http_header_t headers[8];
 } fake_req_t;
 
-static void fake_init(fake_req_t *f, const char *method, const char *content_type,
-                      const void *body, size_t len)
+static void fake_init(fake_req_t *f, const char *method, const char *content_type, const void *body,
+                      size_t len)
 {
     memset(f, 0, sizeof(*f));
     f->req.method = method;
@@ -182,7 +191,7 @@ static void fake_fini(fake_req_t *f)
 {
     lc_arena_free(f->req.arena);
     lc_buf_fini(&f->req.resp_body);
-    lc_free(f->req._resp_headers);   /* owned by the httpd parser in a real server */
+    lc_free(f->req._resp_headers); /* owned by the httpd parser in a real server */
 }
 
 /* Test-only peek at the response headers the handler set. */
@@ -269,7 +278,7 @@ static void test_decode_rejects_protocol_version(void)
 
 static void test_decode_json_and_proto_bodies(void)
 {
-    static const uint8_t proto[] = {0x08, 0x01, 0x10, 0x02};   /* start=1 end=2 */
+    static const uint8_t proto[] = {0x08, 0x01, 0x10, 0x02}; /* start=1 end=2 */
     const char *json = "{\"start\":\"1\",\"end\":2}";
     fake_req_t f;
     ProtobufCMessage *msg;
@@ -302,12 +311,12 @@ static void test_decode_empty_and_bad_bodies(void)
     lc_connect_codec_t codec;
     lc_status_t st;
 
-    fake_init(&f, "POST", "application/proto", NULL, 0);   /* empty = empty message */
+    fake_init(&f, "POST", "application/proto", NULL, 0); /* empty = empty message */
     LC_ASSERT_OK(fake_decode(&f, &msg, &codec, &st));
     LC_CHECK(msg != NULL && ((Querier__V1__ProfileTypesRequest *)msg)->start == 0);
     fake_fini(&f);
 
-    fake_init(&f, "POST", "application/json", "", 0);   /* clients send {} */
+    fake_init(&f, "POST", "application/json", "", 0); /* clients send {} */
     LC_ASSERT_EQ(fake_decode(&f, &msg, &codec, &st), -1);
     LC_ASSERT_EQ(st.code, LC_CODE_INVALID_ARGUMENT);
     fake_fini(&f);
@@ -324,8 +333,8 @@ static void test_decode_empty_and_bad_bodies(void)
     fake_fini(&f);
 }
 
-static void sample_profile_types(Querier__V1__ProfileTypesResponse *resp, Types__V1__ProfileType *pt,
-                                 Types__V1__ProfileType **list)
+static void sample_profile_types(Querier__V1__ProfileTypesResponse *resp,
+                                 Types__V1__ProfileType *pt, Types__V1__ProfileType **list)
 {
     querier__v1__profile_types_response__init(resp);
     types__v1__profile_type__init(pt);
@@ -371,7 +380,7 @@ static void test_reply_json_plain_and_gzip(void)
 static void test_reply_proto(void)
 {
     Querier__V1__ProfileTypesRequest msg = QUERIER__V1__PROFILE_TYPES_REQUEST__INIT;
-    static const uint8_t want[] = {0x08, 0x96, 0x01, 0x10, 0x7f};   /* start=150 end=127 */
+    static const uint8_t want[] = {0x08, 0x96, 0x01, 0x10, 0x7f}; /* start=150 end=127 */
     fake_req_t f;
 
     msg.start = 150;
@@ -393,7 +402,7 @@ static void test_reply_too_large_becomes_error(void)
 
     sample_profile_types(&resp, &pt, list);
     fake_init(&f, "POST", "application/json", "{}", 2);
-    f.req.resp_body.max = 75;   /* the message needs 82 bytes, the error 67 */
+    f.req.resp_body.max = 75; /* the message needs 82 bytes, the error 67 */
     lc_connect_reply(&f.req, LC_CONNECT_JSON, &resp.base);
     LC_ASSERT_EQ(f.req.status, 429);
     LC_ASSERT_STR_EQ(resp_header(&f, "Content-Type"), "application/json");
@@ -414,8 +423,8 @@ static e2e_server_t e2e;
 
 /* ProfileTypes stand-in: answers one type whose ID is "<start>-<end>";
  * start 404 fails with not_found, start 7 takes 30 ms. */
-static int e2e_profile_types(lc_http_req_t *req, const ProtobufCMessage *in,
-                             ProtobufCMessage **out, lc_status_t *st, void *data)
+static int e2e_profile_types(lc_http_req_t *req, const ProtobufCMessage *in, ProtobufCMessage **out,
+                             lc_status_t *st, void *data)
 {
     const Querier__V1__ProfileTypesRequest *r = (const void *)in;
     LC_UNUSED(data);
@@ -436,7 +445,10 @@ static int e2e_profile_types(lc_http_req_t *req, const ProtobufCMessage *in,
     return 0;
 }
 
-static void e2e_on_closed(void *data) { LC_UNUSED(data); }
+static void e2e_on_closed(void *data)
+{
+    LC_UNUSED(data);
+}
 
 static void e2e_on_stop(uv_async_t *a)
 {
@@ -452,8 +464,8 @@ static void e2e_run(void *arg)
 
 static void e2e_start(void)
 {
-    lc_httpd_opts_t o = {.address = "127.0.0.1:0", .idle_timeout_ms = 5000,
-                         .read_timeout_ms = 5000};
+    lc_httpd_opts_t o = {
+        .address = "127.0.0.1:0", .idle_timeout_ms = 5000, .read_timeout_ms = 5000};
     memset(&e2e, 0, sizeof(e2e));
     LC_ASSERT_OK(uv_loop_init(&e2e.loop));
     LC_ASSERT_OK(lc_httpd_new(&e2e.loop, &o, &e2e.srv));
@@ -495,8 +507,10 @@ static void e2e_call(const char *head, const void *body, size_t body_len, e2e_re
     sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
     LC_ASSERT_OK(connect(fd, (struct sockaddr *)&sa, sizeof(sa)));
-    int n = snprintf(req_head, sizeof(req_head), "%sHost: t\r\nConnection: close\r\n"
-                     "Content-Length: %zu\r\n\r\n", head, body_len);
+    int n = snprintf(req_head, sizeof(req_head),
+                     "%sHost: t\r\nConnection: close\r\n"
+                     "Content-Length: %zu\r\n\r\n",
+                     head, body_len);
     LC_CHECK(send(fd, req_head, (size_t)n, MSG_NOSIGNAL) == n);
     if (body_len)
         LC_CHECK(send(fd, body, body_len, MSG_NOSIGNAL) == (ssize_t)body_len);
@@ -535,7 +549,7 @@ static void e2e_expect_body(const e2e_resp_t *r, const char *want)
 
 static void test_e2e_json_and_proto(void)
 {
-    static const uint8_t req_proto[] = {0x08, 0x05, 0x10, 0x06};   /* start=5 end=6 */
+    static const uint8_t req_proto[] = {0x08, 0x05, 0x10, 0x06}; /* start=5 end=6 */
     /* ProfileTypesResponse{profile_types: [{ID: "5-6"}]}: field 1 (len 5) holding field 1 "5-6" */
     static const uint8_t resp_proto[] = {0x0a, 0x05, 0x0a, 0x03, '5', '-', '6'};
     const char *json = "{\"start\":\"1\",\"end\":2}";
@@ -567,7 +581,8 @@ static void test_e2e_gzip_both_ways(void)
     LC_ASSERT_OK(lc_gzip((const uint8_t *)json, strlen(json), 0, &zipped));
     e2e_start();
     e2e_call(E2E_POST "Content-Type: application/json\r\nContent-Encoding: gzip\r\n"
-                      "Accept-Encoding: gzip\r\n", zipped.data, zipped.len, &r);
+                      "Accept-Encoding: gzip\r\n",
+             zipped.data, zipped.len, &r);
     LC_ASSERT_EQ(r.status, 200);
     LC_CHECK(e2e_has_header(&r, "Content-Encoding", "gzip"));
     LC_ASSERT_OK(lc_gunzip(r.body, r.body_len, 1 << 16, &plain));
@@ -595,8 +610,8 @@ static void test_e2e_protocol_errors(void)
     LC_ASSERT_EQ(r.status, 400);
     LC_CHECK(e2e_has_header(&r, "Content-Type", "application/json"));
 
-    e2e_call(E2E_POST "Content-Type: application/json\r\nConnect-Protocol-Version: 2\r\n", "{}",
-             2, &r);
+    e2e_call(E2E_POST "Content-Type: application/json\r\nConnect-Protocol-Version: 2\r\n", "{}", 2,
+             &r);
     LC_ASSERT_EQ(r.status, 400);
     e2e_expect_body(&r, "{\"code\":\"invalid_argument\",\"message\":"
                         "\"connect-protocol-version must be \\\"1\\\": got \\\"2\\\"\"}");

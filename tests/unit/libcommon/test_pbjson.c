@@ -5,13 +5,13 @@
  */
 #include <math.h>
 
+#include "google/v1/profile.pb-c.h"
 #include "lc/alloc.h"
 #include "lc/pbjson.h"
 #include "lc_test.h"
 #include "push/v1/push.pb-c.h"
 #include "querier/v1/querier.pb-c.h"
 #include "types/v1/types.pb-c.h"
-#include "google/v1/profile.pb-c.h"
 
 /* ---- helpers ---- */
 
@@ -91,8 +91,10 @@ typedef struct scalars_s {
     protobuf_c_boolean *r_bool;
 } scalars_t;
 
-#define SCALAR_FIELD(nm, id, label, type, q, member)                                              \
-    {nm, id, label, type, q, offsetof(scalars_t, member), NULL, NULL, 0, 0, NULL, NULL}
+#define SCALAR_FIELD(nm, id, label, type, q, member)                                               \
+    {                                                                                              \
+        nm, id, label, type, q, offsetof(scalars_t, member), NULL, NULL, 0, 0, NULL, NULL          \
+    }
 
 static const ProtobufCFieldDescriptor scalars_fields[] = {
     SCALAR_FIELD("f_float", 1, PROTOBUF_C_LABEL_NONE, PROTOBUF_C_TYPE_FLOAT, 0, f_float),
@@ -117,10 +119,21 @@ static const ProtobufCIntRange scalars_ranges[] = {{1, 0}, {0, 10}};
 
 static void scalars_init(scalars_t *m);
 
-static const ProtobufCMessageDescriptor scalars_descriptor = {
-    PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC, "test.Scalars", "Scalars", "Scalars", "test",
-    sizeof(scalars_t), 10, scalars_fields, scalars_by_name, 1, scalars_ranges,
-    (ProtobufCMessageInit)scalars_init, NULL, NULL, NULL};
+static const ProtobufCMessageDescriptor scalars_descriptor = {PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+                                                              "test.Scalars",
+                                                              "Scalars",
+                                                              "Scalars",
+                                                              "test",
+                                                              sizeof(scalars_t),
+                                                              10,
+                                                              scalars_fields,
+                                                              scalars_by_name,
+                                                              1,
+                                                              scalars_ranges,
+                                                              (ProtobufCMessageInit)scalars_init,
+                                                              NULL,
+                                                              NULL,
+                                                              NULL};
 
 static void scalars_init(scalars_t *m)
 {
@@ -144,11 +157,10 @@ static void test_encode_flamegraph_int64_as_strings(void)
     fg.n_levels = 2, fg.levels = levels;
     fg.total = 100;
     fg.max_self = 60;
-    LC_ASSERT_STR_EQ(to_json(&fg),
-                     "{\"names\":[\"total\",\"main\",\"foo\"],"
-                     "\"levels\":[{\"values\":[\"0\",\"100\",\"0\",\"0\"]},"
-                     "{\"values\":[\"0\",\"100\",\"40\",\"1\"]}],"
-                     "\"total\":\"100\",\"maxSelf\":\"60\"}");
+    LC_ASSERT_STR_EQ(to_json(&fg), "{\"names\":[\"total\",\"main\",\"foo\"],"
+                                   "\"levels\":[{\"values\":[\"0\",\"100\",\"0\",\"0\"]},"
+                                   "{\"values\":[\"0\",\"100\",\"40\",\"1\"]}],"
+                                   "\"total\":\"100\",\"maxSelf\":\"60\"}");
 }
 
 static void test_encode_flamegraph_diff_camel_fields(void)
@@ -163,8 +175,8 @@ static void test_encode_select_series_doubles_and_ms(void)
 {
     Types__V1__LabelPair lp = TYPES__V1__LABEL_PAIR__INIT;
     Types__V1__LabelPair *labels[] = {&lp};
-    Types__V1__Point p[4] = {TYPES__V1__POINT__INIT, TYPES__V1__POINT__INIT,
-                             TYPES__V1__POINT__INIT, TYPES__V1__POINT__INIT};
+    Types__V1__Point p[4] = {TYPES__V1__POINT__INIT, TYPES__V1__POINT__INIT, TYPES__V1__POINT__INIT,
+                             TYPES__V1__POINT__INIT};
     Types__V1__Point *points[] = {&p[0], &p[1], &p[2], &p[3]};
     Types__V1__Series s = TYPES__V1__SERIES__INIT;
     Types__V1__Series *series[] = {&s};
@@ -208,11 +220,10 @@ static void test_encode_profile_type_id_and_names(void)
     pt.sample_unit = "nanoseconds";
     pt.period_type = "cpu";
     pt.period_unit = "nanoseconds";
-    LC_ASSERT_STR_EQ(to_json(&pt),
-                     "{\"ID\":\"process_cpu:cpu:nanoseconds:cpu:nanoseconds\","
-                     "\"name\":\"process_cpu\",\"sampleType\":\"cpu\","
-                     "\"sampleUnit\":\"nanoseconds\",\"periodType\":\"cpu\","
-                     "\"periodUnit\":\"nanoseconds\"}");
+    LC_ASSERT_STR_EQ(to_json(&pt), "{\"ID\":\"process_cpu:cpu:nanoseconds:cpu:nanoseconds\","
+                                   "\"name\":\"process_cpu\",\"sampleType\":\"cpu\","
+                                   "\"sampleUnit\":\"nanoseconds\",\"periodType\":\"cpu\","
+                                   "\"periodUnit\":\"nanoseconds\"}");
 }
 
 static void test_encode_defaults_omitted(void)
@@ -240,7 +251,7 @@ static void test_encode_enum_bool_uint(void)
     req.max_nodes = 16;
     LC_ASSERT_STR_EQ(to_json(&req), "{\"maxNodes\":\"16\",\"format\":\"PROFILE_FORMAT_TREE\"}");
     req.max_nodes = 0;
-    req.format = 99;   /* unknown values of an open enum stay numbers */
+    req.format = 99; /* unknown values of an open enum stay numbers */
     LC_ASSERT_STR_EQ(to_json(&req), "{\"format\":99}");
 
     pgo.keep_locations = 3;
@@ -273,9 +284,8 @@ static void test_encode_string_escapes_and_bad_utf8(void)
     Types__V1__LabelPair lp = TYPES__V1__LABEL_PAIR__INIT;
     lp.name = "q\"b\\n\nt\t\x01";
     lp.value = "caf\xc3\xa9 \xff!";
-    LC_ASSERT_STR_EQ(to_json(&lp),
-                     "{\"name\":\"q\\\"b\\\\n\\nt\\t\\u0001\","
-                     "\"value\":\"caf\xc3\xa9 \\ufffd!\"}");
+    LC_ASSERT_STR_EQ(to_json(&lp), "{\"name\":\"q\\\"b\\\\n\\nt\\t\\u0001\","
+                                   "\"value\":\"caf\xc3\xa9 \\ufffd!\"}");
 }
 
 static void test_encode_scalars_oneof_optional(void)
@@ -286,8 +296,8 @@ static void test_encode_scalars_oneof_optional(void)
 
     scalars_init(&m);
     LC_ASSERT_STR_EQ(to_json(&m), "{}");
-    m.has_opt_int32 = 1;   /* explicitly set optional: emitted even when zero */
-    m.choice_case = 8;     /* oneof member: emitted even when zero */
+    m.has_opt_int32 = 1; /* explicitly set optional: emitted even when zero */
+    m.choice_case = 8;   /* oneof member: emitted even when zero */
     LC_ASSERT_STR_EQ(to_json(&m), "{\"optInt32\":0,\"choiceB\":\"0\"}");
 
     m.f_float = 0.1f;
@@ -346,10 +356,11 @@ static void test_decode_mixed_case_names(void)
 static void test_decode_camel_and_snake_for_every_word(void)
 {
     decoded_t d;
-    decode(&d, &querier__v1__select_series_request__descriptor,
-           "{\"profileTypeID\":\"p\",\"label_selector\":\"{x=\\\"y\\\"}\",\"groupBy\":[\"a\",\"b\"],"
-           "\"step\":15.5,\"aggregation\":\"TIME_SERIES_AGGREGATION_TYPE_AVERAGE\","
-           "\"exemplar_type\":2,\"limit\":3}");
+    decode(
+        &d, &querier__v1__select_series_request__descriptor,
+        "{\"profileTypeID\":\"p\",\"label_selector\":\"{x=\\\"y\\\"}\",\"groupBy\":[\"a\",\"b\"],"
+        "\"step\":15.5,\"aggregation\":\"TIME_SERIES_AGGREGATION_TYPE_AVERAGE\","
+        "\"exemplar_type\":2,\"limit\":3}");
     LC_ASSERT_OK(d.rc);
     Querier__V1__SelectSeriesRequest *r = (void *)d.msg;
     LC_ASSERT_STR_EQ(r->profile_typeid, "p");
@@ -357,7 +368,8 @@ static void test_decode_camel_and_snake_for_every_word(void)
     LC_ASSERT_EQ(r->n_group_by, 2);
     LC_ASSERT_STR_EQ(r->group_by[1], "b");
     LC_CHECK(r->step == 15.5);
-    LC_ASSERT_EQ(r->aggregation, TYPES__V1__TIME_SERIES_AGGREGATION_TYPE__TIME_SERIES_AGGREGATION_TYPE_AVERAGE);
+    LC_ASSERT_EQ(r->aggregation,
+                 TYPES__V1__TIME_SERIES_AGGREGATION_TYPE__TIME_SERIES_AGGREGATION_TYPE_AVERAGE);
     LC_ASSERT_EQ(r->exemplar_type, TYPES__V1__EXEMPLAR_TYPE__EXEMPLAR_TYPE_INDIVIDUAL);
     LC_ASSERT_EQ(r->limit, 3);
     decoded_fini(&d);
@@ -384,11 +396,11 @@ static void test_decode_enum_by_name_and_number(void)
     LC_ASSERT_EQ(decode_format("{\"format\":\"PROFILE_FORMAT_TREE\"}"), 2);
     LC_ASSERT_EQ(decode_format("{\"format\":3}"), 3);
     LC_ASSERT_EQ(decode_format("{\"format\":4.0}"), 4);
-    LC_ASSERT_EQ(decode_format("{\"format\":42}"), 42);   /* open enum */
+    LC_ASSERT_EQ(decode_format("{\"format\":42}"), 42); /* open enum */
     /* Unknown names are discarded like unknown fields (connect-go). */
     LC_ASSERT_EQ(decode_format("{\"format\":\"PROFILE_FORMAT_NOPE\"}"), 0);
-    expect_invalid(&querier__v1__select_merge_stacktraces_request__descriptor,
-                   "{\"format\":true}", "format");
+    expect_invalid(&querier__v1__select_merge_stacktraces_request__descriptor, "{\"format\":true}",
+                   "format");
     expect_invalid(&querier__v1__select_merge_stacktraces_request__descriptor,
                    "{\"format\":4294967296}", "format");
 }
@@ -400,7 +412,8 @@ static void expect_raw_profile(const char *b64, const uint8_t *want, size_t want
 
     snprintf(json, sizeof(json),
              "{\"series\":[{\"labels\":[{\"name\":\"__name__\",\"value\":\"cpu\"}],"
-             "\"samples\":[{\"rawProfile\":\"%s\",\"ID\":\"id1\"}]}]}", b64);
+             "\"samples\":[{\"rawProfile\":\"%s\",\"ID\":\"id1\"}]}]}",
+             b64);
     decode(&d, &push__v1__push_request__descriptor, json);
     LC_ASSERT_OK(d.rc);
     if (d.rc == 0) {
@@ -421,10 +434,10 @@ static void test_decode_bytes_all_base64_variants(void)
     static const uint8_t four[] = {0x00, 0x01, 0xfe, 0xff};
     static const uint8_t pprof_magic[] = {0x1f, 0x8b, 0x08};
 
-    expect_raw_profile("AAH+/w==", four, 4);   /* standard, padded */
-    expect_raw_profile("AAH+/w", four, 4);     /* standard, raw */
-    expect_raw_profile("AAH-_w==", four, 4);   /* URL-safe, padded */
-    expect_raw_profile("AAH-_w", four, 4);     /* URL-safe, raw */
+    expect_raw_profile("AAH+/w==", four, 4); /* standard, padded */
+    expect_raw_profile("AAH+/w", four, 4);   /* standard, raw */
+    expect_raw_profile("AAH-_w==", four, 4); /* URL-safe, padded */
+    expect_raw_profile("AAH-_w", four, 4);   /* URL-safe, raw */
     expect_raw_profile("H4sI", pprof_magic, 3);
     expect_raw_profile("", four, 0);
     expect_invalid(&push__v1__push_request__descriptor,
@@ -480,8 +493,9 @@ static void test_decode_int_ranges(void)
     LC_ASSERT_EQ(r->max_nodes, 1000);
     decoded_fini(&d);
 
-    decode(&d, &querier__v1__query_scope__descriptor,
-           "{\"componentCount\":\"18446744073709551615\",\"blockCount\":12,\"series_count\":\"-0\"}");
+    decode(
+        &d, &querier__v1__query_scope__descriptor,
+        "{\"componentCount\":\"18446744073709551615\",\"blockCount\":12,\"series_count\":\"-0\"}");
     LC_ASSERT_OK(d.rc);
     LC_CHECK(((Querier__V1__QueryScope *)d.msg)->component_count == UINT64_MAX);
     LC_ASSERT_EQ(((Querier__V1__QueryScope *)d.msg)->block_count, 12);
@@ -495,7 +509,8 @@ static void test_decode_int_ranges(void)
 
 static void test_decode_type_errors_name_the_field(void)
 {
-    const ProtobufCMessageDescriptor *smr = &querier__v1__select_merge_stacktraces_request__descriptor;
+    const ProtobufCMessageDescriptor *smr =
+        &querier__v1__select_merge_stacktraces_request__descriptor;
 
     expect_invalid(smr, "{\"start\":true}", "\"start\"");
     expect_invalid(smr, "{\"labelSelector\":5}", "labelSelector");
@@ -540,8 +555,8 @@ static void test_decode_rejects_bad_documents(void)
 
 static void test_decode_doubles_and_specials(void)
 {
-    static const char *const inputs[] = {"1.5", "\"2.5\"", "3", "\"NaN\"", "\"Infinity\"",
-                                         "\"-Infinity\"", "-0.0"};
+    static const char *const inputs[] = {"1.5",          "\"2.5\"",       "3",   "\"NaN\"",
+                                         "\"Infinity\"", "\"-Infinity\"", "-0.0"};
     static const double want[] = {1.5, 2.5, 3, NAN, INFINITY, -INFINITY, -0.0};
     char json[64];
 
@@ -644,7 +659,8 @@ static void test_decode_with_freeing_allocator(void)
     LC_ASSERT_EQ(live_allocs, 0);
 
     LC_ASSERT_EQ(lc_pbjson_decode(&push__v1__push_request__descriptor, (const uint8_t *)bad,
-                                  strlen(bad), &alloc, &msg, &st), -1);
+                                  strlen(bad), &alloc, &msg, &st),
+                 -1);
     LC_ASSERT_EQ(live_allocs, 0);
     LC_CHECK(strstr(st.msg, "series[0].samples[0].ID") != NULL);
 }
