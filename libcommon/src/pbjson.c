@@ -268,6 +268,31 @@ static int put_float(lc_buf_t *out, double v, bool single)
     return lc_buf_puts(out, tmp);
 }
 
+/* Integers are most of a flame graph's JSON: format them without printf. */
+static int put_integer(lc_buf_t *out, bool negative, uint64_t magnitude, bool quoted)
+{
+    char tmp[24]; /* quote, sign, 20 digits, quote */
+    char *end = tmp + sizeof(tmp), *p = end;
+
+    if (quoted)
+        *--p = '"';
+    do {
+        *--p = (char)('0' + magnitude % 10);
+        magnitude /= 10;
+    } while (magnitude);
+    if (negative)
+        *--p = '-';
+    if (quoted)
+        *--p = '"';
+    return lc_buf_append(out, p, (size_t)(end - p));
+}
+
+static int put_signed(lc_buf_t *out, int64_t v, bool quoted)
+{
+    /* 0 - (uint64_t)v is |v| even for INT64_MIN. */
+    return put_integer(out, v < 0, v < 0 ? 0 - (uint64_t)v : (uint64_t)v, quoted);
+}
+
 static int put_enum(lc_buf_t *out, const ProtobufCFieldDescriptor *f, int value)
 {
     const ProtobufCEnumValue *ev = protobuf_c_enum_descriptor_get_value(f->descriptor, value);
@@ -282,17 +307,17 @@ static int put_value(lc_buf_t *out, const ProtobufCFieldDescriptor *f, const voi
     case PROTOBUF_C_TYPE_INT32:
     case PROTOBUF_C_TYPE_SINT32:
     case PROTOBUF_C_TYPE_SFIXED32:
-        return lc_buf_printf(out, "%" PRId32, *(const int32_t *)v);
+        return put_signed(out, *(const int32_t *)v, false);
     case PROTOBUF_C_TYPE_UINT32:
     case PROTOBUF_C_TYPE_FIXED32:
-        return lc_buf_printf(out, "%" PRIu32, *(const uint32_t *)v);
+        return put_integer(out, false, *(const uint32_t *)v, false);
     case PROTOBUF_C_TYPE_INT64:
     case PROTOBUF_C_TYPE_SINT64:
     case PROTOBUF_C_TYPE_SFIXED64:
-        return lc_buf_printf(out, "\"%" PRId64 "\"", *(const int64_t *)v);
+        return put_signed(out, *(const int64_t *)v, true);
     case PROTOBUF_C_TYPE_UINT64:
     case PROTOBUF_C_TYPE_FIXED64:
-        return lc_buf_printf(out, "\"%" PRIu64 "\"", *(const uint64_t *)v);
+        return put_integer(out, false, *(const uint64_t *)v, true);
     case PROTOBUF_C_TYPE_FLOAT:
         return put_float(out, *(const float *)v, true);
     case PROTOBUF_C_TYPE_DOUBLE:
