@@ -63,7 +63,10 @@ static int on_message_begin(llhttp_t *h)
     return 0;
 }
 
-static int on_url(llhttp_t *h, const char *at, size_t n) { return scratch_add(parser_of(h), at, n); }
+static int on_url(llhttp_t *h, const char *at, size_t n)
+{
+    return scratch_add(parser_of(h), at, n);
+}
 
 static int on_url_complete(llhttp_t *h)
 {

@@ -280,8 +280,8 @@ static bool client_sees_eof(client_t *c)
 static const char *find_header(const char *head, const char *name, char *out, size_t cap)
 {
     size_t nl = strlen(name);
-    for (const char *line = strstr(head, "\r\n"); line && line[2]; line = strstr(line + 2, "\r\n")) {
-        const char *l = line + 2;
+    for (const char *eol = strstr(head, "\r\n"); eol && eol[2]; eol = strstr(eol + 2, "\r\n")) {
+        const char *l = eol + 2;
         if (strncasecmp(l, name, nl) == 0 && l[nl] == ':') {
             const char *v = l + nl + 1;
             while (*v == ' ')
@@ -798,7 +798,7 @@ static void test_metrics(void)
     lc_metrics_free(o.metrics);
 }
 
-/* ================================================================ tests: helpers without sockets */
+/* ======================================================== tests: helpers without sockets */
 
 static const lc_httpd__limits_t test_limits = {
     .max_header_bytes = 4096,
@@ -875,7 +875,8 @@ static void test_response_head(void)
     memset(big, 'b', sizeof(big));
     lc_http_reply(req, 200, "text/plain", big, sizeof(big));
     LC_ASSERT_EQ(req->status, 500);
-    LC_CHECK(strncmp((const char *)req->resp_body.data, "{\"code\":\"unknown\"", 17) == 0);
+    const char *body = (const char *)req->resp_body.data;
+    LC_CHECK(strncmp(body, "{\"code\":\"unknown\"", 17) == 0);
     lc_httpd__parser_fini(&p);
 }
 
