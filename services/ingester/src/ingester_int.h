@@ -19,6 +19,10 @@
 #include "lc/alloc.h"
 #include "lc/err.h"
 #include "lc/labels.h"
+#include "lc/connect.h"
+#include "lc/pprof.h"
+
+#include "ingester.h"
 
 /* ---------------------------------------------------------------- caps */
 #define ING_LABELSET_MAX_PAIRS 256          /* `name` query parameter */
@@ -140,6 +144,9 @@ typedef struct ing_label_limits_s {
 /* Push series labels: service_name default, relabel rules, sort, checks. */
 int ing_push_labels_normalize(lc_labels_t *ls, const ing_label_limits_t *lim,
                               lc_status_t *st) LC_MUST_CHECK;
+/* Drops empty values, sorts, then checks: what every /ingest series passes. */
+int ing_labels_finish(lc_labels_t *ls, const ing_label_limits_t *lim,
+                      lc_status_t *st) LC_MUST_CHECK;
 /* The checks alone (labels must be sorted): __name__, duplicates, limits. */
 int ing_labels_check(const lc_labels_t *ls, const ing_label_limits_t *lim,
                      lc_status_t *st) LC_MUST_CHECK;
@@ -148,6 +155,13 @@ void ing_ingest_labels(lc_labels_t *ls, const char *metric, const char *spy,
                        const char *service, const ing_labelset_t *set, bool app_name_label);
 /* True for labelset keys that become series labels. */
 bool ing_label_allowed(const char *name);
+
+/* ---------------------------------------------------------------- convert.c */
+/* folded/lines text -> an uncompressed single-sample-type pprof in out. */
+int ing_text_to_pprof(const uint8_t *body, size_t len, bool lines_format,
+                      const ing_app_type_t *t, uint32_t sample_rate, int64_t time_ns,
+                      const lc_pprof_limits_t *lim, lc_arena_t *arena, lc_buf_t *out,
+                      lc_status_t *st) LC_MUST_CHECK;
 
 /* ---------------------------------------------------------------- spy.c */
 /* pyspy/rbspy/scripting: function names become "<filename> <function>". */
@@ -196,6 +210,64 @@ void ing_delta_commit(ing_delta_t *d);
 void ing_delta_discard(ing_delta_t *d);
 /* A key for a sample's stack that is stable across profiles (symbol-based). */
 uint64_t ing_stack_key(const Google__V1__Profile *p, const Google__V1__Sample *s,
-                       const void *index);
+                       const lc_pprof_index_t *ix);
+
+/* ---------------------------------------------------------------- ingester.c */
+typedef enum { ING_ROUTE_INGEST = 0, ING_ROUTE_PUSH = 1 } ing_route_t;
+
+struct ing_s {
+    uv_loop_t *loop;
+    ing_opts_t opts;
+    lc_transport_t *tr;
+    lc_metrics_t *metrics;                  /* may be NULL */
+    lc_metric_t *m_profiles[2];             /* ember_ingest_profiles_total{route} */
+    lc_metric_t *m_bytes;                   /* ember_ingest_bytes_total */
+    lc_metric_t *m_samples;                 /* ember_ingest_samples_total */
+};
+
+/* Counts a rejected request under ember_ingest_rejected_total{reason}. */
+void ing_count_rejected(ing_t *ing, const char *reason);
+void ing_count(lc_metric_t *m, double v);
+int64_t ing_now_ns(void);
+ing_label_limits_t ing_label_limits(const ing_t *ing);
+/* The optional ingestion window (opts reject_older/newer_than_ns). */
+int ing_check_window(const ing_t *ing, int64_t time_ns, int64_t now_ns,
+                     lc_status_t *st) LC_MUST_CHECK;
+
+/* ---------------------------------------------------------------- publish.c */
+/* One request's accepted profiles, published together once `work` is done;
+ * lives in the request arena. */
+typedef struct ing_msg_s {
+    uint8_t *data;
+    size_t len;
+    uint32_t partition;
+    size_t samples;
+} ing_msg_t;
+
+typedef struct ing_job_s {
+    ing_t *ing;
+    lc_http_req_t *req;
+    ing_route_t route;
+    ing_msg_t *msgs;
+    size_t n_msgs, cap_msgs;
+    lc_connect_codec_t codec;       /* Push: the reply codec */
+    lc_status_t partial;            /* Push: errors of the profiles that were rejected */
+    size_t pending;
+    bool publishing;
+    int status;                     /* first transport failure */
+} ing_job_t;
+
+ing_job_t *ing_job_new(ing_t *ing, lc_http_req_t *req, ing_route_t route);
+/* Wraps one validated, uncompressed pprof into an IngestProfile for the job.
+ * labels must be sorted and checked. */
+int ing_job_add(ing_job_t *job, const char *tenant, const lc_labels_t *labels,
+                const uint8_t *pprof, size_t len, int64_t time_ns, const ing_stconfig_t *cfg,
+                size_t n_samples, lc_status_t *st) LC_MUST_CHECK;
+/* The routes' `after` (loop thread): publishes req->user's job, if any. */
+lc_http_result_t ing_publish_after(lc_http_req_t *req, void *data);
+
+/* ---------------------------------------------------------------- routes */
+lc_http_result_t ing_ingest_work(lc_http_req_t *req, void *data);
+lc_http_result_t ing_push_work(lc_http_req_t *req, void *data);
 
 #endif

@@ -1,0 +1,273 @@
+/*
+ * ingest_http.c — POST /ingest and /pyroscope/ingest (pyroscope-api.md §2).
+ *
+ * `work` runs on the thread pool: tenant, query parameters, format selection
+ * (§2.4), then one handler per format from a table, each turning the body
+ * into validated pprof (§2.5, §2.6, §2.10) wrapped for publishing. Formats
+ * not implemented yet answer 400 "format X is not supported yet"; adding one
+ * is one table entry. Status codes follow §2.11: a bad `name` or unknown
+ * profile type is 400, a profile that does not parse or validate 422 (code
+ * "unknown"), one over the size limit 413.
+ */
+#include <string.h>
+
+#include "ingester_int.h"
+#include "lc/tenant.h"
+
+#define DEFAULT_SAMPLE_RATE 100
+#define NS_PER_YEAR_1970 (365LL * 86400 * 1000000000LL)
+
+typedef struct ingest_ctx_s {
+    ing_t *ing;
+    lc_http_req_t *req;
+    lc_arena_t *arena;
+    ing_job_t *job;
+    const char *tenant;
+    ing_labelset_t set;
+    ing_format_t format;
+    int64_t now_ns, from_ns;
+    uint32_t sample_rate;
+    const char *spy;
+    lc_status_t st;
+    const char *reason;         /* ember_ingest_rejected_total{reason} on failure */
+} ingest_ctx_t;
+
+typedef int (*ingest_format_fn)(ingest_ctx_t *c);
+
+/* ---------------------------------------------------------------- failures */
+
+static int fail(ingest_ctx_t *c, const char *reason)
+{
+    c->reason = reason;
+    return -1;
+}
+
+/* Re-labels the status set by a lower layer as 422 / "unknown" (§2.11). */
+static int fail_422(ingest_ctx_t *c, const char *reason)
+{
+    c->st.http_status = 422;
+    c->st.code = LC_CODE_UNKNOWN;
+    return fail(c, reason);
+}
+
+static int fail_decode(ingest_ctx_t *c)
+{
+    if (strncmp(c->st.msg, "profile too large", 17) != 0)
+        return fail_422(c, "invalid_profile");
+    c->st.http_status = 413;
+    c->st.code = LC_CODE_INVALID_ARGUMENT;
+    return fail(c, "too_large");
+}
+
+/* ---------------------------------------------------------------- parameters */
+
+/* Go's Atoi then uint32: non-numeric, negative or out of range -> 100. */
+static uint32_t parse_sample_rate(const char *s)
+{
+    if (!s || !*s)
+        return DEFAULT_SAMPLE_RATE;
+    uint64_t v = 0;
+    for (const char *c = *s == '+' ? s + 1 : s; *c; c++) {
+        if (*c < '0' || *c > '9' || (v = v * 10 + (uint64_t)(*c - '0')) > UINT32_MAX)
+            return DEFAULT_SAMPLE_RATE;
+    }
+    return *s == '+' && !s[1] ? DEFAULT_SAMPLE_RATE : (uint32_t)v;
+}
+
+static int ingest_params(ingest_ctx_t *c)
+{
+    if (ing_labelset_parse(lc_http_query(c->req, "name"), c->arena, &c->set, &c->st) < 0)
+        return fail(c, "invalid_name");
+    const char *from = lc_http_query(c->req, "from");
+    c->from_ns = from && *from ? ing_attime_parse(from, c->now_ns) : c->now_ns;
+    c->sample_rate = parse_sample_rate(lc_http_query(c->req, "sampleRate"));
+    const char *spy = lc_http_query(c->req, "spyName");
+    c->spy = spy && *spy ? spy : "unknown";
+    c->format = ing_format_select(lc_http_query(c->req, "format"),
+                                  lc_http_header(c->req, "content-type"));
+    return 0;
+}
+
+/* ---------------------------------------------------------------- publishing */
+
+static lc_pprof_limits_t limits(const ingest_ctx_t *c) { return c->ing->opts.limits; }
+
+/* Labels are final; checks the window and queues p for publishing. */
+static int ingest_publish(ingest_ctx_t *c, lc_pprof_t *p, lc_labels_t *ls,
+                          const ing_stconfig_t *cfg)
+{
+    if (ing_check_window(c->ing, p->time_nanos, c->now_ns, &c->st) < 0)
+        return fail(c, "out_of_window");
+    lc_buf_t out;
+    lc_buf_init(&out, LC_BUF_UNLIMITED);
+    int rc = lc_pprof_encode(p, false, &out);
+    if (rc == 0)
+        rc = ing_job_add(c->job, c->tenant, ls, out.data, out.len, p->time_nanos, cfg,
+                         p->n_sample, &c->st);
+    else
+        lc_status_set(&c->st, LC_CODE_INTERNAL, "cannot encode the profile: %s", lc_strerror(rc));
+    lc_buf_fini(&out);
+    return rc == 0 ? 0 : fail(c, "too_large");
+}
+
+static int ingest_labels(ingest_ctx_t *c, lc_labels_t *ls, const char *metric,
+                         const char *service, bool app_name_label)
+{
+    ing_label_limits_t lim = ing_label_limits(c->ing);
+    ing_ingest_labels(ls, metric, c->spy, service, &c->set, app_name_label);
+    return ing_labels_finish(ls, &lim, &c->st);
+}
+
+/* ---------------------------------------------------------------- pprof */
+
+/* A pprof body (raw or the `profile` part): decode, validate, fix, label. */
+static int ingest_pprof(ingest_ctx_t *c, const uint8_t *data, size_t len, const ing_stconfig_t *cfg)
+{
+    if (len == 0)
+        return 0;   /* an empty push: nothing stored, 200 */
+    lc_pprof_limits_t lim = limits(c);
+    lc_pprof_t *p;
+    if (lc_pprof_decode(data, len, &lim, c->arena, &p, &c->st) < 0)
+        return fail_decode(c);
+    if (lc_pprof_validate(p, &lim, &c->st) < 0)
+        return fail_422(c, "invalid_profile");
+    /* Old pyspy/rbspy/pyroscope-rs sent µs or ms here: anything in 1970 is `from`. */
+    if (p->time_nanos >= 0 && p->time_nanos < NS_PER_YEAR_1970)
+        p->time_nanos = c->from_ns;
+    if (ing_spy_fix_names(p, c->spy, c->arena) < 0) {
+        lc_status_set_http(&c->st, 413, LC_CODE_INVALID_ARGUMENT, "profile too large");
+        return fail(c, "too_large");
+    }
+    const ing_stconfig_t *effective = cfg ? cfg : ing_stconfig_builtin();
+    lc_labels_t ls;
+    int rc = ingest_labels(c, &ls, ing_metric_name(p, effective), c->set.app_name, false);
+    rc = rc < 0 ? fail_422(c, "invalid_labels") : ingest_publish(c, p, &ls, effective);
+    lc_labels_fini(&ls);
+    return rc;
+}
+
+static int ingest_pprof_raw(ingest_ctx_t *c)
+{
+    return ingest_pprof(c, c->req->body, c->req->body_len, NULL);
+}
+
+static int form_config(ingest_ctx_t *c, const ing_form_t *form, ing_stconfig_t **cfg)
+{
+    *cfg = NULL;
+    const ing_part_t *part = ing_form_file(form, "sample_type_config");
+    if (!part)
+        return 0;
+    ing_stconfig_t *parsed = lc_arena_calloc(c->arena, 1, sizeof(*parsed));
+    bool is_null;
+    if (!parsed)
+        return lc_status_set(&c->st, LC_CODE_RESOURCE_EXHAUSTED, "out of request memory");
+    if (ing_stconfig_parse(part->data, part->len, c->arena, parsed, &is_null, &c->st) < 0)
+        return -1;
+    *cfg = is_null ? NULL : parsed;  /* a JSON null means "no config" */
+    return 0;
+}
+
+static int ingest_pprof_form(ingest_ctx_t *c)
+{
+    const char *boundary;
+    ing_form_t form;
+    const char *ct = lc_http_header(c->req, "content-type");
+    if (ing_multipart_boundary(ct, c->arena, &boundary, &c->st) < 0 ||
+        ing_multipart_parse(c->req->body, c->req->body_len, boundary, c->arena, &form, &c->st) < 0)
+        return fail_422(c, "invalid_profile");
+    const ing_part_t *prev = ing_form_file(&form, "prev_profile");
+    if (prev && prev->len > 0) {
+        lc_status_set_http(&c->st, 422, LC_CODE_UNKNOWN,
+                           "unsupported client version: prev_profile (cumulative profiles) is "
+                           "not supported, please update the pyroscope SDK");
+        return fail(c, "unsupported_client");
+    }
+    ing_stconfig_t *cfg;
+    if (form_config(c, &form, &cfg) < 0)
+        return fail_422(c, "invalid_profile");
+    const ing_part_t *profile = ing_form_file(&form, "profile");
+    return profile ? ingest_pprof(c, profile->data, profile->len, cfg) : 0;
+}
+
+/* ---------------------------------------------------------------- text formats */
+
+static int ingest_text(ingest_ctx_t *c, bool lines_format)
+{
+    const char *profile_id = ing_labelset_get(&c->set, "profile_id");
+    if (profile_id && *profile_id)
+        return 0;   /* legacy exemplar upload: accepted and dropped (§2.3) */
+    ing_app_type_t t;
+    if (ing_app_type(c->set.app_name, c->arena, &t, &c->st) < 0)
+        return fail(c, "unknown_profile_type");
+    lc_pprof_limits_t lim = limits(c);
+    lc_buf_t out;
+    lc_buf_init(&out, lim.max_decompressed_bytes);
+    int rc = ing_text_to_pprof(c->req->body, c->req->body_len, lines_format, &t, c->sample_rate,
+                               c->from_ns, &lim, c->arena, &out, &c->st);
+    lc_pprof_t *p = NULL;
+    if (rc == 0 && lc_pprof_decode(out.data, out.len, &lim, c->arena, &p, &c->st) == 0)
+        rc = lc_pprof_validate(p, &lim, &c->st);
+    else
+        rc = -1;
+    lc_buf_fini(&out);
+    if (rc < 0)
+        return fail_422(c, "invalid_profile");
+    if (p->n_sample == 0)
+        return 0;   /* no stacks: nothing to store */
+    lc_labels_t ls;
+    rc = ingest_labels(c, &ls, t.metric, t.service, true);
+    rc = rc < 0 ? fail(c, "invalid_labels") : ingest_publish(c, p, &ls, NULL);
+    lc_labels_fini(&ls);
+    return rc;
+}
+
+static int ingest_folded(ingest_ctx_t *c) { return ingest_text(c, false); }
+static int ingest_lines(ingest_ctx_t *c) { return ingest_text(c, true); }
+
+static int ingest_unsupported(ingest_ctx_t *c)
+{
+    lc_status_set(&c->st, LC_CODE_INVALID_ARGUMENT, "format %s is not supported yet",
+                  ing_format_name(c->format));
+    return fail(c, "unsupported_format");
+}
+
+static const ingest_format_fn ingest_formats[ING_FMT_COUNT_] = {
+    [ING_FMT_FOLDED] = ingest_folded,
+    [ING_FMT_LINES] = ingest_lines,
+    [ING_FMT_PPROF] = ingest_pprof_raw,
+    [ING_FMT_PPROF_FORM] = ingest_pprof_form,
+    [ING_FMT_TRIE] = ingest_unsupported,
+    [ING_FMT_TREE] = ingest_unsupported,
+    [ING_FMT_JFR] = ingest_unsupported,
+    [ING_FMT_SPEEDSCOPE] = ingest_unsupported,
+};
+
+/* ---------------------------------------------------------------- the route */
+
+static int ingest_run(ingest_ctx_t *c)
+{
+    if (!c->job) {
+        lc_status_set(&c->st, LC_CODE_RESOURCE_EXHAUSTED, "out of request memory");
+        return fail(c, "too_large");
+    }
+    if (lc_tenant_write(c->req, c->ing->opts.multitenancy, &c->tenant, &c->st) < 0)
+        return fail(c, "unauthenticated");
+    if (ingest_params(c) < 0)
+        return -1;
+    return ingest_formats[c->format](c);
+}
+
+lc_http_result_t ing_ingest_work(lc_http_req_t *req, void *data)
+{
+    ingest_ctx_t c = {.ing = data, .req = req, .arena = req->arena, .now_ns = ing_now_ns()};
+    req->user = NULL;
+    ing_count(c.ing->m_bytes, (double)req->body_len);
+    c.job = ing_job_new(c.ing, req, ING_ROUTE_INGEST);
+    if (ingest_run(&c) < 0) {
+        ing_count_rejected(c.ing, c.reason ? c.reason : "invalid_request");
+        lc_http_error(req, &c.st);
+        return LC_HTTP_DONE;
+    }
+    req->user = c.job;
+    return LC_HTTP_DONE;
+}

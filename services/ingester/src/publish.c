@@ -1,0 +1,197 @@
+/*
+ * publish.c — from accepted profiles to durable transport messages.
+ *
+ * A route's `work` (thread pool) validates and converts everything, wrapping
+ * each accepted profile in an ember.v1.IngestProfile packed into the request
+ * arena (ing_job_add). Its `after` (loop) publishes them all; the client is
+ * answered when the last publish callback reports, so a 200 means every
+ * profile of the request is durable. Back-pressure (LC_EFULL) becomes 429 with
+ * Retry-After, any other transport failure 503 (Push: resource_exhausted /
+ * unavailable). The job counts its callbacks; `publishing` keeps a callback
+ * that runs inside lc_transport_publish from answering too early.
+ */
+#include <errno.h>
+#include <string.h>
+#include <sys/random.h>
+
+#include "ingester_int.h"
+#include "lc/log.h"
+#include "push/v1/push.pb-c.h"
+
+#define ING_ID_BYTES 16
+
+ing_job_t *ing_job_new(ing_t *ing, lc_http_req_t *req, ing_route_t route)
+{
+    ing_job_t *job = lc_arena_calloc(req->arena, 1, sizeof(*job));
+    if (job) {
+        job->ing = ing;
+        job->req = req;
+        job->route = route;
+    }
+    return job;
+}
+
+/* ---------------------------------------------------------------- building */
+
+static int job_ingest_id(uint8_t *id, lc_status_t *st)
+{
+    size_t got = 0;
+    while (got < ING_ID_BYTES) {
+        ssize_t n = getrandom(id + got, ING_ID_BYTES - got, 0);
+        if (n < 0)
+            return lc_status_set(st, LC_CODE_INTERNAL, "no random ingest id: %s",
+                                 lc_strerror(-errno));
+        got += (size_t)n;
+    }
+    return 0;
+}
+
+static Types__V1__LabelPair **job_label_pairs(const lc_labels_t *ls, lc_arena_t *arena)
+{
+    Types__V1__LabelPair **v = lc_arena_calloc(arena, ls->n ? ls->n : 1, sizeof(*v));
+    Types__V1__LabelPair *pairs = lc_arena_calloc(arena, ls->n ? ls->n : 1, sizeof(*pairs));
+    if (!v || !pairs)
+        return NULL;
+    for (size_t i = 0; i < ls->n; i++) {
+        types__v1__label_pair__init(&pairs[i]);
+        pairs[i].name = ls->v[i].name;      /* borrowed: packed before labels are freed */
+        pairs[i].value = ls->v[i].value;
+        v[i] = &pairs[i];
+    }
+    return v;
+}
+
+/* The transport partition: a hash of tenant and series labels. */
+static uint32_t job_partition(const ing_t *ing, const char *tenant, const lc_labels_t *ls)
+{
+    uint64_t h = lc_labels_hash(ls) ^ lc_hash64(tenant, strlen(tenant), 0x9e3779b97f4a7c15ULL);
+    return (uint32_t)(h % ing->opts.partitions);
+}
+
+static ing_msg_t *job_slot(ing_job_t *job)
+{
+    if (job->n_msgs == job->cap_msgs) {
+        size_t cap = job->cap_msgs ? 2 * job->cap_msgs : 4;
+        ing_msg_t *v = lc_arena_calloc(job->req->arena, cap, sizeof(*v));
+        if (!v)
+            return NULL;
+        if (job->n_msgs)
+            memcpy(v, job->msgs, job->n_msgs * sizeof(*v));
+        job->msgs = v;
+        job->cap_msgs = cap;
+    }
+    return &job->msgs[job->n_msgs];
+}
+
+int ing_job_add(ing_job_t *job, const char *tenant, const lc_labels_t *labels,
+                const uint8_t *pprof, size_t len, int64_t time_ns, const ing_stconfig_t *cfg,
+                size_t n_samples, lc_status_t *st)
+{
+    lc_arena_t *arena = job->req->arena;
+    uint8_t id[ING_ID_BYTES];
+    if (job_ingest_id(id, st) < 0)
+        return -1;
+    Ember__V1__IngestProfile m = EMBER__V1__INGEST_PROFILE__INIT;
+    m.tenant = (char *)tenant;
+    m.ingest_id = (ProtobufCBinaryData){ING_ID_BYTES, id};
+    m.received_unix_nanos = ing_now_ns();
+    m.labels = job_label_pairs(labels, arena);
+    m.n_labels = labels->n;
+    m.pprof = (ProtobufCBinaryData){len, (uint8_t *)pprof};
+    m.time_nanos = time_ns;
+    const char *delta = lc_labels_get(labels, "__delta__");
+    m.delta_disabled = delta && strcmp(delta, "false") == 0;
+    m.sample_type_config = cfg ? cfg->v : NULL;
+    m.n_sample_type_config = cfg ? cfg->n : 0;
+    ing_msg_t *slot = job_slot(job);
+    size_t size = protobuf_c_message_get_packed_size(&m.base);
+    uint8_t *data = slot && m.labels ? lc_arena_alloc(arena, size ? size : 1) : NULL;
+    if (!data)
+        return lc_status_set_http(st, 413, LC_CODE_RESOURCE_EXHAUSTED,
+                                  "request too large for the request memory budget");
+    protobuf_c_message_pack(&m.base, data);
+    *slot = (ing_msg_t){data, size, job_partition(job->ing, tenant, labels), n_samples};
+    job->n_msgs++;
+    return 0;
+}
+
+/* ---------------------------------------------------------------- answering */
+
+static void job_count_success(ing_job_t *job)
+{
+    ing_t *ing = job->ing;
+    for (size_t i = 0; i < job->n_msgs; i++) {
+        ing_count(ing->m_profiles[job->route], 1);
+        ing_count(ing->m_samples, (double)job->msgs[i].samples);
+    }
+}
+
+static void job_transport_status(const ing_job_t *job, lc_status_t *st)
+{
+    if (job->status == LC_EFULL) {
+        lc_status_set_http(st, 429, LC_CODE_RESOURCE_EXHAUSTED,
+                           "ingestion backlog is full, retry later");
+        lc_http_set_header(job->req, "Retry-After", "1");
+        ing_count_rejected(job->ing, "backpressure");
+    } else {
+        lc_status_set_http(st, 503, LC_CODE_UNAVAILABLE, "profile could not be stored: %s",
+                           lc_strerror(job->status));
+        ing_count_rejected(job->ing, "unavailable");
+    }
+}
+
+static void job_respond(ing_job_t *job)
+{
+    lc_status_t st = {0};
+    if (job->status != 0)
+        job_transport_status(job, &st);
+    else
+        job_count_success(job);
+    if (job->route == ING_ROUTE_INGEST) {
+        if (job->status != 0)
+            lc_http_error(job->req, &st);
+        return;     /* 200, empty body */
+    }
+    if (job->status != 0) {
+        lc_connect_error(job->req, &st);
+    } else if (!lc_status_ok(&job->partial)) {
+        lc_connect_error(job->req, &job->partial);
+    } else {
+        Push__V1__PushResponse resp = PUSH__V1__PUSH_RESPONSE__INIT;
+        lc_connect_reply(job->req, job->codec, &resp.base);
+    }
+}
+
+static void job_on_published(int status, void *data)
+{
+    ing_job_t *job = data;
+    if (status != 0 && job->status == 0)
+        job->status = status;
+    if (--job->pending == 0 && !job->publishing) {
+        job_respond(job);
+        lc_http_finish(job->req);
+    }
+}
+
+lc_http_result_t ing_publish_after(lc_http_req_t *req, void *data)
+{
+    ing_job_t *job = req->user;
+    if (!job)
+        return LC_HTTP_DONE;    /* `work` already answered */
+    job->publishing = true;
+    for (size_t i = 0; i < job->n_msgs && job->status == 0; i++) {
+        const ing_msg_t *m = &job->msgs[i];
+        job->pending++;
+        int rc = lc_transport_publish(job->ing->tr, m->data, m->len, m->partition,
+                                      job_on_published, job);
+        if (rc != 0) {
+            job->pending--;
+            job->status = rc;
+        }
+    }
+    job->publishing = false;
+    if (job->pending > 0)
+        return LC_HTTP_PENDING;
+    job_respond(job);
+    return LC_HTTP_DONE;
+}

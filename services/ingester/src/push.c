@@ -1,0 +1,132 @@
+/*
+ * push.c — POST /push.v1.PusherService/Push (pyroscope-api.md §3.3).
+ *
+ * Registered as a plain route (offloaded `work` + loop `after`) rather than
+ * through lc_connect_register, because the answer must wait for the
+ * asynchronous publish callbacks. `work` decodes the Connect request, then
+ * checks every series' labels (service_name default, relabel rules, limits)
+ * and every sample's pprof (gunzip, decode, validate); the valid profiles are
+ * published and, as in Pyroscope, the errors of the others are still returned
+ * (invalid_argument) once the valid ones are durable.
+ */
+#include <string.h>
+
+#include "ingester_int.h"
+#include "lc/tenant.h"
+#include "push/v1/push.pb-c.h"
+
+typedef struct push_ctx_s {
+    ing_t *ing;
+    lc_http_req_t *req;
+    ing_job_t *job;
+    const char *tenant;
+    int64_t now_ns;
+    size_t total_bytes;         /* decoded profiles, capped per request */
+    size_t n_profiles, n_rejected;
+    lc_status_t first_error;
+} push_ctx_t;
+
+/* Keeps the first error; later ones are only counted. */
+static void push_reject(push_ctx_t *c, const lc_status_t *st, const char *reason)
+{
+    c->n_rejected++;
+    ing_count_rejected(c->ing, reason);
+    if (lc_status_ok(&c->first_error))
+        c->first_error = *st;
+}
+
+static int push_profile(push_ctx_t *c, const lc_labels_t *ls, const ProtobufCBinaryData *raw,
+                        lc_status_t *st)
+{
+    lc_pprof_limits_t lim = c->ing->opts.limits;
+    lc_pprof_t *p;
+    if (lc_pprof_decode(raw->data, raw->len, &lim, c->req->arena, &p, st) < 0 ||
+        lc_pprof_validate(p, &lim, st) < 0)
+        return -1;
+    if (p->time_nanos == 0)
+        p->time_nanos = c->now_ns;
+    if (ing_check_window(c->ing, p->time_nanos, c->now_ns, st) < 0)
+        return -1;
+    lc_buf_t out;
+    lc_buf_init(&out, LC_BUF_UNLIMITED);
+    int rc = lc_pprof_encode(p, false, &out);
+    c->total_bytes += out.len;
+    if (rc != 0)
+        rc = lc_status_set(st, LC_CODE_INTERNAL, "cannot encode the profile: %s", lc_strerror(rc));
+    else if (c->total_bytes > ING_PUSH_MAX_TOTAL_BYTES)
+        rc = lc_status_set(st, LC_CODE_INVALID_ARGUMENT,
+                           "decompressed profiles of the request exceed %zu bytes",
+                           ING_PUSH_MAX_TOTAL_BYTES);
+    else
+        rc = ing_job_add(c->job, c->tenant, ls, out.data, out.len, p->time_nanos, NULL,
+                         p->n_sample, st);
+    lc_buf_fini(&out);
+    return rc;
+}
+
+static void push_series(push_ctx_t *c, const Push__V1__RawProfileSeries *s)
+{
+    lc_labels_t ls;
+    lc_labels_init(&ls);
+    for (size_t i = 0; i < s->n_labels; i++)
+        lc_labels_add(&ls, s->labels[i]->name, s->labels[i]->value);
+    ing_label_limits_t lim = ing_label_limits(c->ing);
+    lc_status_t st = {0};
+    if (ing_push_labels_normalize(&ls, &lim, &st) < 0) {
+        for (size_t i = 0; i < s->n_samples; i++)
+            push_reject(c, &st, "invalid_labels");
+    } else {
+        for (size_t i = 0; i < s->n_samples; i++) {
+            st = (lc_status_t){0};
+            if (push_profile(c, &ls, &s->samples[i]->raw_profile, &st) < 0)
+                push_reject(c, &st, "invalid_profile");
+        }
+    }
+    lc_labels_fini(&ls);
+}
+
+/* The request's outcome: -1 (nothing accepted) with st, or 0 with the job's
+ * partial error set when some profiles were rejected. */
+static int push_run(push_ctx_t *c, const Push__V1__PushRequest *req, lc_status_t *st)
+{
+    for (size_t i = 0; i < req->n_series; i++)
+        c->n_profiles += req->series[i]->n_samples;
+    if (c->n_profiles == 0)
+        return lc_status_set(st, LC_CODE_INVALID_ARGUMENT, "no profiles received");
+    for (size_t i = 0; i < req->n_series; i++)
+        push_series(c, req->series[i]);
+    if (c->n_rejected == 0)
+        return 0;
+    lc_status_t *out = c->job->n_msgs ? &c->job->partial : st;
+    lc_status_set(out, LC_CODE_INVALID_ARGUMENT, "%zu of %zu profiles rejected: %s",
+                  c->n_rejected, c->n_profiles, c->first_error.msg);
+    return c->job->n_msgs ? 0 : -1;
+}
+
+lc_http_result_t ing_push_work(lc_http_req_t *req, void *data)
+{
+    push_ctx_t c = {.ing = data, .req = req, .now_ns = ing_now_ns()};
+    lc_status_t st = {0};
+    ProtobufCMessage *msg;
+    lc_connect_codec_t codec;
+    req->user = NULL;
+    ing_count(c.ing->m_bytes, (double)req->body_len);
+    c.job = ing_job_new(c.ing, req, ING_ROUTE_PUSH);
+    int rc = c.job ? 0 : lc_status_set(&st, LC_CODE_RESOURCE_EXHAUSTED, "out of request memory");
+    if (rc == 0)
+        rc = lc_connect_decode(req, &push__v1__push_request__descriptor, &msg, &codec, &st);
+    if (rc == 0)
+        rc = lc_tenant_write(req, c.ing->opts.multitenancy, &c.tenant, &st);
+    if (rc == 0) {
+        c.job->codec = codec;
+        rc = push_run(&c, (const Push__V1__PushRequest *)msg, &st);
+    }
+    if (rc < 0) {
+        if (c.n_rejected == 0)
+            ing_count_rejected(c.ing, "invalid_request");
+        lc_connect_error(req, &st);
+        return LC_HTTP_DONE;
+    }
+    req->user = c.job;
+    return LC_HTTP_DONE;
+}

@@ -1,0 +1,223 @@
+/*
+ * writer.c — applies batches of ember.v1.IngestProfile to the store, on the
+ * transport's consumer thread (the only thread that writes).
+ *
+ * One store write batch per consume call, committed once. Per message: skip
+ * it if its ingest id was applied before (replays are idempotent), decode the
+ * pprof (validated at the edge), split its samples into groups by string
+ * sample labels (split.c), and write one series per group and sample type
+ * with the internal labels of series.c. The server-side delta rule (delta.c)
+ * may replace values or drop a profile. A message that cannot be decoded can
+ * never succeed, so it is logged and skipped instead of blocking the stream;
+ * a store failure aborts the batch and returns <0 so the transport
+ * redelivers it, and the delta state staged by the batch is discarded.
+ */
+#include <string.h>
+
+#include "ingester_int.h"
+#include "lc/log.h"
+
+#define WRITER_ARENA_CAP ((size_t)4 << 30)      /* per message; virtual until used */
+#define WRITER_DELTA_MAX_POINTS ((size_t)4 << 20)
+
+struct ing_writer_s {
+    lc_store_t *store;
+    ing_delta_t *delta;
+    lc_arena_t *arena;
+    lc_pprof_limits_t limits;
+    lc_metric_t *m_written, *m_duplicate, *m_undecodable, *m_delta_dropped;
+};
+
+typedef struct wr_msg_s {
+    ing_writer_t *w;
+    lc_store_txn_t *txn;
+    const Ember__V1__IngestProfile *m;
+    lc_pprof_t *p;
+    lc_pprof_index_t *ix;
+    const char *metric;
+} wr_msg_t;
+
+static lc_metric_t *wr_counter(lc_metrics_t *m, const char *result)
+{
+    char labels[64];
+    snprintf(labels, sizeof(labels), "result=\"%s\"", result);
+    return m ? lc_metrics_counter(m, "ember_writer_profiles_total",
+                                  "Profiles handled by the writer, by result", labels)
+             : NULL;
+}
+
+int ing_writer_new(lc_store_t *store, lc_metrics_t *metrics, ing_writer_t **out)
+{
+    ing_writer_t *w = lc_xcalloc(1, sizeof(*w));
+    w->store = store;
+    w->delta = ing_delta_new(WRITER_DELTA_MAX_POINTS);
+    w->arena = lc_arena_new(WRITER_ARENA_CAP);
+    /* Messages hold pprofs the edge validated under its own limits; the
+     * writer only decodes, so it must not refuse what the edge accepted. */
+    lc_pprof_limits_default(&w->limits);
+    w->limits.max_decompressed_bytes = SIZE_MAX;
+    w->m_written = wr_counter(metrics, "written");
+    w->m_duplicate = wr_counter(metrics, "duplicate");
+    w->m_undecodable = wr_counter(metrics, "undecodable");
+    w->m_delta_dropped = wr_counter(metrics, "delta_dropped");
+    *out = w;
+    return 0;
+}
+
+void ing_writer_free(ing_writer_t *w)
+{
+    if (!w)
+        return;
+    ing_delta_free(w->delta);
+    lc_arena_free(w->arena);
+    lc_free(w);
+}
+
+/* ---------------------------------------------------------------- one series */
+
+/* Delta values for the series, or NULL to store as is; *drop when the rule
+ * swallows this profile (first of the series, or a reset). */
+static const int64_t *wr_delta(wr_msg_t *c, const lc_labels_t *ls, size_t type_idx,
+                               const ing_group_t *g, bool *drop)
+{
+    *drop = false;
+    const char *st = ing_pprof_str(c->p, c->p->sample_type[type_idx]->type);
+    if (!ing_delta_applies(c->metric, st, c->m->delta_disabled))
+        return NULL;
+    size_t n = g->n_samples;
+    uint64_t *keys = lc_arena_calloc(c->w->arena, n ? n : 1, sizeof(*keys));
+    int64_t *vals = lc_arena_calloc(c->w->arena, n ? n : 1, sizeof(*vals));
+    int64_t *out = lc_arena_calloc(c->w->arena, n ? n : 1, sizeof(*out));
+    if (!keys || !vals || !out)
+        return NULL;    /* over the arena cap: store the cumulative values */
+    for (size_t i = 0; i < n; i++) {
+        const Google__V1__Sample *s = c->p->sample[g->samples[i]];
+        keys[i] = ing_stack_key(c->p, s, c->ix);
+        vals[i] = s->value[type_idx];
+    }
+    uint64_t fp = lc_labels_hash(ls) ^ lc_hash64(c->m->tenant, strlen(c->m->tenant), 1);
+    *drop = !ing_delta_apply(c->w->delta, fp, keys, vals, n, out);
+    return out;
+}
+
+static int wr_series(wr_msg_t *c, const lc_labels_t *base, const ing_group_t *g, size_t type_idx)
+{
+    lc_labels_t ls;
+    lc_labels_copy(&ls, base);
+    for (size_t i = 0; i < g->n_labels; i++) {
+        if (!lc_labels_get(&ls, g->labels[i].name))   /* series labels win */
+            lc_labels_add(&ls, g->labels[i].name, g->labels[i].value);
+    }
+    ing_series_labels(&ls, c->p, type_idx, c->w->arena);
+    bool drop;
+    const int64_t *values = wr_delta(c, &ls, type_idx, g, &drop);
+    int rc = 0;
+    if (drop) {
+        ing_count(c->w->m_delta_dropped, 1);
+    } else {
+        lc_store_write_t wr = {
+            .tenant = c->m->tenant, .labels = &ls, .time_ns = c->m->time_nanos,
+            .profile = c->p, .index = c->ix, .value_index = type_idx,
+            .samples = g->samples, .n_samples = g->n_samples, .values = values,
+            .span_ids = g->has_span_ids ? g->span_ids : NULL,
+        };
+        rc = lc_store_write_profile(c->txn, &wr);
+    }
+    lc_labels_fini(&ls);
+    return rc;
+}
+
+/* ---------------------------------------------------------------- one message */
+
+static void wr_base_labels(const Ember__V1__IngestProfile *m, lc_labels_t *ls)
+{
+    lc_labels_init(ls);
+    for (size_t i = 0; i < m->n_labels; i++)
+        lc_labels_set(ls, m->labels[i]->name, m->labels[i]->value);
+    lc_labels_sort(ls);
+}
+
+static int wr_profile(wr_msg_t *c)
+{
+    ing_group_t *groups;
+    size_t n_groups;
+    int rc = ing_split_samples(c->p, c->w->arena, &groups, &n_groups);
+    if (rc < 0)
+        return rc;
+    lc_labels_t base;
+    wr_base_labels(c->m, &base);
+    c->metric = lc_labels_get(&base, "__name__");
+    for (size_t g = 0; g < n_groups && rc == 0; g++) {
+        for (size_t t = 0; t < c->p->n_sample_type && rc == 0; t++)
+            rc = wr_series(c, &base, &groups[g], t);
+    }
+    lc_labels_fini(&base);
+    return rc;
+}
+
+/* Decodes the message and its pprof; false (logged) when it never can be. */
+static bool wr_decode(wr_msg_t *c, const lc_transport_msg_t *msg)
+{
+    ProtobufCAllocator alloc;
+    lc_arena_pb_allocator(c->w->arena, &alloc);
+    c->m = (const Ember__V1__IngestProfile *)protobuf_c_message_unpack(
+        &ember__v1__ingest_profile__descriptor, &alloc, msg->len, msg->data);
+    lc_status_t st = {0};
+    const char *why = !c->m ? "malformed IngestProfile" : !c->m->ingest_id.len ? "no ingest id" : NULL;
+    if (!why && lc_pprof_decode(c->m->pprof.data, c->m->pprof.len, &c->w->limits, c->w->arena,
+                                &c->p, &st) < 0)
+        why = st.msg;
+    if (!why && (c->p->n_sample_type == 0 || lc_pprof_index_new(c->p, c->w->arena, &c->ix) < 0))
+        why = "unusable pprof";
+    if (why)
+        LC_LOG_ERROR("writer: skipping a message that cannot be applied id=%s err=\"%s\"",
+                     msg->id ? msg->id : "", why);
+    return why == NULL;
+}
+
+static int wr_message(ing_writer_t *w, lc_store_txn_t *txn, const lc_transport_msg_t *msg)
+{
+    wr_msg_t c = {.w = w, .txn = txn};
+    if (!wr_decode(&c, msg)) {
+        ing_count(w->m_undecodable, 1);
+        return 0;
+    }
+    const ProtobufCBinaryData *id = &c.m->ingest_id;
+    bool applied;
+    int rc = lc_store_write_is_applied(txn, c.m->time_nanos, id->data, id->len, &applied);
+    if (rc == 0 && applied) {
+        ing_count(w->m_duplicate, 1);
+        return 0;
+    }
+    if (rc == 0)
+        rc = wr_profile(&c);
+    if (rc == 0)
+        rc = lc_store_write_applied(txn, c.m->time_nanos, id->data, id->len);
+    if (rc == 0)
+        ing_count(w->m_written, 1);
+    return rc;
+}
+
+int ing_writer_consume(const lc_transport_msg_t *msgs, size_t n, void *data)
+{
+    ing_writer_t *w = data;
+    lc_store_txn_t *txn;
+    int rc = lc_store_write_begin(w->store, &txn);
+    if (rc)
+        return rc;
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        rc = wr_message(w, txn, &msgs[i]);
+        lc_arena_reset(w->arena);
+    }
+    if (rc == 0) {
+        rc = lc_store_write_commit(txn);
+    } else {
+        LC_LOG_ERROR("writer: batch aborted msgs=%zu err=\"%s\"", n, lc_strerror(rc));
+        lc_store_write_abort(txn);
+    }
+    if (rc == 0)
+        ing_delta_commit(w->delta);
+    else
+        ing_delta_discard(w->delta);
+    return rc;
+}
