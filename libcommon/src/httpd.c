@@ -9,6 +9,7 @@
  * requests are answered in order and a slow handler holds back its client
  * only. docs/internals/httpd.md describes the connection states and rules.
  */
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -634,6 +635,8 @@ int lc_httpd_new(uv_loop_t *loop, const lc_httpd_opts_t *opts, lc_httpd_t **out)
         .max_response_bytes = size_or_default(opts->max_response_bytes, DEFAULT_MAX_RESPONSE_BYTES),
         .arena_cap_bytes = size_or_default(opts->arena_cap_bytes, DEFAULT_ARENA_CAP_BYTES),
     };
+    if (srv->lim.max_response_bytes > UINT_MAX)
+        srv->lim.max_response_bytes = UINT_MAX; /* one uv_buf_t carries the body */
     srv->idle_timeout_ms = opts->idle_timeout_ms ? opts->idle_timeout_ms : DEFAULT_IDLE_TIMEOUT_MS;
     srv->read_timeout_ms = opts->read_timeout_ms ? opts->read_timeout_ms : DEFAULT_READ_TIMEOUT_MS;
     srv->metrics = opts->metrics;

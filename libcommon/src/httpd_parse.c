@@ -290,7 +290,8 @@ lc_httpd__parse_t lc_httpd__parser_feed(lc_httpd__parser_t *p, const char *data,
 
 int lc_httpd__parser_decode_body(lc_httpd__parser_t *p)
 {
-    if (!p->gzip_body)
+    /* An empty body stays empty whatever its declared encoding. */
+    if (!p->gzip_body || p->body.len == 0)
         return 0;
     int rc = lc_gunzip(p->body.data, p->body.len, p->lim.max_decompressed_bytes, &p->plain);
     if (rc == LC_ETOOBIG) {

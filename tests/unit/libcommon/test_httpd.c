@@ -820,7 +820,8 @@ static void test_query_and_headers(void)
     lc_httpd__parser_t p;
     lc_httpd__parser_init(&p, &test_limits);
     feed_request(&p, "GET /q?a=1&b=x+y&a=%32&c&name%5B%5D=v&bad=%zz%4&e= HTTP/1.1\r\n"
-                     "Content-TYPE: text/x\r\nX-Dup: one\r\nx-dup: two\r\n\r\n");
+                     "Content-TYPE: text/x\r\nX-Empty:\r\nX-Dup: one\r\nx-dup: two\r\n"
+                     "X-Blank: \t \r\n\r\n");
     lc_http_req_t *req = &p.req;
     LC_ASSERT_STR_EQ(req->path, "/q");
     LC_ASSERT_STR_EQ(lc_http_query(req, "a"), "1");
@@ -839,6 +840,9 @@ static void test_query_and_headers(void)
     LC_ASSERT_STR_EQ(lc_http_header(req, "content-type"), "text/x");
     LC_ASSERT_STR_EQ(lc_http_header(req, "Content-Type"), "text/x");
     LC_ASSERT_STR_EQ(lc_http_header(req, "x-dup"), "one");
+    LC_ASSERT_STR_EQ(lc_http_header(req, "x-empty"), "");
+    LC_ASSERT_STR_EQ(lc_http_header(req, "x-blank"), "");
+    LC_ASSERT_EQ(req->n_headers, 5);
     LC_ASSERT_STR_EQ(req->headers[0].name, "content-type");
     LC_CHECK(lc_http_header(req, "absent") == NULL);
 
@@ -880,7 +884,51 @@ static void test_response_head(void)
     lc_httpd__parser_fini(&p);
 }
 
-LC_TEST_MAIN(test_query_and_headers, test_response_head, test_get_and_post, test_chunked_post,
+static void feed_gzip_request(lc_httpd__parser_t *p, const uint8_t *gz, size_t len)
+{
+    char head[128];
+    snprintf(head, sizeof(head),
+             "POST / HTTP/1.1\r\nContent-Encoding: GZIP\r\nContent-Length: %zu\r\n\r\n", len);
+    size_t used;
+    LC_ASSERT_EQ(lc_httpd__parser_feed(p, head, strlen(head), &used), LC_HTTPD__MORE);
+    if (len > 0)
+        LC_ASSERT_EQ(lc_httpd__parser_feed(p, (const char *)gz, len, &used), LC_HTTPD__REQUEST);
+}
+
+static void test_decode_body(void)
+{
+    lc_httpd__parser_t p;
+    lc_httpd__parser_init(&p, &test_limits); /* 4 KiB decompressed */
+    uint8_t gz[1024], plain[5000];
+    memset(plain, 'p', sizeof(plain));
+    size_t n = zlib_gzip(plain, 4096, gz, sizeof(gz));
+    feed_gzip_request(&p, gz, n);
+    LC_ASSERT_OK(lc_httpd__parser_decode_body(&p));
+    LC_ASSERT_EQ(p.req.body_len, 4096);
+    LC_ASSERT_MEM_EQ(p.req.body, plain, 4096);
+    lc_httpd__parser_next(&p);
+
+    n = zlib_gzip(plain, 4097, gz, sizeof(gz));
+    feed_gzip_request(&p, gz, n);
+    LC_ASSERT_EQ(lc_httpd__parser_decode_body(&p), -1);
+    LC_ASSERT_EQ(p.req.status, 413);
+    lc_httpd__parser_next(&p);
+
+    gz[n - 1] ^= 1; /* ISIZE no longer matches */
+    feed_gzip_request(&p, gz, n);
+    LC_ASSERT_EQ(lc_httpd__parser_decode_body(&p), -1);
+    LC_ASSERT_EQ(p.req.status, 400);
+    lc_httpd__parser_next(&p);
+
+    size_t used;
+    const char empty[] = "POST / HTTP/1.1\r\nContent-Encoding: gzip\r\nContent-Length: 0\r\n\r\n";
+    LC_ASSERT_EQ(lc_httpd__parser_feed(&p, empty, sizeof(empty) - 1, &used), LC_HTTPD__REQUEST);
+    LC_ASSERT_OK(lc_httpd__parser_decode_body(&p));
+    LC_ASSERT_EQ(p.req.body_len, 0);
+    lc_httpd__parser_fini(&p);
+}
+
+LC_TEST_MAIN(test_query_and_headers, test_response_head, test_decode_body, test_get_and_post, test_chunked_post,
              test_gzip_post, test_gzip_bomb, test_expect_continue, test_keep_alive_and_pipelining,
              test_http10, test_body_too_large, test_headers_too_large, test_bad_request,
              test_routing, test_offload_and_after, test_pending_finish, test_read_timeout,
