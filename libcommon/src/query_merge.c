@@ -38,7 +38,21 @@ static int sums_series_cb(lc_block_t *b, uint32_t series_id, const char *tenant,
 typedef struct sums_walk_s {
     qm_sums_t *s;
     uint32_t node_count;
+    const lc_query_t *q;
 } sums_walk_t;
+
+static bool span_selected(const lc_query_t *q, uint64_t span)
+{
+    size_t lo = 0, hi = q->n_span_ids;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (q->span_ids[mid] < span)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < q->n_span_ids && q->span_ids[lo] == span;
+}
 
 /* Makes self[] cover node ids [0, need), zero-filled. */
 static void sums_reserve(qm_sums_t *s, size_t need)
@@ -60,11 +74,14 @@ static int sums_profile_cb(lc_block_t *b, const lc_stored_profile_t *p, void *da
     for (;;) {
         uint32_t node;
         int64_t value;
-        int rc = lc_sample_iter_next(&it, &node, &value, NULL);
+        uint64_t span;
+        int rc = lc_sample_iter_next(&it, &node, &value, &span);
         if (rc != 1)
             return rc;
         if (node >= w->node_count)
             return LC_ECORRUPT;
+        if (w->q->n_span_ids && !span_selected(w->q, span))
+            continue;
         if (node >= s->n) {
             sums_reserve(s, (size_t)node + 1);
             s->n = node + 1;
@@ -93,7 +110,7 @@ int lc_query__block_sum(lc_block_t *b, const lc_query_t *q, qm_sums_t *s)
     s->n = 0;
     s->n_series = 0;
     int rc = lc_block_series(b, q->tenants, q->n_tenants, q->sel, sums_series_cb, s);
-    sums_walk_t w = {.s = s, .node_count = lc_block_node_count(b)};
+    sums_walk_t w = {.s = s, .node_count = lc_block_node_count(b), .q = q};
     for (size_t i = 0; rc == 0 && i < s->n_series; i++)
         rc = lc_block_profiles(b, s->series[i], q->start_ns, q->end_ns, sums_profile_cb, &w);
     if (rc == 0 && s->n > 0)

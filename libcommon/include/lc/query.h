@@ -69,12 +69,15 @@ int lc_ftree_read_tree(lc_ftree_t *t, const uint8_t *p, size_t len) LC_MUST_CHEC
 
 /* ------------------------------------------------------- store queries */
 /* What to read: series of `tenants` matching `sel` (the caller adds the
- * __profile_type__ matcher), profiles with start_ns <= time <= end_ns. */
+ * __profile_type__ matcher), profiles with start_ns <= time <= end_ns, and,
+ * when span_ids is set, only samples carrying one of those span ids. */
 typedef struct lc_query_s {
     const char *const *tenants;
     size_t n_tenants;
     const lc_selector_t *sel;
     int64_t start_ns, end_ns;
+    const uint64_t *span_ids;       /* sorted ascending; NULL/0 = every sample */
+    size_t n_span_ids;
 } lc_query_t;
 
 /* Folds every matching profile of every block of r into dst. */

@@ -1,0 +1,120 @@
+/*
+ * querier_int.h — what the querier's source files share (not a public header).
+ *
+ *   querier.c     qry_new/qry_free and the method table
+ *   rpc_common.c  per-call setup: tenants, time range, selectors, store reader;
+ *                 the series walk and the small sets every listing RPC uses
+ *   rpc_labels.c  ProfileTypes, LabelNames, LabelValues, Series
+ *   rpc_merge.c   SelectMergeStacktraces, SelectMergeSpanProfile, SelectMergeProfile
+ *   rpc_series.c  SelectSeries
+ *   rpc_stats.c   GetProfileStats, AnalyzeQuery and the unimplemented methods
+ *
+ * Every RPC runs on a thread-pool thread (lc_connect_register offloads it);
+ * its memory is the request arena, and its store reader is begun and ended
+ * within the call.
+ */
+#ifndef EMBER_QUERIER_INT_H
+#define EMBER_QUERIER_INT_H
+
+#include "lc/connect.h"
+#include "lc/labels.h"
+#include "lc/query.h"
+#include "querier.h"
+#include "querier/v1/querier.pb-c.h"
+
+struct qry_s {
+    qry_opts_t opts;
+    lc_store_t *store;
+    lc_metrics_t *metrics;
+};
+
+/* One call's context: who asks, for which range, and the store snapshot. */
+typedef struct qry_call_s {
+    qry_t *q;
+    lc_http_req_t *req;
+    lc_status_t *st;
+    const char *const *tenants;
+    size_t n_tenants;
+    int64_t start_ns, end_ns;       /* inclusive */
+    lc_store_reader_t *reader;
+} qry_call_t;
+
+/* Resolves tenants, checks start <= end (ms), converts the range to ns and
+ * opens the store reader. On failure st is set and nothing is left open. */
+int qry_call_begin(qry_call_t *c, qry_t *q, lc_http_req_t *req, int64_t start_ms, int64_t end_ms,
+                   lc_status_t *st) LC_MUST_CHECK;
+void qry_call_end(qry_call_t *c);
+
+/* Parses a label selector and adds __profile_type__ = profile_type (when not
+ * NULL). invalid_argument on a bad selector or profile type ID. */
+int qry_selector(const char *label_selector, const char *profile_type, lc_selector_t *out,
+                 lc_status_t *st) LC_MUST_CHECK;
+/* Parses `matchers` (OR-ed); *n = 0 when they match everything. */
+int qry_matchers(char **matchers, size_t n_matchers, lc_selector_t **out, size_t *n,
+                 lc_status_t *st) LC_MUST_CHECK;
+void qry_matchers_free(lc_selector_t *sels, size_t n);
+/* Splits a profile type ID into its five parts (in the arena); false if it
+ * does not have 5 (or 6) parts. */
+bool qry_profile_type_split(lc_arena_t *a, const char *id, char *parts[5]);
+/* The ms range [start, end] as ns, saturating. */
+void qry_range_ns(int64_t start_ms, int64_t end_ms, int64_t *start_ns, int64_t *end_ns);
+int64_t qry_now_ms(void);
+
+/* Calls fn for each series of the call's tenants matching any of sels (n = 0:
+ * all) that has a profile in the call's range; a series in several blocks is
+ * seen once per block. labels is valid during the callback only. */
+typedef int (*qry_series_fn)(const lc_labels_t *labels, void *data);
+int qry_walk_series(qry_call_t *c, const lc_selector_t *sels, size_t n_sels, qry_series_fn fn,
+                    void *data) LC_MUST_CHECK;
+
+/* A set of byte strings copied into an arena, for de-duplication. */
+typedef struct qry_set_s {
+    lc_arena_t *arena;
+    char **v;               /* NUL-terminated copies, insertion order */
+    size_t *len;
+    size_t n, cap;
+    uint32_t *slots;
+    size_t mask;
+} qry_set_t;
+
+void qry_set_init(qry_set_t *s, lc_arena_t *arena);
+void qry_set_fini(qry_set_t *s);
+/* Adds a copy unless present; *added (may be NULL) says which. LC_ETOOBIG when
+ * the arena is full. */
+int qry_set_add(qry_set_t *s, const void *p, size_t len, bool *added) LC_MUST_CHECK;
+/* Sorts v byte-wise (len follows). */
+void qry_set_sort(qry_set_t *s);
+
+/* Label pairs for a response, allocated in the arena; NULL when it is full. */
+Types__V1__LabelPair **qry_label_pairs(lc_arena_t *a, const lc_labels_t *ls);
+/* Sets st to resource_exhausted for a full arena and returns -1. */
+int qry_fail_arena(lc_status_t *st);
+/* Maps an internal error code to st (internal / resource_exhausted). */
+int qry_fail(lc_status_t *st, int rc, const char *what);
+
+/* ---- the RPCs (lc_connect_unary_fn; data is the qry_t) ---- */
+int qry_rpc_profile_types(lc_http_req_t *req, const ProtobufCMessage *in, ProtobufCMessage **out,
+                          lc_status_t *st, void *data);
+int qry_rpc_label_names(lc_http_req_t *req, const ProtobufCMessage *in, ProtobufCMessage **out,
+                        lc_status_t *st, void *data);
+int qry_rpc_label_values(lc_http_req_t *req, const ProtobufCMessage *in, ProtobufCMessage **out,
+                         lc_status_t *st, void *data);
+int qry_rpc_series(lc_http_req_t *req, const ProtobufCMessage *in, ProtobufCMessage **out,
+                   lc_status_t *st, void *data);
+int qry_rpc_select_merge_stacktraces(lc_http_req_t *req, const ProtobufCMessage *in,
+                                     ProtobufCMessage **out, lc_status_t *st, void *data);
+int qry_rpc_select_merge_span_profile(lc_http_req_t *req, const ProtobufCMessage *in,
+                                      ProtobufCMessage **out, lc_status_t *st, void *data);
+int qry_rpc_select_merge_profile(lc_http_req_t *req, const ProtobufCMessage *in,
+                                 ProtobufCMessage **out, lc_status_t *st, void *data);
+int qry_rpc_select_series(lc_http_req_t *req, const ProtobufCMessage *in, ProtobufCMessage **out,
+                          lc_status_t *st, void *data);
+int qry_rpc_get_profile_stats(lc_http_req_t *req, const ProtobufCMessage *in,
+                              ProtobufCMessage **out, lc_status_t *st, void *data);
+int qry_rpc_analyze_query(lc_http_req_t *req, const ProtobufCMessage *in, ProtobufCMessage **out,
+                          lc_status_t *st, void *data);
+/* data is the method name (a string literal), not the qry_t. */
+int qry_rpc_unimplemented(lc_http_req_t *req, const ProtobufCMessage *in, ProtobufCMessage **out,
+                          lc_status_t *st, void *data);
+
+#endif

@@ -1,0 +1,323 @@
+/*
+ * rpc_common.c — what every querier RPC does first: resolve tenants
+ * (lc/tenant.h), validate and convert the ms time range, parse selectors, and
+ * open one store snapshot for the range; plus the series walk behind the
+ * listing RPCs and a de-duplicating string set.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "lc/tenant.h"
+#include "querier_int.h"
+
+#define QRY_MAX_SELECTORS 256       /* matchers entries per request */
+
+int qry_fail_arena(lc_status_t *st)
+{
+    return lc_status_set(st, LC_CODE_RESOURCE_EXHAUSTED,
+                         "the response passes the per-request memory cap; narrow the query");
+}
+
+int qry_fail(lc_status_t *st, int rc, const char *what)
+{
+    if (rc == LC_ETOOBIG)
+        return lc_status_set(st, LC_CODE_RESOURCE_EXHAUSTED,
+                             "%s: the result passes ember's size caps; narrow the query", what);
+    return lc_status_set(st, LC_CODE_INTERNAL, "%s: %s", what, lc_strerror(rc));
+}
+
+int64_t qry_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* ms -> ns, saturating at the int64 range; `last` picks the last ns of the ms. */
+static int64_t ms_to_ns(int64_t ms, bool last)
+{
+    if (ms > INT64_MAX / 1000000)
+        return INT64_MAX;
+    if (ms < INT64_MIN / 1000000)
+        return INT64_MIN;
+    int64_t ns = ms * 1000000;
+    return last && ns <= INT64_MAX - 999999 ? ns + 999999 : ns;
+}
+
+void qry_range_ns(int64_t start_ms, int64_t end_ms, int64_t *start_ns, int64_t *end_ns)
+{
+    *start_ns = ms_to_ns(start_ms, false);
+    *end_ns = ms_to_ns(end_ms, true);
+}
+
+int qry_call_begin(qry_call_t *c, qry_t *q, lc_http_req_t *req, int64_t start_ms, int64_t end_ms,
+                   lc_status_t *st)
+{
+    *c = (qry_call_t){.q = q, .req = req, .st = st};
+    if (lc_tenants_read(req, q->opts.multitenancy, &c->tenants, &c->n_tenants, st))
+        return -1;
+    if (start_ms > end_ms)
+        return lc_status_set(st, LC_CODE_INVALID_ARGUMENT,
+                             "start (%lld) must not be after end (%lld)", (long long)start_ms,
+                             (long long)end_ms);
+    qry_range_ns(start_ms, end_ms, &c->start_ns, &c->end_ns);
+    int rc = lc_store_read_begin(q->store, c->start_ns, c->end_ns, &c->reader);
+    if (rc) {
+        c->reader = NULL;
+        return qry_fail(st, rc, "opening the store");
+    }
+    return 0;
+}
+
+void qry_call_end(qry_call_t *c)
+{
+    if (c->reader)
+        lc_store_read_end(c->reader);
+    c->reader = NULL;
+}
+
+/* -------------------------------------------------------------- selectors */
+
+bool qry_profile_type_split(lc_arena_t *a, const char *id, char *parts[5])
+{
+    const char *p = id;
+    for (int i = 0; i < 5; i++) {
+        const char *colon = strchr(p, ':');
+        if (i < 4 && !colon)
+            return false;
+        size_t len = colon ? (size_t)(colon - p) : strlen(p);
+        parts[i] = lc_arena_strndup(a, p, len);
+        if (!parts[i])
+            return false;
+        p = colon ? colon + 1 : p + len;
+        /* A sixth part (legacy ":delta") is allowed and ignored; a seventh is not. */
+        if (i == 4 && colon && strchr(p, ':'))
+            return false;
+    }
+    return true;
+}
+
+/* The first five parts of a profile type ID (a sixth is dropped), or -1. */
+static int profile_type_prefix(const char *id, size_t *len)
+{
+    size_t colons = 0, i = 0;
+    for (; id[i] && colons < 5; i++)
+        colons += id[i] == ':';
+    if (colons == 5)
+        i--;    /* back onto the fifth colon */
+    if (colons < 4 || (colons == 5 && strchr(id + i + 1, ':')))
+        return -1;
+    *len = i;
+    return 0;
+}
+
+int qry_selector(const char *label_selector, const char *profile_type, lc_selector_t *out,
+                 lc_status_t *st)
+{
+    const char *s = label_selector ? label_selector : "";
+    memset(out, 0, sizeof(*out));
+    if (lc_selector_parse(s, strlen(s), out, st)) {
+        st->code = LC_CODE_INVALID_ARGUMENT;
+        return -1;
+    }
+    if (!profile_type)
+        return 0;
+    size_t len;
+    char id[1024];
+    if (profile_type_prefix(profile_type, &len) || len >= sizeof(id)) {
+        lc_selector_fini(out);
+        return lc_status_set(st, LC_CODE_INVALID_ARGUMENT,
+                             "invalid profile type ID \"%.200s\": want "
+                             "name:sample_type:sample_unit:period_type:period_unit",
+                             profile_type);
+    }
+    memcpy(id, profile_type, len);
+    id[len] = '\0';
+    if (lc_selector_add(out, "__profile_type__", LC_MATCH_EQ, id, st)) {
+        lc_selector_fini(out);
+        return -1;
+    }
+    return 0;
+}
+
+void qry_matchers_free(lc_selector_t *sels, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        lc_selector_fini(&sels[i]);
+    lc_free(sels);
+}
+
+int qry_matchers(char **matchers, size_t n_matchers, lc_selector_t **out, size_t *n,
+                 lc_status_t *st)
+{
+    *out = NULL;
+    *n = 0;
+    if (n_matchers > QRY_MAX_SELECTORS)
+        return lc_status_set(st, LC_CODE_INVALID_ARGUMENT, "more than %d matchers",
+                             QRY_MAX_SELECTORS);
+    lc_selector_t *sels = lc_xcalloc(n_matchers + 1, sizeof(*sels));
+    for (size_t i = 0; i < n_matchers; i++) {
+        if (qry_selector(matchers[i], NULL, &sels[i], st)) {
+            qry_matchers_free(sels, i);
+            return -1;
+        }
+        if (sels[i].n == 0) {   /* "{}" matches everything: the union is everything */
+            qry_matchers_free(sels, i + 1);
+            return 0;
+        }
+    }
+    if (n_matchers == 0) {
+        lc_free(sels);
+        return 0;
+    }
+    *out = sels;
+    *n = n_matchers;
+    return 0;
+}
+
+/* ------------------------------------------------------------ series walk */
+
+typedef struct walk_s {
+    qry_call_t *c;
+    bool whole_block;       /* every profile of the block is in range */
+    qry_series_fn fn;
+    void *data;
+} walk_t;
+
+static int walk_stop_cb(lc_block_t *b, const lc_stored_profile_t *p, void *data)
+{
+    LC_UNUSED(b);
+    LC_UNUSED(p);
+    LC_UNUSED(data);
+    return 1;
+}
+
+static int walk_series_cb(lc_block_t *b, uint32_t series_id, const char *tenant,
+                          const lc_labels_t *labels, void *data)
+{
+    LC_UNUSED(tenant);
+    walk_t *w = data;
+    if (!w->whole_block) {
+        /* A series exists in a block only with profiles, but maybe not in range. */
+        int rc = lc_block_profiles(b, series_id, w->c->start_ns, w->c->end_ns, walk_stop_cb, NULL);
+        if (rc != 1)
+            return rc;
+    }
+    return w->fn(labels, w->data);
+}
+
+static int walk_block(walk_t *w, lc_block_t *b, const lc_selector_t *sels, size_t n_sels)
+{
+    lc_block_info_t info;
+    int rc = lc_block_info(b, &info);
+    if (rc || info.profiles == 0)
+        return rc;
+    w->whole_block = info.min_time_ns >= w->c->start_ns && info.max_time_ns <= w->c->end_ns;
+    qry_call_t *c = w->c;
+    if (n_sels == 0)
+        return lc_block_series(b, c->tenants, c->n_tenants, NULL, walk_series_cb, w);
+    for (size_t i = 0; i < n_sels && rc == 0; i++)
+        rc = lc_block_series(b, c->tenants, c->n_tenants, &sels[i], walk_series_cb, w);
+    return rc;
+}
+
+int qry_walk_series(qry_call_t *c, const lc_selector_t *sels, size_t n_sels, qry_series_fn fn,
+                    void *data)
+{
+    walk_t w = {.c = c, .fn = fn, .data = data};
+    int rc = 0;
+    for (size_t i = 0; rc == 0 && i < lc_store_reader_count(c->reader); i++)
+        rc = walk_block(&w, lc_store_reader_block(c->reader, i), sels, n_sels);
+    return rc;
+}
+
+/* -------------------------------------------------------------------- set */
+
+void qry_set_init(qry_set_t *s, lc_arena_t *arena)
+{
+    *s = (qry_set_t){.arena = arena, .mask = 63};
+    s->slots = lc_xcalloc(s->mask + 1, sizeof(uint32_t));
+}
+
+void qry_set_fini(qry_set_t *s)
+{
+    lc_free(s->v);
+    lc_free(s->len);
+    lc_free(s->slots);
+}
+
+static void set_rehash(qry_set_t *s)
+{
+    size_t n = (s->mask + 1) * 2;
+    lc_free(s->slots);
+    s->slots = lc_xcalloc(n, sizeof(uint32_t));
+    s->mask = n - 1;
+    for (size_t k = 0; k < s->n; k++) {
+        size_t i = lc_hash64(s->v[k], s->len[k], 0) & s->mask;
+        while (s->slots[i])
+            i = (i + 1) & s->mask;
+        s->slots[i] = (uint32_t)k + 1;
+    }
+}
+
+int qry_set_add(qry_set_t *s, const void *p, size_t len, bool *added)
+{
+    size_t i = lc_hash64(p, len, 0) & s->mask;
+    for (; s->slots[i]; i = (i + 1) & s->mask) {
+        size_t k = s->slots[i] - 1;
+        if (s->len[k] == len && memcmp(s->v[k], p, len) == 0) {
+            if (added)
+                *added = false;
+            return 0;
+        }
+    }
+    char *copy = lc_arena_strndup(s->arena, p, len);
+    if (!copy || s->n >= UINT32_MAX - 1)
+        return LC_ETOOBIG;
+    size_t cap = s->cap;
+    s->v = lc_xgrow(s->v, &s->cap, s->n + 1, sizeof(*s->v));
+    s->len = lc_xgrow(s->len, &cap, s->n + 1, sizeof(*s->len));
+    s->v[s->n] = copy;
+    s->len[s->n] = len;
+    s->slots[i] = (uint32_t)++s->n;
+    if (s->n * 2 > s->mask + 1)
+        set_rehash(s);
+    if (added)
+        *added = true;
+    return 0;
+}
+
+static int bytes_cmp(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+void qry_set_sort(qry_set_t *s)
+{
+    if (s->n == 0)
+        return;
+    qsort(s->v, s->n, sizeof(*s->v), bytes_cmp);
+    for (size_t k = 0; k < s->n; k++)
+        s->len[k] = strlen(s->v[k]);
+    set_rehash(s);
+}
+
+/* -------------------------------------------------------------- responses */
+
+Types__V1__LabelPair **qry_label_pairs(lc_arena_t *a, const lc_labels_t *ls)
+{
+    Types__V1__LabelPair **v = lc_arena_calloc(a, ls->n + 1, sizeof(*v));
+    Types__V1__LabelPair *pairs = lc_arena_calloc(a, ls->n + 1, sizeof(*pairs));
+    if (!v || !pairs)
+        return NULL;
+    for (size_t i = 0; i < ls->n; i++) {
+        pairs[i] = (Types__V1__LabelPair)TYPES__V1__LABEL_PAIR__INIT;
+        pairs[i].name = lc_arena_strdup(a, ls->v[i].name);
+        pairs[i].value = lc_arena_strdup(a, ls->v[i].value);
+        if (!pairs[i].name || !pairs[i].value)
+            return NULL;
+        v[i] = &pairs[i];
+    }
+    return v;
+}

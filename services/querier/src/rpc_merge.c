@@ -1,0 +1,330 @@
+/*
+ * rpc_merge.c — the merge RPCs: SelectMergeStacktraces (flame graph, tree
+ * bytes or pprof), SelectMergeSpanProfile (the same restricted to span ids)
+ * and SelectMergeProfile (merged pprof). The engine (lc/query.h) does the
+ * work; this file validates requests (§5.5 max_nodes, selectors) and shapes
+ * responses in the request arena.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "querier_int.h"
+
+#define QRY_MAX_SPAN_IDS 4096
+
+/* The fields the merge requests share. */
+typedef struct merge_req_s {
+    const char *profile_type;
+    const char *label_selector;
+    int64_t start, end, max_nodes;
+    const Types__V1__StackTraceSelector *stack_trace_selector;
+    size_t n_profile_ids, n_trace_ids;
+    char **span_selector;
+    size_t n_span_selector;
+} merge_req_t;
+
+typedef struct merge_call_s {
+    qry_call_t c;
+    lc_selector_t sel;
+    lc_query_t query;
+    uint64_t *span_ids;
+    int64_t max_nodes;
+} merge_call_t;
+
+static int check_unsupported(const merge_req_t *r, lc_status_t *st)
+{
+    const Types__V1__StackTraceSelector *sts = r->stack_trace_selector;
+    if (sts && (sts->n_call_site || sts->go_pgo))
+        return lc_status_set(st, LC_CODE_UNIMPLEMENTED,
+                             "stack_trace_selector is not supported by ember yet");
+    if (r->n_profile_ids)
+        return lc_status_set(st, LC_CODE_UNIMPLEMENTED,
+                             "profile_id_selector is not supported by ember yet");
+    if (r->n_trace_ids)
+        return lc_status_set(st, LC_CODE_UNIMPLEMENTED,
+                             "trace_id_selector is not supported by ember yet");
+    return 0;
+}
+
+/* §5.5: 0 -> the default; negative or above the maximum -> invalid_argument. */
+static int effective_max_nodes(const qry_t *q, int64_t requested, int64_t *out, lc_status_t *st)
+{
+    if (requested < 0 || requested > q->opts.max_nodes_max)
+        return lc_status_set(st, LC_CODE_INVALID_ARGUMENT,
+                             "max_nodes %lld is out of range: 0 (default %lld) to %lld",
+                             (long long)requested, (long long)q->opts.max_nodes_default,
+                             (long long)q->opts.max_nodes_max);
+    *out = requested ? requested : q->opts.max_nodes_default;
+    return 0;
+}
+
+/* 16 hex digits, as the ingester stores span ids (big-endian value). */
+static bool parse_span_id(const char *s, uint64_t *out)
+{
+    uint64_t v = 0;
+    size_t i = 0;
+    for (; s[i]; i++) {
+        char c = s[i];
+        int d = c >= '0' && c <= '9' ? c - '0'
+                : c >= 'a' && c <= 'f' ? c - 'a' + 10
+                : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                       : -1;
+        if (d < 0 || i >= 16)
+            return false;
+        v = v << 4 | (uint64_t)d;
+    }
+    *out = v;
+    return i == 16;
+}
+
+static int u64_cmp(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+static int parse_spans(merge_call_t *m, const merge_req_t *r, lc_status_t *st)
+{
+    if (r->n_span_selector == 0)
+        return 0;
+    if (r->n_span_selector > QRY_MAX_SPAN_IDS)
+        return lc_status_set(st, LC_CODE_INVALID_ARGUMENT, "more than %d span ids",
+                             QRY_MAX_SPAN_IDS);
+    m->span_ids = lc_xmalloc(r->n_span_selector * sizeof(uint64_t));
+    for (size_t i = 0; i < r->n_span_selector; i++) {
+        if (!parse_span_id(r->span_selector[i], &m->span_ids[i]))
+            return lc_status_set(st, LC_CODE_INVALID_ARGUMENT,
+                                 "span id \"%.64s\" is not 16 hex digits", r->span_selector[i]);
+    }
+    qsort(m->span_ids, r->n_span_selector, sizeof(uint64_t), u64_cmp);
+    m->query.span_ids = m->span_ids;
+    m->query.n_span_ids = r->n_span_selector;
+    return 0;
+}
+
+static void merge_end(merge_call_t *m)
+{
+    qry_call_end(&m->c);
+    lc_selector_fini(&m->sel);
+    lc_free(m->span_ids);
+}
+
+static int merge_begin(merge_call_t *m, qry_t *q, lc_http_req_t *req, const merge_req_t *r,
+                       lc_status_t *st)
+{
+    memset(m, 0, sizeof(*m));
+    if (check_unsupported(r, st) || effective_max_nodes(q, r->max_nodes, &m->max_nodes, st) ||
+        parse_spans(m, r, st))
+        goto fail;
+    if (!r->profile_type || !*r->profile_type) {
+        lc_status_set(st, LC_CODE_INVALID_ARGUMENT, "profile_typeID is required");
+        goto fail;
+    }
+    if (qry_selector(r->label_selector, r->profile_type, &m->sel, st))
+        goto fail;
+    if (qry_call_begin(&m->c, q, req, r->start, r->end, st))
+        goto fail;
+    m->query.tenants = m->c.tenants;
+    m->query.n_tenants = m->c.n_tenants;
+    m->query.sel = &m->sel;
+    m->query.start_ns = m->c.start_ns;
+    m->query.end_ns = m->c.end_ns;
+    return 0;
+fail:
+    merge_end(m);
+    return -1;
+}
+
+/* ---------------------------------------------------------------- outputs */
+
+static int merge_tree(merge_call_t *m, lc_ftree_t **out, lc_status_t *st)
+{
+    lc_ftree_t *t = lc_ftree_new(0);
+    if (lc_query_merge_tree(m->c.reader, &m->query, t, st)) {
+        lc_ftree_free(t);
+        return -1;
+    }
+    *out = t;
+    return 0;
+}
+
+static int tree_bytes(lc_ftree_t *t, int64_t max_nodes, lc_arena_t *a, ProtobufCBinaryData *out,
+                      lc_status_t *st)
+{
+    lc_buf_t buf;
+    lc_buf_init(&buf, LC_BUF_UNLIMITED);
+    int rc = lc_ftree_write_tree(t, max_nodes, &buf);
+    uint8_t *copy = rc ? NULL : lc_arena_alloc(a, buf.len + 1);
+    if (copy) {
+        memcpy(copy, buf.data ? (const void *)buf.data : "", buf.len);
+        *out = (ProtobufCBinaryData){.len = buf.len, .data = copy};
+    }
+    lc_buf_fini(&buf);
+    if (rc)
+        return qry_fail(st, rc, "encoding the tree");
+    return copy ? 0 : qry_fail_arena(st);
+}
+
+/* The merged pprof as a message in the arena: one sample type (the requested
+ * type's), the period type from the ID (period 0: it is not stored). */
+static int merged_pprof(merge_call_t *m, const char *profile_type, lc_arena_t *a,
+                        Google__V1__Profile **out, lc_status_t *st)
+{
+    char *parts[5];
+    if (!qry_profile_type_split(a, profile_type, parts))
+        return qry_fail_arena(st);
+    lc_pprof_builder_t *b = lc_pprof_builder_new();
+    lc_pprof_builder_sample_type(b, parts[1], parts[2]);
+    if (*parts[3] || *parts[4])
+        lc_pprof_builder_period(b, parts[3], parts[4], 0);
+    int64_t start = m->c.start_ns > 0 ? m->c.start_ns : 0;
+    lc_pprof_builder_times(b, start, m->c.end_ns > start ? m->c.end_ns - start + 1 : 0);
+    lc_buf_t buf;
+    lc_buf_init(&buf, LC_BUF_UNLIMITED);
+    int rc = lc_query_merge_pprof(m->c.reader, &m->query, b, st);
+    if (rc == 0) {
+        rc = lc_pprof_builder_encode(b, false, &buf);
+        if (rc)
+            qry_fail(st, rc, "encoding the merged profile");
+    }
+    lc_pprof_builder_free(b);
+    if (rc == 0) {
+        ProtobufCAllocator alloc;
+        lc_arena_pb_allocator(a, &alloc);
+        *out = (Google__V1__Profile *)protobuf_c_message_unpack(&google__v1__profile__descriptor,
+                                                                &alloc, buf.len, buf.data);
+        rc = *out ? 0 : qry_fail_arena(st);
+    }
+    lc_buf_fini(&buf);
+    return rc ? -1 : 0;
+}
+
+/* -------------------------------------------------- SelectMergeStacktraces */
+
+static int stacktraces_fill(merge_call_t *m, const merge_req_t *r, int format, lc_arena_t *a,
+                            Querier__V1__SelectMergeStacktracesResponse *resp, lc_status_t *st)
+{
+    if (format == QUERIER__V1__PROFILE_FORMAT__PROFILE_FORMAT_PPROF) {
+        Querier__V1__PprofProfile *pp = lc_arena_calloc(a, 1, sizeof(*pp));
+        if (!pp)
+            return qry_fail_arena(st);
+        *pp = (Querier__V1__PprofProfile)QUERIER__V1__PPROF_PROFILE__INIT;
+        resp->pprof = pp;
+        return merged_pprof(m, r->profile_type, a, &pp->profile, st);
+    }
+    lc_ftree_t *t;
+    if (merge_tree(m, &t, st))
+        return -1;
+    int rc;
+    if (format == QUERIER__V1__PROFILE_FORMAT__PROFILE_FORMAT_TREE) {
+        rc = tree_bytes(t, m->max_nodes, a, &resp->tree, st);
+    } else {
+        rc = lc_ftree_flamegraph(t, m->max_nodes, a, &resp->flamegraph);
+        if (rc)
+            qry_fail(st, rc, "encoding the flame graph");
+    }
+    lc_ftree_free(t);
+    return rc ? -1 : 0;
+}
+
+static int check_format(int format, lc_status_t *st)
+{
+    switch (format) {
+    case QUERIER__V1__PROFILE_FORMAT__PROFILE_FORMAT_UNSPECIFIED:
+    case QUERIER__V1__PROFILE_FORMAT__PROFILE_FORMAT_FLAMEGRAPH:
+    case QUERIER__V1__PROFILE_FORMAT__PROFILE_FORMAT_TREE:
+    case QUERIER__V1__PROFILE_FORMAT__PROFILE_FORMAT_PPROF:
+        return 0;
+    case QUERIER__V1__PROFILE_FORMAT__PROFILE_FORMAT_DOT:
+        return lc_status_set(st, LC_CODE_UNIMPLEMENTED, "PROFILE_FORMAT_DOT is not supported");
+    default:
+        return lc_status_set(st, LC_CODE_INVALID_ARGUMENT, "unknown profile format %d", format);
+    }
+}
+
+int qry_rpc_select_merge_stacktraces(lc_http_req_t *req, const ProtobufCMessage *in,
+                                     ProtobufCMessage **out, lc_status_t *st, void *data)
+{
+    const Querier__V1__SelectMergeStacktracesRequest *r =
+        (const Querier__V1__SelectMergeStacktracesRequest *)in;
+    merge_req_t mr = {r->profile_typeid, r->label_selector, r->start, r->end, r->max_nodes,
+                      r->stack_trace_selector, r->n_profile_id_selector, r->n_trace_id_selector,
+                      r->span_selector, r->n_span_selector};
+    if (check_format(r->format, st))
+        return -1;
+    Querier__V1__SelectMergeStacktracesResponse *resp =
+        lc_arena_calloc(req->arena, 1, sizeof(*resp));
+    if (!resp)
+        return qry_fail_arena(st);
+    *resp = (Querier__V1__SelectMergeStacktracesResponse)
+        QUERIER__V1__SELECT_MERGE_STACKTRACES_RESPONSE__INIT;
+    merge_call_t m;
+    if (merge_begin(&m, data, req, &mr, st))
+        return -1;
+    int rc = stacktraces_fill(&m, &mr, r->format, req->arena, resp, st);
+    merge_end(&m);
+    if (rc == 0)
+        *out = &resp->base;
+    return rc;
+}
+
+/* -------------------------------------------------- SelectMergeSpanProfile */
+
+int qry_rpc_select_merge_span_profile(lc_http_req_t *req, const ProtobufCMessage *in,
+                                      ProtobufCMessage **out, lc_status_t *st, void *data)
+{
+    const Querier__V1__SelectMergeSpanProfileRequest *r =
+        (const Querier__V1__SelectMergeSpanProfileRequest *)in;
+    merge_req_t mr = {.profile_type = r->profile_typeid, .label_selector = r->label_selector,
+                      .start = r->start, .end = r->end, .max_nodes = r->max_nodes,
+                      .span_selector = r->span_selector, .n_span_selector = r->n_span_selector};
+    if (r->n_span_selector == 0)
+        return lc_status_set(st, LC_CODE_INVALID_ARGUMENT, "span_selector is required");
+    if (r->format != QUERIER__V1__PROFILE_FORMAT__PROFILE_FORMAT_UNSPECIFIED &&
+        r->format != QUERIER__V1__PROFILE_FORMAT__PROFILE_FORMAT_FLAMEGRAPH &&
+        r->format != QUERIER__V1__PROFILE_FORMAT__PROFILE_FORMAT_TREE)
+        return lc_status_set(st, LC_CODE_INVALID_ARGUMENT,
+                             "SelectMergeSpanProfile answers flame graphs and trees only");
+    Querier__V1__SelectMergeStacktracesResponse full =
+        QUERIER__V1__SELECT_MERGE_STACKTRACES_RESPONSE__INIT;
+    Querier__V1__SelectMergeSpanProfileResponse *resp =
+        lc_arena_calloc(req->arena, 1, sizeof(*resp));
+    if (!resp)
+        return qry_fail_arena(st);
+    *resp = (Querier__V1__SelectMergeSpanProfileResponse)
+        QUERIER__V1__SELECT_MERGE_SPAN_PROFILE_RESPONSE__INIT;
+    merge_call_t m;
+    if (merge_begin(&m, data, req, &mr, st))
+        return -1;
+    int rc = stacktraces_fill(&m, &mr, r->format, req->arena, &full, st);
+    merge_end(&m);
+    if (rc)
+        return rc;
+    resp->flamegraph = full.flamegraph;
+    resp->tree = full.tree;
+    *out = &resp->base;
+    return 0;
+}
+
+/* ------------------------------------------------------ SelectMergeProfile */
+
+int qry_rpc_select_merge_profile(lc_http_req_t *req, const ProtobufCMessage *in,
+                                 ProtobufCMessage **out, lc_status_t *st, void *data)
+{
+    const Querier__V1__SelectMergeProfileRequest *r =
+        (const Querier__V1__SelectMergeProfileRequest *)in;
+    /* max_nodes is validated but not applied: Pyroscope does not truncate
+     * merged pprof by default (max_flamegraph_nodes_on_select_merge_profile). */
+    merge_req_t mr = {r->profile_typeid, r->label_selector, r->start, r->end, r->max_nodes,
+                      r->stack_trace_selector, r->n_profile_id_selector, r->n_trace_id_selector,
+                      NULL, 0};
+    merge_call_t m;
+    if (merge_begin(&m, data, req, &mr, st))
+        return -1;
+    Google__V1__Profile *p = NULL;
+    int rc = merged_pprof(&m, r->profile_typeid, req->arena, &p, st);
+    merge_end(&m);
+    if (rc == 0)
+        *out = &p->base;
+    return rc;
+}
