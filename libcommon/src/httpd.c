@@ -23,6 +23,7 @@
 #define LISTEN_BACKLOG 511
 #define ADDRESS_MAX 256
 #define METRIC_LABELS_MAX 512
+#define DRAIN_READ_GRACE_MS 5000 /* a half-received request during lc_httpd_close */
 
 #define DEFAULT_MAX_HEADER_BYTES (64u * 1024)
 #define DEFAULT_MAX_BODY_BYTES (256u << 20)
@@ -262,6 +263,14 @@ static void conn_read_stop(conn_t *c)
 static void conn_arm_timer(conn_t *c, uint64_t timeout_ms)
 {
     uv_timer_start(&c->timer, conn_on_timer, timeout_ms, 0);
+}
+
+/* A drain waits for half-received requests, but not for a whole read timeout:
+ * the orchestrator's grace period is usually shorter. */
+static void conn_shorten_deadline(conn_t *c, uint64_t max_ms)
+{
+    if (uv_timer_get_due_in(&c->timer) > max_ms)
+        conn_arm_timer(c, max_ms);
 }
 
 static void conn_on_alloc(uv_handle_t *h, size_t hint, uv_buf_t *out)
@@ -734,7 +743,10 @@ void lc_httpd_close(lc_httpd_t *srv, void (*cb)(void *data), void *data)
     uv_close((uv_handle_t *)&srv->listener, srv_on_listener_closed);
     /* Idle connections go now; the others close after their response, whose
      * Connection: close header tells the client (see conn_send_response). */
-    for (conn_t *c = srv->conns; c; c = c->next)
+    for (conn_t *c = srv->conns; c; c = c->next) {
         if (c->state == CONN_IDLE)
             conn_close(c);
+        else if (c->state == CONN_READING)
+            conn_shorten_deadline(c, DRAIN_READ_GRACE_MS);
+    }
 }

@@ -739,11 +739,14 @@ static void test_graceful_close(void)
 {
     lc_httpd_opts_t o = small_opts();
     o.idle_timeout_ms = 60000; /* only the drain may close the idle connection */
+    o.read_timeout_ms = 60000; /* ... and cut the half-received request short */
     server_start(&o);
     client_t *idle = client_open();
     resp_t r;
     client_sends(idle, "GET /echo HTTP/1.1\r\nHost: t\r\n\r\n");
     LC_CHECK(client_read(idle, &r));
+    client_t *partial = client_open();
+    client_sends(partial, "POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 9\r\n\r\nabc");
 
     client_t *busy = client_open();
     client_sends(busy, "GET /slow?sleep_ms=300 HTTP/1.1\r\nHost: t\r\n\r\n");
@@ -758,9 +761,16 @@ static void test_graceful_close(void)
     LC_CHECK(strstr(r.body, "user=from-work") != NULL);
     LC_CHECK(resp_header_is(&r, "connection", "close"));
     LC_CHECK(client_sees_eof(busy));
+    /* The half-received request gets the drain's grace (5 s), not its 60 s. */
+    struct timeval tv = {.tv_sec = 8};
+    setsockopt(partial->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    LC_CHECK(client_read(partial, &r));
+    LC_ASSERT_EQ(r.status, 408);
+    LC_CHECK(uv_hrtime() - t0 < 7000 * 1000000ull);
     server_join();
     client_close(idle);
     client_close(busy);
+    client_close(partial);
 }
 
 static double counter_value(lc_metrics_t *m, const char *labels)
