@@ -647,6 +647,14 @@ static void test_routing(void)
     LC_ASSERT_STR_EQ(r.body,
                      "{\"code\":\"invalid_argument\",\"message\":\"bad \\\"thing\\\"\\u000a\"}");
 
+    server_stop();
+}
+
+static void test_head_request(void)
+{
+    lc_httpd_opts_t o = small_opts();
+    server_start(&o);
+    resp_t r;
     const char head[] = "HEAD /echo HTTP/1.1\r\nHost: t\r\n\r\nGET /echo HTTP/1.1\r\n\r\n";
     client_t *c = client_open();
     client_send(c, head, sizeof(head) - 1);
@@ -938,8 +946,9 @@ static void test_decode_body(void)
     lc_httpd__parser_fini(&p);
 }
 
-LC_TEST_MAIN(test_query_and_headers, test_response_head, test_decode_body, test_get_and_post, test_chunked_post,
-             test_gzip_post, test_gzip_bomb, test_expect_continue, test_keep_alive_and_pipelining,
-             test_http10, test_body_too_large, test_headers_too_large, test_bad_request,
-             test_routing, test_offload_and_after, test_pending_finish, test_read_timeout,
-             test_idle_timeout, test_graceful_close, test_metrics)
+LC_TEST_MAIN(test_query_and_headers, test_response_head, test_decode_body, test_get_and_post,
+             test_chunked_post, test_gzip_post, test_gzip_bomb, test_expect_continue,
+             test_keep_alive_and_pipelining, test_http10, test_body_too_large,
+             test_headers_too_large, test_bad_request, test_routing, test_head_request,
+             test_offload_and_after, test_pending_finish, test_read_timeout, test_idle_timeout,
+             test_graceful_close, test_metrics)
