@@ -1,0 +1,249 @@
+/*
+ * test_writer.c — the writer against a real store in a mkdtemp directory:
+ * a batch of IngestProfiles is split into series (one per sample type and
+ * string-label set) whose totals add up to the MANIFEST totals; replaying the
+ * batch changes nothing (ingest ids); the server-side delta rule applies to
+ * memory alloc_* series unless __delta__="false".
+ */
+#include <unistd.h>
+
+#include "ingester_int.h"
+#include "lc_test.h"
+
+#define CPU_LABELS "pprof/pyroscope-go.cpu.labels.pprof"
+#define CPU_LABELS_TIME 1654798932062349000LL      /* MANIFEST time_nanos */
+#define HEAP "pprof/pyroscope-heap"
+#define HEAP_TIME 1659010242910169109LL
+
+typedef struct fixture_s {
+    char dir[64];
+    lc_store_t *store;
+    ing_writer_t *w;
+    lc_arena_t *arena;
+} fixture_t;
+
+static void fx_open(fixture_t *f)
+{
+    strcpy(f->dir, "/tmp/ember-writer-XXXXXX");
+    LC_CHECK(mkdtemp(f->dir) != NULL);
+    lc_store_opts_t o = {.dir = f->dir};
+    LC_ASSERT_OK(lc_store_open(&o, &f->store));
+    LC_ASSERT_OK(ing_writer_new(f->store, NULL, &f->w));
+    f->arena = lc_arena_new((size_t)1 << 30);
+}
+
+static void fx_close(fixture_t *f)
+{
+    ing_writer_free(f->w);
+    lc_store_close(f->store);
+    lc_arena_free(f->arena);
+    char cmd[128];
+    snprintf(cmd, sizeof(cmd), "rm -rf %s", f->dir);
+    LC_ASSERT_OK(system(cmd));
+}
+
+/* An encoded IngestProfile of a testdata pprof (re-encoded uncompressed). */
+static lc_transport_msg_t message(fixture_t *f, const char *rel, int64_t time_ns,
+                                  const char *const *labels, bool delta_disabled, uint8_t id)
+{
+    char path[512];
+    snprintf(path, sizeof(path), "%s/%s", LC_TESTDATA_DIR, rel);
+    size_t len;
+    unsigned char *raw = lc_test_read_file(path, &len);
+    lc_pprof_limits_t lim;
+    lc_pprof_limits_default(&lim);
+    lc_pprof_t *p = NULL;
+    lc_status_t st = {0};
+    LC_CHECK(raw && lc_pprof_decode(raw, len, &lim, f->arena, &p, &st) == 0);
+    free(raw);
+    lc_buf_t pprof;
+    lc_buf_init(&pprof, LC_BUF_UNLIMITED);
+    LC_ASSERT_OK(lc_pprof_encode(p, false, &pprof));
+    Types__V1__LabelPair pairs[16], *pp[16];
+    size_t n = 0;
+    for (; labels[2 * n]; n++) {
+        types__v1__label_pair__init(&pairs[n]);
+        pairs[n].name = (char *)labels[2 * n];
+        pairs[n].value = (char *)labels[2 * n + 1];
+        pp[n] = &pairs[n];
+    }
+    uint8_t ingest_id[16] = {id, 1, 2, 3};
+    Ember__V1__IngestProfile m = EMBER__V1__INGEST_PROFILE__INIT;
+    m.tenant = "anonymous";
+    m.ingest_id = (ProtobufCBinaryData){16, ingest_id};
+    m.labels = pp;
+    m.n_labels = n;
+    m.pprof = (ProtobufCBinaryData){pprof.len, pprof.data};
+    m.time_nanos = time_ns;
+    m.delta_disabled = delta_disabled;
+    size_t size = protobuf_c_message_get_packed_size(&m.base);
+    uint8_t *data = lc_arena_alloc(f->arena, size);
+    protobuf_c_message_pack(&m.base, data);
+    lc_buf_fini(&pprof);
+    return (lc_transport_msg_t){data, size, ""};
+}
+
+/* ---- reading back: totals per __profile_type__ and series counts. */
+typedef struct readback_s {
+    char types[32][128];
+    int64_t totals[32];
+    size_t series[32];
+    size_t n;
+    size_t span_samples;
+    bool labels_ok;
+    lc_block_t *b;
+} readback_t;
+
+static int rb_profile(lc_block_t *b, const lc_stored_profile_t *p, void *data)
+{
+    int64_t *sum = data;
+    *sum += p->total;
+    return 0;
+}
+
+static size_t rb_type(readback_t *r, const char *type)
+{
+    for (size_t i = 0; i < r->n; i++) {
+        if (!strcmp(r->types[i], type))
+            return i;
+    }
+    snprintf(r->types[r->n], sizeof(r->types[0]), "%s", type);
+    return r->n++;
+}
+
+static bool rb_labels_ok(const lc_labels_t *ls)
+{
+    for (size_t i = 1; i < ls->n; i++) {
+        if (strcmp(ls->v[i - 1].name, ls->v[i].name) >= 0)
+            return false;       /* sorted, no duplicates */
+    }
+    const char *svc = lc_labels_get(ls, "service_name");
+    const char *svc2 = lc_labels_get(ls, "__service_name__");
+    return !lc_labels_get(ls, "__delta__") && svc && svc2 && !strcmp(svc, svc2) &&
+           lc_labels_get(ls, "__type__") && lc_labels_get(ls, "__unit__") &&
+           lc_labels_get(ls, "__period_type__") && lc_labels_get(ls, "__period_unit__");
+}
+
+static int rb_series(lc_block_t *b, uint32_t id, const char *tenant, const lc_labels_t *ls,
+                     void *data)
+{
+    readback_t *r = data;
+    const char *type = lc_labels_get(ls, "__profile_type__");
+    size_t i = rb_type(r, type ? type : "(none)");
+    r->series[i]++;
+    r->labels_ok &= rb_labels_ok(ls);
+    int64_t sum = 0;
+    int rc = lc_block_profiles(b, id, 0, INT64_MAX, rb_profile, &sum);
+    r->totals[i] += sum;
+    return rc;
+}
+
+static void readback(fixture_t *f, readback_t *r)
+{
+    *r = (readback_t){.labels_ok = true};
+    lc_store_reader_t *rd;
+    LC_ASSERT_OK(lc_store_read_begin(f->store, 0, INT64_MAX, &rd));
+    const char *tenants[] = {"anonymous"};
+    for (size_t i = 0; i < lc_store_reader_count(rd); i++)
+        LC_ASSERT_OK(lc_block_series(lc_store_reader_block(rd, i), tenants, 1, NULL, rb_series, r));
+    lc_store_read_end(rd);
+}
+
+static int64_t total_of(const readback_t *r, const char *type, size_t *series)
+{
+    for (size_t i = 0; i < r->n; i++) {
+        if (!strcmp(r->types[i], type)) {
+            if (series)
+                *series = r->series[i];
+            return r->totals[i];
+        }
+    }
+    if (series)
+        *series = 0;
+    return -1;
+}
+
+static const char *const cpu_labels[] = {"__name__", "process_cpu", "service_name", "svc",
+                                         "__delta__", "false", "env", "test", NULL};
+
+static void test_split_totals_and_replay(void)
+{
+    fixture_t f;
+    fx_open(&f);
+    lc_transport_msg_t msgs[] = {message(&f, CPU_LABELS, CPU_LABELS_TIME, cpu_labels, true, 1)};
+    LC_ASSERT_OK(ing_writer_consume(msgs, 1, f.w));
+    readback_t r;
+    readback(&f, &r);
+    size_t series_samples, series_cpu;
+    /* MANIFEST totals of pyroscope-go.cpu.labels.pprof */
+    LC_ASSERT_EQ(total_of(&r, "process_cpu:samples:count:cpu:nanoseconds", &series_samples), 873);
+    LC_ASSERT_EQ(total_of(&r, "process_cpu:cpu:nanoseconds:cpu:nanoseconds", &series_cpu),
+                 8730000000LL);
+    LC_ASSERT_EQ(r.n, 2);
+    LC_CHECK(series_cpu >= 2);      /* one per distinct {foo, function} set (test_split.c) */
+    LC_ASSERT_EQ(series_samples, series_cpu);
+    LC_CHECK(r.labels_ok);
+    /* Replaying the same batch (same ingest ids) changes nothing. */
+    LC_ASSERT_OK(ing_writer_consume(msgs, 1, f.w));
+    readback(&f, &r);
+    LC_ASSERT_EQ(total_of(&r, "process_cpu:samples:count:cpu:nanoseconds", NULL), 873);
+    LC_ASSERT_EQ(total_of(&r, "process_cpu:cpu:nanoseconds:cpu:nanoseconds", &series_cpu),
+                 8730000000LL);
+    fx_close(&f);
+}
+
+static const char *const heap_labels[] = {"__name__", "memory", "service_name", "heap-svc", NULL};
+
+/* MANIFEST totals of pyroscope-heap */
+#define HEAP_ALLOC_OBJECTS 18245264435LL
+#define HEAP_INUSE_SPACE 541672846LL
+
+static void test_server_side_delta(void)
+{
+    fixture_t f;
+    fx_open(&f);
+    /* The same cumulative heap profile twice: the first is the baseline
+     * (dropped), the second's delta is 0 everywhere; inuse_* are gauges. */
+    lc_transport_msg_t msgs[] = {
+        message(&f, HEAP, HEAP_TIME, heap_labels, false, 1),
+        message(&f, HEAP, HEAP_TIME + 10000000000LL, heap_labels, false, 2),
+    };
+    LC_ASSERT_OK(ing_writer_consume(msgs, 2, f.w));
+    readback_t r;
+    readback(&f, &r);
+    size_t n_series;
+    LC_ASSERT_EQ(total_of(&r, "memory:alloc_objects:count:space:bytes", &n_series), 0);
+    LC_CHECK(n_series >= 1);       /* the delta profile is stored, with total 0 */
+    LC_ASSERT_EQ(total_of(&r, "memory:inuse_space:bytes:space:bytes", NULL), 2 * HEAP_INUSE_SPACE);
+    fx_close(&f);
+
+    /* __delta__="false" (delta_disabled): stored as sent. */
+    fx_open(&f);
+    lc_transport_msg_t plain[] = {
+        message(&f, HEAP, HEAP_TIME, heap_labels, true, 1),
+        message(&f, HEAP, HEAP_TIME + 10000000000LL, heap_labels, true, 2),
+    };
+    LC_ASSERT_OK(ing_writer_consume(plain, 2, f.w));
+    readback(&f, &r);
+    LC_ASSERT_EQ(total_of(&r, "memory:alloc_objects:count:space:bytes", NULL),
+                 2 * HEAP_ALLOC_OBJECTS);
+    fx_close(&f);
+}
+
+static void test_undecodable_message_skipped(void)
+{
+    fixture_t f;
+    fx_open(&f);
+    static const uint8_t junk[] = {0xff, 0xff, 0xff, 0x0f, 0x01};
+    lc_transport_msg_t msgs[] = {
+        {junk, sizeof(junk), "bad"},
+        message(&f, CPU_LABELS, CPU_LABELS_TIME, cpu_labels, true, 7),
+    };
+    LC_ASSERT_OK(ing_writer_consume(msgs, 2, f.w));
+    readback_t r;
+    readback(&f, &r);
+    LC_ASSERT_EQ(total_of(&r, "process_cpu:samples:count:cpu:nanoseconds", NULL), 873);
+    fx_close(&f);
+}
+
+LC_TEST_MAIN(test_split_totals_and_replay, test_server_side_delta, test_undecodable_message_skipped)
