@@ -1,0 +1,588 @@
+/*
+ * store.c — the block registry: one LMDB environment per time partition under
+ * <dir>/blocks/<start seconds>/, opened on demand, kept open up to
+ * max_open_blocks (least recently used closed first), reference counted so
+ * that neither the LRU nor retention closes an environment a reader or the
+ * writer still uses. Also the block meta record and the key encodings shared
+ * by the writer and the readers. Layout: docs/internals/store.md.
+ *
+ * Dropped blocks are first renamed into <dir>/trash/ (an open environment
+ * keeps working after a rename) and deleted from there once unused, so a new
+ * block for the same partition never collides with one still being read, and
+ * a crash halfway through a delete never leaves a half block in blocks/.
+ */
+#define _GNU_SOURCE     /* nftw's FTW_DEPTH / FTW_PHYS */
+#include <errno.h>
+#include <ftw.h>
+#include <inttypes.h>
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "lc/log.h"
+#include "store_int.h"
+
+#define NS_PER_SEC INT64_C(1000000000)
+#define STORE_MAX_READERS 512
+#define STORE_MAX_DURATION_NS (366LL * 24 * 3600 * NS_PER_SEC)
+#define STORE_MAX_ABS_TIME_NS ((int64_t)1 << 62)
+
+static const char *const store_db_names[DB_COUNT] = {
+    "meta", "strings", "functions", "mappings", "locations",
+    "nodes", "series", "postings", "profiles", "applied",
+};
+
+static const unsigned store_db_flags[DB_COUNT] = {
+    [DB_STRINGS] = MDB_INTEGERKEY,
+    [DB_FUNCTIONS] = MDB_INTEGERKEY,
+    [DB_MAPPINGS] = MDB_INTEGERKEY,
+    [DB_LOCATIONS] = MDB_INTEGERKEY,
+    [DB_NODES] = MDB_INTEGERKEY,
+    [DB_SERIES] = MDB_INTEGERKEY,
+    [DB_POSTINGS] = MDB_DUPSORT | MDB_DUPFIXED | MDB_INTEGERDUP,
+};
+
+int lc_store__mdb_fail(int rc, const char *what)
+{
+    if (rc <= LC_EBASE && rc >= LC_ELAST)
+        return rc;      /* already ours: pass through */
+    LC_LOG_ERROR("store: %s failed err=\"%s\"", what, mdb_strerror(rc));
+    return LC_ESTORE;
+}
+
+/* ---------------------------------------------------------------- files */
+
+static int mkdir_one(const char *path)
+{
+    if (mkdir(path, 0755) == 0 || errno == EEXIST)
+        return 0;
+    int err = -errno;
+    LC_LOG_ERROR("store: mkdir failed path=%s err=\"%s\"", path, strerror(-err));
+    return err;
+}
+
+static int mkdir_parents(const char *path)
+{
+    char *p = lc_xstrdup(path);
+    int rc = 0;
+    for (char *c = p + 1; *c && !rc; c++) {
+        if (*c != '/')
+            continue;
+        *c = '\0';
+        rc = mkdir_one(p);
+        *c = '/';
+    }
+    if (!rc)
+        rc = mkdir_one(p);
+    lc_free(p);
+    return rc;
+}
+
+static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+    LC_UNUSED(sb);
+    LC_UNUSED(flag);
+    LC_UNUSED(ftw);
+    if (remove(path) != 0)
+        LC_LOG_WARN("store: remove failed path=%s err=\"%s\"", path, strerror(errno));
+    return 0;
+}
+
+static void rm_tree(const char *path)
+{
+    if (nftw(path, rm_entry, 16, FTW_DEPTH | FTW_PHYS) != 0 && errno != ENOENT)
+        LC_LOG_WARN("store: delete failed path=%s err=\"%s\"", path, strerror(errno));
+}
+
+/* ---------------------------------------------------------------- meta */
+
+void lc_store__meta_init(store_meta_t *m, int64_t start_ns, int64_t duration_ns)
+{
+    memset(m, 0, sizeof(*m));
+    m->version = STORE_FORMAT_VERSION;
+    m->start_ns = start_ns;
+    m->duration_ns = duration_ns;
+    m->min_time_ns = INT64_MAX;
+    m->max_time_ns = INT64_MIN;
+    m->nodes = 1;       /* the root */
+    m->strings = 1;     /* "" */
+}
+
+/* The record is the struct's fields as native u64s, in declaration order. */
+int lc_store__meta_get(MDB_txn *txn, MDB_dbi dbi, store_meta_t *m)
+{
+    MDB_val k = store_val("info", 4), v;
+    int rc = mdb_get(txn, dbi, &k, &v);
+    if (rc == MDB_NOTFOUND)
+        return LC_ENOTFOUND;
+    if (rc)
+        return lc_store__mdb_fail(rc, "meta get");
+    if (v.mv_size < STORE_META_FIELDS * 8)
+        return LC_ECORRUPT;
+    memcpy(m, v.mv_data, STORE_META_FIELDS * 8);
+    return m->version == STORE_FORMAT_VERSION ? 0 : LC_ECORRUPT;
+}
+
+int lc_store__meta_put(MDB_txn *txn, MDB_dbi dbi, const store_meta_t *m)
+{
+    _Static_assert(sizeof(store_meta_t) == STORE_META_FIELDS * 8, "meta is packed u64s");
+    MDB_val k = store_val("info", 4), v = store_val(m, sizeof(*m));
+    int rc = mdb_put(txn, dbi, &k, &v, 0);
+    return rc ? lc_store__mdb_fail(rc, "meta put") : 0;
+}
+
+/* ---------------------------------------------------------------- keys */
+
+size_t lc_store__posting_key(uint8_t *buf, const char *tenant, const char *name,
+                             const char *value)
+{
+    size_t tl = strlen(tenant), nl = strlen(name), vl = strlen(value);
+    if (tl + nl + vl + 2 <= STORE_POSTING_KEY_MAX) {
+        memcpy(buf, tenant, tl + 1);
+        memcpy(buf + tl + 1, name, nl + 1);
+        memcpy(buf + tl + nl + 2, value, vl);
+        return tl + nl + vl + 2;
+    }
+    /* Too long for an LMDB key: 0xff (never valid UTF-8, so no raw key starts
+     * with it) and 128 bits of hash. Readers verify every hit anyway. */
+    uint64_t h[2];
+    for (int i = 0; i < 2; i++) {
+        h[i] = lc_store__hash(tenant, tl, 0x51ed2701u + (uint64_t)i);
+        h[i] = lc_store__hash(name, nl, h[i]);
+        h[i] = lc_store__hash(value, vl, h[i]);
+    }
+    buf[0] = 0xff;
+    memcpy(buf + 1, h, sizeof(h));
+    return 1 + sizeof(h);
+}
+
+static void put_be(uint8_t *p, uint64_t v, int bytes)
+{
+    for (int i = bytes - 1; i >= 0; i--, v >>= 8)
+        p[i] = (uint8_t)v;
+}
+
+static uint64_t get_be(const uint8_t *p, int bytes)
+{
+    uint64_t v = 0;
+    for (int i = 0; i < bytes; i++)
+        v = v << 8 | p[i];
+    return v;
+}
+
+/* Big-endian with the time's sign bit flipped, so memcmp order is
+ * (series, time, seq) order, negative times included. */
+void lc_store__profile_key(uint8_t key[STORE_PROFILE_KEY_LEN], uint32_t series, int64_t time_ns,
+                           uint32_t seq)
+{
+    put_be(key, series, 4);
+    put_be(key + 4, (uint64_t)time_ns ^ (1ULL << 63), 8);
+    put_be(key + 12, seq, 4);
+}
+
+int64_t lc_store__profile_key_time(const uint8_t *key)
+{
+    return (int64_t)(get_be(key + 4, 8) ^ (1ULL << 63));
+}
+
+uint32_t lc_store__profile_key_series(const uint8_t *key) { return (uint32_t)get_be(key, 4); }
+
+/* ---------------------------------------------------------------- partitions */
+
+int64_t lc_store__partition(const lc_store_t *s, int64_t time_ns)
+{
+    int64_t d = s->opts.block_duration_ns;
+    int64_t q = time_ns / d;
+    if (time_ns % d < 0)
+        q--;
+    return q * d;
+}
+
+static store_block_t *block_new(lc_store_t *s, int64_t start_ns)
+{
+    store_block_t *b = lc_xcalloc(1, sizeof(*b));
+    char name[32];
+    snprintf(name, sizeof(name), "%012" PRId64, start_ns / NS_PER_SEC);
+    size_t len = strlen(s->blocks_dir) + strlen(name) + 2;
+    b->path = lc_xmalloc(len);
+    snprintf(b->path, len, "%s/%s", s->blocks_dir, name);
+    b->start_ns = start_ns;
+    b->end_ns = start_ns + s->opts.block_duration_ns;
+    return b;
+}
+
+/* Index of the first block with start >= start_ns. */
+static size_t block_lower_bound(const lc_store_t *s, int64_t start_ns)
+{
+    size_t lo = 0, hi = s->n_blocks;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (s->blocks[mid]->start_ns < start_ns)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+static void registry_insert(lc_store_t *s, store_block_t *b)
+{
+    size_t at = block_lower_bound(s, b->start_ns);
+    s->blocks = lc_xgrow(s->blocks, &s->cap_blocks, s->n_blocks + 1, sizeof(*s->blocks));
+    memmove(s->blocks + at + 1, s->blocks + at, (s->n_blocks - at) * sizeof(*s->blocks));
+    s->blocks[at] = b;
+    s->n_blocks++;
+}
+
+static void registry_remove(lc_store_t *s, store_block_t *b)
+{
+    size_t at = block_lower_bound(s, b->start_ns);
+    if (at < s->n_blocks && s->blocks[at] == b) {
+        memmove(s->blocks + at, s->blocks + at + 1, (s->n_blocks - at - 1) * sizeof(*s->blocks));
+        s->n_blocks--;
+    }
+}
+
+/* ---------------------------------------------------------------- environments */
+
+/* Opens (creating when missing) every named DB and the meta record in one write
+ * transaction, so later read transactions find them all. Handles opened in a
+ * committed transaction stay valid for the life of the environment. */
+static int block_dbis_open(store_block_t *b, MDB_env *env)
+{
+    MDB_txn *txn;
+    int rc = mdb_txn_begin(env, NULL, 0, &txn);
+    if (rc)
+        return lc_store__mdb_fail(rc, "txn begin (open)");
+    for (int i = 0; i < DB_COUNT && !rc; i++) {
+        rc = mdb_dbi_open(txn, store_db_names[i], MDB_CREATE | store_db_flags[i], &b->dbi[i]);
+        if (rc)
+            rc = lc_store__mdb_fail(rc, "dbi open");
+    }
+    store_meta_t m;
+    if (!rc)
+        rc = lc_store__meta_get(txn, b->dbi[DB_META], &m);
+    if (rc == LC_ENOTFOUND) {
+        lc_store__meta_init(&m, b->start_ns, b->end_ns - b->start_ns);
+        rc = lc_store__meta_put(txn, b->dbi[DB_META], &m);
+    }
+    if (rc) {
+        mdb_txn_abort(txn);
+        return rc;
+    }
+    if (m.start_ns != b->start_ns || m.duration_ns != b->end_ns - b->start_ns) {
+        LC_LOG_WARN("store: block partition differs from options path=%s duration_ns=%" PRId64,
+                    b->path, m.duration_ns);
+        b->end_ns = b->start_ns + m.duration_ns;
+    }
+    rc = mdb_txn_commit(txn);
+    return rc ? lc_store__mdb_fail(rc, "txn commit (open)") : 0;
+}
+
+static int block_env_open(lc_store_t *s, store_block_t *b, bool create)
+{
+    if (create) {
+        int rc = mkdir_one(b->path);
+        if (rc)
+            return rc;
+    }
+    MDB_env *env;
+    int rc = mdb_env_create(&env);
+    if (rc)
+        return lc_store__mdb_fail(rc, "env create");
+    rc = mdb_env_set_maxdbs(env, DB_COUNT);
+    if (!rc)
+        rc = mdb_env_set_mapsize(env, s->opts.map_size_bytes);
+    if (!rc)
+        rc = mdb_env_set_maxreaders(env, STORE_MAX_READERS);
+    if (!rc)
+        rc = mdb_env_open(env, b->path, MDB_NOTLS, 0644);
+    if (rc) {
+        LC_LOG_ERROR("store: env open failed path=%s err=\"%s\"", b->path, mdb_strerror(rc));
+        mdb_env_close(env);
+        return LC_ESTORE;
+    }
+    rc = block_dbis_open(b, env);
+    if (rc) {
+        mdb_env_close(env);
+        return rc;
+    }
+    b->env = env;
+    s->n_open++;
+    return 0;
+}
+
+static void block_env_close(lc_store_t *s, store_block_t *b)
+{
+    if (!b->env)
+        return;
+    lc_store__wstate_free(b->ws);
+    b->ws = NULL;
+    mdb_env_close(b->env);
+    b->env = NULL;
+    s->n_open--;
+}
+
+static void block_destroy(lc_store_t *s, store_block_t *b)
+{
+    block_env_close(s, b);
+    if (b->dropped)
+        rm_tree(b->path);
+    lc_free(b->path);
+    lc_free(b);
+}
+
+/* Closes idle environments, least recently used first, down to the bound. */
+static void evict_lru(lc_store_t *s)
+{
+    while (s->n_open > s->opts.max_open_blocks) {
+        store_block_t *victim = NULL;
+        for (size_t i = 0; i < s->n_blocks; i++) {
+            store_block_t *b = s->blocks[i];
+            if (b->env && !b->refs && (!victim || b->last_used < victim->last_used))
+                victim = b;
+        }
+        if (!victim)
+            return;     /* everything open is in use: the bound is exceeded for now */
+        block_env_close(s, victim);
+    }
+}
+
+/* Takes a reference; mu held. */
+static int block_ref(lc_store_t *s, store_block_t *b, bool create)
+{
+    if (!b->env) {
+        int rc = block_env_open(s, b, create);
+        if (rc)
+            return rc;
+    }
+    b->refs++;
+    b->last_used = ++s->tick;
+    evict_lru(s);
+    return 0;
+}
+
+int lc_store__acquire(lc_store_t *s, int64_t start_ns, bool create, store_block_t **out)
+{
+    pthread_mutex_lock(&s->mu);
+    size_t at = block_lower_bound(s, start_ns);
+    store_block_t *b = at < s->n_blocks && s->blocks[at]->start_ns == start_ns ? s->blocks[at]
+                                                                              : NULL;
+    bool fresh = false;
+    if (!b && create) {
+        b = block_new(s, start_ns);
+        registry_insert(s, b);
+        fresh = true;
+    }
+    int rc = b ? block_ref(s, b, create) : LC_ENOTFOUND;
+    if (rc && fresh) {
+        registry_remove(s, b);
+        block_destroy(s, b);
+    }
+    pthread_mutex_unlock(&s->mu);
+    if (!rc)
+        *out = b;
+    return rc;
+}
+
+static bool block_overlaps(const store_block_t *b, int64_t start_ns, int64_t end_ns)
+{
+    return b->start_ns <= end_ns && b->end_ns > start_ns;
+}
+
+int lc_store__acquire_range(lc_store_t *s, int64_t start_ns, int64_t end_ns,
+                            store_block_t ***out, size_t *n)
+{
+    pthread_mutex_lock(&s->mu);
+    store_block_t **got = lc_xcalloc(s->n_blocks ? s->n_blocks : 1, sizeof(*got));
+    size_t k = 0;
+    int rc = 0;
+    for (size_t i = 0; i < s->n_blocks && !rc; i++) {
+        if (!block_overlaps(s->blocks[i], start_ns, end_ns))
+            continue;
+        rc = block_ref(s, s->blocks[i], false);
+        if (!rc)
+            got[k++] = s->blocks[i];
+    }
+    pthread_mutex_unlock(&s->mu);
+    if (rc) {
+        for (size_t i = 0; i < k; i++)
+            lc_store__release(s, got[i]);
+        lc_free(got);
+        return rc;
+    }
+    *out = got;
+    *n = k;
+    return 0;
+}
+
+void lc_store__release(lc_store_t *s, store_block_t *b)
+{
+    pthread_mutex_lock(&s->mu);
+    LC_ASSERT(b->refs > 0);
+    if (--b->refs == 0 && b->dropped)
+        block_destroy(s, b);
+    else
+        evict_lru(s);
+    pthread_mutex_unlock(&s->mu);
+}
+
+/* ---------------------------------------------------------------- open / close */
+
+static int opts_apply(const lc_store_opts_t *in, lc_store_opts_t *o)
+{
+    *o = *in;
+    if (!o->dir || !*o->dir)
+        return LC_EINPUT;
+    if (!o->block_duration_ns)
+        o->block_duration_ns = 3600 * NS_PER_SEC;
+    if (!o->map_size_bytes)
+        o->map_size_bytes = (size_t)16 << 30;
+    if (!o->max_open_blocks)
+        o->max_open_blocks = 64;
+    /* Whole seconds: block directories are named by their start in seconds. */
+    if (o->block_duration_ns < NS_PER_SEC || o->block_duration_ns % NS_PER_SEC ||
+        o->block_duration_ns > STORE_MAX_DURATION_NS || o->retention_ns < 0)
+        return LC_EINPUT;
+    return 0;
+}
+
+/* "000001666105200" -> start in ns; false for anything else. */
+static bool block_name_parse(const char *name, int64_t *start_ns)
+{
+    char *end;
+    errno = 0;
+    long long sec = strtoll(name, &end, 10);
+    if (errno || end == name || *end || (name[0] != '-' && (name[0] < '0' || name[0] > '9')))
+        return false;
+    if (sec > STORE_MAX_ABS_TIME_NS / NS_PER_SEC || sec < -STORE_MAX_ABS_TIME_NS / NS_PER_SEC)
+        return false;
+    *start_ns = sec * NS_PER_SEC;
+    return true;
+}
+
+static int store_scan(lc_store_t *s)
+{
+    DIR *d = opendir(s->blocks_dir);
+    if (!d) {
+        LC_LOG_ERROR("store: opendir failed path=%s err=\"%s\"", s->blocks_dir, strerror(errno));
+        return -errno;
+    }
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        int64_t start;
+        if (e->d_name[0] == '.')
+            continue;
+        if (!block_name_parse(e->d_name, &start) || start != lc_store__partition(s, start)) {
+            LC_LOG_WARN("store: ignoring unexpected entry path=%s/%s", s->blocks_dir, e->d_name);
+            continue;
+        }
+        registry_insert(s, block_new(s, start));
+    }
+    closedir(d);
+    return 0;
+}
+
+static char *path_join(const char *a, const char *b)
+{
+    size_t len = strlen(a) + strlen(b) + 2;
+    char *p = lc_xmalloc(len);
+    snprintf(p, len, "%s/%s", a, b);
+    return p;
+}
+
+int lc_store_open(const lc_store_opts_t *opts, lc_store_t **out)
+{
+    lc_store_t *s = lc_xcalloc(1, sizeof(*s));
+    int rc = opts_apply(opts, &s->opts);
+    if (rc) {
+        lc_free(s);
+        return rc;
+    }
+    s->dir = lc_xstrdup(opts->dir);
+    s->opts.dir = s->dir;
+    s->blocks_dir = path_join(s->dir, "blocks");
+    pthread_mutex_init(&s->mu, NULL);
+    char *trash = path_join(s->dir, "trash");
+    rm_tree(trash);     /* blocks dropped before a crash or restart */
+    lc_free(trash);
+    rc = mkdir_parents(s->blocks_dir);
+    if (!rc)
+        rc = store_scan(s);
+    if (rc) {
+        lc_store_close(s);
+        return rc;
+    }
+    LC_LOG_INFO("store: opened dir=%s blocks=%zu", s->dir, s->n_blocks);
+    *out = s;
+    return 0;
+}
+
+/* Callers must have ended every reader and write batch. */
+void lc_store_close(lc_store_t *s)
+{
+    if (!s)
+        return;
+    for (size_t i = 0; i < s->n_blocks; i++)
+        block_destroy(s, s->blocks[i]);
+    lc_free(s->blocks);
+    pthread_mutex_destroy(&s->mu);
+    lc_free(s->blocks_dir);
+    lc_free(s->dir);
+    lc_free(s);
+}
+
+/* ---------------------------------------------------------------- retention */
+
+/* Moves the block out of blocks/ at once; mu held. */
+static int block_to_trash(lc_store_t *s, store_block_t *b)
+{
+    char *trash = path_join(s->dir, "trash");
+    int rc = mkdir_one(trash);
+    char name[48];
+    snprintf(name, sizeof(name), "%" PRId64 ".%" PRIu64, b->start_ns / NS_PER_SEC, ++s->trash_seq);
+    char *to = path_join(trash, name);
+    lc_free(trash);
+    if (!rc && rename(b->path, to) != 0) {
+        rc = -errno;
+        LC_LOG_ERROR("store: rename failed path=%s err=\"%s\"", b->path, strerror(errno));
+    }
+    if (rc) {
+        lc_free(to);
+        return rc;
+    }
+    lc_free(b->path);
+    b->path = to;
+    return 0;
+}
+
+int lc_store_retention(lc_store_t *s, int64_t now_ns, size_t *dropped)
+{
+    *dropped = 0;
+    if (!s->opts.retention_ns)
+        return 0;
+    int64_t cutoff = now_ns - s->opts.retention_ns;
+    int rc = 0;
+    pthread_mutex_lock(&s->mu);
+    for (size_t i = 0; i < s->n_blocks && !rc;) {
+        store_block_t *b = s->blocks[i];
+        if (b->end_ns > cutoff) {
+            i++;
+            continue;
+        }
+        rc = block_to_trash(s, b);
+        if (rc)
+            break;
+        registry_remove(s, b);
+        b->dropped = true;
+        if (!b->refs)
+            block_destroy(s, b);
+        (*dropped)++;
+    }
+    pthread_mutex_unlock(&s->mu);
+    if (*dropped)
+        LC_LOG_INFO("store: retention dropped blocks=%zu", *dropped);
+    return rc;
+}

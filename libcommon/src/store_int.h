@@ -1,0 +1,276 @@
+/*
+ * store_int.h — internals shared by the store's source files (not a public
+ * header). The on-disk layout these types read and write is described in
+ * docs/internals/store.md; keep the two in step.
+ *
+ *   store.c         registry of block environments (open, LRU, retention), meta
+ *   store_tables.c  the writer's in-memory de-duplication tables and the hash
+ *   store_write.c   write batches: symbols, stacks, series, postings, profiles
+ *   store_wstate.c  the writer's per-block state and its rebuild from LMDB
+ *   store_read.c    readers: series selection, profiles, samples, symbols
+ */
+#ifndef LC_STORE_INT_H
+#define LC_STORE_INT_H
+
+#include <lmdb.h>
+#include <pthread.h>
+
+#include "lc/store.h"
+
+#define STORE_FORMAT_VERSION 1
+#define STORE_NODE_CHUNK 1024           /* (parent, location) pairs per LMDB value */
+#define STORE_POSTING_KEY_MAX 400       /* longer posting keys are replaced by a hash */
+#define STORE_MAX_STRING_BYTES (1u << 20)
+#define STORE_MAX_ID 0xfffffff0u        /* ids are u32; leave headroom for sentinels */
+#define STORE_READER_ARENA_MAX ((size_t)1 << 30)
+#define STORE_MAX_APPLIED_ID 64         /* bytes of an ingest id */
+
+/* Profile value flags (first varint of lc_stored_profile_t._data). */
+#define STORE_PF_SPANS 0x1u             /* each sample carries a span id varint */
+#define STORE_PF_ALL STORE_PF_SPANS
+#define STORE_PF_CORRUPT 0x80000000u    /* iterator only: the header did not decode */
+
+/* Named databases of a block environment. */
+typedef enum {
+    DB_META,        /* "info" -> store_meta_t (fixed little-endian u64s) */
+    DB_STRINGS,     /* u32 id -> bytes (id 0 = "" is implicit) */
+    DB_FUNCTIONS,   /* u32 id -> varints */
+    DB_MAPPINGS,    /* u32 id -> varints */
+    DB_LOCATIONS,   /* u32 id -> varints */
+    DB_NODES,       /* u32 chunk index -> STORE_NODE_CHUNK x (u32 parent, u32 location) */
+    DB_SERIES,      /* u32 id -> tenant NUL encoded-labels */
+    DB_POSTINGS,    /* tenant NUL name NUL value -> dupsort u32 series ids */
+    DB_PROFILES,    /* series BE32, time BE64 (sign flipped), seq BE32 -> profile */
+    DB_APPLIED,     /* ingest id bytes -> empty */
+    DB_COUNT
+} store_db_t;
+
+/* Per-block counters and time range, the "info" record of DB_META. Counts of
+ * symbols are also the next ids: ids run 1..n (strings 0..n-1, nodes 0..n-1). */
+typedef struct store_meta_s {
+    uint64_t version;
+    int64_t start_ns, duration_ns;
+    int64_t min_time_ns, max_time_ns;   /* INT64_MAX / INT64_MIN while empty */
+    uint64_t series, profiles, samples;
+    uint64_t nodes;                     /* including the root, node 0 */
+    uint64_t strings;                   /* including "", string 0 */
+    uint64_t functions, mappings, locations;
+} store_meta_t;
+
+#define STORE_META_FIELDS 13
+
+/* ---- in-memory tables used by the writer (store_tables.c) ---- */
+
+/* Interns byte strings: content -> dense id (1..count), bytes kept for the
+ * equality check so a hash collision can never merge two symbols. */
+typedef struct store_symtab_entry_s {
+    uint64_t off;
+    uint32_t len;
+    uint32_t hash;
+} store_symtab_entry_t;
+
+typedef struct store_symtab_s {
+    uint32_t *slots;                    /* id, 0 = empty; linear probing */
+    size_t mask;
+    store_symtab_entry_t *entries;      /* entries[id - 1] */
+    size_t count, cap;
+    lc_buf_t bytes;
+} store_symtab_t;
+
+/* The stack tree: (parent, location) -> node id. The pair lives in the slot,
+ * so a lookup (the writer's innermost loop, once per stack frame) touches one
+ * cache line. Only the nodes since the start of the first unflushed chunk are
+ * also kept by id, for writing chunks at commit. */
+typedef struct store_nodeslot_s {
+    uint32_t parent, location;
+    uint32_t id;                        /* 0 = empty (the root is never a child) */
+} store_nodeslot_t;
+
+typedef struct store_nodetab_s {
+    store_nodeslot_t *slots;
+    size_t mask;
+    size_t count;                       /* nodes, including the root */
+    uint64_t tail_first;                /* id of tail[0]: a multiple of STORE_NODE_CHUNK */
+    uint64_t *tail;                     /* parent << 32 | location, ids tail_first.. */
+    size_t tail_cap;
+} store_nodetab_t;
+
+/* u64 -> u32 map cleared in O(1) by bumping a generation; the writer's
+ * per-profile memo from pprof ids to store ids. */
+typedef struct store_idmap_slot_s {
+    uint64_t key;
+    uint32_t val;
+    uint32_t gen;
+} store_idmap_slot_t;
+
+typedef struct store_idmap_s {
+    store_idmap_slot_t *slots;
+    size_t mask, count;
+    uint32_t gen;
+} store_idmap_t;
+
+uint64_t lc_store__hash(const void *p, size_t len, uint64_t seed);
+uint64_t lc_store__mix64(uint64_t x);
+
+void lc_store__symtab_init(store_symtab_t *t);
+void lc_store__symtab_fini(store_symtab_t *t);
+/* Finds or adds; *added says which. Fails with LC_ETOOBIG past STORE_MAX_ID. */
+int lc_store__symtab_intern(store_symtab_t *t, const void *p, size_t len, uint32_t *id,
+                            bool *added) LC_MUST_CHECK;
+const uint8_t *lc_store__symtab_bytes(const store_symtab_t *t, uint32_t id, size_t *len);
+
+void lc_store__nodetab_init(store_nodetab_t *t);
+void lc_store__nodetab_fini(store_nodetab_t *t);
+int lc_store__nodetab_child(store_nodetab_t *t, uint32_t parent, uint32_t location,
+                            uint32_t *id) LC_MUST_CHECK;
+/* Starts loading the slot that a lookup of (parent, location) probes first. */
+void lc_store__nodetab_prefetch(const store_nodetab_t *t, uint32_t parent, uint32_t location);
+/* The pair of node id, which must be >= tail_first. */
+uint64_t lc_store__nodetab_pair(const store_nodetab_t *t, uint64_t id);
+/* Forgets the tail before the chunk holding node `keep_from`. */
+void lc_store__nodetab_trim(store_nodetab_t *t, uint64_t keep_from);
+
+void lc_store__idmap_init(store_idmap_t *m);
+void lc_store__idmap_fini(store_idmap_t *m);
+void lc_store__idmap_clear(store_idmap_t *m);
+bool lc_store__idmap_get(const store_idmap_t *m, uint64_t key, uint32_t *val);
+void lc_store__idmap_put(store_idmap_t *m, uint64_t key, uint32_t val);
+
+/* ---- the writer's per-block state (store_wstate.c) ---- */
+typedef struct store_wstate_s {
+    store_meta_t meta;
+    store_symtab_t strings, functions, mappings, locations, series;
+    store_nodetab_t nodes;
+    uint64_t nodes_committed;           /* nodes already in DB_NODES */
+} store_wstate_t;
+
+/* Rebuilds the de-dup maps by scanning the block's tables in txn. */
+int lc_store__wstate_load(MDB_txn *txn, const MDB_dbi *dbi, store_wstate_t **out) LC_MUST_CHECK;
+void lc_store__wstate_free(store_wstate_t *ws);
+/* Puts the node chunks touched since the last commit and the meta record. */
+int lc_store__wstate_flush(store_wstate_t *ws, MDB_txn *txn, const MDB_dbi *dbi) LC_MUST_CHECK;
+
+/* ---- symbol and stack resolution for the writer (store_stacks.c) ---- */
+
+/* pprof id -> store id for one profile. Producers nearly always number ids
+ * 1..n, so those go in an array; any other id goes to the hash map. */
+typedef struct store_memo_s {
+    uint32_t *dense;                    /* [id] = store id + 1; 0 = not yet */
+    size_t n_dense, cap;
+    store_idmap_t sparse;
+} store_memo_t;
+
+/* Translates one pprof into one block's ids. Its memos hold for one (profile,
+ * block) pair: across writes while the profile is pinned, else one write. */
+typedef struct store_resolver_s {
+    store_memo_t locs, fns, maps;
+    uint32_t *strs;                     /* pprof string index -> store id + 1 */
+    size_t strs_cap;
+    uint32_t *sample_node;              /* by pprof sample index; UINT32_MAX = not yet */
+    size_t sample_node_cap;
+    uint32_t *todo;                     /* samples whose stacks still need resolving */
+    size_t todo_cap;
+    lc_buf_t enc;
+    const lc_pprof_t *p;                /* what the memos describe (NULL: nothing) */
+    const lc_pprof_index_t *ix;
+    const void *block;
+    MDB_txn *txn;                       /* where new symbols go */
+    const MDB_dbi *dbi;
+    store_wstate_t *ws;
+} store_resolver_t;
+
+void lc_store__resolver_init(store_resolver_t *r);
+void lc_store__resolver_fini(store_resolver_t *r);
+/* Targets p at block (txn, dbi, ws); keeps the memos when `keep` and neither
+ * the profile nor the block changed. */
+void lc_store__resolver_bind(store_resolver_t *r, const lc_pprof_t *p, const lc_pprof_index_t *ix,
+                             const void *block, MDB_txn *txn, const MDB_dbi *dbi,
+                             store_wstate_t *ws, bool keep);
+void lc_store__resolver_forget(store_resolver_t *r);
+/* Fills r->sample_node[] for the given pprof sample indices. */
+int lc_store__resolve_stacks(store_resolver_t *r, const uint32_t *samples, size_t n) LC_MUST_CHECK;
+
+/* ---- registry (store.c) ---- */
+typedef struct store_block_s {
+    int64_t start_ns, end_ns;           /* partition [start, end) */
+    char *path;
+    MDB_env *env;                       /* NULL while closed (LRU) */
+    MDB_dbi dbi[DB_COUNT];
+    unsigned refs;                      /* readers + the writer batch holding it */
+    uint64_t last_used;                 /* LRU tick */
+    bool dropped;                       /* retention removed it; delete on last release */
+    store_wstate_t *ws;                 /* writer thread only; freed with the env */
+} store_block_t;
+
+struct lc_store_s {
+    lc_store_opts_t opts;
+    char *dir, *blocks_dir;
+    pthread_mutex_t mu;                 /* guards everything below */
+    store_block_t **blocks;             /* sorted by start_ns */
+    size_t n_blocks, cap_blocks;
+    size_t n_open;
+    uint64_t tick;
+    uint64_t trash_seq;
+    bool writing;                       /* a write batch is open */
+};
+
+int64_t lc_store__partition(const lc_store_t *s, int64_t time_ns);
+/* Takes a reference on the block of partition start_ns, opening its
+ * environment; creates the block when `create`, else LC_ENOTFOUND. */
+int lc_store__acquire(lc_store_t *s, int64_t start_ns, bool create,
+                      store_block_t **out) LC_MUST_CHECK;
+/* References every block overlapping [start_ns, end_ns], in time order. */
+int lc_store__acquire_range(lc_store_t *s, int64_t start_ns, int64_t end_ns,
+                            store_block_t ***out, size_t *n) LC_MUST_CHECK;
+void lc_store__release(lc_store_t *s, store_block_t *b);
+
+/* Logs the LMDB failure and returns LC_ESTORE. */
+int lc_store__mdb_fail(int rc, const char *what);
+int lc_store__meta_get(MDB_txn *txn, MDB_dbi dbi, store_meta_t *m) LC_MUST_CHECK;
+int lc_store__meta_put(MDB_txn *txn, MDB_dbi dbi, const store_meta_t *m) LC_MUST_CHECK;
+void lc_store__meta_init(store_meta_t *m, int64_t start_ns, int64_t duration_ns);
+
+/* ---- encoding helpers ---- */
+
+/* Builds a posting key into buf (STORE_POSTING_KEY_MAX + 32 bytes); returns its length. */
+size_t lc_store__posting_key(uint8_t *buf, const char *tenant, const char *name,
+                             const char *value);
+#define STORE_POSTING_BUF (STORE_POSTING_KEY_MAX + 32)
+
+#define STORE_PROFILE_KEY_LEN 16
+void lc_store__profile_key(uint8_t key[STORE_PROFILE_KEY_LEN], uint32_t series, int64_t time_ns,
+                           uint32_t seq);
+int64_t lc_store__profile_key_time(const uint8_t *key);
+uint32_t lc_store__profile_key_series(const uint8_t *key);
+
+static inline uint64_t store_zigzag(int64_t v) { return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63); }
+static inline int64_t store_unzigzag(uint64_t v) { return (int64_t)(v >> 1) ^ -(int64_t)(v & 1); }
+
+/* Appends a varint to a fixed buffer the caller sized (10 bytes per value). */
+static inline uint8_t *store_put_uvarint(uint8_t *p, uint64_t v)
+{
+    while (v >= 0x80) {
+        *p++ = (uint8_t)(v | 0x80);
+        v >>= 7;
+    }
+    *p++ = (uint8_t)v;
+    return p;
+}
+
+/* Varint decode with a one-byte fast path (most node deltas and small values). */
+static inline int store_get_uvarint(const uint8_t **p, const uint8_t *end, uint64_t *out)
+{
+    if (*p < end && **p < 0x80) {
+        *out = *(*p)++;
+        return 0;
+    }
+    return lc_uvarint_get(p, end, out);
+}
+
+static inline MDB_val store_val(const void *p, size_t len)
+{
+    MDB_val v = {.mv_size = len, .mv_data = (void *)p};
+    return v;
+}
+
+#endif
