@@ -80,6 +80,12 @@ int lc_store_write_is_applied(lc_store_txn_t *t, int64_t time_ns, const uint8_t 
                               bool *applied) LC_MUST_CHECK;
 int lc_store_write_commit(lc_store_txn_t *t) LC_MUST_CHECK;
 void lc_store_write_abort(lc_store_txn_t *t);
+/* Optional speed-up for one pprof written as several series (sample types,
+ * label groups): while p is pinned, writes of p resolve each symbol and stack
+ * once and reuse them. p and ix must stay alive and unchanged until
+ * lc_store_write_unpin(), which must come before commit/abort. */
+void lc_store_write_pin(lc_store_txn_t *t, const lc_pprof_t *p, const lc_pprof_index_t *ix);
+void lc_store_write_unpin(lc_store_txn_t *t);
 
 /* ---------------------------------------------------------------- reading */
 typedef struct lc_store_reader_s lc_store_reader_t;

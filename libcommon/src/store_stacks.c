@@ -1,0 +1,331 @@
+/*
+ * store_stacks.c — translates a pprof's symbols and stacks into a block's ids.
+ *
+ * Symbols are translated lazily and memoised (pprof id -> store id), so only
+ * symbols that samples reach are stored and each is hashed once per profile;
+ * a new one is put into the block at once (ids only grow: MDB_APPEND).
+ *
+ * A stack becomes one node id by walking the block's tree from the root. The
+ * walk is one hash probe per frame into a table far bigger than the caches,
+ * each probe depending on the last, so it is bound by memory latency. Several
+ * stacks are therefore walked side by side ("lanes"): each round prefetches
+ * every lane's next slot and then probes them, so the cache misses overlap.
+ */
+#include <string.h>
+
+#include "store_int.h"
+
+#define STACK_LANES 8
+
+/* ---------------------------------------------------------------- memos */
+
+static void memo_init(store_memo_t *m)
+{
+    memset(m, 0, sizeof(*m));
+    lc_store__idmap_init(&m->sparse);
+}
+
+static void memo_fini(store_memo_t *m)
+{
+    lc_free(m->dense);
+    lc_store__idmap_fini(&m->sparse);
+}
+
+/* Empties the memo for a profile with n elements of this kind. */
+static void memo_reset(store_memo_t *m, size_t n)
+{
+    m->dense = lc_xgrow(m->dense, &m->cap, n + 1, sizeof(*m->dense));
+    m->n_dense = n;
+    memset(m->dense, 0, (n + 1) * sizeof(*m->dense));
+    lc_store__idmap_clear(&m->sparse);
+}
+
+static bool memo_get(const store_memo_t *m, uint64_t id, uint32_t *out)
+{
+    if (id <= m->n_dense) {
+        *out = m->dense[id] - 1;
+        return m->dense[id] != 0;
+    }
+    return lc_store__idmap_get(&m->sparse, id, out);
+}
+
+static void memo_put(store_memo_t *m, uint64_t id, uint32_t v)
+{
+    if (id <= m->n_dense)
+        m->dense[id] = v + 1;
+    else
+        lc_store__idmap_put(&m->sparse, id, v);
+}
+
+/* ---------------------------------------------------------------- resolver */
+
+void lc_store__resolver_init(store_resolver_t *r)
+{
+    memset(r, 0, sizeof(*r));
+    memo_init(&r->locs);
+    memo_init(&r->fns);
+    memo_init(&r->maps);
+    lc_buf_init(&r->enc, LC_BUF_UNLIMITED);
+}
+
+void lc_store__resolver_fini(store_resolver_t *r)
+{
+    memo_fini(&r->locs);
+    memo_fini(&r->fns);
+    memo_fini(&r->maps);
+    lc_free(r->strs);
+    lc_free(r->sample_node);
+    lc_free(r->todo);
+    lc_buf_fini(&r->enc);
+}
+
+void lc_store__resolver_forget(store_resolver_t *r) { r->p = NULL; }
+
+static void resolver_reset(store_resolver_t *r, const lc_pprof_t *p)
+{
+    memo_reset(&r->locs, p->n_location);
+    memo_reset(&r->fns, p->n_function);
+    memo_reset(&r->maps, p->n_mapping);
+    r->strs = lc_xgrow(r->strs, &r->strs_cap, p->n_string_table + 1, sizeof(*r->strs));
+    memset(r->strs, 0, (p->n_string_table + 1) * sizeof(*r->strs));
+    r->sample_node = lc_xgrow(r->sample_node, &r->sample_node_cap, p->n_sample + 1,
+                              sizeof(*r->sample_node));
+    memset(r->sample_node, 0xff, (p->n_sample + 1) * sizeof(*r->sample_node));
+}
+
+void lc_store__resolver_bind(store_resolver_t *r, const lc_pprof_t *p, const lc_pprof_index_t *ix,
+                             const void *block, MDB_txn *txn, const MDB_dbi *dbi,
+                             store_wstate_t *ws, bool keep)
+{
+    if (!keep || r->p != p || r->ix != ix || r->block != block)
+        resolver_reset(r, p);
+    r->p = p;
+    r->ix = ix;
+    r->block = block;
+    r->txn = txn;
+    r->dbi = dbi;
+    r->ws = ws;
+}
+
+/* ---------------------------------------------------------------- symbols */
+
+/* Finds or adds a symbol; a new one is put at once. */
+static int symbol_put(store_resolver_t *r, store_db_t db, store_symtab_t *tab, const void *p,
+                      size_t len, uint32_t *id)
+{
+    bool added;
+    int rc = lc_store__symtab_intern(tab, p, len, id, &added);
+    if (rc || !added)
+        return rc;
+    MDB_val k = store_val(id, sizeof(*id)), v = store_val(p, len);
+    rc = mdb_put(r->txn, r->dbi[db], &k, &v, MDB_APPEND);
+    return rc ? lc_store__mdb_fail(rc, "symbol put") : 0;
+}
+
+static int string_id(store_resolver_t *r, int64_t idx, uint32_t *out)
+{
+    if (idx < 0 || (size_t)idx >= r->p->n_string_table)
+        return LC_EINPUT;
+    if (r->strs[idx]) {
+        *out = r->strs[idx] - 1;
+        return 0;
+    }
+    const char *str = r->p->string_table[idx];
+    size_t len = strlen(str);
+    *out = 0;   /* "" is id 0 and never stored */
+    if (len > STORE_MAX_STRING_BYTES)
+        return LC_ETOOBIG;
+    int rc = len ? symbol_put(r, DB_STRINGS, &r->ws->strings, str, len, out) : 0;
+    if (!rc)
+        r->strs[idx] = *out + 1;
+    return rc;
+}
+
+/* name, system_name, filename (string ids), zigzag start_line. */
+static int function_id(store_resolver_t *r, uint64_t pprof_id, uint32_t *out)
+{
+    *out = 0;
+    if (pprof_id == 0 || memo_get(&r->fns, pprof_id, out))
+        return 0;
+    const Google__V1__Function *fn = lc_pprof_function(r->ix, pprof_id);
+    if (!fn)
+        return LC_EINPUT;
+    uint32_t name, system_name, filename;
+    int rc = string_id(r, fn->name, &name);
+    if (!rc)
+        rc = string_id(r, fn->system_name, &system_name);
+    if (!rc)
+        rc = string_id(r, fn->filename, &filename);
+    if (rc)
+        return rc;
+    uint8_t buf[40], *e = buf;
+    e = store_put_uvarint(e, name);
+    e = store_put_uvarint(e, system_name);
+    e = store_put_uvarint(e, filename);
+    e = store_put_uvarint(e, store_zigzag(fn->start_line));
+    rc = symbol_put(r, DB_FUNCTIONS, &r->ws->functions, buf, (size_t)(e - buf), out);
+    if (!rc)
+        memo_put(&r->fns, pprof_id, *out);
+    return rc;
+}
+
+static uint64_t mapping_flags(const Google__V1__Mapping *m)
+{
+    return (uint64_t)(m->has_functions ? 1 : 0) | (m->has_filenames ? 2 : 0) |
+           (m->has_line_numbers ? 4 : 0) | (m->has_inline_frames ? 8 : 0);
+}
+
+/* memory_start, memory_limit, file_offset, filename, build_id, flags. */
+static int mapping_id(store_resolver_t *r, uint64_t pprof_id, uint32_t *out)
+{
+    *out = 0;
+    if (pprof_id == 0 || memo_get(&r->maps, pprof_id, out))
+        return 0;
+    const Google__V1__Mapping *m = lc_pprof_mapping(r->ix, pprof_id);
+    if (!m)
+        return LC_EINPUT;
+    uint32_t filename, build_id;
+    int rc = string_id(r, m->filename, &filename);
+    if (!rc)
+        rc = string_id(r, m->build_id, &build_id);
+    if (rc)
+        return rc;
+    uint8_t buf[60], *e = buf;
+    e = store_put_uvarint(e, m->memory_start);
+    e = store_put_uvarint(e, m->memory_limit);
+    e = store_put_uvarint(e, m->file_offset);
+    e = store_put_uvarint(e, filename);
+    e = store_put_uvarint(e, build_id);
+    e = store_put_uvarint(e, mapping_flags(m));
+    rc = symbol_put(r, DB_MAPPINGS, &r->ws->mappings, buf, (size_t)(e - buf), out);
+    if (!rc)
+        memo_put(&r->maps, pprof_id, *out);
+    return rc;
+}
+
+/* mapping, address, n_lines, then (function, zigzag line) per line. */
+static int location_encode(store_resolver_t *r, const Google__V1__Location *loc, lc_buf_t *enc)
+{
+    uint32_t map;
+    int rc = mapping_id(r, loc->mapping_id, &map);
+    if (!rc)
+        rc = lc_buf_reserve(enc, 30 + loc->n_line * 20);
+    if (rc)
+        return rc;
+    uint8_t *e = enc->data;
+    e = store_put_uvarint(e, map);
+    e = store_put_uvarint(e, loc->address);
+    e = store_put_uvarint(e, loc->n_line);
+    for (size_t i = 0; i < loc->n_line; i++) {
+        uint32_t fn;
+        rc = function_id(r, loc->line[i]->function_id, &fn);
+        if (rc)
+            return rc;
+        e = store_put_uvarint(e, fn);
+        e = store_put_uvarint(e, store_zigzag(loc->line[i]->line));
+    }
+    enc->len = (size_t)(e - enc->data);
+    return 0;
+}
+
+static int location_id(store_resolver_t *r, uint64_t pprof_id, uint32_t *out)
+{
+    if (memo_get(&r->locs, pprof_id, out))
+        return 0;
+    const Google__V1__Location *loc = lc_pprof_location(r->ix, pprof_id);
+    if (!loc)
+        return LC_EINPUT;
+    lc_buf_reset(&r->enc);
+    int rc = location_encode(r, loc, &r->enc);
+    if (!rc)
+        rc = symbol_put(r, DB_LOCATIONS, &r->ws->locations, r->enc.data, r->enc.len, out);
+    if (!rc)
+        memo_put(&r->locs, pprof_id, *out);
+    return rc;
+}
+
+/* ---------------------------------------------------------------- stacks */
+
+typedef struct lane_s {
+    const Google__V1__Sample *smp;
+    uint32_t sample;
+    size_t depth;               /* frames left; pprof lists the leaf first */
+    uint32_t node, location;    /* the next step: child(node, location) */
+} lane_t;
+
+/* Loads the next sample that still needs its stack into the lane. */
+static bool lane_fill(store_resolver_t *r, lane_t *l, const uint32_t *todo, size_t n, size_t *next)
+{
+    if (*next == n)
+        return false;
+    l->sample = todo[(*next)++];
+    l->smp = r->p->sample[l->sample];
+    l->depth = l->smp->n_location_id;
+    l->node = 0;
+    return true;
+}
+
+/* Prepares the lane's next step and prefetches its slot. Returns 1 when the
+ * lane holds a step, 0 when it has nothing left to do. */
+static int lane_prepare(store_resolver_t *r, lane_t *l, const uint32_t *todo, size_t n,
+                        size_t *next)
+{
+    while (l->depth == 0) {
+        if (l->smp)
+            r->sample_node[l->sample] = l->node;
+        l->smp = NULL;
+        if (!lane_fill(r, l, todo, n, next))
+            return 0;
+    }
+    int rc = location_id(r, l->smp->location_id[l->depth - 1], &l->location);
+    if (rc)
+        return rc;
+    lc_store__nodetab_prefetch(&r->ws->nodes, l->node, l->location);
+    return 1;
+}
+
+/* Walks the stacks of todo[0, n) through the tree, STACK_LANES at a time. */
+static int stacks_walk(store_resolver_t *r, const uint32_t *todo, size_t n)
+{
+    lane_t lanes[STACK_LANES] = {{0}};
+    size_t next = 0;
+    for (;;) {
+        int busy = 0, rc;
+        for (int i = 0; i < STACK_LANES; i++) {
+            rc = lane_prepare(r, &lanes[i], todo, n, &next);
+            if (rc < 0)
+                return rc;
+            busy += rc;
+        }
+        if (!busy)
+            return 0;
+        for (int i = 0; i < STACK_LANES; i++) {
+            lane_t *l = &lanes[i];
+            if (!l->smp)
+                continue;
+            rc = lc_store__nodetab_child(&r->ws->nodes, l->node, l->location, &l->node);
+            if (rc)
+                return rc;
+            l->depth--;
+        }
+    }
+}
+
+int lc_store__resolve_stacks(store_resolver_t *r, const uint32_t *samples, size_t n)
+{
+    size_t k = 0;
+    r->todo = lc_xgrow(r->todo, &r->todo_cap, n + 1, sizeof(*r->todo));
+    for (size_t i = 0; i < n; i++) {
+        if (samples[i] >= r->p->n_sample)
+            return LC_EINPUT;
+        if (r->sample_node[samples[i]] == UINT32_MAX) {
+            r->sample_node[samples[i]] = UINT32_MAX - 1;  /* queued once, even if listed twice */
+            r->todo[k++] = samples[i];
+        }
+    }
+    int rc = stacks_walk(r, r->todo, k);
+    if (rc)     /* leave nothing half-resolved behind for a later write */
+        for (size_t i = 0; i < k; i++)
+            r->sample_node[r->todo[i]] = UINT32_MAX;
+    return rc;
+}
