@@ -1,0 +1,485 @@
+/*
+ * store_read.c — readers: one MDB_RDONLY transaction per block overlapping the
+ * query range, begun together so a query sees one snapshot per block.
+ *
+ * Zero-copy where the bytes need no decoding (strings, encoded samples point
+ * into the LMDB map, valid until lc_store_read_end). Locations are decoded
+ * into the block's arena once and cached by id, because merges ask for the
+ * same location many times. Each lc_block_t has its own arena, so different
+ * blocks of one reader can be worked on from different threads (MDB_NOTLS).
+ */
+#include <string.h>
+
+#include "lc/log.h"
+#include "store_int.h"
+
+struct lc_block_s {
+    store_block_t *b;
+    MDB_txn *txn;
+    store_meta_t meta;                  /* snapshot of this transaction */
+    lc_arena_t *arena;                  /* decoded locations; created on first use */
+    lc_store_location_t **loc_cache;    /* by location id; in the arena */
+};
+
+struct lc_store_reader_s {
+    lc_store_t *s;
+    lc_block_t *blocks;
+    size_t n;
+};
+
+/* ---------------------------------------------------------------- readers */
+
+static int block_read_begin(lc_block_t *blk, store_block_t *b)
+{
+    blk->b = b;
+    int rc = mdb_txn_begin(b->env, NULL, MDB_RDONLY, &blk->txn);
+    if (rc) {
+        blk->txn = NULL;
+        return lc_store__mdb_fail(rc, "txn begin (read)");
+    }
+    rc = lc_store__meta_get(blk->txn, b->dbi[DB_META], &blk->meta);
+    return rc == LC_ENOTFOUND ? LC_ECORRUPT : rc;
+}
+
+static void block_read_end(lc_store_t *s, lc_block_t *blk)
+{
+    if (blk->txn)
+        mdb_txn_abort(blk->txn);
+    lc_arena_free(blk->arena);
+    lc_store__release(s, blk->b);
+}
+
+int lc_store_read_begin(lc_store_t *s, int64_t start_ns, int64_t end_ns, lc_store_reader_t **out)
+{
+    if (start_ns > end_ns)
+        return LC_EINPUT;
+    store_block_t **refs;
+    size_t n;
+    int rc = lc_store__acquire_range(s, start_ns, end_ns, &refs, &n);
+    if (rc)
+        return rc;
+    lc_store_reader_t *r = lc_xcalloc(1, sizeof(*r));
+    r->s = s;
+    r->blocks = lc_xcalloc(n ? n : 1, sizeof(*r->blocks));
+    for (size_t i = 0; i < n; i++) {
+        if (!rc)
+            rc = block_read_begin(&r->blocks[i], refs[i]);
+        else
+            r->blocks[i].b = refs[i];   /* only to be released */
+        r->n++;
+    }
+    lc_free(refs);
+    if (rc) {
+        lc_store_read_end(r);
+        return rc;
+    }
+    *out = r;
+    return 0;
+}
+
+void lc_store_read_end(lc_store_reader_t *r)
+{
+    if (!r)
+        return;
+    for (size_t i = 0; i < r->n; i++)
+        block_read_end(r->s, &r->blocks[i]);
+    lc_free(r->blocks);
+    lc_free(r);
+}
+
+size_t lc_store_reader_count(const lc_store_reader_t *r) { return r->n; }
+
+lc_block_t *lc_store_reader_block(lc_store_reader_t *r, size_t i)
+{
+    return i < r->n ? &r->blocks[i] : NULL;
+}
+
+int lc_block_info(lc_block_t *b, lc_block_info_t *out)
+{
+    const store_meta_t *m = &b->meta;
+    MDB_envinfo ei;
+    MDB_stat st;
+    int rc = mdb_env_info(b->b->env, &ei);
+    if (!rc)
+        rc = mdb_env_stat(b->b->env, &st);
+    if (rc)
+        return lc_store__mdb_fail(rc, "env info");
+    *out = (lc_block_info_t){
+        .start_ns = m->start_ns,
+        .end_ns = m->start_ns + m->duration_ns,
+        .min_time_ns = m->profiles ? m->min_time_ns : 0,
+        .max_time_ns = m->profiles ? m->max_time_ns : 0,
+        .series = m->series,
+        .profiles = m->profiles,
+        .samples = m->samples,
+        .nodes = m->nodes,
+        .locations = m->locations,
+        .functions = m->functions,
+        .strings = m->strings,
+        .bytes = ((uint64_t)ei.me_last_pgno + 1) * st.ms_psize,
+    };
+    return 0;
+}
+
+/* ---------------------------------------------------------------- series */
+
+typedef struct idlist_s {
+    uint32_t *v;
+    size_t n, cap;
+} idlist_t;
+
+/* Reads a posting's whole sorted id list (DUPFIXED: a page of ids per call). */
+static int posting_read(lc_block_t *b, const uint8_t *key, size_t klen, idlist_t *out)
+{
+    MDB_cursor *cur;
+    int rc = mdb_cursor_open(b->txn, b->b->dbi[DB_POSTINGS], &cur);
+    if (rc)
+        return lc_store__mdb_fail(rc, "cursor open (postings)");
+    MDB_val k = store_val(key, klen), v;
+    out->n = 0;
+    rc = mdb_cursor_get(cur, &k, &v, MDB_SET);
+    if (!rc)
+        rc = mdb_cursor_get(cur, &k, &v, MDB_GET_MULTIPLE);
+    while (!rc) {
+        size_t n = v.mv_size / sizeof(uint32_t);
+        out->v = lc_xgrow(out->v, &out->cap, out->n + n, sizeof(uint32_t));
+        memcpy(out->v + out->n, v.mv_data, n * sizeof(uint32_t));
+        out->n += n;
+        rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT_MULTIPLE);
+    }
+    mdb_cursor_close(cur);
+    return rc == MDB_NOTFOUND ? 0 : lc_store__mdb_fail(rc, "postings read");
+}
+
+/* a &= b, both sorted. */
+static void idlist_intersect(idlist_t *a, const idlist_t *b)
+{
+    size_t i = 0, j = 0, n = 0;
+    while (i < a->n && j < b->n) {
+        if (a->v[i] < b->v[j])
+            i++;
+        else if (a->v[i] > b->v[j])
+            j++;
+        else
+            a->v[n++] = a->v[i++], j++;
+    }
+    a->n = n;
+}
+
+static bool matcher_uses_postings(const lc_matcher_t *m)
+{
+    return m->op == LC_MATCH_EQ && m->value && *m->value;
+}
+
+/* Candidate series of one tenant: the intersection of the postings of every
+ * non-empty equality matcher, or all of the tenant's series. A superset is
+ * fine (hashed keys may collide); the caller checks each candidate. */
+static int series_candidates(lc_block_t *b, const char *tenant, const lc_selector_t *sel,
+                             idlist_t *out)
+{
+    uint8_t key[STORE_POSTING_BUF];
+    idlist_t one = {0};
+    bool first = true;
+    int rc = 0;
+    for (size_t i = 0; sel && i < sel->n && !rc && (first || out->n); i++) {
+        if (!matcher_uses_postings(&sel->m[i]))
+            continue;
+        size_t klen = lc_store__posting_key(key, tenant, sel->m[i].name, sel->m[i].value);
+        rc = posting_read(b, key, klen, first ? out : &one);
+        if (!rc && !first)
+            idlist_intersect(out, &one);
+        first = false;
+    }
+    if (!rc && first)
+        rc = posting_read(b, key, lc_store__posting_key(key, tenant, "", ""), out);
+    lc_free(one.v);
+    return rc;
+}
+
+/* Checks one candidate and hands it to the callback if it matches. */
+static int series_visit(lc_block_t *b, uint32_t id, const char *tenant, const lc_selector_t *sel,
+                        lc_block_series_cb cb, void *data)
+{
+    MDB_val k = store_val(&id, sizeof(id)), v;
+    int rc = mdb_get(b->txn, b->b->dbi[DB_SERIES], &k, &v);
+    if (rc)
+        return lc_store__mdb_fail(rc == MDB_NOTFOUND ? LC_ECORRUPT : rc, "series get");
+    size_t tl = strlen(tenant) + 1;
+    if (v.mv_size < tl || memcmp(v.mv_data, tenant, tl) != 0)
+        return 0;   /* a hashed posting key collided with another tenant's */
+    lc_labels_t ls;
+    rc = lc_labels_decode((const uint8_t *)v.mv_data + tl, v.mv_size - tl, &ls);
+    if (rc)
+        return LC_ECORRUPT;
+    if (!sel || lc_selector_match(sel, &ls))
+        rc = cb(b, id, tenant, &ls, data);
+    lc_labels_fini(&ls);
+    return rc;
+}
+
+int lc_block_series(lc_block_t *b, const char *const *tenants, size_t n_tenants,
+                    const lc_selector_t *sel, lc_block_series_cb cb, void *data)
+{
+    idlist_t ids = {0};
+    int rc = 0;
+    for (size_t t = 0; t < n_tenants && !rc; t++) {
+        rc = series_candidates(b, tenants[t], sel, &ids);
+        for (size_t i = 0; i < ids.n && !rc; i++)
+            rc = series_visit(b, ids.v[i], tenants[t], sel, cb, data);
+    }
+    lc_free(ids.v);
+    return rc;
+}
+
+/* ---------------------------------------------------------------- profiles */
+
+/* Splits a stored value into header fields and the encoded samples. */
+static int profile_decode(const MDB_val *k, const MDB_val *v, lc_stored_profile_t *p)
+{
+    const uint8_t *s = v->mv_data, *end = s + v->mv_size;
+    uint64_t total, n;
+    if (store_get_uvarint(&s, end, &total) || store_get_uvarint(&s, end, &n) || n > UINT32_MAX)
+        return LC_ECORRUPT;
+    p->series_id = lc_store__profile_key_series(k->mv_data);
+    p->time_ns = lc_store__profile_key_time(k->mv_data);
+    p->total = store_unzigzag(total);
+    p->n_samples = (uint32_t)n;
+    p->_data = s;
+    p->_len = (size_t)(end - s);
+    return 0;
+}
+
+int lc_block_profiles(lc_block_t *b, uint32_t series_id, int64_t start_ns, int64_t end_ns,
+                      lc_block_profile_cb cb, void *data)
+{
+    MDB_cursor *cur;
+    int rc = mdb_cursor_open(b->txn, b->b->dbi[DB_PROFILES], &cur);
+    if (rc)
+        return lc_store__mdb_fail(rc, "cursor open (profiles)");
+    uint8_t first[STORE_PROFILE_KEY_LEN];
+    lc_store__profile_key(first, series_id, start_ns, 0);
+    MDB_val k = store_val(first, sizeof(first)), v;
+    int ret = 0;
+    for (rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE); !rc && !ret;
+         rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
+        lc_stored_profile_t p;
+        if (k.mv_size != STORE_PROFILE_KEY_LEN ||
+            lc_store__profile_key_series(k.mv_data) != series_id ||
+            lc_store__profile_key_time(k.mv_data) > end_ns)
+            break;
+        ret = profile_decode(&k, &v, &p);
+        if (!ret)
+            ret = cb(b, &p, data);
+    }
+    mdb_cursor_close(cur);
+    if (rc && rc != MDB_NOTFOUND)
+        return lc_store__mdb_fail(rc, "profiles scan");
+    return ret;
+}
+
+void lc_sample_iter_init(lc_sample_iter_t *it, const lc_stored_profile_t *p)
+{
+    uint64_t flags;
+    it->p = p->_data;
+    it->end = p->_data + p->_len;
+    it->node = 0;
+    if (store_get_uvarint(&it->p, it->end, &flags) || (flags & ~(uint64_t)STORE_PF_ALL))
+        it->flags = STORE_PF_CORRUPT;
+    else
+        it->flags = (uint32_t)flags;
+}
+
+int lc_sample_iter_next(lc_sample_iter_t *it, uint32_t *node, int64_t *value, uint64_t *span_id)
+{
+    if (it->flags & STORE_PF_CORRUPT)
+        return LC_ECORRUPT;
+    if (it->p == it->end)
+        return 0;
+    uint64_t delta, v, span = 0;
+    if (store_get_uvarint(&it->p, it->end, &delta) || delta > UINT32_MAX - it->node ||
+        store_get_uvarint(&it->p, it->end, &v) ||
+        ((it->flags & STORE_PF_SPANS) && store_get_uvarint(&it->p, it->end, &span))) {
+        it->flags |= STORE_PF_CORRUPT;
+        return LC_ECORRUPT;
+    }
+    it->node += (uint32_t)delta;
+    *node = it->node;
+    *value = store_unzigzag(v);
+    if (span_id)
+        *span_id = span;
+    return 1;
+}
+
+/* ---------------------------------------------------------------- tree */
+
+uint32_t lc_block_node_count(lc_block_t *b) { return (uint32_t)b->meta.nodes; }
+
+/* Copies one chunk out, checking parent < child and location ids in range so
+ * that merges can index arrays with these values without further checks. */
+static int chunk_copy(lc_block_t *b, uint32_t chunk, const MDB_val *v, uint32_t *parents,
+                      uint32_t *locations, size_t n)
+{
+    size_t first = (size_t)chunk * STORE_NODE_CHUNK;
+    size_t cnt = n - first < STORE_NODE_CHUNK ? n - first : STORE_NODE_CHUNK;
+    if (v->mv_size < cnt * 8)
+        return LC_ECORRUPT;
+    uint32_t pairs[STORE_NODE_CHUNK * 2];
+    memcpy(pairs, v->mv_data, cnt * 8);
+    for (size_t i = 0; i < cnt; i++) {
+        uint32_t parent = pairs[2 * i], loc = pairs[2 * i + 1];
+        if (first + i > 0 && (parent >= first + i || loc == 0 || loc > b->meta.locations))
+            return LC_ECORRUPT;
+        if (parents)
+            parents[first + i] = parent;
+        if (locations)
+            locations[first + i] = loc;
+    }
+    return 0;
+}
+
+int lc_block_nodes(lc_block_t *b, uint32_t *parents, uint32_t *locations, size_t n)
+{
+    if (n > b->meta.nodes)
+        return LC_EINPUT;
+    if (n && parents)
+        parents[0] = 0;
+    if (n && locations)
+        locations[0] = 0;
+    if (n <= 1)
+        return 0;
+    uint32_t chunks = (uint32_t)((n + STORE_NODE_CHUNK - 1) / STORE_NODE_CHUNK);
+    for (uint32_t c = 0; c < chunks; c++) {
+        MDB_val k = store_val(&c, sizeof(c)), v;
+        int rc = mdb_get(b->txn, b->b->dbi[DB_NODES], &k, &v);
+        if (rc)
+            return lc_store__mdb_fail(rc == MDB_NOTFOUND ? LC_ECORRUPT : rc, "node chunk get");
+        rc = chunk_copy(b, c, &v, parents, locations, n);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+/* ---------------------------------------------------------------- symbols */
+
+static int symbol_get(lc_block_t *b, store_db_t db, uint32_t id, uint64_t count, MDB_val *v)
+{
+    if (id == 0 || id > count)
+        return LC_ENOTFOUND;
+    MDB_val k = store_val(&id, sizeof(id));
+    int rc = mdb_get(b->txn, b->b->dbi[db], &k, v);
+    if (rc)
+        return lc_store__mdb_fail(rc == MDB_NOTFOUND ? LC_ECORRUPT : rc, "symbol get");
+    return 0;
+}
+
+/* Decodes varints into u64s; every one must be present. */
+static int varints_get(const uint8_t **p, const uint8_t *end, uint64_t *out, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (store_get_uvarint(p, end, &out[i]))
+            return LC_ECORRUPT;
+    return 0;
+}
+
+static int location_decode(lc_block_t *b, const MDB_val *v, lc_store_location_t **out)
+{
+    const uint8_t *p = v->mv_data, *end = p + v->mv_size;
+    uint64_t head[3];
+    if (varints_get(&p, end, head, 3) || head[0] > b->meta.mappings ||
+        head[2] > (size_t)(end - p) / 2)    /* each line takes at least two bytes */
+        return LC_ECORRUPT;
+    lc_store_location_t *loc = lc_arena_alloc(b->arena, sizeof(*loc));
+    lc_store_line_t *lines = lc_arena_calloc(b->arena, head[2], sizeof(*lines));
+    if (!loc || (!lines && head[2]))
+        return LC_ETOOBIG;
+    for (size_t i = 0; i < head[2]; i++) {
+        uint64_t line[2];
+        if (varints_get(&p, end, line, 2) || line[0] > b->meta.functions)
+            return LC_ECORRUPT;
+        lines[i] = (lc_store_line_t){.function_id = (uint32_t)line[0],
+                                     .line = store_unzigzag(line[1])};
+    }
+    *loc = (lc_store_location_t){.mapping_id = (uint32_t)head[0], .address = head[1],
+                                 .n_lines = head[2], .lines = lines};
+    *out = loc;
+    return 0;
+}
+
+static int location_cache_init(lc_block_t *b)
+{
+    if (!b->arena)
+        b->arena = lc_arena_new(STORE_READER_ARENA_MAX);
+    b->loc_cache = lc_arena_calloc(b->arena, b->meta.locations + 1, sizeof(*b->loc_cache));
+    return b->loc_cache ? 0 : LC_ETOOBIG;
+}
+
+int lc_block_location(lc_block_t *b, uint32_t id, lc_store_location_t *out)
+{
+    if (id == 0 || id > b->meta.locations)
+        return LC_ENOTFOUND;
+    int rc = b->loc_cache ? 0 : location_cache_init(b);
+    if (rc)
+        return rc;
+    if (!b->loc_cache[id]) {
+        MDB_val v;
+        rc = symbol_get(b, DB_LOCATIONS, id, b->meta.locations, &v);
+        if (!rc)
+            rc = location_decode(b, &v, &b->loc_cache[id]);
+        if (rc)
+            return rc;
+    }
+    *out = *b->loc_cache[id];
+    return 0;
+}
+
+int lc_block_function(lc_block_t *b, uint32_t id, lc_store_function_t *out)
+{
+    MDB_val v;
+    int rc = symbol_get(b, DB_FUNCTIONS, id, b->meta.functions, &v);
+    if (rc)
+        return rc;
+    const uint8_t *p = v.mv_data;
+    uint64_t f[4];
+    if (varints_get(&p, p + v.mv_size, f, 4) || f[0] >= b->meta.strings ||
+        f[1] >= b->meta.strings || f[2] >= b->meta.strings)
+        return LC_ECORRUPT;
+    *out = (lc_store_function_t){.name = (uint32_t)f[0], .system_name = (uint32_t)f[1],
+                                 .filename = (uint32_t)f[2], .start_line = store_unzigzag(f[3])};
+    return 0;
+}
+
+int lc_block_mapping(lc_block_t *b, uint32_t id, lc_store_mapping_t *out)
+{
+    MDB_val v;
+    int rc = symbol_get(b, DB_MAPPINGS, id, b->meta.mappings, &v);
+    if (rc)
+        return rc;
+    const uint8_t *p = v.mv_data;
+    uint64_t f[6];
+    if (varints_get(&p, p + v.mv_size, f, 6) || f[3] >= b->meta.strings ||
+        f[4] >= b->meta.strings)
+        return LC_ECORRUPT;
+    *out = (lc_store_mapping_t){
+        .memory_start = f[0], .memory_limit = f[1], .file_offset = f[2],
+        .filename = (uint32_t)f[3], .build_id = (uint32_t)f[4],
+        .has_functions = f[5] & 1, .has_filenames = f[5] & 2,
+        .has_line_numbers = f[5] & 4, .has_inline_frames = f[5] & 8};
+    return 0;
+}
+
+int lc_block_string(lc_block_t *b, uint32_t id, const char **s, size_t *len)
+{
+    if (id == 0) {
+        *s = "";
+        *len = 0;
+        return 0;
+    }
+    MDB_val v;
+    int rc = symbol_get(b, DB_STRINGS, id, b->meta.strings - 1, &v);
+    if (rc)
+        return rc;
+    *s = v.mv_data;
+    *len = v.mv_size;
+    return 0;
+}
