@@ -32,7 +32,7 @@ static int decode_gunzip_error(int rc, const lc_pprof_limits_t *lim, lc_status_t
 {
     if (rc == LC_ETOOBIG)
         return lc_status_set(st, LC_CODE_INVALID_ARGUMENT,
-                             "profile too large: decompressed size exceeds the limit (limit %zu bytes)",
+                             "profile too large: decompressed size over limit (limit %zu bytes)",
                              lim->max_decompressed_bytes);
     return lc_status_set(st, LC_CODE_INVALID_ARGUMENT, "failed to parse pprof: bad gzip data (%s)",
                          lc_strerror(rc));
@@ -114,6 +114,55 @@ static int restore_embedded_nuls(const uint8_t *data, size_t len, lc_pprof_t *p,
     return 0;
 }
 
+/* protobuf-c accepts field number 0 when its tag is a non-minimal varint
+ * (0x85 0x00) and keeps it as an unknown field, but rejects the minimal tag it
+ * would write back, so such a profile could be stored and never read again.
+ * Field 0 is invalid protobuf (Go refuses it too): reject it here. */
+static bool msg_has_field_zero(const ProtobufCMessage *m)
+{
+    for (unsigned i = 0; i < m->n_unknown_fields; i++)
+        if (m->unknown_fields[i].tag == 0)
+            return true;
+    return false;
+}
+
+static bool location_has_field_zero(const Google__V1__Location *l)
+{
+    if (msg_has_field_zero(&l->base))
+        return true;
+    for (size_t k = 0; k < l->n_line; k++)
+        if (msg_has_field_zero(&l->line[k]->base))
+            return true;
+    return false;
+}
+
+static bool sample_has_field_zero(const Google__V1__Sample *s)
+{
+    if (msg_has_field_zero(&s->base))
+        return true;
+    for (size_t k = 0; k < s->n_label; k++)
+        if (msg_has_field_zero(&s->label[k]->base))
+            return true;
+    return false;
+}
+
+static bool profile_has_field_zero(const lc_pprof_t *p)
+{
+    bool bad = msg_has_field_zero(&p->base) ||
+               (p->period_type && msg_has_field_zero(&p->period_type->base));
+    for (size_t i = 0; i < p->n_sample_type && !bad; i++)
+        bad = msg_has_field_zero(&p->sample_type[i]->base);
+    for (size_t i = 0; i < p->n_sample && !bad; i++)
+        bad = sample_has_field_zero(p->sample[i]);
+    for (size_t i = 0; i < p->n_mapping && !bad; i++)
+        bad = msg_has_field_zero(&p->mapping[i]->base);
+    for (size_t i = 0; i < p->n_location && !bad; i++)
+        bad = location_has_field_zero(p->location[i]);
+    for (size_t i = 0; i < p->n_function && !bad; i++)
+        bad = msg_has_field_zero(&p->function[i]->base);
+    return bad;
+}
+
 int lc_pprof_decode(const uint8_t *data, size_t len, const lc_pprof_limits_t *lim,
                     lc_arena_t *arena, lc_pprof_t **out, lc_status_t *st)
 {
@@ -141,6 +190,9 @@ int lc_pprof_decode(const uint8_t *data, size_t len, const lc_pprof_limits_t *li
                                                       len, data ? data : empty);
     int rc = msg ? restore_embedded_nuls(data, len, (lc_pprof_t *)msg, arena) : LC_ECORRUPT;
     lc_buf_fini(&plain);
+    if (rc == 0 && profile_has_field_zero((lc_pprof_t *)msg))
+        return lc_status_set(st, LC_CODE_INVALID_ARGUMENT,
+                             "failed to parse pprof: invalid field number 0");
     if (rc)
         return lc_status_set(st, LC_CODE_INVALID_ARGUMENT,
                              "failed to parse pprof: malformed protobuf message "

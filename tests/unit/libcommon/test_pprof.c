@@ -115,7 +115,8 @@ static void test_every_manifest_file(void)
         LC_CHECK(entry != NULL);
         if (!entry)
             continue;
-        saw_invalid |= strstr(json_string_value(json_object_get(entry, "file")), "invalid_utf8") != 0;
+        const char *file = json_string_value(json_object_get(entry, "file"));
+        saw_invalid |= file && strstr(file, "invalid_utf8") != NULL;
         check_manifest_entry(entry, &lim);
         json_decref(entry);
         files++;
@@ -208,7 +209,11 @@ static void m_st_unit(lc_pprof_t *p, lc_arena_t *a) { p->sample_type[0]->unit = 
 static void m_period(lc_pprof_t *p, lc_arena_t *a) { p->period_type->unit = past_end(p); }
 static void m_label_key(lc_pprof_t *p, lc_arena_t *a) { p->sample[0]->label[0]->key = -5; }
 static void m_label_str(lc_pprof_t *p, lc_arena_t *a) { p->sample[0]->label[0]->str = past_end(p); }
-static void m_label_unit(lc_pprof_t *p, lc_arena_t *a) { p->sample[0]->label[0]->num_unit = 1 << 30; }
+static void m_label_unit(lc_pprof_t *p, lc_arena_t *a)
+{
+    p->sample[0]->label[0]->num_unit = 1 << 30;
+}
+
 static void m_map_file(lc_pprof_t *p, lc_arena_t *a) { p->mapping[0]->filename = past_end(p); }
 static void m_map_build(lc_pprof_t *p, lc_arena_t *a) { p->mapping[0]->build_id = -1; }
 static void m_fn_name(lc_pprof_t *p, lc_arena_t *a) { p->function[2]->name = past_end(p); }
@@ -241,7 +246,11 @@ static void m_dup_mapping(lc_pprof_t *p, lc_arena_t *a)
 static void m_unknown_loc(lc_pprof_t *p, lc_arena_t *a) { p->sample[2]->location_id[0] = 4; }
 static void m_zero_loc_ref(lc_pprof_t *p, lc_arena_t *a) { p->sample[2]->location_id[0] = 0; }
 static void m_unknown_fn(lc_pprof_t *p, lc_arena_t *a) { p->location[2]->line[1]->function_id = 9; }
-static void m_zero_fn_ref(lc_pprof_t *p, lc_arena_t *a) { p->location[0]->line[0]->function_id = 0; }
+static void m_zero_fn_ref(lc_pprof_t *p, lc_arena_t *a)
+{
+    p->location[0]->line[0]->function_id = 0;
+}
+
 static void m_unknown_map(lc_pprof_t *p, lc_arena_t *a) { p->location[1]->mapping_id = 2; }
 
 /* Sparse ids take the sorted-lookup path: a duplicate and a dangling
@@ -285,7 +294,11 @@ static void m_dash_unit(lc_pprof_t *p, lc_arena_t *a)
 
 static void m_utf8_overlong(lc_pprof_t *p, lc_arena_t *a) { set_string(p, a, 3, "a\xc0\x80"); }
 static void m_utf8_surrogate(lc_pprof_t *p, lc_arena_t *a) { set_string(p, a, 4, "\xed\xa0\x80"); }
-static void m_utf8_too_big(lc_pprof_t *p, lc_arena_t *a) { set_string(p, a, 5, "\xf4\x90\x80\x80"); }
+static void m_utf8_too_big(lc_pprof_t *p, lc_arena_t *a)
+{
+    set_string(p, a, 5, "\xf4\x90\x80\x80");
+}
+
 static void m_utf8_cut(lc_pprof_t *p, lc_arena_t *a) { set_string(p, a, 6, "ok\xe2\x82"); }
 static void m_utf8_lone(lc_pprof_t *p, lc_arena_t *a) { set_string(p, a, 7, "\x80"); }
 static void m_utf8_f8(lc_pprof_t *p, lc_arena_t *a) { set_string(p, a, 8, "\xf8\x88\x80\x80\x80"); }
@@ -407,9 +420,11 @@ static void test_sparse_ids_are_valid(void)
         for (size_t k = 0; k < p->location[i]->n_line; k++)
             p->location[i]->line[k]->function_id *= 1000;
     }
-    for (size_t i = 0; i < p->n_sample; i++)
+    for (size_t i = 0; i < p->n_sample; i++) {
+        uint64_t *ids = p->sample[i]->location_id;
         for (size_t k = 0; k < p->sample[i]->n_location_id; k++)
-            p->sample[i]->location_id[k] = 1ULL << 40 | (p->n_location - (p->sample[i]->location_id[k] - 1));
+            ids[k] = 1ULL << 40 | (p->n_location - (ids[k] - 1));
+    }
     lc_pprof_limits_t lim;
     lc_pprof_limits_default(&lim);
     lc_status_t st = {0};
@@ -544,6 +559,29 @@ static void test_decode_errors(void)
     LC_CHECK(strstr(st.msg, "failed to parse pprof") != NULL);
     lc_arena_free(small);
     free(d);
+}
+
+/* Field number 0 (here behind a non-minimal tag varint, which protobuf-c lets
+ * through) must be refused: protobuf-c could not read its own re-encoding. */
+static void test_field_zero_rejected(void)
+{
+    static const uint8_t pb[] = {
+        0x85, 0x00, 0x00, 0x00, 0x10, 0x02,             /* field 0, fixed32 */
+        0x0a, 0x04, 0x08, 0x01, 0x10, 0x02,             /* sample_type {1, 2} */
+        0x32, 0x00, 0x32, 0x01, 'a', 0x32, 0x01, 'b',   /* "", "a", "b" */
+    };
+    lc_status_t st = {0};
+    LC_CHECK(decode_status(pb, sizeof(pb), 1 << 20, &st) != 0);
+    LC_CHECK(strstr(st.msg, "field number 0") != NULL);
+    LC_ASSERT_OK(decode_status(pb + 6, sizeof(pb) - 6, 1 << 20, &st));
+    uint8_t nested[sizeof(pb) - 6 + 6];                 /* the same inside a ValueType */
+    memcpy(nested, pb + 6, sizeof(pb) - 6);
+    nested[1] = 0x0a;
+    memmove(nested + 6 + 6, nested + 6, sizeof(pb) - 6 - 6);
+    memcpy(nested + 6, "\x85\x00\x00\x00\x10\x02", 6);
+    memset(&st, 0, sizeof(st));
+    LC_CHECK(decode_status(nested, sizeof(nested), 1 << 20, &st) != 0);
+    LC_CHECK(strstr(st.msg, "field number 0") != NULL);
 }
 
 /* An empty body decodes (as an empty message) and then fails validation. */
@@ -898,6 +936,7 @@ static void test_builder_rebuilds_large_profile(void)
 LC_TEST_MAIN(test_every_manifest_file, test_base_profile_is_valid, test_rejection_rules,
              test_sparse_ids_are_valid, test_deep_stacks_keep_the_root,
              test_long_strings_cut_at_utf8_boundary, test_zero_limits_mean_unlimited,
-             test_decode_errors, test_empty_input, test_embedded_nul_survives, test_encode_round_trip, test_builder_dedup,
+             test_decode_errors, test_field_zero_rejected, test_empty_input,
+             test_embedded_nul_survives, test_encode_round_trip, test_builder_dedup,
              test_builder_misuse, test_builder_output_accepted_by_go,
              test_builder_rebuilds_large_profile)
