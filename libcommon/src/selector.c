@@ -80,8 +80,8 @@ static int re_compile(lc_matcher_t *m, lc_status_t *st)
         PCRE2_UCHAR msg[160];
         pcre2_get_error_message(err, msg, sizeof(msg));
         return lc_status_set(st, LC_CODE_INVALID_ARGUMENT,
-                             "invalid regular expression for label %s: %s at offset %zu in \"%.200s\"",
-                             m->name, (const char *)msg, (size_t)off, m->value);
+                             "invalid regular expression for label %s: %s at offset %zu in "
+                             "\"%.200s\"", m->name, (const char *)msg, (size_t)off, m->value);
     }
     (void)pcre2_jit_compile(re, PCRE2_JIT_COMPLETE);   /* the interpreter is the fallback */
     m->_re = re;
@@ -129,8 +129,8 @@ int lc_selector_add(lc_selector_t *sel, const char *name, lc_match_op_t op, cons
                     lc_status_t *st)
 {
     if (sel->n >= LC_SELECTOR_MAX_MATCHERS)
-        return lc_status_set(st, LC_CODE_INVALID_ARGUMENT, "too many matchers in selector (limit %d)",
-                             LC_SELECTOR_MAX_MATCHERS);
+        return lc_status_set(st, LC_CODE_INVALID_ARGUMENT,
+                             "too many matchers in selector (limit %d)", LC_SELECTOR_MAX_MATCHERS);
     if (!name[0])
         return lc_status_set(st, LC_CODE_INVALID_ARGUMENT, "empty label name in selector");
     lc_matcher_t m = {.name = lc_xstrdup(name), .value = lc_xstrdup(value), .op = op};
