@@ -374,6 +374,34 @@ static void test_config_file_entry(void)
     unlink(path);
 }
 
+/* Nesting stops at a fixed depth even when the table has a deeper name. */
+static void test_yaml_depth_limit(void)
+{
+    typedef struct {
+        char *deep;
+    } deep_cfg_t;
+    static const lc_cfg_entry_t deep_table[] = {
+        {"a.b.c.d.e.f.g.h.i.j.k.l.m.n.o.p.q", LC_CFG_STRING, offsetof(deep_cfg_t, deep), NULL, 0,
+         0, "deep"},
+    };
+    char text[512] = "";
+    size_t used = 0;
+    for (int i = 0; i < 17; i++)
+        used += (size_t)snprintf(text + used, sizeof(text) - used, "%*s%c:\n", i, "", 'a' + i);
+    snprintf(text + used - 1, sizeof(text) - used + 1, " x\n");
+    deep_cfg_t cfg;
+    lc_status_t st = {0};
+    LC_ASSERT_OK(lc_cfg_defaults(deep_table, 1, &cfg, &st));
+    LC_ASSERT_EQ(lc_cfg_load_yaml(deep_table, 1, &cfg, "x.yaml", text, strlen(text), &st), -1);
+    LC_ASSERT_STR_EQ(st.msg, "config file x.yaml: key a.b.c.d.e.f.g.h.i.j.k.l.m.n.o.p: nested too "
+                             "deeply");
+    /* The flat spelling of the same key has no depth and works. */
+    const char *flat = "a.b.c.d.e.f.g.h.i.j.k.l.m.n.o.p.q: x\n";
+    LC_ASSERT_OK(lc_cfg_load_yaml(deep_table, 1, &cfg, "x.yaml", flat, strlen(flat), &st));
+    LC_ASSERT_STR_EQ(cfg.deep, "x");
+    lc_cfg_free(deep_table, 1, &cfg);
+}
+
 static const char help_golden[] =
     "Usage: prog [flags]\n"
     "\n"
@@ -460,4 +488,4 @@ static void test_log_line(void)
 
 LC_TEST_MAIN(test_parse_duration, test_parse_bytes, test_defaults, test_precedence,
              test_flag_forms, test_errors_name_their_source, test_yaml_shapes, test_yaml_errors,
-             test_config_file_entry, test_help, test_log_line)
+             test_yaml_depth_limit, test_config_file_entry, test_help, test_log_line)
