@@ -265,7 +265,8 @@ static void test_errors_name_their_source(void)
     setenv("EMBER_RETENTION", "abc", 1);
     expect_error(NULL, "env EMBER_RETENTION: invalid duration \"abc\"");
     /* A flag does not rescue a bad variable: every source is validated. */
-    expect_error((char *[]){"--retention=1d", NULL}, "env EMBER_RETENTION: invalid duration \"abc\"");
+    expect_error((char *[]){"--retention=1d", NULL},
+                 "env EMBER_RETENTION: invalid duration \"abc\"");
     clear_env();
     setenv("EMBER_HTTP_MAX_BODY_BYTES", "4XB", 1);
     expect_error(NULL, "env EMBER_HTTP_MAX_BODY_BYTES: invalid byte size \"4XB\"");

@@ -115,8 +115,14 @@ static void test_number_format(void)
         double v;
         const char *text;
     } cases[] = {
-        {0.1, "0.1"},         {-2.5, "-2.5"},    {1e20, "1e+20"},    {123456789012.0, "123456789012"},
-        {1e-9, "1e-09"},      {NAN, "NaN"},      {INFINITY, "+Inf"}, {-INFINITY, "-Inf"},
+        {0.1, "0.1"},
+        {-2.5, "-2.5"},
+        {1e20, "1e+20"},
+        {123456789012.0, "123456789012"},
+        {1e-9, "1e-09"},
+        {NAN, "NaN"},
+        {INFINITY, "+Inf"},
+        {-INFINITY, "-Inf"},
         {1.0 / 3, "0.3333333333333333"},
     };
     for (size_t i = 0; i < LC_ARRAY_LEN(cases); i++) {
