@@ -286,7 +286,7 @@ int ing_multipart_parse(const uint8_t *body, size_t len, const char *boundary, l
     if (!r.dash || !out->parts)
         return mp_error(st, "out of request memory");
     r.dash_len = strlen(r.dash);
-    const uint8_t *p;
+    const uint8_t *p = NULL;
     int closed = mp_first_delimiter(&r, &p);
     while (closed == 0) {
         if (out->n == ING_MULTIPART_MAX_PARTS)
