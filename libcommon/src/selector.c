@@ -248,7 +248,7 @@ static int simple_escape(int c)
  * code point in UTF-8 (surrogates and values past U+10FFFF are errors). */
 static int numeric_escape(sel_parser_t *ps, int kind, lc_buf_t *out)
 {
-    uint32_t v;
+    uint32_t v = 0;
     bool is_byte = kind == 'x' || (kind >= '0' && kind <= '7');
     int digits = kind == 'x' ? 2 : kind == 'u' ? 4 : kind == 'U' ? 8 : 3;
     int rc = read_number(ps, digits, kind == 'x' || kind == 'u' || kind == 'U' ? 16 : 8, &v);
@@ -386,7 +386,7 @@ static int parse_op(sel_parser_t *ps, lc_match_op_t *op)
 static int parse_matcher(sel_parser_t *ps, lc_selector_t *sel)
 {
     char *name = NULL, *value = NULL;
-    lc_match_op_t op;
+    lc_match_op_t op = LC_MATCH_EQ;
     int rc = parse_name(ps, &name);
     if (rc)
         return rc;
