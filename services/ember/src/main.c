@@ -9,7 +9,7 @@
 
 static const char usage[] =
     "usage: ember [flags]\n"
-    "Runs the ingester, writer, store and querier in one process (Pyroscope API on :4040).\n";
+    "Runs the ingester, writer, store and querier in one process (Pyroscope API on :4040).";
 
 int main(int argc, char **argv)
 {
