@@ -52,7 +52,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (size < 1 || size > 1 << 20)
         return 0;
     bool lines = data[0] & 1;
-    uint32_t rate = data[0] >> 1;       /* 0..127: 0 keeps counts */
+    uint32_t rate = data[0] >> 1; /* 0..127: 0 keeps counts */
     size_t len = size - 1;
     uint8_t *body = malloc(len ? len : 1);
     memcpy(body, data + 1, len);

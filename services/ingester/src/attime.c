@@ -52,13 +52,17 @@ static bool all_digits(const char *s, size_t n)
     return n > 0;
 }
 
-static bool leap_year(int y) { return (y % 4 == 0 && y % 100 != 0) || y % 400 == 0; }
+static bool leap_year(int y)
+{
+    return (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+}
 
 /* YYYYMMDD with a real calendar date and year > 1900 -> seconds; else false. */
 static bool parse_date(const char *s, int64_t *secs)
 {
     static const int mdays[12] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
-    int y = (int)digits_value(s, 4), m = (int)digits_value(s + 4, 2), d = (int)digits_value(s + 6, 2);
+    int y = (int)digits_value(s, 4), m = (int)digits_value(s + 4, 2),
+        d = (int)digits_value(s + 6, 2);
     if (y <= 1900 || m < 1 || m > 12 || d < 1)
         return false;
     if (d > mdays[m - 1] + (m == 2 && leap_year(y)))
@@ -91,8 +95,8 @@ static int64_t unit_seconds(const char *u)
         const char *prefix;
         int64_t secs;
     } units[] = {
-        {"s", 1}, {"mon", 30 * 86400}, {"M", 30 * 86400}, {"min", 60}, {"m", 60},
-        {"h", 3600}, {"d", 86400}, {"w", 7 * 86400}, {"y", 365 * 86400},
+        {"s", 1},    {"mon", 30 * 86400}, {"M", 30 * 86400}, {"min", 60},        {"m", 60},
+        {"h", 3600}, {"d", 86400},        {"w", 7 * 86400},  {"y", 365 * 86400},
     };
     for (size_t i = 0; i < LC_ARRAY_LEN(units); i++) {
         if (strncmp(u, units[i].prefix, strlen(units[i].prefix)) == 0)

@@ -16,8 +16,8 @@
 typedef struct cv_state_s {
     lc_pprof_builder_t *b;
     uint64_t mapping;
-    int64_t scale;              /* 1, or the period when rate-scaled */
-    uint64_t *locs;             /* scratch: one stack, then reversed to leaf-first */
+    int64_t scale;  /* 1, or the period when rate-scaled */
+    uint64_t *locs; /* scratch: one stack, then reversed to leaf-first */
     size_t cap_locs;
     size_t max_frames;
     lc_status_t *st;
@@ -73,10 +73,9 @@ static void cv_types(cv_state_t *s, const ing_app_type_t *t, uint32_t sample_rat
     lc_pprof_builder_sample_type(s->b, t->sample_type, t->sample_unit);
 }
 
-int ing_text_to_pprof(const uint8_t *body, size_t len, bool lines_format,
-                      const ing_app_type_t *t, uint32_t sample_rate, int64_t time_ns,
-                      const lc_pprof_limits_t *lim, lc_arena_t *arena, lc_buf_t *out,
-                      lc_status_t *st)
+int ing_text_to_pprof(const uint8_t *body, size_t len, bool lines_format, const ing_app_type_t *t,
+                      uint32_t sample_rate, int64_t time_ns, const lc_pprof_limits_t *lim,
+                      lc_arena_t *arena, lc_buf_t *out, lc_status_t *st)
 {
     cv_state_t s = {.b = lc_pprof_builder_new(), .st = st, .max_frames = lim->max_stack_depth};
     if (s.max_frames == 0)

@@ -27,7 +27,7 @@ typedef struct dl_point_s {
 
 typedef struct dl_baseline_s {
     uint64_t fp;
-    dl_point_t *points;     /* sorted by key, keys unique */
+    dl_point_t *points; /* sorted by key, keys unique */
     size_t n;
 } dl_baseline_t;
 
@@ -37,8 +37,8 @@ typedef struct dl_vec_s {
 } dl_vec_t;
 
 struct ing_delta_s {
-    dl_vec_t committed;     /* sorted by fp */
-    dl_vec_t pending;       /* staged in this batch, in order */
+    dl_vec_t committed; /* sorted by fp */
+    dl_vec_t pending;   /* staged in this batch, in order */
     size_t committed_points;
     size_t max_entries;
 };
@@ -172,7 +172,7 @@ bool ing_delta_apply(ing_delta_t *d, uint64_t series_fp, const uint64_t *stack_k
     const dl_baseline_t *prev = dl_find(d, series_fp);
     dl_baseline_t cur = dl_aggregate(series_fp, stack_keys, values, n);
     bool keep = prev && dl_deltas(&cur, prev, stack_keys, n, out_values);
-    dl_stage(d, cur);   /* after the lookup: staging may move the pending array */
+    dl_stage(d, cur); /* after the lookup: staging may move the pending array */
     return keep;
 }
 
@@ -208,7 +208,10 @@ void ing_delta_commit(ing_delta_t *d)
     }
 }
 
-void ing_delta_discard(ing_delta_t *d) { dl_vec_clear(&d->pending); }
+void ing_delta_discard(ing_delta_t *d)
+{
+    dl_vec_clear(&d->pending);
+}
 
 /* ---------------------------------------------------------------- stack keys */
 
@@ -220,7 +223,10 @@ static uint64_t dl_mix(uint64_t h, const void *p, size_t n)
     return h;
 }
 
-static uint64_t dl_mix_str(uint64_t h, const char *s) { return dl_mix(h, s, strlen(s) + 1); }
+static uint64_t dl_mix_str(uint64_t h, const char *s)
+{
+    return dl_mix(h, s, strlen(s) + 1);
+}
 
 uint64_t ing_stack_key(const Google__V1__Profile *p, const Google__V1__Sample *s,
                        const lc_pprof_index_t *ix)
@@ -230,7 +236,7 @@ uint64_t ing_stack_key(const Google__V1__Profile *p, const Google__V1__Sample *s
         const Google__V1__Location *loc = lc_pprof_location(ix, s->location_id[i]);
         if (!loc)
             continue;
-        if (loc->n_line == 0)   /* unsymbolized: the address is all there is */
+        if (loc->n_line == 0) /* unsymbolized: the address is all there is */
             h = dl_mix(h, &loc->address, sizeof(loc->address));
         for (size_t j = 0; j < loc->n_line; j++) {
             const Google__V1__Function *f = lc_pprof_function(ix, loc->line[j]->function_id);

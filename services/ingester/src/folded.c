@@ -94,12 +94,12 @@ typedef struct fl_count_s {
 typedef struct fl_counts_s {
     fl_count_t *slots;
     size_t cap, n;
-    fl_line_t *order;       /* first-seen order, so output is deterministic */
+    fl_line_t *order; /* first-seen order, so output is deterministic */
 } fl_counts_t;
 
 static uint64_t fl_hash(const char *s, size_t n)
 {
-    uint64_t h = 1469598103934665603ULL;   /* FNV-1a */
+    uint64_t h = 1469598103934665603ULL; /* FNV-1a */
     for (size_t i = 0; i < n; i++)
         h = (h ^ (uint8_t)s[i]) * 1099511628211ULL;
     return h;
@@ -150,8 +150,8 @@ static size_t fl_count_lines(const uint8_t *p, const uint8_t *end)
     return n;
 }
 
-static int fl_parse_lines(const uint8_t *p, const uint8_t *end, lc_arena_t *arena,
-                          ing_stack_cb cb, void *data, lc_status_t *st)
+static int fl_parse_lines(const uint8_t *p, const uint8_t *end, lc_arena_t *arena, ing_stack_cb cb,
+                          void *data, lc_status_t *st)
 {
     fl_counts_t counts;
     if (fl_counts_init(&counts, fl_count_lines(p, end), arena) < 0)
@@ -165,8 +165,8 @@ static int fl_parse_lines(const uint8_t *p, const uint8_t *end, lc_arena_t *aren
             fl_counts_add(&counts, &line);
     }
     for (size_t i = 0; i < counts.n; i++) {
-        int rc = cb(counts.order[i].s, counts.order[i].len, fl_counts_get(&counts, &counts.order[i]),
-                    data);
+        int rc = cb(counts.order[i].s, counts.order[i].len,
+                    fl_counts_get(&counts, &counts.order[i]), data);
         if (rc != 0)
             return rc;
     }

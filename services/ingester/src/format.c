@@ -9,7 +9,10 @@
 
 #include "ingester_int.h"
 
-static bool eq(const char *a, const char *b) { return a && strcmp(a, b) == 0; }
+static bool eq(const char *a, const char *b)
+{
+    return a && strcmp(a, b) == 0;
+}
 
 static bool is_multipart(const char *content_type)
 {

@@ -29,7 +29,7 @@ typedef struct ingest_ctx_s {
     uint32_t sample_rate;
     const char *spy;
     lc_status_t st;
-    const char *reason;         /* ember_ingest_rejected_total{reason} on failure */
+    const char *reason; /* ember_ingest_rejected_total{reason} on failure */
 } ingest_ctx_t;
 
 typedef int (*ingest_format_fn)(ingest_ctx_t *c);
@@ -83,14 +83,17 @@ static int ingest_params(ingest_ctx_t *c)
     c->sample_rate = parse_sample_rate(lc_http_query(c->req, "sampleRate"));
     const char *spy = lc_http_query(c->req, "spyName");
     c->spy = spy && *spy ? spy : "unknown";
-    c->format = ing_format_select(lc_http_query(c->req, "format"),
-                                  lc_http_header(c->req, "content-type"));
+    c->format =
+        ing_format_select(lc_http_query(c->req, "format"), lc_http_header(c->req, "content-type"));
     return 0;
 }
 
 /* ---------------------------------------------------------------- publishing */
 
-static lc_pprof_limits_t limits(const ingest_ctx_t *c) { return c->ing->opts.limits; }
+static lc_pprof_limits_t limits(const ingest_ctx_t *c)
+{
+    return c->ing->opts.limits;
+}
 
 /* Labels are final; checks the window and queues p for publishing. */
 static int ingest_publish(ingest_ctx_t *c, lc_pprof_t *p, lc_labels_t *ls,
@@ -102,16 +105,16 @@ static int ingest_publish(ingest_ctx_t *c, lc_pprof_t *p, lc_labels_t *ls,
     lc_buf_init(&out, LC_BUF_UNLIMITED);
     int rc = lc_pprof_encode(p, false, &out);
     if (rc == 0)
-        rc = ing_job_add(c->job, c->tenant, ls, out.data, out.len, p->time_nanos, cfg,
-                         p->n_sample, &c->st);
+        rc = ing_job_add(c->job, c->tenant, ls, out.data, out.len, p->time_nanos, cfg, p->n_sample,
+                         &c->st);
     else
         lc_status_set(&c->st, LC_CODE_INTERNAL, "cannot encode the profile: %s", lc_strerror(rc));
     lc_buf_fini(&out);
     return rc == 0 ? 0 : fail(c, "too_large");
 }
 
-static int ingest_labels(ingest_ctx_t *c, lc_labels_t *ls, const char *metric,
-                         const char *service, bool app_name_label)
+static int ingest_labels(ingest_ctx_t *c, lc_labels_t *ls, const char *metric, const char *service,
+                         bool app_name_label)
 {
     ing_label_limits_t lim = ing_label_limits(c->ing);
     ing_ingest_labels(ls, metric, c->spy, service, &c->set, app_name_label);
@@ -124,7 +127,7 @@ static int ingest_labels(ingest_ctx_t *c, lc_labels_t *ls, const char *metric,
 static int ingest_pprof(ingest_ctx_t *c, const uint8_t *data, size_t len, const ing_stconfig_t *cfg)
 {
     if (len == 0)
-        return 0;   /* an empty push: nothing stored, 200 */
+        return 0; /* an empty push: nothing stored, 200 */
     lc_pprof_limits_t lim = limits(c);
     lc_pprof_t *p;
     if (lc_pprof_decode(data, len, &lim, c->arena, &p, &c->st) < 0)
@@ -163,7 +166,7 @@ static int form_config(ingest_ctx_t *c, const ing_form_t *form, ing_stconfig_t *
         return lc_status_set(&c->st, LC_CODE_RESOURCE_EXHAUSTED, "out of request memory");
     if (ing_stconfig_parse(part->data, part->len, c->arena, parsed, &is_null, &c->st) < 0)
         return -1;
-    *cfg = is_null ? NULL : parsed;  /* a JSON null means "no config" */
+    *cfg = is_null ? NULL : parsed; /* a JSON null means "no config" */
     return 0;
 }
 
@@ -195,7 +198,7 @@ static int ingest_text(ingest_ctx_t *c, bool lines_format)
 {
     const char *profile_id = ing_labelset_get(&c->set, "profile_id");
     if (profile_id && *profile_id)
-        return 0;   /* legacy exemplar upload: accepted and dropped (§2.3) */
+        return 0; /* legacy exemplar upload: accepted and dropped (§2.3) */
     ing_app_type_t t;
     if (ing_app_type(c->set.app_name, c->arena, &t, &c->st) < 0)
         return fail(c, "unknown_profile_type");
@@ -213,7 +216,7 @@ static int ingest_text(ingest_ctx_t *c, bool lines_format)
     if (rc < 0)
         return fail_422(c, "invalid_profile");
     if (p->n_sample == 0)
-        return 0;   /* no stacks: nothing to store */
+        return 0; /* no stacks: nothing to store */
     lc_labels_t ls;
     rc = ingest_labels(c, &ls, t.metric, t.service, true);
     rc = rc < 0 ? fail(c, "invalid_labels") : ingest_publish(c, p, &ls, NULL);
@@ -221,8 +224,15 @@ static int ingest_text(ingest_ctx_t *c, bool lines_format)
     return rc;
 }
 
-static int ingest_folded(ingest_ctx_t *c) { return ingest_text(c, false); }
-static int ingest_lines(ingest_ctx_t *c) { return ingest_text(c, true); }
+static int ingest_folded(ingest_ctx_t *c)
+{
+    return ingest_text(c, false);
+}
+
+static int ingest_lines(ingest_ctx_t *c)
+{
+    return ingest_text(c, true);
+}
 
 static int ingest_unsupported(ingest_ctx_t *c)
 {
@@ -231,16 +241,18 @@ static int ingest_unsupported(ingest_ctx_t *c)
     return fail(c, "unsupported_format");
 }
 
+/* clang-format off */
 static const ingest_format_fn ingest_formats[ING_FMT_COUNT_] = {
-    [ING_FMT_FOLDED] = ingest_folded,
-    [ING_FMT_LINES] = ingest_lines,
-    [ING_FMT_PPROF] = ingest_pprof_raw,
+    [ING_FMT_FOLDED]     = ingest_folded,
+    [ING_FMT_LINES]      = ingest_lines,
+    [ING_FMT_PPROF]      = ingest_pprof_raw,
     [ING_FMT_PPROF_FORM] = ingest_pprof_form,
-    [ING_FMT_TRIE] = ingest_unsupported,
-    [ING_FMT_TREE] = ingest_unsupported,
-    [ING_FMT_JFR] = ingest_unsupported,
+    [ING_FMT_TRIE]       = ingest_unsupported,
+    [ING_FMT_TREE]       = ingest_unsupported,
+    [ING_FMT_JFR]        = ingest_unsupported,
     [ING_FMT_SPEEDSCOPE] = ingest_unsupported,
 };
+/* clang-format on */
 
 /* ---------------------------------------------------------------- the route */
 

@@ -110,4 +110,7 @@ int ing_new(uv_loop_t *loop, const ing_opts_t *opts, lc_httpd_t *srv, lc_transpo
     return 0;
 }
 
-void ing_free(ing_t *ing) { lc_free(ing); }
+void ing_free(ing_t *ing)
+{
+    lc_free(ing);
+}

@@ -17,19 +17,19 @@
 #include "ember/v1/ingest.pb-c.h"
 #include "google/v1/profile.pb-c.h"
 #include "lc/alloc.h"
+#include "lc/connect.h"
 #include "lc/err.h"
 #include "lc/labels.h"
-#include "lc/connect.h"
 #include "lc/pprof.h"
 
 #include "ingester.h"
 
 /* ---------------------------------------------------------------- caps */
-#define ING_LABELSET_MAX_PAIRS 256          /* `name` query parameter */
+#define ING_LABELSET_MAX_PAIRS 256 /* `name` query parameter */
 #define ING_MULTIPART_MAX_PARTS 64
 #define ING_MULTIPART_MAX_HEADER_BYTES 16384 /* per part */
 #define ING_STCONFIG_MAX_ENTRIES 256
-#define ING_FOLDED_MAX_LINE 65535           /* Go's bufio.Scanner token limit, minus '\n' */
+#define ING_FOLDED_MAX_LINE 65535 /* Go's bufio.Scanner token limit, minus '\n' */
 #define ING_PUSH_MAX_TOTAL_BYTES ((size_t)256 << 20) /* decoded profiles per Push */
 
 /* ---------------------------------------------------------------- labelset.c */
@@ -40,8 +40,8 @@ typedef struct ing_kv_s {
 
 /* The parsed `name` parameter of /ingest (pyroscope-api.md §2.3). */
 typedef struct ing_labelset_s {
-    const char *app_name;   /* text before '{' or the `__name__` override */
-    ing_kv_t *v;            /* every other key, first-seen order; a repeat keeps the last value */
+    const char *app_name; /* text before '{' or the `__name__` override */
+    ing_kv_t *v;          /* every other key, first-seen order; a repeat keeps the last value */
     size_t n;
 } ing_labelset_t;
 
@@ -58,8 +58,8 @@ int64_t ing_attime_parse(const char *s, int64_t now_ns);
 typedef enum {
     ING_FMT_FOLDED = 0,
     ING_FMT_LINES,
-    ING_FMT_PPROF,          /* raw body */
-    ING_FMT_PPROF_FORM,     /* multipart/form-data */
+    ING_FMT_PPROF,      /* raw body */
+    ING_FMT_PPROF_FORM, /* multipart/form-data */
     ING_FMT_TRIE,
     ING_FMT_TREE,
     ING_FMT_JFR,
@@ -73,10 +73,10 @@ const char *ing_format_name(ing_format_t f);
 
 /* ---------------------------------------------------------------- multipart.c */
 typedef struct ing_part_s {
-    const char *name;           /* Content-Disposition name, "" if none */
-    const char *filename;       /* NULL when the part is not a file part */
-    const char *content_type;   /* NULL if absent */
-    const uint8_t *data;        /* points into the body */
+    const char *name;         /* Content-Disposition name, "" if none */
+    const char *filename;     /* NULL when the part is not a file part */
+    const char *content_type; /* NULL if absent */
+    const uint8_t *data;      /* points into the body */
     size_t len;
 } ing_part_t;
 
@@ -127,11 +127,11 @@ const char *ing_metric_name(const Google__V1__Profile *p, const ing_stconfig_t *
 
 /* Profile type of a text/tree upload from the app-name suffix (§2.10). */
 typedef struct ing_app_type_s {
-    const char *metric;         /* __name__ */
+    const char *metric; /* __name__ */
     const char *sample_type;
     const char *sample_unit;
-    bool rate_scaled;           /* process_cpu / wall: values x period when sampleRate != 0 */
-    const char *service;        /* app name without the suffix (arena) */
+    bool rate_scaled;    /* process_cpu / wall: values x period when sampleRate != 0 */
+    const char *service; /* app name without the suffix (arena) */
 } ing_app_type_t;
 int ing_app_type(const char *app_name, lc_arena_t *arena, ing_app_type_t *out,
                  lc_status_t *st) LC_MUST_CHECK;
@@ -151,17 +151,16 @@ int ing_labels_finish(lc_labels_t *ls, const ing_label_limits_t *lim,
 int ing_labels_check(const lc_labels_t *ls, const ing_label_limits_t *lim,
                      lc_status_t *st) LC_MUST_CHECK;
 /* Series labels of an /ingest upload (§2.5 / §2.10) in ls (initialised here). */
-void ing_ingest_labels(lc_labels_t *ls, const char *metric, const char *spy,
-                       const char *service, const ing_labelset_t *set, bool app_name_label);
+void ing_ingest_labels(lc_labels_t *ls, const char *metric, const char *spy, const char *service,
+                       const ing_labelset_t *set, bool app_name_label);
 /* True for labelset keys that become series labels. */
 bool ing_label_allowed(const char *name);
 
 /* ---------------------------------------------------------------- convert.c */
 /* folded/lines text -> an uncompressed single-sample-type pprof in out. */
-int ing_text_to_pprof(const uint8_t *body, size_t len, bool lines_format,
-                      const ing_app_type_t *t, uint32_t sample_rate, int64_t time_ns,
-                      const lc_pprof_limits_t *lim, lc_arena_t *arena, lc_buf_t *out,
-                      lc_status_t *st) LC_MUST_CHECK;
+int ing_text_to_pprof(const uint8_t *body, size_t len, bool lines_format, const ing_app_type_t *t,
+                      uint32_t sample_rate, int64_t time_ns, const lc_pprof_limits_t *lim,
+                      lc_arena_t *arena, lc_buf_t *out, lc_status_t *st) LC_MUST_CHECK;
 
 /* ---------------------------------------------------------------- spy.c */
 /* pyspy/rbspy/scripting: function names become "<filename> <function>". */
@@ -171,10 +170,10 @@ int ing_spy_fix_names(Google__V1__Profile *p, const char *spy, lc_arena_t *arena
 /* ---------------------------------------------------------------- split.c */
 /* One series' worth of samples: those sharing the same string sample labels. */
 typedef struct ing_group_s {
-    ing_kv_t *labels;           /* sorted by name; trace_id/span_id/profile_id excluded */
+    ing_kv_t *labels; /* sorted by name; trace_id/span_id/profile_id excluded */
     size_t n_labels;
-    uint32_t *samples;          /* indices into p->sample */
-    uint64_t *span_ids;         /* parallel to samples; 0 = none */
+    uint32_t *samples;  /* indices into p->sample */
+    uint64_t *span_ids; /* parallel to samples; 0 = none */
     size_t n_samples;
     bool has_span_ids;
 } ing_group_t;
@@ -219,10 +218,10 @@ struct ing_s {
     uv_loop_t *loop;
     ing_opts_t opts;
     lc_transport_t *tr;
-    lc_metrics_t *metrics;                  /* may be NULL */
-    lc_metric_t *m_profiles[2];             /* ember_ingest_profiles_total{route} */
-    lc_metric_t *m_bytes;                   /* ember_ingest_bytes_total */
-    lc_metric_t *m_samples;                 /* ember_ingest_samples_total */
+    lc_metrics_t *metrics;      /* may be NULL */
+    lc_metric_t *m_profiles[2]; /* ember_ingest_profiles_total{route} */
+    lc_metric_t *m_bytes;       /* ember_ingest_bytes_total */
+    lc_metric_t *m_samples;     /* ember_ingest_samples_total */
 };
 
 /* Counts a rejected request under ember_ingest_rejected_total{reason}. */
@@ -250,19 +249,19 @@ typedef struct ing_job_s {
     ing_route_t route;
     ing_msg_t *msgs;
     size_t n_msgs, cap_msgs;
-    lc_connect_codec_t codec;       /* Push: the reply codec */
-    lc_status_t partial;            /* Push: errors of the profiles that were rejected */
+    lc_connect_codec_t codec; /* Push: the reply codec */
+    lc_status_t partial;      /* Push: errors of the profiles that were rejected */
     size_t pending;
     bool publishing;
-    int status;                     /* first transport failure */
+    int status; /* first transport failure */
 } ing_job_t;
 
 ing_job_t *ing_job_new(ing_t *ing, lc_http_req_t *req, ing_route_t route);
 /* Wraps one validated, uncompressed pprof into an IngestProfile for the job.
  * labels must be sorted and checked. */
-int ing_job_add(ing_job_t *job, const char *tenant, const lc_labels_t *labels,
-                const uint8_t *pprof, size_t len, int64_t time_ns, const ing_stconfig_t *cfg,
-                size_t n_samples, lc_status_t *st) LC_MUST_CHECK;
+int ing_job_add(ing_job_t *job, const char *tenant, const lc_labels_t *labels, const uint8_t *pprof,
+                size_t len, int64_t time_ns, const ing_stconfig_t *cfg, size_t n_samples,
+                lc_status_t *st) LC_MUST_CHECK;
 /* The routes' `after` (loop thread): publishes req->user's job, if any. */
 lc_http_result_t ing_publish_after(lc_http_req_t *req, void *data);
 

@@ -18,8 +18,8 @@ bool ing_label_allowed(const char *name)
     return strncmp(name, "__", 2) != 0 || strcmp(name, "__session_id__") == 0;
 }
 
-void ing_ingest_labels(lc_labels_t *ls, const char *metric, const char *spy,
-                       const char *service, const ing_labelset_t *set, bool app_name_label)
+void ing_ingest_labels(lc_labels_t *ls, const char *metric, const char *spy, const char *service,
+                       const ing_labelset_t *set, bool app_name_label)
 {
     lc_labels_init(ls);
     lc_labels_set(ls, "__name__", metric);
@@ -87,7 +87,11 @@ static bool utf8_valid(const char *s)
 {
     const uint8_t *p = (const uint8_t *)s;
     while (*p) {
-        size_t n = *p < 0x80 ? 0 : (*p >> 5) == 6 ? 1 : (*p >> 4) == 14 ? 2 : (*p >> 3) == 30 ? 3 : 9;
+        size_t n = *p < 0x80         ? 0
+                   : (*p >> 5) == 6  ? 1
+                   : (*p >> 4) == 14 ? 2
+                   : (*p >> 3) == 30 ? 3
+                                     : 9;
         if (n == 9)
             return false;
         uint32_t cp = n == 0 ? *p : *p & (0x3f >> n);

@@ -44,11 +44,14 @@ static char *ls_trimmed(ls_parser_t *p, size_t start, size_t end)
 
 static bool ls_key_char(char c)
 {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-           c == '_' || c == '.';
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+           c == '.';
 }
 
-static bool ls_app_char(char c) { return ls_key_char(c) || c == '-' || c == '/'; }
+static bool ls_app_char(char c)
+{
+    return ls_key_char(c) || c == '-' || c == '/';
+}
 
 static int ls_validate(lc_status_t *st, const char *what, const char *s, bool (*ok)(char))
 {
@@ -146,7 +149,7 @@ int ing_labelset_parse(const char *s, lc_arena_t *arena, ing_labelset_t *out, lc
         if (ls_step(&p, i) < 0)
             return -1;
     }
-    if (p.state == LS_APP && ls_end_app(&p, len) < 0)   /* no '{': all of s is the app name */
+    if (p.state == LS_APP && ls_end_app(&p, len) < 0) /* no '{': all of s is the app name */
         return -1;
     /* An override skips validation (as in Pyroscope), but an empty one would
      * leave the series without a service name. */

@@ -22,9 +22,9 @@
 
 typedef struct mp_reader_s {
     const uint8_t *p, *end;
-    const char *nl;          /* "\r\n" or "\n" */
+    const char *nl; /* "\r\n" or "\n" */
     size_t nl_len;
-    const char *dash;        /* "--" boundary */
+    const char *dash; /* "--" boundary */
     size_t dash_len;
     lc_arena_t *arena;
     lc_status_t *st;
@@ -35,7 +35,10 @@ static int mp_error(lc_status_t *st, const char *what)
     return lc_status_set(st, LC_CODE_INVALID_ARGUMENT, "multipart: %s", what);
 }
 
-static bool mp_space(char c) { return c == ' ' || c == '\t'; }
+static bool mp_space(char c)
+{
+    return c == ' ' || c == '\t';
+}
 
 static const char *mp_skip_space(const char *s)
 {
@@ -71,7 +74,7 @@ static char *mp_param_value(const char **s, lc_arena_t *arena)
 }
 
 typedef struct mp_param_s {
-    const char *name;       /* lower-case match target */
+    const char *name; /* lower-case match target */
     const char **value;
     bool seen;
 } mp_param_t;
@@ -86,7 +89,7 @@ static int mp_params(const char *s, mp_param_t *want, size_t n_want, lc_arena_t 
             return mp_error(st, "malformed header parameters");
         s = mp_skip_space(s);
         if (!*s)
-            break;  /* a trailing ';' is tolerated, as by Go */
+            break; /* a trailing ';' is tolerated, as by Go */
         size_t klen = strcspn(s, "= \t;");
         const char *key = s;
         s = mp_skip_space(s + klen);
@@ -207,8 +210,7 @@ static int mp_part_end(mp_reader_t *r, const uint8_t *data, size_t *len, const u
         if (!hit)
             return mp_error(r->st, "truncated body: closing boundary missing");
         const uint8_t *after = hit + r->nl_len;
-        if ((size_t)(r->end - after) >= r->dash_len &&
-            memcmp(after, r->dash, r->dash_len) == 0) {
+        if ((size_t)(r->end - after) >= r->dash_len && memcmp(after, r->dash, r->dash_len) == 0) {
             after += r->dash_len;
             int tail = mp_delimiter_tail(r, &after);
             if (tail >= 0) {

@@ -46,14 +46,14 @@ const char *ing_metric_name(const Google__V1__Profile *p, const ing_stconfig_t *
         if (metric)
             return metric;
     }
-    return st;  /* fallback: the last raw sample type string */
+    return st; /* fallback: the last raw sample type string */
 }
 
 /* ---- app-name suffix -> profile type (§2.10). */
 typedef struct app_suffix_s {
     const char *suffix;
     const char *metric;
-    const char *type;       /* NULL = the suffix itself */
+    const char *type; /* NULL = the suffix itself */
     const char *unit;
 } app_suffix_t;
 

@@ -54,7 +54,7 @@ static Types__V1__LabelPair **job_label_pairs(const lc_labels_t *ls, lc_arena_t 
         return NULL;
     for (size_t i = 0; i < ls->n; i++) {
         types__v1__label_pair__init(&pairs[i]);
-        pairs[i].name = ls->v[i].name;      /* borrowed: packed before labels are freed */
+        pairs[i].name = ls->v[i].name; /* borrowed: packed before labels are freed */
         pairs[i].value = ls->v[i].value;
         v[i] = &pairs[i];
     }
@@ -83,9 +83,9 @@ static ing_msg_t *job_slot(ing_job_t *job)
     return &job->msgs[job->n_msgs];
 }
 
-int ing_job_add(ing_job_t *job, const char *tenant, const lc_labels_t *labels,
-                const uint8_t *pprof, size_t len, int64_t time_ns, const ing_stconfig_t *cfg,
-                size_t n_samples, lc_status_t *st)
+int ing_job_add(ing_job_t *job, const char *tenant, const lc_labels_t *labels, const uint8_t *pprof,
+                size_t len, int64_t time_ns, const ing_stconfig_t *cfg, size_t n_samples,
+                lc_status_t *st)
 {
     lc_arena_t *arena = job->req->arena;
     uint8_t id[ING_ID_BYTES];
@@ -150,7 +150,7 @@ static void job_respond(ing_job_t *job)
     if (job->route == ING_ROUTE_INGEST) {
         if (job->status != 0)
             lc_http_error(job->req, &st);
-        return;     /* 200, empty body */
+        return; /* 200, empty body */
     }
     if (job->status != 0) {
         lc_connect_error(job->req, &st);
@@ -177,13 +177,13 @@ lc_http_result_t ing_publish_after(lc_http_req_t *req, void *data)
 {
     ing_job_t *job = req->user;
     if (!job)
-        return LC_HTTP_DONE;    /* `work` already answered */
+        return LC_HTTP_DONE; /* `work` already answered */
     job->publishing = true;
     for (size_t i = 0; i < job->n_msgs && job->status == 0; i++) {
         const ing_msg_t *m = &job->msgs[i];
         job->pending++;
-        int rc = lc_transport_publish(job->ing->tr, m->data, m->len, m->partition,
-                                      job_on_published, job);
+        int rc = lc_transport_publish(job->ing->tr, m->data, m->len, m->partition, job_on_published,
+                                      job);
         if (rc != 0) {
             job->pending--;
             job->status = rc;

@@ -21,7 +21,7 @@ typedef struct push_ctx_s {
     ing_job_t *job;
     const char *tenant;
     int64_t now_ns;
-    size_t total_bytes;         /* decoded profiles, capped per request */
+    size_t total_bytes; /* decoded profiles, capped per request */
     size_t n_profiles, n_rejected;
     lc_status_t first_error;
 } push_ctx_t;
@@ -58,8 +58,8 @@ static int push_profile(push_ctx_t *c, const lc_labels_t *ls, const ProtobufCBin
                            "decompressed profiles of the request exceed %zu bytes",
                            ING_PUSH_MAX_TOTAL_BYTES);
     else
-        rc = ing_job_add(c->job, c->tenant, ls, out.data, out.len, p->time_nanos, NULL,
-                         p->n_sample, st);
+        rc = ing_job_add(c->job, c->tenant, ls, out.data, out.len, p->time_nanos, NULL, p->n_sample,
+                         st);
     lc_buf_fini(&out);
     return rc;
 }
@@ -98,8 +98,8 @@ static int push_run(push_ctx_t *c, const Push__V1__PushRequest *req, lc_status_t
     if (c->n_rejected == 0)
         return 0;
     lc_status_t *out = c->job->n_msgs ? &c->job->partial : st;
-    lc_status_set(out, LC_CODE_INVALID_ARGUMENT, "%zu of %zu profiles rejected: %s",
-                  c->n_rejected, c->n_profiles, c->first_error.msg);
+    lc_status_set(out, LC_CODE_INVALID_ARGUMENT, "%zu of %zu profiles rejected: %s", c->n_rejected,
+                  c->n_profiles, c->first_error.msg);
     return c->job->n_msgs ? 0 : -1;
 }
 

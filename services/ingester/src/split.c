@@ -31,7 +31,7 @@ uint64_t ing_parse_span_id(const char *s)
     size_t i = 0;
     for (; s[i] && i < 16; i++) {
         char c = s[i];
-        int d = c >= '0' && c <= '9' ? c - '0'
+        int d = c >= '0' && c <= '9'   ? c - '0'
                 : c >= 'a' && c <= 'f' ? c - 'a' + 10
                 : c >= 'A' && c <= 'F' ? c - 'A' + 10
                                        : -1;
@@ -44,14 +44,14 @@ uint64_t ing_parse_span_id(const char *s)
 
 static uint64_t sp_hash(const ing_kv_t *kv, size_t n)
 {
-    uint64_t h = 1469598103934665603ULL;   /* FNV-1a over name\0value\0... */
+    uint64_t h = 1469598103934665603ULL; /* FNV-1a over name\0value\0... */
     for (size_t i = 0; i < n; i++) {
-        for (const char *c = kv[i].name; ; c++) {
+        for (const char *c = kv[i].name;; c++) {
             h = (h ^ (uint8_t)*c) * 1099511628211ULL;
             if (!*c)
                 break;
         }
-        for (const char *c = kv[i].value; ; c++) {
+        for (const char *c = kv[i].value;; c++) {
             h = (h ^ (uint8_t)*c) * 1099511628211ULL;
             if (!*c)
                 break;
@@ -72,7 +72,7 @@ static int sp_read_sample(const Google__V1__Profile *p, const Google__V1__Sample
     for (size_t i = 0; i < s->n_label; i++) {
         const Google__V1__Label *l = s->label[i];
         if (l->str == 0)
-            continue;   /* numeric label (or an empty string value) */
+            continue; /* numeric label (or an empty string value) */
         const char *k = ing_pprof_str(p, l->key), *v = ing_pprof_str(p, l->str);
         if (!strcmp(k, "span_id"))
             out->span_id = ing_parse_span_id(v);
@@ -109,7 +109,7 @@ typedef struct sp_state_s {
     ing_group_t *groups;
     uint64_t *hashes;
     size_t n;
-    uint32_t *slots;        /* open addressing: group index + 1, 0 = empty */
+    uint32_t *slots; /* open addressing: group index + 1, 0 = empty */
     size_t cap;
 } sp_state_t;
 

@@ -16,9 +16,11 @@
 
 #include "ingester_int.h"
 
-#define ST_ENTRY(type, display, units, aggregation, cumulative)                                     \
-    {PROTOBUF_C_MESSAGE_INIT(&ember__v1__sample_type_config__descriptor), (char *)(type),           \
-     (char *)(display), (char *)(units), (char *)(aggregation), (cumulative)}
+#define ST_ENTRY(type, display, units, aggregation, cumulative)                                    \
+    {                                                                                              \
+        PROTOBUF_C_MESSAGE_INIT(&ember__v1__sample_type_config__descriptor), (char *)(type),       \
+            (char *)(display), (char *)(units), (char *)(aggregation), (cumulative)                \
+    }
 
 /* Pyroscope's built-in table (tree.DefaultSampleTypeMapping). */
 static Ember__V1__SampleTypeConfig st_builtin_entries[] = {
@@ -33,15 +35,17 @@ static Ember__V1__SampleTypeConfig st_builtin_entries[] = {
 };
 
 static Ember__V1__SampleTypeConfig *st_builtin_ptrs[] = {
-    &st_builtin_entries[0], &st_builtin_entries[1], &st_builtin_entries[2],
-    &st_builtin_entries[3], &st_builtin_entries[4], &st_builtin_entries[5],
-    &st_builtin_entries[6], &st_builtin_entries[7],
+    &st_builtin_entries[0], &st_builtin_entries[1], &st_builtin_entries[2], &st_builtin_entries[3],
+    &st_builtin_entries[4], &st_builtin_entries[5], &st_builtin_entries[6], &st_builtin_entries[7],
 };
 _Static_assert(LC_ARRAY_LEN(st_builtin_ptrs) == LC_ARRAY_LEN(st_builtin_entries),
                "one pointer per built-in entry");
 static const ing_stconfig_t st_builtin = {st_builtin_ptrs, LC_ARRAY_LEN(st_builtin_ptrs)};
 
-const ing_stconfig_t *ing_stconfig_builtin(void) { return &st_builtin; }
+const ing_stconfig_t *ing_stconfig_builtin(void)
+{
+    return &st_builtin;
+}
 
 const Ember__V1__SampleTypeConfig *ing_stconfig_find(const ing_stconfig_t *c, const char *type)
 {
@@ -78,8 +82,8 @@ static int st_bool(json_t *v, const char *key, protobuf_c_boolean *out, lc_statu
     return 0;
 }
 
-static int st_field(Ember__V1__SampleTypeConfig *c, const char *field, json_t *v,
-                    lc_arena_t *arena, lc_status_t *st)
+static int st_field(Ember__V1__SampleTypeConfig *c, const char *field, json_t *v, lc_arena_t *arena,
+                    lc_status_t *st)
 {
     if (strcasecmp(field, "display-name") == 0)
         return st_string(v, c->sample_type, arena, &c->display_name, st);
@@ -113,7 +117,8 @@ static int st_entry(const char *type, json_t *obj, lc_arena_t *arena,
         return st_error(st, type, "expected an object");
     const char *field;
     json_t *v;
-    json_object_foreach(obj, field, v) {
+    json_object_foreach(obj, field, v)
+    {
         if (st_field(c, field, v, arena, st) < 0)
             return -1;
     }
@@ -132,7 +137,8 @@ static int st_entries(json_t *root, lc_arena_t *arena, ing_stconfig_t *out, lc_s
         return st_error(st, "", "out of request memory");
     const char *type;
     json_t *v;
-    json_object_foreach(root, type, v) {
+    json_object_foreach(root, type, v)
+    {
         if (st_entry(type, v, arena, &out->v[out->n], st) < 0)
             return -1;
         out->n++;

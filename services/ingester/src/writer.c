@@ -17,7 +17,7 @@
 #include "ingester_int.h"
 #include "lc/log.h"
 
-#define WRITER_ARENA_CAP ((size_t)4 << 30)      /* per message; virtual until used */
+#define WRITER_ARENA_CAP ((size_t)4 << 30) /* per message; virtual until used */
 #define WRITER_DELTA_MAX_POINTS ((size_t)4 << 20)
 
 struct ing_writer_s {
@@ -89,7 +89,7 @@ static const int64_t *wr_delta(wr_msg_t *c, const lc_labels_t *ls, size_t type_i
     int64_t *vals = lc_arena_calloc(c->w->arena, n ? n : 1, sizeof(*vals));
     int64_t *out = lc_arena_calloc(c->w->arena, n ? n : 1, sizeof(*out));
     if (!keys || !vals || !out)
-        return NULL;    /* over the arena cap: store the cumulative values */
+        return NULL; /* over the arena cap: store the cumulative values */
     for (size_t i = 0; i < n; i++) {
         const Google__V1__Sample *s = c->p->sample[g->samples[i]];
         keys[i] = ing_stack_key(c->p, s, c->ix);
@@ -105,7 +105,7 @@ static int wr_series(wr_msg_t *c, const lc_labels_t *base, const ing_group_t *g,
     lc_labels_t ls;
     lc_labels_copy(&ls, base);
     for (size_t i = 0; i < g->n_labels; i++) {
-        if (!lc_labels_get(&ls, g->labels[i].name))   /* series labels win */
+        if (!lc_labels_get(&ls, g->labels[i].name)) /* series labels win */
             lc_labels_add(&ls, g->labels[i].name, g->labels[i].value);
     }
     ing_series_labels(&ls, c->p, type_idx, c->w->arena);
@@ -116,9 +116,15 @@ static int wr_series(wr_msg_t *c, const lc_labels_t *base, const ing_group_t *g,
         ing_count(c->w->m_delta_dropped, 1);
     } else {
         lc_store_write_t wr = {
-            .tenant = c->m->tenant, .labels = &ls, .time_ns = c->m->time_nanos,
-            .profile = c->p, .index = c->ix, .value_index = type_idx,
-            .samples = g->samples, .n_samples = g->n_samples, .values = values,
+            .tenant = c->m->tenant,
+            .labels = &ls,
+            .time_ns = c->m->time_nanos,
+            .profile = c->p,
+            .index = c->ix,
+            .value_index = type_idx,
+            .samples = g->samples,
+            .n_samples = g->n_samples,
+            .values = values,
             .span_ids = g->has_span_ids ? g->span_ids : NULL,
         };
         rc = lc_store_write_profile(c->txn, &wr);
@@ -163,7 +169,9 @@ static bool wr_decode(wr_msg_t *c, const lc_transport_msg_t *msg)
     c->m = (const Ember__V1__IngestProfile *)protobuf_c_message_unpack(
         &ember__v1__ingest_profile__descriptor, &alloc, msg->len, msg->data);
     lc_status_t st = {0};
-    const char *why = !c->m ? "malformed IngestProfile" : !c->m->ingest_id.len ? "no ingest id" : NULL;
+    const char *why = !c->m                  ? "malformed IngestProfile"
+                      : !c->m->ingest_id.len ? "no ingest id"
+                                             : NULL;
     if (!why && lc_pprof_decode(c->m->pprof.data, c->m->pprof.len, &c->w->limits, c->w->arena,
                                 &c->p, &st) < 0)
         why = st.msg;

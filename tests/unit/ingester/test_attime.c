@@ -28,25 +28,25 @@ static const at_case_t cases[] = {
     {"now-1mon", NOW - 30 * 86400 * S},
     {"now-1M", NOW - 30 * 86400 * S},
     {"now-1y", NOW - 365 * 86400 * S},
-    {"now-1", NOW},                         /* no unit: multiplier 0 */
-    {"now-5ms", NOW - 5 * 60 * S},          /* no millisecond unit: "ms" is minutes */
-    {"now-3h30m", NOW - 3 * 3600 * S},      /* only the first pair counts */
-    {"now - 1 h", NOW - 3600 * S},          /* spaces are removed first */
-    {"20200101", 1577836800LL * S},         /* YYYYMMDD, midnight UTC */
-    {"20240229", 1709164800LL * S},         /* a leap day */
-    {"20230229", 20230229LL * S},           /* not a date: seconds */
-    {"19000101", 19000101LL * S},           /* year must be > 1900 */
-    {"20201301", 20201301LL * S},           /* month 13: seconds */
-    {"1577836800", 1577836800LL * S},       /* 10 digits: seconds */
+    {"now-1", NOW},                    /* no unit: multiplier 0 */
+    {"now-5ms", NOW - 5 * 60 * S},     /* no millisecond unit: "ms" is minutes */
+    {"now-3h30m", NOW - 3 * 3600 * S}, /* only the first pair counts */
+    {"now - 1 h", NOW - 3600 * S},     /* spaces are removed first */
+    {"20200101", 1577836800LL * S},    /* YYYYMMDD, midnight UTC */
+    {"20240229", 1709164800LL * S},    /* a leap day */
+    {"20230229", 20230229LL * S},      /* not a date: seconds */
+    {"19000101", 19000101LL * S},      /* year must be > 1900 */
+    {"20201301", 20201301LL * S},      /* month 13: seconds */
+    {"1577836800", 1577836800LL * S},  /* 10 digits: seconds */
     {"1_577_836_800", 1577836800LL * S},
     {"1,577,836,800", 1577836800LL * S},
-    {"12345", 12345LL * S},                 /* any other length: seconds */
-    {"1577836800001", 1577836800001LL * 1000000},           /* 13: ms */
-    {"1577836800000001", 1577836800000001LL * 1000},        /* 16: µs */
-    {"1577836800000000001", 1577836800000000001LL},         /* 19: ns */
-    {"1795321214743518386", 1795321214743518386LL},         /* pyroscope-go's from */
-    {"1795320543", 1795320543LL * S},                       /* Node SDK's from */
-    {"99999999999999999999", INT64_MAX},                     /* saturates */
+    {"12345", 12345LL * S},                          /* any other length: seconds */
+    {"1577836800001", 1577836800001LL * 1000000},    /* 13: ms */
+    {"1577836800000001", 1577836800000001LL * 1000}, /* 16: µs */
+    {"1577836800000000001", 1577836800000000001LL},  /* 19: ns */
+    {"1795321214743518386", 1795321214743518386LL},  /* pyroscope-go's from */
+    {"1795320543", 1795320543LL * S},                /* Node SDK's from */
+    {"99999999999999999999", INT64_MAX},             /* saturates */
 };
 
 static void test_table(void)
@@ -59,6 +59,9 @@ static void test_table(void)
     }
 }
 
-static void test_null_is_now(void) { LC_ASSERT_EQ(ing_attime_parse(NULL, NOW), NOW); }
+static void test_null_is_now(void)
+{
+    LC_ASSERT_EQ(ing_attime_parse(NULL, NOW), NOW);
+}
 
 LC_TEST_MAIN(test_table, test_null_is_now)

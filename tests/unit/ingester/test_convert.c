@@ -74,8 +74,8 @@ static int64_t total(const lc_pprof_t *p)
     return t;
 }
 
-static void check_types(const lc_pprof_t *p, const char *type, const char *unit,
-                        const char *ptype, const char *punit, int64_t period)
+static void check_types(const lc_pprof_t *p, const char *type, const char *unit, const char *ptype,
+                        const char *punit, int64_t period)
 {
     LC_ASSERT_EQ(p->n_sample_type, 1);
     LC_ASSERT_STR_EQ(ing_pprof_str(p, p->sample_type[0]->type), type);
@@ -102,10 +102,10 @@ static void test_cpu_rate_scaled(void)
         check_types(c.p, "cpu", "nanoseconds", "cpu", "nanoseconds", 10000000);
         LC_ASSERT_EQ(total(c.p), 23LL * 10000000);
         LC_ASSERT_EQ(stack_value(c.p, "a;b;c"), 12LL * 10000000);
-        LC_ASSERT_EQ(stack_value(c.p, "a;b"), 5LL * 10000000);      /* identical stacks summed */
+        LC_ASSERT_EQ(stack_value(c.p, "a;b"), 5LL * 10000000); /* identical stacks summed */
         LC_ASSERT_EQ(stack_value(c.p, "x"), 5LL * 10000000);
         LC_ASSERT_EQ(stack_value(c.p, "foo bar;baz qux"), 10000000);
-        LC_ASSERT_EQ(c.p->n_function, 6);   /* a b c x "foo bar" "baz qux" */
+        LC_ASSERT_EQ(c.p->n_function, 6); /* a b c x "foo bar" "baz qux" */
         LC_ASSERT_EQ(c.p->n_location, 6);
         LC_ASSERT_EQ(c.p->n_mapping, 1);
         LC_ASSERT_EQ(c.p->time_nanos, 1700000000000000000LL);
@@ -116,7 +116,7 @@ static void test_cpu_rate_scaled(void)
 static void test_rates(void)
 {
     conv_t c;
-    LC_ASSERT_OK(convert(&c, folded, false, "app.cpu", 0));        /* sampleRate 0: counts */
+    LC_ASSERT_OK(convert(&c, folded, false, "app.cpu", 0)); /* sampleRate 0: counts */
     if (c.p) {
         check_types(c.p, "samples", "count", NULL, NULL, 0);
         LC_ASSERT_EQ(total(c.p), 23);
@@ -128,13 +128,13 @@ static void test_rates(void)
         LC_ASSERT_EQ(total(c.p), 23LL * 10000000);
     }
     lc_arena_free(c.arena);
-    LC_ASSERT_OK(convert(&c, folded, false, "app.itimer", 17));     /* 1e9/17, truncated */
+    LC_ASSERT_OK(convert(&c, folded, false, "app.itimer", 17)); /* 1e9/17, truncated */
     if (c.p) {
         check_types(c.p, "cpu", "nanoseconds", "cpu", "nanoseconds", 58823529);
         LC_ASSERT_EQ(total(c.p), 23LL * 58823529);
     }
     lc_arena_free(c.arena);
-    LC_ASSERT_OK(convert(&c, folded, false, "app.inuse_space", 100));   /* never scaled */
+    LC_ASSERT_OK(convert(&c, folded, false, "app.inuse_space", 100)); /* never scaled */
     if (c.p) {
         check_types(c.p, "inuse_space", "bytes", NULL, NULL, 0);
         LC_ASSERT_EQ(total(c.p), 23);
@@ -162,7 +162,7 @@ static void test_lines_format(void)
 static void test_errors(void)
 {
     conv_t c;
-    LC_CHECK(convert(&c, "a 9223372036854775807\n", false, "app", 1) < 0);    /* x 1e9 overflows */
+    LC_CHECK(convert(&c, "a 9223372036854775807\n", false, "app", 1) < 0); /* x 1e9 overflows */
     LC_ASSERT_EQ(c.st.code, LC_CODE_INVALID_ARGUMENT);
     lc_arena_free(c.arena);
     LC_CHECK(convert(&c, "a;b x\n", false, "app", 100) < 0);

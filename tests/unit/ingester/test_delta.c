@@ -14,10 +14,10 @@ static void test_rule(void)
 {
     LC_CHECK(ing_delta_applies("memory", "alloc_objects", false));
     LC_CHECK(ing_delta_applies("memory", "alloc_space", false));
-    LC_CHECK(!ing_delta_applies("memory", "alloc_space", true));       /* __delta__="false" */
+    LC_CHECK(!ing_delta_applies("memory", "alloc_space", true)); /* __delta__="false" */
     LC_CHECK(!ing_delta_applies("memory", "inuse_space", false));
     LC_CHECK(!ing_delta_applies("memory", "inuse_objects", false));
-    LC_CHECK(!ing_delta_applies("mutex", "contentions", false));      /* not server-side */
+    LC_CHECK(!ing_delta_applies("mutex", "contentions", false)); /* not server-side */
     LC_CHECK(!ing_delta_applies("block", "delay", false));
     LC_CHECK(!ing_delta_applies("process_cpu", "alloc_space", false));
     LC_CHECK(!ing_delta_applies(NULL, "alloc_space", false));
@@ -37,25 +37,25 @@ static void test_sequence(void)
     int64_t out[4];
     uint64_t k1[] = {A, B};
     int64_t v1[] = {10, 5};
-    LC_CHECK(!apply(d, 1, k1, v1, 2, out));            /* first: baseline, dropped */
+    LC_CHECK(!apply(d, 1, k1, v1, 2, out)); /* first: baseline, dropped */
     uint64_t k2[] = {A, B, C};
     int64_t v2[] = {15, 5, 2};
     LC_CHECK(apply(d, 1, k2, v2, 3, out));
     LC_ASSERT_EQ(out[0], 5);
     LC_ASSERT_EQ(out[1], 0);
-    LC_ASSERT_EQ(out[2], 2);                          /* a new stack counts in full */
+    LC_ASSERT_EQ(out[2], 2); /* a new stack counts in full */
     uint64_t k3[] = {A};
     int64_t v3[] = {12};
-    LC_CHECK(!apply(d, 1, k3, v3, 1, out));            /* A went down: reset, dropped */
+    LC_CHECK(!apply(d, 1, k3, v3, 1, out)); /* A went down: reset, dropped */
     uint64_t k4[] = {A, B};
     int64_t v4[] = {20, 1};
-    LC_CHECK(apply(d, 1, k4, v4, 2, out));             /* against the reset baseline {A:12} */
+    LC_CHECK(apply(d, 1, k4, v4, 2, out)); /* against the reset baseline {A:12} */
     LC_ASSERT_EQ(out[0], 8);
     LC_ASSERT_EQ(out[1], 1);
-    uint64_t k5[] = {A, B, A};                        /* a stack twice in one profile */
+    uint64_t k5[] = {A, B, A}; /* a stack twice in one profile */
     int64_t v5[] = {21, 1, 4};
     LC_CHECK(apply(d, 1, k5, v5, 3, out));
-    LC_ASSERT_EQ(out[0], 5);                          /* (21 + 4) - 20, on the first one */
+    LC_ASSERT_EQ(out[0], 5); /* (21 + 4) - 20, on the first one */
     LC_ASSERT_EQ(out[1], 0);
     LC_ASSERT_EQ(out[2], 0);
     ing_delta_free(d);
@@ -68,7 +68,7 @@ static void test_series_are_independent(void)
     uint64_t k[] = {A};
     int64_t v10[] = {10}, v30[] = {30};
     LC_CHECK(!apply(d, 1, k, v10, 1, out));
-    LC_CHECK(!apply(d, 2, k, v30, 1, out));            /* another series: its own baseline */
+    LC_CHECK(!apply(d, 2, k, v30, 1, out)); /* another series: its own baseline */
     LC_CHECK(apply(d, 1, k, v30, 1, out));
     LC_ASSERT_EQ(out[0], 20);
     ing_delta_free(d);
@@ -103,8 +103,8 @@ static void test_cap_resets(void)
     int64_t out[4];
     uint64_t k[] = {A, B, C, C + 1};
     int64_t v[] = {1, 1, 1, 1};
-    LC_CHECK(!apply(d, 1, k, v, 4, out));              /* 4 points > cap 3: dropped state */
-    LC_CHECK(!apply(d, 1, k, v, 4, out));              /* so this is a first profile again */
+    LC_CHECK(!apply(d, 1, k, v, 4, out)); /* 4 points > cap 3: dropped state */
+    LC_CHECK(!apply(d, 1, k, v, 4, out)); /* so this is a first profile again */
     ing_delta_free(d);
 }
 

@@ -35,23 +35,24 @@ static void test_folded_basic(void)
 {
     collected_t c;
     lc_status_t st;
-    LC_ASSERT_OK(run("a;b;c 12\na;b 3\nnospace\n\nframe with space;leaf x 5\r\nx;y +7", false,
-                     &c, &st));
+    LC_ASSERT_OK(
+        run("a;b;c 12\na;b 3\nnospace\n\nframe with space;leaf x 5\r\nx;y +7", false, &c, &st));
     LC_ASSERT_EQ(c.n, 4);
     LC_ASSERT_STR_EQ(c.stacks[0], "a;b;c");
     LC_ASSERT_EQ(c.values[0], 12);
     LC_ASSERT_STR_EQ(c.stacks[1], "a;b");
     LC_ASSERT_EQ(c.values[1], 3);
-    LC_ASSERT_STR_EQ(c.stacks[2], "frame with space;leaf x");   /* split at the LAST space */
+    LC_ASSERT_STR_EQ(c.stacks[2], "frame with space;leaf x"); /* split at the LAST space */
     LC_ASSERT_EQ(c.values[2], 5);
-    LC_ASSERT_STR_EQ(c.stacks[3], "x;y");                       /* Atoi accepts a '+' sign */
+    LC_ASSERT_STR_EQ(c.stacks[3], "x;y"); /* Atoi accepts a '+' sign */
     LC_ASSERT_EQ(c.values[3], 7);
 }
 
 static void test_folded_errors(void)
 {
-    static const char *const bad[] = {"a;b notanumber\n", "a;b \n", "a;b 1.5\n", "a;b 0x10\n",
-                                      "a 99999999999999999999\n", "a;b -1\n", "ok 1\na;b 2x\n"};
+    static const char *const bad[] = {
+        "a;b notanumber\n",         "a;b \n",   "a;b 1.5\n",     "a;b 0x10\n",
+        "a 99999999999999999999\n", "a;b -1\n", "ok 1\na;b 2x\n"};
     for (size_t i = 0; i < LC_ARRAY_LEN(bad); i++) {
         collected_t c;
         lc_status_t st;
@@ -74,8 +75,8 @@ static void test_folded_long_line_ends_parsing(void)
     collected_t c;
     lc_status_t st;
     LC_ASSERT_OK(run(body, false, &c, &st));
-    LC_ASSERT_EQ(c.n, 1);       /* the long line and everything after it are dropped */
-    LC_CHECK(run(body, true, &c, &st) < 0);   /* lines: an error */
+    LC_ASSERT_EQ(c.n, 1);                   /* the long line and everything after it are dropped */
+    LC_CHECK(run(body, true, &c, &st) < 0); /* lines: an error */
     free(body);
 }
 
@@ -103,5 +104,5 @@ static void test_callback_stops(void)
     LC_ASSERT_EQ(run(body, false, &c, &st), -99);
 }
 
-LC_TEST_MAIN(test_folded_basic, test_folded_errors, test_folded_long_line_ends_parsing,
-             test_lines, test_callback_stops)
+LC_TEST_MAIN(test_folded_basic, test_folded_errors, test_folded_long_line_ends_parsing, test_lines,
+             test_callback_stops)

@@ -20,22 +20,22 @@ static const fmt_case_t cases[] = {
     {"nonsense", NULL, ING_FMT_FOLDED},
     {"trie", NULL, ING_FMT_TRIE},
     {NULL, "binary/octet-stream+trie", ING_FMT_TRIE},
-    {"tree", "binary/octet-stream+trie", ING_FMT_TRIE},     /* rule 1 before rule 2 */
+    {"tree", "binary/octet-stream+trie", ING_FMT_TRIE}, /* rule 1 before rule 2 */
     {"tree", NULL, ING_FMT_TREE},
     {NULL, "binary/octet-stream+tree", ING_FMT_TREE},
-    {"lines", "binary/octet-stream+tree", ING_FMT_TREE},    /* rule 2 before rule 3 */
-    {"lines", MP, ING_FMT_LINES},                           /* rule 3 before rule 7 */
+    {"lines", "binary/octet-stream+tree", ING_FMT_TREE}, /* rule 2 before rule 3 */
+    {"lines", MP, ING_FMT_LINES},                        /* rule 3 before rule 7 */
     {"jfr", MP, ING_FMT_JFR},
     {"jfr", "application/octet-stream", ING_FMT_JFR},
     {"pprof", "application/octet-stream", ING_FMT_PPROF},
     {"pprof", "application/x-protobuf", ING_FMT_PPROF},
     {"pprof", NULL, ING_FMT_PPROF},
-    {"pprof", MP, ING_FMT_PPROF_FORM},                      /* ember's leniency */
+    {"pprof", MP, ING_FMT_PPROF_FORM}, /* ember's leniency */
     {"speedscope", MP, ING_FMT_SPEEDSCOPE},
     {NULL, MP, ING_FMT_PPROF_FORM},
-    {"folded", MP, ING_FMT_PPROF_FORM},                     /* rule 7 before the default */
+    {"folded", MP, ING_FMT_PPROF_FORM}, /* rule 7 before the default */
     {NULL, "multipart/form-data; boundary=----formdata-undici-0219", ING_FMT_PPROF_FORM},
-    {"TRIE", NULL, ING_FMT_FOLDED},                         /* values are case-sensitive */
+    {"TRIE", NULL, ING_FMT_FOLDED}, /* values are case-sensitive */
 };
 
 static void test_table(void)

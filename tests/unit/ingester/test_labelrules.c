@@ -45,17 +45,17 @@ static void test_push_defaults_and_relabel(void)
 {
     LC_ASSERT_OK(push_case((const char *[]){"__name__", "process_cpu", NULL},
                            "__name__=process_cpu,service_name=unknown_service"));
-    LC_ASSERT_OK(push_case((const char *[]){"service_name", "svc", "__name__", "godeltaprof_memory",
-                                            NULL},
-                           "__delta__=false,__name__=memory,service_name=svc"));
-    LC_ASSERT_OK(push_case((const char *[]){"service_name", "svc", "__name__", "wall", "__type__",
-                                            "cpu", NULL},
-                           "__name__=process_cpu,__type__=cpu,service_name=svc"));
+    LC_ASSERT_OK(
+        push_case((const char *[]){"service_name", "svc", "__name__", "godeltaprof_memory", NULL},
+                  "__delta__=false,__name__=memory,service_name=svc"));
+    LC_ASSERT_OK(push_case(
+        (const char *[]){"service_name", "svc", "__name__", "wall", "__type__", "cpu", NULL},
+        "__name__=process_cpu,__type__=cpu,service_name=svc"));
     LC_ASSERT_OK(push_case((const char *[]){"service_name", "svc", "__name__", "wall", NULL},
                            "__name__=wall,service_name=svc"));
-    LC_ASSERT_OK(push_case((const char *[]){"service_name", "svc", "__name__", "memory", "empty", "",
-                                            NULL},
-                           "__name__=memory,service_name=svc"));     /* empty value = absent */
+    LC_ASSERT_OK(
+        push_case((const char *[]){"service_name", "svc", "__name__", "memory", "empty", "", NULL},
+                  "__name__=memory,service_name=svc")); /* empty value = absent */
     /* godeltaprof_ alone leaves an empty __name__: rejected. */
     LC_CHECK(push_case((const char *[]){"__name__", "godeltaprof_", NULL}, NULL) < 0);
 }
@@ -90,7 +90,7 @@ static void test_push_limits(void)
     memset(long_value, 'v', 2049), long_value[2049] = 0;
     LC_CHECK(push_case((const char *[]){"__name__", "cpu", long_name, "v", NULL}, NULL) < 0);
     LC_CHECK(push_case((const char *[]){"__name__", "cpu", "k", long_value, NULL}, NULL) < 0);
-    long_name[1024] = 0, long_value[2048] = 0;      /* exactly at the limits */
+    long_name[1024] = 0, long_value[2048] = 0; /* exactly at the limits */
     LC_ASSERT_OK(push_case((const char *[]){"__name__", "cpu", long_name, long_value, NULL}, NULL));
     free(long_name);
     free(long_value);
@@ -101,8 +101,8 @@ static void test_ingest_labels(void)
     lc_arena_t *arena = lc_arena_new(1 << 20);
     ing_labelset_t set;
     lc_status_t st = {0};
-    LC_ASSERT_OK(ing_labelset_parse("app{env=test,__session_id__=s1,__other__=x}", arena, &set,
-                                    &st));
+    LC_ASSERT_OK(
+        ing_labelset_parse("app{env=test,__session_id__=s1,__other__=x}", arena, &set, &st));
     lc_labels_t ls;
     ing_ingest_labels(&ls, "memory", "gospy", "app", &set, false);
     LC_ASSERT_OK(ing_labels_finish(&ls, &lim, &st));
@@ -117,7 +117,7 @@ static void test_ingest_labels(void)
     LC_ASSERT_STR_EQ(render(&ls), "__delta__=false,__name__=process_cpu,app_name=app,"
                                   "pyroscope_spy=unknown,service_name=svc");
     lc_labels_fini(&ls);
-    ing_ingest_labels(&ls, "process_cpu", "unknown", "app", &set, false);   /* pprof: no app_name */
+    ing_ingest_labels(&ls, "process_cpu", "unknown", "app", &set, false); /* pprof: no app_name */
     LC_ASSERT_OK(ing_labels_finish(&ls, &lim, &st));
     LC_CHECK(lc_labels_get(&ls, "app_name") == NULL);
     lc_labels_fini(&ls);

@@ -7,8 +7,8 @@
 
 typedef struct ls_case_s {
     const char *input;
-    const char *app;            /* NULL = must fail */
-    const char *pairs[16];      /* name, value, ..., NULL */
+    const char *app;       /* NULL = must fail */
+    const char *pairs[16]; /* name, value, ..., NULL */
 } ls_case_t;
 
 static const ls_case_t cases[] = {
@@ -50,7 +50,8 @@ static const ls_case_t cases[] = {
       "process.runtime.name", "nodejs", "process.runtime.version", "20.20.2", "region", "local",
       "env", "test", NULL}},
     /* @pyroscope/nodejs <= 0.6.1 */
-    {"demo-node-app{region=local,env=test}", "demo-node-app",
+    {"demo-node-app{region=local,env=test}",
+     "demo-node-app",
      {"region", "local", "env", "test", NULL}},
     /* invalid */
     {"", NULL, {NULL}},

@@ -7,8 +7,8 @@
 #include "lc_test.h"
 
 /* A pprof-like binary payload with bytes that could confuse a scanner. */
-static const uint8_t payload[] = {0x1f, 0x8b, 0x08, 0x00, '\r', '\n', '-', '-', 0x00, 0xff,
-                                  '\n', '-', '-', 'b', 0x0d, 0x0a, 0x2d, 0x2d, 0x41};
+static const uint8_t payload[] = {0x1f, 0x8b, 0x08, 0x00, '\r', '\n', '-',  '-',  0x00, 0xff,
+                                  '\n', '-',  '-',  'b',  0x0d, 0x0a, 0x2d, 0x2d, 0x41};
 
 typedef struct mp_fixture_s {
     lc_arena_t *arena;
@@ -30,7 +30,10 @@ static void fx_fini(mp_fixture_t *f)
     lc_arena_free(f->arena);
 }
 
-static void put(mp_fixture_t *f, const char *s) { LC_ASSERT_OK(lc_buf_puts(&f->body, s)); }
+static void put(mp_fixture_t *f, const char *s)
+{
+    LC_ASSERT_OK(lc_buf_puts(&f->body, s));
+}
 
 static void put_bytes(mp_fixture_t *f, const void *p, size_t n)
 {
@@ -118,7 +121,7 @@ static void test_empty_part_and_fields(void)
     LC_ASSERT_EQ(f.form.n, 2);
     const ing_part_t *p = ing_form_file(&f.form, "profile");
     LC_CHECK(p && p->len == 0);
-    LC_CHECK(ing_form_file(&f.form, "note") == NULL);     /* not a file part */
+    LC_CHECK(ing_form_file(&f.form, "note") == NULL); /* not a file part */
     LC_ASSERT_EQ(f.form.parts[1].len, 5);
     fx_fini(&f);
 }
@@ -139,7 +142,7 @@ static void test_preamble_padding_epilogue_lf(void)
     }
     fx_fini(&f);
 
-    fx_init(&f);   /* bare LF line endings, decided by the first delimiter */
+    fx_init(&f); /* bare LF line endings, decided by the first delimiter */
     put(&f, "--xyz\nContent-Disposition: form-data; name=\"profile\"; filename=\"p\"\n\n"
             "ab\r\ncd\n--xyz--\n");
     LC_ASSERT_OK(parse(&f, "xyz"));
@@ -160,7 +163,7 @@ static void test_first_file_part_wins(void)
     LC_ASSERT_OK(parse(&f, "b"));
     const ing_part_t *p = ing_form_file(&f.form, "profile");
     LC_CHECK(p && p->len == 3 && memcmp(p->data, "one", 3) == 0);
-    LC_CHECK(ing_form_file(&f.form, "x") == NULL);      /* not form-data: no field name */
+    LC_CHECK(ing_form_file(&f.form, "x") == NULL); /* not form-data: no field name */
     fx_fini(&f);
 }
 
@@ -193,7 +196,8 @@ static void test_malformed(void)
     snprintf(buf, sizeof(buf), "--xyz\r\n%s\r\n folded\r\n\r\nd\r\n--xyz--", hdr);
     expect_fail(buf, "xyz", "folded header");
     expect_fail("--xyz\r\nContent-Disposition: form-data; name=\"a\"; name=\"b\"\r\n\r\n"
-                "d\r\n--xyz--", "xyz", "duplicate parameter");
+                "d\r\n--xyz--",
+                "xyz", "duplicate parameter");
     expect_fail("--xyz\r\nContent-Disposition: form-data; name=\"a\r\n\r\nd\r\n--xyz--", "xyz",
                 "unterminated quote");
     expect_fail("--xyz\r\nContent-Disposition: form-data; name\r\n\r\nd\r\n--xyz--", "xyz",
@@ -208,8 +212,8 @@ static void test_boundary_param(void)
     const char *b;
     LC_ASSERT_OK(ing_multipart_boundary("Multipart/Form-Data; Boundary=\"a b:c\"", arena, &b, &st));
     LC_ASSERT_STR_EQ(b, "a b:c");
-    LC_ASSERT_OK(ing_multipart_boundary("multipart/form-data;boundary=x;charset=utf-8", arena, &b,
-                                        &st));
+    LC_ASSERT_OK(
+        ing_multipart_boundary("multipart/form-data;boundary=x;charset=utf-8", arena, &b, &st));
     LC_ASSERT_STR_EQ(b, "x");
     LC_CHECK(ing_multipart_boundary("multipart/form-data", arena, &b, &st) < 0);
     LC_CHECK(ing_multipart_boundary("multipart/mixed; boundary=x", arena, &b, &st) < 0);
@@ -219,7 +223,7 @@ static void test_boundary_param(void)
     LC_CHECK(ing_multipart_boundary("multipart/form-data; boundary=\"x \"", arena, &b, &st) < 0);
     char long_ct[200];
     snprintf(long_ct, sizeof(long_ct), "multipart/form-data; boundary=%071d", 0);
-    LC_CHECK(ing_multipart_boundary(long_ct, arena, &b, &st) < 0);      /* 71 > 70 chars */
+    LC_CHECK(ing_multipart_boundary(long_ct, arena, &b, &st) < 0); /* 71 > 70 chars */
     snprintf(long_ct, sizeof(long_ct), "multipart/form-data; boundary=%070d", 0);
     LC_ASSERT_OK(ing_multipart_boundary(long_ct, arena, &b, &st));
     lc_arena_free(arena);
@@ -245,7 +249,7 @@ static void test_caps(void)
     LC_CHECK(strstr(f.st.msg, "headers too large") != NULL);
     fx_fini(&f);
 
-    fx_init(&f);     /* exactly the cap of parts is fine */
+    fx_init(&f); /* exactly the cap of parts is fine */
     for (int i = 0; i < ING_MULTIPART_MAX_PARTS; i++)
         put(&f, "--b\r\nContent-Disposition: form-data; name=\"f\"; filename=\"f\"\r\n\r\nx\r\n");
     put(&f, "--b--\r\n");

@@ -44,7 +44,7 @@ static int load_config(lc_arena_t *arena, const char *rel, ing_stconfig_t *cfg)
 
 typedef struct mn_case_s {
     const char *file;
-    const char *config;         /* NULL = none sent: the built-in table */
+    const char *config; /* NULL = none sent: the built-in table */
     const char *metric;
 } mn_case_t;
 
@@ -54,13 +54,13 @@ static const mn_case_t metric_cases[] = {
     {"ingest/req_4.pprof", "ingest/req_4.st.json", "mutex"},
     {"ingest/req_5.pprof", "ingest/req_5.st.json", "memory"},
     {"ingest/req_2.pprof", NULL, "goroutines"},
-    {"ingest/req_3.pprof", NULL, "mutex"},      /* a Go block profile without config */
+    {"ingest/req_3.pprof", NULL, "mutex"}, /* a Go block profile without config */
     {"ingest/req_4.pprof", NULL, "mutex"},
     {"ingest/req_5.pprof", NULL, "memory"},
-    {"ingest/pyspy-1.pb.gz", NULL, "process_cpu"},  /* samples -> display "cpu" */
+    {"ingest/pyspy-1.pb.gz", NULL, "process_cpu"}, /* samples -> display "cpu" */
     {"ingest/nodejs-wall.pb.gz", NULL, "wall"},
     {"ingest/cpu-js.pb.gz", NULL, "wall"},
-    {"ingest/heap-js.pprof", NULL, "memory"},       /* "objects" */
+    {"ingest/heap-js.pprof", NULL, "memory"}, /* "objects" */
     {"ingest/nodejs-heap.pb.gz", NULL, "memory"},
     {"ingest/heap.pb", NULL, "memory"},
     {"pprof/pyroscope-cpu.pprof", NULL, "process_cpu"},
@@ -93,26 +93,29 @@ static void test_metric_names(void)
 static void test_config_replaces_builtin(void)
 {
     lc_arena_t *arena = lc_arena_new((size_t)1 << 28);
-    lc_pprof_t *p = load(arena, "ingest/req_3.pprof");   /* contentions, delay */
+    lc_pprof_t *p = load(arena, "ingest/req_3.pprof"); /* contentions, delay */
     ing_stconfig_t cfg;
     bool is_null;
     lc_status_t st = {0};
     const char *json = "{\"goroutine\":{\"display-name\":\"goroutines\"}}";
-    LC_ASSERT_OK(ing_stconfig_parse((const uint8_t *)json, strlen(json), arena, &cfg, &is_null, &st));
+    LC_ASSERT_OK(
+        ing_stconfig_parse((const uint8_t *)json, strlen(json), arena, &cfg, &is_null, &st));
     LC_CHECK(p && !is_null && cfg.n == 1);
     if (p)
-        LC_ASSERT_STR_EQ(ing_metric_name(p, &cfg), "delay");   /* fallback: last raw type */
+        LC_ASSERT_STR_EQ(ing_metric_name(p, &cfg), "delay"); /* fallback: last raw type */
     LC_ASSERT_OK(ing_stconfig_parse((const uint8_t *)"null", 4, arena, &cfg, &is_null, &st));
     LC_CHECK(is_null);
-    static const char *const bad[] = {"[1]", "{\"a\":1}", "{\"a\":{\"display-name\":1}}",
-                                      "{\"a\":{\"cumulative\":\"yes\"}}", "{", ""};
+    static const char *const bad[] = {
+        "[1]", "{\"a\":1}", "{\"a\":{\"display-name\":1}}", "{\"a\":{\"cumulative\":\"yes\"}}",
+        "{",   ""};
     for (size_t i = 0; i < LC_ARRAY_LEN(bad); i++)
         LC_CHECK(ing_stconfig_parse((const uint8_t *)bad[i], strlen(bad[i]), arena, &cfg, &is_null,
                                     &st) < 0);
-    const char *ok = "{\"a\":null,\"b\":{\"Display-Name\":\"x_cpu\",\"sampled\":true,\"other\":[]}}";
+    const char *ok =
+        "{\"a\":null,\"b\":{\"Display-Name\":\"x_cpu\",\"sampled\":true,\"other\":[]}}";
     LC_ASSERT_OK(ing_stconfig_parse((const uint8_t *)ok, strlen(ok), arena, &cfg, &is_null, &st));
     const Ember__V1__SampleTypeConfig *b = ing_stconfig_find(&cfg, "b");
-    LC_CHECK(b && strcmp(b->display_name, "x_cpu") == 0);   /* field names match any case */
+    LC_CHECK(b && strcmp(b->display_name, "x_cpu") == 0); /* field names match any case */
     lc_arena_free(arena);
 }
 
@@ -144,13 +147,14 @@ static const app_case_t app_cases[] = {
     {"app.lock_count", "block", "contentions", "count", "app", false},
     {"app.lock_duration", "block", "delay", "nanoseconds", "app", false},
     {"app.alloc_in_new_tlab_objects", "memory", "alloc_in_new_tlab_objects", "count", "app", false},
-    {"app.alloc_outside_tlab_objects", "memory", "alloc_outside_tlab_objects", "count", "app", false},
+    {"app.alloc_outside_tlab_objects", "memory", "alloc_outside_tlab_objects", "count", "app",
+     false},
     {"app.alloc_in_new_tlab_bytes", "memory", "alloc_in_new_tlab_bytes", "bytes", "app", false},
     {"app.alloc_outside_tlab_bytes", "memory", "alloc_outside_tlab_bytes", "bytes", "app", false},
     {"app.live", "memory", "live", "count", "app", false},
     {"app.exceptions", "exceptions", "samples", "count", "app", false},
     {"app.bytes", "memory", "samples", "bytes", "app", false},
-    {"my.app", NULL, NULL, NULL, NULL, false},          /* the documented pitfall */
+    {"my.app", NULL, NULL, NULL, NULL, false}, /* the documented pitfall */
     {"app.CPU", NULL, NULL, NULL, NULL, false},
     {"app.", NULL, NULL, NULL, NULL, false},
 };
@@ -189,23 +193,31 @@ typedef struct pt_case_s {
 
 /* §4.3, with the /ingest metric names of §2.5 where the file came by /ingest. */
 static const pt_case_t type_cases[] = {
-    {"pprof/pyroscope-cpu.pprof", "process_cpu",
+    {"pprof/pyroscope-cpu.pprof",
+     "process_cpu",
      {"process_cpu:samples:count:cpu:nanoseconds", "process_cpu:cpu:nanoseconds:cpu:nanoseconds"}},
-    {"pprof/pyroscope-heap", "memory",
+    {"pprof/pyroscope-heap",
+     "memory",
      {"memory:alloc_objects:count:space:bytes", "memory:alloc_space:bytes:space:bytes",
       "memory:inuse_objects:count:space:bytes", "memory:inuse_space:bytes:space:bytes"}},
     {"ingest/req_2.pprof", "goroutines", {"goroutines:goroutine:count:goroutine:count"}},
-    {"ingest/req_4.pprof", "mutex",
+    {"ingest/req_4.pprof",
+     "mutex",
      {"mutex:contentions:count:contentions:count", "mutex:delay:nanoseconds:contentions:count"}},
-    {"ingest/req_3.pprof", "block",
+    {"ingest/req_3.pprof",
+     "block",
      {"block:contentions:count:contentions:count", "block:delay:nanoseconds:contentions:count"}},
-    {"ingest/nodejs-wall.pb.gz", "wall",
+    {"ingest/nodejs-wall.pb.gz",
+     "wall",
      {"wall:samples:count:wall:microseconds", "wall:wall:microseconds:wall:microseconds"}},
-    {"ingest/nodejs-heap.pb.gz", "memory",
-     {"memory:inuse_objects:count:inuse_space:bytes", "memory:inuse_space:bytes:inuse_space:bytes"}},
+    {"ingest/nodejs-heap.pb.gz",
+     "memory",
+     {"memory:inuse_objects:count:inuse_space:bytes",
+      "memory:inuse_space:bytes:inuse_space:bytes"}},
     {"ingest/pyspy-1.pb.gz", "process_cpu", {"process_cpu:samples:count::milliseconds"}},
     {"pprof/pyroscope-profile_python", "process_cpu", {"process_cpu:samples:count::milliseconds"}},
-    {"pprof/gopprof-go.nomappings.crash", "memory",
+    {"pprof/gopprof-go.nomappings.crash",
+     "memory",
      {"memory:alloc_objects:count:space:bytes", "memory:alloc_space:bytes:space:bytes",
       "memory:inuse_objects:count:space:bytes", "memory:inuse_space:bytes:space:bytes"}},
 };

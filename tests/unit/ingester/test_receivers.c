@@ -106,7 +106,10 @@ typedef struct resp_s {
     size_t body_len;
 } resp_t;
 
-static void resp_free(resp_t *r) { free(r->body); }
+static void resp_free(resp_t *r)
+{
+    free(r->body);
+}
 
 static int send_all(int fd, const void *p, size_t n)
 {
@@ -186,24 +189,30 @@ static char *go_form(const unsigned char *profile, size_t plen, const char *cfg,
     char *out = malloc(cap);
     size_t n = 0;
     if (profile) {
-        n += (size_t)sprintf(out + n, "--%s\r\nContent-Disposition: form-data; name=\"profile\"; "
-                                      "filename=\"profile.pprof\"\r\n"
-                                      "Content-Type: application/octet-stream\r\n\r\n", b);
+        n += (size_t)sprintf(out + n,
+                             "--%s\r\nContent-Disposition: form-data; name=\"profile\"; "
+                             "filename=\"profile.pprof\"\r\n"
+                             "Content-Type: application/octet-stream\r\n\r\n",
+                             b);
         memcpy(out + n, profile, plen);
         n += plen;
         n += (size_t)sprintf(out + n, "\r\n");
     }
     if (prev) {
-        n += (size_t)sprintf(out + n, "--%s\r\nContent-Disposition: form-data; "
-                                      "name=\"prev_profile\"; filename=\"p\"\r\n\r\n", b);
+        n += (size_t)sprintf(out + n,
+                             "--%s\r\nContent-Disposition: form-data; "
+                             "name=\"prev_profile\"; filename=\"p\"\r\n\r\n",
+                             b);
         memcpy(out + n, profile, plen);
         n += plen;
         n += (size_t)sprintf(out + n, "\r\n");
     }
     if (cfg)
-        n += (size_t)sprintf(out + n, "--%s\r\nContent-Disposition: form-data; "
-                                      "name=\"sample_type_config\"; "
-                                      "filename=\"sample_type_config.json\"\r\n\r\n%s\r\n", b, cfg);
+        n += (size_t)sprintf(out + n,
+                             "--%s\r\nContent-Disposition: form-data; "
+                             "name=\"sample_type_config\"; "
+                             "filename=\"sample_type_config.json\"\r\n\r\n%s\r\n",
+                             b, cfg);
     n += (size_t)sprintf(out + n, "--%s--\r\n", b);
     *len = n;
     return out;
@@ -263,7 +272,8 @@ static int find_series(lc_block_t *b, uint32_t id, const char *tenant, const lc_
                        void *data)
 {
     find_t *f = data;
-    const char *svc = lc_labels_get(ls, "service_name"), *type = lc_labels_get(ls, "__profile_type__");
+    const char *svc = lc_labels_get(ls, "service_name"),
+               *type = lc_labels_get(ls, "__profile_type__");
     if (!svc || strcmp(svc, f->service) || (f->type && (!type || strcmp(type, f->type))))
         return 0;
     f->series++;
@@ -278,7 +288,8 @@ static int64_t stored(env_t *e, const char *service, const char *type)
     LC_ASSERT_OK(lc_store_read_begin(e->store, 0, INT64_MAX, &r));
     const char *tenants[] = {"anonymous"};
     for (size_t i = 0; i < lc_store_reader_count(r); i++)
-        LC_ASSERT_OK(lc_block_series(lc_store_reader_block(r, i), tenants, 1, NULL, find_series, &f));
+        LC_ASSERT_OK(
+            lc_block_series(lc_store_reader_block(r, i), tenants, 1, NULL, find_series, &f));
     lc_store_read_end(r);
     return f.series ? f.total : -1;
 }
@@ -289,9 +300,11 @@ static void script_ingest(env_t *e)
 {
     const char *folded = "a;b 3\na;c 2\n";
     expect(http(e, "POST", "/ingest?name=fold-app.cpu%7Benv%3Dt%7D&sampleRate=100", "text/plain",
-                folded, strlen(folded)), 200, NULL, "folded");
+                folded, strlen(folded)),
+           200, NULL, "folded");
     expect(http(e, "POST", "/pyroscope/ingest?name=lines-app&format=lines&sampleRate=0",
-                "text/plain", "a;b\na;b\nc\n", 10), 200, NULL, "lines");
+                "text/plain", "a;b\na;b\nc\n", 10),
+           200, NULL, "lines");
     static const char *const unsupported[] = {"trie", "tree", "jfr", "speedscope"};
     for (size_t i = 0; i < LC_ARRAY_LEN(unsupported); i++) {
         char target[128], want[64];
@@ -315,7 +328,8 @@ static void script_ingest(env_t *e)
     char *cfgz = strndup((char *)cfg, clen);
     char *form = go_form(block, plen, cfgz, false, &flen);
     expect(http(e, "POST", "/ingest?name=go-block%7B__session_id__%3Dabc%7D&spyName=gospy",
-                GO_FORM_CT, form, flen), 200, NULL, "Go SDK block profile");
+                GO_FORM_CT, form, flen),
+           200, NULL, "Go SDK block profile");
     free(form);
     form = go_form(block, plen, NULL, true, &flen);
     expect(http(e, "POST", "/ingest?name=prev-app", GO_FORM_CT, form, flen), 422,
@@ -334,10 +348,12 @@ static void script_ingest(env_t *e)
     free(block);
 
     unsigned char *cpu = testdata("pprof/pyroscope-cpu.pprof", &plen);
-    expect(http(e, "POST", "/ingest?name=raw-cpu&format=pprof", "application/octet-stream", cpu,
-                plen), 200, NULL, "raw pprof");
+    expect(
+        http(e, "POST", "/ingest?name=raw-cpu&format=pprof", "application/octet-stream", cpu, plen),
+        200, NULL, "raw pprof");
     expect(http(e, "POST", "/ingest?name=trunc-cpu&format=pprof", "application/octet-stream", cpu,
-                plen / 2), 422, "\"code\":\"unknown\"", "truncated pprof");
+                plen / 2),
+           422, "\"code\":\"unknown\"", "truncated pprof");
     size_t blen;
     const char *ok[] = {"__name__", "process_cpu", "service_name", "push-ok", NULL};
     const char *no_name[] = {"service_name", "push-bad", NULL};
@@ -353,7 +369,7 @@ static void script_ingest(env_t *e)
     body = push_body(ok2, NULL, cpu, plen, &blen);
     resp_t r = http(e, "POST", "/push.v1.PusherService/Push", "application/proto", body, blen);
     LC_ASSERT_EQ(r.status, 200);
-    LC_ASSERT_EQ(r.body_len, 0);        /* an empty PushResponse */
+    LC_ASSERT_EQ(r.body_len, 0); /* an empty PushResponse */
     LC_CHECK(strstr(r.head, "application/proto") != NULL);
     resp_free(&r);
     free(body);
@@ -371,28 +387,30 @@ static void test_ingest_and_push(void)
     LC_ASSERT_EQ(stored(&e, "lines-app", "process_cpu:samples:count::"), 3);
     /* MANIFEST totals of ingest/req_3.pprof and pprof/pyroscope-cpu.pprof */
     LC_ASSERT_EQ(stored(&e, "go-block", "block:contentions:count:contentions:count"), 43);
-    LC_ASSERT_EQ(stored(&e, "go-block", "block:delay:nanoseconds:contentions:count"), 22674240703LL);
+    LC_ASSERT_EQ(stored(&e, "go-block", "block:delay:nanoseconds:contentions:count"),
+                 22674240703LL);
     LC_ASSERT_EQ(stored(&e, "raw-cpu", "process_cpu:cpu:nanoseconds:cpu:nanoseconds"), 470000000);
     LC_ASSERT_EQ(stored(&e, "push-ok", "process_cpu:cpu:nanoseconds:cpu:nanoseconds"), 470000000);
     LC_ASSERT_EQ(stored(&e, "push-ok2", "process_cpu:samples:count:cpu:nanoseconds"), 47);
-    static const char *const absent[] = {"pid-app", "prev-app", "noprofile-app", "badcfg-app",
-                                         "trunc-cpu", "push-bad", "x", "my"};
+    static const char *const absent[] = {
+        "pid-app", "prev-app", "noprofile-app", "badcfg-app", "trunc-cpu", "push-bad", "x", "my"};
     for (size_t i = 0; i < LC_ARRAY_LEN(absent); i++)
         LC_ASSERT_EQ(stored(&e, absent[i], NULL), -1);
-    lc_metric_t *m = lc_metrics_counter(e.metrics, "ember_ingest_profiles_total", "",
-                                        "route=\"ingest\"");
-    LC_ASSERT_EQ(lc_metric_value(m), 4);        /* fold, lines, go-block, raw-cpu */
+    lc_metric_t *m =
+        lc_metrics_counter(e.metrics, "ember_ingest_profiles_total", "", "route=\"ingest\"");
+    LC_ASSERT_EQ(lc_metric_value(m), 4); /* fold, lines, go-block, raw-cpu */
     env_free(&e);
 }
 
 static void script_limits(env_t *e)
 {
     size_t plen;
-    unsigned char *cpu = testdata("pprof/pyroscope-cpu.pprof", &plen);     /* from 2021 */
-    expect(http(e, "POST", "/ingest?name=old-cpu&format=pprof", "application/octet-stream", cpu,
-                plen), 400, "older than the ingestion window", "old profile");
+    unsigned char *cpu = testdata("pprof/pyroscope-cpu.pprof", &plen); /* from 2021 */
+    expect(
+        http(e, "POST", "/ingest?name=old-cpu&format=pprof", "application/octet-stream", cpu, plen),
+        400, "older than the ingestion window", "old profile");
     resp_t r = http(e, "POST", "/ingest?name=fresh.cpu", "text/plain", "a 1\n", 4);
-    LC_ASSERT_EQ(r.status, 429);       /* the tiny backlog cannot take the profile */
+    LC_ASSERT_EQ(r.status, 429); /* the tiny backlog cannot take the profile */
     LC_CHECK(strstr(r.head, "Retry-After: 1") != NULL || strstr(r.head, "retry-after: 1") != NULL);
     LC_CHECK(r.body && strstr(r.body, "resource_exhausted"));
     resp_free(&r);

@@ -142,8 +142,8 @@ static void test_span_id_parse(void)
 {
     LC_ASSERT_EQ(ing_parse_span_id("0123456789abcdef") == 0x0123456789abcdefULL, 1);
     LC_ASSERT_EQ(ing_parse_span_id("FFFFFFFFFFFFFFFF") == UINT64_MAX, 1);
-    LC_ASSERT_EQ(ing_parse_span_id("0123456789abcde"), 0);     /* 15 digits */
-    LC_ASSERT_EQ(ing_parse_span_id("0123456789abcdef0"), 0);   /* 17 digits */
+    LC_ASSERT_EQ(ing_parse_span_id("0123456789abcde"), 0);   /* 15 digits */
+    LC_ASSERT_EQ(ing_parse_span_id("0123456789abcdef0"), 0); /* 17 digits */
     LC_ASSERT_EQ(ing_parse_span_id("0123456789abcdeg"), 0);
     LC_ASSERT_EQ(ing_parse_span_id(""), 0);
 }
@@ -155,7 +155,7 @@ static void test_no_samples(void)
     ing_group_t *g;
     size_t n;
     LC_ASSERT_OK(ing_split_samples(&p, arena, &g, &n));
-    LC_ASSERT_EQ(n, 1);       /* the series still exists */
+    LC_ASSERT_EQ(n, 1); /* the series still exists */
     LC_ASSERT_EQ(g[0].n_samples, 0);
     lc_arena_free(arena);
 }

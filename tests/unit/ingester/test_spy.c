@@ -45,17 +45,26 @@ static void check_spy(const char *spy, bool rewrites, bool skip_absolute)
     for (size_t i = 0; i < n; i++)
         LC_ASSERT_STR_EQ(ing_pprof_str(p, p->function[i]->name), want[i]);
     if (rewrites)
-        LC_CHECK(changed > 0);      /* the fixture exercises the rewrite */
+        LC_CHECK(changed > 0); /* the fixture exercises the rewrite */
     lc_pprof_limits_t lim;
     lc_pprof_limits_default(&lim);
     lc_status_t st = {0};
-    LC_ASSERT_OK(lc_pprof_validate(p, &lim, &st));    /* still a valid profile */
+    LC_ASSERT_OK(lc_pprof_validate(p, &lim, &st)); /* still a valid profile */
     lc_arena_free(arena);
 }
 
-static void test_pyspy(void) { check_spy("pyspy", true, true); }
-static void test_rbspy(void) { check_spy("rbspy", true, false); }
-static void test_scripting(void) { check_spy("scripting", true, false); }
+static void test_pyspy(void)
+{
+    check_spy("pyspy", true, true);
+}
+static void test_rbspy(void)
+{
+    check_spy("rbspy", true, false);
+}
+static void test_scripting(void)
+{
+    check_spy("scripting", true, false);
+}
 static void test_others_untouched(void)
 {
     check_spy("gospy", false, false);

@@ -11,7 +11,7 @@
 #include "lc_test.h"
 
 #define CPU_LABELS "pprof/pyroscope-go.cpu.labels.pprof"
-#define CPU_LABELS_TIME 1654798932062349000LL      /* MANIFEST time_nanos */
+#define CPU_LABELS_TIME 1654798932062349000LL /* MANIFEST time_nanos */
 #define HEAP "pprof/pyroscope-heap"
 #define HEAP_TIME 1659010242910169109LL
 
@@ -115,7 +115,7 @@ static bool rb_labels_ok(const lc_labels_t *ls)
 {
     for (size_t i = 1; i < ls->n; i++) {
         if (strcmp(ls->v[i - 1].name, ls->v[i].name) >= 0)
-            return false;       /* sorted, no duplicates */
+            return false; /* sorted, no duplicates */
     }
     const char *svc = lc_labels_get(ls, "service_name");
     const char *svc2 = lc_labels_get(ls, "__service_name__");
@@ -163,8 +163,8 @@ static int64_t total_of(const readback_t *r, const char *type, size_t *series)
     return -1;
 }
 
-static const char *const cpu_labels[] = {"__name__", "process_cpu", "service_name", "svc",
-                                         "__delta__", "false", "env", "test", NULL};
+static const char *const cpu_labels[] = {
+    "__name__", "process_cpu", "service_name", "svc", "__delta__", "false", "env", "test", NULL};
 
 static void test_split_totals_and_replay(void)
 {
@@ -180,7 +180,7 @@ static void test_split_totals_and_replay(void)
     LC_ASSERT_EQ(total_of(&r, "process_cpu:cpu:nanoseconds:cpu:nanoseconds", &series_cpu),
                  8730000000LL);
     LC_ASSERT_EQ(r.n, 2);
-    LC_CHECK(series_cpu >= 2);      /* one per distinct {foo, function} set (test_split.c) */
+    LC_CHECK(series_cpu >= 2); /* one per distinct {foo, function} set (test_split.c) */
     LC_ASSERT_EQ(series_samples, series_cpu);
     LC_CHECK(r.labels_ok);
     /* Replaying the same batch (same ingest ids) changes nothing. */
@@ -213,7 +213,7 @@ static void test_server_side_delta(void)
     readback(&f, &r);
     size_t n_series;
     LC_ASSERT_EQ(total_of(&r, "memory:alloc_objects:count:space:bytes", &n_series), 0);
-    LC_CHECK(n_series >= 1);       /* the delta profile is stored, with total 0 */
+    LC_CHECK(n_series >= 1); /* the delta profile is stored, with total 0 */
     LC_ASSERT_EQ(total_of(&r, "memory:inuse_space:bytes:space:bytes", NULL), 2 * HEAP_INUSE_SPACE);
     fx_close(&f);
 
