@@ -149,11 +149,6 @@ static int ingest_pprof(ingest_ctx_t *c, const uint8_t *data, size_t len, const 
     return rc;
 }
 
-static int ingest_pprof_raw(ingest_ctx_t *c)
-{
-    return ingest_pprof(c, c->req->body, c->req->body_len, NULL);
-}
-
 static int form_config(ingest_ctx_t *c, const ing_form_t *form, ing_stconfig_t **cfg)
 {
     *cfg = NULL;
@@ -170,13 +165,10 @@ static int form_config(ingest_ctx_t *c, const ing_form_t *form, ing_stconfig_t *
     return 0;
 }
 
-static int ingest_pprof_form(ingest_ctx_t *c)
+static int ingest_form(ingest_ctx_t *c, const char *boundary)
 {
-    const char *boundary;
     ing_form_t form;
-    const char *ct = lc_http_header(c->req, "content-type");
-    if (ing_multipart_boundary(ct, c->arena, &boundary, &c->st) < 0 ||
-        ing_multipart_parse(c->req->body, c->req->body_len, boundary, c->arena, &form, &c->st) < 0)
+    if (ing_multipart_parse(c->req->body, c->req->body_len, boundary, c->arena, &form, &c->st) < 0)
         return fail_422(c, "invalid_profile");
     const ing_part_t *prev = ing_form_file(&form, "prev_profile");
     if (prev && prev->len > 0) {
@@ -190,6 +182,24 @@ static int ingest_pprof_form(ingest_ctx_t *c)
         return fail_422(c, "invalid_profile");
     const ing_part_t *profile = ing_form_file(&form, "profile");
     return profile ? ingest_pprof(c, profile->data, profile->len, cfg) : 0;
+}
+
+static int ingest_pprof_form(ingest_ctx_t *c)
+{
+    const char *boundary;
+    const char *ct = lc_http_header(c->req, "content-type");
+    if (ing_multipart_boundary(ct, c->arena, &boundary, &c->st) < 0)
+        return fail_422(c, "invalid_profile");
+    return ingest_form(c, boundary);
+}
+
+/* format=pprof: a raw pprof, or (leniently) a form sent with another content type. */
+static int ingest_pprof_raw(ingest_ctx_t *c)
+{
+    const char *boundary;
+    if (ing_multipart_sniff_boundary(c->req->body, c->req->body_len, c->arena, &boundary) == 0)
+        return ingest_form(c, boundary);
+    return ingest_pprof(c, c->req->body, c->req->body_len, NULL);
 }
 
 /* ---------------------------------------------------------------- text formats */

@@ -88,6 +88,10 @@ typedef struct ing_form_s {
 /* The boundary parameter of a multipart/form-data Content-Type (arena copy). */
 int ing_multipart_boundary(const char *content_type, lc_arena_t *arena, const char **boundary,
                            lc_status_t *st) LC_MUST_CHECK;
+/* A boundary taken from a body that starts with "--boundary" (a pprof, raw or
+ * gzipped, cannot start with "--"); LC_ENOTFOUND otherwise. */
+int ing_multipart_sniff_boundary(const uint8_t *body, size_t len, lc_arena_t *arena,
+                                 const char **boundary) LC_MUST_CHECK;
 /* Splits body into parts (RFC 2046/7578; CRLF or bare-LF lines). Part data
  * points into body. Errors: invalid_argument saying what is malformed. */
 int ing_multipart_parse(const uint8_t *body, size_t len, const char *boundary, lc_arena_t *arena,

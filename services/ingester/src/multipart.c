@@ -149,6 +149,23 @@ int ing_multipart_boundary(const char *content_type, lc_arena_t *arena, const ch
     return 0;
 }
 
+int ing_multipart_sniff_boundary(const uint8_t *body, size_t len, lc_arena_t *arena,
+                                 const char **boundary)
+{
+    if (len < 3 || body[0] != '-' || body[1] != '-')
+        return LC_ENOTFOUND;
+    size_t n = 2;
+    while (n < len && n < BOUNDARY_MAX + 2 && body[n] != '\r' && body[n] != '\n')
+        n++;
+    while (n > 2 && mp_space((char)body[n - 1]))
+        n--; /* transport padding */
+    char *b = lc_arena_strndup(arena, (const char *)body + 2, n - 2);
+    if (!b || !mp_boundary_ok(b))
+        return LC_ENOTFOUND;
+    *boundary = b;
+    return 0;
+}
+
 /* ---------------------------------------------------------------- delimiters */
 
 /* At p (just past "--boundary"): 1 for the close delimiter, 0 for a part

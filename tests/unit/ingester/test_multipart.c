@@ -258,6 +258,22 @@ static void test_caps(void)
     fx_fini(&f);
 }
 
+static void test_sniff_boundary(void)
+{
+    lc_arena_t *arena = lc_arena_new(1 << 16);
+    const char *b;
+    static const char go[] = "--0123abcd\r\nContent-Disposition: form-data\r\n";
+    LC_ASSERT_OK(ing_multipart_sniff_boundary((const uint8_t *)go, strlen(go), arena, &b));
+    LC_ASSERT_STR_EQ(b, "0123abcd");
+    LC_ASSERT_OK(ing_multipart_sniff_boundary((const uint8_t *)"--x y \n", 7, arena, &b));
+    LC_ASSERT_STR_EQ(b, "x y");
+    static const uint8_t gz[] = {0x1f, 0x8b, 0x08, 0x00};
+    LC_CHECK(ing_multipart_sniff_boundary(gz, sizeof(gz), arena, &b) < 0);
+    LC_CHECK(ing_multipart_sniff_boundary((const uint8_t *)"--\r\n", 4, arena, &b) < 0);
+    LC_CHECK(ing_multipart_sniff_boundary((const uint8_t *)"-", 1, arena, &b) < 0);
+    lc_arena_free(arena);
+}
+
 LC_TEST_MAIN(test_go_sdk_shape, test_node_sdk_shape, test_empty_part_and_fields,
              test_preamble_padding_epilogue_lf, test_first_file_part_wins, test_malformed,
-             test_boundary_param, test_caps)
+             test_boundary_param, test_caps, test_sniff_boundary)

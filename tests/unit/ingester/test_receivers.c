@@ -330,6 +330,9 @@ static void script_ingest(env_t *e)
     expect(http(e, "POST", "/ingest?name=go-block%7B__session_id__%3Dabc%7D&spyName=gospy",
                 GO_FORM_CT, form, flen),
            200, NULL, "Go SDK block profile");
+    expect(http(e, "POST", "/ingest?name=sniff-app&format=pprof", "application/octet-stream", form,
+                flen),
+           200, NULL, "format=pprof with a multipart body (lenient)");
     free(form);
     form = go_form(block, plen, NULL, true, &flen);
     expect(http(e, "POST", "/ingest?name=prev-app", GO_FORM_CT, form, flen), 422,
@@ -389,6 +392,7 @@ static void test_ingest_and_push(void)
     LC_ASSERT_EQ(stored(&e, "go-block", "block:contentions:count:contentions:count"), 43);
     LC_ASSERT_EQ(stored(&e, "go-block", "block:delay:nanoseconds:contentions:count"),
                  22674240703LL);
+    LC_ASSERT_EQ(stored(&e, "sniff-app", "block:contentions:count:contentions:count"), 43);
     LC_ASSERT_EQ(stored(&e, "raw-cpu", "process_cpu:cpu:nanoseconds:cpu:nanoseconds"), 470000000);
     LC_ASSERT_EQ(stored(&e, "push-ok", "process_cpu:cpu:nanoseconds:cpu:nanoseconds"), 470000000);
     LC_ASSERT_EQ(stored(&e, "push-ok2", "process_cpu:samples:count:cpu:nanoseconds"), 47);
@@ -398,7 +402,7 @@ static void test_ingest_and_push(void)
         LC_ASSERT_EQ(stored(&e, absent[i], NULL), -1);
     lc_metric_t *m =
         lc_metrics_counter(e.metrics, "ember_ingest_profiles_total", "", "route=\"ingest\"");
-    LC_ASSERT_EQ(lc_metric_value(m), 4); /* fold, lines, go-block, raw-cpu */
+    LC_ASSERT_EQ(lc_metric_value(m), 5); /* fold, lines, go-block, sniff-app, raw-cpu */
     env_free(&e);
 }
 
