@@ -1,8 +1,9 @@
 /*
  * fuzz_multipart.c — the /ingest multipart/form-data reader
  * (services/ingester/multipart.c). Input: a Content-Type line, '\n', then the
- * body. Every part returned must lie inside the body, and a failure must come
- * with a message.
+ * body; without a usable Content-Type the boundary is sniffed from the body.
+ * Every part returned must lie inside the body, and a failure must come with
+ * a message.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -28,7 +29,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     lc_status_t st = {0};
     const char *boundary;
     ing_form_t form;
-    if (ing_multipart_boundary(ct, arena, &boundary, &st) == 0) {
+    if (ing_multipart_boundary(ct, arena, &boundary, &st) == 0 ||
+        ing_multipart_sniff_boundary(body, blen, arena, &boundary) == 0) {
         if (ing_multipart_parse(body, blen, boundary, arena, &form, &st) == 0) {
             for (size_t i = 0; i < form.n; i++) {
                 const ing_part_t *p = &form.parts[i];
