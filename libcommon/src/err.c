@@ -68,7 +68,7 @@ lc_code_t lc_code_from_http(int s)
     case 400: case 413: return LC_CODE_INVALID_ARGUMENT;
     case 401: return LC_CODE_UNAUTHENTICATED;
     case 403: return LC_CODE_PERMISSION_DENIED;
-    case 404: return LC_CODE_UNIMPLEMENTED;
+    case 404: case 501: return LC_CODE_UNIMPLEMENTED;
     case 412: return LC_CODE_FAILED_PRECONDITION;
     case 429: case 431: return LC_CODE_RESOURCE_EXHAUSTED;
     case 499: return LC_CODE_CANCELED;

@@ -134,7 +134,8 @@ static int on_header_value_complete(llhttp_t *h)
     return 0;
 }
 
-/* Only gzip is decoded; identity is a no-op; anything else is refused (415). */
+/* Only gzip is decoded; identity is a no-op; anything else is refused with 501
+ * unimplemented, as Connect answers an unknown request encoding (§6.1). */
 static int check_content_encoding(lc_httpd__parser_t *p)
 {
     const char *enc = lc_http_header(&p->req, "content-encoding");
@@ -144,7 +145,7 @@ static int check_content_encoding(lc_httpd__parser_t *p)
         p->gzip_body = true;
         return 0;
     }
-    return parse_fail(p, 415, "unsupported content-encoding");
+    return parse_fail(p, 501, "unsupported content-encoding");
 }
 
 static int on_headers_complete(llhttp_t *h)
