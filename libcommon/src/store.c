@@ -80,6 +80,14 @@ static int mkdir_parents(const char *path)
     return rc;
 }
 
+static char *path_join(const char *a, const char *b)
+{
+    size_t len = strlen(a) + strlen(b) + 2;
+    char *p = lc_xmalloc(len);
+    snprintf(p, len, "%s/%s", a, b);
+    return p;
+}
+
 static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
 {
     LC_UNUSED(sb);
@@ -247,30 +255,32 @@ static void registry_remove(lc_store_t *s, store_block_t *b)
 
 /* ---------------------------------------------------------------- environments */
 
-/* Opens (creating when missing) every named DB and the meta record in one write
- * transaction, so later read transactions find them all. Handles opened in a
+/* Opens every named DB and reads the meta record. Handles opened in a
  * committed transaction stay valid for the life of the environment. */
+static int block_dbis_in(store_block_t *b, MDB_txn *txn, unsigned create, store_meta_t *m)
+{
+    for (int i = 0; i < DB_COUNT; i++) {
+        int rc = mdb_dbi_open(txn, store_db_names[i], create | store_db_flags[i], &b->dbi[i]);
+        if (rc)
+            return lc_store__mdb_fail(rc == MDB_NOTFOUND ? LC_ECORRUPT : rc, "dbi open");
+    }
+    return lc_store__meta_get(txn, b->dbi[DB_META], m);
+}
+
+/* Read-only: this runs under the registry mutex, which must never wait on an
+ * LMDB writer lock. Blocks are complete on disk before they are registered. */
 static int block_dbis_open(store_block_t *b, MDB_env *env)
 {
     MDB_txn *txn;
-    int rc = mdb_txn_begin(env, NULL, 0, &txn);
+    store_meta_t m;
+    int rc = mdb_txn_begin(env, NULL, MDB_RDONLY, &txn);
     if (rc)
         return lc_store__mdb_fail(rc, "txn begin (open)");
-    for (int i = 0; i < DB_COUNT && !rc; i++) {
-        rc = mdb_dbi_open(txn, store_db_names[i], MDB_CREATE | store_db_flags[i], &b->dbi[i]);
-        if (rc)
-            rc = lc_store__mdb_fail(rc, "dbi open");
-    }
-    store_meta_t m;
-    if (!rc)
-        rc = lc_store__meta_get(txn, b->dbi[DB_META], &m);
-    if (rc == LC_ENOTFOUND) {
-        lc_store__meta_init(&m, b->start_ns, b->end_ns - b->start_ns);
-        rc = lc_store__meta_put(txn, b->dbi[DB_META], &m);
-    }
+    rc = block_dbis_in(b, txn, 0, &m);
     if (rc) {
         mdb_txn_abort(txn);
-        return rc;
+        LC_LOG_ERROR("store: bad block path=%s err=\"%s\"", b->path, lc_strerror(rc));
+        return rc == LC_ENOTFOUND ? LC_ECORRUPT : rc;
     }
     if (m.start_ns != b->start_ns || m.duration_ns != b->end_ns - b->start_ns) {
         LC_LOG_WARN("store: block partition differs from options path=%s duration_ns=%" PRId64,
@@ -281,13 +291,8 @@ static int block_dbis_open(store_block_t *b, MDB_env *env)
     return rc ? lc_store__mdb_fail(rc, "txn commit (open)") : 0;
 }
 
-static int block_env_open(lc_store_t *s, store_block_t *b, bool create)
+static int env_open(const lc_store_t *s, const char *path, MDB_env **out)
 {
-    if (create) {
-        int rc = mkdir_one(b->path);
-        if (rc)
-            return rc;
-    }
     MDB_env *env;
     int rc = mdb_env_create(&env);
     if (rc)
@@ -298,12 +303,22 @@ static int block_env_open(lc_store_t *s, store_block_t *b, bool create)
     if (!rc)
         rc = mdb_env_set_maxreaders(env, STORE_MAX_READERS);
     if (!rc)
-        rc = mdb_env_open(env, b->path, MDB_NOTLS, 0644);
+        rc = mdb_env_open(env, path, MDB_NOTLS, 0644);
     if (rc) {
-        LC_LOG_ERROR("store: env open failed path=%s err=\"%s\"", b->path, mdb_strerror(rc));
+        LC_LOG_ERROR("store: env open failed path=%s err=\"%s\"", path, mdb_strerror(rc));
         mdb_env_close(env);
         return LC_ESTORE;
     }
+    *out = env;
+    return 0;
+}
+
+static int block_env_open(lc_store_t *s, store_block_t *b)
+{
+    MDB_env *env;
+    int rc = env_open(s, b->path, &env);
+    if (rc)
+        return rc;
     rc = block_dbis_open(b, env);
     if (rc) {
         mdb_env_close(env);
@@ -312,6 +327,56 @@ static int block_env_open(lc_store_t *s, store_block_t *b, bool create)
     b->env = env;
     s->n_open++;
     return 0;
+}
+
+/* Every named DB and the meta record, in one write transaction. */
+static int block_init(const lc_store_t *s, const store_block_t *b, const char *path)
+{
+    MDB_env *env;
+    MDB_txn *txn;
+    store_block_t tmp = *b;
+    store_meta_t m;
+    int rc = env_open(s, path, &env);
+    if (rc)
+        return rc;
+    rc = mdb_txn_begin(env, NULL, 0, &txn);
+    if (rc) {
+        mdb_env_close(env);
+        return lc_store__mdb_fail(rc, "txn begin (create)");
+    }
+    rc = block_dbis_in(&tmp, txn, MDB_CREATE, &m);
+    if (rc == LC_ENOTFOUND) {
+        lc_store__meta_init(&m, b->start_ns, b->end_ns - b->start_ns);
+        rc = lc_store__meta_put(txn, tmp.dbi[DB_META], &m);
+    }
+    if (!rc)
+        rc = mdb_txn_commit(txn);
+    else
+        mdb_txn_abort(txn);
+    mdb_env_close(env);
+    return rc > 0 ? lc_store__mdb_fail(rc, "txn commit (create)") : rc;
+}
+
+/* Builds a new block under a dot-name and renames it into place: nobody (the
+ * registry, a restart) ever sees a block without its DBs and meta record. */
+static int block_create(const lc_store_t *s, const store_block_t *b)
+{
+    const char *name = strrchr(b->path, '/') + 1;
+    size_t len = strlen(s->blocks_dir) + strlen(name) + 8;
+    char *tmp = lc_xmalloc(len);
+    snprintf(tmp, len, "%s/.new-%s", s->blocks_dir, name);
+    rm_tree(tmp);
+    int rc = mkdir_one(tmp);
+    if (!rc)
+        rc = block_init(s, b, tmp);
+    if (!rc && rename(tmp, b->path) != 0) {
+        rc = -errno;
+        LC_LOG_ERROR("store: rename failed path=%s err=\"%s\"", b->path, strerror(errno));
+    }
+    if (rc)
+        rm_tree(tmp);
+    lc_free(tmp);
+    return rc;
 }
 
 static void block_env_close(lc_store_t *s, store_block_t *b)
@@ -351,10 +416,10 @@ static void evict_lru(lc_store_t *s)
 }
 
 /* Takes a reference; mu held. */
-static int block_ref(lc_store_t *s, store_block_t *b, bool create)
+static int block_ref(lc_store_t *s, store_block_t *b)
 {
     if (!b->env) {
-        int rc = block_env_open(s, b, create);
+        int rc = block_env_open(s, b);
         if (rc)
             return rc;
     }
@@ -364,26 +429,44 @@ static int block_ref(lc_store_t *s, store_block_t *b, bool create)
     return 0;
 }
 
+static store_block_t *registry_find(const lc_store_t *s, int64_t start_ns)
+{
+    size_t at = block_lower_bound(s, start_ns);
+    return at < s->n_blocks && s->blocks[at]->start_ns == start_ns ? s->blocks[at] : NULL;
+}
+
+/* A new block is built with no lock held; only the writer creates blocks, so
+ * no one else can register the same partition meanwhile. */
+static int acquire_new(lc_store_t *s, int64_t start_ns, store_block_t **out)
+{
+    store_block_t *b = block_new(s, start_ns);
+    int rc = block_create(s, b);
+    if (!rc) {
+        pthread_mutex_lock(&s->mu);
+        registry_insert(s, b);
+        rc = block_ref(s, b);
+        if (rc)
+            registry_remove(s, b);
+        pthread_mutex_unlock(&s->mu);
+    }
+    if (rc) {
+        block_destroy(s, b);
+        return rc;
+    }
+    *out = b;
+    return 0;
+}
+
 int lc_store__acquire(lc_store_t *s, int64_t start_ns, bool create, store_block_t **out)
 {
     pthread_mutex_lock(&s->mu);
-    size_t at = block_lower_bound(s, start_ns);
-    store_block_t *b = at < s->n_blocks && s->blocks[at]->start_ns == start_ns ? s->blocks[at]
-                                                                              : NULL;
-    bool fresh = false;
-    if (!b && create) {
-        b = block_new(s, start_ns);
-        registry_insert(s, b);
-        fresh = true;
-    }
-    int rc = b ? block_ref(s, b, create) : LC_ENOTFOUND;
-    if (rc && fresh) {
-        registry_remove(s, b);
-        block_destroy(s, b);
-    }
+    store_block_t *b = registry_find(s, start_ns);
+    int rc = b ? block_ref(s, b) : LC_ENOTFOUND;
     pthread_mutex_unlock(&s->mu);
     if (!rc)
         *out = b;
+    if (rc == LC_ENOTFOUND && create)
+        return acquire_new(s, start_ns, out);
     return rc;
 }
 
@@ -402,7 +485,7 @@ int lc_store__acquire_range(lc_store_t *s, int64_t start_ns, int64_t end_ns,
     for (size_t i = 0; i < s->n_blocks && !rc; i++) {
         if (!block_overlaps(s->blocks[i], start_ns, end_ns))
             continue;
-        rc = block_ref(s, s->blocks[i], false);
+        rc = block_ref(s, s->blocks[i]);
         if (!rc)
             got[k++] = s->blocks[i];
     }
@@ -473,6 +556,11 @@ static int store_scan(lc_store_t *s)
     struct dirent *e;
     while ((e = readdir(d))) {
         int64_t start;
+        if (strncmp(e->d_name, ".new-", 5) == 0) {
+            char *p = path_join(s->blocks_dir, e->d_name);
+            rm_tree(p);     /* a block whose creation was interrupted */
+            lc_free(p);
+        }
         if (e->d_name[0] == '.')
             continue;
         if (!block_name_parse(e->d_name, &start) || start != lc_store__partition(s, start)) {
@@ -483,14 +571,6 @@ static int store_scan(lc_store_t *s)
     }
     closedir(d);
     return 0;
-}
-
-static char *path_join(const char *a, const char *b)
-{
-    size_t len = strlen(a) + strlen(b) + 2;
-    char *p = lc_xmalloc(len);
-    snprintf(p, len, "%s/%s", a, b);
-    return p;
 }
 
 int lc_store_open(const lc_store_opts_t *opts, lc_store_t **out)

@@ -9,6 +9,8 @@
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <ftw.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -1187,6 +1189,130 @@ static void test_retention_drops_old_blocks(void)
     tmp_cleanup();
 }
 
+/* ---------------------------------------------------------------- failures, threads */
+
+static void test_map_full_is_an_error_and_recoverable(void)
+{
+    hand_t h;
+    hand_build(&h);
+    loaded_t big = load_pprof("gopprof-large.cpu");
+    lc_store_opts_t o = {.dir = tmp_dir(), .map_size_bytes = (size_t)1 << 20};
+    lc_store_t *s;
+    LC_ASSERT_OK(lc_store_open(&o, &s));
+    lc_labels_t ls;
+    labels_of(&ls, "full", "cpu");
+    LC_ASSERT_EQ(write_one(s, "t", &ls, T0, &big, 1, NULL), LC_ESTORE);
+    /* Rolled back, maps included: a small profile still fits and reads back. */
+    LC_ASSERT_OK(write_one(s, "t", &ls, T0, &h.l, 1, NULL));
+    lc_store_reader_t *r;
+    LC_ASSERT_OK(lc_store_read_begin(s, T0, T0, &r));
+    lc_block_t *b = lc_store_reader_block(r, 0);
+    profs_t ps = profiles_of(b, 1, T0, T0);
+    LC_ASSERT_EQ(ps.n, 1);
+    int64_t sum;
+    sums_t want = pprof_sums(&h.l, 1, NULL), got = stored_sums(b, &ps.v[0], &sum);
+    sums_expect_equal(&want, &got);
+    profs_free(&ps);
+    lc_store_read_end(r);
+    lc_labels_fini(&ls);
+    lc_arena_free(big.arena);
+    lc_arena_free(h.l.arena);
+    lc_store_close(s);
+    tmp_cleanup();
+}
+
+typedef struct reader_job_s {
+    lc_store_t *s;
+    atomic_int *stop;
+    int errors, reads;
+} reader_job_t;
+
+static int sum_cb(lc_block_t *b, const lc_stored_profile_t *p, void *data)
+{
+    (void)b;
+    *(int64_t *)data += p->total;
+    return 0;
+}
+
+static int series_sum_cb(lc_block_t *b, uint32_t id, const char *tenant, const lc_labels_t *ls,
+                         void *data)
+{
+    (void)tenant, (void)ls;
+    return lc_block_profiles(b, id, INT64_MIN / 2, INT64_MAX / 2, sum_cb, data);
+}
+
+/* Every snapshot must be whole: totals are multiples of one profile's. */
+static void *reader_main(void *arg)
+{
+    reader_job_t *j = arg;
+    const char *tenants[] = {"t"};
+    while (!atomic_load(j->stop)) {
+        lc_store_reader_t *r;
+        if (lc_store_read_begin(j->s, T0 - HOUR_NS, T0 + 10 * HOUR_NS, &r)) {
+            j->errors++;
+            continue;
+        }
+        for (size_t i = 0; i < lc_store_reader_count(r); i++) {
+            int64_t sum = 0;
+            lc_block_t *b = lc_store_reader_block(r, i);
+            lc_store_location_t loc;
+            lc_block_info_t info;
+            int rc = lc_block_series(b, tenants, 1, NULL, series_sum_cb, &sum);
+            if (!rc)
+                rc = lc_block_info(b, &info);
+            if (!rc && info.locations)      /* a block just created may still be empty */
+                rc = lc_block_location(b, 1, &loc);
+            if (rc || sum % 150 || sum != (int64_t)info.profiles * 150) {
+                fprintf(stderr, "reader: rc=%d sum=%lld profiles=%llu\n", rc, (long long)sum,
+                        (unsigned long long)info.profiles);
+                j->errors++;
+            }
+        }
+        lc_store_read_end(r);
+        j->reads++;
+    }
+    return NULL;
+}
+
+static void test_concurrent_readers_writer_retention(void)
+{
+    hand_t h;
+    hand_build(&h);
+    lc_store_t *s = store_open_opts(tmp_dir(), 3 * HOUR_NS, 2);
+    lc_labels_t ls;
+    labels_of(&ls, "threads", "cpu");
+    for (int i = 0; i < 4; i++)
+        LC_ASSERT_OK(write_one(s, "t", &ls, T0 + i * HOUR_NS, &h.l, 1, NULL));
+    atomic_int stop = 0;
+    reader_job_t jobs[3];
+    pthread_t th[3];
+    for (int i = 0; i < 3; i++) {
+        jobs[i] = (reader_job_t){.s = s, .stop = &stop};
+        pthread_create(&th[i], NULL, reader_main, &jobs[i]);
+    }
+    for (int i = 0; i < 40; i++)
+        LC_ASSERT_OK(write_one(s, "t", &ls, T0 + (i % 5) * HOUR_NS + i, &h.l, 1, NULL));
+    size_t dropped;
+    LC_ASSERT_OK(lc_store_retention(s, T0 + 5 * HOUR_NS, &dropped));  /* hours 0 and 1 */
+    LC_ASSERT_EQ(dropped, 2);
+    for (int i = 0; i < 20; i++)
+        LC_ASSERT_OK(write_one(s, "t", &ls, T0 + 3 * HOUR_NS + i, &h.l, 1, NULL));
+    atomic_store(&stop, 1);
+    int reads = 0;
+    for (int i = 0; i < 3; i++) {
+        pthread_join(th[i], NULL);
+        LC_ASSERT_EQ(jobs[i].errors, 0);
+        reads += jobs[i].reads;
+    }
+    LC_CHECK(reads > 0);
+    lc_block_info_t info = block_info_at(s, T0 + 3 * HOUR_NS);
+    LC_ASSERT_EQ(info.profiles, 1 + 8 + 20);
+    lc_labels_fini(&ls);
+    lc_arena_free(h.l.arena);
+    lc_store_close(s);
+    tmp_cleanup();
+}
+
 /* ---------------------------------------------------------------- sample decoding */
 
 static int iter_all(const uint8_t *d, size_t len, uint32_t *last_node, int64_t *sum)
@@ -1356,5 +1482,7 @@ LC_TEST_MAIN(test_hand_profile_roundtrip, test_real_heap_four_types, test_real_h
              test_dedup_same_profile_twice, test_restart_keeps_data_and_ids,
              test_abort_leaves_nothing, test_applied_ids, test_selectors_and_tenants,
              test_blocks_and_time_ranges, test_retention_drops_old_blocks,
-             test_sample_iter_rejects_corrupt, test_timing_large_cpu_x100,
+             test_map_full_is_an_error_and_recoverable,
+             test_concurrent_readers_writer_retention, test_sample_iter_rejects_corrupt,
+             test_timing_large_cpu_x100,
              test_timing_heap_pinned_vs_not)
