@@ -23,6 +23,14 @@ typedef struct ft_name_s {
     uint32_t hash;          /* low bits of the string hash, for rehashing */
 } ft_name_t;
 
+/* A child-table slot carries its key, so a probe touches one cache line and
+ * never the node array. */
+typedef struct ft_slot_s {
+    uint32_t parent;
+    uint32_t name;
+    uint32_t id;
+} ft_slot_t;
+
 typedef struct ft_node_s {
     uint32_t parent;
     uint32_t name;
@@ -39,7 +47,7 @@ struct lc_ftree_s {
 
     ft_node_t *nodes;       /* nodes[0] is the root; parent id < child id */
     size_t n_nodes, nodes_cap, max_nodes;
-    uint32_t *child_slots;  /* open addressing on (parent, name): node id, 0 = empty */
+    ft_slot_t *child_slots; /* open addressing on (parent, name); id 0 = empty */
     size_t child_mask;
 
     int64_t *total;         /* derived by ft_totals(); valid while !totals_stale */

@@ -106,24 +106,28 @@ static inline uint64_t child_hash(uint32_t parent, uint32_t name)
 static void children_rehash(lc_ftree_t *t)
 {
     size_t n = (t->child_mask + 1) * 2;
-    lc_free(t->child_slots);
-    t->child_slots = slots_new(n);
+    ft_slot_t *old = t->child_slots;
+    size_t old_n = t->child_mask + 1;
+    t->child_slots = lc_xcalloc(n, sizeof(ft_slot_t));
     t->child_mask = n - 1;
-    for (size_t id = 1; id < t->n_nodes; id++) {
-        size_t i = child_hash(t->nodes[id].parent, t->nodes[id].name) & t->child_mask;
-        while (t->child_slots[i])
+    for (size_t k = 0; k < old_n; k++) {
+        if (!old[k].id)
+            continue;
+        size_t i = child_hash(old[k].parent, old[k].name) & t->child_mask;
+        while (t->child_slots[i].id)
             i = (i + 1) & t->child_mask;
-        t->child_slots[i] = (uint32_t)id;
+        t->child_slots[i] = old[k];
     }
+    lc_free(old);
 }
 
 int lc_ftree_child(lc_ftree_t *t, uint32_t parent, uint32_t name, uint32_t *out)
 {
     size_t i = child_hash(parent, name) & t->child_mask;
-    while (t->child_slots[i]) {
-        uint32_t v = t->child_slots[i];
-        if (t->nodes[v].parent == parent && t->nodes[v].name == name) {
-            *out = v;
+    while (t->child_slots[i].id) {
+        const ft_slot_t *sl = &t->child_slots[i];
+        if (sl->parent == parent && sl->name == name) {
+            *out = sl->id;
             return 0;
         }
         i = (i + 1) & t->child_mask;
@@ -133,7 +137,7 @@ int lc_ftree_child(lc_ftree_t *t, uint32_t parent, uint32_t name, uint32_t *out)
     t->nodes = lc_xgrow(t->nodes, &t->nodes_cap, t->n_nodes + 1, sizeof(*t->nodes));
     uint32_t id = (uint32_t)t->n_nodes++;
     t->nodes[id] = (ft_node_t){.parent = parent, .name = name, .self = 0};
-    t->child_slots[i] = id;
+    t->child_slots[i] = (ft_slot_t){.parent = parent, .name = name, .id = id};
     t->totals_stale = true;
     if (t->n_nodes * 2 > t->child_mask + 1)
         children_rehash(t);
@@ -157,7 +161,7 @@ lc_ftree_t *lc_ftree_new(size_t max_nodes)
         t->max_nodes = UINT32_MAX - 1;
     t->name_slots = slots_new(FT_MIN_SLOTS);
     t->name_mask = FT_MIN_SLOTS - 1;
-    t->child_slots = slots_new(FT_MIN_SLOTS);
+    t->child_slots = lc_xcalloc(FT_MIN_SLOTS, sizeof(ft_slot_t));
     t->child_mask = FT_MIN_SLOTS - 1;
     uint32_t total_id = 0, other_id = 0;
     /* Cannot fail: the table is empty and far below the caps. */
