@@ -197,6 +197,8 @@ int64_t lc_store__profile_key_time(const uint8_t *key)
 
 uint32_t lc_store__profile_key_series(const uint8_t *key) { return (uint32_t)get_be(key, 4); }
 
+uint32_t lc_store__profile_key_seq(const uint8_t *key) { return (uint32_t)get_be(key + 12, 4); }
+
 /* ---------------------------------------------------------------- partitions */
 
 int64_t lc_store__partition(const lc_store_t *s, int64_t time_ns)

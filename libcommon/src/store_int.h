@@ -242,6 +242,7 @@ void lc_store__profile_key(uint8_t key[STORE_PROFILE_KEY_LEN], uint32_t series, 
                            uint32_t seq);
 int64_t lc_store__profile_key_time(const uint8_t *key);
 uint32_t lc_store__profile_key_series(const uint8_t *key);
+uint32_t lc_store__profile_key_seq(const uint8_t *key);
 
 static inline uint64_t store_zigzag(int64_t v) { return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63); }
 static inline int64_t store_unzigzag(uint64_t v) { return (int64_t)(v >> 1) ^ -(int64_t)(v & 1); }

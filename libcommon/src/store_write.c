@@ -348,8 +348,7 @@ static int profile_seq(MDB_txn *txn, MDB_dbi dbi, uint32_t series, int64_t time_
          rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
         if (k.mv_size != STORE_PROFILE_KEY_LEN || memcmp(k.mv_data, first, 12) != 0)
             break;
-        const uint8_t *kb = k.mv_data;
-        *seq = ((uint32_t)kb[12] << 24 | (uint32_t)kb[13] << 16 | (uint32_t)kb[14] << 8 | kb[15]) + 1;
+        *seq = lc_store__profile_key_seq(k.mv_data) + 1;
     }
     mdb_cursor_close(cur);
     return rc == 0 || rc == MDB_NOTFOUND ? 0 : lc_store__mdb_fail(rc, "profile seq");

@@ -412,7 +412,7 @@ typedef struct hand_s {
     Google__V1__ValueType vt[2], *vtp[2];
     Google__V1__Function fn[5], *fnp[5];
     Google__V1__Mapping map, *mapp[1];
-    Google__V1__Line line[6], *linep[4][2];
+    Google__V1__Line line[5], *linep[4][2];
     Google__V1__Location loc[4], *locp[4];
     Google__V1__Sample smp[5], *smpp[5];
     uint64_t stacks[5][3];
@@ -420,10 +420,14 @@ typedef struct hand_s {
     loaded_t l;
 } hand_t;
 
-static void hand_build(hand_t *h)
+/* Functions main foo bar baz inlined; mapping libc.so. Locations: 1 main:10;
+ * 2 inlined:5 inside foo:20; 3 bar:30 in libc at 0x1234; 4 baz:40. */
+static void hand_symbols(hand_t *h)
 {
-    memset(h, 0, sizeof(*h));
     static const int64_t fn_names[5] = {5, 6, 7, 8, 11};
+    static const uint64_t line_fn[5] = {1, 5, 2, 3, 4};
+    static const int64_t line_no[5] = {10, 5, 20, 30, 40};
+    static const size_t nlines[4] = {1, 2, 1, 1};
     for (int i = 0; i < 5; i++) {
         h->fn[i] = (Google__V1__Function)GOOGLE__V1__FUNCTION__INIT;
         h->fn[i].id = (uint64_t)i + 1;
@@ -431,24 +435,18 @@ static void hand_build(hand_t *h)
         h->fn[i].filename = i == 2 ? 13 : 9;
         h->fn[i].start_line = 10 * i;
         h->fnp[i] = &h->fn[i];
+        h->line[i] = (Google__V1__Line)GOOGLE__V1__LINE__INIT;
+        h->line[i].function_id = line_fn[i];
+        h->line[i].line = line_no[i];
     }
     h->map = (Google__V1__Mapping)GOOGLE__V1__MAPPING__INIT;
     h->map.id = 1, h->map.memory_start = 0x1000, h->map.memory_limit = 0x2000;
     h->map.filename = 10, h->map.build_id = 12, h->map.has_functions = 1;
     h->mapp[0] = &h->map;
-    /* loc 1 main:10; loc 2 inlined:5 inside foo:20; loc 3 bar:30 in libc; loc 4 baz:40 */
-    static const uint64_t line_fn[6] = {1, 5, 2, 3, 4, 0};
-    static const int64_t line_no[6] = {10, 5, 20, 30, 40, 0};
-    for (int i = 0; i < 5; i++) {
-        h->line[i] = (Google__V1__Line)GOOGLE__V1__LINE__INIT;
-        h->line[i].function_id = line_fn[i];
-        h->line[i].line = line_no[i];
-    }
     h->linep[0][0] = &h->line[0];
     h->linep[1][0] = &h->line[1], h->linep[1][1] = &h->line[2];
     h->linep[2][0] = &h->line[3];
     h->linep[3][0] = &h->line[4];
-    static const size_t nlines[4] = {1, 2, 1, 1};
     for (int i = 0; i < 4; i++) {
         h->loc[i] = (Google__V1__Location)GOOGLE__V1__LOCATION__INIT;
         h->loc[i].id = (uint64_t)i + 1;
@@ -457,7 +455,12 @@ static void hand_build(hand_t *h)
         h->locp[i] = &h->loc[i];
     }
     h->loc[2].mapping_id = 1, h->loc[2].address = 0x1234;
-    /* stacks leaf first: bar;foo;main  baz;foo;main  foo;main  bar;foo;main  baz;main */
+}
+
+/* Stacks leaf first: bar;foo;main  baz;foo;main  foo;main  bar;foo;main  baz;main,
+ * two value types (samples, cpu); the last sample is 0 in the first type. */
+static void hand_samples(hand_t *h)
+{
     static const uint64_t stacks[5][3] = {{3, 2, 1}, {4, 2, 1}, {2, 1, 0}, {3, 2, 1}, {4, 1, 0}};
     static const size_t depth[5] = {3, 3, 2, 3, 2};
     static const int64_t values[5][2] = {{1, 10}, {2, 20}, {3, 30}, {4, 40}, {0, 50}};
@@ -477,6 +480,13 @@ static void hand_build(hand_t *h)
         h->vt[i].unit = i ? 4 : 2;
         h->vtp[i] = &h->vt[i];
     }
+}
+
+static void hand_build(hand_t *h)
+{
+    memset(h, 0, sizeof(*h));
+    hand_symbols(h);
+    hand_samples(h);
     h->p = (Google__V1__Profile)GOOGLE__V1__PROFILE__INIT;
     h->p.n_sample_type = 2, h->p.sample_type = h->vtp;
     h->p.n_sample = 5, h->p.sample = h->smpp;
@@ -510,108 +520,133 @@ static void stack_text(lc_block_t *b, const tree_t *t, uint32_t node, char *out,
     }
 }
 
-static void test_hand_profile_roundtrip(void)
-{
+/* The hand profile written as two series ("samples", "cpu"), and a reader. */
+typedef struct hand_fx_s {
     hand_t h;
-    hand_build(&h);
-    lc_store_t *s = store_open(tmp_dir());
-    lc_labels_t l0, l1;
-    labels_of(&l0, "hand", "samples");
-    labels_of(&l1, "hand", "cpu");
-    LC_ASSERT_OK(write_one(s, "t1", &l0, T0 + 5, &h.l, 0, NULL));
-    LC_ASSERT_OK(write_one(s, "t1", &l1, T0 + 5, &h.l, 1, NULL));
-
+    lc_store_t *s;
     lc_store_reader_t *r;
-    LC_ASSERT_OK(lc_store_read_begin(s, T0, T0 + HOUR_NS - 1, &r));
-    LC_ASSERT_EQ(lc_store_reader_count(r), 1);
-    lc_block_t *b = lc_store_reader_block(r, 0);
-    found_t f = find_series(b, "t1", "{__name__=\"samples\"}");
+    lc_block_t *b;
+    lc_labels_t l0, l1;
+} hand_fx_t;
+
+static hand_fx_t fx;
+
+static void hand_fx_open(void)
+{
+    hand_build(&fx.h);
+    fx.s = store_open(tmp_dir());
+    labels_of(&fx.l0, "hand", "samples");
+    labels_of(&fx.l1, "hand", "cpu");
+    LC_ASSERT_OK(write_one(fx.s, "t1", &fx.l0, T0 + 5, &fx.h.l, 0, NULL));
+    LC_ASSERT_OK(write_one(fx.s, "t1", &fx.l1, T0 + 5, &fx.h.l, 1, NULL));
+    LC_ASSERT_OK(lc_store_read_begin(fx.s, T0, T0 + HOUR_NS - 1, &fx.r));
+    LC_ASSERT_EQ(lc_store_reader_count(fx.r), 1);
+    fx.b = lc_store_reader_block(fx.r, 0);
+}
+
+static void hand_fx_close(void)
+{
+    lc_store_read_end(fx.r);
+    lc_labels_fini(&fx.l0);
+    lc_labels_fini(&fx.l1);
+    lc_arena_free(fx.h.l.arena);
+    lc_store_close(fx.s);
+    tmp_cleanup();
+}
+
+static void test_hand_stacks_render_back(void)
+{
+    hand_fx_open();
+    found_t f = find_series(fx.b, "t1", "{__name__=\"samples\"}");
     LC_ASSERT_EQ(f.n, 1);
-    profs_t ps = profiles_of(b, f.ids[0], T0, T0 + HOUR_NS);
+    profs_t ps = profiles_of(fx.b, f.ids[0], T0, T0 + HOUR_NS);
     LC_ASSERT_EQ(ps.n, 1);
     LC_ASSERT_EQ(ps.v[0].total, 1 + 2 + 3 + 4);
     LC_ASSERT_EQ(ps.v[0].n_samples, 3);     /* bar;foo;main twice -> one; zero dropped */
     LC_ASSERT_EQ(ps.v[0].time_ns, T0 + 5);
-
-    /* Every stored stack, rendered from the tree and the symbol tables. */
-    tree_t t = tree_read(b);
+    tree_t t = tree_read(fx.b);
     LC_ASSERT_EQ(t.n, 1 + 5);   /* root, main, foo, bar, baz under foo, baz under main */
+    static const char *want[3] = {"inlined:5 foo:20 main:10", "bar:30 inlined:5 foo:20 main:10",
+                                  "baz:40 inlined:5 foo:20 main:10"};
+    static const int64_t want_v[3] = {3, 5, 2};
     lc_sample_iter_t it;
     uint32_t node;
     int64_t v;
-    char text[3][256];
-    int64_t vals[3];
     int k = 0;
+    char text[256];
     lc_sample_iter_init(&it, &ps.v[0]);
-    while (k < 3 && lc_sample_iter_next(&it, &node, &v, NULL) == 1) {
-        stack_text(b, &t, node, text[k], sizeof(text[k]));
-        vals[k++] = v;
+    for (; k < 3 && lc_sample_iter_next(&it, &node, &v, NULL) == 1; k++) {
+        stack_text(fx.b, &t, node, text, sizeof(text));
+        LC_ASSERT_STR_EQ(text, want[k]);
+        LC_ASSERT_EQ(v, want_v[k]);
     }
     LC_ASSERT_EQ(k, 3);
-    LC_ASSERT_STR_EQ(text[0], "inlined:5 foo:20 main:10");
-    LC_ASSERT_EQ(vals[0], 3);
-    LC_ASSERT_STR_EQ(text[1], "bar:30 inlined:5 foo:20 main:10");
-    LC_ASSERT_EQ(vals[1], 5);
-    LC_ASSERT_STR_EQ(text[2], "baz:40 inlined:5 foo:20 main:10");
-    LC_ASSERT_EQ(vals[2], 2);
+    LC_ASSERT_EQ(lc_sample_iter_next(&it, &node, &v, NULL), 0);
+    tree_free(&t);
+    profs_free(&ps);
+    hand_fx_close();
+}
 
-    /* bar's location keeps its mapping and address. */
+static void test_hand_symbols_read_back(void)
+{
+    hand_fx_open();
+    tree_t t = tree_read(fx.b);
     lc_store_location_t loc;
     lc_store_mapping_t m;
+    lc_store_function_t fn;
     const char *str;
     size_t len;
-    LC_ASSERT_OK(lc_block_location(b, t.locations[3], &loc));
+    LC_ASSERT_OK(lc_block_location(fx.b, t.locations[3], &loc));     /* bar */
     LC_ASSERT_EQ(loc.address, 0x1234);
-    LC_ASSERT_OK(lc_block_mapping(b, loc.mapping_id, &m));
+    LC_ASSERT_OK(lc_block_mapping(fx.b, loc.mapping_id, &m));
     LC_ASSERT_EQ(m.memory_start, 0x1000);
     LC_ASSERT_EQ(m.memory_limit, 0x2000);
     LC_CHECK(m.has_functions && !m.has_filenames);
-    LC_ASSERT_OK(lc_block_string(b, m.filename, &str, &len));
+    LC_ASSERT_OK(lc_block_string(fx.b, m.filename, &str, &len));
     LC_ASSERT_EQ(len, 7);
     LC_ASSERT_MEM_EQ(str, "libc.so", 7);
-    LC_ASSERT_OK(lc_block_string(b, m.build_id, &str, &len));
+    LC_ASSERT_OK(lc_block_string(fx.b, m.build_id, &str, &len));
     LC_ASSERT_MEM_EQ(str, "build-1", 7);
-    lc_store_function_t fn;
-    LC_ASSERT_OK(lc_block_function(b, loc.lines[0].function_id, &fn));
+    LC_ASSERT_OK(lc_block_function(fx.b, loc.lines[0].function_id, &fn));
     LC_ASSERT_EQ(fn.start_line, 20);
-    LC_ASSERT_OK(lc_block_string(b, fn.filename, &str, &len));
+    LC_ASSERT_OK(lc_block_string(fx.b, fn.filename, &str, &len));
     LC_ASSERT_MEM_EQ(str, "foo.c", 5);
-    LC_ASSERT_EQ(lc_block_location(b, 99, &loc), LC_ENOTFOUND);
+    LC_ASSERT_OK(lc_block_string(fx.b, 0, &str, &len));
+    LC_ASSERT_EQ(len, 0);
+    LC_ASSERT_EQ(lc_block_location(fx.b, 99, &loc), LC_ENOTFOUND);
+    LC_ASSERT_EQ(lc_block_function(fx.b, 0, &fn), LC_ENOTFOUND);
+    LC_ASSERT_EQ(lc_block_string(fx.b, 1000, &str, &len), LC_ENOTFOUND);
+    LC_ASSERT_EQ(lc_block_nodes(fx.b, NULL, NULL, t.n + 1), LC_EINPUT);
+    tree_free(&t);
+    hand_fx_close();
+}
 
-    /* The cpu series: content comparison against the pprof itself. */
-    found_t fc = find_series(b, "t1", "{__name__=\"cpu\"}");
-    LC_ASSERT_EQ(fc.n, 1);
-    profs_t pc = profiles_of(b, fc.ids[0], T0, T0 + HOUR_NS);
-    LC_ASSERT_EQ(pc.n, 1);
-    LC_ASSERT_EQ(pc.v[0].total, 150);
+static void test_hand_second_type_and_info(void)
+{
+    hand_fx_open();
+    found_t f = find_series(fx.b, "t1", "{__name__=\"cpu\"}");
+    LC_ASSERT_EQ(f.n, 1);
+    profs_t ps = profiles_of(fx.b, f.ids[0], T0, T0 + HOUR_NS);
+    LC_ASSERT_EQ(ps.n, 1);
+    LC_ASSERT_EQ(ps.v[0].total, 150);
     int64_t sum;
-    sums_t want = pprof_sums(&h.l, 1, NULL), got = stored_sums(b, &pc.v[0], &sum);
+    sums_t want = pprof_sums(&fx.h.l, 1, NULL), got = stored_sums(fx.b, &ps.v[0], &sum);
     LC_ASSERT_EQ(sum, 150);
     sums_expect_equal(&want, &got);
-
     lc_block_info_t info;
-    LC_ASSERT_OK(lc_block_info(b, &info));
+    LC_ASSERT_OK(lc_block_info(fx.b, &info));
     LC_ASSERT_EQ(info.series, 2);
     LC_ASSERT_EQ(info.profiles, 2);
     LC_ASSERT_EQ(info.samples, 3 + 4);
     LC_ASSERT_EQ(info.locations, 4);
     LC_ASSERT_EQ(info.functions, 5);
-    /* "", 5 function names, main.go, foo.c, libc.so, build-1 */
-    LC_ASSERT_EQ(info.strings, 1 + 9);
+    LC_ASSERT_EQ(info.strings, 1 + 9);  /* "", 5 names, main.go, foo.c, libc.so, build-1 */
     LC_ASSERT_EQ(info.start_ns, T0);
     LC_ASSERT_EQ(info.end_ns, T0 + HOUR_NS);
     LC_ASSERT_EQ(info.min_time_ns, T0 + 5);
     LC_CHECK(info.bytes > 0);
-
-    tree_free(&t);
     profs_free(&ps);
-    profs_free(&pc);
-    lc_store_read_end(r);
-    lc_labels_fini(&l0);
-    lc_labels_fini(&l1);
-    lc_arena_free(h.l.arena);
-    lc_store_close(s);
-    tmp_cleanup();
+    hand_fx_close();
 }
 
 /* ---------------------------------------------------------------- real profiles */
@@ -1484,7 +1519,8 @@ static void test_timing_heap_pinned_vs_not(void)
     lc_arena_free(l.arena);
 }
 
-LC_TEST_MAIN(test_hand_profile_roundtrip, test_real_heap_four_types, test_real_heap_pinned,
+LC_TEST_MAIN(test_hand_stacks_render_back, test_hand_symbols_read_back,
+             test_hand_second_type_and_info, test_real_heap_four_types, test_real_heap_pinned,
              test_pinned_sample_subsets, test_real_large_cpu,
              test_real_gzip_truncated, test_real_java, test_real_span_ids,
              test_dedup_same_profile_twice, test_restart_keeps_data_and_ids,
