@@ -19,12 +19,6 @@
 
 #define FT_SYNTHETIC UINT32_MAX  /* stack entry for a truncation "other" node */
 
-typedef struct ft_kids_s {
-    uint32_t *rank;         /* name id -> position in byte-wise order */
-    uint32_t *start;        /* children of p: list[start[p] .. start[p + 1]) */
-    uint32_t *list;
-} ft_kids_t;
-
 static int name_rank_cmp(const void *a, const void *b, void *data)
 {
     const lc_ftree_t *t = data;
@@ -62,7 +56,7 @@ static uint32_t *nodes_by_rank(const lc_ftree_t *t, const uint32_t *rank)
     return order;
 }
 
-static void kids_build(const lc_ftree_t *t, ft_kids_t *k)
+void lc_query__kids_build(const lc_ftree_t *t, ft_kids_t *k)
 {
     size_t n = t->n_nodes;
     k->rank = names_rank(t);
@@ -83,7 +77,7 @@ static void kids_build(const lc_ftree_t *t, ft_kids_t *k)
     lc_free(cursor);
 }
 
-static void kids_fini(ft_kids_t *k)
+void lc_query__kids_fini(ft_kids_t *k)
 {
     lc_free(k->rank);
     lc_free(k->start);
@@ -92,7 +86,7 @@ static void kids_fini(ft_kids_t *k)
 
 /* ---------------------------------------------------------- min-heap walk */
 
-static void heap_push(int64_t *h, size_t *n, int64_t v)
+void lc_query__heap_push(int64_t *h, size_t *n, int64_t v)
 {
     size_t i = (*n)++;
     while (i > 0 && h[(i - 1) / 2] > v) {
@@ -102,7 +96,7 @@ static void heap_push(int64_t *h, size_t *n, int64_t v)
     h[i] = v;
 }
 
-static void heap_pop(int64_t *h, size_t *n)
+void lc_query__heap_pop(int64_t *h, size_t *n)
 {
     int64_t v = h[--(*n)];
     size_t i = 0;
@@ -139,9 +133,9 @@ static int64_t ft_min_value(const lc_ftree_t *t, const ft_kids_t *k, int64_t max
         if (hn >= cap) {
             if (t->total[n] <= heap[0])
                 continue;
-            heap_pop(heap, &hn);
+            lc_query__heap_pop(heap, &hn);
         }
-        heap_push(heap, &hn, t->total[n]);
+        lc_query__heap_push(heap, &hn, t->total[n]);
         for (uint32_t j = k->start[n]; j < k->start[n + 1]; j++)
             stack[sn++] = k->list[j];
     }
@@ -300,7 +294,7 @@ static int fg_export(fg_state_t *s, lc_arena_t *arena, Querier__V1__FlameGraph *
 
 static void fg_state_fini(fg_state_t *s)
 {
-    kids_fini(&s->kids);
+    lc_query__kids_fini(&s->kids);
     lc_free(s->stack);
     for (size_t i = 0; i < s->n_levels; i++)
         lc_free(s->levels[i].v);
@@ -314,7 +308,7 @@ int lc_ftree_flamegraph(lc_ftree_t *t, int64_t max_nodes, lc_arena_t *arena,
 {
     fg_state_t s = {.t = t};
     lc_query__ft_totals(t);
-    kids_build(t, &s.kids);
+    lc_query__kids_build(t, &s.kids);
     s.min_val = ft_min_value(t, &s.kids, max_nodes);
     s.name_index = lc_xmalloc(t->n_names * sizeof(int32_t));
     memset(s.name_index, 0xff, t->n_names * sizeof(int32_t));
@@ -424,10 +418,10 @@ int lc_ftree_write_tree(lc_ftree_t *t, int64_t max_nodes, lc_buf_t *out)
         return 0;
     tb_state_t s = {.t = t, .out = out};
     lc_query__ft_totals(t);
-    kids_build(t, &s.kids);
+    lc_query__kids_build(t, &s.kids);
     s.min_val = ft_min_value(t, &s.kids, max_nodes);
     int rc = tb_walk(&s);
-    kids_fini(&s.kids);
+    lc_query__kids_fini(&s.kids);
     lc_free(s.stack);
     return rc;
 }

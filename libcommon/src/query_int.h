@@ -1,6 +1,6 @@
 /*
  * query_int.h — internals shared by the query engine's .c files (query_tree.c,
- * query_flame.c, query_merge.c, query_pprof.c, query_series.c). Not a public
+ * query_flame.c, query_diff.c, query_merge.c, query_pprof.c, query_series.c). Not a public
  * header: callers use lc/query.h.
  */
 #ifndef LC_QUERY_INT_H
@@ -67,6 +67,19 @@ static inline uint64_t ft_mix64(uint64_t x)
 }
 
 uint64_t lc_query__hash_bytes(const void *p, size_t len);
+
+/* Every node's children in ascending byte-wise name order (query_flame.c). */
+typedef struct ft_kids_s {
+    uint32_t *rank;         /* name id -> position in byte-wise order */
+    uint32_t *start;        /* children of p: list[start[p] .. start[p + 1]) */
+    uint32_t *list;
+} ft_kids_t;
+
+void lc_query__kids_build(const lc_ftree_t *t, ft_kids_t *k);
+void lc_query__kids_fini(ft_kids_t *k);
+/* A binary min-heap of int64 in h[0 .. *n). */
+void lc_query__heap_push(int64_t *h, size_t *n, int64_t v);
+void lc_query__heap_pop(int64_t *h, size_t *n);
 
 /* One block's matching profiles summed per stack node (query_merge.c): the
  * dense array of ARCHITECTURE.md §3, reused across blocks. */

@@ -61,6 +61,10 @@ int64_t lc_ftree_total(lc_ftree_t *t);
  * <= 0 = no truncation) into `arena`. */
 int lc_ftree_flamegraph(lc_ftree_t *t, int64_t max_nodes, lc_arena_t *arena,
                         Querier__V1__FlameGraph **out) LC_MUST_CHECK;
+/* Encodes the diff flame graph (§5.6) of left vs right: the union of their
+ * nodes, 7 numbers per node, max_nodes truncation by the larger side. */
+int lc_ftree_diff(const lc_ftree_t *left, const lc_ftree_t *right, int64_t max_nodes,
+                  lc_arena_t *arena, Querier__V1__FlameGraphDiff **out) LC_MUST_CHECK;
 /* Appends the tree bytes (§5.7) with the same truncation; nothing for an empty
  * tree. */
 int lc_ftree_write_tree(lc_ftree_t *t, int64_t max_nodes, lc_buf_t *out) LC_MUST_CHECK;

@@ -41,7 +41,7 @@ static const qry_method_t methods[] = {
      qry_rpc_get_profile_stats},
     {QRY_SERVICE "AnalyzeQuery", &querier__v1__analyze_query_request__descriptor,
      qry_rpc_analyze_query},
-    {QRY_SERVICE "Diff", &querier__v1__diff_request__descriptor, NULL},
+    {QRY_SERVICE "Diff", &querier__v1__diff_request__descriptor, qry_rpc_diff},
     {QRY_SERVICE "SelectHeatmap", &querier__v1__select_heatmap_request__descriptor, NULL},
 };
 

@@ -5,9 +5,9 @@
  *   rpc_common.c  per-call setup: tenants, time range, selectors, store reader;
  *                 the series walk and the small sets every listing RPC uses
  *   rpc_labels.c  ProfileTypes, LabelNames, LabelValues, Series
- *   rpc_merge.c   SelectMergeStacktraces, SelectMergeSpanProfile, SelectMergeProfile
+ *   rpc_merge.c   SelectMergeStacktraces, SelectMergeSpanProfile, SelectMergeProfile, Diff
  *   rpc_series.c  SelectSeries
- *   rpc_stats.c   GetProfileStats, AnalyzeQuery and the unimplemented methods
+ *   rpc_stats.c   GetProfileStats, AnalyzeQuery and the unimplemented method (SelectHeatmap)
  *
  * Every RPC runs on a thread-pool thread (lc_connect_register offloads it);
  * its memory is the request arena, and its store reader is begun and ended
@@ -107,6 +107,8 @@ int qry_rpc_select_merge_span_profile(lc_http_req_t *req, const ProtobufCMessage
                                       ProtobufCMessage **out, lc_status_t *st, void *data);
 int qry_rpc_select_merge_profile(lc_http_req_t *req, const ProtobufCMessage *in,
                                  ProtobufCMessage **out, lc_status_t *st, void *data);
+int qry_rpc_diff(lc_http_req_t *req, const ProtobufCMessage *in, ProtobufCMessage **out,
+                 lc_status_t *st, void *data);
 int qry_rpc_select_series(lc_http_req_t *req, const ProtobufCMessage *in, ProtobufCMessage **out,
                           lc_status_t *st, void *data);
 int qry_rpc_get_profile_stats(lc_http_req_t *req, const ProtobufCMessage *in,

@@ -1,7 +1,7 @@
 /*
  * rpc_merge.c — the merge RPCs: SelectMergeStacktraces (flame graph, tree
- * bytes or pprof), SelectMergeSpanProfile (the same restricted to span ids)
- * and SelectMergeProfile (merged pprof). The engine (lc/query.h) does the
+ * bytes or pprof), SelectMergeSpanProfile (the same restricted to span ids),
+ * SelectMergeProfile (merged pprof) and Diff (two merges, one diff graph). The engine (lc/query.h) does the
  * work; this file validates requests (§5.5 max_nodes, selectors) and shapes
  * responses in the request arena.
  */
@@ -242,14 +242,19 @@ static int check_format(int format, lc_status_t *st)
     }
 }
 
+static merge_req_t merge_req_of(const Querier__V1__SelectMergeStacktracesRequest *r)
+{
+    return (merge_req_t){r->profile_typeid, r->label_selector, r->start, r->end, r->max_nodes,
+                         r->stack_trace_selector, r->n_profile_id_selector,
+                         r->n_trace_id_selector, r->span_selector, r->n_span_selector};
+}
+
 int qry_rpc_select_merge_stacktraces(lc_http_req_t *req, const ProtobufCMessage *in,
                                      ProtobufCMessage **out, lc_status_t *st, void *data)
 {
     const Querier__V1__SelectMergeStacktracesRequest *r =
         (const Querier__V1__SelectMergeStacktracesRequest *)in;
-    merge_req_t mr = {r->profile_typeid, r->label_selector, r->start, r->end, r->max_nodes,
-                      r->stack_trace_selector, r->n_profile_id_selector, r->n_trace_id_selector,
-                      r->span_selector, r->n_span_selector};
+    merge_req_t mr = merge_req_of(r);
     if (check_format(r->format, st))
         return -1;
     Querier__V1__SelectMergeStacktracesResponse *resp =
@@ -327,4 +332,49 @@ int qry_rpc_select_merge_profile(lc_http_req_t *req, const ProtobufCMessage *in,
     if (rc == 0)
         *out = &p->base;
     return rc;
+}
+
+/* -------------------------------------------------------------------- Diff */
+
+/* Merges one side of a diff; *max_nodes gets that side's effective limit. */
+static int diff_side_tree(qry_t *q, lc_http_req_t *req,
+                          const Querier__V1__SelectMergeStacktracesRequest *r, lc_ftree_t **out,
+                          int64_t *max_nodes, lc_status_t *st)
+{
+    merge_req_t mr = merge_req_of(r);
+    merge_call_t m;
+    if (merge_begin(&m, q, req, &mr, st))
+        return -1;
+    int rc = merge_tree(&m, out, st);
+    *max_nodes = m.max_nodes;
+    merge_end(&m);
+    return rc;
+}
+
+int qry_rpc_diff(lc_http_req_t *req, const ProtobufCMessage *in, ProtobufCMessage **out,
+                 lc_status_t *st, void *data)
+{
+    const Querier__V1__DiffRequest *r = (const Querier__V1__DiffRequest *)in;
+    if (!r->left || !r->right)
+        return lc_status_set(st, LC_CODE_INVALID_ARGUMENT, "left and right are required");
+    Querier__V1__DiffResponse *resp = lc_arena_calloc(req->arena, 1, sizeof(*resp));
+    if (!resp)
+        return qry_fail_arena(st);
+    *resp = (Querier__V1__DiffResponse)QUERIER__V1__DIFF_RESPONSE__INIT;
+    lc_ftree_t *left = NULL, *right = NULL;
+    int64_t max_nodes = 0, unused;
+    int rc = diff_side_tree(data, req, r->left, &left, &max_nodes, st);
+    if (rc == 0)
+        rc = diff_side_tree(data, req, r->right, &right, &unused, st);
+    if (rc == 0) {
+        /* The left request's max_nodes governs the whole diff. */
+        rc = lc_ftree_diff(left, right, max_nodes, req->arena, &resp->flamegraph);
+        if (rc)
+            rc = qry_fail(st, rc, "encoding the diff");
+    }
+    lc_ftree_free(left);
+    lc_ftree_free(right);
+    if (rc == 0)
+        *out = &resp->base;
+    return rc ? -1 : 0;
 }

@@ -1,8 +1,9 @@
 /*
  * rpc_stats.c — GetProfileStats (has this tenant ever ingested, and the
  * oldest/newest profile time), AnalyzeQuery (an empty answer, which Pyroscope
- * also gives when the feature is off) and the methods ember does not answer
- * yet (Diff, SelectHeatmap), which return unimplemented with a clear message.
+ * also gives when the feature is off) and the method ember does not answer
+ * yet (SelectHeatmap, v2-storage only in Pyroscope), which returns
+ * unimplemented with a clear message.
  */
 #include <string.h>
 

@@ -268,6 +268,94 @@ static void test_node_cap(void)
     lc_ftree_free(t);
 }
 
+static void check_diff_level(const Querier__V1__FlameGraphDiff *fg, size_t level,
+                             const int64_t *want, size_t n)
+{
+    LC_CHECK(level < fg->n_levels);
+    if (level >= fg->n_levels)
+        return;
+    LC_ASSERT_EQ(fg->levels[level]->n_values, n);
+    for (size_t i = 0; i < n && i < fg->levels[level]->n_values; i++)
+        LC_ASSERT_EQ(fg->levels[level]->values[i], want[i]);
+}
+
+/*
+ * Diff: left a;b=3 a;c=2, right a;b=1 d=4. Union: root[a, d], a[b, c].
+ * Totals left/right: root 5/5, a 5/1, b 3/1, c 2/0, d 0/4. Pops: root, d, a,
+ * c, b -> names total, d, a, c, b. Row 1 (a, d): a at 0/0; d at left 5
+ * (gap 0), right 1 (gap 0). Row 2 (b, c): b at 0/0; c at 3/1 (gaps 0).
+ */
+static const char *const dl_stacks[] = {"a;b", "a;c"};
+static const int64_t dl_values[] = {3, 2};
+static const char *const dr_stacks[] = {"a;b", "d"};
+static const int64_t dr_values[] = {1, 4};
+
+static void test_diff(void)
+{
+    lc_ftree_t *l = tree_of(dl_stacks, dl_values, 2), *r = tree_of(dr_stacks, dr_values, 2);
+    lc_arena_t *a = lc_arena_new(1 << 20);
+    Querier__V1__FlameGraphDiff *fg = NULL;
+    LC_ASSERT_OK(lc_ftree_diff(l, r, 0, a, &fg));
+    static const char *const names[] = {"total", "d", "a", "c", "b"};
+    static const int64_t l0[] = {0, 5, 0, 0, 5, 0, 0};
+    static const int64_t l1[] = {0, 5, 0, 0, 1, 0, 2, 0, 0, 0, 0, 4, 4, 1};
+    static const int64_t l2[] = {0, 3, 3, 0, 1, 1, 4, 0, 2, 2, 0, 0, 0, 3};
+    LC_ASSERT_EQ(fg->n_names, 5);
+    for (size_t i = 0; i < 5 && i < fg->n_names; i++)
+        LC_ASSERT_STR_EQ(fg->names[i], names[i]);
+    LC_ASSERT_EQ(fg->n_levels, 3);
+    check_diff_level(fg, 0, l0, 7);
+    check_diff_level(fg, 1, l1, 14);
+    check_diff_level(fg, 2, l2, 14);
+    LC_ASSERT_EQ(fg->total, 10);
+    LC_ASSERT_EQ(fg->leftticks, 5);
+    LC_ASSERT_EQ(fg->rightticks, 5);
+    LC_ASSERT_EQ(fg->max_self, 4);
+    lc_arena_free(a);
+    lc_ftree_free(l);
+    lc_ftree_free(r);
+}
+
+/*
+ * Same trees, max_nodes 3 (5 nodes with the root). Pre-order heap of
+ * max(left, right): root 5, a 5, b 3 (full), c 2 rejected, d 4 replaces 3 ->
+ * minVal 4. a keeps nothing: b (3/1) and c (2/0) fold into other (5/1).
+ */
+static void test_diff_truncated(void)
+{
+    lc_ftree_t *l = tree_of(dl_stacks, dl_values, 2), *r = tree_of(dr_stacks, dr_values, 2);
+    lc_arena_t *a = lc_arena_new(1 << 20);
+    Querier__V1__FlameGraphDiff *fg = NULL;
+    LC_ASSERT_OK(lc_ftree_diff(l, r, 3, a, &fg));
+    static const char *const names[] = {"total", "d", "a", "other"};
+    static const int64_t l1[] = {0, 5, 0, 0, 1, 0, 2, 0, 0, 0, 0, 4, 4, 1};
+    static const int64_t l2[] = {0, 5, 5, 0, 1, 1, 3};
+    LC_ASSERT_EQ(fg->n_names, 4);
+    for (size_t i = 0; i < 4 && i < fg->n_names; i++)
+        LC_ASSERT_STR_EQ(fg->names[i], names[i]);
+    check_diff_level(fg, 1, l1, 14);
+    check_diff_level(fg, 2, l2, 7);
+    LC_ASSERT_EQ(fg->max_self, 5);
+    lc_arena_free(a);
+    lc_ftree_free(l);
+    lc_ftree_free(r);
+}
+
+static void test_diff_empty(void)
+{
+    lc_ftree_t *l = lc_ftree_new(0), *r = lc_ftree_new(0);
+    lc_arena_t *a = lc_arena_new(1 << 20);
+    Querier__V1__FlameGraphDiff *fg = NULL;
+    LC_ASSERT_OK(lc_ftree_diff(l, r, 8192, a, &fg));
+    static const int64_t l0[] = {0, 0, 0, 0, 0, 0, 0};
+    LC_ASSERT_EQ(fg->n_names, 1);
+    check_diff_level(fg, 0, l0, 7);
+    LC_ASSERT_EQ(fg->total, 0);
+    lc_arena_free(a);
+    lc_ftree_free(l);
+    lc_ftree_free(r);
+}
+
 LC_TEST_MAIN(test_worked_example, test_empty, test_truncation, test_tree_bytes,
              test_tree_bytes_truncated, test_real_other_folded, test_merge, test_bytewise_order,
-             test_read_corrupt, test_node_cap)
+             test_read_corrupt, test_node_cap, test_diff, test_diff_truncated, test_diff_empty)

@@ -588,14 +588,67 @@ static void test_tenancy(void)
     call_fini(&c);
 }
 
-static void test_unimplemented(void)
+/*
+ * Diff: left = app/eu (11: root self 1, main 10 self 3, outer 7, inner 7 self
+ * 2, leaf 5); right = app/us restricted to span a (leaf path only, 5). Same
+ * shape; left x follows the root self (1), right x stays 0.
+ */
+static void test_diff(void)
 {
+    Querier__V1__SelectMergeStacktracesRequest left =
+        QUERIER__V1__SELECT_MERGE_STACKTRACES_REQUEST__INIT;
+    Querier__V1__SelectMergeStacktracesRequest right =
+        QUERIER__V1__SELECT_MERGE_STACKTRACES_REQUEST__INIT;
+    char *spans[] = {"000000000000000a"};
+    left.profile_typeid = right.profile_typeid = CPU_ID;
+    left.label_selector = "{region=\"eu\"}";
+    right.label_selector = "{region=\"us\"}";
+    right.span_selector = spans;
+    right.n_span_selector = 1;
+    left.start = right.start = T0_MS;
+    left.end = right.end = T0_MS + 60000;
     Querier__V1__DiffRequest r = QUERIER__V1__DIFF_REQUEST__INIT;
+    r.left = &left;
+    r.right = &right;
     call_t c;
     call_init(&c, NULL, NULL);
-    call_run(&c, qry_rpc_unimplemented, &r, "Diff");
+    call_run(&c, qry_rpc_diff, &r, NULL);
+    LC_ASSERT_OK(c.rc);
+    const Querier__V1__FlameGraphDiff *fg =
+        c.out ? ((Querier__V1__DiffResponse *)c.out)->flamegraph : NULL;
+    LC_CHECK(fg != NULL);
+    static const int64_t want[5][7] = {{0, 11, 1, 0, 5, 0, 0}, {1, 10, 3, 0, 5, 0, 1},
+                                       {4, 7, 0, 0, 5, 0, 2}, {4, 7, 2, 0, 5, 0, 3},
+                                       {6, 5, 5, 0, 5, 5, 4}};
+    if (fg) {
+        LC_ASSERT_EQ(fg->n_levels, 5);
+        for (size_t l = 0; l < 5 && l < fg->n_levels; l++) {
+            LC_ASSERT_EQ(fg->levels[l]->n_values, 7);
+            for (size_t k = 0; k < 7 && k < fg->levels[l]->n_values; k++)
+                LC_ASSERT_EQ(fg->levels[l]->values[k], want[l][k]);
+        }
+        LC_ASSERT_EQ(fg->total, 16);
+        LC_ASSERT_EQ(fg->leftticks, 11);
+        LC_ASSERT_EQ(fg->rightticks, 5);
+        LC_ASSERT_EQ(fg->max_self, 5);
+    }
+    call_fini(&c);
+
+    r.right = NULL;
+    call_init(&c, NULL, NULL);
+    call_run(&c, qry_rpc_diff, &r, NULL);
+    LC_ASSERT_EQ(c.st.code, LC_CODE_INVALID_ARGUMENT);
+    call_fini(&c);
+}
+
+static void test_unimplemented(void)
+{
+    Querier__V1__SelectHeatmapRequest r = QUERIER__V1__SELECT_HEATMAP_REQUEST__INIT;
+    call_t c;
+    call_init(&c, NULL, NULL);
+    call_run(&c, qry_rpc_unimplemented, &r, "SelectHeatmap");
     LC_ASSERT_EQ(c.st.code, LC_CODE_UNIMPLEMENTED);
-    LC_CHECK(strstr(c.st.msg, "Diff") != NULL);
+    LC_CHECK(strstr(c.st.msg, "SelectHeatmap") != NULL);
     call_fini(&c);
 }
 
@@ -603,4 +656,4 @@ LC_TEST_MAIN(test_setup, test_profile_types, test_label_names, test_label_values
              test_merge_flamegraph, test_merge_truncated, test_merge_max_nodes_invalid,
              test_merge_tree_format, test_merge_pprof_format, test_merge_span_selector,
              test_merge_profile, test_select_series, test_profile_stats, test_tenancy,
-             test_unimplemented, test_teardown)
+             test_diff, test_unimplemented, test_teardown)
