@@ -20,16 +20,16 @@
 #define DIFF_SYNTHETIC UINT32_MAX
 
 typedef struct diff_side_s {
-    int64_t *self;          /* by union node */
+    int64_t *self; /* by union node */
     int64_t *total;
 } diff_side_t;
 
 typedef struct diff_s {
-    lc_ftree_t *u;          /* the union tree */
+    lc_ftree_t *u; /* the union tree */
     diff_side_t side[2];
     ft_kids_t kids;
     int64_t min_val;
-    uint32_t root_key;      /* name id of "" in u */
+    uint32_t root_key; /* name id of "" in u */
 } diff_t;
 
 /* Maps src's nodes into the union; node_map[src id] = union id. */
@@ -120,7 +120,7 @@ static int64_t diff_min_value(const diff_t *d, int64_t max_nodes)
 /* ------------------------------------------------------------- emission */
 
 typedef struct diff_entry_s {
-    uint32_t node;          /* DIFF_SYNTHETIC for "other" */
+    uint32_t node; /* DIFF_SYNTHETIC for "other" */
     uint32_t level;
     int64_t x[2];
     int64_t other[2];
@@ -138,7 +138,7 @@ typedef struct diff_emit_s {
     diff_level_t *levels;
     size_t n_levels, levels_cap;
     int32_t *name_index;
-    uint32_t *names;        /* name ids by index; names[0] is shown as "total" */
+    uint32_t *names; /* name ids by index; names[0] is shown as "total" */
     size_t n_names;
     int64_t max_self;
 } diff_emit_t;
@@ -204,7 +204,7 @@ static void emit_node(diff_emit_t *e, const diff_entry_t *en)
         if (self[k] > e->max_self)
             e->max_self = self[k];
     }
-    uint32_t key = synthetic ? FT_NAME_OTHER
+    uint32_t key = synthetic                   ? FT_NAME_OTHER
                    : en->node == LC_FTREE_ROOT ? d->root_key
                                                : d->u->nodes[en->node].name;
     if (tot[0] < d->min_val && tot[1] < d->min_val && key != FT_NAME_OTHER)

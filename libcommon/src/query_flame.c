@@ -11,13 +11,13 @@
  * two counting sorts lay every parent's children out by rank (CSR), so the
  * cost is O(nodes + names log names) rather than a sort per sibling group.
  */
-#define _GNU_SOURCE   /* qsort_r */
+#define _GNU_SOURCE /* qsort_r */
 #include <stdlib.h>
 #include <string.h>
 
 #include "query_int.h"
 
-#define FT_SYNTHETIC UINT32_MAX  /* stack entry for a truncation "other" node */
+#define FT_SYNTHETIC UINT32_MAX /* stack entry for a truncation "other" node */
 
 static int name_rank_cmp(const void *a, const void *b, void *data)
 {
@@ -148,10 +148,10 @@ static int64_t ft_min_value(const lc_ftree_t *t, const ft_kids_t *k, int64_t max
 /* ------------------------------------------------------------- flame graph */
 
 typedef struct fg_entry_s {
-    uint32_t node;          /* FT_SYNTHETIC for "other" */
+    uint32_t node; /* FT_SYNTHETIC for "other" */
     uint32_t level;
     int64_t x;
-    int64_t other;          /* value of a synthetic node */
+    int64_t other; /* value of a synthetic node */
 } fg_entry_t;
 
 typedef struct fg_level_s {
@@ -167,8 +167,8 @@ typedef struct fg_state_s {
     size_t sn, scap;
     fg_level_t *levels;
     size_t n_levels, levels_cap;
-    int32_t *name_index;    /* name id -> index in names, -1 = not yet */
-    uint32_t *names;        /* name ids in index order */
+    int32_t *name_index; /* name id -> index in names, -1 = not yet */
+    uint32_t *names;     /* name ids in index order */
     size_t n_names;
     int64_t max_self;
 } fg_state_t;
@@ -322,8 +322,8 @@ int lc_ftree_flamegraph(lc_ftree_t *t, int64_t max_nodes, lc_arena_t *arena,
 /* -------------------------------------------------------------- tree bytes */
 
 typedef struct tb_entry_s {
-    uint32_t node;          /* FT_SYNTHETIC for a new "other" node */
-    int64_t extra;          /* truncated value added to this node's self */
+    uint32_t node; /* FT_SYNTHETIC for a new "other" node */
+    int64_t extra; /* truncated value added to this node's self */
 } tb_entry_t;
 
 typedef struct tb_state_s {
@@ -430,7 +430,7 @@ int lc_ftree_write_tree(lc_ftree_t *t, int64_t max_nodes, lc_buf_t *out)
 
 typedef struct tr_frame_s {
     uint32_t node;
-    uint64_t remaining;     /* children still to read */
+    uint64_t remaining; /* children still to read */
 } tr_frame_t;
 
 /* Reads one node: name, self and child count. */

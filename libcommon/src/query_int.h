@@ -18,9 +18,9 @@
 #define FT_NAME_OTHER 1u
 
 typedef struct ft_name_s {
-    uint64_t off;           /* into pool */
+    uint64_t off; /* into pool */
     uint32_t len;
-    uint32_t hash;          /* low bits of the string hash, for rehashing */
+    uint32_t hash; /* low bits of the string hash, for rehashing */
 } ft_name_t;
 
 /* A child-table slot carries its key, so a probe touches one cache line and
@@ -38,19 +38,19 @@ typedef struct ft_node_s {
 } ft_node_t;
 
 struct lc_ftree_s {
-    char *pool;             /* interned name bytes */
+    char *pool; /* interned name bytes */
     size_t pool_len, pool_cap;
     ft_name_t *names;
     size_t n_names, names_cap;
-    uint32_t *name_slots;   /* open addressing: name id + 1, 0 = empty */
+    uint32_t *name_slots; /* open addressing: name id + 1, 0 = empty */
     size_t name_mask;
 
-    ft_node_t *nodes;       /* nodes[0] is the root; parent id < child id */
+    ft_node_t *nodes; /* nodes[0] is the root; parent id < child id */
     size_t n_nodes, nodes_cap, max_nodes;
     ft_slot_t *child_slots; /* open addressing on (parent, name); id 0 = empty */
     size_t child_mask;
 
-    int64_t *total;         /* derived by ft_totals(); valid while !totals_stale */
+    int64_t *total; /* derived by ft_totals(); valid while !totals_stale */
     size_t total_cap;
     bool totals_stale;
 };
@@ -70,8 +70,8 @@ uint64_t lc_query__hash_bytes(const void *p, size_t len);
 
 /* Every node's children in ascending byte-wise name order (query_flame.c). */
 typedef struct ft_kids_s {
-    uint32_t *rank;         /* name id -> position in byte-wise order */
-    uint32_t *start;        /* children of p: list[start[p] .. start[p + 1]) */
+    uint32_t *rank;  /* name id -> position in byte-wise order */
+    uint32_t *start; /* children of p: list[start[p] .. start[p + 1]) */
     uint32_t *list;
 } ft_kids_t;
 
@@ -84,13 +84,13 @@ void lc_query__heap_pop(int64_t *h, size_t *n);
 /* One block's matching profiles summed per stack node (query_merge.c): the
  * dense array of ARCHITECTURE.md §3, reused across blocks. */
 typedef struct qm_sums_s {
-    int64_t *self;          /* self[node]: summed sample values */
+    int64_t *self; /* self[node]: summed sample values */
     size_t self_cap;
-    uint32_t n;             /* nodes [0, n) cover every touched id; 0 = nothing matched */
-    uint32_t *parents;      /* of nodes [0, n) */
+    uint32_t n;        /* nodes [0, n) cover every touched id; 0 = nothing matched */
+    uint32_t *parents; /* of nodes [0, n) */
     uint32_t *locations;
     size_t nodes_cap;
-    uint32_t *series;       /* scratch: matching series ids */
+    uint32_t *series; /* scratch: matching series ids */
     size_t n_series, series_cap;
 } qm_sums_t;
 

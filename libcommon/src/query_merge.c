@@ -139,10 +139,10 @@ int lc_query__fail(lc_status_t *st, int rc, const char *what)
 
 /* Location id -> frame names (ids in the name tree), root side first. */
 typedef struct qm_frames_s {
-    uint32_t *loc_off;      /* by location id: offset into frames + 1; 0 = not resolved */
+    uint32_t *loc_off; /* by location id: offset into frames + 1; 0 = not resolved */
     uint32_t *loc_len;
-    size_t n_locs;          /* valid ids are 1 .. n_locs */
-    uint32_t *func_name;    /* by function id: name id + 1; 0 = not resolved */
+    size_t n_locs;       /* valid ids are 1 .. n_locs */
+    uint32_t *func_name; /* by function id: name id + 1; 0 = not resolved */
     size_t n_funcs;
     uint32_t *frames;
     size_t n_frames, frames_cap;
@@ -171,8 +171,7 @@ static void frames_fini(qm_frames_t *f)
     lc_free(f->frames);
 }
 
-static int function_name(lc_block_t *b, lc_ftree_t *t, qm_frames_t *f, uint32_t fid,
-                         uint32_t *name)
+static int function_name(lc_block_t *b, lc_ftree_t *t, qm_frames_t *f, uint32_t fid, uint32_t *name)
 {
     if (fid == 0 || fid > f->n_funcs)
         return LC_ECORRUPT;
@@ -205,8 +204,8 @@ static int location_frames(lc_block_t *b, lc_ftree_t *t, qm_frames_t *f, uint32_
             return rc;
         if (f->n_frames + l.n_lines >= UINT32_MAX)
             return LC_ETOOBIG;
-        f->frames = lc_xgrow(f->frames, &f->frames_cap, f->n_frames + l.n_lines,
-                             sizeof(*f->frames));
+        f->frames =
+            lc_xgrow(f->frames, &f->frames_cap, f->n_frames + l.n_lines, sizeof(*f->frames));
         for (size_t j = 0; j < l.n_lines; j++) {
             uint32_t name;
             rc = function_name(b, t, f, l.lines[l.n_lines - 1 - j].function_id, &name);
@@ -226,8 +225,8 @@ static int location_frames(lc_block_t *b, lc_ftree_t *t, qm_frames_t *f, uint32_
 /* ------------------------------------------------------------------ fold */
 
 typedef struct qm_fold_s {
-    int64_t *total;         /* subtree totals of the block's nodes */
-    uint32_t *ft_node;      /* block node -> name-tree node */
+    int64_t *total;    /* subtree totals of the block's nodes */
+    uint32_t *ft_node; /* block node -> name-tree node */
     size_t cap;
 } qm_fold_t;
 
@@ -270,8 +269,7 @@ static int fold_block(lc_block_t *b, const qm_sums_t *s, qm_fold_t *fo, lc_ftree
     return rc;
 }
 
-int lc_query_merge_tree(lc_store_reader_t *r, const lc_query_t *q, lc_ftree_t *dst,
-                        lc_status_t *st)
+int lc_query_merge_tree(lc_store_reader_t *r, const lc_query_t *q, lc_ftree_t *dst, lc_status_t *st)
 {
     qm_sums_t sums = {0};
     qm_fold_t fold = {0};

@@ -16,11 +16,11 @@
 typedef struct qp_block_s {
     lc_block_t *b;
     lc_pprof_builder_t *out;
-    uint64_t *loc_id;       /* by store location id: builder id, 0 = not yet */
+    uint64_t *loc_id; /* by store location id: builder id, 0 = not yet */
     uint64_t *func_id;
     uint64_t *map_id;
     size_t n_locs, n_funcs, n_maps;
-    lc_buf_t str[3];        /* NUL-terminated copies of block strings */
+    lc_buf_t str[3]; /* NUL-terminated copies of block strings */
     lc_pprof_line_t *lines;
     size_t lines_cap;
 } qp_block_t;
@@ -31,8 +31,7 @@ static int qp_init(qp_block_t *p, lc_block_t *b, lc_pprof_builder_t *out)
     int rc = lc_block_info(b, &info);
     if (rc)
         return rc;
-    if (info.locations >= UINT32_MAX || info.functions >= UINT32_MAX ||
-        info.strings >= UINT32_MAX)
+    if (info.locations >= UINT32_MAX || info.functions >= UINT32_MAX || info.strings >= UINT32_MAX)
         return LC_ECORRUPT;
     *p = (qp_block_t){.b = b, .out = out, .n_locs = info.locations, .n_funcs = info.functions};
     /* Mappings are not counted in the block info; they are few, so grow on demand. */
@@ -114,9 +113,9 @@ static int qp_mapping(qp_block_t *p, uint32_t mid, uint64_t *out)
             rc = qp_string(p, m.build_id, 1, &build_id);
         if (rc)
             return rc;
-        p->map_id[mid] = lc_pprof_builder_mapping(p->out, m.memory_start, m.memory_limit,
-                                                  m.file_offset, filename, build_id,
-                                                  m.has_functions);
+        p->map_id[mid] =
+            lc_pprof_builder_mapping(p->out, m.memory_start, m.memory_limit, m.file_offset,
+                                     filename, build_id, m.has_functions);
         if (!p->map_id[mid])
             return LC_ETOOBIG;
     }

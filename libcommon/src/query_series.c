@@ -16,10 +16,10 @@
 #include "query_int.h"
 
 typedef struct ts_group_s {
-    char *key;              /* "name\0value\0" per present group_by label */
+    char *key; /* "name\0value\0" per present group_by label */
     size_t key_len;
     uint64_t hash;
-    lc_labels_t labels;     /* in group_by order (not sorted) */
+    lc_labels_t labels; /* in group_by order (not sorted) */
 } ts_group_t;
 
 typedef struct ts_raw_s {
@@ -33,7 +33,7 @@ struct lc_query_series_s {
     char **group_by;
     ts_group_t *groups;
     size_t n_groups, groups_cap;
-    uint32_t *slots;        /* open addressing: group id + 1 */
+    uint32_t *slots; /* open addressing: group id + 1 */
     size_t mask;
     ts_raw_t *raw;
     size_t n_raw, raw_cap;
@@ -244,8 +244,8 @@ static Types__V1__Series *series_new(const ts_group_t *g, size_t n_points, lc_ar
     return se;
 }
 
-static int point_append(Types__V1__Series *se, int64_t ts, double sum, int64_t count,
-                        bool average, lc_arena_t *arena)
+static int point_append(Types__V1__Series *se, int64_t ts, double sum, int64_t count, bool average,
+                        lc_arena_t *arena)
 {
     Types__V1__Point *p = lc_arena_calloc(arena, 1, sizeof(*p));
     if (!p)
@@ -318,7 +318,7 @@ typedef struct ts_collect_s {
     lc_query_series_t *s;
     ts_series_ref_t *refs;
     size_t n_refs, refs_cap;
-    size_t current;         /* the ref whose profiles are being walked */
+    size_t current; /* the ref whose profiles are being walked */
 } ts_collect_t;
 
 static int collect_series_cb(lc_block_t *b, uint32_t series_id, const char *tenant,
@@ -349,8 +349,8 @@ static int collect_block(lc_block_t *b, const lc_query_t *q, ts_collect_t *c)
     int rc = lc_block_series(b, q->tenants, q->n_tenants, q->sel, collect_series_cb, c);
     for (size_t i = 0; rc == 0 && i < c->n_refs; i++) {
         c->current = i;
-        rc = lc_block_profiles(b, c->refs[i].series_id, q->start_ns, q->end_ns,
-                               collect_profile_cb, c);
+        rc = lc_block_profiles(b, c->refs[i].series_id, q->start_ns, q->end_ns, collect_profile_cb,
+                               c);
     }
     return rc;
 }

@@ -40,8 +40,7 @@ static uint32_t *slots_new(size_t n)
 
 /* ------------------------------------------------------------------ names */
 
-static uint32_t name_probe(const lc_ftree_t *t, const char *s, size_t len, uint64_t h,
-                           size_t *slot)
+static uint32_t name_probe(const lc_ftree_t *t, const char *s, size_t len, uint64_t h, size_t *slot)
 {
     size_t i = h & t->name_mask;
     for (;;) {
@@ -85,7 +84,8 @@ int lc_ftree_name(lc_ftree_t *t, const char *s, size_t len, uint32_t *id)
     t->pool = lc_xgrow(t->pool, &t->pool_cap, t->pool_len + len + 1, 1);
     memcpy(t->pool + t->pool_len, s, len);
     t->names = lc_xgrow(t->names, &t->names_cap, t->n_names + 1, sizeof(*t->names));
-    t->names[t->n_names] = (ft_name_t){.off = t->pool_len, .len = (uint32_t)len, .hash = (uint32_t)h};
+    t->names[t->n_names] =
+        (ft_name_t){.off = t->pool_len, .len = (uint32_t)len, .hash = (uint32_t)h};
     t->pool_len += len;
     t->name_slots[slot] = (uint32_t)t->n_names + 1;
     *id = (uint32_t)t->n_names++;

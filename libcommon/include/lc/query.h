@@ -31,9 +31,9 @@
 #include "querier/v1/querier.pb-c.h"
 
 #define LC_FTREE_ROOT 0u
-#define LC_FTREE_DEFAULT_MAX_NODES (16u << 20)   /* cap on tree nodes, ~500 MB */
-#define LC_FTREE_MAX_NAME_BYTES (256u << 20)     /* cap on interned name bytes */
-#define LC_QUERY_MAX_SERIES_POINTS (64u << 20)   /* cap on points held by SelectSeries */
+#define LC_FTREE_DEFAULT_MAX_NODES (16u << 20) /* cap on tree nodes, ~500 MB */
+#define LC_FTREE_MAX_NAME_BYTES (256u << 20)   /* cap on interned name bytes */
+#define LC_QUERY_MAX_SERIES_POINTS (64u << 20) /* cap on points held by SelectSeries */
 
 /* ------------------------------------------------------------- name tree */
 typedef struct lc_ftree_s lc_ftree_t;
@@ -54,7 +54,7 @@ int lc_ftree_insert(lc_ftree_t *t, const char *const *frames, size_t n, int64_t 
 /* Adds every node of src into dst (names matched by bytes). */
 int lc_ftree_merge(lc_ftree_t *dst, const lc_ftree_t *src) LC_MUST_CHECK;
 
-size_t lc_ftree_node_count(const lc_ftree_t *t);   /* including the root */
+size_t lc_ftree_node_count(const lc_ftree_t *t); /* including the root */
 int64_t lc_ftree_total(lc_ftree_t *t);
 
 /* Encodes the flame graph (§5.4) with max_nodes truncation (§5.5; max_nodes
@@ -80,7 +80,7 @@ typedef struct lc_query_s {
     size_t n_tenants;
     const lc_selector_t *sel;
     int64_t start_ns, end_ns;
-    const uint64_t *span_ids;       /* sorted ascending; NULL/0 = every sample */
+    const uint64_t *span_ids; /* sorted ascending; NULL/0 = every sample */
     size_t n_span_ids;
 } lc_query_t;
 
@@ -94,12 +94,12 @@ int lc_query_merge_pprof(lc_store_reader_t *r, const lc_query_t *q, lc_pprof_bui
 
 /* ---------------------------------------------------------- time series */
 typedef struct lc_query_series_opts_s {
-    int64_t start_ms, end_ms;       /* bucket boundaries start, start+step, ... <= end */
-    int64_t step_ms;                /* >= 1 */
+    int64_t start_ms, end_ms; /* bucket boundaries start, start+step, ... <= end */
+    int64_t step_ms;          /* >= 1 */
     const char *const *group_by;
     size_t n_group_by;
-    bool average;                   /* AVERAGE instead of SUM per bucket */
-    int64_t limit;                  /* top N series by total; 0 = all */
+    bool average;  /* AVERAGE instead of SUM per bucket */
+    int64_t limit; /* top N series by total; 0 = all */
 } lc_query_series_opts_t;
 
 typedef struct lc_query_series_s lc_query_series_t;

@@ -17,19 +17,17 @@
 typedef struct qry_method_s {
     const char *path;
     const ProtobufCMessageDescriptor *in;
-    lc_connect_unary_fn fn;         /* NULL: unimplemented */
+    lc_connect_unary_fn fn; /* NULL: unimplemented */
 } qry_method_t;
 
 static const qry_method_t methods[] = {
     {QRY_SERVICE "ProfileTypes", &querier__v1__profile_types_request__descriptor,
      qry_rpc_profile_types},
-    {QRY_SERVICE "LabelValues", &types__v1__label_values_request__descriptor,
-     qry_rpc_label_values},
+    {QRY_SERVICE "LabelValues", &types__v1__label_values_request__descriptor, qry_rpc_label_values},
     {QRY_SERVICE "LabelNames", &types__v1__label_names_request__descriptor, qry_rpc_label_names},
     {QRY_SERVICE "Series", &querier__v1__series_request__descriptor, qry_rpc_series},
     {QRY_SERVICE "SelectMergeStacktraces",
-     &querier__v1__select_merge_stacktraces_request__descriptor,
-     qry_rpc_select_merge_stacktraces},
+     &querier__v1__select_merge_stacktraces_request__descriptor, qry_rpc_select_merge_stacktraces},
     {QRY_SERVICE "SelectMergeSpanProfile",
      &querier__v1__select_merge_span_profile_request__descriptor,
      qry_rpc_select_merge_span_profile},
@@ -58,7 +56,7 @@ int qry_new(uv_loop_t *loop, const qry_opts_t *opts, lc_httpd_t *srv, lc_store_t
         const qry_method_t *m = &methods[i];
         if (m->fn)
             rc = lc_connect_register(srv, m->path, m->in, m->fn, q);
-        else    /* the method name, for the error message */
+        else /* the method name, for the error message */
             rc = lc_connect_register(srv, m->path, m->in, qry_rpc_unimplemented,
                                      (void *)(m->path + strlen(QRY_SERVICE)));
     }

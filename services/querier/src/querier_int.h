@@ -35,7 +35,7 @@ typedef struct qry_call_s {
     lc_status_t *st;
     const char *const *tenants;
     size_t n_tenants;
-    int64_t start_ns, end_ns;       /* inclusive */
+    int64_t start_ns, end_ns; /* inclusive */
     lc_store_reader_t *reader;
 } qry_call_t;
 
@@ -70,7 +70,7 @@ int qry_walk_series(qry_call_t *c, const lc_selector_t *sels, size_t n_sels, qry
 /* A set of byte strings copied into an arena, for de-duplication. */
 typedef struct qry_set_s {
     lc_arena_t *arena;
-    char **v;               /* NUL-terminated copies, insertion order */
+    char **v; /* NUL-terminated copies, insertion order */
     size_t *len;
     size_t n, cap;
     uint32_t *slots;

@@ -11,7 +11,7 @@
 #include "lc/tenant.h"
 #include "querier_int.h"
 
-#define QRY_MAX_SELECTORS 256       /* matchers entries per request */
+#define QRY_MAX_SELECTORS 256 /* matchers entries per request */
 
 int qry_fail_arena(lc_status_t *st)
 {
@@ -105,7 +105,7 @@ static int profile_type_prefix(const char *id, size_t *len)
     for (; id[i] && colons < 5; i++)
         colons += id[i] == ':';
     if (colons == 5)
-        i--;    /* back onto the fifth colon */
+        i--; /* back onto the fifth colon */
     if (colons < 4 || (colons == 5 && strchr(id + i + 1, ':')))
         return -1;
     *len = i;
@@ -162,7 +162,7 @@ int qry_matchers(char **matchers, size_t n_matchers, lc_selector_t **out, size_t
             qry_matchers_free(sels, i);
             return -1;
         }
-        if (sels[i].n == 0) {   /* "{}" matches everything: the union is everything */
+        if (sels[i].n == 0) { /* "{}" matches everything: the union is everything */
             qry_matchers_free(sels, i + 1);
             return 0;
         }
@@ -180,7 +180,7 @@ int qry_matchers(char **matchers, size_t n_matchers, lc_selector_t **out, size_t
 
 typedef struct walk_s {
     qry_call_t *c;
-    bool whole_block;       /* every profile of the block is in range */
+    bool whole_block; /* every profile of the block is in range */
     qry_series_fn fn;
     void *data;
 } walk_t;

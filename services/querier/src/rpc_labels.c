@@ -85,7 +85,7 @@ int qry_rpc_profile_types(lc_http_req_t *req, const ProtobufCMessage *in, Protob
 {
     const Querier__V1__ProfileTypesRequest *r = (const Querier__V1__ProfileTypesRequest *)in;
     int64_t start = r->start, end = r->end;
-    if (start == 0 && end == 0) {   /* "recent data only": the last 24 h */
+    if (start == 0 && end == 0) { /* "recent data only": the last 24 h */
         end = qry_now_ms();
         start = end - DAY_MS;
     }
@@ -97,7 +97,8 @@ int qry_rpc_profile_types(lc_http_req_t *req, const ProtobufCMessage *in, Protob
     int rc = qry_walk_series(&c, NULL, 0, collect_profile_type, &set);
     qry_call_end(&c);
     qry_set_sort(&set);
-    rc = rc ? qry_fail(st, rc, "listing profile types") : profile_types_reply(&set, req->arena, out, st);
+    rc = rc ? qry_fail(st, rc, "listing profile types")
+            : profile_types_reply(&set, req->arena, out, st);
     qry_set_fini(&set);
     return rc;
 }
@@ -106,7 +107,7 @@ int qry_rpc_profile_types(lc_http_req_t *req, const ProtobufCMessage *in, Protob
 
 typedef struct names_walk_s {
     qry_set_t set;
-    const char *name;       /* LabelValues: the label; NULL for LabelNames */
+    const char *name; /* LabelValues: the label; NULL for LabelNames */
     bool utf8;
 } names_walk_t;
 
@@ -200,7 +201,7 @@ int qry_rpc_label_values(lc_http_req_t *req, const ProtobufCMessage *in, Protobu
 typedef struct series_walk_s {
     char **label_names;
     size_t n_label_names;
-    qry_set_t keys;         /* encoded label sets already listed */
+    qry_set_t keys; /* encoded label sets already listed */
     lc_labels_t *sets;
     size_t n_sets, cap_sets;
     lc_buf_t key;
@@ -228,8 +229,8 @@ static int collect_series(const lc_labels_t *labels, void *data)
     bool added = false;
     int rc = lc_labels_encode(&proj, &w->key);
     if (rc == 0)
-        rc = qry_set_add(&w->keys, w->key.data ? (const void *)w->key.data : "", w->key.len,
-                         &added);
+        rc =
+            qry_set_add(&w->keys, w->key.data ? (const void *)w->key.data : "", w->key.len, &added);
     if (rc == 0 && added) {
         w->sets = lc_xgrow(w->sets, &w->cap_sets, w->n_sets + 1, sizeof(*w->sets));
         w->sets[w->n_sets++] = proj;

@@ -1,9 +1,9 @@
 /*
  * rpc_merge.c — the merge RPCs: SelectMergeStacktraces (flame graph, tree
  * bytes or pprof), SelectMergeSpanProfile (the same restricted to span ids),
- * SelectMergeProfile (merged pprof) and Diff (two merges, one diff graph). The engine (lc/query.h) does the
- * work; this file validates requests (§5.5 max_nodes, selectors) and shapes
- * responses in the request arena.
+ * SelectMergeProfile (merged pprof) and Diff (two merges, one diff graph).
+ * The engine (lc/query.h) does the work; this file validates requests (§5.5
+ * max_nodes, selectors) and shapes responses in the request arena.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -65,7 +65,7 @@ static bool parse_span_id(const char *s, uint64_t *out)
     size_t i = 0;
     for (; s[i]; i++) {
         char c = s[i];
-        int d = c >= '0' && c <= '9' ? c - '0'
+        int d = c >= '0' && c <= '9'   ? c - '0'
                 : c >= 'a' && c <= 'f' ? c - 'a' + 10
                 : c >= 'A' && c <= 'F' ? c - 'A' + 10
                                        : -1;
@@ -244,9 +244,16 @@ static int check_format(int format, lc_status_t *st)
 
 static merge_req_t merge_req_of(const Querier__V1__SelectMergeStacktracesRequest *r)
 {
-    return (merge_req_t){r->profile_typeid, r->label_selector, r->start, r->end, r->max_nodes,
-                         r->stack_trace_selector, r->n_profile_id_selector,
-                         r->n_trace_id_selector, r->span_selector, r->n_span_selector};
+    return (merge_req_t){r->profile_typeid,
+                         r->label_selector,
+                         r->start,
+                         r->end,
+                         r->max_nodes,
+                         r->stack_trace_selector,
+                         r->n_profile_id_selector,
+                         r->n_trace_id_selector,
+                         r->span_selector,
+                         r->n_span_selector};
 }
 
 int qry_rpc_select_merge_stacktraces(lc_http_req_t *req, const ProtobufCMessage *in,
@@ -280,9 +287,13 @@ int qry_rpc_select_merge_span_profile(lc_http_req_t *req, const ProtobufCMessage
 {
     const Querier__V1__SelectMergeSpanProfileRequest *r =
         (const Querier__V1__SelectMergeSpanProfileRequest *)in;
-    merge_req_t mr = {.profile_type = r->profile_typeid, .label_selector = r->label_selector,
-                      .start = r->start, .end = r->end, .max_nodes = r->max_nodes,
-                      .span_selector = r->span_selector, .n_span_selector = r->n_span_selector};
+    merge_req_t mr = {.profile_type = r->profile_typeid,
+                      .label_selector = r->label_selector,
+                      .start = r->start,
+                      .end = r->end,
+                      .max_nodes = r->max_nodes,
+                      .span_selector = r->span_selector,
+                      .n_span_selector = r->n_span_selector};
     if (r->n_span_selector == 0)
         return lc_status_set(st, LC_CODE_INVALID_ARGUMENT, "span_selector is required");
     if (r->format != QUERIER__V1__PROFILE_FORMAT__PROFILE_FORMAT_UNSPECIFIED &&
@@ -320,9 +331,16 @@ int qry_rpc_select_merge_profile(lc_http_req_t *req, const ProtobufCMessage *in,
         (const Querier__V1__SelectMergeProfileRequest *)in;
     /* max_nodes is validated but not applied: Pyroscope does not truncate
      * merged pprof by default (max_flamegraph_nodes_on_select_merge_profile). */
-    merge_req_t mr = {r->profile_typeid, r->label_selector, r->start, r->end, r->max_nodes,
-                      r->stack_trace_selector, r->n_profile_id_selector, r->n_trace_id_selector,
-                      NULL, 0};
+    merge_req_t mr = {r->profile_typeid,
+                      r->label_selector,
+                      r->start,
+                      r->end,
+                      r->max_nodes,
+                      r->stack_trace_selector,
+                      r->n_profile_id_selector,
+                      r->n_trace_id_selector,
+                      NULL,
+                      0};
     merge_call_t m;
     if (merge_begin(&m, data, req, &mr, st))
         return -1;

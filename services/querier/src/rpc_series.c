@@ -12,8 +12,8 @@ static int step_ms_of(double step, int64_t *out, lc_status_t *st)
 {
     double ms = step * 1000.0;
     if (!isfinite(ms) || ms < 1.0)
-        return lc_status_set(st, LC_CODE_INVALID_ARGUMENT,
-                             "step must be at least 1 ms (got %g s)", step);
+        return lc_status_set(st, LC_CODE_INVALID_ARGUMENT, "step must be at least 1 ms (got %g s)",
+                             step);
     *out = ms >= 9.2e18 ? INT64_MAX : (int64_t)ms;
     return 0;
 }
@@ -29,7 +29,8 @@ static int check_request(const Querier__V1__SelectSeriesRequest *r, lc_status_t 
     if (r->exemplar_type == TYPES__V1__EXEMPLAR_TYPE__EXEMPLAR_TYPE_INDIVIDUAL ||
         r->exemplar_type == TYPES__V1__EXEMPLAR_TYPE__EXEMPLAR_TYPE_SPAN)
         return lc_status_set(st, LC_CODE_UNIMPLEMENTED, "exemplars are not supported by ember yet");
-    if (r->aggregation != TYPES__V1__TIME_SERIES_AGGREGATION_TYPE__TIME_SERIES_AGGREGATION_TYPE_SUM &&
+    if (r->aggregation !=
+            TYPES__V1__TIME_SERIES_AGGREGATION_TYPE__TIME_SERIES_AGGREGATION_TYPE_SUM &&
         r->aggregation !=
             TYPES__V1__TIME_SERIES_AGGREGATION_TYPE__TIME_SERIES_AGGREGATION_TYPE_AVERAGE)
         return lc_status_set(st, LC_CODE_INVALID_ARGUMENT, "unknown aggregation %d",
@@ -73,8 +74,11 @@ int qry_rpc_select_series(lc_http_req_t *req, const ProtobufCMessage *in, Protob
         lc_selector_fini(&sel);
         return -1;
     }
-    lc_query_t q = {.tenants = c.tenants, .n_tenants = c.n_tenants, .sel = &sel,
-                    .start_ns = c.start_ns, .end_ns = c.end_ns};
+    lc_query_t q = {.tenants = c.tenants,
+                    .n_tenants = c.n_tenants,
+                    .sel = &sel,
+                    .start_ns = c.start_ns,
+                    .end_ns = c.end_ns};
     lc_query_series_t *s = lc_query_series_new(&o);
     int rc = lc_query_series_collect(c.reader, &q, s, st);
     qry_call_end(&c);

@@ -11,7 +11,7 @@
 #include "querier_int.h"
 
 typedef struct stats_s {
-    uint32_t *series;       /* the tenant's series in the current block */
+    uint32_t *series; /* the tenant's series in the current block */
     size_t n_series, cap;
     int64_t oldest_ns, newest_ns;
     bool found;

@@ -15,13 +15,13 @@
 #include "lc/query.h"
 #include "lc_test.h"
 
-#define T0_NS 1700000000000000000LL   /* all profiles are written at this time */
+#define T0_NS 1700000000000000000LL /* all profiles are written at this time */
 
 static lc_store_t *store;
 static char dir[] = "/tmp/ember-query-XXXXXX";
 
 typedef struct fixture_s {
-    const char *file;       /* relative to LC_TESTDATA_DIR */
+    const char *file; /* relative to LC_TESTDATA_DIR */
     const char *service;
 } fixture_t;
 
@@ -63,8 +63,12 @@ static void write_profile(lc_store_txn_t *txn, const lc_pprof_t *p, const char *
         lc_labels_add(&ls, "__profile_type__", pt);
         lc_labels_add(&ls, "service_name", service);
         lc_labels_sort(&ls);
-        lc_store_write_t w = {.tenant = "anonymous", .labels = &ls, .time_ns = T0_NS,
-                              .profile = p, .index = ix, .value_index = i};
+        lc_store_write_t w = {.tenant = "anonymous",
+                              .labels = &ls,
+                              .time_ns = T0_NS,
+                              .profile = p,
+                              .index = ix,
+                              .value_index = i};
         LC_ASSERT_OK(lc_store_write_profile(txn, &w));
         lc_labels_fini(&ls);
         free(pt);
@@ -180,8 +184,11 @@ static void query_begin(query_t *qq, const char *service, const char *profile_ty
     snprintf(sel, sizeof(sel), "{service_name=\"%s\"}", service);
     LC_ASSERT_OK(lc_selector_parse(sel, strlen(sel), &qq->sel, &st));
     LC_ASSERT_OK(lc_selector_add(&qq->sel, "__profile_type__", LC_MATCH_EQ, profile_type, &st));
-    qq->q = (lc_query_t){.tenants = tenants, .n_tenants = 1, .sel = &qq->sel,
-                         .start_ns = T0_NS - 1000000, .end_ns = T0_NS + 1000000};
+    qq->q = (lc_query_t){.tenants = tenants,
+                         .n_tenants = 1,
+                         .sel = &qq->sel,
+                         .start_ns = T0_NS - 1000000,
+                         .end_ns = T0_NS + 1000000};
     LC_ASSERT_OK(lc_store_read_begin(store, qq->q.start_ns, qq->q.end_ns, &qq->r));
 }
 
@@ -218,8 +225,8 @@ static double series_total(const char *service, const char *pt)
     query_t qq;
     query_begin(&qq, service, pt);
     /* The profile time is the first boundary itself (t <= start). */
-    lc_query_series_opts_t o = {.start_ms = T0_NS / 1000000, .end_ms = T0_NS / 1000000 + 1000,
-                                .step_ms = 15000};
+    lc_query_series_opts_t o = {
+        .start_ms = T0_NS / 1000000, .end_ms = T0_NS / 1000000 + 1000, .step_ms = 15000};
     lc_query_series_t *s = lc_query_series_new(&o);
     lc_status_t st = {0};
     LC_ASSERT_OK(lc_query_series_collect(qq.r, &qq.q, s, &st));
@@ -310,7 +317,8 @@ static void check_manifest_entry(const fixture_t *f, json_t *entry)
         snprintf(ptype_unit, sizeof(ptype_unit), "%s", ptype + 1);
     size_t i;
     json_t *t;
-    json_array_foreach(types, i, t) {
+    json_array_foreach(types, i, t)
+    {
         const char *type = json_string_value(json_object_get(t, "type"));
         const char *unit = json_string_value(json_object_get(t, "unit"));
         int64_t want = json_integer_value(json_object_get(t, "total"));
@@ -409,7 +417,8 @@ static void test_pprof_handmade(void)
         for (size_t i = 0; i < p->n_location; i++) {
             if (p->location[i]->n_line == 2) {
                 two_lines++;
-                const Google__V1__Function *fn = p->function[p->location[i]->line[0]->function_id - 1];
+                const Google__V1__Function *fn =
+                    p->function[p->location[i]->line[0]->function_id - 1];
                 LC_ASSERT_STR_EQ(lc_pprof_str(p, fn->name), "inner");
             }
         }
@@ -426,8 +435,14 @@ static void test_no_match(void)
     LC_ASSERT_EQ(tree_total("nobody", "test:cpu:nanoseconds:cpu:nanoseconds", 0), 0);
 }
 
-static void test_setup(void) { setup(); }
-static void test_teardown(void) { teardown(); }
+static void test_setup(void)
+{
+    setup();
+}
+static void test_teardown(void)
+{
+    teardown();
+}
 
 LC_TEST_MAIN(test_setup, test_manifest_totals, test_inlined_and_lineless, test_pprof_handmade,
              test_no_match, test_teardown)

@@ -69,7 +69,7 @@ static void test_worked_example(void)
     LC_ASSERT_OK(lc_ftree_flamegraph(t, 8192, a, &fg));
     check_worked_example(fg);
     LC_ASSERT_EQ(lc_ftree_total(t), 6);
-    LC_ASSERT_EQ(lc_ftree_node_count(t), 5);   /* root, a, b, c, d */
+    LC_ASSERT_EQ(lc_ftree_node_count(t), 5); /* root, a, b, c, d */
     lc_arena_free(a);
     lc_ftree_free(t);
 }
@@ -129,14 +129,14 @@ static void test_truncation(void)
     /* Exactly at the node count (6) nothing is cut. */
     LC_ASSERT_OK(lc_ftree_flamegraph(t, 6, a, &fg));
     LC_ASSERT_EQ(fg->n_names, 7);
-    LC_ASSERT_EQ(fg->levels[1]->n_values, 12);   /* a, e, f */
+    LC_ASSERT_EQ(fg->levels[1]->n_values, 12); /* a, e, f */
     lc_arena_free(a);
     lc_ftree_free(t);
 }
 
 /* §5.7's example bytes for the worked example tree. */
-static const uint8_t ex_tree_bytes[] = {0, 0, 2, 1, 'd', 1, 0, 1, 'a', 0, 2,
-                                        1, 'c', 2, 0, 1, 'b', 3, 0};
+static const uint8_t ex_tree_bytes[] = {0, 0, 2,   1, 'd', 1, 0,   1, 'a', 0,
+                                        2, 1, 'c', 2, 0,   1, 'b', 3, 0};
 
 static void test_tree_bytes(void)
 {
@@ -168,12 +168,8 @@ static void test_tree_bytes(void)
  */
 static void test_tree_bytes_truncated(void)
 {
-    static const uint8_t want[] = {0, 0, 3,
-                                   5, 'o', 't', 'h', 'e', 'r', 1, 0,
-                                   1, 'e', 2, 0,
-                                   1, 'a', 0, 2,
-                                   5, 'o', 't', 'h', 'e', 'r', 2, 0,
-                                   1, 'b', 5, 0};
+    static const uint8_t want[] = {0,   0, 3, 5, 'o', 't', 'h', 'e', 'r', 1, 0, 1, 'e', 2, 0, 1,
+                                   'a', 0, 2, 5, 'o', 't', 'h', 'e', 'r', 2, 0, 1, 'b', 5, 0};
     lc_ftree_t *t = tree_of(tr_stacks, tr_values, 5);
     lc_buf_t b;
     lc_buf_init(&b, 1 << 20);
@@ -210,7 +206,7 @@ static void test_real_other_folded(void)
 /* Merging two trees equals inserting all stacks into one. */
 static void test_merge(void)
 {
-    lc_ftree_t *left = tree_of(ex_stacks, ex_values, 2);       /* a;b=3 a;c=2 */
+    lc_ftree_t *left = tree_of(ex_stacks, ex_values, 2);          /* a;b=3 a;c=2 */
     lc_ftree_t *right = tree_of(ex_stacks + 1, ex_values + 1, 2); /* a;c=2 d=1 */
     lc_ftree_t *dst = lc_ftree_new(0);
     LC_ASSERT_OK(lc_ftree_merge(dst, left));
@@ -262,7 +258,7 @@ static void test_read_corrupt(void)
 
 static void test_node_cap(void)
 {
-    lc_ftree_t *t = lc_ftree_new(3);   /* root + 2 */
+    lc_ftree_t *t = lc_ftree_new(3); /* root + 2 */
     const char *frames[] = {"a", "b", "c"};
     LC_ASSERT_EQ(lc_ftree_insert(t, frames, 3, 1), LC_ETOOBIG);
     lc_ftree_free(t);

@@ -36,9 +36,8 @@ static lc_pprof_t *decode(const uint8_t *data, size_t len, lc_arena_t *a)
 }
 
 /* Writes every sample type of p as its own series; extra = name/value pairs. */
-static void write_series(lc_store_txn_t *txn, const char *tenant, const lc_pprof_t *p,
-                         int64_t t_ms, const char *const *extra, size_t n_extra,
-                         const uint64_t *spans)
+static void write_series(lc_store_txn_t *txn, const char *tenant, const lc_pprof_t *p, int64_t t_ms,
+                         const char *const *extra, size_t n_extra, const uint64_t *spans)
 {
     lc_arena_t *a = lc_arena_new(64u << 20);
     lc_pprof_index_t *ix = NULL;
@@ -49,7 +48,8 @@ static void write_series(lc_store_txn_t *txn, const char *tenant, const lc_pprof
     for (size_t i = 0; i < p->n_sample_type; i++) {
         char pt[256];
         snprintf(pt, sizeof(pt), "process_cpu:%s:%s:cpu:nanoseconds",
-                 lc_pprof_str(p, p->sample_type[i]->type), lc_pprof_str(p, p->sample_type[i]->unit));
+                 lc_pprof_str(p, p->sample_type[i]->type),
+                 lc_pprof_str(p, p->sample_type[i]->unit));
         lc_labels_t ls;
         lc_labels_init(&ls);
         lc_labels_add(&ls, "__name__", "process_cpu");
@@ -57,9 +57,15 @@ static void write_series(lc_store_txn_t *txn, const char *tenant, const lc_pprof
         for (size_t k = 0; k < n_extra; k++)
             lc_labels_add(&ls, extra[2 * k], extra[2 * k + 1]);
         lc_labels_sort(&ls);
-        lc_store_write_t w = {.tenant = tenant, .labels = &ls, .time_ns = t_ms * MS, .profile = p,
-                              .index = ix, .value_index = i, .samples = idx,
-                              .n_samples = p->n_sample, .span_ids = spans};
+        lc_store_write_t w = {.tenant = tenant,
+                              .labels = &ls,
+                              .time_ns = t_ms * MS,
+                              .profile = p,
+                              .index = ix,
+                              .value_index = i,
+                              .samples = idx,
+                              .n_samples = p->n_sample,
+                              .span_ids = spans};
         LC_ASSERT_OK(lc_store_write_profile(txn, &w));
         lc_labels_fini(&ls);
     }
@@ -222,8 +228,8 @@ static void test_profile_types(void)
     call_fini(&c);
 }
 
-static void run_label_names(call_t *c, const char *accept, char **matchers, size_t n,
-                            int64_t start, int64_t end)
+static void run_label_names(call_t *c, const char *accept, char **matchers, size_t n, int64_t start,
+                            int64_t end)
 {
     Types__V1__LabelNamesRequest r = TYPES__V1__LABEL_NAMES_REQUEST__INIT;
     r.matchers = matchers;
@@ -272,9 +278,8 @@ static void test_label_names(void)
     call_fini(&c);
 }
 
-static const Types__V1__LabelValuesResponse *run_label_values(call_t *c, const char *name,
-                                                              char **matchers, size_t n,
-                                                              int64_t start, int64_t end)
+static const Types__V1__LabelValuesResponse *
+run_label_values(call_t *c, const char *name, char **matchers, size_t n, int64_t start, int64_t end)
 {
     Types__V1__LabelValuesRequest r = TYPES__V1__LABEL_VALUES_REQUEST__INIT;
     r.name = (char *)name;
@@ -430,10 +435,9 @@ static void test_merge_max_nodes_invalid(void)
 /* Tree bytes: root "" self 2 with main; main 6; outer 0; inner 4; leaf 10. */
 static void test_merge_tree_format(void)
 {
-    static const uint8_t want[] = {0, 2, 1, 4, 'm', 'a', 'i', 'n', 6, 1,
-                                   5, 'o', 'u', 't', 'e', 'r', 0, 1,
-                                   5, 'i', 'n', 'n', 'e', 'r', 4, 1,
-                                   4, 'l', 'e', 'a', 'f', 10, 0};
+    static const uint8_t want[] = {0,   2,   1,   4,   'm', 'a', 'i', 'n', 6,   1,   5,
+                                   'o', 'u', 't', 'e', 'r', 0,   1,   5,   'i', 'n', 'n',
+                                   'e', 'r', 4,   1,   4,   'l', 'e', 'a', 'f', 10,  0};
     const Querier__V1__SelectMergeStacktracesResponse *resp = run_stacktraces(
         "{service_name=\"app\"}", 0, QUERIER__V1__PROFILE_FORMAT__PROFILE_FORMAT_TREE, NULL, 0);
     LC_ASSERT_OK(merge_call.rc);
@@ -541,7 +545,7 @@ static void test_select_series(void)
     }
     call_fini(&c);
 
-    r.step = 0.0001;    /* 0.1 ms */
+    r.step = 0.0001; /* 0.1 ms */
     call_init(&c, NULL, NULL);
     call_run(&c, qry_rpc_select_series, &r, NULL);
     LC_ASSERT_EQ(c.st.code, LC_CODE_INVALID_ARGUMENT);
@@ -617,8 +621,10 @@ static void test_diff(void)
     const Querier__V1__FlameGraphDiff *fg =
         c.out ? ((Querier__V1__DiffResponse *)c.out)->flamegraph : NULL;
     LC_CHECK(fg != NULL);
-    static const int64_t want[5][7] = {{0, 11, 1, 0, 5, 0, 0}, {1, 10, 3, 0, 5, 0, 1},
-                                       {4, 7, 0, 0, 5, 0, 2}, {4, 7, 2, 0, 5, 0, 3},
+    static const int64_t want[5][7] = {{0, 11, 1, 0, 5, 0, 0},
+                                       {1, 10, 3, 0, 5, 0, 1},
+                                       {4, 7, 0, 0, 5, 0, 2},
+                                       {4, 7, 2, 0, 5, 0, 3},
                                        {6, 5, 5, 0, 5, 5, 4}};
     if (fg) {
         LC_ASSERT_EQ(fg->n_levels, 5);
@@ -655,5 +661,5 @@ static void test_unimplemented(void)
 LC_TEST_MAIN(test_setup, test_profile_types, test_label_names, test_label_values, test_series,
              test_merge_flamegraph, test_merge_truncated, test_merge_max_nodes_invalid,
              test_merge_tree_format, test_merge_pprof_format, test_merge_span_selector,
-             test_merge_profile, test_select_series, test_profile_stats, test_tenancy,
-             test_diff, test_unimplemented, test_teardown)
+             test_merge_profile, test_select_series, test_profile_stats, test_tenancy, test_diff,
+             test_unimplemented, test_teardown)
