@@ -110,7 +110,6 @@ typedef struct store_idmap_s {
 } store_idmap_t;
 
 uint64_t lc_store__hash(const void *p, size_t len, uint64_t seed);
-uint64_t lc_store__mix64(uint64_t x);
 
 void lc_store__symtab_init(store_symtab_t *t);
 void lc_store__symtab_fini(store_symtab_t *t);
@@ -121,10 +120,9 @@ const uint8_t *lc_store__symtab_bytes(const store_symtab_t *t, uint32_t id, size
 
 void lc_store__nodetab_init(store_nodetab_t *t);
 void lc_store__nodetab_fini(store_nodetab_t *t);
+/* hash = store_pair_hash(parent, location), computed once by the caller. */
 int lc_store__nodetab_child(store_nodetab_t *t, uint32_t parent, uint32_t location,
-                            uint32_t *id) LC_MUST_CHECK;
-/* Starts loading the slot that a lookup of (parent, location) probes first. */
-void lc_store__nodetab_prefetch(const store_nodetab_t *t, uint32_t parent, uint32_t location);
+                            uint64_t hash, uint32_t *id) LC_MUST_CHECK;
 /* The pair of node id, which must be >= tail_first. */
 uint64_t lc_store__nodetab_pair(const store_nodetab_t *t, uint64_t id);
 /* Forgets the tail before the chunk holding node `keep_from`. */
@@ -243,6 +241,28 @@ void lc_store__profile_key(uint8_t key[STORE_PROFILE_KEY_LEN], uint32_t series, 
 int64_t lc_store__profile_key_time(const uint8_t *key);
 uint32_t lc_store__profile_key_series(const uint8_t *key);
 uint32_t lc_store__profile_key_seq(const uint8_t *key);
+
+/* The 64-bit finaliser of MurmurHash3 (a well-known public-domain mixer). */
+static inline uint64_t store_mix64(uint64_t x)
+{
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdULL;
+    x ^= x >> 33;
+    x *= 0xc4ceb9fe1a85ec53ULL;
+    x ^= x >> 33;
+    return x;
+}
+
+static inline uint64_t store_pair_hash(uint32_t parent, uint32_t location)
+{
+    return store_mix64((uint64_t)parent << 32 | location);
+}
+
+/* Starts loading the slot that a node-table lookup with this hash probes first. */
+static inline void store_nodetab_prefetch(const store_nodetab_t *t, uint64_t hash)
+{
+    __builtin_prefetch(&t->slots[hash & t->mask]);
+}
 
 static inline uint64_t store_zigzag(int64_t v) { return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63); }
 static inline int64_t store_unzigzag(uint64_t v) { return (int64_t)(v >> 1) ^ -(int64_t)(v & 1); }

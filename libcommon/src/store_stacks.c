@@ -251,6 +251,7 @@ typedef struct lane_s {
     uint32_t sample;
     size_t depth;               /* frames left; pprof lists the leaf first */
     uint32_t node, location;    /* the next step: child(node, location) */
+    uint64_t hash;              /* of (node, location) */
 } lane_t;
 
 /* Loads the next sample that still needs its stack into the lane. */
@@ -280,7 +281,8 @@ static int lane_prepare(store_resolver_t *r, lane_t *l, const uint32_t *todo, si
     int rc = location_id(r, l->smp->location_id[l->depth - 1], &l->location);
     if (rc)
         return rc;
-    lc_store__nodetab_prefetch(&r->ws->nodes, l->node, l->location);
+    l->hash = store_pair_hash(l->node, l->location);
+    store_nodetab_prefetch(&r->ws->nodes, l->hash);
     return 1;
 }
 
@@ -303,7 +305,7 @@ static int stacks_walk(store_resolver_t *r, const uint32_t *todo, size_t n)
             lane_t *l = &lanes[i];
             if (!l->smp)
                 continue;
-            rc = lc_store__nodetab_child(&r->ws->nodes, l->node, l->location, &l->node);
+            rc = lc_store__nodetab_child(&r->ws->nodes, l->node, l->location, l->hash, &l->node);
             if (rc)
                 return rc;
             l->depth--;

@@ -13,17 +13,6 @@
 
 #define TAB_MIN_SLOTS 1024
 
-/* The 64-bit finaliser of MurmurHash3 (a well-known public-domain mixer). */
-uint64_t lc_store__mix64(uint64_t x)
-{
-    x ^= x >> 33;
-    x *= 0xff51afd7ed558ccdULL;
-    x ^= x >> 33;
-    x *= 0xc4ceb9fe1a85ec53ULL;
-    x ^= x >> 33;
-    return x;
-}
-
 /* Eight bytes per step. The result is persisted in hashed posting keys, so it
  * must never change; words are loaded in native order, like every integer in a
  * block (LMDB files are not portable across byte orders anyway). */
@@ -34,14 +23,14 @@ uint64_t lc_store__hash(const void *p, size_t len, uint64_t seed)
     while (len >= 8) {
         uint64_t w;
         memcpy(&w, s, 8);
-        h = (h ^ lc_store__mix64(w)) * 0x9e3779b97f4a7c15ULL;
+        h = (h ^ store_mix64(w)) * 0x9e3779b97f4a7c15ULL;
         s += 8;
         len -= 8;
     }
     uint64_t tail = 0;
     memcpy(&tail, s, len);
-    h ^= lc_store__mix64(tail ^ ((uint64_t)len << 56));
-    return lc_store__mix64(h);
+    h ^= store_mix64(tail ^ ((uint64_t)len << 56));
+    return store_mix64(h);
 }
 
 /* Slot arrays are sized so the load stays under 1/2. */
@@ -136,11 +125,6 @@ const uint8_t *lc_store__symtab_bytes(const store_symtab_t *t, uint32_t id, size
 
 /* ---------------------------------------------------------------- nodetab */
 
-static size_t pair_slot(uint32_t parent, uint32_t location, size_t mask)
-{
-    return lc_store__mix64((uint64_t)parent << 32 | location) & mask;
-}
-
 void lc_store__nodetab_init(store_nodetab_t *t)
 {
     memset(t, 0, sizeof(*t));
@@ -170,7 +154,7 @@ static void nodetab_grow(store_nodetab_t *t)
         const store_nodeslot_t *e = &t->slots[i];
         if (!e->id)
             continue;
-        size_t j = pair_slot(e->parent, e->location, n - 1);
+        size_t j = store_pair_hash(e->parent, e->location) & (n - 1);
         while (slots[j].id)
             j = (j + 1) & (n - 1);
         slots[j] = *e;
@@ -180,9 +164,10 @@ static void nodetab_grow(store_nodetab_t *t)
     t->mask = n - 1;
 }
 
-int lc_store__nodetab_child(store_nodetab_t *t, uint32_t parent, uint32_t location, uint32_t *id)
+int lc_store__nodetab_child(store_nodetab_t *t, uint32_t parent, uint32_t location,
+                            uint64_t hash, uint32_t *id)
 {
-    size_t i = pair_slot(parent, location, t->mask);
+    size_t i = hash & t->mask;
     for (; t->slots[i].id; i = (i + 1) & t->mask) {
         if (t->slots[i].parent == parent && t->slots[i].location == location) {
             *id = t->slots[i].id;
@@ -200,11 +185,6 @@ int lc_store__nodetab_child(store_nodetab_t *t, uint32_t parent, uint32_t locati
     if (nodetab_need_grow(t))
         nodetab_grow(t);
     return 0;
-}
-
-void lc_store__nodetab_prefetch(const store_nodetab_t *t, uint32_t parent, uint32_t location)
-{
-    __builtin_prefetch(&t->slots[pair_slot(parent, location, t->mask)]);
 }
 
 uint64_t lc_store__nodetab_pair(const store_nodetab_t *t, uint64_t id)
@@ -248,7 +228,7 @@ void lc_store__idmap_clear(store_idmap_t *m)
 
 bool lc_store__idmap_get(const store_idmap_t *m, uint64_t key, uint32_t *val)
 {
-    size_t i = lc_store__mix64(key) & m->mask;
+    size_t i = store_mix64(key) & m->mask;
     for (; m->slots[i].gen == m->gen; i = (i + 1) & m->mask) {
         if (m->slots[i].key == key) {
             *val = m->slots[i].val;
@@ -272,7 +252,7 @@ static void idmap_grow(store_idmap_t *m)
 /* The key must not be present (callers look it up first). */
 void lc_store__idmap_put(store_idmap_t *m, uint64_t key, uint32_t val)
 {
-    size_t i = lc_store__mix64(key) & m->mask;
+    size_t i = store_mix64(key) & m->mask;
     while (m->slots[i].gen == m->gen)
         i = (i + 1) & m->mask;
     m->slots[i] = (store_idmap_slot_t){.key = key, .val = val, .gen = m->gen};

@@ -40,6 +40,8 @@ struct lc_store_txn_s {
     size_t samples_cap;
     uint32_t *picked;                   /* pprof sample index per wsample */
     size_t picked_cap;
+    wsample_t *sort_tmp;
+    size_t sort_tmp_cap;
     lc_buf_t enc, key;
 };
 
@@ -81,6 +83,7 @@ static void txn_free(lc_store_txn_t *t)
     lc_buf_fini(&t->key);
     lc_free(t->samples);
     lc_free(t->picked);
+    lc_free(t->sort_tmp);
     lc_free(t->blocks);
     lc_free(t);
     pthread_mutex_lock(&s->mu);
@@ -286,10 +289,51 @@ static int samples_collect(wctx_t *c, const lc_store_write_t *w, size_t *n_out)
     return rc;
 }
 
-/* Sorts by (node, span) and sums equal pairs in place; drops zero sums. */
+#define RADIX_BITS 11
+
+/* One stable counting pass on the node digit at `shift`. */
+static void radix_pass(const wsample_t *src, wsample_t *dst, size_t n, unsigned shift)
+{
+    size_t pos[1u << RADIX_BITS] = {0};
+    const uint32_t mask = (1u << RADIX_BITS) - 1;
+    for (size_t i = 0; i < n; i++)
+        pos[(src[i].node >> shift) & mask]++;
+    for (size_t d = 0, sum = 0; d <= mask; d++) {
+        size_t c = pos[d];
+        pos[d] = sum;
+        sum += c;
+    }
+    for (size_t i = 0; i < n; i++)
+        dst[pos[(src[i].node >> shift) & mask]++] = src[i];
+}
+
+/* By (node, span). Node ids are dense, so an LSD radix sort with as many
+ * passes as the largest id needs beats qsort several times over; span ids
+ * (rare) keep the comparison sort. */
+static void samples_sort(lc_store_txn_t *t, size_t n, bool spans)
+{
+    if (spans || n < 256) {
+        qsort(t->samples, n, sizeof(*t->samples), wsample_cmp);
+        return;
+    }
+    uint32_t all = 0;
+    for (size_t i = 0; i < n; i++)
+        all |= t->samples[i].node;
+    t->sort_tmp = lc_xgrow(t->sort_tmp, &t->sort_tmp_cap, n, sizeof(*t->sort_tmp));
+    wsample_t *src = t->samples, *dst = t->sort_tmp;
+    for (unsigned shift = 0; shift < 32 && (all >> shift); shift += RADIX_BITS) {
+        radix_pass(src, dst, n, shift);
+        wsample_t *swap = src;
+        src = dst;
+        dst = swap;
+    }
+    if (src != t->samples)
+        memcpy(t->samples, src, n * sizeof(*src));
+}
+
+/* Sums equal (node, span) pairs of sorted samples in place; drops zero sums. */
 static int samples_merge(wsample_t *v, size_t n, size_t *n_out, int64_t *total)
 {
-    qsort(v, n, sizeof(*v), wsample_cmp);
     size_t out = 0;
     *total = 0;
     for (size_t i = 0; i < n;) {
@@ -395,8 +439,10 @@ static int write_samples(wctx_t *c, const lc_store_write_t *w, uint32_t series)
     size_t n;
     int64_t total;
     int rc = samples_collect(c, w, &n);
-    if (!rc)
+    if (!rc) {
+        samples_sort(c->t, n, w->span_ids != NULL);
         rc = samples_merge(c->t->samples, n, &n, &total);
+    }
     if (!rc)
         rc = profile_encode(&c->t->enc, c->t->samples, n, total, w->span_ids != NULL);
     if (!rc)

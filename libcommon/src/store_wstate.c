@@ -65,7 +65,8 @@ static int chunk_load(store_nodetab_t *t, const MDB_val *v, uint32_t chunk, uint
         memcpy(pair, (const uint8_t *)v->mv_data + i * 8, 8);
         if (pair[0] >= first + i)
             return LC_ECORRUPT;
-        int rc = lc_store__nodetab_child(t, pair[0], pair[1], &id);
+        int rc = lc_store__nodetab_child(t, pair[0], pair[1], store_pair_hash(pair[0], pair[1]),
+                                         &id);
         if (rc || id != first + i)
             return rc ? rc : LC_ECORRUPT;
     }

@@ -1519,6 +1519,48 @@ static void test_timing_heap_pinned_vs_not(void)
     lc_arena_free(l.arena);
 }
 
+/* B1-like ingest: a small Go CPU pprof from 1,000 series (both sample types,
+ * pinned), 100 pprofs per batch, durable commits. */
+static void test_timing_small_cpu_batches(void)
+{
+    loaded_t l = load_pprof("pyroscope-go.cpu.labels.pprof");
+    lc_store_t *s = store_open(tmp_dir());
+    enum { N = 2000, BATCH = 100 };
+    stopwatch_t t0 = sw_start();
+    for (int i = 0; i < N; i += BATCH) {
+        lc_store_txn_t *txn;
+        LC_ASSERT_OK(lc_store_write_begin(s, &txn));
+        for (int k = i; k < i + BATCH; k++) {
+            char pod[32];
+            snprintf(pod, sizeof(pod), "pod-%d", k % 1000);
+            lc_store_write_pin(txn, l.p, l.ix);
+            for (size_t vi = 0; vi < 2; vi++) {
+                lc_labels_t ls;
+                labels_of(&ls, "svc", type_name(&l, vi));
+                lc_labels_add(&ls, "pod", pod);
+                lc_labels_sort(&ls);
+                lc_store_write_t w = {.tenant = "t", .labels = &ls, .time_ns = T0 + k * 1000000LL,
+                                      .profile = l.p, .index = l.ix, .value_index = vi};
+                LC_ASSERT_OK(lc_store_write_profile(txn, &w));
+                lc_labels_fini(&ls);
+            }
+            lc_store_write_unpin(txn);
+        }
+        LC_ASSERT_OK(lc_store_write_commit(txn));
+    }
+    stopwatch_t w = sw_lap(t0);
+    lc_block_info_t info = block_info_at(s, T0);
+    LC_ASSERT_EQ(info.profiles, 2 * N);
+    LC_ASSERT_EQ(info.series, 2 * 1000);
+    printf("store timing: pyroscope-go.cpu.labels.pprof (%zu samples, 2 types) x%d from 1000 "
+           "pods, %d per commit: %.0f pprofs/s wall, %.0f pprofs/s per cpu second "
+           "(%.0f k samples/s per core)\n",
+           l.p->n_sample, N, BATCH, N / w.wall, N / w.cpu, N * (double)l.p->n_sample / w.cpu / 1e3);
+    lc_arena_free(l.arena);
+    lc_store_close(s);
+    tmp_cleanup();
+}
+
 LC_TEST_MAIN(test_hand_stacks_render_back, test_hand_symbols_read_back,
              test_hand_second_type_and_info, test_real_heap_four_types, test_real_heap_pinned,
              test_pinned_sample_subsets, test_real_large_cpu,
@@ -1529,4 +1571,4 @@ LC_TEST_MAIN(test_hand_stacks_render_back, test_hand_symbols_read_back,
              test_map_full_is_an_error_and_recoverable,
              test_concurrent_readers_writer_retention, test_sample_iter_rejects_corrupt,
              test_timing_large_cpu_x100,
-             test_timing_heap_pinned_vs_not)
+             test_timing_heap_pinned_vs_not, test_timing_small_cpu_batches)
