@@ -1175,6 +1175,40 @@ static void test_blocks_and_time_ranges(void)
     tmp_cleanup();
 }
 
+/* Before 1970: partitions round down, keys keep time order across zero. */
+static void test_negative_times(void)
+{
+    hand_t h;
+    hand_build(&h);
+    const char *dir = tmp_dir();
+    lc_store_t *s = store_open(dir);
+    lc_labels_t ls;
+    labels_of(&ls, "neg", "cpu");
+    const int64_t times[] = {-1, -HOUR_NS - 1, 0, -HOUR_NS};
+    for (size_t i = 0; i < 4; i++)
+        LC_ASSERT_OK(write_one(s, "t", &ls, times[i], &h.l, 1, NULL));
+    lc_store_close(s);
+    s = store_open(dir);
+    LC_ASSERT_EQ(count_entries(dir, "blocks"), 3);     /* [-2h,-1h) [-1h,0) [0,1h) */
+    lc_store_reader_t *r;
+    LC_ASSERT_OK(lc_store_read_begin(s, -2 * HOUR_NS, -1, &r));
+    LC_ASSERT_EQ(lc_store_reader_count(r), 2);
+    profs_t ps = profiles_of(lc_store_reader_block(r, 0), 1, INT64_MIN / 2, INT64_MAX / 2);
+    LC_ASSERT_EQ(ps.n, 1);
+    LC_ASSERT_EQ(ps.v[0].time_ns, -HOUR_NS - 1);
+    profs_free(&ps);
+    ps = profiles_of(lc_store_reader_block(r, 1), 1, -HOUR_NS, -1);
+    LC_ASSERT_EQ(ps.n, 2);
+    LC_ASSERT_EQ(ps.v[0].time_ns, -HOUR_NS);
+    LC_ASSERT_EQ(ps.v[1].time_ns, -1);
+    profs_free(&ps);
+    lc_store_read_end(r);
+    lc_labels_fini(&ls);
+    lc_arena_free(h.l.arena);
+    lc_store_close(s);
+    tmp_cleanup();
+}
+
 static void test_retention_drops_old_blocks(void)
 {
     hand_t h;
@@ -1567,7 +1601,7 @@ LC_TEST_MAIN(test_hand_stacks_render_back, test_hand_symbols_read_back,
              test_real_gzip_truncated, test_real_java, test_real_span_ids,
              test_dedup_same_profile_twice, test_restart_keeps_data_and_ids,
              test_abort_leaves_nothing, test_applied_ids, test_selectors_and_tenants,
-             test_blocks_and_time_ranges, test_retention_drops_old_blocks,
+             test_blocks_and_time_ranges, test_negative_times, test_retention_drops_old_blocks,
              test_map_full_is_an_error_and_recoverable,
              test_concurrent_readers_writer_retention, test_sample_iter_rejects_corrupt,
              test_timing_large_cpu_x100,
