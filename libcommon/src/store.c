@@ -11,11 +11,11 @@
  * block for the same partition never collides with one still being read, and
  * a crash halfway through a delete never leaves a half block in blocks/.
  */
-#define _GNU_SOURCE     /* nftw's FTW_DEPTH / FTW_PHYS */
+#define _GNU_SOURCE /* nftw's FTW_DEPTH / FTW_PHYS */
+#include <dirent.h>
 #include <errno.h>
 #include <ftw.h>
 #include <inttypes.h>
-#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,8 +30,8 @@
 #define STORE_MAX_ABS_TIME_NS ((int64_t)1 << 62)
 
 static const char *const store_db_names[DB_COUNT] = {
-    "meta", "strings", "functions", "mappings", "locations",
-    "nodes", "series", "postings", "profiles", "applied",
+    "meta",  "strings", "functions", "mappings", "locations",
+    "nodes", "series",  "postings",  "profiles", "applied",
 };
 
 static const unsigned store_db_flags[DB_COUNT] = {
@@ -47,7 +47,7 @@ static const unsigned store_db_flags[DB_COUNT] = {
 int lc_store__mdb_fail(int rc, const char *what)
 {
     if (rc <= LC_EBASE && rc >= LC_ELAST)
-        return rc;      /* already ours: pass through */
+        return rc; /* already ours: pass through */
     LC_LOG_ERROR("store: %s failed err=\"%s\"", what, mdb_strerror(rc));
     return LC_ESTORE;
 }
@@ -114,8 +114,8 @@ void lc_store__meta_init(store_meta_t *m, int64_t start_ns, int64_t duration_ns)
     m->duration_ns = duration_ns;
     m->min_time_ns = INT64_MAX;
     m->max_time_ns = INT64_MIN;
-    m->nodes = 1;       /* the root */
-    m->strings = 1;     /* "" */
+    m->nodes = 1;   /* the root */
+    m->strings = 1; /* "" */
 }
 
 /* The record is the struct's fields as native u64s, in declaration order. */
@@ -143,8 +143,7 @@ int lc_store__meta_put(MDB_txn *txn, MDB_dbi dbi, const store_meta_t *m)
 
 /* ---------------------------------------------------------------- keys */
 
-size_t lc_store__posting_key(uint8_t *buf, const char *tenant, const char *name,
-                             const char *value)
+size_t lc_store__posting_key(uint8_t *buf, const char *tenant, const char *name, const char *value)
 {
     size_t tl = strlen(tenant), nl = strlen(name), vl = strlen(value);
     if (tl + nl + vl + 2 <= STORE_POSTING_KEY_MAX) {
@@ -195,9 +194,15 @@ int64_t lc_store__profile_key_time(const uint8_t *key)
     return (int64_t)(get_be(key + 4, 8) ^ (1ULL << 63));
 }
 
-uint32_t lc_store__profile_key_series(const uint8_t *key) { return (uint32_t)get_be(key, 4); }
+uint32_t lc_store__profile_key_series(const uint8_t *key)
+{
+    return (uint32_t)get_be(key, 4);
+}
 
-uint32_t lc_store__profile_key_seq(const uint8_t *key) { return (uint32_t)get_be(key + 12, 4); }
+uint32_t lc_store__profile_key_seq(const uint8_t *key)
+{
+    return (uint32_t)get_be(key + 12, 4);
+}
 
 /* ---------------------------------------------------------------- partitions */
 
@@ -412,7 +417,7 @@ static void evict_lru(lc_store_t *s)
                 victim = b;
         }
         if (!victim)
-            return;     /* everything open is in use: the bound is exceeded for now */
+            return; /* everything open is in use: the bound is exceeded for now */
         block_env_close(s, victim);
     }
 }
@@ -477,8 +482,8 @@ static bool block_overlaps(const store_block_t *b, int64_t start_ns, int64_t end
     return b->start_ns <= end_ns && b->end_ns > start_ns;
 }
 
-int lc_store__acquire_range(lc_store_t *s, int64_t start_ns, int64_t end_ns,
-                            store_block_t ***out, size_t *n)
+int lc_store__acquire_range(lc_store_t *s, int64_t start_ns, int64_t end_ns, store_block_t ***out,
+                            size_t *n)
 {
     pthread_mutex_lock(&s->mu);
     store_block_t **got = lc_xcalloc(s->n_blocks ? s->n_blocks : 1, sizeof(*got));
@@ -560,7 +565,7 @@ static int store_scan(lc_store_t *s)
         int64_t start;
         if (strncmp(e->d_name, ".new-", 5) == 0) {
             char *p = path_join(s->blocks_dir, e->d_name);
-            rm_tree(p);     /* a block whose creation was interrupted */
+            rm_tree(p); /* a block whose creation was interrupted */
             lc_free(p);
         }
         if (e->d_name[0] == '.')
@@ -588,7 +593,7 @@ int lc_store_open(const lc_store_opts_t *opts, lc_store_t **out)
     s->blocks_dir = path_join(s->dir, "blocks");
     pthread_mutex_init(&s->mu, NULL);
     char *trash = path_join(s->dir, "trash");
-    rm_tree(trash);     /* blocks dropped before a crash or restart */
+    rm_tree(trash); /* blocks dropped before a crash or restart */
     lc_free(trash);
     rc = mkdir_parents(s->blocks_dir);
     if (!rc)

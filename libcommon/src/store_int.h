@@ -18,30 +18,30 @@
 #include "lc/store.h"
 
 #define STORE_FORMAT_VERSION 1
-#define STORE_NODE_CHUNK 1024           /* (parent, location) pairs per LMDB value */
-#define STORE_POSTING_KEY_MAX 400       /* longer posting keys are replaced by a hash */
+#define STORE_NODE_CHUNK 1024     /* (parent, location) pairs per LMDB value */
+#define STORE_POSTING_KEY_MAX 400 /* longer posting keys are replaced by a hash */
 #define STORE_MAX_STRING_BYTES (1u << 20)
-#define STORE_MAX_ID 0xfffffff0u        /* ids are u32; leave headroom for sentinels */
+#define STORE_MAX_ID 0xfffffff0u /* ids are u32; leave headroom for sentinels */
 #define STORE_READER_ARENA_MAX ((size_t)1 << 30)
-#define STORE_MAX_APPLIED_ID 64         /* bytes of an ingest id */
+#define STORE_MAX_APPLIED_ID 64 /* bytes of an ingest id */
 
 /* Profile value flags (first varint of lc_stored_profile_t._data). */
-#define STORE_PF_SPANS 0x1u             /* each sample carries a span id varint */
+#define STORE_PF_SPANS 0x1u /* each sample carries a span id varint */
 #define STORE_PF_ALL STORE_PF_SPANS
-#define STORE_PF_CORRUPT 0x80000000u    /* iterator only: the header did not decode */
+#define STORE_PF_CORRUPT 0x80000000u /* iterator only: the header did not decode */
 
 /* Named databases of a block environment. */
 typedef enum {
-    DB_META,        /* "info" -> store_meta_t (fixed little-endian u64s) */
-    DB_STRINGS,     /* u32 id -> bytes (id 0 = "" is implicit) */
-    DB_FUNCTIONS,   /* u32 id -> varints */
-    DB_MAPPINGS,    /* u32 id -> varints */
-    DB_LOCATIONS,   /* u32 id -> varints */
-    DB_NODES,       /* u32 chunk index -> STORE_NODE_CHUNK x (u32 parent, u32 location) */
-    DB_SERIES,      /* u32 id -> tenant NUL encoded-labels */
-    DB_POSTINGS,    /* tenant NUL name NUL value -> dupsort u32 series ids */
-    DB_PROFILES,    /* series BE32, time BE64 (sign flipped), seq BE32 -> profile */
-    DB_APPLIED,     /* ingest id bytes -> empty */
+    DB_META,      /* "info" -> store_meta_t (fixed little-endian u64s) */
+    DB_STRINGS,   /* u32 id -> bytes (id 0 = "" is implicit) */
+    DB_FUNCTIONS, /* u32 id -> varints */
+    DB_MAPPINGS,  /* u32 id -> varints */
+    DB_LOCATIONS, /* u32 id -> varints */
+    DB_NODES,     /* u32 chunk index -> STORE_NODE_CHUNK x (u32 parent, u32 location) */
+    DB_SERIES,    /* u32 id -> tenant NUL encoded-labels */
+    DB_POSTINGS,  /* tenant NUL name NUL value -> dupsort u32 series ids */
+    DB_PROFILES,  /* series BE32, time BE64 (sign flipped), seq BE32 -> profile */
+    DB_APPLIED,   /* ingest id bytes -> empty */
     DB_COUNT
 } store_db_t;
 
@@ -50,10 +50,10 @@ typedef enum {
 typedef struct store_meta_s {
     uint64_t version;
     int64_t start_ns, duration_ns;
-    int64_t min_time_ns, max_time_ns;   /* INT64_MAX / INT64_MIN while empty */
+    int64_t min_time_ns, max_time_ns; /* INT64_MAX / INT64_MIN while empty */
     uint64_t series, profiles, samples;
-    uint64_t nodes;                     /* including the root, node 0 */
-    uint64_t strings;                   /* including "", string 0 */
+    uint64_t nodes;   /* including the root, node 0 */
+    uint64_t strings; /* including "", string 0 */
     uint64_t functions, mappings, locations;
 } store_meta_t;
 
@@ -70,9 +70,9 @@ typedef struct store_symtab_entry_s {
 } store_symtab_entry_t;
 
 typedef struct store_symtab_s {
-    uint32_t *slots;                    /* id, 0 = empty; linear probing */
+    uint32_t *slots; /* id, 0 = empty; linear probing */
     size_t mask;
-    store_symtab_entry_t *entries;      /* entries[id - 1] */
+    store_symtab_entry_t *entries; /* entries[id - 1] */
     size_t count, cap;
     lc_buf_t bytes;
 } store_symtab_t;
@@ -83,15 +83,15 @@ typedef struct store_symtab_s {
  * also kept by id, for writing chunks at commit. */
 typedef struct store_nodeslot_s {
     uint32_t parent, location;
-    uint32_t id;                        /* 0 = empty (the root is never a child) */
+    uint32_t id; /* 0 = empty (the root is never a child) */
 } store_nodeslot_t;
 
 typedef struct store_nodetab_s {
     store_nodeslot_t *slots;
     size_t mask;
-    size_t count;                       /* nodes, including the root */
-    uint64_t tail_first;                /* id of tail[0]: a multiple of STORE_NODE_CHUNK */
-    uint64_t *tail;                     /* parent << 32 | location, ids tail_first.. */
+    size_t count;        /* nodes, including the root */
+    uint64_t tail_first; /* id of tail[0]: a multiple of STORE_NODE_CHUNK */
+    uint64_t *tail;      /* parent << 32 | location, ids tail_first.. */
     size_t tail_cap;
 } store_nodetab_t;
 
@@ -121,8 +121,8 @@ const uint8_t *lc_store__symtab_bytes(const store_symtab_t *t, uint32_t id, size
 void lc_store__nodetab_init(store_nodetab_t *t);
 void lc_store__nodetab_fini(store_nodetab_t *t);
 /* hash = store_pair_hash(parent, location), computed once by the caller. */
-int lc_store__nodetab_child(store_nodetab_t *t, uint32_t parent, uint32_t location,
-                            uint64_t hash, uint32_t *id) LC_MUST_CHECK;
+int lc_store__nodetab_child(store_nodetab_t *t, uint32_t parent, uint32_t location, uint64_t hash,
+                            uint32_t *id) LC_MUST_CHECK;
 /* The pair of node id, which must be >= tail_first. */
 uint64_t lc_store__nodetab_pair(const store_nodetab_t *t, uint64_t id);
 /* Forgets the tail before the chunk holding node `keep_from`. */
@@ -139,7 +139,7 @@ typedef struct store_wstate_s {
     store_meta_t meta;
     store_symtab_t strings, functions, mappings, locations, series;
     store_nodetab_t nodes;
-    uint64_t nodes_committed;           /* nodes already in DB_NODES */
+    uint64_t nodes_committed; /* nodes already in DB_NODES */
 } store_wstate_t;
 
 /* Rebuilds the de-dup maps by scanning the block's tables in txn. */
@@ -153,7 +153,7 @@ int lc_store__wstate_flush(store_wstate_t *ws, MDB_txn *txn, const MDB_dbi *dbi)
 /* pprof id -> store id for one profile. Producers nearly always number ids
  * 1..n, so those go in an array; any other id goes to the hash map. */
 typedef struct store_memo_s {
-    uint32_t *dense;                    /* [id] = store id + 1; 0 = not yet */
+    uint32_t *dense; /* [id] = store id + 1; 0 = not yet */
     size_t n_dense, cap;
     store_idmap_t sparse;
 } store_memo_t;
@@ -162,17 +162,17 @@ typedef struct store_memo_s {
  * block) pair: across writes while the profile is pinned, else one write. */
 typedef struct store_resolver_s {
     store_memo_t locs, fns, maps;
-    uint32_t *strs;                     /* pprof string index -> store id + 1 */
+    uint32_t *strs; /* pprof string index -> store id + 1 */
     size_t strs_cap;
-    uint32_t *sample_node;              /* by pprof sample index; UINT32_MAX = not yet */
+    uint32_t *sample_node; /* by pprof sample index; UINT32_MAX = not yet */
     size_t sample_node_cap;
-    uint32_t *todo;                     /* samples whose stacks still need resolving */
+    uint32_t *todo; /* samples whose stacks still need resolving */
     size_t todo_cap;
     lc_buf_t enc;
-    const lc_pprof_t *p;                /* what the memos describe (NULL: nothing) */
+    const lc_pprof_t *p; /* what the memos describe (NULL: nothing) */
     const lc_pprof_index_t *ix;
     const void *block;
-    MDB_txn *txn;                       /* where new symbols go */
+    MDB_txn *txn; /* where new symbols go */
     const MDB_dbi *dbi;
     store_wstate_t *ws;
 } store_resolver_t;
@@ -190,26 +190,26 @@ int lc_store__resolve_stacks(store_resolver_t *r, const uint32_t *samples, size_
 
 /* ---- registry (store.c) ---- */
 typedef struct store_block_s {
-    int64_t start_ns, end_ns;           /* partition [start, end) */
+    int64_t start_ns, end_ns; /* partition [start, end) */
     char *path;
-    MDB_env *env;                       /* NULL while closed (LRU) */
+    MDB_env *env; /* NULL while closed (LRU) */
     MDB_dbi dbi[DB_COUNT];
-    unsigned refs;                      /* readers + the writer batch holding it */
-    uint64_t last_used;                 /* LRU tick */
-    bool dropped;                       /* retention removed it; delete on last release */
-    store_wstate_t *ws;                 /* writer thread only; freed with the env */
+    unsigned refs;      /* readers + the writer batch holding it */
+    uint64_t last_used; /* LRU tick */
+    bool dropped;       /* retention removed it; delete on last release */
+    store_wstate_t *ws; /* writer thread only; freed with the env */
 } store_block_t;
 
 struct lc_store_s {
     lc_store_opts_t opts;
     char *dir, *blocks_dir;
-    pthread_mutex_t mu;                 /* guards everything below */
-    store_block_t **blocks;             /* sorted by start_ns */
+    pthread_mutex_t mu;     /* guards everything below */
+    store_block_t **blocks; /* sorted by start_ns */
     size_t n_blocks, cap_blocks;
     size_t n_open;
     uint64_t tick;
     uint64_t trash_seq;
-    bool writing;                       /* a write batch is open */
+    bool writing; /* a write batch is open */
 };
 
 int64_t lc_store__partition(const lc_store_t *s, int64_t time_ns);
@@ -218,8 +218,8 @@ int64_t lc_store__partition(const lc_store_t *s, int64_t time_ns);
 int lc_store__acquire(lc_store_t *s, int64_t start_ns, bool create,
                       store_block_t **out) LC_MUST_CHECK;
 /* References every block overlapping [start_ns, end_ns], in time order. */
-int lc_store__acquire_range(lc_store_t *s, int64_t start_ns, int64_t end_ns,
-                            store_block_t ***out, size_t *n) LC_MUST_CHECK;
+int lc_store__acquire_range(lc_store_t *s, int64_t start_ns, int64_t end_ns, store_block_t ***out,
+                            size_t *n) LC_MUST_CHECK;
 void lc_store__release(lc_store_t *s, store_block_t *b);
 
 /* Logs the LMDB failure and returns LC_ESTORE. */
@@ -231,8 +231,7 @@ void lc_store__meta_init(store_meta_t *m, int64_t start_ns, int64_t duration_ns)
 /* ---- encoding helpers ---- */
 
 /* Builds a posting key into buf (STORE_POSTING_KEY_MAX + 32 bytes); returns its length. */
-size_t lc_store__posting_key(uint8_t *buf, const char *tenant, const char *name,
-                             const char *value);
+size_t lc_store__posting_key(uint8_t *buf, const char *tenant, const char *name, const char *value);
 #define STORE_POSTING_BUF (STORE_POSTING_KEY_MAX + 32)
 
 #define STORE_PROFILE_KEY_LEN 16
@@ -264,8 +263,14 @@ static inline void store_nodetab_prefetch(const store_nodetab_t *t, uint64_t has
     __builtin_prefetch(&t->slots[hash & t->mask]);
 }
 
-static inline uint64_t store_zigzag(int64_t v) { return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63); }
-static inline int64_t store_unzigzag(uint64_t v) { return (int64_t)(v >> 1) ^ -(int64_t)(v & 1); }
+static inline uint64_t store_zigzag(int64_t v)
+{
+    return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
+}
+static inline int64_t store_unzigzag(uint64_t v)
+{
+    return (int64_t)(v >> 1) ^ -(int64_t)(v & 1);
+}
 
 /* Appends a varint to a fixed buffer the caller sized (10 bytes per value). */
 static inline uint8_t *store_put_uvarint(uint8_t *p, uint64_t v)

@@ -16,9 +16,9 @@
 struct lc_block_s {
     store_block_t *b;
     MDB_txn *txn;
-    store_meta_t meta;                  /* snapshot of this transaction */
-    lc_arena_t *arena;                  /* decoded locations; created on first use */
-    lc_store_location_t **loc_cache;    /* by location id; in the arena */
+    store_meta_t meta;               /* snapshot of this transaction */
+    lc_arena_t *arena;               /* decoded locations; created on first use */
+    lc_store_location_t **loc_cache; /* by location id; in the arena */
 };
 
 struct lc_store_reader_s {
@@ -65,7 +65,7 @@ int lc_store_read_begin(lc_store_t *s, int64_t start_ns, int64_t end_ns, lc_stor
         if (!rc)
             rc = block_read_begin(&r->blocks[i], refs[i]);
         else
-            r->blocks[i].b = refs[i];   /* only to be released */
+            r->blocks[i].b = refs[i]; /* only to be released */
         r->n++;
     }
     lc_free(refs);
@@ -87,7 +87,10 @@ void lc_store_read_end(lc_store_reader_t *r)
     lc_free(r);
 }
 
-size_t lc_store_reader_count(const lc_store_reader_t *r) { return r->n; }
+size_t lc_store_reader_count(const lc_store_reader_t *r)
+{
+    return r->n;
+}
 
 lc_block_t *lc_store_reader_block(lc_store_reader_t *r, size_t i)
 {
@@ -206,7 +209,7 @@ static int series_visit(lc_block_t *b, uint32_t id, const char *tenant, const lc
         return lc_store__mdb_fail(rc == MDB_NOTFOUND ? LC_ECORRUPT : rc, "series get");
     size_t tl = strlen(tenant) + 1;
     if (v.mv_size < tl || memcmp(v.mv_data, tenant, tl) != 0)
-        return 0;   /* a hashed posting key collided with another tenant's */
+        return 0; /* a hashed posting key collided with another tenant's */
     lc_labels_t ls;
     rc = lc_labels_decode((const uint8_t *)v.mv_data + tl, v.mv_size - tl, &ls);
     if (rc)
@@ -312,7 +315,10 @@ int lc_sample_iter_next(lc_sample_iter_t *it, uint32_t *node, int64_t *value, ui
 
 /* ---------------------------------------------------------------- tree */
 
-uint32_t lc_block_node_count(lc_block_t *b) { return (uint32_t)b->meta.nodes; }
+uint32_t lc_block_node_count(lc_block_t *b)
+{
+    return (uint32_t)b->meta.nodes;
+}
 
 /* Copies one chunk out, checking parent < child and location ids in range so
  * that merges can index arrays with these values without further checks. */
@@ -387,7 +393,7 @@ static int location_decode(lc_block_t *b, const MDB_val *v, lc_store_location_t 
     const uint8_t *p = v->mv_data, *end = p + v->mv_size;
     uint64_t head[3];
     if (varints_get(&p, end, head, 3) || head[0] > b->meta.mappings ||
-        head[2] > (size_t)(end - p) / 2)    /* each line takes at least two bytes */
+        head[2] > (size_t)(end - p) / 2) /* each line takes at least two bytes */
         return LC_ECORRUPT;
     lc_store_location_t *loc = lc_arena_alloc(b->arena, sizeof(*loc));
     lc_store_line_t *lines = lc_arena_calloc(b->arena, head[2], sizeof(*lines));
@@ -397,11 +403,11 @@ static int location_decode(lc_block_t *b, const MDB_val *v, lc_store_location_t 
         uint64_t line[2];
         if (varints_get(&p, end, line, 2) || line[0] > b->meta.functions)
             return LC_ECORRUPT;
-        lines[i] = (lc_store_line_t){.function_id = (uint32_t)line[0],
-                                     .line = store_unzigzag(line[1])};
+        lines[i] =
+            (lc_store_line_t){.function_id = (uint32_t)line[0], .line = store_unzigzag(line[1])};
     }
-    *loc = (lc_store_location_t){.mapping_id = (uint32_t)head[0], .address = head[1],
-                                 .n_lines = head[2], .lines = lines};
+    *loc = (lc_store_location_t){
+        .mapping_id = (uint32_t)head[0], .address = head[1], .n_lines = head[2], .lines = lines};
     *out = loc;
     return 0;
 }
@@ -444,8 +450,10 @@ int lc_block_function(lc_block_t *b, uint32_t id, lc_store_function_t *out)
     if (varints_get(&p, p + v.mv_size, f, 4) || f[0] >= b->meta.strings ||
         f[1] >= b->meta.strings || f[2] >= b->meta.strings)
         return LC_ECORRUPT;
-    *out = (lc_store_function_t){.name = (uint32_t)f[0], .system_name = (uint32_t)f[1],
-                                 .filename = (uint32_t)f[2], .start_line = store_unzigzag(f[3])};
+    *out = (lc_store_function_t){.name = (uint32_t)f[0],
+                                 .system_name = (uint32_t)f[1],
+                                 .filename = (uint32_t)f[2],
+                                 .start_line = store_unzigzag(f[3])};
     return 0;
 }
 
@@ -457,14 +465,17 @@ int lc_block_mapping(lc_block_t *b, uint32_t id, lc_store_mapping_t *out)
         return rc;
     const uint8_t *p = v.mv_data;
     uint64_t f[6];
-    if (varints_get(&p, p + v.mv_size, f, 6) || f[3] >= b->meta.strings ||
-        f[4] >= b->meta.strings)
+    if (varints_get(&p, p + v.mv_size, f, 6) || f[3] >= b->meta.strings || f[4] >= b->meta.strings)
         return LC_ECORRUPT;
-    *out = (lc_store_mapping_t){
-        .memory_start = f[0], .memory_limit = f[1], .file_offset = f[2],
-        .filename = (uint32_t)f[3], .build_id = (uint32_t)f[4],
-        .has_functions = f[5] & 1, .has_filenames = f[5] & 2,
-        .has_line_numbers = f[5] & 4, .has_inline_frames = f[5] & 8};
+    *out = (lc_store_mapping_t){.memory_start = f[0],
+                                .memory_limit = f[1],
+                                .file_offset = f[2],
+                                .filename = (uint32_t)f[3],
+                                .build_id = (uint32_t)f[4],
+                                .has_functions = f[5] & 1,
+                                .has_filenames = f[5] & 2,
+                                .has_line_numbers = f[5] & 4,
+                                .has_inline_frames = f[5] & 8};
     return 0;
 }
 

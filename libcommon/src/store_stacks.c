@@ -79,7 +79,10 @@ void lc_store__resolver_fini(store_resolver_t *r)
     lc_buf_fini(&r->enc);
 }
 
-void lc_store__resolver_forget(store_resolver_t *r) { r->p = NULL; }
+void lc_store__resolver_forget(store_resolver_t *r)
+{
+    r->p = NULL;
+}
 
 static void resolver_reset(store_resolver_t *r, const lc_pprof_t *p)
 {
@@ -88,8 +91,8 @@ static void resolver_reset(store_resolver_t *r, const lc_pprof_t *p)
     memo_reset(&r->maps, p->n_mapping);
     r->strs = lc_xgrow(r->strs, &r->strs_cap, p->n_string_table + 1, sizeof(*r->strs));
     memset(r->strs, 0, (p->n_string_table + 1) * sizeof(*r->strs));
-    r->sample_node = lc_xgrow(r->sample_node, &r->sample_node_cap, p->n_sample + 1,
-                              sizeof(*r->sample_node));
+    r->sample_node =
+        lc_xgrow(r->sample_node, &r->sample_node_cap, p->n_sample + 1, sizeof(*r->sample_node));
     memset(r->sample_node, 0xff, (p->n_sample + 1) * sizeof(*r->sample_node));
 }
 
@@ -132,7 +135,7 @@ static int string_id(store_resolver_t *r, int64_t idx, uint32_t *out)
     }
     const char *str = r->p->string_table[idx];
     size_t len = strlen(str);
-    *out = 0;   /* "" is id 0 and never stored */
+    *out = 0; /* "" is id 0 and never stored */
     if (len > STORE_MAX_STRING_BYTES)
         return LC_ETOOBIG;
     int rc = len ? symbol_put(r, DB_STRINGS, &r->ws->strings, str, len, out) : 0;
@@ -249,9 +252,9 @@ static int location_id(store_resolver_t *r, uint64_t pprof_id, uint32_t *out)
 typedef struct lane_s {
     const Google__V1__Sample *smp;
     uint32_t sample;
-    size_t depth;               /* frames left; pprof lists the leaf first */
-    uint32_t node, location;    /* the next step: child(node, location) */
-    uint64_t hash;              /* of (node, location) */
+    size_t depth;            /* frames left; pprof lists the leaf first */
+    uint32_t node, location; /* the next step: child(node, location) */
+    uint64_t hash;           /* of (node, location) */
 } lane_t;
 
 /* Loads the next sample that still needs its stack into the lane. */
@@ -321,12 +324,12 @@ int lc_store__resolve_stacks(store_resolver_t *r, const uint32_t *samples, size_
         if (samples[i] >= r->p->n_sample)
             return LC_EINPUT;
         if (r->sample_node[samples[i]] == UINT32_MAX) {
-            r->sample_node[samples[i]] = UINT32_MAX - 1;  /* queued once, even if listed twice */
+            r->sample_node[samples[i]] = UINT32_MAX - 1; /* queued once, even if listed twice */
             r->todo[k++] = samples[i];
         }
     }
     int rc = stacks_walk(r, r->todo, k);
-    if (rc)     /* leave nothing half-resolved behind for a later write */
+    if (rc) /* leave nothing half-resolved behind for a later write */
         for (size_t i = 0; i < k; i++)
             r->sample_node[r->todo[i]] = UINT32_MAX;
     return rc;

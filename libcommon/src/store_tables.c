@@ -34,9 +34,15 @@ uint64_t lc_store__hash(const void *p, size_t len, uint64_t seed)
 }
 
 /* Slot arrays are sized so the load stays under 1/2. */
-static uint32_t *slots_new(size_t n) { return lc_xcalloc(n, sizeof(uint32_t)); }
+static uint32_t *slots_new(size_t n)
+{
+    return lc_xcalloc(n, sizeof(uint32_t));
+}
 
-static bool slots_need_grow(size_t count, size_t mask) { return (count + 1) * 2 > mask + 1; }
+static bool slots_need_grow(size_t count, size_t mask)
+{
+    return (count + 1) * 2 > mask + 1;
+}
 
 /* ---------------------------------------------------------------- symtab */
 
@@ -86,14 +92,13 @@ static int symtab_append(store_symtab_t *t, const void *p, size_t len, uint32_t 
     if (rc)
         return rc;
     t->entries = lc_xgrow(t->entries, &t->cap, t->count + 1, sizeof(*t->entries));
-    t->entries[t->count] = (store_symtab_entry_t){
-        .off = t->bytes.len - len, .len = (uint32_t)len, .hash = hash};
+    t->entries[t->count] =
+        (store_symtab_entry_t){.off = t->bytes.len - len, .len = (uint32_t)len, .hash = hash};
     t->count++;
     return 0;
 }
 
-int lc_store__symtab_intern(store_symtab_t *t, const void *p, size_t len, uint32_t *id,
-                            bool *added)
+int lc_store__symtab_intern(store_symtab_t *t, const void *p, size_t len, uint32_t *id, bool *added)
 {
     uint32_t hash = (uint32_t)lc_store__hash(p, len, 0);
     size_t i = hash & t->mask;
@@ -131,7 +136,7 @@ void lc_store__nodetab_init(store_nodetab_t *t)
     t->mask = TAB_MIN_SLOTS - 1;
     t->slots = lc_xcalloc(TAB_MIN_SLOTS, sizeof(*t->slots));
     t->tail = lc_xgrow(NULL, &t->tail_cap, 1, sizeof(*t->tail));
-    t->tail[0] = 0;         /* the virtual root: parent 0, location 0 */
+    t->tail[0] = 0; /* the virtual root: parent 0, location 0 */
     t->count = 1;
 }
 
@@ -144,7 +149,10 @@ void lc_store__nodetab_fini(store_nodetab_t *t)
 
 /* Denser than the other tables (at most 3/4 full): slots are 12 bytes and
  * this table is the biggest; a probe run still mostly stays in one line. */
-static bool nodetab_need_grow(const store_nodetab_t *t) { return t->count * 4 > (t->mask + 1) * 3; }
+static bool nodetab_need_grow(const store_nodetab_t *t)
+{
+    return t->count * 4 > (t->mask + 1) * 3;
+}
 
 static void nodetab_grow(store_nodetab_t *t)
 {
@@ -164,8 +172,8 @@ static void nodetab_grow(store_nodetab_t *t)
     t->mask = n - 1;
 }
 
-int lc_store__nodetab_child(store_nodetab_t *t, uint32_t parent, uint32_t location,
-                            uint64_t hash, uint32_t *id)
+int lc_store__nodetab_child(store_nodetab_t *t, uint32_t parent, uint32_t location, uint64_t hash,
+                            uint32_t *id)
 {
     size_t i = hash & t->mask;
     for (; t->slots[i].id; i = (i + 1) & t->mask) {
@@ -179,8 +187,8 @@ int lc_store__nodetab_child(store_nodetab_t *t, uint32_t parent, uint32_t locati
     size_t at = t->count - t->tail_first;
     t->tail = lc_xgrow(t->tail, &t->tail_cap, at + 1, sizeof(*t->tail));
     t->tail[at] = (uint64_t)parent << 32 | location;
-    t->slots[i] = (store_nodeslot_t){.parent = parent, .location = location,
-                                     .id = (uint32_t)t->count};
+    t->slots[i] =
+        (store_nodeslot_t){.parent = parent, .location = location, .id = (uint32_t)t->count};
     *id = (uint32_t)t->count++;
     if (nodetab_need_grow(t))
         nodetab_grow(t);
@@ -220,7 +228,7 @@ void lc_store__idmap_fini(store_idmap_t *m)
 void lc_store__idmap_clear(store_idmap_t *m)
 {
     m->count = 0;
-    if (++m->gen == 0) {    /* wrapped: stale generations could look live again */
+    if (++m->gen == 0) { /* wrapped: stale generations could look live again */
         memset(m->slots, 0, (m->mask + 1) * sizeof(*m->slots));
         m->gen = 1;
     }

@@ -20,7 +20,7 @@
 typedef struct txn_block_s {
     store_block_t *b;
     MDB_txn *txn;
-    bool wrote;             /* profiles or symbols were added: flush on commit */
+    bool wrote; /* profiles or symbols were added: flush on commit */
 } txn_block_t;
 
 typedef struct wsample_s {
@@ -34,11 +34,11 @@ struct lc_store_txn_s {
     txn_block_t *blocks;
     size_t n_blocks, cap_blocks;
     store_resolver_t res;
-    const lc_pprof_t *pinned;           /* lc_store_write_pin */
+    const lc_pprof_t *pinned; /* lc_store_write_pin */
     const lc_pprof_index_t *pinned_ix;
-    wsample_t *samples;                 /* per-write scratch */
+    wsample_t *samples; /* per-write scratch */
     size_t samples_cap;
-    uint32_t *picked;                   /* pprof sample index per wsample */
+    uint32_t *picked; /* pprof sample index per wsample */
     size_t picked_cap;
     wsample_t *sort_tmp;
     size_t sort_tmp_cap;
@@ -112,7 +112,7 @@ static int txn_block_commit(lc_store_txn_t *t, txn_block_t *tb)
     }
     rc = mdb_txn_commit(tb->txn);
     if (rc) {
-        tb->txn = NULL;     /* LMDB frees a transaction whose commit failed */
+        tb->txn = NULL; /* LMDB frees a transaction whose commit failed */
         lc_store__wstate_free(tb->b->ws);
         tb->b->ws = NULL;
         lc_store__release(t->s, tb->b);
@@ -352,8 +352,7 @@ static int samples_merge(wsample_t *v, size_t n, size_t *n_out, int64_t *total)
 }
 
 /* total, n_samples, flags, then per sample: node delta, value[, span id]. */
-static int profile_encode(lc_buf_t *enc, const wsample_t *v, size_t n, int64_t total,
-                          bool spans)
+static int profile_encode(lc_buf_t *enc, const wsample_t *v, size_t n, int64_t total, bool spans)
 {
     lc_buf_reset(enc);
     int rc = lc_buf_reserve(enc, 30 + n * 30);
@@ -377,8 +376,7 @@ static int profile_encode(lc_buf_t *enc, const wsample_t *v, size_t n, int64_t t
 
 /* The next free seq for (series, time): profiles of one series may share a
  * timestamp (a replayed or duplicated push), each keeps its own record. */
-static int profile_seq(MDB_txn *txn, MDB_dbi dbi, uint32_t series, int64_t time_ns,
-                       uint32_t *seq)
+static int profile_seq(MDB_txn *txn, MDB_dbi dbi, uint32_t series, int64_t time_ns, uint32_t *seq)
 {
     MDB_cursor *cur;
     int rc = mdb_cursor_open(txn, dbi, &cur);
@@ -463,8 +461,8 @@ int lc_store_write_profile(lc_store_txn_t *t, const lc_store_write_t *w)
     if (rc)
         return rc;
     bool keep = t->pinned == w->profile && t->pinned_ix == w->index;
-    lc_store__resolver_bind(&t->res, w->profile, w->index, c.tb->b, c.tb->txn, c.tb->b->dbi,
-                            c.ws, keep);
+    lc_store__resolver_bind(&t->res, w->profile, w->index, c.tb->b, c.tb->txn, c.tb->b->dbi, c.ws,
+                            keep);
     uint32_t series;
     rc = series_id(&c, w->tenant, w->labels, &series);
     if (!rc)
@@ -476,7 +474,7 @@ void lc_store_write_pin(lc_store_txn_t *t, const lc_pprof_t *p, const lc_pprof_i
 {
     t->pinned = p;
     t->pinned_ix = ix;
-    lc_store__resolver_forget(&t->res);     /* a new pin never trusts older memos */
+    lc_store__resolver_forget(&t->res); /* a new pin never trusts older memos */
 }
 
 void lc_store_write_unpin(lc_store_txn_t *t)
@@ -515,7 +513,7 @@ int lc_store_write_is_applied(lc_store_txn_t *t, int64_t time_ns, const uint8_t 
     if (!rc)
         rc = txn_block_get(t, time_ns, false, &tb);
     if (rc == LC_ENOTFOUND)
-        return 0;   /* no block for that time: nothing was ever applied there */
+        return 0; /* no block for that time: nothing was ever applied there */
     if (rc)
         return rc;
     MDB_val k = store_val(id, len), v;

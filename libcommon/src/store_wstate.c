@@ -65,8 +65,8 @@ static int chunk_load(store_nodetab_t *t, const MDB_val *v, uint32_t chunk, uint
         memcpy(pair, (const uint8_t *)v->mv_data + i * 8, 8);
         if (pair[0] >= first + i)
             return LC_ECORRUPT;
-        int rc = lc_store__nodetab_child(t, pair[0], pair[1], store_pair_hash(pair[0], pair[1]),
-                                         &id);
+        int rc =
+            lc_store__nodetab_child(t, pair[0], pair[1], store_pair_hash(pair[0], pair[1]), &id);
         if (rc || id != first + i)
             return rc ? rc : LC_ECORRUPT;
     }
@@ -80,7 +80,7 @@ static int nodes_load(MDB_txn *txn, MDB_dbi dbi, store_nodetab_t *t, uint64_t to
         MDB_val k = store_val(&c, sizeof(c)), v;
         int rc = mdb_get(txn, dbi, &k, &v);
         if (rc == MDB_NOTFOUND && total == 1)
-            return 0;   /* only the root, never flushed */
+            return 0; /* only the root, never flushed */
         if (rc)
             return lc_store__mdb_fail(rc == MDB_NOTFOUND ? LC_ECORRUPT : rc, "node chunk get");
         rc = chunk_load(t, &v, c, total);

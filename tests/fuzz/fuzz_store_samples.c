@@ -24,7 +24,10 @@ typedef struct fz_sample_s {
     uint64_t span;
 } fz_sample_t;
 
-static uint64_t fz_zigzag(int64_t v) { return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63); }
+static uint64_t fz_zigzag(int64_t v)
+{
+    return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
+}
 
 /* Decodes everything; returns the final result and the samples seen. */
 static int fz_walk(const uint8_t *data, size_t size, fz_sample_t *out, size_t *n)
@@ -37,13 +40,13 @@ static int fz_walk(const uint8_t *data, size_t size, fz_sample_t *out, size_t *n
     lc_sample_iter_init(&it, &p);
     while ((rc = lc_sample_iter_next(&it, &s.node, &s.value, &s.span)) == 1) {
         if (*n > size / 2 || (*n && s.node < out[*n - 1].node) || it.p > it.end)
-            abort();    /* a sample takes >= 2 bytes; nodes ascend; never past the end */
+            abort(); /* a sample takes >= 2 bytes; nodes ascend; never past the end */
         out[(*n)++] = s;
     }
     if (rc != 0 && rc != LC_ECORRUPT)
         abort();
     if (lc_sample_iter_next(&it, &s.node, &s.value, NULL) != rc)
-        abort();        /* sticky */
+        abort(); /* sticky */
     return rc;
 }
 
@@ -74,7 +77,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         const uint8_t *p = data;
         uint64_t flags;
         if (lc_uvarint_get(&p, data + size, &flags) != 0)
-            abort();    /* the walk succeeded, so the flags decoded */
+            abort(); /* the walk succeeded, so the flags decoded */
         size_t len = fz_encode(enc, flags, a, n);
         if (len > size || fz_walk(enc, len, b, &n2) != 0 || n2 != n ||
             (n && memcmp(a, b, n * sizeof(*a)) != 0))

@@ -23,7 +23,7 @@
 
 #define HOUR_NS (3600LL * 1000000000LL)
 #define TEN_MIN_NS (600LL * 1000000000LL)
-#define T0 (1700000000LL / 3600 * 3600 * 1000000000LL)     /* an hour boundary */
+#define T0 (1700000000LL / 3600 * 3600 * 1000000000LL) /* an hour boundary */
 
 /* ---------------------------------------------------------------- fixtures */
 
@@ -43,12 +43,18 @@ static const char *tmp_dir(void)
     return tmp_root;
 }
 
-static void tmp_cleanup(void) { nftw(tmp_root, rm_entry, 16, FTW_DEPTH | FTW_PHYS); }
+static void tmp_cleanup(void)
+{
+    nftw(tmp_root, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
 
 static lc_store_t *store_open_opts(const char *dir, int64_t retention_ns, size_t max_open)
 {
-    lc_store_opts_t o = {.dir = dir, .block_duration_ns = HOUR_NS, .retention_ns = retention_ns,
-                         .map_size_bytes = (size_t)4 << 30, .max_open_blocks = max_open};
+    lc_store_opts_t o = {.dir = dir,
+                         .block_duration_ns = HOUR_NS,
+                         .retention_ns = retention_ns,
+                         .map_size_bytes = (size_t)4 << 30,
+                         .max_open_blocks = max_open};
     lc_store_t *s = NULL;
     LC_ASSERT_OK(lc_store_open(&o, &s));
     if (!s)
@@ -56,7 +62,10 @@ static lc_store_t *store_open_opts(const char *dir, int64_t retention_ns, size_t
     return s;
 }
 
-static lc_store_t *store_open(const char *dir) { return store_open_opts(dir, 0, 8); }
+static lc_store_t *store_open(const char *dir)
+{
+    return store_open_opts(dir, 0, 8);
+}
 
 typedef struct loaded_s {
     lc_arena_t *arena;
@@ -146,8 +155,13 @@ static int write_one(lc_store_t *s, const char *tenant, const lc_labels_t *ls, i
     int rc = lc_store_write_begin(s, &txn);
     if (rc)
         return rc;
-    lc_store_write_t w = {.tenant = tenant, .labels = ls, .time_ns = t, .profile = l->p,
-                          .index = l->ix, .value_index = vi, .span_ids = spans};
+    lc_store_write_t w = {.tenant = tenant,
+                          .labels = ls,
+                          .time_ns = t,
+                          .profile = l->p,
+                          .index = l->ix,
+                          .value_index = vi,
+                          .span_ids = spans};
     rc = lc_store_write_profile(txn, &w);
     if (rc) {
         lc_store_write_abort(txn);
@@ -198,8 +212,14 @@ static void sums_fold(sums_t *s)
     s->n = out;
 }
 
-static uint64_t fp_str(uint64_t h, const char *s, size_t len) { return lc_hash64(s, len, h); }
-static uint64_t fp_int(uint64_t h, int64_t v) { return lc_hash64(&v, sizeof(v), h); }
+static uint64_t fp_str(uint64_t h, const char *s, size_t len)
+{
+    return lc_hash64(s, len, h);
+}
+static uint64_t fp_int(uint64_t h, int64_t v)
+{
+    return lc_hash64(&v, sizeof(v), h);
+}
 
 static uint64_t pprof_loc_fp(const loaded_t *l, uint64_t id)
 {
@@ -401,8 +421,8 @@ static profs_t profiles_of(lc_block_t *b, uint32_t series, int64_t from, int64_t
 
 /* ---------------------------------------------------------------- a hand-made profile */
 
-static char *hand_strings[] = {"",        "samples", "count",   "cpu",     "nanoseconds",
-                               "main",    "foo",     "bar",     "baz",     "main.go",
+static char *hand_strings[] = {"",        "samples", "count",   "cpu",  "nanoseconds",
+                               "main",    "foo",     "bar",     "baz",  "main.go",
                                "libc.so", "inlined", "build-1", "foo.c"};
 
 #define HAND_NSTR (sizeof(hand_strings) / sizeof(hand_strings[0]))
@@ -562,10 +582,10 @@ static void test_hand_stacks_render_back(void)
     profs_t ps = profiles_of(fx.b, f.ids[0], T0, T0 + HOUR_NS);
     LC_ASSERT_EQ(ps.n, 1);
     LC_ASSERT_EQ(ps.v[0].total, 1 + 2 + 3 + 4);
-    LC_ASSERT_EQ(ps.v[0].n_samples, 3);     /* bar;foo;main twice -> one; zero dropped */
+    LC_ASSERT_EQ(ps.v[0].n_samples, 3); /* bar;foo;main twice -> one; zero dropped */
     LC_ASSERT_EQ(ps.v[0].time_ns, T0 + 5);
     tree_t t = tree_read(fx.b);
-    LC_ASSERT_EQ(t.n, 1 + 5);   /* root, main, foo, bar, baz under foo, baz under main */
+    LC_ASSERT_EQ(t.n, 1 + 5); /* root, main, foo, bar, baz under foo, baz under main */
     static const char *want[3] = {"inlined:5 foo:20 main:10", "bar:30 inlined:5 foo:20 main:10",
                                   "baz:40 inlined:5 foo:20 main:10"};
     static const int64_t want_v[3] = {3, 5, 2};
@@ -596,7 +616,7 @@ static void test_hand_symbols_read_back(void)
     lc_store_function_t fn;
     const char *str;
     size_t len;
-    LC_ASSERT_OK(lc_block_location(fx.b, t.locations[3], &loc));     /* bar */
+    LC_ASSERT_OK(lc_block_location(fx.b, t.locations[3], &loc)); /* bar */
     LC_ASSERT_EQ(loc.address, 0x1234);
     LC_ASSERT_OK(lc_block_mapping(fx.b, loc.mapping_id, &m));
     LC_ASSERT_EQ(m.memory_start, 0x1000);
@@ -640,7 +660,7 @@ static void test_hand_second_type_and_info(void)
     LC_ASSERT_EQ(info.samples, 3 + 4);
     LC_ASSERT_EQ(info.locations, 4);
     LC_ASSERT_EQ(info.functions, 5);
-    LC_ASSERT_EQ(info.strings, 1 + 9);  /* "", 5 names, main.go, foo.c, libc.so, build-1 */
+    LC_ASSERT_EQ(info.strings, 1 + 9); /* "", 5 names, main.go, foo.c, libc.so, build-1 */
     LC_ASSERT_EQ(info.start_ns, T0);
     LC_ASSERT_EQ(info.end_ns, T0 + HOUR_NS);
     LC_ASSERT_EQ(info.min_time_ns, T0 + 5);
@@ -697,8 +717,13 @@ static void write_types(lc_store_t *s, const char *service, int64_t t, const loa
     for (size_t vi = 0; vi < l->p->n_sample_type; vi++) {
         lc_labels_t ls;
         labels_of(&ls, service, type_name(l, vi));
-        lc_store_write_t w = {.tenant = "real", .labels = &ls, .time_ns = t, .profile = l->p,
-                              .index = l->ix, .value_index = vi, .span_ids = spans};
+        lc_store_write_t w = {.tenant = "real",
+                              .labels = &ls,
+                              .time_ns = t,
+                              .profile = l->p,
+                              .index = l->ix,
+                              .value_index = vi,
+                              .span_ids = spans};
         LC_ASSERT_OK(lc_store_write_profile(txn, &w));
         lc_labels_fini(&ls);
     }
@@ -746,10 +771,22 @@ static void check_real_file(const char *file, bool with_spans, bool pin)
     tmp_cleanup();
 }
 
-static void test_real_heap_four_types(void) { check_real_file("pyroscope-heap", false, false); }
-static void test_real_heap_pinned(void) { check_real_file("pyroscope-heap", false, true); }
-static void test_real_large_cpu(void) { check_real_file("gopprof-large.cpu", false, true); }
-static void test_real_java(void) { check_real_file("pyroscope-profile_java", false, false); }
+static void test_real_heap_four_types(void)
+{
+    check_real_file("pyroscope-heap", false, false);
+}
+static void test_real_heap_pinned(void)
+{
+    check_real_file("pyroscope-heap", false, true);
+}
+static void test_real_large_cpu(void)
+{
+    check_real_file("gopprof-large.cpu", false, true);
+}
+static void test_real_java(void)
+{
+    check_real_file("pyroscope-profile_java", false, false);
+}
 
 static void test_real_gzip_truncated(void)
 {
@@ -771,7 +808,7 @@ static void test_pinned_sample_subsets(void)
     uint32_t *idx = malloc(n * sizeof(uint32_t));
     int64_t *vals = malloc(n * sizeof(int64_t));
     int64_t want[2] = {0, 0};
-    for (size_t i = 0; i < n; i++) {       /* evens first, then odds */
+    for (size_t i = 0; i < n; i++) { /* evens first, then odds */
         size_t si = i < n_even ? 2 * i : 2 * (i - n_even) + 1;
         idx[i] = (uint32_t)si;
         vals[i] = l.p->sample[si]->value[1] * 2;
@@ -784,9 +821,15 @@ static void test_pinned_sample_subsets(void)
         lc_labels_t ls;
         labels_of(&ls, g ? "odd" : "even", "cpu");
         size_t off = g ? n_even : 0;
-        lc_store_write_t w = {.tenant = "t", .labels = &ls, .time_ns = T0, .profile = l.p,
-                              .index = l.ix, .value_index = 1, .samples = idx + off,
-                              .n_samples = g ? n - n_even : n_even, .values = vals + off};
+        lc_store_write_t w = {.tenant = "t",
+                              .labels = &ls,
+                              .time_ns = T0,
+                              .profile = l.p,
+                              .index = l.ix,
+                              .value_index = 1,
+                              .samples = idx + off,
+                              .n_samples = g ? n - n_even : n_even,
+                              .values = vals + off};
         LC_ASSERT_OK(lc_store_write_profile(txn, &w));
         lc_labels_fini(&ls);
     }
@@ -840,7 +883,7 @@ static void test_dedup_same_profile_twice(void)
     labels_of(&ls, "dedup", "inuse_space");
     LC_ASSERT_OK(write_one(s, "t", &ls, T0 + 1, &l, 3, NULL));
     lc_block_info_t a = block_info_at(s, T0);
-    LC_ASSERT_OK(write_one(s, "t", &ls, T0 + 1, &l, 3, NULL));   /* same time: a second record */
+    LC_ASSERT_OK(write_one(s, "t", &ls, T0 + 1, &l, 3, NULL)); /* same time: a second record */
     lc_block_info_t b = block_info_at(s, T0);
     LC_ASSERT_EQ(b.nodes, a.nodes);
     LC_ASSERT_EQ(b.strings, a.strings);
@@ -924,14 +967,18 @@ static void test_abort_leaves_nothing(void)
     lc_labels_t ls;
     labels_of(&ls, "abort", "cpu");
     lc_store_txn_t *txn;
-    lc_store_write_t w = {.tenant = "t", .labels = &ls, .time_ns = T0 + 1, .profile = &h.p,
-                          .index = h.l.ix, .value_index = 1};
+    lc_store_write_t w = {.tenant = "t",
+                          .labels = &ls,
+                          .time_ns = T0 + 1,
+                          .profile = &h.p,
+                          .index = h.l.ix,
+                          .value_index = 1};
     LC_ASSERT_OK(lc_store_write_begin(s, &txn));
     LC_ASSERT_OK(lc_store_write_profile(txn, &w));
     LC_ASSERT_OK(lc_store_write_applied(txn, T0 + 1, (const uint8_t *)"id-1", 4));
     lc_store_write_abort(txn);
 
-    lc_block_info_t info = block_info_at(s, T0);   /* the block exists, empty */
+    lc_block_info_t info = block_info_at(s, T0); /* the block exists, empty */
     LC_ASSERT_EQ(info.series, 0);
     LC_ASSERT_EQ(info.profiles, 0);
     LC_ASSERT_EQ(info.nodes, 1);
@@ -967,10 +1014,10 @@ static void test_applied_ids(void)
     const uint8_t *id = (const uint8_t *)"1700000000000-0";
     LC_ASSERT_OK(lc_store_write_begin(s, &txn));
     LC_ASSERT_OK(lc_store_write_is_applied(txn, T0, id, 15, &applied));
-    LC_CHECK(!applied);     /* no block there yet, and none is created by asking */
+    LC_CHECK(!applied); /* no block there yet, and none is created by asking */
     LC_ASSERT_OK(lc_store_write_applied(txn, T0, id, 15));
     LC_ASSERT_OK(lc_store_write_is_applied(txn, T0 + 5, id, 15, &applied));
-    LC_CHECK(applied);      /* same block, same transaction */
+    LC_CHECK(applied); /* same block, same transaction */
     uint8_t big[65] = {0};
     LC_ASSERT_EQ(lc_store_write_applied(txn, T0, big, sizeof(big)), LC_EINPUT);
     LC_ASSERT_EQ(lc_store_write_applied(txn, T0, big, 0), LC_EINPUT);
@@ -982,7 +1029,7 @@ static void test_applied_ids(void)
     LC_ASSERT_OK(lc_store_write_is_applied(txn, T0, id, 14, &applied));
     LC_CHECK(!applied);
     LC_ASSERT_OK(lc_store_write_is_applied(txn, T0 + HOUR_NS, id, 15, &applied));
-    LC_CHECK(!applied);     /* recorded in the block of its profile time only */
+    LC_CHECK(!applied); /* recorded in the block of its profile time only */
     lc_store_write_abort(txn);
     /* Only one batch at a time. */
     lc_store_txn_t *t2;
@@ -1035,8 +1082,7 @@ static const char *services(lc_block_t *b, const char *tenant, const char *sel)
     qsort(f.services, f.n, sizeof(f.services[0]), (int (*)(const void *, const void *))strcmp);
     out[0] = 0;
     for (size_t i = 0; i < f.n; i++)
-        snprintf(out + strlen(out), sizeof(out) - strlen(out), "%s%s", i ? "," : "",
-                 f.services[i]);
+        snprintf(out + strlen(out), sizeof(out) - strlen(out), "%s%s", i ? "," : "", f.services[i]);
     return out;
 }
 
@@ -1068,7 +1114,7 @@ static void test_selectors_and_tenants(void)
     LC_ASSERT_STR_EQ(services(b, "A", "{env=\"staging\"}"), "");
     LC_ASSERT_STR_EQ(services(b, "A", "{nope=\"x\", env=\"prod\"}"), "");
     char sel[700];
-    snprintf(sel, sizeof(sel), "{blob=\"%s\"}", long_value);     /* a hashed posting key */
+    snprintf(sel, sizeof(sel), "{blob=\"%s\"}", long_value); /* a hashed posting key */
     LC_ASSERT_STR_EQ(services(b, "A", sel), "long");
     long_value[0] = 'z';
     snprintf(sel, sizeof(sel), "{blob=\"%s\"}", long_value);
@@ -1121,7 +1167,7 @@ static void test_blocks_and_time_ranges(void)
     hand_t h;
     hand_build(&h);
     const char *dir = tmp_dir();
-    lc_store_t *s = store_open_opts(dir, 0, 2);   /* fewer open envs than blocks: LRU */
+    lc_store_t *s = store_open_opts(dir, 0, 2); /* fewer open envs than blocks: LRU */
     lc_labels_t ls;
     labels_of(&ls, "time", "cpu");
     const int64_t times[] = {T0, T0 + TEN_MIN_NS, T0 + HOUR_NS + 1, T0 + 3 * HOUR_NS - 1, T0 - 1};
@@ -1189,7 +1235,7 @@ static void test_negative_times(void)
         LC_ASSERT_OK(write_one(s, "t", &ls, times[i], &h.l, 1, NULL));
     lc_store_close(s);
     s = store_open(dir);
-    LC_ASSERT_EQ(count_entries(dir, "blocks"), 3);     /* [-2h,-1h) [-1h,0) [0,1h) */
+    LC_ASSERT_EQ(count_entries(dir, "blocks"), 3); /* [-2h,-1h) [-1h,0) [0,1h) */
     lc_store_reader_t *r;
     LC_ASSERT_OK(lc_store_read_begin(s, -2 * HOUR_NS, -1, &r));
     LC_ASSERT_EQ(lc_store_reader_count(r), 2);
@@ -1232,9 +1278,9 @@ static void test_retention_drops_old_blocks(void)
     LC_CHECK(!block_dir_exists(dir, T0));
     LC_CHECK(block_dir_exists(dir, T0 + 2 * HOUR_NS));
     profs_t ps = profiles_of(lc_store_reader_block(r, 0), 1, T0, T0 + HOUR_NS);
-    LC_ASSERT_EQ(ps.n, 1);      /* still readable until the reader ends */
+    LC_ASSERT_EQ(ps.n, 1); /* still readable until the reader ends */
     profs_free(&ps);
-    LC_ASSERT_EQ(count_entries(dir, "trash"), 1);     /* the unused one is already gone */
+    LC_ASSERT_EQ(count_entries(dir, "trash"), 1); /* the unused one is already gone */
     lc_store_read_end(r);
     LC_ASSERT_EQ(count_entries(dir, "trash"), 0);
 
@@ -1254,7 +1300,7 @@ static void test_retention_drops_old_blocks(void)
     LC_ASSERT_OK(mkdir(path, 0755));
     snprintf(path, sizeof(path), "%s/trash/42.1", dir);
     LC_ASSERT_OK(mkdir(path, 0755));
-    s = store_open_opts(dir, 2 * HOUR_NS, 8);    /* reopening finds the 4 blocks */
+    s = store_open_opts(dir, 2 * HOUR_NS, 8); /* reopening finds the 4 blocks */
     LC_ASSERT_EQ(count_entries(dir, "trash"), 0);
     LC_ASSERT_EQ(count_entries(dir, "blocks"), 4);
     LC_ASSERT_OK(lc_store_read_begin(s, T0 - HOUR_NS, T0 + 10 * HOUR_NS, &r));
@@ -1337,7 +1383,7 @@ static void *reader_main(void *arg)
             int rc = lc_block_series(b, tenants, 1, NULL, series_sum_cb, &sum);
             if (!rc)
                 rc = lc_block_info(b, &info);
-            if (!rc && info.locations)      /* a block just created may still be empty */
+            if (!rc && info.locations) /* a block just created may still be empty */
                 rc = lc_block_location(b, 1, &loc);
             if (rc || sum % 150 || sum != (int64_t)info.profiles * 150) {
                 fprintf(stderr, "reader: rc=%d sum=%lld profiles=%llu\n", rc, (long long)sum,
@@ -1370,7 +1416,7 @@ static void test_concurrent_readers_writer_retention(void)
     for (int i = 0; i < 40; i++)
         LC_ASSERT_OK(write_one(s, "t", &ls, T0 + (i % 5) * HOUR_NS + i, &h.l, 1, NULL));
     size_t dropped;
-    LC_ASSERT_OK(lc_store_retention(s, T0 + 5 * HOUR_NS, &dropped));  /* hours 0 and 1 */
+    LC_ASSERT_OK(lc_store_retention(s, T0 + 5 * HOUR_NS, &dropped)); /* hours 0 and 1 */
     LC_ASSERT_EQ(dropped, 2);
     for (int i = 0; i < 20; i++)
         LC_ASSERT_OK(write_one(s, "t", &ls, T0 + 3 * HOUR_NS + i, &h.l, 1, NULL));
@@ -1418,15 +1464,15 @@ static void test_sample_iter_rejects_corrupt(void)
     LC_ASSERT_EQ(iter_all(ok, sizeof(ok), &node, &sum), 0);
     LC_ASSERT_EQ(node, 3 + 128);
     LC_ASSERT_EQ(sum, 4);
-    LC_ASSERT_EQ(iter_all(ok, 5, &node, &sum), LC_ECORRUPT);        /* value cut off */
+    LC_ASSERT_EQ(iter_all(ok, 5, &node, &sum), LC_ECORRUPT); /* value cut off */
     const uint8_t bad_flags[] = {0x40, 1, 2};
     LC_ASSERT_EQ(iter_all(bad_flags, sizeof(bad_flags), &node, &sum), LC_ECORRUPT);
     const uint8_t overflow[] = {0, 0xff, 0xff, 0xff, 0xff, 0x0f, 2, 1, 2};
     LC_ASSERT_EQ(iter_all(overflow, sizeof(overflow), &node, &sum), LC_ECORRUPT);
-    const uint8_t spans[] = {1, 1, 2, 0x2a, 0, 4, 0};     /* two samples on node 1 */
+    const uint8_t spans[] = {1, 1, 2, 0x2a, 0, 4, 0}; /* two samples on node 1 */
     LC_ASSERT_EQ(iter_all(spans, sizeof(spans), &node, &sum), 0);
     LC_ASSERT_EQ(sum, 3);
-    LC_ASSERT_EQ(iter_all(spans, 0, &node, &sum), LC_ECORRUPT);      /* no flags at all */
+    LC_ASSERT_EQ(iter_all(spans, 0, &node, &sum), LC_ECORRUPT); /* no flags at all */
 }
 
 /* ---------------------------------------------------------------- timing (printed) */
@@ -1537,7 +1583,7 @@ static void test_timing_heap_pinned_vs_not(void)
     double cpu[2];
     for (int pin = 0; pin < 2; pin++) {
         lc_store_t *s = store_open(tmp_dir());
-        write_types(s, "warm", T0, &l, NULL, pin);     /* symbols and tree exist: steady state */
+        write_types(s, "warm", T0, &l, NULL, pin); /* symbols and tree exist: steady state */
         stopwatch_t t0 = sw_start();
         for (int i = 1; i <= N; i++)
             write_types(s, "heap", T0 + i * 1000000000LL, &l, NULL, pin);
@@ -1573,8 +1619,12 @@ static void test_timing_small_cpu_batches(void)
                 labels_of(&ls, "svc", type_name(&l, vi));
                 lc_labels_add(&ls, "pod", pod);
                 lc_labels_sort(&ls);
-                lc_store_write_t w = {.tenant = "t", .labels = &ls, .time_ns = T0 + k * 1000000LL,
-                                      .profile = l.p, .index = l.ix, .value_index = vi};
+                lc_store_write_t w = {.tenant = "t",
+                                      .labels = &ls,
+                                      .time_ns = T0 + k * 1000000LL,
+                                      .profile = l.p,
+                                      .index = l.ix,
+                                      .value_index = vi};
                 LC_ASSERT_OK(lc_store_write_profile(txn, &w));
                 lc_labels_fini(&ls);
             }
@@ -1597,12 +1647,11 @@ static void test_timing_small_cpu_batches(void)
 
 LC_TEST_MAIN(test_hand_stacks_render_back, test_hand_symbols_read_back,
              test_hand_second_type_and_info, test_real_heap_four_types, test_real_heap_pinned,
-             test_pinned_sample_subsets, test_real_large_cpu,
-             test_real_gzip_truncated, test_real_java, test_real_span_ids,
-             test_dedup_same_profile_twice, test_restart_keeps_data_and_ids,
-             test_abort_leaves_nothing, test_applied_ids, test_selectors_and_tenants,
-             test_blocks_and_time_ranges, test_negative_times, test_retention_drops_old_blocks,
-             test_map_full_is_an_error_and_recoverable,
+             test_pinned_sample_subsets, test_real_large_cpu, test_real_gzip_truncated,
+             test_real_java, test_real_span_ids, test_dedup_same_profile_twice,
+             test_restart_keeps_data_and_ids, test_abort_leaves_nothing, test_applied_ids,
+             test_selectors_and_tenants, test_blocks_and_time_ranges, test_negative_times,
+             test_retention_drops_old_blocks, test_map_full_is_an_error_and_recoverable,
              test_concurrent_readers_writer_retention, test_sample_iter_rejects_corrupt,
-             test_timing_large_cpu_x100,
-             test_timing_heap_pinned_vs_not, test_timing_small_cpu_batches)
+             test_timing_large_cpu_x100, test_timing_heap_pinned_vs_not,
+             test_timing_small_cpu_batches)
