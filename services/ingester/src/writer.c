@@ -153,10 +153,14 @@ static int wr_profile(wr_msg_t *c)
     lc_labels_t base;
     wr_base_labels(c->m, &base);
     c->metric = lc_labels_get(&base, "__name__");
+    /* One pprof becomes several series: pinning lets the store resolve each
+     * symbol and stack once for all of them. */
+    lc_store_write_pin(c->txn, c->p, c->ix);
     for (size_t g = 0; g < n_groups && rc == 0; g++) {
         for (size_t t = 0; t < c->p->n_sample_type && rc == 0; t++)
             rc = wr_series(c, &base, &groups[g], t);
     }
+    lc_store_write_unpin(c->txn);
     lc_labels_fini(&base);
     return rc;
 }
