@@ -99,6 +99,9 @@ int lc_query__block_sum(lc_block_t *b, const lc_query_t *q, qm_sums_t *s) LC_MUS
 void lc_query__sums_fini(qm_sums_t *s);
 /* Maps an engine error to a client status (resource_exhausted for caps). */
 int lc_query__fail(lc_status_t *st, int rc, const char *what);
+/* Makes room for `extra` more nodes at once (one rehash instead of several);
+ * a hint, capped by the tree's node limit. */
+void lc_query__ft_reserve(lc_ftree_t *t, size_t extra);
 /* Computes t->total for every node (reverse pass over ids). */
 void lc_query__ft_totals(lc_ftree_t *t);
 

@@ -230,7 +230,9 @@ typedef struct qm_fold_s {
     size_t cap;
 } qm_fold_t;
 
-static void fold_totals(const qm_sums_t *s, qm_fold_t *fo)
+/* Subtree totals; returns how many nodes have one (an estimate of the name
+ * tree nodes the block may add). */
+static size_t fold_totals(const qm_sums_t *s, qm_fold_t *fo)
 {
     if (s->n > fo->cap) {
         fo->total = lc_xrealloc(fo->total, s->n * sizeof(*fo->total));
@@ -241,6 +243,10 @@ static void fold_totals(const qm_sums_t *s, qm_fold_t *fo)
         fo->total[i] = s->self[i] > 0 ? s->self[i] : 0;
     for (uint32_t i = s->n - 1; i > 0; i--)
         fo->total[s->parents[i]] += fo->total[i];
+    size_t live = 0;
+    for (uint32_t i = 1; i < s->n; i++)
+        live += fo->total[i] != 0;
+    return live;
 }
 
 static int fold_block(lc_block_t *b, const qm_sums_t *s, qm_fold_t *fo, lc_ftree_t *t)
@@ -249,7 +255,7 @@ static int fold_block(lc_block_t *b, const qm_sums_t *s, qm_fold_t *fo, lc_ftree
     int rc = frames_init(b, &f);
     if (rc)
         return rc;
-    fold_totals(s, fo);
+    lc_query__ft_reserve(t, fold_totals(s, fo));
     fo->ft_node[0] = LC_FTREE_ROOT;
     if (s->self[0] > 0)
         lc_ftree_add_self(t, LC_FTREE_ROOT, s->self[0]);

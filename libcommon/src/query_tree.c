@@ -103,9 +103,12 @@ static inline uint64_t child_hash(uint32_t parent, uint32_t name)
     return ft_mix64(((uint64_t)parent << 32) | name);
 }
 
-static void children_rehash(lc_ftree_t *t)
+/* Rebuilds the child table with at least min_slots slots (at least double). */
+static void children_rehash_to(lc_ftree_t *t, size_t min_slots)
 {
     size_t n = (t->child_mask + 1) * 2;
+    while (n < min_slots)
+        n *= 2;
     ft_slot_t *old = t->child_slots;
     size_t old_n = t->child_mask + 1;
     t->child_slots = lc_xcalloc(n, sizeof(ft_slot_t));
@@ -140,9 +143,19 @@ int lc_ftree_child(lc_ftree_t *t, uint32_t parent, uint32_t name, uint32_t *out)
     t->child_slots[i] = (ft_slot_t){.parent = parent, .name = name, .id = id};
     t->totals_stale = true;
     if (t->n_nodes * 2 > t->child_mask + 1)
-        children_rehash(t);
+        children_rehash_to(t, 0);
     *out = id;
     return 0;
+}
+
+void lc_query__ft_reserve(lc_ftree_t *t, size_t extra)
+{
+    size_t want = t->n_nodes + extra;
+    if (want > t->max_nodes)
+        want = t->max_nodes;
+    t->nodes = lc_xgrow(t->nodes, &t->nodes_cap, want, sizeof(*t->nodes));
+    if (want * 2 > t->child_mask + 1)
+        children_rehash_to(t, want * 2);
 }
 
 void lc_ftree_add_self(lc_ftree_t *t, uint32_t node, int64_t v)
