@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "ingester_int.h"
+#include "lc/attime.h"
 #include "lc/tenant.h"
 
 #define DEFAULT_SAMPLE_RATE 100
@@ -79,7 +80,7 @@ static int ingest_params(ingest_ctx_t *c)
     if (ing_labelset_parse(lc_http_query(c->req, "name"), c->arena, &c->set, &c->st) < 0)
         return fail(c, "invalid_name");
     const char *from = lc_http_query(c->req, "from");
-    c->from_ns = from && *from ? ing_attime_parse(from, c->now_ns) : c->now_ns;
+    c->from_ns = from && *from ? lc_attime_parse(from, c->now_ns) : c->now_ns;
     c->sample_rate = parse_sample_rate(lc_http_query(c->req, "sampleRate"));
     const char *spy = lc_http_query(c->req, "spyName");
     c->spy = spy && *spy ? spy : "unknown";

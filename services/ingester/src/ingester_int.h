@@ -1,7 +1,7 @@
 /*
  * ingester_int.h — declarations shared between the ingester's own files.
  *
- * The pure pieces (labelset, attime, format selection, multipart, folded text,
+ * The pure pieces (labelset, format selection, multipart, folded text,
  * sample-type config, metric-name derivation, series split, profile type ids,
  * server-side delta) take plain inputs and arena memory, so each is testable on
  * its own; the receivers (ingest_http.c, push.c) and the writer compose them.
@@ -49,10 +49,6 @@ typedef struct ing_labelset_s {
 int ing_labelset_parse(const char *s, lc_arena_t *arena, ing_labelset_t *out,
                        lc_status_t *st) LC_MUST_CHECK;
 const char *ing_labelset_get(const ing_labelset_t *ls, const char *name);
-
-/* ---------------------------------------------------------------- attime.c */
-/* Graphite-style time (pyroscope-api.md §7.6) as Unix nanoseconds; never fails. */
-int64_t ing_attime_parse(const char *s, int64_t now_ns);
 
 /* ---------------------------------------------------------------- format.c */
 typedef enum {

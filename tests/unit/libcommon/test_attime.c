@@ -1,8 +1,9 @@
 /*
- * test_attime.c — /ingest from/until parsing (pyroscope-api.md §7.6).
+ * test_attime.c — attime parsing for /ingest and /pyroscope/render* (pyroscope-api.md §7.6).
  * Expected values are computed here from the spec's rules, never by the code.
  */
-#include "ingester_int.h"
+#include "lc/attime.h"
+#include "lc/err.h"
 #include "lc_test.h"
 
 #define S 1000000000LL
@@ -52,7 +53,7 @@ static const at_case_t cases[] = {
 static void test_table(void)
 {
     for (size_t i = 0; i < LC_ARRAY_LEN(cases); i++) {
-        int64_t got = ing_attime_parse(cases[i].input, NOW);
+        int64_t got = lc_attime_parse(cases[i].input, NOW);
         if (got != cases[i].want)
             fprintf(stderr, "  input \"%s\"\n", cases[i].input);
         LC_ASSERT_EQ(got, cases[i].want);
@@ -61,7 +62,7 @@ static void test_table(void)
 
 static void test_null_is_now(void)
 {
-    LC_ASSERT_EQ(ing_attime_parse(NULL, NOW), NOW);
+    LC_ASSERT_EQ(lc_attime_parse(NULL, NOW), NOW);
 }
 
 LC_TEST_MAIN(test_table, test_null_is_now)

@@ -1,6 +1,7 @@
 /*
- * attime.c — Graphite-style times for /ingest `from`/`until`
- * (pyroscope-api.md §7.6), reproduced quirk for quirk because SDKs rely on it:
+ * attime.c — Graphite-style times for /ingest and /pyroscope/render*
+ * (pyroscope-api.md §7.6), reproduced quirk for quirk because SDKs and
+ * Grafana's apps rely on it:
  *  - '_', ',' and ' ' are removed first;
  *  - all digits: a valid YYYYMMDD (year > 1900) is midnight UTC; otherwise the
  *    digit count picks the unit: 13 ms, 16 µs, 19 ns, anything else seconds;
@@ -10,13 +11,15 @@
  *    and `ms` means minutes. Anything unparseable is "now".
  * Arithmetic saturates instead of overflowing.
  */
+#include <stdbool.h>
+#include <stddef.h>
 #include <string.h>
 #include <time.h>
 
-#include "ingester_int.h"
+#include "lc/attime.h"
+#include "lc/err.h"
 
 #define NS_PER_S 1000000000LL
-#define ATTIME_MAX_LEN 256
 
 static int64_t sat_mul(int64_t a, int64_t b)
 {
@@ -116,11 +119,11 @@ static int64_t parse_offset(const char *o)
     return sat_mul(sat_mul(sat_mul(num, sign), unit_seconds(o + n)), NS_PER_S);
 }
 
-int64_t ing_attime_parse(const char *s, int64_t now_ns)
+int64_t lc_attime_parse(const char *s, int64_t now_ns)
 {
-    char buf[ATTIME_MAX_LEN + 1];
+    char buf[LC_ATTIME_MAX_LEN + 1];
     size_t n = 0;
-    for (; s && *s && n < ATTIME_MAX_LEN; s++) {
+    for (; s && *s && n < LC_ATTIME_MAX_LEN; s++) {
         if (*s != '_' && *s != ',' && *s != ' ' && *s != '\t' && *s != '\n' && *s != '\r')
             buf[n++] = *s;
     }
