@@ -1,0 +1,58 @@
+/*
+ * services_extra.h — the small Connect services served next to the querier:
+ * settings.v1.SettingsService (per-tenant settings, persisted),
+ * version.v1.Version and capabilities.v1.FeatureFlagsService.
+ *
+ * qry_extra_new registers all of them on the HTTP server; their handlers run
+ * on the thread pool like the querier's. Tenancy per lc/tenant.h: settings
+ * act for exactly one tenant, feature flags need a tenant only to mirror
+ * Pyroscope's auth (401 without X-Scope-OrgID), version needs none.
+ */
+#ifndef EMBER_SERVICES_EXTRA_H
+#define EMBER_SERVICES_EXTRA_H
+
+#include <stdbool.h>
+
+#include <uv.h>
+
+#include "lc/connect.h"
+#include "lc/httpd.h"
+#include "lc/settings_store.h"
+
+typedef struct qry_extra_opts_s {
+    bool multitenancy;
+    const char *data_dir;                /* settings live in <data_dir>/settings */
+    lc_settings_store_t *settings_store; /* optional: use this one (borrowed) instead */
+} qry_extra_opts_t;
+
+typedef struct qry_extra_s qry_extra_t;
+
+/* Opens the settings store (unless one is given) and registers the routes.
+ * @note srv must outlive the returned object's routes (the process). */
+int qry_extra_new(uv_loop_t *loop, const qry_extra_opts_t *opts, lc_httpd_t *srv,
+                  qry_extra_t **out) LC_MUST_CHECK;
+void qry_extra_free(qry_extra_t *x);
+
+/* ---- shared by settings.c, version.c, capabilities.c (not for callers) ---- */
+
+struct qry_extra_s {
+    bool multitenancy;
+    lc_settings_store_t *settings;
+    bool owns_settings;
+};
+
+/* The value Version reports; Pyroscope's current querier API version. */
+#define QRY_QUERIER_API_VERSION 1
+
+int qry_settings_get(lc_http_req_t *req, const ProtobufCMessage *in, ProtobufCMessage **out,
+                     lc_status_t *st, void *data);
+int qry_settings_set(lc_http_req_t *req, const ProtobufCMessage *in, ProtobufCMessage **out,
+                     lc_status_t *st, void *data);
+int qry_settings_delete(lc_http_req_t *req, const ProtobufCMessage *in, ProtobufCMessage **out,
+                        lc_status_t *st, void *data);
+int qry_version(lc_http_req_t *req, const ProtobufCMessage *in, ProtobufCMessage **out,
+                lc_status_t *st, void *data);
+int qry_feature_flags(lc_http_req_t *req, const ProtobufCMessage *in, ProtobufCMessage **out,
+                      lc_status_t *st, void *data);
+
+#endif

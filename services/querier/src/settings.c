@@ -1,0 +1,198 @@
+/*
+ * settings.c — settings.v1.SettingsService (Get, Set, Delete) over the
+ * per-tenant settings store (lc/settings_store.h).
+ *
+ * Semantics follow Pyroscope's settings handler: Set without a modifiedAt
+ * (<= 0) is stamped with the current time in ms; a Set or Delete older than
+ * the stored setting fails with already_exists ("newer update already
+ * written"); Get lists the tenant's settings sorted by name; Delete of a
+ * missing name succeeds. Settings belong to exactly one tenant, so an
+ * X-Scope-OrgID naming several ("a|b") is invalid_argument here, as in
+ * Pyroscope. Names and values must be valid UTF-8 (proto3 strings).
+ */
+#include <errno.h>
+#include <string.h>
+#include <time.h>
+
+#include "lc/tenant.h"
+#include "services_extra.h"
+#include "settings/v1/setting.pb-c.h"
+
+static int64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Settings are per tenant: exactly one, even on reads. */
+static int settings_tenant(lc_http_req_t *req, const qry_extra_t *x, const char **tenant,
+                           lc_status_t *st)
+{
+    const char *const *tenants;
+    size_t n;
+    if (lc_tenants_read(req, x->multitenancy, &tenants, &n, st))
+        return -1;
+    if (n != 1)
+        return lc_status_set(st, LC_CODE_INVALID_ARGUMENT,
+                             "settings belong to one tenant; X-Scope-OrgID names %zu", n);
+    *tenant = tenants[0];
+    return 0;
+}
+
+/* Continuation bytes after a UTF-8 lead byte; -1 for a byte that cannot lead. */
+static int utf8_extra_bytes(unsigned char b)
+{
+    if (b < 0x80)
+        return 0;
+    if ((b & 0xe0) == 0xc0)
+        return 1;
+    if ((b & 0xf0) == 0xe0)
+        return 2;
+    if ((b & 0xf8) == 0xf0)
+        return 3;
+    return -1;
+}
+
+/* RFC 3629 UTF-8: no overlongs, no surrogates, nothing past U+10FFFF. */
+static bool utf8_valid(const char *s)
+{
+    static const uint32_t min_cp[4] = {0, 0x80, 0x800, 0x10000};
+    const unsigned char *p = (const unsigned char *)s;
+    while (*p) {
+        int extra = utf8_extra_bytes(*p);
+        if (extra < 0)
+            return false;
+        uint32_t cp = extra ? *p & (0x3fu >> extra) : *p;
+        for (int i = 1; i <= extra; i++) {
+            if ((p[i] & 0xc0) != 0x80) /* also stops at the terminating NUL */
+                return false;
+            cp = cp << 6 | (p[i] & 0x3f);
+        }
+        if (cp < min_cp[extra] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+            return false;
+        p += extra + 1;
+    }
+    return true;
+}
+
+/* Maps a settings-store error for setting `name` to a client status. */
+static int store_fail(lc_status_t *st, int rc, const char *name)
+{
+    switch (rc) {
+    case -EEXIST:
+        return lc_status_set(st, LC_CODE_ALREADY_EXISTS,
+                             "failed to update %.256s: newer update already written", name);
+    case LC_EINPUT:
+        return lc_status_set(st, LC_CODE_INVALID_ARGUMENT, "no setting name provided");
+    case LC_ETOOBIG:
+        return lc_status_set(st, LC_CODE_INVALID_ARGUMENT,
+                             "setting names are limited to %d bytes and values to %u bytes",
+                             LC_SETTINGS_NAME_MAX_BYTES, LC_SETTINGS_VALUE_MAX_BYTES);
+    case LC_EFULL:
+        return lc_status_set(st, LC_CODE_RESOURCE_EXHAUSTED, "a tenant has at most %d settings",
+                             LC_SETTINGS_MAX_PER_TENANT);
+    default:
+        return lc_status_set(st, LC_CODE_INTERNAL, "settings store: %s", lc_strerror(rc));
+    }
+}
+
+static Settings__V1__Setting *setting_message(lc_arena_t *a, const lc_setting_t *s)
+{
+    Settings__V1__Setting *m = lc_arena_alloc(a, sizeof(*m));
+    if (!m)
+        return NULL;
+    settings__v1__setting__init(m);
+    m->name = (char *)s->name;
+    m->value = (char *)(s->value ? s->value : "");
+    m->modifiedat = s->modified_at_ms;
+    return m;
+}
+
+int qry_settings_get(lc_http_req_t *req, const ProtobufCMessage *in, ProtobufCMessage **out,
+                     lc_status_t *st, void *data)
+{
+    const qry_extra_t *x = data;
+    const char *tenant;
+    LC_UNUSED(in);
+    if (settings_tenant(req, x, &tenant, st))
+        return -1;
+    lc_setting_t *list;
+    size_t n;
+    int rc = lc_settings_store_list(x->settings, tenant, req->arena, &list, &n);
+    if (rc == LC_ETOOBIG)
+        return lc_status_set(st, LC_CODE_RESOURCE_EXHAUSTED, "settings exceed the request memory");
+    if (rc)
+        return store_fail(st, rc, "");
+    Settings__V1__GetSettingsResponse *resp = lc_arena_alloc(req->arena, sizeof(*resp));
+    Settings__V1__Setting **v = n ? lc_arena_calloc(req->arena, n, sizeof(*v)) : NULL;
+    if (!resp || (n && !v))
+        return lc_status_set(st, LC_CODE_RESOURCE_EXHAUSTED, "settings exceed the request memory");
+    settings__v1__get_settings_response__init(resp);
+    for (size_t i = 0; i < n; i++)
+        if (!(v[i] = setting_message(req->arena, &list[i])))
+            return lc_status_set(st, LC_CODE_RESOURCE_EXHAUSTED, "settings exceed request memory");
+    resp->settings = v;
+    resp->n_settings = n;
+    *out = &resp->base;
+    return 0;
+}
+
+static int check_setting(const Settings__V1__Setting *m, lc_status_t *st)
+{
+    if (!m)
+        return lc_status_set(st, LC_CODE_INVALID_ARGUMENT, "no setting values provided");
+    if (!m->name[0])
+        return lc_status_set(st, LC_CODE_INVALID_ARGUMENT, "no setting name provided");
+    if (!utf8_valid(m->name) || !utf8_valid(m->value))
+        return lc_status_set(st, LC_CODE_INVALID_ARGUMENT, "setting %s is not valid UTF-8",
+                             utf8_valid(m->name) ? "value" : "name");
+    return 0;
+}
+
+int qry_settings_set(lc_http_req_t *req, const ProtobufCMessage *in, ProtobufCMessage **out,
+                     lc_status_t *st, void *data)
+{
+    const qry_extra_t *x = data;
+    const Settings__V1__SetSettingsRequest *r = (const Settings__V1__SetSettingsRequest *)in;
+    const char *tenant;
+    if (settings_tenant(req, x, &tenant, st) || check_setting(r->setting, st))
+        return -1;
+    lc_setting_t s = {.name = r->setting->name,
+                      .value = r->setting->value,
+                      .modified_at_ms =
+                          r->setting->modifiedat > 0 ? r->setting->modifiedat : now_ms()};
+    int rc = lc_settings_store_set(x->settings, tenant, &s);
+    if (rc)
+        return store_fail(st, rc, s.name);
+    Settings__V1__SetSettingsResponse *resp = lc_arena_alloc(req->arena, sizeof(*resp));
+    if (!resp)
+        return lc_status_set(st, LC_CODE_RESOURCE_EXHAUSTED, "request memory exhausted");
+    settings__v1__set_settings_response__init(resp);
+    resp->setting = setting_message(req->arena, &s);
+    if (!resp->setting)
+        return lc_status_set(st, LC_CODE_RESOURCE_EXHAUSTED, "request memory exhausted");
+    *out = &resp->base;
+    return 0;
+}
+
+int qry_settings_delete(lc_http_req_t *req, const ProtobufCMessage *in, ProtobufCMessage **out,
+                        lc_status_t *st, void *data)
+{
+    const qry_extra_t *x = data;
+    const Settings__V1__DeleteSettingsRequest *r = (const Settings__V1__DeleteSettingsRequest *)in;
+    const char *tenant;
+    if (settings_tenant(req, x, &tenant, st))
+        return -1;
+    if (!r->name[0])
+        return lc_status_set(st, LC_CODE_INVALID_ARGUMENT, "no setting name provided");
+    int rc = lc_settings_store_delete(x->settings, tenant, r->name, now_ms());
+    if (rc)
+        return store_fail(st, rc, r->name);
+    Settings__V1__DeleteSettingsResponse *resp = lc_arena_alloc(req->arena, sizeof(*resp));
+    if (!resp)
+        return lc_status_set(st, LC_CODE_RESOURCE_EXHAUSTED, "request memory exhausted");
+    settings__v1__delete_settings_response__init(resp);
+    *out = &resp->base;
+    return 0;
+}
