@@ -18,6 +18,7 @@
 #include "lc/store.h"
 #include "lc/transport.h"
 #include "querier.h"
+#include "services_extra.h"
 
 #define RETENTION_INTERVAL_MS (60 * 1000)
 #define NS_PER_S 1000000000LL
@@ -63,6 +64,7 @@ struct ember_s {
     lc_httpd_t *httpd;
     ing_t *ing;
     qry_t *qry;
+    qry_extra_t *qry_extra; /* settings, version, feature flags */
     uv_signal_t sigterm, sigint;
     uv_timer_t retention_timer;
     uv_work_t retention_work;
@@ -226,6 +228,9 @@ static int start_http(ember_t *e)
     rc = ing_new(&e->loop, &io, e->httpd, e->transport, e->metrics, &e->ing);
     if (!rc)
         rc = qry_new(&e->loop, &qo, e->httpd, e->store, e->metrics, &e->qry);
+    qry_extra_opts_t xo = {.multitenancy = e->cfg->multitenancy, .data_dir = e->cfg->data_dir};
+    if (!rc)
+        rc = qry_extra_new(&e->loop, &xo, e->httpd, &e->qry_extra);
     if (!rc)
         rc = register_ops_routes(e);
     if (!rc)
@@ -317,6 +322,7 @@ void ember_free(ember_t *e)
     close_leftovers(e);
     ing_free(e->ing);
     qry_free(e->qry);
+    qry_extra_free(e->qry_extra);
     ing_writer_free(e->writer);
     lc_store_close(e->store);
     lc_metrics_free(e->metrics);
