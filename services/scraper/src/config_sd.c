@@ -20,25 +20,6 @@
 
 /* ---------------------------------------------------------------- helpers */
 
-static bool valid_utf8(const char *s)
-{
-    const unsigned char *p = (const unsigned char *)s;
-    while (*p) {
-        size_t n = *p < 0x80           ? 1
-                   : (*p >> 5) == 0x6  ? 2
-                   : (*p >> 4) == 0xe  ? 3
-                   : (*p >> 3) == 0x1e ? 4
-                                       : 0;
-        if (!n)
-            return false;
-        for (size_t i = 1; i < n; i++)
-            if ((p[i] & 0xc0) != 0x80)
-                return false;
-        p += n;
-    }
-    return true;
-}
-
 /* Settings hash for the discovery keys: strings separated by 0xff. */
 typedef struct key_hasher_s {
     lc_buf_t buf;
@@ -80,7 +61,7 @@ int scr_config_labels(scr_yaml_t *y, yaml_node_t *n, const char *field, lc_label
                                  name ? name : "");
         if (!value)
             return scr_yaml_fail(y, vn, field, "the value of label %s must be a string", name);
-        if (!valid_utf8(value))
+        if (!scr_valid_utf8(value))
             return scr_yaml_fail(y, vn, field, "the value of label %s is not valid UTF-8", name);
         if (lc_labels_get(out, name))
             return scr_yaml_fail(y, kn, field, "label %s is set twice", name);
