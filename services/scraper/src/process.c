@@ -1,0 +1,196 @@
+/*
+ * process.c — from a scraped body to a packed ember.v1.IngestProfile
+ * (process.h), on the thread pool.
+ *
+ * The message mirrors what the receivers publish (services/ingester
+ * publish.c): a random ingest id, the series labels, the validated pprof
+ * uncompressed, the profile time, and delta_disabled set together with the
+ * label __delta__="false": the scraper has already turned cumulative
+ * profiles into deltas, everything else it publishes is a delta or a gauge
+ * by nature, and the writer must not subtract again (parca.md §2.3).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+
+#include "ember/v1/ingest.pb-c.h"
+#include "lc/alloc.h"
+#include "process.h"
+
+#define INGEST_ID_BYTES 16
+#define PARTITION_SEED 0x9e3779b97f4a7c15ULL /* as the receivers hash (tenant, labels) */
+
+static int fail(scr_process_out_t *out, const char *kind, const char *prefix, const char *detail)
+{
+    out->error_kind = kind;
+    snprintf(out->error, sizeof(out->error), "%s%s", prefix, detail);
+    return -1;
+}
+
+/* ---------------------------------------------------------------- keep_sample_type */
+
+static bool kept(const lc_pprof_t *p, const Google__V1__ValueType *vt, const scr_value_type_t *keep,
+                 size_t n_keep)
+{
+    const char *type = lc_pprof_str(p, vt->type), *unit = lc_pprof_str(p, vt->unit);
+    for (size_t i = 0; i < n_keep; i++)
+        if (keep[i].type && strcmp(keep[i].type, type) == 0 &&
+            (!keep[i].unit || !keep[i].unit[0] || strcmp(keep[i].unit, unit) == 0))
+            return true;
+    return false;
+}
+
+int scr_keep_sample_types(lc_pprof_t *p, const scr_value_type_t *keep, size_t n_keep,
+                          lc_arena_t *arena)
+{
+    if (!n_keep)
+        return 0;
+    size_t *idx = lc_arena_calloc(arena, p->n_sample_type ? p->n_sample_type : 1, sizeof(*idx));
+    if (!idx)
+        return LC_ETOOBIG;
+    size_t n = 0;
+    for (size_t i = 0; i < p->n_sample_type; i++)
+        if (kept(p, p->sample_type[i], keep, n_keep))
+            idx[n++] = i;
+    if (!n)
+        return LC_EINPUT;
+    for (size_t i = 0; i < n; i++)
+        p->sample_type[i] = p->sample_type[idx[i]];
+    for (size_t s = 0; s < p->n_sample; s++) {
+        Google__V1__Sample *sm = p->sample[s];
+        for (size_t i = 0; i < n; i++)
+            sm->value[i] = sm->value[idx[i]]; /* idx[i] >= i: safe in place */
+        sm->n_value = n;
+    }
+    p->n_sample_type = n;
+    p->default_sample_type = 0;
+    return 0;
+}
+
+/* ---------------------------------------------------------------- the message */
+
+static int64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static int random_id(uint8_t *id)
+{
+    size_t got = 0;
+    while (got < INGEST_ID_BYTES) {
+        ssize_t n = getrandom(id + got, INGEST_ID_BYTES - got, 0);
+        if (n < 0 && errno != EINTR)
+            return -errno;
+        got += n > 0 ? (size_t)n : 0;
+    }
+    return 0;
+}
+
+static uint32_t partition_of(const char *tenant, const lc_labels_t *ls, uint32_t partitions)
+{
+    uint64_t h = lc_labels_hash(ls) ^ lc_hash64(tenant, strlen(tenant), PARTITION_SEED);
+    return partitions > 1 ? (uint32_t)(h % partitions) : 0;
+}
+
+static int pack_message(const scr_process_in_t *in, const lc_pprof_t *p, const lc_buf_t *pprof,
+                        scr_process_out_t *out)
+{
+    uint8_t id[INGEST_ID_BYTES];
+    int rc = random_id(id);
+    if (rc)
+        return fail(out, "internal", "no random ingest id: ", lc_strerror(rc));
+    lc_labels_t ls;
+    lc_labels_copy(&ls, in->series);
+    lc_labels_set(&ls, "__delta__", "false");
+    lc_labels_sort(&ls);
+    Types__V1__LabelPair *pairs = lc_xcalloc(ls.n + 1, sizeof(*pairs));
+    Types__V1__LabelPair **ptrs = lc_xcalloc(ls.n + 1, sizeof(*ptrs));
+    for (size_t i = 0; i < ls.n; i++) {
+        types__v1__label_pair__init(&pairs[i]);
+        pairs[i].name = ls.v[i].name;
+        pairs[i].value = ls.v[i].value;
+        ptrs[i] = &pairs[i];
+    }
+    Ember__V1__IngestProfile m = EMBER__V1__INGEST_PROFILE__INIT;
+    m.tenant = (char *)in->tenant;
+    m.ingest_id = (ProtobufCBinaryData){INGEST_ID_BYTES, id};
+    m.received_unix_nanos = now_ns();
+    m.labels = ptrs;
+    m.n_labels = ls.n;
+    m.pprof = (ProtobufCBinaryData){pprof->len, pprof->data};
+    m.time_nanos = p->time_nanos ? p->time_nanos : in->scrape_time_ns;
+    m.delta_disabled = true;
+    out->len = protobuf_c_message_get_packed_size(&m.base);
+    out->msg = lc_xmalloc(out->len ? out->len : 1);
+    protobuf_c_message_pack(&m.base, out->msg);
+    out->partition = partition_of(in->tenant, in->series, in->partitions);
+    lc_free(pairs);
+    lc_free(ptrs);
+    lc_labels_fini(&ls);
+    return 0;
+}
+
+/* ---------------------------------------------------------------- steps */
+
+static int decode(const scr_process_in_t *in, lc_arena_t *arena, lc_pprof_t **p,
+                  scr_process_out_t *out)
+{
+    if (!in->len)
+        return fail(out, SCR_ERR_EMPTY, "", "empty response body");
+    lc_status_t st = {0};
+    if (lc_pprof_decode(in->body, in->len, &in->limits, arena, p, &st) != 0)
+        return fail(out, strstr(st.msg, "too large") ? SCR_ERR_TOO_LARGE : SCR_ERR_INVALID, "",
+                    st.msg);
+    if (lc_pprof_validate(*p, &in->limits, &st) != 0)
+        return fail(out, SCR_ERR_INVALID, "invalid pprof: ", st.msg);
+    return 0;
+}
+
+static int shape(const scr_process_in_t *in, lc_arena_t *arena, lc_pprof_t *p,
+                 scr_process_out_t *out)
+{
+    int rc = scr_keep_sample_types(p, in->keep, in->n_keep, arena);
+    if (rc == LC_EINPUT)
+        return fail(out, SCR_ERR_INVALID, "",
+                    "keep_sample_type matches none of the profile's sample types");
+    if (rc)
+        return fail(out, SCR_ERR_TOO_LARGE, "", "profile too large to process");
+    out->delta = SCR_DELTA_READY;
+    if (!in->cumulative || !in->delta)
+        return 0;
+    lc_pprof_index_t *ix;
+    rc = lc_pprof_index_new(p, arena, &ix);
+    if (!rc)
+        rc = scr_delta_apply(in->delta, p, ix, arena, &out->delta);
+    if (rc)
+        return fail(out, SCR_ERR_TOO_LARGE, "", "profile too large to subtract");
+    return 0;
+}
+
+int scr_process(const scr_process_in_t *in, scr_process_out_t *out)
+{
+    memset(out, 0, sizeof(*out));
+    /* The decoded form takes a few times the wire size; the arena's cap is
+     * virtual until used. */
+    lc_arena_t *arena = lc_arena_new(in->limits.max_decompressed_bytes * 8 + ((size_t)64 << 20));
+    lc_pprof_t *p = NULL;
+    int rc = decode(in, arena, &p, out);
+    if (!rc)
+        rc = shape(in, arena, p, out);
+    if (!rc && out->delta == SCR_DELTA_READY) {
+        lc_buf_t pprof;
+        lc_buf_init(&pprof, in->limits.max_decompressed_bytes * 2);
+        if (lc_pprof_encode(p, false, &pprof) != 0)
+            rc = fail(out, SCR_ERR_TOO_LARGE, "", "profile too large to re-encode");
+        else
+            rc = pack_message(in, p, &pprof, out);
+        out->n_samples = p->n_sample;
+        lc_buf_fini(&pprof);
+    }
+    lc_arena_free(arena);
+    return rc;
+}
