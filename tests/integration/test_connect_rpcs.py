@@ -12,8 +12,13 @@ Data: two hand-made CPU profiles (samples/count + cpu/nanoseconds, period
   service B: main;a;b = 1, main;e = 4
 Every expected answer below is worked out by hand from these stacks and the
 rules of pyroscope-api.md (§5.4 flame graph layout, §5.6 diff, §5.7 tree
-bytes, §5.8 series buckets), never taken from ember's output."""
+bytes, §5.8 series buckets), never taken from ember's output.
+
+ConnectEdgeCasesTest (raw HTTP, no Node needed) covers the §6 rules that
+test_http.py leaves out: empty bodies, Connect-Timeout-Ms, gzip replies,
+mixed proto/JSON field names, allow-utf8-labelnames, Connect error JSON."""
 import base64
+import gzip
 import json
 import os
 import shutil
@@ -495,6 +500,201 @@ class ConnectRpcsTest(h.ServerTestCase):
             got = [x for x in self.ok(r, "get").get("settings", []) if x["name"] == "it-restart"]
             self.assertEqual(got, [{"name": "it-restart", "value": "kept", "modifiedAt": "1700000000000"}],
                              f"settings after a restart ({mode})")
+
+
+# ------------------------------------------------------- Connect edge cases
+
+# §6.2: Connect code -> HTTP status
+CODE_HTTP = {"canceled": 499, "unknown": 500, "invalid_argument": 400, "deadline_exceeded": 504,
+             "not_found": 404, "already_exists": 409, "permission_denied": 403, "resource_exhausted": 429,
+             "failed_precondition": 400, "aborted": 409, "out_of_range": 400, "unimplemented": 501,
+             "internal": 500, "unavailable": 503, "data_loss": 500, "unauthenticated": 401}
+
+
+class ConnectEdgeCasesTest(h.ServerTestCase):
+    """§6 rules that tests/integration/test_http.py does not cover, with raw
+    HTTP requests (no client library smoothing anything over): empty bodies,
+    Connect-Timeout-Ms, gzip replies for both codecs, JSON input that mixes
+    proto and JSON field names, allow-utf8-labelnames, and the Connect error
+    JSON on every error path."""
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        cls.t0 = (int(time.time()) - 600) * 1000
+        raw = cpu_profile(STACKS_A, cls.t0 * 1_000_000)
+        # the push itself mixes spellings: raw_profile (proto name) next to ID
+        body = {"series": [{"labels": [{"name": "__name__", "value": "process_cpu"},
+                                       {"name": "service_name", "value": "edge-svc"},
+                                       {"name": "service.version", "value": "2.0"}],
+                            "samples": [{"raw_profile": base64.b64encode(raw).decode(), "ID": "p1"}]}]}
+        r = cls.post(h.PUSH, json.dumps(body).encode(), "application/json")
+        assert r.status == 200, r.describe()
+        h.wait_for(lambda: "edge-svc" in cls.srv.label_values("service_name", start=cls.t0 - 60_000,
+                                                              end=cls.t0 + 60_000),
+                   timeout=20, what="the JSON push to become queryable")
+
+    @classmethod
+    def post(cls, method, body, content_type, headers=None):
+        hdrs = {"Content-Type": content_type}
+        hdrs.update(headers or {})
+        return cls.srv.request("POST", "/" + method, body, hdrs)
+
+    def post_json(self, method, obj, headers=None):
+        return self.post(method, json.dumps(obj).encode(), "application/json", headers)
+
+    def assertConnectError(self, r, code, what, status=None):
+        """Connect error JSON: application/json, {"code", "message"}, the code's HTTP status."""
+        self.assertEqual(r.header("content-type", "").split(";")[0], "application/json",
+                         f"{what}: error content type: {r.describe()}")
+        self.assertIsInstance(r.json, dict, f"{what}: error body is not a JSON object: {r.describe()}")
+        self.assertEqual(r.json.get("code"), code, f"{what}: {r.describe()}")
+        self.assertIsInstance(r.json.get("message", ""), str)
+        self.assertEqual(r.status, status or CODE_HTTP[code], f"{what}: {r.describe()}")
+
+    def test_empty_bodies(self):
+        """An empty application/proto body is the empty message; an empty JSON body is an error."""
+        p, t = h.pb().querier, h.pb().types
+        empty_ok = {f"{Q}/ProfileTypes": p.ProfileTypesResponse, f"{Q}/LabelNames": t.LabelNamesResponse,
+                    f"{Q}/Series": p.SeriesResponse, f"{Q}/GetProfileStats": t.GetProfileStatsResponse,
+                    "settings.v1.SettingsService/Get": None, "version.v1.Version/Version": None,
+                    "capabilities.v1.FeatureFlagsService/GetFeatureFlags": None}
+        for method, resp_cls in empty_ok.items():
+            with self.subTest(method=method, body="empty proto"):
+                r = self.post(method, b"", "application/proto")
+                self.assertEqual(r.status, 200, f"{method}: {r.describe()}")
+                self.assertEqual(r.header("content-type"), "application/proto")
+                if resp_cls is not None:
+                    resp_cls.FromString(r.body)
+            with self.subTest(method=method, body="empty JSON"):
+                self.assertConnectError(self.post(method, b"", "application/json"), "invalid_argument",
+                                        f"{method} with an empty JSON body")
+            with self.subTest(method=method, body="{}"):
+                r = self.post(method, b"{}", "application/json")
+                self.assertEqual(r.status, 200, f"{method}: {r.describe()}")
+                self.assertIsInstance(r.json, dict)
+        # the empty Setting name is the handler's error, not a decoding one
+        self.assertConnectError(self.post("settings.v1.SettingsService/Delete", b"", "application/proto"),
+                                "invalid_argument", "Delete of the empty name")
+
+    def test_connect_timeout_ms(self):
+        body = h.pb().querier.ProfileTypesRequest(start=self.t0 - 60_000, end=self.t0 + 60_000)
+        ok = self.post(f"{Q}/ProfileTypes", body.SerializeToString(), "application/proto",
+                       {"Connect-Timeout-Ms": "15000"})
+        self.assertEqual(ok.status, 200, ok.describe())
+        self.assertEqual(len(h.pb().querier.ProfileTypesResponse.FromString(ok.body).profile_types), 2)
+        for value in ("abc", "12345678901", "-5", ""):
+            with self.subTest(timeout=value):
+                r = self.post(f"{Q}/ProfileTypes", body.SerializeToString(), "application/proto",
+                              {"Connect-Timeout-Ms": value})
+                self.assertConnectError(r, "invalid_argument", f"Connect-Timeout-Ms: {value!r}")
+
+    def test_gzip_replies(self):
+        """gzip when the client accepts it, for both codecs and every service; not when refused."""
+        calls = [(f"{Q}/LabelValues", {"name": "service_name", "start": str(self.t0 - 60_000),
+                                       "end": str(self.t0 + 60_000)}),
+                 ("settings.v1.SettingsService/Get", {}), ("version.v1.Version/Version", {}),
+                 ("capabilities.v1.FeatureFlagsService/GetFeatureFlags", {})]
+        for method, req in calls:
+            with self.subTest(method=method, codec="json"):
+                r = self.post_json(method, req, {"Accept-Encoding": "gzip"})
+                self.assertEqual((r.status, r.header("content-encoding")), (200, "gzip"), r.describe())
+                self.assertIsInstance(r.json, dict)  # the harness gunzipped it
+            with self.subTest(method=method, codec="json", accept="gzip;q=0"):
+                r = self.post_json(method, req, {"Accept-Encoding": "gzip;q=0, identity"})
+                self.assertEqual((r.status, r.header("content-encoding")), (200, None), r.describe())
+        conn = self.srv.connection()
+        try:
+            body = h.pb().types.LabelValuesRequest(name="service_name", start=self.t0 - 60_000,
+                                                   end=self.t0 + 60_000).SerializeToString()
+            conn.request("POST", f"/{Q}/LabelValues", body,
+                         {"Content-Type": "application/proto", "Accept-Encoding": "br, gzip"})
+            resp = conn.getresponse()
+            data = resp.read()
+            self.assertEqual((resp.status, resp.getheader("Content-Encoding")), (200, "gzip"))
+            names = h.pb().types.LabelValuesResponse.FromString(gzip.decompress(data)).names
+            self.assertEqual(list(names), ["edge-svc"])
+        finally:
+            conn.close()
+
+    def test_mixed_json_field_names(self):
+        """Input accepts proto names and JSON names, in one body, 64-bit numbers
+        as strings or numbers, enums by name or number; unknown fields and nulls
+        are ignored (§6.3). Explore Profiles sends such bodies."""
+        sel = '{service_name="edge-svc"}'
+        base = {"profile_typeID": SAMPLES, "labelSelector": sel, "start": self.t0 - 60_000,
+                "end": str(self.t0 + 60_000), "max_nodes": "16", "notAField": [1, 2], "async": None}
+        r = self.post_json(f"{Q}/SelectMergeStacktraces", base)
+        self.assertEqual(r.status, 200, r.describe())
+        self.assertEqual((r.json["flamegraph"]["total"], r.json["flamegraph"]["names"]),
+                         ("6", ["total", "main", "d", "a", "c", "b"]))
+        for fmt in ("PROFILE_FORMAT_TREE", 2):
+            with self.subTest(format=fmt):
+                r = self.post_json(f"{Q}/SelectMergeStacktraces", dict(base, format=fmt))
+                self.assertEqual(r.status, 200, r.describe())
+                self.assertEqual(tree_nodes(base64.b64decode(r.json["tree"])),
+                                 {"main": (0, {"a": (0, {"b": (3, {}), "c": (2, {})}), "d": (1, {})})})
+        r = self.post_json(f"{Q}/Series", {"matchers": [sel], "label_names": ["service_name"],
+                                           "start": str(self.t0 - 60_000), "end": self.t0 + 60_000})
+        self.assertEqual(r.status, 200, r.describe())
+        self.assertEqual(r.json["labelsSet"], [{"labels": [{"name": "service_name", "value": "edge-svc"}]}])
+        r = self.post_json(f"{Q}/SelectSeries", {
+            "profileTypeID": SAMPLES, "label_selector": sel, "start": str(self.t0 - 30_000),
+            "end": self.t0 + 30_000, "step": 60, "group_by": ["service_name"],
+            "aggregation": 0})
+        self.assertEqual(r.status, 200, r.describe())
+        self.assertEqual(r.json["series"], [{"labels": [{"name": "service_name", "value": "edge-svc"}],
+                                             "points": [{"value": 6, "timestamp": str(self.t0 + 30_000)}]}])
+
+    def test_allow_utf8_labelnames(self):
+        req = {"matchers": ['{service_name="edge-svc"}'], "start": str(self.t0 - 60_000),
+               "end": str(self.t0 + 60_000)}
+        plain = self.post_json(f"{Q}/LabelNames", req)
+        utf8 = self.post_json(f"{Q}/LabelNames", req,
+                              {"Accept": "application/json; allow-utf8-labelnames=true"})
+        self.assertEqual([n for n in plain.json["names"] if not n.startswith("__")], ["service_name"])
+        self.assertEqual([n for n in utf8.json["names"] if not n.startswith("__")],
+                         ["service.version", "service_name"])
+        # a quoted UTF-8 name in a selector finds the series
+        r = self.post_json(f"{Q}/LabelValues", dict(req, name="service_name",
+                                                    matchers=['{"service.version"="2.0"}']))
+        self.assertEqual(r.json, {"names": ["edge-svc"]})
+
+    def test_errors_are_connect_json(self):
+        sel = '{service_name="edge-svc"}'
+        rng = {"start": str(self.t0 - 60_000), "end": str(self.t0 + 60_000)}
+        s = "settings.v1.SettingsService"
+        r = self.post_json(f"{s}/Set", {"setting": {"name": "edge", "value": "1", "modifiedAt": "50"}})
+        self.assertEqual(r.status, 200, r.describe())
+        cases = [
+            ("GET on a Connect path", self.srv.request("GET", f"/{s}/Get"), "unimplemented", 405),
+            ("unsupported content type", self.post(f"{s}/Get", b"{}", "text/plain"), "unimplemented", 415),
+            ("truncated JSON", self.post(f"{Q}/LabelNames", b'{"matchers":[', "application/json"),
+             "invalid_argument", None),
+            ("garbage proto", self.post(f"{Q}/LabelNames", b"\xff\xff\xff", "application/proto"),
+             "invalid_argument", None),
+            ("wrong JSON type", self.post_json(f"{Q}/LabelNames", {"matchers": "x"}),
+             "invalid_argument", None),
+            ("protocol version 2", self.post(f"{s}/Get", b"{}", "application/json",
+                                             {"Connect-Protocol-Version": "2"}), "invalid_argument", None),
+            ("bad selector", self.post_json(f"{Q}/SelectMergeStacktraces", dict(
+                rng, profileTypeID=SAMPLES, labelSelector="{service_name=")), "invalid_argument", None),
+            ("start > end", self.post_json(f"{Q}/SelectMergeStacktraces", dict(
+                profileTypeID=SAMPLES, labelSelector=sel, start=rng["end"], end=rng["start"])),
+             "invalid_argument", None),
+            ("older setting", self.post_json(f"{s}/Set", {"setting": {"name": "edge", "modifiedAt": "49"}}),
+             "already_exists", None),
+            ("Set without a setting", self.post_json(f"{s}/Set", {}), "invalid_argument", None),
+            ("SelectHeatmap", self.post_json(f"{Q}/SelectHeatmap", dict(
+                rng, profileTypeID=SAMPLES, labelSelector=sel, step=15)), "unimplemented", None),
+            ("unknown request encoding", self.post(f"{s}/Get", b"{}", "application/json",
+                                                   {"Content-Encoding": "br"}), "unimplemented", None),
+        ]
+        for what, r, code, status in cases:
+            with self.subTest(what):
+                self.assertConnectError(r, code, what, status)
+        self.assertIn("POST", cases[0][1].header("allow", ""))
+        self.assertIn("application/json", cases[1][1].header("accept-post", ""))
 
 
 if __name__ == "__main__":
