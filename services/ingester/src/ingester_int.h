@@ -31,6 +31,25 @@
 #define ING_STCONFIG_MAX_ENTRIES 256
 #define ING_FOLDED_MAX_LINE 65535 /* Go's bufio.Scanner token limit, minus '\n' */
 #define ING_PUSH_MAX_TOTAL_BYTES ((size_t)256 << 20) /* decoded profiles per Push */
+/* tree/trie bodies (tree.c): a name longer than Pyroscope's symbol limit, more
+ * children than a node could hold, a deeper stack or a longer key is malformed
+ * (422); more nodes or more stack bytes handed to the converter than these is
+ * a profile too large (413). The stack-bytes cap bounds the work a small body
+ * can cause: every emitted stack repeats the whole path above it. */
+#define ING_TREE_MAX_NAME 65535
+#define ING_TREE_MAX_CHILDREN 1000000
+#define ING_TREE_MAX_DEPTH 16384
+#define ING_TREE_MAX_KEY_BYTES ((size_t)1 << 20)
+#define ING_TREE_MAX_NODES ((size_t)1 << 24)
+#define ING_TREE_MAX_STACK_BYTES ((size_t)256 << 20)
+/* speedscope bodies (speedscope.c). The JSON document is held by jansson
+ * (about 48 bytes per value, 640 per object), so its estimated size is capped
+ * before parsing; the other caps match the tree formats'. */
+#define ING_SPEEDSCOPE_MAX_BYTES ((size_t)64 << 20)
+#define ING_SPEEDSCOPE_MAX_JSON_MEMORY ((size_t)256 << 20)
+#define ING_SPEEDSCOPE_MAX_PROFILES 1024
+#define ING_SPEEDSCOPE_MAX_DEPTH ING_TREE_MAX_DEPTH
+#define ING_SPEEDSCOPE_MAX_STACK_FRAMES ((size_t)64 << 20)
 
 /* ---------------------------------------------------------------- labelset.c */
 typedef struct ing_kv_s {
@@ -105,6 +124,59 @@ typedef int (*ing_stack_cb)(const char *stack, size_t len, int64_t value, void *
 int ing_folded_parse(const uint8_t *body, size_t len, bool lines_format, lc_arena_t *arena,
                      ing_stack_cb cb, void *data, lc_status_t *st) LC_MUST_CHECK;
 
+/* ---------------------------------------------------------------- tree.c */
+/* The binary tree formats (pyroscope-api.md §2.7). Calls cb for every stack
+ * with a value, as a folded key (frames root first, ';'-separated, so a name
+ * holding ';' becomes several frames, as in Pyroscope); a tree node's key is
+ * the path of names below the empty-named root, a trie node's key the
+ * concatenation of the fragments from the root. cb may be NULL to only
+ * validate; the key passed to it is valid during the call. Errors:
+ * invalid_argument saying what is malformed, or "profile too large: ..."
+ * past ING_TREE_MAX_NODES / ING_TREE_MAX_STACK_BYTES. */
+int ing_tree_decode(const uint8_t *body, size_t len, bool trie, ing_stack_cb cb, void *data,
+                    lc_status_t *st) LC_MUST_CHECK;
+
+/* ---------------------------------------------------------------- speedscope.c */
+/* One profile to store: the file's profiles with the same name, type, unit
+ * and startValue merged (pyroscope-api.md §2.9), in startValue order. */
+typedef struct ing_ss_profile_s {
+    const char *name; /* the profile_name label ("" when absent) */
+    const char *unit; /* none|nanoseconds|microseconds|milliseconds|seconds|bytes */
+    bool evented;
+    double start_value;
+    void **members; /* the merged profiles' JSON objects, in file order */
+    size_t n_members;
+} ing_ss_profile_t;
+
+typedef struct ing_speedscope_s {
+    void *doc; /* the jansson document; released by ing_speedscope_fini */
+    const char **frame_names;
+    size_t *frame_lens;
+    size_t n_frames;
+    ing_ss_profile_t *profiles;
+    size_t n_profiles;
+} ing_speedscope_t;
+
+/* A stack of frame indices (into frame_names), root first; valid during the
+ * call. Returns 0, or -1 (with the status set) to stop. */
+typedef int (*ing_frames_cb)(const uint32_t *frames, size_t n, int64_t value, void *data);
+
+/* Parses and fully validates a speedscope file (every profile is walked once).
+ * Pointers into the document stay valid until ing_speedscope_fini; the arrays
+ * live in arena. Errors: invalid_argument saying what is wrong, or "profile
+ * too large: ..." past the ING_SPEEDSCOPE_* caps. */
+int ing_speedscope_parse(const uint8_t *body, size_t len, lc_arena_t *arena, ing_speedscope_t *out,
+                         lc_status_t *st) LC_MUST_CHECK;
+void ing_speedscope_fini(ing_speedscope_t *ss);
+/* Every stack of profile i with a non-zero value, in the unit's ticks: 100 per
+ * unit of time or per `none` sample (Pyroscope's precision multiplier), 1 per
+ * byte. cb may be NULL (validation only). */
+int ing_speedscope_stacks(const ing_speedscope_t *ss, size_t i, ing_frames_cb cb, void *data,
+                          lc_status_t *st) LC_MUST_CHECK;
+/* The sample rate Pyroscope uses for a profile when the request's sampleRate
+ * is the default 100: ticks per second (0 for bytes: no rate scaling). */
+uint64_t ing_speedscope_default_rate(const ing_ss_profile_t *p);
+
 /* ---------------------------------------------------------------- stconfig.c */
 typedef struct ing_stconfig_s {
     Ember__V1__SampleTypeConfig **v;
@@ -157,6 +229,24 @@ void ing_ingest_labels(lc_labels_t *ls, const char *metric, const char *spy, con
 bool ing_label_allowed(const char *name);
 
 /* ---------------------------------------------------------------- convert.c */
+/* A single-sample-type pprof being built from uploaded stacks (§2.10). With a
+ * rate-scaled type and a non-zero rate every value is multiplied by the period
+ * 1e9 / rate (integer division, as Pyroscope); a rate above 1e9 (a period
+ * under 1 ns) multiplies by 1e9 / rate exactly instead of by 0. */
+typedef struct ing_cv_s ing_cv_t;
+
+ing_cv_t *ing_cv_new(const ing_app_type_t *t, uint64_t sample_rate, int64_t time_ns,
+                     const lc_pprof_limits_t *lim, lc_status_t *st);
+void ing_cv_free(ing_cv_t *cv);
+/* An ing_stack_cb (data is the ing_cv_t): a folded stack, split on ';'. */
+int ing_cv_stack(const char *stack, size_t len, int64_t value, void *data);
+/* The location of one frame name (interned: the same name, the same id). */
+uint64_t ing_cv_location(ing_cv_t *cv, const char *name, size_t len);
+/* One sample; locs are root first (stacks deeper than the limit keep the root side). */
+int ing_cv_sample(ing_cv_t *cv, const uint64_t *locs, size_t n, int64_t value);
+/* Encodes the profile (uncompressed) into out. Errors: "profile too large". */
+int ing_cv_encode(ing_cv_t *cv, lc_buf_t *out) LC_MUST_CHECK;
+
 /* folded/lines text -> an uncompressed single-sample-type pprof in out. */
 int ing_text_to_pprof(const uint8_t *body, size_t len, bool lines_format, const ing_app_type_t *t,
                       uint32_t sample_rate, int64_t time_ns, const lc_pprof_limits_t *lim,
