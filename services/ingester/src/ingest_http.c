@@ -3,11 +3,12 @@
  *
  * `work` runs on the thread pool: tenant, query parameters, format selection
  * (§2.4), then one handler per format from a table, each turning the body
- * into validated pprof (§2.5, §2.6, §2.10) wrapped for publishing. Formats
- * not implemented yet answer 400 "format X is not supported yet"; adding one
+ * into validated pprof (§2.5-§2.10) wrapped for publishing. Formats not
+ * implemented yet (jfr) answer 400 "format X is not supported yet"; adding one
  * is one table entry. Status codes follow §2.11: a bad `name` or unknown
  * profile type is 400, a profile that does not parse or validate 422 (code
- * "unknown"), one over the size limit 413.
+ * "unknown"), one over a size limit 413. Speedscope's unknown profile type is
+ * 422, as in Pyroscope (its converter does not wrap that error).
  */
 #include <string.h>
 
@@ -114,11 +115,11 @@ static int ingest_publish(ingest_ctx_t *c, lc_pprof_t *p, lc_labels_t *ls,
     return rc == 0 ? 0 : fail(c, "too_large");
 }
 
-static int ingest_labels(ingest_ctx_t *c, lc_labels_t *ls, const char *metric, const char *service,
-                         bool app_name_label)
+static int ingest_labels(ingest_ctx_t *c, lc_labels_t *ls, const ing_labelset_t *set,
+                         const char *metric, const char *service, bool app_name_label)
 {
     ing_label_limits_t lim = ing_label_limits(c->ing);
-    ing_ingest_labels(ls, metric, c->spy, service, &c->set, app_name_label);
+    ing_ingest_labels(ls, metric, c->spy, service, set, app_name_label);
     return ing_labels_finish(ls, &lim, &c->st);
 }
 
@@ -144,7 +145,7 @@ static int ingest_pprof(ingest_ctx_t *c, const uint8_t *data, size_t len, const 
     }
     const ing_stconfig_t *effective = cfg ? cfg : ing_stconfig_builtin();
     lc_labels_t ls;
-    int rc = ingest_labels(c, &ls, ing_metric_name(p, effective), c->set.app_name, false);
+    int rc = ingest_labels(c, &ls, &c->set, ing_metric_name(p, effective), c->set.app_name, false);
     rc = rc < 0 ? fail_422(c, "invalid_labels") : ingest_publish(c, p, &ls, effective);
     lc_labels_fini(&ls);
     return rc;
@@ -203,35 +204,55 @@ static int ingest_pprof_raw(ingest_ctx_t *c)
     return ingest_pprof(c, c->req->body, c->req->body_len, NULL);
 }
 
-/* ---------------------------------------------------------------- text formats */
+/* ---------------------------------------------------------------- converted formats */
 
-static int ingest_text(ingest_ctx_t *c, bool lines_format)
+/* Legacy exemplar uploads (§2.3): accepted and dropped by every converted format. */
+static bool has_profile_id(const ingest_ctx_t *c)
 {
     const char *profile_id = ing_labelset_get(&c->set, "profile_id");
-    if (profile_id && *profile_id)
-        return 0; /* legacy exemplar upload: accepted and dropped (§2.3) */
-    ing_app_type_t t;
-    if (ing_app_type(c->set.app_name, c->arena, &t, &c->st) < 0)
-        return fail(c, "unknown_profile_type");
+    return profile_id && *profile_id;
+}
+
+/* The profile built in cv is encoded, decoded and validated like any pprof,
+ * then labelled (§2.10) and queued. One without samples is not stored. */
+static int ingest_converted(ingest_ctx_t *c, ing_cv_t *cv, const ing_app_type_t *t,
+                            const ing_labelset_t *set)
+{
     lc_pprof_limits_t lim = limits(c);
     lc_buf_t out;
     lc_buf_init(&out, lim.max_decompressed_bytes);
-    int rc = ing_text_to_pprof(c->req->body, c->req->body_len, lines_format, &t, c->sample_rate,
-                               c->from_ns, &lim, c->arena, &out, &c->st);
     lc_pprof_t *p = NULL;
+    int rc = ing_cv_encode(cv, &out);
     if (rc == 0 && lc_pprof_decode(out.data, out.len, &lim, c->arena, &p, &c->st) == 0)
         rc = lc_pprof_validate(p, &lim, &c->st);
     else
         rc = -1;
     lc_buf_fini(&out);
     if (rc < 0)
-        return fail_422(c, "invalid_profile");
+        return fail_decode(c);
     if (p->n_sample == 0)
         return 0; /* no stacks: nothing to store */
     lc_labels_t ls;
-    rc = ingest_labels(c, &ls, t.metric, t.service, true);
+    rc = ingest_labels(c, &ls, set, t->metric, t->service, true);
     rc = rc < 0 ? fail(c, "invalid_labels") : ingest_publish(c, p, &ls, NULL);
     lc_labels_fini(&ls);
+    return rc;
+}
+
+/* folded / lines: dropped with a profile_id before anything is parsed. */
+static int ingest_text(ingest_ctx_t *c, bool lines_format)
+{
+    if (has_profile_id(c))
+        return 0;
+    ing_app_type_t t;
+    if (ing_app_type(c->set.app_name, c->arena, &t, &c->st) < 0)
+        return fail(c, "unknown_profile_type");
+    lc_pprof_limits_t lim = limits(c);
+    ing_cv_t *cv = ing_cv_new(&t, c->sample_rate, c->from_ns, &lim, &c->st);
+    int rc = ing_folded_parse(c->req->body, c->req->body_len, lines_format, c->arena, ing_cv_stack,
+                              cv, &c->st);
+    rc = rc != 0 ? fail_422(c, "invalid_profile") : ingest_converted(c, cv, &t, &c->set);
+    ing_cv_free(cv);
     return rc;
 }
 
@@ -244,6 +265,129 @@ static int ingest_lines(ingest_ctx_t *c)
 {
     return ingest_text(c, true);
 }
+
+/* tree / trie: as in Pyroscope the body is parsed before the profile_id and
+ * profile type checks (a malformed body is 422 either way), so it is read
+ * twice: once to validate, once into the converter. */
+static int ingest_tree_format(ingest_ctx_t *c, bool trie)
+{
+    const uint8_t *body = c->req->body;
+    size_t len = c->req->body_len;
+    if (ing_tree_decode(body, len, trie, NULL, NULL, &c->st) < 0)
+        return fail_decode(c);
+    if (has_profile_id(c))
+        return 0;
+    ing_app_type_t t;
+    if (ing_app_type(c->set.app_name, c->arena, &t, &c->st) < 0)
+        return fail(c, "unknown_profile_type");
+    lc_pprof_limits_t lim = limits(c);
+    ing_cv_t *cv = ing_cv_new(&t, c->sample_rate, c->from_ns, &lim, &c->st);
+    int rc = ing_tree_decode(body, len, trie, ing_cv_stack, cv, &c->st);
+    rc = rc != 0 ? fail_decode(c) : ingest_converted(c, cv, &t, &c->set);
+    ing_cv_free(cv);
+    return rc;
+}
+
+static int ingest_tree(ingest_ctx_t *c)
+{
+    return ingest_tree_format(c, false);
+}
+
+static int ingest_trie(ingest_ctx_t *c)
+{
+    return ingest_tree_format(c, true);
+}
+
+/* ---------------------------------------------------------------- speedscope */
+
+/* Speedscope stacks (frame indices) into the converter; each frame's location
+ * is interned once (ids start at 1, so 0 means "not yet"). */
+typedef struct ss_conv_s {
+    ing_cv_t *cv;
+    const ing_speedscope_t *ss;
+    uint64_t *frame_locs; /* per frame index */
+    uint64_t *locs;       /* scratch: one stack */
+    size_t cap_locs;
+} ss_conv_t;
+
+static int ss_conv_stack(const uint32_t *frames, size_t n, int64_t value, void *data)
+{
+    ss_conv_t *s = data;
+    s->locs = lc_xgrow(s->locs, &s->cap_locs, n ? n : 1, sizeof(*s->locs));
+    for (size_t i = 0; i < n; i++) {
+        uint64_t *loc = &s->frame_locs[frames[i]];
+        if (*loc == 0)
+            *loc =
+                ing_cv_location(s->cv, s->ss->frame_names[frames[i]], s->ss->frame_lens[frames[i]]);
+        s->locs[i] = *loc;
+    }
+    return ing_cv_sample(s->cv, s->locs, n, value);
+}
+
+/* One profile's labelset (§2.9): `profile_name` is always set (Pyroscope adds
+ * it even for a single profile), and when the file holds several profiles the
+ * app name becomes "<app>.<unit>", which picks the profile type. */
+static int ss_labelset(ingest_ctx_t *c, const ing_ss_profile_t *p, bool several,
+                       ing_labelset_t *out)
+{
+    out->app_name =
+        several ? lc_arena_sprintf(c->arena, "%s.%s", c->set.app_name, p->unit) : c->set.app_name;
+    out->v = lc_arena_calloc(c->arena, c->set.n + 1, sizeof(*out->v));
+    if (!out->app_name || !out->v) {
+        lc_status_set(&c->st, LC_CODE_RESOURCE_EXHAUSTED, "out of request memory");
+        return fail(c, "too_large");
+    }
+    out->n = 0;
+    for (size_t i = 0; i < c->set.n; i++) {
+        if (strcmp(c->set.v[i].name, "profile_name") != 0)
+            out->v[out->n++] = c->set.v[i];
+    }
+    out->v[out->n++] = (ing_kv_t){"profile_name", p->name};
+    return 0;
+}
+
+/* Pyroscope replaces the default sampleRate (100) by the unit's own rate. */
+static uint64_t ss_sample_rate(const ingest_ctx_t *c, const ing_ss_profile_t *p)
+{
+    return c->sample_rate == DEFAULT_SAMPLE_RATE ? ing_speedscope_default_rate(p) : c->sample_rate;
+}
+
+static int ingest_ss_profile(ingest_ctx_t *c, const ing_speedscope_t *ss, size_t i)
+{
+    const ing_ss_profile_t *p = &ss->profiles[i];
+    ing_labelset_t set;
+    ing_app_type_t t;
+    if (ss_labelset(c, p, ss->n_profiles > 1, &set) < 0)
+        return -1;
+    if (ing_app_type(set.app_name, c->arena, &t, &c->st) < 0)
+        return fail_422(c, "unknown_profile_type");
+    lc_pprof_limits_t lim = limits(c);
+    ss_conv_t s = {.cv = ing_cv_new(&t, ss_sample_rate(c, p), c->from_ns, &lim, &c->st),
+                   .ss = ss,
+                   .frame_locs = lc_xcalloc(ss->n_frames ? ss->n_frames : 1, sizeof(uint64_t))};
+    int rc = ing_speedscope_stacks(ss, i, ss_conv_stack, &s, &c->st);
+    rc = rc != 0 ? fail_decode(c) : ingest_converted(c, s.cv, &t, &set);
+    lc_free(s.frame_locs);
+    lc_free(s.locs);
+    ing_cv_free(s.cv);
+    return rc;
+}
+
+/* Every profile is parsed and validated before any is converted, and all of
+ * them are published together or none is (Pyroscope pushes them one by one). */
+static int ingest_speedscope(ingest_ctx_t *c)
+{
+    ing_speedscope_t ss;
+    if (ing_speedscope_parse(c->req->body, c->req->body_len, c->arena, &ss, &c->st) < 0)
+        return fail_decode(c);
+    int rc = 0;
+    for (size_t i = 0; !has_profile_id(c) && rc == 0 && i < ss.n_profiles; i++)
+        rc = ingest_ss_profile(c, &ss, i);
+    ing_speedscope_fini(&ss);
+    return rc;
+}
+
+/* ---------------------------------------------------------------- the table */
 
 static int ingest_unsupported(ingest_ctx_t *c)
 {
@@ -258,10 +402,10 @@ static const ingest_format_fn ingest_formats[ING_FMT_COUNT_] = {
     [ING_FMT_LINES]      = ingest_lines,
     [ING_FMT_PPROF]      = ingest_pprof_raw,
     [ING_FMT_PPROF_FORM] = ingest_pprof_form,
-    [ING_FMT_TRIE]       = ingest_unsupported,
-    [ING_FMT_TREE]       = ingest_unsupported,
+    [ING_FMT_TRIE]       = ingest_trie,
+    [ING_FMT_TREE]       = ingest_tree,
     [ING_FMT_JFR]        = ingest_unsupported,
-    [ING_FMT_SPEEDSCOPE] = ingest_unsupported,
+    [ING_FMT_SPEEDSCOPE] = ingest_speedscope,
 };
 /* clang-format on */
 

@@ -296,6 +296,54 @@ static int64_t stored(env_t *e, const char *service, const char *type)
 
 /* ---------------------------------------------------------------- scripts */
 
+/* tree: root -> a -> {b 3, c 2}; trie: "" -> "a;" -> {"b" 4, "c" 1} (§2.7). */
+static const char TREE_BODY[] = "\x00\x00\x01"
+                                "\x01"
+                                "a\x00\x02"
+                                "\x01"
+                                "b\x03\x00"
+                                "\x01"
+                                "c\x02\x00";
+static const char TRIE_BODY[] = "\x00\x00\x01"
+                                "\x02"
+                                "a;\x00\x02"
+                                "\x01"
+                                "b\x04\x00"
+                                "\x01"
+                                "c\x01\x00";
+
+static void script_tree_formats(env_t *e)
+{
+    size_t tree_len = sizeof(TREE_BODY) - 1, trie_len = sizeof(TRIE_BODY) - 1;
+    expect(http(e, "POST", "/ingest?name=tree-app&format=tree&sampleRate=0",
+                "application/octet-stream", TREE_BODY, tree_len),
+           200, NULL, "tree");
+    expect(http(e, "POST", "/ingest?name=trie-app.wall", "binary/octet-stream+trie", TRIE_BODY,
+                trie_len),
+           200, NULL, "trie by content type");
+    expect(http(e, "POST", "/ingest?name=x&format=tree", "application/octet-stream", TREE_BODY,
+                tree_len - 1),
+           422, "tree: truncated", "truncated tree");
+    expect(http(e, "POST", "/ingest?name=my.app&format=tree", "application/octet-stream", TREE_BODY,
+                tree_len),
+           400, "unknown profile type", "tree with an unknown suffix");
+    expect(http(e, "POST", "/ingest?name=pid-tree%7Bprofile_id%3Dabc%7D&format=trie",
+                "application/octet-stream", TRIE_BODY, trie_len),
+           200, NULL, "trie with a profile_id");
+    expect(http(e, "POST", "/ingest?name=x&format=speedscope", "application/json", "x", 1), 422,
+           "speedscope: invalid JSON", "bad speedscope");
+    static const char several_none[] =
+        "{\"$schema\":\"https://www.speedscope.app/file-format-schema.json\","
+        "\"shared\":{\"frames\":[{\"name\":\"a\"}]},\"profiles\":["
+        "{\"type\":\"sampled\",\"name\":\"p1\",\"unit\":\"none\",\"samples\":[[0]],"
+        "\"weights\":[1]},"
+        "{\"type\":\"sampled\",\"name\":\"p2\",\"unit\":\"none\",\"samples\":[[0]],"
+        "\"weights\":[1]}]}";
+    expect(http(e, "POST", "/ingest?name=ss-none&format=speedscope", "application/json",
+                several_none, sizeof(several_none) - 1),
+           422, "unknown profile type: none", "several speedscope profiles in unit none");
+}
+
 static void script_ingest(env_t *e)
 {
     const char *folded = "a;b 3\na;c 2\n";
@@ -305,13 +353,9 @@ static void script_ingest(env_t *e)
     expect(http(e, "POST", "/pyroscope/ingest?name=lines-app&format=lines&sampleRate=0",
                 "text/plain", "a;b\na;b\nc\n", 10),
            200, NULL, "lines");
-    static const char *const unsupported[] = {"trie", "tree", "jfr", "speedscope"};
-    for (size_t i = 0; i < LC_ARRAY_LEN(unsupported); i++) {
-        char target[128], want[64];
-        snprintf(target, sizeof(target), "/ingest?name=x&format=%s", unsupported[i]);
-        snprintf(want, sizeof(want), "format %s is not supported yet", unsupported[i]);
-        expect(http(e, "POST", target, "application/octet-stream", "x", 1), 400, want, target);
-    }
+    expect(http(e, "POST", "/ingest?name=x&format=jfr", "application/octet-stream", "x", 1), 400,
+           "format jfr is not supported yet", "jfr");
+    script_tree_formats(e);
     expect(http(e, "POST", "/ingest?name=my.app", "text/plain", "a 1\n", 4), 400,
            "unknown profile type", "unknown suffix");
     expect(http(e, "POST", "/ingest?name=bad%20app", "text/plain", "a 1\n", 4), 400,
@@ -396,13 +440,17 @@ static void test_ingest_and_push(void)
     LC_ASSERT_EQ(stored(&e, "raw-cpu", "process_cpu:cpu:nanoseconds:cpu:nanoseconds"), 470000000);
     LC_ASSERT_EQ(stored(&e, "push-ok", "process_cpu:cpu:nanoseconds:cpu:nanoseconds"), 470000000);
     LC_ASSERT_EQ(stored(&e, "push-ok2", "process_cpu:samples:count:cpu:nanoseconds"), 47);
+    LC_ASSERT_EQ(stored(&e, "tree-app", "process_cpu:samples:count::"), 5);
+    /* 5 trie samples x (1e9 / 100) ns */
+    LC_ASSERT_EQ(stored(&e, "trie-app", "wall:wall:nanoseconds:cpu:nanoseconds"), 50000000);
     static const char *const absent[] = {
-        "pid-app", "prev-app", "noprofile-app", "badcfg-app", "trunc-cpu", "push-bad", "x", "my"};
+        "pid-app", "prev-app", "noprofile-app", "badcfg-app", "trunc-cpu", "push-bad",
+        "x",       "my",       "pid-tree",      "ss-none"};
     for (size_t i = 0; i < LC_ARRAY_LEN(absent); i++)
         LC_ASSERT_EQ(stored(&e, absent[i], NULL), -1);
     lc_metric_t *m =
         lc_metrics_counter(e.metrics, "ember_ingest_profiles_total", "", "route=\"ingest\"");
-    LC_ASSERT_EQ(lc_metric_value(m), 5); /* fold, lines, go-block, sniff-app, raw-cpu */
+    LC_ASSERT_EQ(lc_metric_value(m), 7); /* fold, lines, go-block, sniff-app, raw-cpu, tree, trie */
     env_free(&e);
 }
 
