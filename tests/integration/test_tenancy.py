@@ -281,9 +281,14 @@ class TenancyTest(h.ServerTestCase):
         # version.v1 has no auth interceptor in Pyroscope: served without a tenant
         r = self.rpc_json(None, "version.v1.Version/Version", {})
         self.assertEqual((r.status, r.json), (200, {"QuerierAPI": "1"}))
-        for path in ("/pyroscope/render", "/pyroscope/render-diff", "/pyroscope/label-values"):
+        query = {"query": SAMPLES + "{}", "from": self.rng["start"], "until": self.rng["end"]}
+        legacy = {"/pyroscope/render": query,
+                  "/pyroscope/render-diff": {f"{side}{k.capitalize()}": v for side in ("left", "right")
+                                             for k, v in query.items()},
+                  "/pyroscope/label-values": {"label": "__name__"}}
+        for path, params in legacy.items():
             with self.subTest(path=path):
-                r = self.legacy(None, path, {"query": SAMPLES + "{}", "label": "__name__"})
+                r = self.legacy(None, path, params)
                 if r.status == 404:
                     self.skipTest(f"{path} is not served yet (404)")
                 self.assertUnauthenticated(r, path)
