@@ -57,7 +57,7 @@ int qry_extra_new(uv_loop_t *loop, const qry_extra_opts_t *opts, lc_httpd_t *srv
     int rc = open_settings(x, opts);
     for (size_t i = 0; i < LC_ARRAY_LEN(methods) && rc == 0; i++)
         rc = lc_connect_register(srv, methods[i].path, methods[i].in, methods[i].fn, x);
-    if (rc) {
+    if (rc) { /* start-up fails: routes registered so far are never served */
         LC_LOG_ERROR("cannot start the settings/version/capabilities services err=\"%s\"",
                      lc_strerror(rc));
         qry_extra_free(x);
