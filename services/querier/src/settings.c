@@ -135,9 +135,11 @@ int qry_settings_get(lc_http_req_t *req, const ProtobufCMessage *in, ProtobufCMe
     if (!resp || (n && !v))
         return fail_memory(st);
     settings__v1__get_settings_response__init(resp);
-    for (size_t i = 0; i < n; i++)
-        if (!(v[i] = setting_message(req->arena, &list[i])))
+    for (size_t i = 0; i < n; i++) {
+        v[i] = setting_message(req->arena, &list[i]);
+        if (!v[i])
             return fail_memory(st);
+    }
     resp->settings = v;
     resp->n_settings = n;
     *out = &resp->base;
