@@ -364,6 +364,7 @@ static int ss_walk_fail(ss_walk_t *w, const char *fmt, ...)
 static int ss_ticks(ss_walk_t *w, double units, int64_t *out)
 {
     double t = units * w->ticks;
+    *out = 0;
     if (!(t < 0x1p63))
         return ss_walk_fail(w, "value %g is too large", units);
     *out = (int64_t)t;
