@@ -321,24 +321,69 @@ static int gzip_in_place(lc_buf_t *body)
     return rc;
 }
 
-void lc_connect_reply(lc_http_req_t *req, lc_connect_codec_t codec, const ProtobufCMessage *msg)
+/* Sends an encoded body (gzip if accepted), or resource_exhausted when
+ * encoding or compressing it failed (rc != 0: it passed the response cap). */
+static void reply_body(lc_http_req_t *req, lc_connect_codec_t codec, lc_buf_t *body, int rc)
 {
     bool gzip = lc_connect_accepts_gzip(lc_http_header(req, "accept-encoding"));
-    size_t cap = req->resp_body.max ? req->resp_body.max : CONNECT_DEFAULT_MAX_RESPONSE;
-    lc_buf_t body;
     lc_status_t st;
 
-    lc_buf_init(&body, cap);
-    int rc = marshal(codec, msg, &body);
     if (rc == 0 && gzip)
-        rc = gzip_in_place(&body);
+        rc = gzip_in_place(body);
     if (rc != 0) {
-        lc_status_set(&st, LC_CODE_RESOURCE_EXHAUSTED, "response exceeds %zu bytes", cap);
+        lc_status_set(&st, LC_CODE_RESOURCE_EXHAUSTED, "response exceeds %zu bytes", body->max);
         lc_connect_error(req, &st);
+        return;
+    }
+    lc_http_reply(req, 200, codec_content_type(codec), body->data, body->len);
+    if (gzip)
+        lc_http_set_header(req, "Content-Encoding", "gzip");
+}
+
+static size_t response_cap(const lc_http_req_t *req)
+{
+    return req->resp_body.max ? req->resp_body.max : CONNECT_DEFAULT_MAX_RESPONSE;
+}
+
+void lc_connect_reply(lc_http_req_t *req, lc_connect_codec_t codec, const ProtobufCMessage *msg)
+{
+    lc_buf_t body;
+    lc_buf_init(&body, response_cap(req));
+    reply_body(req, codec, &body, marshal(codec, msg, &body));
+    lc_buf_fini(&body);
+}
+
+/* JSON of a message given as protobuf bytes: decoded into the request arena
+ * (freed with it), then encoded. */
+static int bytes_to_json(lc_http_req_t *req, const ProtobufCMessageDescriptor *desc,
+                         const uint8_t *bytes, size_t len, lc_buf_t *out, lc_status_t *st)
+{
+    ProtobufCAllocator alloc;
+    lc_arena_pb_allocator(req->arena, &alloc);
+    ProtobufCMessage *msg =
+        protobuf_c_message_unpack(desc, &alloc, len, bytes ? bytes : (const uint8_t *)"");
+    if (!msg)
+        return lc_status_set(st, LC_CODE_INTERNAL, "the %s reply does not decode", desc->name);
+    return lc_pbjson_encode(msg, out) ? lc_status_set(st, LC_CODE_RESOURCE_EXHAUSTED,
+                                                      "response exceeds %zu bytes", out->max)
+                                      : 0;
+}
+
+void lc_connect_reply_raw(lc_http_req_t *req, lc_connect_codec_t codec,
+                          const ProtobufCMessageDescriptor *desc, const uint8_t *proto_bytes,
+                          size_t len)
+{
+    lc_buf_t body;
+    lc_status_t st = {0};
+
+    lc_buf_init(&body, response_cap(req));
+    if (codec == LC_CONNECT_JSON) {
+        if (bytes_to_json(req, desc, proto_bytes, len, &body, &st) != 0)
+            lc_connect_error(req, &st);
+        else
+            reply_body(req, codec, &body, 0);
     } else {
-        lc_http_reply(req, 200, codec_content_type(codec), body.data, body.len);
-        if (gzip)
-            lc_http_set_header(req, "Content-Encoding", "gzip");
+        reply_body(req, codec, &body, lc_buf_append(&body, proto_bytes, len));
     }
     lc_buf_fini(&body);
 }

@@ -25,6 +25,13 @@ int lc_connect_decode(lc_http_req_t *req, const ProtobufCMessageDescriptor *desc
                       lc_status_t *st) LC_MUST_CHECK;
 /* Writes a success response in the request's codec (gzip if accepted). */
 void lc_connect_reply(lc_http_req_t *req, lc_connect_codec_t codec, const ProtobufCMessage *msg);
+/* Writes a success response of type desc whose protobuf encoding is already
+ * at hand (e.g. a merged pprof built as bytes), so it is not decoded and
+ * re-encoded: the proto codec sends the bytes as they are (gzip if accepted);
+ * the JSON codec decodes them into req->arena and writes their JSON. */
+void lc_connect_reply_raw(lc_http_req_t *req, lc_connect_codec_t codec,
+                          const ProtobufCMessageDescriptor *desc, const uint8_t *proto_bytes,
+                          size_t len);
 /* Writes a Connect error: JSON {"code","message"} with the mapped HTTP status. */
 void lc_connect_error(lc_http_req_t *req, const lc_status_t *st);
 
