@@ -1,7 +1,7 @@
 /*
  * query_int.h — internals shared by the query engine's .c files (query_tree.c,
- * query_flame.c, query_diff.c, query_merge.c, query_pprof.c, query_series.c). Not a public
- * header: callers use lc/query.h.
+ * query_flame.c, query_diff.c, query_merge.c, query_pprof.c, query_series.c,
+ * query_callsite.c). Not a public header: callers use lc/query.h.
  */
 #ifndef LC_QUERY_INT_H
 #define LC_QUERY_INT_H
@@ -94,7 +94,23 @@ typedef struct qm_sums_s {
     size_t n_series, series_cap;
 } qm_sums_t;
 
-/* Sums the block's matching profiles into s and loads the node prefix. */
+/* Blocks of a reader; NULL (an empty range) has none. */
+static inline size_t lc_query__blocks(const lc_store_reader_t *r)
+{
+    return r ? lc_store_reader_count(r) : 0;
+}
+
+/* Whether a sample's span id passes q's span filter. */
+bool lc_query__span_selected(const lc_query_t *q, uint64_t span);
+
+/* Marks keep[i] for the nodes [0, n) of a block whose stack passes q's
+ * call-site filter (query_callsite.c); parents/locations as lc_block_nodes
+ * gives them (parent < child). */
+int lc_query__callsite_mark(lc_block_t *b, const lc_query_t *q, const uint32_t *parents,
+                            const uint32_t *locations, uint32_t n, uint8_t *keep) LC_MUST_CHECK;
+
+/* Sums the block's matching profiles into s and loads the node prefix; with a
+ * call-site filter, nodes outside the call site keep self 0. */
 int lc_query__block_sum(lc_block_t *b, const lc_query_t *q, qm_sums_t *s) LC_MUST_CHECK;
 void lc_query__sums_fini(qm_sums_t *s);
 /* Maps an engine error to a client status (resource_exhausted for caps). */

@@ -41,8 +41,10 @@ typedef struct sums_walk_s {
     const lc_query_t *q;
 } sums_walk_t;
 
-static bool span_selected(const lc_query_t *q, uint64_t span)
+bool lc_query__span_selected(const lc_query_t *q, uint64_t span)
 {
+    if (!q->span_ids)
+        return true;
     size_t lo = 0, hi = q->n_span_ids;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
@@ -80,7 +82,7 @@ static int sums_profile_cb(lc_block_t *b, const lc_stored_profile_t *p, void *da
             return rc;
         if (node >= w->node_count)
             return LC_ECORRUPT;
-        if (w->q->n_span_ids && !span_selected(w->q, span))
+        if (!lc_query__span_selected(w->q, span))
             continue;
         if (node >= s->n) {
             sums_reserve(s, (size_t)node + 1);
@@ -103,6 +105,19 @@ static int sums_load_nodes(lc_block_t *b, qm_sums_t *s)
     return rc;
 }
 
+/* Clears the self values of nodes outside the call site. */
+static int sums_callsite(lc_block_t *b, const lc_query_t *q, qm_sums_t *s)
+{
+    uint8_t *keep = lc_xmalloc(s->n);
+    int rc = lc_query__callsite_mark(b, q, s->parents, s->locations, s->n, keep);
+    for (uint32_t i = 0; rc == 0 && i < s->n; i++) {
+        if (!keep[i])
+            s->self[i] = 0;
+    }
+    lc_free(keep);
+    return rc;
+}
+
 int lc_query__block_sum(lc_block_t *b, const lc_query_t *q, qm_sums_t *s)
 {
     if (s->n)
@@ -115,6 +130,8 @@ int lc_query__block_sum(lc_block_t *b, const lc_query_t *q, qm_sums_t *s)
         rc = lc_block_profiles(b, s->series[i], q->start_ns, q->end_ns, sums_profile_cb, &w);
     if (rc == 0 && s->n > 0)
         rc = sums_load_nodes(b, s);
+    if (rc == 0 && s->n > 0 && q->n_call_site)
+        rc = sums_callsite(b, q, s);
     return rc;
 }
 
@@ -280,7 +297,7 @@ int lc_query_merge_tree(lc_store_reader_t *r, const lc_query_t *q, lc_ftree_t *d
     qm_sums_t sums = {0};
     qm_fold_t fold = {0};
     int rc = 0;
-    for (size_t i = 0; rc == 0 && i < lc_store_reader_count(r); i++) {
+    for (size_t i = 0; rc == 0 && i < lc_query__blocks(r); i++) {
         lc_block_t *b = lc_store_reader_block(r, i);
         rc = lc_query__block_sum(b, q, &sums);
         if (rc == 0 && sums.n > 0)

@@ -7,6 +7,11 @@
  * by content (block ids differ between blocks) and sums samples that end up
  * with the same stack. Per block, each store id is resolved to a builder id
  * once.
+ *
+ * Go PGO export (lc_query_pgo_t, Pyroscope's GoPGO selector) keeps only the
+ * keep_locations leaf-most locations of each stack and, with
+ * aggregate_callees, replaces the leaf location by a copy whose innermost
+ * line number is 0, so samples differing only in the callee's line merge.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -16,7 +21,8 @@
 typedef struct qp_block_s {
     lc_block_t *b;
     lc_pprof_builder_t *out;
-    uint64_t *loc_id; /* by store location id: builder id, 0 = not yet */
+    uint64_t *loc_id;  /* by store location id: builder id, 0 = not yet */
+    uint64_t *leaf_id; /* the same for the PGO leaf variant (line 0), lazily */
     uint64_t *func_id;
     uint64_t *map_id;
     size_t n_locs, n_funcs, n_maps;
@@ -45,6 +51,7 @@ static int qp_init(qp_block_t *p, lc_block_t *b, lc_pprof_builder_t *out)
 static void qp_fini(qp_block_t *p)
 {
     lc_free(p->loc_id);
+    lc_free(p->leaf_id);
     lc_free(p->func_id);
     lc_free(p->map_id);
     lc_free(p->lines);
@@ -123,12 +130,17 @@ static int qp_mapping(qp_block_t *p, uint32_t mid, uint64_t *out)
     return 0;
 }
 
-static int qp_location(qp_block_t *p, uint32_t lid, uint64_t *out)
+/* The builder id of store location lid; zero_line: the PGO leaf variant
+ * whose innermost line (lines[0]) has line number 0. */
+static int qp_location(qp_block_t *p, uint32_t lid, bool zero_line, uint64_t *out)
 {
     if (lid == 0 || lid > p->n_locs)
         return LC_ECORRUPT;
-    if (p->loc_id[lid]) {
-        *out = p->loc_id[lid];
+    if (zero_line && !p->leaf_id)
+        p->leaf_id = lc_xcalloc(p->n_locs + 1, sizeof(uint64_t));
+    uint64_t *cache = zero_line ? p->leaf_id : p->loc_id;
+    if (cache[lid]) {
+        *out = cache[lid];
         return 0;
     }
     lc_store_location_t l;
@@ -145,24 +157,29 @@ static int qp_location(qp_block_t *p, uint32_t lid, uint64_t *out)
     }
     if (rc)
         return rc;
-    p->loc_id[lid] = lc_pprof_builder_location(p->out, mapping, l.address, p->lines, l.n_lines);
-    *out = p->loc_id[lid];
+    if (zero_line && l.n_lines)
+        p->lines[0].line = 0;
+    cache[lid] = lc_pprof_builder_location(p->out, mapping, l.address, p->lines, l.n_lines);
+    *out = cache[lid];
     return *out ? 0 : LC_ETOOBIG;
 }
 
-/* One sample per node with a value; its stack is the node's path, leaf first. */
-static int qp_emit(qp_block_t *p, const qm_sums_t *s)
+/* One sample per node with a value; its stack is the node's path, leaf first
+ * (with PGO: its leaf-most keep_locations locations). */
+static int qp_emit(qp_block_t *p, const qm_sums_t *s, const lc_query_pgo_t *pgo)
 {
     uint64_t *stack = NULL;
-    size_t cap = 0;
+    size_t cap = 0, keep = pgo->enabled && pgo->keep_locations ? pgo->keep_locations : SIZE_MAX;
+    bool zero_leaf_line = pgo->enabled && pgo->aggregate_callees;
     int rc = 0;
     for (uint32_t i = 0; rc == 0 && i < s->n; i++) {
         if (s->self[i] == 0)
             continue;
         size_t depth = 0;
-        for (uint32_t n = i; n != 0 && rc == 0; n = s->parents[n]) {
+        for (uint32_t n = i; n != 0 && rc == 0 && depth < keep; n = s->parents[n]) {
             stack = lc_xgrow(stack, &cap, depth + 1, sizeof(*stack));
-            rc = qp_location(p, s->locations[n], &stack[depth++]);
+            rc = qp_location(p, s->locations[n], zero_leaf_line && depth == 0, &stack[depth]);
+            depth++;
         }
         if (rc == 0)
             lc_pprof_builder_sample(p->out, stack, depth, &s->self[i], NULL, 0);
@@ -176,7 +193,7 @@ int lc_query_merge_pprof(lc_store_reader_t *r, const lc_query_t *q, lc_pprof_bui
 {
     qm_sums_t sums = {0};
     int rc = 0;
-    for (size_t i = 0; rc == 0 && i < lc_store_reader_count(r); i++) {
+    for (size_t i = 0; rc == 0 && i < lc_query__blocks(r); i++) {
         lc_block_t *blk = lc_store_reader_block(r, i);
         rc = lc_query__block_sum(blk, q, &sums);
         if (rc || sums.n == 0)
@@ -184,7 +201,7 @@ int lc_query_merge_pprof(lc_store_reader_t *r, const lc_query_t *q, lc_pprof_bui
         qp_block_t p;
         rc = qp_init(&p, blk, b);
         if (rc == 0) {
-            rc = qp_emit(&p, &sums);
+            rc = qp_emit(&p, &sums, &q->pgo);
             qp_fini(&p);
         }
     }

@@ -8,7 +8,9 @@
  * Pyroscope's RangeSeries. Points are sparse. The raw (group, boundary, value)
  * triples are kept and reduced once at the end with one sort, which is cheaper
  * than a per-bucket map while profiles arrive out of time order across blocks.
- * The per-profile value is the stored total, so no samples are read.
+ * The per-profile value is the stored total, so no samples are read; only a
+ * span or call-site filter makes it read samples and sum those that pass
+ * (the call site decided once per block node, query_callsite.c).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -316,9 +318,14 @@ typedef struct ts_series_ref_s {
 
 typedef struct ts_collect_s {
     lc_query_series_t *s;
+    const lc_query_t *q;
     ts_series_ref_t *refs;
     size_t n_refs, refs_cap;
     size_t current; /* the ref whose profiles are being walked */
+    /* sample filter (span ids, call site); keep == NULL: use stored totals */
+    uint8_t *keep; /* by block node id: inside the call site */
+    uint32_t n_nodes;
+    uint32_t *parents, *locations;
 } ts_collect_t;
 
 static int collect_series_cb(lc_block_t *b, uint32_t series_id, const char *tenant,
@@ -336,17 +343,68 @@ static int collect_series_cb(lc_block_t *b, uint32_t series_id, const char *tena
     return 0;
 }
 
+/* The sum of a profile's samples that pass the span and call-site filters. */
+static int filtered_total(const ts_collect_t *c, const lc_stored_profile_t *p, int64_t *total)
+{
+    lc_sample_iter_t it;
+    lc_sample_iter_init(&it, p);
+    *total = 0;
+    for (;;) {
+        uint32_t node;
+        int64_t value;
+        uint64_t span;
+        int rc = lc_sample_iter_next(&it, &node, &value, &span);
+        if (rc != 1)
+            return rc;
+        if (node >= c->n_nodes)
+            return LC_ECORRUPT;
+        if (c->keep[node] && lc_query__span_selected(c->q, span))
+            *total += value;
+    }
+}
+
 static int collect_profile_cb(lc_block_t *b, const lc_stored_profile_t *p, void *data)
 {
     LC_UNUSED(b);
     ts_collect_t *c = data;
-    return lc_query_series_add(c->s, c->refs[c->current].group, p->time_ns, p->total);
+    int64_t total = p->total;
+    if (c->keep) {
+        int rc = filtered_total(c, p, &total);
+        if (rc)
+            return rc;
+    }
+    return lc_query_series_add(c->s, c->refs[c->current].group, p->time_ns, total);
+}
+
+/* Per block, for a sample filter: which nodes are inside the call site (all
+ * of them without one). The whole node table is loaded: samples may touch any
+ * node. */
+static int collect_filter(lc_block_t *b, const lc_query_t *q, ts_collect_t *c)
+{
+    c->n_nodes = lc_block_node_count(b);
+    size_t n = c->n_nodes ? c->n_nodes : 1;
+    c->keep = lc_xrealloc(c->keep, n);
+    memset(c->keep, 1, n);
+    if (!q->n_call_site || c->n_nodes == 0)
+        return 0;
+    c->parents = lc_xrealloc(c->parents, n * sizeof(uint32_t));
+    c->locations = lc_xrealloc(c->locations, n * sizeof(uint32_t));
+    int rc = lc_block_nodes(b, c->parents, c->locations, c->n_nodes);
+    for (uint32_t i = 1; rc == 0 && i < c->n_nodes; i++) {
+        if (c->parents[i] >= i)
+            rc = LC_ECORRUPT;
+    }
+    if (rc == 0)
+        rc = lc_query__callsite_mark(b, q, c->parents, c->locations, c->n_nodes, c->keep);
+    return rc;
 }
 
 static int collect_block(lc_block_t *b, const lc_query_t *q, ts_collect_t *c)
 {
     c->n_refs = 0;
     int rc = lc_block_series(b, q->tenants, q->n_tenants, q->sel, collect_series_cb, c);
+    if (rc == 0 && c->n_refs > 0 && (q->span_ids || q->n_call_site))
+        rc = collect_filter(b, q, c);
     for (size_t i = 0; rc == 0 && i < c->n_refs; i++) {
         c->current = i;
         rc = lc_block_profiles(b, c->refs[i].series_id, q->start_ns, q->end_ns, collect_profile_cb,
@@ -358,11 +416,14 @@ static int collect_block(lc_block_t *b, const lc_query_t *q, ts_collect_t *c)
 int lc_query_series_collect(lc_store_reader_t *r, const lc_query_t *q, lc_query_series_t *s,
                             lc_status_t *st)
 {
-    ts_collect_t c = {.s = s};
+    ts_collect_t c = {.s = s, .q = q};
     int rc = 0;
-    for (size_t i = 0; rc == 0 && i < lc_store_reader_count(r); i++)
+    for (size_t i = 0; rc == 0 && i < lc_query__blocks(r); i++)
         rc = collect_block(lc_store_reader_block(r, i), q, &c);
     lc_free(c.refs);
+    lc_free(c.keep);
+    lc_free(c.parents);
+    lc_free(c.locations);
     if (rc == LC_ETOOBIG)
         return lc_status_set(st, LC_CODE_RESOURCE_EXHAUSTED,
                              "the query selects more than %u profiles; narrow the range",

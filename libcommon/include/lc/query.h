@@ -72,17 +72,36 @@ int lc_ftree_write_tree(lc_ftree_t *t, int64_t max_nodes, lc_buf_t *out) LC_MUST
 int lc_ftree_read_tree(lc_ftree_t *t, const uint8_t *p, size_t len) LC_MUST_CHECK;
 
 /* ------------------------------------------------------- store queries */
+#define LC_QUERY_MAX_CALL_SITE 1024 /* call-site frames in a stack-trace selector */
+
+/* Go PGO export (types.v1.GoPGO), applied to merged pprof only. */
+typedef struct lc_query_pgo_s {
+    bool enabled;
+    uint32_t keep_locations; /* leaf-most locations kept per sample; 0 = all */
+    bool aggregate_callees;  /* the leaf location's innermost line number becomes 0 */
+} lc_query_pgo_t;
+
 /* What to read: series of `tenants` matching `sel` (the caller adds the
- * __profile_type__ matcher), profiles with start_ns <= time <= end_ns, and,
- * when span_ids is set, only samples carrying one of those span ids. */
+ * __profile_type__ matcher), profiles with start_ns <= time <= end_ns, and
+ * of their samples:
+ *  - with span_ids set, only those carrying one of the span ids;
+ *  - with call_site set, only those whose stack, root first, begins with the
+ *    call-site function names (a location's lines count outermost first, as
+ *    frames; a location without lines adds no frame). */
 typedef struct lc_query_s {
     const char *const *tenants;
     size_t n_tenants;
     const lc_selector_t *sel;
     int64_t start_ns, end_ns;
-    const uint64_t *span_ids; /* sorted ascending; NULL/0 = every sample */
+    const uint64_t *span_ids; /* sorted ascending; NULL = every sample (n 0: none) */
     size_t n_span_ids;
+    const char *const *call_site; /* root first; n_call_site 0 = every stack */
+    size_t n_call_site;           /* at most LC_QUERY_MAX_CALL_SITE */
+    lc_query_pgo_t pgo;
 } lc_query_t;
+
+/* A NULL reader stands for "no blocks" (a range outside the look-back) in
+ * every function below. */
 
 /* Folds every matching profile of every block of r into dst. */
 int lc_query_merge_tree(lc_store_reader_t *r, const lc_query_t *q, lc_ftree_t *dst,
@@ -114,7 +133,8 @@ int lc_query_series_group(lc_query_series_t *s, const lc_labels_t *labels,
  * the boundaries are ignored. */
 int lc_query_series_add(lc_query_series_t *s, uint32_t group, int64_t time_ns,
                         int64_t value) LC_MUST_CHECK;
-/* Adds every matching profile's stored total (no sample reads). */
+/* Adds every matching profile's total: the stored one (no sample reads), or,
+ * with a span or call-site filter, the sum of the samples that pass it. */
 int lc_query_series_collect(lc_store_reader_t *r, const lc_query_t *q, lc_query_series_t *s,
                             lc_status_t *st) LC_MUST_CHECK;
 /* The result: series with points (sparse, ascending time), limited, sorted
