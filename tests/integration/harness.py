@@ -151,6 +151,7 @@ def rpc_classes(method):
         f"{QUERIER}/SelectMergeProfile": (q.SelectMergeProfileRequest, p.profile.Profile),
         f"{QUERIER}/SelectSeries": (q.SelectSeriesRequest, q.SelectSeriesResponse),
         f"{QUERIER}/GetProfileStats": (t.GetProfileStatsRequest, t.GetProfileStatsResponse),
+        f"{QUERIER}/Diff": (q.DiffRequest, q.DiffResponse),
     }
     return table[method]
 

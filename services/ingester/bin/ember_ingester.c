@@ -1,0 +1,416 @@
+/*
+ * ember_ingester.c — `ember-ingester`: receivers + transport + writer + store
+ * + the shard query API (shard.c), and, with --redis.url, a heartbeat that
+ * announces this ingester to the queriers (ARCHITECTURE.md §1-§2).
+ *
+ * Membership: every second the ingester refreshes its score (now, ms) in the
+ * sorted set ember:ingesters under its advertised URL; a querier asks every
+ * member whose score is younger than the TTL. A killed ingester thus drops out
+ * by itself; a stopped one removes itself. /ready is false while the Redis
+ * link is down, since queriers cannot see this ingester then.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <uv.h>
+
+#include "ingester.h"
+#include "lc/cfg.h"
+#include "lc/httpd.h"
+#include "lc/log.h"
+#include "lc/metrics.h"
+#include "lc/redis.h"
+#include "lc/store.h"
+#include "lc/transport.h"
+#include "shard.h"
+
+#define HEARTBEAT_MS 1000
+#define MEMBERS_KEY "ember:ingesters"
+#define REDIS_CMD_TIMEOUT_MS 2000
+
+typedef struct ingester_cfg_s {
+    char *config_file;
+    char *http_address;
+    char *data_dir;
+    char *log_level;
+    int64_t retention_ns;
+    int64_t block_duration_ns;
+    int64_t map_size_bytes;
+    int64_t max_body_bytes;
+    int64_t max_profile_bytes;
+    int64_t max_samples;
+    int64_t reject_older_than_ns;
+    int64_t reject_newer_than_ns;
+    int64_t max_backlog_bytes;
+    bool multitenancy;
+    char *redis_url;
+    char *advertise_url;
+} ingester_cfg_t;
+
+#define CFG(name, type, field, def, help)                                                          \
+    {name, type, offsetof(ingester_cfg_t, field), def, 0, 0, help}
+
+/* The same names (and EMBER_* variables) as `ember`'s flags. */
+static const lc_cfg_entry_t cfg_table[] = {
+    CFG("config.file", LC_CFG_STRING, config_file, NULL, "YAML file with any of these settings"),
+    CFG("http.address", LC_CFG_STRING, http_address, "0.0.0.0:4040", "HTTP listen address"),
+    CFG("data.dir", LC_CFG_STRING, data_dir, "./data", "directory of the LMDB blocks"),
+    CFG("log.level", LC_CFG_STRING, log_level, "info", "debug, info, warn or error"),
+    CFG("retention", LC_CFG_DURATION, retention_ns, "0",
+        "drop blocks older than this (0 keeps everything)"),
+    CFG("storage.block-duration", LC_CFG_DURATION, block_duration_ns, "1h",
+        "time span of one storage block"),
+    CFG("storage.map-size", LC_CFG_BYTES, map_size_bytes, "16GiB",
+        "LMDB map size per block (sparse; an upper bound, not an allocation)"),
+    CFG("http.max-body-bytes", LC_CFG_BYTES, max_body_bytes, "256MiB",
+        "largest request body accepted (413 above)"),
+    CFG("ingest.max-profile-bytes", LC_CFG_BYTES, max_profile_bytes, "64MiB",
+        "largest decompressed profile accepted"),
+    CFG("ingest.max-samples", LC_CFG_INT, max_samples, "1000000",
+        "most samples accepted in one profile"),
+    CFG("ingest.reject-older-than", LC_CFG_DURATION, reject_older_than_ns, "0",
+        "reject profiles older than this (0 accepts any age: backfill works)"),
+    CFG("ingest.reject-newer-than", LC_CFG_DURATION, reject_newer_than_ns, "0",
+        "reject profiles further than this in the future (0 = no limit)"),
+    CFG("ingest.max-backlog-bytes", LC_CFG_BYTES, max_backlog_bytes, "256MiB",
+        "profiles waiting for the writer before receivers answer 429"),
+    CFG("auth.multitenancy-enabled", LC_CFG_BOOL, multitenancy, "false",
+        "require X-Scope-OrgID and keep tenants apart"),
+    CFG("redis.url", LC_CFG_STRING, redis_url, "",
+        "redis://host:port of the streams and the membership ('' = standalone)"),
+    CFG("ingester.advertise-url", LC_CFG_STRING, advertise_url, "",
+        "URL queriers reach this ingester at ('' = http://<http.address>)"),
+};
+
+typedef struct ingester_s {
+    uv_loop_t loop;
+    const ingester_cfg_t *cfg;
+    lc_metrics_t *metrics;
+    lc_store_t *store;
+    ing_writer_t *writer;
+    lc_transport_t *transport;
+    lc_httpd_t *httpd;
+    ing_t *ing;
+    ing_shard_t *shard;
+    lc_redis_t *redis; /* membership heartbeat; NULL when standalone */
+    char *advertise;
+    uv_signal_t sigterm, sigint;
+    uv_timer_t heartbeat;
+    bool stopping;
+    lc_metric_t *backlog_bytes, *backlog_msgs, *redis_up;
+} ingester_t;
+
+static int64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* ------------------------------------------------------- /ready, /metrics */
+
+static lc_http_result_t ready_handler(lc_http_req_t *req, void *data)
+{
+    ingester_t *g = data;
+    if (g->stopping)
+        lc_http_reply(req, 503, "text/plain", "shutting down", 13);
+    else if (g->redis && !lc_redis_is_up(g->redis))
+        lc_http_reply(req, 503, "text/plain", "redis link down", 15);
+    else
+        lc_http_reply(req, 200, "text/plain", "ready", 5);
+    return LC_HTTP_DONE;
+}
+
+static lc_http_result_t metrics_handler(lc_http_req_t *req, void *data)
+{
+    ingester_t *g = data;
+    lc_transport_stats_t ts;
+    lc_transport_stats(g->transport, &ts);
+    lc_metric_set(g->backlog_bytes, (double)ts.backlog_bytes);
+    lc_metric_set(g->backlog_msgs, (double)ts.backlog_msgs);
+    lc_metric_set(g->redis_up, g->redis && lc_redis_is_up(g->redis) ? 1 : 0);
+    lc_buf_t body;
+    lc_buf_init(&body, 64u << 20);
+    if (lc_metrics_render(g->metrics, &body) == 0)
+        lc_http_reply(req, 200, "text/plain; version=0.0.4", body.data, body.len);
+    else
+        lc_http_reply(req, 500, "text/plain", "metrics too large", 17);
+    lc_buf_fini(&body);
+    return LC_HTTP_DONE;
+}
+
+static int register_ops_routes(ingester_t *g)
+{
+    lc_http_route_t ready = {.path = "/ready", .methods = "GET", .work = ready_handler, .data = g};
+    lc_http_route_t metrics = {
+        .path = "/metrics", .methods = "GET", .work = metrics_handler, .data = g};
+    int rc = lc_httpd_route(g->httpd, &ready);
+    return rc ? rc : lc_httpd_route(g->httpd, &metrics);
+}
+
+/* ------------------------------------------------------------- heartbeat */
+
+static void on_heartbeat_reply(lc_redis_t *r, int status, const redisReply *reply, void *data)
+{
+    LC_UNUSED(r);
+    LC_UNUSED(data);
+    if (status)
+        LC_LOG_WARN("membership heartbeat failed err=\"%s\"", lc_strerror(status));
+    else if (lc_redis_reply_error(reply))
+        LC_LOG_WARN("membership heartbeat refused err=\"%s\"", lc_redis_reply_error(reply));
+}
+
+static void heartbeat_tick(uv_timer_t *t)
+{
+    ingester_t *g = t->data;
+    if (!lc_redis_is_up(g->redis) || g->stopping)
+        return;
+    char score[32];
+    snprintf(score, sizeof(score), "%lld", (long long)now_ms());
+    if (lc_redis_commandf(g->redis, REDIS_CMD_TIMEOUT_MS, on_heartbeat_reply, g, "ZADD %s %s %s",
+                          MEMBERS_KEY, score, g->advertise))
+        LC_LOG_DEBUG("membership heartbeat skipped: redis link down");
+}
+
+static void on_redis_state(lc_redis_t *r, bool up, void *data)
+{
+    ingester_t *g = data;
+    LC_UNUSED(r);
+    if (up) {
+        LC_LOG_INFO("membership: joined as %s", g->advertise);
+        heartbeat_tick(&g->heartbeat);
+    } else {
+        LC_LOG_WARN("membership: redis link down; queriers will stop asking %s", g->advertise);
+    }
+}
+
+static int start_redis(ingester_t *g)
+{
+    uv_timer_init(&g->loop, &g->heartbeat);
+    g->heartbeat.data = g;
+    if (!g->cfg->redis_url || !*g->cfg->redis_url)
+        return 0;
+    lc_redis_opts_t ro = {.url = g->cfg->redis_url,
+                          .name = "ember-ingester",
+                          .cmd_timeout_ms = REDIS_CMD_TIMEOUT_MS,
+                          .on_state = on_redis_state,
+                          .state_data = g};
+    int rc = lc_redis_new(&g->loop, &ro, &g->redis);
+    if (rc == 0)
+        rc = uv_timer_start(&g->heartbeat, heartbeat_tick, HEARTBEAT_MS, HEARTBEAT_MS);
+    return rc;
+}
+
+/* ---------------------------------------------------------------- shutdown */
+
+static void on_transport_closed(void *data)
+{
+    ingester_t *g = data;
+    g->transport = NULL;
+    if (g->redis) {
+        lc_redis_close(g->redis, NULL, NULL);
+        g->redis = NULL;
+    }
+    LC_LOG_INFO("every accepted profile is on disk; stopped");
+}
+
+static void on_http_closed(void *data)
+{
+    ingester_t *g = data;
+    g->httpd = NULL;
+    lc_transport_close(g->transport, on_transport_closed, g);
+}
+
+static void on_leave_reply(lc_redis_t *r, int status, const redisReply *reply, void *data)
+{
+    LC_UNUSED(r);
+    LC_UNUSED(reply);
+    ingester_t *g = data;
+    LC_LOG_INFO("membership: left status=%d", status);
+    lc_httpd_close(g->httpd, on_http_closed, g);
+}
+
+static void on_signal(uv_signal_t *s, int signum)
+{
+    ingester_t *g = s->data;
+    if (g->stopping)
+        return;
+    g->stopping = true;
+    LC_LOG_INFO("draining signal=%d", signum);
+    uv_close((uv_handle_t *)&g->sigterm, NULL);
+    uv_close((uv_handle_t *)&g->sigint, NULL);
+    uv_close((uv_handle_t *)&g->heartbeat, NULL);
+    /* Leave first so queriers stop asking a process that is going away. */
+    if (!g->redis || lc_redis_commandf(g->redis, REDIS_CMD_TIMEOUT_MS, on_leave_reply, g,
+                                       "ZREM %s %s", MEMBERS_KEY, g->advertise))
+        lc_httpd_close(g->httpd, on_http_closed, g);
+}
+
+/* ---------------------------------------------------------------- assembly */
+
+static int start_storage(ingester_t *g)
+{
+    lc_store_opts_t so = {
+        .dir = g->cfg->data_dir,
+        .block_duration_ns = g->cfg->block_duration_ns,
+        .retention_ns = g->cfg->retention_ns,
+        .map_size_bytes = (size_t)g->cfg->map_size_bytes,
+    };
+    int rc = lc_store_open(&so, &g->store);
+    if (rc) {
+        LC_LOG_ERROR("cannot open the store dir=%s err=\"%s\"", g->cfg->data_dir, lc_strerror(rc));
+        return rc;
+    }
+    rc = ing_writer_new(g->store, g->metrics, &g->writer);
+    if (rc)
+        return rc;
+    /* TODO(issue 4): the redis transport (lc_transport_redis_new) once it lands;
+     * until then each ingester writes what it receives into its own store. */
+    lc_direct_opts_t dopts = {.max_backlog_bytes = (size_t)g->cfg->max_backlog_bytes};
+    return lc_transport_direct_new(&g->loop, &dopts, ing_writer_consume, g->writer,
+                                   &g->transport);
+}
+
+static char *advertise_url(const ingester_cfg_t *cfg, int port)
+{
+    if (cfg->advertise_url && *cfg->advertise_url)
+        return lc_xstrdup(cfg->advertise_url);
+    char host[256];
+    snprintf(host, sizeof(host), "%s", cfg->http_address);
+    char *colon = strrchr(host, ':');
+    if (colon)
+        *colon = '\0';
+    if (!*host || strcmp(host, "0.0.0.0") == 0)
+        snprintf(host, sizeof(host), "127.0.0.1");
+    char url[300];
+    snprintf(url, sizeof(url), "http://%s:%d", host, port);
+    return lc_xstrdup(url);
+}
+
+static int start_http(ingester_t *g)
+{
+    lc_httpd_opts_t ho = {.address = g->cfg->http_address,
+                          .max_body_bytes = (size_t)g->cfg->max_body_bytes,
+                          .metrics = g->metrics};
+    int rc = lc_httpd_new(&g->loop, &ho, &g->httpd);
+    if (rc)
+        return rc;
+    ing_opts_t io;
+    ing_opts_default(&io);
+    io.limits.max_decompressed_bytes = (size_t)g->cfg->max_profile_bytes;
+    io.limits.max_samples = (size_t)g->cfg->max_samples;
+    io.reject_older_than_ns = g->cfg->reject_older_than_ns;
+    io.reject_newer_than_ns = g->cfg->reject_newer_than_ns;
+    io.multitenancy = g->cfg->multitenancy;
+    rc = ing_new(&g->loop, &io, g->httpd, g->transport, g->metrics, &g->ing);
+    if (!rc)
+        rc = ing_shard_new(&g->loop, g->httpd, g->store, g->metrics, g->cfg->multitenancy,
+                           &g->shard);
+    if (!rc)
+        rc = register_ops_routes(g);
+    if (!rc)
+        rc = lc_httpd_listen(g->httpd);
+    if (rc)
+        LC_LOG_ERROR("cannot serve HTTP addr=%s err=\"%s\"", g->cfg->http_address,
+                     lc_strerror(rc));
+    else
+        g->advertise = advertise_url(g->cfg, lc_httpd_port(g->httpd));
+    return rc;
+}
+
+static int start_signals(ingester_t *g)
+{
+    g->sigterm.data = g->sigint.data = g;
+    uv_signal_init(&g->loop, &g->sigterm);
+    uv_signal_init(&g->loop, &g->sigint);
+    int rc = uv_signal_start(&g->sigterm, on_signal, SIGTERM);
+    return rc ? rc : uv_signal_start(&g->sigint, on_signal, SIGINT);
+}
+
+static void register_metrics(ingester_t *g)
+{
+    g->metrics = lc_metrics_new();
+    g->backlog_bytes = lc_metrics_gauge(g->metrics, "ember_ingest_backlog_bytes",
+                                        "Bytes of accepted profiles waiting for the writer", "");
+    g->backlog_msgs = lc_metrics_gauge(g->metrics, "ember_ingest_backlog_profiles",
+                                       "Accepted profiles waiting for the writer", "");
+    g->redis_up = lc_metrics_gauge(g->metrics, "ember_redis_up",
+                                   "1 while the Redis link is up (0 standalone or down)", "");
+}
+
+static void close_walk(uv_handle_t *h, void *arg)
+{
+    LC_UNUSED(arg);
+    if (!uv_is_closing(h))
+        uv_close(h, NULL);
+}
+
+static void ingester_free(ingester_t *g)
+{
+    if (g->redis)
+        lc_redis_close(g->redis, NULL, NULL);
+    if (g->httpd)
+        lc_httpd_close(g->httpd, NULL, NULL);
+    if (g->transport)
+        lc_transport_close(g->transport, NULL, NULL);
+    uv_walk(&g->loop, close_walk, NULL);
+    uv_run(&g->loop, UV_RUN_DEFAULT);
+    ing_free(g->ing);
+    ing_shard_free(g->shard);
+    ing_writer_free(g->writer);
+    lc_store_close(g->store);
+    lc_metrics_free(g->metrics);
+    uv_loop_close(&g->loop);
+    lc_free(g->advertise);
+}
+
+static const char usage[] =
+    "usage: ember-ingester [flags]\n"
+    "Receives profiles (Pyroscope ingest API), writes them to its store and answers the\n"
+    "queriers' shard calls; with --redis.url it announces itself to them.";
+
+int main(int argc, char **argv)
+{
+    ingester_cfg_t cfg = {0};
+    lc_status_t st = {0};
+    size_t n = LC_ARRAY_LEN(cfg_table);
+    int rc = lc_cfg_load(cfg_table, n, &cfg, argc, argv, usage, &st);
+    if (rc != 0) {
+        if (rc < 0)
+            fprintf(stderr, "ember-ingester: %s\n", st.msg);
+        lc_cfg_free(cfg_table, n, &cfg);
+        return rc < 0 ? 2 : 0;
+    }
+    lc_log_level_t level;
+    if (lc_log_parse_level(cfg.log_level, &level)) {
+        fprintf(stderr, "ember-ingester: --log.level: want debug, info, warn or error\n");
+        return 2;
+    }
+    lc_log_init("ember-ingester", level);
+    lc_cfg_log(cfg_table, n, &cfg);
+
+    ingester_t g = {.cfg = &cfg};
+    rc = uv_loop_init(&g.loop);
+    if (rc == 0) {
+        register_metrics(&g);
+        rc = start_storage(&g);
+    }
+    if (rc == 0)
+        rc = start_http(&g);
+    if (rc == 0)
+        rc = start_signals(&g);
+    if (rc == 0)
+        rc = start_redis(&g);
+    if (rc == 0) {
+        LC_LOG_INFO("ember-ingester is ready addr=%s url=%s data=%s", cfg.http_address,
+                    g.advertise, cfg.data_dir);
+        rc = uv_run(&g.loop, UV_RUN_DEFAULT) < 0 ? -1 : 0;
+    } else {
+        LC_LOG_ERROR("start-up failed err=\"%s\"", lc_strerror(rc));
+    }
+    ingester_free(&g);
+    lc_cfg_free(cfg_table, n, &cfg);
+    return rc == 0 ? 0 : 1;
+}

@@ -1,0 +1,209 @@
+/*
+ * shard.c — the shard query API of an ingester: what a distributed querier
+ * asks every ingester (proto/ember/v1/shard.proto), answered from this
+ * ingester's own store with UNTRUNCATED partial results.
+ *
+ * Most of it is the querier role itself, mounted with limits that truncate
+ * nothing (max_nodes 0 = every node): the querier's fan-out sends the public
+ * querier.v1 requests asking for TREE bytes or pprof, merges the answers and
+ * truncates once. The one answer the public API cannot give is SelectSeries
+ * with per-bucket COUNTS next to the sums (an average of averages is wrong),
+ * so /ember.v1.ShardService/SelectSeries is served here: the engine computes
+ * the sums (with every sample filter), and a second walk of the same profiles
+ * counts them.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "ember/v1/shard.pb-c.h"
+#include "querier_int.h"
+#include "shard.h"
+
+#define SHARD_SERIES_PATH "/ember.v1.ShardService/SelectSeries"
+
+struct ing_shard_s {
+    qry_t *qry; /* the querier role on this store, truncating nothing */
+};
+
+/* ------------------------------------------------------------ the counts */
+
+typedef struct count_walk_s {
+    lc_query_series_t *s;
+    const lc_query_t *q;
+    uint32_t group;
+} count_walk_t;
+
+static int count_profile(lc_block_t *b, const lc_stored_profile_t *p, void *data)
+{
+    LC_UNUSED(b);
+    count_walk_t *w = data;
+    return lc_query_series_add(w->s, w->group, p->time_ns, 1);
+}
+
+static int count_series(lc_block_t *b, uint32_t series_id, const char *tenant,
+                        const lc_labels_t *labels, void *data)
+{
+    LC_UNUSED(tenant);
+    count_walk_t *w = data;
+    int rc = lc_query_series_group(w->s, labels, &w->group);
+    return rc ? rc : lc_block_profiles(b, series_id, w->q->start_ns, w->q->end_ns, count_profile, w);
+}
+
+/* The profiles per group and bucket: the same profiles the engine sums. */
+static int count_profiles(lc_store_reader_t *r, const lc_query_t *q, lc_query_series_t *s)
+{
+    count_walk_t w = {.s = s, .q = q};
+    int rc = 0;
+    for (size_t i = 0; r && rc == 0 && i < lc_store_reader_count(r); i++)
+        rc = lc_block_series(lc_store_reader_block(r, i), q->tenants, q->n_tenants, q->sel,
+                             count_series, &w);
+    return rc;
+}
+
+/* ----------------------------------------------------------- the answer */
+
+static Ember__V1__SeriesPartial *partial_of(lc_arena_t *a, const Types__V1__Series *sum,
+                                            const Types__V1__Series *count)
+{
+    Ember__V1__SeriesPartial *p = lc_arena_calloc(a, 1, sizeof(*p));
+    Ember__V1__SeriesBucket **bs = lc_arena_calloc(a, sum->n_points + 1, sizeof(*bs));
+    if (!p || !bs || sum->n_points != count->n_points)
+        return NULL;
+    *p = (Ember__V1__SeriesPartial)EMBER__V1__SERIES_PARTIAL__INIT;
+    p->labels = sum->labels;
+    p->n_labels = sum->n_labels;
+    for (size_t i = 0; i < sum->n_points; i++) {
+        if (sum->points[i]->timestamp != count->points[i]->timestamp)
+            return NULL;
+        bs[i] = lc_arena_calloc(a, 1, sizeof(**bs));
+        if (!bs[i])
+            return NULL;
+        *bs[i] = (Ember__V1__SeriesBucket)EMBER__V1__SERIES_BUCKET__INIT;
+        bs[i]->timestamp_ms = sum->points[i]->timestamp;
+        bs[i]->sum = llround(sum->points[i]->value);
+        bs[i]->count = llround(count->points[i]->value);
+    }
+    p->buckets = bs;
+    p->n_buckets = sum->n_points;
+    return p;
+}
+
+/* Zips the engine's sums with the counts: both are emitted sorted by labels
+ * from the same profiles, so they line up series by series, point by point. */
+static int zip_reply(lc_query_series_t *sums, lc_query_series_t *counts, lc_arena_t *a,
+                     ProtobufCMessage **out, lc_status_t *st)
+{
+    Types__V1__Series **sv, **cv;
+    size_t ns, nc;
+    int rc = lc_query_series_emit(sums, a, &sv, &ns);
+    if (rc == 0)
+        rc = lc_query_series_emit(counts, a, &cv, &nc);
+    if (rc)
+        return qry_fail(st, rc, "building series");
+    if (ns != nc)
+        return lc_status_set(st, LC_CODE_INTERNAL, "series sums and counts disagree");
+    Ember__V1__SeriesPartialResponse *resp = lc_arena_calloc(a, 1, sizeof(*resp));
+    Ember__V1__SeriesPartial **v = lc_arena_calloc(a, ns + 1, sizeof(*v));
+    if (!resp || !v)
+        return qry_fail_arena(st);
+    *resp = (Ember__V1__SeriesPartialResponse)EMBER__V1__SERIES_PARTIAL_RESPONSE__INIT;
+    for (size_t i = 0; i < ns; i++) {
+        v[i] = partial_of(a, sv[i], cv[i]);
+        if (!v[i])
+            return lc_status_set(st, LC_CODE_INTERNAL, "series sums and counts disagree");
+    }
+    resp->series = v;
+    resp->n_series = ns;
+    *out = &resp->base;
+    return 0;
+}
+
+/* ------------------------------------------------------------ the method */
+
+static int series_opts(const Querier__V1__SelectSeriesRequest *r, lc_query_series_opts_t *o,
+                       lc_status_t *st)
+{
+    if (!r->profile_typeid || !*r->profile_typeid)
+        return lc_status_set(st, LC_CODE_INVALID_ARGUMENT, "profile_typeID is required");
+    double ms = r->step * 1000.0;
+    if (!isfinite(ms) || ms < 1.0)
+        return lc_status_set(st, LC_CODE_INVALID_ARGUMENT, "step must be at least 1 ms (got %g s)",
+                             r->step);
+    *o = (lc_query_series_opts_t){
+        .start_ms = r->start,
+        .end_ms = r->end,
+        .step_ms = ms >= 9.2e18 ? INT64_MAX : (int64_t)ms,
+        .group_by = (const char *const *)r->group_by,
+        .n_group_by = r->n_group_by,
+    };
+    return 0;
+}
+
+static int shard_select_series(lc_http_req_t *req, const ProtobufCMessage *in,
+                               ProtobufCMessage **out, lc_status_t *st, void *data)
+{
+    ing_shard_t *sh = data;
+    const Querier__V1__SelectSeriesRequest *r = (const Querier__V1__SelectSeriesRequest *)in;
+    lc_query_series_opts_t o;
+    lc_selector_t sel;
+    if (series_opts(r, &o, st) || qry_selector(r->label_selector, r->profile_typeid, &sel, st))
+        return -1;
+    qry_call_t c;
+    if (qry_call_begin_range(&c, sh->qry, req, r->start, r->end, QRY_RANGE_RULES, st)) {
+        lc_selector_fini(&sel);
+        return -1;
+    }
+    lc_query_t q = {.tenants = c.tenants,
+                    .n_tenants = c.n_tenants,
+                    .sel = &sel,
+                    .start_ns = c.start_ns,
+                    .end_ns = c.end_ns};
+    o.start_ms = c.start_ms; /* boundaries start where the look-back clipped */
+    lc_query_series_t *sums = NULL, *counts = NULL;
+    int rc = qry_stack_selector(r->stack_trace_selector, req->arena, &q, st);
+    if (rc == 0) {
+        sums = lc_query_series_new(&o);
+        counts = lc_query_series_new(&o);
+        rc = lc_query_series_collect(c.reader, &q, sums, st);
+    }
+    if (rc == 0 && count_profiles(c.reader, &q, counts))
+        rc = lc_status_set(st, LC_CODE_INTERNAL, "counting profiles");
+    qry_call_end(&c);
+    lc_selector_fini(&sel);
+    if (rc == 0)
+        rc = zip_reply(sums, counts, req->arena, out, st);
+    lc_query_series_free(sums);
+    lc_query_series_free(counts);
+    return rc ? -1 : 0;
+}
+
+/* ------------------------------------------------------------- lifecycle */
+
+int ing_shard_new(uv_loop_t *loop, lc_httpd_t *srv, lc_store_t *store, lc_metrics_t *metrics,
+                  bool multitenancy, ing_shard_t **out)
+{
+    ing_shard_t *sh = lc_xcalloc(1, sizeof(*sh));
+    qry_opts_t qo;
+    qry_opts_default(&qo);
+    qo.multitenancy = multitenancy;
+    qo.max_nodes_default = 0; /* 0 = no truncation: the querier truncates the merge */
+    int rc = qry_new(loop, &qo, srv, store, metrics, &sh->qry);
+    if (rc == 0)
+        rc = lc_connect_register(srv, SHARD_SERIES_PATH,
+                                 &querier__v1__select_series_request__descriptor,
+                                 shard_select_series, sh);
+    if (rc) {
+        ing_shard_free(sh);
+        return rc;
+    }
+    *out = sh;
+    return 0;
+}
+
+void ing_shard_free(ing_shard_t *sh)
+{
+    if (!sh)
+        return;
+    qry_free(sh->qry);
+    lc_free(sh);
+}

@@ -1,0 +1,335 @@
+/*
+ * ember_querier.c — `ember-querier`: the public query API (querier.v1) with
+ * no store of its own: every RPC fans out to the live ingesters (fanout*.c),
+ * whose set it reads from Redis (the sorted set ember:ingesters, scored by
+ * each ingester's last heartbeat) and/or takes from --querier.ingesters.
+ *
+ * Discovery runs on the loop every second: members younger than the TTL are
+ * live; each join and leave is logged. /ready is false while the Redis link
+ * is down (the member list would go stale) or when no ingester is known.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <uv.h>
+
+#include "fanout.h"
+#include "lc/cfg.h"
+#include "lc/httpd.h"
+#include "lc/log.h"
+#include "lc/metrics.h"
+#include "lc/redis.h"
+
+#define DISCOVERY_MS 1000
+#define MEMBER_TTL_MS 5000 /* five missed heartbeats: the ingester is gone */
+#define MEMBERS_KEY "ember:ingesters"
+#define REDIS_CMD_TIMEOUT_MS 2000
+
+typedef struct querier_cfg_s {
+    char *config_file;
+    char *http_address;
+    char *log_level;
+    int64_t max_body_bytes;
+    bool multitenancy;
+    char *redis_url;
+    char *ingesters;
+    int64_t shard_timeout_ns;
+} querier_cfg_t;
+
+#define CFG(name, type, field, def, help)                                                          \
+    {name, type, offsetof(querier_cfg_t, field), def, 0, 0, help}
+
+/* The same names (and EMBER_* variables) as `ember`'s flags. */
+static const lc_cfg_entry_t cfg_table[] = {
+    CFG("config.file", LC_CFG_STRING, config_file, NULL, "YAML file with any of these settings"),
+    CFG("http.address", LC_CFG_STRING, http_address, "0.0.0.0:4040", "HTTP listen address"),
+    CFG("log.level", LC_CFG_STRING, log_level, "info", "debug, info, warn or error"),
+    CFG("http.max-body-bytes", LC_CFG_BYTES, max_body_bytes, "256MiB",
+        "largest request body accepted (413 above)"),
+    CFG("auth.multitenancy-enabled", LC_CFG_BOOL, multitenancy, "false",
+        "require X-Scope-OrgID and keep tenants apart"),
+    CFG("redis.url", LC_CFG_STRING, redis_url, "",
+        "redis://host:port where ingesters announce themselves"),
+    CFG("querier.ingesters", LC_CFG_STRING, ingesters, "",
+        "comma-separated ingester URLs always asked, besides the announced ones"),
+    CFG("querier.shard-timeout", LC_CFG_DURATION, shard_timeout_ns, "30s",
+        "deadline of one call to an ingester"),
+};
+
+typedef struct querier_s {
+    uv_loop_t loop;
+    const querier_cfg_t *cfg;
+    lc_metrics_t *metrics;
+    lc_httpd_t *httpd;
+    qry_fanout_t *fanout;
+    lc_redis_t *redis;
+    char **members; /* the last discovered set, sorted, for change logs */
+    size_t n_members;
+    uv_signal_t sigterm, sigint;
+    uv_timer_t discovery;
+    bool stopping;
+    lc_metric_t *members_gauge, *redis_up;
+} querier_t;
+
+static int64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* ------------------------------------------------------- /ready, /metrics */
+
+static lc_http_result_t ready_handler(lc_http_req_t *req, void *data)
+{
+    querier_t *q = data;
+    if (q->stopping)
+        lc_http_reply(req, 503, "text/plain", "shutting down", 13);
+    else if (q->redis && !lc_redis_is_up(q->redis))
+        lc_http_reply(req, 503, "text/plain", "redis link down", 15);
+    else if (qry_fanout_count(q->fanout) == 0)
+        lc_http_reply(req, 503, "text/plain", "no live ingester", 16);
+    else
+        lc_http_reply(req, 200, "text/plain", "ready", 5);
+    return LC_HTTP_DONE;
+}
+
+static lc_http_result_t metrics_handler(lc_http_req_t *req, void *data)
+{
+    querier_t *q = data;
+    lc_metric_set(q->redis_up, q->redis && lc_redis_is_up(q->redis) ? 1 : 0);
+    lc_buf_t body;
+    lc_buf_init(&body, 64u << 20);
+    if (lc_metrics_render(q->metrics, &body) == 0)
+        lc_http_reply(req, 200, "text/plain; version=0.0.4", body.data, body.len);
+    else
+        lc_http_reply(req, 500, "text/plain", "metrics too large", 17);
+    lc_buf_fini(&body);
+    return LC_HTTP_DONE;
+}
+
+/* ------------------------------------------------------------- discovery */
+
+static bool contains(char **v, size_t n, const char *s)
+{
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(v[i], s) == 0)
+            return true;
+    return false;
+}
+
+/* Logs joins and leaves, then hands the new set to the fan-out. */
+static void members_update(querier_t *q, char **v, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!contains(q->members, q->n_members, v[i]))
+            LC_LOG_INFO("membership: ingester joined url=%s", v[i]);
+    for (size_t i = 0; i < q->n_members; i++)
+        if (!contains(v, n, q->members[i]))
+            LC_LOG_INFO("membership: ingester left url=%s", q->members[i]);
+    qry_fanout_set_members(q->fanout, (const char *const *)v, n);
+    for (size_t i = 0; i < q->n_members; i++)
+        lc_free(q->members[i]);
+    lc_free(q->members);
+    q->members = v;
+    q->n_members = n;
+    lc_metric_set(q->members_gauge, (double)n);
+}
+
+static void on_members(lc_redis_t *r, int status, const redisReply *reply, void *data)
+{
+    LC_UNUSED(r);
+    querier_t *q = data;
+    if (status || !reply || reply->type != REDIS_REPLY_ARRAY) {
+        LC_LOG_WARN("membership read failed err=\"%s\"",
+                    status ? lc_strerror(status) : "unexpected reply");
+        return; /* keep the last known set: a blip must not empty the cluster */
+    }
+    char **v = lc_xcalloc(reply->elements + 1, sizeof(*v));
+    size_t n = 0;
+    for (size_t i = 0; i < reply->elements; i++) {
+        const redisReply *e = reply->element[i];
+        if (e->type == REDIS_REPLY_STRING)
+            v[n++] = lc_xstrndup(e->str, e->len);
+    }
+    members_update(q, v, n);
+}
+
+static void discovery_tick(uv_timer_t *t)
+{
+    querier_t *q = t->data;
+    if (!lc_redis_is_up(q->redis) || q->stopping)
+        return;
+    char min[32];
+    snprintf(min, sizeof(min), "(%lld", (long long)(now_ms() - MEMBER_TTL_MS));
+    if (lc_redis_commandf(q->redis, REDIS_CMD_TIMEOUT_MS, on_members, q,
+                          "ZRANGEBYSCORE %s %s +inf", MEMBERS_KEY, min))
+        LC_LOG_DEBUG("membership read skipped: redis link down");
+}
+
+static void on_redis_state(lc_redis_t *r, bool up, void *data)
+{
+    LC_UNUSED(r);
+    querier_t *q = data;
+    if (up)
+        discovery_tick(&q->discovery);
+    else
+        LC_LOG_WARN("redis link down: keeping the last known ingesters count=%zu",
+                    q->n_members);
+}
+
+static int start_redis(querier_t *q)
+{
+    uv_timer_init(&q->loop, &q->discovery);
+    q->discovery.data = q;
+    if (!q->cfg->redis_url || !*q->cfg->redis_url)
+        return 0;
+    lc_redis_opts_t ro = {.url = q->cfg->redis_url,
+                          .name = "ember-querier",
+                          .cmd_timeout_ms = REDIS_CMD_TIMEOUT_MS,
+                          .on_state = on_redis_state,
+                          .state_data = q};
+    int rc = lc_redis_new(&q->loop, &ro, &q->redis);
+    return rc ? rc : uv_timer_start(&q->discovery, discovery_tick, DISCOVERY_MS, DISCOVERY_MS);
+}
+
+/* ---------------------------------------------------------------- shutdown */
+
+static void on_http_closed(void *data)
+{
+    querier_t *q = data;
+    q->httpd = NULL;
+    if (q->redis) {
+        lc_redis_close(q->redis, NULL, NULL);
+        q->redis = NULL;
+    }
+    LC_LOG_INFO("stopped");
+}
+
+static void on_signal(uv_signal_t *s, int signum)
+{
+    querier_t *q = s->data;
+    if (q->stopping)
+        return;
+    q->stopping = true;
+    LC_LOG_INFO("draining signal=%d", signum);
+    uv_close((uv_handle_t *)&q->sigterm, NULL);
+    uv_close((uv_handle_t *)&q->sigint, NULL);
+    uv_close((uv_handle_t *)&q->discovery, NULL);
+    lc_httpd_close(q->httpd, on_http_closed, q);
+}
+
+/* ---------------------------------------------------------------- assembly */
+
+static int start_http(querier_t *q)
+{
+    lc_httpd_opts_t ho = {.address = q->cfg->http_address,
+                          .max_body_bytes = (size_t)q->cfg->max_body_bytes,
+                          .metrics = q->metrics};
+    int rc = lc_httpd_new(&q->loop, &ho, &q->httpd);
+    if (rc)
+        return rc;
+    qry_fanout_opts_t fo;
+    qry_fanout_opts_default(&fo);
+    fo.q.multitenancy = q->cfg->multitenancy;
+    fo.ingesters = q->cfg->ingesters;
+    if (q->cfg->shard_timeout_ns > 0)
+        fo.timeout_ms = (uint32_t)(q->cfg->shard_timeout_ns / 1000000);
+    rc = qry_fanout_new(&q->loop, &fo, q->httpd, q->metrics, &q->fanout);
+    lc_http_route_t ready = {.path = "/ready", .methods = "GET", .work = ready_handler, .data = q};
+    lc_http_route_t metrics = {
+        .path = "/metrics", .methods = "GET", .work = metrics_handler, .data = q};
+    if (!rc)
+        rc = lc_httpd_route(q->httpd, &ready);
+    if (!rc)
+        rc = lc_httpd_route(q->httpd, &metrics);
+    if (!rc)
+        rc = lc_httpd_listen(q->httpd);
+    if (rc)
+        LC_LOG_ERROR("cannot serve HTTP addr=%s err=\"%s\"", q->cfg->http_address,
+                     lc_strerror(rc));
+    return rc;
+}
+
+static int start_signals(querier_t *q)
+{
+    q->sigterm.data = q->sigint.data = q;
+    uv_signal_init(&q->loop, &q->sigterm);
+    uv_signal_init(&q->loop, &q->sigint);
+    int rc = uv_signal_start(&q->sigterm, on_signal, SIGTERM);
+    return rc ? rc : uv_signal_start(&q->sigint, on_signal, SIGINT);
+}
+
+static void close_walk(uv_handle_t *h, void *arg)
+{
+    LC_UNUSED(arg);
+    if (!uv_is_closing(h))
+        uv_close(h, NULL);
+}
+
+static void querier_free(querier_t *q)
+{
+    if (q->redis)
+        lc_redis_close(q->redis, NULL, NULL);
+    if (q->httpd)
+        lc_httpd_close(q->httpd, NULL, NULL);
+    uv_walk(&q->loop, close_walk, NULL);
+    uv_run(&q->loop, UV_RUN_DEFAULT);
+    qry_fanout_free(q->fanout);
+    for (size_t i = 0; i < q->n_members; i++)
+        lc_free(q->members[i]);
+    lc_free(q->members);
+    lc_metrics_free(q->metrics);
+    uv_loop_close(&q->loop);
+}
+
+static const char usage[] =
+    "usage: ember-querier [flags]\n"
+    "Answers the Pyroscope query API by asking every live ingester and merging their answers.";
+
+int main(int argc, char **argv)
+{
+    querier_cfg_t cfg = {0};
+    lc_status_t st = {0};
+    size_t n = LC_ARRAY_LEN(cfg_table);
+    int rc = lc_cfg_load(cfg_table, n, &cfg, argc, argv, usage, &st);
+    if (rc != 0) {
+        if (rc < 0)
+            fprintf(stderr, "ember-querier: %s\n", st.msg);
+        lc_cfg_free(cfg_table, n, &cfg);
+        return rc < 0 ? 2 : 0;
+    }
+    lc_log_level_t level;
+    if (lc_log_parse_level(cfg.log_level, &level)) {
+        fprintf(stderr, "ember-querier: --log.level: want debug, info, warn or error\n");
+        return 2;
+    }
+    lc_log_init("ember-querier", level);
+    lc_cfg_log(cfg_table, n, &cfg);
+
+    querier_t q = {.cfg = &cfg};
+    rc = uv_loop_init(&q.loop);
+    if (rc == 0) {
+        q.metrics = lc_metrics_new();
+        q.members_gauge = lc_metrics_gauge(q.metrics, "ember_querier_live_ingesters",
+                                           "Ingesters announced through Redis", "");
+        q.redis_up = lc_metrics_gauge(q.metrics, "ember_redis_up", "1 while the Redis link is up",
+                                      "");
+        rc = start_http(&q);
+    }
+    if (rc == 0)
+        rc = start_signals(&q);
+    if (rc == 0)
+        rc = start_redis(&q);
+    if (rc == 0) {
+        LC_LOG_INFO("ember-querier is ready addr=%s", cfg.http_address);
+        rc = uv_run(&q.loop, UV_RUN_DEFAULT) < 0 ? -1 : 0;
+    } else {
+        LC_LOG_ERROR("start-up failed err=\"%s\"", lc_strerror(rc));
+    }
+    querier_free(&q);
+    lc_cfg_free(cfg_table, n, &cfg);
+    return rc == 0 ? 0 : 1;
+}

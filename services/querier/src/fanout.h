@@ -1,0 +1,47 @@
+/*
+ * fanout.h — the distributed querier (ARCHITECTURE.md §2): the public
+ * querier.v1 API answered by asking EVERY live ingester for its untruncated
+ * partial result (the shard API, proto/ember/v1/shard.proto), merging them and
+ * truncating once, at the end, so the answer equals an all-in-one's.
+ *
+ * The ingesters to ask are a set of base URLs (http://host:port) that the
+ * caller keeps current: a static list (--querier.ingesters) and/or the
+ * membership read from Redis (qry_fanout_set_members, on any thread).
+ *
+ * Every RPC runs on the thread pool; its shard calls go out in parallel on a
+ * libcurl multi handle inside that job, each with a timeout. One unreachable
+ * ingester makes the whole answer `unavailable`, naming it: a partial answer
+ * would silently under-count.
+ */
+#ifndef EMBER_FANOUT_H
+#define EMBER_FANOUT_H
+
+#include <stdint.h>
+
+#include <uv.h>
+
+#include "lc/httpd.h"
+#include "lc/metrics.h"
+#include "querier.h"
+
+typedef struct qry_fanout_opts_s {
+    qry_opts_t q;                /* the same limits as the local querier */
+    const char *ingesters;       /* comma-separated base URLs, or NULL */
+    uint32_t timeout_ms;         /* per shard call (capped by Connect-Timeout-Ms); 30000 */
+    uint32_t connect_timeout_ms; /* TCP connect to an ingester; default 2000 */
+} qry_fanout_opts_t;
+
+void qry_fanout_opts_default(qry_fanout_opts_t *o);
+
+typedef struct qry_fanout_s qry_fanout_t;
+
+/* Registers querier.v1.QuerierService's methods on srv, answered by fan-out. */
+int qry_fanout_new(uv_loop_t *loop, const qry_fanout_opts_t *opts, lc_httpd_t *srv,
+                   lc_metrics_t *metrics, qry_fanout_t **out) LC_MUST_CHECK;
+/* Replaces the discovered ingesters (the static list is always kept). */
+void qry_fanout_set_members(qry_fanout_t *f, const char *const *urls, size_t n);
+/* How many ingesters a query asks now. */
+size_t qry_fanout_count(qry_fanout_t *f);
+void qry_fanout_free(qry_fanout_t *f);
+
+#endif

@@ -1,0 +1,128 @@
+"""Processes for the distributed tests: a redis-server of our own on a free
+loopback port (temp dir, stopped by pid), `ember-ingester` and `ember-querier`
+as child processes. Built on harness.Ember so calls, pushes and queries read
+the same as in every other test.
+"""
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+
+import harness as h
+
+REDIS_SERVER = os.environ.get("EMBER_REDIS_SERVER", "/usr/bin/redis-server")
+
+
+class Redis:
+    """redis-server with AOF on (appendfsync always), our own child."""
+
+    def __init__(self, aof=True):
+        self.dir = tempfile.mkdtemp(prefix="ember-redis-")
+        self.port = None
+        self.proc = None
+        self.log = None
+        self.aof = aof
+
+    @property
+    def url(self):
+        return f"redis://127.0.0.1:{self.port}"
+
+    def start(self):
+        if self.port is None:
+            self.port = h.free_port()
+        cmd = [REDIS_SERVER, "--port", str(self.port), "--bind", "127.0.0.1", "--dir", self.dir,
+               "--save", "", "--appendonly", "yes" if self.aof else "no",
+               "--appendfsync", "always", "--daemonize", "no"]
+        self.log = open(os.path.join(self.dir, "redis.log"), "ab")
+        self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT,
+                                     stdin=subprocess.DEVNULL)
+        h.wait_for(self.ping, timeout=10, what="redis-server up")
+        return self
+
+    def ping(self):
+        try:
+            with socket.create_connection(("127.0.0.1", self.port), timeout=1) as s:
+                s.sendall(b"PING\r\n")
+                return s.recv(16).startswith(b"+PONG")
+        except OSError:
+            return False
+
+    def stop(self):
+        if self.proc and self.proc.poll() is None:
+            self.proc.terminate()     # our own child, by pid
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.proc = None
+        if self.log:
+            self.log.close()
+            self.log = None
+
+    def cleanup(self):
+        self.stop()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+class Role(h.Ember):
+    """ember-ingester / ember-querier as a child process (harness.Ember's API)."""
+
+    def __init__(self, binary, with_data_dir, args=(), **kw):
+        super().__init__(args=args, **kw)
+        self.binary = binary
+        self.with_data_dir = with_data_dir
+
+    def start(self, args=None, timeout=20.0):
+        if args is not None:
+            self.args = list(args)
+        if self.port is None:
+            self.port = h.free_port()
+        cmd = [self.binary, f"--http.address=127.0.0.1:{self.port}",
+               f"--log.level={self.log_level}", *self.args]
+        if self.with_data_dir:
+            cmd.insert(2, f"--data.dir={self.data_dir}")
+        self._log = open(self.log_path, "ab")
+        self._log.write(f"\n=== {' '.join(cmd)}\n".encode())
+        self._log.flush()
+        env = dict(os.environ)
+        env.update(self.env or {})
+        self.proc = subprocess.Popen(cmd, stdout=self._log, stderr=subprocess.STDOUT,
+                                     stdin=subprocess.DEVNULL, env=env)
+        self.wait_ready(timeout)
+        return self
+
+    def kill9(self):
+        self.proc.kill()        # SIGKILL to our own child, by pid
+        self.proc.wait()
+        self.proc = None
+        if self._log:
+            self._log.close()
+            self._log = None
+
+    @property
+    def url(self):
+        return f"http://127.0.0.1:{self.port}"
+
+
+def ingester(redis_url, args=()):
+    b = os.path.join(h.BIN_DIR, "services", "ingester", "ember-ingester")
+    return Role(b, True, args=[f"--redis.url={redis_url}", *args])
+
+
+def querier(redis_url, args=()):
+    b = os.path.join(h.BIN_DIR, "services", "querier", "ember-querier")
+    return Role(b, False, args=[f"--redis.url={redis_url}", *args])
+
+
+def live_ingesters(q):
+    for (name, _), v in q.metrics().items():
+        if name == "ember_querier_live_ingesters":
+            return int(v)
+    return -1
+
+
+def wait_members(q, n, timeout=15):
+    return h.wait_for(lambda: live_ingesters(q) == n, timeout=timeout,
+                      what=f"{n} live ingesters")

@@ -1,0 +1,136 @@
+"""Distributed mode: 1 redis-server + 3 ember-ingester + 2 ember-querier.
+
+The same profiles go to one all-in-one `ember` and, each to a random
+ingester, to the cluster; every query RPC answered by either querier must
+equal the all-in-one's answer (flame graphs truncated once at the end, trees,
+diffs, series SUM and AVERAGE with group_by and limit, labels, series sets,
+profile types, stats, merged pprof totals). Then an ingester is killed: the
+queriers answer `unavailable` naming it until it restarts (or leaves the
+membership), and after a restart its acknowledged profiles count once.
+"""
+import random
+import time
+import unittest
+
+import distributed_harness as dh
+import harness as h
+
+SERVICES = ("api", "db", "worker")
+REGIONS = ("eu", "us")
+
+
+def folded(seed):
+    rnd = random.Random(seed)
+    lines = []
+    for _ in range(rnd.randint(3, 12)):
+        depth = rnd.randint(1, 6)
+        stack = ";".join(f"fn_{rnd.randint(0, 30)}" for _ in range(depth))
+        lines.append(f"{stack} {rnd.randint(1, 500)}")
+    return ("\n".join(lines) + "\n").encode()
+
+
+class DistributedTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.procs = []
+        cls.redis = dh.Redis().start()
+        cls.aio = h.Ember().start()
+        cls.procs.append(cls.aio)
+        cls.ingesters = [dh.ingester(cls.redis.url).start() for _ in range(3)]
+        cls.queriers = [dh.querier(cls.redis.url).start() for _ in range(2)]
+        cls.procs += cls.ingesters + cls.queriers
+        for q in cls.queriers:
+            dh.wait_members(q, 3)
+        cls.t0 = (h.now_ms() // 1000 - 3600) * 1000
+        rnd = random.Random(4)
+        for i in range(60):
+            svc, region = SERVICES[i % 3], REGIONS[i % 2]
+            ts = cls.t0 // 1000 + i * 30
+            params = {"from": str(ts), "until": str(ts + 10), "format": "folded"}
+            name = f"app.cpu{{svc=\"{svc}\",region=\"{region}\"}}"
+            body = folded(i)
+            r = cls.aio.ingest(name, body, params=params)
+            assert r.status == 200, r.describe()
+            r = rnd.choice(cls.ingesters).ingest(name, body, params=params)
+            assert r.status == 200, r.describe()
+        cls.t1 = cls.t0 + 60 * 30 * 1000 + 60_000
+        cls.ptype = cls.aio.q("ProfileTypes", start=cls.t0, end=cls.t1).profile_types[0].ID
+
+    @classmethod
+    def tearDownClass(cls):
+        for p in cls.procs:
+            p.cleanup()
+        cls.redis.cleanup()
+
+    def same(self, method, **fields):
+        want = self.aio.q(method, **fields)
+        for q in self.queriers:
+            got = q.q(method, **fields)
+            self.assertEqual(want, got, f"{method} {fields} via querier {q.port}")
+        return want
+
+    def test_flame_graphs_truncated_once(self):
+        for sel in ("{}", '{region="eu"}', '{region="us"}'):
+            for max_nodes in (0, 5, 17):
+                fg = self.same("SelectMergeStacktraces", profile_typeID=self.ptype,
+                               label_selector=sel, start=self.t0, end=self.t1,
+                               max_nodes=max_nodes).flamegraph
+                if sel == "{}":
+                    self.assertGreater(fg.total, 0, (sel, max_nodes))
+            self.same("SelectMergeStacktraces", profile_typeID=self.ptype, label_selector=sel,
+                      start=self.t0, end=self.t1, max_nodes=9, format=2)  # TREE
+
+    def test_diff(self):
+        cls = h.rpc_classes(f"{h.QUERIER}/SelectMergeStacktraces")[0]
+        left = cls(profile_typeID=self.ptype, label_selector='{svc="api"}',
+                   start=self.t0, end=self.t1, max_nodes=11)
+        right = cls(profile_typeID=self.ptype, label_selector='{svc="db"}',
+                    start=self.t0, end=self.t1)
+        self.same("Diff", left=left, right=right)
+
+    def test_series_sum_average_group_by_limit(self):
+        for agg in (0, 1):       # SUM, AVERAGE
+            for group_by, limit in (([], 0), (["svc"], 0), (["region"], 1),
+                                    (["svc", "region"], 2)):
+                m = self.same("SelectSeries", profile_typeID=self.ptype, label_selector="{}",
+                              start=self.t0, end=self.t1, step=300.0, group_by=group_by,
+                              aggregation=agg, limit=limit)
+                self.assertTrue(m.series)
+
+    def test_listings(self):
+        self.same("LabelNames", start=self.t0, end=self.t1)
+        self.same("LabelValues", name="svc", start=self.t0, end=self.t1)
+        self.same("Series", matchers=['{region="eu"}'], start=self.t0, end=self.t1)
+        self.same("ProfileTypes", start=self.t0, end=self.t1)
+        self.same("GetProfileStats")
+
+    def test_pprof_totals(self):
+        def total(e):
+            raw = e.merge_profile(self.ptype, "{}", self.t0, self.t1)
+            p = h.pb().profile.Profile.FromString(h.gunzip_if(raw))
+            return sum(s.value[0] for s in p.sample)
+        want = total(self.aio)
+        self.assertGreater(want, 0)
+        for q in self.queriers:
+            self.assertEqual(want, total(q))
+
+    def test_zz_killed_ingester(self):
+        """Runs last: kill -9 one ingester; queries say which one is missing;
+        after its restart every acknowledged profile counts exactly once."""
+        victim = self.ingesters[0]
+        victim.kill9()
+        cls = h.rpc_classes(f"{h.QUERIER}/LabelNames")[0]
+        r = self.queriers[0].call(f"{h.QUERIER}/LabelNames", cls(start=self.t0, end=self.t1),
+                                  check=False)
+        if r.status != 200:     # before the member TTL passes
+            self.assertEqual(r.status, 503, r.describe())
+            self.assertIn(f"127.0.0.1:{victim.port}", r.body.decode())
+        victim.start()
+        for q in self.queriers:
+            dh.wait_members(q, 3)
+        self.test_flame_graphs_truncated_once()
+        self.test_series_sum_average_group_by_limit()
+
+
+if __name__ == "__main__":
+    unittest.main()
