@@ -89,7 +89,6 @@ struct lc_redis_s {
 };
 
 static void attempt_start(lc_redis_t *r);
-static void link_lost(lc_redis_t *r, const char *why, const char *detail);
 
 /* ---------------------------------------------------------------- commands */
 
@@ -109,12 +108,19 @@ static void cmd_answer(redis_cmd_t *c, int status, const redisReply *reply)
         cb(c->r, status, reply, c->data);
 }
 
+static void link_lost(lc_redis_t *r, const char *why, const char *detail);
+
 /* hiredis callback: a reply, or NULL when the context is going away. */
 static void cmd_on_reply(redisAsyncContext *ac, void *reply, void *privdata)
 {
     redis_cmd_t *c = privdata;
     lc_redis_t *r = c->r;
-    LC_UNUSED(ac);
+    if (!reply && ac == r->ac) {
+        /* hiredis tears the context down after an error and answers us before
+         * its onDisconnect: be down now, so this callback's owner sees it. */
+        r->ac = NULL;
+        link_lost(r, "disconnected", ac->errstr);
+    }
     cmd_unlink(c);
     int status = 0;
     if (!reply)

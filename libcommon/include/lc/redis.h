@@ -99,6 +99,45 @@ int lc_redis_command(lc_redis_t *r, uint32_t timeout_ms, lc_redis_reply_cb cb, v
 int lc_redis_commandf(lc_redis_t *r, uint32_t timeout_ms, lc_redis_reply_cb cb, void *data,
                       const char *fmt, ...) LC_MUST_CHECK;
 
+/* ---- stream entries: decoding XREADGROUP / XAUTOCLAIM replies (redis_stream.c) ---- */
+
+#define LC_REDIS_ID_MAX 48 /* "ms-seq": two 20-digit numbers, a dash and the NUL */
+
+/* One stream entry, copied out of a reply (so it outlives the reply). */
+typedef struct lc_redis_entry_s {
+    uint32_t stream; /* index of its stream in the caller's list of names */
+    char id[LC_REDIS_ID_MAX];
+    uint8_t *data; /* value of the wanted field; NULL if the entry has none */
+    size_t len;    /* (deleted entries, foreign writers): ack it, apply nothing */
+} lc_redis_entry_t;
+
+typedef struct lc_redis_entries_s {
+    lc_redis_entry_t *v;
+    size_t n, cap;
+    size_t bytes; /* sum of len */
+} lc_redis_entries_t;
+
+/* Appends the entries of an XREAD/XREADGROUP reply ([[name, [[id, [f, v, ...]], ...]], ...]
+ * or nil) whose stream is one of names[0..n_names); field names the value to keep.
+ * LC_ECORRUPT for a malformed reply or an unknown stream (entries appended before stay). */
+int lc_redis_entries_from_read(lc_redis_entries_t *out, const redisReply *reply,
+                               const char *const *names, size_t n_names,
+                               const char *field) LC_MUST_CHECK;
+/* Appends an array of entries of one stream (XRANGE, XAUTOCLAIM's second element). */
+int lc_redis_entries_from_array(lc_redis_entries_t *out, const redisReply *entries, uint32_t stream,
+                                const char *field) LC_MUST_CHECK;
+void lc_redis_entries_reset(lc_redis_entries_t *e); /* frees the data, keeps the array */
+void lc_redis_entries_fini(lc_redis_entries_t *e);
+
+/* Stream ids "ms-seq" (a bare "ms" means seq 0). */
+typedef struct lc_redis_id_s {
+    uint64_t ms, seq;
+} lc_redis_id_t;
+int lc_redis_id_parse(const char *s, size_t len, lc_redis_id_t *out) LC_MUST_CHECK;
+int lc_redis_id_cmp(lc_redis_id_t a, lc_redis_id_t b);
+lc_redis_id_t lc_redis_id_next(lc_redis_id_t id); /* the smallest id above id */
+void lc_redis_id_format(lc_redis_id_t id, char out[LC_REDIS_ID_MAX]);
+
 /* Helpers for reply callbacks. */
 /* The error text of an error reply, else NULL. */
 const char *lc_redis_reply_error(const redisReply *reply);

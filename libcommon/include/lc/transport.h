@@ -16,12 +16,14 @@
 #ifndef LC_TRANSPORT_H
 #define LC_TRANSPORT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include <uv.h>
 
 #include "lc/err.h"
+#include "lc/metrics.h"
 
 typedef struct lc_transport_s lc_transport_t;
 
@@ -76,5 +78,67 @@ typedef struct lc_direct_opts_s {
 int lc_transport_direct_new(uv_loop_t *loop, const lc_direct_opts_t *opts,
                             lc_transport_consume_fn consume, void *data,
                             lc_transport_t **out) LC_MUST_CHECK;
+
+/* ---- redis: streams <stream_prefix><p> for p in [0, partitions), one consumer group.
+ *
+ * Publish is XADD <stream> * m <message>; its callback reports 0 only once
+ * Redis confirmed the XADD (durable as far as Redis's AOF setting goes).
+ * While the Redis link is down, publish fails at once with LC_REDIS_EDOWN
+ * (lc/redis.h; receivers answer 503); past max_backlog entries waiting in a
+ * stream (pending + undelivered, sampled every monitor_interval_ms and
+ * counted up between samples) it fails with LC_EFULL (429). A refused
+ * publish never calls its callback. It resumes by itself when Redis is back.
+ *
+ * With a consume function the transport also consumes, as consumer_id of
+ * the group: its own pending entries first (those of a previous life with
+ * the same id), then new ones (XREADGROUP BLOCK), and every
+ * claim_interval_ms the entries other consumers left pending longer than
+ * claim_idle_ms (XAUTOCLAIM). Each batch goes to the consumer thread; it is
+ * XACKed only after consume returned 0, else left pending (retried after
+ * claim_idle_ms by whichever consumer claims it). Delivery is therefore at
+ * least once: consume must be idempotent (the writer records stream ids).
+ * claim_idle_ms must exceed the slowest consume call, or a slow batch is
+ * applied twice. Consumers also trim each stream, only below the oldest
+ * entry the group still needs (XTRIM MINID ~), never by length.
+ *
+ * Close: refuses new publishes, waits for the XADDs in flight and for the
+ * batch being applied (and its XACK), then closes both links.
+ */
+typedef struct lc_redis_transport_opts_s {
+    const char *url;                /* required: redis://[[user]:password@]host:port[/db] */
+    uint32_t partitions;            /* streams; default 16; every process must agree */
+    const char *stream_prefix;      /* default "ember:ingest:" */
+    const char *group;              /* default "ingesters" */
+    const char *consumer_id;        /* required when consuming: stable per ingester */
+    size_t max_backlog;             /* entries per stream; default 100000 */
+    uint32_t batch;                 /* entries per consume call, about; default 256 */
+    uint32_t block_ms;              /* XREADGROUP BLOCK; default 1000 */
+    uint32_t claim_idle_ms;         /* default 60000 */
+    uint32_t claim_interval_ms;     /* default 5000 */
+    uint32_t monitor_interval_ms;   /* backlog sampling; default 1000 */
+    uint32_t trim_interval_ms;      /* consumers only; default 5000 */
+    uint32_t cmd_timeout_ms;        /* every Redis command; default 5000 */
+    uint32_t consume_retry_ms;      /* pause after a failed batch; default 1000 */
+    lc_metrics_t *metrics;          /* optional: ember_redis_* metrics */
+    void (*on_state)(bool up, void *data); /* optional: the publish link went up/down */
+    void *state_data;
+} lc_redis_transport_opts_t;
+
+/* consume may be NULL (publish only). LC_EINPUT for bad opts (URL, no consumer_id). */
+int lc_transport_redis_new(uv_loop_t *loop, const lc_redis_transport_opts_t *opts,
+                           lc_transport_consume_fn consume, void *data,
+                           lc_transport_t **out) LC_MUST_CHECK;
+
+typedef struct lc_redis_transport_stats_s {
+    bool up, consumer_up;           /* publish link; consume link (false if not consuming) */
+    uint64_t published, rejected_full, rejected_down, publish_failed;
+    uint64_t consumed, consume_failed, claimed, dropped, trimmed;
+    uint64_t pending, lag, backlog; /* sums over the streams at the last sample */
+    uint64_t xadd_count;
+    double xadd_seconds_sum, xadd_seconds_max;
+} lc_redis_transport_stats_t;
+
+/* Any thread. LC_EINPUT if t is not a redis transport. */
+int lc_transport_redis_stats(lc_transport_t *t, lc_redis_transport_stats_t *out) LC_MUST_CHECK;
 
 #endif

@@ -1,0 +1,1137 @@
+/*
+ * transport_redis.c — the `redis` transport: Redis streams between receivers
+ * and writers (ARCHITECTURE.md §2; the contract is in lc/transport.h).
+ *
+ * Two lc_redis links. `pub` carries XADDs, creates the consumer group on
+ * every (re)connect (XGROUP CREATE ... 0 MKSTREAM: id 0, so entries added
+ * before the group existed are still delivered) and runs the monitor: every
+ * monitor_interval_ms, per stream, XINFO GROUPS + XPENDING + XLEN give the
+ * backlog (pending + lag, or XLEN when Redis cannot tell the lag) and, on
+ * consumers, the trim point. `rd` exists only when consuming, because its
+ * XREADGROUP BLOCK would stall everything queued behind it.
+ *
+ * The consumer is a loop-thread state machine that does one step at a time
+ * (cons_next): create groups after a reconnect, re-send XACKs that failed,
+ * read its own pending entries (recovery), claim idle entries of others, or
+ * block for new ones. A batch goes to the consumer thread; XACK follows only
+ * a 0 from consume. Steps are strictly sequential, so a batch is never read
+ * twice by the same consumer while it is being applied.
+ *
+ * Trimming (consumers, every trim_interval_ms): the group's oldest needed
+ * entry is its oldest pending id, or the first id after last-delivered-id
+ * when nothing is pending; XTRIM MINID ~ that id only drops entries below it.
+ * The two are read in that order on one link: both only grow, so a delivery
+ * between the reads can only make the point conservative.
+ */
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "lc/alloc.h"
+#include "lc/log.h"
+#include "lc/redis.h"
+#include "lc/transport.h"
+
+#define RT_DEFAULT_PARTITIONS 16
+#define RT_DEFAULT_PREFIX "ember:ingest:"
+#define RT_DEFAULT_GROUP "ingesters"
+#define RT_DEFAULT_MAX_BACKLOG 100000
+#define RT_DEFAULT_BATCH 256
+#define RT_DEFAULT_BLOCK_MS 1000
+#define RT_DEFAULT_CLAIM_IDLE_MS 60000
+#define RT_DEFAULT_CLAIM_INTERVAL_MS 5000
+#define RT_DEFAULT_MONITOR_MS 1000
+#define RT_DEFAULT_TRIM_MS 5000
+#define RT_DEFAULT_CONSUME_RETRY_MS 1000
+#define RT_ERROR_PAUSE_MS 200
+#define RT_MIN_READ_COUNT 8
+#define RT_FIELD "m"
+
+typedef struct rt_part_s {
+    char *stream;
+    uint64_t backlog;        /* pending + undelivered at the last sample */
+    uint64_t xadd_sent;      /* XADDs sent on pub, ever */
+    uint64_t sent_at_sample; /* xadd_sent when the last sample was taken */
+    uint64_t pending, lag;
+    char cursor[LC_REDIS_ID_MAX];       /* own-PEL recovery: last id read; "" once done */
+    char claim_cursor[LC_REDIS_ID_MAX]; /* XAUTOCLAIM scan position */
+} rt_part_t;
+
+typedef enum {
+    CB_NONE,  /* free to take the next step */
+    CB_CMD,   /* a short command is out on rd */
+    CB_BLOCK, /* XREADGROUP BLOCK is out on rd */
+    CB_APPLY, /* the consumer thread has the batch */
+    CB_PAUSE, /* retry_timer armed */
+} cons_busy_t;
+
+typedef struct rt_metrics_s {
+    lc_metric_t *published, *rejected_full, *rejected_down, *publish_failed;
+    lc_metric_t *consumed, *consume_failed, *claimed, *trimmed;
+    lc_metric_t *pending, *lag, *up, *xadd_seconds;
+} rt_metrics_t;
+
+typedef struct rt_s {
+    lc_transport_t base;
+    uv_loop_t *loop;
+    lc_redis_transport_opts_t opts; /* strings point at the copies below */
+    char *url, *prefix, *group, *consumer;
+    rt_part_t *parts;
+    const char **names; /* parts[i].stream, for the decoder */
+    lc_redis_t *pub, *rd;
+    lc_transport_consume_fn consume;
+    void *consume_data;
+
+    /* monitor and trimming (pub link) */
+    uv_timer_t monitor_timer;
+    int probes_out;
+    uint64_t trim_due;
+
+    /* consumer state machine (loop thread; rd link) */
+    cons_busy_t busy;
+    bool need_setup, recovering, ack_pending;
+    int setup_out, acks_out;
+    bool setup_failed, acks_failed;
+    uint32_t claim_part;
+    uint64_t claim_due;
+    uint32_t read_count;
+    lc_redis_entries_t batch;
+    lc_transport_msg_t *msgs; /* the batch's applicable entries, for the thread */
+    size_t n_msgs, cap_msgs;
+    uv_timer_t retry_timer;
+
+    /* consumer thread */
+    uv_thread_t thread;
+    uv_mutex_t mu;
+    uv_cond_t cond;
+    uv_async_t done_async;
+    bool job_ready, job_done, quit, thread_exited; /* guarded by mu */
+    int job_rc;                                    /* guarded by mu */
+    bool joined;
+
+    /* closing */
+    bool closing, finishing;
+    size_t xadds_out;
+    int refs; /* handles and links still closing */
+    void (*close_cb)(void *data);
+    void *close_data;
+
+    /* stats: written on the loop thread, read from any */
+    atomic_uint_fast64_t published, rejected_full, rejected_down, publish_failed;
+    atomic_uint_fast64_t consumed, consume_failed, claimed, dropped, trimmed;
+    atomic_uint_fast64_t pending_sum, lag_sum, backlog_sum, xadd_count, xadd_ns_sum, xadd_ns_max;
+    atomic_bool pub_up, rd_up;
+    rt_metrics_t m;
+} rt_t;
+
+static const lc_transport_ops_t rt_ops;
+
+static void cons_next(rt_t *t);
+static void rt_close_step(rt_t *t);
+
+static void count(atomic_uint_fast64_t *c, lc_metric_t *m, uint64_t n)
+{
+    atomic_fetch_add(c, n);
+    if (m)
+        lc_metric_add(m, (double)n);
+}
+
+/* ---------------------------------------------------------------- groups */
+
+/* XGROUP CREATE <stream> <group> 0 MKSTREAM; BUSYGROUP means it exists. */
+static int group_create(rt_t *t, lc_redis_t *r, uint32_t p, lc_redis_reply_cb cb)
+{
+    const char *argv[] = {"XGROUP", "CREATE", t->parts[p].stream, t->group, "0", "MKSTREAM"};
+    return lc_redis_command(r, 0, cb, t, 6, argv, NULL);
+}
+
+static bool group_reply_ok(const redisReply *reply)
+{
+    return !lc_redis_reply_error(reply) || lc_redis_reply_is_error(reply, "BUSYGROUP");
+}
+
+static void pub_on_group(lc_redis_t *r, int status, const redisReply *reply, void *data)
+{
+    LC_UNUSED(data);
+    if (status == 0 && !group_reply_ok(reply))
+        LC_LOG_ERROR("redis: cannot create the consumer group link=%s err=\"%s\"", lc_redis_name(r),
+                     lc_redis_reply_error(reply));
+}
+
+static void pub_on_state(lc_redis_t *r, bool up, void *data)
+{
+    rt_t *t = data;
+    atomic_store(&t->pub_up, up);
+    if (t->m.up)
+        lc_metric_set(t->m.up, up ? 1 : 0);
+    for (uint32_t p = 0; up && p < t->opts.partitions; p++)
+        if (group_create(t, r, p, pub_on_group) != 0)
+            break;
+    if (t->opts.on_state)
+        t->opts.on_state(up, t->opts.state_data);
+}
+
+/* ---------------------------------------------------------------- publish */
+
+typedef struct rt_xadd_s {
+    rt_t *t;
+    lc_transport_publish_cb cb;
+    void *data;
+    uint64_t start_ns;
+} rt_xadd_t;
+
+/* An error reply: OOM means Redis is full (back off, 429); anything else 503. */
+static int xadd_status(int status, const redisReply *reply)
+{
+    if (status)
+        return status;
+    if (lc_redis_reply_is_error(reply, "OOM"))
+        return LC_EFULL;
+    if (lc_redis_reply_error(reply) || reply->type != REDIS_REPLY_STRING)
+        return LC_REDIS_EDOWN;
+    return 0;
+}
+
+static void xadd_observe(rt_t *t, uint64_t ns)
+{
+    atomic_fetch_add(&t->xadd_count, 1);
+    atomic_fetch_add(&t->xadd_ns_sum, ns);
+    uint_fast64_t max = atomic_load(&t->xadd_ns_max);
+    while (ns > max && !atomic_compare_exchange_weak(&t->xadd_ns_max, &max, ns))
+        ;
+    if (t->m.xadd_seconds)
+        lc_metric_observe(t->m.xadd_seconds, (double)ns / 1e9);
+}
+
+static void xadd_on_reply(lc_redis_t *r, int status, const redisReply *reply, void *data)
+{
+    rt_xadd_t *x = data;
+    rt_t *t = x->t;
+    LC_UNUSED(r);
+    int rc = xadd_status(status, reply);
+    if (rc == 0) {
+        xadd_observe(t, uv_hrtime() - x->start_ns);
+        count(&t->published, t->m.published, 1);
+    } else {
+        count(&t->publish_failed, t->m.publish_failed, 1);
+        LC_LOG_DEBUG("redis: XADD failed err=\"%s\"", lc_strerror(rc));
+    }
+    x->cb(rc, x->data);
+    lc_free(x);
+    t->xadds_out--;
+    rt_close_step(t);
+}
+
+static bool part_full(const rt_t *t, const rt_part_t *part)
+{
+    return part->backlog + (part->xadd_sent - part->sent_at_sample) >= t->opts.max_backlog;
+}
+
+static int rt_publish(lc_transport_t *base, const uint8_t *msg, size_t len, uint32_t partition,
+                      lc_transport_publish_cb cb, void *data)
+{
+    rt_t *t = (rt_t *)base;
+    rt_part_t *part = &t->parts[partition % t->opts.partitions];
+    if (t->closing)
+        return LC_ECLOSED;
+    if (!lc_redis_is_up(t->pub)) {
+        count(&t->rejected_down, t->m.rejected_down, 1);
+        return LC_REDIS_EDOWN;
+    }
+    if (part_full(t, part)) {
+        count(&t->rejected_full, t->m.rejected_full, 1);
+        return LC_EFULL;
+    }
+    rt_xadd_t *x = lc_xmalloc(sizeof(*x));
+    *x = (rt_xadd_t){t, cb, data, uv_hrtime()};
+    const char *argv[] = {"XADD", part->stream, "*", RT_FIELD, (const char *)msg};
+    const size_t lens[] = {4, strlen(part->stream), 1, strlen(RT_FIELD), len};
+    int rc = lc_redis_command(t->pub, 0, xadd_on_reply, x, 5, argv, lens);
+    if (rc) {
+        lc_free(x);
+        return rc;
+    }
+    part->xadd_sent++;
+    t->xadds_out++;
+    return 0;
+}
+
+/* ---------------------------------------------------------------- monitor + trim */
+
+typedef struct rt_probe_s {
+    rt_t *t;
+    uint32_t part;
+    int out; /* replies still expected */
+    bool failed, trim;
+    uint64_t sent_snapshot;
+    bool has_group, lag_known, has_min;
+    uint64_t pending, lag, xlen;
+    lc_redis_id_t last_delivered, min_pending;
+} rt_probe_t;
+
+static const redisReply *kv_get(const redisReply *flat, const char *key)
+{
+    for (size_t i = 0; flat->type == REDIS_REPLY_ARRAY && i + 1 < flat->elements; i += 2) {
+        const redisReply *k = flat->element[i];
+        if (k->type == REDIS_REPLY_STRING && strcmp(k->str, key) == 0)
+            return flat->element[i + 1];
+    }
+    return NULL;
+}
+
+/* XINFO GROUPS: our group's pending, last-delivered-id and lag (nil when unknown). */
+static void probe_groups(rt_probe_t *pr, const redisReply *reply)
+{
+    for (size_t i = 0; reply->type == REDIS_REPLY_ARRAY && i < reply->elements; i++) {
+        const redisReply *g = reply->element[i], *name = kv_get(g, "name");
+        if (!name || name->type != REDIS_REPLY_STRING || strcmp(name->str, pr->t->group) != 0)
+            continue;
+        const redisReply *pending = kv_get(g, "pending"), *last = kv_get(g, "last-delivered-id");
+        const redisReply *lag = kv_get(g, "lag");
+        if (!pending || pending->type != REDIS_REPLY_INTEGER || !last ||
+            last->type != REDIS_REPLY_STRING ||
+            lc_redis_id_parse(last->str, last->len, &pr->last_delivered) != 0)
+            return;
+        pr->has_group = true;
+        pr->pending = (uint64_t)pending->integer;
+        pr->lag_known = lag && lag->type == REDIS_REPLY_INTEGER;
+        pr->lag = pr->lag_known ? (uint64_t)lag->integer : 0;
+    }
+}
+
+/* XPENDING summary: [count, min-id | nil, max-id | nil, consumers | nil]. */
+static void probe_pending(rt_probe_t *pr, const redisReply *reply)
+{
+    if (reply->type != REDIS_REPLY_ARRAY || reply->elements < 2)
+        return;
+    const redisReply *min = reply->element[1];
+    pr->has_min = min->type == REDIS_REPLY_STRING &&
+                  lc_redis_id_parse(min->str, min->len, &pr->min_pending) == 0;
+}
+
+static void trim_on_reply(lc_redis_t *r, int status, const redisReply *reply, void *data)
+{
+    rt_t *t = data;
+    LC_UNUSED(r);
+    if (status == 0 && reply->type == REDIS_REPLY_INTEGER && reply->integer > 0)
+        count(&t->trimmed, t->m.trimmed, (uint64_t)reply->integer);
+    else if (status == 0 && lc_redis_reply_error(reply))
+        LC_LOG_WARN("redis: XTRIM refused err=\"%s\"", lc_redis_reply_error(reply));
+}
+
+/* Drops entries below the oldest one the group still needs. */
+static void probe_trim(rt_probe_t *pr)
+{
+    if (!pr->has_group)
+        return;
+    lc_redis_id_t keep = lc_redis_id_next(pr->last_delivered);
+    if (pr->has_min && lc_redis_id_cmp(pr->min_pending, keep) < 0)
+        keep = pr->min_pending;
+    char id[LC_REDIS_ID_MAX];
+    lc_redis_id_format(keep, id);
+    rt_t *t = pr->t;
+    const char *argv[] = {"XTRIM", t->parts[pr->part].stream, "MINID", "~", id};
+    if (lc_redis_command(t->pub, 0, trim_on_reply, t, 5, argv, NULL) != 0)
+        LC_LOG_DEBUG("redis: XTRIM not sent (link down)");
+}
+
+static void monitor_publish_sums(rt_t *t)
+{
+    uint64_t pending = 0, lag = 0, backlog = 0;
+    for (uint32_t p = 0; p < t->opts.partitions; p++) {
+        pending += t->parts[p].pending;
+        lag += t->parts[p].lag;
+        backlog += t->parts[p].backlog;
+    }
+    atomic_store(&t->pending_sum, pending);
+    atomic_store(&t->lag_sum, lag);
+    atomic_store(&t->backlog_sum, backlog);
+    if (t->m.pending)
+        lc_metric_set(t->m.pending, (double)pending);
+    if (t->m.lag)
+        lc_metric_set(t->m.lag, (double)lag);
+}
+
+static void probe_finish(rt_probe_t *pr)
+{
+    rt_t *t = pr->t;
+    rt_part_t *part = &t->parts[pr->part];
+    if (!pr->failed) {
+        part->pending = pr->has_group ? pr->pending : 0;
+        part->lag = pr->has_group && pr->lag_known ? pr->lag : pr->xlen;
+        part->backlog = pr->has_group && pr->lag_known ? pr->pending + pr->lag : pr->xlen;
+        part->sent_at_sample = pr->sent_snapshot;
+        if (pr->trim)
+            probe_trim(pr);
+    }
+    lc_free(pr);
+    if (--t->probes_out == 0)
+        monitor_publish_sums(t);
+    rt_close_step(t);
+}
+
+static void probe_release(rt_probe_t *pr, int status)
+{
+    if (status)
+        pr->failed = true;
+    if (--pr->out == 0)
+        probe_finish(pr);
+}
+
+static void probe_on_groups(lc_redis_t *r, int status, const redisReply *reply, void *data)
+{
+    LC_UNUSED(r);
+    if (status == 0)
+        probe_groups(data, reply); /* an error reply: no such stream, so no group */
+    probe_release(data, status);
+}
+
+static void probe_on_pending(lc_redis_t *r, int status, const redisReply *reply, void *data)
+{
+    LC_UNUSED(r);
+    if (status == 0)
+        probe_pending(data, reply);
+    probe_release(data, status);
+}
+
+static void probe_on_xlen(lc_redis_t *r, int status, const redisReply *reply, void *data)
+{
+    rt_probe_t *pr = data;
+    LC_UNUSED(r);
+    if (status == 0 && reply->type == REDIS_REPLY_INTEGER)
+        pr->xlen = (uint64_t)reply->integer;
+    probe_release(pr, status ? status : reply->type == REDIS_REPLY_INTEGER ? 0 : LC_ECORRUPT);
+}
+
+static void probe_send(rt_probe_t *pr, lc_redis_reply_cb cb, int argc, const char **argv)
+{
+    if (lc_redis_command(pr->t->pub, 0, cb, pr, argc, argv, NULL) == 0)
+        pr->out++;
+    else
+        pr->failed = true;
+}
+
+/* XINFO GROUPS, then XPENDING, then XLEN: that order is what makes trimming safe. */
+static void probe_start(rt_t *t, uint32_t p, bool trim)
+{
+    rt_probe_t *pr = lc_xcalloc(1, sizeof(*pr));
+    *pr = (rt_probe_t){.t = t, .part = p, .trim = trim, .sent_snapshot = t->parts[p].xadd_sent};
+    const char *stream = t->parts[p].stream;
+    const char *groups[] = {"XINFO", "GROUPS", stream};
+    const char *pending[] = {"XPENDING", stream, t->group};
+    const char *xlen[] = {"XLEN", stream};
+    t->probes_out++;
+    pr->out = 1; /* held while sending */
+    probe_send(pr, probe_on_groups, 3, groups);
+    probe_send(pr, probe_on_pending, 3, pending);
+    probe_send(pr, probe_on_xlen, 2, xlen);
+    probe_release(pr, 0);
+}
+
+static void monitor_on_tick(uv_timer_t *timer)
+{
+    rt_t *t = LC_CONTAINER_OF(timer, rt_t, monitor_timer);
+    if (t->closing || t->probes_out || !lc_redis_is_up(t->pub))
+        return;
+    uint64_t now = uv_now(t->loop);
+    bool trim = t->consume && now >= t->trim_due;
+    if (trim)
+        t->trim_due = now + t->opts.trim_interval_ms;
+    for (uint32_t p = 0; p < t->opts.partitions && lc_redis_is_up(t->pub); p++)
+        probe_start(t, p, trim);
+}
+
+/* ---------------------------------------------------------------- consumer: steps */
+
+static void cons_on_pause_end(uv_timer_t *timer)
+{
+    rt_t *t = LC_CONTAINER_OF(timer, rt_t, retry_timer);
+    t->busy = CB_NONE;
+    cons_next(t);
+}
+
+static void cons_pause(rt_t *t, uint32_t ms)
+{
+    t->busy = CB_PAUSE;
+    uv_timer_start(&t->retry_timer, cons_on_pause_end, ms, 0);
+}
+
+/* A step's command failed. Pause before the next step, so that a failure
+ * reported synchronously can never turn into a busy loop; while the link is
+ * down the pause just ends in cons_next finding it down. */
+static void cons_step_failed(rt_t *t, int status, const char *step)
+{
+    t->busy = CB_NONE;
+    if (status == LC_ECLOSED) {
+        cons_next(t);
+        return;
+    }
+    if (status != LC_REDIS_ELOST && status != LC_REDIS_EDOWN)
+        LC_LOG_WARN("redis consumer: %s failed err=\"%s\"", step, lc_strerror(status));
+    cons_pause(t, RT_ERROR_PAUSE_MS);
+}
+
+static void cons_step_done(rt_t *t)
+{
+    t->busy = CB_NONE;
+    cons_next(t);
+}
+
+static void cons_send(rt_t *t, cons_busy_t busy, uint32_t timeout_ms, lc_redis_reply_cb cb,
+                      int argc, const char **argv)
+{
+    if (lc_redis_command(t->rd, timeout_ms, cb, t, argc, argv, NULL) == 0)
+        t->busy = busy;
+    /* else the link is going down: rd_on_state(up) calls cons_next again */
+}
+
+static void cons_on_group(lc_redis_t *r, int status, const redisReply *reply, void *data)
+{
+    rt_t *t = data;
+    if (status == 0 && !group_reply_ok(reply))
+        LC_LOG_ERROR("redis: cannot create the consumer group link=%s err=\"%s\"", lc_redis_name(r),
+                     lc_redis_reply_error(reply));
+    if (status)
+        t->setup_failed = true;
+    if (--t->setup_out > 0)
+        return;
+    t->need_setup = t->setup_failed;
+    if (t->setup_failed)
+        cons_step_failed(t, status ? status : LC_REDIS_ELOST, "creating the group");
+    else
+        cons_step_done(t);
+}
+
+/* After every reconnect: the group may be gone (Redis restarted without its data). */
+static void cons_setup(rt_t *t)
+{
+    t->setup_out = 0;
+    t->setup_failed = false;
+    for (uint32_t p = 0; p < t->opts.partitions; p++) {
+        if (group_create(t, t->rd, p, cons_on_group) != 0) {
+            t->setup_failed = true; /* link going down; what was sent still answers */
+            break;
+        }
+        t->setup_out++;
+        t->busy = CB_CMD;
+    }
+}
+
+/* ---------------------------------------------------------------- consumer: apply and ack */
+
+/* Hands the applicable entries to the consumer thread; entries without a
+ * message (deleted while pending, foreign writers) are only acked. */
+static void cons_apply(rt_t *t)
+{
+    t->n_msgs = 0;
+    for (size_t i = 0; i < t->batch.n; i++) {
+        const lc_redis_entry_t *e = &t->batch.v[i];
+        if (!e->data) {
+            LC_LOG_WARN("redis consumer: entry without a message, acking it stream=%s id=%s",
+                        t->parts[e->stream].stream, e->id);
+            count(&t->dropped, NULL, 1);
+            continue;
+        }
+        t->msgs = lc_xgrow(t->msgs, &t->cap_msgs, t->n_msgs + 1, sizeof(*t->msgs));
+        t->msgs[t->n_msgs++] = (lc_transport_msg_t){e->data, e->len, e->id};
+    }
+    if (t->n_msgs == 0) {
+        t->ack_pending = true;
+        cons_step_done(t);
+        return;
+    }
+    t->busy = CB_APPLY;
+    uv_mutex_lock(&t->mu);
+    t->job_ready = true;
+    uv_cond_signal(&t->cond);
+    uv_mutex_unlock(&t->mu);
+}
+
+/* Decoded entries of a read or claim: apply them, or take the next step. */
+static void cons_take(rt_t *t)
+{
+    if (t->batch.n)
+        cons_apply(t);
+    else
+        cons_step_done(t);
+}
+
+static void cons_applied(rt_t *t, int rc)
+{
+    if (rc == 0) {
+        count(&t->consumed, t->m.consumed, t->n_msgs);
+        t->ack_pending = true;
+        cons_step_done(t);
+        return;
+    }
+    LC_LOG_ERROR("redis consumer: batch not applied, left pending for redelivery msgs=%zu "
+                 "err=\"%s\"",
+                 t->n_msgs, lc_strerror(rc));
+    count(&t->consume_failed, t->m.consume_failed, t->n_msgs);
+    lc_redis_entries_reset(&t->batch);
+    cons_pause(t, t->opts.consume_retry_ms);
+}
+
+static void cons_on_ack(lc_redis_t *r, int status, const redisReply *reply, void *data)
+{
+    rt_t *t = data;
+    LC_UNUSED(r);
+    if (status)
+        t->acks_failed = true;
+    else if (lc_redis_reply_error(reply)) /* NOGROUP: Redis lost the group, nothing to ack */
+        LC_LOG_WARN("redis consumer: XACK refused err=\"%s\"", lc_redis_reply_error(reply));
+    if (--t->acks_out > 0)
+        return;
+    if (t->acks_failed) {
+        cons_step_failed(t, status ? status : LC_REDIS_ELOST, "XACK");
+        return; /* ack_pending stays: sent again once the link is up */
+    }
+    t->ack_pending = false;
+    lc_redis_entries_reset(&t->batch);
+    cons_step_done(t);
+}
+
+/* Sends one XACK <stream> <group> <id>... of the batch's entries in stream p. */
+static int cons_ack_stream(rt_t *t, uint32_t p, const char **argv)
+{
+    int argc = 3;
+    for (size_t i = 0; i < t->batch.n; i++)
+        if (t->batch.v[i].stream == p)
+            argv[argc++] = t->batch.v[i].id;
+    if (argc == 3)
+        return 0;
+    argv[0] = "XACK";
+    argv[1] = t->parts[p].stream;
+    argv[2] = t->group;
+    int rc = lc_redis_command(t->rd, 0, cons_on_ack, t, argc, argv, NULL);
+    if (rc == 0)
+        t->acks_out++;
+    return rc;
+}
+
+static void cons_ack(rt_t *t)
+{
+    const char **argv = lc_xcalloc(t->batch.n + 3, sizeof(*argv));
+    t->acks_out = 1; /* held while sending */
+    t->acks_failed = false;
+    t->busy = CB_CMD;
+    for (uint32_t p = 0; p < t->opts.partitions; p++) {
+        if (cons_ack_stream(t, p, argv) != 0) {
+            t->acks_failed = true;
+            break;
+        }
+    }
+    lc_free(argv);
+    cons_on_ack(t->rd, 0, NULL, t); /* releases the hold */
+}
+
+/* ---------------------------------------------------------------- consumer: reads */
+
+static int cons_decode_read(rt_t *t, int status, const redisReply *reply)
+{
+    if (status)
+        return status;
+    const char *err = lc_redis_reply_error(reply);
+    if (err) {
+        /* NOGROUP: the group vanished (Redis lost its data); create it again. */
+        LC_LOG_WARN("redis consumer: read refused err=\"%s\"", err);
+        t->need_setup = true;
+        return LC_ECORRUPT;
+    }
+    int rc = lc_redis_entries_from_read(&t->batch, reply, t->names, t->opts.partitions, RT_FIELD);
+    if (rc) {
+        LC_LOG_ERROR("redis consumer: malformed XREADGROUP reply");
+        lc_redis_entries_reset(&t->batch);
+    }
+    return rc;
+}
+
+static void cons_on_read_new(lc_redis_t *r, int status, const redisReply *reply, void *data)
+{
+    rt_t *t = data;
+    LC_UNUSED(r);
+    int rc = cons_decode_read(t, status, reply);
+    if (rc)
+        cons_step_failed(t, rc, "XREADGROUP");
+    else
+        cons_take(t);
+}
+
+/* XREADGROUP ... BLOCK over every stream: new entries only (">"). */
+static void cons_read_new(rt_t *t)
+{
+    uint32_t n = t->opts.partitions;
+    const char **argv = lc_xcalloc(9 + 2 * (size_t)n, sizeof(*argv));
+    char count_s[16], block_s[16];
+    snprintf(count_s, sizeof(count_s), "%u", t->read_count);
+    snprintf(block_s, sizeof(block_s), "%u", t->opts.block_ms);
+    const char *head[] = {"XREADGROUP", "GROUP", t->group, t->consumer, "COUNT",
+                          count_s,      "BLOCK", block_s,  "STREAMS"};
+    memcpy(argv, head, sizeof(head));
+    for (uint32_t p = 0; p < n; p++) {
+        argv[9 + p] = t->parts[p].stream;
+        argv[9 + n + p] = ">";
+    }
+    uint32_t timeout = t->opts.block_ms + t->opts.cmd_timeout_ms;
+    cons_send(t, CB_BLOCK, timeout, cons_on_read_new, (int)(9 + 2 * n), argv);
+    lc_free(argv);
+}
+
+static void cons_on_read_own(lc_redis_t *r, int status, const redisReply *reply, void *data)
+{
+    rt_t *t = data;
+    LC_UNUSED(r);
+    int rc = cons_decode_read(t, status, reply);
+    if (rc) {
+        cons_step_failed(t, rc, "reading own pending entries");
+        return;
+    }
+    /* A stream that returned nothing is recovered; the others continue after their last id. */
+    bool *seen = lc_xcalloc(t->opts.partitions, sizeof(*seen));
+    for (size_t i = 0; i < t->batch.n; i++) {
+        rt_part_t *part = &t->parts[t->batch.v[i].stream];
+        snprintf(part->cursor, sizeof(part->cursor), "%s", t->batch.v[i].id);
+        seen[t->batch.v[i].stream] = true;
+    }
+    t->recovering = false;
+    for (uint32_t p = 0; p < t->opts.partitions; p++) {
+        if (!seen[p])
+            t->parts[p].cursor[0] = '\0';
+        t->recovering |= t->parts[p].cursor[0] != '\0';
+    }
+    lc_free(seen);
+    cons_take(t);
+}
+
+/* XREADGROUP ... <id>: this consumer's own pending entries after each cursor. */
+static void cons_read_own(rt_t *t)
+{
+    uint32_t n = t->opts.partitions, k = 0;
+    const char **argv = lc_xcalloc(7 + 2 * (size_t)n, sizeof(*argv));
+    char count_s[16];
+    snprintf(count_s, sizeof(count_s), "%u", t->read_count);
+    const char *head[] = {"XREADGROUP", "GROUP", t->group, t->consumer,
+                          "COUNT",      count_s, "STREAMS"};
+    memcpy(argv, head, sizeof(head));
+    for (uint32_t p = 0; p < n; p++)
+        if (t->parts[p].cursor[0])
+            argv[7 + k++] = t->parts[p].stream;
+    for (uint32_t p = 0, j = 0; p < n; p++)
+        if (t->parts[p].cursor[0])
+            argv[7 + k + j++] = t->parts[p].cursor;
+    cons_send(t, CB_CMD, 0, cons_on_read_own, (int)(7 + 2 * k), argv);
+    lc_free(argv);
+}
+
+/* Moves the claim scan on: next stream once a cursor wraps, and rest after a full round. */
+static void cons_claim_advance(rt_t *t, const redisReply *next)
+{
+    rt_part_t *part = &t->parts[t->claim_part];
+    lc_redis_id_t id = {0, 0};
+    if (next->type == REDIS_REPLY_STRING && lc_redis_id_parse(next->str, next->len, &id) == 0 &&
+        (id.ms || id.seq)) {
+        snprintf(part->claim_cursor, sizeof(part->claim_cursor), "%.*s", (int)next->len, next->str);
+        return;
+    }
+    snprintf(part->claim_cursor, sizeof(part->claim_cursor), "0-0");
+    if (++t->claim_part == t->opts.partitions) {
+        t->claim_part = 0;
+        t->claim_due = uv_now(t->loop) + t->opts.claim_interval_ms;
+    }
+}
+
+static void cons_on_claim(lc_redis_t *r, int status, const redisReply *reply, void *data)
+{
+    rt_t *t = data;
+    LC_UNUSED(r);
+    int rc = status;
+    if (rc == 0 && (reply->type != REDIS_REPLY_ARRAY || reply->elements < 2))
+        rc = LC_ECORRUPT; /* also an error reply, e.g. NOGROUP */
+    if (rc == 0)
+        rc = lc_redis_entries_from_array(&t->batch, reply->element[1], t->claim_part, RT_FIELD);
+    if (rc) {
+        lc_redis_entries_reset(&t->batch);
+        t->claim_due = uv_now(t->loop) + t->opts.claim_interval_ms;
+        cons_step_failed(t, rc, "XAUTOCLAIM");
+        return;
+    }
+    if (t->batch.n) {
+        LC_LOG_INFO("redis consumer: claimed idle entries stream=%s count=%zu",
+                    t->parts[t->claim_part].stream, t->batch.n);
+        count(&t->claimed, t->m.claimed, t->batch.n);
+    }
+    cons_claim_advance(t, reply->element[0]);
+    cons_take(t);
+}
+
+/* XAUTOCLAIM: entries any consumer (this one included) left pending too long. */
+static void cons_claim(rt_t *t)
+{
+    rt_part_t *part = &t->parts[t->claim_part];
+    char idle_s[16], count_s[16];
+    snprintf(idle_s, sizeof(idle_s), "%u", t->opts.claim_idle_ms);
+    snprintf(count_s, sizeof(count_s), "%u", t->read_count);
+    const char *argv[] = {"XAUTOCLAIM", part->stream,       t->group, t->consumer,
+                          idle_s,       part->claim_cursor, "COUNT",  count_s};
+    cons_send(t, CB_CMD, 0, cons_on_claim, 8, argv);
+}
+
+/* The one place that decides what the consumer does next. */
+static void cons_next(rt_t *t)
+{
+    if (t->busy != CB_NONE)
+        return;
+    bool up = lc_redis_is_up(t->rd);
+    if (t->closing && !(t->ack_pending && up)) {
+        rt_close_step(t); /* the applied batch is acked before closing */
+        return;
+    }
+    if (!up)
+        return; /* rd_on_state(up) calls again */
+    if (t->need_setup)
+        cons_setup(t);
+    else if (t->ack_pending)
+        cons_ack(t);
+    else if (t->recovering)
+        cons_read_own(t);
+    else if (uv_now(t->loop) >= t->claim_due)
+        cons_claim(t);
+    else
+        cons_read_new(t);
+}
+
+static void rd_on_state(lc_redis_t *r, bool up, void *data)
+{
+    rt_t *t = data;
+    LC_UNUSED(r);
+    atomic_store(&t->rd_up, up);
+    if (!up)
+        return;
+    t->need_setup = true;
+    t->recovering = true;
+    for (uint32_t p = 0; p < t->opts.partitions; p++) {
+        snprintf(t->parts[p].cursor, sizeof(t->parts[p].cursor), "0");
+        snprintf(t->parts[p].claim_cursor, sizeof(t->parts[p].claim_cursor), "0-0");
+    }
+    t->claim_part = 0;
+    cons_next(t);
+}
+
+/* ---------------------------------------------------------------- consumer thread */
+
+static void cons_thread_main(void *arg)
+{
+    rt_t *t = arg;
+    uv_mutex_lock(&t->mu);
+    for (;;) {
+        while (!t->job_ready && !t->quit)
+            uv_cond_wait(&t->cond, &t->mu);
+        if (!t->job_ready)
+            break; /* quit, and nothing left to apply */
+        t->job_ready = false;
+        uv_mutex_unlock(&t->mu);
+        int rc = t->consume(t->msgs, t->n_msgs, t->consume_data);
+        uv_mutex_lock(&t->mu);
+        t->job_rc = rc;
+        t->job_done = true;
+        uv_async_send(&t->done_async);
+    }
+    t->thread_exited = true;
+    uv_mutex_unlock(&t->mu);
+    uv_async_send(&t->done_async);
+}
+
+static void rt_unref(rt_t *t);
+
+static void rt_on_handle_closed(uv_handle_t *h)
+{
+    rt_unref(h->data);
+}
+
+/* Loop thread: a batch came back from consume, or the thread ended. */
+static void cons_on_done(uv_async_t *a)
+{
+    rt_t *t = a->data;
+    uv_mutex_lock(&t->mu);
+    bool done = t->job_done, exited = t->thread_exited;
+    int rc = t->job_rc;
+    t->job_done = false;
+    uv_mutex_unlock(&t->mu);
+    if (done)
+        cons_applied(t, rc);
+    if (exited && !t->joined) {
+        uv_thread_join(&t->thread);
+        t->joined = true;
+        uv_close((uv_handle_t *)&t->done_async, rt_on_handle_closed);
+    }
+}
+
+/* ---------------------------------------------------------------- closing */
+
+static void rt_free(rt_t *t)
+{
+    for (uint32_t p = 0; p < t->opts.partitions; p++)
+        lc_free(t->parts[p].stream);
+    lc_free(t->parts);
+    lc_free(t->names);
+    lc_redis_entries_fini(&t->batch);
+    lc_free(t->msgs);
+    lc_free(t->url);
+    lc_free(t->prefix);
+    lc_free(t->group);
+    lc_free(t->consumer);
+    if (t->consume) {
+        uv_mutex_destroy(&t->mu);
+        uv_cond_destroy(&t->cond);
+    }
+    lc_free(t);
+}
+
+static void rt_unref(rt_t *t)
+{
+    if (--t->refs > 0)
+        return;
+    void (*cb)(void *) = t->close_cb;
+    void *data = t->close_data;
+    rt_free(t);
+    if (cb)
+        cb(data);
+}
+
+static void rt_on_link_closed(void *data)
+{
+    rt_unref(data);
+}
+
+/* Everything that must end before the links close: XADDs in flight, monitor
+ * probes, and a batch being applied or acked. A blocking read is abandoned:
+ * what it delivered stays pending for this consumer id (or a claimer). */
+static bool rt_quiet(const rt_t *t)
+{
+    return t->xadds_out == 0 && t->probes_out == 0 &&
+           (t->busy == CB_NONE || t->busy == CB_BLOCK || t->busy == CB_PAUSE);
+}
+
+static void rt_close_step(rt_t *t)
+{
+    if (!t->closing || t->finishing || !rt_quiet(t))
+        return;
+    t->finishing = true;
+    t->refs = 2; /* pub link + monitor timer */
+    uv_close((uv_handle_t *)&t->monitor_timer, rt_on_handle_closed);
+    lc_redis_close(t->pub, rt_on_link_closed, t);
+    if (!t->consume)
+        return;
+    t->refs += 3; /* rd link, retry timer, async (after the join) */
+    uv_close((uv_handle_t *)&t->retry_timer, rt_on_handle_closed);
+    lc_redis_close(t->rd, rt_on_link_closed, t);
+    uv_mutex_lock(&t->mu);
+    t->quit = true;
+    uv_cond_signal(&t->cond);
+    uv_mutex_unlock(&t->mu);
+}
+
+static void rt_close(lc_transport_t *base, void (*cb)(void *data), void *data)
+{
+    rt_t *t = (rt_t *)base;
+    if (t->closing)
+        return;
+    t->closing = true;
+    t->close_cb = cb;
+    t->close_data = data;
+    rt_close_step(t);
+}
+
+/* ---------------------------------------------------------------- stats */
+
+static void rt_stats(lc_transport_t *base, lc_transport_stats_t *out)
+{
+    rt_t *t = (rt_t *)base;
+    out->published = atomic_load(&t->published);
+    out->consumed = atomic_load(&t->consumed);
+    out->failed = atomic_load(&t->publish_failed) + atomic_load(&t->consume_failed);
+    out->backlog_msgs = atomic_load(&t->backlog_sum);
+    out->backlog_bytes = 0; /* Redis does not tell cheaply */
+}
+
+int lc_transport_redis_stats(lc_transport_t *base, lc_redis_transport_stats_t *out)
+{
+    if (!base || base->ops != &rt_ops)
+        return LC_EINPUT;
+    rt_t *t = (rt_t *)base;
+    *out = (lc_redis_transport_stats_t){
+        .up = atomic_load(&t->pub_up),
+        .consumer_up = atomic_load(&t->rd_up),
+        .published = atomic_load(&t->published),
+        .rejected_full = atomic_load(&t->rejected_full),
+        .rejected_down = atomic_load(&t->rejected_down),
+        .publish_failed = atomic_load(&t->publish_failed),
+        .consumed = atomic_load(&t->consumed),
+        .consume_failed = atomic_load(&t->consume_failed),
+        .claimed = atomic_load(&t->claimed),
+        .dropped = atomic_load(&t->dropped),
+        .trimmed = atomic_load(&t->trimmed),
+        .pending = atomic_load(&t->pending_sum),
+        .lag = atomic_load(&t->lag_sum),
+        .backlog = atomic_load(&t->backlog_sum),
+        .xadd_count = atomic_load(&t->xadd_count),
+        .xadd_seconds_sum = (double)atomic_load(&t->xadd_ns_sum) / 1e9,
+        .xadd_seconds_max = (double)atomic_load(&t->xadd_ns_max) / 1e9,
+    };
+    return 0;
+}
+
+static const lc_transport_ops_t rt_ops = {
+    .publish = rt_publish,
+    .stats = rt_stats,
+    .close = rt_close,
+};
+
+/* ---------------------------------------------------------------- construction */
+
+static void rt_register_metrics(rt_t *t, lc_metrics_t *m)
+{
+    if (!m)
+        return;
+    t->m.published = lc_metrics_counter(m, "ember_redis_published_total",
+                                        "Messages whose XADD Redis confirmed", "");
+    t->m.rejected_full = lc_metrics_counter(m, "ember_redis_publish_rejected_total",
+                                            "Publishes refused at once", "reason=\"backlog\"");
+    t->m.rejected_down = lc_metrics_counter(m, "ember_redis_publish_rejected_total",
+                                            "Publishes refused at once", "reason=\"redis_down\"");
+    t->m.publish_failed = lc_metrics_counter(m, "ember_redis_publish_failed_total",
+                                             "XADDs that failed or timed out", "");
+    t->m.consumed = lc_metrics_counter(m, "ember_redis_consumed_total",
+                                       "Messages applied and acknowledged", "");
+    t->m.consume_failed = lc_metrics_counter(m, "ember_redis_consume_failed_total",
+                                             "Messages of batches that failed to apply", "");
+    t->m.claimed = lc_metrics_counter(m, "ember_redis_claimed_total",
+                                      "Idle pending entries claimed (XAUTOCLAIM)", "");
+    t->m.trimmed = lc_metrics_counter(m, "ember_redis_trimmed_total",
+                                      "Stream entries trimmed below the oldest needed", "");
+    t->m.pending = lc_metrics_gauge(m, "ember_redis_stream_pending",
+                                    "Entries delivered but not acknowledged (all streams)", "");
+    t->m.lag = lc_metrics_gauge(m, "ember_redis_stream_lag",
+                                "Entries not yet delivered to the group (all streams)", "");
+    t->m.up = lc_metrics_gauge(m, "ember_redis_up", "1 while the Redis publish link is up", "");
+    t->m.xadd_seconds = lc_metrics_histogram(m, "ember_redis_xadd_duration_seconds",
+                                             "XADD round trip until Redis confirmed", "", NULL, 0);
+}
+
+static void rt_defaults(lc_redis_transport_opts_t *o)
+{
+    o->partitions = o->partitions ? o->partitions : RT_DEFAULT_PARTITIONS;
+    o->max_backlog = o->max_backlog ? o->max_backlog : RT_DEFAULT_MAX_BACKLOG;
+    o->batch = o->batch ? o->batch : RT_DEFAULT_BATCH;
+    o->block_ms = o->block_ms ? o->block_ms : RT_DEFAULT_BLOCK_MS;
+    o->claim_idle_ms = o->claim_idle_ms ? o->claim_idle_ms : RT_DEFAULT_CLAIM_IDLE_MS;
+    o->claim_interval_ms =
+        o->claim_interval_ms ? o->claim_interval_ms : RT_DEFAULT_CLAIM_INTERVAL_MS;
+    o->monitor_interval_ms =
+        o->monitor_interval_ms ? o->monitor_interval_ms : RT_DEFAULT_MONITOR_MS;
+    o->trim_interval_ms = o->trim_interval_ms ? o->trim_interval_ms : RT_DEFAULT_TRIM_MS;
+    o->consume_retry_ms = o->consume_retry_ms ? o->consume_retry_ms : RT_DEFAULT_CONSUME_RETRY_MS;
+    o->cmd_timeout_ms = o->cmd_timeout_ms ? o->cmd_timeout_ms : 5000;
+}
+
+static bool rt_opts_valid(const lc_redis_transport_opts_t *o, bool consuming)
+{
+    lc_redis_url_t url;
+    if (!o || lc_redis_url_parse(o->url, &url) != 0)
+        return false;
+    if (consuming && (!o->consumer_id || !o->consumer_id[0]))
+        return false;
+    return o->partitions <= 4096;
+}
+
+static void rt_make_streams(rt_t *t)
+{
+    uint32_t n = t->opts.partitions;
+    t->parts = lc_xcalloc(n, sizeof(*t->parts));
+    t->names = lc_xcalloc(n, sizeof(*t->names));
+    for (uint32_t p = 0; p < n; p++) {
+        size_t len = strlen(t->prefix) + 12;
+        t->parts[p].stream = lc_xmalloc(len);
+        snprintf(t->parts[p].stream, len, "%s%u", t->prefix, p);
+        t->names[p] = t->parts[p].stream;
+    }
+    /* COUNT is per stream in XREADGROUP: spread the batch over the streams. */
+    uint32_t per = (t->opts.batch + n - 1) / n;
+    t->read_count = per < RT_MIN_READ_COUNT ? RT_MIN_READ_COUNT : per;
+}
+
+static lc_redis_t *rt_link(rt_t *t, const char *role, lc_redis_state_cb on_state)
+{
+    char name[160];
+    snprintf(name, sizeof(name), "ember-%s%s%s", role, t->consumer ? "-" : "",
+             t->consumer ? t->consumer : "");
+    lc_redis_opts_t ro = {.url = t->url,
+                          .name = name,
+                          .cmd_timeout_ms = t->opts.cmd_timeout_ms,
+                          .on_state = on_state,
+                          .state_data = t};
+    lc_redis_t *r = NULL;
+    LC_ASSERT(lc_redis_new(t->loop, &ro, &r) == 0); /* the URL was validated */
+    return r;
+}
+
+/* The thread only waits until a batch or the quit flag is posted, so it may
+ * start before the handles it will use exist. */
+static int rt_start_thread(rt_t *t)
+{
+    int rc = uv_mutex_init(&t->mu);
+    if (rc)
+        return rc;
+    rc = uv_cond_init(&t->cond);
+    if (!rc)
+        rc = uv_thread_create(&t->thread, cons_thread_main, t);
+    if (rc) {
+        uv_cond_destroy(&t->cond); /* harmless if its init failed: never waited on */
+        uv_mutex_destroy(&t->mu);
+    }
+    return rc;
+}
+
+static void rt_start_consumer(rt_t *t)
+{
+    uv_timer_init(t->loop, &t->retry_timer);
+    uv_async_init(t->loop, &t->done_async, cons_on_done);
+    t->retry_timer.data = t->done_async.data = t;
+    t->rd = rt_link(t, "consumer", rd_on_state);
+}
+
+int lc_transport_redis_new(uv_loop_t *loop, const lc_redis_transport_opts_t *opts,
+                           lc_transport_consume_fn consume, void *data, lc_transport_t **out)
+{
+    if (!rt_opts_valid(opts, consume != NULL))
+        return LC_EINPUT;
+    rt_t *t = lc_xcalloc(1, sizeof(*t));
+    t->base.ops = &rt_ops;
+    t->loop = loop;
+    t->opts = *opts;
+    rt_defaults(&t->opts);
+    t->url = lc_xstrdup(opts->url);
+    t->prefix = lc_xstrdup(opts->stream_prefix ? opts->stream_prefix : RT_DEFAULT_PREFIX);
+    t->group = lc_xstrdup(opts->group ? opts->group : RT_DEFAULT_GROUP);
+    t->consumer = consume ? lc_xstrdup(opts->consumer_id) : NULL;
+    t->opts.url = t->opts.stream_prefix = t->opts.group = t->opts.consumer_id = NULL;
+    t->consume = consume;
+    t->consume_data = data;
+    rt_make_streams(t);
+    int rc = consume ? rt_start_thread(t) : 0;
+    if (rc) {
+        t->consume = NULL; /* rt_free must not destroy what failed to exist */
+        rt_free(t);
+        return rc;
+    }
+    rt_register_metrics(t, opts->metrics);
+    uv_timer_init(loop, &t->monitor_timer);
+    t->monitor_timer.data = t;
+    uint32_t every = t->opts.monitor_interval_ms;
+    uv_timer_start(&t->monitor_timer, monitor_on_tick, every, every);
+    t->pub = rt_link(t, "publisher", pub_on_state);
+    if (consume)
+        rt_start_consumer(t);
+    *out = &t->base;
+    return 0;
+}

@@ -1,0 +1,622 @@
+/*
+ * test_transport_redis.c — the redis transport against a real redis-server:
+ * publish -> consume -> XACK; a publish callback only after Redis confirmed
+ * the XADD (the server is frozen with SIGSTOP meanwhile); fail-fast while
+ * Redis is down and recovery without recreating the transport across a
+ * crash of an AOF (appendfsync always) server; a failed batch stays pending
+ * and is claimed by another consumer; entries of a dead consumer are claimed;
+ * trimming never drops a pending entry; the backlog limit gives LC_EFULL
+ * until consumers catch up. Every test ends with uv_loop_close() == 0.
+ */
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "lc/redis.h"
+#include "lc/transport.h"
+#include "lc_test.h"
+#include "test_redis_server.h"
+
+#define MAX_MSGS 4096
+
+/* ---- a consumer whose results the test controls (it runs on the consumer thread) */
+
+typedef struct sink_s {
+    atomic_int fail; /* consume returns this while non-zero */
+    atomic_int calls, applied;
+    atomic_int seen[MAX_MSGS]; /* applications per message number */
+    atomic_int bad;            /* messages that did not parse or had no id */
+} sink_t;
+
+static int msg_number(const lc_transport_msg_t *m)
+{
+    char text[32];
+    if (m->len >= sizeof(text) || !m->id || !m->id[0])
+        return -1;
+    memcpy(text, m->data, m->len);
+    text[m->len] = 0;
+    int n = -1;
+    return sscanf(text, "msg-%d", &n) == 1 && n >= 0 && n < MAX_MSGS ? n : -1;
+}
+
+static int sink_consume(const lc_transport_msg_t *msgs, size_t n, void *data)
+{
+    sink_t *s = data;
+    atomic_fetch_add(&s->calls, 1);
+    int fail = atomic_load(&s->fail);
+    if (fail)
+        return fail;
+    for (size_t i = 0; i < n; i++) {
+        int k = msg_number(&msgs[i]);
+        if (k < 0)
+            atomic_fetch_add(&s->bad, 1);
+        else
+            atomic_fetch_add(&s->seen[k], 1);
+    }
+    atomic_fetch_add(&s->applied, (int)n);
+    return 0;
+}
+
+/* ---- publishers */
+
+typedef struct pubs_s {
+    int ok, err, last_err;
+    bool acked[MAX_MSGS];    /* callback reported 0 */
+    const test_redis_t *srv; /* when set, check the entry exists at callback time */
+    long long xlen_at_first_ack;
+} pubs_t;
+
+typedef struct pub_one_s {
+    pubs_t *p;
+    int n;
+} pub_one_t;
+
+static pub_one_t slots[MAX_MSGS];
+
+static void on_published(int status, void *data)
+{
+    pub_one_t *one = data;
+    pubs_t *p = one->p;
+    if (status == 0) {
+        if (p->srv && p->ok == 0)
+            p->xlen_at_first_ack = test_redis_int(p->srv, "XLEN ember:ingest:0");
+        p->ok++;
+        p->acked[one->n] = true;
+    } else {
+        p->err++;
+        p->last_err = status;
+    }
+}
+
+static int publish_n(lc_transport_t *t, pubs_t *p, int n, uint32_t partition)
+{
+    char msg[32];
+    int len = snprintf(msg, sizeof(msg), "msg-%d", n);
+    slots[n] = (pub_one_t){p, n};
+    return lc_transport_publish(t, (const uint8_t *)msg, (size_t)len, partition, on_published,
+                                &slots[n]);
+}
+
+/* ---- loop helpers */
+
+typedef struct wait_s {
+    pubs_t *p;
+    sink_t *s;
+    int want;
+    lc_transport_t *t;
+} wait_t;
+
+static bool all_answered(void *arg)
+{
+    wait_t *w = arg;
+    return w->p->ok + w->p->err >= w->want;
+}
+static bool all_applied(void *arg)
+{
+    wait_t *w = arg;
+    return atomic_load(&w->s->applied) >= w->want;
+}
+static bool consume_called(void *arg)
+{
+    wait_t *w = arg;
+    return atomic_load(&w->s->calls) >= w->want;
+}
+static bool link_up(void *arg)
+{
+    lc_redis_transport_stats_t st;
+    return lc_transport_redis_stats(arg, &st) == 0 && st.up;
+}
+static bool links_up(void *arg)
+{
+    lc_redis_transport_stats_t st;
+    return lc_transport_redis_stats(arg, &st) == 0 && st.up && st.consumer_up;
+}
+static bool link_down(void *arg)
+{
+    return !link_up(arg);
+}
+
+static bool closed_flag;
+static void on_closed(void *data)
+{
+    LC_UNUSED(data);
+    closed_flag = true;
+}
+
+static void close_transport(uv_loop_t *loop, lc_transport_t *t)
+{
+    closed_flag = false;
+    lc_transport_close(t, on_closed, NULL);
+    while (!closed_flag && uv_run(loop, UV_RUN_ONCE))
+        ;
+    LC_CHECK(closed_flag);
+}
+
+static lc_redis_transport_opts_t fast_opts(const test_redis_t *srv, const char *consumer)
+{
+    return (lc_redis_transport_opts_t){
+        .url = srv->url,
+        .partitions = 4,
+        .consumer_id = consumer,
+        .batch = 64,
+        .block_ms = 100,
+        .claim_idle_ms = 300,
+        .claim_interval_ms = 100,
+        .monitor_interval_ms = 50,
+        .trim_interval_ms = 100,
+        .cmd_timeout_ms = 1000,
+        .consume_retry_ms = 50,
+    };
+}
+
+static lc_transport_t *open_transport(uv_loop_t *loop, const lc_redis_transport_opts_t *o,
+                                      sink_t *s)
+{
+    lc_transport_t *t = NULL;
+    LC_ASSERT_OK(lc_transport_redis_new(loop, o, s ? sink_consume : NULL, s, &t));
+    LC_CHECK(test_run_until(loop, s ? links_up : link_up, t, 3000));
+    return t;
+}
+
+static long long pending_total(const test_redis_t *srv, int partitions)
+{
+    long long sum = 0;
+    for (int p = 0; p < partitions; p++) {
+        redisContext *c = test_redis_connect(srv);
+        redisReply *r = redisCommand(c, "XPENDING ember:ingest:%d ingesters", p);
+        if (r && r->type == REDIS_REPLY_ARRAY && r->elements >= 1 &&
+            r->element[0]->type == REDIS_REPLY_INTEGER)
+            sum += r->element[0]->integer;
+        else
+            sum = -1000000;
+        if (r)
+            freeReplyObject(r);
+        redisFree(c);
+    }
+    return sum;
+}
+
+/* ---- tests */
+
+static void test_publish_consume_ack(void)
+{
+    test_redis_t srv = {0};
+    LC_ASSERT_OK(test_redis_start(&srv, false));
+    uv_loop_t loop;
+    uv_loop_init(&loop);
+    sink_t sink = {0};
+    pubs_t pubs = {0};
+    lc_metrics_t *metrics = lc_metrics_new();
+    lc_redis_transport_opts_t o = fast_opts(&srv, "ingester-0");
+    o.metrics = metrics;
+    lc_transport_t *t = open_transport(&loop, &o, &sink);
+    for (int i = 0; i < 200; i++)
+        LC_ASSERT_OK(publish_n(t, &pubs, i, (uint32_t)i));
+    wait_t w = {&pubs, &sink, 200, t};
+    LC_CHECK(test_run_until(&loop, all_answered, &w, 5000));
+    LC_ASSERT_EQ(pubs.ok, 200);
+    LC_CHECK(test_run_until(&loop, all_applied, &w, 5000));
+    for (int i = 0; i < 200; i++)
+        LC_ASSERT_EQ(atomic_load(&sink.seen[i]), 1);
+    LC_ASSERT_EQ(atomic_load(&sink.bad), 0);
+    uv_sleep(20);
+    uv_run(&loop, UV_RUN_NOWAIT); /* the last XACKs */
+    close_transport(&loop, t);
+    LC_ASSERT_EQ(pending_total(&srv, 4), 0); /* everything acked */
+    LC_ASSERT_EQ(test_redis_int(&srv, "XLEN ember:ingest:1"), 50);
+    LC_ASSERT_OK(uv_loop_close(&loop));
+    lc_buf_t text;
+    lc_buf_init(&text, 1 << 20);
+    LC_ASSERT_OK(lc_metrics_render(metrics, &text));
+    LC_CHECK(strstr((char *)text.data, "ember_redis_published_total 200"));
+    LC_CHECK(strstr((char *)text.data, "ember_redis_consumed_total 200"));
+    LC_CHECK(strstr((char *)text.data, "ember_redis_xadd_duration_seconds_count 200"));
+    lc_buf_fini(&text);
+    lc_metrics_free(metrics);
+    test_redis_finish(&srv);
+}
+
+/* A frozen server (SIGSTOP) never confirms: no callback until it thaws. */
+static void test_callback_only_after_xadd_confirmed(void)
+{
+    test_redis_t srv = {0};
+    LC_ASSERT_OK(test_redis_start(&srv, false));
+    uv_loop_t loop;
+    uv_loop_init(&loop);
+    pubs_t pubs = {.srv = &srv};
+    lc_redis_transport_opts_t o = fast_opts(&srv, NULL);
+    o.partitions = 1;
+    o.cmd_timeout_ms = 5000;
+    lc_transport_t *t = open_transport(&loop, &o, NULL); /* publish only */
+    kill(srv.pid, SIGSTOP);
+    LC_ASSERT_OK(publish_n(t, &pubs, 0, 0));
+    uint64_t end = uv_hrtime() + 300 * 1000000ull;
+    while (uv_hrtime() < end)
+        uv_run(&loop, UV_RUN_NOWAIT);
+    LC_ASSERT_EQ(pubs.ok + pubs.err, 0);
+    kill(srv.pid, SIGCONT);
+    wait_t w = {&pubs, NULL, 1, t};
+    LC_CHECK(test_run_until(&loop, all_answered, &w, 3000));
+    LC_ASSERT_EQ(pubs.ok, 1);
+    LC_ASSERT_EQ(pubs.xlen_at_first_ack, 1); /* the entry was in Redis at callback time */
+    close_transport(&loop, t);
+    LC_ASSERT_OK(uv_loop_close(&loop));
+    test_redis_finish(&srv);
+}
+
+/* Consumer A fails every batch: nothing is acked, B claims the entries after claim_idle_ms. */
+static void test_failed_batch_is_claimed_by_another(void)
+{
+    test_redis_t srv = {0};
+    LC_ASSERT_OK(test_redis_start(&srv, false));
+    uv_loop_t loop;
+    uv_loop_init(&loop);
+    sink_t a = {0}, b = {0};
+    atomic_store(&a.fail, LC_ESTORE);
+    pubs_t pubs = {0};
+    lc_redis_transport_opts_t oa = fast_opts(&srv, "ingester-a");
+    oa.claim_interval_ms = 60000; /* A never claims back: B must */
+    lc_transport_t *ta = open_transport(&loop, &oa, &a);
+    for (int i = 0; i < 40; i++)
+        LC_ASSERT_OK(publish_n(ta, &pubs, i, (uint32_t)i));
+    wait_t wa = {&pubs, &a, 1, ta};
+    LC_CHECK(test_run_until(&loop, consume_called, &wa, 3000));
+    LC_CHECK(pending_total(&srv, 4) > 0);
+    lc_redis_transport_opts_t ob = fast_opts(&srv, "ingester-b");
+    lc_transport_t *tb = open_transport(&loop, &ob, &b);
+    wait_t wb = {&pubs, &b, 40, tb};
+    LC_CHECK(test_run_until(&loop, all_applied, &wb, 8000));
+    for (int i = 0; i < 40; i++)
+        LC_ASSERT_EQ(atomic_load(&b.seen[i]), 1);
+    LC_ASSERT_EQ(atomic_load(&a.applied), 0);
+    lc_redis_transport_stats_t st;
+    LC_ASSERT_OK(lc_transport_redis_stats(tb, &st));
+    LC_CHECK(st.claimed >= 1);
+    LC_ASSERT_OK(lc_transport_redis_stats(ta, &st));
+    LC_CHECK(st.consume_failed >= 1);
+    close_transport(&loop, ta);
+    close_transport(&loop, tb);
+    LC_ASSERT_EQ(pending_total(&srv, 4), 0);
+    LC_ASSERT_OK(uv_loop_close(&loop));
+    test_redis_finish(&srv);
+}
+
+/* A consumer read entries and died without acking (a raw XREADGROUP stands for it). */
+static void test_dead_consumer_entries_are_claimed(void)
+{
+    test_redis_t srv = {0};
+    LC_ASSERT_OK(test_redis_start(&srv, false));
+    uv_loop_t loop;
+    uv_loop_init(&loop);
+    pubs_t pubs = {0};
+    lc_redis_transport_opts_t o = fast_opts(&srv, NULL);
+    lc_transport_t *tp = open_transport(&loop, &o, NULL); /* receiver only */
+    for (int i = 0; i < 30; i++)
+        LC_ASSERT_OK(publish_n(tp, &pubs, i, (uint32_t)i));
+    wait_t w = {&pubs, NULL, 30, tp};
+    LC_CHECK(test_run_until(&loop, all_answered, &w, 3000));
+    for (int p = 0; p < 4; p++)
+        LC_CHECK(test_redis_int(&srv,
+                                "XREADGROUP GROUP ingesters dead COUNT 100 STREAMS "
+                                "ember:ingest:%d >",
+                                p) == 1);
+    LC_ASSERT_EQ(pending_total(&srv, 4), 30);
+    sink_t s = {0};
+    lc_redis_transport_opts_t oc = fast_opts(&srv, "ingester-1");
+    lc_transport_t *tc = open_transport(&loop, &oc, &s);
+    wait_t wc = {&pubs, &s, 30, tc};
+    LC_CHECK(test_run_until(&loop, all_applied, &wc, 8000));
+    for (int i = 0; i < 30; i++)
+        LC_ASSERT_EQ(atomic_load(&s.seen[i]), 1);
+    close_transport(&loop, tc);
+    close_transport(&loop, tp);
+    LC_ASSERT_EQ(pending_total(&srv, 4), 0);
+    LC_ASSERT_OK(uv_loop_close(&loop));
+    test_redis_finish(&srv);
+}
+
+/* A consumer restarted under the same id first re-reads what it had not acked. */
+static void test_restart_recovers_own_pending(void)
+{
+    test_redis_t srv = {0};
+    LC_ASSERT_OK(test_redis_start(&srv, false));
+    uv_loop_t loop;
+    uv_loop_init(&loop);
+    sink_t s1 = {0}, s2 = {0};
+    atomic_store(&s1.fail, LC_ESTORE);
+    pubs_t pubs = {0};
+    lc_redis_transport_opts_t o = fast_opts(&srv, "ingester-0");
+    o.claim_interval_ms = 60000; /* no claiming: only recovery can bring them back */
+    o.claim_idle_ms = 60000;
+    lc_transport_t *t = open_transport(&loop, &o, &s1);
+    for (int i = 0; i < 20; i++)
+        LC_ASSERT_OK(publish_n(t, &pubs, i, (uint32_t)i));
+    wait_t w = {&pubs, &s1, 20, t};
+    LC_CHECK(test_run_until(&loop, all_answered, &w, 3000));
+    w.want = 1;
+    LC_CHECK(test_run_until(&loop, consume_called, &w, 3000));
+    close_transport(&loop, t);
+    LC_ASSERT_EQ(pending_total(&srv, 4), 20); /* read once, failed, never acked */
+    t = open_transport(&loop, &o, &s2);
+    wait_t w2 = {&pubs, &s2, 20, t};
+    LC_CHECK(test_run_until(&loop, all_applied, &w2, 5000));
+    for (int i = 0; i < 20; i++)
+        LC_ASSERT_EQ(atomic_load(&s2.seen[i]), 1);
+    close_transport(&loop, t);
+    LC_ASSERT_EQ(pending_total(&srv, 4), 0);
+    LC_ASSERT_OK(uv_loop_close(&loop));
+    test_redis_finish(&srv);
+}
+
+/* ---- Redis crashes (kill -9) under load and comes back with its AOF (appendfsync always). */
+
+typedef struct load_s {
+    uv_timer_t timer;
+    lc_transport_t *t;
+    pubs_t *p;
+    int next, refused_down, refused_other;
+    bool stop;
+} load_t;
+
+static void load_on_tick(uv_timer_t *timer)
+{
+    load_t *l = timer->data;
+    if (l->stop || l->next >= MAX_MSGS)
+        return;
+    int rc = publish_n(l->t, l->p, l->next, (uint32_t)l->next);
+    if (rc == 0)
+        l->next++;
+    else if (rc == LC_REDIS_EDOWN)
+        l->refused_down++;
+    else
+        l->refused_other++;
+}
+
+static bool some_refused(void *arg)
+{
+    return ((load_t *)arg)->refused_down >= 3;
+}
+static bool published_more(void *arg)
+{
+    load_t *l = arg;
+    return l->p->ok >= 150;
+}
+
+static void test_redis_restart_under_load(void)
+{
+    test_redis_t srv = {0};
+    LC_ASSERT_OK(test_redis_start(&srv, true));
+    uv_loop_t loop;
+    uv_loop_init(&loop);
+    sink_t sink = {0};
+    pubs_t pubs = {0};
+    lc_redis_transport_opts_t o = fast_opts(&srv, "ingester-0");
+    lc_transport_t *t = open_transport(&loop, &o, &sink);
+    load_t load = {.t = t, .p = &pubs};
+    uv_timer_init(&loop, &load.timer);
+    load.timer.data = &load;
+    uv_timer_start(&load.timer, load_on_tick, 1, 2);
+    LC_CHECK(test_run_until(&loop, published_more, &load, 5000));
+    test_redis_stop(&srv, SIGKILL);
+    LC_CHECK(test_run_until(&loop, link_down, t, 3000));
+    LC_CHECK(test_run_until(&loop, some_refused, &load, 3000));
+    int ok_before_restart = pubs.ok;
+    LC_ASSERT_OK(test_redis_restart(&srv));
+    LC_CHECK(test_run_until(&loop, links_up, t, 5000));
+    int resumed_from = load.next;
+    pubs_t *p = &pubs;
+    uint64_t end = uv_hrtime() + 3000 * 1000000ull;
+    while (p->ok < ok_before_restart + 100 && uv_hrtime() < end)
+        uv_run(&loop, UV_RUN_ONCE);
+    load.stop = true;
+    LC_CHECK(pubs.ok >= ok_before_restart + 100); /* the same transport publishes again */
+    wait_t w = {&pubs, &sink, load.next, t};
+    LC_CHECK(test_run_until(&loop, all_answered, &w, 5000));
+    /* Every acknowledged message reached the consumer: the AOF kept what Redis confirmed. */
+    bool all_seen = false;
+    end = uv_hrtime() + 8000 * 1000000ull;
+    while (!all_seen && uv_hrtime() < end) {
+        uv_run(&loop, UV_RUN_ONCE);
+        all_seen = true;
+        for (int i = 0; i < load.next; i++)
+            all_seen &= !pubs.acked[i] || atomic_load(&sink.seen[i]) >= 1;
+    }
+    LC_CHECK(all_seen);
+    LC_CHECK(load.refused_down >= 3);
+    LC_ASSERT_EQ(load.refused_other, 0);
+    LC_CHECK(resumed_from > 0);
+    fprintf(stderr, "restart: acked=%d failed_in_flight=%d refused_while_down=%d\n", pubs.ok,
+            pubs.err, load.refused_down);
+    uv_close((uv_handle_t *)&load.timer, NULL);
+    close_transport(&loop, t);
+    LC_ASSERT_EQ(pending_total(&srv, 4), 0);
+    LC_ASSERT_OK(uv_loop_close(&loop));
+    test_redis_finish(&srv);
+}
+
+/* ---- trimming: acked entries go, pending ones (of a dead consumer) stay. */
+
+static bool trimmed_some(void *arg)
+{
+    lc_redis_transport_stats_t st;
+    return lc_transport_redis_stats(arg, &st) == 0 && st.trimmed > 0;
+}
+
+static void test_trim_keeps_unacked(void)
+{
+    test_redis_t srv = {0};
+    LC_ASSERT_OK(test_redis_start(&srv, false));
+    LC_ASSERT_EQ(test_redis_int(&srv, "CONFIG SET stream-node-max-entries 10"), -1); /* +OK */
+    uv_loop_t loop;
+    uv_loop_init(&loop);
+    pubs_t pubs = {0};
+    sink_t s = {0};
+    lc_redis_transport_opts_t oc = fast_opts(&srv, "ingester-0");
+    oc.partitions = 1;
+    oc.claim_idle_ms = 600000; /* nobody claims: dead's entries stay pending */
+    lc_transport_t *tc = open_transport(&loop, &oc, &s);
+    for (int i = 0; i < 100; i++)
+        LC_ASSERT_OK(publish_n(tc, &pubs, i, 0));
+    wait_t wc = {&pubs, &s, 100, tc};
+    LC_CHECK(test_run_until(&loop, all_applied, &wc, 5000));
+    close_transport(&loop, tc);
+
+    /* "dead" takes entries 100..109 and never acks them. */
+    lc_redis_transport_opts_t o = fast_opts(&srv, NULL);
+    o.partitions = 1;
+    lc_transport_t *tp = open_transport(&loop, &o, NULL);
+    for (int i = 100; i < 110; i++)
+        LC_ASSERT_OK(publish_n(tp, &pubs, i, 0));
+    wait_t w = {&pubs, NULL, 110, tp};
+    LC_CHECK(test_run_until(&loop, all_answered, &w, 3000));
+    LC_ASSERT_EQ(test_redis_int(&srv, "XREADGROUP GROUP ingesters dead COUNT 10 STREAMS "
+                                      "ember:ingest:0 >"),
+                 1);
+    for (int i = 110; i < 300; i++)
+        LC_ASSERT_OK(publish_n(tp, &pubs, i, 0));
+    w.want = 300;
+    LC_CHECK(test_run_until(&loop, all_answered, &w, 3000));
+    tc = open_transport(&loop, &oc, &s);
+    wc.want = 290;
+    LC_CHECK(test_run_until(&loop, all_applied, &wc, 5000));
+    LC_CHECK(test_run_until(&loop, trimmed_some, tc, 3000));
+    uv_sleep(300); /* a few more trim rounds: they must not go further */
+    for (int i = 0; i < 20; i++)
+        uv_run(&loop, UV_RUN_NOWAIT);
+    LC_ASSERT_EQ(test_redis_int(&srv, "XLEN ember:ingest:0"), 200); /* 0..99 trimmed */
+    LC_ASSERT_EQ(pending_total(&srv, 1), 10);
+    redisContext *c = test_redis_connect(&srv);
+    redisReply *r = redisCommand(c, "XRANGE ember:ingest:0 - + COUNT 1");
+    LC_ASSERT_EQ(r->elements, 1);
+    if (r->elements == 1) /* the oldest entry left is dead's first */
+        LC_ASSERT_STR_EQ(r->element[0]->element[1]->element[1]->str, "msg-100");
+    freeReplyObject(r);
+
+    /* Once dead's entries are acked, the stream shrinks to what is left. */
+    r = redisCommand(c, "XRANGE ember:ingest:0 - + COUNT 10");
+    for (size_t i = 0; i < r->elements; i++)
+        freeReplyObject(
+            redisCommand(c, "XACK ember:ingest:0 ingesters %s", r->element[i]->element[0]->str));
+    freeReplyObject(r);
+    redisFree(c);
+    uint64_t end = uv_hrtime() + 3000 * 1000000ull;
+    while (test_redis_int(&srv, "XLEN ember:ingest:0") > 10 && uv_hrtime() < end)
+        uv_run(&loop, UV_RUN_ONCE);
+    LC_CHECK(test_redis_int(&srv, "XLEN ember:ingest:0") <= 10); /* `~`: whole nodes only */
+    close_transport(&loop, tc);
+    close_transport(&loop, tp);
+    LC_ASSERT_OK(uv_loop_close(&loop));
+    test_redis_finish(&srv);
+}
+
+/* ---- back-pressure */
+
+static bool backlog_sampled(void *arg)
+{
+    lc_redis_transport_stats_t st;
+    return lc_transport_redis_stats(arg, &st) == 0 && st.backlog == 0;
+}
+
+static void test_backlog_limit(void)
+{
+    test_redis_t srv = {0};
+    LC_ASSERT_OK(test_redis_start(&srv, false));
+    uv_loop_t loop;
+    uv_loop_init(&loop);
+    pubs_t pubs = {0};
+    lc_redis_transport_opts_t o = fast_opts(&srv, NULL);
+    o.partitions = 2;
+    o.max_backlog = 20;
+    lc_transport_t *tp = open_transport(&loop, &o, NULL);
+    int n = 0;
+    for (; n < 20; n++)
+        LC_ASSERT_OK(publish_n(tp, &pubs, n, 0));
+    LC_ASSERT_EQ(publish_n(tp, &pubs, n, 0), LC_EFULL); /* counted before any sample */
+    LC_ASSERT_OK(publish_n(tp, &pubs, n++, 1));         /* the other stream is fine */
+    wait_t w = {&pubs, NULL, n, tp};
+    LC_CHECK(test_run_until(&loop, all_answered, &w, 3000));
+    uv_sleep(120);
+    uv_run(&loop, UV_RUN_NOWAIT);
+    uv_sleep(120);
+    uv_run(&loop, UV_RUN_NOWAIT); /* sampled: still 20 waiting */
+    LC_ASSERT_EQ(publish_n(tp, &pubs, n, 0), LC_EFULL);
+    lc_redis_transport_stats_t st;
+    LC_ASSERT_OK(lc_transport_redis_stats(tp, &st));
+    LC_ASSERT_EQ(st.backlog, 21);
+    LC_CHECK(st.rejected_full == 2);
+    sink_t s = {0};
+    lc_redis_transport_opts_t oc = fast_opts(&srv, "ingester-0");
+    oc.partitions = 2;
+    lc_transport_t *tc = open_transport(&loop, &oc, &s);
+    wait_t wc = {&pubs, &s, n, tc};
+    LC_CHECK(test_run_until(&loop, all_applied, &wc, 5000));
+    LC_CHECK(test_run_until(&loop, backlog_sampled, tp, 3000)); /* drained back to normal */
+    LC_ASSERT_OK(publish_n(tp, &pubs, n, 0));
+    w.want = n + 1;
+    LC_CHECK(test_run_until(&loop, all_answered, &w, 3000));
+    LC_ASSERT_EQ(pubs.err, 0);
+    close_transport(&loop, tc);
+    close_transport(&loop, tp);
+    LC_ASSERT_OK(uv_loop_close(&loop));
+    test_redis_finish(&srv);
+}
+
+static void test_bad_options(void)
+{
+    uv_loop_t loop;
+    uv_loop_init(&loop);
+    lc_transport_t *t = NULL;
+    lc_redis_transport_opts_t o = {.url = "http://x"};
+    LC_ASSERT_EQ(lc_transport_redis_new(&loop, &o, NULL, NULL, &t), LC_EINPUT);
+    o.url = "redis://127.0.0.1:1";
+    LC_ASSERT_EQ(lc_transport_redis_new(&loop, &o, sink_consume, NULL, &t), LC_EINPUT);
+    LC_CHECK(t == NULL);
+    lc_direct_opts_t d = {0};
+    LC_ASSERT_OK(lc_transport_direct_new(&loop, &d, sink_consume, NULL, &t));
+    lc_redis_transport_stats_t st;
+    LC_ASSERT_EQ(lc_transport_redis_stats(t, &st), LC_EINPUT);
+    close_transport(&loop, t);
+    LC_ASSERT_OK(uv_loop_close(&loop));
+}
+
+/* Publishing while Redis is down fails at once, and no callback follows. */
+static void test_publish_while_down(void)
+{
+    uv_loop_t loop;
+    uv_loop_init(&loop);
+    pubs_t pubs = {0};
+    lc_redis_transport_opts_t o = {.url = "redis://127.0.0.1:1"};
+    lc_transport_t *t = NULL;
+    LC_ASSERT_OK(lc_transport_redis_new(&loop, &o, NULL, NULL, &t));
+    uv_run(&loop, UV_RUN_NOWAIT);
+    LC_ASSERT_EQ(publish_n(t, &pubs, 0, 0), LC_REDIS_EDOWN);
+    close_transport(&loop, t);
+    LC_ASSERT_EQ(pubs.ok + pubs.err, 0);
+    LC_ASSERT_OK(uv_loop_close(&loop));
+}
+
+LC_TEST_MAIN(test_bad_options, test_publish_while_down, test_publish_consume_ack,
+             test_callback_only_after_xadd_confirmed, test_failed_batch_is_claimed_by_another,
+             test_dead_consumer_entries_are_claimed, test_restart_recovers_own_pending,
+             test_redis_restart_under_load, test_trim_keeps_unacked, test_backlog_limit)
