@@ -1,6 +1,7 @@
 /*
- * querier.h — the query role: querier.v1.QuerierService over Connect (and,
- * later, the legacy HTTP endpoints) answered from the store.
+ * querier.h — the query role: querier.v1.QuerierService over Connect and the
+ * legacy HTTP endpoints (/pyroscope/render, render-diff, label-values)
+ * answered from the store.
  *
  * Every RPC runs on the thread pool, opens store readers for the blocks that
  * overlap its range, and ends them before returning. Tenancy per lc/tenant.h.
@@ -21,6 +22,13 @@ typedef struct qry_opts_s {
     bool multitenancy;
     int64_t max_nodes_default;      /* default 8192 */
     int64_t max_nodes_max;          /* default 1048576 */
+    /* Time-range rules (pyroscope-api.md §5.9), in ms; 0 disables each.
+     * A longer range is invalid_argument. A range is clipped to start no
+     * earlier than now - lookback, and one ending before that is answered
+     * empty. Pyroscope's look-back default is 7 d; ember keeps history by
+     * design, so its default is 0 (unlimited). */
+    int64_t max_query_length_ms;    /* default 24 h */
+    int64_t max_query_lookback_ms;  /* default 0 */
 } qry_opts_t;
 
 void qry_opts_default(qry_opts_t *o);

@@ -22,10 +22,23 @@
 #include "querier.h"
 #include "querier/v1/querier.pb-c.h"
 
+struct qry_reply_s;
+
+/* A route answering a qry_reply_t (querier.c); lives in the qry_t. */
+typedef struct qry_reply_route_s {
+    const ProtobufCMessageDescriptor *in;
+    int (*fn)(lc_http_req_t *req, const ProtobufCMessage *in, struct qry_reply_s *out,
+              lc_status_t *st, void *data);
+    struct qry_s *q;
+} qry_reply_route_t;
+
+#define QRY_REPLY_METHODS 2 /* SelectMergeStacktraces, SelectMergeProfile */
+
 struct qry_s {
     qry_opts_t opts;
     lc_store_t *store;
     lc_metrics_t *metrics;
+    qry_reply_route_t reply_routes[QRY_REPLY_METHODS];
 };
 
 /* One call's context: who asks, for which range, and the store snapshot. */
@@ -35,20 +48,47 @@ typedef struct qry_call_s {
     lc_status_t *st;
     const char *const *tenants;
     size_t n_tenants;
-    int64_t start_ns, end_ns; /* inclusive */
-    lc_store_reader_t *reader;
+    int64_t start_ms, end_ms;  /* after look-back clipping */
+    int64_t start_ns, end_ns;  /* inclusive */
+    bool empty;                /* the range lies before the look-back: answer empty */
+    lc_store_reader_t *reader; /* NULL when empty */
 } qry_call_t;
 
-/* Resolves tenants, checks start <= end (ms), converts the range to ns and
- * opens the store reader. On failure st is set and nothing is left open. */
+/* Whether the §5.9 time-range rules (look-back, maximum length) apply: always
+ * to the merges, Diff and SelectSeries; never to ProfileTypes and
+ * GetProfileStats; to LabelNames, LabelValues and Series only when sent with
+ * both start and end (qry_listing_rules), as Pyroscope's GetTimeRange. */
+typedef enum {
+    QRY_RANGE_OPEN,
+    QRY_RANGE_RULES,
+} qry_range_rules_t;
+
+static inline qry_range_rules_t qry_listing_rules(int64_t start_ms, int64_t end_ms)
+{
+    return start_ms && end_ms ? QRY_RANGE_RULES : QRY_RANGE_OPEN;
+}
+
+/* Resolves tenants, checks start <= end (ms), applies the time-range rules,
+ * converts the range to ns and opens the store reader (none when the range
+ * is empty). On failure st is set and nothing is left open. */
+int qry_call_begin_range(qry_call_t *c, qry_t *q, lc_http_req_t *req, int64_t start_ms,
+                         int64_t end_ms, qry_range_rules_t rules, lc_status_t *st) LC_MUST_CHECK;
+/* qry_call_begin_range with QRY_RANGE_OPEN. */
 int qry_call_begin(qry_call_t *c, qry_t *q, lc_http_req_t *req, int64_t start_ms, int64_t end_ms,
                    lc_status_t *st) LC_MUST_CHECK;
 void qry_call_end(qry_call_t *c);
+/* A duration in Go's notation (25h0m0s, 1.5s) for messages. */
+void qry_format_duration(int64_t ms, char *out, size_t size);
 
 /* Parses a label selector and adds __profile_type__ = profile_type (when not
  * NULL). invalid_argument on a bad selector or profile type ID. */
 int qry_selector(const char *label_selector, const char *profile_type, lc_selector_t *out,
                  lc_status_t *st) LC_MUST_CHECK;
+/* The stack-trace selector into q: call_site names (arena copies, at most
+ * LC_QUERY_MAX_CALL_SITE, else invalid_argument) or, when go_pgo is set, the
+ * PGO settings instead (Pyroscope then ignores the call site). NULL: none. */
+int qry_stack_selector(const Types__V1__StackTraceSelector *sts, lc_arena_t *a, lc_query_t *q,
+                       lc_status_t *st) LC_MUST_CHECK;
 /* Parses `matchers` (OR-ed); *n = 0 when they match everything. */
 int qry_matchers(char **matchers, size_t n_matchers, lc_selector_t **out, size_t *n,
                  lc_status_t *st) LC_MUST_CHECK;
@@ -92,7 +132,26 @@ int qry_fail_arena(lc_status_t *st);
 /* Maps an internal error code to st (internal / resource_exhausted). */
 int qry_fail(lc_status_t *st, int rc, const char *what);
 
-/* ---- the RPCs (lc_connect_unary_fn; data is the qry_t) ---- */
+/* An RPC answer that may come already encoded: merged pprof is built as
+ * protobuf bytes, and decoding it only to encode it again would double the
+ * work (querier.c sends it with lc_connect_reply_raw). */
+typedef struct qry_reply_s {
+    ProtobufCMessage *msg;                  /* a message in the request arena, or */
+    const ProtobufCMessageDescriptor *desc; /* the type of the bytes in buf */
+    lc_buf_t buf;
+} qry_reply_t;
+
+/* Like lc_connect_unary_fn, answering a qry_reply_t; the caller runs
+ * qry_reply_fini afterwards, whatever the result. */
+typedef int (*qry_reply_fn)(lc_http_req_t *req, const ProtobufCMessage *in, qry_reply_t *out,
+                            lc_status_t *st, void *data);
+
+static inline void qry_reply_fini(qry_reply_t *r)
+{
+    lc_buf_fini(&r->buf); /* a zeroed buf is fine */
+}
+
+/* ---- the RPCs (lc_connect_unary_fn or qry_reply_fn; data is the qry_t) ---- */
 int qry_rpc_profile_types(lc_http_req_t *req, const ProtobufCMessage *in, ProtobufCMessage **out,
                           lc_status_t *st, void *data);
 int qry_rpc_label_names(lc_http_req_t *req, const ProtobufCMessage *in, ProtobufCMessage **out,
@@ -102,11 +161,11 @@ int qry_rpc_label_values(lc_http_req_t *req, const ProtobufCMessage *in, Protobu
 int qry_rpc_series(lc_http_req_t *req, const ProtobufCMessage *in, ProtobufCMessage **out,
                    lc_status_t *st, void *data);
 int qry_rpc_select_merge_stacktraces(lc_http_req_t *req, const ProtobufCMessage *in,
-                                     ProtobufCMessage **out, lc_status_t *st, void *data);
+                                     qry_reply_t *out, lc_status_t *st, void *data);
 int qry_rpc_select_merge_span_profile(lc_http_req_t *req, const ProtobufCMessage *in,
                                       ProtobufCMessage **out, lc_status_t *st, void *data);
-int qry_rpc_select_merge_profile(lc_http_req_t *req, const ProtobufCMessage *in,
-                                 ProtobufCMessage **out, lc_status_t *st, void *data);
+int qry_rpc_select_merge_profile(lc_http_req_t *req, const ProtobufCMessage *in, qry_reply_t *out,
+                                 lc_status_t *st, void *data);
 int qry_rpc_diff(lc_http_req_t *req, const ProtobufCMessage *in, ProtobufCMessage **out,
                  lc_status_t *st, void *data);
 int qry_rpc_select_series(lc_http_req_t *req, const ProtobufCMessage *in, ProtobufCMessage **out,

@@ -1,9 +1,11 @@
 /*
  * rpc_common.c — what every querier RPC does first: resolve tenants
- * (lc/tenant.h), validate and convert the ms time range, parse selectors, and
+ * (lc/tenant.h), validate the ms time range (the §5.9 rules: start <= end,
+ * look-back clipping, maximum length) and convert it, parse selectors, and
  * open one store snapshot for the range; plus the series walk behind the
  * listing RPCs and a de-duplicating string set.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -51,8 +53,61 @@ void qry_range_ns(int64_t start_ms, int64_t end_ms, int64_t *start_ns, int64_t *
     *end_ns = ms_to_ns(end_ms, true);
 }
 
-int qry_call_begin(qry_call_t *c, qry_t *q, lc_http_req_t *req, int64_t start_ms, int64_t end_ms,
-                   lc_status_t *st)
+/* A duration as Go prints one (25h0m0s, 1m30s, 1.5s, 250ms), so the message
+ * reads like Pyroscope's. */
+void qry_format_duration(int64_t ms, char *out, size_t size)
+{
+    if (ms < 1000) {
+        snprintf(out, size, ms == 0 ? "0s" : "%lldms", (long long)ms);
+        return;
+    }
+    long long h = ms / 3600000, m = ms / 60000 % 60, sec = ms / 1000 % 60, frac = ms % 1000;
+    char frac_text[8] = "";
+    if (frac) {
+        snprintf(frac_text, sizeof(frac_text), ".%03lld", frac);
+        for (size_t n = strlen(frac_text); frac_text[n - 1] == '0'; n--)
+            frac_text[n - 1] = '\0';
+    }
+    if (h)
+        snprintf(out, size, "%lldh%lldm%lld%ss", h, m, sec, frac_text);
+    else if (m)
+        snprintf(out, size, "%lldm%lld%ss", m, sec, frac_text);
+    else
+        snprintf(out, size, "%lld%ss", sec, frac_text);
+}
+
+/* The §5.9 rules in Pyroscope's order: clip to the look-back first, then
+ * check the length of what is left. A range wholly before the look-back
+ * leaves c->empty set. */
+static int apply_range_rules(qry_call_t *c, const qry_opts_t *o, int64_t *start_ms, int64_t end_ms,
+                             lc_status_t *st)
+{
+    if (o->max_query_lookback_ms > 0) {
+        int64_t now = qry_now_ms();
+        int64_t min_start =
+            now > INT64_MIN + o->max_query_lookback_ms ? now - o->max_query_lookback_ms : INT64_MIN;
+        if (end_ms < min_start) {
+            c->empty = true;
+            return 0;
+        }
+        if (*start_ms < min_start)
+            *start_ms = min_start;
+    }
+    __int128 len = (__int128)end_ms - *start_ms;
+    if (o->max_query_length_ms > 0 && len > o->max_query_length_ms) {
+        char actual[64], limit[64];
+        qry_format_duration(len > INT64_MAX ? INT64_MAX : (int64_t)len, actual, sizeof(actual));
+        qry_format_duration(o->max_query_length_ms, limit, sizeof(limit));
+        return lc_status_set(st, LC_CODE_INVALID_ARGUMENT,
+                             "the query time range exceeds the limit (max_query_length, actual: "
+                             "%s, limit: %s); query a shorter range",
+                             actual, limit);
+    }
+    return 0;
+}
+
+int qry_call_begin_range(qry_call_t *c, qry_t *q, lc_http_req_t *req, int64_t start_ms,
+                         int64_t end_ms, qry_range_rules_t rules, lc_status_t *st)
 {
     *c = (qry_call_t){.q = q, .req = req, .st = st};
     if (lc_tenants_read(req, q->opts.multitenancy, &c->tenants, &c->n_tenants, st))
@@ -61,13 +116,25 @@ int qry_call_begin(qry_call_t *c, qry_t *q, lc_http_req_t *req, int64_t start_ms
         return lc_status_set(st, LC_CODE_INVALID_ARGUMENT,
                              "start (%lld) must not be after end (%lld)", (long long)start_ms,
                              (long long)end_ms);
+    if (rules == QRY_RANGE_RULES && apply_range_rules(c, &q->opts, &start_ms, end_ms, st))
+        return -1;
+    c->start_ms = start_ms;
+    c->end_ms = end_ms;
     qry_range_ns(start_ms, end_ms, &c->start_ns, &c->end_ns);
+    if (c->empty)
+        return 0; /* no reader: the engine reads a NULL reader as no blocks */
     int rc = lc_store_read_begin(q->store, c->start_ns, c->end_ns, &c->reader);
     if (rc) {
         c->reader = NULL;
         return qry_fail(st, rc, "opening the store");
     }
     return 0;
+}
+
+int qry_call_begin(qry_call_t *c, qry_t *q, lc_http_req_t *req, int64_t start_ms, int64_t end_ms,
+                   lc_status_t *st)
+{
+    return qry_call_begin_range(c, q, req, start_ms, end_ms, QRY_RANGE_OPEN, st);
 }
 
 void qry_call_end(qry_call_t *c)
@@ -138,6 +205,33 @@ int qry_selector(const char *label_selector, const char *profile_type, lc_select
         lc_selector_fini(out);
         return -1;
     }
+    return 0;
+}
+
+int qry_stack_selector(const Types__V1__StackTraceSelector *sts, lc_arena_t *a, lc_query_t *q,
+                       lc_status_t *st)
+{
+    if (!sts)
+        return 0;
+    if (sts->go_pgo) {
+        q->pgo = (lc_query_pgo_t){.enabled = true,
+                                  .keep_locations = sts->go_pgo->keep_locations,
+                                  .aggregate_callees = sts->go_pgo->aggregate_callees};
+        return 0;
+    }
+    if (sts->n_call_site > LC_QUERY_MAX_CALL_SITE)
+        return lc_status_set(st, LC_CODE_INVALID_ARGUMENT,
+                             "stack_trace_selector.call_site has %zu frames; at most %u",
+                             sts->n_call_site, (unsigned)LC_QUERY_MAX_CALL_SITE);
+    const char **names = lc_arena_calloc(a, sts->n_call_site + 1, sizeof(*names));
+    if (!names)
+        return qry_fail_arena(st);
+    for (size_t i = 0; i < sts->n_call_site; i++) {
+        const Types__V1__Location *loc = sts->call_site[i];
+        names[i] = loc && loc->name ? loc->name : "";
+    }
+    q->call_site = names;
+    q->n_call_site = sts->n_call_site;
     return 0;
 }
 
@@ -227,7 +321,7 @@ int qry_walk_series(qry_call_t *c, const lc_selector_t *sels, size_t n_sels, qry
 {
     walk_t w = {.c = c, .fn = fn, .data = data};
     int rc = 0;
-    for (size_t i = 0; rc == 0 && i < lc_store_reader_count(c->reader); i++)
+    for (size_t i = 0; rc == 0 && c->reader && i < lc_store_reader_count(c->reader); i++)
         rc = walk_block(&w, lc_store_reader_block(c->reader, i), sels, n_sels);
     return rc;
 }

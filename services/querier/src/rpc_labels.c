@@ -140,8 +140,9 @@ static int names_or_values(lc_http_req_t *req, qry_t *q, char **matchers, size_t
     if (qry_matchers(matchers, n_matchers, &sels, &n_sels, st))
         return -1;
     qry_call_t c;
+    qry_range_rules_t rules = qry_listing_rules(start, end);
     default_all_time(&start, &end);
-    if (qry_call_begin(&c, q, req, start, end, st)) {
+    if (qry_call_begin_range(&c, q, req, start, end, rules, st)) {
         qry_matchers_free(sels, n_sels);
         return -1;
     }
@@ -297,9 +298,10 @@ int qry_rpc_series(lc_http_req_t *req, const ProtobufCMessage *in, ProtobufCMess
     if (qry_matchers(r->matchers, r->n_matchers, &sels, &n_sels, st))
         return -1;
     int64_t start = r->start, end = r->end;
+    qry_range_rules_t rules = qry_listing_rules(start, end);
     default_all_time(&start, &end);
     qry_call_t c;
-    if (qry_call_begin(&c, data, req, start, end, st)) {
+    if (qry_call_begin_range(&c, data, req, start, end, rules, st)) {
         qry_matchers_free(sels, n_sels);
         return -1;
     }

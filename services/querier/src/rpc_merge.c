@@ -3,14 +3,26 @@
  * bytes or pprof), SelectMergeSpanProfile (the same restricted to span ids),
  * SelectMergeProfile (merged pprof) and Diff (two merges, one diff graph).
  * The engine (lc/query.h) does the work; this file validates requests (§5.5
- * max_nodes, selectors) and shapes responses in the request arena.
+ * max_nodes, §5.9 time range, selectors) and shapes responses.
+ *
+ * Selectors that narrow samples: span_selector and profile_id_selector both
+ * name the per-sample id the ingester stores (the pprof label span_id, or
+ * profile_id when there is no span_id: 16 hex digits); given both, a sample
+ * must carry an id in each. Profile ids of another shape (Pyroscope's profile
+ * UUIDs) are unimplemented: the store keeps no per-profile id.
+ * stack_trace_selector.call_site keeps stacks that begin with the call site;
+ * go_pgo shapes merged pprof (and, as in Pyroscope, makes the call site
+ * ignored). trace_id_selector is not answered: ember does not keep trace ids.
+ *
+ * Merged pprof is built as protobuf bytes and sent as they are
+ * (lc_connect_reply_raw through querier.c), never decoded to be encoded again.
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "querier_int.h"
 
-#define QRY_MAX_SPAN_IDS 4096
+#define QRY_MAX_SAMPLE_IDS 4096 /* span or profile ids per request */
 
 /* The fields the merge requests share. */
 typedef struct merge_req_s {
@@ -18,6 +30,7 @@ typedef struct merge_req_s {
     const char *label_selector;
     int64_t start, end, max_nodes;
     const Types__V1__StackTraceSelector *stack_trace_selector;
+    char **profile_ids;
     size_t n_profile_ids, n_trace_ids;
     char **span_selector;
     size_t n_span_selector;
@@ -27,24 +40,9 @@ typedef struct merge_call_s {
     qry_call_t c;
     lc_selector_t sel;
     lc_query_t query;
-    uint64_t *span_ids;
+    uint64_t *sample_ids;
     int64_t max_nodes;
 } merge_call_t;
-
-static int check_unsupported(const merge_req_t *r, lc_status_t *st)
-{
-    const Types__V1__StackTraceSelector *sts = r->stack_trace_selector;
-    if (sts && (sts->n_call_site || sts->go_pgo))
-        return lc_status_set(st, LC_CODE_UNIMPLEMENTED,
-                             "stack_trace_selector is not supported by ember yet");
-    if (r->n_profile_ids)
-        return lc_status_set(st, LC_CODE_UNIMPLEMENTED,
-                             "profile_id_selector is not supported by ember yet");
-    if (r->n_trace_ids)
-        return lc_status_set(st, LC_CODE_UNIMPLEMENTED,
-                             "trace_id_selector is not supported by ember yet");
-    return 0;
-}
 
 /* §5.5: 0 -> the default; negative or above the maximum -> invalid_argument. */
 static int effective_max_nodes(const qry_t *q, int64_t requested, int64_t *out, lc_status_t *st)
@@ -58,8 +56,10 @@ static int effective_max_nodes(const qry_t *q, int64_t requested, int64_t *out, 
     return 0;
 }
 
+/* ---------------------------------------------------------- sample ids */
+
 /* 16 hex digits, as the ingester stores span ids (big-endian value). */
-static bool parse_span_id(const char *s, uint64_t *out)
+static bool parse_sample_id(const char *s, uint64_t *out)
 {
     uint64_t v = 0;
     size_t i = 0;
@@ -83,38 +83,104 @@ static int u64_cmp(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-static int parse_spans(merge_call_t *m, const merge_req_t *r, lc_status_t *st)
+/* Why an id that is not 16 hex digits is refused: a malformed span id is the
+ * client's error; a profile id of another shape (Pyroscope's profile UUIDs,
+ * the Push sample ID) is a real id ember cannot select by. */
+static int bad_sample_id(bool profile_ids, const char *id, lc_status_t *st)
 {
-    if (r->n_span_selector == 0)
+    if (profile_ids)
+        return lc_status_set(st, LC_CODE_UNIMPLEMENTED,
+                             "profile id \"%.64s\": ember selects profiles by the 16-hex-digit "
+                             "profile_id (or span_id) pprof label only; it does not keep "
+                             "per-profile UUIDs",
+                             id);
+    return lc_status_set(st, LC_CODE_INVALID_ARGUMENT, "span id \"%.64s\" is not 16 hex digits",
+                         id);
+}
+
+/* Parses one id list into a new sorted array (*out NULL when the list is empty). */
+static int parse_id_list(char **ids, size_t n, bool profile_ids, uint64_t **out, lc_status_t *st)
+{
+    *out = NULL;
+    if (n == 0)
         return 0;
-    if (r->n_span_selector > QRY_MAX_SPAN_IDS)
-        return lc_status_set(st, LC_CODE_INVALID_ARGUMENT, "more than %d span ids",
-                             QRY_MAX_SPAN_IDS);
-    m->span_ids = lc_xmalloc(r->n_span_selector * sizeof(uint64_t));
-    for (size_t i = 0; i < r->n_span_selector; i++) {
-        if (!parse_span_id(r->span_selector[i], &m->span_ids[i]))
-            return lc_status_set(st, LC_CODE_INVALID_ARGUMENT,
-                                 "span id \"%.64s\" is not 16 hex digits", r->span_selector[i]);
+    if (n > QRY_MAX_SAMPLE_IDS)
+        return lc_status_set(st, LC_CODE_INVALID_ARGUMENT, "more than %d %s ids",
+                             QRY_MAX_SAMPLE_IDS, profile_ids ? "profile" : "span");
+    uint64_t *v = lc_xmalloc(n * sizeof(uint64_t));
+    for (size_t i = 0; i < n; i++) {
+        if (!parse_sample_id(ids[i], &v[i])) {
+            lc_free(v);
+            return bad_sample_id(profile_ids, ids[i], st);
+        }
     }
-    qsort(m->span_ids, r->n_span_selector, sizeof(uint64_t), u64_cmp);
-    m->query.span_ids = m->span_ids;
-    m->query.n_span_ids = r->n_span_selector;
+    qsort(v, n, sizeof(uint64_t), u64_cmp);
+    *out = v;
     return 0;
 }
+
+/* The ids in both sorted lists, into a (which has room); returns the count. */
+static size_t intersect(uint64_t *a, size_t na, const uint64_t *b, size_t nb)
+{
+    size_t i = 0, j = 0, n = 0;
+    while (i < na && j < nb) {
+        if (a[i] < b[j]) {
+            i++;
+        } else if (b[j] < a[i]) {
+            j++;
+        } else {
+            a[n++] = a[i];
+            i++;
+            j++;
+        }
+    }
+    return n;
+}
+
+/* span_selector and profile_id_selector -> the query's sorted span-id set. */
+static int parse_sample_ids(merge_call_t *m, const merge_req_t *r, lc_status_t *st)
+{
+    uint64_t *spans, *profiles;
+    if (parse_id_list(r->span_selector, r->n_span_selector, false, &spans, st))
+        return -1;
+    if (parse_id_list(r->profile_ids, r->n_profile_ids, true, &profiles, st)) {
+        lc_free(spans);
+        return -1;
+    }
+    size_t n = r->n_span_selector;
+    if (spans && profiles) {
+        n = intersect(spans, n, profiles, r->n_profile_ids);
+        lc_free(profiles);
+    } else if (profiles) {
+        spans = profiles;
+        n = r->n_profile_ids;
+    }
+    m->sample_ids = spans;
+    m->query.span_ids = spans; /* non-NULL with n 0: no sample matches */
+    m->query.n_span_ids = n;
+    return 0;
+}
+
+/* ------------------------------------------------------------ the call */
 
 static void merge_end(merge_call_t *m)
 {
     qry_call_end(&m->c);
     lc_selector_fini(&m->sel);
-    lc_free(m->span_ids);
+    lc_free(m->sample_ids);
 }
 
 static int merge_begin(merge_call_t *m, qry_t *q, lc_http_req_t *req, const merge_req_t *r,
                        lc_status_t *st)
 {
     memset(m, 0, sizeof(*m));
-    if (check_unsupported(r, st) || effective_max_nodes(q, r->max_nodes, &m->max_nodes, st) ||
-        parse_spans(m, r, st))
+    if (r->n_trace_ids) {
+        lc_status_set(st, LC_CODE_UNIMPLEMENTED,
+                      "trace_id_selector is not supported: ember does not keep trace ids");
+        goto fail;
+    }
+    if (effective_max_nodes(q, r->max_nodes, &m->max_nodes, st) || parse_sample_ids(m, r, st) ||
+        qry_stack_selector(r->stack_trace_selector, req->arena, &m->query, st))
         goto fail;
     if (!r->profile_type || !*r->profile_type) {
         lc_status_set(st, LC_CODE_INVALID_ARGUMENT, "profile_typeID is required");
@@ -122,7 +188,7 @@ static int merge_begin(merge_call_t *m, qry_t *q, lc_http_req_t *req, const merg
     }
     if (qry_selector(r->label_selector, r->profile_type, &m->sel, st))
         goto fail;
-    if (qry_call_begin(&m->c, q, req, r->start, r->end, st))
+    if (qry_call_begin_range(&m->c, q, req, r->start, r->end, QRY_RANGE_RULES, st))
         goto fail;
     m->query.tenants = m->c.tenants;
     m->query.n_tenants = m->c.n_tenants;
@@ -165,10 +231,11 @@ static int tree_bytes(lc_ftree_t *t, int64_t max_nodes, lc_arena_t *a, ProtobufC
     return copy ? 0 : qry_fail_arena(st);
 }
 
-/* The merged pprof as a message in the arena: one sample type (the requested
- * type's), the period type from the ID (period 0: it is not stored). */
-static int merged_pprof(merge_call_t *m, const char *profile_type, lc_arena_t *a,
-                        Google__V1__Profile **out, lc_status_t *st)
+/* The merged pprof as protobuf bytes appended to out: one sample type (the
+ * requested type's), the period type from the ID (period 0: it is not
+ * stored), time and duration from the range. */
+static int merged_pprof(merge_call_t *m, const char *profile_type, lc_arena_t *a, lc_buf_t *out,
+                        lc_status_t *st)
 {
     char *parts[5];
     if (!qry_profile_type_split(a, profile_type, parts))
@@ -179,39 +246,51 @@ static int merged_pprof(merge_call_t *m, const char *profile_type, lc_arena_t *a
         lc_pprof_builder_period(b, parts[3], parts[4], 0);
     int64_t start = m->c.start_ns > 0 ? m->c.start_ns : 0;
     lc_pprof_builder_times(b, start, m->c.end_ns > start ? m->c.end_ns - start + 1 : 0);
-    lc_buf_t buf;
-    lc_buf_init(&buf, LC_BUF_UNLIMITED);
     int rc = lc_query_merge_pprof(m->c.reader, &m->query, b, st);
     if (rc == 0) {
-        rc = lc_pprof_builder_encode(b, false, &buf);
+        rc = lc_pprof_builder_encode(b, false, out);
         if (rc)
             qry_fail(st, rc, "encoding the merged profile");
     }
     lc_pprof_builder_free(b);
-    if (rc == 0) {
-        ProtobufCAllocator alloc;
-        lc_arena_pb_allocator(a, &alloc);
-        *out = (Google__V1__Profile *)protobuf_c_message_unpack(&google__v1__profile__descriptor,
-                                                                &alloc, buf.len, buf.data);
-        rc = *out ? 0 : qry_fail_arena(st);
-    }
-    lc_buf_fini(&buf);
     return rc ? -1 : 0;
+}
+
+/* Appends a protobuf length-delimited field header (wire type 2). */
+static size_t put_len_field(uint8_t *p, uint32_t field, size_t len)
+{
+    size_t n = 0;
+    p[n++] = (uint8_t)(field << 3 | 2);
+    do {
+        p[n++] = (uint8_t)((len & 0x7f) | (len > 0x7f ? 0x80 : 0));
+        len >>= 7;
+    } while (len);
+    return n;
+}
+
+/* Wraps the pprof bytes in buf as SelectMergeStacktracesResponse{pprof (5):
+ * PprofProfile{profile (1): ...}} in place: two field headers in front. */
+static int wrap_pprof_response(lc_buf_t *buf)
+{
+    uint8_t inner[16], outer[16];
+    size_t n_inner = put_len_field(inner, 1, buf->len);
+    size_t n_outer = put_len_field(outer, 5, n_inner + buf->len);
+    size_t shift = n_inner + n_outer, len = buf->len;
+    int rc = lc_buf_reserve(buf, shift);
+    if (rc)
+        return rc;
+    memmove(buf->data + shift, buf->data, len);
+    memcpy(buf->data, outer, n_outer);
+    memcpy(buf->data + n_outer, inner, n_inner);
+    buf->len = len + shift;
+    return 0;
 }
 
 /* -------------------------------------------------- SelectMergeStacktraces */
 
-static int stacktraces_fill(merge_call_t *m, const merge_req_t *r, int format, lc_arena_t *a,
-                            Querier__V1__SelectMergeStacktracesResponse *resp, lc_status_t *st)
+static int flame_or_tree(merge_call_t *m, int format, lc_arena_t *a,
+                         Querier__V1__SelectMergeStacktracesResponse *resp, lc_status_t *st)
 {
-    if (format == QUERIER__V1__PROFILE_FORMAT__PROFILE_FORMAT_PPROF) {
-        Querier__V1__PprofProfile *pp = lc_arena_calloc(a, 1, sizeof(*pp));
-        if (!pp)
-            return qry_fail_arena(st);
-        *pp = (Querier__V1__PprofProfile)QUERIER__V1__PPROF_PROFILE__INIT;
-        resp->pprof = pp;
-        return merged_pprof(m, r->profile_type, a, &pp->profile, st);
-    }
     lc_ftree_t *t;
     if (merge_tree(m, &t, st))
         return -1;
@@ -236,7 +315,9 @@ static int check_format(int format, lc_status_t *st)
     case QUERIER__V1__PROFILE_FORMAT__PROFILE_FORMAT_PPROF:
         return 0;
     case QUERIER__V1__PROFILE_FORMAT__PROFILE_FORMAT_DOT:
-        return lc_status_set(st, LC_CODE_UNIMPLEMENTED, "PROFILE_FORMAT_DOT is not supported");
+        return lc_status_set(st, LC_CODE_UNIMPLEMENTED,
+                             "PROFILE_FORMAT_DOT is not supported (Pyroscope serves it from v2 "
+                             "storage only); GET /pyroscope/render?format=dot answers DOT");
     default:
         return lc_status_set(st, LC_CODE_INVALID_ARGUMENT, "unknown profile format %d", format);
     }
@@ -244,24 +325,38 @@ static int check_format(int format, lc_status_t *st)
 
 static merge_req_t merge_req_of(const Querier__V1__SelectMergeStacktracesRequest *r)
 {
-    return (merge_req_t){r->profile_typeid,
-                         r->label_selector,
-                         r->start,
-                         r->end,
-                         r->max_nodes,
-                         r->stack_trace_selector,
-                         r->n_profile_id_selector,
-                         r->n_trace_id_selector,
-                         r->span_selector,
-                         r->n_span_selector};
+    return (merge_req_t){.profile_type = r->profile_typeid,
+                         .label_selector = r->label_selector,
+                         .start = r->start,
+                         .end = r->end,
+                         .max_nodes = r->max_nodes,
+                         .stack_trace_selector = r->stack_trace_selector,
+                         .profile_ids = r->profile_id_selector,
+                         .n_profile_ids = r->n_profile_id_selector,
+                         .n_trace_ids = r->n_trace_id_selector,
+                         .span_selector = r->span_selector,
+                         .n_span_selector = r->n_span_selector};
+}
+
+static int stacktraces_pprof(merge_call_t *m, const merge_req_t *r, lc_arena_t *a, qry_reply_t *out,
+                             lc_status_t *st)
+{
+    lc_buf_init(&out->buf, LC_BUF_UNLIMITED);
+    if (merged_pprof(m, r->profile_type, a, &out->buf, st))
+        return -1;
+    if (wrap_pprof_response(&out->buf))
+        return qry_fail(st, LC_ETOOBIG, "encoding the merged profile");
+    out->desc = &querier__v1__select_merge_stacktraces_response__descriptor;
+    return 0;
 }
 
 int qry_rpc_select_merge_stacktraces(lc_http_req_t *req, const ProtobufCMessage *in,
-                                     ProtobufCMessage **out, lc_status_t *st, void *data)
+                                     qry_reply_t *out, lc_status_t *st, void *data)
 {
     const Querier__V1__SelectMergeStacktracesRequest *r =
         (const Querier__V1__SelectMergeStacktracesRequest *)in;
     merge_req_t mr = merge_req_of(r);
+    *out = (qry_reply_t){0};
     if (check_format(r->format, st))
         return -1;
     Querier__V1__SelectMergeStacktracesResponse *resp =
@@ -273,10 +368,12 @@ int qry_rpc_select_merge_stacktraces(lc_http_req_t *req, const ProtobufCMessage 
     merge_call_t m;
     if (merge_begin(&m, data, req, &mr, st))
         return -1;
-    int rc = stacktraces_fill(&m, &mr, r->format, req->arena, resp, st);
+    int rc = r->format == QUERIER__V1__PROFILE_FORMAT__PROFILE_FORMAT_PPROF
+                 ? stacktraces_pprof(&m, &mr, req->arena, out, st)
+                 : flame_or_tree(&m, r->format, req->arena, resp, st);
     merge_end(&m);
-    if (rc == 0)
-        *out = &resp->base;
+    if (rc == 0 && !out->desc)
+        out->msg = &resp->base;
     return rc;
 }
 
@@ -312,7 +409,7 @@ int qry_rpc_select_merge_span_profile(lc_http_req_t *req, const ProtobufCMessage
     merge_call_t m;
     if (merge_begin(&m, data, req, &mr, st))
         return -1;
-    int rc = stacktraces_fill(&m, &mr, r->format, req->arena, &full, st);
+    int rc = flame_or_tree(&m, r->format, req->arena, &full, st);
     merge_end(&m);
     if (rc)
         return rc;
@@ -324,31 +421,31 @@ int qry_rpc_select_merge_span_profile(lc_http_req_t *req, const ProtobufCMessage
 
 /* ------------------------------------------------------ SelectMergeProfile */
 
-int qry_rpc_select_merge_profile(lc_http_req_t *req, const ProtobufCMessage *in,
-                                 ProtobufCMessage **out, lc_status_t *st, void *data)
+int qry_rpc_select_merge_profile(lc_http_req_t *req, const ProtobufCMessage *in, qry_reply_t *out,
+                                 lc_status_t *st, void *data)
 {
     const Querier__V1__SelectMergeProfileRequest *r =
         (const Querier__V1__SelectMergeProfileRequest *)in;
     /* max_nodes is validated but not applied: Pyroscope does not truncate
      * merged pprof by default (max_flamegraph_nodes_on_select_merge_profile). */
-    merge_req_t mr = {r->profile_typeid,
-                      r->label_selector,
-                      r->start,
-                      r->end,
-                      r->max_nodes,
-                      r->stack_trace_selector,
-                      r->n_profile_id_selector,
-                      r->n_trace_id_selector,
-                      NULL,
-                      0};
+    merge_req_t mr = {.profile_type = r->profile_typeid,
+                      .label_selector = r->label_selector,
+                      .start = r->start,
+                      .end = r->end,
+                      .max_nodes = r->max_nodes,
+                      .stack_trace_selector = r->stack_trace_selector,
+                      .profile_ids = r->profile_id_selector,
+                      .n_profile_ids = r->n_profile_id_selector,
+                      .n_trace_ids = r->n_trace_id_selector};
+    *out = (qry_reply_t){0};
     merge_call_t m;
     if (merge_begin(&m, data, req, &mr, st))
         return -1;
-    Google__V1__Profile *p = NULL;
-    int rc = merged_pprof(&m, r->profile_typeid, req->arena, &p, st);
+    lc_buf_init(&out->buf, LC_BUF_UNLIMITED);
+    int rc = merged_pprof(&m, r->profile_typeid, req->arena, &out->buf, st);
     merge_end(&m);
     if (rc == 0)
-        *out = &p->base;
+        out->desc = &google__v1__profile__descriptor;
     return rc;
 }
 

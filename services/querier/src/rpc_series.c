@@ -1,7 +1,10 @@
 /*
  * rpc_series.c — SelectSeries (pyroscope-api.md §5.8): validation here, the
  * bucketing in the engine (lc_query_series_*), which answers from the stored
- * per-profile totals without reading samples.
+ * per-profile totals without reading samples, unless a stack-trace selector's
+ * call site asks for the part of each profile under it. go_pgo only shapes
+ * pprof, so here it leaves the totals whole (and, as in Pyroscope, makes the
+ * call site ignored).
  */
 #include <math.h>
 
@@ -20,12 +23,8 @@ static int step_ms_of(double step, int64_t *out, lc_status_t *st)
 
 static int check_request(const Querier__V1__SelectSeriesRequest *r, lc_status_t *st)
 {
-    const Types__V1__StackTraceSelector *sts = r->stack_trace_selector;
     if (!r->profile_typeid || !*r->profile_typeid)
         return lc_status_set(st, LC_CODE_INVALID_ARGUMENT, "profile_typeID is required");
-    if (sts && (sts->n_call_site || sts->go_pgo))
-        return lc_status_set(st, LC_CODE_UNIMPLEMENTED,
-                             "stack_trace_selector is not supported by ember yet");
     if (r->exemplar_type == TYPES__V1__EXEMPLAR_TYPE__EXEMPLAR_TYPE_INDIVIDUAL ||
         r->exemplar_type == TYPES__V1__EXEMPLAR_TYPE__EXEMPLAR_TYPE_SPAN)
         return lc_status_set(st, LC_CODE_UNIMPLEMENTED, "exemplars are not supported by ember yet");
@@ -70,7 +69,7 @@ int qry_rpc_select_series(lc_http_req_t *req, const ProtobufCMessage *in, Protob
         qry_selector(r->label_selector, r->profile_typeid, &sel, st))
         return -1;
     qry_call_t c;
-    if (qry_call_begin(&c, data, req, r->start, r->end, st)) {
+    if (qry_call_begin_range(&c, data, req, r->start, r->end, QRY_RANGE_RULES, st)) {
         lc_selector_fini(&sel);
         return -1;
     }
@@ -79,8 +78,13 @@ int qry_rpc_select_series(lc_http_req_t *req, const ProtobufCMessage *in, Protob
                     .sel = &sel,
                     .start_ns = c.start_ns,
                     .end_ns = c.end_ns};
-    lc_query_series_t *s = lc_query_series_new(&o);
-    int rc = lc_query_series_collect(c.reader, &q, s, st);
+    o.start_ms = c.start_ms; /* the boundaries start where the look-back clipped */
+    lc_query_series_t *s = NULL;
+    int rc = qry_stack_selector(r->stack_trace_selector, req->arena, &q, st);
+    if (rc == 0) {
+        s = lc_query_series_new(&o);
+        rc = lc_query_series_collect(c.reader, &q, s, st);
+    }
     qry_call_end(&c);
     lc_selector_fini(&sel);
     if (rc == 0)
