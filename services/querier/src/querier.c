@@ -6,7 +6,8 @@
  *
  * The two methods that can answer merged pprof (SelectMergeStacktraces,
  * SelectMergeProfile) get a route of their own here, because their answer may
- * be protobuf bytes (qry_reply_t) sent with lc_connect_reply_raw.
+ * be protobuf bytes (qry_reply_t) sent with lc_connect_reply_raw. The legacy
+ * HTTP endpoints (legacy_*.c) are registered here too.
  *
  * Per-method request counts and latencies come from lc_httpd's route metrics
  * (ember_http_requests_total / ember_http_request_duration_seconds with the
@@ -116,6 +117,8 @@ int qry_new(uv_loop_t *loop, const qry_opts_t *opts, lc_httpd_t *srv, lc_store_t
     q->store = store;
     q->metrics = metrics;
     int rc = register_reply_methods(q, srv);
+    if (rc == 0)
+        rc = qry_legacy_register(q, srv);
     for (size_t i = 0; i < LC_ARRAY_LEN(methods) && rc == 0; i++) {
         const qry_method_t *m = &methods[i];
         if (m->fn)

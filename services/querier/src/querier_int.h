@@ -8,6 +8,9 @@
  *   rpc_merge.c   SelectMergeStacktraces, SelectMergeSpanProfile, SelectMergeProfile, Diff
  *   rpc_series.c  SelectSeries
  *   rpc_stats.c   GetProfileStats, AnalyzeQuery and the unimplemented method (SelectHeatmap)
+ *   legacy_http.c GET /pyroscope/render, render-diff, label-values (clients of the RPCs)
+ *   legacy_json.c the flamebearer JSON and the timeline arithmetic
+ *   legacy_dot.c  render?format=dot: the merged pprof as a Graphviz call graph
  *
  * Every RPC runs on a thread-pool thread (lc_connect_register offloads it);
  * its memory is the request arena, and its store reader is begun and ended
@@ -177,5 +180,57 @@ int qry_rpc_analyze_query(lc_http_req_t *req, const ProtobufCMessage *in, Protob
 /* data is the method name (a string literal), not the qry_t. */
 int qry_rpc_unimplemented(lc_http_req_t *req, const ProtobufCMessage *in, ProtobufCMessage **out,
                           lc_status_t *st, void *data);
+
+/* ---- legacy HTTP (legacy_*.c, pyroscope-api.md §7) ---- */
+
+/* Registers GET /pyroscope/render, /pyroscope/render-diff, /pyroscope/label-values. */
+int qry_legacy_register(qry_t *q, lc_httpd_t *srv) LC_MUST_CHECK;
+
+/* A flamebearer timeline: samples from start_sec, one per step_sec. */
+typedef struct qry_timeline_s {
+    int64_t start_sec, step_sec;
+    uint64_t *samples; /* in the arena */
+    size_t n;
+} qry_timeline_t;
+
+/* One entry of `groups`; order = the series' position (the last one wins a
+ * repeated key, as in Pyroscope's map). */
+typedef struct qry_group_s {
+    const char *key;
+    size_t order;
+    qry_timeline_t timeline;
+} qry_group_t;
+
+/* What the render JSON carries (pointers into the RPC answers). */
+typedef struct qry_flamebearer_s {
+    char **names;
+    size_t n_names;
+    Querier__V1__Level **levels; /* 4 numbers per node, 7 when diff */
+    size_t n_levels;
+    int64_t total, max_self;
+    bool diff;
+    int64_t left_ticks, right_ticks;
+    const char *sample_type, *sample_unit;
+    const qry_timeline_t *timeline; /* NULL: "timeline": null */
+    bool has_groups;                /* false: "groups": null */
+    qry_group_t *groups;
+    size_t n_groups;
+} qry_flamebearer_t;
+
+/* Pyroscope's timeline.CalcPointInterval: (until - from) / 1500 put on
+ * Grafana's ladder of round intervals, at least 15 s; in seconds. */
+double qry_calc_point_interval(int64_t from_ms, int64_t until_ms);
+/* Pyroscope's timeline.New: start and end snapped down to the step, one
+ * sample per step in [start, end), points of s (may be NULL) placed by their
+ * distance from the previous one, zeros elsewhere. LC_ETOOBIG past the cap. */
+int qry_timeline_build(const Types__V1__Series *s, int64_t start_ms, int64_t end_ms,
+                       int64_t step_sec, lc_arena_t *a, qry_timeline_t *out) LC_MUST_CHECK;
+/* The FlamebearerProfile JSON (with json.Encoder's trailing newline). */
+int qry_flamebearer_json(const qry_flamebearer_t *fb, lc_buf_t *out) LC_MUST_CHECK;
+/* A JSON array of strings ("null" when empty, as a nil Go slice). */
+int qry_string_array_json(char **v, size_t n, lc_buf_t *out) LC_MUST_CHECK;
+/* A Graphviz call graph of a pprof (first sample type), at most node_count
+ * nodes; nothing is appended when the profile has no value. */
+int qry_pprof_to_dot(const Google__V1__Profile *p, size_t node_count, lc_buf_t *out) LC_MUST_CHECK;
 
 #endif
