@@ -21,3 +21,8 @@ endif()
 add_library(llhttp STATIC ${LLHTTP_DIR}/api.c ${LLHTTP_DIR}/http.c ${LLHTTP_DIR}/llhttp.c)
 target_include_directories(llhttp PUBLIC ${LLHTTP_INCLUDE})
 set_target_properties(llhttp PROPERTIES POSITION_INDEPENDENT_CODE ON)
+
+# The eBPF agent: libbpf loads and attaches its programs, libelf reads the
+# symbol tables of profiled binaries.
+pkg_check_modules(LIBBPF REQUIRED IMPORTED_TARGET libbpf>=1.0)
+pkg_check_modules(LIBELF REQUIRED IMPORTED_TARGET libelf)

@@ -12,6 +12,9 @@ PKGS=(
   # protoc + python3-protobuf for independent encoding, clang for fuzzing
   golang-go protobuf-compiler python3 python3-protobuf redis-server
   clang libclang-rt-14-dev curl jq
+  # the eBPF agent: libbpf + libelf, bpftool (vmlinux.h, skeletons), llvm-strip;
+  # linux-perf is the agent tests' independent oracle
+  libbpf-dev libelf-dev bpftool llvm linux-perf
 )
 
 missing=()

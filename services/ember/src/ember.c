@@ -10,6 +10,7 @@
 
 #include <uv.h>
 
+#include "agent.h"
 #include "ember.h"
 #include "ingester.h"
 #include "lc/httpd.h"
@@ -51,6 +52,12 @@ const lc_cfg_entry_t ember_cfg_table[] = {
         "profiles waiting for the writer before receivers answer 429"),
     CFG("auth.multitenancy-enabled", LC_CFG_BOOL, multitenancy, "false",
         "require X-Scope-OrgID and keep tenants apart"),
+    CFG("agent", LC_CFG_BOOL, agent, "false",
+        "also profile every process on this host with eBPF (needs root)"),
+    CFG("agent.sample-rate", LC_CFG_INT, agent_sample_rate, "19",
+        "agent CPU samples per second on each CPU (1..1000)"),
+    CFG("agent.interval", LC_CFG_DURATION, agent_interval_ns, "10s",
+        "agent profile interval: one profile per process per interval"),
 };
 const size_t ember_cfg_table_len = LC_ARRAY_LEN(ember_cfg_table);
 
@@ -65,6 +72,7 @@ struct ember_s {
     ing_t *ing;
     qry_t *qry;
     qry_extra_t *qry_extra; /* settings, version, feature flags */
+    agt_t *agent;           /* --agent: eBPF profiler publishing into transport */
     uv_signal_t sigterm, sigint;
     uv_timer_t retention_timer;
     uv_work_t retention_work;
@@ -165,6 +173,15 @@ static void on_http_closed(void *data)
     lc_transport_close(e->transport, on_transport_closed, e);
 }
 
+/* The agent goes first: its last partial interval is published while the
+ * transport still accepts. */
+static void on_agent_closed(void *data)
+{
+    ember_t *e = data;
+    e->agent = NULL;
+    lc_httpd_close(e->httpd, on_http_closed, e);
+}
+
 static void on_signal(uv_signal_t *s, int signum)
 {
     ember_t *e = s->data;
@@ -175,7 +192,10 @@ static void on_signal(uv_signal_t *s, int signum)
     uv_close((uv_handle_t *)&e->sigterm, NULL);
     uv_close((uv_handle_t *)&e->sigint, NULL);
     uv_close((uv_handle_t *)&e->retention_timer, NULL);
-    lc_httpd_close(e->httpd, on_http_closed, e);
+    if (e->agent)
+        agt_close(e->agent, true, on_agent_closed, e);
+    else
+        lc_httpd_close(e->httpd, on_http_closed, e);
 }
 
 /* ---------------------------------------------------------------- assembly */
@@ -255,6 +275,17 @@ static int start_timers_and_signals(ember_t *e)
     return rc;
 }
 
+static int start_agent(ember_t *e)
+{
+    if (!e->cfg->agent)
+        return 0;
+    agt_opts_t ao;
+    agt_opts_default(&ao);
+    ao.sample_rate_hz = (int)e->cfg->agent_sample_rate;
+    ao.interval_ns = e->cfg->agent_interval_ns;
+    return agt_new(&e->loop, &ao, e->transport, e->metrics, &e->agent);
+}
+
 static void register_metrics(ember_t *e)
 {
     e->metrics = lc_metrics_new();
@@ -283,6 +314,8 @@ int ember_new(const ember_cfg_t *cfg, ember_t **out)
     if (!rc)
         rc = start_timers_and_signals(e);
     if (!rc)
+        rc = start_agent(e);
+    if (!rc)
         LC_LOG_INFO("ember is ready addr=%s port=%d data=%s", cfg->http_address,
                     lc_httpd_port(e->httpd), cfg->data_dir);
     return rc;
@@ -303,6 +336,10 @@ static void close_walk(uv_handle_t *h, void *arg)
 /* Closes whatever a failed start-up left open, so the loop can be closed. */
 static void close_leftovers(ember_t *e)
 {
+    if (e->agent) {
+        agt_close(e->agent, false, NULL, NULL);
+        e->agent = NULL;
+    }
     if (e->httpd) {
         lc_httpd_close(e->httpd, NULL, NULL);
         e->httpd = NULL;

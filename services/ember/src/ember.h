@@ -33,6 +33,9 @@ typedef struct ember_cfg_s {
     int64_t reject_newer_than_ns;
     int64_t max_backlog_bytes;
     bool multitenancy;
+    bool agent;
+    int64_t agent_sample_rate;
+    int64_t agent_interval_ns;
 } ember_cfg_t;
 
 extern const lc_cfg_entry_t ember_cfg_table[];

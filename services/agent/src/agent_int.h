@@ -1,0 +1,338 @@
+/*
+ * agent_int.h — the agent's modules, in data-flow order:
+ *
+ *   sampler.c    BPF skeleton: load, attach per CPU, swap, drain, stats
+ *   u64map.c     small open-addressing map used everywhere below
+ *   kallsyms.c   kernel symbols from /proc/kallsyms
+ *   elf.c        one ELF object: build id, load segments, function symbols
+ *   elfcache.c   ELF objects shared across processes, by (dev, inode) and build id
+ *   perfmap.c    JIT symbols from /tmp/perf-PID.map
+ *   procs.c      the process table: /proc/PID snapshots (maps, comm, exe, cgroup)
+ *   container.c  cgroup path -> container id, service name
+ *   kube.c       container id -> Kubernetes namespace/pod/container (API server)
+ *   profiles.c   drained counts -> symbolized pprof per process/container
+ *   agent.c      lifecycle, loop side (timer, events, jobs, publishing)
+ *
+ * Everything except sampler swap/event calls and agent.c's loop side runs in
+ * the agent's job on the thread pool, one job at a time (agent.h).
+ */
+#ifndef EMBER_AGENT_INT_H
+#define EMBER_AGENT_INT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "agent.h"
+#include "lc/alloc.h"
+#include "lc/labels.h"
+#include "sampler.h"
+
+/* ---------------------------------------------------------------- u64map */
+
+/* Key 0 is reserved (empty slot); callers never insert it. */
+typedef struct agt_u64map_s {
+    uint64_t *keys;
+    uint64_t *vals;
+    size_t cap; /* power of two, or 0 */
+    size_t n;
+} agt_u64map_t;
+
+void agt_u64map_init(agt_u64map_t *m);
+void agt_u64map_fini(agt_u64map_t *m);
+void agt_u64map_clear(agt_u64map_t *m);
+/* The value slot of key, or NULL. Valid until the next put/del. */
+uint64_t *agt_u64map_get(const agt_u64map_t *m, uint64_t key);
+/* The value slot of key, inserted as 0 if absent (*added tells). */
+uint64_t *agt_u64map_put(agt_u64map_t *m, uint64_t key, bool *added);
+bool agt_u64map_del(agt_u64map_t *m, uint64_t key);
+
+uint64_t agt_mix64(uint64_t x);
+
+/* ---------------------------------------------------------------- sampler */
+
+typedef struct agt_sampler_s agt_sampler_t;
+
+typedef void (*agt_event_cb)(const struct agt_event *ev, void *data);
+
+typedef struct agt_sampler_opts_s {
+    int sample_rate_hz;
+    size_t counts_capacity; /* entries per counts buffer */
+    size_t stacks_capacity; /* entries per stacks buffer */
+    size_t procs_capacity;
+    agt_event_cb on_event; /* loop thread, from agt_sampler_consume_events */
+    void *event_data;
+} agt_sampler_opts_t;
+
+/* One drained buffer. Stack frames are leaf first. */
+typedef struct agt_drained_s {
+    struct agt_count_key *keys;
+    uint64_t *counts;
+    size_t n;
+    agt_u64map_t stacks; /* stack hash -> (offset << 8 | n_frames) into frames */
+    uint64_t *frames;
+    size_t n_frames, cap_frames;
+} agt_drained_t;
+
+/* Loads the program with the given map sizes and attaches it to a CPU-clock
+ * perf event (period 1e9/rate ns) on every online CPU. Logs what failed. */
+int agt_sampler_open(const agt_sampler_opts_t *opts, agt_sampler_t **out) LC_MUST_CHECK;
+void agt_sampler_free(agt_sampler_t *s);
+/* Detaches the perf events: no new samples after this returns. */
+void agt_sampler_stop(agt_sampler_t *s);
+int agt_sampler_n_cpus(const agt_sampler_t *s);
+/* An fd that turns readable when events are waiting (for uv_poll). */
+int agt_sampler_events_fd(const agt_sampler_t *s);
+/* Runs opts.on_event for each waiting event. */
+int agt_sampler_consume_events(agt_sampler_t *s);
+/* Points new samples at the other buffer; returns the one to drain. */
+uint32_t agt_sampler_swap(agt_sampler_t *s);
+/* Waits until no program still writes `buffer`, then moves its contents into
+ * out (initialised by the call; agt_drained_fini) and empties it. */
+int agt_sampler_drain(agt_sampler_t *s, uint32_t buffer, agt_drained_t *out) LC_MUST_CHECK;
+void agt_drained_fini(agt_drained_t *d);
+/* Frames of a drained stack (NULL/0 for hash 0 or an unknown hash). */
+const uint64_t *agt_drained_stack(const agt_drained_t *d, uint64_t hash, size_t *n);
+/* Sums the per-CPU statistics (cumulative since load). */
+int agt_sampler_stats(agt_sampler_t *s, uint64_t out[AGT_STAT_N]) LC_MUST_CHECK;
+/* The BPF view of a process (comm when first sampled); LC_ENOTFOUND if none. */
+int agt_sampler_proc(agt_sampler_t *s, uint32_t tgid, struct agt_proc *out) LC_MUST_CHECK;
+/* Makes the program drop this process incarnation's samples. */
+int agt_sampler_skip(agt_sampler_t *s, uint32_t tgid, uint64_t start_ns) LC_MUST_CHECK;
+/* Waits until every program that may have seen the old buffer index returned. */
+void agt_sampler_quiesce(void);
+
+/* ---------------------------------------------------------------- kallsyms */
+
+typedef struct agt_kallsyms_s {
+    uint64_t *addrs; /* sorted */
+    uint32_t *names; /* offsets into text */
+    char *text;
+    size_t n;
+    int64_t loaded_ns; /* CLOCK_MONOTONIC */
+} agt_kallsyms_t;
+
+/* Parses text symbols (t/T) of a kallsyms file. LC_EUNSUPPORTED when every
+ * address reads 0 (kptr_restrict hides them from us). */
+int agt_kallsyms_load(const char *path, agt_kallsyms_t *ks) LC_MUST_CHECK;
+void agt_kallsyms_fini(agt_kallsyms_t *ks);
+/* The function containing addr, or NULL. */
+const char *agt_kallsyms_lookup(const agt_kallsyms_t *ks, uint64_t addr);
+
+/* ---------------------------------------------------------------- elf */
+
+typedef struct agt_elf_seg_s {
+    uint64_t offset, vaddr, filesz;
+} agt_elf_seg_t;
+
+typedef struct agt_elf_s {
+    uint64_t dev, inode; /* cache key (0, 0 for the vDSO) */
+    char build_id[65];   /* lower-case hex, "" if none */
+    char *path;          /* as first seen (mapping filename) */
+    agt_elf_seg_t *segs; /* PT_LOAD segments */
+    size_t n_segs;
+    uint64_t *sym_addrs; /* function start addresses, sorted */
+    uint32_t *sym_sizes; /* 0 = unknown size */
+    uint32_t *sym_names; /* offsets into names */
+    char *names;
+    size_t n_syms;
+    bool has_symtab;      /* symbols came from a .symtab (else .dynsym or none) */
+    const char *basename; /* into path */
+    int refs;             /* mappings pointing here (elfcache) */
+    uint64_t last_used_round;
+} agt_elf_t;
+
+/* Reads build id, segments and function symbols (.symtab, else .dynsym) of
+ * the ELF file open on fd (or the image in memory when fd < 0). A file with
+ * neither table loads with n_syms = 0. LC_EINPUT if it is not ELF. */
+int agt_elf_load(int fd, const void *image, size_t image_len, agt_elf_t *e) LC_MUST_CHECK;
+/* Adds the symbols of a separate debug file (same layout) when e has none. */
+int agt_elf_load_debug_symbols(int fd, agt_elf_t *e) LC_MUST_CHECK;
+void agt_elf_fini(agt_elf_t *e);
+/* Maps a file offset to the virtual address the symbols use. */
+bool agt_elf_offset_to_vaddr(const agt_elf_t *e, uint64_t file_offset, uint64_t *vaddr);
+/* The function containing vaddr, or NULL. */
+const char *agt_elf_symbol(const agt_elf_t *e, uint64_t vaddr);
+/* Only the build id (hex into out[65]); "" when there is none. */
+int agt_elf_read_build_id(int fd, char out[65]) LC_MUST_CHECK;
+
+/* ---------------------------------------------------------------- elfcache */
+
+typedef struct agt_elfcache_s agt_elfcache_t;
+
+typedef struct agt_elfcache_stats_s {
+    uint64_t hits, misses, failures;
+} agt_elfcache_stats_t;
+
+agt_elfcache_t *agt_elfcache_new(size_t max_unused);
+void agt_elfcache_free(agt_elfcache_t *c);
+/* The object for a mapped file (dev, inode), opening `open_path` (a
+ * /proc/PID/map_files or /proc/PID/root path) only on a miss; the build id
+ * then finds an object loaded through another path. Takes a reference.
+ * NULL when the file cannot be read. `path` names it in profiles. */
+agt_elf_t *agt_elfcache_get(agt_elfcache_t *c, uint64_t dev, uint64_t inode, const char *open_path,
+                            const char *alt_open_path, const char *path);
+/* The vDSO, parsed from this process' own image (the kernel's, shared). */
+agt_elf_t *agt_elfcache_vdso(agt_elfcache_t *c);
+void agt_elfcache_unref(agt_elfcache_t *c, agt_elf_t *e);
+/* Frees unreferenced objects beyond max_unused, oldest first. */
+void agt_elfcache_trim(agt_elfcache_t *c, uint64_t round);
+void agt_elfcache_stats(const agt_elfcache_t *c, agt_elfcache_stats_t *out);
+size_t agt_elfcache_size(const agt_elfcache_t *c);
+
+/* ---------------------------------------------------------------- perfmap */
+
+typedef struct agt_perfmap_s {
+    uint64_t *starts; /* sorted */
+    uint64_t *sizes;
+    uint32_t *names;
+    char *text;
+    size_t n;
+    off_t loaded_size; /* file size when read; -1 = no file */
+} agt_perfmap_t;
+
+#define AGT_PERFMAP_MAX_BYTES ((off_t)64 << 20)
+
+void agt_perfmap_init(agt_perfmap_t *pm);
+void agt_perfmap_fini(agt_perfmap_t *pm);
+/* (Re)reads path when its size changed since the last read. */
+int agt_perfmap_refresh(agt_perfmap_t *pm, const char *path) LC_MUST_CHECK;
+/* Parses perf map text ("START SIZE name" per line, hex) into pm. */
+int agt_perfmap_parse(agt_perfmap_t *pm, const char *text, size_t len) LC_MUST_CHECK;
+const char *agt_perfmap_lookup(const agt_perfmap_t *pm, uint64_t addr);
+
+/* ---------------------------------------------------------------- procs */
+
+enum { AGT_MAP_FILE, AGT_MAP_ANON, AGT_MAP_VDSO };
+
+typedef struct agt_map_s {
+    uint64_t start, end, offset;
+    uint64_t dev, inode; /* of the mapped file */
+    agt_elf_t *elf;      /* NULL when unreadable or not a file */
+    const char *path;    /* into the process' path text; "" for anonymous */
+    int kind;
+} agt_map_t;
+
+typedef struct agt_proc_s {
+    uint32_t pid;
+    uint64_t start_ns; /* BPF identity (leader start time) */
+    uint32_t nspid;    /* pid in its own namespace (perf map name) */
+    char comm[AGT_COMM_LEN + 1];
+    char *exe;             /* "" when unknown */
+    char *cgroup;          /* "" when unknown */
+    char container_id[65]; /* "" outside containers */
+    agt_map_t *maps;       /* executable mappings, sorted by start */
+    size_t n_maps;
+    char *map_paths;
+    bool snapshot_ok;     /* /proc/PID was read */
+    bool needs_snapshot;  /* new or exec'd: read /proc/PID before symbolizing */
+    bool maps_refreshed;  /* re-read once this round after a miss */
+    bool perfmap_checked; /* perf map re-read this round */
+    bool excluded;        /* filtered out */
+    bool labels_ready;
+    lc_labels_t labels; /* series labels (without __name__) */
+    agt_perfmap_t perfmap;
+    uint64_t last_sample_round;
+    uint64_t created_round;
+} agt_proc_t;
+
+typedef struct agt_procs_s {
+    agt_u64map_t by_pid; /* pid -> agt_proc_t* */
+    const char *procfs;
+    agt_elfcache_t *elfs;
+} agt_procs_t;
+
+void agt_procs_init(agt_procs_t *t, const char *procfs, agt_elfcache_t *elfs);
+void agt_procs_fini(agt_procs_t *t);
+agt_proc_t *agt_procs_get(agt_procs_t *t, uint32_t pid);
+/* The entry for (pid, start_ns), replacing one of a recycled pid. */
+agt_proc_t *agt_procs_upsert(agt_procs_t *t, uint32_t pid, uint64_t start_ns, uint64_t round);
+/* Reads comm, exe, cgroup, NSpid and the executable mappings from /proc/PID.
+ * Returns 0, or -errno when the process is gone (fields stay as they were). */
+int agt_proc_snapshot(agt_procs_t *t, agt_proc_t *p) LC_MUST_CHECK;
+/* Re-reads only the mappings (after an address fell outside all of them). */
+int agt_proc_refresh_maps(agt_procs_t *t, agt_proc_t *p) LC_MUST_CHECK;
+const agt_map_t *agt_proc_find_map(const agt_proc_t *p, uint64_t addr);
+/* Forgets processes without samples for `idle_rounds` that are gone, and any
+ * without samples for 4 x idle_rounds. */
+void agt_procs_evict(agt_procs_t *t, uint64_t round, uint64_t idle_rounds);
+size_t agt_procs_count(const agt_procs_t *t);
+/* Parses /proc/PID/maps text into p's executable mappings (no ELF lookup). */
+int agt_proc_parse_maps(agt_proc_t *p, const char *text, size_t len) LC_MUST_CHECK;
+
+/* ---------------------------------------------------------------- container */
+
+/* The cgroup to report from /proc/PID/cgroup text: the v2 path when it is not
+ * "/", else the longest v1 path. Writes "" when none. */
+void agt_cgroup_pick(const char *text, size_t len, char *out, size_t cap);
+/* The 64-hex container id in a cgroup path (docker, containerd, cri-o,
+ * podman, kubepods; systemd or cgroupfs drivers), or "". */
+void agt_container_id(const char *cgroup, char out[65]);
+/* service_name: namespace/container in Kubernetes, else the container id's
+ * first 12 digits, else the systemd unit, else the executable's name. */
+void agt_service_name(const char *k8s_namespace, const char *k8s_container,
+                      const char *container_id, const char *cgroup, const char *exe,
+                      const char *comm, char *out, size_t cap);
+
+/* ---------------------------------------------------------------- kube */
+
+typedef struct agt_kube_s agt_kube_t;
+
+typedef struct agt_pod_s {
+    char *namespace_;
+    char *pod;
+    char *container;
+} agt_pod_t;
+
+/* api: a URL (tests, out-of-cluster) or NULL for the in-cluster service
+ * account. LC_ENOTFOUND when NULL and not running in a pod. */
+int agt_kube_new(const char *api, const char *node, agt_kube_t **out) LC_MUST_CHECK;
+void agt_kube_free(agt_kube_t *k);
+/* The pod of a container id, refreshing the node's pod list when the id is
+ * unknown and the list is older than a few seconds. NULL when unknown. */
+const agt_pod_t *agt_kube_lookup(agt_kube_t *k, const char *container_id);
+/* Replaces the table with the containers of a PodList JSON document. */
+int agt_kube_load_pods(agt_kube_t *k, const char *json, size_t len) LC_MUST_CHECK;
+
+/* ---------------------------------------------------------------- profiles */
+
+typedef struct agt_symstats_s {
+    uint64_t hits, misses; /* locations resolved to a name / left [unknown] */
+} agt_symstats_t;
+
+/* What profiles.c needs from the agent for one drained interval. */
+typedef struct agt_build_ctx_s {
+    const agt_opts_t *opts;
+    agt_procs_t *procs;
+    agt_kallsyms_t *kallsyms;
+    agt_kube_t *kube; /* NULL outside Kubernetes */
+    int64_t period_ns;
+    int64_t time_ns, duration_ns; /* the buffer's window */
+    agt_symstats_t sym;
+} agt_build_ctx_t;
+
+/* One encoded ember.v1.IngestProfile. */
+typedef struct agt_msg_s {
+    uint8_t *data;
+    size_t len;
+    uint32_t partition;
+    uint64_t samples;
+} agt_msg_t;
+
+typedef struct agt_msgs_s {
+    agt_msg_t *v;
+    size_t n, cap;
+} agt_msgs_t;
+
+void agt_msgs_fini(agt_msgs_t *m);
+
+/* Builds and encodes the profiles of every process with samples in d whose
+ * entry exists in ctx->procs (callers create and snapshot them first). */
+int agt_build_profiles(agt_build_ctx_t *ctx, const agt_drained_t *d, agt_msgs_t *out) LC_MUST_CHECK;
+/* Fills p->labels from what is known about it. */
+void agt_proc_labels(const agt_opts_t *opts, agt_kube_t *kube, agt_proc_t *p);
+/* Replaces bytes that are not valid UTF-8 with '?' (in place). */
+void agt_utf8_sanitize(char *s);
+
+#endif

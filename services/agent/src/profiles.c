@@ -1,0 +1,456 @@
+/*
+ * profiles.c — one drained interval becomes one pprof per process (or per
+ * container), symbolized here and wrapped in an ember.v1.IngestProfile.
+ *
+ * Each count entry (tgid, kernel stack, user stack) becomes a sample whose
+ * locations run leaf first: kernel frames, then user frames, with values
+ * [count, count x period] for samples:count and cpu:nanoseconds. Every frame
+ * but a stack's first is a return address, so it is looked up at addr - 1
+ * (the call instruction), which keeps calls at the very end of a function
+ * (noreturn) in the right function.
+ *
+ * Symbol sources, by frame: kernel -> kallsyms; user -> the mapping's ELF
+ * symbols (file offset -> ELF vaddr through the load segments); anonymous
+ * executable memory -> the process' perf map. What stays unresolved is named
+ * "[unknown] (<module>)" so it is visible, and counted in the misses.
+ * Locations are cached per process and address for the interval.
+ */
+#define _GNU_SOURCE /* qsort_r */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+
+#include "agent_int.h"
+#include "ember/v1/ingest.pb-c.h"
+#include "lc/log.h"
+#include "lc/pprof.h"
+
+#define LABEL_VALUE_MAX 1024
+#define INGEST_ID_BYTES 16
+#define PPROF_MAX_BYTES ((size_t)256 << 20)
+#define KERNEL_MODULE "[kernel.kallsyms]"
+
+void agt_utf8_sanitize(char *s)
+{
+    unsigned char *p = (unsigned char *)s;
+    while (*p) {
+        size_t n = *p < 0x80         ? 1
+                   : (*p >> 5) == 6  ? 2
+                   : (*p >> 4) == 14 ? 3
+                   : (*p >> 3) == 30 ? 4
+                                     : 0;
+        bool ok = n > 0;
+        for (size_t i = 1; ok && i < n; i++)
+            ok = (p[i] & 0xc0) == 0x80;
+        if (ok && n == 2)
+            ok = *p >= 0xc2;
+        if (ok && n == 3)
+            ok = !(*p == 0xe0 && p[1] < 0xa0) && !(*p == 0xed && p[1] >= 0xa0);
+        if (ok && n == 4)
+            ok = *p <= 0xf4 && !(*p == 0xf0 && p[1] < 0x90) && !(*p == 0xf4 && p[1] >= 0x90);
+        if (!ok) {
+            *p++ = '?';
+            continue;
+        }
+        p += n;
+    }
+}
+
+/* ---------------------------------------------------------------- labels */
+
+static void set_label(lc_labels_t *ls, const char *name, const char *value)
+{
+    char v[LABEL_VALUE_MAX + 1];
+    snprintf(v, sizeof(v), "%s", value);
+    agt_utf8_sanitize(v);
+    if (*v)
+        lc_labels_set(ls, name, v);
+}
+
+void agt_proc_labels(const agt_opts_t *opts, agt_kube_t *kube, agt_proc_t *p)
+{
+    const agt_pod_t *pod = kube ? agt_kube_lookup(kube, p->container_id) : NULL;
+    char service[512], pid[16];
+    agt_service_name(pod ? pod->namespace_ : NULL, pod ? pod->container : NULL, p->container_id,
+                     p->cgroup, p->exe, p->comm, service, sizeof(service));
+    snprintf(pid, sizeof(pid), "%u", p->pid);
+    lc_labels_fini(&p->labels);
+    lc_labels_init(&p->labels);
+    set_label(&p->labels, "service_name", service);
+    set_label(&p->labels, "pid", pid);
+    set_label(&p->labels, "comm", p->comm);
+    set_label(&p->labels, "exe", p->exe);
+    set_label(&p->labels, "cgroup", p->cgroup);
+    set_label(&p->labels, "container_id", p->container_id);
+    set_label(&p->labels, "node", opts->node);
+    if (pod) {
+        set_label(&p->labels, "namespace", pod->namespace_);
+        set_label(&p->labels, "pod", pod->pod);
+        set_label(&p->labels, "container", pod->container);
+    }
+    lc_labels_sort(&p->labels);
+    p->labels_ready = true;
+}
+
+/* ---------------------------------------------------------------- groups */
+
+/* One pprof being built: a process, or a container's processes. */
+typedef struct group_s {
+    uint64_t key;
+    lc_pprof_builder_t *b;
+    lc_labels_t labels;
+    uint64_t kernel_mapping; /* builder mapping id, 0 until first needed */
+    uint64_t samples;
+} group_t;
+
+typedef struct build_s {
+    agt_build_ctx_t *ctx;
+    group_t *groups;
+    size_t n_groups, cap_groups;
+    agt_u64map_t by_key;  /* group key -> index + 1 */
+    agt_u64map_t locs;    /* per process: lookup address -> location id */
+    agt_u64map_t map_ids; /* per process: mapping start -> builder mapping id */
+} build_t;
+
+static uint64_t group_key(const build_t *bd, const agt_proc_t *p)
+{
+    if (bd->ctx->opts->group_by == AGT_GROUP_CONTAINER && p->container_id[0])
+        return lc_hash64(p->container_id, strlen(p->container_id), 0x636f6e74ULL) | 1;
+    return (uint64_t)p->pid << 1; /* even: never equal to a container key */
+}
+
+static void group_labels(const build_t *bd, const agt_proc_t *p, lc_labels_t *out)
+{
+    lc_labels_copy(out, &p->labels);
+    if (bd->ctx->opts->group_by == AGT_GROUP_CONTAINER && p->container_id[0]) {
+        lc_labels_del(out, "pid"); /* process-specific: a container's profile spans several */
+        lc_labels_del(out, "comm");
+        lc_labels_del(out, "exe");
+    }
+    lc_labels_set(out, "__name__", "process_cpu");
+    lc_labels_sort(out);
+}
+
+static group_t *group_for(build_t *bd, const agt_proc_t *p)
+{
+    bool added;
+    uint64_t key = group_key(bd, p);
+    uint64_t *slot = agt_u64map_put(&bd->by_key, key, &added);
+    if (!added)
+        return &bd->groups[*slot - 1];
+    bd->groups = lc_xgrow(bd->groups, &bd->cap_groups, bd->n_groups + 1, sizeof(*bd->groups));
+    group_t *g = &bd->groups[bd->n_groups];
+    memset(g, 0, sizeof(*g));
+    g->key = key;
+    g->b = lc_pprof_builder_new();
+    lc_pprof_builder_sample_type(g->b, "samples", "count");
+    lc_pprof_builder_sample_type(g->b, "cpu", "nanoseconds");
+    lc_pprof_builder_period(g->b, "cpu", "nanoseconds", bd->ctx->period_ns);
+    lc_pprof_builder_times(g->b, bd->ctx->time_ns, bd->ctx->duration_ns);
+    group_labels(bd, p, &g->labels);
+    *slot = ++bd->n_groups;
+    return g;
+}
+
+/* ---------------------------------------------------------------- symbolization */
+
+static uint64_t add_location(group_t *g, uint64_t mapping, uint64_t addr, const char *name,
+                             const char *file)
+{
+    uint64_t fn = lc_pprof_builder_function(g->b, name, name, file, 0);
+    lc_pprof_line_t line = {fn, 0};
+    return lc_pprof_builder_location(g->b, mapping, addr, &line, 1);
+}
+
+static void unknown_name(const char *module, char *out, size_t cap)
+{
+    if (module && *module)
+        snprintf(out, cap, "[unknown] (%s)", module);
+    else
+        snprintf(out, cap, "[unknown]");
+}
+
+static void count_symbol(build_t *bd, bool resolved)
+{
+    if (resolved)
+        bd->ctx->sym.hits++;
+    else
+        bd->ctx->sym.misses++;
+}
+
+static uint64_t kernel_location(build_t *bd, group_t *g, uint64_t addr, uint64_t lookup)
+{
+    const char *name = agt_kallsyms_lookup(bd->ctx->kallsyms, lookup);
+    char unknown[64];
+    count_symbol(bd, name != NULL);
+    if (!name) {
+        unknown_name(KERNEL_MODULE, unknown, sizeof(unknown));
+        name = unknown;
+    }
+    if (!g->kernel_mapping)
+        g->kernel_mapping = lc_pprof_builder_mapping(g->b, 0, 0, 0, KERNEL_MODULE, "", true);
+    return add_location(g, g->kernel_mapping, addr, name, "");
+}
+
+static const char *map_module(const agt_map_t *m)
+{
+    if (m->kind == AGT_MAP_VDSO)
+        return "[vdso]";
+    if (m->kind == AGT_MAP_ANON)
+        return m->path[0] ? m->path : "[anon]";
+    const char *slash = strrchr(m->path, '/');
+    return slash ? slash + 1 : m->path;
+}
+
+static const char *jit_symbol(build_t *bd, agt_proc_t *p, uint64_t lookup)
+{
+    if (!p->perfmap_checked) {
+        p->perfmap_checked = true;
+        char path[256];
+        snprintf(path, sizeof(path), "%s/%u/root/tmp/perf-%u.map", bd->ctx->procs->procfs, p->pid,
+                 p->nspid);
+        /* In another pid namespace the file is named after the inner pid; a
+         * process that has exited leaves its map in the host's /tmp at best. */
+        if (agt_perfmap_refresh(&p->perfmap, path) != 0) {
+            snprintf(path, sizeof(path), "/tmp/perf-%u.map", p->pid);
+            if (agt_perfmap_refresh(&p->perfmap, path) != 0)
+                LC_LOG_DEBUG("agent: no perf map pid=%u", p->pid);
+        }
+    }
+    return agt_perfmap_lookup(&p->perfmap, lookup);
+}
+
+static uint64_t mapping_id(build_t *bd, group_t *g, const agt_map_t *m)
+{
+    bool added;
+    uint64_t *id = agt_u64map_put(&bd->map_ids, m->start ? m->start : 1, &added);
+    if (added) {
+        const agt_elf_t *e = m->elf;
+        *id = lc_pprof_builder_mapping(g->b, m->start, m->end, m->offset,
+                                       m->kind == AGT_MAP_FILE ? m->path : map_module(m),
+                                       e ? e->build_id : "", e && e->n_syms);
+    }
+    return *id;
+}
+
+static const agt_map_t *find_map(build_t *bd, agt_proc_t *p, uint64_t lookup)
+{
+    const agt_map_t *m = agt_proc_find_map(p, lookup);
+    if (m || !p->snapshot_ok || p->maps_refreshed)
+        return m;
+    /* dlopen'ed since the snapshot, or exec'd: read the maps again, once. */
+    p->maps_refreshed = true;
+    if (agt_proc_refresh_maps(bd->ctx->procs, p) == 0)
+        agt_u64map_clear(&bd->map_ids);
+    return agt_proc_find_map(p, lookup);
+}
+
+static uint64_t user_location(build_t *bd, group_t *g, agt_proc_t *p, uint64_t addr,
+                              uint64_t lookup)
+{
+    const agt_map_t *m = find_map(bd, p, lookup);
+    const char *name = NULL, *module = m ? map_module(m) : NULL;
+    uint64_t vaddr;
+    if (m && m->elf && agt_elf_offset_to_vaddr(m->elf, lookup - m->start + m->offset, &vaddr))
+        name = agt_elf_symbol(m->elf, vaddr);
+    if (!name && (!m || m->kind == AGT_MAP_ANON))
+        name = jit_symbol(bd, p, lookup);
+    count_symbol(bd, name != NULL);
+    char unknown[300];
+    if (!name) {
+        unknown_name(module, unknown, sizeof(unknown));
+        name = unknown;
+    }
+    return add_location(g, m ? mapping_id(bd, g, m) : 0, addr, name, m ? m->path : "");
+}
+
+static uint64_t frame_location(build_t *bd, group_t *g, agt_proc_t *p, uint64_t addr, bool kernel,
+                               bool first)
+{
+    uint64_t lookup = first ? addr : addr - 1;
+    bool added;
+    uint64_t *loc = agt_u64map_put(&bd->locs, lookup ? lookup : 1, &added);
+    if (added)
+        *loc =
+            kernel ? kernel_location(bd, g, addr, lookup) : user_location(bd, g, p, addr, lookup);
+    return *loc;
+}
+
+/* ---------------------------------------------------------------- samples */
+
+static void add_sample(build_t *bd, group_t *g, agt_proc_t *p, const agt_drained_t *d,
+                       const struct agt_count_key *key, uint64_t count)
+{
+    size_t nk, nu;
+    const uint64_t *kf = agt_drained_stack(d, key->kernel_stack, &nk);
+    const uint64_t *uf = agt_drained_stack(d, key->user_stack, &nu);
+    uint64_t locs[2 * AGT_MAX_FRAMES + 1];
+    size_t n = 0;
+    for (size_t i = 0; i < nk; i++)
+        locs[n++] = frame_location(bd, g, p, kf[i], true, i == 0);
+    for (size_t i = 0; i < nu; i++)
+        locs[n++] = frame_location(bd, g, p, uf[i], false, i == 0);
+    if (n == 0) { /* neither stack was readable: keep the sample, visibly */
+        char name[64];
+        unknown_name(NULL, name, sizeof(name));
+        locs[n++] = add_location(g, 0, 0, name, "");
+        bd->ctx->sym.misses++;
+    }
+    int64_t values[2] = {(int64_t)count, (int64_t)count * bd->ctx->period_ns};
+    lc_pprof_builder_sample(g->b, locs, n, values, NULL, 0);
+    g->samples += count;
+}
+
+/* ---------------------------------------------------------------- messages */
+
+void agt_msgs_fini(agt_msgs_t *m)
+{
+    for (size_t i = 0; i < m->n; i++)
+        lc_free(m->v[i].data);
+    lc_free(m->v);
+    memset(m, 0, sizeof(*m));
+}
+
+static int64_t realtime_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static int random_id(uint8_t *id)
+{
+    size_t got = 0;
+    while (got < INGEST_ID_BYTES) {
+        ssize_t n = getrandom(id + got, INGEST_ID_BYTES - got, 0);
+        if (n < 0 && errno != EINTR)
+            return -errno;
+        got += n > 0 ? (size_t)n : 0;
+    }
+    return 0;
+}
+
+/* The transport partition, computed as the receivers do (publish.c): a hash
+ * of tenant and series labels, so a series always lands in one partition. */
+static uint32_t partition_of(const char *tenant, const lc_labels_t *ls, uint32_t partitions)
+{
+    uint64_t h = lc_labels_hash(ls) ^ lc_hash64(tenant, strlen(tenant), 0x9e3779b97f4a7c15ULL);
+    return partitions > 1 ? (uint32_t)(h % partitions) : 0;
+}
+
+static int encode_message(build_t *bd, group_t *g, const lc_buf_t *pprof, agt_msg_t *out)
+{
+    uint8_t id[INGEST_ID_BYTES];
+    int rc = random_id(id);
+    if (rc)
+        return rc;
+    const char *tenant = bd->ctx->opts->tenant;
+    size_t n = g->labels.n;
+    Types__V1__LabelPair *pairs = lc_xcalloc(n ? n : 1, sizeof(*pairs));
+    Types__V1__LabelPair **ptrs = lc_xcalloc(n ? n : 1, sizeof(*ptrs));
+    for (size_t i = 0; i < n; i++) {
+        types__v1__label_pair__init(&pairs[i]);
+        pairs[i].name = g->labels.v[i].name;
+        pairs[i].value = g->labels.v[i].value;
+        ptrs[i] = &pairs[i];
+    }
+    Ember__V1__IngestProfile m = EMBER__V1__INGEST_PROFILE__INIT;
+    m.tenant = (char *)tenant;
+    m.ingest_id = (ProtobufCBinaryData){INGEST_ID_BYTES, id};
+    m.received_unix_nanos = realtime_ns();
+    m.labels = ptrs;
+    m.n_labels = n;
+    m.pprof = (ProtobufCBinaryData){pprof->len, pprof->data};
+    m.time_nanos = bd->ctx->time_ns;
+    out->len = protobuf_c_message_get_packed_size(&m.base);
+    out->data = lc_xmalloc(out->len ? out->len : 1);
+    protobuf_c_message_pack(&m.base, out->data);
+    out->partition = partition_of(tenant, &g->labels, bd->ctx->opts->partitions);
+    out->samples = g->samples;
+    lc_free(pairs);
+    lc_free(ptrs);
+    return 0;
+}
+
+static int emit_group(build_t *bd, group_t *g, agt_msgs_t *out)
+{
+    lc_buf_t pprof;
+    lc_buf_init(&pprof, PPROF_MAX_BYTES);
+    int rc = lc_pprof_builder_encode(g->b, false, &pprof);
+    if (!rc) {
+        out->v = lc_xgrow(out->v, &out->cap, out->n + 1, sizeof(*out->v));
+        rc = encode_message(bd, g, &pprof, &out->v[out->n]);
+        if (!rc)
+            out->n++;
+    }
+    if (rc)
+        LC_LOG_ERROR("agent: cannot encode a profile samples=%llu err=\"%s\"",
+                     (unsigned long long)g->samples, lc_strerror(rc));
+    lc_buf_fini(&pprof);
+    return rc;
+}
+
+/* ---------------------------------------------------------------- driver */
+
+static int by_tgid(const void *a, const void *b, void *keys)
+{
+    const struct agt_count_key *k = keys;
+    uint32_t x = k[*(const size_t *)a].tgid, y = k[*(const size_t *)b].tgid;
+    return x < y ? -1 : x > y;
+}
+
+static void build_fini(build_t *bd)
+{
+    for (size_t i = 0; i < bd->n_groups; i++) {
+        lc_pprof_builder_free(bd->groups[i].b);
+        lc_labels_fini(&bd->groups[i].labels);
+    }
+    lc_free(bd->groups);
+    agt_u64map_fini(&bd->by_key);
+    agt_u64map_fini(&bd->locs);
+    agt_u64map_fini(&bd->map_ids);
+}
+
+/* The samples of one process, entries [from, to) of order. */
+static void add_process(build_t *bd, const agt_drained_t *d, const size_t *order, size_t from,
+                        size_t to)
+{
+    agt_proc_t *p = agt_procs_get(bd->ctx->procs, d->keys[order[from]].tgid);
+    if (!p || p->excluded)
+        return;
+    if (!p->labels_ready)
+        agt_proc_labels(bd->ctx->opts, bd->ctx->kube, p);
+    p->maps_refreshed = false;
+    p->perfmap_checked = false;
+    agt_u64map_clear(&bd->locs);
+    agt_u64map_clear(&bd->map_ids);
+    group_t *g = group_for(bd, p);
+    for (size_t i = from; i < to; i++)
+        add_sample(bd, g, p, d, &d->keys[order[i]], d->counts[order[i]]);
+}
+
+int agt_build_profiles(agt_build_ctx_t *ctx, const agt_drained_t *d, agt_msgs_t *out)
+{
+    build_t bd = {.ctx = ctx};
+    agt_u64map_init(&bd.by_key);
+    agt_u64map_init(&bd.locs);
+    agt_u64map_init(&bd.map_ids);
+    size_t *order = lc_xmalloc((d->n ? d->n : 1) * sizeof(*order));
+    for (size_t i = 0; i < d->n; i++)
+        order[i] = i;
+    qsort_r(order, d->n, sizeof(*order), by_tgid, d->keys);
+    for (size_t from = 0, to; from < d->n; from = to) {
+        for (to = from + 1; to < d->n && d->keys[order[to]].tgid == d->keys[order[from]].tgid;)
+            to++;
+        add_process(&bd, d, order, from, to);
+    }
+    lc_free(order);
+    int rc = 0;
+    for (size_t i = 0; i < bd.n_groups && rc == 0; i++)
+        rc = emit_group(&bd, &bd.groups[i], out);
+    build_fini(&bd);
+    return rc;
+}
