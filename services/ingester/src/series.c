@@ -26,6 +26,13 @@ const char *ing_profile_type_id(const Google__V1__Profile *p, const char *metric
                             ing_pprof_str(p, vt->unit), ptype, punit);
 }
 
+/* An empty label value means "absent" in the Prometheus model, so it is not stored. */
+static void set_if_present(lc_labels_t *ls, const char *name, const char *value)
+{
+    if (value && *value)
+        lc_labels_set(ls, name, value);
+}
+
 void ing_series_labels(lc_labels_t *ls, const Google__V1__Profile *p, size_t i, lc_arena_t *arena)
 {
     const char *metric = lc_labels_get(ls, "__name__");
@@ -33,10 +40,10 @@ void ing_series_labels(lc_labels_t *ls, const Google__V1__Profile *p, size_t i, 
     period_parts(p, &ptype, &punit);
     const char *id = ing_profile_type_id(p, metric ? metric : "", i, arena);
     lc_labels_set(ls, "__profile_type__", id ? id : "");
-    lc_labels_set(ls, "__type__", ing_pprof_str(p, p->sample_type[i]->type));
-    lc_labels_set(ls, "__unit__", ing_pprof_str(p, p->sample_type[i]->unit));
-    lc_labels_set(ls, "__period_type__", ptype);
-    lc_labels_set(ls, "__period_unit__", punit);
+    set_if_present(ls, "__type__", ing_pprof_str(p, p->sample_type[i]->type));
+    set_if_present(ls, "__unit__", ing_pprof_str(p, p->sample_type[i]->unit));
+    set_if_present(ls, "__period_type__", ptype);
+    set_if_present(ls, "__period_unit__", punit);
     const char *service = lc_labels_get(ls, "service_name");
     if (service)
         lc_labels_set(ls, "__service_name__", service);
