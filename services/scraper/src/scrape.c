@@ -366,13 +366,21 @@ static void start_scrape(scr_target_t *t)
 
 static void on_tick(uv_timer_t *timer);
 
+/* Arms the timer for the first slot after now, and never for the slot that
+ * just fired: libuv's timer runs on the loop's cached monotonic clock, which
+ * can lag the wall clock by a few milliseconds, so a timer may fire just
+ * before its slot and would otherwise fire again for the same slot. */
 static void schedule(scr_target_t *t)
 {
     int64_t interval = t->pool->job->interval_ns;
     int64_t offset = (int64_t)(t->spec.key % (uint64_t)interval);
     int64_t now = scr_now_ns();
     int64_t next = ((now - offset) / interval + 1) * interval + offset;
+    if (t->interval_ns == interval && next <= t->next_slot_ns)
+        next = t->next_slot_ns + interval;
     t->interval_ns = interval;
+    t->next_slot_ns = next;
+    uv_update_time(t->scr->loop);
     uint64_t delay_ms = (uint64_t)((next - now + NS_PER_MS - 1) / NS_PER_MS);
     uv_timer_start(&t->timer, on_tick, delay_ms, 0);
 }

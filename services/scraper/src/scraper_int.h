@@ -100,9 +100,10 @@ typedef struct scr_target_s {
     scr_pool_t *pool;       /* NULL once removed */
     scr_target_spec_t spec; /* key, profile index, labels, URL */
     uv_timer_t timer;
-    int64_t interval_ns; /* the schedule the timer runs on */
-    scr_http_req_t *req; /* the scrape in flight */
-    scr_work_t *work;    /* processing or publishing in flight */
+    int64_t interval_ns;  /* the schedule the timer runs on */
+    int64_t next_slot_ns; /* wall-clock slot the timer is armed for */
+    scr_http_req_t *req;  /* the scrape in flight */
+    scr_work_t *work;     /* processing or publishing in flight */
     bool removed, timer_closed;
     bool owned;
     int64_t owned_since_ns;
