@@ -19,6 +19,7 @@
 #include "lc/store.h"
 #include "lc/transport.h"
 #include "querier.h"
+#include "scraper.h"
 #include "services_extra.h"
 
 #define RETENTION_INTERVAL_MS (60 * 1000)
@@ -52,6 +53,8 @@ const lc_cfg_entry_t ember_cfg_table[] = {
         "profiles waiting for the writer before receivers answer 429"),
     CFG("auth.multitenancy-enabled", LC_CFG_BOOL, multitenancy, "false",
         "require X-Scope-OrgID and keep tenants apart"),
+    CFG("scrape.config-file", LC_CFG_STRING, scrape_config_file, NULL,
+        "parca.yaml-style scrape_configs to pull pprof from (reloaded on SIGHUP and change)"),
     CFG("agent", LC_CFG_BOOL, agent, "false",
         "also profile every process on this host with eBPF (needs root)"),
     CFG("agent.sample-rate", LC_CFG_INT, agent_sample_rate, "19",
@@ -72,6 +75,7 @@ struct ember_s {
     ing_t *ing;
     qry_t *qry;
     qry_extra_t *qry_extra; /* settings, version, feature flags */
+    scr_t *scr;             /* --scrape.config-file: the scraper publishing into transport */
     agt_t *agent;           /* --agent: eBPF profiler publishing into transport */
     uv_signal_t sigterm, sigint;
     uv_timer_t retention_timer;
@@ -166,11 +170,23 @@ static void on_transport_closed(void *data)
     LC_LOG_INFO("every accepted profile is on disk; stopped");
 }
 
+static void on_scraper_closed(void *data)
+{
+    ember_t *e = data;
+    e->scr = NULL;
+    lc_transport_close(e->transport, on_transport_closed, e);
+}
+
+/* The scraper stops after HTTP (it serves /targets) and before the transport
+ * (its last publishes must still be applied). */
 static void on_http_closed(void *data)
 {
     ember_t *e = data;
     e->httpd = NULL;
-    lc_transport_close(e->transport, on_transport_closed, e);
+    if (e->scr)
+        scr_close(e->scr, on_scraper_closed, e);
+    else
+        lc_transport_close(e->transport, on_transport_closed, e);
 }
 
 /* The agent goes first: its last partial interval is published while the
@@ -225,6 +241,25 @@ static int start_pipeline(ember_t *e)
                                    &e->transport);
 }
 
+static int start_scraper(ember_t *e)
+{
+    if (!e->cfg->scrape_config_file || !e->cfg->scrape_config_file[0])
+        return 0;
+    scr_opts_t so;
+    scr_opts_default(&so);
+    so.config_file = e->cfg->scrape_config_file;
+    so.transport = e->transport;
+    so.metrics = e->metrics;
+    so.httpd = e->httpd;
+    so.max_body_bytes = (size_t)e->cfg->max_profile_bytes;
+    so.max_samples = (size_t)e->cfg->max_samples;
+    lc_status_t st = {0};
+    int rc = scr_new(&e->loop, &so, &e->scr, &st);
+    if (rc)
+        LC_LOG_ERROR("cannot start the scraper err=\"%s\"", st.msg);
+    return rc ? LC_EINPUT : 0;
+}
+
 static int start_http(ember_t *e)
 {
     lc_httpd_opts_t ho = {
@@ -251,6 +286,8 @@ static int start_http(ember_t *e)
     qry_extra_opts_t xo = {.multitenancy = e->cfg->multitenancy, .data_dir = e->cfg->data_dir};
     if (!rc)
         rc = qry_extra_new(&e->loop, &xo, e->httpd, &e->qry_extra);
+    if (!rc)
+        rc = start_scraper(e);
     if (!rc)
         rc = register_ops_routes(e);
     if (!rc)
@@ -336,6 +373,10 @@ static void close_walk(uv_handle_t *h, void *arg)
 /* Closes whatever a failed start-up left open, so the loop can be closed. */
 static void close_leftovers(ember_t *e)
 {
+    if (e->scr) {
+        scr_close(e->scr, NULL, NULL);
+        e->scr = NULL;
+    }
     if (e->agent) {
         agt_close(e->agent, false, NULL, NULL);
         e->agent = NULL;

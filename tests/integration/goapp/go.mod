@@ -1,0 +1,3 @@
+module ember.test/goapp
+
+go 1.19
