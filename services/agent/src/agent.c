@@ -78,6 +78,7 @@ struct agt_s {
     int64_t drain_start_ns, drain_end_ns, window_start_ns;
     agt_job_t *job;
     size_t publishing;
+    bool in_publish_all; /* callbacks may run inside lc_transport_publish */
     bool closing, flush, final_swap_wanted, handles_closing;
     void (*close_cb)(void *data);
     void *close_data;
@@ -359,6 +360,7 @@ static void on_published(int status, void *data)
 
 static void publish_all(agt_t *a, agt_msgs_t *msgs)
 {
+    a->in_publish_all = true;
     for (size_t i = 0; i < msgs->n; i++) {
         const agt_msg_t *m = &msgs->v[i];
         agt_pub_t *pub = lc_xmalloc(sizeof(*pub));
@@ -372,6 +374,7 @@ static void publish_all(agt_t *a, agt_msgs_t *msgs)
             LC_LOG_WARN("agent: profile not published err=\"%s\"", lc_strerror(rc));
         }
     }
+    a->in_publish_all = false;
 }
 
 static void job_after(uv_work_t *w, int status)
@@ -502,7 +505,7 @@ static void on_handle_closed(uv_handle_t *h)
 static void agt_maybe_finish_close(agt_t *a)
 {
     if (!a->closing || a->handles_closing || a->job || a->drain_wanted || a->final_swap_wanted ||
-        a->publishing)
+        a->publishing || a->in_publish_all)
         return;
     a->handles_closing = true;
     /* The final tally: with nothing lost, recorded == published (tests use it). */
