@@ -1,0 +1,81 @@
+/*
+ * lc/members.h — group membership through Redis, for any role.
+ *
+ * A group is a role name ("ingester", "scraper", ...). Its members live in
+ * one Redis hash, <key_prefix><role> (default ember:members:<role>), field
+ * <id> = "<address>|<expiry in Redis server ms>". A member heartbeats every
+ * heartbeat_ms, pushing its expiry to Redis's clock + ttl_ms (a Lua script
+ * reads TIME on the server, so host clocks may disagree); it leaves with an
+ * HDEL on close. Anyone, member or not, reads the hash every refresh_ms and
+ * keeps the fields not yet expired; expired ones are removed (only if
+ * unchanged since read, so a member that just came back is not erased).
+ *
+ * One lc_members_t serves one role: with self_id set it joins (heartbeats)
+ * and watches; without, it only watches. The querier watches "ingester" to
+ * find the shard APIs; a scraper joins and watches "scraper" and splits
+ * targets with lc_members_rendezvous(), so adding a replica moves only its
+ * share. on_change gets the live members sorted by id (self included once
+ * its first heartbeat landed) on the first successful read and on every
+ * change; joins and leaves are logged. While Redis is down the last list
+ * stands (nobody can tell who left), and lc_members_is_up() says so.
+ *
+ * Threading: loop thread only. Every Redis command has a timeout (lc/redis.h).
+ */
+#ifndef LC_MEMBERS_H
+#define LC_MEMBERS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <uv.h>
+
+#include "lc/err.h"
+
+typedef struct lc_members_s lc_members_t;
+
+typedef struct lc_member_s {
+    const char *id;
+    const char *addr;
+} lc_member_t;
+
+/* live[0..n) sorted by id; borrowed until the callback returns. */
+typedef void (*lc_members_change_cb)(lc_members_t *m, const lc_member_t *live, size_t n,
+                                     void *data);
+
+typedef struct lc_members_opts_s {
+    const char *url;                /* required: redis://... */
+    const char *role;               /* required: the group */
+    const char *self_id;            /* join under this id (e.g. the pod name); NULL = watch only */
+    const char *self_addr;          /* how others reach this member (host:port); required to join */
+    uint32_t heartbeat_ms;          /* default 1000 */
+    uint32_t ttl_ms;                /* gone when unseen this long; default 5000; > heartbeat_ms */
+    uint32_t refresh_ms;            /* list read interval; default heartbeat_ms */
+    uint32_t cmd_timeout_ms;        /* default 2000 */
+    const char *key_prefix;         /* default "ember:members:" */
+    lc_members_change_cb on_change; /* optional */
+    void *change_data;
+    void (*on_state)(bool up, void *data); /* optional: the Redis link went up/down */
+    void *state_data;
+} lc_members_opts_t;
+
+/* LC_EINPUT for a bad URL, an empty role, self_id without self_addr or ttl <= heartbeat. */
+int lc_members_new(uv_loop_t *loop, const lc_members_opts_t *opts,
+                   lc_members_t **out) LC_MUST_CHECK;
+
+/* Leaves the group (HDEL, bounded by the command timeout) when joined and
+ * connected, closes the link, frees m, then calls cb (optional). */
+void lc_members_close(lc_members_t *m, void (*cb)(void *data), void *data);
+
+/* The current live members, sorted by id; valid until the next change or close. */
+size_t lc_members_list(const lc_members_t *m, const lc_member_t **out);
+
+bool lc_members_is_up(const lc_members_t *m);
+
+/* Rendezvous (highest random weight) hashing: the index in live[] of the
+ * member that owns key, or SIZE_MAX when n == 0. Depends only on the ids, so
+ * every process with the same list agrees, and a join or leave moves only
+ * the keys of that member. */
+size_t lc_members_rendezvous(const lc_member_t *live, size_t n, const void *key, size_t key_len);
+
+#endif

@@ -1,0 +1,408 @@
+/*
+ * members.c — group membership in a Redis hash (contract in lc/members.h).
+ *
+ * Expiry times are Redis server milliseconds, computed inside Lua scripts
+ * from TIME, so the hosts' clocks never meet. Heartbeat and list share one
+ * link and one timer; each is in flight at most once. The list read returns
+ * the server's now with the whole hash, so "expired" is judged on one clock
+ * too. Lists are kept sorted by id, which makes the change check and the
+ * join/leave log a single merge walk.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "lc/alloc.h"
+#include "lc/labels.h"
+#include "lc/log.h"
+#include "lc/members.h"
+#include "lc/redis.h"
+
+#define MEMBERS_DEFAULT_HEARTBEAT_MS 1000
+#define MEMBERS_DEFAULT_TTL_MS 5000
+#define MEMBERS_DEFAULT_TIMEOUT_MS 2000
+#define MEMBERS_DEFAULT_PREFIX "ember:members:"
+
+/* KEYS[1] hash, ARGV id, addr, ttl_ms: field = "addr|expiry" on Redis's clock. */
+static const char HEARTBEAT_LUA[] =
+    "local t = redis.call('TIME')\n"
+    "local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"
+    "local v = ARGV[2] .. '|' .. string.format('%.0f', now + tonumber(ARGV[3]))\n"
+    "redis.call('HSET', KEYS[1], ARGV[1], v)\n"
+    "return 1\n";
+
+/* KEYS[1] hash: {now_ms, {field, value, ...}}. */
+static const char LIST_LUA[] =
+    "local t = redis.call('TIME')\n"
+    "local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"
+    "return {string.format('%.0f', now), redis.call('HGETALL', KEYS[1])}\n";
+
+/* KEYS[1] hash, ARGV id, value: delete the field only if it still holds value. */
+static const char PRUNE_LUA[] = "if redis.call('HGET', KEYS[1], ARGV[1]) == ARGV[2] then\n"
+                                "  return redis.call('HDEL', KEYS[1], ARGV[1])\n"
+                                "end\n"
+                                "return 0\n";
+
+struct lc_members_s {
+    uv_loop_t *loop;
+    lc_members_opts_t opts; /* strings point at the copies below */
+    char *role, *self_id, *self_addr, *key;
+    lc_redis_t *redis;
+    uv_timer_t timer;
+    uint64_t next_beat, next_list; /* uv_now() ms */
+    bool beat_out, list_out, listed_once, beat_failing;
+    lc_member_t *live; /* sorted by id; strings owned */
+    size_t n_live;
+    bool closing;
+    int refs; /* timer + link while closing */
+    void (*close_cb)(void *data);
+    void *close_data;
+};
+
+/* ---------------------------------------------------------------- lists */
+
+static void list_free(lc_member_t *v, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        lc_free((char *)v[i].id);
+        lc_free((char *)v[i].addr);
+    }
+    lc_free(v);
+}
+
+static int member_cmp(const void *a, const void *b)
+{
+    return strcmp(((const lc_member_t *)a)->id, ((const lc_member_t *)b)->id);
+}
+
+static bool list_equal(const lc_member_t *a, size_t na, const lc_member_t *b, size_t nb)
+{
+    if (na != nb)
+        return false;
+    for (size_t i = 0; i < na; i++)
+        if (strcmp(a[i].id, b[i].id) != 0 || strcmp(a[i].addr, b[i].addr) != 0)
+            return false;
+    return true;
+}
+
+/* One merge walk over two sorted lists: log who joined, left or moved. */
+static void list_log_changes(const lc_members_t *m, const lc_member_t *old, size_t n_old,
+                             const lc_member_t *cur, size_t n_cur)
+{
+    size_t i = 0, j = 0;
+    while (i < n_old || j < n_cur) {
+        int c = i == n_old ? 1 : j == n_cur ? -1 : strcmp(old[i].id, cur[j].id);
+        if (c < 0) {
+            LC_LOG_INFO("member left role=%s id=%s addr=%s", m->role, old[i].id, old[i].addr);
+            i++;
+        } else if (c > 0) {
+            LC_LOG_INFO("member joined role=%s id=%s addr=%s", m->role, cur[j].id, cur[j].addr);
+            j++;
+        } else {
+            if (strcmp(old[i].addr, cur[j].addr) != 0)
+                LC_LOG_INFO("member moved role=%s id=%s addr=%s", m->role, cur[j].id, cur[j].addr);
+            i++;
+            j++;
+        }
+    }
+}
+
+/* Takes ownership of cur; calls on_change on the first list and on changes. */
+static void list_install(lc_members_t *m, lc_member_t *cur, size_t n_cur)
+{
+    qsort(cur, n_cur, sizeof(*cur), member_cmp);
+    bool first = !m->listed_once;
+    if (!first && list_equal(m->live, m->n_live, cur, n_cur)) {
+        list_free(cur, n_cur);
+        return;
+    }
+    list_log_changes(m, m->live, m->n_live, cur, n_cur);
+    list_free(m->live, m->n_live);
+    m->live = cur;
+    m->n_live = n_cur;
+    m->listed_once = true;
+    if (m->opts.on_change)
+        m->opts.on_change(m, m->live, m->n_live, m->opts.change_data);
+}
+
+/* ---------------------------------------------------------------- redis replies */
+
+static void prune_on_reply(lc_redis_t *r, int status, const redisReply *reply, void *data)
+{
+    LC_UNUSED(r);
+    LC_UNUSED(data);
+    if (status == 0 && lc_redis_reply_error(reply))
+        LC_LOG_WARN("members: prune refused err=\"%s\"", lc_redis_reply_error(reply));
+}
+
+static void prune(lc_members_t *m, const redisReply *field, const redisReply *value)
+{
+    const char *argv[] = {"EVAL", PRUNE_LUA, "1", m->key, field->str, value->str};
+    const size_t lens[] = {4, strlen(PRUNE_LUA), 1, strlen(m->key), field->len, value->len};
+    if (lc_redis_command(m->redis, 0, prune_on_reply, m, 6, argv, lens) != 0)
+        LC_LOG_DEBUG("members: prune not sent (link down)");
+}
+
+/* Milliseconds as Redis prints them: 1 to 20 digits. */
+static bool parse_ms(const char *s, size_t len, uint64_t *out)
+{
+    if (len == 0 || len > 19)
+        return false;
+    uint64_t v = 0;
+    for (size_t i = 0; i < len; i++) {
+        if (s[i] < '0' || s[i] > '9')
+            return false;
+        v = v * 10 + (uint64_t)(s[i] - '0');
+    }
+    *out = v;
+    return true;
+}
+
+/* "addr|expiry": alive at now? addr_len gets the address's length. */
+static bool field_alive(const redisReply *value, uint64_t now, size_t *addr_len)
+{
+    const char *bar = NULL;
+    for (size_t i = 0; i < value->len; i++)
+        if (value->str[i] == '|')
+            bar = value->str + i;
+    uint64_t expiry;
+    if (!bar || !parse_ms(bar + 1, value->len - (size_t)(bar - value->str) - 1, &expiry))
+        return false;
+    *addr_len = (size_t)(bar - value->str);
+    return expiry > now;
+}
+
+static void list_parse(lc_members_t *m, const redisReply *reply)
+{
+    const redisReply *now_r = reply->element[0], *flat = reply->element[1];
+    uint64_t now;
+    if (now_r->type != REDIS_REPLY_STRING || !parse_ms(now_r->str, now_r->len, &now) ||
+        flat->type != REDIS_REPLY_ARRAY) {
+        LC_LOG_WARN("members: malformed list reply role=%s", m->role);
+        return;
+    }
+    lc_member_t *cur = lc_xcalloc(flat->elements / 2 + 1, sizeof(*cur));
+    size_t n = 0, addr_len;
+    for (size_t i = 0; i + 1 < flat->elements; i += 2) {
+        const redisReply *f = flat->element[i], *v = flat->element[i + 1];
+        if (f->type != REDIS_REPLY_STRING || v->type != REDIS_REPLY_STRING)
+            continue;
+        if (!field_alive(v, now, &addr_len)) {
+            prune(m, f, v);
+            continue;
+        }
+        cur[n].id = lc_xstrndup(f->str, f->len);
+        cur[n].addr = lc_xstrndup(v->str, addr_len);
+        n++;
+    }
+    list_install(m, cur, n);
+}
+
+static void list_on_reply(lc_redis_t *r, int status, const redisReply *reply, void *data)
+{
+    lc_members_t *m = data;
+    LC_UNUSED(r);
+    m->list_out = false;
+    if (status != 0 || m->closing)
+        return;
+    if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 2) {
+        LC_LOG_WARN("members: list failed role=%s err=\"%s\"", m->role,
+                    lc_redis_reply_error(reply) ? lc_redis_reply_error(reply) : "bad reply");
+        return;
+    }
+    list_parse(m, reply);
+}
+
+static void beat_on_reply(lc_redis_t *r, int status, const redisReply *reply, void *data)
+{
+    lc_members_t *m = data;
+    LC_UNUSED(r);
+    m->beat_out = false;
+    const char *err = status ? lc_strerror(status) : lc_redis_reply_error(reply);
+    if (err && !m->beat_failing && status != LC_ECLOSED)
+        LC_LOG_WARN("members: heartbeat failed role=%s id=%s err=\"%s\"", m->role, m->self_id, err);
+    m->beat_failing = err != NULL;
+}
+
+/* ---------------------------------------------------------------- ticks */
+
+static void beat_send(lc_members_t *m)
+{
+    char ttl[16];
+    snprintf(ttl, sizeof(ttl), "%u", m->opts.ttl_ms);
+    const char *argv[] = {"EVAL", HEARTBEAT_LUA, "1", m->key, m->self_id, m->self_addr, ttl};
+    if (lc_redis_command(m->redis, 0, beat_on_reply, m, 7, argv, NULL) == 0)
+        m->beat_out = true;
+}
+
+static void list_send(lc_members_t *m)
+{
+    const char *argv[] = {"EVAL", LIST_LUA, "1", m->key};
+    if (lc_redis_command(m->redis, 0, list_on_reply, m, 4, argv, NULL) == 0)
+        m->list_out = true;
+}
+
+/* Heartbeat before list on the same link: a member sees itself in its first list. */
+static void members_work(lc_members_t *m)
+{
+    uint64_t now = uv_now(m->loop);
+    if (m->closing || !lc_redis_is_up(m->redis))
+        return;
+    if (m->self_id && !m->beat_out && now >= m->next_beat) {
+        m->next_beat = now + m->opts.heartbeat_ms;
+        beat_send(m);
+    }
+    if (!m->list_out && now >= m->next_list) {
+        m->next_list = now + m->opts.refresh_ms;
+        list_send(m);
+    }
+}
+
+static void members_on_tick(uv_timer_t *t)
+{
+    members_work(t->data);
+}
+
+static void members_on_state(lc_redis_t *r, bool up, void *data)
+{
+    lc_members_t *m = data;
+    LC_UNUSED(r);
+    if (up) {
+        m->next_beat = m->next_list = 0; /* at once: Redis may have lost the hash */
+        members_work(m);
+    }
+    if (m->opts.on_state)
+        m->opts.on_state(up, m->opts.state_data);
+}
+
+/* ---------------------------------------------------------------- lifecycle */
+
+static void members_unref(lc_members_t *m)
+{
+    if (--m->refs > 0)
+        return;
+    void (*cb)(void *) = m->close_cb;
+    void *data = m->close_data;
+    list_free(m->live, m->n_live);
+    lc_free(m->role);
+    lc_free(m->self_id);
+    lc_free(m->self_addr);
+    lc_free(m->key);
+    lc_free(m);
+    if (cb)
+        cb(data);
+}
+
+static void members_on_timer_closed(uv_handle_t *h)
+{
+    members_unref(h->data);
+}
+static void members_on_link_closed(void *data)
+{
+    members_unref(data);
+}
+
+static void leave_on_reply(lc_redis_t *r, int status, const redisReply *reply, void *data)
+{
+    lc_members_t *m = data;
+    LC_UNUSED(reply);
+    if (status == 0)
+        LC_LOG_INFO("member left on close role=%s id=%s", m->role, m->self_id);
+    lc_redis_close(r, members_on_link_closed, m);
+}
+
+void lc_members_close(lc_members_t *m, void (*cb)(void *data), void *data)
+{
+    if (m->closing)
+        return;
+    m->closing = true;
+    m->close_cb = cb;
+    m->close_data = data;
+    m->refs = 2;
+    uv_close((uv_handle_t *)&m->timer, members_on_timer_closed);
+    const char *argv[] = {"HDEL", m->key, m->self_id};
+    if (!m->self_id || lc_redis_command(m->redis, 0, leave_on_reply, m, 3, argv, NULL) != 0)
+        lc_redis_close(m->redis, members_on_link_closed, m);
+}
+
+size_t lc_members_list(const lc_members_t *m, const lc_member_t **out)
+{
+    *out = m->live;
+    return m->n_live;
+}
+
+bool lc_members_is_up(const lc_members_t *m)
+{
+    return lc_redis_is_up(m->redis);
+}
+
+size_t lc_members_rendezvous(const lc_member_t *live, size_t n, const void *key, size_t key_len)
+{
+    uint64_t seed = lc_hash64(key, key_len, 0x6d656d62657273ULL), best_score = 0;
+    size_t best = SIZE_MAX;
+    for (size_t i = 0; i < n; i++) {
+        uint64_t score = lc_hash64(live[i].id, strlen(live[i].id), seed);
+        if (best == SIZE_MAX || score > best_score ||
+            (score == best_score && strcmp(live[i].id, live[best].id) < 0)) {
+            best = i;
+            best_score = score;
+        }
+    }
+    return best;
+}
+
+static bool members_opts_valid(const lc_members_opts_t *o)
+{
+    lc_redis_url_t url;
+    if (!o || lc_redis_url_parse(o->url, &url) != 0 || !o->role || !o->role[0])
+        return false;
+    if (o->self_id && (!o->self_id[0] || !o->self_addr || !o->self_addr[0]))
+        return false;
+    uint32_t beat = o->heartbeat_ms ? o->heartbeat_ms : MEMBERS_DEFAULT_HEARTBEAT_MS;
+    return !o->ttl_ms || o->ttl_ms > beat;
+}
+
+static void members_defaults(lc_members_opts_t *o)
+{
+    if (!o->heartbeat_ms)
+        o->heartbeat_ms = MEMBERS_DEFAULT_HEARTBEAT_MS;
+    if (!o->ttl_ms)
+        o->ttl_ms = o->heartbeat_ms * 5 > MEMBERS_DEFAULT_TTL_MS ? o->heartbeat_ms * 5
+                                                                 : MEMBERS_DEFAULT_TTL_MS;
+    if (!o->refresh_ms)
+        o->refresh_ms = o->heartbeat_ms;
+    if (!o->cmd_timeout_ms)
+        o->cmd_timeout_ms = MEMBERS_DEFAULT_TIMEOUT_MS;
+}
+
+int lc_members_new(uv_loop_t *loop, const lc_members_opts_t *opts, lc_members_t **out)
+{
+    if (!members_opts_valid(opts))
+        return LC_EINPUT;
+    lc_members_t *m = lc_xcalloc(1, sizeof(*m));
+    m->loop = loop;
+    m->opts = *opts;
+    members_defaults(&m->opts);
+    m->role = lc_xstrdup(opts->role);
+    m->self_id = opts->self_id ? lc_xstrdup(opts->self_id) : NULL;
+    m->self_addr = opts->self_id ? lc_xstrdup(opts->self_addr) : NULL;
+    const char *prefix = opts->key_prefix ? opts->key_prefix : MEMBERS_DEFAULT_PREFIX;
+    size_t klen = strlen(prefix) + strlen(opts->role) + 1;
+    m->key = lc_xmalloc(klen);
+    snprintf(m->key, klen, "%s%s", prefix, opts->role);
+    m->opts.url = m->opts.role = m->opts.self_id = m->opts.self_addr = m->opts.key_prefix = NULL;
+    char name[128];
+    snprintf(name, sizeof(name), "ember-members-%s", m->role);
+    lc_redis_opts_t ro = {.url = opts->url,
+                          .name = name,
+                          .cmd_timeout_ms = m->opts.cmd_timeout_ms,
+                          .on_state = members_on_state,
+                          .state_data = m};
+    LC_ASSERT(lc_redis_new(loop, &ro, &m->redis) == 0); /* the URL was validated */
+    uv_timer_init(loop, &m->timer);
+    m->timer.data = m;
+    uint32_t every =
+        m->opts.heartbeat_ms < m->opts.refresh_ms ? m->opts.heartbeat_ms : m->opts.refresh_ms;
+    uv_timer_start(&m->timer, members_on_tick, every, every);
+    *out = m;
+    return 0;
+}

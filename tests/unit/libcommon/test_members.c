@@ -1,0 +1,239 @@
+/*
+ * test_members.c — membership through a real redis-server: members join and
+ * a watcher lists them sorted by id; a closed member leaves at once; a member
+ * that stops heartbeating (its field written by hand with a short expiry)
+ * expires and its field is pruned; roles do not mix; after Redis loses its
+ * data (restart without persistence) heartbeats bring everyone back; and
+ * rendezvous hashing is stable, balanced and moves only a leaver's keys.
+ */
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "lc/members.h"
+#include "lc_test.h"
+#include "test_redis_server.h"
+
+typedef struct watch_s {
+    int changes;
+    size_t n;
+    char ids[8][32], addrs[8][32];
+    bool closed;
+} watch_t;
+
+static void on_change(lc_members_t *m, const lc_member_t *live, size_t n, void *data)
+{
+    watch_t *w = data;
+    LC_UNUSED(m);
+    w->changes++;
+    w->n = n;
+    for (size_t i = 0; i < n && i < 8; i++) {
+        snprintf(w->ids[i], sizeof(w->ids[i]), "%s", live[i].id);
+        snprintf(w->addrs[i], sizeof(w->addrs[i]), "%s", live[i].addr);
+    }
+}
+
+static void on_closed(void *data)
+{
+    ((watch_t *)data)->closed = true;
+}
+
+typedef struct want_s {
+    watch_t *w;
+    size_t n;
+} want_t;
+
+static bool has_n(void *arg)
+{
+    want_t *x = arg;
+    return x->w->changes > 0 && x->w->n == x->n;
+}
+
+static lc_members_t *open_members(uv_loop_t *loop, const test_redis_t *srv, const char *role,
+                                  const char *id, const char *addr, watch_t *w)
+{
+    lc_members_opts_t o = {.url = srv->url,
+                           .role = role,
+                           .self_id = id,
+                           .self_addr = addr,
+                           .heartbeat_ms = 50,
+                           .ttl_ms = 300,
+                           .on_change = w ? on_change : NULL,
+                           .change_data = w};
+    lc_members_t *m = NULL;
+    LC_ASSERT_OK(lc_members_new(loop, &o, &m));
+    return m;
+}
+
+static void close_members(uv_loop_t *loop, lc_members_t *m, watch_t *w)
+{
+    lc_members_close(m, on_closed, w);
+    while (!w->closed && uv_run(loop, UV_RUN_ONCE))
+        ;
+    LC_CHECK(w->closed);
+}
+
+static void test_join_list_leave(void)
+{
+    test_redis_t srv = {0};
+    LC_ASSERT_OK(test_redis_start(&srv, false));
+    uv_loop_t loop;
+    uv_loop_init(&loop);
+    watch_t wa = {0}, wb = {0}, wq = {0}, ws = {0};
+    lc_members_t *a = open_members(&loop, &srv, "ingester", "ingester-1", "10.0.0.2:4040", &wa);
+    lc_members_t *b = open_members(&loop, &srv, "ingester", "ingester-0", "10.0.0.1:4040", &wb);
+    lc_members_t *q = open_members(&loop, &srv, "ingester", NULL, NULL, &wq); /* querier */
+    lc_members_t *s = open_members(&loop, &srv, "scraper", "scraper-0", "10.0.0.9:1", &ws);
+    want_t two = {&wq, 2};
+    LC_CHECK(test_run_until(&loop, has_n, &two, 3000));
+    LC_ASSERT_STR_EQ(wq.ids[0], "ingester-0"); /* sorted by id */
+    LC_ASSERT_STR_EQ(wq.addrs[0], "10.0.0.1:4040");
+    LC_ASSERT_STR_EQ(wq.ids[1], "ingester-1");
+    LC_ASSERT_STR_EQ(wq.addrs[1], "10.0.0.2:4040");
+    LC_CHECK(lc_members_is_up(q));
+    const lc_member_t *list;
+    LC_ASSERT_EQ(lc_members_list(q, &list), 2);
+    LC_ASSERT_STR_EQ(list[1].id, "ingester-1");
+    want_t self = {&wa, 2};
+    LC_CHECK(test_run_until(&loop, has_n, &self, 3000)); /* members see themselves too */
+    want_t scr = {&ws, 1};
+    LC_CHECK(test_run_until(&loop, has_n, &scr, 3000)); /* roles do not mix */
+    LC_ASSERT_STR_EQ(ws.ids[0], "scraper-0");
+    int changes = wq.changes;
+    close_members(&loop, a, &wa); /* leaves with HDEL */
+    want_t one = {&wq, 1};
+    LC_CHECK(test_run_until(&loop, has_n, &one, 200)); /* well before the 300 ms ttl */
+    LC_ASSERT_STR_EQ(wq.ids[0], "ingester-0");
+    LC_ASSERT_EQ(wq.changes, changes + 1);
+    close_members(&loop, b, &wb);
+    close_members(&loop, q, &wq);
+    close_members(&loop, s, &ws);
+    LC_ASSERT_EQ(test_redis_int(&srv, "HLEN ember:members:ingester"), 0);
+    LC_ASSERT_OK(uv_loop_close(&loop));
+    test_redis_finish(&srv);
+}
+
+static long long server_ms(const test_redis_t *srv)
+{
+    redisContext *c = test_redis_connect(srv);
+    redisReply *r = redisCommand(c, "TIME");
+    long long ms = atoll(r->element[0]->str) * 1000 + atoll(r->element[1]->str) / 1000;
+    freeReplyObject(r);
+    redisFree(c);
+    return ms;
+}
+
+/* A member that crashed stops heartbeating: it expires and its field is pruned. */
+static void test_silent_member_expires(void)
+{
+    test_redis_t srv = {0};
+    LC_ASSERT_OK(test_redis_start(&srv, false));
+    uv_loop_t loop;
+    uv_loop_init(&loop);
+    watch_t wq = {0};
+    char value[64];
+    snprintf(value, sizeof(value), "10.0.0.7:4040|%lld", server_ms(&srv) + 400);
+    redisContext *c = test_redis_connect(&srv);
+    freeReplyObject(redisCommand(c, "HSET ember:members:ingester ghost %s", value));
+    freeReplyObject(redisCommand(c, "HSET ember:members:ingester junk no-expiry-here"));
+    redisFree(c);
+    lc_members_t *q = open_members(&loop, &srv, "ingester", NULL, NULL, &wq);
+    want_t one = {&wq, 1};
+    LC_CHECK(test_run_until(&loop, has_n, &one, 3000));
+    LC_ASSERT_STR_EQ(wq.ids[0], "ghost");
+    LC_ASSERT_STR_EQ(wq.addrs[0], "10.0.0.7:4040");
+    want_t none = {&wq, 0};
+    LC_CHECK(test_run_until(&loop, has_n, &none, 3000));
+    uv_sleep(100);
+    uv_run(&loop, UV_RUN_NOWAIT);
+    LC_ASSERT_EQ(test_redis_int(&srv, "HEXISTS ember:members:ingester ghost"), 0);
+    LC_ASSERT_EQ(test_redis_int(&srv, "HEXISTS ember:members:ingester junk"), 0);
+    close_members(&loop, q, &wq);
+    LC_ASSERT_OK(uv_loop_close(&loop));
+    test_redis_finish(&srv);
+}
+
+/* Redis restarted without persistence: the hash is gone until heartbeats refill it;
+ * meanwhile (while down) watchers keep the last list. */
+static void test_redis_restart_rejoins(void)
+{
+    test_redis_t srv = {0};
+    LC_ASSERT_OK(test_redis_start(&srv, false));
+    uv_loop_t loop;
+    uv_loop_init(&loop);
+    watch_t wa = {0}, wq = {0};
+    lc_members_t *a = open_members(&loop, &srv, "ingester", "ingester-0", "h:1", &wa);
+    lc_members_t *q = open_members(&loop, &srv, "ingester", NULL, NULL, &wq);
+    want_t one = {&wq, 1};
+    LC_CHECK(test_run_until(&loop, has_n, &one, 3000));
+    test_redis_stop(&srv, SIGKILL);
+    uv_sleep(500);
+    for (int i = 0; i < 50; i++)
+        uv_run(&loop, UV_RUN_NOWAIT);
+    LC_CHECK(!lc_members_is_up(q));
+    LC_ASSERT_EQ(wq.n, 1); /* last list stands */
+    LC_ASSERT_OK(test_redis_restart(&srv));
+    int changes = wq.changes;
+    uint64_t end = uv_hrtime() + 3000 * 1000000ull;
+    while (test_redis_int(&srv, "HEXISTS ember:members:ingester ingester-0") != 1 &&
+           uv_hrtime() < end)
+        uv_run(&loop, UV_RUN_ONCE);
+    LC_ASSERT_EQ(test_redis_int(&srv, "HEXISTS ember:members:ingester ingester-0"), 1);
+    uv_sleep(100);
+    for (int i = 0; i < 20; i++)
+        uv_run(&loop, UV_RUN_NOWAIT);
+    LC_ASSERT_EQ(wq.n, 1);
+    LC_CHECK(wq.changes <= changes + 2); /* at most a blip, no churn */
+    close_members(&loop, a, &wa);
+    close_members(&loop, q, &wq);
+    LC_ASSERT_OK(uv_loop_close(&loop));
+    test_redis_finish(&srv);
+}
+
+static void test_rendezvous(void)
+{
+    lc_member_t four[] = {{"a", ""}, {"b", ""}, {"c", ""}, {"d", ""}};
+    lc_member_t three[] = {{"a", ""}, {"b", ""}, {"d", ""}}; /* "c" left */
+    int per[4] = {0}, moved = 0, owned_by_c = 0;
+    LC_ASSERT_EQ(lc_members_rendezvous(four, 0, "k", 1), SIZE_MAX);
+    for (int i = 0; i < 4000; i++) {
+        char key[64];
+        int len = snprintf(key, sizeof(key), "http://target-%d:6060/debug/pprof", i);
+        size_t o4 = lc_members_rendezvous(four, 4, key, (size_t)len);
+        size_t o3 = lc_members_rendezvous(three, 3, key, (size_t)len);
+        LC_ASSERT_EQ(o4, lc_members_rendezvous(four, 4, key, (size_t)len)); /* stable */
+        per[o4]++;
+        if (strcmp(four[o4].id, "c") == 0)
+            owned_by_c++;
+        else if (strcmp(four[o4].id, three[o3].id) != 0)
+            moved++;
+    }
+    for (int i = 0; i < 4; i++)
+        LC_CHECK(per[i] > 800 && per[i] < 1200); /* about 1000 each */
+    LC_ASSERT_EQ(moved, 0);                      /* only c's keys moved */
+    LC_CHECK(owned_by_c > 0);
+}
+
+static void test_bad_options(void)
+{
+    uv_loop_t loop;
+    uv_loop_init(&loop);
+    lc_members_t *m = NULL;
+    lc_members_opts_t o = {.url = "redis://h", .role = ""};
+    LC_ASSERT_EQ(lc_members_new(&loop, &o, &m), LC_EINPUT);
+    o.role = "ingester";
+    o.self_id = "x"; /* no address */
+    LC_ASSERT_EQ(lc_members_new(&loop, &o, &m), LC_EINPUT);
+    o.self_addr = "h:1";
+    o.heartbeat_ms = 1000;
+    o.ttl_ms = 500; /* would expire between beats */
+    LC_ASSERT_EQ(lc_members_new(&loop, &o, &m), LC_EINPUT);
+    o.url = "redis:/h";
+    o.ttl_ms = 0;
+    LC_ASSERT_EQ(lc_members_new(&loop, &o, &m), LC_EINPUT);
+    LC_CHECK(m == NULL);
+    LC_ASSERT_OK(uv_loop_close(&loop));
+}
+
+LC_TEST_MAIN(test_bad_options, test_rendezvous, test_join_list_leave, test_silent_member_expires,
+             test_redis_restart_rejoins)
