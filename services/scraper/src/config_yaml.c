@@ -186,6 +186,19 @@ static const scr_yaml_key_t *find_key(const scr_yaml_table_t *tables, size_t n_t
     return NULL;
 }
 
+/* Go's YAML decoder refuses a key given twice in one mapping; so do we (every
+ * handler may then assume it runs once). Only keys already accepted are
+ * compared, so the scan is bounded by the size of the key tables. */
+static bool key_seen_before(scr_yaml_t *y, yaml_node_t *map, yaml_node_pair_t *p, const char *key)
+{
+    for (yaml_node_pair_t *q = map->data.mapping.pairs.start; q < p; q++) {
+        const char *k = scr_yaml_scalar(scr_yaml_get(y, q->key));
+        if (k && strcmp(k, key) == 0)
+            return true;
+    }
+    return false;
+}
+
 int scr_yaml_fields(scr_yaml_t *y, yaml_node_t *map, const char *field,
                     const scr_yaml_table_t *tables, size_t n_tables)
 {
@@ -200,6 +213,8 @@ int scr_yaml_fields(scr_yaml_t *y, yaml_node_t *map, const char *field,
         const char *key = scr_yaml_scalar(kn);
         if (!key)
             return scr_yaml_fail(y, kn, field, "keys must be strings");
+        if (key_seen_before(y, map, p, key))
+            return scr_yaml_fail(y, kn, field, "field \"%.40s\" is set twice", key);
         void *target = NULL;
         const scr_yaml_key_t *k = find_key(tables, n_tables, key, &target);
         if (!k) {

@@ -326,6 +326,8 @@ static const bad_t bad[] = {
     {JOB("    kubernetes_sd_configs: [{role: pod, bearer_token: a, bearer_token_file: b}]\n"),
      "job \"api\"", "bearer_token_file"},
     {JOB(TARGETS "    normalized_addresses: perhaps\n"), "job \"api\"", "normalized_addresses"},
+    {"scrape_configs: []\nscrape_configs: []\n", "scrape_configs", "set twice"},
+    {JOB("    scrape_interval: 1s\n    scrape_interval: 2s\n"), "job \"api\"", "set twice"},
 };
 
 static void test_bad_configs(void)
