@@ -33,7 +33,7 @@ const lc_cfg_entry_t agent_cfg_table[] = {
     CFG("log.level", LC_CFG_STRING, log_level, "info", 0, 0, "debug, info, warn or error"),
     CFG("redis.url", LC_CFG_STRING, redis_url, NULL, 0, 0,
         "Redis the ingesters consume: redis://HOST:PORT[/DB] (required)"),
-    CFG("redis.partitions", LC_CFG_INT, redis_partitions, "1", 1, 4096,
+    CFG("redis.partitions", LC_CFG_INT, redis_partitions, "16", 1, 4096,
         "stream partitions ember:ingest:<p>, as the ingesters are configured"),
     CFG("tenant", LC_CFG_STRING, tenant, "anonymous", 0, 0, "tenant the profiles belong to"),
     CFG("node", LC_CFG_STRING, node, NULL, 0, 0,
@@ -66,13 +66,17 @@ typedef struct svc_s {
 
 /* ---------------------------------------------------------------- /ready, /metrics */
 
+/* Ready: sampling on every CPU and the Redis link up (profiles publish). */
 static lc_http_result_t svc_ready(lc_http_req_t *req, void *data)
 {
     svc_t *s = data;
-    if (!s->stopping && agt_ready(s->agent))
+    lc_redis_transport_stats_t rs = {0};
+    bool redis_up = s->tr && lc_transport_redis_stats(s->tr, &rs) == 0 && rs.up;
+    if (!s->stopping && agt_ready(s->agent) && redis_up)
         lc_http_reply(req, 200, "text/plain", "ready", 5);
     else
-        lc_http_reply(req, 503, "text/plain", "not ready", 9);
+        lc_http_reply(req, 503, "text/plain", redis_up ? "not sampling" : "redis down",
+                      redis_up ? 12 : 10);
     return LC_HTTP_DONE;
 }
 
@@ -111,14 +115,22 @@ static int svc_start_http(svc_t *s)
 
 /* ---------------------------------------------------------------- transport */
 
+/* Publish only: the ingesters consume. */
 static int svc_open_transport(svc_t *s)
 {
     if (!s->cfg->redis_url || !*s->cfg->redis_url) {
         LC_LOG_ERROR("--redis.url is required (ember --agent runs the agent without Redis)");
         return LC_EINPUT;
     }
-    LC_LOG_ERROR("the Redis transport is not part of this build yet url=%s", s->cfg->redis_url);
-    return LC_EUNSUPPORTED;
+    lc_redis_transport_opts_t ro = {
+        .url = s->cfg->redis_url,
+        .partitions = (uint32_t)s->cfg->redis_partitions,
+        .metrics = s->metrics,
+    };
+    int rc = lc_transport_redis_new(&s->loop, &ro, NULL, NULL, &s->tr);
+    if (rc)
+        LC_LOG_ERROR("cannot use Redis url=%s err=\"%s\"", s->cfg->redis_url, lc_strerror(rc));
+    return rc;
 }
 
 /* ---------------------------------------------------------------- agent */
