@@ -46,7 +46,7 @@ typedef struct scr_process_out_s {
     size_t n_samples;         /* samples published */
     scr_delta_result_t delta; /* READY unless cumulative */
     const char *error_kind;   /* NULL on success */
-    char error[256];
+    char error[LC_STATUS_MSG_MAX + 64];
 } scr_process_out_t;
 
 /* Returns 0, or -1 with out->error_kind and out->error set. */
