@@ -302,6 +302,37 @@ static void test_failed_batch_is_claimed_by_another(void)
     test_redis_finish(&srv);
 }
 
+/* A consumer stopped (transport closed) with entries it read but never acked:
+ * another consumer claims them once they have been idle claim_idle_ms. */
+static void test_stopped_consumer_entries_are_claimed(void)
+{
+    test_redis_t srv = {0};
+    LC_ASSERT_OK(test_redis_start(&srv, false));
+    uv_loop_t loop;
+    uv_loop_init(&loop);
+    sink_t a = {0}, b = {0};
+    atomic_store(&a.fail, LC_ESTORE);
+    pubs_t pubs = {0};
+    lc_redis_transport_opts_t oa = fast_opts(&srv, "ingester-a");
+    lc_transport_t *ta = open_transport(&loop, &oa, &a);
+    for (int i = 0; i < 24; i++)
+        LC_ASSERT_OK(publish_n(ta, &pubs, i, (uint32_t)i));
+    wait_t wa = {&pubs, &a, 1, ta};
+    LC_CHECK(test_run_until(&loop, consume_called, &wa, 3000));
+    close_transport(&loop, ta);
+    LC_ASSERT_EQ(pending_total(&srv, 4), 24); /* all read by A, none acked */
+    lc_redis_transport_opts_t ob = fast_opts(&srv, "ingester-b");
+    lc_transport_t *tb = open_transport(&loop, &ob, &b);
+    wait_t wb = {&pubs, &b, 24, tb};
+    LC_CHECK(test_run_until(&loop, all_applied, &wb, 8000));
+    for (int i = 0; i < 24; i++)
+        LC_ASSERT_EQ(atomic_load(&b.seen[i]), 1);
+    close_transport(&loop, tb);
+    LC_ASSERT_EQ(pending_total(&srv, 4), 0);
+    LC_ASSERT_OK(uv_loop_close(&loop));
+    test_redis_finish(&srv);
+}
+
 /* A consumer read entries and died without acking (a raw XREADGROUP stands for it). */
 static void test_dead_consumer_entries_are_claimed(void)
 {
@@ -618,5 +649,6 @@ static void test_publish_while_down(void)
 
 LC_TEST_MAIN(test_bad_options, test_publish_while_down, test_publish_consume_ack,
              test_callback_only_after_xadd_confirmed, test_failed_batch_is_claimed_by_another,
-             test_dead_consumer_entries_are_claimed, test_restart_recovers_own_pending,
-             test_redis_restart_under_load, test_trim_keeps_unacked, test_backlog_limit)
+             test_stopped_consumer_entries_are_claimed, test_dead_consumer_entries_are_claimed,
+             test_restart_recovers_own_pending, test_redis_restart_under_load,
+             test_trim_keeps_unacked, test_backlog_limit)
