@@ -5,8 +5,8 @@
  * runs `redis-server` in the foreground as a child (no RDB snapshots; AOF
  * with appendfsync always when asked), then waits until it answers PING.
  * test_redis_stop() ends it by pid (SIGTERM, or SIGKILL to simulate a crash)
- * and reaps it; test_redis_restart() starts it again on the same port and
- * dir, so an AOF brings the data back. A synchronous hiredis client
+ * and reaps it (and it dies with the test process if that crashes); test_redis_restart() starts it
+ * again on the same port and dir, so an AOF brings the data back. A synchronous hiredis client
  * (test_redis_cmd) lets tests look at streams behind the code under test.
  */
 #ifndef TEST_REDIS_SERVER_H
@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -109,6 +110,7 @@ static void test_redis_exec(const test_redis_t *s)
         argv[n++] = s->password;
     }
     argv[n] = NULL;
+    prctl(PR_SET_PDEATHSIG, SIGKILL); /* a crashed test must not leave its server behind */
     execvp("redis-server", (char *const *)argv);
     _exit(127);
 }
