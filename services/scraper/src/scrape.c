@@ -20,6 +20,7 @@
 
 #include "lc/alloc.h"
 #include "lc/log.h"
+#include "lc/members.h"
 #include "process.h"
 #include "scraper_int.h"
 
@@ -47,27 +48,34 @@ int64_t scr_now_ns(void)
 
 /* ---------------------------------------------------------------- ownership */
 
+/* The target key as 8 little-endian bytes: every replica, whatever its
+ * architecture, hashes the same bytes. */
+static void key_bytes(uint64_t key, uint8_t out[8])
+{
+    for (int i = 0; i < 8; i++)
+        out[i] = (uint8_t)(key >> (8 * i));
+}
+
 long scr_rendezvous_owner(const char *const *ids, size_t n, uint64_t key)
 {
-    long best = -1;
-    uint64_t best_score = 0;
-    for (size_t i = 0; i < n; i++) {
-        uint64_t score = lc_hash64(ids[i], strlen(ids[i]), key);
-        if (best < 0 || score > best_score ||
-            (score == best_score && strcmp(ids[i], ids[best]) < 0)) {
-            best = (long)i;
-            best_score = score;
-        }
-    }
-    return best;
+    lc_member_t *live = lc_xcalloc(n + 1, sizeof(*live));
+    for (size_t i = 0; i < n; i++)
+        live[i].id = ids[i];
+    uint8_t k[8];
+    key_bytes(key, k);
+    size_t owner = lc_members_rendezvous(live, n, k, sizeof(k));
+    lc_free(live);
+    return owner == SIZE_MAX ? -1 : (long)owner;
 }
 
 bool scr_owns(const scr_t *s, uint64_t key)
 {
     if (!s->opts.membership)
         return true;
-    long owner = scr_rendezvous_owner((const char *const *)s->members, s->n_members, key);
-    return owner >= 0 && strcmp(s->members[owner], s->opts.replica_id) == 0;
+    uint8_t k[8];
+    key_bytes(key, k);
+    size_t owner = lc_members_rendezvous(s->live, s->n_members, k, sizeof(k));
+    return owner != SIZE_MAX && strcmp(s->live[owner].id, s->opts.replica_id) == 0;
 }
 
 /* ---------------------------------------------------------------- metrics */

@@ -21,6 +21,7 @@
 
 #include "lc/alloc.h"
 #include "lc/log.h"
+#include "lc/members.h"
 #include "scraper_int.h"
 
 #define DEFAULT_MAX_BODY_BYTES ((size_t)64 << 20)
@@ -44,6 +45,7 @@ static void scr_free(scr_t *s)
 {
     scr_config_free(s->config);
     scr_strings_free(s->members, s->n_members);
+    lc_free(s->live);
     lc_free((char *)s->opts.config_file);
     lc_free((char *)s->opts.tenant);
     lc_free((char *)s->opts.replica_id);
@@ -407,10 +409,14 @@ static void on_config_changed(uv_fs_poll_t *poll, int status, const uv_stat_t *p
 void scr_set_members(scr_t *s, const char *const *ids, size_t n)
 {
     scr_strings_free(s->members, s->n_members);
+    lc_free(s->live);
     s->members = lc_xcalloc(n + 1, sizeof(char *));
+    s->live = lc_xcalloc(n + 1, sizeof(*s->live));
     s->n_members = n;
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; i < n; i++) {
         s->members[i] = lc_xstrdup(ids[i]);
+        s->live[i].id = s->members[i];
+    }
     int64_t now = scr_now_ns();
     size_t mine = 0, total = 0;
     for (size_t i = 0; i < s->n_pools; i++) {

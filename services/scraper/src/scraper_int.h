@@ -143,8 +143,9 @@ struct scr_s {
     uv_signal_t sighup;
     uv_fs_poll_t config_poll;
     uv_timer_t sync_timer;
-    char **members;
+    char **members; /* live replica ids, sorted */
     size_t n_members;
+    struct lc_member_s *live; /* the same ids as lc_members_rendezvous wants them */
     bool closing;
     int pending; /* handles, targets and discoverers still closing */
     void (*close_cb)(void *data);
