@@ -3,6 +3,14 @@
  * + the shard query API (shard.c), and, with --redis.url, a heartbeat that
  * announces this ingester to the queriers (ARCHITECTURE.md §1-§2).
  *
+ * Transport: standalone, receivers hand profiles to the writer in-process
+ * (direct). With --redis.url they XADD them to ember:ingest:<p> and the
+ * writer consumes the group `ingesters` as --ingester.id, so a profile pushed
+ * to any ingester may be stored by any ingester; the writer is idempotent by
+ * stream id, which makes redelivery after a crash (or an XAUTOCLAIM by a
+ * peer) harmless. The id must be stable across restarts so a restarted
+ * ingester finds its own pending entries first.
+ *
  * Membership: every second the ingester refreshes its score (now, ms) in the
  * sorted set ember:ingesters under its advertised URL; a querier asks every
  * member whose score is younger than the TTL. A killed ingester thus drops out
@@ -13,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <uv.h>
 
@@ -47,6 +56,10 @@ typedef struct ingester_cfg_s {
     bool multitenancy;
     char *redis_url;
     char *advertise_url;
+    char *ingester_id;
+    int64_t partitions;
+    int64_t redis_max_backlog;
+    int64_t claim_idle_ns;
 } ingester_cfg_t;
 
 #define CFG(name, type, field, def, help)                                                          \
@@ -82,6 +95,14 @@ static const lc_cfg_entry_t cfg_table[] = {
         "redis://host:port of the streams and the membership ('' = standalone)"),
     CFG("ingester.advertise-url", LC_CFG_STRING, advertise_url, "",
         "URL queriers reach this ingester at ('' = http://<http.address>)"),
+    CFG("ingester.id", LC_CFG_STRING, ingester_id, "",
+        "stream consumer id, stable across restarts ('' = <hostname>:<http port>)"),
+    CFG("ingest.partitions", LC_CFG_INT, partitions, "16",
+        "Redis streams ember:ingest:<p>; every process must agree"),
+    CFG("redis.max-backlog", LC_CFG_INT, redis_max_backlog, "100000",
+        "entries waiting in one stream before receivers answer 429"),
+    CFG("redis.claim-idle", LC_CFG_DURATION, claim_idle_ns, "60s",
+        "pending this long, a dead consumer's entries are claimed by another"),
 };
 
 typedef struct ingester_s {
@@ -96,6 +117,7 @@ typedef struct ingester_s {
     ing_shard_t *shard;
     lc_redis_t *redis; /* membership heartbeat; NULL when standalone */
     char *advertise;
+    char *consumer_id;
     uv_signal_t sigterm, sigint;
     uv_timer_t heartbeat;
     bool stopping;
@@ -111,12 +133,24 @@ static int64_t now_ms(void)
 
 /* ------------------------------------------------------- /ready, /metrics */
 
+/* Up only when every link works: membership (queriers see us), the publish
+ * link (receivers can answer 200) and the consume link (the stream drains). */
+static bool redis_links_up(ingester_t *g)
+{
+    lc_redis_transport_stats_t rs;
+    if (!lc_redis_is_up(g->redis))
+        return false;
+    if (lc_transport_redis_stats(g->transport, &rs))
+        return true; /* not a redis transport */
+    return rs.up && rs.consumer_up;
+}
+
 static lc_http_result_t ready_handler(lc_http_req_t *req, void *data)
 {
     ingester_t *g = data;
     if (g->stopping)
         lc_http_reply(req, 503, "text/plain", "shutting down", 13);
-    else if (g->redis && !lc_redis_is_up(g->redis))
+    else if (g->redis && !redis_links_up(g))
         lc_http_reply(req, 503, "text/plain", "redis link down", 15);
     else
         lc_http_reply(req, 200, "text/plain", "ready", 5);
@@ -130,7 +164,8 @@ static lc_http_result_t metrics_handler(lc_http_req_t *req, void *data)
     lc_transport_stats(g->transport, &ts);
     lc_metric_set(g->backlog_bytes, (double)ts.backlog_bytes);
     lc_metric_set(g->backlog_msgs, (double)ts.backlog_msgs);
-    lc_metric_set(g->redis_up, g->redis && lc_redis_is_up(g->redis) ? 1 : 0);
+    if (g->redis_up) /* standalone only; the redis transport has its own */
+        lc_metric_set(g->redis_up, 0);
     lc_buf_t body;
     lc_buf_init(&body, 64u << 20);
     if (lc_metrics_render(g->metrics, &body) == 0)
@@ -250,6 +285,63 @@ static void on_signal(uv_signal_t *s, int signum)
 
 /* ---------------------------------------------------------------- assembly */
 
+static void on_transport_state(bool up, void *data)
+{
+    ingester_t *g = data;
+    if (up)
+        LC_LOG_INFO("redis transport up consumer=%s", g->consumer_id);
+    else
+        LC_LOG_WARN("redis transport down: receivers answer 503 until it is back");
+}
+
+/* <hostname>:<port of http.address>: stable across restarts of the same
+ * ingester on the same host and port, unique among ingesters. */
+static char *default_consumer_id(const ingester_cfg_t *cfg)
+{
+    char host[256] = "ingester";
+    gethostname(host, sizeof(host) - 1);
+    const char *colon = strrchr(cfg->http_address, ':');
+    const char *port = colon ? colon + 1 : cfg->http_address;
+    char id[400];
+    if (!*port || strcmp(port, "0") == 0) {
+        /* An ephemeral port is no identity: fall back to the pid, and say
+         * that a restart will leave its pending entries to XAUTOCLAIM. */
+        snprintf(id, sizeof(id), "%s:pid%ld", host, (long)getpid());
+        LC_LOG_WARN("no --ingester.id and no fixed port: consumer id %s is not stable", id);
+    } else {
+        snprintf(id, sizeof(id), "%s:%s", host, port);
+    }
+    return lc_xstrdup(id);
+}
+
+static int start_redis_transport(ingester_t *g)
+{
+    const ingester_cfg_t *c = g->cfg;
+    g->consumer_id = c->ingester_id && *c->ingester_id ? lc_xstrdup(c->ingester_id)
+                                                       : default_consumer_id(c);
+    uint32_t idle_ms = (uint32_t)(c->claim_idle_ns / 1000000);
+    lc_redis_transport_opts_t to = {
+        .url = c->redis_url,
+        .partitions = (uint32_t)c->partitions,
+        .consumer_id = g->consumer_id,
+        .max_backlog = (size_t)c->redis_max_backlog,
+        .claim_idle_ms = idle_ms,
+        /* look for abandoned entries a few times per idle period */
+        .claim_interval_ms = idle_ms / 4 > 250 ? (idle_ms / 4 < 5000 ? idle_ms / 4 : 5000) : 250,
+        .metrics = g->metrics,
+        .on_state = on_transport_state,
+        .state_data = g,
+    };
+    int rc = lc_transport_redis_new(&g->loop, &to, ing_writer_consume, g->writer, &g->transport);
+    if (rc)
+        LC_LOG_ERROR("cannot start the redis transport url=%s err=\"%s\"", c->redis_url,
+                     lc_strerror(rc));
+    else
+        LC_LOG_INFO("redis transport consumer=%s partitions=%u", g->consumer_id,
+                    (unsigned)to.partitions);
+    return rc;
+}
+
 static int start_storage(ingester_t *g)
 {
     lc_store_opts_t so = {
@@ -266,8 +358,8 @@ static int start_storage(ingester_t *g)
     rc = ing_writer_new(g->store, g->metrics, &g->writer);
     if (rc)
         return rc;
-    /* TODO(issue 4): the redis transport (lc_transport_redis_new) once it lands;
-     * until then each ingester writes what it receives into its own store. */
+    if (g->cfg->redis_url && *g->cfg->redis_url)
+        return start_redis_transport(g);
     lc_direct_opts_t dopts = {.max_backlog_bytes = (size_t)g->cfg->max_backlog_bytes};
     return lc_transport_direct_new(&g->loop, &dopts, ing_writer_consume, g->writer,
                                    &g->transport);
@@ -304,6 +396,8 @@ static int start_http(ingester_t *g)
     io.reject_older_than_ns = g->cfg->reject_older_than_ns;
     io.reject_newer_than_ns = g->cfg->reject_newer_than_ns;
     io.multitenancy = g->cfg->multitenancy;
+    if (g->cfg->redis_url && *g->cfg->redis_url)
+        io.partitions = (uint32_t)g->cfg->partitions;
     rc = ing_new(&g->loop, &io, g->httpd, g->transport, g->metrics, &g->ing);
     if (!rc)
         rc = ing_shard_new(&g->loop, g->httpd, g->store, g->metrics, g->cfg->multitenancy,
@@ -336,8 +430,9 @@ static void register_metrics(ingester_t *g)
                                         "Bytes of accepted profiles waiting for the writer", "");
     g->backlog_msgs = lc_metrics_gauge(g->metrics, "ember_ingest_backlog_profiles",
                                        "Accepted profiles waiting for the writer", "");
-    g->redis_up = lc_metrics_gauge(g->metrics, "ember_redis_up",
-                                   "1 while the Redis link is up (0 standalone or down)", "");
+    if (!g->cfg->redis_url || !*g->cfg->redis_url)
+        g->redis_up = lc_metrics_gauge(g->metrics, "ember_redis_up",
+                                       "1 while the Redis link is up (0 standalone)", "");
 }
 
 static void close_walk(uv_handle_t *h, void *arg)
@@ -364,6 +459,7 @@ static void ingester_free(ingester_t *g)
     lc_metrics_free(g->metrics);
     uv_loop_close(&g->loop);
     lc_free(g->advertise);
+    lc_free(g->consumer_id);
 }
 
 static const char usage[] =
@@ -386,6 +482,12 @@ int main(int argc, char **argv)
     lc_log_level_t level;
     if (lc_log_parse_level(cfg.log_level, &level)) {
         fprintf(stderr, "ember-ingester: --log.level: want debug, info, warn or error\n");
+        return 2;
+    }
+    if (cfg.partitions < 1 || cfg.partitions > 4096 || cfg.redis_max_backlog < 1) {
+        fprintf(stderr, "ember-ingester: --ingest.partitions wants 1..4096 and "
+                        "--redis.max-backlog at least 1\n");
+        lc_cfg_free(cfg_table, n, &cfg);
         return 2;
     }
     lc_log_init("ember-ingester", level);
