@@ -25,9 +25,9 @@ typedef struct qry_opts_s {
     /* Time-range rules (pyroscope-api.md §5.9), in ms; 0 disables each.
      * A longer range is invalid_argument. A range is clipped to start no
      * earlier than now - lookback, and one ending before that is answered
-     * empty. Pyroscope's look-back default is 7 d; ember keeps history by
-     * design, so its default is 0 (unlimited). */
-    int64_t max_query_length_ms;    /* default 24 h */
+     * empty. Pyroscope's defaults are 24 h and 7 d; ember keeps history and
+     * merges fast by design, so both default to 0 (unlimited). */
+    int64_t max_query_length_ms;    /* default 0 */
     int64_t max_query_lookback_ms;  /* default 0 */
 } qry_opts_t;
 
