@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <uv.h>
 
@@ -61,6 +62,16 @@ const lc_cfg_entry_t ember_cfg_table[] = {
         "agent CPU samples per second on each CPU (1..1000)"),
     CFG("agent.interval", LC_CFG_DURATION, agent_interval_ns, "10s",
         "agent profile interval: one profile per process per interval"),
+    CFG("redis.url", LC_CFG_STRING, redis_url, "",
+        "redis://host:port: profiles travel through Redis streams ('' = in-process)"),
+    CFG("ingester.id", LC_CFG_STRING, ingester_id, "",
+        "stream consumer id, stable across restarts ('' = <hostname>:<http port>)"),
+    CFG("ingest.partitions", LC_CFG_INT, partitions, "16",
+        "Redis streams ember:ingest:<p>; every process must agree"),
+    CFG("redis.max-backlog", LC_CFG_INT, redis_max_backlog, "100000",
+        "entries waiting in one stream before receivers answer 429"),
+    CFG("redis.claim-idle", LC_CFG_DURATION, claim_idle_ns, "60s",
+        "pending this long, a dead consumer's entries are claimed by another"),
 };
 const size_t ember_cfg_table_len = LC_ARRAY_LEN(ember_cfg_table);
 
@@ -97,8 +108,11 @@ static int64_t now_ns(void)
 static lc_http_result_t ready_handler(lc_http_req_t *req, void *data)
 {
     ember_t *e = data;
+    lc_redis_transport_stats_t rs;
     if (e->stopping)
         lc_http_reply(req, 503, "text/plain", "shutting down", 13);
+    else if (lc_transport_redis_stats(e->transport, &rs) == 0 && !(rs.up && rs.consumer_up))
+        lc_http_reply(req, 503, "text/plain", "redis link down", 15);
     else
         lc_http_reply(req, 200, "text/plain", "ready", 5);
     return LC_HTTP_DONE;
@@ -231,11 +245,42 @@ static int open_store(ember_t *e)
     return rc;
 }
 
+/* --redis.url: the same path as ember-ingester (receivers XADD, the writer
+ * consumes the group), in one process; the consumer id must survive restarts
+ * so this process finds its own pending entries again. */
+static int start_redis_transport(ember_t *e)
+{
+    const ember_cfg_t *c = e->cfg;
+    char id[320];
+    if (c->ingester_id && *c->ingester_id) {
+        snprintf(id, sizeof(id), "%s", c->ingester_id);
+    } else {
+        char host[256] = "ember";
+        gethostname(host, sizeof(host) - 1);
+        const char *colon = strrchr(c->http_address, ':');
+        snprintf(id, sizeof(id), "%s:%s", host, colon ? colon + 1 : c->http_address);
+    }
+    lc_redis_transport_opts_t to = {
+        .url = c->redis_url,
+        .partitions = (uint32_t)c->partitions,
+        .consumer_id = id,
+        .max_backlog = (size_t)c->redis_max_backlog,
+        .claim_idle_ms = (uint32_t)(c->claim_idle_ns / 1000000),
+        .metrics = e->metrics,
+    };
+    int rc = lc_transport_redis_new(&e->loop, &to, ing_writer_consume, e->writer, &e->transport);
+    if (rc)
+        LC_LOG_ERROR("cannot start the redis transport err=\"%s\"", lc_strerror(rc));
+    return rc;
+}
+
 static int start_pipeline(ember_t *e)
 {
     int rc = ing_writer_new(e->store, e->metrics, &e->writer);
     if (rc)
         return rc;
+    if (e->cfg->redis_url && *e->cfg->redis_url)
+        return start_redis_transport(e);
     lc_direct_opts_t dopts = {.max_backlog_bytes = (size_t)e->cfg->max_backlog_bytes};
     return lc_transport_direct_new(&e->loop, &dopts, ing_writer_consume, e->writer,
                                    &e->transport);
@@ -277,6 +322,8 @@ static int start_http(ember_t *e)
     io.reject_older_than_ns = e->cfg->reject_older_than_ns;
     io.reject_newer_than_ns = e->cfg->reject_newer_than_ns;
     io.multitenancy = e->cfg->multitenancy;
+    if (e->cfg->redis_url && *e->cfg->redis_url)
+        io.partitions = (uint32_t)e->cfg->partitions;
     qry_opts_t qo;
     qry_opts_default(&qo);
     qo.multitenancy = e->cfg->multitenancy;

@@ -37,6 +37,11 @@ typedef struct ember_cfg_s {
     bool agent;
     int64_t agent_sample_rate;
     int64_t agent_interval_ns;
+    char *redis_url;                /* --redis.url: the redis transport instead of direct */
+    char *ingester_id;
+    int64_t partitions;
+    int64_t redis_max_backlog;
+    int64_t claim_idle_ns;
 } ember_cfg_t;
 
 extern const lc_cfg_entry_t ember_cfg_table[];
