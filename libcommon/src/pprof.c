@@ -1,9 +1,9 @@
 /*
  * pprof.c — decoding, validation and encoding of google.v1.Profile.
  *
- * Decoding is protobuf-c into the caller's arena (gunzipped first when the
- * bytes start with the gzip magic). Validation applies Pyroscope's ingest rules
- * (pyroscope-api.md §3.3 item 5) so that everything downstream — the index,
+ * Decoding is pprof_decode.c's, into the caller's arena (gunzipped first when
+ * the bytes start with the gzip magic). Validation applies Pyroscope's ingest
+ * rules (pyroscope-api.md §3.3 item 5) so that everything downstream — the index,
  * flame graphs, merges — may trust ids and string indices without checking
  * again. It also normalises in place: deep stacks lose their leaf side, long
  * strings are cut at a UTF-8 boundary.
@@ -16,6 +16,7 @@
 
 #include "lc/gz.h"
 #include "lc/pprof.h"
+#include "pprof_int.h"
 
 void lc_pprof_limits_default(lc_pprof_limits_t *lim)
 {
@@ -38,167 +39,63 @@ static int decode_gunzip_error(int rc, const lc_pprof_limits_t *lim, lc_status_t
                          lc_strerror(rc));
 }
 
-/* protobuf-c hands strings over NUL-terminated, so whatever follows an
- * embedded NUL would be invisible to validation (ingest/invalid_utf8.pb.gz
- * hides its invalid bytes exactly that way) and silently lost. This walks the
- * top-level fields of the unpacked bytes, and re-copies each string_table
- * entry that holds a NUL with the NULs replaced by U+FFFD. A shape it does not
- * expect just ends the walk: protobuf-c has already accepted the bytes. */
-#define PB_FIELD_STRING_TABLE 6
-
-static char *copy_replacing_nuls(const uint8_t *s, size_t n, lc_arena_t *arena)
+/* The protobuf bytes of a body: `data` itself, or its gunzipped copy in plain. */
+static int decode_plain(const uint8_t *data, size_t len, const lc_pprof_limits_t *lim,
+                        lc_buf_t *plain, const uint8_t **pb, size_t *pb_len, lc_status_t *st)
 {
-    static const char replacement[] = "\xef\xbf\xbd";
-    size_t nuls = 0;
-    for (size_t i = 0; i < n; i++)
-        nuls += s[i] == 0;
-    char *d = lc_arena_alloc(arena, n + 2 * nuls + 1);
-    if (!d)
-        return NULL;
-    char *w = d;
-    for (size_t i = 0; i < n; i++) {
-        if (s[i]) {
-            *w++ = (char)s[i];
-        } else {
-            memcpy(w, replacement, 3);
-            w += 3;
-        }
-    }
-    *w = '\0';
-    return d;
-}
-
-static int pb_skip_field(const uint8_t **cur, const uint8_t *end, unsigned wire_type,
-                         uint64_t *len_out)
-{
-    uint64_t v;
-    *len_out = 0;
-    switch (wire_type) {
-    case 0: return lc_uvarint_get(cur, end, &v);
-    case 1: v = 8; break;
-    case 5: v = 4; break;
-    case 2:
-        if (lc_uvarint_get(cur, end, &v))
-            return LC_ECORRUPT;
-        *len_out = v;
-        break;
-    default: return LC_ECORRUPT;
-    }
-    if (v > (uint64_t)(end - *cur))
-        return LC_ECORRUPT;
-    *cur += v;
-    return 0;
-}
-
-static int restore_embedded_nuls(const uint8_t *data, size_t len, lc_pprof_t *p,
-                                 lc_arena_t *arena)
-{
-    if (!data)
+    if (lc_gz_is_gzip(data, len)) {
+        int rc = lc_gunzip(data, len, lim->max_decompressed_bytes, plain);
+        if (rc)
+            return decode_gunzip_error(rc, lim, st);
+        *pb = plain->data;
+        *pb_len = plain->len;
         return 0;
-    const uint8_t *cur = data, *end = data + len;
-    size_t idx = 0;
-    while (cur < end) {
-        uint64_t key, n;
-        if (lc_uvarint_get(&cur, end, &key) || pb_skip_field(&cur, end, key & 7, &n))
-            return 0;
-        if ((key >> 3) != PB_FIELD_STRING_TABLE || (key & 7) != 2)
-            continue;
-        const uint8_t *s = cur - n;
-        if (idx < p->n_string_table && memchr(s, 0, n)) {
-            p->string_table[idx] = copy_replacing_nuls(s, n, arena);
-            if (!p->string_table[idx])
-                return LC_ETOOBIG;
-        }
-        idx++;
     }
+    if (len > lim->max_decompressed_bytes)
+        return lc_status_set(st, LC_CODE_INVALID_ARGUMENT,
+                             "profile too large: %zu bytes (limit %zu bytes)", len,
+                             lim->max_decompressed_bytes);
+    *pb = data;
+    *pb_len = len;
     return 0;
 }
 
-/* protobuf-c accepts field number 0 when its tag is a non-minimal varint
- * (0x85 0x00) and keeps it as an unknown field, but rejects the minimal tag it
- * would write back, so such a profile could be stored and never read again.
- * Field 0 is invalid protobuf (Go refuses it too): reject it here. */
-static bool msg_has_field_zero(const ProtobufCMessage *m)
+int lc_pprof_decode_keep(const uint8_t *data, size_t len, const lc_pprof_limits_t *lim,
+                         lc_arena_t *arena, lc_pprof_t **out, const uint8_t **pb, size_t *pb_len,
+                         lc_status_t *st)
 {
-    for (unsigned i = 0; i < m->n_unknown_fields; i++)
-        if (m->unknown_fields[i].tag == 0)
-            return true;
-    return false;
-}
-
-static bool location_has_field_zero(const Google__V1__Location *l)
-{
-    if (msg_has_field_zero(&l->base))
-        return true;
-    for (size_t k = 0; k < l->n_line; k++)
-        if (msg_has_field_zero(&l->line[k]->base))
-            return true;
-    return false;
-}
-
-static bool sample_has_field_zero(const Google__V1__Sample *s)
-{
-    if (msg_has_field_zero(&s->base))
-        return true;
-    for (size_t k = 0; k < s->n_label; k++)
-        if (msg_has_field_zero(&s->label[k]->base))
-            return true;
-    return false;
-}
-
-static bool profile_has_field_zero(const lc_pprof_t *p)
-{
-    bool bad = msg_has_field_zero(&p->base) ||
-               (p->period_type && msg_has_field_zero(&p->period_type->base));
-    for (size_t i = 0; i < p->n_sample_type && !bad; i++)
-        bad = msg_has_field_zero(&p->sample_type[i]->base);
-    for (size_t i = 0; i < p->n_sample && !bad; i++)
-        bad = sample_has_field_zero(p->sample[i]);
-    for (size_t i = 0; i < p->n_mapping && !bad; i++)
-        bad = msg_has_field_zero(&p->mapping[i]->base);
-    for (size_t i = 0; i < p->n_location && !bad; i++)
-        bad = location_has_field_zero(p->location[i]);
-    for (size_t i = 0; i < p->n_function && !bad; i++)
-        bad = msg_has_field_zero(&p->function[i]->base);
-    return bad;
+    lc_buf_t plain;
+    lc_buf_init(&plain, lim->max_decompressed_bytes);
+    lc_pprof__decode_err_t why;
+    int rc = decode_plain(data, len, lim, &plain, pb, pb_len, st);
+    if (rc == 0)
+        rc = lc_pprof__decode_pb(*pb, *pb_len, lim, arena, out, &why, st);
+    if (rc == 0 && plain.data) {
+        /* The profile holds copies of what it needs; the bytes must outlive plain. */
+        uint8_t *kept = lc_arena_alloc(arena, plain.len);
+        if (kept)
+            memcpy(kept, plain.data, plain.len);
+        else
+            rc = lc_status_set(st, LC_CODE_INVALID_ARGUMENT, LC_PPROF__MSG_MALFORMED);
+        *pb = kept;
+    }
+    lc_buf_fini(&plain);
+    return rc;
 }
 
 int lc_pprof_decode(const uint8_t *data, size_t len, const lc_pprof_limits_t *lim,
                     lc_arena_t *arena, lc_pprof_t **out, lc_status_t *st)
 {
-    static const uint8_t empty[1];
     lc_buf_t plain;
     lc_buf_init(&plain, lim->max_decompressed_bytes);
-    if (lc_gz_is_gzip(data, len)) {
-        int rc = lc_gunzip(data, len, lim->max_decompressed_bytes, &plain);
-        if (rc) {
-            lc_buf_fini(&plain);
-            return decode_gunzip_error(rc, lim, st);
-        }
-        data = plain.data;
-        len = plain.len;
-    } else if (len > lim->max_decompressed_bytes) {
-        return lc_status_set(st, LC_CODE_INVALID_ARGUMENT,
-                             "profile too large: %zu bytes (limit %zu bytes)", len,
-                             lim->max_decompressed_bytes);
-    }
-    ProtobufCAllocator alloc;
-    lc_arena_pb_allocator(arena, &alloc);
-    /* protobuf-c copies every string and array out of the input, so the
-     * gunzipped bytes may go as soon as it returns. */
-    ProtobufCMessage *msg = protobuf_c_message_unpack(&google__v1__profile__descriptor, &alloc,
-                                                      len, data ? data : empty);
-    int rc = msg ? restore_embedded_nuls(data, len, (lc_pprof_t *)msg, arena) : LC_ECORRUPT;
+    const uint8_t *pb;
+    size_t pb_len;
+    lc_pprof__decode_err_t why;
+    int rc = decode_plain(data, len, lim, &plain, &pb, &pb_len, st);
+    if (rc == 0)
+        rc = lc_pprof__decode_pb(pb, pb_len, lim, arena, out, &why, st);
     lc_buf_fini(&plain);
-    if (rc == 0 && profile_has_field_zero((lc_pprof_t *)msg))
-        return lc_status_set(st, LC_CODE_INVALID_ARGUMENT,
-                             "failed to parse pprof: invalid field number 0");
-    if (rc)
-        return lc_status_set(st, LC_CODE_INVALID_ARGUMENT,
-                             "failed to parse pprof: malformed protobuf message "
-                             "(or larger than the decode budget)");
-    *out = (lc_pprof_t *)msg;
-    return 0;
+    return rc;
 }
 
 /* ---------------------------------------------------------------- encode */
@@ -287,7 +184,8 @@ static void utf8_truncate(char *s, size_t max)
     s[max] = '\0';
 }
 
-static int check_string_table(lc_pprof_t *p, const lc_pprof_limits_t *lim, lc_status_t *st)
+static int check_string_table(lc_pprof_t *p, const lc_pprof_limits_t *lim, bool *changed,
+                              lc_status_t *st)
 {
     if (p->n_string_table == 0 || p->string_table[0][0] != '\0')
         return invalid(st, "string_table[0] must be the empty string");
@@ -296,8 +194,10 @@ static int check_string_table(lc_pprof_t *p, const lc_pprof_limits_t *lim, lc_st
         size_t len = strlen(s);
         if (!utf8_valid((const uint8_t *)s, len))
             return invalid(st, "string_table[%zu] is not valid UTF-8", i);
-        if (lim->max_symbol_bytes && len > lim->max_symbol_bytes)
+        if (lim->max_symbol_bytes && len > lim->max_symbol_bytes) {
             utf8_truncate(s, lim->max_symbol_bytes);
+            *changed = true;
+        }
     }
     return 0;
 }
@@ -488,24 +388,25 @@ static int check_sample_labels(const lc_pprof_t *p, const Google__V1__Sample *s,
 
 /* location_id[0] is the leaf: dropping from the front keeps the root side,
  * so the truncated stack still aggregates under the right callers. */
-static void truncate_stack(Google__V1__Sample *s, size_t max_depth)
+static void truncate_stack(Google__V1__Sample *s, size_t max_depth, bool *changed)
 {
     if (!max_depth || s->n_location_id <= max_depth)
         return;
+    *changed = true;
     memmove(s->location_id, s->location_id + (s->n_location_id - max_depth),
             max_depth * sizeof(*s->location_id));
     s->n_location_id = max_depth;
 }
 
-static int check_sample(const lc_pprof_t *p, Google__V1__Sample *s, size_t i,
-                        const id_sets_t *ids, const lc_pprof_limits_t *lim, lc_status_t *st)
+static int check_sample(const lc_pprof_t *p, Google__V1__Sample *s, size_t i, const id_sets_t *ids,
+                        const lc_pprof_limits_t *lim, bool *changed, lc_status_t *st)
 {
     if (s->n_value != p->n_sample_type)
         return invalid(st, "sample %zu has %zu values, expected %zu (one per sample type)", i,
                        s->n_value, p->n_sample_type);
     if (check_sample_labels(p, s, i, lim, st))
         return -1;
-    truncate_stack(s, lim->max_stack_depth);
+    truncate_stack(s, lim->max_stack_depth, changed);
     for (size_t k = 0; k < s->n_location_id; k++)
         if (!id_set_has(&ids->locations, s->location_id[k]))
             return invalid(st, "sample %zu references unknown location %" PRIu64, i,
@@ -513,7 +414,7 @@ static int check_sample(const lc_pprof_t *p, Google__V1__Sample *s, size_t i,
     return 0;
 }
 
-static int check_graph(lc_pprof_t *p, const lc_pprof_limits_t *lim, lc_status_t *st)
+static int check_graph(lc_pprof_t *p, const lc_pprof_limits_t *lim, bool *changed, lc_status_t *st)
 {
     id_sets_t ids;
     int rc = check_zero_ids(p, st);
@@ -524,19 +425,27 @@ static int check_graph(lc_pprof_t *p, const lc_pprof_limits_t *lim, lc_status_t 
     if (rc == 0)
         rc = check_locations(p, &ids, st);
     for (size_t i = 0; i < p->n_sample && rc == 0; i++)
-        rc = check_sample(p, p->sample[i], i, &ids, lim, st);
+        rc = check_sample(p, p->sample[i], i, &ids, lim, changed, st);
     id_sets_fini(&ids);
     return rc;
 }
 
 int lc_pprof_validate(lc_pprof_t *p, const lc_pprof_limits_t *lim, lc_status_t *st)
 {
+    bool changed;
+    return lc_pprof_validate_normalized(p, lim, &changed, st);
+}
+
+int lc_pprof_validate_normalized(lc_pprof_t *p, const lc_pprof_limits_t *lim, bool *changed,
+                                 lc_status_t *st)
+{
+    *changed = false;
     if (p->n_sample_type == 0)
         return invalid(st, "profile has no sample types");
     if (lim->max_samples && p->n_sample > lim->max_samples)
         return invalid(st, "profile has %zu samples (limit %zu)", p->n_sample, lim->max_samples);
-    if (check_string_table(p, lim, st) || check_value_types(p, st) ||
+    if (check_string_table(p, lim, changed, st) || check_value_types(p, st) ||
         check_profile_str_refs(p, st))
         return -1;
-    return check_graph(p, lim, st);
+    return check_graph(p, lim, changed, st);
 }

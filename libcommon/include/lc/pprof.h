@@ -2,9 +2,11 @@
  * lc/pprof.h — pprof (google.v1.Profile) decoding, validation, encoding and a
  * builder that de-duplicates strings, functions, mappings and locations.
  *
- * Decoding uses protobuf-c with an arena allocator: the decoded profile lives
- * as long as the arena. Validation follows Pyroscope's ingest rules
- * (pyroscope-api.md §3.3 item 5) with ember's own, higher, limits.
+ * Decoding (libcommon/src/pprof_decode.c, written for this one schema) fills an
+ * arena: the decoded profile lives as long as the arena, and is the struct
+ * protobuf-c's unpack would give, so protobuf-c can pack it. Validation follows
+ * Pyroscope's ingest rules (pyroscope-api.md §3.3 item 5) with ember's own,
+ * higher, limits.
  * Threading: no shared state; a builder belongs to one thread.
  */
 #ifndef LC_PPROF_H
@@ -31,14 +33,22 @@ typedef struct lc_pprof_limits_s {
 
 void lc_pprof_limits_default(lc_pprof_limits_t *lim);
 
-/* Gunzips (detected by magic bytes) and unpacks a pprof. Does not validate.
+/* Gunzips (detected by magic bytes) and unpacks a pprof. Does not validate,
+ * except that more than lim->max_samples samples (in a profile with sample
+ * types) are refused, in lc_pprof_validate's words, before they are decoded.
  * Errors: invalid_argument "profile too large: ... (limit N bytes)" past
  * lim->max_decompressed_bytes, "failed to parse pprof: ..." for bad gzip or
  * protobuf, or when the arena's cap is reached. A NUL byte inside a string
  * (which C strings cannot carry) is replaced by U+FFFD, so that validation
- * still sees the bytes after it. */
+ * still sees the bytes after it. Unknown fields are skipped. */
 int lc_pprof_decode(const uint8_t *data, size_t len, const lc_pprof_limits_t *lim,
                     lc_arena_t *arena, lc_pprof_t **out, lc_status_t *st) LC_MUST_CHECK;
+/* lc_pprof_decode that also hands back the protobuf bytes it decoded, so that a
+ * caller which does not change the profile can forward them instead of encoding
+ * it again. @note *pb is `data` itself, or its gunzipped copy in the arena. */
+int lc_pprof_decode_keep(const uint8_t *data, size_t len, const lc_pprof_limits_t *lim,
+                         lc_arena_t *arena, lc_pprof_t **out, const uint8_t **pb, size_t *pb_len,
+                         lc_status_t *st) LC_MUST_CHECK;
 
 /* Validates (and normalises in place: truncates deep stacks and long symbols):
  * at least one sample type; string_table[0] == ""; every string index in
@@ -47,6 +57,10 @@ int lc_pprof_decode(const uint8_t *data, size_t len, const lc_pprof_limits_t *li
  * sample-type strings; all strings valid UTF-8; sample and label counts under
  * the limits. Errors: invalid_argument with a message saying what is wrong. */
 int lc_pprof_validate(lc_pprof_t *p, const lc_pprof_limits_t *lim, lc_status_t *st) LC_MUST_CHECK;
+/* lc_pprof_validate that sets *changed when normalising changed p (cut a stack
+ * or a string), i.e. when p's original bytes no longer decode to p. */
+int lc_pprof_validate_normalized(lc_pprof_t *p, const lc_pprof_limits_t *lim, bool *changed,
+                                 lc_status_t *st) LC_MUST_CHECK;
 
 /* Serialises p (gzip, at the fast level 1, when `gzip`), appending to out.
  * LC_ETOOBIG when out's cap would be passed. */
