@@ -42,7 +42,8 @@ typedef struct agt_metrics_s {
     lc_metric_t *err_user, *err_kernel, *events_lost;
     lc_metric_t *sym_hit, *sym_miss, *elf_hit, *elf_miss, *elf_error;
     lc_metric_t *published, *failed, *samples_published;
-    lc_metric_t *procs_seen, *procs_tracked, *cpu_seconds, *intervals, *overruns, *drain_seconds;
+    lc_metric_t *procs_seen, *procs_tracked, *cpu_procs, *cpu_profiles, *intervals, *overruns;
+    lc_metric_t *drain_seconds;
 } agt_metrics_t;
 
 struct agt_s {
@@ -163,9 +164,10 @@ static void register_metrics(agt_t *a, lc_metrics_t *reg)
                             "Processes (pid incarnations) seen on a CPU", "");
     m->procs_tracked = lc_metrics_gauge(reg, "ember_agent_processes",
                                         "Processes in the agent's process table", "");
-    m->cpu_seconds =
-        counter(reg, "ember_agent_cpu_seconds_total",
-                "CPU time of the agent's own work (draining, symbolizing, encoding)", "");
+    const char *cpu = "CPU time of the agent's own work: reading new processes (/proc, ELF "
+                      "files) and building profiles (drain, symbolize, encode)";
+    m->cpu_procs = counter(reg, "ember_agent_cpu_seconds_total", cpu, "phase=\"processes\"");
+    m->cpu_profiles = counter(reg, "ember_agent_cpu_seconds_total", cpu, "phase=\"profiles\"");
     m->intervals = counter(reg, "ember_agent_intervals_total", "Intervals drained", "");
     m->overruns = counter(reg, "ember_agent_interval_overruns_total",
                           "Ticks skipped because the previous drain was still running", "");
@@ -333,9 +335,12 @@ static void job_run(uv_work_t *w)
     agt_job_t *j = a->job;
     int64_t cpu0 = clock_ns(CLOCK_THREAD_CPUTIME_ID);
     job_take_events(a, j);
-    if (j->drain)
+    int64_t cpu1 = clock_ns(CLOCK_THREAD_CPUTIME_ID);
+    lc_metric_add(a->m.cpu_procs, (double)(cpu1 - cpu0) / 1e9);
+    if (j->drain) {
         job_drain(a, j);
-    lc_metric_add(a->m.cpu_seconds, (double)(clock_ns(CLOCK_THREAD_CPUTIME_ID) - cpu0) / 1e9);
+        lc_metric_add(a->m.cpu_profiles, (double)(clock_ns(CLOCK_THREAD_CPUTIME_ID) - cpu1) / 1e9);
+    }
 }
 
 /* ---------------------------------------------------------------- loop: publishing */

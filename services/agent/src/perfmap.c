@@ -99,7 +99,7 @@ int agt_perfmap_parse(agt_perfmap_t *pm, const char *text, size_t len)
     for (const char *p = text, *end = text + len; p < end && n < PERFMAP_MAX_ENTRIES;) {
         const char *eol = memchr(p, '\n', (size_t)(end - p));
         const char *line_end = eol ? eol : end;
-        uint64_t start, size;
+        uint64_t start = 0, size = 0;
         const char *name;
         size_t name_len;
         if (pm_parse_line(p, line_end, &start, &size, &name, &name_len) && start) {

@@ -44,6 +44,8 @@ struct agt_sampler_s {
 
 /* ---------------------------------------------------------------- libbpf logs */
 
+/* A printf-style function (format at 2, va_list): lets -Wformat-nonliteral see it. */
+LC_PRINTF(2, 0)
 static int sampler_libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
 {
     char text[1024];
