@@ -48,6 +48,49 @@ class Redis:
         except OSError:
             return False
 
+    def cmd(self, *args):
+        """One command over a fresh connection (RESP2), the reply parsed."""
+        out = b"*%d\r\n" % len(args)
+        for a in args:
+            a = a if isinstance(a, bytes) else str(a).encode()
+            out += b"$%d\r\n%s\r\n" % (len(a), a)
+        with socket.create_connection(("127.0.0.1", self.port), timeout=5) as s:
+            s.sendall(out)
+            return _resp(s.makefile("rb"))
+
+    def streams(self, prefix="ember:ingest:"):
+        """Per stream: entries ever added, pending in the group, not yet delivered."""
+        got = {}
+        for key in self.cmd("KEYS", prefix + "*"):
+            info = _pairs(self.cmd("XINFO", "STREAM", key))
+            groups = [_pairs(g) for g in self.cmd("XINFO", "GROUPS", key)]
+            g = groups[0] if groups else {}
+            got[key.decode()] = {"added": info.get("entries-added", 0),
+                                 "pending": g.get("pending", 0),
+                                 "lag": g.get("lag", 0) or 0}
+        return got
+
+    def totals(self):
+        t = {"added": 0, "pending": 0, "lag": 0}
+        for v in self.streams().values():
+            for k in t:
+                t[k] += v[k]
+        return t
+
+    def pending_of(self, consumer):
+        n = 0
+        for key in self.cmd("KEYS", "ember:ingest:*"):
+            for c in self.cmd("XINFO", "CONSUMERS", key, "ingesters"):
+                c = _pairs(c)
+                if c.get("name") == consumer:
+                    n += c.get("pending", 0)
+        return n
+
+    def wait_drained(self, timeout=30):
+        """Every entry delivered and acknowledged: the stores hold everything."""
+        return h.wait_for(lambda: (lambda t: t["pending"] == 0 and t["lag"] == 0)(self.totals()),
+                          timeout=timeout, what="streams drained")
+
     def stop(self):
         if self.proc and self.proc.poll() is None:
             self.proc.terminate()     # our own child, by pid
@@ -64,6 +107,35 @@ class Redis:
     def cleanup(self):
         self.stop()
         shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def _resp(f):
+    line = f.readline()
+    kind, rest = line[:1], line[1:-2]
+    if kind == b"+":
+        return rest.decode()
+    if kind == b"-":
+        raise RuntimeError(rest.decode())
+    if kind == b":":
+        return int(rest)
+    if kind == b"$":
+        n = int(rest)
+        if n < 0:
+            return None
+        data = f.read(n + 2)[:-2]
+        return data
+    if kind == b"*":
+        n = int(rest)
+        return None if n < 0 else [_resp(f) for _ in range(n)]
+    raise RuntimeError(f"unexpected RESP {line!r}")
+
+
+def _pairs(flat):
+    """XINFO's flat [k, v, k, v ...] as a dict with str keys (and str values)."""
+    d = {}
+    for k, v in zip(flat[::2], flat[1::2]):
+        d[k.decode()] = v.decode() if isinstance(v, bytes) else v
+    return d
 
 
 class Role(h.Ember):
@@ -106,9 +178,24 @@ class Role(h.Ember):
         return f"http://127.0.0.1:{self.port}"
 
 
+# A dead consumer's entries are claimed after 2 s instead of a minute, so
+# the tests see XAUTOCLAIM at work without waiting.
+CLAIM_IDLE = "--redis.claim-idle=2s"
+
+
 def ingester(redis_url, args=()):
     b = os.path.join(h.BIN_DIR, "services", "ingester", "ember-ingester")
-    return Role(b, True, args=[f"--redis.url={redis_url}", *args])
+    return Role(b, True, args=[f"--redis.url={redis_url}", CLAIM_IDLE, *args])
+
+
+def consumer_id(ing):
+    """The default --ingester.id: <hostname>:<http port>."""
+    return f"{socket.gethostname()}:{ing.port}"
+
+
+def metric(e, name):
+    """Sum of a metric's samples over its labels (0 when absent)."""
+    return sum(v for (n, _), v in e.metrics().items() if n == name)
 
 
 def querier(redis_url, args=()):

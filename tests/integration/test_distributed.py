@@ -4,11 +4,18 @@ The same profiles go to one all-in-one `ember` and, each to a random
 ingester, to the cluster; every query RPC answered by either querier must
 equal the all-in-one's answer (flame graphs truncated once at the end, trees,
 diffs, series SUM and AVERAGE with group_by and limit, labels, series sets,
-profile types, stats, merged pprof totals). Then an ingester is killed: the
-queriers answer `unavailable` naming it until it restarts (or leaves the
-membership), and after a restart its acknowledged profiles count once.
+profile types, stats, merged pprof totals). Every profile travels through the
+streams ember:ingest:<p>: the ingester that received it is not necessarily
+the one that stores it.
+
+Last, kill -9 of an ingester while pushes continue, twice: once it stays dead
+past --redis.claim-idle (its pending entries are claimed by the others), once
+it restarts at once (it re-reads its own pending entries); each time every
+acknowledged profile counts exactly once.
 """
+import threading
 import random
+import signal
 import time
 import unittest
 
@@ -53,6 +60,7 @@ class DistributedTest(unittest.TestCase):
             assert r.status == 200, r.describe()
             r = rnd.choice(cls.ingesters).ingest(name, body, params=params)
             assert r.status == 200, r.describe()
+        cls.redis.wait_drained()
         cls.t1 = cls.t0 + 60 * 30 * 1000 + 60_000
         cls.ptype = cls.aio.q("ProfileTypes", start=cls.t0, end=cls.t1).profile_types[0].ID
 
@@ -61,6 +69,12 @@ class DistributedTest(unittest.TestCase):
         for p in cls.procs:
             p.cleanup()
         cls.redis.cleanup()
+
+    def test_profiles_travel_through_the_streams(self):
+        self.assertEqual(60, self.redis.totals()["added"])
+        consumed = [dh.metric(i, "ember_redis_consumed_total") for i in self.ingesters]
+        self.assertEqual(60, sum(consumed), consumed)
+        self.assertGreaterEqual(sum(1 for c in consumed if c), 2, consumed)
 
     def same(self, method, **fields):
         want = self.aio.q(method, **fields)
@@ -114,9 +128,58 @@ class DistributedTest(unittest.TestCase):
         for q in self.queriers:
             self.assertEqual(want, total(q))
 
+    def push_while(self, targets, stop, acked):
+        """Pushes to random live ingesters until stop is set; each profile an
+        ingester acknowledged also goes to the all-in-one (the reference)."""
+        rnd = random.Random(len(acked) + 99)
+        while not stop.is_set():
+            i = len(acked)
+            ts = self.t0 // 1000 + (i % 60) * 30 + 5
+            params = {"from": str(ts), "until": str(ts + 10), "format": "folded"}
+            name = f"app.cpu{{svc=\"{SERVICES[i % 3]}\",region=\"{REGIONS[i % 2]}\"}}"
+            body = folded(1000 + i)
+            r = rnd.choice(targets).ingest(name, body, params=params)
+            if r.status == 200:
+                r2 = self.aio.ingest(name, body, params=params)
+                assert r2.status == 200, r2.describe()
+                acked.append(i)
+            time.sleep(0.005)
+
+    def kill_under_load(self, victim, dead_for):
+        others = [i for i in self.ingesters if i is not victim]
+        stop, acked = threading.Event(), []
+        pusher = threading.Thread(target=self.push_while, args=(others, stop, acked))
+        pusher.start()
+        try:
+            time.sleep(0.5)
+            # Stopped first, so Redis delivers entries to its blocked
+            # XREADGROUP that it never acknowledges: the kill leaves some
+            # pending for sure, not only when it lands between commit and XACK.
+            victim.proc.send_signal(signal.SIGSTOP)
+            h.wait_for(lambda: self.redis.pending_of(dh.consumer_id(victim)) > 0, timeout=10,
+                       what="entries pending for the stopped ingester")
+            victim.kill9()
+            time.sleep(dead_for)
+            if dead_for > 2:    # past claim-idle: nobody but the others can drain it
+                self.redis.wait_drained(timeout=30)
+                self.assertEqual(0, self.redis.pending_of(dh.consumer_id(victim)))
+            victim.start()
+            time.sleep(0.5)
+        finally:
+            stop.set()
+            pusher.join()
+        self.assertGreater(len(acked), 20)
+        self.redis.wait_drained(timeout=30)
+        for q in self.queriers:
+            dh.wait_members(q, 3)
+        self.test_pprof_totals()
+        self.test_flame_graphs_truncated_once()
+        self.test_series_sum_average_group_by_limit()
+
     def test_zz_killed_ingester(self):
         """Runs last: kill -9 one ingester; queries say which one is missing;
-        after its restart every acknowledged profile counts exactly once."""
+        every acknowledged profile counts exactly once, whether the victim's
+        pending entries were claimed by the others or re-read by itself."""
         victim = self.ingesters[0]
         victim.kill9()
         cls = h.rpc_classes(f"{h.QUERIER}/LabelNames")[0]
@@ -128,8 +191,11 @@ class DistributedTest(unittest.TestCase):
         victim.start()
         for q in self.queriers:
             dh.wait_members(q, 3)
-        self.test_flame_graphs_truncated_once()
-        self.test_series_sum_average_group_by_limit()
+        self.kill_under_load(self.ingesters[1], dead_for=4.0)   # claimed by the others
+        claimed = sum(dh.metric(i, "ember_redis_claimed_total")
+                      for i in (self.ingesters[0], self.ingesters[2]))
+        self.assertGreater(claimed, 0)      # XAUTOCLAIM did the work
+        self.kill_under_load(self.ingesters[2], dead_for=0.0)   # re-read by itself
 
 
 if __name__ == "__main__":
