@@ -97,18 +97,20 @@ static lc_pprof_limits_t limits(const ingest_ctx_t *c)
     return c->ing->opts.limits;
 }
 
-/* Labels are final; checks the window and queues p for publishing. */
+/* Labels are final; checks the window and queues p for publishing: as pb, the
+ * bytes it was decoded from, when the receiver left it as it was (encoding it
+ * again cost ~8% of ingest's CPU), else encoded. */
 static int ingest_publish(ingest_ctx_t *c, lc_pprof_t *p, lc_labels_t *ls,
-                          const ing_stconfig_t *cfg)
+                          const ing_stconfig_t *cfg, const uint8_t *pb, size_t pb_len)
 {
     if (ing_check_window(c->ing, p->time_nanos, c->now_ns, &c->st) < 0)
         return fail(c, "out_of_window");
     lc_buf_t out;
     lc_buf_init(&out, LC_BUF_UNLIMITED);
-    int rc = lc_pprof_encode(p, false, &out);
+    int rc = pb ? 0 : lc_pprof_encode(p, false, &out);
     if (rc == 0)
-        rc = ing_job_add(c->job, c->tenant, ls, out.data, out.len, p->time_nanos, cfg, p->n_sample,
-                         &c->st);
+        rc = ing_job_add(c->job, c->tenant, ls, pb ? pb : out.data, pb ? pb_len : out.len,
+                         p->time_nanos, cfg, p->n_sample, &c->st);
     else
         lc_status_set(&c->st, LC_CODE_INTERNAL, "cannot encode the profile: %s", lc_strerror(rc));
     lc_buf_fini(&out);
@@ -132,21 +134,29 @@ static int ingest_pprof(ingest_ctx_t *c, const uint8_t *data, size_t len, const 
         return 0; /* an empty push: nothing stored, 200 */
     lc_pprof_limits_t lim = limits(c);
     lc_pprof_t *p;
-    if (lc_pprof_decode(data, len, &lim, c->arena, &p, &c->st) < 0)
+    const uint8_t *pb;
+    size_t pb_len;
+    bool changed;
+    if (lc_pprof_decode_keep(data, len, &lim, c->arena, &p, &pb, &pb_len, &c->st) < 0)
         return fail_decode(c);
-    if (lc_pprof_validate(p, &lim, &c->st) < 0)
+    if (lc_pprof_validate_normalized(p, &lim, &changed, &c->st) < 0)
         return fail_422(c, "invalid_profile");
     /* Old pyspy/rbspy/pyroscope-rs sent µs or ms here: anything in 1970 is `from`. */
-    if (p->time_nanos >= 0 && p->time_nanos < NS_PER_YEAR_1970)
+    if (p->time_nanos >= 0 && p->time_nanos < NS_PER_YEAR_1970) {
         p->time_nanos = c->from_ns;
+        changed = true;
+    }
+    size_t strings = p->n_string_table;
     if (ing_spy_fix_names(p, c->spy, c->arena) < 0) {
         lc_status_set_http(&c->st, 413, LC_CODE_INVALID_ARGUMENT, "profile too large");
         return fail(c, "too_large");
     }
+    changed |= p->n_string_table != strings; /* spy.c renamed functions */
     const ing_stconfig_t *effective = cfg ? cfg : ing_stconfig_builtin();
     lc_labels_t ls;
     int rc = ingest_labels(c, &ls, &c->set, ing_metric_name(p, effective), c->set.app_name, false);
-    rc = rc < 0 ? fail_422(c, "invalid_labels") : ingest_publish(c, p, &ls, effective);
+    rc = rc < 0 ? fail_422(c, "invalid_labels")
+                : ingest_publish(c, p, &ls, effective, changed ? NULL : pb, pb_len);
     lc_labels_fini(&ls);
     return rc;
 }
@@ -214,7 +224,8 @@ static bool has_profile_id(const ingest_ctx_t *c)
 }
 
 /* The profile built in cv is encoded, decoded and validated like any pprof,
- * then labelled (§2.10) and queued. One without samples is not stored. */
+ * then labelled (§2.10) and queued (as those bytes, unless validation changed
+ * it). One without samples is not stored. */
 static int ingest_converted(ingest_ctx_t *c, ing_cv_t *cv, const ing_app_type_t *t,
                             const ing_labelset_t *set)
 {
@@ -222,20 +233,22 @@ static int ingest_converted(ingest_ctx_t *c, ing_cv_t *cv, const ing_app_type_t 
     lc_buf_t out;
     lc_buf_init(&out, lim.max_decompressed_bytes);
     lc_pprof_t *p = NULL;
+    bool changed = true;
     int rc = ing_cv_encode(cv, &out);
     if (rc == 0 && lc_pprof_decode(out.data, out.len, &lim, c->arena, &p, &c->st) == 0)
-        rc = lc_pprof_validate(p, &lim, &c->st);
+        rc = lc_pprof_validate_normalized(p, &lim, &changed, &c->st);
     else
         rc = -1;
-    lc_buf_fini(&out);
-    if (rc < 0)
-        return fail_decode(c);
-    if (p->n_sample == 0)
-        return 0; /* no stacks: nothing to store */
+    if (rc < 0 || p->n_sample == 0) { /* no stacks: nothing to store */
+        lc_buf_fini(&out);
+        return rc < 0 ? fail_decode(c) : 0;
+    }
     lc_labels_t ls;
     rc = ingest_labels(c, &ls, set, t->metric, t->service, true);
-    rc = rc < 0 ? fail(c, "invalid_labels") : ingest_publish(c, p, &ls, NULL);
+    rc = rc < 0 ? fail(c, "invalid_labels")
+                : ingest_publish(c, p, &ls, NULL, changed ? NULL : out.data, out.len);
     lc_labels_fini(&ls);
+    lc_buf_fini(&out);
     return rc;
 }
 

@@ -35,22 +35,33 @@ static void push_reject(push_ctx_t *c, const lc_status_t *st, const char *reason
         c->first_error = *st;
 }
 
+/* Queues the profile as the bytes it was decoded from (gunzipped), unless
+ * validation or the time default changed it: then it is encoded again. */
 static int push_profile(push_ctx_t *c, const lc_labels_t *ls, const ProtobufCBinaryData *raw,
                         lc_status_t *st)
 {
     lc_pprof_limits_t lim = c->ing->opts.limits;
     lc_pprof_t *p;
-    if (lc_pprof_decode(raw->data, raw->len, &lim, c->req->arena, &p, st) < 0 ||
-        lc_pprof_validate(p, &lim, st) < 0)
+    const uint8_t *pb;
+    size_t pb_len;
+    bool changed;
+    if (lc_pprof_decode_keep(raw->data, raw->len, &lim, c->req->arena, &p, &pb, &pb_len, st) < 0 ||
+        lc_pprof_validate_normalized(p, &lim, &changed, st) < 0)
         return -1;
-    if (p->time_nanos == 0)
+    if (p->time_nanos == 0) {
         p->time_nanos = c->now_ns;
+        changed = true;
+    }
     if (ing_check_window(c->ing, p->time_nanos, c->now_ns, st) < 0)
         return -1;
     lc_buf_t out;
     lc_buf_init(&out, LC_BUF_UNLIMITED);
-    int rc = lc_pprof_encode(p, false, &out);
-    c->total_bytes += out.len;
+    int rc = changed ? lc_pprof_encode(p, false, &out) : 0;
+    if (changed) {
+        pb = out.data;
+        pb_len = out.len;
+    }
+    c->total_bytes += pb_len;
     if (rc != 0)
         rc = lc_status_set(st, LC_CODE_INTERNAL, "cannot encode the profile: %s", lc_strerror(rc));
     else if (c->total_bytes > ING_PUSH_MAX_TOTAL_BYTES)
@@ -58,8 +69,7 @@ static int push_profile(push_ctx_t *c, const lc_labels_t *ls, const ProtobufCBin
                            "decompressed profiles of the request exceed %zu bytes",
                            ING_PUSH_MAX_TOTAL_BYTES);
     else
-        rc = ing_job_add(c->job, c->tenant, ls, out.data, out.len, p->time_nanos, NULL, p->n_sample,
-                         st);
+        rc = ing_job_add(c->job, c->tenant, ls, pb, pb_len, p->time_nanos, NULL, p->n_sample, st);
     lc_buf_fini(&out);
     return rc;
 }

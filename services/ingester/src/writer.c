@@ -56,6 +56,7 @@ int ing_writer_new(lc_store_t *store, lc_metrics_t *metrics, ing_writer_t **out)
      * writer only decodes, so it must not refuse what the edge accepted. */
     lc_pprof_limits_default(&w->limits);
     w->limits.max_decompressed_bytes = SIZE_MAX;
+    w->limits.max_samples = 0;
     w->m_written = wr_counter(metrics, "written");
     w->m_duplicate = wr_counter(metrics, "duplicate");
     w->m_undecodable = wr_counter(metrics, "undecodable");

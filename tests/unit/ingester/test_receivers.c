@@ -294,6 +294,29 @@ static int64_t stored(env_t *e, const char *service, const char *type)
     return f.series ? f.total : -1;
 }
 
+/* The deepest stack stored in any block (root = depth 0). */
+static uint32_t stored_max_depth(env_t *e)
+{
+    uint32_t deepest = 0;
+    lc_store_reader_t *r;
+    LC_ASSERT_OK(lc_store_read_begin(e->store, 0, INT64_MAX, &r));
+    for (size_t i = 0; i < lc_store_reader_count(r); i++) {
+        lc_block_t *b = lc_store_reader_block(r, i);
+        uint32_t n = lc_block_node_count(b);
+        uint32_t *parents = calloc(n ? n : 1, sizeof(*parents));
+        LC_ASSERT_OK(lc_block_nodes(b, parents, NULL, n));
+        for (uint32_t id = 0; id < n; id++) {
+            uint32_t depth = 0;
+            for (uint32_t k = id; k != 0 && depth <= n; k = parents[k])
+                depth++;
+            deepest = depth > deepest ? depth : deepest;
+        }
+        free(parents);
+    }
+    lc_store_read_end(r);
+    return deepest;
+}
+
 /* ---------------------------------------------------------------- scripts */
 
 /* tree: root -> a -> {b 3, c 2}; trie: "" -> "a;" -> {"b" 4, "c" 1} (§2.7). */
@@ -454,6 +477,40 @@ static void test_ingest_and_push(void)
     env_free(&e);
 }
 
+/* Validation cuts every stack to one frame: what is stored must be the cut
+ * profile, encoded again, not the bytes that were received. */
+static void script_normalised(env_t *e)
+{
+    size_t plen, blen;
+    unsigned char *cpu = testdata("pprof/pyroscope-cpu.pprof", &plen);
+    expect(http(e, "POST", "/ingest?name=cut-ingest&format=pprof", "application/octet-stream", cpu,
+                plen),
+           200, NULL, "raw pprof with deep stacks");
+    const char *labels[] = {"__name__", "process_cpu", "service_name", "cut-push", NULL};
+    uint8_t *body = push_body(labels, NULL, cpu, plen, &blen);
+    expect(http(e, "POST", "/push.v1.PusherService/Push", "application/proto", body, blen), 200,
+           NULL, "Push with deep stacks");
+    free(body);
+    free(cpu);
+}
+
+static void test_normalised_profiles_are_encoded_again(void)
+{
+    env_t e;
+    ing_opts_t o;
+    ing_opts_default(&o);
+    env_run(&e, &o, 256u << 20, script_normalised);
+    LC_CHECK(stored_max_depth(&e) > 1); /* as received: the stacks are deeper */
+    env_free(&e);
+    o.limits.max_stack_depth = 1;
+    env_run(&e, &o, 256u << 20, script_normalised);
+    LC_ASSERT_EQ(stored_max_depth(&e), 1);
+    const char *type = "process_cpu:cpu:nanoseconds:cpu:nanoseconds";
+    LC_ASSERT_EQ(stored(&e, "cut-ingest", type), 470000000); /* MANIFEST */
+    LC_ASSERT_EQ(stored(&e, "cut-push", type), 470000000);
+    env_free(&e);
+}
+
 static void script_limits(env_t *e)
 {
     size_t plen;
@@ -497,4 +554,5 @@ static void test_multitenancy_requires_header(void)
     env_free(&e);
 }
 
-LC_TEST_MAIN(test_ingest_and_push, test_window_and_backpressure, test_multitenancy_requires_header)
+LC_TEST_MAIN(test_ingest_and_push, test_normalised_profiles_are_encoded_again,
+             test_window_and_backpressure, test_multitenancy_requires_header)
