@@ -11,10 +11,10 @@
  * peer) harmless. The id must be stable across restarts so a restarted
  * ingester finds its own pending entries first.
  *
- * Membership: every second the ingester refreshes its score (now, ms) in the
- * sorted set ember:ingesters under its advertised URL; a querier asks every
- * member whose score is younger than the TTL. A killed ingester thus drops out
- * by itself; a stopped one removes itself. /ready is false while the Redis
+ * Membership (lc/members.h): the ingester joins the group "ingester" under
+ * its consumer id with its shard API URL as address, heartbeating an expiry
+ * judged by Redis's clock; queriers watch the group. A killed ingester thus
+ * drops out by itself after the TTL; a stopped one leaves (HDEL) first. /ready is false while the Redis
  * link is down, since queriers cannot see this ingester then.
  */
 #include <stdio.h>
@@ -30,13 +30,11 @@
 #include "lc/httpd.h"
 #include "lc/log.h"
 #include "lc/metrics.h"
-#include "lc/redis.h"
+#include "lc/members.h"
 #include "lc/store.h"
 #include "lc/transport.h"
 #include "shard.h"
 
-#define HEARTBEAT_MS 1000
-#define MEMBERS_KEY "ember:ingesters"
 #define REDIS_CMD_TIMEOUT_MS 2000
 
 typedef struct ingester_cfg_s {
@@ -115,21 +113,13 @@ typedef struct ingester_s {
     lc_httpd_t *httpd;
     ing_t *ing;
     ing_shard_t *shard;
-    lc_redis_t *redis; /* membership heartbeat; NULL when standalone */
+    lc_members_t *members; /* joined as "ingester"; NULL when standalone */
     char *advertise;
     char *consumer_id;
     uv_signal_t sigterm, sigint;
-    uv_timer_t heartbeat;
     bool stopping;
     lc_metric_t *backlog_bytes, *backlog_msgs, *redis_up;
 } ingester_t;
-
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 /* ------------------------------------------------------- /ready, /metrics */
 
@@ -138,7 +128,7 @@ static int64_t now_ms(void)
 static bool redis_links_up(ingester_t *g)
 {
     lc_redis_transport_stats_t rs;
-    if (!lc_redis_is_up(g->redis))
+    if (!lc_members_is_up(g->members))
         return false;
     if (lc_transport_redis_stats(g->transport, &rs))
         return true; /* not a redis transport */
@@ -150,7 +140,7 @@ static lc_http_result_t ready_handler(lc_http_req_t *req, void *data)
     ingester_t *g = data;
     if (g->stopping)
         lc_http_reply(req, 503, "text/plain", "shutting down", 13);
-    else if (g->redis && !redis_links_up(g))
+    else if (g->members && !redis_links_up(g))
         lc_http_reply(req, 503, "text/plain", "redis link down", 15);
     else
         lc_http_reply(req, 200, "text/plain", "ready", 5);
@@ -185,56 +175,34 @@ static int register_ops_routes(ingester_t *g)
     return rc ? rc : lc_httpd_route(g->httpd, &metrics);
 }
 
-/* ------------------------------------------------------------- heartbeat */
+/* ------------------------------------------------------------ membership */
 
-static void on_heartbeat_reply(lc_redis_t *r, int status, const redisReply *reply, void *data)
-{
-    LC_UNUSED(r);
-    LC_UNUSED(data);
-    if (status)
-        LC_LOG_WARN("membership heartbeat failed err=\"%s\"", lc_strerror(status));
-    else if (lc_redis_reply_error(reply))
-        LC_LOG_WARN("membership heartbeat refused err=\"%s\"", lc_redis_reply_error(reply));
-}
-
-static void heartbeat_tick(uv_timer_t *t)
-{
-    ingester_t *g = t->data;
-    if (!lc_redis_is_up(g->redis) || g->stopping)
-        return;
-    char score[32];
-    snprintf(score, sizeof(score), "%lld", (long long)now_ms());
-    if (lc_redis_commandf(g->redis, REDIS_CMD_TIMEOUT_MS, on_heartbeat_reply, g, "ZADD %s %s %s",
-                          MEMBERS_KEY, score, g->advertise))
-        LC_LOG_DEBUG("membership heartbeat skipped: redis link down");
-}
-
-static void on_redis_state(lc_redis_t *r, bool up, void *data)
+static void on_members_state(bool up, void *data)
 {
     ingester_t *g = data;
-    LC_UNUSED(r);
-    if (up) {
-        LC_LOG_INFO("membership: joined as %s", g->advertise);
-        heartbeat_tick(&g->heartbeat);
-    } else {
+    if (up)
+        LC_LOG_INFO("membership: joined as %s url=%s", g->consumer_id, g->advertise);
+    else
         LC_LOG_WARN("membership: redis link down; queriers will stop asking %s", g->advertise);
-    }
 }
 
+/* Joins the group "ingester" (lc/members.h) under the consumer id, with the
+ * shard API URL as address; the heartbeat and expiry run inside lc_members. */
 static int start_redis(ingester_t *g)
 {
-    uv_timer_init(&g->loop, &g->heartbeat);
-    g->heartbeat.data = g;
     if (!g->cfg->redis_url || !*g->cfg->redis_url)
         return 0;
-    lc_redis_opts_t ro = {.url = g->cfg->redis_url,
-                          .name = "ember-ingester",
-                          .cmd_timeout_ms = REDIS_CMD_TIMEOUT_MS,
-                          .on_state = on_redis_state,
-                          .state_data = g};
-    int rc = lc_redis_new(&g->loop, &ro, &g->redis);
-    if (rc == 0)
-        rc = uv_timer_start(&g->heartbeat, heartbeat_tick, HEARTBEAT_MS, HEARTBEAT_MS);
+    lc_members_opts_t mo = {.url = g->cfg->redis_url,
+                            .role = "ingester",
+                            .self_id = g->consumer_id,
+                            .self_addr = g->advertise,
+                            .cmd_timeout_ms = REDIS_CMD_TIMEOUT_MS,
+                            .on_state = on_members_state,
+                            .state_data = g};
+    int rc = lc_members_new(&g->loop, &mo, &g->members);
+    if (rc)
+        LC_LOG_ERROR("cannot join the ingesters url=%s err=\"%s\"", g->cfg->redis_url,
+                     lc_strerror(rc));
     return rc;
 }
 
@@ -244,10 +212,6 @@ static void on_transport_closed(void *data)
 {
     ingester_t *g = data;
     g->transport = NULL;
-    if (g->redis) {
-        lc_redis_close(g->redis, NULL, NULL);
-        g->redis = NULL;
-    }
     LC_LOG_INFO("every accepted profile is on disk; stopped");
 }
 
@@ -258,12 +222,11 @@ static void on_http_closed(void *data)
     lc_transport_close(g->transport, on_transport_closed, g);
 }
 
-static void on_leave_reply(lc_redis_t *r, int status, const redisReply *reply, void *data)
+static void on_left(void *data)
 {
-    LC_UNUSED(r);
-    LC_UNUSED(reply);
     ingester_t *g = data;
-    LC_LOG_INFO("membership: left status=%d", status);
+    g->members = NULL;
+    LC_LOG_INFO("membership: left");
     lc_httpd_close(g->httpd, on_http_closed, g);
 }
 
@@ -276,10 +239,10 @@ static void on_signal(uv_signal_t *s, int signum)
     LC_LOG_INFO("draining signal=%d", signum);
     uv_close((uv_handle_t *)&g->sigterm, NULL);
     uv_close((uv_handle_t *)&g->sigint, NULL);
-    uv_close((uv_handle_t *)&g->heartbeat, NULL);
     /* Leave first so queriers stop asking a process that is going away. */
-    if (!g->redis || lc_redis_commandf(g->redis, REDIS_CMD_TIMEOUT_MS, on_leave_reply, g,
-                                       "ZREM %s %s", MEMBERS_KEY, g->advertise))
+    if (g->members)
+        lc_members_close(g->members, on_left, g);
+    else
         lc_httpd_close(g->httpd, on_http_closed, g);
 }
 
@@ -444,8 +407,8 @@ static void close_walk(uv_handle_t *h, void *arg)
 
 static void ingester_free(ingester_t *g)
 {
-    if (g->redis)
-        lc_redis_close(g->redis, NULL, NULL);
+    if (g->members)
+        lc_members_close(g->members, NULL, NULL);
     if (g->httpd)
         lc_httpd_close(g->httpd, NULL, NULL);
     if (g->transport)

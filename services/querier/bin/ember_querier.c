@@ -1,11 +1,11 @@
 /*
  * ember_querier.c — `ember-querier`: the public query API (querier.v1) with
  * no store of its own: every RPC fans out to the live ingesters (fanout*.c),
- * whose set it reads from Redis (the sorted set ember:ingesters, scored by
- * each ingester's last heartbeat) and/or takes from --querier.ingesters.
+ * whose set it watches in Redis (lc/members.h: the hash
+ * ember:members:ingester, each field's expiry pushed on by its ingester's
+ * heartbeat) and/or takes from --querier.ingesters.
  *
- * Discovery runs on the loop every second: members younger than the TTL are
- * live; each join and leave is logged. /ready is false while the Redis link
+ * Members unseen for the TTL are gone; each join and leave is logged. /ready is false while the Redis link
  * is down (the member list would go stale) or when no ingester is known.
  */
 #include <stdio.h>
@@ -20,11 +20,9 @@
 #include "lc/httpd.h"
 #include "lc/log.h"
 #include "lc/metrics.h"
-#include "lc/redis.h"
+#include "lc/members.h"
 
-#define DISCOVERY_MS 1000
 #define MEMBER_TTL_MS 5000 /* five missed heartbeats: the ingester is gone */
-#define MEMBERS_KEY "ember:ingesters"
 #define REDIS_CMD_TIMEOUT_MS 2000
 
 typedef struct querier_cfg_s {
@@ -64,21 +62,13 @@ typedef struct querier_s {
     lc_metrics_t *metrics;
     lc_httpd_t *httpd;
     qry_fanout_t *fanout;
-    lc_redis_t *redis;
+    lc_members_t *watch; /* the ingester group; NULL without --redis.url */
     char **members; /* the last discovered set, sorted, for change logs */
     size_t n_members;
     uv_signal_t sigterm, sigint;
-    uv_timer_t discovery;
     bool stopping;
     lc_metric_t *members_gauge, *redis_up;
 } querier_t;
-
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 /* ------------------------------------------------------- /ready, /metrics */
 
@@ -87,7 +77,7 @@ static lc_http_result_t ready_handler(lc_http_req_t *req, void *data)
     querier_t *q = data;
     if (q->stopping)
         lc_http_reply(req, 503, "text/plain", "shutting down", 13);
-    else if (q->redis && !lc_redis_is_up(q->redis))
+    else if (q->watch && !lc_members_is_up(q->watch))
         lc_http_reply(req, 503, "text/plain", "redis link down", 15);
     else if (qry_fanout_count(q->fanout) == 0)
         lc_http_reply(req, 503, "text/plain", "no live ingester", 16);
@@ -99,7 +89,7 @@ static lc_http_result_t ready_handler(lc_http_req_t *req, void *data)
 static lc_http_result_t metrics_handler(lc_http_req_t *req, void *data)
 {
     querier_t *q = data;
-    lc_metric_set(q->redis_up, q->redis && lc_redis_is_up(q->redis) ? 1 : 0);
+    lc_metric_set(q->redis_up, q->watch && lc_members_is_up(q->watch) ? 1 : 0);
     lc_buf_t body;
     lc_buf_init(&body, 64u << 20);
     if (lc_metrics_render(q->metrics, &body) == 0)
@@ -138,43 +128,24 @@ static void members_update(querier_t *q, char **v, size_t n)
     lc_metric_set(q->members_gauge, (double)n);
 }
 
-static void on_members(lc_redis_t *r, int status, const redisReply *reply, void *data)
+/* lc_members: the live ingesters (their heartbeat not older than the TTL,
+ * judged by Redis's clock), on the first read and on every change. The
+ * address each ingester joined with is its shard API URL. */
+static void on_members(lc_members_t *m, const lc_member_t *live, size_t n, void *data)
 {
-    LC_UNUSED(r);
+    LC_UNUSED(m);
     querier_t *q = data;
-    if (status || !reply || reply->type != REDIS_REPLY_ARRAY) {
-        LC_LOG_WARN("membership read failed err=\"%s\"",
-                    status ? lc_strerror(status) : "unexpected reply");
-        return; /* keep the last known set: a blip must not empty the cluster */
-    }
-    char **v = lc_xcalloc(reply->elements + 1, sizeof(*v));
-    size_t n = 0;
-    for (size_t i = 0; i < reply->elements; i++) {
-        const redisReply *e = reply->element[i];
-        if (e->type == REDIS_REPLY_STRING)
-            v[n++] = lc_xstrndup(e->str, e->len);
-    }
+    char **v = lc_xcalloc(n + 1, sizeof(*v));
+    for (size_t i = 0; i < n; i++)
+        v[i] = lc_xstrdup(live[i].addr);
     members_update(q, v, n);
 }
 
-static void discovery_tick(uv_timer_t *t)
+static void on_members_state(bool up, void *data)
 {
-    querier_t *q = t->data;
-    if (!lc_redis_is_up(q->redis) || q->stopping)
-        return;
-    char min[32];
-    snprintf(min, sizeof(min), "(%lld", (long long)(now_ms() - MEMBER_TTL_MS));
-    if (lc_redis_commandf(q->redis, REDIS_CMD_TIMEOUT_MS, on_members, q,
-                          "ZRANGEBYSCORE %s %s +inf", MEMBERS_KEY, min))
-        LC_LOG_DEBUG("membership read skipped: redis link down");
-}
-
-static void on_redis_state(lc_redis_t *r, bool up, void *data)
-{
-    LC_UNUSED(r);
     querier_t *q = data;
     if (up)
-        discovery_tick(&q->discovery);
+        LC_LOG_INFO("redis link up: watching ingesters");
     else
         LC_LOG_WARN("redis link down: keeping the last known ingesters count=%zu",
                     q->n_members);
@@ -182,17 +153,21 @@ static void on_redis_state(lc_redis_t *r, bool up, void *data)
 
 static int start_redis(querier_t *q)
 {
-    uv_timer_init(&q->loop, &q->discovery);
-    q->discovery.data = q;
     if (!q->cfg->redis_url || !*q->cfg->redis_url)
         return 0;
-    lc_redis_opts_t ro = {.url = q->cfg->redis_url,
-                          .name = "ember-querier",
-                          .cmd_timeout_ms = REDIS_CMD_TIMEOUT_MS,
-                          .on_state = on_redis_state,
-                          .state_data = q};
-    int rc = lc_redis_new(&q->loop, &ro, &q->redis);
-    return rc ? rc : uv_timer_start(&q->discovery, discovery_tick, DISCOVERY_MS, DISCOVERY_MS);
+    lc_members_opts_t mo = {.url = q->cfg->redis_url,
+                            .role = "ingester",
+                            .ttl_ms = MEMBER_TTL_MS,
+                            .cmd_timeout_ms = REDIS_CMD_TIMEOUT_MS,
+                            .on_change = on_members,
+                            .change_data = q,
+                            .on_state = on_members_state,
+                            .state_data = q};
+    int rc = lc_members_new(&q->loop, &mo, &q->watch);
+    if (rc)
+        LC_LOG_ERROR("cannot watch the ingesters url=%s err=\"%s\"", q->cfg->redis_url,
+                     lc_strerror(rc));
+    return rc;
 }
 
 /* ---------------------------------------------------------------- shutdown */
@@ -201,9 +176,9 @@ static void on_http_closed(void *data)
 {
     querier_t *q = data;
     q->httpd = NULL;
-    if (q->redis) {
-        lc_redis_close(q->redis, NULL, NULL);
-        q->redis = NULL;
+    if (q->watch) {
+        lc_members_close(q->watch, NULL, NULL);
+        q->watch = NULL;
     }
     LC_LOG_INFO("stopped");
 }
@@ -217,7 +192,6 @@ static void on_signal(uv_signal_t *s, int signum)
     LC_LOG_INFO("draining signal=%d", signum);
     uv_close((uv_handle_t *)&q->sigterm, NULL);
     uv_close((uv_handle_t *)&q->sigint, NULL);
-    uv_close((uv_handle_t *)&q->discovery, NULL);
     lc_httpd_close(q->httpd, on_http_closed, q);
 }
 
@@ -271,8 +245,8 @@ static void close_walk(uv_handle_t *h, void *arg)
 
 static void querier_free(querier_t *q)
 {
-    if (q->redis)
-        lc_redis_close(q->redis, NULL, NULL);
+    if (q->watch)
+        lc_members_close(q->watch, NULL, NULL);
     if (q->httpd)
         lc_httpd_close(q->httpd, NULL, NULL);
     uv_walk(&q->loop, close_walk, NULL);
