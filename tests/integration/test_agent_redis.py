@@ -10,6 +10,7 @@ known program, that the filter keeps every other process out, and a clean
 SIGTERM drain. Needs root (CI runs as root).
 """
 import importlib
+import json
 import os
 import re
 import shutil
@@ -192,6 +193,109 @@ class AgentRedisTest(unittest.TestCase):
                            timeout=20)
         self.assertEqual(r.returncode, 1, r.stderr)
         self.assertIn(b"--redis.url is required", r.stderr)
+
+
+def cgroup2_root():
+    """Where the unified cgroup hierarchy is mounted (pure v2 or hybrid), or None."""
+    with open("/proc/mounts") as f:
+        for line in f:
+            parts = line.split()
+            if len(parts) > 2 and parts[2] == "cgroup2":
+                return parts[1]
+    return None
+
+
+class FakeApiServer:
+    """A Kubernetes API server that only lists pods: answers the node's
+    PodList and records the request paths."""
+
+    def __init__(self, pod_list):
+        import http.server
+        import threading
+        body = json.dumps(pod_list).encode()
+        paths = self.paths = []
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self):
+                paths.append(self.path)
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args):
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@unittest.skipUnless(os.geteuid() == 0, "the eBPF agent needs root")
+class AgentKubernetesTest(unittest.TestCase):
+    """A process in a cgroup named like a containerd container of a pod (the
+    systemd driver's shape) gets namespace/pod/container labels from a fake
+    API server listing the node's pods, and service_name namespace/container."""
+
+    CID = "4f1e" + "0123456789abcdef" * 3 + "a1b2c3d4e5f6"
+
+    def test_pod_labels_from_the_api_server(self):
+        root = cgroup2_root()
+        if not root or not os.access(root, os.W_OK):
+            self.skipTest("no writable cgroup v2 hierarchy")
+        self.assertEqual(len(self.CID), 64)
+        pod_dir = os.path.join(root, "kubepods.slice", "kubepods-pod1a2b.slice")
+        cg = os.path.join(pod_dir, f"cri-containerd-{self.CID}.scope")
+        os.makedirs(cg, exist_ok=True)
+        api = FakeApiServer({"kind": "PodList", "items": [{
+            "metadata": {"namespace": "shop", "name": "cart-7d9f"},
+            "status": {"containerStatuses": [
+                {"name": "cart", "containerID": f"containerd://{self.CID}"}]}}]})
+        redis = dh.Redis(aof=False).start()
+        agent = dh.Role(agent_binary(), False, args=[
+            f"--redis.url={redis.url}", f"--agent.interval={INTERVAL_S}s",
+            "--agent.sample-rate=97", "--node=k8s-node-1", f"--agent.kubernetes-api={api.url}",
+            '--agent.filter={container_id!=""}'])
+        tmp = tempfile.mkdtemp(prefix="ember-agent-k8s-")
+        try:
+            c_bin, _ = ta.build_programs(tmp)
+            agent.start()
+            # The shell moves itself into the container's cgroup, then execs the workload.
+            run = ta.Run(["sh", "-c", f'echo $$ > {cg}/cgroup.procs && exec {c_bin} mix 3'])
+            run.finish()
+
+            def labelled():
+                for _, m in stream_messages(redis.port):
+                    labels = {l.name: l.value for l in m.labels}
+                    if labels.get("pid") == str(run.pid) and labels.get("pod"):
+                        return labels
+                return None
+
+            labels = h.wait_for(labelled, timeout=8 * INTERVAL_S, interval=0.5,
+                                what="a profile with pod labels")
+            self.assertEqual(labels["namespace"], "shop")
+            self.assertEqual(labels["pod"], "cart-7d9f")
+            self.assertEqual(labels["container"], "cart")
+            self.assertEqual(labels["container_id"], self.CID)
+            self.assertEqual(labels["service_name"], "shop/cart")
+            self.assertEqual(labels["cgroup"], cg[len(root):])
+            self.assertTrue(any("fieldSelector=spec.nodeName%3Dk8s-node-1" in p
+                                for p in api.paths), api.paths)
+        finally:
+            agent.cleanup()
+            redis.cleanup()
+            api.close()
+            shutil.rmtree(tmp, ignore_errors=True)
+            for d in (cg, pod_dir, os.path.dirname(pod_dir)):
+                try:
+                    os.rmdir(d)
+                except OSError:
+                    pass
 
 
 if __name__ == "__main__":
