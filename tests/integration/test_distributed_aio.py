@@ -1,0 +1,76 @@
+"""`ember --redis.url`: the all-in-one with its ingest path through Redis
+streams (receivers XADD, its writer consumes the group) answers like the
+plain all-in-one (direct transport) for the same pushes; /ready is false and
+pushes get 503 while redis-server is down, and both recover by themselves.
+"""
+import random
+import time
+import unittest
+
+import distributed_harness as dh
+import harness as h
+
+
+def folded(seed):
+    rnd = random.Random(seed)
+    lines = [";".join(f"fn_{rnd.randint(0, 20)}" for _ in range(rnd.randint(1, 5)))
+             + f" {rnd.randint(1, 300)}" for _ in range(rnd.randint(2, 8))]
+    return ("\n".join(lines) + "\n").encode()
+
+
+class AllInOneOverRedisTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.redis = dh.Redis().start()
+        cls.direct = h.Ember().start()
+        cls.viaredis = h.Ember(args=[f"--redis.url={cls.redis.url}"]).start()
+        cls.t0 = (h.now_ms() // 1000 - 3600) * 1000
+        cls.t1 = cls.t0 + 40 * 30 * 1000 + 60_000
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.direct.cleanup()
+        cls.viaredis.cleanup()
+        cls.redis.cleanup()
+
+    def push(self, i, both=True):
+        ts = self.t0 // 1000 + (i % 40) * 30
+        params = {"from": str(ts), "until": str(ts + 10), "format": "folded"}
+        name = f"app.cpu{{svc=\"s{i % 3}\"}}"
+        r = self.viaredis.ingest(name, folded(i), params=params)
+        if r.status == 200 and both:
+            self.assertEqual(200, self.direct.ingest(name, folded(i), params=params).status)
+        return r
+
+    def same(self):
+        self.redis.wait_drained()
+        pt = self.direct.q("ProfileTypes", start=self.t0, end=self.t1).profile_types[0].ID
+        for sel in ("{}", '{svc="s1"}'):
+            want = self.direct.q("SelectMergeStacktraces", profile_typeID=pt,
+                                 label_selector=sel, start=self.t0, end=self.t1, max_nodes=8)
+            got = self.viaredis.q("SelectMergeStacktraces", profile_typeID=pt,
+                                  label_selector=sel, start=self.t0, end=self.t1, max_nodes=8)
+            self.assertEqual(want, got, sel)
+
+    def test_same_answers_and_outage(self):
+        for i in range(30):
+            self.assertEqual(200, self.push(i).status)
+        self.assertEqual(30, self.redis.totals()["added"])
+        self.same()
+
+        self.redis.kill9()
+        h.wait_for(lambda: self.viaredis.request("GET", "/ready").status == 503, timeout=10,
+                   what="/ready false while redis is down")
+        r = self.push(100, both=False)
+        self.assertEqual(503, r.status, r.describe())
+        self.redis.start()
+        h.wait_for(lambda: self.viaredis.request("GET", "/ready").status == 200, timeout=20,
+                   what="/ready again")
+        # r was a 503 before any XADD (the link was down): it is not stored.
+        for i in range(30, 50):
+            self.assertEqual(200, self.push(i).status)
+        self.same()
+
+
+if __name__ == "__main__":
+    unittest.main()
