@@ -364,18 +364,28 @@ class ScraperGoTest(unittest.TestCase):
             self.assertIn("scrape timeout must be greater than the interval", f.read())
         write_file(self.config, self.base_config())
 
+    def test_09_clean_stop(self):
+        """SIGTERM: HTTP, then the scraper (in-flight scrapes published), then
+        the transport; exit status 0 (and no sanitizer report)."""
+        self.assertEqual(self.srv.stop(), 0)
+
 
 class ScraperBadConfigTest(unittest.TestCase):
     """A bad file at start-up stops ember with a message naming job and field."""
 
-    def run_ember(self, text):
+    def run_ember(self, text, scraper=False):
         d = tempfile.mkdtemp(prefix="ember-badcfg-")
         try:
             path = os.path.join(d, "bad.yaml")
             write_file(path, text)
-            return subprocess.run([h.ember_binary(), "--http.address=127.0.0.1:0",
-                                   f"--data.dir={d}/data", f"--scrape.config-file={path}"],
-                                  capture_output=True, text=True, timeout=30)
+            if scraper:  # ember-scraper: --config.file is the parca.yaml
+                cmd = [os.path.join(h.BIN_DIR, "services", "scraper", "ember-scraper"),
+                       "--http.address=127.0.0.1:0", f"--config.file={path}",
+                       f"--redis.url=redis://127.0.0.1:{h.free_port()}"]
+            else:
+                cmd = [h.ember_binary(), "--http.address=127.0.0.1:0", f"--data.dir={d}/data",
+                       f"--scrape.config-file={path}"]
+            return subprocess.run(cmd, capture_output=True, text=True, timeout=30)
         finally:
             shutil.rmtree(d, ignore_errors=True)
 
@@ -391,11 +401,12 @@ class ScraperBadConfigTest(unittest.TestCase):
              ['job "api"', "kubernetes_sd_configs.role"]),
         ]
         for text, needles in cases:
-            with self.subTest(text=text):
-                r = self.run_ember(text)
-                self.assertNotEqual(r.returncode, 0)
-                for n in needles:
-                    self.assertIn(n, r.stderr)
+            for scraper in (False, True):
+                with self.subTest(text=text, scraper=scraper):
+                    r = self.run_ember(text, scraper)
+                    self.assertNotEqual(r.returncode, 0)
+                    for n in needles:
+                        self.assertIn(n, r.stderr)
 
 
 if __name__ == "__main__":

@@ -78,6 +78,7 @@ typedef struct svc_s {
     lc_members_t *members;
     scr_t *scr;
     uv_signal_t sigterm, sigint;
+    bool signals; /* sigterm and sigint are initialised */
     bool stopping, members_seen;
 } svc_t;
 
@@ -293,6 +294,7 @@ static int svc_start_signals(svc_t *s)
     s->sigterm.data = s->sigint.data = s;
     uv_signal_init(&s->loop, &s->sigterm);
     uv_signal_init(&s->loop, &s->sigint);
+    s->signals = true;
     int rc = uv_signal_start(&s->sigterm, svc_on_signal, SIGTERM);
     return rc ? rc : uv_signal_start(&s->sigint, svc_on_signal, SIGINT);
 }
@@ -304,23 +306,23 @@ static void svc_close_walk(uv_handle_t *h, void *arg)
         uv_close(h, NULL);
 }
 
-/* After a failed start: close what opened, in the same order as a stop. */
+/* After the loop returned, or after a failed start: runs the stop sequence if
+ * it has not run (the transport's reconnect timers would otherwise keep the
+ * loop alive), then closes whatever is left. */
 static void svc_close_leftovers(svc_t *s)
 {
-    if (s->httpd)
-        lc_httpd_close(s->httpd, NULL, NULL);
-    s->httpd = NULL;
-    if (s->scr)
-        scr_close(s->scr, NULL, NULL);
-    s->scr = NULL;
+    if (!s->stopping) {
+        s->stopping = true;
+        if (s->signals) {
+            uv_close((uv_handle_t *)&s->sigterm, NULL);
+            uv_close((uv_handle_t *)&s->sigint, NULL);
+        }
+        if (s->httpd)
+            lc_httpd_close(s->httpd, svc_on_http_closed, s);
+        else
+            svc_on_http_closed(s);
+    }
     uv_run(&s->loop, UV_RUN_DEFAULT);
-    if (s->members)
-        lc_members_close(s->members, NULL, NULL);
-    s->members = NULL;
-    uv_run(&s->loop, UV_RUN_DEFAULT);
-    if (s->tr)
-        lc_transport_close(s->tr, NULL, NULL);
-    s->tr = NULL;
     uv_walk(&s->loop, svc_close_walk, NULL);
     uv_run(&s->loop, UV_RUN_DEFAULT);
 }
