@@ -8,6 +8,9 @@ the same payloads to the same redis-server — all in one run.
   redis  : a fresh `ember --redis.url` (receivers -> XADD -> consumer group
            -> writer -> XACK). End to end = until the last 200 AND the streams
            drained (nothing pending, nothing undelivered): everything stored.
+  cluster: with --ingesters N, N `ember-ingester` processes over the same
+           streams, the load split evenly between them (N loaders in
+           parallel); end to end as for redis.
   raw    : XADD <stream> * m <body> of the very request bodies, pipelined
            (--pipeline commands per write) over one connection, spread over
            the same number of streams; nothing consumes them.
@@ -19,7 +22,7 @@ redis-server runs as our child on a free loopback port with AOF on and
 
 usage: bench/redis_ingest.py BUILD_DIR [--conns 16] [--requests 4000] [--variants 20]
                              [--pods 100] [--partitions 16] [--pipeline 256]
-                             [--appendfsync always|everysec|no]
+                             [--appendfsync always|everysec|no] [--ingesters N]
 """
 import argparse
 import gzip
@@ -95,6 +98,8 @@ def main():
     ap.add_argument("--partitions", type=int, default=16)
     ap.add_argument("--pipeline", type=int, default=256)
     ap.add_argument("--appendfsync", default="always", choices=("always", "everysec", "no"))
+    ap.add_argument("--ingesters", type=int, default=0,
+                    help="also measure N ember-ingester processes sharing the streams")
     a = ap.parse_args()
     os.environ["EMBER_BIN_DIR"] = os.path.abspath(a.build_dir)
     sys.path.insert(0, os.path.join(HERE, "..", "tests", "integration"))
@@ -142,6 +147,36 @@ def main():
         finally:
             srv.cleanup()
 
+        # ---- N ingesters sharing the streams
+        if a.ingesters > 0:
+            redis.cmd("DEL", *[f"ember:ingest:{p}" for p in range(a.partitions)])
+            ings = [dh.ingester(redis.url, [f"--ingest.partitions={a.partitions}",
+                                              "--redis.claim-idle=60s"])
+                    for _ in range(a.ingesters)]
+            try:
+                for i in ings:
+                    i.log_level = "warn"
+                    i.start()
+                per = a.requests // a.ingesters
+                conns = max(1, a.conns // a.ingesters)
+                t0 = time.monotonic()
+                procs = [subprocess.Popen([load_bin, str(i.port), str(conns), str(per), str(len(MIX)),
+                                           str(a.pods), f"bench-app-{k}", *bodies],
+                                          stdout=subprocess.PIPE, text=True)
+                         for k, i in enumerate(ings)]
+                outs = [json.loads(p.communicate()[0]) for p in procs]
+                redis.wait_drained(timeout=300)
+                secs = time.monotonic() - t0
+                ok = sum(o["ok"] for o in outs)
+                merged = {"ok": ok, "seconds": secs, "non_2xx": sum(o["non_2xx"] for o in outs),
+                          "errors": sum(o["errors"] for o in outs),
+                          "p50_ms": max(o["p50_ms"] for o in outs),
+                          "p99_ms": max(o["p99_ms"] for o in outs)}
+                results["cluster"] = (merged, secs)
+            finally:
+                for i in ings:
+                    i.cleanup()
+
         # ---- raw pipelined XADD of the same payloads
         payloads = [open(p, "rb").read() for p in bodies]
         raw_secs = raw_xadd(redis.port, payloads, a.requests, a.partitions, a.pipeline)
@@ -163,11 +198,20 @@ def main():
                  if r["non_2xx"] or r["errors"] else ""))
     r, _ = results["redis"]
     print(f"{'  redis transport, acknowledged (200)':<44}{r['ok'] / r['seconds']:>12,.0f}")
+    if "cluster" in results:
+        r, secs = results["cluster"]
+        rows["cluster"] = r["ok"] / secs
+        print(f"{f'{a.ingesters} ember-ingester, end to end (drained)':<44}{rows['cluster']:>12,.0f}"
+              f"{r['p50_ms']:>9.2f}{r['p99_ms']:>9.2f}   (p50/p99: worst loader)")
     rows["raw"] = n / raw_secs
     print(f"{f'raw XADD, pipelined x{a.pipeline} (floor)':<44}{rows['raw']:>12,.0f}")
     print(f"  redis/direct {rows['redis'] / rows['direct']:.3f}   redis/raw {rows['redis'] / rows['raw']:.3f}"
           f"   direct/raw {rows['direct'] / rows['raw']:.3f}   (stream entries added: {added})")
-    ok = all(res[0]["ok"] == n for res in results.values())
+    if "cluster" in rows:
+        print(f"  cluster/redis {rows['cluster'] / rows['redis']:.3f}   cluster/raw "
+              f"{rows['cluster'] / rows['raw']:.3f}")
+    ok = all(res[0]["ok"] == (n // a.ingesters * a.ingesters if k == "cluster" else n)
+             for k, res in results.items())
     return 0 if ok else 1
 
 
