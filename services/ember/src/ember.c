@@ -54,6 +54,10 @@ const lc_cfg_entry_t ember_cfg_table[] = {
         "profiles waiting for the writer before receivers answer 429"),
     CFG("auth.multitenancy-enabled", LC_CFG_BOOL, multitenancy, "false",
         "require X-Scope-OrgID and keep tenants apart"),
+    CFG("querier.max-query-length", LC_CFG_DURATION, max_query_length_ns, "0",
+        "reject queries over a longer time range (0 = no limit; Pyroscope uses 24h)"),
+    CFG("querier.max-query-lookback", LC_CFG_DURATION, max_query_lookback_ns, "0",
+        "clip queries to start no earlier than now minus this (0 = no limit)"),
     CFG("scrape.config-file", LC_CFG_STRING, scrape_config_file, NULL,
         "parca.yaml-style scrape_configs to pull pprof from (reloaded on SIGHUP and change)"),
     CFG("agent", LC_CFG_BOOL, agent, "false",
@@ -327,6 +331,8 @@ static int start_http(ember_t *e)
     qry_opts_t qo;
     qry_opts_default(&qo);
     qo.multitenancy = e->cfg->multitenancy;
+    qo.max_query_length_ms = e->cfg->max_query_length_ns / 1000000;
+    qo.max_query_lookback_ms = e->cfg->max_query_lookback_ns / 1000000;
     rc = ing_new(&e->loop, &io, e->httpd, e->transport, e->metrics, &e->ing);
     if (!rc)
         rc = qry_new(&e->loop, &qo, e->httpd, e->store, e->metrics, &e->qry);
