@@ -106,6 +106,9 @@ def pprof_traces(body):
 
 
 class QueryFeaturesTest(h.ServerTestCase):
+    # The §5.9 range rules are tested as Pyroscope configures them (ember's
+    # default has no limit).
+    server_args = ("--querier.max-query-length=24h",)
 
     @classmethod
     def setUpClass(cls):
