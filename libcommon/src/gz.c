@@ -16,6 +16,7 @@
 #define GZ_WINDOW_GZIP (16 + MAX_WBITS) /* zlib: gzip wrapper, largest window */
 #define GZ_STEP_BYTES (64 * 1024)       /* first output block; later ones double */
 #define GZ_SLICE_MAX ((size_t)UINT_MAX)
+#define GZ_MIN_STREAM_BYTES 18          /* 10-byte header, empty deflate block, 8-byte trailer */
 
 bool lc_gz_is_gzip(const uint8_t *data, size_t len)
 {
@@ -107,6 +108,32 @@ int lc_gunzip(const uint8_t *in, size_t len, size_t max_out, lc_buf_t *out)
         rc = LC_ETOOBIG;
     if (rc != 0)
         out->len = start; /* nothing half-decoded is left behind */
+    return rc;
+}
+
+size_t lc_gz_size_hint(const uint8_t *in, size_t len)
+{
+    if (!lc_gz_is_gzip(in, len) || len < GZ_MIN_STREAM_BYTES)
+        return 0;
+    const uint8_t *t = in + len - 4; /* ISIZE: little-endian, modulo 2^32 */
+    return (size_t)t[0] | (size_t)t[1] << 8 | (size_t)t[2] << 16 | (size_t)t[3] << 24;
+}
+
+int lc_gunzip_into(const uint8_t *in, size_t len, uint8_t *out, size_t cap, size_t *out_len)
+{
+    *out_len = 0;
+    if (!in || len == 0)
+        return LC_ECORRUPT;
+    /* A buffer that is already as large as it may grow: gz_out_room never reallocates it. */
+    lc_buf_t view = {.data = out, .len = 0, .cap = cap, .max = cap};
+    z_stream zs;
+    memset(&zs, 0, sizeof(zs));
+    if (inflateInit2(&zs, GZ_WINDOW_GZIP) != Z_OK)
+        return LC_ECORRUPT;
+    int rc = gz_inflate_all(&zs, in, len, &view, cap);
+    inflateEnd(&zs);
+    if (rc == 0)
+        *out_len = view.len;
     return rc;
 }
 

@@ -60,14 +60,43 @@ static int decode_plain(const uint8_t *data, size_t len, const lc_pprof_limits_t
     return 0;
 }
 
+/* deflate cannot shrink data more than ~1032:1, so a size hint above this many
+ * times the compressed size is a lie not worth allocating for. */
+#define GZIP_MAX_RATIO 1040
+
+/* Gunzips straight into the arena when the stream's size hint is believable
+ * (1 when it did, 0 to take the general path, <0 with st set on bad data): no
+ * growing buffer to copy out of, and arena blocks come from a warm pool. */
+static int decode_gunzip_to_arena(const uint8_t *data, size_t len, const lc_pprof_limits_t *lim,
+                                  lc_arena_t *arena, const uint8_t **pb, size_t *pb_len,
+                                  lc_status_t *st)
+{
+    size_t hint = lc_gz_size_hint(data, len);
+    if (hint == 0 || hint > lim->max_decompressed_bytes || hint / GZIP_MAX_RATIO > len)
+        return 0;
+    uint8_t *buf = lc_arena_alloc(arena, hint + 1); /* + 1: tells "more than hinted" */
+    if (!buf)
+        return 0;
+    int rc = lc_gunzip_into(data, len, buf, hint + 1, pb_len);
+    if (rc == LC_ETOOBIG)
+        return 0; /* several members, or a wrong hint */
+    if (rc)
+        return decode_gunzip_error(rc, lim, st);
+    *pb = buf;
+    return 1;
+}
+
 int lc_pprof_decode_keep(const uint8_t *data, size_t len, const lc_pprof_limits_t *lim,
                          lc_arena_t *arena, lc_pprof_t **out, const uint8_t **pb, size_t *pb_len,
                          lc_status_t *st)
 {
+    lc_pprof__decode_err_t why;
+    int rc = decode_gunzip_to_arena(data, len, lim, arena, pb, pb_len, st);
+    if (rc != 0)
+        return rc < 0 ? rc : lc_pprof__decode_pb(*pb, *pb_len, lim, arena, out, &why, st);
     lc_buf_t plain;
     lc_buf_init(&plain, lim->max_decompressed_bytes);
-    lc_pprof__decode_err_t why;
-    int rc = decode_plain(data, len, lim, &plain, pb, pb_len, st);
+    rc = decode_plain(data, len, lim, &plain, pb, pb_len, st);
     if (rc == 0)
         rc = lc_pprof__decode_pb(*pb, *pb_len, lim, arena, out, &why, st);
     if (rc == 0 && plain.data) {

@@ -161,4 +161,31 @@ static void test_cap(void)
     lc_buf_fini(&back);
 }
 
-LC_TEST_MAIN(test_is_gzip, test_round_trip, test_multi_member, test_corrupt, test_cap)
+/* The stated size, and inflating into a buffer sized from it. */
+static void test_size_hint_and_fixed_buffer(void)
+{
+    uint8_t plain[5000], out[5001];
+    fill_pattern(plain, sizeof(plain));
+    lc_buf_t gz;
+    lc_buf_init(&gz, LC_BUF_UNLIMITED);
+    LC_ASSERT_OK(lc_gzip(plain, sizeof(plain), 1, &gz));
+    LC_ASSERT_EQ(lc_gz_size_hint(gz.data, gz.len), sizeof(plain));
+    LC_ASSERT_EQ(lc_gz_size_hint(plain, sizeof(plain)), 0); /* not gzip */
+    LC_ASSERT_EQ(lc_gz_size_hint(gz.data, 10), 0);          /* too short to be a stream */
+    size_t n = 1;
+    LC_ASSERT_OK(lc_gunzip_into(gz.data, gz.len, out, sizeof(out), &n));
+    LC_ASSERT_EQ(n, sizeof(plain));
+    LC_ASSERT_MEM_EQ(out, plain, sizeof(plain));
+    LC_ASSERT_EQ(lc_gunzip_into(gz.data, gz.len, out, sizeof(plain) - 1, &n), LC_ETOOBIG);
+    LC_ASSERT_EQ(n, 0);
+    LC_ASSERT_EQ(lc_gunzip_into(gz.data, gz.len - 4, out, sizeof(out), &n), LC_ECORRUPT);
+    LC_ASSERT_EQ(lc_gunzip_into(plain, sizeof(plain), out, sizeof(out), &n), LC_ECORRUPT);
+    /* With a second member the hint is only the last one's size. */
+    LC_ASSERT_OK(lc_gzip(plain, 100, 1, &gz));
+    LC_ASSERT_EQ(lc_gz_size_hint(gz.data, gz.len), 100);
+    LC_ASSERT_EQ(lc_gunzip_into(gz.data, gz.len, out, 101, &n), LC_ETOOBIG);
+    lc_buf_fini(&gz);
+}
+
+LC_TEST_MAIN(test_is_gzip, test_round_trip, test_multi_member, test_corrupt, test_cap,
+             test_size_hint_and_fixed_buffer)

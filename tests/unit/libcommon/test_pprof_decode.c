@@ -335,9 +335,25 @@ static void test_decode_keep_hands_back_the_bytes(void)
     LC_ASSERT_EQ(p->n_sample, 647); /* MANIFEST */
     LC_ASSERT_OK(lc_pprof_decode_keep(plain, plain_len, &lim, a, &p, &pb, &pb_len, &st));
     LC_CHECK(pb == plain && pb_len == plain_len);
+    /* Two gzip members: the stated size is the last one's, the direct path
+     * finds more and the general one decodes it. */
+    lc_buf_t two;
+    lc_buf_init(&two, LC_BUF_UNLIMITED);
+    LC_ASSERT_OK(lc_gzip(plain, plain_len / 2, 1, &two));
+    LC_ASSERT_OK(lc_gzip(plain + plain_len / 2, plain_len - plain_len / 2, 1, &two));
+    LC_CHECK(lc_gz_size_hint(two.data, two.len) < plain_len);
+    LC_ASSERT_OK(lc_pprof_decode_keep(two.data, two.len, &lim, a, &p, &pb, &pb_len, &st));
+    LC_ASSERT_EQ(pb_len, plain_len);
+    LC_ASSERT_MEM_EQ(pb, plain, plain_len);
+    lc_buf_fini(&two);
     lim.max_decompressed_bytes = plain_len - 1;
     LC_CHECK(lc_pprof_decode_keep(gz, gz_len, &lim, a, &p, &pb, &pb_len, &st) != 0);
     LC_CHECK(strstr(st.msg, "profile too large") != NULL);
+    lim.max_decompressed_bytes = plain_len;
+    LC_ASSERT_OK(lc_pprof_decode_keep(gz, gz_len, &lim, a, &p, &pb, &pb_len, &st));
+    gz[gz_len / 2] ^= 0x55;
+    LC_CHECK(lc_pprof_decode_keep(gz, gz_len, &lim, a, &p, &pb, &pb_len, &st) != 0);
+    LC_CHECK(strstr(st.msg, "bad gzip data") != NULL);
     lc_arena_free(a);
     free(gz);
     lc_free(plain);
