@@ -117,22 +117,33 @@ class AgentTest(unittest.TestCase):
         return self.srv.flamegraph(ptype, f'{{pid="{run.pid}"}}', run.started_ms - 60_000,
                                    h.now_ms() + 60_000)
 
-    def settled_nodes(self, run, min_total_ns=1):
-        """The flame graph of run's process once the interval after its exit
-        was published (its total stops growing)."""
-        last = None
+    def intervals_drained(self):
+        return self.srv.metrics().get(("ember_agent_intervals_total", frozenset()), 0)
+
+    def wait_drained(self):
+        """Returns once two drains completed after now: the second one began
+        after a buffer swap that followed every exit before this call, so
+        every sample of the processes that ended is out of the BPF maps."""
+        target = self.intervals_drained() + 2
+        h.wait_for(lambda: self.intervals_drained() >= target, timeout=4 * INTERVAL_S + 20,
+                   interval=0.2, what="two drains")
+
+    def nodes_of(self, run):
+        """run's flame graph once the writer has applied the last of it
+        (three reads half a second apart agree)."""
+        seen = []
 
         def stable():
-            nonlocal last
-            fg = self.profile_of(run)
-            nodes = flame_nodes(fg)
-            total = sum(n["total"] for n in nodes if not n["path"])
-            done = last is not None and total == last and total >= min_total_ns
-            last = total
+            nodes = flame_nodes(self.profile_of(run))
+            seen.append(sum(n["total"] for n in nodes if not n["path"]))
+            done = len(seen) >= 3 and seen[-1] == seen[-2] == seen[-3] and seen[-1] > 0
             return nodes if done else None
 
-        return h.wait_for(stable, timeout=6 * INTERVAL_S + 10, interval=INTERVAL_S,
-                          what=f"profile of pid {run.pid}")
+        return h.wait_for(stable, timeout=20, interval=0.5, what=f"profile of pid {run.pid}")
+
+    def settled_nodes(self, run):
+        self.wait_drained()
+        return self.nodes_of(run)
 
     def assertAlive(self):
         self.assertTrue(self.srv.alive(), self.srv.log_tail())
@@ -147,9 +158,10 @@ class AgentTest(unittest.TestCase):
         perf_top = self.perf_top_function([r.pid for r in runs], 3 * INTERVAL_S)
         for r in runs:
             r.finish()
+        self.wait_drained()
         nodes = []
         for r in runs:
-            nodes += self.settled_nodes(r)
+            nodes += self.nodes_of(r)
         totals = totals_by_name(nodes)
         alpha, beta = totals.get("alpha_work", 0), totals.get("beta_work", 0)
         self.assertGreater(beta, 0, f"no beta_work in {sorted(totals)[:40]}")
