@@ -43,7 +43,7 @@ typedef struct agt_metrics_s {
     lc_metric_t *sym_hit, *sym_miss, *elf_hit, *elf_miss, *elf_error;
     lc_metric_t *published, *failed, *samples_published;
     lc_metric_t *procs_seen, *procs_tracked, *cpu_procs, *cpu_profiles, *intervals, *overruns;
-    lc_metric_t *drain_seconds;
+    lc_metric_t *drain_seconds, *cpus;
 } agt_metrics_t;
 
 struct agt_s {
@@ -169,6 +169,8 @@ static void register_metrics(agt_t *a, lc_metrics_t *reg)
     m->cpu_procs = counter(reg, "ember_agent_cpu_seconds_total", cpu, "phase=\"processes\"");
     m->cpu_profiles = counter(reg, "ember_agent_cpu_seconds_total", cpu, "phase=\"profiles\"");
     m->intervals = counter(reg, "ember_agent_intervals_total", "Intervals drained", "");
+    m->cpus = lc_metrics_gauge(reg, "ember_agent_sampled_cpus",
+                               "Online CPUs with an attached sampler", "");
     m->overruns = counter(reg, "ember_agent_interval_overruns_total",
                           "Ticks skipped because the previous drain was still running", "");
     m->drain_seconds =
@@ -455,8 +457,10 @@ static void on_tick(uv_timer_t *t)
 static void on_event(const struct agt_event *ev, void *data)
 {
     agt_t *a = data;
-    if (a->n_events >= EVENTS_MAX)
-        return; /* the drain snapshots such processes on demand */
+    if (a->n_events >= EVENTS_MAX) { /* the drain snapshots such processes on demand */
+        lc_metric_add(a->m.events_lost, 1);
+        return;
+    }
     a->events = lc_xgrow(a->events, &a->cap_events, a->n_events + 1, sizeof(*a->events));
     a->events[a->n_events++] = *ev;
 }
@@ -656,6 +660,7 @@ int agt_new(uv_loop_t *loop, const agt_opts_t *opts, lc_transport_t *tr, lc_metr
     size_maps(&a->opts, &so);
     rc = agt_sampler_open(&so, &a->sampler);
     if (!rc) {
+        lc_metric_set(a->m.cpus, agt_sampler_n_cpus(a->sampler));
         start_kube(a);
         a->window_start_ns = realtime_ns();
         rc = start_loop_side(a);
