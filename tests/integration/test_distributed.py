@@ -39,13 +39,24 @@ def folded(seed):
 class DistributedTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
+        # A failed set-up skips tearDownClass: stop what was started anyway.
+        try:
+            cls.set_up()
+        except BaseException:
+            cls.tearDownClass()
+            raise
+
+    @classmethod
+    def set_up(cls):
         cls.procs = []
-        cls.redis = dh.Redis().start()
-        cls.aio = h.Ember().start()
-        cls.procs.append(cls.aio)
-        cls.ingesters = [dh.ingester(cls.redis.url).start() for _ in range(3)]
-        cls.queriers = [dh.querier(cls.redis.url).start() for _ in range(2)]
-        cls.procs += cls.ingesters + cls.queriers
+        cls.redis = dh.Redis()
+        cls.redis.start()
+        cls.aio = h.Ember()
+        cls.ingesters = [dh.ingester(cls.redis.url) for _ in range(3)]
+        cls.queriers = [dh.querier(cls.redis.url) for _ in range(2)]
+        for p in [cls.aio, *cls.ingesters, *cls.queriers]:
+            cls.procs.append(p)     # before start(): cleaned up even if it fails
+            p.start()
         for q in cls.queriers:
             dh.wait_members(q, 3)
         cls.t0 = (h.now_ms() // 1000 - 3600) * 1000
@@ -66,9 +77,10 @@ class DistributedTest(unittest.TestCase):
 
     @classmethod
     def tearDownClass(cls):
-        for p in cls.procs:
+        for p in getattr(cls, "procs", []):
             p.cleanup()
-        cls.redis.cleanup()
+        if getattr(cls, "redis", None):
+            cls.redis.cleanup()
 
     def test_profiles_travel_through_the_streams(self):
         self.assertEqual(60, self.redis.totals()["added"])

@@ -21,17 +21,32 @@ def folded(seed):
 class AllInOneOverRedisTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        cls.redis = dh.Redis().start()
-        cls.direct = h.Ember().start()
-        cls.viaredis = h.Ember(args=[f"--redis.url={cls.redis.url}"]).start()
+        # A failed set-up skips tearDownClass: stop what was started anyway.
+        try:
+            cls.set_up()
+        except BaseException:
+            cls.tearDownClass()
+            raise
+
+    @classmethod
+    def set_up(cls):
+        cls.procs = []
+        cls.redis = dh.Redis()
+        cls.redis.start()
+        cls.direct = h.Ember()
+        cls.viaredis = h.Ember(args=[f"--redis.url={cls.redis.url}"])
+        for p in (cls.direct, cls.viaredis):
+            cls.procs.append(p)     # before start(): cleaned up even if it fails
+            p.start()
         cls.t0 = (h.now_ms() // 1000 - 3600) * 1000
         cls.t1 = cls.t0 + 40 * 30 * 1000 + 60_000
 
     @classmethod
     def tearDownClass(cls):
-        cls.direct.cleanup()
-        cls.viaredis.cleanup()
-        cls.redis.cleanup()
+        for p in getattr(cls, "procs", []):
+            p.cleanup()
+        if getattr(cls, "redis", None):
+            cls.redis.cleanup()
 
     def push(self, i, both=True):
         ts = self.t0 // 1000 + (i % 40) * 30

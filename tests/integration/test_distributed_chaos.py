@@ -84,22 +84,36 @@ class Pusher:
 class ChaosTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        cls.redis = dh.Redis().start()
-        cls.aio = h.Ember().start()
-        cls.maybe = h.Ember().start()   # pushes answered 503: stored or not
+        # A failed set-up skips tearDownClass: stop what was started anyway.
+        try:
+            cls.set_up()
+        except BaseException:
+            cls.tearDownClass()
+            raise
+
+    @classmethod
+    def set_up(cls):
+        cls.procs = []
+        cls.redis = dh.Redis()
+        cls.redis.start()
+        cls.aio = h.Ember()
+        cls.maybe = h.Ember()           # pushes answered 503: stored or not
         cls.extra = 0                   # how many of those the cluster stored
-        cls.ingesters = [dh.ingester(cls.redis.url).start() for _ in range(3)]
-        cls.querier = dh.querier(cls.redis.url).start()
-        cls.procs = [cls.aio, cls.maybe, *cls.ingesters, cls.querier]
+        cls.ingesters = [dh.ingester(cls.redis.url) for _ in range(3)]
+        cls.querier = dh.querier(cls.redis.url)
+        for p in [cls.aio, cls.maybe, *cls.ingesters, cls.querier]:
+            cls.procs.append(p)     # before start(): cleaned up even if it fails
+            p.start()
         dh.wait_members(cls.querier, 3)
         cls.t0 = (h.now_ms() // 1000 - 3600) * 1000
         cls.t1 = cls.t0 + 40 * 30 * 1000 + 60_000
 
     @classmethod
     def tearDownClass(cls):
-        for p in cls.procs:
+        for p in getattr(cls, "procs", []):
             p.cleanup()
-        cls.redis.cleanup()
+        if getattr(cls, "redis", None):
+            cls.redis.cleanup()
 
     def total(self, e):
         if not e.q("ProfileTypes", start=self.t0, end=self.t1).profile_types:
@@ -144,8 +158,9 @@ class ChaosTest(unittest.TestCase):
     def test_2_fourth_ingester_joins(self):
         with Pusher(self, self.ingesters, 2) as p:
             time.sleep(0.5)
-            fourth = dh.ingester(self.redis.url).start()
+            fourth = dh.ingester(self.redis.url)
             self.procs.append(fourth)
+            fourth.start()
             self.ingesters.append(fourth)
             dh.wait_members(self.querier, 4)
             h.wait_for(lambda: dh.metric(fourth, "ember_redis_consumed_total") > 5,
@@ -159,8 +174,8 @@ class ChaosTest(unittest.TestCase):
         # samples (1 s apart) crosses it; the next sample finds the streams
         # drained and it accepts again.
         small = dh.ingester(self.redis.url, ["--redis.max-backlog=3", "--ingest.partitions=16"])
-        small.start()
         self.procs.append(small)
+        small.start()
         self.ingesters.append(small)
         p = Pusher(self, [small], 3)
         for _ in range(200):
