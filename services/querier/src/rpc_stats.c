@@ -1,7 +1,8 @@
 /*
  * rpc_stats.c — GetProfileStats (has this tenant ever ingested, and the
- * oldest/newest profile time), AnalyzeQuery (an empty answer, which Pyroscope
- * also gives when the feature is off) and the method ember does not answer
+ * oldest/newest profile time), AnalyzeQuery (what a query would read: blocks,
+ * series, profiles, samples and bytes, counted from the store without
+ * decoding a sample) and the method ember does not answer
  * yet (SelectHeatmap, v2-storage only in Pyroscope), which returns
  * unimplemented with a clear message.
  */
@@ -106,19 +107,128 @@ int qry_rpc_get_profile_stats(lc_http_req_t *req, const ProtobufCMessage *in,
     return 0;
 }
 
+/* ---------------------------------------------------------- AnalyzeQuery */
+
+typedef struct analyze_s {
+    qry_call_t *c;
+    qry_set_t series;           /* distinct label sets, across blocks */
+    lc_buf_t key;
+    uint64_t profiles, samples, profile_bytes;
+} analyze_t;
+
+static int analyze_profile_cb(lc_block_t *b, const lc_stored_profile_t *p, void *data)
+{
+    LC_UNUSED(b);
+    analyze_t *a = data;
+    a->profiles++;
+    a->samples += p->n_samples;
+    a->profile_bytes += p->_len;
+    return 0;
+}
+
+static int analyze_series_cb(lc_block_t *b, uint32_t series_id, const char *tenant,
+                             const lc_labels_t *labels, void *data)
+{
+    analyze_t *a = data;
+    uint64_t before = a->profiles;
+    int rc = lc_block_profiles(b, series_id, a->c->start_ns, a->c->end_ns, analyze_profile_cb, a);
+    if (rc || a->profiles == before)
+        return rc;
+    lc_buf_reset(&a->key);
+    bool added;
+    rc = lc_buf_puts(&a->key, tenant);
+    if (!rc)
+        rc = lc_buf_putc(&a->key, '\0');
+    if (!rc)
+        rc = lc_labels_encode(labels, &a->key);
+    return rc ? rc : qry_set_add(&a->series, a->key.data, a->key.len, &added);
+}
+
+/* `query` is `<profile type>{selector}`; the profile type becomes a matcher. */
+static int analyze_selector(const char *query, lc_selector_t *sel, lc_status_t *st)
+{
+    char *pt = NULL;
+    if (lc_selector_parse_query(query, strlen(query), &pt, sel, st))
+        return -1;
+    int rc = lc_selector_add(sel, "__profile_type__", LC_MATCH_EQ, pt, st);
+    lc_free(pt);
+    if (rc)
+        lc_selector_fini(sel);
+    return rc;
+}
+
+static int analyze_walk(analyze_t *a, const lc_selector_t *sel, uint64_t *block_bytes)
+{
+    qry_call_t *c = a->c;
+    int rc = 0;
+    for (size_t i = 0; rc == 0 && c->reader && i < lc_store_reader_count(c->reader); i++) {
+        lc_block_t *b = lc_store_reader_block(c->reader, i);
+        lc_block_info_t info;
+        rc = lc_block_info(b, &info);
+        if (!rc)
+            *block_bytes += info.bytes;
+        if (!rc)
+            rc = lc_block_series(b, c->tenants, c->n_tenants, sel, analyze_series_cb, a);
+    }
+    return rc;
+}
+
+static int analyze_fill(lc_arena_t *arena, const analyze_t *a, size_t blocks, uint64_t bytes,
+                        Querier__V1__AnalyzeQueryResponse *resp)
+{
+    Querier__V1__QueryScope *scope = lc_arena_calloc(arena, 1, sizeof(*scope));
+    Querier__V1__QueryScope **scopes = lc_arena_calloc(arena, 1, sizeof(*scopes));
+    Querier__V1__QueryImpact *impact = lc_arena_calloc(arena, 1, sizeof(*impact));
+    if (!scope || !scopes || !impact)
+        return -1;
+    *scope = (Querier__V1__QueryScope)QUERIER__V1__QUERY_SCOPE__INIT;
+    scope->component_type = "ember store";
+    scope->component_count = 1;
+    scope->block_count = blocks;
+    scope->series_count = a->series.n;
+    scope->profile_count = a->profiles;
+    scope->sample_count = a->samples;
+    scope->profile_bytes = a->profile_bytes;
+    *impact = (Querier__V1__QueryImpact)QUERIER__V1__QUERY_IMPACT__INIT;
+    impact->total_bytes_in_time_range = bytes;
+    impact->total_queried_series = a->series.n;
+    scopes[0] = scope;
+    resp->n_query_scopes = 1;
+    resp->query_scopes = scopes;
+    resp->query_impact = impact;
+    return 0;
+}
+
 int qry_rpc_analyze_query(lc_http_req_t *req, const ProtobufCMessage *in, ProtobufCMessage **out,
                           lc_status_t *st, void *data)
 {
-    LC_UNUSED(in);
-    qry_t *q = data;
-    const char *const *tenants;
-    size_t n;
-    if (lc_tenants_read(req, q->opts.multitenancy, &tenants, &n, st))
-        return -1;
+    const Querier__V1__AnalyzeQueryRequest *r = (const Querier__V1__AnalyzeQueryRequest *)in;
     Querier__V1__AnalyzeQueryResponse *resp = lc_arena_calloc(req->arena, 1, sizeof(*resp));
     if (!resp)
         return qry_fail_arena(st);
     *resp = (Querier__V1__AnalyzeQueryResponse)QUERIER__V1__ANALYZE_QUERY_RESPONSE__INIT;
+    qry_call_t c;
+    if (qry_call_begin_range(&c, data, req, r->start, r->end, QRY_RANGE_RULES, st))
+        return -1;
+    lc_selector_t sel = {0};
+    if (analyze_selector(r->query ? r->query : "", &sel, st)) {
+        qry_call_end(&c);
+        return -1;
+    }
+    analyze_t a = {.c = &c};
+    qry_set_init(&a.series, req->arena);
+    lc_buf_init(&a.key, 1u << 20);
+    uint64_t bytes = 0;
+    int rc = analyze_walk(&a, &sel, &bytes);
+    size_t blocks = c.reader ? lc_store_reader_count(c.reader) : 0;
+    qry_call_end(&c);
+    lc_selector_fini(&sel);
+    if (!rc && analyze_fill(req->arena, &a, blocks, bytes, resp))
+        rc = LC_ETOOBIG;
+    qry_set_fini(&a.series);
+    lc_buf_fini(&a.key);
+    if (rc)
+        return qry_fail(st, rc, "analyzing the query");
     *out = &resp->base;
     return 0;
 }
