@@ -332,11 +332,17 @@ static bool id_set_init(id_set_t *set, void *const *elems, size_t n, size_t id_o
     return true;
 }
 
-static bool id_set_has(const id_set_t *set, uint64_t id)
+static bool id_set_has_sorted(const id_set_t *set, uint64_t id)
+{
+    return bsearch(&id, set->sorted, set->n, sizeof(uint64_t), u64_cmp) != NULL;
+}
+
+/* Inline: it runs once per location id of every sample. */
+static inline bool id_set_has(const id_set_t *set, uint64_t id)
 {
     if (!set->sorted)
         return id >= 1 && id <= set->n;
-    return bsearch(&id, set->sorted, set->n, sizeof(uint64_t), u64_cmp) != NULL;
+    return id_set_has_sorted(set, id);
 }
 
 static void id_set_fini(id_set_t *set)

@@ -126,7 +126,12 @@ PD_INLINE int pd_field_value(const uint8_t *p, const pd_in_t *in, pd_field_t *f)
         f->len = n;
         return n ? 0 : LC_PPROF__MALFORMED;
     case WT_LEN:
-        n = pd_varint(p, end, in->limit, PD_LEN_MAX_BYTES, &len);
+        if (p < end && *p < 0x80) { /* most messages and strings are short */
+            len = *p;
+            n = 1;
+        } else {
+            n = pd_varint(p, end, in->limit, PD_LEN_MAX_BYTES, &len);
+        }
         if (n == 0 || len > (uint64_t)(end - p) - n)
             return LC_PPROF__MALFORMED;
         f->data = p + n;
@@ -378,7 +383,7 @@ static int pd_period_type(pd_t *d, lc_pprof_t *p, const pd_in_t *in, const pd_fi
 
 /* The Profile fields that pass two fills are counted (nested ones included);
  * the singular ones are read here, in order, so the last occurrence wins. */
-static int pd_scan_field(pd_t *d, lc_pprof_t *p, const pd_in_t *in, const pd_field_t *f)
+PD_INLINE int pd_scan_field(pd_t *d, lc_pprof_t *p, const pd_in_t *in, const pd_field_t *f)
 {
     pd_counts_t *c = &d->count;
     int rc;
@@ -446,12 +451,17 @@ PD_INLINE int pd_fill_scalars(const pd_in_t *in, const pd_field_t *f, pd_u64s_t 
     }
     if (f->wire != WT_LEN)
         return LC_PPROF__MALFORMED;
+    if (!a->v) /* nothing counted: an empty run, or one without a whole varint */
+        return f->len ? LC_PPROF__MALFORMED : 0;
     const uint8_t *p = f->data, *end = p + f->len;
     uint64_t *out = a->v + a->n, *out_end = a->v + a->cap;
     while (p < end) {
         uint64_t v = *p;
         size_t used = 1;
-        if (v >= 0x80) {
+        if (v >= 0x80 && p + 1 < end && p[1] < 0x80) { /* ids up to 16383 */
+            v = (v & 0x7f) | (uint64_t)p[1] << 7;
+            used = 2;
+        } else if (v >= 0x80) {
             used = pd_varint(p, end, in->limit, PD_VARINT_MAX_BYTES, &v);
             if (used == 0)
                 return LC_PPROF__MALFORMED;
@@ -697,7 +707,7 @@ PD_INLINE int pd_function(pd_t *d, pd_in_t in, Google__V1__Function *fn)
 
 /* Most strings go to the profile-wide string block; one holding a NUL is
  * re-copied with U+FFFD instead, which makes it longer. */
-static int pd_string(pd_t *d, const pd_field_t *f, char **out)
+PD_INLINE int pd_string(pd_t *d, const pd_field_t *f, char **out)
 {
     if (memchr(f->data, 0, f->len)) {
         *out = lc_pprof__copy_replacing_nuls(f->data, f->len, d->arena);
@@ -769,7 +779,7 @@ static int pd_alloc_arrays(pd_t *d, lc_pprof_t *p, pd_tables_t *t)
 
 /* Takes the next of `cap` slots counted in pass one. Pass two reads the same
  * bytes, so it cannot find more; if it did, that is refused, not written. */
-static bool pd_claim(size_t *n, size_t cap, size_t *slot)
+PD_INLINE bool pd_claim(size_t *n, size_t cap, size_t *slot)
 {
     *slot = *n;
     if (*n == cap)
@@ -778,13 +788,13 @@ static bool pd_claim(size_t *n, size_t cap, size_t *slot)
     return true;
 }
 
-static int pd_sample_type(pd_t *d, pd_in_t in, Google__V1__ValueType *vt)
+PD_INLINE int pd_sample_type(pd_t *d, pd_in_t in, Google__V1__ValueType *vt)
 {
     return pd_value_type(in, vt, &d->field_zero);
 }
 
-static int pd_fill_field(pd_t *d, lc_pprof_t *p, pd_tables_t *t, const pd_in_t *in,
-                         const pd_field_t *f)
+PD_INLINE int pd_fill_field(pd_t *d, lc_pprof_t *p, pd_tables_t *t, const pd_in_t *in,
+                            const pd_field_t *f)
 {
     const pd_counts_t *c = &d->count;
     pd_in_t sub = pd_sub(in, f);
