@@ -23,7 +23,8 @@
 #define STORE_MAX_STRING_BYTES (1u << 20)
 #define STORE_MAX_ID 0xfffffff0u /* ids are u32; leave headroom for sentinels */
 #define STORE_READER_ARENA_MAX ((size_t)1 << 30)
-#define STORE_MAX_APPLIED_ID 64 /* bytes of an ingest id */
+#define STORE_MAX_APPLIED_ID 64                /* bytes of an ingest id */
+#define STORE_STACKCACHE_MAX ((size_t)1 << 19) /* stacks cached per block: 16 MiB of slots */
 
 /* Profile value flags (first varint of lc_stored_profile_t._data). */
 #define STORE_PF_SPANS 0x1u /* each sample carries a span id varint */
@@ -109,6 +110,28 @@ typedef struct store_idmap_s {
     uint32_t gen;
 } store_idmap_t;
 
+/* Whole stacks -> node id: a stack seen before (the same service sends the
+ * same stacks profile after profile) is found with one probe instead of one
+ * per frame. A stack is known by 96 bits of two hashes of its location ids,
+ * seeded at random per cache, so that no one can aim for a collision. Valid
+ * while the node table it points into is: it lives and dies with the wstate. */
+typedef struct store_stackkey_s {
+    uint64_t h1;
+    uint32_t h2;
+} store_stackkey_t;
+
+typedef struct store_stackslot_s {
+    uint64_t h1;
+    uint32_t h2;
+    uint32_t node; /* 0 = empty: an empty stack is the root and never cached */
+} store_stackslot_t;
+
+typedef struct store_stackcache_s {
+    store_stackslot_t *slots;
+    size_t mask, count;
+    uint64_t seed1, seed2;
+} store_stackcache_t;
+
 uint64_t lc_store__hash(const void *p, size_t len, uint64_t seed);
 
 void lc_store__symtab_init(store_symtab_t *t);
@@ -128,6 +151,13 @@ uint64_t lc_store__nodetab_pair(const store_nodetab_t *t, uint64_t id);
 /* Forgets the tail before the chunk holding node `keep_from`. */
 void lc_store__nodetab_trim(store_nodetab_t *t, uint64_t keep_from);
 
+void lc_store__stackcache_init(store_stackcache_t *c);
+void lc_store__stackcache_fini(store_stackcache_t *c);
+bool lc_store__stackcache_get(const store_stackcache_t *c, const store_stackkey_t *k,
+                              uint32_t *node);
+/* Past STORE_STACKCACHE_MAX entries the cache starts over empty. */
+void lc_store__stackcache_put(store_stackcache_t *c, const store_stackkey_t *k, uint32_t node);
+
 void lc_store__idmap_init(store_idmap_t *m);
 void lc_store__idmap_fini(store_idmap_t *m);
 void lc_store__idmap_clear(store_idmap_t *m);
@@ -139,6 +169,7 @@ typedef struct store_wstate_s {
     store_meta_t meta;
     store_symtab_t strings, functions, mappings, locations, series;
     store_nodetab_t nodes;
+    store_stackcache_t stacks;
     uint64_t nodes_committed; /* nodes already in DB_NODES */
 } store_wstate_t;
 
@@ -166,8 +197,9 @@ typedef struct store_resolver_s {
     size_t strs_cap;
     uint32_t *sample_node; /* by pprof sample index; UINT32_MAX = not yet */
     size_t sample_node_cap;
-    uint32_t *todo; /* samples whose stacks still need resolving */
-    size_t todo_cap;
+    uint32_t *todo;              /* samples whose stacks still need resolving */
+    store_stackkey_t *todo_keys; /* ... and their stack cache keys */
+    size_t todo_cap, todo_keys_cap;
     lc_buf_t enc;
     const lc_pprof_t *p; /* what the memos describe (NULL: nothing) */
     const lc_pprof_index_t *ix;

@@ -10,6 +10,12 @@
  * each probe depending on the last, so it is bound by memory latency. Several
  * stacks are therefore walked side by side ("lanes"): each round prefetches
  * every lane's next slot and then probes them, so the cache misses overlap.
+ *
+ * Before any of that, a sample's whole stack is looked up in the block's
+ * stack cache (store_int.h): the same service sends the same stacks profile
+ * after profile, and then the walk of every frame, the writer's largest cost,
+ * is one probe. The key is hashed from the frames' store location ids, which
+ * the memo gives at the cost of an array read.
  */
 #include <string.h>
 
@@ -76,6 +82,7 @@ void lc_store__resolver_fini(store_resolver_t *r)
     lc_free(r->strs);
     lc_free(r->sample_node);
     lc_free(r->todo);
+    lc_free(r->todo_keys);
     lc_buf_fini(&r->enc);
 }
 
@@ -316,21 +323,77 @@ static int stacks_walk(store_resolver_t *r, const uint32_t *todo, size_t n)
     }
 }
 
-int lc_store__resolve_stacks(store_resolver_t *r, const uint32_t *samples, size_t n)
+/* The stack cache key of a sample: its frames' location ids, root first, and
+ * its depth, through two differently seeded hash chains. */
+static int stack_key(store_resolver_t *r, const Google__V1__Sample *smp, store_stackkey_t *key)
 {
-    size_t k = 0;
+    const store_stackcache_t *c = &r->ws->stacks;
+    uint64_t h1 = c->seed1, h2 = c->seed2;
+    for (size_t d = smp->n_location_id; d-- > 0;) {
+        uint32_t loc;
+        int rc = location_id(r, smp->location_id[d], &loc);
+        if (rc)
+            return rc;
+        h1 = store_mix64(h1 ^ loc);
+        h2 = store_mix64(h2 + loc);
+    }
+    key->h1 = store_mix64(h1 ^ smp->n_location_id);
+    key->h2 = (uint32_t)(store_mix64(h2 + smp->n_location_id) >> 32);
+    return 0;
+}
+
+/* Sets the sample's node from the stack cache (1), or says its stack must be
+ * walked (0) with *key the key to cache the result under. */
+static int stack_cached(store_resolver_t *r, uint32_t sample, store_stackkey_t *key)
+{
+    const Google__V1__Sample *smp = r->p->sample[sample];
+    if (smp->n_location_id == 0) {
+        r->sample_node[sample] = 0; /* the root */
+        return 1;
+    }
+    int rc = stack_key(r, smp, key);
+    if (rc)
+        return rc;
+    uint32_t node;
+    if (!lc_store__stackcache_get(&r->ws->stacks, key, &node))
+        return 0;
+    r->sample_node[sample] = node;
+    return 1;
+}
+
+/* Queues the samples whose stacks are neither resolved nor cached. */
+static int stacks_todo(store_resolver_t *r, const uint32_t *samples, size_t n, size_t *k)
+{
     r->todo = lc_xgrow(r->todo, &r->todo_cap, n + 1, sizeof(*r->todo));
+    r->todo_keys = lc_xgrow(r->todo_keys, &r->todo_keys_cap, n + 1, sizeof(*r->todo_keys));
     for (size_t i = 0; i < n; i++) {
         if (samples[i] >= r->p->n_sample)
             return LC_EINPUT;
-        if (r->sample_node[samples[i]] == UINT32_MAX) {
+        if (r->sample_node[samples[i]] != UINT32_MAX)
+            continue; /* resolved before, or queued already */
+        int rc = stack_cached(r, samples[i], &r->todo_keys[*k]);
+        if (rc < 0)
+            return rc;
+        if (rc == 0) {
             r->sample_node[samples[i]] = UINT32_MAX - 1; /* queued once, even if listed twice */
-            r->todo[k++] = samples[i];
+            r->todo[(*k)++] = samples[i];
         }
     }
-    int rc = stacks_walk(r, r->todo, k);
-    if (rc) /* leave nothing half-resolved behind for a later write */
+    return 0;
+}
+
+int lc_store__resolve_stacks(store_resolver_t *r, const uint32_t *samples, size_t n)
+{
+    size_t k = 0;
+    int rc = stacks_todo(r, samples, n, &k);
+    if (!rc)
+        rc = stacks_walk(r, r->todo, k);
+    if (rc) { /* leave nothing half-resolved behind for a later write */
         for (size_t i = 0; i < k; i++)
             r->sample_node[r->todo[i]] = UINT32_MAX;
-    return rc;
+        return rc;
+    }
+    for (size_t i = 0; i < k; i++)
+        lc_store__stackcache_put(&r->ws->stacks, &r->todo_keys[i], r->sample_node[r->todo[i]]);
+    return 0;
 }

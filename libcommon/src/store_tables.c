@@ -8,6 +8,8 @@
  * arrays of 32-bit ids: small, cache friendly, and no per-entry allocation.
  */
 #include <string.h>
+#include <sys/random.h>
+#include <time.h>
 
 #include "store_int.h"
 
@@ -207,6 +209,81 @@ void lc_store__nodetab_trim(store_nodetab_t *t, uint64_t keep_from)
         return;
     memmove(t->tail, t->tail + (first - t->tail_first), (t->count - first) * sizeof(*t->tail));
     t->tail_first = first;
+}
+
+/* ---------------------------------------------------------------- stack cache */
+
+/* Random per cache: keys are never persisted, and a sender who cannot know
+ * the seeds cannot make two of its stacks share a key. */
+static uint64_t stackcache_seed(const void *salt)
+{
+    uint64_t seed;
+    if (getrandom(&seed, sizeof(seed), 0) != (ssize_t)sizeof(seed))
+        seed = (uint64_t)(uintptr_t)salt ^ (uint64_t)time(NULL) * 0x9e3779b97f4a7c15ULL;
+    return seed;
+}
+
+void lc_store__stackcache_init(store_stackcache_t *c)
+{
+    memset(c, 0, sizeof(*c));
+    c->mask = TAB_MIN_SLOTS - 1;
+    c->slots = lc_xcalloc(TAB_MIN_SLOTS, sizeof(*c->slots));
+    c->seed1 = stackcache_seed(c);
+    c->seed2 = stackcache_seed(&c->seed2) ^ 0xc2b2ae3d27d4eb4fULL;
+}
+
+void lc_store__stackcache_fini(store_stackcache_t *c)
+{
+    lc_free(c->slots);
+    memset(c, 0, sizeof(*c));
+}
+
+static size_t stackcache_find(const store_stackslot_t *slots, size_t mask,
+                              const store_stackkey_t *k)
+{
+    size_t i = k->h1 & mask;
+    while (slots[i].node && (slots[i].h1 != k->h1 || slots[i].h2 != k->h2))
+        i = (i + 1) & mask;
+    return i;
+}
+
+bool lc_store__stackcache_get(const store_stackcache_t *c, const store_stackkey_t *k,
+                              uint32_t *node)
+{
+    const store_stackslot_t *slot = &c->slots[stackcache_find(c->slots, c->mask, k)];
+    *node = slot->node;
+    return slot->node != 0;
+}
+
+static void stackcache_grow(store_stackcache_t *c)
+{
+    size_t n = (c->mask + 1) * 2;
+    store_stackslot_t *slots = lc_xcalloc(n, sizeof(*slots));
+    for (size_t i = 0; i <= c->mask; i++) {
+        if (c->slots[i].node) {
+            store_stackkey_t k = {c->slots[i].h1, c->slots[i].h2};
+            slots[stackcache_find(slots, n - 1, &k)] = c->slots[i];
+        }
+    }
+    lc_free(c->slots);
+    c->slots = slots;
+    c->mask = n - 1;
+}
+
+void lc_store__stackcache_put(store_stackcache_t *c, const store_stackkey_t *k, uint32_t node)
+{
+    if (node == 0)
+        return;
+    if (c->count >= STORE_STACKCACHE_MAX) { /* start over rather than grow without end */
+        memset(c->slots, 0, (c->mask + 1) * sizeof(*c->slots));
+        c->count = 0;
+    }
+    store_stackslot_t *slot = &c->slots[stackcache_find(c->slots, c->mask, k)];
+    if (!slot->node)
+        c->count++;
+    *slot = (store_stackslot_t){.h1 = k->h1, .h2 = k->h2, .node = node};
+    if (slots_need_grow(c->count, c->mask))
+        stackcache_grow(c);
 }
 
 /* ---------------------------------------------------------------- idmap */

@@ -4,7 +4,8 @@
  * counters. Built lazily the first time a batch writes to a block since it was
  * opened, by scanning the block's tables (so ids continue after a restart),
  * and dropped when a batch aborts (LMDB rolled back, so the maps must too) or
- * the environment is closed.
+ * the environment is closed. The stack cache (whole stack -> node) goes with
+ * the node table it points into.
  */
 #include <string.h>
 
@@ -20,6 +21,7 @@ void lc_store__wstate_free(store_wstate_t *ws)
     lc_store__symtab_fini(&ws->locations);
     lc_store__symtab_fini(&ws->series);
     lc_store__nodetab_fini(&ws->nodes);
+    lc_store__stackcache_fini(&ws->stacks);
     lc_free(ws);
 }
 
@@ -98,6 +100,7 @@ static void wstate_init(store_wstate_t *ws)
     lc_store__symtab_init(&ws->locations);
     lc_store__symtab_init(&ws->series);
     lc_store__nodetab_init(&ws->nodes);
+    lc_store__stackcache_init(&ws->stacks); /* starts empty: filled as stacks are walked */
 }
 
 int lc_store__wstate_load(MDB_txn *txn, const MDB_dbi *dbi, store_wstate_t **out)

@@ -1006,6 +1006,98 @@ static void test_abort_leaves_nothing(void)
     tmp_cleanup();
 }
 
+/* ---------------------------------------------------------------- stack cache */
+
+/* What service `svc` holds at time t equals the stacks and values of l. */
+static void expect_stored_as(lc_store_t *s, const char *svc, int64_t t, const loaded_t *l,
+                             size_t vi)
+{
+    lc_store_reader_t *r;
+    LC_ASSERT_OK(lc_store_read_begin(s, t, t, &r));
+    lc_block_t *b = lc_store_reader_block(r, 0);
+    char sel[128];
+    snprintf(sel, sizeof(sel), "{service_name=\"%s\"}", svc);
+    found_t f = find_series(b, "t", sel);
+    LC_ASSERT_EQ(f.n, 1);
+    profs_t ps = profiles_of(b, f.ids[0], t, t);
+    LC_ASSERT_EQ(ps.n, 1);
+    int64_t sum;
+    sums_t want = pprof_sums(l, vi, NULL), got = stored_sums(b, &ps.v[0], &sum);
+    sums_expect_equal(&want, &got);
+    expect_tree_ordered(b);
+    profs_free(&ps);
+    lc_store_read_end(r);
+}
+
+static void write_as(lc_store_t *s, const char *svc, int64_t t, const loaded_t *l, size_t vi)
+{
+    lc_labels_t ls;
+    labels_of(&ls, svc, "cpu");
+    LC_ASSERT_OK(write_one(s, "t", &ls, t, l, vi, NULL));
+    lc_labels_fini(&ls);
+}
+
+/* Stacks cut at the root (new paths) or at the leaf (prefixes of known ones). */
+static void cut_stacks(loaded_t *l, bool root)
+{
+    for (size_t i = 0; i < l->p->n_sample; i++) {
+        Google__V1__Sample *smp = l->p->sample[i];
+        if (smp->n_location_id < 2)
+            continue;
+        smp->n_location_id--;
+        if (!root)
+            smp->location_id++;
+    }
+}
+
+/* Whole stacks come from the block's stack cache once seen: profiles whose
+ * stacks are new, the same, prefixes or other paths must all read back as
+ * written, and an aborted batch must not leave cached stacks behind. */
+static void test_stack_cache_profile_after_profile(void)
+{
+    loaded_t heap = load_pprof("pyroscope-heap"), java = load_pprof("pyroscope-profile_java");
+    loaded_t no_root = load_pprof("pyroscope-heap"), no_leaf = load_pprof("pyroscope-heap");
+    cut_stacks(&no_root, true);
+    cut_stacks(&no_leaf, false);
+    lc_store_t *s = store_open(tmp_dir());
+    write_as(s, "heap1", T0 + 1, &heap, 3);
+    write_as(s, "java", T0 + 2, &java, 0);
+    write_as(s, "heap2", T0 + 3, &heap, 3); /* every stack cached */
+    lc_block_info_t before = block_info_at(s, T0);
+    write_as(s, "no-leaf", T0 + 4, &no_leaf, 3); /* nodes exist, stacks not cached */
+    LC_ASSERT_EQ(block_info_at(s, T0).nodes, before.nodes);
+
+    lc_labels_t ls; /* new nodes and cached stacks in a batch that is rolled back */
+    labels_of(&ls, "aborted", "cpu");
+    lc_store_txn_t *txn;
+    lc_store_write_t w = {.tenant = "t",
+                          .labels = &ls,
+                          .time_ns = T0 + 5,
+                          .profile = no_root.p,
+                          .index = no_root.ix,
+                          .value_index = 3};
+    LC_ASSERT_OK(lc_store_write_begin(s, &txn));
+    LC_ASSERT_OK(lc_store_write_profile(txn, &w));
+    lc_store_write_abort(txn);
+    lc_labels_fini(&ls);
+    write_as(s, "java2", T0 + 6, &java, 0);
+    write_as(s, "no-root", T0 + 7, &no_root, 3);
+    LC_CHECK(block_info_at(s, T0).nodes > before.nodes);
+
+    expect_stored_as(s, "heap1", T0 + 1, &heap, 3);
+    expect_stored_as(s, "java", T0 + 2, &java, 0);
+    expect_stored_as(s, "heap2", T0 + 3, &heap, 3);
+    expect_stored_as(s, "no-leaf", T0 + 4, &no_leaf, 3);
+    expect_stored_as(s, "java2", T0 + 6, &java, 0);
+    expect_stored_as(s, "no-root", T0 + 7, &no_root, 3);
+    lc_arena_free(heap.arena);
+    lc_arena_free(java.arena);
+    lc_arena_free(no_root.arena);
+    lc_arena_free(no_leaf.arena);
+    lc_store_close(s);
+    tmp_cleanup();
+}
+
 static void test_applied_ids(void)
 {
     lc_store_t *s = store_open(tmp_dir());
@@ -1649,9 +1741,9 @@ LC_TEST_MAIN(test_hand_stacks_render_back, test_hand_symbols_read_back,
              test_hand_second_type_and_info, test_real_heap_four_types, test_real_heap_pinned,
              test_pinned_sample_subsets, test_real_large_cpu, test_real_gzip_truncated,
              test_real_java, test_real_span_ids, test_dedup_same_profile_twice,
-             test_restart_keeps_data_and_ids, test_abort_leaves_nothing, test_applied_ids,
-             test_selectors_and_tenants, test_blocks_and_time_ranges, test_negative_times,
-             test_retention_drops_old_blocks, test_map_full_is_an_error_and_recoverable,
-             test_concurrent_readers_writer_retention, test_sample_iter_rejects_corrupt,
-             test_timing_large_cpu_x100, test_timing_heap_pinned_vs_not,
-             test_timing_small_cpu_batches)
+             test_restart_keeps_data_and_ids, test_abort_leaves_nothing,
+             test_stack_cache_profile_after_profile, test_applied_ids, test_selectors_and_tenants,
+             test_blocks_and_time_ranges, test_negative_times, test_retention_drops_old_blocks,
+             test_map_full_is_an_error_and_recoverable, test_concurrent_readers_writer_retention,
+             test_sample_iter_rejects_corrupt, test_timing_large_cpu_x100,
+             test_timing_heap_pinned_vs_not, test_timing_small_cpu_batches)
