@@ -46,7 +46,7 @@ static void memo_reset(store_memo_t *m, size_t n)
     lc_store__idmap_clear(&m->sparse);
 }
 
-static bool memo_get(const store_memo_t *m, uint64_t id, uint32_t *out)
+static inline bool memo_get(const store_memo_t *m, uint64_t id, uint32_t *out)
 {
     if (id <= m->n_dense) {
         *out = m->dense[id] - 1;
@@ -324,14 +324,16 @@ static int stacks_walk(store_resolver_t *r, const uint32_t *todo, size_t n)
 }
 
 /* The stack cache key of a sample: its frames' location ids, root first, and
- * its depth, through two differently seeded hash chains. */
+ * its depth, through two differently seeded hash chains. Once a profile's
+ * locations are known (its first samples), each frame is a memo array read. */
 static int stack_key(store_resolver_t *r, const Google__V1__Sample *smp, store_stackkey_t *key)
 {
     const store_stackcache_t *c = &r->ws->stacks;
     uint64_t h1 = c->seed1, h2 = c->seed2;
     for (size_t d = smp->n_location_id; d-- > 0;) {
         uint32_t loc;
-        int rc = location_id(r, smp->location_id[d], &loc);
+        uint64_t id = smp->location_id[d];
+        int rc = memo_get(&r->locs, id, &loc) ? 0 : location_id(r, id, &loc);
         if (rc)
             return rc;
         h1 = store_mix64(h1 ^ loc);
