@@ -9,12 +9,25 @@ ember. For ember two figures are printed: acknowledged (HTTP 200) and stored
 (every acknowledged profile visible to SelectSeries, i.e. including the time
 the writer needed to drain its queue). Same run, same machine, same requests.
 
+Because the machine may be shared, ember's own CPU time (user+sys of the
+process, all threads, from the first measured request until everything is
+stored) is printed too: CPU ms per profile does not depend on what else runs.
+--perf-stat additionally attaches `perf stat -e task-clock` to ember for the
+same window; --callgrind OUT runs ember under valgrind's callgrind and counts
+its instructions for that window only (deterministic, but about 50x slower:
+use it with --requests 300 --conns 4).
+
+--only K sends only the K-th profile of the mix (0 = B1, the small Go CPU
+profile of perf-anchors §7.2).
+
 usage: bench/ingest_bench.py BUILD_DIR [--conns 16] [--requests 4000] [--variants 20] [--pods 100]
+                             [--perf-stat] [--callgrind OUT] [--only K]
 """
 import argparse
 import gzip
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -34,33 +47,42 @@ def main():
     ap.add_argument("--requests", type=int, default=4000)
     ap.add_argument("--variants", type=int, default=20)
     ap.add_argument("--pods", type=int, default=100)
+    ap.add_argument("--perf-stat", action="store_true",
+                    help="also attach `perf stat -e task-clock` to ember while measuring")
+    ap.add_argument("--callgrind", metavar="OUT",
+                    help="run ember under callgrind, counting instructions while measuring")
+    ap.add_argument("--only", type=int, metavar="K", help="send only profile K of the mix")
     a = ap.parse_args()
-    os.environ["EMBER_BIN_DIR"] = os.path.abspath(a.build_dir)
+    mix = MIX if a.only is None else (MIX[a.only],)
+    tmp = tempfile.mkdtemp(prefix="ember-bench-ingest-")
+    bin_dir = os.path.abspath(a.build_dir)
+    if a.callgrind:
+        bin_dir = callgrind_bin_dir(bin_dir, os.path.abspath(a.callgrind), tmp)
+    os.environ["EMBER_BIN_DIR"] = bin_dir
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "integration"))
     import harness as h
 
     load_bin = os.path.join(a.build_dir, "bench", "ingest_load")
     sink_bin = os.path.join(a.build_dir, "bench", "http_sink")
     man = h.manifest()
-    tmp = tempfile.mkdtemp(prefix="ember-bench-ingest-")
     base_ns = time.time_ns() - 30 * 60 * 10**9
     bodies = []
     for v in range(a.variants):
-        for k, rel in enumerate(MIX):
-            raw = h.set_time_nanos(h.read_testdata(rel), base_ns + (v * len(MIX) + k) * 10**9)
+        for k, rel in enumerate(mix):
+            raw = h.set_time_nanos(h.read_testdata(rel), base_ns + (v * len(mix) + k) * 10**9)
             p = os.path.join(tmp, f"v{v}-{k}.pb.gz")
             with open(p, "wb") as f:
                 f.write(gzip.compress(raw, compresslevel=1))   # Go's pprof writer uses BestSpeed
             bodies.append(p)
     if a.requests > len(bodies) * a.pods:
-        sys.exit(f"--requests must be <= variants*{len(MIX)}*pods = {len(bodies) * a.pods} (distinct series,time)")
-    # request i carries body i % len(bodies), i.e. file i % len(MIX)
-    per_file = [a.requests // len(MIX) + (k < a.requests % len(MIX)) for k in range(len(MIX))]
-    samples = sum(n * man[rel]["samples"] for n, rel in zip(per_file, MIX))
-    raw_bytes = sum(n * len(h.gunzip_if(h.read_testdata(rel))) for n, rel in zip(per_file, MIX))
+        sys.exit(f"--requests must be <= variants*{len(mix)}*pods = {len(bodies) * a.pods} (distinct series,time)")
+    # request i carries body i % len(bodies), i.e. file i % len(mix)
+    per_file = [a.requests // len(mix) + (k < a.requests % len(mix)) for k in range(len(mix))]
+    samples = sum(n * man[rel]["samples"] for n, rel in zip(per_file, mix))
+    raw_bytes = sum(n * len(h.gunzip_if(h.read_testdata(rel))) for n, rel in zip(per_file, mix))
 
     def run_load(port, app, n=a.requests):
-        r = subprocess.run([load_bin, str(port), str(a.conns), str(n), str(len(MIX)), str(a.pods), app, *bodies],
+        r = subprocess.run([load_bin, str(port), str(a.conns), str(n), str(len(mix)), str(a.pods), app, *bodies],
                            capture_output=True, text=True, check=True)
         return json.loads(r.stdout)
 
@@ -76,16 +98,20 @@ def main():
 
     # ---- ember
     srv = h.Ember(log_level="warn")
-    srv.start()
+    srv.start(timeout=120 if a.callgrind else 20)
     try:
         run_load(srv.port, "warmup", 200)
+        perf = start_perf_stat(srv.proc.pid) if a.perf_stat else None
+        if a.callgrind:
+            callgrind_control(srv.proc.pid, "--instr=on")
+        cpu0 = cpu_seconds(srv.proc.pid)
         res = run_load(srv.port, "bench-app")
         t_end = time.monotonic()
         window = (base_ns // 10**6 - 60_000, h.now_ms() + 60_000)
 
         def stored():
             out = []
-            for k, rel in enumerate(MIX):
+            for k, rel in enumerate(mix):
                 e = man[rel]
                 name = h.ingest_metric_name([st["type"] for st in e["sample_types"]])
                 st = e["sample_types"][-1]
@@ -101,6 +127,10 @@ def main():
                 break
             time.sleep(0.1)
         drain = time.monotonic() - t_end
+        cpu = cpu_seconds(srv.proc.pid) - cpu0
+        if a.callgrind:
+            callgrind_control(srv.proc.pid, "--instr=off")
+        perf_out = stop_perf_stat(perf)
         peak = srv.rss_peak_kib()
     finally:
         srv.cleanup()
@@ -112,8 +142,8 @@ def main():
                 f"{r['p50_ms']:>9.2f}{r['p99_ms']:>9.2f}")
 
     print(f"ingest benchmark: {a.requests} requests over {a.conns} keep-alive connections, "
-          f"mix of {len(MIX)} real profiles x {a.variants} variants, {a.pods} pods")
-    print(f"  mix: {', '.join(os.path.basename(m) for m in MIX)}; "
+          f"mix of {len(mix)} real profiles x {a.variants} variants, {a.pods} pods")
+    print(f"  mix: {', '.join(os.path.basename(m) for m in mix)}; "
           f"avg {samples / a.requests:,.0f} samples, {res['body_bytes'] / a.requests / 1024:,.1f} KiB gz per request")
     print(f"{'':<34}{'profiles/s':>12}{'samples/s':>14}{'MB/s gz':>10}{'MB/s raw':>10}{'p50 ms':>9}{'p99 ms':>9}")
     print(row("http_sink (floor, reads body only)", floor))
@@ -126,9 +156,65 @@ def main():
             print(f"  WARNING {label}: {r['non_2xx']} non-2xx, {r['errors']} transport errors")
     print(f"  ember/floor (acknowledged): {floor['seconds'] / res['seconds']:.3f}; "
           f"writer drain after the last ack: {drain * 1000:.0f} ms; ember peak RSS {peak / 1024:.0f} MiB")
+    print(f"  ember CPU (user+sys, all threads) from the first request until stored: {cpu:.2f} s = "
+          f"{cpu * 1000 / res['ok']:.2f} ms per profile, i.e. {res['ok'] / cpu:,.0f} profiles "
+          f"per CPU-second")
+    if perf_out:
+        print("  perf stat on ember for the same window:\n    " + "\n    ".join(perf_out))
+    if a.callgrind:
+        ir = callgrind_total(a.callgrind)
+        print(f"  callgrind: {ir:,} instructions in ember for the same window = "
+              f"{ir / res['ok']:,.0f} per profile ({a.callgrind})")
     print("  reference (perf-anchors.md §7.3, 2 cores, end to end): B1 target >= 1,000 profiles/s; "
           "Pyroscope v2 ~550 profiles/s on 2 cores; >= 250k samples/s per core")
     return 0 if ok and not res["non_2xx"] and not res["errors"] else 1
+
+
+def cpu_seconds(pid):
+    """user+sys CPU time of a process (all its threads) so far, in seconds."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def callgrind_bin_dir(build_dir, out, tmp):
+    """A bin dir whose ember is the real one under callgrind, collecting nothing
+    until callgrind_control switches instrumentation on."""
+    d = os.path.join(tmp, "callgrind-bin", "services", "ember")
+    os.makedirs(d)
+    script = os.path.join(d, "ember")
+    with open(script, "w") as f:
+        f.write("#!/bin/sh\nexec valgrind --tool=callgrind --instr-atstart=no "
+                f"--callgrind-out-file={out} {build_dir}/services/ember/ember \"$@\"\n")
+    os.chmod(script, 0o755)
+    return os.path.join(tmp, "callgrind-bin")
+
+
+def callgrind_control(pid, *args):
+    subprocess.run(["callgrind_control", *args, str(pid)], check=True, stdout=subprocess.DEVNULL)
+
+
+def callgrind_total(path):
+    """Instructions counted in a callgrind output (written when ember exits)."""
+    with open(path) as f:
+        for line in f:
+            if line.startswith("totals:"):     # "summary:" stays 0 with --instr-atstart=no
+                return int(line.split()[1])
+    raise AssertionError(f"no totals in {path}")
+
+
+def start_perf_stat(pid):
+    return subprocess.Popen(["perf", "stat", "-e", "task-clock", "-p", str(pid)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+
+
+def stop_perf_stat(perf):
+    """Stops our own perf child (SIGINT makes it print) and returns its report lines."""
+    if perf is None:
+        return None
+    perf.send_signal(signal.SIGINT)
+    _, err = perf.communicate(timeout=30)
+    return [line.strip() for line in err.splitlines() if "task-clock" in line or "elapsed" in line]
 
 
 if __name__ == "__main__":
