@@ -67,7 +67,7 @@ class Redis:
             g = groups[0] if groups else {}
             got[key.decode()] = {"added": info.get("entries-added", 0),
                                  "pending": g.get("pending", 0),
-                                 "lag": g.get("lag", 0) or 0}
+                                 "lag": _lag(info, g)}
         return got
 
     def totals(self):
@@ -137,6 +137,20 @@ def _resp(f):
         n = int(rest)
         return None if n < 0 else [_resp(f) for _ in range(n)]
     raise RuntimeError(f"unexpected RESP {line!r}")
+
+
+def _lag(stream_info, group):
+    """Entries not yet delivered to the group. Redis reports lag as nil when it
+    cannot count it (after trimming, or before the group read anything), so
+    nil only counts as drained when the group has delivered the stream's last
+    entry; a stream without a group has delivered nothing."""
+    if not group:
+        return stream_info.get("length", 0)
+    last = stream_info.get("last-generated-id")
+    if last is not None and group.get("last-delivered-id") == last:
+        return 0
+    lag = group.get("lag")
+    return 1 if lag is None else lag
 
 
 def _pairs(flat):
