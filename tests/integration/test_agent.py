@@ -258,7 +258,13 @@ class AgentTest(unittest.TestCase):
         nodes = self.settled_nodes(run)
         jit = [n for n in nodes if n["name"] == "jit_hot_loop"]
         self.assertTrue(jit, f"no jit_hot_loop in {sorted(totals_by_name(nodes))[:30]}")
-        self.assertTrue(all("main" in n["path"] for n in jit))
+        # A sample on the stub's first or last instruction (before push rbp,
+        # after pop rbp) unwinds through its caller's frame and skips the
+        # caller, main, as frame-pointer unwinding does (perf too); nearly all
+        # of its time must still be under main.
+        under_main = sum(n["total"] for n in jit if "main" in n["path"])
+        self.assertGreaterEqual(under_main, 0.9 * sum(n["total"] for n in jit),
+                                [(n["path"], n["total"]) for n in jit])
 
     def test_metrics_and_ready(self):
         self.assertEqual(self.srv.request("GET", "/ready").status, 200)
