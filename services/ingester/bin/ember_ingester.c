@@ -25,6 +25,7 @@
 
 #include <uv.h>
 
+#include "ingest_cfg.h"
 #include "ingester.h"
 #include "lc/cfg.h"
 #include "lc/httpd.h"
@@ -65,30 +66,7 @@ typedef struct ingester_cfg_s {
 
 /* The same names (and EMBER_* variables) as `ember`'s flags. */
 static const lc_cfg_entry_t cfg_table[] = {
-    CFG("config.file", LC_CFG_STRING, config_file, NULL, "YAML file with any of these settings"),
-    CFG("http.address", LC_CFG_STRING, http_address, "0.0.0.0:4040", "HTTP listen address"),
-    CFG("data.dir", LC_CFG_STRING, data_dir, "./data", "directory of the LMDB blocks"),
-    CFG("log.level", LC_CFG_STRING, log_level, "info", "debug, info, warn or error"),
-    CFG("retention", LC_CFG_DURATION, retention_ns, "0",
-        "drop blocks older than this (0 keeps everything)"),
-    CFG("storage.block-duration", LC_CFG_DURATION, block_duration_ns, "1h",
-        "time span of one storage block"),
-    CFG("storage.map-size", LC_CFG_BYTES, map_size_bytes, "16GiB",
-        "LMDB map size per block (sparse; an upper bound, not an allocation)"),
-    CFG("http.max-body-bytes", LC_CFG_BYTES, max_body_bytes, "256MiB",
-        "largest request body accepted (413 above)"),
-    CFG("ingest.max-profile-bytes", LC_CFG_BYTES, max_profile_bytes, "64MiB",
-        "largest decompressed profile accepted"),
-    CFG("ingest.max-samples", LC_CFG_INT, max_samples, "1000000",
-        "most samples accepted in one profile"),
-    CFG("ingest.reject-older-than", LC_CFG_DURATION, reject_older_than_ns, "0",
-        "reject profiles older than this (0 accepts any age: backfill works)"),
-    CFG("ingest.reject-newer-than", LC_CFG_DURATION, reject_newer_than_ns, "0",
-        "reject profiles further than this in the future (0 = no limit)"),
-    CFG("ingest.max-backlog-bytes", LC_CFG_BYTES, max_backlog_bytes, "256MiB",
-        "profiles waiting for the writer before receivers answer 429"),
-    CFG("auth.multitenancy-enabled", LC_CFG_BOOL, multitenancy, "false",
-        "require X-Scope-OrgID and keep tenants apart"),
+    ING_CFG_COMMON(CFG)
     CFG("redis.url", LC_CFG_STRING, redis_url, "",
         "redis://host:port of the streams and the membership ('' = standalone)"),
     CFG("ingester.advertise-url", LC_CFG_STRING, advertise_url, "",
