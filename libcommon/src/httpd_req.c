@@ -12,6 +12,7 @@
 
 #include "httpd_int.h"
 #include "lc/log.h"
+#include "lc/metrics.h"
 
 #define RESP_BODY_KEEP_BYTES (64 * 1024)
 
@@ -319,4 +320,17 @@ int lc_httpd__format_head(const lc_http_req_t *req, bool keep_alive, lc_buf_t *h
     if (rc == 0)
         rc = lc_buf_printf(head, "Connection: %s\r\n\r\n", keep_alive ? "keep-alive" : "close");
     return rc;
+}
+
+#define METRICS_MAX_BYTES (64u << 20)
+
+void lc_http_reply_metrics(lc_http_req_t *req, lc_metrics_t *m)
+{
+    lc_buf_t body;
+    lc_buf_init(&body, METRICS_MAX_BYTES);
+    if (lc_metrics_render(m, &body) == 0)
+        lc_http_reply(req, 200, "text/plain; version=0.0.4", body.data, body.len);
+    else
+        lc_http_reply(req, 500, "text/plain", "metrics too large", 17);
+    lc_buf_fini(&body);
 }

@@ -107,6 +107,9 @@ void lc_http_error(lc_http_req_t *req, const lc_status_t *st);
 /* Sets status, Content-Type and body in one call. */
 void lc_http_reply(lc_http_req_t *req, int status, const char *content_type, const void *body,
                    size_t len);
+/* Answers with the Prometheus text exposition of every metric in m (the
+ * /metrics endpoint of every ember binary); 500 if it passes 64 MiB. */
+void lc_http_reply_metrics(lc_http_req_t *req, lc_metrics_t *m);
 /* Completes a request whose handler returned LC_HTTP_PENDING (loop thread). */
 void lc_http_finish(lc_http_req_t *req);
 

@@ -107,13 +107,7 @@ static lc_http_result_t metrics_handler(lc_http_req_t *req, void *data)
     lc_transport_stats(e->transport, &ts);
     lc_metric_set(e->backlog_bytes, (double)ts.backlog_bytes);
     lc_metric_set(e->backlog_msgs, (double)ts.backlog_msgs);
-    lc_buf_t body;
-    lc_buf_init(&body, 64u << 20);
-    if (lc_metrics_render(e->metrics, &body) == 0)
-        lc_http_reply(req, 200, "text/plain; version=0.0.4", body.data, body.len);
-    else
-        lc_http_reply(req, 500, "text/plain", "metrics too large", 17);
-    lc_buf_fini(&body);
+    lc_http_reply_metrics(req, e->metrics);
     return LC_HTTP_DONE;
 }
 

@@ -134,13 +134,7 @@ static lc_http_result_t metrics_handler(lc_http_req_t *req, void *data)
     lc_metric_set(g->backlog_msgs, (double)ts.backlog_msgs);
     if (g->redis_up) /* standalone only; the redis transport has its own */
         lc_metric_set(g->redis_up, 0);
-    lc_buf_t body;
-    lc_buf_init(&body, 64u << 20);
-    if (lc_metrics_render(g->metrics, &body) == 0)
-        lc_http_reply(req, 200, "text/plain; version=0.0.4", body.data, body.len);
-    else
-        lc_http_reply(req, 500, "text/plain", "metrics too large", 17);
-    lc_buf_fini(&body);
+    lc_http_reply_metrics(req, g->metrics);
     return LC_HTTP_DONE;
 }
 

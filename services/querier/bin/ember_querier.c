@@ -90,13 +90,7 @@ static lc_http_result_t metrics_handler(lc_http_req_t *req, void *data)
 {
     querier_t *q = data;
     lc_metric_set(q->redis_up, q->watch && lc_members_is_up(q->watch) ? 1 : 0);
-    lc_buf_t body;
-    lc_buf_init(&body, 64u << 20);
-    if (lc_metrics_render(q->metrics, &body) == 0)
-        lc_http_reply(req, 200, "text/plain; version=0.0.4", body.data, body.len);
-    else
-        lc_http_reply(req, 500, "text/plain", "metrics too large", 17);
-    lc_buf_fini(&body);
+    lc_http_reply_metrics(req, q->metrics);
     return LC_HTTP_DONE;
 }
 

@@ -104,13 +104,7 @@ static lc_http_result_t svc_ready(lc_http_req_t *req, void *data)
 static lc_http_result_t svc_metrics(lc_http_req_t *req, void *data)
 {
     svc_t *s = data;
-    lc_buf_t body;
-    lc_buf_init(&body, 64u << 20);
-    if (lc_metrics_render(s->metrics, &body) == 0)
-        lc_http_reply(req, 200, "text/plain; version=0.0.4", body.data, body.len);
-    else
-        lc_http_reply(req, 500, "text/plain", "metrics too large", 17);
-    lc_buf_fini(&body);
+    lc_http_reply_metrics(req, s->metrics);
     return LC_HTTP_DONE;
 }
 
