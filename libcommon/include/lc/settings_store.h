@@ -3,10 +3,11 @@
  * the storage behind settings.v1.SettingsService (pyroscope-api.md §8.2).
  *
  * One interface, several backends: the all-in-one process keeps settings in a
- * small LMDB environment of its own (<data.dir>/settings/); a distributed
- * querier can add a shared backend (e.g. Redis) by providing lc_settings_ops_t
- * and an open function. The public calls check the caps below before any
- * backend sees the input, so every backend enforces the same limits.
+ * small LMDB environment of its own (<data.dir>/settings/); distributed
+ * queriers share theirs in Redis (settings_redis.c), so a setting written
+ * through one is read through every other. The public calls check the caps
+ * below before any backend sees the input, so every backend enforces the same
+ * limits.
  *
  * Rules (Pyroscope's settings store): a write carrying an older modified-at
  * than the stored one loses (-EEXIST); listing is sorted by name, byte-wise;
@@ -54,6 +55,13 @@ struct lc_settings_store_s {
 /* Opens (creating it if needed) the LMDB backend in dir. LC_ESTORE on LMDB
  * failures (logged with LMDB's text), -errno when dir cannot be created. */
 int lc_settings_store_open_lmdb(const char *dir, lc_settings_store_t **out) LC_MUST_CHECK;
+/* The Redis backend at url (redis://[[user]:password@]host[:port][/db]): one
+ * hash per tenant, "ember:settings:<tenant>". Connects on first use (so it
+ * opens while Redis is down) with timeout_ms (0: 2000) on connect and on every
+ * command; LC_EINPUT for a bad URL. Its calls return -ENOTCONN while Redis
+ * cannot be reached and LC_ESTORE (logged) when Redis answers an error. */
+int lc_settings_store_open_redis(const char *url, uint32_t timeout_ms,
+                                 lc_settings_store_t **out) LC_MUST_CHECK;
 void lc_settings_store_free(lc_settings_store_t *s);
 
 /* ---- operations ---- */

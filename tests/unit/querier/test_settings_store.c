@@ -1,8 +1,12 @@
 /*
  * test_settings_store.c — the per-tenant settings store (lc/settings_store.h)
- * with its LMDB backend in a temporary directory: persistence across reopen,
- * order, tenant isolation (including tenants that are prefixes of each
- * other), the "older write loses" rule, deletes, and every cap.
+ * with each backend: LMDB in a temporary directory, then Redis (a real
+ * redis-server child). The same tests run against both: persistence across
+ * reopen, order, tenant isolation (including tenants that are prefixes of
+ * each other), the "older write loses" rule (negative and extreme stamps
+ * too), deletes, and every cap. Redis only: two stores on one server see each
+ * other's writes, the calls fail with -ENOTCONN while the server is down and
+ * work again once it is back, without reopening the store.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -12,14 +16,22 @@
 
 #include "lc/settings_store.h"
 #include "lc_test.h"
+#include "libcommon/test_redis_server.h"
 
 static char dir[] = "/tmp/ember-settings-XXXXXX";
 static char path[sizeof(dir) + 32];
+static test_redis_t redis;
+static bool use_redis; /* which backend open_store opens */
 
 static lc_settings_store_t *open_store(void)
 {
     lc_settings_store_t *s = NULL;
-    LC_ASSERT_OK(lc_settings_store_open_lmdb(path, &s));
+    if (use_redis)
+        LC_ASSERT_OK(lc_settings_store_open_redis(redis.url, 2000, &s));
+    else
+        LC_ASSERT_OK(lc_settings_store_open_lmdb(path, &s));
+    if (!s)
+        exit(1);
     return s;
 }
 
@@ -176,12 +188,129 @@ static void test_count_cap_per_tenant(void)
     lc_settings_store_free(s);
 }
 
+/* Stamps compare as numbers across the whole int64 range (Redis keeps them
+ * as text: order must not depend on the digits' count or the sign). */
+static void test_stamp_order_extremes(void)
+{
+    lc_settings_store_t *s = open_store();
+    LC_ASSERT_OK(set(s, "t6", "k", "min", INT64_MIN));
+    LC_ASSERT_OK(set(s, "t6", "k", "neg", -1));
+    LC_ASSERT_EQ(set(s, "t6", "k", "older", -2), -EEXIST);
+    LC_ASSERT_OK(set(s, "t6", "k", "nine", 9));
+    LC_ASSERT_EQ(set(s, "t6", "k", "eight", 8), -EEXIST);
+    LC_ASSERT_OK(set(s, "t6", "k", "ten", 10)); /* one more digit */
+    LC_ASSERT_OK(set(s, "t6", "k", "max", INT64_MAX));
+    LC_ASSERT_EQ(set(s, "t6", "k", "big", INT64_MAX - 1), -EEXIST);
+    char got[128];
+    listing(s, "t6", got, sizeof(got));
+    LC_ASSERT_STR_EQ(got, "k=max@9223372036854775807;");
+    LC_ASSERT_EQ(lc_settings_store_delete(s, "t6", "k", INT64_MAX - 1), -EEXIST);
+    LC_ASSERT_OK(lc_settings_store_delete(s, "t6", "k", INT64_MAX));
+    listing(s, "t6", got, sizeof(got));
+    LC_ASSERT_STR_EQ(got, "");
+    lc_settings_store_free(s);
+}
+
+static void run_backend_tests(void)
+{
+    test_set_get_sorted_and_persisted();
+    test_tenants_isolated();
+    test_older_write_loses();
+    test_caps();
+    test_count_cap_per_tenant();
+    test_stamp_order_extremes();
+}
+
+static void test_lmdb(void)
+{
+    use_redis = false;
+    run_backend_tests();
+}
+
+static void test_redis_backend(void)
+{
+    LC_ASSERT_OK(test_redis_start(&redis, false));
+    if (redis.pid <= 0)
+        return;
+    use_redis = true;
+    run_backend_tests();
+}
+
+/* Two stores (two queriers) on one server: each sees the other's writes. */
+static void test_redis_shared(void)
+{
+    if (redis.pid <= 0)
+        return;
+    lc_settings_store_t *a = open_store(), *b = open_store();
+    LC_ASSERT_OK(set(a, "shared", "k", "from-a", 10));
+    char got[128];
+    listing(b, "shared", got, sizeof(got));
+    LC_ASSERT_STR_EQ(got, "k=from-a@10;");
+    LC_ASSERT_EQ(set(b, "shared", "k", "stale", 9), -EEXIST); /* a's write is newer */
+    LC_ASSERT_OK(lc_settings_store_delete(b, "shared", "k", 11));
+    listing(a, "shared", got, sizeof(got));
+    LC_ASSERT_STR_EQ(got, "");
+    /* what the hash holds: the stamp as 20 digits, then the value */
+    LC_ASSERT_OK(set(a, "shared", "k2", "v", 12));
+    LC_ASSERT_EQ(test_redis_int(&redis, "HLEN ember:settings:shared"), 1);
+    LC_ASSERT_EQ(test_redis_int(&redis, "HSTRLEN ember:settings:shared k2"), 21);
+    lc_settings_store_free(a);
+    lc_settings_store_free(b);
+}
+
+/* A hash not written by us is reported, not half-read. */
+static void test_redis_malformed(void)
+{
+    if (redis.pid <= 0)
+        return;
+    LC_ASSERT_EQ(test_redis_int(&redis, "HSET ember:settings:bad k short"), 1);
+    lc_settings_store_t *s = open_store();
+    lc_arena_t *a = lc_arena_new(1u << 20);
+    lc_setting_t *v;
+    size_t n;
+    LC_ASSERT_EQ(lc_settings_store_list(s, "bad", a, &v, &n), LC_ECORRUPT);
+    lc_arena_free(a);
+    lc_settings_store_free(s);
+}
+
+/* Redis down: -ENOTCONN at once (within the timeout); back: the same store
+ * works again (it reconnects on its own). */
+static void test_redis_down_and_back(void)
+{
+    if (redis.pid <= 0)
+        return;
+    lc_settings_store_t *s = open_store();
+    LC_ASSERT_OK(set(s, "t7", "k", "before", 1));
+    test_redis_stop(&redis, SIGKILL);
+    LC_ASSERT_EQ(set(s, "t7", "k", "during", 2), -ENOTCONN);
+    lc_arena_t *a = lc_arena_new(1u << 20);
+    lc_setting_t *v;
+    size_t n;
+    LC_ASSERT_EQ(lc_settings_store_list(s, "t7", a, &v, &n), -ENOTCONN);
+    LC_ASSERT_EQ(lc_settings_store_delete(s, "t7", "k", 3), -ENOTCONN);
+    lc_arena_free(a);
+    LC_ASSERT_OK(test_redis_restart(&redis)); /* no AOF: it comes back empty */
+    LC_ASSERT_OK(set(s, "t7", "k", "after", 4));
+    char got[128];
+    listing(s, "t7", got, sizeof(got));
+    LC_ASSERT_STR_EQ(got, "k=after@4;");
+    lc_settings_store_free(s);
+}
+
+static void test_redis_bad_url(void)
+{
+    lc_settings_store_t *s = NULL;
+    LC_ASSERT_EQ(lc_settings_store_open_redis("http://not-redis", 0, &s), LC_EINPUT);
+    LC_CHECK(s == NULL);
+}
+
 static void test_teardown(void)
 {
+    test_redis_finish(&redis);
     char cmd[256];
     snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
     LC_CHECK(system(cmd) == 0);
 }
 
-LC_TEST_MAIN(test_setup, test_set_get_sorted_and_persisted, test_tenants_isolated,
-             test_older_write_loses, test_caps, test_count_cap_per_tenant, test_teardown)
+LC_TEST_MAIN(test_setup, test_lmdb, test_redis_backend, test_redis_shared, test_redis_malformed,
+             test_redis_down_and_back, test_redis_bad_url, test_teardown)
