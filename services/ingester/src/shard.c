@@ -10,7 +10,9 @@
  * with per-bucket COUNTS next to the sums (an average of averages is wrong),
  * so /ember.v1.ShardService/SelectSeries is served here: the engine computes
  * the sums (with every sample filter), and a second walk of the same profiles
- * counts them.
+ * counts them. The other is AnalyzeQuery with the keys of the series it
+ * counted (/ember.v1.ShardService/AnalyzeQuery), so the querier can count a
+ * series held by several ingesters once.
  */
 #include <math.h>
 #include <string.h>
@@ -20,6 +22,7 @@
 #include "shard.h"
 
 #define SHARD_SERIES_PATH "/ember.v1.ShardService/SelectSeries"
+#define SHARD_ANALYZE_PATH "/ember.v1.ShardService/AnalyzeQuery"
 
 struct ing_shard_s {
     qry_t *qry; /* the querier role on this store, truncating nothing */
@@ -177,6 +180,41 @@ static int shard_select_series(lc_http_req_t *req, const ProtobufCMessage *in,
     return rc ? -1 : 0;
 }
 
+/* ----------------------------------------------------------- AnalyzeQuery */
+
+static int analyze_reply(const qry_analysis_t *a, lc_arena_t *arena, ProtobufCMessage **out,
+                         lc_status_t *st)
+{
+    Ember__V1__AnalyzePartialResponse *resp = lc_arena_calloc(arena, 1, sizeof(*resp));
+    ProtobufCBinaryData *keys = lc_arena_calloc(arena, a->series.n + 1, sizeof(*keys));
+    if (!resp || !keys)
+        return qry_fail_arena(st);
+    *resp = (Ember__V1__AnalyzePartialResponse)EMBER__V1__ANALYZE_PARTIAL_RESPONSE__INIT;
+    resp->block_count = a->blocks;
+    resp->block_bytes = a->block_bytes;
+    resp->profile_count = a->profiles;
+    resp->sample_count = a->samples;
+    resp->profile_bytes = a->profile_bytes;
+    for (size_t i = 0; i < a->series.n; i++)
+        keys[i] = (ProtobufCBinaryData){.len = a->series.len[i], .data = (uint8_t *)a->series.v[i]};
+    resp->series_keys = keys;
+    resp->n_series_keys = a->series.n;
+    *out = &resp->base;
+    return 0;
+}
+
+static int shard_analyze(lc_http_req_t *req, const ProtobufCMessage *in, ProtobufCMessage **out,
+                         lc_status_t *st, void *data)
+{
+    ing_shard_t *sh = data;
+    qry_analysis_t a;
+    int rc = qry_analyze(sh->qry, req, (const Querier__V1__AnalyzeQueryRequest *)in, &a, st);
+    if (rc == 0)
+        rc = analyze_reply(&a, req->arena, out, st);
+    qry_analysis_fini(&a); /* the keys stay in the arena */
+    return rc;
+}
+
 /* ------------------------------------------------------------- lifecycle */
 
 int ing_shard_new(uv_loop_t *loop, lc_httpd_t *srv, lc_store_t *store, lc_metrics_t *metrics,
@@ -192,6 +230,10 @@ int ing_shard_new(uv_loop_t *loop, lc_httpd_t *srv, lc_store_t *store, lc_metric
         rc = lc_connect_register(srv, SHARD_SERIES_PATH,
                                  &querier__v1__select_series_request__descriptor,
                                  shard_select_series, sh);
+    if (rc == 0)
+        rc = lc_connect_register(srv, SHARD_ANALYZE_PATH,
+                                 &querier__v1__analyze_query_request__descriptor, shard_analyze,
+                                 sh);
     if (rc) {
         ing_shard_free(sh);
         return rc;

@@ -1,7 +1,8 @@
 /*
  * shard.h — an ingester's shard query API (shard.c): the querier role on this
  * ingester's store with nothing truncated, plus
- * /ember.v1.ShardService/SelectSeries (per-bucket sums and counts), for the
+ * /ember.v1.ShardService/SelectSeries (per-bucket sums and counts) and
+ * /ember.v1.ShardService/AnalyzeQuery (figures and series keys), for the
  * distributed querier's fan-out (services/querier/src/fanout*.c).
  */
 #ifndef EMBER_SHARD_H

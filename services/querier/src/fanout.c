@@ -377,16 +377,32 @@ static const struct {
     {"GetProfileStats", &types__v1__get_profile_stats_request__descriptor,
      fo_rpc_get_profile_stats},
     {"Diff", &querier__v1__diff_request__descriptor, fo_rpc_diff},
+    {"AnalyzeQuery", &querier__v1__analyze_query_request__descriptor, fo_rpc_analyze_query},
 };
 
-/* Not answered in distributed mode (yet): the method name for the error. */
+/* Not answered by ember at all: the same error (code and message) as the
+ * all-in-one's (querier.c), the method name for the message. */
 static const struct {
     const char *method;
     const ProtobufCMessageDescriptor *in;
 } unimplemented_methods[] = {
-    {"AnalyzeQuery", &querier__v1__analyze_query_request__descriptor},
     {"SelectHeatmap", &querier__v1__select_heatmap_request__descriptor},
 };
+
+/* The legacy HTTP endpoints (legacy_http.c) on top of the fan-out's RPCs. */
+static int register_legacy(qry_fanout_t *f, lc_httpd_t *srv)
+{
+    f->legacy = (qry_rpcs_t){
+        .select_merge_stacktraces = fo_rpc_select_merge_stacktraces,
+        .select_merge_profile = fo_rpc_select_merge_profile,
+        .select_series = fo_rpc_select_series,
+        .diff = fo_rpc_diff,
+        .profile_types = fo_rpc_profile_types,
+        .label_values = fo_rpc_label_values,
+        .data = f,
+    };
+    return qry_legacy_register(&f->legacy, srv);
+}
 
 static int register_routes(qry_fanout_t *f, lc_httpd_t *srv)
 {
@@ -408,7 +424,7 @@ static int register_routes(qry_fanout_t *f, lc_httpd_t *srv)
         rc = lc_connect_register(srv, path, unimplemented_methods[i].in, qry_rpc_unimplemented,
                                  (void *)unimplemented_methods[i].method);
     }
-    return rc;
+    return rc ? rc : register_legacy(f, srv);
 }
 
 int qry_fanout_new(uv_loop_t *loop, const qry_fanout_opts_t *opts, lc_httpd_t *srv,

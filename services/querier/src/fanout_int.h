@@ -3,6 +3,7 @@
  *
  *   fanout.c        the ingester set and the parallel shard calls (libcurl multi)
  *   fanout_rpc.c    the querier.v1 methods: forward, merge, truncate once
+ *   fanout_list.c   the listings and AnalyzeQuery: unions and sums
  *   fanout_merge.c  merging partial pprofs, series and listings
  */
 #ifndef EMBER_FANOUT_INT_H
@@ -32,6 +33,7 @@ struct qry_fanout_s {
     char **members; /* discovered through Redis */
     size_t n_members;
     fo_reply_route_t reply_routes[2];
+    qry_rpcs_t legacy; /* the legacy endpoints' RPCs: the fo_rpc_* below */
     lc_metric_t *shard_calls, *shard_errors;
 };
 
@@ -85,5 +87,7 @@ int fo_rpc_series(lc_http_req_t *req, const ProtobufCMessage *in, ProtobufCMessa
                   lc_status_t *st, void *data);
 int fo_rpc_get_profile_stats(lc_http_req_t *req, const ProtobufCMessage *in,
                              ProtobufCMessage **out, lc_status_t *st, void *data);
+int fo_rpc_analyze_query(lc_http_req_t *req, const ProtobufCMessage *in, ProtobufCMessage **out,
+                         lc_status_t *st, void *data);
 
 #endif

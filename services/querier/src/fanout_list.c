@@ -2,10 +2,12 @@
  * fanout_list.c — the listing methods by fan-out: ProfileTypes, LabelNames,
  * LabelValues, Series and GetProfileStats. Every ingester answers for the data
  * it holds; the answer is the union, sorted as the local querier sorts it.
+ * AnalyzeQuery too: its counts are sums, its series a union of keys.
  */
 #include <stdlib.h>
 #include <string.h>
 
+#include "ember/v1/shard.pb-c.h"
 #include "fanout_int.h"
 
 /* Calls method on every ingester with r and unpacks the answers as desc. */
@@ -206,4 +208,43 @@ int fo_rpc_get_profile_stats(lc_http_req_t *req, const ProtobufCMessage *in,
     }
     *out = &resp->base;
     return 0;
+}
+
+/* ------------------------------------------------------------ AnalyzeQuery */
+
+/* One ingester's figures into a: counts add, series join the key set (a
+ * series with profiles on several ingesters counts once, as in one store). */
+static int analysis_add(qry_analysis_t *a, const Ember__V1__AnalyzePartialResponse *p)
+{
+    a->blocks += p->block_count;
+    a->block_bytes += p->block_bytes;
+    a->profiles += p->profile_count;
+    a->samples += p->sample_count;
+    a->profile_bytes += p->profile_bytes;
+    int rc = 0;
+    for (size_t i = 0; i < p->n_series_keys && rc == 0; i++)
+        rc = qry_set_add(&a->series, p->series_keys[i].data, p->series_keys[i].len, NULL);
+    return rc;
+}
+
+int fo_rpc_analyze_query(lc_http_req_t *req, const ProtobufCMessage *in, ProtobufCMessage **out,
+                         lc_status_t *st, void *data)
+{
+    fo_answer_t *ans;
+    size_t n;
+    ProtobufCMessage **parts;
+    if (fo_call_all(data, req, FO_SHARD_SERVICE "AnalyzeQuery", in, &ans, &n, st) ||
+        fo_unpack_all(req, &ember__v1__analyze_partial_response__descriptor, ans, n, &parts, st))
+        return -1;
+    qry_analysis_t a = {0};
+    qry_set_init(&a.series, req->arena);
+    int rc = 0;
+    for (size_t i = 0; i < n && rc == 0; i++)
+        rc = analysis_add(&a, (const Ember__V1__AnalyzePartialResponse *)parts[i]);
+    if (rc)
+        rc = qry_fail(st, rc, "counting series");
+    else
+        rc = qry_analysis_response(req->arena, "ember ingester", n, &a, out, st);
+    qry_analysis_fini(&a);
+    return rc;
 }

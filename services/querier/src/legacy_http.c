@@ -5,7 +5,9 @@
  *
  * As in Pyroscope, each endpoint is a thin client of the querier's own RPCs
  * (called in-process on the same request, so tenancy, the §5.9 time-range
- * rules and max_nodes validation are the RPCs'): it parses the parameters,
+ * rules and max_nodes validation are the RPCs'). Which RPCs is a qry_rpcs_t:
+ * the local store's in `ember`, the fan-out's in `ember-querier`, so both
+ * processes serve these endpoints with the same code. Each parses the parameters,
  * calls SelectMergeStacktraces + SelectSeries, Diff, SelectMergeProfile or
  * ProfileTypes, and shapes the answer (legacy_json.c, legacy_dot.c). Errors
  * are Connect error JSON with the code's HTTP status (§7.5); parameter errors
@@ -263,12 +265,12 @@ static void fill_flamegraph(qry_flamebearer_t *fb, const Querier__V1__FlameGraph
 }
 
 /* The flame graph of the render (SelectMergeStacktraces, format flame graph). */
-static int render_flamegraph(lc_http_req_t *req, qry_t *qry, const legacy_query_t *q,
+static int render_flamegraph(lc_http_req_t *req, const qry_rpcs_t *rpcs, const legacy_query_t *q,
                              qry_flamebearer_t *fb, lc_status_t *st)
 {
     Querier__V1__SelectMergeStacktracesRequest r = stacktraces_request(q, legacy_max_nodes(req));
     qry_reply_t reply = {0};
-    int rc = qry_rpc_select_merge_stacktraces(req, &r.base, &reply, st, qry);
+    int rc = rpcs->select_merge_stacktraces(req, &r.base, &reply, st, rpcs->data);
     if (rc == 0) {
         const Querier__V1__SelectMergeStacktracesResponse *resp =
             (const Querier__V1__SelectMergeStacktracesResponse *)reply.msg;
@@ -318,7 +320,7 @@ static int render_groups(const Querier__V1__SelectSeriesResponse *resp, const ch
 }
 
 /* The timeline (and groups) of the render: SelectSeries at CalcPointInterval. */
-static int render_timeline(lc_http_req_t *req, qry_t *qry, const legacy_query_t *q,
+static int render_timeline(lc_http_req_t *req, const qry_rpcs_t *rpcs, const legacy_query_t *q,
                            qry_flamebearer_t *fb, qry_timeline_t *tl, lc_status_t *st)
 {
     const char **group_by;
@@ -337,7 +339,7 @@ static int render_timeline(lc_http_req_t *req, qry_t *qry, const legacy_query_t 
     r.n_group_by = n_group_by;
     r.aggregation = legacy_aggregation(req);
     ProtobufCMessage *out = NULL;
-    if (qry_rpc_select_series(req, &r.base, &out, st, qry))
+    if (rpcs->select_series(req, &r.base, &out, st, rpcs->data))
         return -1;
     const Querier__V1__SelectSeriesResponse *resp = (const Querier__V1__SelectSeriesResponse *)out;
     /* One series is the timeline; several (groupBy) leave it empty. */
@@ -364,7 +366,8 @@ static void send_flamebearer(lc_http_req_t *req, const qry_flamebearer_t *fb)
 }
 
 /* format=dot: the merged pprof (SelectMergeProfile) drawn as a call graph. */
-static int render_dot(lc_http_req_t *req, qry_t *qry, const legacy_query_t *q, lc_status_t *st)
+static int render_dot(lc_http_req_t *req, const qry_rpcs_t *rpcs, const legacy_query_t *q,
+                      lc_status_t *st)
 {
     int64_t source_nodes = DOT_SOURCE_MAX_NODES, dot_nodes = DOT_DEFAULT_NODES;
     int64_t max_nodes = legacy_max_nodes(req);
@@ -379,7 +382,7 @@ static int render_dot(lc_http_req_t *req, qry_t *qry, const legacy_query_t *q, l
     r.end = q->end_ms;
     r.max_nodes = source_nodes;
     qry_reply_t reply = {0};
-    int rc = qry_rpc_select_merge_profile(req, &r.base, &reply, st, qry);
+    int rc = rpcs->select_merge_profile(req, &r.base, &reply, st, rpcs->data);
     Google__V1__Profile *p = NULL;
     if (rc == 0) {
         ProtobufCAllocator alloc;
@@ -403,7 +406,7 @@ static int render_dot(lc_http_req_t *req, qry_t *qry, const legacy_query_t *q, l
 static lc_http_result_t render_work(lc_http_req_t *req, void *data)
 {
     static const legacy_fields_t fields = {"query", "from", "until"};
-    qry_t *qry = data;
+    const qry_rpcs_t *rpcs = data;
     lc_status_t st = {0};
     legacy_query_t q;
     qry_flamebearer_t fb = {0};
@@ -411,9 +414,9 @@ static lc_http_result_t render_work(lc_http_req_t *req, void *data)
     const char *format = lc_http_query(req, "format");
     int rc = parse_query(req, &fields, &q, &st);
     if (rc == 0 && format && strcmp(format, "dot") == 0)
-        rc = render_dot(req, qry, &q, &st);
-    else if (rc == 0 && (rc = render_flamegraph(req, qry, &q, &fb, &st)) == 0 &&
-             (rc = render_timeline(req, qry, &q, &fb, &tl, &st)) == 0)
+        rc = render_dot(req, rpcs, &q, &st);
+    else if (rc == 0 && (rc = render_flamegraph(req, rpcs, &q, &fb, &st)) == 0 &&
+             (rc = render_timeline(req, rpcs, &q, &fb, &tl, &st)) == 0)
         send_flamebearer(req, &fb);
     if (rc)
         legacy_error(req, &st);
@@ -422,7 +425,7 @@ static lc_http_result_t render_work(lc_http_req_t *req, void *data)
 
 /* ------------------------------------------------------------ render-diff */
 
-static int diff_flamebearer(lc_http_req_t *req, qry_t *qry, const legacy_query_t *left,
+static int diff_flamebearer(lc_http_req_t *req, const qry_rpcs_t *rpcs, const legacy_query_t *left,
                             const legacy_query_t *right, qry_flamebearer_t *fb, lc_status_t *st)
 {
     int64_t max_nodes = legacy_max_nodes(req);
@@ -432,7 +435,7 @@ static int diff_flamebearer(lc_http_req_t *req, qry_t *qry, const legacy_query_t
     d.left = &l;
     d.right = &r;
     ProtobufCMessage *out = NULL;
-    if (qry_rpc_diff(req, &d.base, &out, st, qry))
+    if (rpcs->diff(req, &d.base, &out, st, rpcs->data))
         return -1;
     const Querier__V1__FlameGraphDiff *fg = ((const Querier__V1__DiffResponse *)out)->flamegraph;
     fb->diff = true;
@@ -477,11 +480,12 @@ static lc_http_result_t render_diff_work(lc_http_req_t *req, void *data)
 /* ----------------------------------------------------------- label-values */
 
 /* label=__name__: every profile type ID (ProfileTypes). */
-static int profile_type_ids(lc_http_req_t *req, qry_t *qry, char ***ids, size_t *n, lc_status_t *st)
+static int profile_type_ids(lc_http_req_t *req, const qry_rpcs_t *rpcs, char ***ids, size_t *n,
+                            lc_status_t *st)
 {
     Querier__V1__ProfileTypesRequest r = QUERIER__V1__PROFILE_TYPES_REQUEST__INIT;
     ProtobufCMessage *out = NULL;
-    if (qry_rpc_profile_types(req, &r.base, &out, st, qry))
+    if (rpcs->profile_types(req, &r.base, &out, st, rpcs->data))
         return -1;
     const Querier__V1__ProfileTypesResponse *resp = (const Querier__V1__ProfileTypesResponse *)out;
     *ids = lc_arena_calloc(req->arena, resp->n_profile_types + 1, sizeof(**ids));
@@ -495,12 +499,12 @@ static int profile_type_ids(lc_http_req_t *req, qry_t *qry, char ***ids, size_t 
 
 /* Any other label: Pyroscope sends an empty LabelValuesRequest (the label is
  * not forwarded), which LabelValues rejects; the same happens here. */
-static int other_label_values(lc_http_req_t *req, qry_t *qry, char ***values, size_t *n,
-                              lc_status_t *st)
+static int other_label_values(lc_http_req_t *req, const qry_rpcs_t *rpcs, char ***values,
+                              size_t *n, lc_status_t *st)
 {
     Types__V1__LabelValuesRequest r = TYPES__V1__LABEL_VALUES_REQUEST__INIT;
     ProtobufCMessage *out = NULL;
-    if (qry_rpc_label_values(req, &r.base, &out, st, qry))
+    if (rpcs->label_values(req, &r.base, &out, st, rpcs->data))
         return -1;
     const Types__V1__LabelValuesResponse *resp = (const Types__V1__LabelValuesResponse *)out;
     *values = resp->names;
@@ -535,7 +539,7 @@ static lc_http_result_t label_values_work(lc_http_req_t *req, void *data)
 
 /* ----------------------------------------------------------- registration */
 
-int qry_legacy_register(qry_t *q, lc_httpd_t *srv)
+int qry_legacy_register(const qry_rpcs_t *rpcs, lc_httpd_t *srv)
 {
     static const struct {
         const char *path;
@@ -552,7 +556,7 @@ int qry_legacy_register(qry_t *q, lc_httpd_t *srv)
             .methods = "GET",
             .work = routes[i].work,
             .offload = true, /* merging and LMDB reads: the thread pool */
-            .data = q,
+            .data = (void *)rpcs,
         };
         rc = lc_httpd_route(srv, &route);
     }

@@ -116,9 +116,18 @@ int qry_new(uv_loop_t *loop, const qry_opts_t *opts, lc_httpd_t *srv, lc_store_t
     q->opts = *opts;
     q->store = store;
     q->metrics = metrics;
+    q->legacy = (qry_rpcs_t){
+        .select_merge_stacktraces = qry_rpc_select_merge_stacktraces,
+        .select_merge_profile = qry_rpc_select_merge_profile,
+        .select_series = qry_rpc_select_series,
+        .diff = qry_rpc_diff,
+        .profile_types = qry_rpc_profile_types,
+        .label_values = qry_rpc_label_values,
+        .data = q,
+    };
     int rc = register_reply_methods(q, srv);
     if (rc == 0)
-        rc = qry_legacy_register(q, srv);
+        rc = qry_legacy_register(&q->legacy, srv);
     for (size_t i = 0; i < LC_ARRAY_LEN(methods) && rc == 0; i++) {
         const qry_method_t *m = &methods[i];
         if (m->fn)

@@ -8,7 +8,8 @@
  *   rpc_merge.c   SelectMergeStacktraces, SelectMergeSpanProfile, SelectMergeProfile, Diff
  *   rpc_series.c  SelectSeries
  *   rpc_stats.c   GetProfileStats, AnalyzeQuery and the unimplemented method (SelectHeatmap)
- *   legacy_http.c GET /pyroscope/render, render-diff, label-values (clients of the RPCs)
+ *   legacy_http.c GET /pyroscope/render, render-diff, label-values (clients of the
+ *                 RPCs through qry_rpcs_t: the local ones or the fan-out's)
  *   legacy_json.c the flamebearer JSON and the timeline arithmetic
  *   legacy_dot.c  render?format=dot: the merged pprof as a Graphviz call graph
  *
@@ -25,13 +26,39 @@
 #include "querier.h"
 #include "querier/v1/querier.pb-c.h"
 
-struct qry_reply_s;
+/* An RPC answer that may come already encoded: merged pprof is built as
+ * protobuf bytes, and decoding it only to encode it again would double the
+ * work (querier.c sends it with lc_connect_reply_raw). */
+typedef struct qry_reply_s {
+    ProtobufCMessage *msg;                  /* a message in the request arena, or */
+    const ProtobufCMessageDescriptor *desc; /* the type of the bytes in buf */
+    lc_buf_t buf;
+} qry_reply_t;
+
+/* Like lc_connect_unary_fn, answering a qry_reply_t; the caller runs
+ * qry_reply_fini afterwards, whatever the result. */
+typedef int (*qry_reply_fn)(lc_http_req_t *req, const ProtobufCMessage *in, qry_reply_t *out,
+                            lc_status_t *st, void *data);
+
+static inline void qry_reply_fini(qry_reply_t *r)
+{
+    lc_buf_fini(&r->buf); /* a zeroed buf is fine */
+}
+
+/* The RPCs the legacy endpoints are clients of, with what they are called
+ * with: the local store's (qry_rpc_*, data = the qry_t) in `ember` and on
+ * ingesters, the fan-out's (fo_rpc_*, data = the qry_fanout_t) in
+ * `ember-querier`. Either answers the same, so the endpoints do too. */
+typedef struct qry_rpcs_s {
+    qry_reply_fn select_merge_stacktraces, select_merge_profile;
+    lc_connect_unary_fn select_series, diff, profile_types, label_values;
+    void *data;
+} qry_rpcs_t;
 
 /* A route answering a qry_reply_t (querier.c); lives in the qry_t. */
 typedef struct qry_reply_route_s {
     const ProtobufCMessageDescriptor *in;
-    int (*fn)(lc_http_req_t *req, const ProtobufCMessage *in, struct qry_reply_s *out,
-              lc_status_t *st, void *data);
+    qry_reply_fn fn;
     struct qry_s *q;
 } qry_reply_route_t;
 
@@ -42,6 +69,7 @@ struct qry_s {
     lc_store_t *store;
     lc_metrics_t *metrics;
     qry_reply_route_t reply_routes[QRY_REPLY_METHODS];
+    qry_rpcs_t legacy; /* what the legacy endpoints call: this store's RPCs */
 };
 
 /* One call's context: who asks, for which range, and the store snapshot. */
@@ -128,31 +156,31 @@ int qry_set_add(qry_set_t *s, const void *p, size_t len, bool *added) LC_MUST_CH
 /* Sorts v byte-wise (len follows). */
 void qry_set_sort(qry_set_t *s);
 
+/* What AnalyzeQuery counts (rpc_stats.c). The figures add up over stores;
+ * series are keyed (tenant, NUL, encoded labels) so that a union over stores
+ * counts a series held by several of them once. */
+typedef struct qry_analysis_s {
+    uint64_t blocks, block_bytes, profiles, samples, profile_bytes;
+    qry_set_t series; /* keys in the request arena */
+} qry_analysis_t;
+
+/* Counts what r would read from q's store. out is initialised even on
+ * failure: call qry_analysis_fini either way. */
+int qry_analyze(qry_t *q, lc_http_req_t *req, const Querier__V1__AnalyzeQueryRequest *r,
+                qry_analysis_t *out, lc_status_t *st) LC_MUST_CHECK;
+void qry_analysis_fini(qry_analysis_t *a);
+/* The AnalyzeQueryResponse of a: one scope naming the component and how many
+ * of them were asked. */
+int qry_analysis_response(lc_arena_t *arena, const char *component, uint64_t component_count,
+                          const qry_analysis_t *a, ProtobufCMessage **out,
+                          lc_status_t *st) LC_MUST_CHECK;
+
 /* Label pairs for a response, allocated in the arena; NULL when it is full. */
 Types__V1__LabelPair **qry_label_pairs(lc_arena_t *a, const lc_labels_t *ls);
 /* Sets st to resource_exhausted for a full arena and returns -1. */
 int qry_fail_arena(lc_status_t *st);
 /* Maps an internal error code to st (internal / resource_exhausted). */
 int qry_fail(lc_status_t *st, int rc, const char *what);
-
-/* An RPC answer that may come already encoded: merged pprof is built as
- * protobuf bytes, and decoding it only to encode it again would double the
- * work (querier.c sends it with lc_connect_reply_raw). */
-typedef struct qry_reply_s {
-    ProtobufCMessage *msg;                  /* a message in the request arena, or */
-    const ProtobufCMessageDescriptor *desc; /* the type of the bytes in buf */
-    lc_buf_t buf;
-} qry_reply_t;
-
-/* Like lc_connect_unary_fn, answering a qry_reply_t; the caller runs
- * qry_reply_fini afterwards, whatever the result. */
-typedef int (*qry_reply_fn)(lc_http_req_t *req, const ProtobufCMessage *in, qry_reply_t *out,
-                            lc_status_t *st, void *data);
-
-static inline void qry_reply_fini(qry_reply_t *r)
-{
-    lc_buf_fini(&r->buf); /* a zeroed buf is fine */
-}
 
 /* ---- the RPCs (lc_connect_unary_fn or qry_reply_fn; data is the qry_t) ---- */
 int qry_rpc_profile_types(lc_http_req_t *req, const ProtobufCMessage *in, ProtobufCMessage **out,
@@ -183,8 +211,9 @@ int qry_rpc_unimplemented(lc_http_req_t *req, const ProtobufCMessage *in, Protob
 
 /* ---- legacy HTTP (legacy_*.c, pyroscope-api.md §7) ---- */
 
-/* Registers GET /pyroscope/render, /pyroscope/render-diff, /pyroscope/label-values. */
-int qry_legacy_register(qry_t *q, lc_httpd_t *srv) LC_MUST_CHECK;
+/* Registers GET /pyroscope/render, /pyroscope/render-diff, /pyroscope/label-values.
+ * rpcs is borrowed: it must live as long as srv's routes. */
+int qry_legacy_register(const qry_rpcs_t *rpcs, lc_httpd_t *srv) LC_MUST_CHECK;
 
 /* A flamebearer timeline: samples from start_sec, one per step_sec. */
 typedef struct qry_timeline_s {

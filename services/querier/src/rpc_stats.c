@@ -111,37 +111,37 @@ int qry_rpc_get_profile_stats(lc_http_req_t *req, const ProtobufCMessage *in,
 
 typedef struct analyze_s {
     qry_call_t *c;
-    qry_set_t series;           /* distinct label sets, across blocks */
+    qry_analysis_t *out;
     lc_buf_t key;
-    uint64_t profiles, samples, profile_bytes;
 } analyze_t;
 
 static int analyze_profile_cb(lc_block_t *b, const lc_stored_profile_t *p, void *data)
 {
     LC_UNUSED(b);
-    analyze_t *a = data;
+    qry_analysis_t *a = ((analyze_t *)data)->out;
     a->profiles++;
     a->samples += p->n_samples;
     a->profile_bytes += p->_len;
     return 0;
 }
 
+/* A series counts once (across blocks) when it has a profile in range; its
+ * key is the tenant, NUL, the encoded labels (shard.proto series_keys). */
 static int analyze_series_cb(lc_block_t *b, uint32_t series_id, const char *tenant,
                              const lc_labels_t *labels, void *data)
 {
     analyze_t *a = data;
-    uint64_t before = a->profiles;
+    uint64_t before = a->out->profiles;
     int rc = lc_block_profiles(b, series_id, a->c->start_ns, a->c->end_ns, analyze_profile_cb, a);
-    if (rc || a->profiles == before)
+    if (rc || a->out->profiles == before)
         return rc;
     lc_buf_reset(&a->key);
-    bool added;
     rc = lc_buf_puts(&a->key, tenant);
     if (!rc)
         rc = lc_buf_putc(&a->key, '\0');
     if (!rc)
         rc = lc_labels_encode(labels, &a->key);
-    return rc ? rc : qry_set_add(&a->series, a->key.data, a->key.len, &added);
+    return rc ? rc : qry_set_add(&a->out->series, a->key.data, a->key.len, NULL);
 }
 
 /* `query` is `<profile type>{selector}`; the profile type becomes a matcher. */
@@ -157,7 +157,7 @@ static int analyze_selector(const char *query, lc_selector_t *sel, lc_status_t *
     return rc;
 }
 
-static int analyze_walk(analyze_t *a, const lc_selector_t *sel, uint64_t *block_bytes)
+static int analyze_walk(analyze_t *a, const lc_selector_t *sel)
 {
     qry_call_t *c = a->c;
     int rc = 0;
@@ -165,72 +165,80 @@ static int analyze_walk(analyze_t *a, const lc_selector_t *sel, uint64_t *block_
         lc_block_t *b = lc_store_reader_block(c->reader, i);
         lc_block_info_t info;
         rc = lc_block_info(b, &info);
-        if (!rc)
-            *block_bytes += info.bytes;
-        if (!rc)
+        if (!rc) {
+            a->out->blocks++;
+            a->out->block_bytes += info.bytes;
             rc = lc_block_series(b, c->tenants, c->n_tenants, sel, analyze_series_cb, a);
+        }
     }
     return rc;
 }
 
-static int analyze_fill(lc_arena_t *arena, const analyze_t *a, size_t blocks, uint64_t bytes,
-                        Querier__V1__AnalyzeQueryResponse *resp)
+int qry_analyze(qry_t *q, lc_http_req_t *req, const Querier__V1__AnalyzeQueryRequest *r,
+                qry_analysis_t *out, lc_status_t *st)
 {
-    Querier__V1__QueryScope *scope = lc_arena_calloc(arena, 1, sizeof(*scope));
-    Querier__V1__QueryScope **scopes = lc_arena_calloc(arena, 1, sizeof(*scopes));
-    Querier__V1__QueryImpact *impact = lc_arena_calloc(arena, 1, sizeof(*impact));
-    if (!scope || !scopes || !impact)
-        return -1;
-    *scope = (Querier__V1__QueryScope)QUERIER__V1__QUERY_SCOPE__INIT;
-    scope->component_type = "ember store";
-    scope->component_count = 1;
-    scope->block_count = blocks;
-    scope->series_count = a->series.n;
-    scope->profile_count = a->profiles;
-    scope->sample_count = a->samples;
-    scope->profile_bytes = a->profile_bytes;
-    *impact = (Querier__V1__QueryImpact)QUERIER__V1__QUERY_IMPACT__INIT;
-    impact->total_bytes_in_time_range = bytes;
-    impact->total_queried_series = a->series.n;
-    scopes[0] = scope;
-    resp->n_query_scopes = 1;
-    resp->query_scopes = scopes;
-    resp->query_impact = impact;
-    return 0;
-}
-
-int qry_rpc_analyze_query(lc_http_req_t *req, const ProtobufCMessage *in, ProtobufCMessage **out,
-                          lc_status_t *st, void *data)
-{
-    const Querier__V1__AnalyzeQueryRequest *r = (const Querier__V1__AnalyzeQueryRequest *)in;
-    Querier__V1__AnalyzeQueryResponse *resp = lc_arena_calloc(req->arena, 1, sizeof(*resp));
-    if (!resp)
-        return qry_fail_arena(st);
-    *resp = (Querier__V1__AnalyzeQueryResponse)QUERIER__V1__ANALYZE_QUERY_RESPONSE__INIT;
+    *out = (qry_analysis_t){0};
+    qry_set_init(&out->series, req->arena);
     qry_call_t c;
-    if (qry_call_begin_range(&c, data, req, r->start, r->end, QRY_RANGE_RULES, st))
+    if (qry_call_begin_range(&c, q, req, r->start, r->end, QRY_RANGE_RULES, st))
         return -1;
     lc_selector_t sel = {0};
     if (analyze_selector(r->query ? r->query : "", &sel, st)) {
         qry_call_end(&c);
         return -1;
     }
-    analyze_t a = {.c = &c};
-    qry_set_init(&a.series, req->arena);
+    analyze_t a = {.c = &c, .out = out};
     lc_buf_init(&a.key, 1u << 20);
-    uint64_t bytes = 0;
-    int rc = analyze_walk(&a, &sel, &bytes);
-    size_t blocks = c.reader ? lc_store_reader_count(c.reader) : 0;
+    int rc = analyze_walk(&a, &sel);
     qry_call_end(&c);
     lc_selector_fini(&sel);
-    if (!rc && analyze_fill(req->arena, &a, blocks, bytes, resp))
-        rc = LC_ETOOBIG;
-    qry_set_fini(&a.series);
     lc_buf_fini(&a.key);
-    if (rc)
-        return qry_fail(st, rc, "analyzing the query");
+    return rc ? qry_fail(st, rc, "analyzing the query") : 0;
+}
+
+void qry_analysis_fini(qry_analysis_t *a)
+{
+    qry_set_fini(&a->series);
+}
+
+int qry_analysis_response(lc_arena_t *arena, const char *component, uint64_t component_count,
+                          const qry_analysis_t *a, ProtobufCMessage **out, lc_status_t *st)
+{
+    Querier__V1__AnalyzeQueryResponse *resp = lc_arena_calloc(arena, 1, sizeof(*resp));
+    Querier__V1__QueryScope *scope = lc_arena_calloc(arena, 1, sizeof(*scope));
+    Querier__V1__QueryScope **scopes = lc_arena_calloc(arena, 1, sizeof(*scopes));
+    Querier__V1__QueryImpact *impact = lc_arena_calloc(arena, 1, sizeof(*impact));
+    if (!resp || !scope || !scopes || !impact)
+        return qry_fail_arena(st);
+    *scope = (Querier__V1__QueryScope)QUERIER__V1__QUERY_SCOPE__INIT;
+    scope->component_type = (char *)component;
+    scope->component_count = component_count;
+    scope->block_count = a->blocks;
+    scope->series_count = a->series.n;
+    scope->profile_count = a->profiles;
+    scope->sample_count = a->samples;
+    scope->profile_bytes = a->profile_bytes;
+    *impact = (Querier__V1__QueryImpact)QUERIER__V1__QUERY_IMPACT__INIT;
+    impact->total_bytes_in_time_range = a->block_bytes;
+    impact->total_queried_series = a->series.n;
+    scopes[0] = scope;
+    *resp = (Querier__V1__AnalyzeQueryResponse)QUERIER__V1__ANALYZE_QUERY_RESPONSE__INIT;
+    resp->n_query_scopes = 1;
+    resp->query_scopes = scopes;
+    resp->query_impact = impact;
     *out = &resp->base;
     return 0;
+}
+
+int qry_rpc_analyze_query(lc_http_req_t *req, const ProtobufCMessage *in, ProtobufCMessage **out,
+                          lc_status_t *st, void *data)
+{
+    qry_analysis_t a;
+    int rc = qry_analyze(data, req, (const Querier__V1__AnalyzeQueryRequest *)in, &a, st);
+    if (rc == 0)
+        rc = qry_analysis_response(req->arena, "ember store", 1, &a, out, st);
+    qry_analysis_fini(&a);
+    return rc;
 }
 
 int qry_rpc_unimplemented(lc_http_req_t *req, const ProtobufCMessage *in, ProtobufCMessage **out,
