@@ -7,6 +7,12 @@
  *
  * Members unseen for the TTL are gone; each join and leave is logged. /ready is false while the Redis link
  * is down (the member list would go stale) or when no ingester is known.
+ *
+ * Next to querier.v1 it serves what the all-in-one serves beside it: the
+ * legacy /pyroscope/render, render-diff and label-values (on the fan-out),
+ * settings.v1 (kept in the same Redis, so every querier sees every setting;
+ * without --redis.url the settings methods answer unimplemented), version.v1
+ * and capabilities.v1.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,6 +27,7 @@
 #include "lc/log.h"
 #include "lc/metrics.h"
 #include "lc/members.h"
+#include "services_extra.h"
 
 #define MEMBER_TTL_MS 5000 /* five missed heartbeats: the ingester is gone */
 #define REDIS_CMD_TIMEOUT_MS 2000
@@ -49,7 +56,7 @@ static const lc_cfg_entry_t cfg_table[] = {
     CFG("auth.multitenancy-enabled", LC_CFG_BOOL, multitenancy, "false",
         "require X-Scope-OrgID and keep tenants apart"),
     CFG("redis.url", LC_CFG_STRING, redis_url, "",
-        "redis://host:port where ingesters announce themselves"),
+        "redis://host:port where ingesters announce themselves (and queriers keep settings)"),
     CFG("querier.ingesters", LC_CFG_STRING, ingesters, "",
         "comma-separated ingester URLs always asked, besides the announced ones"),
     CFG("querier.shard-timeout", LC_CFG_DURATION, shard_timeout_ns, "30s",
@@ -62,6 +69,7 @@ typedef struct querier_s {
     lc_metrics_t *metrics;
     lc_httpd_t *httpd;
     qry_fanout_t *fanout;
+    qry_extra_t *extra;  /* settings (in Redis), version, feature flags */
     lc_members_t *watch; /* the ingester group; NULL without --redis.url */
     char **members; /* the last discovered set, sorted, for change logs */
     size_t n_members;
@@ -206,6 +214,11 @@ static int start_http(querier_t *q)
     if (q->cfg->shard_timeout_ns > 0)
         fo.timeout_ms = (uint32_t)(q->cfg->shard_timeout_ns / 1000000);
     rc = qry_fanout_new(&q->loop, &fo, q->httpd, q->metrics, &q->fanout);
+    qry_extra_opts_t xo = {.multitenancy = q->cfg->multitenancy,
+                           .settings_redis_url = q->cfg->redis_url,
+                           .redis_timeout_ms = REDIS_CMD_TIMEOUT_MS};
+    if (!rc)
+        rc = qry_extra_new(&q->loop, &xo, q->httpd, &q->extra);
     lc_http_route_t ready = {.path = "/ready", .methods = "GET", .work = ready_handler, .data = q};
     lc_http_route_t metrics = {
         .path = "/metrics", .methods = "GET", .work = metrics_handler, .data = q};
@@ -246,6 +259,7 @@ static void querier_free(querier_t *q)
     uv_walk(&q->loop, close_walk, NULL);
     uv_run(&q->loop, UV_RUN_DEFAULT);
     qry_fanout_free(q->fanout);
+    qry_extra_free(q->extra);
     for (size_t i = 0; i < q->n_members; i++)
         lc_free(q->members[i]);
     lc_free(q->members);

@@ -1,7 +1,8 @@
 /*
- * services_extra.c — opens what the extra services need (the settings store)
- * and registers settings.v1, version.v1 and capabilities.v1 as Connect unary
- * routes (run on the thread pool by lc_connect_register).
+ * services_extra.c — opens what the extra services need (the settings store:
+ * LMDB, Redis or none) and registers settings.v1, version.v1 and
+ * capabilities.v1 as Connect unary routes (run on the thread pool by
+ * lc_connect_register).
  */
 #include <stdio.h>
 #include <string.h>
@@ -38,8 +39,14 @@ static int open_settings(qry_extra_t *x, const qry_extra_opts_t *opts)
         x->settings = opts->settings_store;
         return 0;
     }
+    if (opts->settings_redis_url && *opts->settings_redis_url) {
+        int rc = lc_settings_store_open_redis(opts->settings_redis_url, opts->redis_timeout_ms,
+                                              &x->settings);
+        x->owns_settings = rc == 0;
+        return rc;
+    }
     if (!opts->data_dir)
-        return LC_EINPUT;
+        return 0; /* no store: the settings methods say so */
     size_t len = strlen(opts->data_dir) + sizeof(SETTINGS_SUBDIR) + 1;
     char *dir = lc_xmalloc(len);
     snprintf(dir, len, "%s/%s", opts->data_dir, SETTINGS_SUBDIR);

@@ -4,7 +4,9 @@
  * version.v1.Version and capabilities.v1.FeatureFlagsService.
  *
  * qry_extra_new registers all of them on the HTTP server; their handlers run
- * on the thread pool like the querier's. Tenancy per lc/tenant.h: settings
+ * on the thread pool like the querier's. Settings live in LMDB under the data
+ * dir (`ember`) or in Redis (`ember-querier`, shared by all queriers); with
+ * neither, the settings methods answer unimplemented and say why. Tenancy per lc/tenant.h: settings
  * act for exactly one tenant, feature flags need a tenant only to mirror
  * Pyroscope's auth (401 without X-Scope-OrgID), version needs none.
  */
@@ -21,8 +23,10 @@
 
 typedef struct qry_extra_opts_s {
     bool multitenancy;
-    const char *data_dir;                /* settings live in <data_dir>/settings */
-    lc_settings_store_t *settings_store; /* optional: use this one (borrowed) instead */
+    const char *data_dir;                /* settings live in <data_dir>/settings, or */
+    const char *settings_redis_url;      /* in this Redis (wins over data_dir), or */
+    lc_settings_store_t *settings_store; /* in this store (borrowed; wins over both) */
+    uint32_t redis_timeout_ms;           /* per Redis command; 0: the store's default */
 } qry_extra_opts_t;
 
 typedef struct qry_extra_s qry_extra_t;
@@ -37,7 +41,7 @@ void qry_extra_free(qry_extra_t *x);
 
 struct qry_extra_s {
     bool multitenancy;
-    lc_settings_store_t *settings;
+    lc_settings_store_t *settings; /* NULL: no settings store configured */
     bool owns_settings;
 };
 

@@ -8,7 +8,8 @@
  * written"); Get lists the tenant's settings sorted by name; Delete of a
  * missing name succeeds. Settings belong to exactly one tenant, so an
  * X-Scope-OrgID naming several ("a|b") is invalid_argument here, as in
- * Pyroscope. Names and values must be valid UTF-8 (proto3 strings).
+ * Pyroscope. Names and values must be valid UTF-8 (proto3 strings). Without a
+ * store (an ember-querier not given --redis.url) every call is unimplemented.
  */
 #include <errno.h>
 #include <string.h>
@@ -25,12 +26,17 @@ static int64_t now_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-/* Settings are per tenant: exactly one, even on reads. */
+/* Settings are per tenant: exactly one, even on reads. Without a store every
+ * call is unimplemented, whoever asks. */
 static int settings_tenant(lc_http_req_t *req, const qry_extra_t *x, const char **tenant,
                            lc_status_t *st)
 {
     const char *const *tenants;
     size_t n;
+    if (!x->settings)
+        return lc_status_set(st, LC_CODE_UNIMPLEMENTED,
+                             "settings need a store shared by every querier: start "
+                             "ember-querier with --redis.url");
     if (lc_tenants_read(req, x->multitenancy, &tenants, &n, st))
         return -1;
     if (n != 1)
@@ -92,6 +98,8 @@ static int store_fail(lc_status_t *st, int rc, const char *name)
     case LC_EFULL:
         return lc_status_set(st, LC_CODE_RESOURCE_EXHAUSTED, "a tenant has at most %d settings",
                              LC_SETTINGS_MAX_PER_TENANT);
+    case -ENOTCONN: /* a shared backend (Redis) is down: retry later */
+        return lc_status_set(st, LC_CODE_UNAVAILABLE, "the settings store cannot be reached");
     default:
         return lc_status_set(st, LC_CODE_INTERNAL, "settings store: %s", lc_strerror(rc));
     }
