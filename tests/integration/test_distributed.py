@@ -8,22 +8,45 @@ profile types, stats, merged pprof totals). Every profile travels through the
 streams ember:ingest:<p>: the ingester that received it is not necessarily
 the one that stores it.
 
+The rest of what an all-in-one serves is answered too, and the same:
+AnalyzeQuery (figures summed over ingesters, a series held by several counted
+once), SelectHeatmap's error, the legacy /pyroscope/render (JSON with timeline
+and groups, DOT), render-diff and label-values, version and feature flags;
+settings written through one querier are read through the other (they live
+in Redis). MultiTenantSettingsTest: settings per tenant across queriers and a
+querier restart, and what a Redis outage does to them.
+
 Last, kill -9 of an ingester while pushes continue, twice: once it stays dead
 past --redis.claim-idle (its pending entries are claimed by the others), once
 it restarts at once (it re-reads its own pending entries); each time every
 acknowledged profile counts exactly once.
 """
+import json
+import os
 import threading
 import random
 import signal
 import time
 import unittest
+from urllib.parse import urlencode
 
 import distributed_harness as dh
 import harness as h
 
 SERVICES = ("api", "db", "worker")
 REGIONS = ("eu", "us")
+
+
+def connect_json(e, path, body, org=None):
+    """A Connect unary call with the JSON codec (for the methods harness.py
+    has no classes for); returns the Response (JSON decoded into .json)."""
+    hdrs = {"Content-Type": "application/json", "Connect-Protocol-Version": "1"}
+    if org:
+        hdrs["X-Scope-OrgID"] = org
+    return e.request("POST", path, json.dumps(body).encode(), hdrs)
+
+
+SETTINGS = "/settings.v1.SettingsService"
 
 
 def folded(seed):
@@ -140,6 +163,180 @@ class DistributedTest(unittest.TestCase):
         for q in self.queriers:
             self.assertEqual(want, total(q))
 
+    # -------------------------------------------- the rest of the all-in-one
+
+    # The ingest names above (app.cpu{svc="api",...}) keep the quotes in the
+    # label values (svc is `"api"`), so selectors below match with regexes.
+
+    def same_json(self, path, body):
+        """The Connect JSON answer of path (status, then decoded body) is the
+        all-in-one's through both queriers."""
+        want = connect_json(self.aio, path, body)
+        for q in self.queriers:
+            got = connect_json(q, path, body)
+            self.assertEqual((want.status, want.json), (got.status, got.json),
+                             f"{path} {body} via querier {q.port}: {got.describe()}")
+        return want
+
+    def test_analyze_query(self):
+        """Series, profiles and samples equal the all-in-one's; the blocks and
+        their bytes are the ingesters' own (summed), and a series whose
+        profiles sit on several ingesters counts once."""
+        rng = {"start": str(self.t0), "end": str(self.t1)}
+        path = f"/{h.QUERIER}/AnalyzeQuery"
+        for sel in ("{}", '{region=~".*eu.*"}', '{svc=~".*db.*",region=~".*us.*"}'):
+            body = {"query": self.ptype + sel, **rng}
+            want = connect_json(self.aio, path, body)
+            self.assertEqual(want.status, 200, want.describe())
+            ws = want.json["queryScopes"][0]
+            self.assertGreater(int(ws.get("profileCount", "0")), 0, (sel, want.json))
+            if sel == "{}":
+                self.assertEqual(ws["seriesCount"], "6")    # 3 svc x 2 regions
+                self.assertEqual(ws["profileCount"], "60")
+            per_ingester = [connect_json(i, path, body).json["queryScopes"][0]
+                            for i in self.ingesters]
+            for q in self.queriers:
+                r = connect_json(q, path, body)
+                self.assertEqual(r.status, 200, r.describe())
+                gs, gi = r.json["queryScopes"][0], r.json["queryImpact"]
+                for k in ("seriesCount", "profileCount", "sampleCount"):
+                    self.assertEqual(ws[k], gs[k], f"{k} {sel} via querier {q.port}")
+                self.assertEqual(want.json["queryImpact"]["totalQueriedSeries"],
+                                 gi["totalQueriedSeries"])
+                self.assertEqual(gs["componentType"], "ember ingester")
+                self.assertEqual(gs["componentCount"], "3")
+                for k in ("blockCount", "profileBytes"):
+                    self.assertEqual(sum(int(p.get(k, "0")) for p in per_ingester),
+                                     int(gs[k]), k)
+                self.assertGreater(int(gi["totalBytesInTimeRange"]), 0)
+            # Ingesters hold overlapping series: summing them would over-count.
+            self.assertGreaterEqual(sum(int(p.get("seriesCount", "0")) for p in per_ingester),
+                                    int(ws["seriesCount"]))
+        # A bad query is the same error everywhere.
+        self.same_json(path, {"query": self.ptype + "{svc=", **rng})
+        self.same_json(path, {"query": "nonsense", **rng})
+
+    def test_analyze_counts_a_shared_series_once(self):
+        """60 profiles of 6 series over 3 ingesters: some series have profiles
+        on more than one ingester, so the union matters."""
+        body = {"query": self.ptype + "{}", "start": str(self.t0), "end": str(self.t1)}
+        path = f"/{h.QUERIER}/AnalyzeQuery"
+        per = [int(connect_json(i, path, body).json["queryScopes"][0].get("seriesCount", "0"))
+               for i in self.ingesters]
+        self.assertGreater(sum(per), 6, per)
+        got = connect_json(self.queriers[0], path, body).json["queryScopes"][0]
+        self.assertEqual(got["seriesCount"], "6")
+
+    def test_select_heatmap_same_error(self):
+        r = self.same_json(f"/{h.QUERIER}/SelectHeatmap",
+                           {"profileTypeID": self.ptype, "labelSelector": "{}",
+                            "start": str(self.t0), "end": str(self.t1)})
+        self.assertEqual(r.status, 501)
+        self.assertEqual(r.json["code"], "unimplemented")
+
+    def same_get(self, path, params):
+        """GET path?params: status, content type and body equal the
+        all-in-one's through both queriers; returns the all-in-one's."""
+        want = self.aio.request("GET", f"{path}?{urlencode(params)}")
+        for q in self.queriers:
+            got = q.request("GET", f"{path}?{urlencode(params)}")
+            what = f"GET {path} {params} via querier {q.port}"
+            self.assertEqual(want.status, got.status, f"{what}: {got.describe()}")
+            self.assertEqual(want.header("content-type"), got.header("content-type"), what)
+            if want.json is not None:
+                self.assertEqual(want.json, got.json, what)
+            else:
+                self.assertEqual(want.body.decode(), got.body.decode(), what)
+        return want
+
+    def window(self):
+        return {"from": str(self.t0 // 1000), "until": str(self.t1 // 1000)}
+
+    def test_legacy_render(self):
+        for sel in ("{}", '{region=~".*eu.*"}'):
+            for extra in ({}, {"maxNodes": "7"}, {"groupBy": "svc"},
+                          {"groupBy": "region", "aggregation": "avg"}):
+                r = self.same_get("/pyroscope/render",
+                                  {"query": self.ptype + sel, **self.window(), **extra})
+                self.assertEqual(r.status, 200, r.describe())
+                fb = r.json["flamebearer"]
+                self.assertGreater(fb["numTicks"], 0)
+                if "groupBy" in extra:      # one timeline per group instead
+                    self.assertGreaterEqual(len(r.json["groups"]), 2 if sel == "{}" else 1,
+                                            r.json["groups"].keys())
+                    for g in r.json["groups"].values():
+                        self.assertTrue(any(g["samples"]), g)
+                else:
+                    self.assertTrue(any(r.json["timeline"]["samples"]))
+                if "maxNodes" in extra:
+                    self.assertLessEqual(len(fb["names"]), 9)    # total, 7, "other"
+        # errors are the same too
+        r = self.same_get("/pyroscope/render", {"query": "{}", **self.window()})
+        self.assertEqual(r.status, 400)
+        r = self.same_get("/pyroscope/render", {"query": self.ptype + "{}", "maxNodes": "-3",
+                                                **self.window()})
+        self.assertEqual(r.status, 400)
+
+    def test_legacy_render_dot(self):
+        for params in ({}, {"maxNodes": "5"}):
+            r = self.same_get("/pyroscope/render",
+                              {"query": self.ptype + "{}", "format": "dot", **self.window(),
+                               **params})
+            self.assertEqual(r.status, 200, r.describe())
+            self.assertTrue(r.body.startswith(b"digraph "), r.body[:80])
+            self.assertIn(b" -> ", r.body)
+
+    def test_legacy_render_diff(self):
+        w = self.window()
+        for max_nodes in ("0", "6"):
+            r = self.same_get("/pyroscope/render-diff", {
+                "leftQuery": self.ptype + '{svc=~".*api.*"}', "leftFrom": w["from"],
+                "leftUntil": w["until"], "rightQuery": self.ptype + '{svc=~".*db.*"}',
+                "rightFrom": w["from"], "rightUntil": w["until"], "maxNodes": max_nodes})
+            self.assertEqual(r.status, 200, r.describe())
+            fb = r.json["flamebearer"]
+            self.assertGreater(r.json["leftTicks"], 0)
+            self.assertGreater(r.json["rightTicks"], 0)
+            self.assertEqual(len(fb["levels"][0]), 7)       # the diff layout
+        r = self.same_get("/pyroscope/render-diff", {"leftQuery": self.ptype + "{}"})
+        self.assertEqual(r.status, 400)
+
+    def test_legacy_label_values(self):
+        r = self.same_get("/pyroscope/label-values", {"label": "__name__"})
+        self.assertEqual(r.status, 200)
+        self.assertIn(self.ptype, r.json)
+        r = self.same_get("/pyroscope/label-values", {"label": "svc"})
+        self.assertEqual(r.status, 400)     # as Pyroscope: the label is not forwarded
+        self.same_get("/pyroscope/label-values", {})
+
+    def test_version_and_feature_flags(self):
+        r = self.same_json("/version.v1.Version/Version", {})
+        self.assertEqual(r.status, 200)
+        self.assertEqual(r.json["QuerierAPI"], "1")
+        r = self.same_json("/capabilities.v1.FeatureFlagsService/GetFeatureFlags", {})
+        self.assertEqual(r.status, 200)
+        flags = {f["name"]: f.get("enabled", False) for f in r.json["featureFlags"]}
+        self.assertEqual(flags.get("utf8LabelNames"), True)
+        self.assertEqual(flags.get("v2StorageLayer"), False)
+
+    def test_settings_shared_between_queriers(self):
+        q0, q1 = self.queriers
+        setting = {"name": "dist.shared", "value": '{"x":1}', "modifiedAt": "1700000000001"}
+        r = connect_json(q0, f"{SETTINGS}/Set", {"setting": setting})
+        self.assertEqual(r.status, 200, r.describe())
+        self.assertEqual(r.json, {"setting": setting})
+        got = connect_json(q1, f"{SETTINGS}/Get", {})
+        self.assertEqual(got.status, 200, got.describe())
+        self.assertIn(setting, got.json.get("settings", []))
+        # an older write through the other querier loses, as in one process
+        older = dict(setting, value="old", modifiedAt="1700000000000")
+        r = connect_json(q1, f"{SETTINGS}/Set", {"setting": older})
+        self.assertEqual((r.status, r.json["code"]), (409, "already_exists"), r.describe())
+        r = connect_json(q1, f"{SETTINGS}/Delete", {"name": "dist.shared"})
+        self.assertEqual(r.status, 200, r.describe())
+        got = connect_json(q0, f"{SETTINGS}/Get", {})
+        self.assertNotIn("dist.shared", [s["name"] for s in got.json.get("settings", [])])
+
     def push_while(self, targets, stop, acked):
         """Pushes to random live ingesters until stop is set; each profile an
         ingester acknowledged also goes to the all-in-one (the reference)."""
@@ -218,6 +415,109 @@ class DistributedTest(unittest.TestCase):
                       for i in (self.ingesters[0], self.ingesters[2]))
         self.assertGreater(claimed, 0)      # XAUTOCLAIM did the work
         self.kill_under_load(self.ingesters[2], dead_for=0.0)   # re-read by itself
+
+
+class MultiTenantSettingsTest(unittest.TestCase):
+    """Two multi-tenant queriers sharing one redis-server (no ingesters: the
+    settings do not need them; a static ingester URL makes /ready answer).
+    Each tenant sees its own settings through either querier, also after a
+    querier restart; a Redis outage is `unavailable`, and settings return
+    with Redis."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.procs = []
+        cls.redis = dh.Redis()
+        try:
+            cls.redis.start()
+            nowhere = f"--querier.ingesters=http://127.0.0.1:{h.free_port()}"
+            cls.queriers = [dh.querier(cls.redis.url, ["--auth.multitenancy-enabled=true",
+                                                       nowhere]) for _ in range(2)]
+            for q in cls.queriers:
+                cls.procs.append(q)
+                q.start()
+        except BaseException:
+            cls.tearDownClass()
+            raise
+
+    @classmethod
+    def tearDownClass(cls):
+        for p in getattr(cls, "procs", []):
+            p.cleanup()
+        cls.redis.cleanup()
+
+    def get(self, q, org):
+        r = connect_json(q, f"{SETTINGS}/Get", {}, org=org)
+        self.assertEqual(r.status, 200, r.describe())
+        return {s["name"]: s["value"] for s in r.json.get("settings", [])}
+
+    def set(self, q, org, name, value):
+        r = connect_json(q, f"{SETTINGS}/Set", {"setting": {"name": name, "value": value}},
+                         org=org)
+        self.assertEqual(r.status, 200, r.describe())
+        self.assertEqual((r.json["setting"]["name"], r.json["setting"]["value"]), (name, value))
+
+    def test_tenants_isolated_across_queriers_and_restart(self):
+        q0, q1 = self.queriers
+        self.set(q0, "tenant-a", "theme", "dark")
+        self.set(q1, "tenant-b", "theme", "light")
+        self.set(q1, "tenant-a", "zoom", "2")
+        for q in (q0, q1):
+            self.assertEqual(self.get(q, "tenant-a"), {"theme": "dark", "zoom": "2"})
+            self.assertEqual(self.get(q, "tenant-b"), {"theme": "light"})
+            self.assertEqual(self.get(q, "tenant-c"), {})
+        r = connect_json(q0, f"{SETTINGS}/Get", {})
+        self.assertEqual((r.status, r.json["code"]), (401, "unauthenticated"), r.describe())
+        r = connect_json(q0, f"{SETTINGS}/Get", {}, org="tenant-a|tenant-b")
+        self.assertEqual((r.status, r.json["code"]), (400, "invalid_argument"), r.describe())
+        q0.restart()
+        self.assertEqual(self.get(q0, "tenant-a"), {"theme": "dark", "zoom": "2"})
+        r = connect_json(q0, f"{SETTINGS}/Delete", {"name": "theme"}, org="tenant-a")
+        self.assertEqual(r.status, 200, r.describe())
+        self.assertEqual(self.get(q1, "tenant-a"), {"zoom": "2"})
+        self.assertEqual(self.get(q1, "tenant-b"), {"theme": "light"})   # untouched
+
+    def test_version_and_flags_answer(self):
+        q = self.queriers[0]
+        r = connect_json(q, "/version.v1.Version/Version", {})
+        self.assertEqual((r.status, r.json), (200, {"QuerierAPI": "1"}), r.describe())
+        r = connect_json(q, "/capabilities.v1.FeatureFlagsService/GetFeatureFlags", {},
+                         org="tenant-a")
+        self.assertEqual(r.status, 200, r.describe())
+        self.assertEqual([f["name"] for f in r.json["featureFlags"]],
+                         ["pyroscopeRuler", "pyroscopeRulerFunctions", "utf8LabelNames",
+                          "v2StorageLayer"])
+        r = connect_json(q, "/capabilities.v1.FeatureFlagsService/GetFeatureFlags", {})
+        self.assertEqual(r.status, 401, r.describe())
+
+    def test_without_redis_settings_are_unimplemented(self):
+        b = os.path.join(h.BIN_DIR, "services", "querier", "ember-querier")
+        q = dh.Role(b, False, args=[f"--querier.ingesters=http://127.0.0.1:{h.free_port()}"])
+        self.procs.append(q)
+        q.start()
+        r = connect_json(q, f"{SETTINGS}/Get", {})
+        self.assertEqual((r.status, r.json["code"]), (501, "unimplemented"), r.describe())
+        self.assertIn("--redis.url", r.json["message"])
+        r = connect_json(q, "/version.v1.Version/Version", {})
+        self.assertEqual(r.status, 200, r.describe())
+
+    def test_zz_redis_outage(self):
+        """Runs last: Redis stopped -> unavailable (503); back (AOF) -> the
+        settings are there and writes work again, without restarting."""
+        q0, q1 = self.queriers
+        self.set(q0, "tenant-d", "kept", "yes")
+        self.redis.stop()
+        try:
+            r = connect_json(q1, f"{SETTINGS}/Get", {}, org="tenant-d")
+            self.assertEqual((r.status, r.json["code"]), (503, "unavailable"), r.describe())
+            r = connect_json(q0, f"{SETTINGS}/Set", {"setting": {"name": "n", "value": "v"}},
+                             org="tenant-d")
+            self.assertEqual(r.status, 503, r.describe())
+        finally:
+            self.redis.start()
+        self.assertEqual(self.get(q1, "tenant-d"), {"kept": "yes"})
+        self.set(q1, "tenant-d", "after", "1")
+        self.assertEqual(self.get(q0, "tenant-d"), {"after": "1", "kept": "yes"})
 
 
 if __name__ == "__main__":
