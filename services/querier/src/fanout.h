@@ -35,7 +35,8 @@ void qry_fanout_opts_default(qry_fanout_opts_t *o);
 
 typedef struct qry_fanout_s qry_fanout_t;
 
-/* Registers querier.v1.QuerierService's methods on srv, answered by fan-out. */
+/* Registers querier.v1.QuerierService's methods and the legacy /pyroscope/render,
+ * render-diff and label-values endpoints on srv, answered by fan-out. */
 int qry_fanout_new(uv_loop_t *loop, const qry_fanout_opts_t *opts, lc_httpd_t *srv,
                    lc_metrics_t *metrics, qry_fanout_t **out) LC_MUST_CHECK;
 /* Replaces the discovered ingesters (the static list is always kept). */
