@@ -9,8 +9,8 @@ streams ember:ingest:<p>: the ingester that received it is not necessarily
 the one that stores it.
 
 The rest of what an all-in-one serves is answered too, and the same:
-AnalyzeQuery (figures summed over ingesters, a series held by several counted
-once), SelectHeatmap's error, the legacy /pyroscope/render (JSON with timeline
+AnalyzeQuery (figures summed over ingesters; SplitSeriesAnalyzeTest: a series
+held by two ingesters counted once), SelectHeatmap's error, the legacy /pyroscope/render (JSON with timeline
 and groups, DOT), render-diff and label-values, version and feature flags;
 settings written through one querier are read through the other (they live
 in Redis). MultiTenantSettingsTest: settings per tenant across queriers and a
@@ -216,17 +216,6 @@ class DistributedTest(unittest.TestCase):
         self.same_json(path, {"query": self.ptype + "{svc=", **rng})
         self.same_json(path, {"query": "nonsense", **rng})
 
-    def test_analyze_counts_a_shared_series_once(self):
-        """60 profiles of 6 series over 3 ingesters: some series have profiles
-        on more than one ingester, so the union matters."""
-        body = {"query": self.ptype + "{}", "start": str(self.t0), "end": str(self.t1)}
-        path = f"/{h.QUERIER}/AnalyzeQuery"
-        per = [int(connect_json(i, path, body).json["queryScopes"][0].get("seriesCount", "0"))
-               for i in self.ingesters]
-        self.assertGreater(sum(per), 6, per)
-        got = connect_json(self.queriers[0], path, body).json["queryScopes"][0]
-        self.assertEqual(got["seriesCount"], "6")
-
     def test_select_heatmap_same_error(self):
         r = self.same_json(f"/{h.QUERIER}/SelectHeatmap",
                            {"profileTypeID": self.ptype, "labelSelector": "{}",
@@ -415,6 +404,71 @@ class DistributedTest(unittest.TestCase):
                       for i in (self.ingesters[0], self.ingesters[2]))
         self.assertGreater(claimed, 0)      # XAUTOCLAIM did the work
         self.kill_under_load(self.ingesters[2], dead_for=0.0)   # re-read by itself
+
+
+class SplitSeriesAnalyzeTest(unittest.TestCase):
+    """AnalyzeQuery when one series has profiles on two ingesters, made
+    deterministic: two standalone ingesters (no Redis: each stores what it is
+    sent) asked by a querier through --querier.ingesters. Series `split`
+    goes to both, series `only0` to the first: the ingesters count 2 + 1
+    series, the querier and the all-in-one 2."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.procs = []
+        try:
+            cls.set_up()
+        except BaseException:
+            cls.tearDownClass()
+            raise
+
+    @classmethod
+    def set_up(cls):
+        ing = os.path.join(h.BIN_DIR, "services", "ingester", "ember-ingester")
+        qry = os.path.join(h.BIN_DIR, "services", "querier", "ember-querier")
+        cls.aio = h.Ember()
+        cls.ingesters = [dh.Role(ing, True) for _ in range(2)]
+        for p in [cls.aio, *cls.ingesters]:
+            cls.procs.append(p)
+            p.start()
+        urls = ",".join(i.url for i in cls.ingesters)
+        cls.querier = dh.Role(qry, False, args=[f"--querier.ingesters={urls}"])
+        cls.procs.append(cls.querier)
+        cls.querier.start()
+        cls.t0 = (h.now_ms() // 1000 - 600) * 1000
+        pushes = [("split", 0), ("split", 1), ("split", 0), ("only0", 0), ("split", 1)]
+        for k, (svc, target) in enumerate(pushes):
+            ts = cls.t0 // 1000 + k * 10
+            params = {"from": str(ts), "until": str(ts + 10), "format": "folded"}
+            body = folded(500 + k)
+            for e in (cls.aio, cls.ingesters[target]):
+                r = e.ingest(f"split.cpu{{svc={svc}}}", body, params=params)
+                assert r.status == 200, r.describe()
+        cls.body = {"query": "process_cpu:cpu:nanoseconds:cpu:nanoseconds{}",
+                    "start": str(cls.t0), "end": str(cls.t0 + 120_000)}
+
+    @classmethod
+    def tearDownClass(cls):
+        for p in getattr(cls, "procs", []):
+            p.cleanup()
+
+    def scope(self, e):
+        r = connect_json(e, f"/{h.QUERIER}/AnalyzeQuery", self.body)
+        self.assertEqual(r.status, 200, r.describe())
+        return r.json["queryScopes"][0]
+
+    def test_a_series_on_two_ingesters_counts_once(self):
+        want = h.wait_for(lambda: (lambda s: s if s.get("profileCount") == "5" else None)(
+            self.scope(self.aio)), what="5 profiles in the all-in-one")
+        self.assertEqual(want["seriesCount"], "2")
+        per = h.wait_for(lambda: (lambda v: v if sum(int(x.get("profileCount", "0"))
+                                                     for x in v) == 5 else None)(
+            [self.scope(i) for i in self.ingesters]), what="5 profiles in the ingesters")
+        self.assertEqual([x["seriesCount"] for x in per], ["2", "1"])
+        got = self.scope(self.querier)
+        for k in ("seriesCount", "profileCount", "sampleCount"):
+            self.assertEqual(want[k], got[k], k)
+        self.assertEqual(got["componentCount"], "2")
 
 
 class MultiTenantSettingsTest(unittest.TestCase):
