@@ -49,12 +49,11 @@ static const char set_script[] =
     "return 0\n";
 
 /* KEYS[1] the tenant's hash; ARGV: name, the delete's stamp (20 digits). */
-static const char del_script[] =
-    "local cur = redis.call('HGET', KEYS[1], ARGV[1])\n"
-    "if not cur then return 0 end\n"
-    "if string.sub(cur, 1, 20) > ARGV[2] then return 1 end\n"
-    "redis.call('HDEL', KEYS[1], ARGV[1])\n"
-    "return 0\n";
+static const char del_script[] = "local cur = redis.call('HGET', KEYS[1], ARGV[1])\n"
+                                 "if not cur then return 0 end\n"
+                                 "if string.sub(cur, 1, 20) > ARGV[2] then return 1 end\n"
+                                 "redis.call('HDEL', KEYS[1], ARGV[1])\n"
+                                 "return 0\n";
 
 typedef struct redis_settings_s {
     lc_settings_store_t base;
@@ -135,26 +134,32 @@ static int connect_locked(redis_settings_t *s)
 }
 
 /* Runs one command (binary-safe argv); *out is the reply to free. An I/O
- * error drops the connection and retries once on a new one. */
+ * error on a connection kept from an earlier call (Redis may have closed it
+ * since) drops it and retries once on a new one; a fresh connection failing
+ * is not retried, so a hung Redis costs one timeout, not two. */
 static int command(redis_settings_t *s, int argc, const char **argv, const size_t *lens,
                    redisReply **out)
 {
     *out = NULL;
     pthread_mutex_lock(&s->lock);
-    int rc = -ENOTCONN;
-    for (int attempt = 0; attempt < 2 && !*out; attempt++) {
-        if (!s->ctx && (rc = connect_locked(s)) != 0)
-            break;
+    int rc = 0;
+    for (bool fresh = false; !*out && rc == 0;) {
+        if (!s->ctx) {
+            rc = connect_locked(s);
+            fresh = true;
+            if (rc)
+                break;
+        }
         *out = redisCommandArgv(s->ctx, argc, argv, lens);
         if (!*out) {
             LC_LOG_WARN("settings: redis command failed err=\"%s\"", s->ctx->errstr);
             redisFree(s->ctx);
             s->ctx = NULL;
-            rc = -ENOTCONN;
+            rc = fresh ? -ENOTCONN : 0;
         }
     }
     pthread_mutex_unlock(&s->lock);
-    return *out ? 0 : rc;
+    return rc;
 }
 
 /* An integer reply of a script, or LC_ESTORE (logged) for anything else. */
@@ -184,9 +189,10 @@ static int redis_set(lc_settings_store_t *base, const char *tenant, const lc_set
     if (vlen)
         memcpy(stamped + STAMP_DIGITS, in->value, vlen);
     snprintf(cap, sizeof(cap), "%d", LC_SETTINGS_MAX_PER_TENANT);
+    size_t key_len = key_build(key, tenant);
     const char *argv[] = {"EVAL", set_script, "1", key, in->name, stamped, cap};
-    size_t lens[] = {4, sizeof(set_script) - 1, 1, key_build(key, tenant), strlen(in->name),
-                     STAMP_DIGITS + vlen, strlen(cap)};
+    size_t lens[] = {
+        4, strlen(set_script), 1, key_len, strlen(in->name), STAMP_DIGITS + vlen, strlen(cap)};
     redisReply *r;
     long long v = 0;
     int rc = command(s, (int)LC_ARRAY_LEN(argv), argv, lens, &r);
@@ -204,9 +210,9 @@ static int redis_del(lc_settings_store_t *base, const char *tenant, const char *
     redis_settings_t *s = (redis_settings_t *)base;
     char key[KEY_MAX], stamp[STAMP_DIGITS + 1];
     stamp_format(now_ms, stamp);
+    size_t key_len = key_build(key, tenant);
     const char *argv[] = {"EVAL", del_script, "1", key, name, stamp};
-    size_t lens[] = {4, sizeof(del_script) - 1, 1, key_build(key, tenant), strlen(name),
-                     STAMP_DIGITS};
+    size_t lens[] = {4, strlen(del_script), 1, key_len, strlen(name), STAMP_DIGITS};
     redisReply *r;
     long long v = 0;
     int rc = command(s, (int)LC_ARRAY_LEN(argv), argv, lens, &r);
@@ -225,7 +231,8 @@ static int copy_pair(lc_arena_t *a, const redisReply *name, const redisReply *va
                      lc_setting_t *out)
 {
     if (name->type != REDIS_REPLY_STRING || val->type != REDIS_REPLY_STRING ||
-        memchr(name->str, '\0', name->len) || !stamp_parse(val->str, val->len, &out->modified_at_ms))
+        memchr(name->str, '\0', name->len) ||
+        !stamp_parse(val->str, val->len, &out->modified_at_ms))
         return LC_ECORRUPT; /* not written by us */
     out->name = lc_arena_strndup(a, name->str, name->len);
     out->value = lc_arena_strndup(a, val->str + STAMP_DIGITS, val->len - STAMP_DIGITS);

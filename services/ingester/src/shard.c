@@ -231,9 +231,9 @@ int ing_shard_new(uv_loop_t *loop, lc_httpd_t *srv, lc_store_t *store, lc_metric
                                  &querier__v1__select_series_request__descriptor,
                                  shard_select_series, sh);
     if (rc == 0)
-        rc = lc_connect_register(srv, SHARD_ANALYZE_PATH,
-                                 &querier__v1__analyze_query_request__descriptor, shard_analyze,
-                                 sh);
+        rc =
+            lc_connect_register(srv, SHARD_ANALYZE_PATH,
+                                &querier__v1__analyze_query_request__descriptor, shard_analyze, sh);
     if (rc) {
         ing_shard_free(sh);
         return rc;

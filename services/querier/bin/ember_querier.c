@@ -5,8 +5,8 @@
  * ember:members:ingester, each field's expiry pushed on by its ingester's
  * heartbeat) and/or takes from --querier.ingesters.
  *
- * Members unseen for the TTL are gone; each join and leave is logged. /ready is false while the Redis link
- * is down (the member list would go stale) or when no ingester is known.
+ * Members unseen for the TTL are gone; each join and leave is logged. /ready is false while the
+ * Redis link is down (the member list would go stale) or when no ingester is known.
  *
  * Next to querier.v1 it serves what the all-in-one serves beside it: the
  * legacy /pyroscope/render, render-diff and label-values (on the fan-out),
@@ -25,8 +25,8 @@
 #include "lc/cfg.h"
 #include "lc/httpd.h"
 #include "lc/log.h"
-#include "lc/metrics.h"
 #include "lc/members.h"
+#include "lc/metrics.h"
 #include "services_extra.h"
 
 #define MEMBER_TTL_MS 5000 /* five missed heartbeats: the ingester is gone */
@@ -44,7 +44,9 @@ typedef struct querier_cfg_s {
 } querier_cfg_t;
 
 #define CFG(name, type, field, def, help)                                                          \
-    {name, type, offsetof(querier_cfg_t, field), def, 0, 0, help}
+    {                                                                                              \
+        name, type, offsetof(querier_cfg_t, field), def, 0, 0, help                                \
+    }
 
 /* The same names (and EMBER_* variables) as `ember`'s flags. */
 static const lc_cfg_entry_t cfg_table[] = {
@@ -71,7 +73,7 @@ typedef struct querier_s {
     qry_fanout_t *fanout;
     qry_extra_t *extra;  /* settings (in Redis), version, feature flags */
     lc_members_t *watch; /* the ingester group; NULL without --redis.url */
-    char **members; /* the last discovered set, sorted, for change logs */
+    char **members;      /* the last discovered set, sorted, for change logs */
     size_t n_members;
     uv_signal_t sigterm, sigint;
     bool stopping;
@@ -149,8 +151,7 @@ static void on_members_state(bool up, void *data)
     if (up)
         LC_LOG_INFO("redis link up: watching ingesters");
     else
-        LC_LOG_WARN("redis link down: keeping the last known ingesters count=%zu",
-                    q->n_members);
+        LC_LOG_WARN("redis link down: keeping the last known ingesters count=%zu", q->n_members);
 }
 
 static int start_redis(querier_t *q)
@@ -229,8 +230,7 @@ static int start_http(querier_t *q)
     if (!rc)
         rc = lc_httpd_listen(q->httpd);
     if (rc)
-        LC_LOG_ERROR("cannot serve HTTP addr=%s err=\"%s\"", q->cfg->http_address,
-                     lc_strerror(rc));
+        LC_LOG_ERROR("cannot serve HTTP addr=%s err=\"%s\"", q->cfg->http_address, lc_strerror(rc));
     return rc;
 }
 
@@ -297,8 +297,8 @@ int main(int argc, char **argv)
         q.metrics = lc_metrics_new();
         q.members_gauge = lc_metrics_gauge(q.metrics, "ember_querier_live_ingesters",
                                            "Ingesters announced through Redis", "");
-        q.redis_up = lc_metrics_gauge(q.metrics, "ember_redis_up", "1 while the Redis link is up",
-                                      "");
+        q.redis_up =
+            lc_metrics_gauge(q.metrics, "ember_redis_up", "1 while the Redis link is up", "");
         rc = start_http(&q);
     }
     if (rc == 0)

@@ -499,8 +499,8 @@ static int profile_type_ids(lc_http_req_t *req, const qry_rpcs_t *rpcs, char ***
 
 /* Any other label: Pyroscope sends an empty LabelValuesRequest (the label is
  * not forwarded), which LabelValues rejects; the same happens here. */
-static int other_label_values(lc_http_req_t *req, const qry_rpcs_t *rpcs, char ***values,
-                              size_t *n, lc_status_t *st)
+static int other_label_values(lc_http_req_t *req, const qry_rpcs_t *rpcs, char ***values, size_t *n,
+                              lc_status_t *st)
 {
     Types__V1__LabelValuesRequest r = TYPES__V1__LABEL_VALUES_REQUEST__INIT;
     ProtobufCMessage *out = NULL;
