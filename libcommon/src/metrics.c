@@ -48,6 +48,7 @@ struct lc_metric_s {
     _Atomic uint64_t *buckets;      /* n_bounds + 1 per-bucket counts; the last is +Inf */
     lc_metric_t *next_in_family;
     lc_metric_t *next_in_slot;      /* hash chain */
+    size_t refs;                    /* registrations not released; guarded by the lock */
 };
 
 struct lc_metrics_s {
@@ -271,6 +272,8 @@ static lc_metric_t *metrics_register(lc_metrics_t *m, const char *name, const ch
             f = family_new(m, name, help, type);
         x = metric_new(m, f, labels, bounds, n_bounds);
     }
+    if (x)
+        x->refs++;
     pthread_mutex_unlock(&m->lock);
     return x;
 }
@@ -300,6 +303,46 @@ lc_metric_t *lc_metrics_histogram(lc_metrics_t *m, const char *name, const char 
         return NULL;
     }
     return metrics_register(m, name, help, labels, METRIC_HISTOGRAM, bounds, n_bounds);
+}
+
+/* ---- release --------------------------------------------------------------------------------- */
+
+static void slot_unlink(lc_metrics_t *m, lc_metric_t *x)
+{
+    lc_metric_t **at = &m->slots[key_hash(x->family->name, x->labels) & (m->n_slots - 1)];
+    while (*at != x)
+        at = &(*at)->next_in_slot;
+    *at = x->next_in_slot;
+}
+
+/* The family stays, even empty: its HELP and TYPE lines are still valid. */
+static void family_unlink(family_t *f, lc_metric_t *x)
+{
+    lc_metric_t *prev = NULL;
+    for (lc_metric_t *y = f->first; y != x; y = y->next_in_family)
+        prev = y;
+    if (prev)
+        prev->next_in_family = x->next_in_family;
+    else
+        f->first = x->next_in_family;
+    if (f->last == x)
+        f->last = prev;
+}
+
+void lc_metrics_release(lc_metrics_t *m, lc_metric_t *x)
+{
+    if (!m || !x)
+        return;
+    pthread_mutex_lock(&m->lock);
+    bool last = --x->refs == 0;
+    if (last) {
+        slot_unlink(m, x);
+        family_unlink(x->family, x);
+        m->n_metrics--;
+    }
+    pthread_mutex_unlock(&m->lock);
+    if (last)
+        metric_free(x);
 }
 
 /* ---- updates --------------------------------------------------------------------------------- */

@@ -186,8 +186,20 @@ static void record_success(scr_target_t *t, double secs, size_t bytes, size_t sa
 
 /* ---------------------------------------------------------------- freeing */
 
+/* A removed target's series leave /metrics with it: targets come and go with
+ * discovery (pods), and their metrics must not pile up. */
+static void target_release_metrics(scr_target_t *t)
+{
+    lc_metrics_t *m = t->scr->metrics;
+    lc_metrics_release(m, t->m_up);
+    lc_metrics_release(m, t->m_duration);
+    lc_metrics_release(m, t->m_bytes);
+    lc_metrics_release(m, t->m_samples);
+}
+
 static void target_free(scr_target_t *t)
 {
+    target_release_metrics(t);
     scr_target_spec_fini(&t->spec);
     scr_delta_free(t->delta);
     lc_free(t);

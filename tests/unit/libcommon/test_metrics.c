@@ -240,6 +240,45 @@ static void test_concurrent_updates_sum_exactly(void)
     lc_metrics_free(r.m);
 }
 
+/* A metric leaves the exposition when its last registration is released; the
+ * others stay, in order, and the name can be registered anew from zero. */
+static void test_release_removes_after_last_reference(void)
+{
+    lc_metrics_t *m = lc_metrics_new();
+    lc_metric_t *a = lc_metrics_gauge(m, "ember_scrape_up", "Up.", "instance=\"a\"");
+    lc_metric_t *b = lc_metrics_gauge(m, "ember_scrape_up", "Up.", "instance=\"b\"");
+    lc_metric_t *c = lc_metrics_gauge(m, "ember_scrape_up", "Up.", "instance=\"c\"");
+    lc_metric_t *b2 = lc_metrics_gauge(m, "ember_scrape_up", "Up.", "instance=\"b\"");
+    LC_CHECK(b == b2);
+    lc_metric_set(a, 1);
+    lc_metric_set(b, 2);
+    lc_metric_set(c, 3);
+
+    lc_metrics_release(m, b); /* b2 still holds it */
+    char *text = render(m);
+    LC_CHECK(strstr(text, "ember_scrape_up{instance=\"b\"} 2\n") != NULL);
+    lc_free(text);
+
+    lc_metrics_release(m, b2);
+    lc_metrics_release(m, c); /* the last of the family's list */
+    text = render(m);
+    LC_ASSERT_STR_EQ(text, "# HELP ember_scrape_up Up.\n# TYPE ember_scrape_up gauge\n"
+                           "ember_scrape_up{instance=\"a\"} 1\n");
+    lc_free(text);
+
+    lc_metric_t *c2 = lc_metrics_gauge(m, "ember_scrape_up", "Up.", "instance=\"c\"");
+    LC_CHECK(c2 != NULL);
+    LC_CHECK(lc_metric_value(c2) == 0);
+    lc_metric_set(c2, 5);
+    lc_metrics_release(m, a); /* the first */
+    lc_metrics_release(m, NULL);
+    text = render(m);
+    LC_ASSERT_STR_EQ(text, "# HELP ember_scrape_up Up.\n# TYPE ember_scrape_up gauge\n"
+                           "ember_scrape_up{instance=\"c\"} 5\n");
+    lc_free(text);
+    lc_metrics_free(m);
+}
+
 LC_TEST_MAIN(test_render_golden, test_default_buckets, test_number_format,
              test_registration_rules, test_render_respects_cap,
-             test_concurrent_updates_sum_exactly)
+             test_concurrent_updates_sum_exactly, test_release_removes_after_last_reference)
