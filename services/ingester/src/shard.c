@@ -37,6 +37,8 @@ static int count_profile(lc_block_t *b, const lc_stored_profile_t *p, void *data
 {
     LC_UNUSED(b);
     count_walk_t *w = data;
+    if (!lc_query_profile_selected(w->q, p))
+        return 0;
     return lc_query_series_add(w->s, w->group, p->time_ns, 1);
 }
 
