@@ -15,6 +15,7 @@ import time
 import unittest
 import uuid
 
+import distributed_harness as dh
 import harness as h
 
 CPU = "process_cpu:cpu:nanoseconds:cpu:nanoseconds"
@@ -43,75 +44,84 @@ def text_forms(u):
     return [str(u), str(u).upper(), u.hex]
 
 
-class ProfileIdsTest(h.ServerTestCase):
-    @classmethod
-    def setUpClass(cls):
-        super().setUpClass()
-        man = h.manifest()
-        now_ns = time.time_ns() - 300 * 10**9
-        cls.window = (now_ns // 10**6 - 60_000, now_ns // 10**6 + 120_000)
-        cls.ids, cls.totals = [], {}   # id -> MANIFEST cpu total of its profile
-        base = {"__name__": "process_cpu", "__delta__": "false"}
+def push_all(proto_to, json_to, now_ns, headers=None):
+    """Push 1 (application/proto, to proto_to): one series, one RawSample per
+    PROTO_FILES entry, each with its own UUID. Push 2 (JSON, to json_to): the
+    JSON_FILES, the ids spelled in every accepted form. Returns the ids in
+    order and {id: MANIFEST cpu total of its profile}."""
+    man = h.manifest()
+    ids, totals = [], {}
+    base = {"__name__": "process_cpu", "__delta__": "false"}
+    req = h.pb().push.PushRequest()
+    s = req.series.add()
+    for k, v in dict(base, service_name="pid-proto").items():
+        s.labels.add(name=k, value=v)
+    for i, rel in enumerate(PROTO_FILES):
+        u = uuid.uuid4()
+        raw = h.set_time_nanos(h.read_testdata(rel), now_ns + i * 10**9)
+        s.samples.add(raw_profile=raw, ID=str(u))
+        ids.append(u)
+        totals[u] = h.expected_totals(man[rel])[NS]
+    r = proto_to.call(h.PUSH, req, headers=headers, check=False)
+    assert r.status == 200, r.describe()
+    samples = []
+    for i, rel in enumerate(JSON_FILES):
+        u = uuid.uuid4()
+        raw = h.set_time_nanos(h.read_testdata(rel), now_ns + (10 + i) * 10**9)
+        samples.append({"rawProfile": base64.b64encode(raw).decode(), "ID": text_forms(u)[i % 3]})
+        ids.append(u)
+        totals[u] = h.expected_totals(man[rel])[NS]
+    body = {"series": [{"labels": [{"name": k, "value": v} for k, v in
+                                   dict(base, service_name="pid-json").items()],
+                        "samples": samples}]}
+    r = json_to.call(h.PUSH, body, codec="json", headers=headers, check=False)
+    assert r.status == 200, r.describe()
+    return ids, totals
 
-        # Push 1: application/proto, one series, one RawSample per file.
-        p = h.pb()
-        req = p.push.PushRequest()
-        s = req.series.add()
-        for k, v in dict(base, service_name="pid-proto").items():
-            s.labels.add(name=k, value=v)
-        for i, rel in enumerate(PROTO_FILES):
-            u = uuid.uuid4()
-            raw = h.set_time_nanos(h.read_testdata(rel), now_ns + i * 10**9)
-            s.samples.add(raw_profile=raw, ID=str(u))
-            cls.ids.append(u)
-            cls.totals[u] = h.expected_totals(man[rel])[NS]
-        r = cls.srv.call(h.PUSH, req, check=False)
-        assert r.status == 200, r.describe()
 
-        # Push 2: JSON, the ids spelled in every accepted form.
-        samples = []
-        for i, rel in enumerate(JSON_FILES):
-            u = uuid.uuid4()
-            raw = h.set_time_nanos(h.read_testdata(rel), now_ns + (10 + i) * 10**9)
-            samples.append({"rawProfile": base64.b64encode(raw).decode(),
-                            "ID": text_forms(u)[i % 3]})
-            cls.ids.append(u)
-            cls.totals[u] = h.expected_totals(man[rel])[NS]
-        body = {"series": [{"labels": [{"name": k, "value": v} for k, v in
-                                       dict(base, service_name="pid-json").items()],
-                            "samples": samples}]}
-        r = cls.srv.call(h.PUSH, body, codec="json", check=False)
-        assert r.status == 200, r.describe()
-        cls.all_total = sum(cls.totals.values())
-        h.wait_for(lambda: cls.flame_total(BOTH, []) == cls.all_total, timeout=30,
-                   what="both pushes to become queryable")
-
-    # ------------------------------------------------------------ helpers
+class QueryHelpers:
+    """Queries of cls.qsrv with cls.headers over cls.window (ms)."""
+    headers = None
 
     @classmethod
-    def stacktraces(cls, selector, ids, codec="proto", check=True, **fields):
+    def stacktraces(cls, selector, ids, codec="proto", check=True, headers=None, **fields):
         q = h.pb().querier
-        return cls.srv.call(f"{h.QUERIER}/SelectMergeStacktraces", q.SelectMergeStacktracesRequest(
+        return cls.qsrv.call(f"{h.QUERIER}/SelectMergeStacktraces", q.SelectMergeStacktracesRequest(
             profile_typeID=CPU, label_selector=selector, start=cls.window[0], end=cls.window[1],
-            profile_id_selector=ids, **fields), codec=codec, check=check)
+            profile_id_selector=ids, **fields), codec=codec, check=check,
+            headers=cls.headers if headers is None else headers)
 
     @classmethod
     def flame_total(cls, selector, ids, codec="proto"):
         return cls.stacktraces(selector, ids, codec).msg.flamegraph.total
 
-    def merge_profile(self, selector, ids, codec="proto", check=True):
+    def merge_profile(self, selector, ids, codec="proto", check=True, headers=None):
         q = h.pb().querier
-        r = self.srv.call(f"{h.QUERIER}/SelectMergeProfile", q.SelectMergeProfileRequest(
+        r = self.qsrv.call(f"{h.QUERIER}/SelectMergeProfile", q.SelectMergeProfileRequest(
             profile_typeID=CPU, label_selector=selector, start=self.window[0], end=self.window[1],
-            profile_id_selector=ids), codec=codec, check=check)
+            profile_id_selector=ids), codec=codec, check=check,
+            headers=self.headers if headers is None else headers)
         if not check:
             return r
         return r.body if codec == "proto" else r.msg.SerializeToString()
 
     def subsets(self):
-        """Some subsets of the ids, across both pushes (and the empty one)."""
+        """Some subsets of the ids, across both pushes."""
         ids = self.ids
         return [ids[:1], ids[1:3], [ids[0], ids[4]], ids[3:6], [ids[2], ids[5], ids[6]], ids]
+
+
+class ProfileIdsTest(QueryHelpers, h.ServerTestCase):
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        cls.qsrv = cls.srv
+        now_ns = time.time_ns() - 300 * 10**9
+        cls.window = (now_ns // 10**6 - 60_000, now_ns // 10**6 + 120_000)
+        cls.ids, cls.totals = push_all(cls.srv, cls.srv, now_ns)
+        cls.all_total = sum(cls.totals.values())
+        h.wait_for(lambda: cls.flame_total(BOTH, []) == cls.all_total, timeout=30,
+                   what="both pushes to become queryable")
 
     # -------------------------------------------------------------- tests
 
@@ -246,6 +256,95 @@ class ProfileIdsTest(h.ServerTestCase):
         h.wait_for(lambda: self.flame_total('{service_name="pid-none"}', []) == want, timeout=20,
                    what="the push without an ID to become queryable")
         self.assertEqual(self.flame_total('{service_name="pid-none"}', [str(self.ids[0])]), 0)
+
+
+class DistributedProfileIdsTest(QueryHelpers, unittest.TestCase):
+    """The same ids through the cluster: redis-server, 2 ember-ingester, 1
+    ember-querier, multitenancy on. Push 1 goes to one ingester and push 2 to
+    the other; the streams spread the profiles over both stores, so only if
+    every ingester's shard API honours UUIDs do the totals add up. The querier
+    checks the tenant before the request, as the all-in-one does."""
+    headers = {"X-Scope-OrgID": "t-ids"}
+
+    @classmethod
+    def setUpClass(cls):
+        cls.procs = []
+        try:
+            cls.set_up()
+        except BaseException:
+            cls.tearDownClass()
+            raise
+
+    @classmethod
+    def set_up(cls):
+        cls.redis = dh.Redis()
+        cls.redis.start()
+        mt = "--auth.multitenancy-enabled=true"
+        cls.ingesters = [dh.ingester(cls.redis.url, [mt]) for _ in range(2)]
+        cls.qsrv = dh.querier(cls.redis.url, [mt])
+        for p in [*cls.ingesters, cls.qsrv]:
+            cls.procs.append(p)
+            p.start()
+        dh.wait_members(cls.qsrv, 2)
+        now_ns = time.time_ns() - 300 * 10**9
+        cls.window = (now_ns // 10**6 - 60_000, now_ns // 10**6 + 120_000)
+        cls.ids, cls.totals = push_all(cls.ingesters[0], cls.ingesters[1], now_ns, cls.headers)
+        cls.redis.wait_drained()
+        cls.all_total = sum(cls.totals.values())
+        h.wait_for(lambda: cls.flame_total(BOTH, []) == cls.all_total, timeout=30,
+                   what="both pushes to become queryable through the querier")
+
+    @classmethod
+    def tearDownClass(cls):
+        for p in getattr(cls, "procs", []):
+            p.cleanup()
+        if getattr(cls, "redis", None):
+            cls.redis.cleanup()
+
+    def test_profiles_are_spread(self):
+        """Both ingesters hold some of the profiles (else this class would
+        test one shard only)."""
+        held = []
+        for ing in self.ingesters:
+            q = h.pb().querier
+            r = ing.call(f"{h.QUERIER}/SelectMergeStacktraces", q.SelectMergeStacktracesRequest(
+                profile_typeID=CPU, label_selector=BOTH, start=self.window[0], end=self.window[1]),
+                headers=self.headers)
+            held.append(r.msg.flamegraph.total)
+        self.assertEqual(sum(held), self.all_total)
+        self.assertTrue(all(t > 0 for t in held), held)
+
+    def test_flamegraph_subsets(self):
+        for subset in self.subsets():
+            with self.subTest(n=len(subset)):
+                self.assertEqual(self.flame_total(BOTH, [str(u) for u in subset]),
+                                 sum(self.totals[u] for u in subset))
+
+    def test_merge_profile_subsets(self):
+        for subset in self.subsets()[:4]:
+            with self.subTest(n=len(subset)):
+                self.assertEqual(pprof_cpu_total(self.merge_profile(BOTH, [str(u) for u in subset])),
+                                 sum(self.totals[u] for u in subset))
+
+    def test_bad_selector_and_tenant_first(self):
+        """A bad selector is 400 with a tenant and 401 without one."""
+        r = self.stacktraces(BOTH, ["nope"], check=False)
+        self.assertEqual((r.status, r.json["code"]), (400, "invalid_argument"), r.describe())
+        r = self.stacktraces(BOTH, ["nope"], check=False, headers={})
+        self.assertEqual((r.status, r.json["code"]), (401, "unauthenticated"), r.describe())
+        q = h.pb().querier
+        bad = {"SelectMergeSpanProfile": q.SelectMergeSpanProfileRequest(profile_typeID=CPU),
+               "Diff": q.DiffRequest(),
+               "SelectMergeStacktraces": q.SelectMergeStacktracesRequest(profile_typeID=CPU,
+                                                                         max_nodes=-1)}
+        proto = {"Content-Type": "application/proto", "Connect-Protocol-Version": "1"}
+        for method, req in bad.items():
+            with self.subTest(method=method):
+                path, body = f"/{h.QUERIER}/{method}", req.SerializeToString()
+                r = self.qsrv.request("POST", path, body, dict(proto, **self.headers))
+                self.assertEqual(r.status, 400, r.describe())
+                r = self.qsrv.request("POST", path, body, proto)
+                self.assertEqual(r.status, 401, r.describe())
 
 
 if __name__ == "__main__":
