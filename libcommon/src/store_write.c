@@ -448,8 +448,8 @@ static int write_samples(wctx_t *c, const lc_store_write_t *w, uint32_t series)
         rc = samples_merge(c->t->samples, n, &n, &total);
     }
     if (!rc)
-        rc = profile_encode(&c->t->enc, c->t->samples, n, total, w->span_ids != NULL,
-                            w->profile_id);
+        rc =
+            profile_encode(&c->t->enc, c->t->samples, n, total, w->span_ids != NULL, w->profile_id);
     if (!rc)
         rc = profile_put(c, series, w->time_ns, &c->t->enc);
     if (!rc)

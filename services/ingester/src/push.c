@@ -81,8 +81,8 @@ static int push_profile(push_ctx_t *c, const lc_labels_t *ls, const Push__V1__Ra
                            "decompressed profiles of the request exceed %zu bytes",
                            ING_PUSH_MAX_TOTAL_BYTES);
     else
-        rc = ing_job_add(c->job, c->tenant, ls, pb, pb_len, p->time_nanos, NULL,
-                         has_id ? id : NULL, p->n_sample, st);
+        rc = ing_job_add(c->job, c->tenant, ls, pb, pb_len, p->time_nanos, NULL, has_id ? id : NULL,
+                         p->n_sample, st);
     lc_buf_fini(&out);
     return rc;
 }
@@ -117,10 +117,11 @@ static int push_check_ids(const Push__V1__PushRequest *req, lc_status_t *st)
         for (size_t k = 0; k < s->n_samples; k++) {
             const char *text = s->samples[k]->id;
             if (text && *text && !lc_uuid_parse(text, id))
-                return lc_status_set(st, LC_CODE_INVALID_ARGUMENT,
-                                     "series %zu sample %zu: ID \"%.64s\" is not a UUID "
-                                     "(8-4-4-4-12 hex digits, or 32 hex digits); nothing was stored",
-                                     i, k, text);
+                return lc_status_set(
+                    st, LC_CODE_INVALID_ARGUMENT,
+                    "series %zu sample %zu: ID \"%.64s\" is not a UUID "
+                    "(8-4-4-4-12 hex digits, or 32 hex digits); nothing was stored",
+                    i, k, text);
         }
     }
     return 0;

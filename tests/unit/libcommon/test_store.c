@@ -1576,8 +1576,9 @@ static void test_sample_iter_rejects_corrupt(void)
 static void test_profile_id_round_trip(void)
 {
     static const char *file = "pyroscope-single_group_with_optional_span_id.pb.gz";
-    const uint8_t id_a[LC_STORE_PROFILE_ID_BYTES] = {0x6f, 0x2e, 0x49, 0xdd, 0xf2, 0xb1, 0x4b, 0xf8,
-                                                     0x82, 0x1b, 0xa1, 0xcc, 0x9f, 0x07, 0x0a, 0xff};
+    const uint8_t id_a[LC_STORE_PROFILE_ID_BYTES] = {0x6f, 0x2e, 0x49, 0xdd, 0xf2, 0xb1,
+                                                     0x4b, 0xf8, 0x82, 0x1b, 0xa1, 0xcc,
+                                                     0x9f, 0x07, 0x0a, 0xff};
     uint8_t id_b[LC_STORE_PROFILE_ID_BYTES];
     for (size_t i = 0; i < sizeof(id_b); i++)
         id_b[i] = (uint8_t)(0x80 | i); /* every byte a varint continuation byte */
@@ -1623,7 +1624,8 @@ static void test_profile_id_round_trip(void)
             LC_CHECK(memcmp(ps.v[i].profile_id, ids[i], LC_STORE_PROFILE_ID_BYTES) == 0);
         LC_ASSERT_EQ(ps.v[i].total, want_total);
         int64_t sum;
-        sums_t want = pprof_sums(&l, 1, i == 1 ? spans : NULL), got = stored_sums(b, &ps.v[i], &sum);
+        sums_t want = pprof_sums(&l, 1, i == 1 ? spans : NULL),
+               got = stored_sums(b, &ps.v[i], &sum);
         LC_ASSERT_EQ(sum, want_total);
         sums_expect_equal(&want, &got);
     }
@@ -1654,8 +1656,8 @@ static void test_sample_iter_profile_id(void)
     LC_ASSERT_EQ(node, 3);
     LC_ASSERT_EQ(sum, 5);
     LC_ASSERT_EQ(iter_all(v, 10, &node, &sum), LC_ECORRUPT); /* id cut short */
-    v[0] = 3;                                                 /* profile id and span ids */
-    v[n++] = 0x2a;                                            /* the sample's span id */
+    v[0] = 3;                                                /* profile id and span ids */
+    v[n++] = 0x2a;                                           /* the sample's span id */
     LC_ASSERT_EQ(iter_all(v, n, &node, &sum), 0);
     LC_ASSERT_EQ(sum, 5);
     const uint8_t old[] = {1, 3, 10, 0x2a}; /* spans only: no id to skip */
