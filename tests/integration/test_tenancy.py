@@ -338,6 +338,15 @@ class TenancyTest(h.ServerTestCase):
                 self.assertStatus(r, 400, f"{method} undecodable with a tenant")
                 r = self.srv.request("POST", f"/{Q}/{method}", b"\xff\xff\xff", headers)
                 self.assertUnauthenticated(r, f"{method} undecodable")
+        json_h = {"Content-Type": "application/json"}
+        for method in ("settings.v1.SettingsService/Set",
+                       "capabilities.v1.FeatureFlagsService/GetFeatureFlags"):
+            with self.subTest(case=f"{method} not JSON"):
+                r = self.srv.request("POST", f"/{method}", b"{not json",
+                                     dict(json_h, **{"X-Scope-OrgID": "t-a"}))
+                self.assertStatus(r, 400, f"{method} not JSON with a tenant")
+                r = self.srv.request("POST", f"/{method}", b"{not json", json_h)
+                self.assertUnauthenticated(r, f"{method} not JSON")
         rng = {"from": self.rng["start"], "until": self.rng["end"]}
         legacy = {
             "render no query": ("/pyroscope/render", rng),
