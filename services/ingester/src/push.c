@@ -43,15 +43,14 @@ static void push_reject(push_ctx_t *c, const lc_status_t *st, const char *reason
 }
 
 /* Queues the profile as the bytes it was decoded from (gunzipped), unless
- * validation or the time default changed it: then it is encoded again. */
+ * validation or the time default changed it: then it is encoded again. Its
+ * ID, if any, was checked by push_check_ids. */
 static int push_profile(push_ctx_t *c, const lc_labels_t *ls, const Push__V1__RawSample *sample,
                         lc_status_t *st)
 {
     const ProtobufCBinaryData *raw = &sample->raw_profile;
     uint8_t id[LC_UUID_BYTES];
-    bool has_id = sample->id && *sample->id;
-    if (has_id && !lc_uuid_parse(sample->id, id))
-        return lc_status_set(st, LC_CODE_INTERNAL, "profile ID changed after validation");
+    bool has_id = sample->id && *sample->id && lc_uuid_parse(sample->id, id);
     lc_pprof_limits_t lim = c->ing->opts.limits;
     lc_pprof_t *p;
     const uint8_t *pb;
