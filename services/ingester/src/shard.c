@@ -22,7 +22,8 @@
 #define SHARD_SERIES_PATH "/ember.v1.ShardService/SelectSeries"
 
 struct ing_shard_s {
-    qry_t *qry; /* the querier role on this store, truncating nothing */
+    qry_t *qry;               /* the querier role on this store, truncating nothing */
+    qry_route_t series_route; /* SelectSeries with counts; tenant checked first */
 };
 
 /* ------------------------------------------------------------ the counts */
@@ -190,10 +191,12 @@ int ing_shard_new(uv_loop_t *loop, lc_httpd_t *srv, lc_store_t *store, lc_metric
     qo.multitenancy = multitenancy;
     qo.max_nodes_default = 0; /* 0 = no truncation: the querier truncates the merge */
     int rc = qry_new(loop, &qo, srv, store, metrics, &sh->qry);
+    sh->series_route = (qry_route_t){.in = &querier__v1__select_series_request__descriptor,
+                                     .unary = shard_select_series,
+                                     .data = sh,
+                                     .multitenancy = multitenancy};
     if (rc == 0)
-        rc = lc_connect_register(srv, SHARD_SERIES_PATH,
-                                 &querier__v1__select_series_request__descriptor,
-                                 shard_select_series, sh);
+        rc = qry_route_register(srv, SHARD_SERIES_PATH, &sh->series_route);
     if (rc) {
         ing_shard_free(sh);
         return rc;
