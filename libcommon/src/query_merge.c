@@ -56,6 +56,24 @@ bool lc_query__span_selected(const lc_query_t *q, uint64_t span)
     return lo < q->n_span_ids && q->span_ids[lo] == span;
 }
 
+bool lc_query_profile_selected(const lc_query_t *q, const lc_stored_profile_t *p)
+{
+    if (!q->profile_ids)
+        return true;
+    if (!p->has_profile_id)
+        return false;
+    size_t lo = 0, hi = q->n_profile_ids;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (memcmp(q->profile_ids[mid], p->profile_id, LC_STORE_PROFILE_ID_BYTES) < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < q->n_profile_ids &&
+           memcmp(q->profile_ids[lo], p->profile_id, LC_STORE_PROFILE_ID_BYTES) == 0;
+}
+
 /* Makes self[] cover node ids [0, need), zero-filled. */
 static void sums_reserve(qm_sums_t *s, size_t need)
 {
@@ -71,6 +89,8 @@ static int sums_profile_cb(lc_block_t *b, const lc_stored_profile_t *p, void *da
     LC_UNUSED(b);
     sums_walk_t *w = data;
     qm_sums_t *s = w->s;
+    if (!lc_query_profile_selected(w->q, p))
+        return 0;
     lc_sample_iter_t it;
     lc_sample_iter_init(&it, p);
     for (;;) {

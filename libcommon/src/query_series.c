@@ -367,6 +367,8 @@ static int collect_profile_cb(lc_block_t *b, const lc_stored_profile_t *p, void 
 {
     LC_UNUSED(b);
     ts_collect_t *c = data;
+    if (!lc_query_profile_selected(c->q, p))
+        return 0;
     int64_t total = p->total;
     if (c->keep) {
         int rc = filtered_total(c, p, &total);

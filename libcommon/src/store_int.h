@@ -27,8 +27,9 @@
 #define STORE_STACKCACHE_MAX ((size_t)1 << 19) /* stacks cached per block: 16 MiB of slots */
 
 /* Profile value flags (first varint of lc_stored_profile_t._data). */
-#define STORE_PF_SPANS 0x1u /* each sample carries a span id varint */
-#define STORE_PF_ALL STORE_PF_SPANS
+#define STORE_PF_SPANS 0x1u      /* each sample carries a span id varint */
+#define STORE_PF_PROFILE_ID 0x2u /* 16 bytes of profile id (a UUID) follow the flags */
+#define STORE_PF_ALL (STORE_PF_SPANS | STORE_PF_PROFILE_ID)
 #define STORE_PF_CORRUPT 0x80000000u /* iterator only: the header did not decode */
 
 /* Named databases of a block environment. */

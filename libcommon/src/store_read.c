@@ -236,12 +236,29 @@ int lc_block_series(lc_block_t *b, const char *const *tenants, size_t n_tenants,
 
 /* ---------------------------------------------------------------- profiles */
 
+/* The profile id after the flags, when they say there is one. Blocks written
+ * before the flag existed simply never set it. */
+static int profile_id_decode(const uint8_t *s, const uint8_t *end, lc_stored_profile_t *p)
+{
+    uint64_t flags;
+    if (store_get_uvarint(&s, end, &flags) || (flags & ~(uint64_t)STORE_PF_ALL))
+        return LC_ECORRUPT;
+    p->has_profile_id = (flags & STORE_PF_PROFILE_ID) != 0;
+    if (!p->has_profile_id)
+        return 0;
+    if ((size_t)(end - s) < LC_STORE_PROFILE_ID_BYTES)
+        return LC_ECORRUPT;
+    memcpy(p->profile_id, s, LC_STORE_PROFILE_ID_BYTES);
+    return 0;
+}
+
 /* Splits a stored value into header fields and the encoded samples. */
 static int profile_decode(const MDB_val *k, const MDB_val *v, lc_stored_profile_t *p)
 {
     const uint8_t *s = v->mv_data, *end = s + v->mv_size;
     uint64_t total, n;
-    if (store_get_uvarint(&s, end, &total) || store_get_uvarint(&s, end, &n) || n > UINT32_MAX)
+    if (store_get_uvarint(&s, end, &total) || store_get_uvarint(&s, end, &n) || n > UINT32_MAX ||
+        profile_id_decode(s, end, p))
         return LC_ECORRUPT;
     p->series_id = lc_store__profile_key_series(k->mv_data);
     p->time_ns = lc_store__profile_key_time(k->mv_data);
@@ -290,6 +307,12 @@ void lc_sample_iter_init(lc_sample_iter_t *it, const lc_stored_profile_t *p)
         it->flags = STORE_PF_CORRUPT;
     else
         it->flags = (uint32_t)flags;
+    if (it->flags & STORE_PF_PROFILE_ID) { /* the id was read by lc_block_profiles */
+        if ((size_t)(it->end - it->p) < LC_STORE_PROFILE_ID_BYTES)
+            it->flags = STORE_PF_CORRUPT;
+        else
+            it->p += LC_STORE_PROFILE_ID_BYTES;
+    }
 }
 
 int lc_sample_iter_next(lc_sample_iter_t *it, uint32_t *node, int64_t *value, uint64_t *span_id)

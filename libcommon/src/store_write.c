@@ -351,17 +351,23 @@ static int samples_merge(wsample_t *v, size_t n, size_t *n_out, int64_t *total)
     return 0;
 }
 
-/* total, n_samples, flags, then per sample: node delta, value[, span id]. */
-static int profile_encode(lc_buf_t *enc, const wsample_t *v, size_t n, int64_t total, bool spans)
+/* total, n_samples, flags[, profile id], then per sample: node delta,
+ * value[, span id]. */
+static int profile_encode(lc_buf_t *enc, const wsample_t *v, size_t n, int64_t total, bool spans,
+                          const uint8_t *profile_id)
 {
     lc_buf_reset(enc);
-    int rc = lc_buf_reserve(enc, 30 + n * 30);
+    int rc = lc_buf_reserve(enc, 30 + LC_STORE_PROFILE_ID_BYTES + n * 30);
     if (rc)
         return rc;
     uint8_t *e = enc->data;
     e = store_put_uvarint(e, store_zigzag(total));
     e = store_put_uvarint(e, n);
-    e = store_put_uvarint(e, spans ? STORE_PF_SPANS : 0);
+    e = store_put_uvarint(e, (spans ? STORE_PF_SPANS : 0) | (profile_id ? STORE_PF_PROFILE_ID : 0));
+    if (profile_id) {
+        memcpy(e, profile_id, LC_STORE_PROFILE_ID_BYTES);
+        e += LC_STORE_PROFILE_ID_BYTES;
+    }
     uint32_t prev = 0;
     for (size_t i = 0; i < n; i++) {
         e = store_put_uvarint(e, v[i].node - prev);
@@ -442,7 +448,8 @@ static int write_samples(wctx_t *c, const lc_store_write_t *w, uint32_t series)
         rc = samples_merge(c->t->samples, n, &n, &total);
     }
     if (!rc)
-        rc = profile_encode(&c->t->enc, c->t->samples, n, total, w->span_ids != NULL);
+        rc =
+            profile_encode(&c->t->enc, c->t->samples, n, total, w->span_ids != NULL, w->profile_id);
     if (!rc)
         rc = profile_put(c, series, w->time_ns, &c->t->enc);
     if (!rc)

@@ -527,7 +527,8 @@ class ConnectEdgeCasesTest(h.ServerTestCase):
         body = {"series": [{"labels": [{"name": "__name__", "value": "process_cpu"},
                                        {"name": "service_name", "value": "edge-svc"},
                                        {"name": "service.version", "value": "2.0"}],
-                            "samples": [{"raw_profile": base64.b64encode(raw).decode(), "ID": "p1"}]}]}
+                            "samples": [{"raw_profile": base64.b64encode(raw).decode(),
+                                         "ID": "6f2e49dd-f2b1-4bf8-821b-a1cc9f070aff"}]}]}
         r = cls.post(h.PUSH, json.dumps(body).encode(), "application/json")
         assert r.status == 200, r.describe()
         h.wait_for(lambda: "edge-svc" in cls.srv.label_values("service_name", start=cls.t0 - 60_000,

@@ -224,7 +224,8 @@ class QueryFeaturesTest(h.ServerTestCase):
     def test_span_selector_pprof(self):
         """span_selector on SelectMergeStacktraces format PPROF, and the same
         id through profile_id_selector (ember stores one id per sample, from
-        the span_id or profile_id pprof label)."""
+        the span_id or profile_id pprof label; UUIDs select whole profiles:
+        test_profile_ids.py)."""
         pf = h.pb().querier.PROFILE_FORMAT_PPROF
         for span, (_, cpu) in self.span_totals.items():
             with self.subTest(span=span):
@@ -249,15 +250,6 @@ class QueryFeaturesTest(h.ServerTestCase):
         self.assertStatus(r, 200)
         fg = q.SelectMergeSpanProfileResponse.FromString(r.body).flamegraph
         self.assertEqual(fg.total, self.span_totals[span][0])
-
-    def test_profile_uuid_unimplemented(self):
-        """Pyroscope's profile UUIDs are not kept by ember: a clear unimplemented."""
-        q = h.pb().querier
-        r = self.srv.call(f"{h.QUERIER}/SelectMergeStacktraces", q.SelectMergeStacktracesRequest(
-            profile_typeID=CPU, label_selector="{}", start=self.window[0], end=self.window[1],
-            profile_id_selector=["6f2e49dd-f2b1-4bf8-821b-a1cc9f070aff"]), check=False)
-        self.assertStatus(r, 501)
-        self.assertEqual(r.json["code"], "unimplemented")
 
     # ------------------------------------------------------ time range
 

@@ -295,6 +295,75 @@ class TenancyTest(h.ServerTestCase):
         # nothing was written by the rejected calls
         self.assertEqual(self.values(BOTH, "service_name"), ["only-a", "only-b", "shared-svc"])
 
+    def test_bad_request_without_tenant_is_401(self):
+        """The tenant is checked before the request is looked at (as
+        Pyroscope's HTTP middleware does): a request that is bad AND has no
+        X-Scope-OrgID is 401, not 400. Each request below is shown to be a
+        400 with a tenant first, so the 401 cannot come from anything else."""
+        q = h.pb().querier
+        side = q.SelectMergeStacktracesRequest(profile_typeID=SAMPLES, label_selector="{}", **self.rng)
+        connect = {
+            "SelectMergeStacktraces max_nodes -1": (f"{Q}/SelectMergeStacktraces",
+                q.SelectMergeStacktracesRequest(profile_typeID=SAMPLES, label_selector="{}",
+                                                max_nodes=-1, **self.rng)),
+            "SelectMergeStacktraces bad profile id": (f"{Q}/SelectMergeStacktraces",
+                q.SelectMergeStacktracesRequest(profile_typeID=SAMPLES, label_selector="{}",
+                                                profile_id_selector=["nope"], **self.rng)),
+            "SelectMergeProfile no type": (f"{Q}/SelectMergeProfile",
+                q.SelectMergeProfileRequest(label_selector="{}", **self.rng)),
+            "SelectMergeSpanProfile no spans": (f"{Q}/SelectMergeSpanProfile",
+                q.SelectMergeSpanProfileRequest(profile_typeID=SAMPLES, label_selector="{}",
+                                                **self.rng)),
+            "SelectMergeSpanProfile bad format": (f"{Q}/SelectMergeSpanProfile",
+                q.SelectMergeSpanProfileRequest(profile_typeID=SAMPLES, label_selector="{}",
+                                                span_selector=[SPAN_B],
+                                                format=q.PROFILE_FORMAT_PPROF, **self.rng)),
+            "Diff no sides": (f"{Q}/Diff", q.DiffRequest()),
+            "Diff one side": (f"{Q}/Diff", q.DiffRequest(left=side)),
+            "SelectSeries no type": (f"{Q}/SelectSeries",
+                q.SelectSeriesRequest(label_selector="{}", step=15, **self.rng)),
+            "Series start after end": (f"{Q}/Series",
+                q.SeriesRequest(start=self.rng["end"], end=self.rng["start"])),
+        }
+        for name, (method, req) in connect.items():
+            with self.subTest(case=name):
+                self.assertStatus(self.rpc("t-a", method, req), 400, f"{name} with a tenant")
+                self.assertUnauthenticated(self.rpc(None, method, req), name)
+        # a body that does not even decode
+        headers = {"Content-Type": "application/proto", "Connect-Protocol-Version": "1"}
+        for method in ("SelectMergeSpanProfile", "Diff", "SelectMergeStacktraces"):
+            with self.subTest(case=f"{method} undecodable"):
+                r = self.srv.request("POST", f"/{Q}/{method}", b"\xff\xff\xff",
+                                     dict(headers, **{"X-Scope-OrgID": "t-a"}))
+                self.assertStatus(r, 400, f"{method} undecodable with a tenant")
+                r = self.srv.request("POST", f"/{Q}/{method}", b"\xff\xff\xff", headers)
+                self.assertUnauthenticated(r, f"{method} undecodable")
+        json_h = {"Content-Type": "application/json"}
+        for method in ("settings.v1.SettingsService/Set",
+                       "capabilities.v1.FeatureFlagsService/GetFeatureFlags"):
+            with self.subTest(case=f"{method} not JSON"):
+                r = self.srv.request("POST", f"/{method}", b"{not json",
+                                     dict(json_h, **{"X-Scope-OrgID": "t-a"}))
+                self.assertStatus(r, 400, f"{method} not JSON with a tenant")
+                r = self.srv.request("POST", f"/{method}", b"{not json", json_h)
+                self.assertUnauthenticated(r, f"{method} not JSON")
+        rng = {"from": self.rng["start"], "until": self.rng["end"]}
+        legacy = {
+            "render no query": ("/pyroscope/render", rng),
+            "render bad query": ("/pyroscope/render", dict(rng, query="no-braces")),
+            "render-diff no right side": ("/pyroscope/render-diff",
+                {"leftQuery": SAMPLES + "{}", "leftFrom": rng["from"], "leftUntil": rng["until"]}),
+            "render-diff types differ": ("/pyroscope/render-diff",
+                {"leftQuery": SAMPLES + "{}", "rightQuery": CPU + "{}",
+                 **{f"{s}{k}": v for s in ("left", "right")
+                    for k, v in (("From", rng["from"]), ("Until", rng["until"]))}}),
+            "label-values no label": ("/pyroscope/label-values", {}),
+        }
+        for name, (path, params) in legacy.items():
+            with self.subTest(case=name):
+                self.assertStatus(self.legacy("t-a", path, params), 400, f"{name} with a tenant")
+                self.assertUnauthenticated(self.legacy(None, path, params), name)
+
     def assertUnauthenticated(self, r, what):
         self.assertEqual(r.status, 401, f"{what} without X-Scope-OrgID: {r.describe()}")
         self.assertEqual((r.json or {}).get("code"), "unauthenticated", f"{what}: {r.describe()}")

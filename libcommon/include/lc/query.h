@@ -83,7 +83,8 @@ typedef struct lc_query_pgo_s {
 
 /* What to read: series of `tenants` matching `sel` (the caller adds the
  * __profile_type__ matcher), profiles with start_ns <= time <= end_ns, and
- * of their samples:
+ * of those only the ones whose stored profile id is in profile_ids when that
+ * is set (profiles stored without an id never match), and of their samples:
  *  - with span_ids set, only those carrying one of the span ids;
  *  - with call_site set, only those whose stack, root first, begins with the
  *    call-site function names (a location's lines count outermost first, as
@@ -95,10 +96,16 @@ typedef struct lc_query_s {
     int64_t start_ns, end_ns;
     const uint64_t *span_ids; /* sorted ascending; NULL = every sample (n 0: none) */
     size_t n_span_ids;
+    /* sorted ascending (memcmp); NULL = every profile (n 0: none) */
+    const uint8_t (*profile_ids)[LC_STORE_PROFILE_ID_BYTES];
+    size_t n_profile_ids;
     const char *const *call_site; /* root first; n_call_site 0 = every stack */
     size_t n_call_site;           /* at most LC_QUERY_MAX_CALL_SITE */
     lc_query_pgo_t pgo;
 } lc_query_t;
+
+/* Whether a stored profile passes q's profile_ids. */
+bool lc_query_profile_selected(const lc_query_t *q, const lc_stored_profile_t *p);
 
 /* A NULL reader stands for "no blocks" (a range outside the look-back) in
  * every function below. */

@@ -12,7 +12,8 @@
  *    __profile_type__, service_name, ... (the writer computes them);
  *  - postings map name=value to series ids for selectors;
  *  - a stored profile is (series id, time) -> total + sorted (node id, value)
- *    pairs, delta-varint encoded, optionally with per-sample span ids.
+ *    pairs, delta-varint encoded, optionally with per-sample span ids and
+ *    the profile's own id (Pyroscope's per-profile UUID, 16 bytes).
  * Retention drops whole block directories.
  *
  * Threading: one writer thread at a time (lc_store_write_*). Readers may run
@@ -34,6 +35,8 @@
 #include "lc/pprof.h"
 
 typedef struct lc_store_s lc_store_t;
+
+#define LC_STORE_PROFILE_ID_BYTES 16 /* a stored profile's own id: a UUID's bytes */
 
 typedef struct lc_store_opts_s {
     const char *dir;                /* data directory; created if missing */
@@ -63,6 +66,7 @@ typedef struct lc_store_write_s {
     size_t n_samples;
     const int64_t *values;              /* optional override, parallel to samples (server-side delta) */
     const uint64_t *span_ids;           /* optional, parallel to samples; 0 = none */
+    const uint8_t *profile_id;          /* optional: LC_STORE_PROFILE_ID_BYTES (a UUID) */
 } lc_store_write_t;
 
 /* Starts a write batch. Each touched block gets one LMDB write transaction;
@@ -119,6 +123,8 @@ typedef struct lc_stored_profile_s {
     int64_t time_ns;
     int64_t total;                  /* sum of values: SelectSeries needs nothing else */
     uint32_t n_samples;
+    bool has_profile_id;            /* the writer was given a profile id */
+    uint8_t profile_id[LC_STORE_PROFILE_ID_BYTES];
     const uint8_t *_data;           /* encoded samples; valid during the callback */
     size_t _len;
 } lc_stored_profile_t;

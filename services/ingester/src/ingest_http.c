@@ -110,7 +110,7 @@ static int ingest_publish(ingest_ctx_t *c, lc_pprof_t *p, lc_labels_t *ls,
     int rc = pb ? 0 : lc_pprof_encode(p, false, &out);
     if (rc == 0)
         rc = ing_job_add(c->job, c->tenant, ls, pb ? pb : out.data, pb ? pb_len : out.len,
-                         p->time_nanos, cfg, p->n_sample, &c->st);
+                         p->time_nanos, cfg, NULL, p->n_sample, &c->st);
     else
         lc_status_set(&c->st, LC_CODE_INTERNAL, "cannot encode the profile: %s", lc_strerror(rc));
     lc_buf_fini(&out);

@@ -348,10 +348,11 @@ typedef struct ing_job_s {
 
 ing_job_t *ing_job_new(ing_t *ing, lc_http_req_t *req, ing_route_t route);
 /* Wraps one validated, uncompressed pprof into an IngestProfile for the job.
- * labels must be sorted and checked. */
+ * labels must be sorted and checked; profile_id is NULL or
+ * LC_STORE_PROFILE_ID_BYTES (Push's RawSample.ID). */
 int ing_job_add(ing_job_t *job, const char *tenant, const lc_labels_t *labels, const uint8_t *pprof,
-                size_t len, int64_t time_ns, const ing_stconfig_t *cfg, size_t n_samples,
-                lc_status_t *st) LC_MUST_CHECK;
+                size_t len, int64_t time_ns, const ing_stconfig_t *cfg, const uint8_t *profile_id,
+                size_t n_samples, lc_status_t *st) LC_MUST_CHECK;
 /* The routes' `after` (loop thread): publishes req->user's job, if any. */
 lc_http_result_t ing_publish_after(lc_http_req_t *req, void *data);
 

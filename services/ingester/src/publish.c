@@ -84,8 +84,8 @@ static ing_msg_t *job_slot(ing_job_t *job)
 }
 
 int ing_job_add(ing_job_t *job, const char *tenant, const lc_labels_t *labels, const uint8_t *pprof,
-                size_t len, int64_t time_ns, const ing_stconfig_t *cfg, size_t n_samples,
-                lc_status_t *st)
+                size_t len, int64_t time_ns, const ing_stconfig_t *cfg, const uint8_t *profile_id,
+                size_t n_samples, lc_status_t *st)
 {
     lc_arena_t *arena = job->req->arena;
     uint8_t id[ING_ID_BYTES];
@@ -103,6 +103,8 @@ int ing_job_add(ing_job_t *job, const char *tenant, const lc_labels_t *labels, c
     m.delta_disabled = delta && strcmp(delta, "false") == 0;
     m.sample_type_config = cfg ? cfg->v : NULL;
     m.n_sample_type_config = cfg ? cfg->n : 0;
+    if (profile_id)
+        m.profile_id = (ProtobufCBinaryData){LC_STORE_PROFILE_ID_BYTES, (uint8_t *)profile_id};
     ing_msg_t *slot = job_slot(job);
     size_t size = protobuf_c_message_get_packed_size(&m.base);
     uint8_t *data = slot && m.labels ? lc_arena_alloc(arena, size ? size : 1) : NULL;

@@ -8,11 +8,18 @@
  * and every sample's pprof (gunzip, decode, validate); the valid profiles are
  * published and, as in Pyroscope, the errors of the others are still returned
  * (invalid_argument) once the valid ones are durable.
+ *
+ * RawSample.ID, Pyroscope's per-profile UUID, is optional. When given it must
+ * parse (lc/uuid.h) and travels as 16 bytes to the store, which keeps it per
+ * stored profile for profile_id_selector. Every ID is checked before anything
+ * is queued: one malformed ID refuses the whole request (invalid_argument),
+ * so a client never has to find out which of its profiles were kept.
  */
 #include <string.h>
 
 #include "ingester_int.h"
 #include "lc/tenant.h"
+#include "lc/uuid.h"
 #include "push/v1/push.pb-c.h"
 
 typedef struct push_ctx_s {
@@ -36,10 +43,14 @@ static void push_reject(push_ctx_t *c, const lc_status_t *st, const char *reason
 }
 
 /* Queues the profile as the bytes it was decoded from (gunzipped), unless
- * validation or the time default changed it: then it is encoded again. */
-static int push_profile(push_ctx_t *c, const lc_labels_t *ls, const ProtobufCBinaryData *raw,
+ * validation or the time default changed it: then it is encoded again. Its
+ * ID, if any, was checked by push_check_ids. */
+static int push_profile(push_ctx_t *c, const lc_labels_t *ls, const Push__V1__RawSample *sample,
                         lc_status_t *st)
 {
+    const ProtobufCBinaryData *raw = &sample->raw_profile;
+    uint8_t id[LC_UUID_BYTES];
+    bool has_id = sample->id && *sample->id && lc_uuid_parse(sample->id, id);
     lc_pprof_limits_t lim = c->ing->opts.limits;
     lc_pprof_t *p;
     const uint8_t *pb;
@@ -69,7 +80,8 @@ static int push_profile(push_ctx_t *c, const lc_labels_t *ls, const ProtobufCBin
                            "decompressed profiles of the request exceed %zu bytes",
                            ING_PUSH_MAX_TOTAL_BYTES);
     else
-        rc = ing_job_add(c->job, c->tenant, ls, pb, pb_len, p->time_nanos, NULL, p->n_sample, st);
+        rc = ing_job_add(c->job, c->tenant, ls, pb, pb_len, p->time_nanos, NULL, has_id ? id : NULL,
+                         p->n_sample, st);
     lc_buf_fini(&out);
     return rc;
 }
@@ -88,11 +100,30 @@ static void push_series(push_ctx_t *c, const Push__V1__RawProfileSeries *s)
     } else {
         for (size_t i = 0; i < s->n_samples; i++) {
             st = (lc_status_t){0};
-            if (push_profile(c, &ls, &s->samples[i]->raw_profile, &st) < 0)
+            if (push_profile(c, &ls, s->samples[i], &st) < 0)
                 push_reject(c, &st, "invalid_profile");
         }
     }
     lc_labels_fini(&ls);
+}
+
+/* Every RawSample.ID is empty or a UUID lc_uuid_parse accepts. */
+static int push_check_ids(const Push__V1__PushRequest *req, lc_status_t *st)
+{
+    uint8_t id[LC_UUID_BYTES];
+    for (size_t i = 0; i < req->n_series; i++) {
+        const Push__V1__RawProfileSeries *s = req->series[i];
+        for (size_t k = 0; k < s->n_samples; k++) {
+            const char *text = s->samples[k]->id;
+            if (text && *text && !lc_uuid_parse(text, id))
+                return lc_status_set(
+                    st, LC_CODE_INVALID_ARGUMENT,
+                    "series %zu sample %zu: ID \"%.64s\" is not a UUID "
+                    "(8-4-4-4-12 hex digits, or 32 hex digits); nothing was stored",
+                    i, k, text);
+        }
+    }
+    return 0;
 }
 
 /* The request's outcome: -1 (nothing accepted) with st, or 0 with the job's
@@ -103,6 +134,8 @@ static int push_run(push_ctx_t *c, const Push__V1__PushRequest *req, lc_status_t
         c->n_profiles += req->series[i]->n_samples;
     if (c->n_profiles == 0)
         return lc_status_set(st, LC_CODE_INVALID_ARGUMENT, "no profiles received");
+    if (push_check_ids(req, st))
+        return -1;
     for (size_t i = 0; i < req->n_series; i++)
         push_series(c, req->series[i]);
     if (c->n_rejected == 0)

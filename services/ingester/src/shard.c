@@ -25,7 +25,9 @@
 #define SHARD_ANALYZE_PATH "/ember.v1.ShardService/AnalyzeQuery"
 
 struct ing_shard_s {
-    qry_t *qry; /* the querier role on this store, truncating nothing */
+    qry_t *qry;               /* the querier role on this store, truncating nothing */
+    qry_route_t series_route;  /* SelectSeries with counts; tenant checked first */
+    qry_route_t analyze_route; /* AnalyzeQuery with series keys */
 };
 
 /* ------------------------------------------------------------ the counts */
@@ -40,6 +42,8 @@ static int count_profile(lc_block_t *b, const lc_stored_profile_t *p, void *data
 {
     LC_UNUSED(b);
     count_walk_t *w = data;
+    if (!lc_query_profile_selected(w->q, p))
+        return 0;
     return lc_query_series_add(w->s, w->group, p->time_ns, 1);
 }
 
@@ -226,14 +230,18 @@ int ing_shard_new(uv_loop_t *loop, lc_httpd_t *srv, lc_store_t *store, lc_metric
     qo.multitenancy = multitenancy;
     qo.max_nodes_default = 0; /* 0 = no truncation: the querier truncates the merge */
     int rc = qry_new(loop, &qo, srv, store, metrics, &sh->qry);
+    sh->series_route = (qry_route_t){.in = &querier__v1__select_series_request__descriptor,
+                                     .unary = shard_select_series,
+                                     .data = sh,
+                                     .multitenancy = multitenancy};
+    sh->analyze_route = (qry_route_t){.in = &querier__v1__analyze_query_request__descriptor,
+                                      .unary = shard_analyze,
+                                      .data = sh,
+                                      .multitenancy = multitenancy};
     if (rc == 0)
-        rc = lc_connect_register(srv, SHARD_SERIES_PATH,
-                                 &querier__v1__select_series_request__descriptor,
-                                 shard_select_series, sh);
+        rc = qry_route_register(srv, SHARD_SERIES_PATH, &sh->series_route);
     if (rc == 0)
-        rc =
-            lc_connect_register(srv, SHARD_ANALYZE_PATH,
-                                &querier__v1__analyze_query_request__descriptor, shard_analyze, sh);
+        rc = qry_route_register(srv, SHARD_ANALYZE_PATH, &sh->analyze_route);
     if (rc) {
         ing_shard_free(sh);
         return rc;

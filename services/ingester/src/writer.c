@@ -6,7 +6,8 @@
  * it if its ingest id was applied before (replays are idempotent), decode the
  * pprof (validated at the edge), split its samples into groups by string
  * sample labels (split.c), and write one series per group and sample type
- * with the internal labels of series.c. The server-side delta rule (delta.c)
+ * with the internal labels of series.c; each of them keeps the message's
+ * profile id (Push's RawSample.ID), if any. The server-side delta rule (delta.c)
  * may replace values or drop a profile. A message that cannot be decoded can
  * never succeed, so it is logged and skipped instead of blocking the stream;
  * a store failure aborts the batch and returns <0 so the transport
@@ -127,6 +128,7 @@ static int wr_series(wr_msg_t *c, const lc_labels_t *base, const ing_group_t *g,
             .n_samples = g->n_samples,
             .values = values,
             .span_ids = g->has_span_ids ? g->span_ids : NULL,
+            .profile_id = c->m->profile_id.len ? c->m->profile_id.data : NULL,
         };
         rc = lc_store_write_profile(c->txn, &wr);
     }
@@ -176,7 +178,9 @@ static bool wr_decode(wr_msg_t *c, const lc_transport_msg_t *msg)
     lc_status_t st = {0};
     const char *why = !c->m                  ? "malformed IngestProfile"
                       : !c->m->ingest_id.len ? "no ingest id"
-                                             : NULL;
+                      : c->m->profile_id.len && c->m->profile_id.len != LC_STORE_PROFILE_ID_BYTES
+                          ? "profile id is not 16 bytes"
+                          : NULL;
     if (!why && lc_pprof_decode(c->m->pprof.data, c->m->pprof.len, &c->w->limits, c->w->arena,
                                 &c->p, &st) < 0)
         why = st.msg;

@@ -335,58 +335,28 @@ void qry_fanout_free(qry_fanout_t *f)
 
 /* ------------------------------------------------------------ the routes */
 
-/* A Connect route answering a qry_reply_t (merged pprof as bytes). */
-static lc_http_result_t reply_route_work(lc_http_req_t *req, void *data)
-{
-    const fo_reply_route_t *m = data;
-    lc_status_t st = {0};
-    ProtobufCMessage *in = NULL;
-    lc_connect_codec_t codec;
-    qry_reply_t out = {0};
-    if (lc_connect_decode(req, m->in, &in, &codec, &st) != 0 || m->fn(req, in, &out, &st, m->f))
-        lc_connect_error(req, &st);
-    else if (out.desc)
-        lc_connect_reply_raw(req, codec, out.desc, out.buf.data, out.buf.len);
-    else
-        lc_connect_reply(req, codec, out.msg);
-    qry_reply_fini(&out);
-    return LC_HTTP_DONE;
-}
-
-static int register_reply(qry_fanout_t *f, lc_httpd_t *srv, size_t i, const char *path,
-                          const ProtobufCMessageDescriptor *in, qry_reply_fn fn)
-{
-    f->reply_routes[i] = (fo_reply_route_t){in, fn, f};
-    lc_http_route_t route = {
-        .path = path, .work = reply_route_work, .offload = true, .data = &f->reply_routes[i]};
-    return lc_httpd_route(srv, &route);
-}
-
 static const struct {
     const char *method;
     const ProtobufCMessageDescriptor *in;
-    lc_connect_unary_fn fn;
-} unary_methods[] = {
-    {"ProfileTypes", &querier__v1__profile_types_request__descriptor, fo_rpc_profile_types},
-    {"LabelValues", &types__v1__label_values_request__descriptor, fo_rpc_label_values},
-    {"LabelNames", &types__v1__label_names_request__descriptor, fo_rpc_label_names},
-    {"Series", &querier__v1__series_request__descriptor, fo_rpc_series},
-    {"SelectMergeSpanProfile", &querier__v1__select_merge_span_profile_request__descriptor,
+    qry_reply_fn reply;        /* answers merged pprof as bytes, or */
+    lc_connect_unary_fn unary; /* a message; both NULL: not answered in distributed mode (yet) */
+} methods[FO_METHODS] = {
+    {"SelectMergeStacktraces", &querier__v1__select_merge_stacktraces_request__descriptor,
+     fo_rpc_select_merge_stacktraces, NULL},
+    {"SelectMergeProfile", &querier__v1__select_merge_profile_request__descriptor,
+     fo_rpc_select_merge_profile, NULL},
+    {"ProfileTypes", &querier__v1__profile_types_request__descriptor, NULL, fo_rpc_profile_types},
+    {"LabelValues", &types__v1__label_values_request__descriptor, NULL, fo_rpc_label_values},
+    {"LabelNames", &types__v1__label_names_request__descriptor, NULL, fo_rpc_label_names},
+    {"Series", &querier__v1__series_request__descriptor, NULL, fo_rpc_series},
+    {"SelectMergeSpanProfile", &querier__v1__select_merge_span_profile_request__descriptor, NULL,
      fo_rpc_select_merge_span_profile},
-    {"SelectSeries", &querier__v1__select_series_request__descriptor, fo_rpc_select_series},
-    {"GetProfileStats", &types__v1__get_profile_stats_request__descriptor,
+    {"SelectSeries", &querier__v1__select_series_request__descriptor, NULL, fo_rpc_select_series},
+    {"GetProfileStats", &types__v1__get_profile_stats_request__descriptor, NULL,
      fo_rpc_get_profile_stats},
-    {"Diff", &querier__v1__diff_request__descriptor, fo_rpc_diff},
-    {"AnalyzeQuery", &querier__v1__analyze_query_request__descriptor, fo_rpc_analyze_query},
-};
-
-/* Not answered by ember at all: the same error (code and message) as the
- * all-in-one's (querier.c), the method name for the message. */
-static const struct {
-    const char *method;
-    const ProtobufCMessageDescriptor *in;
-} unimplemented_methods[] = {
-    {"SelectHeatmap", &querier__v1__select_heatmap_request__descriptor},
+    {"Diff", &querier__v1__diff_request__descriptor, NULL, fo_rpc_diff},
+    {"AnalyzeQuery", &querier__v1__analyze_query_request__descriptor, NULL, fo_rpc_analyze_query},
+    {"SelectHeatmap", &querier__v1__select_heatmap_request__descriptor, NULL, NULL},
 };
 
 /* The legacy HTTP endpoints (legacy_http.c) on top of the fan-out's RPCs. */
@@ -400,29 +370,29 @@ static int register_legacy(qry_fanout_t *f, lc_httpd_t *srv)
         .profile_types = fo_rpc_profile_types,
         .label_values = fo_rpc_label_values,
         .data = f,
+        .multitenancy = f->opts.q.multitenancy,
     };
     return qry_legacy_register(&f->legacy, srv);
 }
 
+/* Every route checks the tenant before it reads the request, as the local
+ * querier's (qry_route_register); the ingesters check it again. */
 static int register_routes(qry_fanout_t *f, lc_httpd_t *srv)
 {
-    int rc = register_reply(f, srv, 0, FO_PUBLIC_SERVICE "SelectMergeStacktraces",
-                            &querier__v1__select_merge_stacktraces_request__descriptor,
-                            fo_rpc_select_merge_stacktraces);
-    if (rc == 0)
-        rc = register_reply(f, srv, 1, FO_PUBLIC_SERVICE "SelectMergeProfile",
-                            &querier__v1__select_merge_profile_request__descriptor,
-                            fo_rpc_select_merge_profile);
-    for (size_t i = 0; i < LC_ARRAY_LEN(unary_methods) && rc == 0; i++) {
+    int rc = 0;
+    for (size_t i = 0; i < FO_METHODS && rc == 0; i++) {
+        bool implemented = methods[i].reply || methods[i].unary;
+        f->routes[i] = (qry_route_t){
+            .in = methods[i].in,
+            .reply = methods[i].reply,
+            .unary = implemented ? methods[i].unary : qry_rpc_unimplemented,
+            /* the unimplemented handler takes the method name, for its message */
+            .data = implemented ? (void *)f : (void *)methods[i].method,
+            .multitenancy = f->opts.q.multitenancy,
+        };
         char path[128];
-        snprintf(path, sizeof(path), FO_PUBLIC_SERVICE "%s", unary_methods[i].method);
-        rc = lc_connect_register(srv, path, unary_methods[i].in, unary_methods[i].fn, f);
-    }
-    for (size_t i = 0; i < LC_ARRAY_LEN(unimplemented_methods) && rc == 0; i++) {
-        char path[128];
-        snprintf(path, sizeof(path), FO_PUBLIC_SERVICE "%s", unimplemented_methods[i].method);
-        rc = lc_connect_register(srv, path, unimplemented_methods[i].in, qry_rpc_unimplemented,
-                                 (void *)unimplemented_methods[i].method);
+        snprintf(path, sizeof(path), FO_PUBLIC_SERVICE "%s", methods[i].method);
+        rc = qry_route_register(srv, path, &f->routes[i]);
     }
     return rc ? rc : register_legacy(f, srv);
 }

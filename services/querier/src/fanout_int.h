@@ -17,12 +17,7 @@
 #define FO_SHARD_SERVICE "/ember.v1.ShardService/"
 #define FO_PUBLIC_SERVICE "/querier.v1.QuerierService/"
 
-/* A route whose answer may be pprof bytes (as querier.c's reply routes). */
-typedef struct fo_reply_route_s {
-    const ProtobufCMessageDescriptor *in;
-    qry_reply_fn fn;
-    struct qry_fanout_s *f;
-} fo_reply_route_t;
+#define FO_METHODS 12 /* every querier.v1.QuerierService method */
 
 struct qry_fanout_s {
     qry_fanout_opts_t opts;
@@ -32,8 +27,8 @@ struct qry_fanout_s {
     size_t n_fixed;
     char **members; /* discovered through Redis */
     size_t n_members;
-    fo_reply_route_t reply_routes[2];
-    qry_rpcs_t legacy; /* the legacy endpoints' RPCs: the fo_rpc_* below */
+    qry_route_t routes[FO_METHODS]; /* tenant first, as the local querier's */
+    qry_rpcs_t legacy;              /* the legacy endpoints' RPCs: the fo_rpc_* below */
     lc_metric_t *shard_calls, *shard_errors;
 };
 

@@ -412,7 +412,9 @@ static lc_http_result_t render_work(lc_http_req_t *req, void *data)
     qry_flamebearer_t fb = {0};
     qry_timeline_t tl;
     const char *format = lc_http_query(req, "format");
-    int rc = parse_query(req, &fields, &q, &st);
+    int rc = qry_tenant_first(req, rpcs->multitenancy, &st);
+    if (rc == 0)
+        rc = parse_query(req, &fields, &q, &st);
     if (rc == 0 && format && strcmp(format, "dot") == 0)
         rc = render_dot(req, rpcs, &q, &st);
     else if (rc == 0 && (rc = render_flamegraph(req, rpcs, &q, &fb, &st)) == 0 &&
@@ -458,10 +460,13 @@ static lc_http_result_t render_diff_work(lc_http_req_t *req, void *data)
 {
     static const legacy_fields_t left_fields = {"leftQuery", "leftFrom", "leftUntil"};
     static const legacy_fields_t right_fields = {"rightQuery", "rightFrom", "rightUntil"};
+    const qry_rpcs_t *rpcs = data;
     lc_status_t st = {0};
     legacy_query_t left, right;
     qry_flamebearer_t fb = {0};
-    int rc = parse_query(req, &left_fields, &left, &st);
+    int rc = qry_tenant_first(req, rpcs->multitenancy, &st);
+    if (rc == 0)
+        rc = parse_query(req, &left_fields, &left, &st);
     if (rc == 0)
         rc = parse_query(req, &right_fields, &right, &st);
     if (rc == 0 && strcmp(left.profile_type, right.profile_type) != 0)
@@ -469,7 +474,7 @@ static lc_http_result_t render_diff_work(lc_http_req_t *req, void *data)
                            "profile types must match: %.200s vs %.200s", left.profile_type,
                            right.profile_type);
     if (rc == 0)
-        rc = diff_flamebearer(req, data, &left, &right, &fb, &st);
+        rc = diff_flamebearer(req, rpcs, &left, &right, &fb, &st);
     if (rc == 0)
         send_flamebearer(req, &fb);
     else
@@ -518,12 +523,12 @@ static lc_http_result_t label_values_work(lc_http_req_t *req, void *data)
     const char *label = lc_http_query(req, "label");
     char **values = NULL;
     size_t n = 0;
-    int rc;
-    if (!label || !*label)
+    int rc = qry_tenant_first(req, ((const qry_rpcs_t *)data)->multitenancy, &st);
+    if (rc == 0 && (!label || !*label))
         rc = lc_status_set(&st, LC_CODE_INVALID_ARGUMENT, "label parameter is required");
-    else if (strcmp(label, "__name__") == 0)
+    else if (rc == 0 && strcmp(label, "__name__") == 0)
         rc = profile_type_ids(req, data, &values, &n, &st);
-    else
+    else if (rc == 0)
         rc = other_label_values(req, data, &values, &n, &st);
     lc_buf_t body;
     lc_buf_init(&body, LC_BUF_UNLIMITED);

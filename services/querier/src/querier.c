@@ -4,10 +4,13 @@
  * lc_connect_register) and owns nothing else; every call works on its own
  * request arena and store snapshot (rpc_*.c).
  *
- * The two methods that can answer merged pprof (SelectMergeStacktraces,
- * SelectMergeProfile) get a route of their own here, because their answer may
- * be protobuf bytes (qry_reply_t) sent with lc_connect_reply_raw. The legacy
- * HTTP endpoints (legacy_*.c) are registered here too.
+ * Every method gets a route of its own here rather than lc_connect_register:
+ * the two that can answer merged pprof (SelectMergeStacktraces,
+ * SelectMergeProfile) may answer protobuf bytes (qry_reply_t) sent with
+ * lc_connect_reply_raw, and every route checks the tenant before it reads the
+ * request (qry_tenant_first), so a call without X-Scope-OrgID is a 401 with
+ * multitenancy on even when its body is bad too. The legacy HTTP endpoints
+ * (legacy_*.c) are registered here too.
  *
  * Per-method request counts and latencies come from lc_httpd's route metrics
  * (ember_http_requests_total / ember_http_request_duration_seconds with the
@@ -23,37 +26,34 @@
 typedef struct qry_method_s {
     const char *path;
     const ProtobufCMessageDescriptor *in;
-    lc_connect_unary_fn fn; /* NULL: unimplemented */
+    qry_reply_fn reply;        /* answers a qry_reply_t, or */
+    lc_connect_unary_fn unary; /* answers a message; both NULL: unimplemented */
 } qry_method_t;
 
-static const struct {
-    const char *path;
-    const ProtobufCMessageDescriptor *in;
-    qry_reply_fn fn;
-} reply_methods[QRY_REPLY_METHODS] = {
+static const qry_method_t methods[QRY_METHODS] = {
     {QRY_SERVICE "SelectMergeStacktraces",
-     &querier__v1__select_merge_stacktraces_request__descriptor, qry_rpc_select_merge_stacktraces},
+     &querier__v1__select_merge_stacktraces_request__descriptor, qry_rpc_select_merge_stacktraces,
+     NULL},
     {QRY_SERVICE "SelectMergeProfile", &querier__v1__select_merge_profile_request__descriptor,
-     qry_rpc_select_merge_profile},
-};
-
-static const qry_method_t methods[] = {
-    {QRY_SERVICE "ProfileTypes", &querier__v1__profile_types_request__descriptor,
+     qry_rpc_select_merge_profile, NULL},
+    {QRY_SERVICE "ProfileTypes", &querier__v1__profile_types_request__descriptor, NULL,
      qry_rpc_profile_types},
-    {QRY_SERVICE "LabelValues", &types__v1__label_values_request__descriptor, qry_rpc_label_values},
-    {QRY_SERVICE "LabelNames", &types__v1__label_names_request__descriptor, qry_rpc_label_names},
-    {QRY_SERVICE "Series", &querier__v1__series_request__descriptor, qry_rpc_series},
+    {QRY_SERVICE "LabelValues", &types__v1__label_values_request__descriptor, NULL,
+     qry_rpc_label_values},
+    {QRY_SERVICE "LabelNames", &types__v1__label_names_request__descriptor, NULL,
+     qry_rpc_label_names},
+    {QRY_SERVICE "Series", &querier__v1__series_request__descriptor, NULL, qry_rpc_series},
     {QRY_SERVICE "SelectMergeSpanProfile",
-     &querier__v1__select_merge_span_profile_request__descriptor,
+     &querier__v1__select_merge_span_profile_request__descriptor, NULL,
      qry_rpc_select_merge_span_profile},
-    {QRY_SERVICE "SelectSeries", &querier__v1__select_series_request__descriptor,
+    {QRY_SERVICE "SelectSeries", &querier__v1__select_series_request__descriptor, NULL,
      qry_rpc_select_series},
-    {QRY_SERVICE "GetProfileStats", &types__v1__get_profile_stats_request__descriptor,
+    {QRY_SERVICE "GetProfileStats", &types__v1__get_profile_stats_request__descriptor, NULL,
      qry_rpc_get_profile_stats},
-    {QRY_SERVICE "AnalyzeQuery", &querier__v1__analyze_query_request__descriptor,
+    {QRY_SERVICE "AnalyzeQuery", &querier__v1__analyze_query_request__descriptor, NULL,
      qry_rpc_analyze_query},
-    {QRY_SERVICE "Diff", &querier__v1__diff_request__descriptor, qry_rpc_diff},
-    {QRY_SERVICE "SelectHeatmap", &querier__v1__select_heatmap_request__descriptor, NULL},
+    {QRY_SERVICE "Diff", &querier__v1__diff_request__descriptor, NULL, qry_rpc_diff},
+    {QRY_SERVICE "SelectHeatmap", &querier__v1__select_heatmap_request__descriptor, NULL, NULL},
 };
 
 /* The request's Connect-Timeout-Ms has passed since started_ns (as
@@ -67,18 +67,29 @@ static bool deadline_passed(const lc_http_req_t *req, uint64_t started_ns, lc_st
     return true;
 }
 
-/* A Connect unary route whose handler answers a qry_reply_t (thread pool). */
-static lc_http_result_t reply_route_work(lc_http_req_t *req, void *data)
+/* Runs the route's handler; its answer lands in out (a message or bytes). */
+static int route_call(const qry_route_t *m, lc_http_req_t *req, const ProtobufCMessage *in,
+                      qry_reply_t *out, lc_status_t *st)
 {
-    const qry_reply_route_t *m = data;
+    if (m->reply)
+        return m->reply(req, in, out, st, m->data);
+    return m->unary(req, in, &out->msg, st, m->data);
+}
+
+/* A Connect unary route (thread pool): tenant, decode, handler, reply. The
+ * same steps as lc_connect_register, with the tenant checked first. */
+static lc_http_result_t route_work(lc_http_req_t *req, void *data)
+{
+    const qry_route_t *m = data;
     uint64_t started = uv_hrtime();
     lc_status_t st = {0};
     ProtobufCMessage *in = NULL;
     lc_connect_codec_t codec;
     qry_reply_t out = {0};
 
-    if (lc_connect_decode(req, m->in, &in, &codec, &st) != 0 ||
-        m->fn(req, in, &out, &st, m->q) != 0 || deadline_passed(req, started, &st))
+    if (qry_tenant_first(req, m->multitenancy, &st) != 0 ||
+        lc_connect_decode(req, m->in, &in, &codec, &st) != 0 ||
+        route_call(m, req, in, &out, &st) != 0 || deadline_passed(req, started, &st))
         lc_connect_error(req, &st);
     else if (out.desc)
         lc_connect_reply_raw(req, codec, out.desc, out.buf.data, out.buf.len);
@@ -91,19 +102,33 @@ static lc_http_result_t reply_route_work(lc_http_req_t *req, void *data)
     return LC_HTTP_DONE;
 }
 
-static int register_reply_methods(qry_t *q, lc_httpd_t *srv)
+int qry_route_register(lc_httpd_t *srv, const char *path, qry_route_t *r)
+{
+    lc_http_route_t route = {
+        .path = path,
+        .methods = NULL, /* lc_connect_decode answers 405 itself, with Allow */
+        .work = route_work,
+        .offload = true,
+        .data = r,
+    };
+    return lc_httpd_route(srv, &route);
+}
+
+static int register_methods(qry_t *q, lc_httpd_t *srv)
 {
     int rc = 0;
-    for (size_t i = 0; i < QRY_REPLY_METHODS && rc == 0; i++) {
-        q->reply_routes[i] = (qry_reply_route_t){reply_methods[i].in, reply_methods[i].fn, q};
-        lc_http_route_t route = {
-            .path = reply_methods[i].path,
-            .methods = NULL, /* lc_connect_decode answers 405 itself, with Allow */
-            .work = reply_route_work,
-            .offload = true,
-            .data = &q->reply_routes[i],
+    for (size_t i = 0; i < QRY_METHODS && rc == 0; i++) {
+        const qry_method_t *m = &methods[i];
+        bool implemented = m->reply || m->unary;
+        q->routes[i] = (qry_route_t){
+            .in = m->in,
+            .reply = m->reply,
+            .unary = implemented ? m->unary : qry_rpc_unimplemented,
+            /* the unimplemented handler takes the method name, for its message */
+            .data = implemented ? (void *)q : (void *)(m->path + strlen(QRY_SERVICE)),
+            .multitenancy = q->opts.multitenancy,
         };
-        rc = lc_httpd_route(srv, &route);
+        rc = qry_route_register(srv, m->path, &q->routes[i]);
     }
     return rc;
 }
@@ -124,18 +149,11 @@ int qry_new(uv_loop_t *loop, const qry_opts_t *opts, lc_httpd_t *srv, lc_store_t
         .profile_types = qry_rpc_profile_types,
         .label_values = qry_rpc_label_values,
         .data = q,
+        .multitenancy = q->opts.multitenancy,
     };
-    int rc = register_reply_methods(q, srv);
+    int rc = register_methods(q, srv);
     if (rc == 0)
         rc = qry_legacy_register(&q->legacy, srv);
-    for (size_t i = 0; i < LC_ARRAY_LEN(methods) && rc == 0; i++) {
-        const qry_method_t *m = &methods[i];
-        if (m->fn)
-            rc = lc_connect_register(srv, m->path, m->in, m->fn, q);
-        else /* the method name, for the error message */
-            rc = lc_connect_register(srv, m->path, m->in, qry_rpc_unimplemented,
-                                     (void *)(m->path + strlen(QRY_SERVICE)));
-    }
     if (rc) {
         lc_free(q);
         return rc;

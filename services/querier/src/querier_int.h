@@ -53,22 +53,31 @@ typedef struct qry_rpcs_s {
     qry_reply_fn select_merge_stacktraces, select_merge_profile;
     lc_connect_unary_fn select_series, diff, profile_types, label_values;
     void *data;
+    bool multitenancy; /* for the tenant check the endpoints make first */
 } qry_rpcs_t;
 
-/* A route answering a qry_reply_t (querier.c); lives in the qry_t. */
-typedef struct qry_reply_route_s {
+/* A QuerierService method's route (querier.c); lives in the qry_t. Its
+ * handler answers either a qry_reply_t (reply) or a message (unary). */
+typedef struct qry_route_s {
     const ProtobufCMessageDescriptor *in;
-    qry_reply_fn fn;
-    struct qry_s *q;
-} qry_reply_route_t;
+    qry_reply_fn reply;
+    lc_connect_unary_fn unary;
+    void *data;        /* the handler's */
+    bool multitenancy; /* for the tenant check made first */
+} qry_route_t;
 
-#define QRY_REPLY_METHODS 2 /* SelectMergeStacktraces, SelectMergeProfile */
+/* Registers a Connect unary route at path (offloaded): the tenant check
+ * (qry_tenant_first), decode, handler, reply, as lc_connect_register but with
+ * the tenant first. route must live as long as the server. */
+int qry_route_register(lc_httpd_t *srv, const char *path, qry_route_t *route) LC_MUST_CHECK;
+
+#define QRY_METHODS 12 /* every querier.v1.QuerierService method */
 
 struct qry_s {
     qry_opts_t opts;
     lc_store_t *store;
     lc_metrics_t *metrics;
-    qry_reply_route_t reply_routes[QRY_REPLY_METHODS];
+    qry_route_t routes[QRY_METHODS];
     qry_rpcs_t legacy; /* what the legacy endpoints call: this store's RPCs */
 };
 
@@ -98,6 +107,12 @@ static inline qry_range_rules_t qry_listing_rules(int64_t start_ms, int64_t end_
 {
     return start_ms && end_ms ? QRY_RANGE_RULES : QRY_RANGE_OPEN;
 }
+
+/* The tenant check every route makes before it looks at the request (as
+ * Pyroscope's HTTP middleware does): with multitenancy on, no X-Scope-OrgID
+ * is unauthenticated (401) however bad the request. The handlers resolve
+ * the tenants again where they need them (a pure, cheap function). */
+int qry_tenant_first(lc_http_req_t *req, bool multitenancy, lc_status_t *st) LC_MUST_CHECK;
 
 /* Resolves tenants, checks start <= end (ms), applies the time-range rules,
  * converts the range to ns and opens the store reader (none when the range

@@ -106,6 +106,13 @@ static int apply_range_rules(qry_call_t *c, const qry_opts_t *o, int64_t *start_
     return 0;
 }
 
+int qry_tenant_first(lc_http_req_t *req, bool multitenancy, lc_status_t *st)
+{
+    const char *const *tenants;
+    size_t n;
+    return lc_tenants_read(req, multitenancy, &tenants, &n, st);
+}
+
 int qry_call_begin_range(qry_call_t *c, qry_t *q, lc_http_req_t *req, int64_t start_ms,
                          int64_t end_ms, qry_range_rules_t rules, lc_status_t *st)
 {

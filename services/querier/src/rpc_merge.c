@@ -5,11 +5,14 @@
  * The engine (lc/query.h) does the work; this file validates requests (§5.5
  * max_nodes, §5.9 time range, selectors) and shapes responses.
  *
- * Selectors that narrow samples: span_selector and profile_id_selector both
- * name the per-sample id the ingester stores (the pprof label span_id, or
- * profile_id when there is no span_id: 16 hex digits); given both, a sample
- * must carry an id in each. Profile ids of another shape (Pyroscope's profile
- * UUIDs) are unimplemented: the store keeps no per-profile id.
+ * Selectors that narrow samples: span_selector names the per-sample id the
+ * ingester stores (the pprof label span_id, or profile_id when there is no
+ * span_id: 16 hex digits). profile_id_selector has two forms, told apart by
+ * shape: 16 hex digits are such per-sample ids (given both selectors, a
+ * sample must carry an id in each); UUIDs (8-4-4-4-12 or 32 hex digits) are
+ * Pyroscope's per-profile ids, Push's RawSample.ID, which the store keeps per
+ * profile: only profiles stored with one of them contribute. One list holds
+ * one form; a mix, or an id of neither shape, is invalid_argument.
  * stack_trace_selector.call_site keeps stacks that begin with the call site;
  * go_pgo shapes merged pprof (and, as in Pyroscope, makes the call site
  * ignored). trace_id_selector is not answered: ember does not keep trace ids.
@@ -20,9 +23,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lc/uuid.h"
 #include "querier_int.h"
 
 #define QRY_MAX_SAMPLE_IDS 4096 /* span or profile ids per request */
+_Static_assert(LC_UUID_BYTES == LC_STORE_PROFILE_ID_BYTES, "the store keeps profile UUIDs");
 
 /* The fields the merge requests share. */
 typedef struct merge_req_s {
@@ -41,6 +46,7 @@ typedef struct merge_call_s {
     lc_selector_t sel;
     lc_query_t query;
     uint64_t *sample_ids;
+    uint8_t (*profile_uuids)[LC_UUID_BYTES];
     int64_t max_nodes;
 } merge_call_t;
 
@@ -83,38 +89,66 @@ static int u64_cmp(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-/* Why an id that is not 16 hex digits is refused: a malformed span id is the
- * client's error; a profile id of another shape (Pyroscope's profile UUIDs,
- * the Push sample ID) is a real id ember cannot select by. */
-static int bad_sample_id(bool profile_ids, const char *id, lc_status_t *st)
-{
-    if (profile_ids)
-        return lc_status_set(st, LC_CODE_UNIMPLEMENTED,
-                             "profile id \"%.64s\": ember selects profiles by the 16-hex-digit "
-                             "profile_id (or span_id) pprof label only; it does not keep "
-                             "per-profile UUIDs",
-                             id);
-    return lc_status_set(st, LC_CODE_INVALID_ARGUMENT, "span id \"%.64s\" is not 16 hex digits",
-                         id);
-}
-
-/* Parses one id list into a new sorted array (*out NULL when the list is empty). */
-static int parse_id_list(char **ids, size_t n, bool profile_ids, uint64_t **out, lc_status_t *st)
+/* Parses one list of per-sample ids into a new sorted array (*out NULL when
+ * the list is empty). */
+static int parse_id_list(char **ids, size_t n, const char *what, uint64_t **out, lc_status_t *st)
 {
     *out = NULL;
     if (n == 0)
         return 0;
     if (n > QRY_MAX_SAMPLE_IDS)
         return lc_status_set(st, LC_CODE_INVALID_ARGUMENT, "more than %d %s ids",
-                             QRY_MAX_SAMPLE_IDS, profile_ids ? "profile" : "span");
+                             QRY_MAX_SAMPLE_IDS, what);
     uint64_t *v = lc_xmalloc(n * sizeof(uint64_t));
     for (size_t i = 0; i < n; i++) {
         if (!parse_sample_id(ids[i], &v[i])) {
             lc_free(v);
-            return bad_sample_id(profile_ids, ids[i], st);
+            return lc_status_set(st, LC_CODE_INVALID_ARGUMENT,
+                                 "%s id \"%.64s\" is not 16 hex digits%s", what, ids[i],
+                                 strcmp(what, "profile") == 0
+                                     ? " like the list's first (profile_id_selector holds "
+                                       "either 16-hex-digit sample ids or profile UUIDs, not both)"
+                                     : "");
         }
     }
     qsort(v, n, sizeof(uint64_t), u64_cmp);
+    *out = v;
+    return 0;
+}
+
+static int uuid_cmp(const void *a, const void *b)
+{
+    return memcmp(a, b, LC_UUID_BYTES);
+}
+
+/* profile_id_selector holds UUIDs (Pyroscope's per-profile ids) when its
+ * first entry is not 16 hex digits; then every entry must be one. */
+static bool is_uuid_list(char **ids, size_t n)
+{
+    uint64_t unused;
+    return n > 0 && !parse_sample_id(ids[0], &unused);
+}
+
+/* The UUID form of profile_id_selector -> a new sorted array of ids. */
+static int parse_uuid_list(char **ids, size_t n, uint8_t (**out)[LC_UUID_BYTES], lc_status_t *st)
+{
+    *out = NULL;
+    if (n > QRY_MAX_SAMPLE_IDS)
+        return lc_status_set(st, LC_CODE_INVALID_ARGUMENT, "more than %d profile ids",
+                             QRY_MAX_SAMPLE_IDS);
+    uint8_t(*v)[LC_UUID_BYTES] = lc_xmalloc(n * LC_UUID_BYTES);
+    for (size_t i = 0; i < n; i++) {
+        if (!lc_uuid_parse(ids[i], v[i])) {
+            lc_free(v);
+            return lc_status_set(
+                st, LC_CODE_INVALID_ARGUMENT,
+                "profile id \"%.64s\" is not a UUID (8-4-4-4-12 or 32 hex digits); "
+                "profile_id_selector holds either profile UUIDs or 16-hex-digit sample ids, "
+                "not both",
+                ids[i]);
+        }
+    }
+    qsort(v, n, LC_UUID_BYTES, uuid_cmp);
     *out = v;
     return 0;
 }
@@ -137,13 +171,25 @@ static size_t intersect(uint64_t *a, size_t na, const uint64_t *b, size_t nb)
     return n;
 }
 
-/* span_selector and profile_id_selector -> the query's sorted span-id set. */
+/* span_selector and profile_id_selector -> the query's sorted span-id set
+ * and, for profile UUIDs, its sorted profile-id set. */
 static int parse_sample_ids(merge_call_t *m, const merge_req_t *r, lc_status_t *st)
 {
+    if (is_uuid_list(r->profile_ids, r->n_profile_ids)) {
+        if (parse_uuid_list(r->profile_ids, r->n_profile_ids, &m->profile_uuids, st))
+            return -1;
+        m->query.profile_ids = (const uint8_t(*)[LC_STORE_PROFILE_ID_BYTES])m->profile_uuids;
+        m->query.n_profile_ids = r->n_profile_ids;
+        if (parse_id_list(r->span_selector, r->n_span_selector, "span", &m->sample_ids, st))
+            return -1;
+        m->query.span_ids = m->sample_ids;
+        m->query.n_span_ids = r->n_span_selector;
+        return 0;
+    }
     uint64_t *spans, *profiles;
-    if (parse_id_list(r->span_selector, r->n_span_selector, false, &spans, st))
+    if (parse_id_list(r->span_selector, r->n_span_selector, "span", &spans, st))
         return -1;
-    if (parse_id_list(r->profile_ids, r->n_profile_ids, true, &profiles, st)) {
+    if (parse_id_list(r->profile_ids, r->n_profile_ids, "profile", &profiles, st)) {
         lc_free(spans);
         return -1;
     }
@@ -168,6 +214,7 @@ static void merge_end(merge_call_t *m)
     qry_call_end(&m->c);
     lc_selector_fini(&m->sel);
     lc_free(m->sample_ids);
+    lc_free(m->profile_uuids);
 }
 
 static int merge_begin(merge_call_t *m, qry_t *q, lc_http_req_t *req, const merge_req_t *r,

@@ -2,13 +2,15 @@
  * services_extra.c — opens what the extra services need (the settings store:
  * LMDB, Redis or none) and registers settings.v1, version.v1 and
  * capabilities.v1 as Connect unary routes (run on the thread pool by
- * lc_connect_register).
+ * qry_route_register, which checks the tenant before it reads the request,
+ * as the querier's routes do).
  */
 #include <stdio.h>
 #include <string.h>
 
 #include "capabilities/v1/featureflags.pb-c.h"
 #include "lc/log.h"
+#include "querier_int.h"
 #include "services_extra.h"
 #include "settings/v1/setting.pb-c.h"
 #include "version/v1/version.pb-c.h"
@@ -19,18 +21,19 @@ typedef struct extra_method_s {
     const char *path;
     const ProtobufCMessageDescriptor *in;
     lc_connect_unary_fn fn;
+    bool needs_tenant; /* version.v1 has no auth in Pyroscope either */
 } extra_method_t;
 
 static const extra_method_t methods[] = {
     {"/settings.v1.SettingsService/Get", &settings__v1__get_settings_request__descriptor,
-     qry_settings_get},
+     qry_settings_get, true},
     {"/settings.v1.SettingsService/Set", &settings__v1__set_settings_request__descriptor,
-     qry_settings_set},
+     qry_settings_set, true},
     {"/settings.v1.SettingsService/Delete", &settings__v1__delete_settings_request__descriptor,
-     qry_settings_delete},
-    {"/version.v1.Version/Version", &version__v1__version_request__descriptor, qry_version},
+     qry_settings_delete, true},
+    {"/version.v1.Version/Version", &version__v1__version_request__descriptor, qry_version, false},
     {"/capabilities.v1.FeatureFlagsService/GetFeatureFlags",
-     &capabilities__v1__get_feature_flags_request__descriptor, qry_feature_flags},
+     &capabilities__v1__get_feature_flags_request__descriptor, qry_feature_flags, true},
 };
 
 static int open_settings(qry_extra_t *x, const qry_extra_opts_t *opts)
@@ -62,8 +65,17 @@ int qry_extra_new(uv_loop_t *loop, const qry_extra_opts_t *opts, lc_httpd_t *srv
     qry_extra_t *x = lc_xcalloc(1, sizeof(*x));
     x->multitenancy = opts->multitenancy;
     int rc = open_settings(x, opts);
-    for (size_t i = 0; i < LC_ARRAY_LEN(methods) && rc == 0; i++)
-        rc = lc_connect_register(srv, methods[i].path, methods[i].in, methods[i].fn, x);
+    x->routes = lc_xcalloc(LC_ARRAY_LEN(methods), sizeof(*x->routes));
+    for (size_t i = 0; i < LC_ARRAY_LEN(methods) && rc == 0; i++) {
+        x->routes[i] = (qry_route_t){
+            .in = methods[i].in,
+            .unary = methods[i].fn,
+            .data = x,
+            /* without multitenancy the check always passes (anonymous) */
+            .multitenancy = methods[i].needs_tenant && x->multitenancy,
+        };
+        rc = qry_route_register(srv, methods[i].path, &x->routes[i]);
+    }
     if (rc) { /* start-up fails: routes registered so far are never served */
         LC_LOG_ERROR("cannot start the settings/version/capabilities services err=\"%s\"",
                      lc_strerror(rc));
@@ -80,5 +92,6 @@ void qry_extra_free(qry_extra_t *x)
         return;
     if (x->owns_settings)
         lc_settings_store_free(x->settings);
+    lc_free(x->routes);
     lc_free(x);
 }

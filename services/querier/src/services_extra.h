@@ -43,6 +43,7 @@ struct qry_extra_s {
     bool multitenancy;
     lc_settings_store_t *settings; /* NULL: no settings store configured */
     bool owns_settings;
+    struct qry_route_s *routes; /* one per method, tenant checked first */
 };
 
 /* The value Version reports; Pyroscope's current querier API version. */

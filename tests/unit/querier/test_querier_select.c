@@ -335,12 +335,26 @@ static void test_profile_ids(void)
     LC_ASSERT_EQ(pprof_total((const void *)c.out), 10);
     call_fini(&c);
 
-    /* A Pyroscope profile UUID: ember keeps none, so it cannot select by one. */
-    char *uuid[] = {"6f2e49dd-f2b1-4bf8-821b-a1cc9f070aff"};
-    m = (merge_t){.profile_ids = uuid, .n_profile_ids = 1};
+    /* Pyroscope profile UUIDs select whole profiles; the fixture's were
+     * stored without one, so none matches (Push tests cover the matches). */
+    char *uuid[] = {"6f2e49dd-f2b1-4bf8-821b-a1cc9f070aff", "6F2E49DDF2B14BF8821BA1CC9F070AFF"};
+    m = (merge_t){.profile_ids = uuid, .n_profile_ids = 2};
     run_merge(&c, &m);
-    LC_ASSERT_EQ(c.st.code, LC_CODE_UNIMPLEMENTED);
+    LC_ASSERT_OK(c.rc);
     call_fini(&c);
+    LC_ASSERT_EQ(merge_total(&m), 0);
+    /* One form per list; an id of neither form is the client's error. */
+    char *mixed[] = {"000000000000000a", "6f2e49dd-f2b1-4bf8-821b-a1cc9f070aff"};
+    char *mixed2[] = {"6f2e49dd-f2b1-4bf8-821b-a1cc9f070aff", "000000000000000a"};
+    char *bad[] = {"6f2e49dd-f2b1-4bf8-821b-a1cc9f070af"};
+    char **invalid[] = {mixed, mixed2, bad};
+    size_t n_invalid[] = {2, 2, 1};
+    for (size_t i = 0; i < 3; i++) {
+        m = (merge_t){.profile_ids = invalid[i], .n_profile_ids = n_invalid[i]};
+        run_merge(&c, &m);
+        LC_ASSERT_EQ(c.st.code, LC_CODE_INVALID_ARGUMENT);
+        call_fini(&c);
+    }
     char *trace[] = {"0123456789abcdef0123456789abcdef"};
     Querier__V1__SelectMergeStacktracesRequest r =
         QUERIER__V1__SELECT_MERGE_STACKTRACES_REQUEST__INIT;
