@@ -31,7 +31,7 @@
 
 static const char *const store_db_names[DB_COUNT] = {
     "meta",  "strings", "functions", "mappings", "locations",
-    "nodes", "series",  "postings",  "profiles", "applied",
+    "nodes", "series",  "postings",  "profiles", "applied", "deliveries",
 };
 
 static const unsigned store_db_flags[DB_COUNT] = {
