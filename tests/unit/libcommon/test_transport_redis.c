@@ -507,6 +507,67 @@ static void test_claims_record_forgotten_at_start(void)
     test_redis_finish(&srv);
 }
 
+static bool claims_dead_recorded(void *arg)
+{
+    return test_redis_int(arg, "HLEN ember:claimed:ingesters:dead") == 6;
+}
+
+/* The claim script records each entry it takes under the consumer it took it
+ * from, and deletes the claimer's own record of it: an entry claimed back
+ * is the claimer's again and must not be forgotten by it later. */
+static bool forgot_once(void *arg)
+{
+    return atomic_load(&((sink_t *)arg)->forgets) == 1;
+}
+
+static void test_claim_records_previous_owner(void)
+{
+    test_redis_t srv = {0};
+    LC_ASSERT_OK(test_redis_start(&srv, false));
+    uv_loop_t loop;
+    uv_loop_init(&loop);
+    /* Six entries read by a consumer that then died ("dead"). */
+    (void)test_redis_int(&srv, "XGROUP CREATE ember:ingest:0 ingesters 0 MKSTREAM"); /* OK */
+    char first[64] = "";
+    for (int i = 0; i < 6; i++) {
+        redisContext *c = test_redis_connect(&srv);
+        redisReply *r = redisCommand(c, "XADD ember:ingest:0 * m msg-%d", i);
+        LC_CHECK(r && r->type == REDIS_REPLY_STRING);
+        if (r && r->type == REDIS_REPLY_STRING && i == 0)
+            snprintf(first, sizeof(first), "ember:ingest:0/%s", r->str);
+        freeReplyObject(r);
+        redisFree(c);
+    }
+    LC_CHECK(test_redis_int(&srv,
+                            "XREADGROUP GROUP ingesters dead COUNT 100 STREAMS ember:ingest:0 >") ==
+             1);
+    /* C starts and forgets its (dummy) claims record; then it is told it had
+     * held the first entry earlier and lost it. */
+    LC_CHECK(test_redis_int(&srv, "HSET ember:claimed:ingesters:ingester-c x/0-1 1") == 1);
+    static sink_t s;
+    memset(&s, 0, sizeof(s));
+    lc_redis_transport_opts_t oc = fast_opts(&srv, "ingester-c");
+    oc.partitions = 1;
+    oc.claim_idle_ms = 1000;
+    oc.forget = sink_forget;
+    lc_transport_t *tc = open_transport(&loop, &oc, &s);
+    LC_CHECK(test_run_until(&loop, forgot_once, &s, 3000));
+    LC_CHECK(test_run_until(&loop, claims_c_cleared, &srv, 3000));
+    LC_CHECK(test_redis_int(&srv, "HSET ember:claimed:ingesters:ingester-c %s 1", first) == 1);
+    wait_t w = {NULL, &s, 6, tc};
+    LC_CHECK(test_run_until(&loop, all_applied, &w, 5000)); /* claimed past the idle time */
+    LC_CHECK(test_run_until(&loop, claims_dead_recorded, &srv, 3000));
+    LC_ASSERT_EQ(test_redis_int(&srv, "HEXISTS ember:claimed:ingesters:dead %s", first), 1);
+    LC_ASSERT_EQ(test_redis_int(&srv, "EXISTS ember:claimed:ingesters:ingester-c"), 0);
+    for (int i = 0; i < 6; i++)
+        LC_ASSERT_EQ(atomic_load(&s.seen[i]), 1);
+    close_transport(&loop, tc);
+    LC_ASSERT_EQ(atomic_load(&s.forgets), 1); /* C owns them now: nothing more to forget */
+    LC_ASSERT_EQ(pending_total(&srv, 1), 0);
+    LC_ASSERT_OK(uv_loop_close(&loop));
+    test_redis_finish(&srv);
+}
+
 /* A consumer restarted under the same id first re-reads what it had not acked. */
 static void test_restart_recovers_own_pending(void)
 {
@@ -792,4 +853,5 @@ LC_TEST_MAIN(test_bad_options, test_publish_while_down, test_publish_consume_ack
              test_stopped_consumer_entries_are_claimed, test_dead_consumer_entries_are_claimed,
              test_restart_recovers_own_pending, test_redis_restart_under_load,
              test_trim_keeps_unacked, test_backlog_limit,
-             test_paused_consumer_forgets_what_was_claimed, test_claims_record_forgotten_at_start)
+             test_paused_consumer_forgets_what_was_claimed, test_claims_record_forgotten_at_start,
+             test_claim_records_previous_owner)
