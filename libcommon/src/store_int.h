@@ -17,7 +17,7 @@
 
 #include "lc/store.h"
 
-#define STORE_FORMAT_VERSION 2 /* 2: applied values list profile keys; DB deliveries */
+#define STORE_FORMAT_VERSION 2    /* 2: applied values list profile keys; DB deliveries */
 #define STORE_NODE_CHUNK 1024     /* (parent, location) pairs per LMDB value */
 #define STORE_POSTING_KEY_MAX 400 /* longer posting keys are replaced by a hash */
 #define STORE_MAX_STRING_BYTES (1u << 20)
@@ -38,15 +38,15 @@
 
 /* Named databases of a block environment. */
 typedef enum {
-    DB_META,      /* "info" -> store_meta_t (fixed little-endian u64s) */
-    DB_STRINGS,   /* u32 id -> bytes (id 0 = "" is implicit) */
-    DB_FUNCTIONS, /* u32 id -> varints */
-    DB_MAPPINGS,  /* u32 id -> varints */
-    DB_LOCATIONS, /* u32 id -> varints */
-    DB_NODES,     /* u32 chunk index -> STORE_NODE_CHUNK x (u32 parent, u32 location) */
-    DB_SERIES,    /* u32 id -> tenant NUL encoded-labels */
-    DB_POSTINGS,  /* tenant NUL name NUL value -> dupsort u32 series ids */
-    DB_PROFILES,  /* series BE32, time BE64 (sign flipped), seq BE32 -> profile */
+    DB_META,       /* "info" -> store_meta_t (fixed little-endian u64s) */
+    DB_STRINGS,    /* u32 id -> bytes (id 0 = "" is implicit) */
+    DB_FUNCTIONS,  /* u32 id -> varints */
+    DB_MAPPINGS,   /* u32 id -> varints */
+    DB_LOCATIONS,  /* u32 id -> varints */
+    DB_NODES,      /* u32 chunk index -> STORE_NODE_CHUNK x (u32 parent, u32 location) */
+    DB_SERIES,     /* u32 id -> tenant NUL encoded-labels */
+    DB_POSTINGS,   /* tenant NUL name NUL value -> dupsort u32 series ids */
+    DB_PROFILES,   /* series BE32, time BE64 (sign flipped), seq BE32 -> profile */
     DB_APPLIED,    /* ingest id bytes -> state byte, then the profile keys it wrote */
     DB_DELIVERIES, /* transport delivery id ("<stream>/<entry id>") -> ingest id */
     DB_COUNT

@@ -1208,8 +1208,8 @@ static void write_message(lc_store_txn_t *txn, const loaded_t *l, const char *se
         LC_ASSERT_OK(lc_store_write_profile(txn, &w));
         lc_labels_fini(&ls);
     }
-    LC_ASSERT_OK(lc_store_write_applied(txn, t, (const uint8_t *)ingest_id, strlen(ingest_id),
-                                        delivery));
+    LC_ASSERT_OK(
+        lc_store_write_applied(txn, t, (const uint8_t *)ingest_id, strlen(ingest_id), delivery));
 }
 
 static bool is_applied(lc_store_t *s, int64_t t, const char *ingest_id)
@@ -1333,8 +1333,12 @@ static void test_forget_by_delivery(void)
     LC_ASSERT_OK(lc_store_write_begin(s, &txn));
     lc_labels_t ls;
     labels_of(&ls, "d", "type1");
-    lc_store_write_t w = {.tenant = "t", .labels = &ls, .time_ns = T0 + 5, .profile = l.p,
-                          .index = l.ix, .value_index = 1};
+    lc_store_write_t w = {.tenant = "t",
+                          .labels = &ls,
+                          .time_ns = T0 + 5,
+                          .profile = l.p,
+                          .index = l.ix,
+                          .value_index = 1};
     LC_ASSERT_OK(lc_store_write_profile(txn, &w));
     LC_ASSERT_EQ(lc_store_write_applied(txn, T0 + HOUR_NS, (const uint8_t *)"d", 1, "s/1-0"),
                  LC_EINPUT);
@@ -1902,8 +1906,8 @@ LC_TEST_MAIN(test_hand_stacks_render_back, test_hand_symbols_read_back,
              test_real_java, test_real_span_ids, test_dedup_same_profile_twice,
              test_restart_keeps_data_and_ids, test_abort_leaves_nothing,
              test_stack_cache_profile_after_profile, test_applied_ids, test_forget_by_delivery,
-             test_selectors_and_tenants,
-             test_blocks_and_time_ranges, test_negative_times, test_retention_drops_old_blocks,
-             test_map_full_is_an_error_and_recoverable, test_concurrent_readers_writer_retention,
-             test_sample_iter_rejects_corrupt, test_timing_large_cpu_x100,
-             test_timing_heap_pinned_vs_not, test_timing_small_cpu_batches)
+             test_selectors_and_tenants, test_blocks_and_time_ranges, test_negative_times,
+             test_retention_drops_old_blocks, test_map_full_is_an_error_and_recoverable,
+             test_concurrent_readers_writer_retention, test_sample_iter_rejects_corrupt,
+             test_timing_large_cpu_x100, test_timing_heap_pinned_vs_not,
+             test_timing_small_cpu_batches)

@@ -452,7 +452,7 @@ static void test_paused_consumer_forgets_what_was_claimed(void)
     int both = 0;
     for (int i = 0; i < 24; i++)
         both += atomic_load(&pair[0].seen[i]) && atomic_load(&pair[1].seen[i]);
-    LC_CHECK(both >= 1); /* the case at hand did happen */
+    LC_CHECK(both >= 1);                                         /* the case at hand did happen */
     LC_CHECK(test_run_until(&loop, claims_cleared, &srv, 3000)); /* after the forget */
     lc_redis_transport_stats_t st;
     LC_ASSERT_OK(lc_transport_redis_stats(ta, &st));
@@ -538,9 +538,8 @@ static void test_claim_records_previous_owner(void)
         freeReplyObject(r);
         redisFree(c);
     }
-    LC_CHECK(test_redis_int(&srv,
-                            "XREADGROUP GROUP ingesters dead COUNT 100 STREAMS ember:ingest:0 >") ==
-             1);
+    LC_CHECK(test_redis_int(
+                 &srv, "XREADGROUP GROUP ingesters dead COUNT 100 STREAMS ember:ingest:0 >") == 1);
     /* C starts and forgets its (dummy) claims record; then it is told it had
      * held the first entry earlier and lost it. */
     LC_CHECK(test_redis_int(&srv, "HSET ember:claimed:ingesters:ingester-c x/0-1 1") == 1);
