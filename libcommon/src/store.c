@@ -30,8 +30,8 @@
 #define STORE_MAX_ABS_TIME_NS ((int64_t)1 << 62)
 
 static const char *const store_db_names[DB_COUNT] = {
-    "meta",  "strings", "functions", "mappings", "locations",
-    "nodes", "series",  "postings",  "profiles", "applied",
+    "meta",   "strings",  "functions", "mappings", "locations",  "nodes",
+    "series", "postings", "profiles",  "applied",  "deliveries",
 };
 
 static const unsigned store_db_flags[DB_COUNT] = {

@@ -17,13 +17,14 @@
 
 #include "lc/store.h"
 
-#define STORE_FORMAT_VERSION 1
+#define STORE_FORMAT_VERSION 2    /* 2: applied values list profile keys; DB deliveries; profile ids */
 #define STORE_NODE_CHUNK 1024     /* (parent, location) pairs per LMDB value */
 #define STORE_POSTING_KEY_MAX 400 /* longer posting keys are replaced by a hash */
 #define STORE_MAX_STRING_BYTES (1u << 20)
 #define STORE_MAX_ID 0xfffffff0u /* ids are u32; leave headroom for sentinels */
 #define STORE_READER_ARENA_MAX ((size_t)1 << 30)
 #define STORE_MAX_APPLIED_ID 64                /* bytes of an ingest id */
+#define STORE_MAX_DELIVERY_ID 400              /* bytes of a transport delivery id */
 #define STORE_STACKCACHE_MAX ((size_t)1 << 19) /* stacks cached per block: 16 MiB of slots */
 
 /* Profile value flags (first varint of lc_stored_profile_t._data). */
@@ -32,18 +33,23 @@
 #define STORE_PF_ALL (STORE_PF_SPANS | STORE_PF_PROFILE_ID)
 #define STORE_PF_CORRUPT 0x80000000u /* iterator only: the header did not decode */
 
+/* First byte of a DB_APPLIED value. */
+#define STORE_APPLIED_KEPT 1      /* its profiles are stored (their keys follow) */
+#define STORE_APPLIED_FORGOTTEN 2 /* lc_store_write_forget deleted them */
+
 /* Named databases of a block environment. */
 typedef enum {
-    DB_META,      /* "info" -> store_meta_t (fixed little-endian u64s) */
-    DB_STRINGS,   /* u32 id -> bytes (id 0 = "" is implicit) */
-    DB_FUNCTIONS, /* u32 id -> varints */
-    DB_MAPPINGS,  /* u32 id -> varints */
-    DB_LOCATIONS, /* u32 id -> varints */
-    DB_NODES,     /* u32 chunk index -> STORE_NODE_CHUNK x (u32 parent, u32 location) */
-    DB_SERIES,    /* u32 id -> tenant NUL encoded-labels */
-    DB_POSTINGS,  /* tenant NUL name NUL value -> dupsort u32 series ids */
-    DB_PROFILES,  /* series BE32, time BE64 (sign flipped), seq BE32 -> profile */
-    DB_APPLIED,   /* ingest id bytes -> empty */
+    DB_META,       /* "info" -> store_meta_t (fixed little-endian u64s) */
+    DB_STRINGS,    /* u32 id -> bytes (id 0 = "" is implicit) */
+    DB_FUNCTIONS,  /* u32 id -> varints */
+    DB_MAPPINGS,   /* u32 id -> varints */
+    DB_LOCATIONS,  /* u32 id -> varints */
+    DB_NODES,      /* u32 chunk index -> STORE_NODE_CHUNK x (u32 parent, u32 location) */
+    DB_SERIES,     /* u32 id -> tenant NUL encoded-labels */
+    DB_POSTINGS,   /* tenant NUL name NUL value -> dupsort u32 series ids */
+    DB_PROFILES,   /* series BE32, time BE64 (sign flipped), seq BE32 -> profile */
+    DB_APPLIED,    /* ingest id bytes -> state byte, then the profile keys it wrote */
+    DB_DELIVERIES, /* transport delivery id ("<stream>/<entry id>") -> ingest id */
     DB_COUNT
 } store_db_t;
 

@@ -43,6 +43,11 @@ struct lc_store_txn_s {
     wsample_t *sort_tmp;
     size_t sort_tmp_cap;
     lc_buf_t enc, key;
+    /* Keys of the profiles written since the last lc_store_write_applied:
+     * what that message wrote, recorded with its ingest id. */
+    lc_buf_t written;
+    const store_block_t *written_block;
+    bool written_mixed; /* they went to more than one block */
 };
 
 /* Everything one lc_store_write_profile call works with. */
@@ -71,6 +76,7 @@ int lc_store_write_begin(lc_store_t *s, lc_store_txn_t **out)
     lc_store__resolver_init(&t->res);
     lc_buf_init(&t->enc, LC_BUF_UNLIMITED);
     lc_buf_init(&t->key, LC_BUF_UNLIMITED);
+    lc_buf_init(&t->written, LC_BUF_UNLIMITED);
     *out = t;
     return 0;
 }
@@ -81,6 +87,7 @@ static void txn_free(lc_store_txn_t *t)
     lc_store__resolver_fini(&t->res);
     lc_buf_fini(&t->enc);
     lc_buf_fini(&t->key);
+    lc_buf_fini(&t->written);
     lc_free(t->samples);
     lc_free(t->picked);
     lc_free(t->sort_tmp);
@@ -402,6 +409,15 @@ static int profile_seq(MDB_txn *txn, MDB_dbi dbi, uint32_t series, int64_t time_
     return rc == 0 || rc == MDB_NOTFOUND ? 0 : lc_store__mdb_fail(rc, "profile seq");
 }
 
+/* Remembers a written profile's key for the applied record of its message. */
+static int written_add(lc_store_txn_t *t, const store_block_t *b, const uint8_t *key)
+{
+    if (t->written.len && t->written_block != b)
+        t->written_mixed = true;
+    t->written_block = b;
+    return lc_buf_append(&t->written, key, STORE_PROFILE_KEY_LEN);
+}
+
 static int profile_put(wctx_t *c, uint32_t series, int64_t time_ns, const lc_buf_t *enc)
 {
     uint32_t seq = 0;
@@ -412,7 +428,7 @@ static int profile_put(wctx_t *c, uint32_t series, int64_t time_ns, const lc_buf
     lc_store__profile_key(key, series, time_ns, seq);
     MDB_val k = store_val(key, sizeof(key)), v = store_val(enc->data, enc->len);
     rc = mdb_put(c->tb->txn, c->tb->b->dbi[DB_PROFILES], &k, &v, 0);
-    return rc ? lc_store__mdb_fail(rc, "profile put") : 0;
+    return rc ? lc_store__mdb_fail(rc, "profile put") : written_add(c->t, c->tb->b, key);
 }
 
 static void meta_add_profile(store_meta_t *m, int64_t time_ns, size_t n_samples)
@@ -498,17 +514,47 @@ static int applied_check(const uint8_t *id, size_t len)
     return id && len > 0 && len <= STORE_MAX_APPLIED_ID ? 0 : LC_EINPUT;
 }
 
-int lc_store_write_applied(lc_store_txn_t *t, int64_t time_ns, const uint8_t *id, size_t len)
+static int delivery_put(txn_block_t *tb, const char *delivery, const uint8_t *id, size_t len)
+{
+    size_t dlen = strlen(delivery);
+    if (dlen > STORE_MAX_DELIVERY_ID)
+        return LC_EINPUT;
+    MDB_val k = store_val(delivery, dlen), v = store_val(id, len);
+    int rc = mdb_put(tb->txn, tb->b->dbi[DB_DELIVERIES], &k, &v, 0);
+    return rc ? lc_store__mdb_fail(rc, "delivery put") : 0;
+}
+
+/* The applied record: STORE_APPLIED_KEPT, then the keys of what was written. */
+static int applied_put(lc_store_txn_t *t, txn_block_t *tb, const uint8_t *id, size_t len)
+{
+    if (t->written.len && (t->written_mixed || t->written_block != tb->b))
+        return LC_EINPUT; /* a message's profiles all share its time, hence its block */
+    lc_buf_reset(&t->enc);
+    uint8_t state = STORE_APPLIED_KEPT;
+    int rc = lc_buf_append(&t->enc, &state, 1);
+    if (!rc)
+        rc = lc_buf_append(&t->enc, t->written.data, t->written.len);
+    if (rc)
+        return rc;
+    MDB_val k = store_val(id, len), v = store_val(t->enc.data, t->enc.len);
+    rc = mdb_put(tb->txn, tb->b->dbi[DB_APPLIED], &k, &v, 0);
+    return rc ? lc_store__mdb_fail(rc, "applied put") : 0;
+}
+
+int lc_store_write_applied(lc_store_txn_t *t, int64_t time_ns, const uint8_t *id, size_t len,
+                           const char *delivery)
 {
     txn_block_t *tb = NULL;
     int rc = applied_check(id, len);
     if (!rc)
         rc = txn_block_get(t, time_ns, true, &tb);
-    if (rc)
-        return rc;
-    MDB_val k = store_val(id, len), v = store_val("", 0);
-    rc = mdb_put(tb->txn, tb->b->dbi[DB_APPLIED], &k, &v, 0);
-    return rc ? lc_store__mdb_fail(rc, "applied put") : 0;
+    if (!rc)
+        rc = applied_put(t, tb, id, len);
+    if (!rc && delivery && *delivery)
+        rc = delivery_put(tb, delivery, id, len);
+    lc_buf_reset(&t->written); /* the next message starts afresh */
+    t->written_mixed = false;
+    return rc;
 }
 
 int lc_store_write_is_applied(lc_store_txn_t *t, int64_t time_ns, const uint8_t *id, size_t len,
@@ -525,6 +571,133 @@ int lc_store_write_is_applied(lc_store_txn_t *t, int64_t time_ns, const uint8_t 
         return rc;
     MDB_val k = store_val(id, len), v;
     rc = mdb_get(tb->txn, tb->b->dbi[DB_APPLIED], &k, &v);
-    *applied = rc == 0;
+    if (rc == 0) /* an empty value cannot occur in this format; treat it as kept */
+        *applied = v.mv_size == 0 || ((const uint8_t *)v.mv_data)[0] != STORE_APPLIED_FORGOTTEN;
     return rc == 0 || rc == MDB_NOTFOUND ? 0 : lc_store__mdb_fail(rc, "applied get");
+}
+
+/* ---------------------------------------------------------------- forgetting */
+
+/* Deletes one stored profile and takes it out of the meta counts. The time
+ * range in meta stays as it was: a bound, not necessarily tight. */
+static int forget_profile(txn_block_t *tb, store_wstate_t *ws, const uint8_t *key)
+{
+    MDB_val k = store_val(key, STORE_PROFILE_KEY_LEN), v;
+    int rc = mdb_get(tb->txn, tb->b->dbi[DB_PROFILES], &k, &v);
+    if (rc == MDB_NOTFOUND)
+        return 0; /* already gone: forgetting is idempotent */
+    if (rc)
+        return lc_store__mdb_fail(rc, "profile get (forget)");
+    const uint8_t *p = v.mv_data, *end = p + v.mv_size;
+    uint64_t total, n_samples;
+    if (store_get_uvarint(&p, end, &total) || store_get_uvarint(&p, end, &n_samples) ||
+        ws->meta.profiles == 0 || ws->meta.samples < n_samples)
+        return LC_ECORRUPT;
+    rc = mdb_del(tb->txn, tb->b->dbi[DB_PROFILES], &k, NULL);
+    if (rc)
+        return lc_store__mdb_fail(rc, "profile del");
+    ws->meta.profiles--;
+    ws->meta.samples -= n_samples;
+    return 0;
+}
+
+/* Forgets what the applied record of ingest id (in this block) lists. */
+static int forget_applied(txn_block_t *tb, const MDB_val *id, bool *done)
+{
+    MDB_val v;
+    *done = false;
+    int rc = mdb_get(tb->txn, tb->b->dbi[DB_APPLIED], (MDB_val *)id, &v);
+    if (rc == MDB_NOTFOUND)
+        return 0;
+    if (rc)
+        return lc_store__mdb_fail(rc, "applied get (forget)");
+    const uint8_t *rec = v.mv_data;
+    if (v.mv_size == 0 || rec[0] == STORE_APPLIED_FORGOTTEN)
+        return 0;
+    if (rec[0] != STORE_APPLIED_KEPT || (v.mv_size - 1) % STORE_PROFILE_KEY_LEN)
+        return LC_ECORRUPT;
+    store_wstate_t *ws;
+    rc = txn_block_wstate(tb, &ws); /* meta counts change: flushed at commit */
+    /* The value points into the map, which the deletes below may change. */
+    size_t n_keys = (v.mv_size - 1) / STORE_PROFILE_KEY_LEN;
+    uint8_t *keys = lc_xmalloc(n_keys * STORE_PROFILE_KEY_LEN + 1);
+    memcpy(keys, rec + 1, n_keys * STORE_PROFILE_KEY_LEN);
+    for (size_t i = 0; !rc && i < n_keys; i++)
+        rc = forget_profile(tb, ws, keys + i * STORE_PROFILE_KEY_LEN);
+    lc_free(keys);
+    uint8_t state = STORE_APPLIED_FORGOTTEN;
+    MDB_val nv = store_val(&state, 1);
+    if (!rc && (rc = mdb_put(tb->txn, tb->b->dbi[DB_APPLIED], (MDB_val *)id, &nv, 0)) != 0)
+        return lc_store__mdb_fail(rc, "applied put (forget)");
+    *done = rc == 0;
+    return rc;
+}
+
+/* Forgets the deliveries this block knows; counts them in *forgotten. */
+static int forget_in_block(txn_block_t *tb, const char *const *deliveries, size_t n,
+                           size_t *forgotten)
+{
+    int rc = 0;
+    for (size_t i = 0; i < n && !rc; i++) {
+        size_t dlen = strlen(deliveries[i]);
+        if (dlen == 0 || dlen > STORE_MAX_DELIVERY_ID)
+            continue;
+        MDB_val k = store_val(deliveries[i], dlen), id;
+        rc = mdb_get(tb->txn, tb->b->dbi[DB_DELIVERIES], &k, &id);
+        if (rc == MDB_NOTFOUND) {
+            rc = 0;
+            continue;
+        }
+        if (rc)
+            return lc_store__mdb_fail(rc, "delivery get");
+        uint8_t idbuf[STORE_MAX_APPLIED_ID];
+        if (applied_check(id.mv_data, id.mv_size))
+            return LC_ECORRUPT;
+        memcpy(idbuf, id.mv_data, id.mv_size); /* stable across the deletes */
+        MDB_val idv = store_val(idbuf, id.mv_size);
+        bool done;
+        rc = forget_applied(tb, &idv, &done);
+        *forgotten += done;
+    }
+    return rc;
+}
+
+/* Ends a block's transaction early when this call opened it and changed
+ * nothing: searching every block must not hold all of them open. */
+static void txn_block_drop_last(lc_store_txn_t *t)
+{
+    txn_block_t *tb = &t->blocks[--t->n_blocks];
+    mdb_txn_abort(tb->txn);
+    lc_store__release(t->s, tb->b);
+}
+
+int lc_store_write_forget(lc_store_txn_t *t, const char *const *deliveries, size_t n,
+                          size_t *forgotten)
+{
+    *forgotten = 0;
+    if (n == 0)
+        return 0;
+    store_block_t **blocks;
+    size_t n_blocks;
+    int rc = lc_store__acquire_range(t->s, INT64_MIN, INT64_MAX, &blocks, &n_blocks);
+    if (rc)
+        return rc;
+    for (size_t i = 0; i < n_blocks && !rc; i++) {
+        size_t before = t->n_blocks, found = 0;
+        txn_block_t *tb;
+        rc = txn_block_get(t, blocks[i]->start_ns, false, &tb);
+        if (rc == LC_ENOTFOUND) { /* dropped by retention meanwhile */
+            rc = 0;
+            continue;
+        }
+        if (!rc)
+            rc = forget_in_block(tb, deliveries, n, &found);
+        *forgotten += found;
+        if (!rc && !found && t->n_blocks > before && !tb->wrote)
+            txn_block_drop_last(t);
+    }
+    for (size_t i = 0; i < n_blocks; i++)
+        lc_store__release(t->s, blocks[i]);
+    lc_free(blocks);
+    return rc;
 }

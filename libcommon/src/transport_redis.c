@@ -11,11 +11,18 @@
  * XREADGROUP BLOCK would stall everything queued behind it.
  *
  * The consumer is a loop-thread state machine that does one step at a time
- * (cons_next): create groups after a reconnect, re-send XACKs that failed,
- * read its own pending entries (recovery), claim idle entries of others, or
- * block for new ones. A batch goes to the consumer thread; XACK follows only
- * a 0 from consume. Steps are strictly sequential, so a batch is never read
- * twice by the same consumer while it is being applied.
+ * (cons_next): create groups after a reconnect, re-send acks that failed,
+ * forget what others claimed from it (after a reconnect: its claims record;
+ * after an ack: what that ack found claimed away), read its own pending
+ * entries (recovery), claim idle entries of others, or block for new ones. A
+ * batch goes to the consumer thread; the ack follows only a 0 from consume.
+ * Steps are strictly sequential, so a batch is never read twice by the same
+ * consumer while it is being applied, and a forget never overlaps a batch.
+ *
+ * Claims and acks are Lua scripts (CLAIM_LUA, ACK_LUA; the protocol and why
+ * XAUTOCLAIM cannot do it are in docs/internals/redis.md, "Claims"). They
+ * are sent in full with EVAL each time: a few hundred bytes, and no NOSCRIPT
+ * to handle after a Redis restart.
  *
  * Trimming (consumers, every trim_interval_ms): the group's oldest needed
  * entry is its oldest pending id, or the first id after last-delivered-id
@@ -46,6 +53,46 @@
 #define RT_ERROR_PAUSE_MS 200
 #define RT_MIN_READ_COUNT 8
 #define RT_FIELD "m"
+#define RT_CLAIMED_PREFIX "ember:claimed:" /* + <group>:<consumer>: a hash of deliveries */
+
+/* Claims, for ARGV[2], the entries of stream KEYS[1] pending in group
+ * ARGV[1] for longer than ARGV[3] ms, scanning from after ARGV[4] ("0-0":
+ * from the start) at most ARGV[5] of them. Each entry claimed from another
+ * consumer is recorded in that consumer's hash (ARGV[6] .. owner) in the same
+ * script, so a claim never exists without its record; one claimed back by
+ * its old owner loses its record (it is that owner's again). XCLAIM's own
+ * min-idle makes a race with the owner's activity harmless. Returns
+ * {next cursor ("0-0" at the end), XCLAIM's entries}, like XAUTOCLAIM. */
+static const char CLAIM_LUA[] =
+    "local s,g,me,idle,n=KEYS[1],ARGV[1],ARGV[2],ARGV[3],tonumber(ARGV[5])\n"
+    "local from=ARGV[4]=='0-0' and '-' or '('..ARGV[4]\n"
+    "local p=redis.call('XPENDING',s,g,'IDLE',idle,from,'+',n)\n"
+    "local got={}\n"
+    "for _,e in ipairs(p) do\n"
+    "  local c=redis.call('XCLAIM',s,g,me,idle,e[1])\n"
+    "  if c[1] then\n"
+    "    local f=s..'/'..e[1]\n"
+    "    if e[2]~=me then redis.call('HSET',ARGV[6]..e[2],f,1) end\n"
+    "    redis.call('HDEL',ARGV[6]..me,f)\n"
+    "    got[#got+1]=c[1]\n"
+    "  end\n"
+    "end\n"
+    "return {#p==n and p[#p][1] or '0-0',got}\n";
+
+/* Acks, in stream KEYS[1] and group ARGV[1], the ids ARGV[4..] that are
+ * still pending for ARGV[2]; returns those that were claimed away instead
+ * (no longer ours and recorded in our claims hash ARGV[3]). An id that is
+ * neither (the group was lost with Redis's data) is left alone. */
+static const char ACK_LUA[] =
+    "local s,g,me,h=KEYS[1],ARGV[1],ARGV[2],ARGV[3]\n"
+    "local lost={}\n"
+    "for i=4,#ARGV do\n"
+    "  local id=ARGV[i]\n"
+    "  local p=redis.call('XPENDING',s,g,id,id,1)\n"
+    "  if p[1] and p[1][2]==me then redis.call('XACK',s,g,id)\n"
+    "  elseif redis.call('HEXISTS',h,s..'/'..id)==1 then lost[#lost+1]=id end\n"
+    "end\n"
+    "return lost\n";
 
 typedef struct rt_part_s {
     char *stream;
@@ -54,20 +101,20 @@ typedef struct rt_part_s {
     uint64_t sent_at_sample; /* xadd_sent when the last sample was taken */
     uint64_t pending, lag;
     char cursor[LC_REDIS_ID_MAX];       /* own-PEL recovery: last id read; "" once done */
-    char claim_cursor[LC_REDIS_ID_MAX]; /* XAUTOCLAIM scan position */
+    char claim_cursor[LC_REDIS_ID_MAX]; /* claim scan position: last id seen */
 } rt_part_t;
 
 typedef enum {
     CB_NONE,  /* free to take the next step */
     CB_CMD,   /* a short command is out on rd */
     CB_BLOCK, /* XREADGROUP BLOCK is out on rd */
-    CB_APPLY, /* the consumer thread has the batch */
+    CB_APPLY, /* the consumer thread has the batch, or a forget */
     CB_PAUSE, /* retry_timer armed */
 } cons_busy_t;
 
 typedef struct rt_metrics_s {
     lc_metric_t *published, *rejected_full, *rejected_down, *publish_failed;
-    lc_metric_t *consumed, *consume_failed, *claimed, *trimmed;
+    lc_metric_t *consumed, *consume_failed, *claimed, *trimmed, *forgotten;
     lc_metric_t *pending, *lag, *up, *xadd_seconds;
 } rt_metrics_t;
 
@@ -76,6 +123,7 @@ typedef struct rt_s {
     uv_loop_t *loop;
     lc_redis_transport_opts_t opts; /* strings point at the copies below */
     char *url, *prefix, *group, *consumer;
+    char *claimed_prefix, *claimed_key; /* ember:claimed:<group>: and ...<consumer> */
     rt_part_t *parts;
     const char **names; /* parts[i].stream, for the decoder */
     lc_redis_t *pub, *rd;
@@ -98,6 +146,13 @@ typedef struct rt_s {
     lc_redis_entries_t batch;
     lc_transport_msg_t *msgs; /* the batch's applicable entries, for the thread */
     size_t n_msgs, cap_msgs;
+    char *deliveries; /* msgs[i].delivery strings, delivery_stride bytes each */
+    size_t delivery_stride, cap_deliveries;
+    /* Forgetting: deliveries claimed away from this consumer, to be handed to
+     * the forget callback, then deleted from the claims record. */
+    bool need_claims_load, forget_pending, hdel_pending, job_forget;
+    char **forget_ids;
+    size_t n_forget, cap_forget;
     uv_timer_t retry_timer;
 
     /* consumer thread */
@@ -118,7 +173,7 @@ typedef struct rt_s {
 
     /* stats: written on the loop thread, read from any */
     atomic_uint_fast64_t published, rejected_full, rejected_down, publish_failed;
-    atomic_uint_fast64_t consumed, consume_failed, claimed, dropped, trimmed;
+    atomic_uint_fast64_t consumed, consume_failed, claimed, dropped, trimmed, forgotten;
     atomic_uint_fast64_t pending_sum, lag_sum, backlog_sum, xadd_count, xadd_ns_sum, xadd_ns_max;
     atomic_bool pub_up, rd_up;
     rt_metrics_t m;
@@ -519,11 +574,24 @@ static void cons_setup(rt_t *t)
 
 /* ---------------------------------------------------------------- consumer: apply and ack */
 
+/* Hands a batch (or the forget list) to the consumer thread. */
+static void cons_post_job(rt_t *t, bool forget)
+{
+    t->busy = CB_APPLY;
+    uv_mutex_lock(&t->mu);
+    t->job_forget = forget;
+    t->job_ready = true;
+    uv_cond_signal(&t->cond);
+    uv_mutex_unlock(&t->mu);
+}
+
 /* Hands the applicable entries to the consumer thread; entries without a
  * message (deleted while pending, foreign writers) are only acked. */
 static void cons_apply(rt_t *t)
 {
     t->n_msgs = 0;
+    t->deliveries = lc_xgrow(t->deliveries, &t->cap_deliveries,
+                             (t->batch.n ? t->batch.n : 1) * t->delivery_stride, 1);
     for (size_t i = 0; i < t->batch.n; i++) {
         const lc_redis_entry_t *e = &t->batch.v[i];
         if (!e->data) {
@@ -532,19 +600,17 @@ static void cons_apply(rt_t *t)
             count(&t->dropped, NULL, 1);
             continue;
         }
+        char *delivery = t->deliveries + t->n_msgs * t->delivery_stride;
+        snprintf(delivery, t->delivery_stride, "%s/%s", t->parts[e->stream].stream, e->id);
         t->msgs = lc_xgrow(t->msgs, &t->cap_msgs, t->n_msgs + 1, sizeof(*t->msgs));
-        t->msgs[t->n_msgs++] = (lc_transport_msg_t){e->data, e->len, e->id};
+        t->msgs[t->n_msgs++] = (lc_transport_msg_t){e->data, e->len, e->id, delivery};
     }
     if (t->n_msgs == 0) {
         t->ack_pending = true;
         cons_step_done(t);
         return;
     }
-    t->busy = CB_APPLY;
-    uv_mutex_lock(&t->mu);
-    t->job_ready = true;
-    uv_cond_signal(&t->cond);
-    uv_mutex_unlock(&t->mu);
+    cons_post_job(t, false);
 }
 
 /* Decoded entries of a read or claim: apply them, or take the next step. */
@@ -556,8 +622,14 @@ static void cons_take(rt_t *t)
         cons_step_done(t);
 }
 
+static void cons_forgot(rt_t *t, int rc);
+
 static void cons_applied(rt_t *t, int rc)
 {
+    if (t->job_forget) {
+        cons_forgot(t, rc);
+        return;
+    }
     if (rc == 0) {
         count(&t->consumed, t->m.consumed, t->n_msgs);
         t->ack_pending = true;
@@ -572,49 +644,106 @@ static void cons_applied(rt_t *t, int rc)
     cons_pause(t, t->opts.consume_retry_ms);
 }
 
-static void cons_on_ack(lc_redis_t *r, int status, const redisReply *reply, void *data)
+/* Queues a delivery claimed away from this consumer for forgetting. */
+static void forget_add(rt_t *t, const char *stream, const char *id, size_t id_len)
 {
-    rt_t *t = data;
-    LC_UNUSED(r);
-    if (status)
-        t->acks_failed = true;
-    else if (lc_redis_reply_error(reply)) /* NOGROUP: Redis lost the group, nothing to ack */
-        LC_LOG_WARN("redis consumer: XACK refused err=\"%s\"", lc_redis_reply_error(reply));
-    if (--t->acks_out > 0)
+    size_t len = strlen(stream) + 1 + id_len + 1;
+    char *d = lc_xmalloc(len);
+    snprintf(d, len, "%s/%.*s", stream, (int)id_len, id);
+    t->forget_ids = lc_xgrow(t->forget_ids, &t->cap_forget, t->n_forget + 1, sizeof(char *));
+    t->forget_ids[t->n_forget++] = d;
+}
+
+static void forget_clear(rt_t *t)
+{
+    for (size_t i = 0; i < t->n_forget; i++)
+        lc_free(t->forget_ids[i]);
+    t->n_forget = 0;
+}
+
+/* ACK_LUA's reply: the ids of stream p that were claimed away meanwhile. */
+static void ack_collect_lost(rt_t *t, uint32_t p, const redisReply *reply)
+{
+    if (!reply || reply->type != REDIS_REPLY_ARRAY || reply->elements == 0)
         return;
+    for (size_t i = 0; i < reply->elements; i++) {
+        const redisReply *id = reply->element[i];
+        if (id->type == REDIS_REPLY_STRING && id->len < LC_REDIS_ID_MAX)
+            forget_add(t, t->parts[p].stream, id->str, id->len);
+    }
+    LC_LOG_WARN("redis consumer: applied entries were claimed by another consumer meanwhile, "
+                "forgetting them stream=%s count=%zu",
+                t->parts[p].stream, reply->elements);
+}
+
+typedef struct rt_ack_s {
+    rt_t *t;
+    uint32_t part;
+} rt_ack_t;
+
+static void cons_acks_done(rt_t *t, int status)
+{
     if (t->acks_failed) {
-        cons_step_failed(t, status ? status : LC_REDIS_ELOST, "XACK");
+        cons_step_failed(t, status ? status : LC_REDIS_ELOST, "ack");
         return; /* ack_pending stays: sent again once the link is up */
     }
     t->ack_pending = false;
     lc_redis_entries_reset(&t->batch);
+    t->forget_pending = t->n_forget > 0 && t->opts.forget;
+    if (!t->opts.forget)
+        forget_clear(t);
     cons_step_done(t);
 }
 
-/* Sends one XACK <stream> <group> <id>... of the batch's entries in stream p. */
+static void cons_on_ack(lc_redis_t *r, int status, const redisReply *reply, void *data)
+{
+    rt_ack_t *a = data;
+    rt_t *t = a->t;
+    LC_UNUSED(r);
+    if (status)
+        t->acks_failed = true;
+    else if (lc_redis_reply_error(reply)) /* NOGROUP: Redis lost the group, nothing to ack */
+        LC_LOG_WARN("redis consumer: ack refused err=\"%s\"", lc_redis_reply_error(reply));
+    else
+        ack_collect_lost(t, a->part, reply);
+    lc_free(a);
+    if (--t->acks_out == 0)
+        cons_acks_done(t, status);
+}
+
+/* ACK_LUA for the batch's entries in stream p: EVAL <script> 1 <stream>
+ * <group> <consumer> <claims hash> <id>... */
 static int cons_ack_stream(rt_t *t, uint32_t p, const char **argv)
 {
-    int argc = 3;
+    const int head = 7;
+    int argc = head;
     for (size_t i = 0; i < t->batch.n; i++)
         if (t->batch.v[i].stream == p)
             argv[argc++] = t->batch.v[i].id;
-    if (argc == 3)
+    if (argc == head)
         return 0;
-    argv[0] = "XACK";
-    argv[1] = t->parts[p].stream;
-    argv[2] = t->group;
-    int rc = lc_redis_command(t->rd, 0, cons_on_ack, t, argc, argv, NULL);
+    const char *h[] = {"EVAL",   ACK_LUA,     "1",           t->parts[p].stream,
+                       t->group, t->consumer, t->claimed_key};
+    memcpy(argv, h, sizeof(h));
+    rt_ack_t *a = lc_xmalloc(sizeof(*a));
+    *a = (rt_ack_t){t, p};
+    int rc = lc_redis_command(t->rd, 0, cons_on_ack, a, argc, argv, NULL);
     if (rc == 0)
         t->acks_out++;
+    else
+        lc_free(a);
     return rc;
 }
 
 static void cons_ack(rt_t *t)
 {
-    const char **argv = lc_xcalloc(t->batch.n + 3, sizeof(*argv));
+    const char **argv = lc_xcalloc(t->batch.n + 7, sizeof(*argv));
     t->acks_out = 1; /* held while sending */
     t->acks_failed = false;
     t->busy = CB_CMD;
+    /* A resend after a failure asks again about every entry: the lost ones
+     * found by the first try are found again (still recorded). */
+    forget_clear(t);
     for (uint32_t p = 0; p < t->opts.partitions; p++) {
         if (cons_ack_stream(t, p, argv) != 0) {
             t->acks_failed = true;
@@ -622,7 +751,91 @@ static void cons_ack(rt_t *t)
         }
     }
     lc_free(argv);
-    cons_on_ack(t->rd, 0, NULL, t); /* releases the hold */
+    if (--t->acks_out == 0) /* releases the hold */
+        cons_acks_done(t, 0);
+}
+
+/* ---------------------------------------------------------------- consumer: forgetting */
+
+/* HKEYS of the claims record: everything claimed from this consumer that it
+ * has not forgotten yet (a previous life may have applied any of it). */
+static void cons_on_claims(lc_redis_t *r, int status, const redisReply *reply, void *data)
+{
+    rt_t *t = data;
+    LC_UNUSED(r);
+    if (status == 0 && (lc_redis_reply_error(reply) || reply->type != REDIS_REPLY_ARRAY))
+        status = LC_ECORRUPT;
+    if (status) {
+        cons_step_failed(t, status, "reading the claims record");
+        return;
+    }
+    forget_clear(t);
+    for (size_t i = 0; i < reply->elements; i++) {
+        const redisReply *f = reply->element[i];
+        if (f->type != REDIS_REPLY_STRING || f->len == 0 || f->len > 1024)
+            continue;
+        char *d = lc_xmalloc(f->len + 1);
+        memcpy(d, f->str, f->len);
+        d[f->len] = '\0';
+        t->forget_ids = lc_xgrow(t->forget_ids, &t->cap_forget, t->n_forget + 1, sizeof(char *));
+        t->forget_ids[t->n_forget++] = d;
+    }
+    if (t->n_forget)
+        LC_LOG_INFO("redis consumer: entries were claimed from this consumer, forgetting them "
+                    "count=%zu",
+                    t->n_forget);
+    t->need_claims_load = false;
+    t->forget_pending = t->n_forget > 0;
+    cons_step_done(t);
+}
+
+static void cons_load_claims(rt_t *t)
+{
+    const char *argv[] = {"HKEYS", t->claimed_key};
+    cons_send(t, CB_CMD, 0, cons_on_claims, 2, argv);
+}
+
+/* The forget callback returned (consumer thread, via cons_applied). */
+static void cons_forgot(rt_t *t, int rc)
+{
+    if (rc) {
+        LC_LOG_ERROR("redis consumer: forgetting failed, will retry count=%zu err=\"%s\"",
+                     t->n_forget, lc_strerror(rc));
+        cons_pause(t, t->opts.consume_retry_ms); /* forget_pending stays */
+        return;
+    }
+    count(&t->forgotten, t->m.forgotten, t->n_forget);
+    t->forget_pending = false;
+    t->hdel_pending = true;
+    cons_step_done(t);
+}
+
+static void cons_on_hdel(lc_redis_t *r, int status, const redisReply *reply, void *data)
+{
+    rt_t *t = data;
+    LC_UNUSED(r);
+    if (status == 0 && lc_redis_reply_error(reply))
+        status = LC_ECORRUPT;
+    if (status) {
+        cons_step_failed(t, status, "HDEL of the claims record"); /* hdel_pending stays */
+        return;
+    }
+    t->hdel_pending = false;
+    forget_clear(t);
+    cons_step_done(t);
+}
+
+/* Forgotten for good: their fields go (a new claim of the same entry from
+ * this consumer would write a new one). */
+static void cons_hdel(rt_t *t)
+{
+    const char **argv = lc_xcalloc(t->n_forget + 2, sizeof(*argv));
+    argv[0] = "HDEL";
+    argv[1] = t->claimed_key;
+    for (size_t i = 0; i < t->n_forget; i++)
+        argv[2 + i] = t->forget_ids[i];
+    cons_send(t, CB_CMD, 0, cons_on_hdel, (int)(t->n_forget + 2), argv);
+    lc_free(argv);
 }
 
 /* ---------------------------------------------------------------- consumer: reads */
@@ -752,7 +965,7 @@ static void cons_on_claim(lc_redis_t *r, int status, const redisReply *reply, vo
     if (rc) {
         lc_redis_entries_reset(&t->batch);
         t->claim_due = uv_now(t->loop) + t->opts.claim_interval_ms;
-        cons_step_failed(t, rc, "XAUTOCLAIM");
+        cons_step_failed(t, rc, "claiming");
         return;
     }
     if (t->batch.n) {
@@ -764,16 +977,18 @@ static void cons_on_claim(lc_redis_t *r, int status, const redisReply *reply, vo
     cons_take(t);
 }
 
-/* XAUTOCLAIM: entries any consumer (this one included) left pending too long. */
+/* CLAIM_LUA: entries any consumer (this one included: a batch that failed)
+ * left pending too long, each recorded for the consumer it was taken from. */
 static void cons_claim(rt_t *t)
 {
     rt_part_t *part = &t->parts[t->claim_part];
     char idle_s[16], count_s[16];
     snprintf(idle_s, sizeof(idle_s), "%u", t->opts.claim_idle_ms);
     snprintf(count_s, sizeof(count_s), "%u", t->read_count);
-    const char *argv[] = {"XAUTOCLAIM", part->stream,       t->group, t->consumer,
-                          idle_s,       part->claim_cursor, "COUNT",  count_s};
-    cons_send(t, CB_CMD, 0, cons_on_claim, 8, argv);
+    const char *argv[] = {"EVAL",   CLAIM_LUA,        "1",    part->stream,
+                          t->group, t->consumer,      idle_s, part->claim_cursor,
+                          count_s,  t->claimed_prefix};
+    cons_send(t, CB_CMD, 0, cons_on_claim, 10, argv);
 }
 
 /* The one place that decides what the consumer does next. */
@@ -792,6 +1007,12 @@ static void cons_next(rt_t *t)
         cons_setup(t);
     else if (t->ack_pending)
         cons_ack(t);
+    else if (t->forget_pending)
+        cons_post_job(t, true);
+    else if (t->hdel_pending)
+        cons_hdel(t);
+    else if (t->need_claims_load)
+        cons_load_claims(t);
     else if (t->recovering)
         cons_read_own(t);
     else if (uv_now(t->loop) >= t->claim_due)
@@ -809,6 +1030,7 @@ static void rd_on_state(lc_redis_t *r, bool up, void *data)
         return;
     t->need_setup = true;
     t->recovering = true;
+    t->need_claims_load = t->opts.forget != NULL; /* before reading anything */
     for (uint32_t p = 0; p < t->opts.partitions; p++) {
         snprintf(t->parts[p].cursor, sizeof(t->parts[p].cursor), "0");
         snprintf(t->parts[p].claim_cursor, sizeof(t->parts[p].claim_cursor), "0-0");
@@ -830,7 +1052,9 @@ static void cons_thread_main(void *arg)
             break; /* quit, and nothing left to apply */
         t->job_ready = false;
         uv_mutex_unlock(&t->mu);
-        int rc = t->consume(t->msgs, t->n_msgs, t->consume_data);
+        int rc = t->job_forget ? t->opts.forget((const char *const *)t->forget_ids, t->n_forget,
+                                                t->consume_data)
+                               : t->consume(t->msgs, t->n_msgs, t->consume_data);
         uv_mutex_lock(&t->mu);
         t->job_rc = rc;
         t->job_done = true;
@@ -876,6 +1100,11 @@ static void rt_free(rt_t *t)
     lc_free(t->names);
     lc_redis_entries_fini(&t->batch);
     lc_free(t->msgs);
+    lc_free(t->deliveries);
+    forget_clear(t);
+    lc_free(t->forget_ids);
+    lc_free(t->claimed_prefix);
+    lc_free(t->claimed_key);
     lc_free(t->url);
     lc_free(t->prefix);
     lc_free(t->group);
@@ -971,6 +1200,7 @@ int lc_transport_redis_stats(lc_transport_t *base, lc_redis_transport_stats_t *o
         .claimed = atomic_load(&t->claimed),
         .dropped = atomic_load(&t->dropped),
         .trimmed = atomic_load(&t->trimmed),
+        .forgotten = atomic_load(&t->forgotten),
         .pending = atomic_load(&t->pending_sum),
         .lag = atomic_load(&t->lag_sum),
         .backlog = atomic_load(&t->backlog_sum),
@@ -1006,7 +1236,10 @@ static void rt_register_metrics(rt_t *t, lc_metrics_t *m)
     t->m.consume_failed = lc_metrics_counter(m, "ember_redis_consume_failed_total",
                                              "Messages of batches that failed to apply", "");
     t->m.claimed = lc_metrics_counter(m, "ember_redis_claimed_total",
-                                      "Idle pending entries claimed (XAUTOCLAIM)", "");
+                                      "Idle pending entries claimed (recorded per owner)", "");
+    t->m.forgotten =
+        lc_metrics_counter(m, "ember_redis_forgotten_total",
+                           "Entries claimed from this consumer that it then forgot", "");
     t->m.trimmed = lc_metrics_counter(m, "ember_redis_trimmed_total",
                                       "Stream entries trimmed below the oldest needed", "");
     t->m.pending = lc_metrics_gauge(m, "ember_redis_stream_pending",
@@ -1058,6 +1291,19 @@ static void rt_make_streams(rt_t *t)
     /* COUNT is per stream in XREADGROUP: spread the batch over the streams. */
     uint32_t per = (t->opts.batch + n - 1) / n;
     t->read_count = per < RT_MIN_READ_COUNT ? RT_MIN_READ_COUNT : per;
+}
+
+/* Claims records are per group (zones have their own) and per consumer. */
+static void rt_make_claim_keys(rt_t *t)
+{
+    size_t len = strlen(RT_CLAIMED_PREFIX) + strlen(t->group) + 2;
+    t->claimed_prefix = lc_xmalloc(len);
+    snprintf(t->claimed_prefix, len, "%s%s:", RT_CLAIMED_PREFIX, t->group);
+    const char *me = t->consumer ? t->consumer : "";
+    len += strlen(me);
+    t->claimed_key = lc_xmalloc(len);
+    snprintf(t->claimed_key, len, "%s%s", t->claimed_prefix, me);
+    t->delivery_stride = strlen(t->prefix) + 12 + 1 + LC_REDIS_ID_MAX;
 }
 
 static lc_redis_t *rt_link(rt_t *t, const char *role, lc_redis_state_cb on_state)
@@ -1118,6 +1364,7 @@ int lc_transport_redis_new(uv_loop_t *loop, const lc_redis_transport_opts_t *opt
     t->consume = consume;
     t->consume_data = data;
     rt_make_streams(t);
+    rt_make_claim_keys(t);
     int rc = consume ? rt_start_thread(t) : 0;
     if (rc) {
         t->consume = NULL; /* rt_free must not destroy what failed to exist */

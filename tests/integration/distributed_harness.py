@@ -86,6 +86,10 @@ class Redis:
                     n += c.get("pending", 0)
         return n
 
+    def claims_of(self, consumer, group="ingesters"):
+        """Entries claimed from consumer that it has not forgotten yet."""
+        return self.cmd("HLEN", f"ember:claimed:{group}:{consumer}")
+
     def wait_drained(self, timeout=30):
         """Every entry delivered and acknowledged: the stores hold everything."""
         return h.wait_for(lambda: (lambda t: t["pending"] == 0 and t["lag"] == 0)(self.totals()),
@@ -206,9 +210,10 @@ class Role(h.Ember):
 CLAIM_IDLE = "--redis.claim-idle=2s"
 
 
-def ingester(redis_url, args=()):
+def ingester(redis_url, args=(), env=None):
+    """env: extra environment variables (e.g. the test-only EMBER_FAILPOINT)."""
     b = os.path.join(h.BIN_DIR, "services", "ingester", "ember-ingester")
-    return Role(b, True, args=[f"--redis.url={redis_url}", CLAIM_IDLE, *args])
+    return Role(b, True, args=[f"--redis.url={redis_url}", CLAIM_IDLE, *args], env=env)
 
 
 def consumer_id(ing):

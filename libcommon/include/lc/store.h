@@ -76,12 +76,30 @@ int lc_store_write_begin(lc_store_t *s, lc_store_txn_t **out) LC_MUST_CHECK;
 /* Samples with value 0 are skipped; a profile whose samples are all 0 is still
  * stored (total 0) so the series exists. */
 int lc_store_write_profile(lc_store_txn_t *t, const lc_store_write_t *w) LC_MUST_CHECK;
-/* Records an applied ingest id in the block of time_ns (same transaction). */
-int lc_store_write_applied(lc_store_txn_t *t, int64_t time_ns, const uint8_t *id,
-                           size_t len) LC_MUST_CHECK;
-/* True if the id was recorded in the block of time_ns (committed or in t). */
+/* Records an applied ingest id in the block of time_ns (same transaction),
+ * together with the keys of the profiles written since the previous call in
+ * this batch (one message's profiles: they must all be in that block, else
+ * LC_EINPUT), so that lc_store_write_forget can remove exactly them later.
+ * delivery (optional, NULL or "" = none; at most 400 bytes) is the transport's
+ * id of the message (lc_transport_msg_t.delivery), recorded -> id in the same
+ * block so the message can be found by it. */
+int lc_store_write_applied(lc_store_txn_t *t, int64_t time_ns, const uint8_t *id, size_t len,
+                           const char *delivery) LC_MUST_CHECK;
+/* True if the id was recorded in the block of time_ns (committed or in t) and
+ * not forgotten since. */
 int lc_store_write_is_applied(lc_store_txn_t *t, int64_t time_ns, const uint8_t *id, size_t len,
                               bool *applied) LC_MUST_CHECK;
+/* Forgets messages applied under the given delivery ids: deletes the profiles
+ * recorded with each (meta counts follow) and marks its ingest id forgotten,
+ * so is_applied answers false and the message is applied again if this
+ * writer is ever handed it again (it then owns it: docs/internals/redis.md).
+ * Unknown or already forgotten deliveries are skipped; *forgotten counts the
+ * others. The block of a delivery is not known, so every block is searched:
+ * a rare path (a consumer lost entries it had applied). Call it in a batch of
+ * its own or between messages, never between a message's profiles and its
+ * lc_store_write_applied. */
+int lc_store_write_forget(lc_store_txn_t *t, const char *const *deliveries, size_t n,
+                          size_t *forgotten) LC_MUST_CHECK;
 int lc_store_write_commit(lc_store_txn_t *t) LC_MUST_CHECK;
 void lc_store_write_abort(lc_store_txn_t *t);
 /* Optional speed-up for one pprof written as several series (sample types,

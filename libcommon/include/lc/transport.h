@@ -31,10 +31,17 @@ typedef struct lc_transport_msg_s {
     const uint8_t *data;            /* valid during the consume call */
     size_t len;
     const char *id;                 /* transport id (stream entry id; "" for direct) */
+    /* Unique across the transport: "<stream>/<entry id>" for redis (entry ids
+     * repeat across streams); NULL for direct. What forget names. */
+    const char *delivery;
 } lc_transport_msg_t;
 
 /* Applies a batch; returns 0 when all are durable, <0 to have them redelivered. */
 typedef int (*lc_transport_consume_fn)(const lc_transport_msg_t *msgs, size_t n, void *data);
+/* Removes what consume applied for these deliveries (another consumer took
+ * them over); 0 once that is durable, <0 to be asked again. Deliveries never
+ * applied here are no error. Same thread and data as consume. */
+typedef int (*lc_transport_forget_fn)(const char *const *deliveries, size_t n, void *data);
 /* status 0 = durable; LC_EFULL = backlog full (429); other <0 = failed (503). */
 typedef void (*lc_transport_publish_cb)(int status, void *data);
 
@@ -93,13 +100,19 @@ int lc_transport_direct_new(uv_loop_t *loop, const lc_direct_opts_t *opts,
  * the group: its own pending entries first (those of a previous life with
  * the same id), then new ones (XREADGROUP BLOCK), and every
  * claim_interval_ms the entries other consumers left pending longer than
- * claim_idle_ms (XAUTOCLAIM). Each batch goes to the consumer thread; it is
- * XACKed only after consume returned 0, else left pending (retried after
- * claim_idle_ms by whichever consumer claims it). Delivery is therefore at
- * least once: consume must be idempotent (the writer records stream ids).
- * claim_idle_ms must exceed the slowest consume call, or a slow batch is
- * applied twice. Consumers also trim each stream, only below the oldest
- * entry the group still needs (XTRIM MINID ~), never by length.
+ * claim_idle_ms (a Lua script that claims them and records, per previous
+ * owner, what it took: ember:claimed:<group>:<consumer>). Each batch goes to
+ * the consumer thread; it is acked only after consume returned 0, else left
+ * pending (retried after claim_idle_ms by whichever consumer claims it). The
+ * ack (a script too) acks only what is still this consumer's and reports
+ * what was claimed away meanwhile. Delivery is therefore at least once:
+ * consume must be idempotent (the writer records ingest ids). With a forget
+ * function, a consumer that lost entries it applied forgets them (at start-up
+ * for its claims record, and after such an ack), so that each entry counts
+ * once in the stores together (docs/internals/redis.md, "Claims"); without
+ * one, claim_idle_ms must exceed the slowest consume call plus any pause, or
+ * a batch may be stored twice. Consumers also trim each stream, only below
+ * the oldest entry the group still needs (XTRIM MINID ~), never by length.
  *
  * Close: refuses new publishes, waits for the XADDs in flight and for the
  * batch being applied (and its XACK), then closes both links.
@@ -119,6 +132,7 @@ typedef struct lc_redis_transport_opts_s {
     uint32_t trim_interval_ms;      /* consumers only; default 5000 */
     uint32_t cmd_timeout_ms;        /* every Redis command; default 5000 */
     uint32_t consume_retry_ms;      /* pause after a failed batch; default 1000 */
+    lc_transport_forget_fn forget;  /* optional, consumers: called with consume's data */
     lc_metrics_t *metrics;          /* optional: ember_redis_* metrics */
     void (*on_state)(bool up, void *data); /* optional: the publish link went up/down */
     void *state_data;
@@ -132,7 +146,7 @@ int lc_transport_redis_new(uv_loop_t *loop, const lc_redis_transport_opts_t *opt
 typedef struct lc_redis_transport_stats_s {
     bool up, consumer_up;           /* publish link; consume link (false if not consuming) */
     uint64_t published, rejected_full, rejected_down, publish_failed;
-    uint64_t consumed, consume_failed, claimed, dropped, trimmed;
+    uint64_t consumed, consume_failed, claimed, dropped, trimmed, forgotten;
     uint64_t pending, lag, backlog; /* sums over the streams at the last sample */
     uint64_t xadd_count;
     double xadd_seconds_sum, xadd_seconds_max;

@@ -242,6 +242,8 @@ static int start_redis_transport(ember_t *e)
         .consumer_id = id,
         .max_backlog = (size_t)c->redis_max_backlog,
         .claim_idle_ms = (uint32_t)(c->claim_idle_ns / 1000000),
+        /* forget what others claimed after it was applied here */
+        .forget = ing_writer_forget,
         .metrics = e->metrics,
     };
     int rc = lc_transport_redis_new(&e->loop, &to, ing_writer_consume, e->writer, &e->transport);

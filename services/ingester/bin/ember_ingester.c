@@ -263,6 +263,8 @@ static int start_redis_transport(ingester_t *g)
         .claim_idle_ms = idle_ms,
         /* look for abandoned entries a few times per idle period */
         .claim_interval_ms = idle_ms / 4 > 250 ? (idle_ms / 4 < 5000 ? idle_ms / 4 : 5000) : 250,
+        /* forget what others claimed after it was applied here */
+        .forget = ing_writer_forget,
         .metrics = g->metrics,
         .on_state = on_transport_state,
         .state_data = g,

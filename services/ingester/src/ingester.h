@@ -49,9 +49,16 @@ void ing_free(ing_t *ing);
 
 typedef struct ing_writer_s ing_writer_t;
 
+/* Reads EMBER_FAILPOINT once (test-only, docs/internals/redis.md):
+ * "exit-after-commit" _exit()s, "stop-after-commit" raises SIGSTOP, right
+ * after the first batch that wrote a profile is durable (before its ack). */
 int ing_writer_new(lc_store_t *store, lc_metrics_t *metrics, ing_writer_t **out) LC_MUST_CHECK;
 void ing_writer_free(ing_writer_t *w);
-/* An lc_transport_consume_fn; data is the ing_writer_t. */
+/* An lc_transport_consume_fn; data is the ing_writer_t. Records each
+ * message's delivery id with its ingest id and what it wrote. */
 int ing_writer_consume(const lc_transport_msg_t *msgs, size_t n, void *data);
+/* An lc_transport_forget_fn: removes what the given deliveries wrote, in
+ * one committed batch (lc_store_write_forget). data is the ing_writer_t. */
+int ing_writer_forget(const char *const *deliveries, size_t n, void *data);
 
 #endif

@@ -12,8 +12,16 @@
  * never succeed, so it is logged and skipped instead of blocking the stream;
  * a store failure aborts the batch and returns <0 so the transport
  * redelivers it, and the delta state staged by the batch is discarded.
+ *
+ * Each applied id is recorded with the message's delivery id (stream and
+ * entry) and the keys of what it wrote, so that a consumer that lost the
+ * entry to another one can forget it (ing_writer_forget; the protocol is in
+ * docs/internals/redis.md).
  */
+#include <signal.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "ingester_int.h"
 #include "lc/log.h"
@@ -21,12 +29,22 @@
 #define WRITER_ARENA_CAP ((size_t)4 << 30) /* per message; virtual until used */
 #define WRITER_DELTA_MAX_POINTS ((size_t)4 << 20)
 
+/* Test-only crash points (EMBER_FAILPOINT), to make the window between a
+ * durable commit and its XACK deterministic in integration tests. */
+typedef enum {
+    WR_FAIL_NONE,
+    WR_FAIL_EXIT_AFTER_COMMIT,
+    WR_FAIL_STOP_AFTER_COMMIT,
+} wr_failpoint_t;
+
 struct ing_writer_s {
     lc_store_t *store;
     ing_delta_t *delta;
     lc_arena_t *arena;
     lc_pprof_limits_t limits;
-    lc_metric_t *m_written, *m_duplicate, *m_undecodable, *m_delta_dropped;
+    lc_metric_t *m_written, *m_duplicate, *m_undecodable, *m_delta_dropped, *m_forgotten;
+    wr_failpoint_t failpoint; /* fires once */
+    size_t batch_written;     /* messages written by the current batch */
 };
 
 typedef struct wr_msg_s {
@@ -47,6 +65,34 @@ static lc_metric_t *wr_counter(lc_metrics_t *m, const char *result)
              : NULL;
 }
 
+static wr_failpoint_t wr_failpoint_from_env(void)
+{
+    const char *fp = getenv("EMBER_FAILPOINT");
+    if (!fp || !*fp)
+        return WR_FAIL_NONE;
+    if (strcmp(fp, "exit-after-commit") == 0)
+        return WR_FAIL_EXIT_AFTER_COMMIT;
+    if (strcmp(fp, "stop-after-commit") == 0)
+        return WR_FAIL_STOP_AFTER_COMMIT;
+    LC_LOG_WARN("writer: unknown EMBER_FAILPOINT ignored value=%s", fp);
+    return WR_FAIL_NONE;
+}
+
+/* A batch that wrote something is durable and not yet acked: the window a
+ * test wants to crash or pause in. */
+static void wr_failpoint_hit(ing_writer_t *w)
+{
+    wr_failpoint_t fp = w->failpoint;
+    if (fp == WR_FAIL_NONE || w->batch_written == 0)
+        return;
+    w->failpoint = WR_FAIL_NONE;
+    LC_LOG_WARN("writer: failpoint %s after a durable batch msgs=%zu",
+                fp == WR_FAIL_EXIT_AFTER_COMMIT ? "exit" : "stop", w->batch_written);
+    if (fp == WR_FAIL_EXIT_AFTER_COMMIT)
+        _exit(17);
+    raise(SIGSTOP);
+}
+
 int ing_writer_new(lc_store_t *store, lc_metrics_t *metrics, ing_writer_t **out)
 {
     ing_writer_t *w = lc_xcalloc(1, sizeof(*w));
@@ -62,6 +108,8 @@ int ing_writer_new(lc_store_t *store, lc_metrics_t *metrics, ing_writer_t **out)
     w->m_duplicate = wr_counter(metrics, "duplicate");
     w->m_undecodable = wr_counter(metrics, "undecodable");
     w->m_delta_dropped = wr_counter(metrics, "delta_dropped");
+    w->m_forgotten = wr_counter(metrics, "forgotten");
+    w->failpoint = wr_failpoint_from_env();
     *out = w;
     return 0;
 }
@@ -209,9 +257,11 @@ static int wr_message(ing_writer_t *w, lc_store_txn_t *txn, const lc_transport_m
     if (rc == 0)
         rc = wr_profile(&c);
     if (rc == 0)
-        rc = lc_store_write_applied(txn, c.m->time_nanos, id->data, id->len);
-    if (rc == 0)
+        rc = lc_store_write_applied(txn, c.m->time_nanos, id->data, id->len, msg->delivery);
+    if (rc == 0) {
         ing_count(w->m_written, 1);
+        w->batch_written++;
+    }
     return rc;
 }
 
@@ -222,6 +272,7 @@ int ing_writer_consume(const lc_transport_msg_t *msgs, size_t n, void *data)
     int rc = lc_store_write_begin(w->store, &txn);
     if (rc)
         return rc;
+    w->batch_written = 0;
     for (size_t i = 0; i < n && rc == 0; i++) {
         rc = wr_message(w, txn, &msgs[i]);
         lc_arena_reset(w->arena);
@@ -236,5 +287,34 @@ int ing_writer_consume(const lc_transport_msg_t *msgs, size_t n, void *data)
         ing_delta_commit(w->delta);
     else
         ing_delta_discard(w->delta);
+    if (rc == 0)
+        wr_failpoint_hit(w);
     return rc;
+}
+
+int ing_writer_forget(const char *const *deliveries, size_t n, void *data)
+{
+    ing_writer_t *w = data;
+    lc_store_txn_t *txn;
+    size_t forgotten = 0;
+    int rc = lc_store_write_begin(w->store, &txn);
+    if (rc)
+        return rc;
+    rc = lc_store_write_forget(txn, deliveries, n, &forgotten);
+    if (rc == 0) {
+        rc = lc_store_write_commit(txn);
+    } else {
+        lc_store_write_abort(txn);
+    }
+    if (rc) {
+        LC_LOG_ERROR("writer: forgetting failed deliveries=%zu err=\"%s\"", n, lc_strerror(rc));
+        return rc;
+    }
+    /* The delta state of the series concerned is not rewound: the next
+     * profile of such a series may come out as a delta against a profile
+     * this store no longer holds (cumulative types only; see redis.md). */
+    LC_LOG_INFO("writer: forgot messages another consumer took over deliveries=%zu found=%zu", n,
+                forgotten);
+    ing_count(w->m_forgotten, (double)forgotten);
+    return 0;
 }

@@ -246,4 +246,32 @@ static void test_undecodable_message_skipped(void)
     fx_close(&f);
 }
 
-LC_TEST_MAIN(test_split_totals_and_replay, test_server_side_delta, test_undecodable_message_skipped)
+/* A message is recorded under its delivery id: forgetting that delivery
+ * removes all its series; a second delivery of the same message (the writer
+ * claimed it back and owns it) is applied again, once. */
+static void test_forget_by_delivery(void)
+{
+    fixture_t f;
+    fx_open(&f);
+    lc_transport_msg_t a = message(&f, CPU_LABELS, CPU_LABELS_TIME, cpu_labels, true, 1);
+    lc_transport_msg_t b = message(&f, HEAP, HEAP_TIME, heap_labels, true, 2);
+    a.delivery = "ember:ingest:0/5-0";
+    b.delivery = "ember:ingest:1/5-0"; /* the same entry id in another stream */
+    lc_transport_msg_t msgs[] = {a, b};
+    LC_ASSERT_OK(ing_writer_consume(msgs, 2, f.w));
+    const char *gone[] = {"ember:ingest:0/5-0", "ember:ingest:7/1-0"};
+    LC_ASSERT_OK(ing_writer_forget(gone, 2, f.w));
+    readback_t r;
+    readback(&f, &r);
+    LC_ASSERT_EQ(total_of(&r, "process_cpu:samples:count:cpu:nanoseconds", NULL), 0);
+    LC_ASSERT_EQ(total_of(&r, "memory:alloc_objects:count:space:bytes", NULL), HEAP_ALLOC_OBJECTS);
+    LC_ASSERT_OK(ing_writer_consume(msgs, 1, f.w)); /* a, delivered again */
+    LC_ASSERT_OK(ing_writer_consume(msgs, 1, f.w)); /* and replayed: a duplicate */
+    readback(&f, &r);
+    LC_ASSERT_EQ(total_of(&r, "process_cpu:samples:count:cpu:nanoseconds", NULL), 873);
+    LC_ASSERT_EQ(total_of(&r, "memory:alloc_objects:count:space:bytes", NULL), HEAP_ALLOC_OBJECTS);
+    fx_close(&f);
+}
+
+LC_TEST_MAIN(test_split_totals_and_replay, test_server_side_delta, test_undecodable_message_skipped,
+             test_forget_by_delivery)

@@ -975,7 +975,7 @@ static void test_abort_leaves_nothing(void)
                           .value_index = 1};
     LC_ASSERT_OK(lc_store_write_begin(s, &txn));
     LC_ASSERT_OK(lc_store_write_profile(txn, &w));
-    LC_ASSERT_OK(lc_store_write_applied(txn, T0 + 1, (const uint8_t *)"id-1", 4));
+    LC_ASSERT_OK(lc_store_write_applied(txn, T0 + 1, (const uint8_t *)"id-1", 4, NULL));
     lc_store_write_abort(txn);
 
     lc_block_info_t info = block_info_at(s, T0); /* the block exists, empty */
@@ -1107,12 +1107,12 @@ static void test_applied_ids(void)
     LC_ASSERT_OK(lc_store_write_begin(s, &txn));
     LC_ASSERT_OK(lc_store_write_is_applied(txn, T0, id, 15, &applied));
     LC_CHECK(!applied); /* no block there yet, and none is created by asking */
-    LC_ASSERT_OK(lc_store_write_applied(txn, T0, id, 15));
+    LC_ASSERT_OK(lc_store_write_applied(txn, T0, id, 15, NULL));
     LC_ASSERT_OK(lc_store_write_is_applied(txn, T0 + 5, id, 15, &applied));
     LC_CHECK(applied); /* same block, same transaction */
     uint8_t big[65] = {0};
-    LC_ASSERT_EQ(lc_store_write_applied(txn, T0, big, sizeof(big)), LC_EINPUT);
-    LC_ASSERT_EQ(lc_store_write_applied(txn, T0, big, 0), LC_EINPUT);
+    LC_ASSERT_EQ(lc_store_write_applied(txn, T0, big, sizeof(big), NULL), LC_EINPUT);
+    LC_ASSERT_EQ(lc_store_write_applied(txn, T0, big, 0, NULL), LC_EINPUT);
     LC_ASSERT_OK(lc_store_write_commit(txn));
 
     LC_ASSERT_OK(lc_store_write_begin(s, &txn));
@@ -1184,6 +1184,169 @@ static int stop_cb(lc_block_t *b, uint32_t id, const char *tenant, const lc_labe
     (void)b, (void)id, (void)tenant, (void)ls;
     ++*(int *)data;
     return 42;
+}
+
+/* ---------------------------------------------------------------- forgetting */
+
+/* One message: the profile of each given sample type under its own series,
+ * then its applied id with its delivery id. */
+static void write_message(lc_store_txn_t *txn, const loaded_t *l, const char *service, int64_t t,
+                          const size_t *types, size_t n_types, const char *ingest_id,
+                          const char *delivery)
+{
+    for (size_t i = 0; i < n_types; i++) {
+        lc_labels_t ls;
+        char type[16];
+        snprintf(type, sizeof(type), "type%zu", types[i]);
+        labels_of(&ls, service, type);
+        lc_store_write_t w = {.tenant = "t",
+                              .labels = &ls,
+                              .time_ns = t,
+                              .profile = l->p,
+                              .index = l->ix,
+                              .value_index = types[i]};
+        LC_ASSERT_OK(lc_store_write_profile(txn, &w));
+        lc_labels_fini(&ls);
+    }
+    LC_ASSERT_OK(
+        lc_store_write_applied(txn, t, (const uint8_t *)ingest_id, strlen(ingest_id), delivery));
+}
+
+static bool is_applied(lc_store_t *s, int64_t t, const char *ingest_id)
+{
+    lc_store_txn_t *txn;
+    bool applied = false;
+    LC_ASSERT_OK(lc_store_write_begin(s, &txn));
+    LC_ASSERT_OK(
+        lc_store_write_is_applied(txn, t, (const uint8_t *)ingest_id, strlen(ingest_id), &applied));
+    lc_store_write_abort(txn);
+    return applied;
+}
+
+static size_t forget(lc_store_t *s, const char *const *deliveries, size_t n)
+{
+    lc_store_txn_t *txn;
+    size_t forgotten = 99;
+    LC_ASSERT_OK(lc_store_write_begin(s, &txn));
+    LC_ASSERT_OK(lc_store_write_forget(txn, deliveries, n, &forgotten));
+    LC_ASSERT_OK(lc_store_write_commit(txn));
+    return forgotten;
+}
+
+/* Profiles, the sum of their totals and of their sample counts, over every
+ * series of the block of t, as a reader finds them. */
+static void block_totals(lc_store_t *s, int64_t t, size_t *profiles, int64_t *total,
+                         uint64_t *samples)
+{
+    lc_store_reader_t *r;
+    *profiles = 0;
+    *total = 0;
+    *samples = 0;
+    LC_ASSERT_OK(lc_store_read_begin(s, t, t, &r));
+    lc_block_t *b = lc_store_reader_block(r, 0);
+    lc_block_info_t info;
+    LC_ASSERT_OK(lc_block_info(b, &info));
+    for (uint32_t series = 1; series <= info.series; series++) {
+        profs_t ps = profiles_of(b, series, INT64_MIN / 4, INT64_MAX / 4);
+        *profiles += ps.n;
+        for (size_t i = 0; i < ps.n; i++) {
+            *total += ps.v[i].total;
+            *samples += ps.v[i].n_samples;
+        }
+        profs_free(&ps);
+    }
+    lc_store_read_end(r);
+}
+
+static void test_forget_by_delivery(void)
+{
+    loaded_t l = load_pprof("pyroscope-heap");
+    const char *dir = tmp_dir();
+    lc_store_t *s = store_open(dir);
+    const size_t two[] = {0, 3}, one[] = {1};
+    /* Entry ids repeat across streams: only stream/id names one delivery. */
+    const char *da = "ember:ingest:3/1700000000000-0", *db = "ember:ingest:5/1700000000000-0";
+    const char *dc = "ember:ingest:1/1700000000001-0";
+    lc_store_txn_t *txn;
+    LC_ASSERT_OK(lc_store_write_begin(s, &txn));
+    write_message(txn, &l, "a", T0 + 1, two, 2, "ingest-a", da);
+    write_message(txn, &l, "b", T0 + 2, one, 1, "ingest-b", db);
+    write_message(txn, &l, "c", T0 + HOUR_NS + 3, one, 1, "ingest-c", dc);
+    LC_ASSERT_OK(lc_store_write_commit(txn));
+    lc_block_info_t before = block_info_at(s, T0);
+    LC_ASSERT_EQ(before.profiles, 3);
+    size_t n_b_only;
+    int64_t total_before, total_b;
+    uint64_t samples_read, samples_b;
+    block_totals(s, T0, &n_b_only, &total_before, &samples_read);
+    LC_ASSERT_EQ(n_b_only, 3);
+    LC_ASSERT_EQ(samples_read, before.samples);
+
+    /* a (two profiles, block T0) and c (next block) go; b stays; unknown skipped. */
+    const char *gone[] = {da, "ember:ingest:9/1-0", dc};
+    LC_ASSERT_EQ(forget(s, gone, 3), 2);
+    lc_block_info_t after = block_info_at(s, T0);
+    LC_ASSERT_EQ(after.profiles, 1);
+    LC_ASSERT_EQ(after.series, before.series); /* series and symbols are kept */
+    LC_ASSERT_EQ(after.nodes, before.nodes);
+    block_totals(s, T0, &n_b_only, &total_b, &samples_b);
+    LC_ASSERT_EQ(n_b_only, 1);
+    LC_ASSERT_EQ(total_b, manifest_total("pyroscope-heap", "alloc_space"));
+    LC_CHECK(total_b < total_before);
+    lc_block_info_t next = block_info_at(s, T0 + HOUR_NS);
+    LC_ASSERT_EQ(next.profiles, 0);
+    LC_ASSERT_EQ(next.samples, 0);
+    /* The samples count follows: what is left is b's alone. */
+    LC_ASSERT_EQ(after.samples, samples_b);
+    LC_CHECK(samples_b > 0 && samples_b < before.samples);
+
+    /* A forgotten id is no longer applied (a claim back makes this writer
+     * the owner again: it must apply it); the others still are. */
+    LC_CHECK(!is_applied(s, T0 + 1, "ingest-a"));
+    LC_CHECK(!is_applied(s, T0 + HOUR_NS + 3, "ingest-c"));
+    LC_CHECK(is_applied(s, T0 + 2, "ingest-b"));
+
+    /* Forgetting again changes nothing: counts never go below the records. */
+    LC_ASSERT_EQ(forget(s, gone, 3), 0);
+    after = block_info_at(s, T0);
+    LC_ASSERT_EQ(after.profiles, 1);
+
+    /* Durable, and the block still loads for writing after a restart: a
+     * again (its redelivery to this writer) is stored once and forgettable. */
+    lc_store_close(s);
+    s = store_open(dir);
+    LC_ASSERT_EQ(block_info_at(s, T0).profiles, 1);
+    LC_ASSERT_OK(lc_store_write_begin(s, &txn));
+    write_message(txn, &l, "a", T0 + 1, two, 2, "ingest-a", da);
+    LC_ASSERT_OK(lc_store_write_commit(txn));
+    LC_CHECK(is_applied(s, T0 + 1, "ingest-a"));
+    size_t n;
+    int64_t total;
+    block_totals(s, T0, &n, &total, &samples_read);
+    LC_ASSERT_EQ(n, 3);
+    LC_ASSERT_EQ(total, total_before);
+    LC_ASSERT_EQ(block_info_at(s, T0).samples, before.samples);
+    LC_ASSERT_EQ(forget(s, gone, 1), 1);
+    LC_ASSERT_EQ(block_info_at(s, T0).profiles, 1);
+
+    /* A message's profiles and its applied id share one block. */
+    LC_ASSERT_OK(lc_store_write_begin(s, &txn));
+    lc_labels_t ls;
+    labels_of(&ls, "d", "type1");
+    lc_store_write_t w = {.tenant = "t",
+                          .labels = &ls,
+                          .time_ns = T0 + 5,
+                          .profile = l.p,
+                          .index = l.ix,
+                          .value_index = 1};
+    LC_ASSERT_OK(lc_store_write_profile(txn, &w));
+    LC_ASSERT_EQ(lc_store_write_applied(txn, T0 + HOUR_NS, (const uint8_t *)"d", 1, "s/1-0"),
+                 LC_EINPUT);
+    lc_store_write_abort(txn);
+    lc_labels_fini(&ls);
+    lc_arena_free(l.arena);
+    lc_store_close(s);
+    tmp_cleanup();
 }
 
 static void test_selectors_and_tenants(void)
@@ -1844,9 +2007,9 @@ LC_TEST_MAIN(test_hand_stacks_render_back, test_hand_symbols_read_back,
              test_pinned_sample_subsets, test_real_large_cpu, test_real_gzip_truncated,
              test_real_java, test_real_span_ids, test_dedup_same_profile_twice,
              test_restart_keeps_data_and_ids, test_abort_leaves_nothing,
-             test_stack_cache_profile_after_profile, test_applied_ids, test_selectors_and_tenants,
-             test_blocks_and_time_ranges, test_negative_times, test_retention_drops_old_blocks,
-             test_map_full_is_an_error_and_recoverable, test_concurrent_readers_writer_retention,
-             test_sample_iter_rejects_corrupt, test_profile_id_round_trip,
-             test_sample_iter_profile_id, test_timing_large_cpu_x100,
+             test_stack_cache_profile_after_profile, test_applied_ids, test_forget_by_delivery,
+             test_selectors_and_tenants, test_blocks_and_time_ranges, test_negative_times,
+             test_retention_drops_old_blocks, test_map_full_is_an_error_and_recoverable,
+             test_concurrent_readers_writer_retention, test_sample_iter_rejects_corrupt,
+             test_profile_id_round_trip, test_sample_iter_profile_id, test_timing_large_cpu_x100,
              test_timing_heap_pinned_vs_not, test_timing_small_cpu_batches)

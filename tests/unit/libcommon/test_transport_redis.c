@@ -6,7 +6,10 @@
  * crash of an AOF (appendfsync always) server; a failed batch stays pending
  * and is claimed by another consumer; entries of a dead consumer are claimed;
  * trimming never drops a pending entry; the backlog limit gives LC_EFULL
- * until consumers catch up. Every test ends with uv_loop_close() == 0.
+ * until consumers catch up; a consumer paused between applying and acking
+ * whose entries were claimed meanwhile forgets them (and one that restarts
+ * with a claims record forgets it before reading). Every test ends with
+ * uv_loop_close() == 0.
  */
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -27,6 +30,10 @@ typedef struct sink_s {
     atomic_int calls, applied;
     atomic_int seen[MAX_MSGS]; /* applications per message number */
     atomic_int bad;            /* messages that did not parse or had no id */
+    atomic_int hold_ms;        /* the next batch returns only after this (then 0) */
+    atomic_int forgets, forgotten[MAX_MSGS];
+    atomic_int calls_at_first_forget; /* consume calls before the first forget: -1 = none */
+    char delivery[MAX_MSGS][64];      /* per message: its delivery id (consumer thread) */
 } sink_t;
 
 static int msg_number(const lc_transport_msg_t *m)
@@ -55,6 +62,27 @@ static int sink_consume(const lc_transport_msg_t *msgs, size_t n, void *data)
             atomic_fetch_add(&s->seen[k], 1);
     }
     atomic_fetch_add(&s->applied, (int)n);
+    for (size_t i = 0; i < n; i++) {
+        int k = msg_number(&msgs[i]);
+        if (k >= 0 && msgs[i].delivery)
+            snprintf(s->delivery[k], sizeof(s->delivery[k]), "%s", msgs[i].delivery);
+    }
+    int hold = atomic_exchange(&s->hold_ms, 0);
+    if (hold)
+        uv_sleep((unsigned)hold); /* applied, not yet acked: a pause (GC, SIGSTOP) */
+    return 0;
+}
+
+/* Marks the messages behind the deliveries forgotten (consumer thread). */
+static int sink_forget(const char *const *deliveries, size_t n, void *data)
+{
+    sink_t *s = data;
+    if (atomic_fetch_add(&s->forgets, 1) == 0)
+        atomic_store(&s->calls_at_first_forget, atomic_load(&s->calls));
+    for (size_t i = 0; i < n; i++)
+        for (int k = 0; k < MAX_MSGS; k++)
+            if (strcmp(s->delivery[k], deliveries[i]) == 0)
+                atomic_fetch_add(&s->forgotten[k], 1);
     return 0;
 }
 
@@ -367,6 +395,178 @@ static void test_dead_consumer_entries_are_claimed(void)
     test_redis_finish(&srv);
 }
 
+/* Applications minus forgets of message k over both consumers. */
+static int kept(sink_t *a, sink_t *b, int k)
+{
+    return atomic_load(&a->seen[k]) - atomic_load(&a->forgotten[k]) + atomic_load(&b->seen[k]) -
+           atomic_load(&b->forgotten[k]);
+}
+
+static bool forgot_and_kept_once(void *arg)
+{
+    wait_t *w = arg;
+    sink_t *pair = (sink_t *)w->t; /* two sinks side by side */
+    if (atomic_load(&pair[0].forgets) == 0)
+        return false; /* A still holds its batch */
+    for (int k = 0; k < w->want; k++)
+        if (kept(&pair[0], &pair[1], k) != 1)
+            return false;
+    return true;
+}
+
+static bool claims_cleared(void *arg)
+{
+    return test_redis_int(arg, "EXISTS ember:claimed:ingesters:ingester-a") == 0;
+}
+
+/* A applies a batch and pauses before its ack, past claim_idle_ms: B claims
+ * and applies the entries too (recording the claim); A's ack then finds them
+ * not its own and A forgets them, so each message is kept exactly once. */
+static void test_paused_consumer_forgets_what_was_claimed(void)
+{
+    test_redis_t srv = {0};
+    LC_ASSERT_OK(test_redis_start(&srv, false));
+    uv_loop_t loop;
+    uv_loop_init(&loop);
+    static sink_t pair[2]; /* A, B */
+    memset(pair, 0, sizeof(pair));
+    atomic_store(&pair[0].hold_ms, 1200);
+    pubs_t pubs = {0};
+    lc_redis_transport_opts_t oa = fast_opts(&srv, "ingester-a");
+    oa.claim_interval_ms = 60000; /* A never claims: only B does */
+    oa.forget = sink_forget;
+    lc_transport_t *ta = open_transport(&loop, &oa, &pair[0]);
+    for (int i = 0; i < 24; i++)
+        LC_ASSERT_OK(publish_n(ta, &pubs, i, (uint32_t)i));
+    wait_t wa = {&pubs, &pair[0], 1, ta};
+    LC_CHECK(test_run_until(&loop, all_applied, &wa, 3000)); /* and now holding */
+    lc_redis_transport_opts_t ob = fast_opts(&srv, "ingester-b");
+    ob.forget = sink_forget;
+    lc_transport_t *tb = open_transport(&loop, &ob, &pair[1]);
+    wait_t w = {&pubs, NULL, 24, (lc_transport_t *)pair};
+    LC_CHECK(test_run_until(&loop, forgot_and_kept_once, &w, 8000));
+    for (int i = 0; i < 24; i++)
+        LC_ASSERT_EQ(kept(&pair[0], &pair[1], i), 1);
+    LC_CHECK(atomic_load(&pair[0].forgets) >= 1);
+    LC_ASSERT_EQ(atomic_load(&pair[1].forgets), 0);
+    int both = 0;
+    for (int i = 0; i < 24; i++)
+        both += atomic_load(&pair[0].seen[i]) && atomic_load(&pair[1].seen[i]);
+    LC_CHECK(both >= 1);                                         /* the case at hand did happen */
+    LC_CHECK(test_run_until(&loop, claims_cleared, &srv, 3000)); /* after the forget */
+    lc_redis_transport_stats_t st;
+    LC_ASSERT_OK(lc_transport_redis_stats(ta, &st));
+    LC_ASSERT_EQ(st.forgotten, (uint64_t)both);
+    close_transport(&loop, ta);
+    close_transport(&loop, tb);
+    LC_ASSERT_EQ(pending_total(&srv, 4), 0);
+    LC_ASSERT_EQ(test_redis_int(&srv, "EXISTS ember:claimed:ingesters:ingester-b"), 0);
+    LC_ASSERT_OK(uv_loop_close(&loop));
+    test_redis_finish(&srv);
+}
+
+static bool claims_c_cleared(void *arg)
+{
+    return test_redis_int(arg, "EXISTS ember:claimed:ingesters:ingester-c") == 0;
+}
+
+/* A consumer that starts with a claims record forgets it before it reads
+ * anything, then clears it. */
+static void test_claims_record_forgotten_at_start(void)
+{
+    test_redis_t srv = {0};
+    LC_ASSERT_OK(test_redis_start(&srv, false));
+    uv_loop_t loop;
+    uv_loop_init(&loop);
+    pubs_t pubs = {0};
+    lc_redis_transport_opts_t o = fast_opts(&srv, NULL);
+    lc_transport_t *tp = open_transport(&loop, &o, NULL);
+    for (int i = 0; i < 8; i++)
+        LC_ASSERT_OK(publish_n(tp, &pubs, i, (uint32_t)i));
+    wait_t w = {&pubs, NULL, 8, tp};
+    LC_CHECK(test_run_until(&loop, all_answered, &w, 3000));
+    static sink_t s;
+    memset(&s, 0, sizeof(s));
+    atomic_store(&s.calls_at_first_forget, -1);
+    snprintf(s.delivery[100], sizeof(s.delivery[100]), "ember:ingest:2/1-0");
+    LC_CHECK(test_redis_int(&srv, "HSET ember:claimed:ingesters:ingester-c ember:ingest:2/1-0 1") ==
+             1);
+    lc_redis_transport_opts_t oc = fast_opts(&srv, "ingester-c");
+    oc.forget = sink_forget;
+    lc_transport_t *tc = open_transport(&loop, &oc, &s);
+    wait_t wc = {&pubs, &s, 8, tc};
+    LC_CHECK(test_run_until(&loop, all_applied, &wc, 5000));
+    LC_ASSERT_EQ(atomic_load(&s.forgets), 1);
+    LC_ASSERT_EQ(atomic_load(&s.forgotten[100]), 1);
+    LC_ASSERT_EQ(atomic_load(&s.calls_at_first_forget), 0);
+    LC_CHECK(test_run_until(&loop, claims_c_cleared, &srv, 3000));
+    close_transport(&loop, tc);
+    close_transport(&loop, tp);
+    LC_ASSERT_EQ(test_redis_int(&srv, "EXISTS ember:claimed:ingesters:ingester-c"), 0);
+    LC_ASSERT_OK(uv_loop_close(&loop));
+    test_redis_finish(&srv);
+}
+
+static bool claims_dead_recorded(void *arg)
+{
+    return test_redis_int(arg, "HLEN ember:claimed:ingesters:dead") == 6;
+}
+
+/* The claim script records each entry it takes under the consumer it took it
+ * from, and deletes the claimer's own record of it: an entry claimed back
+ * is the claimer's again and must not be forgotten by it later. */
+static bool forgot_once(void *arg)
+{
+    return atomic_load(&((sink_t *)arg)->forgets) == 1;
+}
+
+static void test_claim_records_previous_owner(void)
+{
+    test_redis_t srv = {0};
+    LC_ASSERT_OK(test_redis_start(&srv, false));
+    uv_loop_t loop;
+    uv_loop_init(&loop);
+    /* Six entries read by a consumer that then died ("dead"). */
+    (void)test_redis_int(&srv, "XGROUP CREATE ember:ingest:0 ingesters 0 MKSTREAM"); /* OK */
+    char first[64] = "";
+    for (int i = 0; i < 6; i++) {
+        redisContext *c = test_redis_connect(&srv);
+        redisReply *r = redisCommand(c, "XADD ember:ingest:0 * m msg-%d", i);
+        LC_CHECK(r && r->type == REDIS_REPLY_STRING);
+        if (r && r->type == REDIS_REPLY_STRING && i == 0)
+            snprintf(first, sizeof(first), "ember:ingest:0/%s", r->str);
+        freeReplyObject(r);
+        redisFree(c);
+    }
+    LC_CHECK(test_redis_int(
+                 &srv, "XREADGROUP GROUP ingesters dead COUNT 100 STREAMS ember:ingest:0 >") == 1);
+    /* C starts and forgets its (dummy) claims record; then it is told it had
+     * held the first entry earlier and lost it. */
+    LC_CHECK(test_redis_int(&srv, "HSET ember:claimed:ingesters:ingester-c x/0-1 1") == 1);
+    static sink_t s;
+    memset(&s, 0, sizeof(s));
+    lc_redis_transport_opts_t oc = fast_opts(&srv, "ingester-c");
+    oc.partitions = 1;
+    oc.claim_idle_ms = 1000;
+    oc.forget = sink_forget;
+    lc_transport_t *tc = open_transport(&loop, &oc, &s);
+    LC_CHECK(test_run_until(&loop, forgot_once, &s, 3000));
+    LC_CHECK(test_run_until(&loop, claims_c_cleared, &srv, 3000));
+    LC_CHECK(test_redis_int(&srv, "HSET ember:claimed:ingesters:ingester-c %s 1", first) == 1);
+    wait_t w = {NULL, &s, 6, tc};
+    LC_CHECK(test_run_until(&loop, all_applied, &w, 5000)); /* claimed past the idle time */
+    LC_CHECK(test_run_until(&loop, claims_dead_recorded, &srv, 3000));
+    LC_ASSERT_EQ(test_redis_int(&srv, "HEXISTS ember:claimed:ingesters:dead %s", first), 1);
+    LC_ASSERT_EQ(test_redis_int(&srv, "EXISTS ember:claimed:ingesters:ingester-c"), 0);
+    for (int i = 0; i < 6; i++)
+        LC_ASSERT_EQ(atomic_load(&s.seen[i]), 1);
+    close_transport(&loop, tc);
+    LC_ASSERT_EQ(atomic_load(&s.forgets), 1); /* C owns them now: nothing more to forget */
+    LC_ASSERT_EQ(pending_total(&srv, 1), 0);
+    LC_ASSERT_OK(uv_loop_close(&loop));
+    test_redis_finish(&srv);
+}
+
 /* A consumer restarted under the same id first re-reads what it had not acked. */
 static void test_restart_recovers_own_pending(void)
 {
@@ -651,4 +851,6 @@ LC_TEST_MAIN(test_bad_options, test_publish_while_down, test_publish_consume_ack
              test_callback_only_after_xadd_confirmed, test_failed_batch_is_claimed_by_another,
              test_stopped_consumer_entries_are_claimed, test_dead_consumer_entries_are_claimed,
              test_restart_recovers_own_pending, test_redis_restart_under_load,
-             test_trim_keeps_unacked, test_backlog_limit)
+             test_trim_keeps_unacked, test_backlog_limit,
+             test_paused_consumer_forgets_what_was_claimed, test_claims_record_forgotten_at_start,
+             test_claim_records_previous_owner)
