@@ -31,6 +31,7 @@ struct qry_fanout_s {
     size_t n_fixed;
     char **members; /* discovered through Redis */
     size_t n_members;
+    char *unavailable; /* why no query can be answered now, or NULL */
     fo_reply_route_t reply_routes[2];
     lc_metric_t *shard_calls, *shard_errors;
 };
