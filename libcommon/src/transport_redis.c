@@ -93,6 +93,7 @@ typedef struct rt_s {
     uint64_t trim_due;
 
     /* consumer state machine (loop thread; rd link) */
+    bool held; /* opts.hold_consume until lc_transport_redis_release */
     cons_busy_t busy;
     bool need_setup, recovering, ack_pending;
     int setup_out, acks_out;
@@ -871,8 +872,8 @@ static void cons_next(rt_t *t)
         rt_close_step(t); /* the applied batch is acked before closing */
         return;
     }
-    if (!up)
-        return; /* rd_on_state(up) calls again */
+    if (!up || t->held)
+        return; /* rd_on_state(up) / lc_transport_redis_release call again */
     if (t->need_setup)
         cons_setup(t);
     else if (t->ack_pending)
@@ -900,6 +901,18 @@ static void rd_on_state(lc_redis_t *r, bool up, void *data)
     }
     t->claim_part = 0;
     cons_next(t);
+}
+
+void lc_transport_redis_release(lc_transport_t *base)
+{
+    if (!base || base->ops != &rt_ops)
+        return;
+    rt_t *t = (rt_t *)base;
+    if (!t->held)
+        return;
+    t->held = false;
+    if (t->consume && !t->closing)
+        cons_next(t);
 }
 
 /* ---------------------------------------------------------------- consumer thread */
@@ -1202,6 +1215,7 @@ int lc_transport_redis_new(uv_loop_t *loop, const lc_redis_transport_opts_t *opt
     t->opts.url = t->opts.stream_prefix = t->opts.group = t->opts.consumer_id = NULL;
     t->consume = consume;
     t->consume_data = data;
+    t->held = opts->hold_consume;
     rt_make_streams(t);
     int rc = consume ? rt_start_thread(t) : 0;
     if (rc) {

@@ -128,6 +128,7 @@ typedef struct lc_redis_transport_opts_s {
     uint32_t cmd_timeout_ms;        /* every Redis command; default 5000 */
     uint32_t consume_retry_ms;      /* pause after a failed batch; default 1000 */
     lc_metrics_t *metrics;          /* optional: ember_redis_* metrics */
+    bool hold_consume;              /* read nothing until lc_transport_redis_release() */
     void (*on_state)(bool up, void *data); /* optional: the publish link went up/down */
     void *state_data;
 } lc_redis_transport_opts_t;
@@ -145,6 +146,11 @@ typedef struct lc_redis_transport_stats_s {
     uint64_t xadd_count;
     double xadd_seconds_sum, xadd_seconds_max;
 } lc_redis_transport_stats_t;
+
+/* Loop thread. Starts consuming when opened with hold_consume (an ingester
+ * reads nothing before it is registered in its zone: what it stores must
+ * never be unknown to the queriers). No-op otherwise, or for another transport. */
+void lc_transport_redis_release(lc_transport_t *t);
 
 /* Any thread. LC_EINPUT if t is not a redis transport. */
 int lc_transport_redis_stats(lc_transport_t *t, lc_redis_transport_stats_t *out) LC_MUST_CHECK;

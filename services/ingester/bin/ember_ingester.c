@@ -98,6 +98,7 @@ typedef struct ingester_s {
     char *advertise;
     char *consumer_id;
     char group[32 + ING_ZONE_MAX]; /* the zone's consumer group */
+    bool registered;               /* seen live (so registered): consuming */
     uv_signal_t sigterm, sigint;
     bool stopping;
     lc_metric_t *backlog_bytes, *backlog_msgs, *redis_up;
@@ -163,6 +164,24 @@ static void on_members_state(bool up, void *data)
         LC_LOG_WARN("membership: redis link down; queriers will stop asking %s", g->advertise);
 }
 
+/* The first list that shows this ingester live comes after its first
+ * heartbeat (same link, in order), which registered it in its zone: only
+ * now may it store profiles, or a crash right after could lose some that
+ * no registry knew this ingester held. */
+static void on_members_change(lc_members_t *m, const lc_member_t *live, size_t n, void *data)
+{
+    ingester_t *g = data;
+    LC_UNUSED(m);
+    for (size_t i = 0; i < n && !g->registered; i++) {
+        if (strcmp(live[i].id, g->consumer_id) != 0)
+            continue;
+        g->registered = true;
+        LC_LOG_INFO("membership: registered in zone=\"%s\"; consuming group=%s", g->cfg->zone,
+                    g->group);
+        lc_transport_redis_release(g->transport);
+    }
+}
+
 /* Joins the group "ingester" (lc/members.h) under the consumer id, with the
  * shard API URL as address, registered in its zone (the durable registry the
  * queriers judge a zone's completeness by); the heartbeat and expiry run
@@ -176,6 +195,8 @@ static int start_redis(ingester_t *g)
                             .self_id = g->consumer_id,
                             .self_addr = g->advertise,
                             .zone = g->cfg->zone,
+                            .on_change = on_members_change,
+                            .change_data = g,
                             .cmd_timeout_ms = REDIS_CMD_TIMEOUT_MS,
                             .on_state = on_members_state,
                             .state_data = g};
@@ -273,6 +294,7 @@ static int start_redis_transport(ingester_t *g)
         /* look for abandoned entries a few times per idle period */
         .claim_interval_ms = idle_ms / 4 > 250 ? (idle_ms / 4 < 5000 ? idle_ms / 4 : 5000) : 250,
         .metrics = g->metrics,
+        .hold_consume = true, /* until registered in the zone: on_members_change */
         .on_state = on_transport_state,
         .state_data = g,
     };

@@ -564,6 +564,36 @@ static void test_trim_keeps_unacked(void)
     test_redis_finish(&srv);
 }
 
+/* hold_consume: nothing is read (so nothing pending) until released. */
+static void test_hold_until_release(void)
+{
+    test_redis_t srv = {0};
+    LC_ASSERT_OK(test_redis_start(&srv, false));
+    uv_loop_t loop;
+    uv_loop_init(&loop);
+    sink_t s = {0};
+    pubs_t pubs = {0};
+    lc_redis_transport_opts_t o = fast_opts(&srv, "ingester-0");
+    o.hold_consume = true;
+    lc_transport_t *t = open_transport(&loop, &o, &s);
+    for (int i = 0; i < 20; i++)
+        LC_ASSERT_OK(publish_n(t, &pubs, i, (uint32_t)i));
+    wait_t w = {&pubs, &s, 20, t};
+    LC_CHECK(test_run_until(&loop, all_answered, &w, 3000));
+    uint64_t end = uv_hrtime() + 300 * 1000000ull;
+    while (uv_hrtime() < end)
+        uv_run(&loop, UV_RUN_NOWAIT);
+    LC_ASSERT_EQ(atomic_load(&s.calls), 0);
+    LC_ASSERT_EQ(pending_total(&srv, 4), 0); /* not even delivered */
+    lc_transport_redis_release(t);
+    LC_CHECK(test_run_until(&loop, all_applied, &w, 5000));
+    for (int i = 0; i < 20; i++)
+        LC_ASSERT_EQ(atomic_load(&s.seen[i]), 1);
+    close_transport(&loop, t);
+    LC_ASSERT_OK(uv_loop_close(&loop));
+    test_redis_finish(&srv);
+}
+
 /* ---- zones: every zone's group reads every entry; trimming and back-pressure
  * wait for the slowest group. */
 
@@ -767,4 +797,5 @@ LC_TEST_MAIN(test_bad_options, test_publish_while_down, test_publish_consume_ack
              test_stopped_consumer_entries_are_claimed, test_dead_consumer_entries_are_claimed,
              test_restart_recovers_own_pending, test_redis_restart_under_load,
              test_trim_keeps_unacked, test_trim_and_backlog_wait_for_every_zone,
+             test_hold_until_release,
              test_backlog_limit)
