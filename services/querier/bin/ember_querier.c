@@ -7,8 +7,10 @@
  * ember:members:ingester:registry) and/or takes from --querier.ingesters.
  * With no complete zone every query answers 503 naming the missing ids.
  *
- * Members unseen for the TTL are gone; each join and leave is logged. /ready is false while the Redis link
- * is down (the member list would go stale) or when no ingester is known.
+ * Members unseen for the TTL are gone; each join and leave is logged, and so
+ * is every change of the zone asked. /ready is false while the Redis link is
+ * down (the member list would go stale), while no zone is complete, or when
+ * no ingester is known.
  */
 #include <stdio.h>
 #include <stdlib.h>
