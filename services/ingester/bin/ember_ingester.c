@@ -176,7 +176,7 @@ static void on_members_change(lc_members_t *m, const lc_member_t *live, size_t n
         if (strcmp(live[i].id, g->consumer_id) != 0)
             continue;
         g->registered = true;
-        LC_LOG_INFO("membership: registered in zone=\"%s\"; consuming group=%s", g->cfg->zone,
+        LC_LOG_INFO("membership: registered, consuming now zone=\"%s\" group=%s", g->cfg->zone,
                     g->group);
         lc_transport_redis_release(g->transport);
     }

@@ -171,7 +171,8 @@ static void zone_log(querier_t *q, const qz_choice_t *c)
     if (!str_changed(q->zone, c->zone) && !str_changed(q->reason, c->reason))
         return;
     if (c->zone)
-        LC_LOG_INFO("zones: answering from zone=\"%s\" ingesters=%zu complete=%zu of %zu",
+        LC_LOG_INFO("zones: answering from one complete zone zone=\"%s\" ingesters=%zu "
+                    "complete_zones=%zu zones=%zu",
                     c->zone, c->n_urls, c->n_complete, c->n_zones);
     else if (c->reason)
         LC_LOG_WARN("zones: no complete zone, queries answer 503: %s", c->reason);
