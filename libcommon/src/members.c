@@ -310,8 +310,8 @@ static void beat_log_registry(const lc_members_t *m, const redisReply *reply)
         LC_LOG_INFO("members: registered role=%s id=%s zone=\"%s\"", m->role, m->self_id,
                     m->zone);
     else if (reply->element[0]->integer == 2 && old->type == REDIS_REPLY_STRING)
-        LC_LOG_WARN("members: moved to another zone role=%s id=%s from=\"%.*s\" to=\"%s\": "
-                    "the old zone no longer waits for this id",
+        LC_LOG_WARN("members: moved to another zone, the old one no longer waits for this id "
+                    "role=%s id=%s from=\"%.*s\" to=\"%s\"",
                     m->role, m->self_id, (int)old->len, old->str, m->zone);
 }
 
