@@ -307,8 +307,7 @@ static void beat_log_registry(const lc_members_t *m, const redisReply *reply)
         return;
     const redisReply *old = reply->element[1];
     if (reply->element[0]->integer == 1)
-        LC_LOG_INFO("members: registered role=%s id=%s zone=\"%s\"", m->role, m->self_id,
-                    m->zone);
+        LC_LOG_INFO("members: registered role=%s id=%s zone=\"%s\"", m->role, m->self_id, m->zone);
     else if (reply->element[0]->integer == 2 && old->type == REDIS_REPLY_STRING)
         LC_LOG_WARN("members: moved to another zone, the old one no longer waits for this id "
                     "role=%s id=%s from=\"%.*s\" to=\"%s\"",
@@ -336,7 +335,7 @@ static void beat_send(lc_members_t *m)
     snprintf(ttl, sizeof(ttl), "%u", m->opts.ttl_ms);
     int rc;
     if (m->zone) {
-        const char *argv[] = {"EVAL",     HEARTBEAT_LUA, "2", m->key,         m->registry_key,
+        const char *argv[] = {"EVAL",     HEARTBEAT_LUA, "2", m->key, m->registry_key,
                               m->self_id, m->self_addr,  ttl, m->zone};
         rc = lc_redis_command(m->redis, 0, beat_on_reply, m, 9, argv, NULL);
     } else {

@@ -69,10 +69,10 @@ typedef struct querier_s {
     lc_httpd_t *httpd;
     qry_fanout_t *fanout;
     lc_members_t *watch; /* the ingester group; NULL without --redis.url */
-    char **members; /* the last discovered set, sorted, for change logs */
+    char **members;      /* the last discovered set, sorted, for change logs */
     size_t n_members;
-    char *zone;     /* the zone asked now; NULL when none is complete */
-    char *reason;   /* why none is complete, for change logs */
+    char *zone;        /* the zone asked now; NULL when none is complete */
+    char *reason;      /* why none is complete, for change logs */
     lc_member_t *seen; /* id -> the address it was last live at (names the missing) */
     size_t n_seen, cap_seen;
     uv_signal_t sigterm, sigint;

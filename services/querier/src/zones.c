@@ -79,8 +79,7 @@ static bool zone_complete(const char *zone, const lc_member_t *live, size_t n_li
         const lc_member_t *s = find_id(seen, n_seen, reg[i].id);
         const char *sep = complete ? "" : ", ";
         if (s && s->addr && s->addr[0])
-            snprintf(item, sizeof(item), "%s%.200s (last seen at %.200s)", sep, reg[i].id,
-                     s->addr);
+            snprintf(item, sizeof(item), "%s%.200s (last seen at %.200s)", sep, reg[i].id, s->addr);
         else
             snprintf(item, sizeof(item), "%s%.200s", sep, reg[i].id);
         if (complete) {
@@ -94,8 +93,7 @@ static bool zone_complete(const char *zone, const lc_member_t *live, size_t n_li
     return complete;
 }
 
-static void take_members(const char *zone, const lc_member_t *live, size_t n_live,
-                         qz_choice_t *out)
+static void take_members(const char *zone, const lc_member_t *live, size_t n_live, qz_choice_t *out)
 {
     out->zone = lc_xstrdup(zone);
     out->urls = lc_xcalloc(n_live + 1, sizeof(*out->urls));

@@ -28,11 +28,11 @@
 #define QZ_REASON_MAX 1024
 
 typedef struct qz_choice_s {
-    char *zone;       /* the chosen zone; NULL when no zone is complete */
-    char **urls;      /* the chosen zone's live members' addresses, sorted by id */
+    char *zone;  /* the chosen zone; NULL when no zone is complete */
+    char **urls; /* the chosen zone's live members' addresses, sorted by id */
     size_t n_urls;
     size_t n_zones, n_complete;
-    char *reason;     /* no complete zone although some exists: who is missing */
+    char *reason; /* no complete zone although some exists: who is missing */
 } qz_choice_t;
 
 /* live and reg sorted by id (as lc_members gives them); seen: id -> last

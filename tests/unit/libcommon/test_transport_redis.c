@@ -797,5 +797,4 @@ LC_TEST_MAIN(test_bad_options, test_publish_while_down, test_publish_consume_ack
              test_stopped_consumer_entries_are_claimed, test_dead_consumer_entries_are_claimed,
              test_restart_recovers_own_pending, test_redis_restart_under_load,
              test_trim_keeps_unacked, test_trim_and_backlog_wait_for_every_zone,
-             test_hold_until_release,
-             test_backlog_limit)
+             test_hold_until_release, test_backlog_limit)

@@ -10,7 +10,10 @@
 #include "lc_test.h"
 #include "zones.h"
 
-#define M(id, addr, zone) {id, addr, zone}
+#define M(id, addr, zone)                                                                          \
+    {                                                                                              \
+        id, addr, zone                                                                             \
+    }
 
 static void test_first_complete_zone_by_name(void)
 {
@@ -31,8 +34,7 @@ static void test_first_complete_zone_by_name(void)
 
 static void test_incomplete_zone_is_skipped(void)
 {
-    lc_member_t reg[] = {M("a1", "", "a"), M("a2", "", "a"), M("b1", "", "b"),
-                         M("b2", "", "b")};
+    lc_member_t reg[] = {M("a1", "", "a"), M("a2", "", "a"), M("b1", "", "b"), M("b2", "", "b")};
     lc_member_t live[] = {M("a2", "http://a2", "a"), M("b1", "http://b1", "b"),
                           M("b2", "http://b2", "b")}; /* a1 is dead */
     qz_choice_t c;
