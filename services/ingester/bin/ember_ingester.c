@@ -269,9 +269,13 @@ static char *default_consumer_id(const ingester_cfg_t *cfg)
     char id[400];
     if (!*port || strcmp(port, "0") == 0) {
         /* An ephemeral port is no identity: fall back to the pid, and say
-         * that a restart will leave its pending entries to XAUTOCLAIM. */
+         * that a restart will leave its pending entries to XAUTOCLAIM and
+         * its old id in the zone registry (the zone then looks incomplete). */
         snprintf(id, sizeof(id), "%s:pid%ld", host, (long)getpid());
-        LC_LOG_WARN("no --ingester.id and no fixed port: consumer id %s is not stable", id);
+        LC_LOG_WARN("no --ingester.id and no fixed port: the consumer id is not stable; after a "
+                    "restart its zone waits for this id until it is removed from the registry "
+                    "id=%s",
+                    id);
     } else {
         snprintf(id, sizeof(id), "%s:%s", host, port);
     }
