@@ -14,10 +14,13 @@ Then: with zone b also incomplete (one of its ingesters stopped), queries
 answer 503 naming the missing ingesters. Last, the operator removes the dead
 id from zone a's registry: zone a is complete again and first by name, so
 the queriers answer from it — without the dead ingester's profiles. That is
-the documented rule (docs/architecture.md), checked here.
+the documented rule (docs/architecture.md), checked here. (First, a bad
+--ingester.zone makes `ember` and `ember-ingester` exit 2.)
 """
+import os
 import random
 import signal
+import subprocess
 import threading
 import time
 import unittest
@@ -132,6 +135,14 @@ class ZonesTest(unittest.TestCase):
         return q.call(f"{h.QUERIER}/LabelNames", cls(start=self.t0, end=self.t1), check=False)
 
     # ---- the story, in order
+
+    def test_0_bad_zone_is_refused(self):
+        for binary in (h.ember_binary(), self.zone_a[0].binary):
+            for zone in ("a b", "a/b", "x" * 65):
+                r = subprocess.run([binary, f"--ingester.zone={zone}"], capture_output=True,
+                                   timeout=10, env=dict(os.environ))
+                self.assertEqual(2, r.returncode, (binary, zone, r.stderr))
+                self.assertIn(b"--ingester.zone", r.stderr)
 
     def test_1_every_zone_stores_everything(self):
         rnd = random.Random(1)
