@@ -7,6 +7,11 @@
  * the server's now with the whole hash, so "expired" is judged on one clock
  * too. Lists are kept sorted by id, which makes the change check and the
  * join/leave log a single merge walk.
+ *
+ * The zone registry (<key>:registry, field id = zone) is written by the
+ * heartbeat script itself, so a member is registered before it is ever seen
+ * live, and never expires: only an operator's HDEL removes an id. The list
+ * script returns it with the live hash, one consistent read.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -21,20 +26,30 @@
 #define MEMBERS_DEFAULT_TTL_MS 5000
 #define MEMBERS_DEFAULT_TIMEOUT_MS 2000
 #define MEMBERS_DEFAULT_PREFIX "ember:members:"
+#define MEMBERS_REGISTRY_SUFFIX ":registry"
 
-/* KEYS[1] hash, ARGV id, addr, ttl_ms: field = "addr|expiry" on Redis's clock. */
+/* KEYS[1] hash, ARGV id, addr, ttl_ms: field = "addr|expiry" on Redis's clock.
+ * With KEYS[2] (the registry) and ARGV[4] (the zone), also registers id in
+ * the zone. Returns {0, ''} (nothing new), {1, ''} (registered now) or
+ * {2, old zone} (moved from another zone). */
 static const char HEARTBEAT_LUA[] =
     "local t = redis.call('TIME')\n"
     "local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"
     "local v = ARGV[2] .. '|' .. string.format('%.0f', now + tonumber(ARGV[3]))\n"
     "redis.call('HSET', KEYS[1], ARGV[1], v)\n"
-    "return 1\n";
+    "if #KEYS < 2 then return {0, ''} end\n"
+    "local old = redis.call('HGET', KEYS[2], ARGV[1])\n"
+    "if old == ARGV[4] then return {0, ''} end\n"
+    "redis.call('HSET', KEYS[2], ARGV[1], ARGV[4])\n"
+    "if old then return {2, old} end\n"
+    "return {1, ''}\n";
 
-/* KEYS[1] hash: {now_ms, {field, value, ...}}. */
+/* KEYS[1] hash, KEYS[2] registry: {now_ms, {field, value, ...}, {id, zone, ...}}. */
 static const char LIST_LUA[] =
     "local t = redis.call('TIME')\n"
     "local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"
-    "return {string.format('%.0f', now), redis.call('HGETALL', KEYS[1])}\n";
+    "return {string.format('%.0f', now), redis.call('HGETALL', KEYS[1]),\n"
+    "        redis.call('HGETALL', KEYS[2])}\n";
 
 /* KEYS[1] hash, ARGV id, value: delete the field only if it still holds value. */
 static const char PRUNE_LUA[] = "if redis.call('HGET', KEYS[1], ARGV[1]) == ARGV[2] then\n"
@@ -45,13 +60,15 @@ static const char PRUNE_LUA[] = "if redis.call('HGET', KEYS[1], ARGV[1]) == ARGV
 struct lc_members_s {
     uv_loop_t *loop;
     lc_members_opts_t opts; /* strings point at the copies below */
-    char *role, *self_id, *self_addr, *key;
+    char *role, *self_id, *self_addr, *zone, *key, *registry_key;
     lc_redis_t *redis;
     uv_timer_t timer;
     uint64_t next_beat, next_list; /* uv_now() ms */
     bool beat_out, list_out, listed_once, beat_failing;
     lc_member_t *live; /* sorted by id; strings owned */
     size_t n_live;
+    lc_member_t *registry; /* every registered id, sorted; addr ""; strings owned */
+    size_t n_registry;
     bool closing;
     int refs; /* timer + link while closing */
     void (*close_cb)(void *data);
@@ -65,6 +82,7 @@ static void list_free(lc_member_t *v, size_t n)
     for (size_t i = 0; i < n; i++) {
         lc_free((char *)v[i].id);
         lc_free((char *)v[i].addr);
+        lc_free((char *)v[i].zone);
     }
     lc_free(v);
 }
@@ -79,7 +97,8 @@ static bool list_equal(const lc_member_t *a, size_t na, const lc_member_t *b, si
     if (na != nb)
         return false;
     for (size_t i = 0; i < na; i++)
-        if (strcmp(a[i].id, b[i].id) != 0 || strcmp(a[i].addr, b[i].addr) != 0)
+        if (strcmp(a[i].id, b[i].id) != 0 || strcmp(a[i].addr, b[i].addr) != 0 ||
+            strcmp(a[i].zone, b[i].zone) != 0)
             return false;
     return true;
 }
@@ -106,19 +125,66 @@ static void list_log_changes(const lc_members_t *m, const lc_member_t *old, size
     }
 }
 
-/* Takes ownership of cur; calls on_change on the first list and on changes. */
-static void list_install(lc_members_t *m, lc_member_t *cur, size_t n_cur)
+/* One merge walk over two sorted registries: log who was registered,
+ * removed (by an operator) or moved to another zone. */
+static void registry_log_changes(const lc_members_t *m, const lc_member_t *old, size_t n_old,
+                                 const lc_member_t *cur, size_t n_cur)
+{
+    size_t i = 0, j = 0;
+    while (i < n_old || j < n_cur) {
+        int c = i == n_old ? 1 : j == n_cur ? -1 : strcmp(old[i].id, cur[j].id);
+        if (c < 0) {
+            LC_LOG_WARN("member removed from the registry role=%s id=%s zone=\"%s\"", m->role,
+                        old[i].id, old[i].zone);
+            i++;
+        } else if (c > 0) {
+            LC_LOG_INFO("member registered role=%s id=%s zone=\"%s\"", m->role, cur[j].id,
+                        cur[j].zone);
+            j++;
+        } else {
+            if (strcmp(old[i].zone, cur[j].zone) != 0)
+                LC_LOG_WARN("member changed zone role=%s id=%s from=\"%s\" to=\"%s\"", m->role,
+                            cur[j].id, old[i].zone, cur[j].zone);
+            i++;
+            j++;
+        }
+    }
+}
+
+/* The zone a live member is registered in ("" when it is not: a member
+ * that registers nothing, e.g. an older version, counts in the default zone). */
+static const char *registry_zone(const lc_member_t *reg, size_t n, const char *id)
+{
+    lc_member_t key = {.id = id};
+    const lc_member_t *hit = bsearch(&key, reg, n, sizeof(*reg), member_cmp);
+    return hit ? hit->zone : "";
+}
+
+/* Takes ownership of cur and reg; calls on_change on the first list and on
+ * every change of either. */
+static void list_install(lc_members_t *m, lc_member_t *cur, size_t n_cur, lc_member_t *reg,
+                         size_t n_reg)
 {
     qsort(cur, n_cur, sizeof(*cur), member_cmp);
+    qsort(reg, n_reg, sizeof(*reg), member_cmp);
+    for (size_t i = 0; i < n_cur; i++)
+        cur[i].zone = lc_xstrdup(registry_zone(reg, n_reg, cur[i].id));
     bool first = !m->listed_once;
-    if (!first && list_equal(m->live, m->n_live, cur, n_cur)) {
+    if (!first && list_equal(m->live, m->n_live, cur, n_cur) &&
+        list_equal(m->registry, m->n_registry, reg, n_reg)) {
         list_free(cur, n_cur);
+        list_free(reg, n_reg);
         return;
     }
     list_log_changes(m, m->live, m->n_live, cur, n_cur);
+    if (!first)
+        registry_log_changes(m, m->registry, m->n_registry, reg, n_reg);
     list_free(m->live, m->n_live);
+    list_free(m->registry, m->n_registry);
     m->live = cur;
     m->n_live = n_cur;
+    m->registry = reg;
+    m->n_registry = n_reg;
     m->listed_once = true;
     if (m->opts.on_change)
         m->opts.on_change(m, m->live, m->n_live, m->opts.change_data);
@@ -171,12 +237,31 @@ static bool field_alive(const redisReply *value, uint64_t now, size_t *addr_len)
     return expiry > now;
 }
 
+/* The registry's flat [id, zone, ...] as members (addr ""). */
+static lc_member_t *registry_parse(const redisReply *flat, size_t *n_out)
+{
+    lc_member_t *reg = lc_xcalloc(flat->elements / 2 + 1, sizeof(*reg));
+    size_t n = 0;
+    for (size_t i = 0; i + 1 < flat->elements; i += 2) {
+        const redisReply *f = flat->element[i], *v = flat->element[i + 1];
+        if (f->type != REDIS_REPLY_STRING || v->type != REDIS_REPLY_STRING)
+            continue;
+        reg[n].id = lc_xstrndup(f->str, f->len);
+        reg[n].addr = lc_xstrdup("");
+        reg[n].zone = lc_xstrndup(v->str, v->len);
+        n++;
+    }
+    *n_out = n;
+    return reg;
+}
+
 static void list_parse(lc_members_t *m, const redisReply *reply)
 {
     const redisReply *now_r = reply->element[0], *flat = reply->element[1];
+    const redisReply *reg_flat = reply->element[2];
     uint64_t now;
     if (now_r->type != REDIS_REPLY_STRING || !parse_ms(now_r->str, now_r->len, &now) ||
-        flat->type != REDIS_REPLY_ARRAY) {
+        flat->type != REDIS_REPLY_ARRAY || reg_flat->type != REDIS_REPLY_ARRAY) {
         LC_LOG_WARN("members: malformed list reply role=%s", m->role);
         return;
     }
@@ -194,7 +279,9 @@ static void list_parse(lc_members_t *m, const redisReply *reply)
         cur[n].addr = lc_xstrndup(v->str, addr_len);
         n++;
     }
-    list_install(m, cur, n);
+    size_t n_reg;
+    lc_member_t *reg = registry_parse(reg_flat, &n_reg);
+    list_install(m, cur, n, reg, n_reg);
 }
 
 static void list_on_reply(lc_redis_t *r, int status, const redisReply *reply, void *data)
@@ -204,12 +291,27 @@ static void list_on_reply(lc_redis_t *r, int status, const redisReply *reply, vo
     m->list_out = false;
     if (status != 0 || m->closing)
         return;
-    if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 2) {
+    if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 3) {
         LC_LOG_WARN("members: list failed role=%s err=\"%s\"", m->role,
                     lc_redis_reply_error(reply) ? lc_redis_reply_error(reply) : "bad reply");
         return;
     }
     list_parse(m, reply);
+}
+
+/* The heartbeat's registry outcome: {1, ''} registered now, {2, old} moved. */
+static void beat_log_registry(const lc_members_t *m, const redisReply *reply)
+{
+    if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 2 ||
+        reply->element[0]->type != REDIS_REPLY_INTEGER)
+        return;
+    const redisReply *old = reply->element[1];
+    if (reply->element[0]->integer == 1)
+        LC_LOG_INFO("members: registered role=%s id=%s zone=\"%s\"", m->role, m->self_id, m->zone);
+    else if (reply->element[0]->integer == 2 && old->type == REDIS_REPLY_STRING)
+        LC_LOG_WARN("members: moved to another zone, the old one no longer waits for this id "
+                    "role=%s id=%s from=\"%.*s\" to=\"%s\"",
+                    m->role, m->self_id, (int)old->len, old->str, m->zone);
 }
 
 static void beat_on_reply(lc_redis_t *r, int status, const redisReply *reply, void *data)
@@ -221,6 +323,8 @@ static void beat_on_reply(lc_redis_t *r, int status, const redisReply *reply, vo
     if (err && !m->beat_failing && status != LC_ECLOSED)
         LC_LOG_WARN("members: heartbeat failed role=%s id=%s err=\"%s\"", m->role, m->self_id, err);
     m->beat_failing = err != NULL;
+    if (!err)
+        beat_log_registry(m, reply);
 }
 
 /* ---------------------------------------------------------------- ticks */
@@ -229,15 +333,23 @@ static void beat_send(lc_members_t *m)
 {
     char ttl[16];
     snprintf(ttl, sizeof(ttl), "%u", m->opts.ttl_ms);
-    const char *argv[] = {"EVAL", HEARTBEAT_LUA, "1", m->key, m->self_id, m->self_addr, ttl};
-    if (lc_redis_command(m->redis, 0, beat_on_reply, m, 7, argv, NULL) == 0)
+    int rc;
+    if (m->zone) {
+        const char *argv[] = {"EVAL",     HEARTBEAT_LUA, "2", m->key, m->registry_key,
+                              m->self_id, m->self_addr,  ttl, m->zone};
+        rc = lc_redis_command(m->redis, 0, beat_on_reply, m, 9, argv, NULL);
+    } else {
+        const char *argv[] = {"EVAL", HEARTBEAT_LUA, "1", m->key, m->self_id, m->self_addr, ttl};
+        rc = lc_redis_command(m->redis, 0, beat_on_reply, m, 7, argv, NULL);
+    }
+    if (rc == 0)
         m->beat_out = true;
 }
 
 static void list_send(lc_members_t *m)
 {
-    const char *argv[] = {"EVAL", LIST_LUA, "1", m->key};
-    if (lc_redis_command(m->redis, 0, list_on_reply, m, 4, argv, NULL) == 0)
+    const char *argv[] = {"EVAL", LIST_LUA, "2", m->key, m->registry_key};
+    if (lc_redis_command(m->redis, 0, list_on_reply, m, 5, argv, NULL) == 0)
         m->list_out = true;
 }
 
@@ -283,10 +395,13 @@ static void members_unref(lc_members_t *m)
     void (*cb)(void *) = m->close_cb;
     void *data = m->close_data;
     list_free(m->live, m->n_live);
+    list_free(m->registry, m->n_registry);
     lc_free(m->role);
     lc_free(m->self_id);
     lc_free(m->self_addr);
+    lc_free(m->zone);
     lc_free(m->key);
+    lc_free(m->registry_key);
     lc_free(m);
     if (cb)
         cb(data);
@@ -330,6 +445,12 @@ size_t lc_members_list(const lc_members_t *m, const lc_member_t **out)
     return m->n_live;
 }
 
+size_t lc_members_registry(const lc_members_t *m, const lc_member_t **out)
+{
+    *out = m->registry;
+    return m->n_registry;
+}
+
 bool lc_members_is_up(const lc_members_t *m)
 {
     return lc_redis_is_up(m->redis);
@@ -356,6 +477,8 @@ static bool members_opts_valid(const lc_members_opts_t *o)
     if (!o || lc_redis_url_parse(o->url, &url) != 0 || !o->role || !o->role[0])
         return false;
     if (o->self_id && (!o->self_id[0] || !o->self_addr || !o->self_addr[0]))
+        return false;
+    if (o->zone && (!o->self_id || strlen(o->zone) > LC_MEMBERS_ZONE_MAX))
         return false;
     uint32_t beat = o->heartbeat_ms ? o->heartbeat_ms : MEMBERS_DEFAULT_HEARTBEAT_MS;
     return !o->ttl_ms || o->ttl_ms > beat;
@@ -385,11 +508,15 @@ int lc_members_new(uv_loop_t *loop, const lc_members_opts_t *opts, lc_members_t 
     m->role = lc_xstrdup(opts->role);
     m->self_id = opts->self_id ? lc_xstrdup(opts->self_id) : NULL;
     m->self_addr = opts->self_id ? lc_xstrdup(opts->self_addr) : NULL;
+    m->zone = opts->zone ? lc_xstrdup(opts->zone) : NULL;
     const char *prefix = opts->key_prefix ? opts->key_prefix : MEMBERS_DEFAULT_PREFIX;
-    size_t klen = strlen(prefix) + strlen(opts->role) + 1;
+    size_t klen = strlen(prefix) + strlen(opts->role) + sizeof(MEMBERS_REGISTRY_SUFFIX);
     m->key = lc_xmalloc(klen);
     snprintf(m->key, klen, "%s%s", prefix, opts->role);
+    m->registry_key = lc_xmalloc(klen);
+    snprintf(m->registry_key, klen, "%s%s" MEMBERS_REGISTRY_SUFFIX, prefix, opts->role);
     m->opts.url = m->opts.role = m->opts.self_id = m->opts.self_addr = m->opts.key_prefix = NULL;
+    m->opts.zone = NULL;
     char name[128];
     snprintf(name, sizeof(name), "ember-members-%s", m->role);
     lc_redis_opts_t ro = {.url = opts->url,

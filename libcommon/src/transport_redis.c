@@ -3,10 +3,12 @@
  * and writers (ARCHITECTURE.md §2; the contract is in lc/transport.h).
  *
  * Two lc_redis links. `pub` carries XADDs, creates the consumer group on
- * every (re)connect (XGROUP CREATE ... 0 MKSTREAM: id 0, so entries added
- * before the group existed are still delivered) and runs the monitor: every
- * monitor_interval_ms, per stream, XINFO GROUPS + XPENDING + XLEN give the
- * backlog (pending + lag, or XLEN when Redis cannot tell the lag) and, on
+ * every (re)connect when consuming (XGROUP CREATE ... 0 MKSTREAM: id 0, so
+ * entries added before the group existed are still delivered; a publisher
+ * creates none, since it cannot know which groups — zones — will read) and
+ * runs the monitor: every monitor_interval_ms, per stream, XINFO GROUPS +
+ * XLEN (+ XPENDING per group when trimming) give the backlog of the slowest
+ * group (pending + lag, or XLEN when Redis cannot tell the lag) and, on
  * consumers, the trim point. `rd` exists only when consuming, because its
  * XREADGROUP BLOCK would stall everything queued behind it.
  *
@@ -24,10 +26,12 @@
  * are sent in full with EVAL each time: a few hundred bytes, and no NOSCRIPT
  * to handle after a Redis restart.
  *
- * Trimming (consumers, every trim_interval_ms): the group's oldest needed
+ * Trimming (consumers, every trim_interval_ms): a group's oldest needed
  * entry is its oldest pending id, or the first id after last-delivered-id
- * when nothing is pending; XTRIM MINID ~ that id only drops entries below it.
- * The two are read in that order on one link: both only grow, so a delivery
+ * when nothing is pending; the stream keeps everything from the oldest needed
+ * entry of ANY group (every zone has its own group and a full copy), and
+ * XTRIM MINID ~ that id only drops entries below it. XINFO GROUPS is read
+ * before each group's XPENDING on one link: both only grow, so a delivery
  * between the reads can only make the point conservative.
  */
 #include <stdatomic.h>
@@ -52,6 +56,7 @@
 #define RT_DEFAULT_CONSUME_RETRY_MS 1000
 #define RT_ERROR_PAUSE_MS 200
 #define RT_MIN_READ_COUNT 8
+#define RT_MAX_GROUPS 64 /* zones on one stream; past this no trimming */
 #define RT_FIELD "m"
 #define RT_CLAIMED_PREFIX "ember:claimed:" /* + <group>:<consumer>: a hash of deliveries */
 
@@ -136,6 +141,7 @@ typedef struct rt_s {
     uint64_t trim_due;
 
     /* consumer state machine (loop thread; rd link) */
+    bool held; /* opts.hold_consume until lc_transport_redis_release */
     cons_busy_t busy;
     bool need_setup, recovering, ack_pending;
     int setup_out, acks_out;
@@ -219,7 +225,7 @@ static void pub_on_state(lc_redis_t *r, bool up, void *data)
     atomic_store(&t->pub_up, up);
     if (t->m.up)
         lc_metric_set(t->m.up, up ? 1 : 0);
-    for (uint32_t p = 0; up && p < t->opts.partitions; p++)
+    for (uint32_t p = 0; up && t->consume && p < t->opts.partitions; p++)
         if (group_create(t, r, p, pub_on_group) != 0)
             break;
     if (t->opts.on_state)
@@ -313,15 +319,25 @@ static int rt_publish(lc_transport_t *base, const uint8_t *msg, size_t len, uint
 
 /* ---------------------------------------------------------------- monitor + trim */
 
+/* One consumer group of a stream, as XINFO GROUPS (and XPENDING) showed it. */
+typedef struct rt_group_s {
+    struct rt_probe_s *pr;
+    char *name;
+    uint64_t pending, lag;
+    bool lag_known, has_min;
+    lc_redis_id_t last_delivered, min_pending;
+} rt_group_t;
+
 typedef struct rt_probe_s {
     rt_t *t;
     uint32_t part;
     int out; /* replies still expected */
     bool failed, trim;
+    bool groups_unknown; /* more groups than RT_MAX_GROUPS, or a malformed one: no trim */
     uint64_t sent_snapshot;
-    bool has_group, lag_known, has_min;
-    uint64_t pending, lag, xlen;
-    lc_redis_id_t last_delivered, min_pending;
+    uint64_t xlen;
+    rt_group_t *groups;
+    size_t n_groups;
 } rt_probe_t;
 
 static const redisReply *kv_get(const redisReply *flat, const char *key)
@@ -334,34 +350,52 @@ static const redisReply *kv_get(const redisReply *flat, const char *key)
     return NULL;
 }
 
-/* XINFO GROUPS: our group's pending, last-delivered-id and lag (nil when unknown). */
+/* One XINFO GROUPS element: name, pending, last-delivered-id and lag (nil when unknown). */
+static bool probe_group_parse(const redisReply *g, rt_group_t *out)
+{
+    const redisReply *name = kv_get(g, "name"), *pending = kv_get(g, "pending");
+    const redisReply *last = kv_get(g, "last-delivered-id"), *lag = kv_get(g, "lag");
+    if (!name || name->type != REDIS_REPLY_STRING || !pending ||
+        pending->type != REDIS_REPLY_INTEGER || !last || last->type != REDIS_REPLY_STRING ||
+        lc_redis_id_parse(last->str, last->len, &out->last_delivered) != 0)
+        return false;
+    out->name = lc_xstrndup(name->str, name->len);
+    out->pending = (uint64_t)pending->integer;
+    out->lag_known = lag && lag->type == REDIS_REPLY_INTEGER;
+    out->lag = out->lag_known ? (uint64_t)lag->integer : 0;
+    return true;
+}
+
+/* XINFO GROUPS: every group of the stream (every zone has its own). */
 static void probe_groups(rt_probe_t *pr, const redisReply *reply)
 {
-    for (size_t i = 0; reply->type == REDIS_REPLY_ARRAY && i < reply->elements; i++) {
-        const redisReply *g = reply->element[i], *name = kv_get(g, "name");
-        if (!name || name->type != REDIS_REPLY_STRING || strcmp(name->str, pr->t->group) != 0)
-            continue;
-        const redisReply *pending = kv_get(g, "pending"), *last = kv_get(g, "last-delivered-id");
-        const redisReply *lag = kv_get(g, "lag");
-        if (!pending || pending->type != REDIS_REPLY_INTEGER || !last ||
-            last->type != REDIS_REPLY_STRING ||
-            lc_redis_id_parse(last->str, last->len, &pr->last_delivered) != 0)
-            return;
-        pr->has_group = true;
-        pr->pending = (uint64_t)pending->integer;
-        pr->lag_known = lag && lag->type == REDIS_REPLY_INTEGER;
-        pr->lag = pr->lag_known ? (uint64_t)lag->integer : 0;
+    if (reply->type != REDIS_REPLY_ARRAY)
+        return; /* an error reply: no such stream, so no group */
+    if (reply->elements > RT_MAX_GROUPS) {
+        pr->groups_unknown = true;
+        LC_LOG_WARN("redis: more than %d consumer groups on stream=%s: not trimming it",
+                    RT_MAX_GROUPS, pr->t->parts[pr->part].stream);
+    }
+    size_t n = reply->elements < RT_MAX_GROUPS ? reply->elements : RT_MAX_GROUPS;
+    pr->groups = lc_xcalloc(n + 1, sizeof(*pr->groups));
+    for (size_t i = 0; i < n; i++) {
+        rt_group_t *g = &pr->groups[pr->n_groups];
+        *g = (rt_group_t){.pr = pr};
+        if (probe_group_parse(reply->element[i], g))
+            pr->n_groups++;
+        else
+            pr->groups_unknown = true;
     }
 }
 
 /* XPENDING summary: [count, min-id | nil, max-id | nil, consumers | nil]. */
-static void probe_pending(rt_probe_t *pr, const redisReply *reply)
+static void probe_pending(rt_group_t *g, const redisReply *reply)
 {
     if (reply->type != REDIS_REPLY_ARRAY || reply->elements < 2)
         return;
     const redisReply *min = reply->element[1];
-    pr->has_min = min->type == REDIS_REPLY_STRING &&
-                  lc_redis_id_parse(min->str, min->len, &pr->min_pending) == 0;
+    g->has_min = min->type == REDIS_REPLY_STRING &&
+                 lc_redis_id_parse(min->str, min->len, &g->min_pending) == 0;
 }
 
 static void trim_on_reply(lc_redis_t *r, int status, const redisReply *reply, void *data)
@@ -374,14 +408,32 @@ static void trim_on_reply(lc_redis_t *r, int status, const redisReply *reply, vo
         LC_LOG_WARN("redis: XTRIM refused err=\"%s\"", lc_redis_reply_error(reply));
 }
 
-/* Drops entries below the oldest one the group still needs. */
+/* The oldest entry any group still needs: its oldest pending entry, or the
+ * first one it has not been delivered yet. false when that is unknown. */
+static bool probe_keep_point(const rt_probe_t *pr, lc_redis_id_t *keep)
+{
+    if (pr->n_groups == 0 || pr->groups_unknown)
+        return false;
+    for (size_t i = 0; i < pr->n_groups; i++) {
+        const rt_group_t *g = &pr->groups[i];
+        if (g->pending > 0 && !g->has_min)
+            return false; /* its XPENDING failed: we cannot tell */
+        lc_redis_id_t need = lc_redis_id_next(g->last_delivered);
+        if (g->has_min && lc_redis_id_cmp(g->min_pending, need) < 0)
+            need = g->min_pending;
+        if (i == 0 || lc_redis_id_cmp(need, *keep) < 0)
+            *keep = need;
+    }
+    return true;
+}
+
+/* Drops entries below the oldest one any group still needs: a slow zone's
+ * unread entries stay, whatever the other zones have done. */
 static void probe_trim(rt_probe_t *pr)
 {
-    if (!pr->has_group)
+    lc_redis_id_t keep;
+    if (!probe_keep_point(pr, &keep))
         return;
-    lc_redis_id_t keep = lc_redis_id_next(pr->last_delivered);
-    if (pr->has_min && lc_redis_id_cmp(pr->min_pending, keep) < 0)
-        keep = pr->min_pending;
     char id[LC_REDIS_ID_MAX];
     lc_redis_id_format(keep, id);
     rt_t *t = pr->t;
@@ -407,19 +459,44 @@ static void monitor_publish_sums(rt_t *t)
         lc_metric_set(t->m.lag, (double)lag);
 }
 
+/* The stream's backlog is that of its slowest group (pending + lag, or XLEN
+ * when Redis cannot tell the lag): back-pressure waits for every zone. With
+ * no group yet, everything in the stream is waiting. */
+static void probe_sample(const rt_probe_t *pr, rt_part_t *part)
+{
+    part->pending = 0;
+    part->lag = part->backlog = pr->xlen;
+    for (size_t i = 0; i < pr->n_groups; i++) {
+        const rt_group_t *g = &pr->groups[i];
+        uint64_t lag = g->lag_known ? g->lag : pr->xlen;
+        uint64_t backlog = g->lag_known ? g->pending + g->lag : pr->xlen;
+        if (i == 0 || backlog > part->backlog) {
+            part->pending = g->pending;
+            part->lag = lag;
+            part->backlog = backlog;
+        }
+    }
+}
+
+static void probe_free(rt_probe_t *pr)
+{
+    for (size_t i = 0; i < pr->n_groups; i++)
+        lc_free(pr->groups[i].name);
+    lc_free(pr->groups);
+    lc_free(pr);
+}
+
 static void probe_finish(rt_probe_t *pr)
 {
     rt_t *t = pr->t;
     rt_part_t *part = &t->parts[pr->part];
     if (!pr->failed) {
-        part->pending = pr->has_group ? pr->pending : 0;
-        part->lag = pr->has_group && pr->lag_known ? pr->lag : pr->xlen;
-        part->backlog = pr->has_group && pr->lag_known ? pr->pending + pr->lag : pr->xlen;
+        probe_sample(pr, part);
         part->sent_at_sample = pr->sent_snapshot;
         if (pr->trim)
             probe_trim(pr);
     }
-    lc_free(pr);
+    probe_free(pr);
     if (--t->probes_out == 0)
         monitor_publish_sums(t);
     rt_close_step(t);
@@ -433,20 +510,39 @@ static void probe_release(rt_probe_t *pr, int status)
         probe_finish(pr);
 }
 
-static void probe_on_groups(lc_redis_t *r, int status, const redisReply *reply, void *data)
+static void probe_send(rt_probe_t *pr, lc_redis_reply_cb cb, void *data, int argc,
+                       const char **argv)
 {
-    LC_UNUSED(r);
-    if (status == 0)
-        probe_groups(data, reply); /* an error reply: no such stream, so no group */
-    probe_release(data, status);
+    if (lc_redis_command(pr->t->pub, 0, cb, data, argc, argv, NULL) == 0)
+        pr->out++;
+    else
+        pr->failed = true;
 }
 
 static void probe_on_pending(lc_redis_t *r, int status, const redisReply *reply, void *data)
 {
+    rt_group_t *g = data;
     LC_UNUSED(r);
     if (status == 0)
-        probe_pending(data, reply);
-    probe_release(data, status);
+        probe_pending(g, reply);
+    probe_release(g->pr, status);
+}
+
+/* Trimming needs each group's oldest pending id: XPENDING, sent only now,
+ * after XINFO GROUPS answered. That order is what makes trimming safe. */
+static void probe_on_groups(lc_redis_t *r, int status, const redisReply *reply, void *data)
+{
+    rt_probe_t *pr = data;
+    LC_UNUSED(r);
+    if (status == 0)
+        probe_groups(pr, reply);
+    for (size_t i = 0; status == 0 && pr->trim && i < pr->n_groups; i++) {
+        if (pr->groups[i].pending == 0)
+            continue;
+        const char *pending[] = {"XPENDING", pr->t->parts[pr->part].stream, pr->groups[i].name};
+        probe_send(pr, probe_on_pending, &pr->groups[i], 3, pending);
+    }
+    probe_release(pr, status);
 }
 
 static void probe_on_xlen(lc_redis_t *r, int status, const redisReply *reply, void *data)
@@ -458,28 +554,18 @@ static void probe_on_xlen(lc_redis_t *r, int status, const redisReply *reply, vo
     probe_release(pr, status ? status : reply->type == REDIS_REPLY_INTEGER ? 0 : LC_ECORRUPT);
 }
 
-static void probe_send(rt_probe_t *pr, lc_redis_reply_cb cb, int argc, const char **argv)
-{
-    if (lc_redis_command(pr->t->pub, 0, cb, pr, argc, argv, NULL) == 0)
-        pr->out++;
-    else
-        pr->failed = true;
-}
-
-/* XINFO GROUPS, then XPENDING, then XLEN: that order is what makes trimming safe. */
+/* XINFO GROUPS, then (when trimming) XPENDING per group, and XLEN. */
 static void probe_start(rt_t *t, uint32_t p, bool trim)
 {
     rt_probe_t *pr = lc_xcalloc(1, sizeof(*pr));
     *pr = (rt_probe_t){.t = t, .part = p, .trim = trim, .sent_snapshot = t->parts[p].xadd_sent};
     const char *stream = t->parts[p].stream;
     const char *groups[] = {"XINFO", "GROUPS", stream};
-    const char *pending[] = {"XPENDING", stream, t->group};
     const char *xlen[] = {"XLEN", stream};
     t->probes_out++;
     pr->out = 1; /* held while sending */
-    probe_send(pr, probe_on_groups, 3, groups);
-    probe_send(pr, probe_on_pending, 3, pending);
-    probe_send(pr, probe_on_xlen, 2, xlen);
+    probe_send(pr, probe_on_groups, pr, 3, groups);
+    probe_send(pr, probe_on_xlen, pr, 2, xlen);
     probe_release(pr, 0);
 }
 
@@ -1001,8 +1087,8 @@ static void cons_next(rt_t *t)
         rt_close_step(t); /* the applied batch is acked before closing */
         return;
     }
-    if (!up)
-        return; /* rd_on_state(up) calls again */
+    if (!up || t->held)
+        return; /* rd_on_state(up) / lc_transport_redis_release call again */
     if (t->need_setup)
         cons_setup(t);
     else if (t->ack_pending)
@@ -1037,6 +1123,18 @@ static void rd_on_state(lc_redis_t *r, bool up, void *data)
     }
     t->claim_part = 0;
     cons_next(t);
+}
+
+void lc_transport_redis_release(lc_transport_t *base)
+{
+    if (!base || base->ops != &rt_ops)
+        return;
+    rt_t *t = (rt_t *)base;
+    if (!t->held)
+        return;
+    t->held = false;
+    if (t->consume && !t->closing)
+        cons_next(t);
 }
 
 /* ---------------------------------------------------------------- consumer thread */
@@ -1363,6 +1461,7 @@ int lc_transport_redis_new(uv_loop_t *loop, const lc_redis_transport_opts_t *opt
     t->opts.url = t->opts.stream_prefix = t->opts.group = t->opts.consumer_id = NULL;
     t->consume = consume;
     t->consume_data = data;
+    t->held = opts->hold_consume;
     rt_make_streams(t);
     rt_make_claim_keys(t);
     int rc = consume ? rt_start_thread(t) : 0;

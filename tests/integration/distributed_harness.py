@@ -241,3 +241,65 @@ def live_ingesters(q):
 def wait_members(q, n, timeout=15):
     return h.wait_for(lambda: live_ingesters(q) == n, timeout=timeout,
                       what=f"{n} live ingesters")
+
+
+# ---- replication by zones: one consumer group per zone, each a full copy.
+
+REGISTRY = "ember:members:ingester:registry"
+
+
+def zone_group(zone):
+    """The consumer group of a zone ("" = the default zone)."""
+    return f"ingesters.{zone}" if zone else "ingesters"
+
+
+def zoned_ingester(redis_url, zone, ingester_id, args=()):
+    """An ingester of a zone with an explicit (stable) id."""
+    return ingester(redis_url, [f"--ingester.zone={zone}", f"--ingester.id={ingester_id}",
+                                *args])
+
+
+def groups_drained(redis, groups, prefix="ember:ingest:"):
+    """Every listed group has been delivered every entry of every stream and
+    acknowledged it (a stream lacking one of the groups is not drained)."""
+    for key in redis.cmd("KEYS", prefix + "*"):
+        info = _pairs(redis.cmd("XINFO", "STREAM", key))
+        by_name = {g.get("name"): g for g in
+                   (_pairs(x) for x in redis.cmd("XINFO", "GROUPS", key))}
+        for name in groups:
+            g = by_name.get(name)
+            if not g or g.get("pending", 0) != 0 or _lag(info, g) != 0:
+                return False
+    return True
+
+
+def wait_groups_drained(redis, groups, timeout=30):
+    return h.wait_for(lambda: groups_drained(redis, groups), timeout=timeout,
+                      what=f"groups {list(groups)} drained")
+
+
+def pending_in_group(redis, consumer, group):
+    n = 0
+    for key in redis.cmd("KEYS", "ember:ingest:*"):
+        for c in redis.cmd("XINFO", "CONSUMERS", key, group):
+            c = _pairs(c)
+            if c.get("name") == consumer:
+                n += c.get("pending", 0)
+    return n
+
+
+def gauge(e, name):
+    """A metric without labels, or -1 when absent."""
+    for (n, _), v in e.metrics().items():
+        if n == name:
+            return int(v)
+    return -1
+
+
+def wait_zones(q, live, complete, asked, timeout=20):
+    """The querier sees `live` ingesters, `complete` complete zones and asks `asked`."""
+    def ok():
+        return (gauge(q, "ember_querier_live_ingesters"), gauge(q, "ember_querier_complete_zones"),
+                gauge(q, "ember_querier_asked_ingesters")) == (live, complete, asked)
+    return h.wait_for(ok, timeout=timeout,
+                      what=f"querier: {live} live, {complete} complete zones, asking {asked}")

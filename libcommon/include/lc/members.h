@@ -19,6 +19,15 @@
  * change; joins and leaves are logged. While Redis is down the last list
  * stands (nobody can tell who left), and lc_members_is_up() says so.
  *
+ * Zones (replication, ARCHITECTURE.md): a member that joins with a zone is
+ * also recorded in the durable registry <key_prefix><role>:registry, a hash
+ * id -> zone written by the heartbeat script itself and never expiring, so
+ * a member that died for good is still known to its zone ("missing"). Only
+ * an operator removes an id (HDEL). Watchers read the registry along with
+ * the live hash (one script, one consistent read); on_change also fires
+ * when the registry changes, and registrations, removals and zone changes
+ * are logged.
+ *
  * Threading: loop thread only. Every Redis command has a timeout (lc/redis.h).
  */
 #ifndef LC_MEMBERS_H
@@ -36,8 +45,11 @@ typedef struct lc_members_s lc_members_t;
 
 typedef struct lc_member_s {
     const char *id;
-    const char *addr;
+    const char *addr; /* "" in the registry */
+    const char *zone; /* the registered zone; "" = default zone or not registered */
 } lc_member_t;
+
+#define LC_MEMBERS_ZONE_MAX 64
 
 /* live[0..n) sorted by id; borrowed until the callback returns. */
 typedef void (*lc_members_change_cb)(lc_members_t *m, const lc_member_t *live, size_t n,
@@ -48,6 +60,8 @@ typedef struct lc_members_opts_s {
     const char *role;               /* required: the group */
     const char *self_id;            /* join under this id (e.g. the pod name); NULL = watch only */
     const char *self_addr;          /* how others reach this member (host:port); required to join */
+    const char *zone;               /* join: register self_id in this zone ("" = default);
+                                       NULL = no registry (e.g. scrapers) */
     uint32_t heartbeat_ms;          /* default 1000 */
     uint32_t ttl_ms;                /* gone when unseen this long; default 5000; > heartbeat_ms */
     uint32_t refresh_ms;            /* list read interval; default heartbeat_ms */
@@ -59,7 +73,8 @@ typedef struct lc_members_opts_s {
     void *state_data;
 } lc_members_opts_t;
 
-/* LC_EINPUT for a bad URL, an empty role, self_id without self_addr or ttl <= heartbeat. */
+/* LC_EINPUT for a bad URL, an empty role, self_id without self_addr, a zone
+ * without self_id or longer than LC_MEMBERS_ZONE_MAX, or ttl <= heartbeat. */
 int lc_members_new(uv_loop_t *loop, const lc_members_opts_t *opts,
                    lc_members_t **out) LC_MUST_CHECK;
 
@@ -69,6 +84,10 @@ void lc_members_close(lc_members_t *m, void (*cb)(void *data), void *data);
 
 /* The current live members, sorted by id; valid until the next change or close. */
 size_t lc_members_list(const lc_members_t *m, const lc_member_t **out);
+
+/* Every registered id with its zone (addr ""), live or not, sorted by id;
+ * valid until the next change or close. */
+size_t lc_members_registry(const lc_members_t *m, const lc_member_t **out);
 
 bool lc_members_is_up(const lc_members_t *m);
 

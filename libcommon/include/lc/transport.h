@@ -86,14 +86,16 @@ int lc_transport_direct_new(uv_loop_t *loop, const lc_direct_opts_t *opts,
                             lc_transport_consume_fn consume, void *data,
                             lc_transport_t **out) LC_MUST_CHECK;
 
-/* ---- redis: streams <stream_prefix><p> for p in [0, partitions), one consumer group.
+/* ---- redis: streams <stream_prefix><p> for p in [0, partitions), read by one
+ * consumer group per zone (`group`; every zone's group gets every entry).
  *
  * Publish is XADD <stream> * m <message>; its callback reports 0 only once
  * Redis confirmed the XADD (durable as far as Redis's AOF setting goes).
  * While the Redis link is down, publish fails at once with LC_REDIS_EDOWN
  * (lc/redis.h; receivers answer 503); past max_backlog entries waiting in a
- * stream (pending + undelivered, sampled every monitor_interval_ms and
- * counted up between samples) it fails with LC_EFULL (429). A refused
+ * stream (pending + undelivered of its slowest group, sampled every
+ * monitor_interval_ms and counted up between samples) it fails with
+ * LC_EFULL (429). A refused
  * publish never calls its callback. It resumes by itself when Redis is back.
  *
  * With a consume function the transport also consumes, as consumer_id of
@@ -112,7 +114,12 @@ int lc_transport_direct_new(uv_loop_t *loop, const lc_direct_opts_t *opts,
  * once in the stores together (docs/internals/redis.md, "Claims"); without
  * one, claim_idle_ms must exceed the slowest consume call plus any pause, or
  * a batch may be stored twice. Consumers also trim each stream, only below
- * the oldest entry the group still needs (XTRIM MINID ~), never by length.
+ * the oldest entry ANY group still needs (XTRIM MINID ~), never by length.
+ * Only a consuming transport creates its group (at id 0, on every
+ * reconnect); a publish-only one creates none.
+ *
+ * Claims stay inside the group: a dead consumer's entries go to another
+ * consumer of the same group (zone), never across zones.
  *
  * Close: refuses new publishes, waits for the XADDs in flight and for the
  * batch being applied (and its XACK), then closes both links.
@@ -121,7 +128,8 @@ typedef struct lc_redis_transport_opts_s {
     const char *url;                /* required: redis://[[user]:password@]host:port[/db] */
     uint32_t partitions;            /* streams; default 16; every process must agree */
     const char *stream_prefix;      /* default "ember:ingest:" */
-    const char *group;              /* default "ingesters" */
+    const char *group;              /* consumers: default "ingesters" (zone ""), else
+                                       "ingesters.<zone>"; unused when publishing only */
     const char *consumer_id;        /* required when consuming: stable per ingester */
     size_t max_backlog;             /* entries per stream; default 100000 */
     uint32_t batch;                 /* entries per consume call, about; default 256 */
@@ -134,6 +142,7 @@ typedef struct lc_redis_transport_opts_s {
     uint32_t consume_retry_ms;      /* pause after a failed batch; default 1000 */
     lc_transport_forget_fn forget;  /* optional, consumers: called with consume's data */
     lc_metrics_t *metrics;          /* optional: ember_redis_* metrics */
+    bool hold_consume;              /* read nothing until lc_transport_redis_release() */
     void (*on_state)(bool up, void *data); /* optional: the publish link went up/down */
     void *state_data;
 } lc_redis_transport_opts_t;
@@ -147,10 +156,15 @@ typedef struct lc_redis_transport_stats_s {
     bool up, consumer_up;           /* publish link; consume link (false if not consuming) */
     uint64_t published, rejected_full, rejected_down, publish_failed;
     uint64_t consumed, consume_failed, claimed, dropped, trimmed, forgotten;
-    uint64_t pending, lag, backlog; /* sums over the streams at the last sample */
+    uint64_t pending, lag, backlog; /* sums over the streams of their slowest group's */
     uint64_t xadd_count;
     double xadd_seconds_sum, xadd_seconds_max;
 } lc_redis_transport_stats_t;
+
+/* Loop thread. Starts consuming when opened with hold_consume (an ingester
+ * reads nothing before it is registered in its zone: what it stores must
+ * never be unknown to the queriers). No-op otherwise, or for another transport. */
+void lc_transport_redis_release(lc_transport_t *t);
 
 /* Any thread. LC_EINPUT if t is not a redis transport. */
 int lc_transport_redis_stats(lc_transport_t *t, lc_redis_transport_stats_t *out) LC_MUST_CHECK;

@@ -48,6 +48,7 @@ const lc_cfg_entry_t ember_cfg_table[] = {
         "redis://host:port: profiles travel through Redis streams ('' = in-process)"),
     CFG("ingester.id", LC_CFG_STRING, ingester_id, "",
         "stream consumer id, stable across restarts ('' = <hostname>:<http port>)"),
+    CFG("ingester.zone", LC_CFG_STRING, zone, "", ING_CFG_ZONE_HELP),
     CFG("ingest.partitions", LC_CFG_INT, partitions, "16",
         "Redis streams ember:ingest:<p>; every process must agree"),
     CFG("redis.max-backlog", LC_CFG_INT, redis_max_backlog, "100000",
@@ -236,9 +237,13 @@ static int start_redis_transport(ember_t *e)
         const char *colon = strrchr(c->http_address, ':');
         snprintf(id, sizeof(id), "%s:%s", host, colon ? colon + 1 : c->http_address);
     }
+    char group[32 + ING_ZONE_MAX];
+    if (!ing_zone_group(c->zone, group, sizeof(group)))
+        return LC_EINPUT; /* main() checked it */
     lc_redis_transport_opts_t to = {
         .url = c->redis_url,
         .partitions = (uint32_t)c->partitions,
+        .group = group,
         .consumer_id = id,
         .max_backlog = (size_t)c->redis_max_backlog,
         .claim_idle_ms = (uint32_t)(c->claim_idle_ns / 1000000),
@@ -249,6 +254,8 @@ static int start_redis_transport(ember_t *e)
     int rc = lc_transport_redis_new(&e->loop, &to, ing_writer_consume, e->writer, &e->transport);
     if (rc)
         LC_LOG_ERROR("cannot start the redis transport err=\"%s\"", lc_strerror(rc));
+    else
+        LC_LOG_INFO("redis transport consumer=%s group=%s", id, group);
     return rc;
 }
 

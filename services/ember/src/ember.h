@@ -41,6 +41,7 @@ typedef struct ember_cfg_s {
     int64_t agent_interval_ns;
     char *redis_url;                /* --redis.url: the redis transport instead of direct */
     char *ingester_id;
+    char *zone;                     /* --ingester.zone: its consumer group */
     int64_t partitions;
     int64_t redis_max_backlog;
     int64_t claim_idle_ns;

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 
 #include "ember.h"
+#include "ingest_cfg.h"
 #include "lc/log.h"
 
 static const char usage[] =
@@ -25,6 +26,12 @@ int main(int argc, char **argv)
     lc_log_level_t level;
     if (lc_log_parse_level(cfg.log_level, &level)) {
         fprintf(stderr, "ember: --log.level: want debug, info, warn or error\n");
+        return 2;
+    }
+    char group[32 + ING_ZONE_MAX];
+    if (!ing_zone_group(cfg.zone, group, sizeof(group))) {
+        fprintf(stderr, "ember: --ingester.zone wants up to %d of [A-Za-z0-9_-]\n", ING_ZONE_MAX);
+        lc_cfg_free(ember_cfg_table, ember_cfg_table_len, &cfg);
         return 2;
     }
     lc_log_init("ember", level);

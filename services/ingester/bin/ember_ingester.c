@@ -5,7 +5,8 @@
  *
  * Transport: standalone, receivers hand profiles to the writer in-process
  * (direct). With --redis.url they XADD them to ember:ingest:<p> and the
- * writer consumes the group `ingesters` as --ingester.id, so a profile pushed
+ * writer consumes its zone's group (`ingesters`, or `ingesters.<zone>` with
+ * --ingester.zone: every zone stores every profile) as --ingester.id, so a profile pushed
  * to any ingester may be stored by any ingester; the writer is idempotent by
  * stream id, which makes redelivery after a crash (or an XAUTOCLAIM by a
  * peer) harmless. The id must be stable across restarts so a restarted
@@ -56,6 +57,7 @@ typedef struct ingester_cfg_s {
     char *redis_url;
     char *advertise_url;
     char *ingester_id;
+    char *zone;
     int64_t partitions;
     int64_t redis_max_backlog;
     int64_t claim_idle_ns;
@@ -73,6 +75,7 @@ static const lc_cfg_entry_t cfg_table[] = {
         "URL queriers reach this ingester at ('' = http://<http.address>)"),
     CFG("ingester.id", LC_CFG_STRING, ingester_id, "",
         "stream consumer id, stable across restarts ('' = <hostname>:<http port>)"),
+    CFG("ingester.zone", LC_CFG_STRING, zone, "", ING_CFG_ZONE_HELP),
     CFG("ingest.partitions", LC_CFG_INT, partitions, "16",
         "Redis streams ember:ingest:<p>; every process must agree"),
     CFG("redis.max-backlog", LC_CFG_INT, redis_max_backlog, "100000",
@@ -94,6 +97,8 @@ typedef struct ingester_s {
     lc_members_t *members; /* joined as "ingester"; NULL when standalone */
     char *advertise;
     char *consumer_id;
+    char group[32 + ING_ZONE_MAX]; /* the zone's consumer group */
+    bool registered;               /* seen live (so registered): consuming */
     uv_signal_t sigterm, sigint;
     bool stopping;
     lc_metric_t *backlog_bytes, *backlog_msgs, *redis_up;
@@ -153,13 +158,34 @@ static void on_members_state(bool up, void *data)
 {
     ingester_t *g = data;
     if (up)
-        LC_LOG_INFO("membership: joined as %s url=%s", g->consumer_id, g->advertise);
+        LC_LOG_INFO("membership: joined as %s url=%s zone=\"%s\"", g->consumer_id, g->advertise,
+                    g->cfg->zone);
     else
         LC_LOG_WARN("membership: redis link down; queriers will stop asking %s", g->advertise);
 }
 
+/* The first list that shows this ingester live comes after its first
+ * heartbeat (same link, in order), which registered it in its zone: only
+ * now may it store profiles, or a crash right after could lose some that
+ * no registry knew this ingester held. */
+static void on_members_change(lc_members_t *m, const lc_member_t *live, size_t n, void *data)
+{
+    ingester_t *g = data;
+    LC_UNUSED(m);
+    for (size_t i = 0; i < n && !g->registered; i++) {
+        if (strcmp(live[i].id, g->consumer_id) != 0)
+            continue;
+        g->registered = true;
+        LC_LOG_INFO("membership: registered, consuming now zone=\"%s\" group=%s", g->cfg->zone,
+                    g->group);
+        lc_transport_redis_release(g->transport);
+    }
+}
+
 /* Joins the group "ingester" (lc/members.h) under the consumer id, with the
- * shard API URL as address; the heartbeat and expiry run inside lc_members. */
+ * shard API URL as address, registered in its zone (the durable registry the
+ * queriers judge a zone's completeness by); the heartbeat and expiry run
+ * inside lc_members. */
 static int start_redis(ingester_t *g)
 {
     if (!g->cfg->redis_url || !*g->cfg->redis_url)
@@ -168,6 +194,9 @@ static int start_redis(ingester_t *g)
                             .role = "ingester",
                             .self_id = g->consumer_id,
                             .self_addr = g->advertise,
+                            .zone = g->cfg->zone,
+                            .on_change = on_members_change,
+                            .change_data = g,
                             .cmd_timeout_ms = REDIS_CMD_TIMEOUT_MS,
                             .on_state = on_members_state,
                             .state_data = g};
@@ -240,9 +269,13 @@ static char *default_consumer_id(const ingester_cfg_t *cfg)
     char id[400];
     if (!*port || strcmp(port, "0") == 0) {
         /* An ephemeral port is no identity: fall back to the pid, and say
-         * that a restart will leave its pending entries to XAUTOCLAIM. */
+         * that a restart will leave its pending entries to XAUTOCLAIM and
+         * its old id in the zone registry (the zone then looks incomplete). */
         snprintf(id, sizeof(id), "%s:pid%ld", host, (long)getpid());
-        LC_LOG_WARN("no --ingester.id and no fixed port: consumer id %s is not stable", id);
+        LC_LOG_WARN("no --ingester.id and no fixed port: the consumer id is not stable; after a "
+                    "restart its zone waits for this id until it is removed from the registry "
+                    "id=%s",
+                    id);
     } else {
         snprintf(id, sizeof(id), "%s:%s", host, port);
     }
@@ -258,6 +291,7 @@ static int start_redis_transport(ingester_t *g)
     lc_redis_transport_opts_t to = {
         .url = c->redis_url,
         .partitions = (uint32_t)c->partitions,
+        .group = g->group,
         .consumer_id = g->consumer_id,
         .max_backlog = (size_t)c->redis_max_backlog,
         .claim_idle_ms = idle_ms,
@@ -266,6 +300,7 @@ static int start_redis_transport(ingester_t *g)
         /* forget what others claimed after it was applied here */
         .forget = ing_writer_forget,
         .metrics = g->metrics,
+        .hold_consume = true, /* until registered in the zone: on_members_change */
         .on_state = on_transport_state,
         .state_data = g,
     };
@@ -274,8 +309,8 @@ static int start_redis_transport(ingester_t *g)
         LC_LOG_ERROR("cannot start the redis transport url=%s err=\"%s\"", c->redis_url,
                      lc_strerror(rc));
     else
-        LC_LOG_INFO("redis transport consumer=%s partitions=%u", g->consumer_id,
-                    (unsigned)to.partitions);
+        LC_LOG_INFO("redis transport consumer=%s group=%s zone=\"%s\" partitions=%u",
+                    g->consumer_id, g->group, c->zone, (unsigned)to.partitions);
     return rc;
 }
 
@@ -427,10 +462,16 @@ int main(int argc, char **argv)
         lc_cfg_free(cfg_table, n, &cfg);
         return 2;
     }
+    ingester_t g = {.cfg = &cfg};
+    if (!ing_zone_group(cfg.zone, g.group, sizeof(g.group))) {
+        fprintf(stderr, "ember-ingester: --ingester.zone wants up to %d of [A-Za-z0-9_-]\n",
+                ING_ZONE_MAX);
+        lc_cfg_free(cfg_table, n, &cfg);
+        return 2;
+    }
     lc_log_init("ember-ingester", level);
     lc_cfg_log(cfg_table, n, &cfg);
 
-    ingester_t g = {.cfg = &cfg};
     rc = uv_loop_init(&g.loop);
     if (rc == 0) {
         register_metrics(&g);

@@ -8,6 +8,10 @@
 #ifndef EMBER_INGEST_CFG_H
 #define EMBER_INGEST_CFG_H
 
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+
 #define ING_CFG_COMMON(X)                                                                          \
     X("config.file", LC_CFG_STRING, config_file, NULL, "YAML file with any of these settings"),    \
         X("http.address", LC_CFG_STRING, http_address, "0.0.0.0:4040", "HTTP listen address"),     \
@@ -33,5 +37,24 @@
           "profiles waiting for the writer before receivers answer 429"),                          \
         X("auth.multitenancy-enabled", LC_CFG_BOOL, multitenancy, "false",                         \
           "require X-Scope-OrgID and keep tenants apart"),
+
+/* --ingester.zone (both binaries): the same name, env and help. */
+#define ING_CFG_ZONE_HELP "replication zone: each zone stores a full copy ('' = the default zone)"
+#define ING_ZONE_MAX 64
+
+/* The consumer group of a zone: "ingesters" for the default zone "" (what
+ * every version before zones used), "ingesters.<zone>" otherwise. A zone is
+ * 1..64 of [A-Za-z0-9_-], since it goes into Redis group and key names.
+ * false for a bad zone. */
+static inline bool ing_zone_group(const char *zone, char *out, size_t size)
+{
+    size_t n = zone ? strlen(zone) : 0;
+    if (n > ING_ZONE_MAX || n != strspn(zone ? zone : "", "abcdefghijklmnopqrstuvwxyz"
+                                                          "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                                          "0123456789_-"))
+        return false;
+    int len = n ? snprintf(out, size, "ingesters.%s", zone) : snprintf(out, size, "ingesters");
+    return len > 0 && (size_t)len < size;
+}
 
 #endif

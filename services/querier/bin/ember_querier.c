@@ -1,12 +1,16 @@
 /*
  * ember_querier.c — `ember-querier`: the public query API (querier.v1) with
- * no store of its own: every RPC fans out to the live ingesters (fanout*.c),
- * whose set it watches in Redis (lc/members.h: the hash
- * ember:members:ingester, each field's expiry pushed on by its ingester's
- * heartbeat) and/or takes from --querier.ingesters.
+ * no store of its own: every RPC fans out to the live ingesters of one
+ * complete zone (fanout*.c, zones.h), whose set it watches in Redis
+ * (lc/members.h: the hash ember:members:ingester, each field's expiry pushed
+ * on by its ingester's heartbeat, and the durable zone registry
+ * ember:members:ingester:registry) and/or takes from --querier.ingesters.
+ * With no complete zone every query answers 503 naming the missing ids.
  *
- * Members unseen for the TTL are gone; each join and leave is logged. /ready is false while the
- * Redis link is down (the member list would go stale) or when no ingester is known.
+ * Members unseen for the TTL are gone; each join and leave is logged, and so
+ * is every change of the zone asked. /ready is false while the Redis link is
+ * down (the member list would go stale), while no zone is complete, or when
+ * no ingester is known.
  *
  * Next to querier.v1 it serves what the all-in-one serves beside it: the
  * legacy /pyroscope/render, render-diff and label-values (on the fan-out),
@@ -28,9 +32,11 @@
 #include "lc/members.h"
 #include "lc/metrics.h"
 #include "services_extra.h"
+#include "zones.h"
 
 #define MEMBER_TTL_MS 5000 /* five missed heartbeats: the ingester is gone */
 #define REDIS_CMD_TIMEOUT_MS 2000
+#define SEEN_MAX 4096 /* ids whose last address is remembered */
 
 typedef struct querier_cfg_s {
     char *config_file;
@@ -75,9 +81,13 @@ typedef struct querier_s {
     lc_members_t *watch; /* the ingester group; NULL without --redis.url */
     char **members;      /* the last discovered set, sorted, for change logs */
     size_t n_members;
+    char *zone;        /* the zone asked now; NULL when none is complete */
+    char *reason;      /* why none is complete, for change logs */
+    lc_member_t *seen; /* id -> the address it was last live at (names the missing) */
+    size_t n_seen, cap_seen;
     uv_signal_t sigterm, sigint;
     bool stopping;
-    lc_metric_t *members_gauge, *redis_up;
+    lc_metric_t *members_gauge, *asked_gauge, *complete_gauge, *redis_up;
 } querier_t;
 
 /* ------------------------------------------------------- /ready, /metrics */
@@ -89,6 +99,8 @@ static lc_http_result_t ready_handler(lc_http_req_t *req, void *data)
         lc_http_reply(req, 503, "text/plain", "shutting down", 13);
     else if (q->watch && !lc_members_is_up(q->watch))
         lc_http_reply(req, 503, "text/plain", "redis link down", 15);
+    else if (q->reason)
+        lc_http_reply(req, 503, "text/plain", "no complete zone", 16);
     else if (qry_fanout_count(q->fanout) == 0)
         lc_http_reply(req, 503, "text/plain", "no live ingester", 16);
     else
@@ -115,7 +127,7 @@ static bool contains(char **v, size_t n, const char *s)
 }
 
 /* Logs joins and leaves, then hands the new set to the fan-out. */
-static void members_update(querier_t *q, char **v, size_t n)
+static void members_update(querier_t *q, char **v, size_t n, const char *reason)
 {
     for (size_t i = 0; i < n; i++)
         if (!contains(q->members, q->n_members, v[i]))
@@ -123,26 +135,82 @@ static void members_update(querier_t *q, char **v, size_t n)
     for (size_t i = 0; i < q->n_members; i++)
         if (!contains(v, n, q->members[i]))
             LC_LOG_INFO("membership: ingester left url=%s", q->members[i]);
+    /* A verdict of "no complete zone" goes first and is lifted last, so a
+     * query between the two calls never asks an incomplete set. */
+    if (reason)
+        qry_fanout_set_unavailable(q->fanout, reason);
     qry_fanout_set_members(q->fanout, (const char *const *)v, n);
+    if (!reason)
+        qry_fanout_set_unavailable(q->fanout, NULL);
     for (size_t i = 0; i < q->n_members; i++)
         lc_free(q->members[i]);
     lc_free(q->members);
     q->members = v;
     q->n_members = n;
-    lc_metric_set(q->members_gauge, (double)n);
+    lc_metric_set(q->asked_gauge, (double)n);
+}
+
+/* Remembers where each id was live, so a 503 can say where it was. */
+static void seen_update(querier_t *q, const lc_member_t *live, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        size_t j = 0;
+        while (j < q->n_seen && strcmp(q->seen[j].id, live[i].id) != 0)
+            j++;
+        if (j == q->n_seen) {
+            if (q->n_seen >= SEEN_MAX)
+                continue; /* bounded: ids beyond this are named without an address */
+            q->seen = lc_xgrow(q->seen, &q->cap_seen, q->n_seen + 1, sizeof(*q->seen));
+            q->seen[q->n_seen++] = (lc_member_t){.id = lc_xstrdup(live[i].id), .addr = NULL};
+        }
+        if (!q->seen[j].addr || strcmp(q->seen[j].addr, live[i].addr) != 0) {
+            lc_free((char *)q->seen[j].addr);
+            q->seen[j].addr = lc_xstrdup(live[i].addr);
+        }
+    }
+}
+
+static bool str_changed(const char *a, const char *b)
+{
+    return (a == NULL) != (b == NULL) || (a && strcmp(a, b) != 0);
+}
+
+/* Logs a change of the zone asked, or of who is missing. */
+static void zone_log(querier_t *q, const qz_choice_t *c)
+{
+    if (!str_changed(q->zone, c->zone) && !str_changed(q->reason, c->reason))
+        return;
+    if (c->zone)
+        LC_LOG_INFO("zones: answering from one complete zone zone=\"%s\" ingesters=%zu "
+                    "complete_zones=%zu zones=%zu",
+                    c->zone, c->n_urls, c->n_complete, c->n_zones);
+    else if (c->reason)
+        LC_LOG_WARN("zones: no complete zone, queries answer 503: %s", c->reason);
+    lc_free(q->zone);
+    lc_free(q->reason);
+    q->zone = c->zone ? lc_xstrdup(c->zone) : NULL;
+    q->reason = c->reason ? lc_xstrdup(c->reason) : NULL;
 }
 
 /* lc_members: the live ingesters (their heartbeat not older than the TTL,
- * judged by Redis's clock), on the first read and on every change. The
- * address each ingester joined with is its shard API URL. */
+ * judged by Redis's clock) and the zone registry, on the first read and on
+ * every change. The address each ingester joined with is its shard API URL.
+ * Queries ask the first complete zone (zones.h). */
 static void on_members(lc_members_t *m, const lc_member_t *live, size_t n, void *data)
 {
-    LC_UNUSED(m);
     querier_t *q = data;
-    char **v = lc_xcalloc(n + 1, sizeof(*v));
-    for (size_t i = 0; i < n; i++)
-        v[i] = lc_xstrdup(live[i].addr);
-    members_update(q, v, n);
+    const lc_member_t *reg;
+    size_t n_reg = lc_members_registry(m, &reg);
+    seen_update(q, live, n);
+    qz_choice_t c;
+    qz_choose(live, n, reg, n_reg, q->seen, q->n_seen, &c);
+    zone_log(q, &c);
+    lc_metric_set(q->members_gauge, (double)n);
+    lc_metric_set(q->complete_gauge, (double)c.n_complete);
+    members_update(q, c.urls, c.n_urls, c.reason);
+    c.urls = NULL; /* members_update took them */
+    c.n_urls = 0;
+    qz_choice_fini(&c);
 }
 
 static void on_members_state(bool up, void *data)
@@ -263,6 +331,13 @@ static void querier_free(querier_t *q)
     for (size_t i = 0; i < q->n_members; i++)
         lc_free(q->members[i]);
     lc_free(q->members);
+    for (size_t i = 0; i < q->n_seen; i++) {
+        lc_free((char *)q->seen[i].id);
+        lc_free((char *)q->seen[i].addr);
+    }
+    lc_free(q->seen);
+    lc_free(q->zone);
+    lc_free(q->reason);
     lc_metrics_free(q->metrics);
     uv_loop_close(&q->loop);
 }
@@ -296,9 +371,14 @@ int main(int argc, char **argv)
     if (rc == 0) {
         q.metrics = lc_metrics_new();
         q.members_gauge = lc_metrics_gauge(q.metrics, "ember_querier_live_ingesters",
-                                           "Ingesters announced through Redis", "");
-        q.redis_up =
-            lc_metrics_gauge(q.metrics, "ember_redis_up", "1 while the Redis link is up", "");
+                                           "Ingesters announced through Redis (all zones)", "");
+        q.asked_gauge = lc_metrics_gauge(q.metrics, "ember_querier_asked_ingesters",
+                                         "Announced ingesters queries ask: the chosen zone's",
+                                         "");
+        q.complete_gauge = lc_metrics_gauge(q.metrics, "ember_querier_complete_zones",
+                                            "Zones whose registered ingesters are all live", "");
+        q.redis_up = lc_metrics_gauge(q.metrics, "ember_redis_up", "1 while the Redis link is up",
+                                      "");
         rc = start_http(&q);
     }
     if (rc == 0)

@@ -73,6 +73,25 @@ void qry_fanout_set_members(qry_fanout_t *f, const char *const *urls, size_t n)
     strv_free(old, n_old);
 }
 
+void qry_fanout_set_unavailable(qry_fanout_t *f, const char *reason)
+{
+    char *copy = reason ? lc_xstrdup(reason) : NULL;
+    pthread_mutex_lock(&f->lock);
+    char *old = f->unavailable;
+    f->unavailable = copy;
+    pthread_mutex_unlock(&f->lock);
+    lc_free(old);
+}
+
+/* The reason queries cannot be answered now, copied into the arena, or NULL. */
+static const char *unavailable_reason(qry_fanout_t *f, lc_arena_t *a)
+{
+    pthread_mutex_lock(&f->lock);
+    const char *r = f->unavailable ? lc_arena_strdup(a, f->unavailable) : NULL;
+    pthread_mutex_unlock(&f->lock);
+    return r;
+}
+
 size_t qry_fanout_count(qry_fanout_t *f)
 {
     pthread_mutex_lock(&f->lock);
@@ -258,9 +277,12 @@ int fo_call_all(qry_fanout_t *f, lc_http_req_t *req, const char *path,
                 const ProtobufCMessage *msg, fo_answer_t **out, size_t *n_out, lc_status_t *st)
 {
     const char **urls;
-    size_t n = targets(f, req->arena, &urls);
     *out = NULL;
     *n_out = 0;
+    const char *reason = unavailable_reason(f, req->arena);
+    if (reason)
+        return lc_status_set(st, LC_CODE_UNAVAILABLE, "%s", reason);
+    size_t n = targets(f, req->arena, &urls);
     if (n == 0)
         return lc_status_set(st, LC_CODE_UNAVAILABLE,
                              "no live ingester to query (none has announced itself)");
@@ -329,6 +351,7 @@ void qry_fanout_free(qry_fanout_t *f)
         return;
     strv_free(f->fixed, f->n_fixed);
     strv_free(f->members, f->n_members);
+    lc_free(f->unavailable);
     pthread_mutex_destroy(&f->lock);
     lc_free(f);
 }

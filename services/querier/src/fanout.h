@@ -41,6 +41,9 @@ int qry_fanout_new(uv_loop_t *loop, const qry_fanout_opts_t *opts, lc_httpd_t *s
                    lc_metrics_t *metrics, qry_fanout_t **out) LC_MUST_CHECK;
 /* Replaces the discovered ingesters (the static list is always kept). */
 void qry_fanout_set_members(qry_fanout_t *f, const char *const *urls, size_t n);
+/* While reason is non-NULL every query fails `unavailable` with it (no
+ * complete zone: any answer would under-count); NULL lifts it. Any thread. */
+void qry_fanout_set_unavailable(qry_fanout_t *f, const char *reason);
 /* How many ingesters a query asks now. */
 size_t qry_fanout_count(qry_fanout_t *f);
 void qry_fanout_free(qry_fanout_t *f);

@@ -27,6 +27,7 @@ struct qry_fanout_s {
     size_t n_fixed;
     char **members; /* discovered through Redis */
     size_t n_members;
+    char *unavailable;              /* why no query can be answered now, or NULL */
     qry_route_t routes[FO_METHODS]; /* tenant first, as the local querier's */
     qry_rpcs_t legacy;              /* the legacy endpoints' RPCs: the fo_rpc_* below */
     lc_metric_t *shard_calls, *shard_errors;

@@ -3,8 +3,9 @@
  * a watcher lists them sorted by id; a closed member leaves at once; a member
  * that stops heartbeating (its field written by hand with a short expiry)
  * expires and its field is pruned; roles do not mix; after Redis loses its
- * data (restart without persistence) heartbeats bring everyone back; and
- * rendezvous hashing is stable, balanced and moves only a leaver's keys.
+ * data (restart without persistence) heartbeats bring everyone back; the
+ * zone registry keeps every id that joined a zone until an operator's HDEL;
+ * and rendezvous hashing is stable, balanced and moves only a leaver's keys.
  */
 #include <stdbool.h>
 #include <stdio.h>
@@ -202,6 +203,101 @@ static void test_redis_restart_rejoins(void)
     test_redis_finish(&srv);
 }
 
+/* ---- zones: a durable registry of every id that ever joined a zone */
+
+typedef struct reg_want_s {
+    lc_members_t *m;
+    size_t n;
+} reg_want_t;
+
+static bool registry_has_n(void *arg)
+{
+    reg_want_t *x = arg;
+    const lc_member_t *reg;
+    return lc_members_registry(x->m, &reg) == x->n;
+}
+
+static lc_members_t *open_zoned(uv_loop_t *loop, const test_redis_t *srv, const char *id,
+                                const char *zone, watch_t *w)
+{
+    lc_members_opts_t o = {.url = srv->url,
+                           .role = "ingester",
+                           .self_id = id,
+                           .self_addr = "h:1",
+                           .zone = zone,
+                           .heartbeat_ms = 50,
+                           .ttl_ms = 300,
+                           .on_change = on_change,
+                           .change_data = w};
+    lc_members_t *m = NULL;
+    LC_ASSERT_OK(lc_members_new(loop, &o, &m));
+    return m;
+}
+
+static void test_zone_registry(void)
+{
+    test_redis_t srv = {0};
+    LC_ASSERT_OK(test_redis_start(&srv, false));
+    uv_loop_t loop;
+    uv_loop_init(&loop);
+    watch_t wa = {0}, wb = {0}, wd = {0}, wq = {0}, ws = {0};
+    lc_members_t *a = open_zoned(&loop, &srv, "ing-a", "a", &wa);
+    lc_members_t *b = open_zoned(&loop, &srv, "ing-b", "b", &wb);
+    lc_members_t *d = open_zoned(&loop, &srv, "ing-d", "", &wd); /* the default zone */
+    lc_members_t *s = open_members(&loop, &srv, "ingester", "old", "h:2", &ws); /* no zone */
+    lc_members_t *q = open_members(&loop, &srv, "ingester", NULL, NULL, &wq);
+    want_t four = {&wq, 4};
+    LC_CHECK(test_run_until(&loop, has_n, &four, 3000));
+    reg_want_t three = {q, 3};
+    LC_CHECK(test_run_until(&loop, registry_has_n, &three, 3000));
+    const lc_member_t *live, *reg;
+    LC_ASSERT_EQ(lc_members_list(q, &live), 4);
+    LC_ASSERT_STR_EQ(live[0].id, "ing-a");
+    LC_ASSERT_STR_EQ(live[0].zone, "a");
+    LC_ASSERT_STR_EQ(live[1].zone, "b");
+    LC_ASSERT_STR_EQ(live[2].zone, "");
+    LC_ASSERT_STR_EQ(live[3].id, "old");
+    LC_ASSERT_STR_EQ(live[3].zone, ""); /* never registered: counted in the default zone */
+    LC_ASSERT_EQ(lc_members_registry(q, &reg), 3);
+    LC_ASSERT_STR_EQ(reg[0].id, "ing-a");
+    LC_ASSERT_STR_EQ(reg[0].zone, "a");
+    LC_ASSERT_STR_EQ(reg[2].id, "ing-d");
+    LC_ASSERT_STR_EQ(reg[2].zone, "");
+    LC_ASSERT_EQ(test_redis_int(&srv, "HLEN ember:members:ingester:registry"), 3);
+
+    /* A member that leaves (or dies) stays registered: its zone misses it. */
+    close_members(&loop, b, &wb);
+    want_t three_live = {&wq, 3};
+    LC_CHECK(test_run_until(&loop, has_n, &three_live, 3000));
+    LC_ASSERT_EQ(lc_members_registry(q, &reg), 3);
+    LC_ASSERT_STR_EQ(reg[1].id, "ing-b");
+
+    /* Only an operator's HDEL removes it; the watcher sees the change. */
+    int changes = wq.changes;
+    LC_ASSERT_EQ(test_redis_int(&srv, "HDEL ember:members:ingester:registry ing-b"), 1);
+    reg_want_t two = {q, 2};
+    LC_CHECK(test_run_until(&loop, registry_has_n, &two, 3000));
+    LC_CHECK(wq.changes > changes);
+
+    /* The same id restarted in another zone moves there (the log says so). */
+    close_members(&loop, a, &wa);
+    wa = (watch_t){0};
+    a = open_zoned(&loop, &srv, "ing-a", "b", &wa);
+    uint64_t end = uv_hrtime() + 3000 * 1000000ull;
+    while (uv_hrtime() < end && (lc_members_list(q, &live) < 1 || strcmp(live[0].zone, "b")))
+        uv_run(&loop, UV_RUN_ONCE);
+    LC_ASSERT_STR_EQ(live[0].id, "ing-a");
+    LC_ASSERT_STR_EQ(live[0].zone, "b");
+    close_members(&loop, a, &wa);
+    close_members(&loop, d, &wd);
+    close_members(&loop, s, &ws);
+    close_members(&loop, q, &wq);
+    LC_ASSERT_EQ(test_redis_int(&srv, "HLEN ember:members:ingester"), 0);
+    LC_ASSERT_EQ(test_redis_int(&srv, "HLEN ember:members:ingester:registry"), 2);
+    LC_ASSERT_OK(uv_loop_close(&loop));
+    test_redis_finish(&srv);
+}
+
 static void test_rendezvous(void)
 {
     lc_member_t four[] = {{"a", ""}, {"b", ""}, {"c", ""}, {"d", ""}};
@@ -240,6 +336,14 @@ static void test_bad_options(void)
     o.heartbeat_ms = 1000;
     o.ttl_ms = 500; /* would expire between beats */
     LC_ASSERT_EQ(lc_members_new(&loop, &o, &m), LC_EINPUT);
+    o.ttl_ms = 0;
+    o.zone = "zone-name-longer-than-sixty-four-characters-is-refused-by-members-new";
+    LC_ASSERT_EQ(lc_members_new(&loop, &o, &m), LC_EINPUT);
+    o.zone = "a";
+    o.self_id = NULL; /* a zone needs a member to register */
+    LC_ASSERT_EQ(lc_members_new(&loop, &o, &m), LC_EINPUT);
+    o.zone = NULL;
+    o.self_id = "x";
     o.url = "redis:/h";
     o.ttl_ms = 0;
     LC_ASSERT_EQ(lc_members_new(&loop, &o, &m), LC_EINPUT);
@@ -248,4 +352,4 @@ static void test_bad_options(void)
 }
 
 LC_TEST_MAIN(test_bad_options, test_rendezvous, test_join_list_leave, test_silent_member_expires,
-             test_redis_restart_rejoins)
+             test_redis_restart_rejoins, test_zone_registry)

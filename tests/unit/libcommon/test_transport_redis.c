@@ -5,10 +5,11 @@
  * Redis is down and recovery without recreating the transport across a
  * crash of an AOF (appendfsync always) server; a failed batch stays pending
  * and is claimed by another consumer; entries of a dead consumer are claimed;
- * trimming never drops a pending entry; the backlog limit gives LC_EFULL
- * until consumers catch up; a consumer paused between applying and acking
- * whose entries were claimed meanwhile forgets them (and one that restarts
- * with a claims record forgets it before reading). Every test ends with
+ * trimming never drops a pending entry, nor one a slower group (zone) has
+ * not read; the backlog limit (of the slowest group) gives LC_EFULL until
+ * consumers catch up; a consumer paused between applying and acking whose
+ * entries were claimed meanwhile forgets them (and one that restarts with a
+ * claims record forgets it before reading). Every test ends with
  * uv_loop_close() == 0.
  */
 #include <stdatomic.h>
@@ -375,11 +376,13 @@ static void test_dead_consumer_entries_are_claimed(void)
         LC_ASSERT_OK(publish_n(tp, &pubs, i, (uint32_t)i));
     wait_t w = {&pubs, NULL, 30, tp};
     LC_CHECK(test_run_until(&loop, all_answered, &w, 3000));
-    for (int p = 0; p < 4; p++)
+    for (int p = 0; p < 4; p++) { /* a receiver creates no group: the dead consumer did */
+        LC_CHECK(test_redis_int(&srv, "XGROUP CREATE ember:ingest:%d ingesters 0", p) == -1);
         LC_CHECK(test_redis_int(&srv,
                                 "XREADGROUP GROUP ingesters dead COUNT 100 STREAMS "
                                 "ember:ingest:%d >",
                                 p) == 1);
+    }
     LC_ASSERT_EQ(pending_total(&srv, 4), 30);
     sink_t s = {0};
     lc_redis_transport_opts_t oc = fast_opts(&srv, "ingester-1");
@@ -761,6 +764,148 @@ static void test_trim_keeps_unacked(void)
     test_redis_finish(&srv);
 }
 
+/* hold_consume: nothing is read (so nothing pending) until released. */
+static void test_hold_until_release(void)
+{
+    test_redis_t srv = {0};
+    LC_ASSERT_OK(test_redis_start(&srv, false));
+    uv_loop_t loop;
+    uv_loop_init(&loop);
+    sink_t s = {0};
+    pubs_t pubs = {0};
+    lc_redis_transport_opts_t o = fast_opts(&srv, "ingester-0");
+    o.hold_consume = true;
+    lc_transport_t *t = open_transport(&loop, &o, &s);
+    for (int i = 0; i < 20; i++)
+        LC_ASSERT_OK(publish_n(t, &pubs, i, (uint32_t)i));
+    wait_t w = {&pubs, &s, 20, t};
+    LC_CHECK(test_run_until(&loop, all_answered, &w, 3000));
+    uint64_t end = uv_hrtime() + 300 * 1000000ull;
+    while (uv_hrtime() < end)
+        uv_run(&loop, UV_RUN_NOWAIT);
+    LC_ASSERT_EQ(atomic_load(&s.calls), 0);
+    LC_ASSERT_EQ(pending_total(&srv, 4), 0); /* not even delivered */
+    lc_transport_redis_release(t);
+    LC_CHECK(test_run_until(&loop, all_applied, &w, 5000));
+    for (int i = 0; i < 20; i++)
+        LC_ASSERT_EQ(atomic_load(&s.seen[i]), 1);
+    close_transport(&loop, t);
+    LC_ASSERT_OK(uv_loop_close(&loop));
+    test_redis_finish(&srv);
+}
+
+/* ---- zones: every zone's group reads every entry; trimming and back-pressure
+ * wait for the slowest group. */
+
+static long long group_entries_read(const test_redis_t *srv, const char *group)
+{
+    redisContext *c = test_redis_connect(srv);
+    redisReply *r = redisCommand(c, "XINFO GROUPS ember:ingest:0");
+    long long read = -1;
+    for (size_t i = 0; r && r->type == REDIS_REPLY_ARRAY && i < r->elements; i++) {
+        const redisReply *g = r->element[i];
+        bool ours = false;
+        for (size_t k = 0; k + 1 < g->elements; k += 2) {
+            const char *key = g->element[k]->str;
+            const redisReply *v = g->element[k + 1];
+            if (strcmp(key, "name") == 0)
+                ours = strcmp(v->str, group) == 0;
+            else if (ours && strcmp(key, "entries-read") == 0)
+                read = v->type == REDIS_REPLY_INTEGER ? v->integer : 0;
+        }
+    }
+    if (r)
+        freeReplyObject(r);
+    redisFree(c);
+    return read; /* -1 when there is no such group */
+}
+
+static bool backlog_is(void *arg)
+{
+    lc_redis_transport_stats_t st;
+    void **v = arg;
+    return lc_transport_redis_stats(v[0], &st) == 0 && st.backlog == *(uint64_t *)v[1];
+}
+
+static void test_trim_and_backlog_wait_for_every_zone(void)
+{
+    test_redis_t srv = {0};
+    LC_ASSERT_OK(test_redis_start(&srv, false));
+    LC_ASSERT_EQ(test_redis_int(&srv, "CONFIG SET stream-node-max-entries 10"), -1); /* +OK */
+    uv_loop_t loop;
+    uv_loop_init(&loop);
+    pubs_t pubs = {0};
+    sink_t a = {0}, b = {0};
+    /* Zone b's consumer starts (creating its group at id 0) and stops before
+     * anything is published: zone b is the slow zone. */
+    lc_redis_transport_opts_t ob = fast_opts(&srv, "ingester-b0");
+    ob.partitions = 1;
+    ob.group = "ingesters.b";
+    lc_transport_t *tb = open_transport(&loop, &ob, &b);
+    uint64_t end = uv_hrtime() + 3000 * 1000000ull;
+    while (group_entries_read(&srv, "ingesters.b") != 0 && uv_hrtime() < end)
+        uv_run(&loop, UV_RUN_ONCE);
+    close_transport(&loop, tb);
+    LC_ASSERT_EQ(group_entries_read(&srv, "ingesters.b"), 0);
+
+    lc_redis_transport_opts_t oa = fast_opts(&srv, "ingester-a0");
+    oa.partitions = 1;
+    oa.group = "ingesters.a";
+    oa.max_backlog = 1000;
+    lc_transport_t *ta = open_transport(&loop, &oa, &a);
+    for (int i = 0; i < 300; i++)
+        LC_ASSERT_OK(publish_n(ta, &pubs, i, 0));
+    wait_t wa = {&pubs, &a, 300, ta};
+    LC_CHECK(test_run_until(&loop, all_applied, &wa, 5000));
+    /* Zone a is done; zone b has read nothing: its 300 are the backlog, and
+     * trim rounds (every 100 ms) leave them all. */
+    uint64_t want = 300;
+    void *arg[] = {ta, &want};
+    LC_CHECK(test_run_until(&loop, backlog_is, arg, 3000));
+    uv_sleep(400);
+    for (int i = 0; i < 40; i++)
+        uv_run(&loop, UV_RUN_NOWAIT);
+    LC_ASSERT_EQ(test_redis_int(&srv, "XLEN ember:ingest:0"), 300);
+    lc_redis_transport_stats_t st;
+    LC_ASSERT_OK(lc_transport_redis_stats(ta, &st));
+    LC_ASSERT_EQ(st.trimmed, 0);
+    LC_ASSERT_EQ(st.backlog, 300);
+    LC_ASSERT_EQ(st.lag, 300); /* the slowest group's */
+
+    /* A receiver that creates no group sees the same backlog: 429 past it. */
+    lc_redis_transport_opts_t op = fast_opts(&srv, NULL);
+    op.partitions = 1;
+    op.max_backlog = 300;
+    lc_transport_t *tp = open_transport(&loop, &op, NULL);
+    void *parg[] = {tp, &want};
+    LC_CHECK(test_run_until(&loop, backlog_is, parg, 3000));
+    LC_ASSERT_EQ(publish_n(tp, &pubs, 300, 0), LC_EFULL);
+
+    /* Zone b catches up: it gets all 300 exactly once, then the stream shrinks. */
+    tb = open_transport(&loop, &ob, &b);
+    wait_t wb = {&pubs, &b, 300, tb};
+    LC_CHECK(test_run_until(&loop, all_applied, &wb, 5000));
+    for (int i = 0; i < 300; i++) {
+        LC_ASSERT_EQ(atomic_load(&a.seen[i]), 1);
+        LC_ASSERT_EQ(atomic_load(&b.seen[i]), 1);
+    }
+    end = uv_hrtime() + 3000 * 1000000ull;
+    while (test_redis_int(&srv, "XLEN ember:ingest:0") > 10 && uv_hrtime() < end)
+        uv_run(&loop, UV_RUN_ONCE);
+    LC_CHECK(test_redis_int(&srv, "XLEN ember:ingest:0") <= 10);
+    want = 0;
+    LC_CHECK(test_run_until(&loop, backlog_is, parg, 3000));
+    LC_ASSERT_OK(publish_n(tp, &pubs, 300, 0));
+    wait_t wp = {&pubs, NULL, 301, tp};
+    LC_CHECK(test_run_until(&loop, all_answered, &wp, 3000));
+    close_transport(&loop, tp);
+    close_transport(&loop, tb);
+    close_transport(&loop, ta);
+    LC_ASSERT_EQ(group_entries_read(&srv, "ingesters"), -1); /* nobody created the default group */
+    LC_ASSERT_OK(uv_loop_close(&loop));
+    test_redis_finish(&srv);
+}
+
 /* ---- back-pressure */
 
 static bool backlog_sampled(void *arg)
@@ -851,6 +996,7 @@ LC_TEST_MAIN(test_bad_options, test_publish_while_down, test_publish_consume_ack
              test_callback_only_after_xadd_confirmed, test_failed_batch_is_claimed_by_another,
              test_stopped_consumer_entries_are_claimed, test_dead_consumer_entries_are_claimed,
              test_restart_recovers_own_pending, test_redis_restart_under_load,
-             test_trim_keeps_unacked, test_backlog_limit,
+             test_trim_keeps_unacked, test_trim_and_backlog_wait_for_every_zone,
+             test_hold_until_release, test_backlog_limit,
              test_paused_consumer_forgets_what_was_claimed, test_claims_record_forgotten_at_start,
              test_claim_records_previous_owner)

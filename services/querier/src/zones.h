@@ -1,0 +1,45 @@
+/*
+ * zones.h — which ingesters a distributed query asks: the live members of
+ * ONE complete zone (ARCHITECTURE.md, "Replication by zones").
+ *
+ * Every zone's consumer group reads every stream entry, so every zone holds
+ * a full copy of every acknowledged profile, spread over its members. An
+ * ingester id registered in a zone (lc_members_registry) that is not live
+ * holds profiles no other member of its zone has: the zone is incomplete
+ * until it is back, or until an operator removes it from the registry
+ * (declaring its profiles gone from that zone).
+ *
+ * The rule: the first complete zone by name ("" — the default zone — sorts
+ * first). A live member that is not registered (an older ingester) counts in
+ * the default zone and is never "missing". With no complete zone there is no
+ * answer: the reason names the missing ids per zone, with the address each
+ * was last seen at when known.
+ *
+ * Pure functions, no threads, no I/O.
+ */
+#ifndef EMBER_ZONES_H
+#define EMBER_ZONES_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "lc/members.h"
+
+#define QZ_REASON_MAX 1024
+
+typedef struct qz_choice_s {
+    char *zone;  /* the chosen zone; NULL when no zone is complete */
+    char **urls; /* the chosen zone's live members' addresses, sorted by id */
+    size_t n_urls;
+    size_t n_zones, n_complete;
+    char *reason; /* no complete zone although some exists: who is missing */
+} qz_choice_t;
+
+/* live and reg sorted by id (as lc_members gives them); seen: id -> last
+ * address (addr), any order, may be NULL. out must be zeroed or finished. */
+void qz_choose(const lc_member_t *live, size_t n_live, const lc_member_t *reg, size_t n_reg,
+               const lc_member_t *seen, size_t n_seen, qz_choice_t *out);
+
+void qz_choice_fini(qz_choice_t *c);
+
+#endif

@@ -1,0 +1,112 @@
+/*
+ * test_zones.c — the zone a distributed query asks (zones.h): the first
+ * complete zone by name; a registered id that is not live makes its zone
+ * incomplete; with none complete, the reason names every missing id (with
+ * its last address when known); unregistered live members count in the
+ * default zone; an empty cluster is no zone at all.
+ */
+#include <string.h>
+
+#include "lc_test.h"
+#include "zones.h"
+
+#define M(id, addr, zone)                                                                          \
+    {                                                                                              \
+        id, addr, zone                                                                             \
+    }
+
+static void test_first_complete_zone_by_name(void)
+{
+    lc_member_t reg[] = {M("a1", "", "a"), M("a2", "", "a"), M("b1", "", "b")};
+    lc_member_t live[] = {M("a1", "http://a1", "a"), M("a2", "http://a2", "a"),
+                          M("b1", "http://b1", "b")};
+    qz_choice_t c;
+    qz_choose(live, 3, reg, 3, NULL, 0, &c);
+    LC_ASSERT_STR_EQ(c.zone, "a");
+    LC_ASSERT_EQ(c.n_urls, 2);
+    LC_ASSERT_STR_EQ(c.urls[0], "http://a1");
+    LC_ASSERT_STR_EQ(c.urls[1], "http://a2");
+    LC_ASSERT_EQ(c.n_zones, 2);
+    LC_ASSERT_EQ(c.n_complete, 2);
+    LC_CHECK(c.reason == NULL);
+    qz_choice_fini(&c);
+}
+
+static void test_incomplete_zone_is_skipped(void)
+{
+    lc_member_t reg[] = {M("a1", "", "a"), M("a2", "", "a"), M("b1", "", "b"), M("b2", "", "b")};
+    lc_member_t live[] = {M("a2", "http://a2", "a"), M("b1", "http://b1", "b"),
+                          M("b2", "http://b2", "b")}; /* a1 is dead */
+    qz_choice_t c;
+    qz_choose(live, 3, reg, 4, NULL, 0, &c);
+    LC_ASSERT_STR_EQ(c.zone, "b");
+    LC_ASSERT_EQ(c.n_urls, 2);
+    LC_ASSERT_STR_EQ(c.urls[0], "http://b1");
+    LC_ASSERT_EQ(c.n_complete, 1);
+    qz_choice_fini(&c);
+    /* The operator removed a1 from the registry: zone a is complete again and
+     * first by name (its copy lacks a1's profiles: see ARCHITECTURE.md). */
+    qz_choose(live, 3, reg + 1, 3, NULL, 0, &c);
+    LC_ASSERT_STR_EQ(c.zone, "a");
+    LC_ASSERT_EQ(c.n_urls, 1);
+    LC_ASSERT_STR_EQ(c.urls[0], "http://a2");
+    qz_choice_fini(&c);
+}
+
+static void test_no_complete_zone_names_the_missing(void)
+{
+    lc_member_t reg[] = {M("a1", "", "a"), M("a2", "", "a"), M("b1", "", "b")};
+    lc_member_t live[] = {M("a2", "http://a2", "a")};
+    lc_member_t seen[] = {M("b1", "http://10.0.0.9:4040", NULL), M("a2", "http://a2", NULL)};
+    qz_choice_t c;
+    qz_choose(live, 1, reg, 3, seen, 2, &c);
+    LC_CHECK(c.zone == NULL);
+    LC_ASSERT_EQ(c.n_urls, 0);
+    LC_ASSERT_EQ(c.n_complete, 0);
+    LC_CHECK(c.reason != NULL);
+    LC_CHECK(strstr(c.reason, "zone \"a\" misses a1") != NULL);
+    LC_CHECK(strstr(c.reason, "zone \"b\" misses b1 (last seen at http://10.0.0.9:4040)"));
+    LC_CHECK(strstr(c.reason, "a2") == NULL); /* live: not missing */
+    qz_choice_fini(&c);
+}
+
+static void test_default_zone_and_unregistered(void)
+{
+    /* Before zones: nobody registered (older ingesters): one default zone of all. */
+    lc_member_t live[] = {M("i0", "http://i0", ""), M("i1", "http://i1", "")};
+    qz_choice_t c;
+    qz_choose(live, 2, NULL, 0, NULL, 0, &c);
+    LC_ASSERT_STR_EQ(c.zone, "");
+    LC_ASSERT_EQ(c.n_urls, 2);
+    qz_choice_fini(&c);
+    /* A registered default-zone member that died: 503, naming it. */
+    lc_member_t reg[] = {M("i0", "", ""), M("i1", "", ""), M("i2", "", "")};
+    qz_choose(live, 2, reg, 3, NULL, 0, &c);
+    LC_CHECK(c.zone == NULL);
+    LC_CHECK(c.reason && strstr(c.reason, "zone \"\" misses i2"));
+    qz_choice_fini(&c);
+    /* Nobody at all: no zone, no reason (the fan-out says "no live ingester"). */
+    qz_choose(NULL, 0, NULL, 0, NULL, 0, &c);
+    LC_CHECK(c.zone == NULL && c.reason == NULL && c.n_zones == 0);
+    qz_choice_fini(&c);
+}
+
+static void test_reason_is_bounded(void)
+{
+    enum { N = 200 };
+    static lc_member_t reg[N];
+    static char ids[N][64];
+    for (int i = 0; i < N; i++) {
+        snprintf(ids[i], sizeof(ids[i]), "ingester-with-a-long-name-%03d", i);
+        reg[i] = (lc_member_t)M(ids[i], "", "z");
+    }
+    qz_choice_t c;
+    qz_choose(NULL, 0, reg, N, NULL, 0, &c);
+    LC_CHECK(c.reason && strlen(c.reason) < QZ_REASON_MAX + 64);
+    LC_CHECK(strstr(c.reason, "..."));
+    qz_choice_fini(&c);
+}
+
+LC_TEST_MAIN(test_first_complete_zone_by_name, test_incomplete_zone_is_skipped,
+             test_no_complete_zone_names_the_missing, test_default_zone_and_unregistered,
+             test_reason_is_bounded)
