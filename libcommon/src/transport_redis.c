@@ -141,7 +141,8 @@ typedef struct rt_s {
     uint64_t trim_due;
 
     /* consumer state machine (loop thread; rd link) */
-    bool held; /* opts.hold_consume until lc_transport_redis_release */
+    bool held;    /* opts.hold_consume until lc_transport_redis_release */
+    bool settled; /* the first claims record was forgotten (opts.on_settled called) */
     cons_busy_t busy;
     bool need_setup, recovering, ack_pending;
     int setup_out, acks_out;
@@ -1077,7 +1078,23 @@ static void cons_claim(rt_t *t)
     cons_send(t, CB_CMD, 0, cons_on_claim, 10, argv);
 }
 
-/* The one place that decides what the consumer does next. */
+/* Nothing claimed away is left to forget: says so once (on_settled). The
+ * callback may release the hold at once; that call's cons_next then runs
+ * the next step, so this one must not. Returns false when it called it. */
+static bool cons_settled(rt_t *t)
+{
+    if (t->settled)
+        return true;
+    t->settled = true;
+    if (!t->opts.on_settled)
+        return true;
+    t->opts.on_settled(t->opts.state_data);
+    return false;
+}
+
+/* The one place that decides what the consumer does next. Holding
+ * (hold_consume) stops it before the reads, not before the claims record
+ * of a previous life is forgotten. */
 static void cons_next(rt_t *t)
 {
     if (t->busy != CB_NONE)
@@ -1087,8 +1104,8 @@ static void cons_next(rt_t *t)
         rt_close_step(t); /* the applied batch is acked before closing */
         return;
     }
-    if (!up || t->held)
-        return; /* rd_on_state(up) / lc_transport_redis_release call again */
+    if (!up)
+        return; /* rd_on_state(up) calls again */
     if (t->need_setup)
         cons_setup(t);
     else if (t->ack_pending)
@@ -1099,6 +1116,8 @@ static void cons_next(rt_t *t)
         cons_hdel(t);
     else if (t->need_claims_load)
         cons_load_claims(t);
+    else if (!cons_settled(t) || t->held)
+        return; /* lc_transport_redis_release calls again */
     else if (t->recovering)
         cons_read_own(t);
     else if (uv_now(t->loop) >= t->claim_due)

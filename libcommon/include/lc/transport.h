@@ -144,6 +144,11 @@ typedef struct lc_redis_transport_opts_s {
     lc_metrics_t *metrics;          /* optional: ember_redis_* metrics */
     bool hold_consume;              /* read nothing until lc_transport_redis_release() */
     void (*on_state)(bool up, void *data); /* optional: the publish link went up/down */
+    /* Optional, consumers: called once, when the claims record of a previous
+     * life has been forgotten (before the hold_consume hold, so that an
+     * ingester announces itself only once it holds nothing that another
+     * consumer also stored). Loop thread. */
+    void (*on_settled)(void *data);
     void *state_data;
 } lc_redis_transport_opts_t;
 

@@ -121,9 +121,12 @@ static bool redis_links_up(ingester_t *g)
 static lc_http_result_t ready_handler(lc_http_req_t *req, void *data)
 {
     ingester_t *g = data;
+    bool clustered = g->cfg->redis_url && *g->cfg->redis_url;
     if (g->stopping)
         lc_http_reply(req, 503, "text/plain", "shutting down", 13);
-    else if (g->members && !redis_links_up(g))
+    else if (clustered && !g->members)
+        lc_http_reply(req, 503, "text/plain", "not joined yet", 14);
+    else if (clustered && !redis_links_up(g))
         lc_http_reply(req, 503, "text/plain", "redis link down", 15);
     else
         lc_http_reply(req, 200, "text/plain", "ready", 5);
@@ -249,6 +252,21 @@ static void on_signal(uv_signal_t *s, int signum)
 
 /* ---------------------------------------------------------------- assembly */
 
+/* The claims record of a previous life is forgotten: nothing stored here is
+ * also in another ingester's store, so the queriers may ask this one now.
+ * Joining earlier would let them count such entries twice meanwhile. */
+static void on_transport_settled(void *data)
+{
+    ingester_t *g = data;
+    if (g->stopping || g->members)
+        return;
+    if (start_redis(g) != 0) {
+        LC_LOG_ERROR("cannot join: stopping");
+        uv_signal_t *s = &g->sigterm;
+        on_signal(s, SIGTERM);
+    }
+}
+
 static void on_transport_state(bool up, void *data)
 {
     ingester_t *g = data;
@@ -302,6 +320,7 @@ static int start_redis_transport(ingester_t *g)
         .metrics = g->metrics,
         .hold_consume = true, /* until registered in the zone: on_members_change */
         .on_state = on_transport_state,
+        .on_settled = on_transport_settled, /* joins the membership */
         .state_data = g,
     };
     int rc = lc_transport_redis_new(&g->loop, &to, ing_writer_consume, g->writer, &g->transport);
@@ -481,8 +500,7 @@ int main(int argc, char **argv)
         rc = start_http(&g);
     if (rc == 0)
         rc = start_signals(&g);
-    if (rc == 0)
-        rc = start_redis(&g);
+    /* With Redis, the membership starts once the transport settled. */
     if (rc == 0) {
         LC_LOG_INFO("ember-ingester is ready addr=%s url=%s data=%s", cfg.http_address,
                     g.advertise, cfg.data_dir);
