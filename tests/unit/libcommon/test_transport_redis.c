@@ -89,13 +89,20 @@ static void on_published(int status, void *data)
     }
 }
 
+/* Message n, published under the dedupe id "id-<id>". */
+static int publish_id(lc_transport_t *t, pubs_t *p, int n, uint32_t partition, int id)
+{
+    char msg[32], idtext[32];
+    int len = snprintf(msg, sizeof(msg), "msg-%d", n);
+    int id_len = snprintf(idtext, sizeof(idtext), "id-%d", id);
+    slots[n] = (pub_one_t){p, n};
+    return lc_transport_publish(t, (const uint8_t *)msg, (size_t)len, partition,
+                                (const uint8_t *)idtext, (size_t)id_len, on_published, &slots[n]);
+}
+
 static int publish_n(lc_transport_t *t, pubs_t *p, int n, uint32_t partition)
 {
-    char msg[32];
-    int len = snprintf(msg, sizeof(msg), "msg-%d", n);
-    slots[n] = (pub_one_t){p, n};
-    return lc_transport_publish(t, (const uint8_t *)msg, (size_t)len, partition, on_published,
-                                &slots[n]);
+    return publish_id(t, p, n, partition, n);
 }
 
 /* ---- loop helpers */
