@@ -191,12 +191,11 @@ static void pub_on_state(lc_redis_t *r, bool up, void *data)
  * so no other client can slip between the check and the XADD. The XADD is
  * the first write: when Redis is out of memory it refuses it and nothing
  * changes. */
-static const char PUBLISH_LUA[] =
-    "local seen = redis.call('GET', KEYS[1])\n"
-    "if seen then return {seen} end\n"
-    "local id = redis.call('XADD', KEYS[2], '*', ARGV[2], ARGV[3])\n"
-    "redis.call('SET', KEYS[1], id, 'PX', ARGV[1])\n"
-    "return id\n";
+static const char PUBLISH_LUA[] = "local seen = redis.call('GET', KEYS[1])\n"
+                                  "if seen then return {seen} end\n"
+                                  "local id = redis.call('XADD', KEYS[2], '*', ARGV[2], ARGV[3])\n"
+                                  "redis.call('SET', KEYS[1], id, 'PX', ARGV[1])\n"
+                                  "return id\n";
 
 /* One message from publish until its callback: kept (with its dedupe key)
  * so that an unknown outcome can be sent again. */
@@ -209,7 +208,7 @@ struct rt_xadd_s {
     uint64_t deadline_ms; /* loop time: past it an unknown outcome is a failure */
     uint32_t part;
     size_t len;
-    char *key;    /* NUL-terminated, after msg in the same block */
+    char *key;     /* NUL-terminated, after msg in the same block */
     uint8_t msg[]; /* the copy of the message */
 };
 
@@ -276,8 +275,9 @@ static int xadd_send(rt_xadd_t *x)
     snprintf(ttl, sizeof(ttl), "%u", t->opts.dedupe_ttl_ms);
     const char *argv[] = {"EVAL", PUBLISH_LUA, "2",      x->key,
                           stream, ttl,         RT_FIELD, (const char *)x->msg};
-    const size_t lens[] = {4,        sizeof(PUBLISH_LUA) - 1, 1, strlen(x->key), strlen(stream),
-                           strlen(ttl), strlen(RT_FIELD), x->len};
+    const size_t lens[] = {
+        4,           sizeof(PUBLISH_LUA) - 1, 1,     strlen(x->key), strlen(stream),
+        strlen(ttl), strlen(RT_FIELD),        x->len};
     return lc_redis_command(t->pub, 0, xadd_on_reply, x, 8, argv, lens);
 }
 
@@ -357,8 +357,7 @@ static bool has_hash_tag(const char *s)
 
 /* {<stream>}:dedupe:<hex id> hashes like the stream itself (its whole name,
  * having no tag), so the script's two keys live in one cluster slot. */
-static void dedupe_key(const char *stream, const uint8_t *id, size_t id_len, char *out,
-                       size_t size)
+static void dedupe_key(const char *stream, const uint8_t *id, size_t id_len, char *out, size_t size)
 {
     int n = has_hash_tag(stream) ? snprintf(out, size, "%s:dedupe:", stream)
                                  : snprintf(out, size, "{%s}:dedupe:", stream);
@@ -371,8 +370,8 @@ static void dedupe_key(const char *stream, const uint8_t *id, size_t id_len, cha
     out[at] = 0;
 }
 
-static rt_xadd_t *xadd_new(rt_t *t, uint32_t p, const uint8_t *msg, size_t len,
-                           const uint8_t *id, size_t id_len)
+static rt_xadd_t *xadd_new(rt_t *t, uint32_t p, const uint8_t *msg, size_t len, const uint8_t *id,
+                           size_t id_len)
 {
     size_t key_size = strlen(t->parts[p].stream) + sizeof("{}:dedupe:") + 2 * id_len;
     rt_xadd_t *x = lc_xmalloc(sizeof(*x) + len + key_size);
