@@ -37,6 +37,8 @@
 #include "shard.h"
 
 #define REDIS_CMD_TIMEOUT_MS 2000
+#define NS_PER_MS 1000000LL
+#define NS_PER_S 1000000000LL
 
 typedef struct ingester_cfg_s {
     char *config_file;
@@ -59,6 +61,7 @@ typedef struct ingester_cfg_s {
     int64_t partitions;
     int64_t redis_max_backlog;
     int64_t claim_idle_ns;
+    int64_t publish_retry_ns;
 } ingester_cfg_t;
 
 #define CFG(name, type, field, def, help)                                                          \
@@ -79,6 +82,9 @@ static const lc_cfg_entry_t cfg_table[] = {
         "entries waiting in one stream before receivers answer 429"),
     CFG("redis.claim-idle", LC_CFG_DURATION, claim_idle_ns, "60s",
         "pending this long, a dead consumer's entries are claimed by another"),
+    {"redis.publish-retry", LC_CFG_DURATION, offsetof(ingester_cfg_t, publish_retry_ns), "10s",
+     100 * NS_PER_MS, 600 * NS_PER_S,
+     "retry a publish whose outcome is unknown this long, then answer 503"},
 };
 
 typedef struct ingester_s {
@@ -263,6 +269,7 @@ static int start_redis_transport(ingester_t *g)
         .claim_idle_ms = idle_ms,
         /* look for abandoned entries a few times per idle period */
         .claim_interval_ms = idle_ms / 4 > 250 ? (idle_ms / 4 < 5000 ? idle_ms / 4 : 5000) : 250,
+        .publish_retry_ms = (uint32_t)(c->publish_retry_ns / 1000000),
         .metrics = g->metrics,
         .on_state = on_transport_state,
         .state_data = g,
