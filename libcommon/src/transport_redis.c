@@ -207,6 +207,7 @@ struct rt_xadd_s {
     uint64_t start_ns;
     uint64_t deadline_ms; /* loop time: past it an unknown outcome is a failure */
     uint32_t part;
+    int last_status; /* why it was parked */
     size_t len;
     char *key;     /* NUL-terminated, after msg in the same block */
     uint8_t msg[]; /* the copy of the message */
@@ -267,6 +268,15 @@ static void xadd_finish(rt_xadd_t *x, int rc)
 static void xadd_on_reply(lc_redis_t *r, int status, const redisReply *reply, void *data);
 static void pub_on_retry_tick(uv_timer_t *timer);
 
+/* Still unknown at the deadline: the receiver answers 503, although Redis
+ * may hold the message (the window docs/internals/redis.md describes). */
+static void xadd_give_up(rt_xadd_t *x, int last_status)
+{
+    LC_LOG_WARN("redis: XADD outcome still unknown at the retry deadline stream=%s err=\"%s\"",
+                x->t->parts[x->part].stream, lc_strerror(last_status));
+    xadd_finish(x, LC_REDIS_EDOWN);
+}
+
 static int xadd_send(rt_xadd_t *x)
 {
     rt_t *t = x->t;
@@ -302,15 +312,12 @@ static void xadd_retry_parked(rt_t *t)
     uint64_t now = uv_now(t->loop);
     while (x) {
         rt_xadd_t *next = x->next;
-        if (now >= x->deadline_ms) {
-            LC_LOG_WARN("redis: XADD outcome unknown past the retry deadline stream=%s",
-                        t->parts[x->part].stream);
-            xadd_finish(x, LC_REDIS_EDOWN);
-        } else if (!lc_redis_is_up(t->pub) || xadd_send(x) != 0) {
+        if (now >= x->deadline_ms)
+            xadd_give_up(x, x->last_status);
+        else if (!lc_redis_is_up(t->pub) || xadd_send(x) != 0)
             xadd_park(t, x);
-        } else {
+        else
             count(&t->publish_retries, t->m.publish_retries, 1);
-        }
         x = next;
     }
     if (!t->parked && !t->finishing)
@@ -327,9 +334,14 @@ static void xadd_on_reply(lc_redis_t *r, int status, const redisReply *reply, vo
     rt_xadd_t *x = data;
     rt_t *t = x->t;
     LC_UNUSED(r);
-    if (xadd_outcome_unknown(status) && uv_now(t->loop) < x->deadline_ms) {
-        LC_LOG_DEBUG("redis: XADD outcome unknown, will retry err=\"%s\"", lc_strerror(status));
-        xadd_park(t, x);
+    if (xadd_outcome_unknown(status)) {
+        if (uv_now(t->loop) < x->deadline_ms) {
+            LC_LOG_DEBUG("redis: XADD outcome unknown, will retry err=\"%s\"", lc_strerror(status));
+            x->last_status = status;
+            xadd_park(t, x);
+        } else {
+            xadd_give_up(x, status);
+        }
         return;
     }
     int rc = xadd_status(status, reply);
