@@ -597,7 +597,8 @@ static void test_same_id_stored_once(void)
     test_redis_finish(&srv);
 }
 
-/* An error reply is final: no retry, and the failed XADD left no dedupe key. */
+/* An error reply is final: no retry, and the failed XADD left no dedupe key
+ * (WRONGTYPE: 503; OOM: 429). */
 static void test_error_reply_not_retried(void)
 {
     test_redis_t srv = {0};
@@ -619,10 +620,20 @@ static void test_error_reply_not_retried(void)
     LC_ASSERT_EQ(pubs.err, 1);
     LC_ASSERT_EQ(pubs.last_err, LC_REDIS_EDOWN);
     LC_ASSERT_EQ(test_redis_int(&srv, "EXISTS {ember:ingest:0}:dedupe:69642d31"), 0);
+    /* At maxmemory the script's first write is refused: 429, nothing written. */
+    LC_ASSERT_EQ(test_redis_int(&srv, "DEL ember:ingest:0"), 1);
+    LC_ASSERT_EQ(test_redis_int(&srv, "CONFIG SET maxmemory 1"), -1); /* +OK */
+    LC_ASSERT_OK(publish_id(t, &pubs, 1, 0, 2));
+    w.want = 2;
+    LC_CHECK(test_run_until(&loop, all_answered, &w, 3000));
+    LC_ASSERT_EQ(test_redis_int(&srv, "CONFIG SET maxmemory 0"), -1);
+    LC_ASSERT_EQ(pubs.err, 2);
+    LC_ASSERT_EQ(pubs.last_err, LC_EFULL);
+    LC_ASSERT_EQ(test_redis_int(&srv, "EXISTS ember:ingest:0 {ember:ingest:0}:dedupe:69642d32"), 0);
     lc_redis_transport_stats_t st;
     LC_ASSERT_OK(lc_transport_redis_stats(t, &st));
     LC_ASSERT_EQ(st.publish_retries, 0);
-    LC_ASSERT_EQ(st.publish_failed, 1);
+    LC_ASSERT_EQ(st.publish_failed, 2);
     close_transport(&loop, t);
     LC_ASSERT_OK(uv_loop_close(&loop));
     test_redis_finish(&srv);
