@@ -13,7 +13,9 @@ the same payloads to the same redis-server — all in one run.
            parallel); end to end as for redis.
   raw    : XADD <stream> * m <body> of the very request bodies, pipelined
            (--pipeline commands per write) over one connection, spread over
-           the same number of streams; nothing consumes them.
+           the same number of streams; nothing consumes them. Then the same
+           through the receivers' publish script (dedupe key + XADD), once
+           by EVAL and once by EVALSHA: the floor of the redis transport.
 
 The load is bench/ingest_load (C, --conns keep-alive connections, exact
 request count) with the mix of real profiles bench/ingest_bench.py uses.
@@ -26,6 +28,7 @@ usage: bench/redis_ingest.py BUILD_DIR [--conns 16] [--requests 4000] [--variant
 """
 import argparse
 import gzip
+import hashlib
 import json
 import os
 import socket
@@ -57,10 +60,24 @@ def make_bodies(h, tmp, variants):
     return paths
 
 
-def raw_xadd(port, payloads, n, partitions, pipeline):
-    """n XADDs of payloads[i % len] to bench:raw:<i % partitions>, `pipeline`
-    commands per write, every reply read; returns seconds."""
-    enc = list(payloads)
+# The publish script of libcommon/src/transport_redis.c (PUBLISH_LUA), kept equal by hand.
+PUBLISH_LUA = (b"local seen = redis.call('GET', KEYS[1])\n"
+               b"if seen then return {seen} end\n"
+               b"local id = redis.call('XADD', KEYS[2], '*', ARGV[2], ARGV[3])\n"
+               b"redis.call('SET', KEYS[1], id, 'PX', ARGV[1])\n"
+               b"return id\n")
+
+
+def resp(argv):
+    out = [b"*%d\r\n" % len(argv)]
+    for arg in argv:
+        out += [b"$%d\r\n" % len(arg), arg, b"\r\n"]
+    return b"".join(out)
+
+
+def raw_pipelined(port, n, pipeline, command):
+    """n commands command(i), `pipeline` per write, every reply read (each
+    must be a bulk string: a new stream entry id); returns seconds."""
     s = socket.create_connection(("127.0.0.1", port))
     s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     f = s.makefile("rb")
@@ -68,24 +85,39 @@ def raw_xadd(port, payloads, n, partitions, pipeline):
     i = 0
     while i < n:
         k = min(pipeline, n - i)
-        out = []
-        for j in range(i, i + k):
-            body = enc[j % len(enc)]
-            key = b"bench:raw:%d" % (j % partitions)
-            out.append(b"*5\r\n$4\r\nXADD\r\n$%d\r\n%s\r\n$1\r\n*\r\n$1\r\nm\r\n$%d\r\n"
-                       % (len(key), key, len(body)))
-            out.append(body)
-            out.append(b"\r\n")
-        s.sendall(b"".join(out))
+        s.sendall(b"".join(resp(command(j)) for j in range(i, i + k)))
         for _ in range(k):
             line = f.readline()
             if not line.startswith(b"$"):
-                raise RuntimeError(f"XADD failed: {line!r}")
+                raise RuntimeError(f"command failed: {line!r}")
             f.readline()
         i += k
     secs = time.monotonic() - t0
     s.close()
     return secs
+
+
+def raw_floors(port, payloads, n, partitions, pipeline):
+    """Seconds for n of: plain XADD to bench:raw:<p>; the publish script by
+    EVAL and by EVALSHA (fresh ids, so every one XADDs) to bench:eval:<p> and
+    bench:sha:<p> with their dedupe keys."""
+    sha = hashlib.sha1(PUBLISH_LUA).hexdigest().encode()
+    run = "%x" % time.time_ns()
+
+    def xadd(j):
+        return [b"XADD", b"bench:raw:%d" % (j % partitions), b"*", b"m", payloads[j % len(payloads)]]
+
+    def script(verb, body, name):
+        def command(j):
+            stream = b"bench:%s:%d" % (name, j % partitions)
+            key = b"{%s}:dedupe:%s-%d" % (stream, run.encode(), j)
+            return [verb, body, b"2", key, stream, b"30000", b"m", payloads[j % len(payloads)]]
+        return command
+
+    out = {"raw": raw_pipelined(port, n, pipeline, xadd)}
+    out["eval"] = raw_pipelined(port, n, pipeline, script(b"EVAL", PUBLISH_LUA, b"eval"))
+    out["evalsha"] = raw_pipelined(port, n, pipeline, script(b"EVALSHA", sha, b"sha"))
+    return out
 
 
 def main():
@@ -179,7 +211,7 @@ def main():
 
         # ---- raw pipelined XADD of the same payloads
         payloads = [open(p, "rb").read() for p in bodies]
-        raw_secs = raw_xadd(redis.port, payloads, a.requests, a.partitions, a.pipeline)
+        floors = raw_floors(redis.port, payloads, a.requests, a.partitions, a.pipeline)
     finally:
         redis.cleanup()
 
@@ -203,8 +235,10 @@ def main():
         rows["cluster"] = r["ok"] / secs
         print(f"{f'{a.ingesters} ember-ingester, end to end (drained)':<44}{rows['cluster']:>12,.0f}"
               f"{r['p50_ms']:>9.2f}{r['p99_ms']:>9.2f}   (p50/p99: worst loader)")
-    rows["raw"] = n / raw_secs
+    rows["raw"] = n / floors["raw"]
     print(f"{f'raw XADD, pipelined x{a.pipeline} (floor)':<44}{rows['raw']:>12,.0f}")
+    for k, label in (("eval", "raw publish script, EVAL"), ("evalsha", "raw publish script, EVALSHA")):
+        print(f"{f'  {label}':<44}{n / floors[k]:>12,.0f}")
     print(f"  redis/direct {rows['redis'] / rows['direct']:.3f}   redis/raw {rows['redis'] / rows['raw']:.3f}"
           f"   direct/raw {rows['direct'] / rows['raw']:.3f}   (stream entries added: {added})")
     if "cluster" in rows:

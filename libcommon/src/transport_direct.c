@@ -171,11 +171,14 @@ static void direct_on_done(uv_async_t *a)
     }
 }
 
+/* The id is not needed: a message handed over in process is never retried. */
 static int direct_publish(lc_transport_t *t, const uint8_t *msg, size_t len, uint32_t partition,
-                          lc_transport_publish_cb cb, void *data)
+                          const uint8_t *id, size_t id_len, lc_transport_publish_cb cb, void *data)
 {
     direct_t *d = (direct_t *)t;
     LC_UNUSED(partition);
+    LC_UNUSED(id);
+    LC_UNUSED(id_len);
     uv_mutex_lock(&d->mu);
     int rc = 0;
     if (d->closing)

@@ -121,7 +121,10 @@ typedef struct rt_metrics_s {
     lc_metric_t *published, *rejected_full, *rejected_down, *publish_failed;
     lc_metric_t *consumed, *consume_failed, *claimed, *trimmed, *forgotten;
     lc_metric_t *pending, *lag, *up, *xadd_seconds;
+    lc_metric_t *publish_retries, *publish_duplicates;
 } rt_metrics_t;
+
+typedef struct rt_xadd_s rt_xadd_t;
 
 typedef struct rt_s {
     lc_transport_t base;
@@ -134,6 +137,10 @@ typedef struct rt_s {
     lc_redis_t *pub, *rd;
     lc_transport_consume_fn consume;
     void *consume_data;
+
+    /* publishes whose outcome is unknown, waiting to be sent again (pub link) */
+    rt_xadd_t *parked, **parked_tail;
+    uv_timer_t pub_retry_timer;
 
     /* monitor and trimming (pub link) */
     uv_timer_t monitor_timer;
@@ -180,6 +187,7 @@ typedef struct rt_s {
 
     /* stats: written on the loop thread, read from any */
     atomic_uint_fast64_t published, rejected_full, rejected_down, publish_failed;
+    atomic_uint_fast64_t publish_retries, publish_duplicates;
     atomic_uint_fast64_t consumed, consume_failed, claimed, dropped, trimmed, forgotten;
     atomic_uint_fast64_t pending_sum, lag_sum, backlog_sum, xadd_count, xadd_ns_sum, xadd_ns_max;
     atomic_bool pub_up, rd_up;
@@ -190,6 +198,7 @@ static const lc_transport_ops_t rt_ops;
 
 static void cons_next(rt_t *t);
 static void rt_close_step(rt_t *t);
+static void xadd_retry_parked(rt_t *t);
 
 static void count(atomic_uint_fast64_t *c, lc_metric_t *m, uint64_t n)
 {
@@ -229,29 +238,65 @@ static void pub_on_state(lc_redis_t *r, bool up, void *data)
     for (uint32_t p = 0; up && t->consume && p < t->opts.partitions; p++)
         if (group_create(t, r, p, pub_on_group) != 0)
             break;
+    if (up && t->parked)
+        xadd_retry_parked(t); /* after the groups: a stream it recreates keeps them */
     if (t->opts.on_state)
         t->opts.on_state(up, t->opts.state_data);
 }
 
 /* ---------------------------------------------------------------- publish */
 
-typedef struct rt_xadd_s {
+/* KEYS[1] = dedupe key, KEYS[2] = stream; ARGV = ttl ms, field, message.
+ * A known id answers {entry id} (an array: already in the stream); a new one
+ * is XADDed and remembered, answering the entry id (a string). One script,
+ * so no other client can slip between the check and the XADD. The XADD is
+ * the first write: when Redis is out of memory it refuses it and nothing
+ * changes. */
+static const char PUBLISH_LUA[] = "local seen = redis.call('GET', KEYS[1])\n"
+                                  "if seen then return {seen} end\n"
+                                  "local id = redis.call('XADD', KEYS[2], '*', ARGV[2], ARGV[3])\n"
+                                  "redis.call('SET', KEYS[1], id, 'PX', ARGV[1])\n"
+                                  "return id\n";
+
+/* One message from publish until its callback: kept (with its dedupe key)
+ * so that an unknown outcome can be sent again. */
+struct rt_xadd_s {
     rt_t *t;
     lc_transport_publish_cb cb;
     void *data;
+    struct rt_xadd_s *next; /* in t->parked */
     uint64_t start_ns;
-} rt_xadd_t;
+    uint64_t deadline_ms; /* loop time: past it an unknown outcome is a failure */
+    uint32_t part;
+    int last_status; /* why it was parked */
+    size_t len;
+    char *key;     /* NUL-terminated, after msg in the same block */
+    uint8_t msg[]; /* the copy of the message */
+};
 
-/* An error reply: OOM means Redis is full (back off, 429); anything else 503. */
+/* Status of a definite answer. An error reply: OOM means Redis is full (back
+ * off, 429); anything else 503. */
 static int xadd_status(int status, const redisReply *reply)
 {
     if (status)
         return status;
     if (lc_redis_reply_is_error(reply, "OOM"))
         return LC_EFULL;
-    if (lc_redis_reply_error(reply) || reply->type != REDIS_REPLY_STRING)
+    if (lc_redis_reply_error(reply))
         return LC_REDIS_EDOWN;
-    return 0;
+    if (reply->type == REDIS_REPLY_STRING)
+        return 0;
+    if (reply->type == REDIS_REPLY_ARRAY && reply->elements == 1 &&
+        reply->element[0]->type == REDIS_REPLY_STRING)
+        return 0; /* a duplicate */
+    return LC_ECORRUPT;
+}
+
+/* The link dropped or the command timed out in flight: Redis may or may not
+ * have run the script. */
+static bool xadd_outcome_unknown(int status)
+{
+    return status == LC_REDIS_ELOST || status == LC_ETIMEOUT;
 }
 
 static void xadd_observe(rt_t *t, uint64_t ns)
@@ -265,12 +310,9 @@ static void xadd_observe(rt_t *t, uint64_t ns)
         lc_metric_observe(t->m.xadd_seconds, (double)ns / 1e9);
 }
 
-static void xadd_on_reply(lc_redis_t *r, int status, const redisReply *reply, void *data)
+static void xadd_finish(rt_xadd_t *x, int rc)
 {
-    rt_xadd_t *x = data;
     rt_t *t = x->t;
-    LC_UNUSED(r);
-    int rc = xadd_status(status, reply);
     if (rc == 0) {
         xadd_observe(t, uv_hrtime() - x->start_ns);
         count(&t->published, t->m.published, 1);
@@ -284,36 +326,172 @@ static void xadd_on_reply(lc_redis_t *r, int status, const redisReply *reply, vo
     rt_close_step(t);
 }
 
+static void xadd_on_reply(lc_redis_t *r, int status, const redisReply *reply, void *data);
+static void pub_on_retry_tick(uv_timer_t *timer);
+
+/* Still unknown at the deadline: the receiver answers 503, although Redis
+ * may hold the message (the window docs/internals/redis.md describes). */
+static void xadd_give_up(rt_xadd_t *x, int last_status)
+{
+    LC_LOG_WARN("redis: XADD outcome still unknown at the retry deadline stream=%s err=\"%s\"",
+                x->t->parts[x->part].stream, lc_strerror(last_status));
+    xadd_finish(x, LC_REDIS_EDOWN);
+}
+
+/* With retries, the dedupe script; without, a bare XADD (the script copies
+ * the message into Lua and back: several times the Redis CPU). */
+static int xadd_send(rt_xadd_t *x)
+{
+    rt_t *t = x->t;
+    const char *stream = t->parts[x->part].stream;
+    if (!t->opts.publish_retry_ms) {
+        const char *argv[] = {"XADD", stream, "*", RT_FIELD, (const char *)x->msg};
+        const size_t lens[] = {4, strlen(stream), 1, strlen(RT_FIELD), x->len};
+        return lc_redis_command(t->pub, 0, xadd_on_reply, x, 5, argv, lens);
+    }
+    char ttl[16];
+    snprintf(ttl, sizeof(ttl), "%u", t->opts.dedupe_ttl_ms);
+    const char *argv[] = {"EVAL", PUBLISH_LUA, "2",      x->key,
+                          stream, ttl,         RT_FIELD, (const char *)x->msg};
+    const size_t lens[] = {
+        4,           sizeof(PUBLISH_LUA) - 1, 1,     strlen(x->key), strlen(stream),
+        strlen(ttl), strlen(RT_FIELD),        x->len};
+    return lc_redis_command(t->pub, 0, xadd_on_reply, x, 8, argv, lens);
+}
+
+/* Waits for the link (pub_on_state) or the retry tick, whichever first. */
+static void xadd_park(rt_t *t, rt_xadd_t *x)
+{
+    x->next = NULL;
+    *t->parked_tail = x;
+    t->parked_tail = &x->next;
+    if (!uv_is_active((uv_handle_t *)&t->pub_retry_timer))
+        uv_timer_start(&t->pub_retry_timer, pub_on_retry_tick, RT_ERROR_PAUSE_MS,
+                       RT_ERROR_PAUSE_MS);
+}
+
+/* Sends the parked messages again, oldest first, and fails those past their
+ * deadline. A send refused because the link went down again parks it anew. */
+static void xadd_retry_parked(rt_t *t)
+{
+    rt_xadd_t *x = t->parked;
+    t->parked = NULL;
+    t->parked_tail = &t->parked;
+    uint64_t now = uv_now(t->loop);
+    while (x) {
+        rt_xadd_t *next = x->next;
+        if (now >= x->deadline_ms)
+            xadd_give_up(x, x->last_status);
+        else if (!lc_redis_is_up(t->pub) || xadd_send(x) != 0)
+            xadd_park(t, x);
+        else
+            count(&t->publish_retries, t->m.publish_retries, 1);
+        x = next;
+    }
+    if (!t->parked && !t->finishing)
+        uv_timer_stop(&t->pub_retry_timer);
+}
+
+static void pub_on_retry_tick(uv_timer_t *timer)
+{
+    xadd_retry_parked(LC_CONTAINER_OF(timer, rt_t, pub_retry_timer));
+}
+
+static void xadd_on_reply(lc_redis_t *r, int status, const redisReply *reply, void *data)
+{
+    rt_xadd_t *x = data;
+    rt_t *t = x->t;
+    LC_UNUSED(r);
+    if (xadd_outcome_unknown(status)) {
+        if (uv_now(t->loop) < x->deadline_ms) {
+            LC_LOG_DEBUG("redis: XADD outcome unknown, will retry err=\"%s\"", lc_strerror(status));
+            x->last_status = status;
+            xadd_park(t, x);
+        } else {
+            xadd_give_up(x, status);
+        }
+        return;
+    }
+    int rc = xadd_status(status, reply);
+    if (rc == 0 && reply->type == REDIS_REPLY_ARRAY) {
+        count(&t->publish_duplicates, t->m.publish_duplicates, 1);
+        LC_LOG_DEBUG("redis: message already in the stream stream=%s entry=%s",
+                     t->parts[x->part].stream, reply->element[0]->str);
+    }
+    xadd_finish(x, rc);
+}
+
 static bool part_full(const rt_t *t, const rt_part_t *part)
 {
     return part->backlog + (part->xadd_sent - part->sent_at_sample) >= t->opts.max_backlog;
 }
 
+/* True when the stream name has a Redis Cluster hash tag ("{...}" with
+ * something inside): then any key containing the same first tag shares its slot. */
+static bool has_hash_tag(const char *s)
+{
+    const char *open = strchr(s, '{');
+    const char *close = open ? strchr(open + 1, '}') : NULL;
+    return close && close > open + 1;
+}
+
+/* {<stream>}:dedupe:<hex id> hashes like the stream itself (its whole name,
+ * having no tag), so the script's two keys live in one cluster slot. */
+static void dedupe_key(const char *stream, const uint8_t *id, size_t id_len, char *out, size_t size)
+{
+    int n = has_hash_tag(stream) ? snprintf(out, size, "%s:dedupe:", stream)
+                                 : snprintf(out, size, "{%s}:dedupe:", stream);
+    static const char hex[] = "0123456789abcdef";
+    size_t at = (size_t)n;
+    for (size_t i = 0; i < id_len && at + 2 < size; i++) {
+        out[at++] = hex[id[i] >> 4];
+        out[at++] = hex[id[i] & 15];
+    }
+    out[at] = 0;
+}
+
+static rt_xadd_t *xadd_new(rt_t *t, uint32_t p, const uint8_t *msg, size_t len, const uint8_t *id,
+                           size_t id_len)
+{
+    size_t key_size = strlen(t->parts[p].stream) + sizeof("{}:dedupe:") + 2 * id_len;
+    rt_xadd_t *x = lc_xmalloc(sizeof(*x) + len + key_size);
+    *x = (rt_xadd_t){.t = t,
+                     .start_ns = uv_hrtime(),
+                     .deadline_ms = uv_now(t->loop) + t->opts.publish_retry_ms,
+                     .part = p,
+                     .len = len};
+    memcpy(x->msg, msg, len);
+    x->key = (char *)x->msg + len;
+    dedupe_key(t->parts[p].stream, id, id_len, x->key, key_size);
+    return x;
+}
+
 static int rt_publish(lc_transport_t *base, const uint8_t *msg, size_t len, uint32_t partition,
-                      lc_transport_publish_cb cb, void *data)
+                      const uint8_t *id, size_t id_len, lc_transport_publish_cb cb, void *data)
 {
     rt_t *t = (rt_t *)base;
-    rt_part_t *part = &t->parts[partition % t->opts.partitions];
+    uint32_t p = partition % t->opts.partitions;
+    if (!id || id_len == 0 || id_len > LC_TRANSPORT_ID_MAX)
+        return LC_EINPUT;
     if (t->closing)
         return LC_ECLOSED;
     if (!lc_redis_is_up(t->pub)) {
         count(&t->rejected_down, t->m.rejected_down, 1);
         return LC_REDIS_EDOWN;
     }
-    if (part_full(t, part)) {
+    if (part_full(t, &t->parts[p])) {
         count(&t->rejected_full, t->m.rejected_full, 1);
         return LC_EFULL;
     }
-    rt_xadd_t *x = lc_xmalloc(sizeof(*x));
-    *x = (rt_xadd_t){t, cb, data, uv_hrtime()};
-    const char *argv[] = {"XADD", part->stream, "*", RT_FIELD, (const char *)msg};
-    const size_t lens[] = {4, strlen(part->stream), 1, strlen(RT_FIELD), len};
-    int rc = lc_redis_command(t->pub, 0, xadd_on_reply, x, 5, argv, lens);
+    rt_xadd_t *x = xadd_new(t, p, msg, len, id, id_len);
+    x->cb = cb;
+    x->data = data;
+    int rc = xadd_send(x);
     if (rc) {
         lc_free(x);
         return rc;
     }
-    part->xadd_sent++;
+    t->parts[p].xadd_sent++;
     t->xadds_out++;
     return 0;
 }
@@ -1263,8 +1441,9 @@ static void rt_close_step(rt_t *t)
     if (!t->closing || t->finishing || !rt_quiet(t))
         return;
     t->finishing = true;
-    t->refs = 2; /* pub link + monitor timer */
+    t->refs = 3; /* pub link + monitor timer + publish retry timer */
     uv_close((uv_handle_t *)&t->monitor_timer, rt_on_handle_closed);
+    uv_close((uv_handle_t *)&t->pub_retry_timer, rt_on_handle_closed);
     lc_redis_close(t->pub, rt_on_link_closed, t);
     if (!t->consume)
         return;
@@ -1312,6 +1491,8 @@ int lc_transport_redis_stats(lc_transport_t *base, lc_redis_transport_stats_t *o
         .rejected_full = atomic_load(&t->rejected_full),
         .rejected_down = atomic_load(&t->rejected_down),
         .publish_failed = atomic_load(&t->publish_failed),
+        .publish_retries = atomic_load(&t->publish_retries),
+        .publish_duplicates = atomic_load(&t->publish_duplicates),
         .consumed = atomic_load(&t->consumed),
         .consume_failed = atomic_load(&t->consume_failed),
         .claimed = atomic_load(&t->claimed),
@@ -1348,6 +1529,12 @@ static void rt_register_metrics(rt_t *t, lc_metrics_t *m)
                                             "Publishes refused at once", "reason=\"redis_down\"");
     t->m.publish_failed = lc_metrics_counter(m, "ember_redis_publish_failed_total",
                                              "XADDs that failed or timed out", "");
+    t->m.publish_retries =
+        lc_metrics_counter(m, "ember_redis_publish_retries_total",
+                           "XADD scripts sent again after an unknown outcome", "");
+    t->m.publish_duplicates =
+        lc_metrics_counter(m, "ember_redis_publish_duplicates_total",
+                           "Publishes whose message id was already in the stream", "");
     t->m.consumed = lc_metrics_counter(m, "ember_redis_consumed_total",
                                        "Messages applied and acknowledged", "");
     t->m.consume_failed = lc_metrics_counter(m, "ember_redis_consume_failed_total",
@@ -1382,6 +1569,12 @@ static void rt_defaults(lc_redis_transport_opts_t *o)
     o->trim_interval_ms = o->trim_interval_ms ? o->trim_interval_ms : RT_DEFAULT_TRIM_MS;
     o->consume_retry_ms = o->consume_retry_ms ? o->consume_retry_ms : RT_DEFAULT_CONSUME_RETRY_MS;
     o->cmd_timeout_ms = o->cmd_timeout_ms ? o->cmd_timeout_ms : 5000;
+    /* publish_retry_ms 0: bare XADDs, no retry, no dedupe key. */
+    /* A retry runs at most publish_retry_ms + cmd_timeout_ms after the first
+     * attempt (later, its caller was already told 503): twice that is ample. */
+    uint64_t ttl = 2 * ((uint64_t)o->publish_retry_ms + o->cmd_timeout_ms);
+    if (o->publish_retry_ms && !o->dedupe_ttl_ms)
+        o->dedupe_ttl_ms = ttl > UINT32_MAX ? UINT32_MAX : (uint32_t)ttl;
 }
 
 static bool rt_opts_valid(const lc_redis_transport_opts_t *o, bool consuming)
@@ -1494,6 +1687,9 @@ int lc_transport_redis_new(uv_loop_t *loop, const lc_redis_transport_opts_t *opt
     t->monitor_timer.data = t;
     uint32_t every = t->opts.monitor_interval_ms;
     uv_timer_start(&t->monitor_timer, monitor_on_tick, every, every);
+    uv_timer_init(loop, &t->pub_retry_timer);
+    t->pub_retry_timer.data = t;
+    t->parked_tail = &t->parked;
     t->pub = rt_link(t, "publisher", pub_on_state);
     if (consume)
         rt_start_consumer(t);

@@ -9,6 +9,11 @@
  * durable — for `direct`, the consumer has applied and committed it; for
  * `redis`, XADD was confirmed. Only then may a client get its 200.
  *
+ * Every message carries an id, unique per message (the receivers pass its
+ * ingest id): `redis` adds a message at most once per id within its dedupe
+ * window, which lets it retry a publish whose outcome is unknown; `direct`
+ * ignores it.
+ *
  * Threading: lc_transport_publish and every publish callback run on the loop
  * thread. The consume function runs on the transport's consumer thread, one
  * batch at a time, and must return only once the batch is durably applied.
@@ -50,9 +55,12 @@ typedef struct lc_transport_stats_s {
     uint64_t backlog_msgs, backlog_bytes;
 } lc_transport_stats_t;
 
+/* Longest message id accepted (bytes); ingest ids are 16. */
+#define LC_TRANSPORT_ID_MAX 64
+
 typedef struct lc_transport_ops_s {
     int (*publish)(lc_transport_t *t, const uint8_t *msg, size_t len, uint32_t partition,
-                   lc_transport_publish_cb cb, void *data);
+                   const uint8_t *id, size_t id_len, lc_transport_publish_cb cb, void *data);
     void (*stats)(lc_transport_t *t, lc_transport_stats_t *out);
     void (*close)(lc_transport_t *t, void (*cb)(void *data), void *data);
 } lc_transport_ops_t;
@@ -61,11 +69,13 @@ struct lc_transport_s {
     const lc_transport_ops_t *ops;
 };
 
-/* Copies msg; the callback runs exactly once iff this returns 0. */
+/* Copies msg and id (1..LC_TRANSPORT_ID_MAX bytes, else LC_EINPUT for `redis`);
+ * the callback runs exactly once iff this returns 0. */
 static inline int lc_transport_publish(lc_transport_t *t, const uint8_t *msg, size_t len,
-                                       uint32_t partition, lc_transport_publish_cb cb, void *data)
+                                       uint32_t partition, const uint8_t *id, size_t id_len,
+                                       lc_transport_publish_cb cb, void *data)
 {
-    return t->ops->publish(t, msg, len, partition, cb, data);
+    return t->ops->publish(t, msg, len, partition, id, id_len, cb, data);
 }
 static inline void lc_transport_stats(lc_transport_t *t, lc_transport_stats_t *out)
 {
@@ -90,7 +100,20 @@ int lc_transport_direct_new(uv_loop_t *loop, const lc_direct_opts_t *opts,
  * consumer group per zone (`group`; every zone's group gets every entry).
  *
  * Publish is XADD <stream> * m <message>; its callback reports 0 only once
- * Redis confirmed the XADD (durable as far as Redis's AOF setting goes).
+ * Redis confirmed the XADD (durable as far as Redis's AOF setting goes). By
+ * default (publish_retry_ms 0) an unknown outcome (the link dropped or the
+ * command timed out with it in flight) fails at once with LC_REDIS_EDOWN,
+ * although Redis may have applied it. With publish_retry_ms, the XADD runs
+ * inside a Lua script that first looks up the dedupe key of the message id
+ * ({<stream>}:dedupe:<hex id>, in the stream's cluster slot) and adds
+ * nothing when it exists; otherwise it XADDs and sets that key (value: the
+ * entry id) for dedupe_ttl_ms. The callback then also reports 0 when the id
+ * is already in the stream, and an unknown outcome is sent again, the same
+ * script, once the link is up, until publish_retry_ms after the publish;
+ * only then does the callback report LC_REDIS_EDOWN. The script costs Redis
+ * several times a bare XADD (its arguments are copied into Lua), hence off
+ * by default. An error reply from Redis is final (OOM: LC_EFULL; others
+ * LC_REDIS_EDOWN).
  * While the Redis link is down, publish fails at once with LC_REDIS_EDOWN
  * (lc/redis.h; receivers answer 503); past max_backlog entries waiting in a
  * stream (pending + undelivered of its slowest group, sampled every
@@ -121,8 +144,9 @@ int lc_transport_direct_new(uv_loop_t *loop, const lc_direct_opts_t *opts,
  * Claims stay inside the group: a dead consumer's entries go to another
  * consumer of the same group (zone), never across zones.
  *
- * Close: refuses new publishes, waits for the XADDs in flight and for the
- * batch being applied (and its XACK), then closes both links.
+ * Close: refuses new publishes, waits for the XADDs in flight (retries
+ * included, so at most publish_retry_ms plus one command timeout) and for
+ * the batch being applied (and its XACK), then closes both links.
  */
 typedef struct lc_redis_transport_opts_s {
     const char *url;                /* required: redis://[[user]:password@]host:port[/db] */
@@ -141,6 +165,8 @@ typedef struct lc_redis_transport_opts_s {
     uint32_t cmd_timeout_ms;        /* every Redis command; default 5000 */
     uint32_t consume_retry_ms;      /* pause after a failed batch; default 1000 */
     lc_transport_forget_fn forget;  /* optional, consumers: called with consume's data */
+    uint32_t publish_retry_ms;      /* retry unknown XADD outcomes this long; 0 (default) off */
+    uint32_t dedupe_ttl_ms;         /* with retries: default 2 * (publish_retry_ms + cmd_timeout_ms) */
     lc_metrics_t *metrics;          /* optional: ember_redis_* metrics */
     bool hold_consume;              /* read nothing until lc_transport_redis_release() */
     void (*on_state)(bool up, void *data); /* optional: the publish link went up/down */
@@ -160,6 +186,7 @@ int lc_transport_redis_new(uv_loop_t *loop, const lc_redis_transport_opts_t *opt
 typedef struct lc_redis_transport_stats_s {
     bool up, consumer_up;           /* publish link; consume link (false if not consuming) */
     uint64_t published, rejected_full, rejected_down, publish_failed;
+    uint64_t publish_retries, publish_duplicates; /* scripts sent again; ids already there */
     uint64_t consumed, consume_failed, claimed, dropped, trimmed, forgotten;
     uint64_t pending, lag, backlog; /* sums over the streams of their slowest group's */
     uint64_t xadd_count;

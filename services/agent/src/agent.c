@@ -373,7 +373,8 @@ static void publish_all(agt_t *a, agt_msgs_t *msgs)
         agt_pub_t *pub = lc_xmalloc(sizeof(*pub));
         *pub = (agt_pub_t){a, m->samples};
         a->publishing++;
-        int rc = lc_transport_publish(a->tr, m->data, m->len, m->partition, on_published, pub);
+        int rc = lc_transport_publish(a->tr, m->data, m->len, m->partition, m->ingest_id,
+                                      sizeof(m->ingest_id), on_published, pub);
         if (rc != 0) {
             a->publishing--;
             lc_free(pub);

@@ -29,7 +29,7 @@
 #include "lc/pprof.h"
 
 #define LABEL_VALUE_MAX 1024
-#define INGEST_ID_BYTES 16
+#define INGEST_ID_BYTES AGT_INGEST_ID_BYTES
 #define PPROF_MAX_BYTES ((size_t)256 << 20)
 #define KERNEL_MODULE "[kernel.kallsyms]"
 
@@ -369,6 +369,7 @@ static int encode_message(build_t *bd, group_t *g, const lc_buf_t *pprof, agt_ms
     out->data = lc_xmalloc(out->len ? out->len : 1);
     protobuf_c_message_pack(&m.base, out->data);
     out->partition = partition_of(tenant, &g->labels, bd->ctx->opts->partitions);
+    memcpy(out->ingest_id, id, sizeof(out->ingest_id));
     out->samples = g->samples;
     lc_free(pairs);
     lc_free(ptrs);

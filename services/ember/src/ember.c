@@ -25,6 +25,7 @@
 #include "services_extra.h"
 
 #define RETENTION_INTERVAL_MS (60 * 1000)
+#define NS_PER_MS 1000000LL
 #define NS_PER_S 1000000000LL
 
 #define CFG(name, type, field, def, help)                                                          \
@@ -55,6 +56,9 @@ const lc_cfg_entry_t ember_cfg_table[] = {
         "entries waiting in one stream before receivers answer 429"),
     CFG("redis.claim-idle", LC_CFG_DURATION, claim_idle_ns, "60s",
         "pending this long, a dead consumer's entries are claimed by another"),
+    {"redis.publish-retry", LC_CFG_DURATION, offsetof(ember_cfg_t, publish_retry_ns), "0s", 0,
+     600 * NS_PER_S,
+     "retry a publish whose outcome is unknown this long, stored once (0: answer 503 at once)"},
 };
 const size_t ember_cfg_table_len = LC_ARRAY_LEN(ember_cfg_table);
 
@@ -249,6 +253,7 @@ static int start_redis_transport(ember_t *e)
         .claim_idle_ms = (uint32_t)(c->claim_idle_ns / 1000000),
         /* forget what others claimed after it was applied here */
         .forget = ing_writer_forget,
+        .publish_retry_ms = (uint32_t)(c->publish_retry_ns / 1000000),
         .metrics = e->metrics,
     };
     int rc = lc_transport_redis_new(&e->loop, &to, ing_writer_consume, e->writer, &e->transport);

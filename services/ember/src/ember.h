@@ -45,6 +45,7 @@ typedef struct ember_cfg_s {
     int64_t partitions;
     int64_t redis_max_backlog;
     int64_t claim_idle_ns;
+    int64_t publish_retry_ns; /* --redis.publish-retry */
 } ember_cfg_t;
 
 extern const lc_cfg_entry_t ember_cfg_table[];

@@ -38,6 +38,8 @@
 #include "shard.h"
 
 #define REDIS_CMD_TIMEOUT_MS 2000
+#define NS_PER_MS 1000000LL
+#define NS_PER_S 1000000000LL
 
 typedef struct ingester_cfg_s {
     char *config_file;
@@ -61,6 +63,7 @@ typedef struct ingester_cfg_s {
     int64_t partitions;
     int64_t redis_max_backlog;
     int64_t claim_idle_ns;
+    int64_t publish_retry_ns;
 } ingester_cfg_t;
 
 #define CFG(name, type, field, def, help)                                                          \
@@ -82,6 +85,9 @@ static const lc_cfg_entry_t cfg_table[] = {
         "entries waiting in one stream before receivers answer 429"),
     CFG("redis.claim-idle", LC_CFG_DURATION, claim_idle_ns, "60s",
         "pending this long, a dead consumer's entries are claimed by another"),
+    {"redis.publish-retry", LC_CFG_DURATION, offsetof(ingester_cfg_t, publish_retry_ns), "0s", 0,
+     600 * NS_PER_S,
+     "retry a publish whose outcome is unknown this long, stored once (0: answer 503 at once)"},
 };
 
 typedef struct ingester_s {
@@ -317,6 +323,7 @@ static int start_redis_transport(ingester_t *g)
         .claim_interval_ms = idle_ms / 4 > 250 ? (idle_ms / 4 < 5000 ? idle_ms / 4 : 5000) : 250,
         /* forget what others claimed after it was applied here */
         .forget = ing_writer_forget,
+        .publish_retry_ms = (uint32_t)(c->publish_retry_ns / 1000000),
         .metrics = g->metrics,
         .hold_consume = true, /* until registered in the zone: on_members_change */
         .on_state = on_transport_state,

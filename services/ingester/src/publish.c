@@ -18,8 +18,6 @@
 #include "lc/log.h"
 #include "push/v1/push.pb-c.h"
 
-#define ING_ID_BYTES 16
-
 ing_job_t *ing_job_new(ing_t *ing, lc_http_req_t *req, ing_route_t route)
 {
     ing_job_t *job = lc_arena_calloc(req->arena, 1, sizeof(*job));
@@ -112,7 +110,8 @@ int ing_job_add(ing_job_t *job, const char *tenant, const lc_labels_t *labels, c
         return lc_status_set_http(st, 413, LC_CODE_RESOURCE_EXHAUSTED,
                                   "request too large for the request memory budget");
     protobuf_c_message_pack(&m.base, data);
-    *slot = (ing_msg_t){data, size, job_partition(job->ing, tenant, labels), n_samples};
+    *slot = (ing_msg_t){data, size, job_partition(job->ing, tenant, labels), n_samples, {0}};
+    memcpy(slot->id, id, sizeof(slot->id));
     job->n_msgs++;
     return 0;
 }
@@ -184,8 +183,8 @@ lc_http_result_t ing_publish_after(lc_http_req_t *req, void *data)
     for (size_t i = 0; i < job->n_msgs && job->status == 0; i++) {
         const ing_msg_t *m = &job->msgs[i];
         job->pending++;
-        int rc = lc_transport_publish(job->ing->tr, m->data, m->len, m->partition, job_on_published,
-                                      job);
+        int rc = lc_transport_publish(job->ing->tr, m->data, m->len, m->partition, m->id,
+                                      sizeof(m->id), job_on_published, job);
         if (rc != 0) {
             job->pending--;
             job->status = rc;

@@ -17,6 +17,7 @@ typedef struct scraper_cfg_s {
     char *log_level;
     char *redis_url;
     int64_t redis_partitions;
+    int64_t publish_retry_ns; /* --redis.publish-retry */
     char *tenant;
     char *member_id;
     char *member_address;

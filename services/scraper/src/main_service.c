@@ -48,6 +48,8 @@ const lc_cfg_entry_t scraper_cfg_table[] = {
     CFG("log.level", LC_CFG_STRING, log_level, "info", 0, 0, "debug, info, warn or error"),
     CFG("redis.url", LC_CFG_STRING, redis_url, NULL, 0, 0,
         "Redis the ingesters consume: redis://HOST:PORT[/DB] (required)"),
+    CFG("redis.publish-retry", LC_CFG_DURATION, publish_retry_ns, "0s", 0, 600 * NS_PER_S,
+        "retry a publish whose outcome is unknown this long, stored once (0: fail at once)"),
     CFG("redis.partitions", LC_CFG_INT, redis_partitions, "16", 1, 4096,
         "stream partitions ember:ingest:<p>, as the ingesters are configured"),
     CFG("tenant", LC_CFG_STRING, tenant, "anonymous", 0, 0, "tenant the profiles belong to"),
@@ -146,6 +148,7 @@ static int svc_open_transport(svc_t *s)
     lc_redis_transport_opts_t ro = {
         .url = s->cfg->redis_url,
         .partitions = (uint32_t)s->cfg->redis_partitions,
+        .publish_retry_ms = (uint32_t)(s->cfg->publish_retry_ns / NS_PER_MS),
         .metrics = s->metrics,
     };
     int rc = lc_transport_redis_new(&s->loop, &ro, NULL, NULL, &s->tr);

@@ -19,7 +19,7 @@
 #include "lc/alloc.h"
 #include "process.h"
 
-#define INGEST_ID_BYTES 16
+#define INGEST_ID_BYTES SCR_INGEST_ID_BYTES
 #define PARTITION_SEED 0x9e3779b97f4a7c15ULL /* as the receivers hash (tenant, labels) */
 
 static int fail(scr_process_out_t *out, const char *kind, const char *prefix, const char *detail)
@@ -128,6 +128,7 @@ static int pack_message(const scr_process_in_t *in, const lc_pprof_t *p, const l
     out->msg = lc_xmalloc(out->len ? out->len : 1);
     protobuf_c_message_pack(&m.base, out->msg);
     out->partition = partition_of(in->tenant, in->series, in->partitions);
+    memcpy(out->ingest_id, id, sizeof(out->ingest_id));
     lc_free(pairs);
     lc_free(ptrs);
     lc_labels_fini(&ls);

@@ -39,10 +39,13 @@ typedef struct scr_process_in_s {
     lc_pprof_limits_t limits;
 } scr_process_in_t;
 
+#define SCR_INGEST_ID_BYTES 16
+
 typedef struct scr_process_out_s {
     uint8_t *msg; /* packed IngestProfile (lc_free), NULL = nothing to publish */
     size_t len;
     uint32_t partition;
+    uint8_t ingest_id[SCR_INGEST_ID_BYTES]; /* msg's ingest id: the transport's dedupe id */
     size_t n_samples;         /* samples published */
     scr_delta_result_t delta; /* READY unless cumulative */
     const char *error_kind;   /* NULL on success */

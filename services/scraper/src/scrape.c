@@ -254,7 +254,7 @@ static void publish(scr_target_t *t, scr_work_t *w)
 {
     scr_t *s = w->scr;
     int rc = lc_transport_publish(s->opts.transport, w->out.msg, w->out.len, w->out.partition,
-                                  on_published, w);
+                                  w->out.ingest_id, sizeof(w->out.ingest_id), on_published, w);
     if (rc != 0)
         on_published(rc, w); /* the callback never runs for a failed call */
     LC_UNUSED(t);

@@ -23,9 +23,11 @@ typedef struct capture_s {
 
 /* Calls back synchronously, which the transport contract allows. */
 static int capture_publish(lc_transport_t *t, const uint8_t *msg, size_t len, uint32_t partition,
-                           lc_transport_publish_cb cb, void *data)
+                           const uint8_t *id, size_t id_len, lc_transport_publish_cb cb, void *data)
 {
     capture_t *c = (capture_t *)t;
+    LC_UNUSED(id);
+    LC_UNUSED(id_len);
     c->msgs = lc_xgrow(c->msgs, &c->cap, c->n + 1, sizeof(*c->msgs));
     c->msgs[c->n].data = lc_xmalloc(len);
     memcpy(c->msgs[c->n].data, msg, len);

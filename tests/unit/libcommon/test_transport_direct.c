@@ -59,7 +59,8 @@ static void test_delivers_in_order_and_acks_after_apply(void)
     LC_ASSERT_OK(lc_transport_direct_new(&loop, NULL, consume, &h, &t));
     for (int i = 0; i < 20; i++) {
         uint8_t msg[2] = {(uint8_t)('a' + i), 0};
-        LC_ASSERT_OK(lc_transport_publish(t, msg, sizeof(msg), 0, on_ack, &h));
+        LC_ASSERT_OK(
+            lc_transport_publish(t, msg, sizeof(msg), 0, (const uint8_t *)"id", 2, on_ack, &h));
     }
     lc_transport_close(t, on_closed, &h);
     uv_run(&loop, UV_RUN_DEFAULT);
@@ -83,9 +84,10 @@ static void test_backlog_cap(void)
     lc_transport_t *t;
     LC_ASSERT_OK(lc_transport_direct_new(&loop, &opts, consume, &h, &t));
     uint8_t big[60] = {'x'};
-    LC_ASSERT_OK(lc_transport_publish(t, big, sizeof(big), 0, on_ack, &h));
+    LC_ASSERT_OK(
+        lc_transport_publish(t, big, sizeof(big), 0, (const uint8_t *)"id", 2, on_ack, &h));
     /* The first item is still queued (the loop has not run): 120 > 100. */
-    int rc = lc_transport_publish(t, big, sizeof(big), 0, on_ack, &h);
+    int rc = lc_transport_publish(t, big, sizeof(big), 0, (const uint8_t *)"id", 2, on_ack, &h);
     LC_CHECK(rc == 0 || rc == LC_EFULL);
     lc_transport_stats_t st;
     lc_transport_stats(t, &st);
@@ -106,7 +108,7 @@ static void test_consumer_failure_reaches_publisher(void)
     lc_transport_t *t;
     LC_ASSERT_OK(lc_transport_direct_new(&loop, NULL, consume, &h, &t));
     uint8_t msg[1] = {'z'};
-    LC_ASSERT_OK(lc_transport_publish(t, msg, 1, 0, on_ack, &h));
+    LC_ASSERT_OK(lc_transport_publish(t, msg, 1, 0, (const uint8_t *)"id", 2, on_ack, &h));
     lc_transport_close(t, on_closed, &h);
     uv_run(&loop, UV_RUN_DEFAULT);
     LC_ASSERT_EQ(h.acks_ok, 0);
@@ -125,7 +127,8 @@ static void test_publish_after_close_is_refused(void)
     LC_ASSERT_OK(lc_transport_direct_new(&loop, NULL, consume, &h, &t));
     lc_transport_close(t, on_closed, &h);
     uint8_t msg[1] = {'z'};
-    LC_ASSERT_EQ(lc_transport_publish(t, msg, 1, 0, on_ack, &h), LC_ECLOSED);
+    LC_ASSERT_EQ(lc_transport_publish(t, msg, 1, 0, (const uint8_t *)"id", 2, on_ack, &h),
+                 LC_ECLOSED);
     uv_run(&loop, UV_RUN_DEFAULT);
     LC_CHECK(h.closed);
     LC_ASSERT_EQ(h.acks_ok + h.acks_err, 0);

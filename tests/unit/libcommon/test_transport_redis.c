@@ -9,7 +9,10 @@
  * not read; the backlog limit (of the slowest group) gives LC_EFULL until
  * consumers catch up; a consumer paused between applying and acking whose
  * entries were claimed meanwhile forgets them (and one that restarts with a
- * claims record forgets it before reading). Every test ends with
+ * claims record forgets it before reading); a message id is stored once
+ * however often it is published; publishes in flight when Redis freezes or
+ * crashes are retried after it is back and land exactly once, and fail (503)
+ * only past publish_retry_ms, which also bounds close. Every test ends with
  * uv_loop_close() == 0.
  */
 #include <stdatomic.h>
@@ -118,13 +121,20 @@ static void on_published(int status, void *data)
     }
 }
 
+/* Message n, published under the dedupe id "id-<id>". */
+static int publish_id(lc_transport_t *t, pubs_t *p, int n, uint32_t partition, int id)
+{
+    char msg[32], idtext[32];
+    int len = snprintf(msg, sizeof(msg), "msg-%d", n);
+    int id_len = snprintf(idtext, sizeof(idtext), "id-%d", id);
+    slots[n] = (pub_one_t){p, n};
+    return lc_transport_publish(t, (const uint8_t *)msg, (size_t)len, partition,
+                                (const uint8_t *)idtext, (size_t)id_len, on_published, &slots[n]);
+}
+
 static int publish_n(lc_transport_t *t, pubs_t *p, int n, uint32_t partition)
 {
-    char msg[32];
-    int len = snprintf(msg, sizeof(msg), "msg-%d", n);
-    slots[n] = (pub_one_t){p, n};
-    return lc_transport_publish(t, (const uint8_t *)msg, (size_t)len, partition, on_published,
-                                &slots[n]);
+    return publish_id(t, p, n, partition, n);
 }
 
 /* ---- loop helpers */
@@ -646,6 +656,7 @@ static void test_redis_restart_under_load(void)
     sink_t sink = {0};
     pubs_t pubs = {0};
     lc_redis_transport_opts_t o = fast_opts(&srv, "ingester-0");
+    o.publish_retry_ms = 5000; /* in flight at the crash: retried, not failed */
     lc_transport_t *t = open_transport(&loop, &o, &sink);
     load_t load = {.t = t, .p = &pubs};
     uv_timer_init(&loop, &load.timer);
@@ -677,6 +688,7 @@ static void test_redis_restart_under_load(void)
             all_seen &= !pubs.acked[i] || atomic_load(&sink.seen[i]) >= 1;
     }
     LC_CHECK(all_seen);
+    LC_ASSERT_EQ(pubs.err, 0); /* in flight at the crash: retried after the restart */
     LC_CHECK(load.refused_down >= 3);
     LC_ASSERT_EQ(load.refused_other, 0);
     LC_CHECK(resumed_from > 0);
@@ -685,6 +697,292 @@ static void test_redis_restart_under_load(void)
     uv_close((uv_handle_t *)&load.timer, NULL);
     close_transport(&loop, t);
     LC_ASSERT_EQ(pending_total(&srv, 4), 0);
+    LC_ASSERT_OK(uv_loop_close(&loop));
+    test_redis_finish(&srv);
+}
+
+/* ---- at most once per message id: the dedupe script and retries of unknown outcomes */
+
+/* How many entries of the stream carry each message number (-1 if one does not parse). */
+static int stream_counts(const test_redis_t *srv, const char *stream, int *counts, int n)
+{
+    memset(counts, 0, (size_t)n * sizeof(*counts));
+    redisContext *c = test_redis_connect(srv);
+    redisReply *r = c ? redisCommand(c, "XRANGE %s - +", stream) : NULL;
+    int total = r && r->type == REDIS_REPLY_ARRAY ? 0 : -1;
+    for (size_t i = 0; total >= 0 && i < r->elements; i++) {
+        const redisReply *fields = r->element[i]->element[1];
+        int k = -1;
+        if (fields->elements == 2 && sscanf(fields->element[1]->str, "msg-%d", &k) == 1 && k >= 0 &&
+            k < n)
+            counts[k]++;
+        else
+            total = -1;
+        total += total >= 0;
+    }
+    if (r)
+        freeReplyObject(r);
+    if (c)
+        redisFree(c);
+    return total;
+}
+
+static char *redis_string(const test_redis_t *srv, const char *cmd, const char *arg)
+{
+    redisContext *c = test_redis_connect(srv);
+    redisReply *r = redisCommand(c, "%s %s", cmd, arg);
+    char *out = r && r->type == REDIS_REPLY_STRING ? strdup(r->str) : NULL;
+    freeReplyObject(r);
+    redisFree(c);
+    return out;
+}
+
+/* The same id twice (in flight together, then again later): one entry, both succeed. */
+static void test_same_id_stored_once(void)
+{
+    test_redis_t srv = {0};
+    LC_ASSERT_OK(test_redis_start(&srv, false));
+    uv_loop_t loop;
+    uv_loop_init(&loop);
+    pubs_t pubs = {0};
+    lc_metrics_t *metrics = lc_metrics_new();
+    lc_redis_transport_opts_t o = fast_opts(&srv, NULL);
+    o.partitions = 1;
+    o.publish_retry_ms = 2000;
+    o.metrics = metrics;
+    lc_transport_t *t = open_transport(&loop, &o, NULL);
+    LC_ASSERT_OK(publish_id(t, &pubs, 0, 0, 7));
+    LC_ASSERT_OK(publish_id(t, &pubs, 1, 0, 7)); /* both in flight at once */
+    LC_ASSERT_OK(publish_id(t, &pubs, 2, 0, 8));
+    wait_t w = {&pubs, NULL, 3, t};
+    LC_CHECK(test_run_until(&loop, all_answered, &w, 3000));
+    LC_ASSERT_OK(publish_id(t, &pubs, 3, 0, 7)); /* and once more, after the first confirmed */
+    w.want = 4;
+    LC_CHECK(test_run_until(&loop, all_answered, &w, 3000));
+    LC_ASSERT_EQ(pubs.ok, 4);
+    int counts[4];
+    LC_ASSERT_EQ(stream_counts(&srv, "ember:ingest:0", counts, 4), 2);
+    LC_ASSERT_EQ(counts[0], 1); /* the first of id 7 won; its repeats added nothing */
+    LC_ASSERT_EQ(counts[1] + counts[3], 0);
+    LC_ASSERT_EQ(counts[2], 1);
+    /* The dedupe key ({stream}: the stream's cluster slot; hex of "id-7") names the entry. */
+    char *entry = redis_string(&srv, "GET", "{ember:ingest:0}:dedupe:69642d37");
+    LC_CHECK(entry != NULL);
+    LC_ASSERT_EQ(test_redis_int(&srv, "XRANGE ember:ingest:0 %s %s", entry ? entry : "0",
+                                entry ? entry : "0"),
+                 1);
+    free(entry);
+    long long ttl = test_redis_int(&srv, "PTTL {ember:ingest:0}:dedupe:69642d37");
+    LC_CHECK(ttl > 0 && ttl <= 2 * (10000 + 1000)); /* 2 * (publish_retry + cmd_timeout) */
+    lc_redis_transport_stats_t st;
+    LC_ASSERT_OK(lc_transport_redis_stats(t, &st));
+    LC_ASSERT_EQ(st.published, 4);
+    LC_ASSERT_EQ(st.publish_duplicates, 2);
+    LC_ASSERT_EQ(st.publish_retries, 0);
+    LC_ASSERT_OK(publish_id(t, &pubs, 4, 0, 0));
+    uint8_t long_id[LC_TRANSPORT_ID_MAX + 1] = {0};
+    LC_ASSERT_EQ(lc_transport_publish(t, (const uint8_t *)"x", 1, 0, long_id, sizeof(long_id),
+                                      on_published, &slots[5]),
+                 LC_EINPUT);
+    LC_ASSERT_EQ(
+        lc_transport_publish(t, (const uint8_t *)"x", 1, 0, long_id, 0, on_published, &slots[5]),
+        LC_EINPUT);
+    w.want = 5;
+    LC_CHECK(test_run_until(&loop, all_answered, &w, 3000));
+    close_transport(&loop, t);
+    LC_ASSERT_OK(uv_loop_close(&loop));
+    lc_buf_t text;
+    lc_buf_init(&text, 1 << 20);
+    LC_ASSERT_OK(lc_metrics_render(metrics, &text));
+    LC_CHECK(strstr((char *)text.data, "ember_redis_publish_duplicates_total 2"));
+    LC_CHECK(strstr((char *)text.data, "ember_redis_publish_retries_total 0"));
+    lc_buf_fini(&text);
+    lc_metrics_free(metrics);
+    test_redis_finish(&srv);
+}
+
+/* An error reply is final: no retry, and the failed XADD left no dedupe key
+ * (WRONGTYPE: 503; OOM: 429). */
+static void test_error_reply_not_retried(void)
+{
+    test_redis_t srv = {0};
+    LC_ASSERT_OK(test_redis_start(&srv, false));
+    uv_loop_t loop;
+    uv_loop_init(&loop);
+    pubs_t pubs = {0};
+    lc_redis_transport_opts_t o = fast_opts(&srv, NULL);
+    o.partitions = 1;
+    o.publish_retry_ms = 2000;
+    lc_transport_t *t = open_transport(&loop, &o, NULL);
+    /* A publisher creates no group, so nothing makes the stream but this. */
+    LC_ASSERT_EQ(test_redis_int(&srv, "SET ember:ingest:0 not-a-stream"), -1); /* +OK */
+    LC_ASSERT_OK(publish_id(t, &pubs, 0, 0, 1));
+    wait_t w = {&pubs, NULL, 1, t};
+    LC_CHECK(test_run_until(&loop, all_answered, &w, 3000));
+    LC_ASSERT_EQ(pubs.err, 1);
+    LC_ASSERT_EQ(pubs.last_err, LC_REDIS_EDOWN);
+    LC_ASSERT_EQ(test_redis_int(&srv, "EXISTS {ember:ingest:0}:dedupe:69642d31"), 0);
+    /* At maxmemory the script's first write is refused: 429, nothing written. */
+    LC_ASSERT_EQ(test_redis_int(&srv, "DEL ember:ingest:0"), 1);
+    LC_ASSERT_EQ(test_redis_int(&srv, "CONFIG SET maxmemory 1"), -1); /* +OK */
+    LC_ASSERT_OK(publish_id(t, &pubs, 1, 0, 2));
+    w.want = 2;
+    LC_CHECK(test_run_until(&loop, all_answered, &w, 3000));
+    LC_ASSERT_EQ(test_redis_int(&srv, "CONFIG SET maxmemory 0"), -1);
+    LC_ASSERT_EQ(pubs.err, 2);
+    LC_ASSERT_EQ(pubs.last_err, LC_EFULL);
+    LC_ASSERT_EQ(test_redis_int(&srv, "EXISTS ember:ingest:0 {ember:ingest:0}:dedupe:69642d32"), 0);
+    lc_redis_transport_stats_t st;
+    LC_ASSERT_OK(lc_transport_redis_stats(t, &st));
+    LC_ASSERT_EQ(st.publish_retries, 0);
+    LC_ASSERT_EQ(st.publish_failed, 2);
+    close_transport(&loop, t);
+    LC_ASSERT_OK(uv_loop_close(&loop));
+    test_redis_finish(&srv);
+}
+
+/* Redis freezes (SIGSTOP) with publishes in flight: they time out, the link
+ * drops, and new publishes are refused at once. Redis thaws within the retry
+ * window: the frozen originals and their retries both run, yet every message
+ * is in the stream exactly once and every accepted publish succeeded. */
+static void test_outage_in_flight_retried_once(void)
+{
+    test_redis_t srv = {0};
+    LC_ASSERT_OK(test_redis_start(&srv, false));
+    uv_loop_t loop;
+    uv_loop_init(&loop);
+    pubs_t pubs = {0};
+    lc_metrics_t *metrics = lc_metrics_new();
+    lc_redis_transport_opts_t o = fast_opts(&srv, NULL);
+    o.partitions = 1;
+    o.cmd_timeout_ms = 300;
+    o.publish_retry_ms = 8000;
+    o.metrics = metrics;
+    lc_transport_t *t = open_transport(&loop, &o, NULL);
+    enum { BEFORE = 100, IN_FLIGHT = 50 };
+    int n = 0;
+    for (; n < BEFORE; n++)
+        LC_ASSERT_OK(publish_n(t, &pubs, n, 0));
+    wait_t w = {&pubs, NULL, BEFORE, t};
+    LC_CHECK(test_run_until(&loop, all_answered, &w, 3000));
+    for (; n < BEFORE + IN_FLIGHT; n++)
+        LC_ASSERT_OK(publish_n(t, &pubs, n, 0)); /* written to the socket by the next loop turn */
+    kill(srv.pid, SIGSTOP);
+    LC_CHECK(test_run_until(&loop, link_down, t, 3000));
+    LC_ASSERT_EQ(pubs.ok, BEFORE); /* the in-flight ones wait, neither acked nor failed */
+    LC_ASSERT_EQ(pubs.err, 0);
+    LC_ASSERT_EQ(publish_n(t, &pubs, n, 0), LC_REDIS_EDOWN); /* new ones: 503 at once */
+    uint64_t end = uv_hrtime() + 700 * 1000000ull;
+    while (uv_hrtime() < end)
+        uv_run(&loop, UV_RUN_NOWAIT);
+    kill(srv.pid, SIGCONT);
+    w.want = BEFORE + IN_FLIGHT;
+    LC_CHECK(test_run_until(&loop, all_answered, &w, 8000));
+    LC_ASSERT_EQ(pubs.ok, BEFORE + IN_FLIGHT);
+    LC_ASSERT_EQ(pubs.err, 0);
+    static int counts[BEFORE + IN_FLIGHT + 1];
+    LC_ASSERT_EQ(stream_counts(&srv, "ember:ingest:0", counts, BEFORE + IN_FLIGHT + 1),
+                 BEFORE + IN_FLIGHT);
+    for (int i = 0; i < BEFORE + IN_FLIGHT; i++)
+        LC_ASSERT_EQ(counts[i], 1);
+    lc_redis_transport_stats_t st;
+    LC_ASSERT_OK(lc_transport_redis_stats(t, &st));
+    LC_CHECK(st.publish_retries >= IN_FLIGHT);
+    /* The frozen originals ran when Redis thawed, before the retries reached it. */
+    LC_CHECK(st.publish_duplicates >= 1);
+    fprintf(stderr, "outage: retries=%llu duplicates=%llu\n",
+            (unsigned long long)st.publish_retries, (unsigned long long)st.publish_duplicates);
+    close_transport(&loop, t);
+    LC_ASSERT_OK(uv_loop_close(&loop));
+    lc_buf_t text;
+    lc_buf_init(&text, 1 << 20);
+    LC_ASSERT_OK(lc_metrics_render(metrics, &text));
+    char want[80];
+    snprintf(want, sizeof(want), "ember_redis_publish_retries_total %llu",
+             (unsigned long long)st.publish_retries);
+    LC_CHECK(strstr((char *)text.data, want));
+    lc_buf_fini(&text);
+    lc_metrics_free(metrics);
+    test_redis_finish(&srv);
+}
+
+static uint64_t closed_at_ns;
+static void on_closed_time(void *data)
+{
+    LC_UNUSED(data);
+    closed_at_ns = uv_hrtime();
+}
+
+/* An outage longer than publish_retry_ms: the in-flight publishes fail then
+ * (503), and a close meanwhile waits for that deadline, not longer. */
+static void test_outage_past_deadline_fails_and_close_is_bounded(void)
+{
+    test_redis_t srv = {0};
+    LC_ASSERT_OK(test_redis_start(&srv, false));
+    uv_loop_t loop;
+    uv_loop_init(&loop);
+    pubs_t pubs = {0};
+    lc_redis_transport_opts_t o = fast_opts(&srv, NULL);
+    o.partitions = 1;
+    o.cmd_timeout_ms = 200;
+    o.publish_retry_ms = 800;
+    lc_transport_t *t = open_transport(&loop, &o, NULL);
+    for (int i = 0; i < 5; i++)
+        LC_ASSERT_OK(publish_n(t, &pubs, i, 0));
+    kill(srv.pid, SIGSTOP);
+    uint64_t start = uv_hrtime();
+    closed_at_ns = 0;
+    lc_transport_close(t, on_closed_time, NULL);
+    while (!closed_at_ns && uv_hrtime() - start < 5000 * 1000000ull)
+        uv_run(&loop, UV_RUN_ONCE);
+    kill(srv.pid, SIGCONT);
+    LC_CHECK(closed_at_ns != 0);
+    double secs = (double)(closed_at_ns - start) / 1e9;
+    LC_CHECK(secs >= 0.7 && secs < 0.8 + 0.2 + 0.5); /* deadline (+ a command timeout, a tick) */
+    LC_ASSERT_EQ(pubs.ok, 0);
+    LC_ASSERT_EQ(pubs.err, 5);
+    LC_ASSERT_EQ(pubs.last_err, LC_REDIS_EDOWN);
+    fprintf(stderr, "past deadline: closed after %.2f s\n", secs);
+    LC_ASSERT_OK(uv_loop_close(&loop));
+    test_redis_finish(&srv);
+}
+
+/* Without publish_retry_ms (the default): a bare XADD, no dedupe key, and a
+ * publish whose outcome a stall left unknown fails (503) after one command
+ * timeout instead of waiting; a second publish of an id adds a second entry. */
+static void test_without_retries_unknown_fails_at_once(void)
+{
+    test_redis_t srv = {0};
+    LC_ASSERT_OK(test_redis_start(&srv, false));
+    uv_loop_t loop;
+    uv_loop_init(&loop);
+    pubs_t pubs = {0};
+    lc_redis_transport_opts_t o = fast_opts(&srv, NULL);
+    o.partitions = 1;
+    o.cmd_timeout_ms = 300;
+    lc_transport_t *t = open_transport(&loop, &o, NULL);
+    LC_ASSERT_OK(publish_id(t, &pubs, 0, 0, 7));
+    LC_ASSERT_OK(publish_id(t, &pubs, 1, 0, 7));
+    wait_t w = {&pubs, NULL, 2, t};
+    LC_CHECK(test_run_until(&loop, all_answered, &w, 3000));
+    LC_ASSERT_EQ(test_redis_int(&srv, "XLEN ember:ingest:0"), 2);
+    LC_ASSERT_EQ(test_redis_int(&srv, "DBSIZE"), 1); /* the stream, no dedupe key */
+    for (int n = 2; n < 12; n++)
+        LC_ASSERT_OK(publish_n(t, &pubs, n, 0));
+    kill(srv.pid, SIGSTOP);
+    uint64_t start = uv_hrtime();
+    w.want = 12;
+    LC_CHECK(test_run_until(&loop, all_answered, &w, 3000));
+    double secs = (double)(uv_hrtime() - start) / 1e9;
+    kill(srv.pid, SIGCONT);
+    LC_ASSERT_EQ(pubs.ok, 2);
+    LC_ASSERT_EQ(pubs.err, 10);
+    LC_ASSERT_EQ(pubs.last_err, LC_REDIS_EDOWN);
+    LC_CHECK(secs < 1.5); /* one command timeout, no retry window */
+    lc_redis_transport_stats_t st;
+    LC_ASSERT_OK(lc_transport_redis_stats(t, &st));
+    LC_ASSERT_EQ(st.publish_retries, 0);
+    close_transport(&loop, t);
     LC_ASSERT_OK(uv_loop_close(&loop));
     test_redis_finish(&srv);
 }
@@ -999,4 +1297,7 @@ LC_TEST_MAIN(test_bad_options, test_publish_while_down, test_publish_consume_ack
              test_trim_keeps_unacked, test_trim_and_backlog_wait_for_every_zone,
              test_hold_until_release, test_backlog_limit,
              test_paused_consumer_forgets_what_was_claimed, test_claims_record_forgotten_at_start,
-             test_claim_records_previous_owner)
+             test_claim_records_previous_owner, test_same_id_stored_once,
+             test_error_reply_not_retried, test_outage_in_flight_retried_once,
+             test_outage_past_deadline_fails_and_close_is_bounded,
+             test_without_retries_unknown_fails_at_once)
