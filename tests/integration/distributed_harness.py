@@ -4,10 +4,12 @@ as child processes. Built on harness.Ember so calls, pushes and queries read
 the same as in every other test.
 """
 import os
+import random
 import shutil
 import socket
 import subprocess
 import tempfile
+import unittest
 
 import harness as h
 
@@ -303,3 +305,40 @@ def wait_zones(q, live, complete, asked, timeout=20):
                 gauge(q, "ember_querier_asked_ingesters")) == (live, complete, asked)
     return h.wait_for(ok, timeout=timeout,
                       what=f"querier: {live} live, {complete} complete zones, asking {asked}")
+
+
+def folded(seed):
+    """A random folded-stacks body (3 to 12 stacks of fn_0..fn_30), the same
+    for the same seed."""
+    rnd = random.Random(seed)
+    lines = []
+    for _ in range(rnd.randint(3, 12)):
+        depth = rnd.randint(1, 6)
+        stack = ";".join(f"fn_{rnd.randint(0, 30)}" for _ in range(depth))
+        lines.append(f"{stack} {rnd.randint(1, 500)}")
+    return ("\n".join(lines) + "\n").encode()
+
+
+class ClusterTestCase(unittest.TestCase):
+    """Processes started once for the class by cls.set_up() and stopped at the
+    end, also when set_up fails half-way (unittest then skips tearDownClass).
+    set_up appends what it starts to cls.procs before starting it and may set
+    cls.redis, which is stopped last."""
+    procs = []
+    redis = None
+
+    @classmethod
+    def setUpClass(cls):
+        cls.procs, cls.redis = [], None
+        try:
+            cls.set_up()
+        except BaseException:
+            cls.tearDownClass()
+            raise
+
+    @classmethod
+    def tearDownClass(cls):
+        for p in cls.procs:
+            p.cleanup()
+        if cls.redis:
+            cls.redis.cleanup()

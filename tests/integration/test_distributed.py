@@ -49,29 +49,9 @@ def connect_json(e, path, body, org=None):
 SETTINGS = "/settings.v1.SettingsService"
 
 
-def folded(seed):
-    rnd = random.Random(seed)
-    lines = []
-    for _ in range(rnd.randint(3, 12)):
-        depth = rnd.randint(1, 6)
-        stack = ";".join(f"fn_{rnd.randint(0, 30)}" for _ in range(depth))
-        lines.append(f"{stack} {rnd.randint(1, 500)}")
-    return ("\n".join(lines) + "\n").encode()
-
-
-class DistributedTest(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        # A failed set-up skips tearDownClass: stop what was started anyway.
-        try:
-            cls.set_up()
-        except BaseException:
-            cls.tearDownClass()
-            raise
-
+class DistributedTest(dh.ClusterTestCase):
     @classmethod
     def set_up(cls):
-        cls.procs = []
         cls.redis = dh.Redis()
         cls.redis.start()
         cls.aio = h.Ember()
@@ -89,7 +69,7 @@ class DistributedTest(unittest.TestCase):
             ts = cls.t0 // 1000 + i * 30
             params = {"from": str(ts), "until": str(ts + 10), "format": "folded"}
             name = f"app.cpu{{svc={svc},region={region}}}"
-            body = folded(i)
+            body = dh.folded(i)
             r = cls.aio.ingest(name, body, params=params)
             assert r.status == 200, r.describe()
             r = rnd.choice(cls.ingesters).ingest(name, body, params=params)
@@ -97,13 +77,6 @@ class DistributedTest(unittest.TestCase):
         cls.redis.wait_drained()
         cls.t1 = cls.t0 + 60 * 30 * 1000 + 60_000
         cls.ptype = cls.aio.q("ProfileTypes", start=cls.t0, end=cls.t1).profile_types[0].ID
-
-    @classmethod
-    def tearDownClass(cls):
-        for p in getattr(cls, "procs", []):
-            p.cleanup()
-        if getattr(cls, "redis", None):
-            cls.redis.cleanup()
 
     def test_profiles_travel_through_the_streams(self):
         self.assertEqual(60, self.redis.totals()["added"])
@@ -331,7 +304,7 @@ class DistributedTest(unittest.TestCase):
             ts = self.t0 // 1000 + (i % 60) * 30 + 5
             params = {"from": str(ts), "until": str(ts + 10), "format": "folded"}
             name = f"app.cpu{{svc={SERVICES[i % 3]},region={REGIONS[i % 2]}}}"
-            body = folded(1000 + i)
+            body = dh.folded(1000 + i)
             r = rnd.choice(targets).ingest(name, body, params=params)
             if r.status == 200:
                 r2 = self.aio.ingest(name, body, params=params)
@@ -402,21 +375,12 @@ class DistributedTest(unittest.TestCase):
         self.kill_under_load(self.ingesters[2], dead_for=0.0)   # re-read by itself
 
 
-class SplitSeriesAnalyzeTest(unittest.TestCase):
+class SplitSeriesAnalyzeTest(dh.ClusterTestCase):
     """AnalyzeQuery when one series has profiles on two ingesters, made
     deterministic: two standalone ingesters (no Redis: each stores what it is
     sent) asked by a querier through --querier.ingesters. Series `split`
     goes to both, series `only0` to the first: the ingesters count 2 + 1
     series, the querier and the all-in-one 2."""
-
-    @classmethod
-    def setUpClass(cls):
-        cls.procs = []
-        try:
-            cls.set_up()
-        except BaseException:
-            cls.tearDownClass()
-            raise
 
     @classmethod
     def set_up(cls):
@@ -436,17 +400,12 @@ class SplitSeriesAnalyzeTest(unittest.TestCase):
         for k, (svc, target) in enumerate(pushes):
             ts = cls.t0 // 1000 + k * 10
             params = {"from": str(ts), "until": str(ts + 10), "format": "folded"}
-            body = folded(500 + k)
+            body = dh.folded(500 + k)
             for e in (cls.aio, cls.ingesters[target]):
                 r = e.ingest(f"split.cpu{{svc={svc}}}", body, params=params)
                 assert r.status == 200, r.describe()
         cls.body = {"query": "process_cpu:cpu:nanoseconds:cpu:nanoseconds{}",
                     "start": str(cls.t0), "end": str(cls.t0 + 120_000)}
-
-    @classmethod
-    def tearDownClass(cls):
-        for p in getattr(cls, "procs", []):
-            p.cleanup()
 
     def scope(self, e):
         r = connect_json(e, f"/{h.QUERIER}/AnalyzeQuery", self.body)
@@ -467,7 +426,7 @@ class SplitSeriesAnalyzeTest(unittest.TestCase):
         self.assertEqual(got["componentCount"], "2")
 
 
-class MultiTenantSettingsTest(unittest.TestCase):
+class MultiTenantSettingsTest(dh.ClusterTestCase):
     """Two multi-tenant queriers sharing one redis-server (no ingesters: the
     settings do not need them; a static ingester URL makes /ready answer).
     Each tenant sees its own settings through either querier, also after a
@@ -475,26 +434,15 @@ class MultiTenantSettingsTest(unittest.TestCase):
     with Redis."""
 
     @classmethod
-    def setUpClass(cls):
-        cls.procs = []
+    def set_up(cls):
         cls.redis = dh.Redis()
-        try:
-            cls.redis.start()
-            nowhere = f"--querier.ingesters=http://127.0.0.1:{h.free_port()}"
-            cls.queriers = [dh.querier(cls.redis.url, ["--auth.multitenancy-enabled=true",
-                                                       nowhere]) for _ in range(2)]
-            for q in cls.queriers:
-                cls.procs.append(q)
-                q.start()
-        except BaseException:
-            cls.tearDownClass()
-            raise
-
-    @classmethod
-    def tearDownClass(cls):
-        for p in getattr(cls, "procs", []):
-            p.cleanup()
-        cls.redis.cleanup()
+        cls.redis.start()
+        nowhere = f"--querier.ingesters=http://127.0.0.1:{h.free_port()}"
+        cls.queriers = [dh.querier(cls.redis.url, ["--auth.multitenancy-enabled=true",
+                                                   nowhere]) for _ in range(2)]
+        for q in cls.queriers:
+            cls.procs.append(q)
+            q.start()
 
     def get(self, q, org):
         r = connect_json(q, f"{SETTINGS}/Get", {}, org=org)

@@ -3,7 +3,6 @@ streams (receivers XADD, its writer consumes the group) answers like the
 plain all-in-one (direct transport) for the same pushes; /ready is false and
 pushes get 503 while redis-server is down, and both recover by themselves.
 """
-import random
 import time
 import unittest
 
@@ -11,26 +10,9 @@ import distributed_harness as dh
 import harness as h
 
 
-def folded(seed):
-    rnd = random.Random(seed)
-    lines = [";".join(f"fn_{rnd.randint(0, 20)}" for _ in range(rnd.randint(1, 5)))
-             + f" {rnd.randint(1, 300)}" for _ in range(rnd.randint(2, 8))]
-    return ("\n".join(lines) + "\n").encode()
-
-
-class AllInOneOverRedisTest(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        # A failed set-up skips tearDownClass: stop what was started anyway.
-        try:
-            cls.set_up()
-        except BaseException:
-            cls.tearDownClass()
-            raise
-
+class AllInOneOverRedisTest(dh.ClusterTestCase):
     @classmethod
     def set_up(cls):
-        cls.procs = []
         cls.redis = dh.Redis()
         cls.redis.start()
         cls.direct = h.Ember()
@@ -41,20 +23,13 @@ class AllInOneOverRedisTest(unittest.TestCase):
         cls.t0 = (h.now_ms() // 1000 - 3600) * 1000
         cls.t1 = cls.t0 + 40 * 30 * 1000 + 60_000
 
-    @classmethod
-    def tearDownClass(cls):
-        for p in getattr(cls, "procs", []):
-            p.cleanup()
-        if getattr(cls, "redis", None):
-            cls.redis.cleanup()
-
     def push(self, i, both=True):
         ts = self.t0 // 1000 + (i % 40) * 30
         params = {"from": str(ts), "until": str(ts + 10), "format": "folded"}
         name = f"app.cpu{{svc=\"s{i % 3}\"}}"
-        r = self.viaredis.ingest(name, folded(i), params=params)
+        r = self.viaredis.ingest(name, dh.folded(i), params=params)
         if r.status == 200 and both:
-            self.assertEqual(200, self.direct.ingest(name, folded(i), params=params).status)
+            self.assertEqual(200, self.direct.ingest(name, dh.folded(i), params=params).status)
         return r
 
     def same(self):

@@ -26,13 +26,6 @@ import harness as h
 SERVICES = ("api", "db", "worker")
 
 
-def folded(seed):
-    rnd = random.Random(seed)
-    lines = [";".join(f"fn_{rnd.randint(0, 20)}" for _ in range(rnd.randint(1, 5)))
-             + f" {rnd.randint(1, 300)}" for _ in range(rnd.randint(2, 8))]
-    return ("\n".join(lines) + "\n").encode()
-
-
 class Pusher:
     """Pushes to random targets from a thread, counting answers by status;
     whatever a target acknowledged (200) is pushed to the reference too."""
@@ -51,7 +44,7 @@ class Pusher:
         ts = self.test.t0 // 1000 + (i % 40) * 30
         params = {"from": str(ts), "until": str(ts + 10), "format": "folded"}
         name = f"app.cpu{{svc=\"{SERVICES[i % 3]}\"}}"
-        body = folded(self.seed * 100000 + i)
+        body = dh.folded(self.seed * 100000 + i)
         try:
             r = self.rnd.choice(self.targets).ingest(name, body, params=params)
         except OSError:
@@ -88,19 +81,9 @@ class Pusher:
         self.thread.join()
 
 
-class ChaosTest(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        # A failed set-up skips tearDownClass: stop what was started anyway.
-        try:
-            cls.set_up()
-        except BaseException:
-            cls.tearDownClass()
-            raise
-
+class ChaosTest(dh.ClusterTestCase):
     @classmethod
     def set_up(cls):
-        cls.procs = []
         cls.redis = dh.Redis()
         cls.redis.start()
         cls.aio = h.Ember()
@@ -116,13 +99,6 @@ class ChaosTest(unittest.TestCase):
         dh.wait_members(cls.querier, 3)
         cls.t0 = (h.now_ms() // 1000 - 3600) * 1000
         cls.t1 = cls.t0 + 40 * 30 * 1000 + 60_000
-
-    @classmethod
-    def tearDownClass(cls):
-        for p in getattr(cls, "procs", []):
-            p.cleanup()
-        if getattr(cls, "redis", None):
-            cls.redis.cleanup()
 
     def total(self, e):
         if not e.q("ProfileTypes", start=self.t0, end=self.t1).profile_types:

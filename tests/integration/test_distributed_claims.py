@@ -26,15 +26,6 @@ import harness as h
 SERVICES = ("api", "db", "worker")
 
 
-def folded(seed):
-    rnd = random.Random(seed)
-    lines = []
-    for _ in range(rnd.randint(3, 10)):
-        stack = ";".join(f"fn_{rnd.randint(0, 20)}" for _ in range(rnd.randint(1, 5)))
-        lines.append(f"{stack} {rnd.randint(1, 500)}")
-    return ("\n".join(lines) + "\n").encode()
-
-
 def writer_forgotten(e):
     """Messages the writer found in its store and deleted."""
     return sum(v for (n, labels), v in e.metrics().items()
@@ -81,7 +72,7 @@ class ClaimsTest(unittest.TestCase):
             ts = self.t0 // 1000 + (i % 100) * 30 + 5
             params = {"from": str(ts), "until": str(ts + 10), "format": "folded"}
             name = f"app.cpu{{svc=\"{SERVICES[i % 3]}\"}}"
-            body = folded(i)
+            body = dh.folded(i)
             r = rnd.choice(self.others).ingest(name, body, params=params)
             if r.status == 200:
                 r2 = self.aio.ingest(name, body, params=params)
@@ -140,7 +131,7 @@ class ClaimsTest(unittest.TestCase):
         self.assertEqual(pprof_total(self.aio), pprof_total(self.querier))
         # And the oracle holds exactly what the cluster acknowledged (folded
         # samples at the default 100 Hz are 10 ms, in nanoseconds).
-        self.assertEqual(sum(fg_sum(folded(i)) for i in self.acked) * 10_000_000, fg.total)
+        self.assertEqual(sum(fg_sum(dh.folded(i)) for i in self.acked) * 10_000_000, fg.total)
 
     def test_exit_after_commit_then_restart(self):
         """The victim exits after its commit; the others claim its entries;

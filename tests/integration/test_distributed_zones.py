@@ -32,28 +32,9 @@ SERVICES = ("api", "db", "worker")
 REGIONS = ("eu", "us")
 
 
-def folded(seed):
-    rnd = random.Random(seed)
-    lines = []
-    for _ in range(rnd.randint(3, 10)):
-        stack = ";".join(f"fn_{rnd.randint(0, 25)}" for _ in range(rnd.randint(1, 6)))
-        lines.append(f"{stack} {rnd.randint(1, 400)}")
-    return ("\n".join(lines) + "\n").encode()
-
-
-class ZonesTest(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        # A failed set-up skips tearDownClass: stop what was started anyway.
-        try:
-            cls.set_up()
-        except BaseException:
-            cls.tearDownClass()
-            raise
-
+class ZonesTest(dh.ClusterTestCase):
     @classmethod
     def set_up(cls):
-        cls.procs = []
         cls.redis = dh.Redis()
         cls.redis.start()
         cls.aio = h.Ember()
@@ -69,13 +50,6 @@ class ZonesTest(unittest.TestCase):
         cls.t1 = cls.t0 + 60 * 30 * 1000 + 60_000
         cls.n = 0
 
-    @classmethod
-    def tearDownClass(cls):
-        for p in getattr(cls, "procs", []):
-            p.cleanup()
-        if getattr(cls, "redis", None):
-            cls.redis.cleanup()
-
     # ---- pushes: each one a target acknowledged also goes to the oracle
 
     def push_one(self, targets, rnd):
@@ -84,7 +58,7 @@ class ZonesTest(unittest.TestCase):
         ts = self.t0 // 1000 + (i % 60) * 30
         params = {"from": str(ts), "until": str(ts + 10), "format": "folded"}
         name = f"app.cpu{{svc=\"{SERVICES[i % 3]}\",region=\"{REGIONS[i % 2]}\"}}"
-        body = folded(i)
+        body = dh.folded(i)
         r = rnd.choice(targets).ingest(name, body, params=params)
         if r.status == 200:
             r2 = self.aio.ingest(name, body, params=params)

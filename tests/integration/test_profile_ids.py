@@ -258,22 +258,13 @@ class ProfileIdsTest(QueryHelpers, h.ServerTestCase):
         self.assertEqual(self.flame_total('{service_name="pid-none"}', [str(self.ids[0])]), 0)
 
 
-class DistributedProfileIdsTest(QueryHelpers, unittest.TestCase):
+class DistributedProfileIdsTest(QueryHelpers, dh.ClusterTestCase):
     """The same ids through the cluster: redis-server, 2 ember-ingester, 1
     ember-querier, multitenancy on. Push 1 goes to one ingester and push 2 to
     the other; the streams spread the profiles over both stores, so only if
     every ingester's shard API honours UUIDs do the totals add up. The querier
     checks the tenant before the request, as the all-in-one does."""
     headers = {"X-Scope-OrgID": "t-ids"}
-
-    @classmethod
-    def setUpClass(cls):
-        cls.procs = []
-        try:
-            cls.set_up()
-        except BaseException:
-            cls.tearDownClass()
-            raise
 
     @classmethod
     def set_up(cls):
@@ -293,13 +284,6 @@ class DistributedProfileIdsTest(QueryHelpers, unittest.TestCase):
         cls.all_total = sum(cls.totals.values())
         h.wait_for(lambda: cls.flame_total(BOTH, []) == cls.all_total, timeout=30,
                    what="both pushes to become queryable through the querier")
-
-    @classmethod
-    def tearDownClass(cls):
-        for p in getattr(cls, "procs", []):
-            p.cleanup()
-        if getattr(cls, "redis", None):
-            cls.redis.cleanup()
 
     def test_profiles_are_spread(self):
         """Both ingesters hold some of the profiles (else this class would
