@@ -30,6 +30,8 @@
 
 #define CFG(name, type, field, def, help)                                                          \
     {name, type, offsetof(ember_cfg_t, field), def, 0, 0, help}
+#define CFG_RANGE(name, type, field, def, min, max, help)                                          \
+    {name, type, offsetof(ember_cfg_t, field), def, min, max, help}
 
 const lc_cfg_entry_t ember_cfg_table[] = {
     ING_CFG_COMMON(CFG)
@@ -47,18 +49,7 @@ const lc_cfg_entry_t ember_cfg_table[] = {
         "agent profile interval: one profile per process per interval"),
     CFG("redis.url", LC_CFG_STRING, redis_url, "",
         "redis://host:port: profiles travel through Redis streams ('' = in-process)"),
-    CFG("ingester.id", LC_CFG_STRING, ingester_id, "",
-        "stream consumer id, stable across restarts ('' = <hostname>:<http port>)"),
-    CFG("ingester.zone", LC_CFG_STRING, zone, "", ING_CFG_ZONE_HELP),
-    CFG("ingest.partitions", LC_CFG_INT, partitions, "16",
-        "Redis streams ember:ingest:<p>; every process must agree"),
-    CFG("redis.max-backlog", LC_CFG_INT, redis_max_backlog, "100000",
-        "entries waiting in one stream before receivers answer 429"),
-    CFG("redis.claim-idle", LC_CFG_DURATION, claim_idle_ns, "60s",
-        "pending this long, a dead consumer's entries are claimed by another"),
-    {"redis.publish-retry", LC_CFG_DURATION, offsetof(ember_cfg_t, publish_retry_ns), "0s", 0,
-     600 * NS_PER_S,
-     "retry a publish whose outcome is unknown this long, stored once (0: answer 503 at once)"},
+    ING_CFG_STREAMS(CFG, CFG_RANGE)
 };
 const size_t ember_cfg_table_len = LC_ARRAY_LEN(ember_cfg_table);
 
@@ -232,15 +223,11 @@ static int open_store(ember_t *e)
 static int start_redis_transport(ember_t *e)
 {
     const ember_cfg_t *c = e->cfg;
-    char id[320];
-    if (c->ingester_id && *c->ingester_id) {
-        snprintf(id, sizeof(id), "%s", c->ingester_id);
-    } else {
-        char host[256] = "ember";
-        gethostname(host, sizeof(host) - 1);
-        const char *colon = strrchr(c->http_address, ':');
-        snprintf(id, sizeof(id), "%s:%s", host, colon ? colon + 1 : c->http_address);
-    }
+    char id[ING_CONSUMER_ID_MAX];
+    bool stable;
+    ing_consumer_id(c->ingester_id, c->http_address, id, sizeof(id), &stable);
+    if (!stable)
+        LC_LOG_WARN("no --ingester.id and no fixed port: the consumer id is not stable id=%s", id);
     char group[32 + ING_ZONE_MAX];
     if (!ing_zone_group(c->zone, group, sizeof(group)))
         return LC_EINPUT; /* main() checked it */

@@ -68,6 +68,8 @@ typedef struct ingester_cfg_s {
 
 #define CFG(name, type, field, def, help)                                                          \
     {name, type, offsetof(ingester_cfg_t, field), def, 0, 0, help}
+#define CFG_RANGE(name, type, field, def, min, max, help)                                          \
+    {name, type, offsetof(ingester_cfg_t, field), def, min, max, help}
 
 /* The same names (and EMBER_* variables) as `ember`'s flags. */
 static const lc_cfg_entry_t cfg_table[] = {
@@ -76,18 +78,7 @@ static const lc_cfg_entry_t cfg_table[] = {
         "redis://host:port of the streams and the membership ('' = standalone)"),
     CFG("ingester.advertise-url", LC_CFG_STRING, advertise_url, "",
         "URL queriers reach this ingester at ('' = http://<http.address>)"),
-    CFG("ingester.id", LC_CFG_STRING, ingester_id, "",
-        "stream consumer id, stable across restarts ('' = <hostname>:<http port>)"),
-    CFG("ingester.zone", LC_CFG_STRING, zone, "", ING_CFG_ZONE_HELP),
-    CFG("ingest.partitions", LC_CFG_INT, partitions, "16",
-        "Redis streams ember:ingest:<p>; every process must agree"),
-    CFG("redis.max-backlog", LC_CFG_INT, redis_max_backlog, "100000",
-        "entries waiting in one stream before receivers answer 429"),
-    CFG("redis.claim-idle", LC_CFG_DURATION, claim_idle_ns, "60s",
-        "pending this long, a dead consumer's entries are claimed by another"),
-    {"redis.publish-retry", LC_CFG_DURATION, offsetof(ingester_cfg_t, publish_retry_ns), "0s", 0,
-     600 * NS_PER_S,
-     "retry a publish whose outcome is unknown this long, stored once (0: answer 503 at once)"},
+    ING_CFG_STREAMS(CFG, CFG_RANGE)
 };
 
 typedef struct ingester_s {
@@ -282,35 +273,23 @@ static void on_transport_state(bool up, void *data)
         LC_LOG_WARN("redis transport down: receivers answer 503 until it is back");
 }
 
-/* <hostname>:<port of http.address>: stable across restarts of the same
- * ingester on the same host and port, unique among ingesters. */
-static char *default_consumer_id(const ingester_cfg_t *cfg)
+static char *consumer_id(const ingester_cfg_t *cfg)
 {
-    char host[256] = "ingester";
-    gethostname(host, sizeof(host) - 1);
-    const char *colon = strrchr(cfg->http_address, ':');
-    const char *port = colon ? colon + 1 : cfg->http_address;
-    char id[400];
-    if (!*port || strcmp(port, "0") == 0) {
-        /* An ephemeral port is no identity: fall back to the pid, and say
-         * that a restart will leave its pending entries to XAUTOCLAIM and
-         * its old id in the zone registry (the zone then looks incomplete). */
-        snprintf(id, sizeof(id), "%s:pid%ld", host, (long)getpid());
+    char id[ING_CONSUMER_ID_MAX];
+    bool stable;
+    ing_consumer_id(cfg->ingester_id, cfg->http_address, id, sizeof(id), &stable);
+    if (!stable)
         LC_LOG_WARN("no --ingester.id and no fixed port: the consumer id is not stable; after a "
                     "restart its zone waits for this id until it is removed from the registry "
                     "id=%s",
                     id);
-    } else {
-        snprintf(id, sizeof(id), "%s:%s", host, port);
-    }
     return lc_xstrdup(id);
 }
 
 static int start_redis_transport(ingester_t *g)
 {
     const ingester_cfg_t *c = g->cfg;
-    g->consumer_id = c->ingester_id && *c->ingester_id ? lc_xstrdup(c->ingester_id)
-                                                       : default_consumer_id(c);
+    g->consumer_id = consumer_id(c);
     uint32_t idle_ms = (uint32_t)(c->claim_idle_ns / 1000000);
     lc_redis_transport_opts_t to = {
         .url = c->redis_url,

@@ -11,6 +11,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #define ING_CFG_COMMON(X)                                                                          \
     X("config.file", LC_CFG_STRING, config_file, NULL, "YAML file with any of these settings"),    \
@@ -38,9 +39,51 @@
         X("auth.multitenancy-enabled", LC_CFG_BOOL, multitenancy, "false",                         \
           "require X-Scope-OrgID and keep tenants apart"),
 
-/* --ingester.zone (both binaries): the same name, env and help. */
-#define ING_CFG_ZONE_HELP "replication zone: each zone stores a full copy ('' = the default zone)"
+/* The settings of the Redis streams path, after each binary's own
+ * --redis.url (their help differs). XR is X with a range (min, max). */
+#define ING_CFG_STREAMS(X, XR)                                                                     \
+    X("ingester.id", LC_CFG_STRING, ingester_id, "",                                               \
+      "stream consumer id, stable across restarts ('' = <hostname>:<http port>)"),                 \
+        X("ingester.zone", LC_CFG_STRING, zone, "",                                                \
+          "replication zone: each zone stores a full copy ('' = the default zone)"),               \
+        X("ingest.partitions", LC_CFG_INT, partitions, "16",                                       \
+          "Redis streams ember:ingest:<p>; every process must agree"),                             \
+        X("redis.max-backlog", LC_CFG_INT, redis_max_backlog, "100000",                            \
+          "entries waiting in one stream before receivers answer 429"),                            \
+        X("redis.claim-idle", LC_CFG_DURATION, claim_idle_ns, "60s",                               \
+          "pending this long, a dead consumer's entries are claimed by another"),                  \
+        XR("redis.publish-retry", LC_CFG_DURATION, publish_retry_ns, "0s", 0,                      \
+           600 * 1000000000LL,                                                                     \
+           "retry a publish whose outcome is unknown this long, stored once (0: answer 503 at "   \
+           "once)"),
+
 #define ING_ZONE_MAX 64
+#define ING_CONSUMER_ID_MAX 400
+
+/* --ingester.id, or <hostname>:<port of http_address>: stable across
+ * restarts of the same process on the same host and port, unique among
+ * ingesters. An ephemeral port (0) is no identity: the pid is used then and
+ * *stable is false (the caller warns: after a restart its pending entries
+ * wait for a claim and its old id stays in the zone registry). */
+static inline void ing_consumer_id(const char *configured, const char *http_address, char *out,
+                                   size_t size, bool *stable)
+{
+    *stable = true;
+    if (configured && *configured) {
+        snprintf(out, size, "%s", configured);
+        return;
+    }
+    char host[256] = "ingester";
+    gethostname(host, sizeof(host) - 1);
+    const char *colon = strrchr(http_address, ':');
+    const char *port = colon ? colon + 1 : http_address;
+    if (!*port || strcmp(port, "0") == 0) {
+        snprintf(out, size, "%s:pid%ld", host, (long)getpid());
+        *stable = false;
+    } else {
+        snprintf(out, size, "%s:%s", host, port);
+    }
+}
 
 /* The consumer group of a zone: "ingesters" for the default zone "" (what
  * every version before zones used), "ingesters.<zone>" otherwise. A zone is
