@@ -24,9 +24,11 @@ usage: bench/ingest_bench.py BUILD_DIR [--conns 16] [--requests 4000] [--variant
                              [--perf-stat] [--callgrind OUT] [--only K]
 """
 import argparse
+import atexit
 import gzip
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -55,6 +57,7 @@ def main():
     a = ap.parse_args()
     mix = MIX if a.only is None else (MIX[a.only],)
     tmp = tempfile.mkdtemp(prefix="ember-bench-ingest-")
+    atexit.register(shutil.rmtree, tmp, True)  # profiles and data dirs: many MB
     bin_dir = os.path.abspath(a.build_dir)
     if a.callgrind:
         bin_dir = callgrind_bin_dir(bin_dir, os.path.abspath(a.callgrind), tmp)

@@ -20,8 +20,10 @@ N x the MANIFEST total of the requested sample type.
 usage: bench/merge_bench.py BUILD_DIR [--n 10,100] [--repeat 7] [--go-repeat 3]
 """
 import argparse
+import atexit
 import gzip
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -62,6 +64,7 @@ def main():
     man = h.manifest()
     tool = h.pprof_tool()
     tmp = tempfile.mkdtemp(prefix="ember-bench-merge-")
+    atexit.register(shutil.rmtree, tmp, True)  # profiles and data dirs: many MB
     base_ns = time.time_ns() - 50 * 60 * 10**9
     out_go = os.path.join(tmp, "go-merged.pb.gz")
 

@@ -27,10 +27,12 @@ usage: bench/redis_ingest.py BUILD_DIR [--conns 16] [--requests 4000] [--variant
                              [--appendfsync always|everysec|no] [--ingesters N]
 """
 import argparse
+import atexit
 import gzip
 import hashlib
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -139,6 +141,7 @@ def main():
     import harness as h
 
     tmp = tempfile.mkdtemp(prefix="ember-bench-redis-")
+    atexit.register(shutil.rmtree, tmp, True)  # profiles and data dirs: many MB
     bodies = make_bodies(h, tmp, a.variants)
     if a.requests > len(bodies) * a.pods:
         sys.exit(f"--requests must be <= {len(bodies) * a.pods} (distinct series,time)")

@@ -8,6 +8,7 @@ SDKs build them (reference/real-clients.md §1, §2b).
 
 Run with Debian's /usr/bin/python3 (python3-protobuf is only visible there).
 """
+import atexit
 import base64
 import gzip
 import http.client
@@ -40,6 +41,14 @@ PUSH = "push.v1.PusherService/Push"
 
 def now_ms():
     return int(time.time() * 1000)
+
+
+def temp_dir(prefix):
+    """A new directory under the system temp dir, removed when the test
+    process exits (test files, generated modules, built helpers)."""
+    d = tempfile.mkdtemp(prefix=prefix)
+    atexit.register(shutil.rmtree, d, True)
+    return d
 
 
 def free_port():
@@ -107,7 +116,7 @@ def pb():
     global _PB
     if _PB is not None:
         return _PB
-    tmp = tempfile.mkdtemp(prefix="ember-pb-")
+    tmp = temp_dir("ember-pb-")
     src = os.path.join(tmp, "src")
     out = os.path.join(tmp, "out")
     os.makedirs(out)
@@ -228,8 +237,7 @@ class Ember:
         self.log_level = log_level
         self.proc = None
         self.port = None
-        self.log_path = os.path.join(tempfile.gettempdir(),
-                                     f"ember-it-{os.getpid()}-{uuid.uuid4().hex[:8]}.log")
+        self.log_path = os.path.join(temp_dir("ember-it-log-"), "ember.log")
         self._log = None
 
     # -- lifecycle

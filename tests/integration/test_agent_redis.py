@@ -43,7 +43,7 @@ def ingest_pb():
     global _INGEST_PB
     if _INGEST_PB is None:
         h.pb()
-        tmp = tempfile.mkdtemp(prefix="ember-agent-pb-")
+        tmp = h.temp_dir("ember-agent-pb-")
         src, out = os.path.join(tmp, "src"), os.path.join(tmp, "out")
         os.makedirs(out)
         for rel in ("types/v1/types.proto", "ember/v1/ingest.proto"):

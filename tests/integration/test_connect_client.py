@@ -7,7 +7,6 @@ import json
 import os
 import shutil
 import subprocess
-import tempfile
 import unittest
 
 import harness as h
@@ -47,7 +46,7 @@ class ConnectClientTest(h.ServerTestCase):
         setup_client()
         super().setUpClass()
         cls.man = h.manifest()
-        cls.tmp = tempfile.mkdtemp(prefix="ember-connect-")
+        cls.tmp = h.temp_dir("ember-connect-")
 
     def run_client(self, mode, plan):
         path = os.path.join(self.tmp, f"plan-{mode}.json")

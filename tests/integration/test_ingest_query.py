@@ -10,7 +10,6 @@ everything and every query is scoped to one upload.
 import json
 import os
 import re
-import tempfile
 import time
 import unittest
 
@@ -188,7 +187,7 @@ class IngestQueryTest(h.ServerTestCase):
         """SelectMergeProfile's body, written to a file, is a pprof that
         `go tool pprof -raw` reads with the requested sample type and total."""
         srv = self.srv
-        tmp = tempfile.mkdtemp(prefix="ember-merge-")
+        tmp = h.temp_dir("ember-merge-")
         for u in self.uploads:
             for pid, total in u.totals.items():
                 with self.subTest(upload=repr(u), profile_type=pid):

@@ -56,7 +56,7 @@ def goapp_binary():
     global _GOAPP_BIN
     if _GOAPP_BIN:
         return _GOAPP_BIN
-    out = tempfile.mkdtemp(prefix="ember-goapp-")
+    out = h.temp_dir("ember-goapp-")
     env = dict(os.environ, GOFLAGS="-mod=mod", GOPROXY="off", CGO_ENABLED="0")
     if not os.access(os.path.expanduser("~"), os.W_OK):
         env["GOCACHE"] = os.path.join(out, "cache")
@@ -71,7 +71,7 @@ class GoApp:
     allocs response it served."""
 
     def __init__(self, dump=False):
-        self.dump_dir = tempfile.mkdtemp(prefix="ember-goapp-dump-") if dump else None
+        self.dump_dir = h.temp_dir("ember-goapp-dump-") if dump else None
         args = [goapp_binary(), "-addr", "127.0.0.1:0"]
         if dump:
             args += ["-dump-dir", self.dump_dir]
