@@ -16,6 +16,7 @@
 #include "lc/httpd.h"
 #include "lc/log.h"
 #include "lc/metrics.h"
+#include "lc/service.h"
 #include "lc/transport.h"
 #include "main.h"
 
@@ -63,7 +64,7 @@ typedef struct svc_s {
     lc_httpd_t *httpd;
     lc_transport_t *tr;
     agt_t *agent;
-    uv_signal_t sigterm, sigint;
+    lc_stop_signals_t signals;
     bool stopping;
 } svc_t;
 
@@ -181,15 +182,11 @@ static void svc_on_agent_closed(void *data)
         svc_on_transport_closed(s);
 }
 
-static void svc_on_signal(uv_signal_t *sig, int signum)
+static void svc_on_stop(int signum, void *data)
 {
-    svc_t *s = sig->data;
-    if (s->stopping)
-        return;
+    svc_t *s = data;
     s->stopping = true;
     LC_LOG_INFO("draining signal=%d", signum);
-    uv_close((uv_handle_t *)&s->sigterm, NULL);
-    uv_close((uv_handle_t *)&s->sigint, NULL);
     if (s->agent)
         agt_close(s->agent, true, svc_on_agent_closed, s);
     else
@@ -198,18 +195,7 @@ static void svc_on_signal(uv_signal_t *sig, int signum)
 
 static int svc_start_signals(svc_t *s)
 {
-    s->sigterm.data = s->sigint.data = s;
-    uv_signal_init(&s->loop, &s->sigterm);
-    uv_signal_init(&s->loop, &s->sigint);
-    int rc = uv_signal_start(&s->sigterm, svc_on_signal, SIGTERM);
-    return rc ? rc : uv_signal_start(&s->sigint, svc_on_signal, SIGINT);
-}
-
-static void svc_close_walk(uv_handle_t *h, void *arg)
-{
-    LC_UNUSED(arg);
-    if (!uv_is_closing(h))
-        uv_close(h, NULL);
+    return lc_stop_signals_start(&s->loop, &s->signals, svc_on_stop, s);
 }
 
 /* After a failed start: close what opened, in the same order as a stop. */
@@ -225,8 +211,7 @@ static void svc_close_leftovers(svc_t *s)
     if (s->httpd)
         lc_httpd_close(s->httpd, NULL, NULL);
     s->httpd = NULL;
-    uv_walk(&s->loop, svc_close_walk, NULL);
-    uv_run(&s->loop, UV_RUN_DEFAULT);
+    lc_loop_close_all(&s->loop);
 }
 
 int agent_service_run(const agent_cfg_t *cfg)

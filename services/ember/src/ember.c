@@ -18,6 +18,7 @@
 #include "lc/httpd.h"
 #include "lc/log.h"
 #include "lc/metrics.h"
+#include "lc/service.h"
 #include "lc/store.h"
 #include "lc/transport.h"
 #include "querier.h"
@@ -66,7 +67,7 @@ struct ember_s {
     qry_extra_t *qry_extra; /* settings, version, feature flags */
     scr_t *scr;             /* --scrape.config-file: the scraper publishing into transport */
     agt_t *agent;           /* --agent: eBPF profiler publishing into transport */
-    uv_signal_t sigterm, sigint;
+    lc_stop_signals_t signals;
     uv_timer_t retention_timer;
     uv_work_t retention_work;
     bool retention_busy;
@@ -184,15 +185,11 @@ static void on_agent_closed(void *data)
     lc_httpd_close(e->httpd, on_http_closed, e);
 }
 
-static void on_signal(uv_signal_t *s, int signum)
+static void on_stop(int signum, void *data)
 {
-    ember_t *e = s->data;
-    if (e->stopping)
-        return;
+    ember_t *e = data;
     e->stopping = true;
     LC_LOG_INFO("draining signal=%d", signum);
-    uv_close((uv_handle_t *)&e->sigterm, NULL);
-    uv_close((uv_handle_t *)&e->sigint, NULL);
     uv_close((uv_handle_t *)&e->retention_timer, NULL);
     if (e->agent)
         agt_close(e->agent, true, on_agent_closed, e);
@@ -326,13 +323,8 @@ static int start_http(ember_t *e)
 
 static int start_timers_and_signals(ember_t *e)
 {
-    e->sigterm.data = e->sigint.data = e;
-    uv_signal_init(&e->loop, &e->sigterm);
-    uv_signal_init(&e->loop, &e->sigint);
     uv_timer_init(&e->loop, &e->retention_timer);
-    int rc = uv_signal_start(&e->sigterm, on_signal, SIGTERM);
-    if (!rc)
-        rc = uv_signal_start(&e->sigint, on_signal, SIGINT);
+    int rc = lc_stop_signals_start(&e->loop, &e->signals, on_stop, e);
     if (!rc)
         rc = uv_timer_start(&e->retention_timer, retention_tick, 0, RETENTION_INTERVAL_MS);
     return rc;
@@ -389,13 +381,6 @@ int ember_run(ember_t *e)
     return uv_run(&e->loop, UV_RUN_DEFAULT) < 0 ? -1 : 0;
 }
 
-static void close_walk(uv_handle_t *h, void *arg)
-{
-    LC_UNUSED(arg);
-    if (!uv_is_closing(h))
-        uv_close(h, NULL);
-}
-
 /* Closes whatever a failed start-up left open, so the loop can be closed. */
 static void close_leftovers(ember_t *e)
 {
@@ -415,8 +400,7 @@ static void close_leftovers(ember_t *e)
         lc_transport_close(e->transport, NULL, NULL);
         e->transport = NULL;
     }
-    uv_walk(&e->loop, close_walk, NULL);
-    uv_run(&e->loop, UV_RUN_DEFAULT);
+    lc_loop_close_all(&e->loop);
 }
 
 void ember_free(ember_t *e)

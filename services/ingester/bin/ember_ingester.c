@@ -32,6 +32,7 @@
 #include "lc/httpd.h"
 #include "lc/log.h"
 #include "lc/metrics.h"
+#include "lc/service.h"
 #include "lc/members.h"
 #include "lc/store.h"
 #include "lc/transport.h"
@@ -96,7 +97,7 @@ typedef struct ingester_s {
     char *consumer_id;
     char group[32 + ING_ZONE_MAX]; /* the zone's consumer group */
     bool registered;               /* seen live (so registered): consuming */
-    uv_signal_t sigterm, sigint;
+    lc_stop_signals_t signals;
     bool stopping;
     lc_metric_t *backlog_bytes, *backlog_msgs, *redis_up;
 } ingester_t;
@@ -231,15 +232,11 @@ static void on_left(void *data)
     lc_httpd_close(g->httpd, on_http_closed, g);
 }
 
-static void on_signal(uv_signal_t *s, int signum)
+static void on_stop(int signum, void *data)
 {
-    ingester_t *g = s->data;
-    if (g->stopping)
-        return;
+    ingester_t *g = data;
     g->stopping = true;
     LC_LOG_INFO("draining signal=%d", signum);
-    uv_close((uv_handle_t *)&g->sigterm, NULL);
-    uv_close((uv_handle_t *)&g->sigint, NULL);
     /* Leave first so queriers stop asking a process that is going away. */
     if (g->members)
         lc_members_close(g->members, on_left, g);
@@ -259,8 +256,7 @@ static void on_transport_settled(void *data)
         return;
     if (start_redis(g) != 0) {
         LC_LOG_ERROR("cannot join: stopping");
-        uv_signal_t *s = &g->sigterm;
-        on_signal(s, SIGTERM);
+        lc_stop_signals_fire(&g->signals, SIGTERM);
     }
 }
 
@@ -393,11 +389,7 @@ static int start_http(ingester_t *g)
 
 static int start_signals(ingester_t *g)
 {
-    g->sigterm.data = g->sigint.data = g;
-    uv_signal_init(&g->loop, &g->sigterm);
-    uv_signal_init(&g->loop, &g->sigint);
-    int rc = uv_signal_start(&g->sigterm, on_signal, SIGTERM);
-    return rc ? rc : uv_signal_start(&g->sigint, on_signal, SIGINT);
+    return lc_stop_signals_start(&g->loop, &g->signals, on_stop, g);
 }
 
 static void register_metrics(ingester_t *g)
@@ -412,13 +404,6 @@ static void register_metrics(ingester_t *g)
                                        "1 while the Redis link is up (0 standalone)", "");
 }
 
-static void close_walk(uv_handle_t *h, void *arg)
-{
-    LC_UNUSED(arg);
-    if (!uv_is_closing(h))
-        uv_close(h, NULL);
-}
-
 static void ingester_free(ingester_t *g)
 {
     if (g->members)
@@ -427,8 +412,7 @@ static void ingester_free(ingester_t *g)
         lc_httpd_close(g->httpd, NULL, NULL);
     if (g->transport)
         lc_transport_close(g->transport, NULL, NULL);
-    uv_walk(&g->loop, close_walk, NULL);
-    uv_run(&g->loop, UV_RUN_DEFAULT);
+    lc_loop_close_all(&g->loop);
     ing_free(g->ing);
     ing_shard_free(g->shard);
     ing_writer_free(g->writer);

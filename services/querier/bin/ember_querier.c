@@ -31,6 +31,7 @@
 #include "lc/log.h"
 #include "lc/members.h"
 #include "lc/metrics.h"
+#include "lc/service.h"
 #include "services_extra.h"
 #include "zones.h"
 
@@ -85,7 +86,7 @@ typedef struct querier_s {
     char *reason;      /* why none is complete, for change logs */
     lc_member_t *seen; /* id -> the address it was last live at (names the missing) */
     size_t n_seen, cap_seen;
-    uv_signal_t sigterm, sigint;
+    lc_stop_signals_t signals;
     bool stopping;
     lc_metric_t *members_gauge, *asked_gauge, *complete_gauge, *redis_up;
 } querier_t;
@@ -254,15 +255,11 @@ static void on_http_closed(void *data)
     LC_LOG_INFO("stopped");
 }
 
-static void on_signal(uv_signal_t *s, int signum)
+static void on_stop(int signum, void *data)
 {
-    querier_t *q = s->data;
-    if (q->stopping)
-        return;
+    querier_t *q = data;
     q->stopping = true;
     LC_LOG_INFO("draining signal=%d", signum);
-    uv_close((uv_handle_t *)&q->sigterm, NULL);
-    uv_close((uv_handle_t *)&q->sigint, NULL);
     lc_httpd_close(q->httpd, on_http_closed, q);
 }
 
@@ -304,18 +301,7 @@ static int start_http(querier_t *q)
 
 static int start_signals(querier_t *q)
 {
-    q->sigterm.data = q->sigint.data = q;
-    uv_signal_init(&q->loop, &q->sigterm);
-    uv_signal_init(&q->loop, &q->sigint);
-    int rc = uv_signal_start(&q->sigterm, on_signal, SIGTERM);
-    return rc ? rc : uv_signal_start(&q->sigint, on_signal, SIGINT);
-}
-
-static void close_walk(uv_handle_t *h, void *arg)
-{
-    LC_UNUSED(arg);
-    if (!uv_is_closing(h))
-        uv_close(h, NULL);
+    return lc_stop_signals_start(&q->loop, &q->signals, on_stop, q);
 }
 
 static void querier_free(querier_t *q)
@@ -324,8 +310,7 @@ static void querier_free(querier_t *q)
         lc_members_close(q->watch, NULL, NULL);
     if (q->httpd)
         lc_httpd_close(q->httpd, NULL, NULL);
-    uv_walk(&q->loop, close_walk, NULL);
-    uv_run(&q->loop, UV_RUN_DEFAULT);
+    lc_loop_close_all(&q->loop);
     qry_fanout_free(q->fanout);
     qry_extra_free(q->extra);
     for (size_t i = 0; i < q->n_members; i++)

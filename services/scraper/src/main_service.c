@@ -28,6 +28,7 @@
 #include "lc/httpd.h"
 #include "lc/log.h"
 #include "lc/members.h"
+#include "lc/service.h"
 #include "lc/metrics.h"
 #include "lc/transport.h"
 #include "main.h"
@@ -79,8 +80,7 @@ typedef struct svc_s {
     lc_transport_t *tr;
     lc_members_t *members;
     scr_t *scr;
-    uv_signal_t sigterm, sigint;
-    bool signals; /* sigterm and sigint are initialised */
+    lc_stop_signals_t signals;
     bool stopping, members_seen;
 } svc_t;
 
@@ -274,33 +274,22 @@ static void svc_on_http_closed(void *data)
         svc_on_scraper_closed(s);
 }
 
-static void svc_on_signal(uv_signal_t *sig, int signum)
+/* signum 0: not a signal (the loop ended, or start-up failed). */
+static void svc_on_stop(int signum, void *data)
 {
-    svc_t *s = sig->data;
-    if (s->stopping)
-        return;
+    svc_t *s = data;
     s->stopping = true;
-    LC_LOG_INFO("draining signal=%d", signum);
-    uv_close((uv_handle_t *)&s->sigterm, NULL);
-    uv_close((uv_handle_t *)&s->sigint, NULL);
-    lc_httpd_close(s->httpd, svc_on_http_closed, s);
+    if (signum)
+        LC_LOG_INFO("draining signal=%d", signum);
+    if (s->httpd)
+        lc_httpd_close(s->httpd, svc_on_http_closed, s);
+    else
+        svc_on_http_closed(s);
 }
 
 static int svc_start_signals(svc_t *s)
 {
-    s->sigterm.data = s->sigint.data = s;
-    uv_signal_init(&s->loop, &s->sigterm);
-    uv_signal_init(&s->loop, &s->sigint);
-    s->signals = true;
-    int rc = uv_signal_start(&s->sigterm, svc_on_signal, SIGTERM);
-    return rc ? rc : uv_signal_start(&s->sigint, svc_on_signal, SIGINT);
-}
-
-static void svc_close_walk(uv_handle_t *h, void *arg)
-{
-    LC_UNUSED(arg);
-    if (!uv_is_closing(h))
-        uv_close(h, NULL);
+    return lc_stop_signals_start(&s->loop, &s->signals, svc_on_stop, s);
 }
 
 /* After the loop returned, or after a failed start: runs the stop sequence if
@@ -308,20 +297,12 @@ static void svc_close_walk(uv_handle_t *h, void *arg)
  * loop alive), then closes whatever is left. */
 static void svc_close_leftovers(svc_t *s)
 {
-    if (!s->stopping) {
-        s->stopping = true;
-        if (s->signals) {
-            uv_close((uv_handle_t *)&s->sigterm, NULL);
-            uv_close((uv_handle_t *)&s->sigint, NULL);
-        }
-        if (s->httpd)
-            lc_httpd_close(s->httpd, svc_on_http_closed, s);
-        else
-            svc_on_http_closed(s);
-    }
+    if (!s->stopping && s->signals.started)
+        lc_stop_signals_fire(&s->signals, 0);
+    else if (!s->stopping)
+        svc_on_stop(0, s);
     uv_run(&s->loop, UV_RUN_DEFAULT);
-    uv_walk(&s->loop, svc_close_walk, NULL);
-    uv_run(&s->loop, UV_RUN_DEFAULT);
+    lc_loop_close_all(&s->loop);
 }
 
 int scraper_service_run(const scraper_cfg_t *cfg)
