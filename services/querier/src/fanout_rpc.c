@@ -69,64 +69,7 @@ static int merged_tree(qry_fanout_t *f, lc_http_req_t *req, const char *method,
     return 0;
 }
 
-static int tree_bytes(lc_ftree_t *t, int64_t max_nodes, lc_arena_t *a, ProtobufCBinaryData *out,
-                      lc_status_t *st)
-{
-    lc_buf_t buf;
-    lc_buf_init(&buf, LC_BUF_UNLIMITED);
-    int rc = lc_ftree_write_tree(t, max_nodes, &buf);
-    uint8_t *copy = rc ? NULL : lc_arena_alloc(a, buf.len + 1);
-    if (copy) {
-        if (buf.len)
-            memcpy(copy, buf.data, buf.len);
-        *out = (ProtobufCBinaryData){.len = buf.len, .data = copy};
-    }
-    lc_buf_fini(&buf);
-    if (rc)
-        return qry_fail(st, rc, "encoding the tree");
-    return copy ? 0 : qry_fail_arena(st);
-}
-
-/* The merged tree shaped as asked, truncated once. */
-static int shape_tree(lc_ftree_t *t, int format, int64_t max_nodes, lc_arena_t *a,
-                      Querier__V1__FlameGraph **flame, ProtobufCBinaryData *tree, lc_status_t *st)
-{
-    if (format == QUERIER__V1__PROFILE_FORMAT__PROFILE_FORMAT_TREE)
-        return tree_bytes(t, max_nodes, a, tree, st);
-    int rc = lc_ftree_flamegraph(t, max_nodes, a, flame);
-    return rc ? qry_fail(st, rc, "encoding the flame graph") : 0;
-}
-
 /* ------------------------------------------------------------- pprof */
-
-/* Appends a protobuf length-delimited field header (wire type 2). */
-static size_t put_len_field(uint8_t *p, uint32_t field, size_t len)
-{
-    size_t n = 0;
-    p[n++] = (uint8_t)(field << 3 | 2);
-    do {
-        p[n++] = (uint8_t)((len & 0x7f) | (len > 0x7f ? 0x80 : 0));
-        len >>= 7;
-    } while (len);
-    return n;
-}
-
-/* SelectMergeStacktracesResponse{pprof (5): PprofProfile{profile (1): buf}}. */
-static int wrap_pprof_response(lc_buf_t *buf)
-{
-    uint8_t inner[16], outer[16];
-    size_t n_inner = put_len_field(inner, 1, buf->len);
-    size_t n_outer = put_len_field(outer, 5, n_inner + buf->len);
-    size_t shift = n_inner + n_outer, len = buf->len;
-    int rc = lc_buf_reserve(buf, shift);
-    if (rc)
-        return rc;
-    memmove(buf->data + shift, buf->data, len);
-    memcpy(buf->data, outer, n_outer);
-    memcpy(buf->data + n_outer, inner, n_inner);
-    buf->len = len + shift;
-    return 0;
-}
 
 /* Every ingester's merged pprof for r, merged into out (protobuf bytes). */
 static int merged_pprof(qry_fanout_t *f, lc_http_req_t *req,
@@ -196,7 +139,7 @@ static int stacktraces_pprof(qry_fanout_t *f, lc_http_req_t *req,
     lc_buf_init(&out->buf, LC_BUF_UNLIMITED);
     if (merged_pprof(f, req, &p, &out->buf, st))
         return -1;
-    if (wrap_pprof_response(&out->buf))
+    if (qry_wrap_pprof_response(&out->buf))
         return qry_fail(st, LC_ETOOBIG, "encoding the merged profile");
     out->desc = &querier__v1__select_merge_stacktraces_response__descriptor;
     return 0;
@@ -226,7 +169,7 @@ int fo_rpc_select_merge_stacktraces(lc_http_req_t *req, const ProtobufCMessage *
     lc_ftree_t *t;
     if (merged_tree(f, req, "SelectMergeStacktraces", &shard.base, &t, st))
         return -1;
-    int rc = shape_tree(t, r->format, max_nodes, req->arena, &resp->flamegraph, &resp->tree, st);
+    int rc = qry_shape_tree(t, r->format, max_nodes, req->arena, &resp->flamegraph, &resp->tree, st);
     lc_ftree_free(t);
     if (rc == 0)
         out->msg = &resp->base;
@@ -254,7 +197,7 @@ int fo_rpc_select_merge_span_profile(lc_http_req_t *req, const ProtobufCMessage 
     lc_ftree_t *t;
     if (merged_tree(f, req, "SelectMergeSpanProfile", &shard.base, &t, st))
         return -1;
-    int rc = shape_tree(t, r->format, max_nodes, req->arena, &resp->flamegraph, &resp->tree, st);
+    int rc = qry_shape_tree(t, r->format, max_nodes, req->arena, &resp->flamegraph, &resp->tree, st);
     lc_ftree_free(t);
     if (rc == 0)
         *out = &resp->base;

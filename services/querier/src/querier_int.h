@@ -224,6 +224,17 @@ int qry_rpc_analyze_query(lc_http_req_t *req, const ProtobufCMessage *in, Protob
 int qry_rpc_unimplemented(lc_http_req_t *req, const ProtobufCMessage *in, ProtobufCMessage **out,
                           lc_status_t *st, void *data);
 
+/* ---- shared by the local merges and the fan-out's (rpc_merge.c) ---- */
+
+/* A merged tree as SelectMergeStacktraces answers it: the flame graph, or
+ * with PROFILE_FORMAT_TREE the tree bytes (§5.7), truncated at max_nodes. */
+int qry_shape_tree(lc_ftree_t *t, int format, int64_t max_nodes, lc_arena_t *a,
+                   Querier__V1__FlameGraph **flame, ProtobufCBinaryData *tree,
+                   lc_status_t *st) LC_MUST_CHECK;
+/* Wraps the pprof bytes in buf, in place, as SelectMergeStacktracesResponse
+ * {pprof (5): PprofProfile{profile (1): ...}}: two field headers in front. */
+int qry_wrap_pprof_response(lc_buf_t *buf) LC_MUST_CHECK;
+
 /* ---- legacy HTTP (legacy_*.c, pyroscope-api.md §7) ---- */
 
 /* Registers GET /pyroscope/render, /pyroscope/render-diff, /pyroscope/label-values.

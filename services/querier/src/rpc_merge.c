@@ -278,6 +278,15 @@ static int tree_bytes(lc_ftree_t *t, int64_t max_nodes, lc_arena_t *a, ProtobufC
     return copy ? 0 : qry_fail_arena(st);
 }
 
+int qry_shape_tree(lc_ftree_t *t, int format, int64_t max_nodes, lc_arena_t *a,
+                   Querier__V1__FlameGraph **flame, ProtobufCBinaryData *tree, lc_status_t *st)
+{
+    if (format == QUERIER__V1__PROFILE_FORMAT__PROFILE_FORMAT_TREE)
+        return tree_bytes(t, max_nodes, a, tree, st);
+    int rc = lc_ftree_flamegraph(t, max_nodes, a, flame);
+    return rc ? qry_fail(st, rc, "encoding the flame graph") : 0;
+}
+
 /* The merged pprof as protobuf bytes appended to out: one sample type (the
  * requested type's), the period type from the ID (period 0: it is not
  * stored), time and duration from the range. */
@@ -315,9 +324,7 @@ static size_t put_len_field(uint8_t *p, uint32_t field, size_t len)
     return n;
 }
 
-/* Wraps the pprof bytes in buf as SelectMergeStacktracesResponse{pprof (5):
- * PprofProfile{profile (1): ...}} in place: two field headers in front. */
-static int wrap_pprof_response(lc_buf_t *buf)
+int qry_wrap_pprof_response(lc_buf_t *buf)
 {
     uint8_t inner[16], outer[16];
     size_t n_inner = put_len_field(inner, 1, buf->len);
@@ -341,14 +348,7 @@ static int flame_or_tree(merge_call_t *m, int format, lc_arena_t *a,
     lc_ftree_t *t;
     if (merge_tree(m, &t, st))
         return -1;
-    int rc;
-    if (format == QUERIER__V1__PROFILE_FORMAT__PROFILE_FORMAT_TREE) {
-        rc = tree_bytes(t, m->max_nodes, a, &resp->tree, st);
-    } else {
-        rc = lc_ftree_flamegraph(t, m->max_nodes, a, &resp->flamegraph);
-        if (rc)
-            qry_fail(st, rc, "encoding the flame graph");
-    }
+    int rc = qry_shape_tree(t, format, m->max_nodes, a, &resp->flamegraph, &resp->tree, st);
     lc_ftree_free(t);
     return rc ? -1 : 0;
 }
@@ -391,7 +391,7 @@ static int stacktraces_pprof(merge_call_t *m, const merge_req_t *r, lc_arena_t *
     lc_buf_init(&out->buf, LC_BUF_UNLIMITED);
     if (merged_pprof(m, r->profile_type, a, &out->buf, st))
         return -1;
-    if (wrap_pprof_response(&out->buf))
+    if (qry_wrap_pprof_response(&out->buf))
         return qry_fail(st, LC_ETOOBIG, "encoding the merged profile");
     out->desc = &querier__v1__select_merge_stacktraces_response__descriptor;
     return 0;
