@@ -348,6 +348,18 @@ static void test_failed_batch_is_claimed_by_another(void)
     test_redis_finish(&srv);
 }
 
+/* Entries read but not acked across the 4 streams reach want. */
+typedef struct pending_wait_s {
+    const test_redis_t *srv;
+    long long want;
+} pending_wait_t;
+
+static bool pending_reached(void *arg)
+{
+    const pending_wait_t *p = arg;
+    return pending_total(p->srv, 4) == p->want;
+}
+
 /* A consumer stopped (transport closed) with entries it read but never acked:
  * another consumer claims them once they have been idle claim_idle_ms. */
 static void test_stopped_consumer_entries_are_claimed(void)
@@ -363,8 +375,10 @@ static void test_stopped_consumer_entries_are_claimed(void)
     lc_transport_t *ta = open_transport(&loop, &oa, &a);
     for (int i = 0; i < 24; i++)
         LC_ASSERT_OK(publish_n(ta, &pubs, i, (uint32_t)i));
-    wait_t wa = {&pubs, &a, 1, ta};
-    LC_CHECK(test_run_until(&loop, consume_called, &wa, 3000));
+    wait_t wa = {&pubs, &a, 24, ta};
+    LC_CHECK(test_run_until(&loop, all_answered, &wa, 3000));
+    /* A's first read may hold only some (it raced the XADDs): wait for all. */
+    LC_CHECK(test_run_until(&loop, pending_reached, &(pending_wait_t){&srv, 24}, 3000));
     close_transport(&loop, ta);
     LC_ASSERT_EQ(pending_total(&srv, 4), 24); /* all read by A, none acked */
     lc_redis_transport_opts_t ob = fast_opts(&srv, "ingester-b");
@@ -605,8 +619,9 @@ static void test_restart_recovers_own_pending(void)
         LC_ASSERT_OK(publish_n(t, &pubs, i, (uint32_t)i));
     wait_t w = {&pubs, &s1, 20, t};
     LC_CHECK(test_run_until(&loop, all_answered, &w, 3000));
-    w.want = 1;
-    LC_CHECK(test_run_until(&loop, consume_called, &w, 3000));
+    /* The first read may hold only some of them (it raced the XADDs): wait
+     * until every entry was read once and failed. */
+    LC_CHECK(test_run_until(&loop, pending_reached, &(pending_wait_t){&srv, 20}, 3000));
     close_transport(&loop, t);
     LC_ASSERT_EQ(pending_total(&srv, 4), 20); /* read once, failed, never acked */
     t = open_transport(&loop, &o, &s2);
