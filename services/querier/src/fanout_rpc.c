@@ -223,10 +223,11 @@ int fo_rpc_select_merge_profile(lc_http_req_t *req, const ProtobufCMessage *in, 
 
 /* -------------------------------------------------------------------- Diff */
 
-static int diff_side(qry_fanout_t *f, lc_http_req_t *req,
+static int diff_side(void *data, lc_http_req_t *req,
                      const Querier__V1__SelectMergeStacktracesRequest *r, lc_ftree_t **out,
                      int64_t *max_nodes, lc_status_t *st)
 {
+    qry_fanout_t *f = data;
     if (effective_max_nodes(f, r->max_nodes, max_nodes, st))
         return -1;
     Querier__V1__SelectMergeStacktracesRequest shard = *r;
@@ -238,28 +239,7 @@ static int diff_side(qry_fanout_t *f, lc_http_req_t *req,
 int fo_rpc_diff(lc_http_req_t *req, const ProtobufCMessage *in, ProtobufCMessage **out,
                 lc_status_t *st, void *data)
 {
-    const Querier__V1__DiffRequest *r = (const Querier__V1__DiffRequest *)in;
-    if (!r->left || !r->right)
-        return lc_status_set(st, LC_CODE_INVALID_ARGUMENT, "left and right are required");
-    Querier__V1__DiffResponse *resp = lc_arena_calloc(req->arena, 1, sizeof(*resp));
-    if (!resp)
-        return qry_fail_arena(st);
-    *resp = (Querier__V1__DiffResponse)QUERIER__V1__DIFF_RESPONSE__INIT;
-    lc_ftree_t *left = NULL, *right = NULL;
-    int64_t max_nodes = 0, unused;
-    int rc = diff_side(data, req, r->left, &left, &max_nodes, st);
-    if (rc == 0)
-        rc = diff_side(data, req, r->right, &right, &unused, st);
-    if (rc == 0) {
-        rc = lc_ftree_diff(left, right, max_nodes, req->arena, &resp->flamegraph);
-        if (rc)
-            rc = qry_fail(st, rc, "encoding the diff");
-    }
-    lc_ftree_free(left);
-    lc_ftree_free(right);
-    if (rc == 0)
-        *out = &resp->base;
-    return rc ? -1 : 0;
+    return qry_diff_answer(req, in, out, st, diff_side, data);
 }
 
 /* ------------------------------------------------------------ SelectSeries */

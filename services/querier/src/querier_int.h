@@ -231,6 +231,15 @@ int qry_rpc_unimplemented(lc_http_req_t *req, const ProtobufCMessage *in, Protob
 int qry_shape_tree(lc_ftree_t *t, int format, int64_t max_nodes, lc_arena_t *a,
                    Querier__V1__FlameGraph **flame, ProtobufCBinaryData *tree,
                    lc_status_t *st) LC_MUST_CHECK;
+/* One side of a Diff merged into *out (untruncated); *max_nodes gets that
+ * side's effective limit. data: the qry_t, or the fan-out. */
+typedef int (*qry_diff_side_fn)(void *data, lc_http_req_t *req,
+                                const Querier__V1__SelectMergeStacktracesRequest *r,
+                                lc_ftree_t **out, int64_t *max_nodes, lc_status_t *st);
+/* Answers Diff from two sides merged by side: the left request's max_nodes
+ * governs the whole diff (§5.6). */
+int qry_diff_answer(lc_http_req_t *req, const ProtobufCMessage *in, ProtobufCMessage **out,
+                    lc_status_t *st, qry_diff_side_fn side, void *data) LC_MUST_CHECK;
 /* Wraps the pprof bytes in buf, in place, as SelectMergeStacktracesResponse
  * {pprof (5): PprofProfile{profile (1): ...}}: two field headers in front. */
 int qry_wrap_pprof_response(lc_buf_t *buf) LC_MUST_CHECK;

@@ -499,10 +499,11 @@ int qry_rpc_select_merge_profile(lc_http_req_t *req, const ProtobufCMessage *in,
 /* -------------------------------------------------------------------- Diff */
 
 /* Merges one side of a diff; *max_nodes gets that side's effective limit. */
-static int diff_side_tree(qry_t *q, lc_http_req_t *req,
+static int diff_side_tree(void *data, lc_http_req_t *req,
                           const Querier__V1__SelectMergeStacktracesRequest *r, lc_ftree_t **out,
                           int64_t *max_nodes, lc_status_t *st)
 {
+    qry_t *q = data;
     merge_req_t mr = merge_req_of(r);
     merge_call_t m;
     if (merge_begin(&m, q, req, &mr, st))
@@ -513,8 +514,8 @@ static int diff_side_tree(qry_t *q, lc_http_req_t *req,
     return rc;
 }
 
-int qry_rpc_diff(lc_http_req_t *req, const ProtobufCMessage *in, ProtobufCMessage **out,
-                 lc_status_t *st, void *data)
+int qry_diff_answer(lc_http_req_t *req, const ProtobufCMessage *in, ProtobufCMessage **out,
+                    lc_status_t *st, qry_diff_side_fn side, void *data)
 {
     const Querier__V1__DiffRequest *r = (const Querier__V1__DiffRequest *)in;
     if (!r->left || !r->right)
@@ -525,9 +526,9 @@ int qry_rpc_diff(lc_http_req_t *req, const ProtobufCMessage *in, ProtobufCMessag
     *resp = (Querier__V1__DiffResponse)QUERIER__V1__DIFF_RESPONSE__INIT;
     lc_ftree_t *left = NULL, *right = NULL;
     int64_t max_nodes = 0, unused;
-    int rc = diff_side_tree(data, req, r->left, &left, &max_nodes, st);
+    int rc = side(data, req, r->left, &left, &max_nodes, st);
     if (rc == 0)
-        rc = diff_side_tree(data, req, r->right, &right, &unused, st);
+        rc = side(data, req, r->right, &right, &unused, st);
     if (rc == 0) {
         /* The left request's max_nodes governs the whole diff. */
         rc = lc_ftree_diff(left, right, max_nodes, req->arena, &resp->flamegraph);
@@ -539,4 +540,10 @@ int qry_rpc_diff(lc_http_req_t *req, const ProtobufCMessage *in, ProtobufCMessag
     if (rc == 0)
         *out = &resp->base;
     return rc ? -1 : 0;
+}
+
+int qry_rpc_diff(lc_http_req_t *req, const ProtobufCMessage *in, ProtobufCMessage **out,
+                 lc_status_t *st, void *data)
+{
+    return qry_diff_answer(req, in, out, st, diff_side_tree, data);
 }
