@@ -37,6 +37,11 @@ int lc_pprof__decode_pb(const uint8_t *pb, size_t len, const lc_pprof_limits_t *
 int lc_pprof__decode_protobuf_c(const uint8_t *pb, size_t len, lc_arena_t *arena, lc_pprof_t **out,
                                 lc_status_t *st) LC_MUST_CHECK;
 
+/* Drops the unknown fields lc_pprof__decode_protobuf_c kept (it packs them
+ * back; lc_pprof__decode_pb skips them), so that the two decoders' results
+ * compare field for field (tests only). */
+void lc_pprof__drop_unknown_fields(lc_pprof_t *p);
+
 /* A NUL-terminated arena copy of s[0..n) with every NUL byte replaced by
  * U+FFFD (C strings cannot carry NULs); NULL past the arena's cap. */
 char *lc_pprof__copy_replacing_nuls(const uint8_t *s, size_t n, lc_arena_t *arena);

@@ -135,3 +135,31 @@ int lc_pprof__decode_protobuf_c(const uint8_t *pb, size_t len, lc_arena_t *arena
     *out = (lc_pprof_t *)msg;
     return 0;
 }
+
+static void drop_unknown(ProtobufCMessage *m)
+{
+    m->n_unknown_fields = 0;
+}
+
+void lc_pprof__drop_unknown_fields(lc_pprof_t *p)
+{
+    drop_unknown(&p->base);
+    if (p->period_type)
+        drop_unknown(&p->period_type->base);
+    for (size_t i = 0; i < p->n_sample_type; i++)
+        drop_unknown(&p->sample_type[i]->base);
+    for (size_t i = 0; i < p->n_sample; i++) {
+        drop_unknown(&p->sample[i]->base);
+        for (size_t k = 0; k < p->sample[i]->n_label; k++)
+            drop_unknown(&p->sample[i]->label[k]->base);
+    }
+    for (size_t i = 0; i < p->n_mapping; i++)
+        drop_unknown(&p->mapping[i]->base);
+    for (size_t i = 0; i < p->n_location; i++) {
+        drop_unknown(&p->location[i]->base);
+        for (size_t k = 0; k < p->location[i]->n_line; k++)
+            drop_unknown(&p->location[i]->line[k]->base);
+    }
+    for (size_t i = 0; i < p->n_function; i++)
+        drop_unknown(&p->function[i]->base);
+}

@@ -30,37 +30,9 @@ static void require(bool ok, const char *what)
     }
 }
 
-static void strip_unknown(ProtobufCMessage *m)
-{
-    m->n_unknown_fields = 0;
-}
-
-static void strip_profile_unknown(lc_pprof_t *p)
-{
-    strip_unknown(&p->base);
-    if (p->period_type)
-        strip_unknown(&p->period_type->base);
-    for (size_t i = 0; i < p->n_sample_type; i++)
-        strip_unknown(&p->sample_type[i]->base);
-    for (size_t i = 0; i < p->n_sample; i++) {
-        strip_unknown(&p->sample[i]->base);
-        for (size_t k = 0; k < p->sample[i]->n_label; k++)
-            strip_unknown(&p->sample[i]->label[k]->base);
-    }
-    for (size_t i = 0; i < p->n_mapping; i++)
-        strip_unknown(&p->mapping[i]->base);
-    for (size_t i = 0; i < p->n_location; i++) {
-        strip_unknown(&p->location[i]->base);
-        for (size_t k = 0; k < p->location[i]->n_line; k++)
-            strip_unknown(&p->location[i]->line[k]->base);
-    }
-    for (size_t i = 0; i < p->n_function; i++)
-        strip_unknown(&p->function[i]->base);
-}
-
 static void require_same_packing(const lc_pprof_t *mine, lc_pprof_t *ref)
 {
-    strip_profile_unknown(ref);
+    lc_pprof__drop_unknown_fields(ref);
     size_t n = protobuf_c_message_get_packed_size(&mine->base);
     require(n == protobuf_c_message_get_packed_size(&ref->base), "packed sizes differ");
     uint8_t *x = malloc(n ? n : 1), *y = malloc(n ? n : 1);
