@@ -258,8 +258,9 @@ static const char PUBLISH_LUA[] = "local seen = redis.call('GET', KEYS[1])\n"
                                   "redis.call('SET', KEYS[1], id, 'PX', ARGV[1])\n"
                                   "return id\n";
 
-/* One message from publish until its callback: kept (with its dedupe key)
- * so that an unknown outcome can be sent again. */
+/* One message from publish until its callback. With retries it keeps a
+ * copy of the message and its dedupe key, so that an unknown outcome can be
+ * sent again; without, it is sent once, from the caller's buffer. */
 struct rt_xadd_s {
     rt_t *t;
     lc_transport_publish_cb cb;
@@ -270,8 +271,8 @@ struct rt_xadd_s {
     uint32_t part;
     int last_status; /* why it was parked */
     size_t len;
-    char *key;     /* NUL-terminated, after msg in the same block */
-    uint8_t msg[]; /* the copy of the message */
+    const uint8_t *msg; /* the copy after this struct, or (no retries) the caller's */
+    char *key;          /* NUL-terminated, after the copy; NULL without retries */
 };
 
 /* Status of a definite answer. An error reply: OOM means Redis is full (back
@@ -403,7 +404,9 @@ static void xadd_on_reply(lc_redis_t *r, int status, const redisReply *reply, vo
     rt_t *t = x->t;
     LC_UNUSED(r);
     if (xadd_outcome_unknown(status)) {
-        if (uv_now(t->loop) < x->deadline_ms) {
+        if (!t->opts.publish_retry_ms) {
+            xadd_finish(x, LC_REDIS_EDOWN); /* no retries: 503, maybe for a stored message */
+        } else if (uv_now(t->loop) < x->deadline_ms) {
             LC_LOG_DEBUG("redis: XADD outcome unknown, will retry err=\"%s\"", lc_strerror(status));
             x->last_status = status;
             xadd_park(t, x);
@@ -453,15 +456,21 @@ static void dedupe_key(const char *stream, const uint8_t *id, size_t id_len, cha
 static rt_xadd_t *xadd_new(rt_t *t, uint32_t p, const uint8_t *msg, size_t len, const uint8_t *id,
                            size_t id_len)
 {
-    size_t key_size = strlen(t->parts[p].stream) + sizeof("{}:dedupe:") + 2 * id_len;
-    rt_xadd_t *x = lc_xmalloc(sizeof(*x) + len + key_size);
+    bool keep = t->opts.publish_retry_ms > 0;
+    size_t key_size = keep ? strlen(t->parts[p].stream) + sizeof("{}:dedupe:") + 2 * id_len : 0;
+    rt_xadd_t *x = lc_xmalloc(sizeof(*x) + (keep ? len + key_size : 0));
     *x = (rt_xadd_t){.t = t,
                      .start_ns = uv_hrtime(),
                      .deadline_ms = uv_now(t->loop) + t->opts.publish_retry_ms,
                      .part = p,
-                     .len = len};
-    memcpy(x->msg, msg, len);
-    x->key = (char *)x->msg + len;
+                     .len = len,
+                     .msg = msg}; /* valid for the one send in rt_publish */
+    if (!keep)
+        return x;
+    uint8_t *copy = (uint8_t *)(x + 1);
+    memcpy(copy, msg, len);
+    x->msg = copy;
+    x->key = (char *)copy + len;
     dedupe_key(t->parts[p].stream, id, id_len, x->key, key_size);
     return x;
 }
