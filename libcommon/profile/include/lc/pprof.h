@@ -2,7 +2,7 @@
  * lc/pprof.h — pprof (google.v1.Profile) decoding, validation, encoding and a
  * builder that de-duplicates strings, functions, mappings and locations.
  *
- * Decoding (libcommon/src/pprof_decode.c, written for this one schema) fills an
+ * Decoding (libcommon/profile/src/pprof_decode.c, written for this one schema) fills an
  * arena: the decoded profile lives as long as the arena, and is the struct
  * protobuf-c's unpack would give, so protobuf-c can pack it. Validation follows
  * Pyroscope's ingest rules (pyroscope-api.md §3.3 item 5) with ember's own,

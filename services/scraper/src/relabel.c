@@ -1,5 +1,5 @@
 /*
- * relabel.c — Prometheus relabel_configs behind lc/relabel.h.
+ * relabel.c — Prometheus relabel_configs behind relabel.h.
  *
  * Written from Prometheus's documented semantics (model/relabel, and Go's
  * regexp.Expand for templates), so that a rule copied from a Prometheus or
@@ -27,13 +27,13 @@
 #include <strings.h>
 
 #include "lc/alloc.h"
-#include "lc/relabel.h"
+#include "relabel.h"
 
 #define RELABEL_MATCH_LIMIT 1000000       /* backtracking steps per match: no ReDoS stalls */
 #define RELABEL_SHOW_MAX 200              /* bytes of a bad value quoted back in errors */
 #define RELABEL_MAX_VALUE_BYTES (1 << 20) /* joined source values and expansions */
 
-/* The compiled form behind lc_relabel_rule_t._re. */
+/* The compiled form behind scr_relabel_rule_t._re. */
 typedef struct relabel_re_s {
     pcre2_code *code;
     uint32_t n_groups; /* capture groups + 1 (the whole match) */
@@ -150,15 +150,15 @@ static uint64_t md5_sum64(const uint8_t digest[16])
 /* ---------------------------------------------------------------- names */
 
 static const char *const action_names[] = {
-    [LC_RELABEL_REPLACE] = "replace",     [LC_RELABEL_KEEP] = "keep",
-    [LC_RELABEL_DROP] = "drop",           [LC_RELABEL_KEEPEQUAL] = "keepequal",
-    [LC_RELABEL_DROPEQUAL] = "dropequal", [LC_RELABEL_HASHMOD] = "hashmod",
-    [LC_RELABEL_LABELMAP] = "labelmap",   [LC_RELABEL_LABELDROP] = "labeldrop",
-    [LC_RELABEL_LABELKEEP] = "labelkeep", [LC_RELABEL_LOWERCASE] = "lowercase",
-    [LC_RELABEL_UPPERCASE] = "uppercase",
+    [SCR_RELABEL_REPLACE] = "replace",     [SCR_RELABEL_KEEP] = "keep",
+    [SCR_RELABEL_DROP] = "drop",           [SCR_RELABEL_KEEPEQUAL] = "keepequal",
+    [SCR_RELABEL_DROPEQUAL] = "dropequal", [SCR_RELABEL_HASHMOD] = "hashmod",
+    [SCR_RELABEL_LABELMAP] = "labelmap",   [SCR_RELABEL_LABELDROP] = "labeldrop",
+    [SCR_RELABEL_LABELKEEP] = "labelkeep", [SCR_RELABEL_LOWERCASE] = "lowercase",
+    [SCR_RELABEL_UPPERCASE] = "uppercase",
 };
 
-int lc_relabel_action_parse(const char *name)
+int scr_relabel_action_parse(const char *name)
 {
     for (size_t i = 0; i < LC_ARRAY_LEN(action_names); i++)
         if (strcasecmp(name, action_names[i]) == 0)
@@ -166,7 +166,7 @@ int lc_relabel_action_parse(const char *name)
     return -1;
 }
 
-const char *lc_relabel_action_name(lc_relabel_action_t a)
+const char *scr_relabel_action_name(scr_relabel_action_t a)
 {
     return (size_t)a < LC_ARRAY_LEN(action_names) ? action_names[a] : "?";
 }
@@ -177,10 +177,10 @@ const char *lc_relabel_action_name(lc_relabel_action_t a)
 #define DEFAULT_REGEX "(.*)"
 #define DEFAULT_REPLACEMENT "$1"
 
-void lc_relabel_rule_init(lc_relabel_rule_t *r)
+void scr_relabel_rule_init(scr_relabel_rule_t *r)
 {
     memset(r, 0, sizeof(*r));
-    r->action = LC_RELABEL_REPLACE;
+    r->action = SCR_RELABEL_REPLACE;
     r->separator = lc_xstrdup(DEFAULT_SEPARATOR);
     r->regex = lc_xstrdup(DEFAULT_REGEX);
     r->target_label = lc_xstrdup("");
@@ -198,7 +198,7 @@ static void re_free(relabel_re_t *re)
     lc_free(re);
 }
 
-void lc_relabel_rule_fini(lc_relabel_rule_t *r)
+void scr_relabel_rule_fini(scr_relabel_rule_t *r)
 {
     for (size_t i = 0; i < r->n_source_labels; i++)
         lc_free(r->source_labels[i]);
@@ -211,10 +211,10 @@ void lc_relabel_rule_fini(lc_relabel_rule_t *r)
     memset(r, 0, sizeof(*r));
 }
 
-void lc_relabel_fini(lc_relabel_t *rl)
+void scr_relabel_fini(scr_relabel_t *rl)
 {
     for (size_t i = 0; i < rl->n; i++)
-        lc_relabel_rule_fini(&rl->rules[i]);
+        scr_relabel_rule_fini(&rl->rules[i]);
     lc_free(rl->rules);
     rl->rules = NULL;
     rl->n = 0;
@@ -263,55 +263,55 @@ static bool valid_label_template(const char *s)
     return true;
 }
 
-static int check_target_label(const lc_relabel_rule_t *r, lc_status_t *st)
+static int check_target_label(const scr_relabel_rule_t *r, lc_status_t *st)
 {
-    lc_relabel_action_t a = r->action;
-    bool needs = a == LC_RELABEL_REPLACE || a == LC_RELABEL_HASHMOD || a == LC_RELABEL_LOWERCASE ||
-                 a == LC_RELABEL_UPPERCASE || a == LC_RELABEL_KEEPEQUAL ||
-                 a == LC_RELABEL_DROPEQUAL;
+    scr_relabel_action_t a = r->action;
+    bool needs = a == SCR_RELABEL_REPLACE || a == SCR_RELABEL_HASHMOD || a == SCR_RELABEL_LOWERCASE ||
+                 a == SCR_RELABEL_UPPERCASE || a == SCR_RELABEL_KEEPEQUAL ||
+                 a == SCR_RELABEL_DROPEQUAL;
     if (!needs)
         return 0;
     if (!r->target_label[0])
         return lc_status_set(st, LC_CODE_INVALID_ARGUMENT,
                              "target_label: relabel configuration for %s action requires "
                              "'target_label' value",
-                             lc_relabel_action_name(a));
-    bool ok = a == LC_RELABEL_REPLACE ? valid_label_template(r->target_label)
+                             scr_relabel_action_name(a));
+    bool ok = a == SCR_RELABEL_REPLACE ? valid_label_template(r->target_label)
                                       : lc_label_name_is_legacy(r->target_label);
     if (!ok)
         return lc_status_set(st, LC_CODE_INVALID_ARGUMENT,
                              "target_label: \"%.*s\" is invalid 'target_label' for %s action",
-                             RELABEL_SHOW_MAX, r->target_label, lc_relabel_action_name(a));
+                             RELABEL_SHOW_MAX, r->target_label, scr_relabel_action_name(a));
     return 0;
 }
 
-static int check_only_fields(const lc_relabel_rule_t *r, lc_status_t *st)
+static int check_only_fields(const scr_relabel_rule_t *r, lc_status_t *st)
 {
-    lc_relabel_action_t a = r->action;
+    scr_relabel_action_t a = r->action;
     bool default_rest = r->modulus == 0 && strcmp(r->separator, DEFAULT_SEPARATOR) == 0 &&
                         strcmp(r->replacement, DEFAULT_REPLACEMENT) == 0;
-    if ((a == LC_RELABEL_LABELDROP || a == LC_RELABEL_LABELKEEP) &&
+    if ((a == SCR_RELABEL_LABELDROP || a == SCR_RELABEL_LABELKEEP) &&
         (r->n_source_labels || r->target_label[0] || !default_rest))
         return lc_status_set(st, LC_CODE_INVALID_ARGUMENT,
                              "action: %s action requires only 'regex', and no other fields",
-                             lc_relabel_action_name(a));
-    if ((a == LC_RELABEL_KEEPEQUAL || a == LC_RELABEL_DROPEQUAL) &&
+                             scr_relabel_action_name(a));
+    if ((a == SCR_RELABEL_KEEPEQUAL || a == SCR_RELABEL_DROPEQUAL) &&
         (strcmp(r->regex, DEFAULT_REGEX) != 0 || !default_rest))
         return lc_status_set(st, LC_CODE_INVALID_ARGUMENT,
                              "action: %s action requires only 'source_labels' and "
                              "'target_label', and no other fields",
-                             lc_relabel_action_name(a));
-    if ((a == LC_RELABEL_LOWERCASE || a == LC_RELABEL_UPPERCASE) &&
+                             scr_relabel_action_name(a));
+    if ((a == SCR_RELABEL_LOWERCASE || a == SCR_RELABEL_UPPERCASE) &&
         strcmp(r->replacement, DEFAULT_REPLACEMENT) != 0)
         return lc_status_set(st, LC_CODE_INVALID_ARGUMENT,
                              "replacement: 'replacement' can not be set for %s action",
-                             lc_relabel_action_name(a));
+                             scr_relabel_action_name(a));
     return 0;
 }
 
-static int check_rule(const lc_relabel_rule_t *r, lc_status_t *st)
+static int check_rule(const scr_relabel_rule_t *r, lc_status_t *st)
 {
-    if (r->action == LC_RELABEL_HASHMOD && r->modulus == 0)
+    if (r->action == SCR_RELABEL_HASHMOD && r->modulus == 0)
         return lc_status_set(st, LC_CODE_INVALID_ARGUMENT,
                              "modulus: relabel configuration for hashmod requires non-zero "
                              "modulus");
@@ -323,7 +323,7 @@ static int check_rule(const lc_relabel_rule_t *r, lc_status_t *st)
     int rc = check_target_label(r, st);
     if (rc)
         return rc;
-    if (r->action == LC_RELABEL_LABELMAP && !valid_label_template(r->replacement))
+    if (r->action == SCR_RELABEL_LABELMAP && !valid_label_template(r->replacement))
         return lc_status_set(st, LC_CODE_INVALID_ARGUMENT,
                              "replacement: \"%.*s\" is invalid 'replacement' for labelmap action",
                              RELABEL_SHOW_MAX, r->replacement);
@@ -360,7 +360,7 @@ static void re_collect_names(relabel_re_t *re)
     }
 }
 
-static int re_compile(lc_relabel_rule_t *r, lc_status_t *st)
+static int re_compile(scr_relabel_rule_t *r, lc_status_t *st)
 {
     const uint32_t opts = PCRE2_UTF | PCRE2_MATCH_INVALID_UTF | PCRE2_ANCHORED | PCRE2_ENDANCHORED |
                           PCRE2_DOTALL | PCRE2_DOLLAR_ENDONLY | PCRE2_NEVER_BACKSLASH_C;
@@ -387,7 +387,7 @@ static int re_compile(lc_relabel_rule_t *r, lc_status_t *st)
     return 0;
 }
 
-int lc_relabel_rule_compile(lc_relabel_rule_t *r, lc_status_t *st)
+int scr_relabel_rule_compile(scr_relabel_rule_t *r, lc_status_t *st)
 {
     pthread_once(&re_once, re_init_once);
     int rc = check_rule(r, st);
@@ -449,7 +449,7 @@ static long group_by_name(const char *const *names, size_t n_groups, const char 
     return -1;
 }
 
-int lc_relabel_expand(const char *tmpl, const char *subject, const long *groups, size_t n_groups,
+int scr_relabel_expand(const char *tmpl, const char *subject, const long *groups, size_t n_groups,
                       const char *const *names, lc_buf_t *out)
 {
     for (const char *p = tmpl; *p;) {
@@ -495,7 +495,7 @@ static char *expand_string(const relabel_re_t *re, const char *tmpl, const char 
 {
     lc_buf_t b;
     lc_buf_init(&b, RELABEL_MAX_VALUE_BYTES);
-    if (lc_relabel_expand(tmpl, subject, groups, re->n_groups, (const char *const *)re->names,
+    if (scr_relabel_expand(tmpl, subject, groups, re->n_groups, (const char *const *)re->names,
                           &b) ||
         lc_buf_putc(&b, '\0')) {
         lc_buf_fini(&b);
@@ -523,7 +523,7 @@ static void set_value(lc_labels_t *ls, const char *name, const char *value)
 }
 
 /* The source label values joined by the separator (heap; NULL past the cap). */
-static char *joined_sources(const lc_relabel_rule_t *r, const lc_labels_t *ls)
+static char *joined_sources(const scr_relabel_rule_t *r, const lc_labels_t *ls)
 {
     lc_buf_t b;
     lc_buf_init(&b, RELABEL_MAX_VALUE_BYTES);
@@ -542,7 +542,7 @@ static char *joined_sources(const lc_relabel_rule_t *r, const lc_labels_t *ls)
     return s;
 }
 
-static void apply_replace(const lc_relabel_rule_t *r, const char *val, lc_labels_t *ls)
+static void apply_replace(const scr_relabel_rule_t *r, const char *val, lc_labels_t *ls)
 {
     const relabel_re_t *re = r->_re;
     long *groups = lc_xcalloc(2 * (size_t)re->n_groups, sizeof(long));
@@ -557,7 +557,7 @@ static void apply_replace(const lc_relabel_rule_t *r, const char *val, lc_labels
     lc_free(groups);
 }
 
-static void apply_case(const lc_relabel_rule_t *r, const char *val, lc_labels_t *ls, bool upper)
+static void apply_case(const scr_relabel_rule_t *r, const char *val, lc_labels_t *ls, bool upper)
 {
     char *s = lc_xstrdup(val);
     for (char *p = s; *p; p++) {
@@ -570,7 +570,7 @@ static void apply_case(const lc_relabel_rule_t *r, const char *val, lc_labels_t 
     lc_free(s);
 }
 
-static void apply_hashmod(const lc_relabel_rule_t *r, const char *val, lc_labels_t *ls)
+static void apply_hashmod(const scr_relabel_rule_t *r, const char *val, lc_labels_t *ls)
 {
     uint8_t digest[16];
     lc_md5(val, strlen(val), digest);
@@ -595,7 +595,7 @@ static void free_names(char **names)
     lc_free(names);
 }
 
-static void apply_labelmap(const lc_relabel_rule_t *r, lc_labels_t *ls)
+static void apply_labelmap(const scr_relabel_rule_t *r, lc_labels_t *ls)
 {
     const relabel_re_t *re = r->_re;
     char **names = snapshot_names(ls);
@@ -616,7 +616,7 @@ static void apply_labelmap(const lc_relabel_rule_t *r, lc_labels_t *ls)
     free_names(names);
 }
 
-static void apply_labelfilter(const lc_relabel_rule_t *r, lc_labels_t *ls, bool keep_matching)
+static void apply_labelfilter(const scr_relabel_rule_t *r, lc_labels_t *ls, bool keep_matching)
 {
     char **names = snapshot_names(ls);
     for (size_t i = 0; names[i]; i++)
@@ -626,44 +626,44 @@ static void apply_labelfilter(const lc_relabel_rule_t *r, lc_labels_t *ls, bool 
 }
 
 /* One rule; false when it dropped the set. */
-static bool apply_rule(const lc_relabel_rule_t *r, lc_labels_t *ls)
+static bool apply_rule(const scr_relabel_rule_t *r, lc_labels_t *ls)
 {
     char *val = joined_sources(r, ls);
     if (!val)
         return true; /* a value past the cap matches nothing a rule could mean */
     bool keep = true;
     switch (r->action) {
-    case LC_RELABEL_REPLACE:
+    case SCR_RELABEL_REPLACE:
         apply_replace(r, val, ls);
         break;
-    case LC_RELABEL_KEEP:
+    case SCR_RELABEL_KEEP:
         keep = re_match(r->_re, val, NULL);
         break;
-    case LC_RELABEL_DROP:
+    case SCR_RELABEL_DROP:
         keep = !re_match(r->_re, val, NULL);
         break;
-    case LC_RELABEL_KEEPEQUAL:
+    case SCR_RELABEL_KEEPEQUAL:
         keep = strcmp(get_value(ls, r->target_label), val) == 0;
         break;
-    case LC_RELABEL_DROPEQUAL:
+    case SCR_RELABEL_DROPEQUAL:
         keep = strcmp(get_value(ls, r->target_label), val) != 0;
         break;
-    case LC_RELABEL_HASHMOD:
+    case SCR_RELABEL_HASHMOD:
         apply_hashmod(r, val, ls);
         break;
-    case LC_RELABEL_LABELMAP:
+    case SCR_RELABEL_LABELMAP:
         apply_labelmap(r, ls);
         break;
-    case LC_RELABEL_LABELDROP:
+    case SCR_RELABEL_LABELDROP:
         apply_labelfilter(r, ls, false);
         break;
-    case LC_RELABEL_LABELKEEP:
+    case SCR_RELABEL_LABELKEEP:
         apply_labelfilter(r, ls, true);
         break;
-    case LC_RELABEL_LOWERCASE:
+    case SCR_RELABEL_LOWERCASE:
         apply_case(r, val, ls, false);
         break;
-    case LC_RELABEL_UPPERCASE:
+    case SCR_RELABEL_UPPERCASE:
         apply_case(r, val, ls, true);
         break;
     }
@@ -671,7 +671,7 @@ static bool apply_rule(const lc_relabel_rule_t *r, lc_labels_t *ls)
     return keep;
 }
 
-bool lc_relabel_apply(const lc_relabel_t *rl, lc_labels_t *ls)
+bool scr_relabel_apply(const scr_relabel_t *rl, lc_labels_t *ls)
 {
     for (size_t i = 0; i < rl->n; i++)
         if (!apply_rule(&rl->rules[i], ls))
@@ -710,12 +710,12 @@ static int ystring(const yaml_ctx_t *c, yaml_node_t *n, const char *field, char 
     return 0;
 }
 
-static int ysource_labels(const yaml_ctx_t *c, yaml_node_t *n, lc_relabel_rule_t *r)
+static int ysource_labels(const yaml_ctx_t *c, yaml_node_t *n, scr_relabel_rule_t *r)
 {
     if (n->type != YAML_SEQUENCE_NODE)
         return yfail(c, n, "expected a list of label names", "source_labels");
     size_t count = (size_t)(n->data.sequence.items.top - n->data.sequence.items.start);
-    if (count > LC_RELABEL_MAX_SOURCE_LABELS)
+    if (count > SCR_RELABEL_MAX_SOURCE_LABELS)
         return yfail(c, n, "too many source labels", "source_labels");
     r->source_labels = lc_xcalloc(count ? count : 1, sizeof(char *));
     for (size_t i = 0; i < count; i++) {
@@ -728,7 +728,7 @@ static int ysource_labels(const yaml_ctx_t *c, yaml_node_t *n, lc_relabel_rule_t
     return 0;
 }
 
-static int ymodulus(const yaml_ctx_t *c, yaml_node_t *n, lc_relabel_rule_t *r)
+static int ymodulus(const yaml_ctx_t *c, yaml_node_t *n, scr_relabel_rule_t *r)
 {
     const char *s = yscalar(n);
     char *end = NULL;
@@ -739,22 +739,22 @@ static int ymodulus(const yaml_ctx_t *c, yaml_node_t *n, lc_relabel_rule_t *r)
     return 0;
 }
 
-static int yaction(const yaml_ctx_t *c, yaml_node_t *n, lc_relabel_rule_t *r)
+static int yaction(const yaml_ctx_t *c, yaml_node_t *n, scr_relabel_rule_t *r)
 {
     const char *s = yscalar(n);
     if (!s || !s[0])
         return yfail(c, n, "relabel action cannot be empty", "action");
-    int a = lc_relabel_action_parse(s);
+    int a = scr_relabel_action_parse(s);
     if (a < 0) {
         char msg[LC_STATUS_MSG_MAX];
         snprintf(msg, sizeof(msg), "unknown relabel action \"%.*s\"", RELABEL_SHOW_MAX, s);
         return yfail(c, n, msg, "action");
     }
-    r->action = (lc_relabel_action_t)a;
+    r->action = (scr_relabel_action_t)a;
     return 0;
 }
 
-static int yfield(const yaml_ctx_t *c, const char *key, yaml_node_t *v, lc_relabel_rule_t *r)
+static int yfield(const yaml_ctx_t *c, const char *key, yaml_node_t *v, scr_relabel_rule_t *r)
 {
     if (strcmp(key, "source_labels") == 0)
         return ysource_labels(c, v, r);
@@ -776,7 +776,7 @@ static int yfield(const yaml_ctx_t *c, const char *key, yaml_node_t *v, lc_relab
     return yfail(c, v, msg, NULL);
 }
 
-static int yrule(const yaml_ctx_t *c, yaml_node_t *n, lc_relabel_rule_t *r)
+static int yrule(const yaml_ctx_t *c, yaml_node_t *n, scr_relabel_rule_t *r)
 {
     if (!n || n->type != YAML_MAPPING_NODE)
         return yfail(c, n, "empty or null relabeling rule in config", NULL);
@@ -790,7 +790,7 @@ static int yrule(const yaml_ctx_t *c, yaml_node_t *n, lc_relabel_rule_t *r)
             return rc;
     }
     lc_status_t inner = {0};
-    if (lc_relabel_rule_compile(r, &inner))
+    if (scr_relabel_rule_compile(r, &inner))
         return yfail(c, n, inner.msg, NULL);
     return 0;
 }
@@ -802,8 +802,8 @@ static bool ynull(const yaml_node_t *n)
                   n->data.scalar.style == YAML_PLAIN_SCALAR_STYLE);
 }
 
-int lc_relabel_parse_yaml(yaml_document_t *doc, yaml_node_t *seq, const char *where,
-                          lc_relabel_t *rl, lc_status_t *st)
+int scr_relabel_parse_yaml(yaml_document_t *doc, yaml_node_t *seq, const char *where,
+                          scr_relabel_t *rl, lc_status_t *st)
 {
     rl->rules = NULL;
     rl->n = 0;
@@ -814,14 +814,14 @@ int lc_relabel_parse_yaml(yaml_document_t *doc, yaml_node_t *seq, const char *wh
         return lc_status_set(st, LC_CODE_INVALID_ARGUMENT, "%s: expected a list (line %zu)", where,
                              (size_t)seq->start_mark.line + 1);
     size_t count = (size_t)(seq->data.sequence.items.top - seq->data.sequence.items.start);
-    if (count > LC_RELABEL_MAX_RULES)
+    if (count > SCR_RELABEL_MAX_RULES)
         return lc_status_set(st, LC_CODE_INVALID_ARGUMENT, "%s: more than %d rules", where,
-                             LC_RELABEL_MAX_RULES);
+                             SCR_RELABEL_MAX_RULES);
     rl->rules = lc_xcalloc(count ? count : 1, sizeof(*rl->rules));
     for (size_t i = 0; i < count; i++) {
         c.index = i;
         yaml_node_t *n = yaml_document_get_node(doc, seq->data.sequence.items.start[i]);
-        lc_relabel_rule_init(&rl->rules[i]);
+        scr_relabel_rule_init(&rl->rules[i]);
         rl->n++;
         if (ynull(n))
             return yfail(&c, n, "empty or null relabeling rule in config", NULL);
