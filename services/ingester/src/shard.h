@@ -14,6 +14,7 @@
 
 #include "lc/httpd.h"
 #include "lc/metrics.h"
+#include "lc/service.h"
 #include "lc/store.h"
 
 typedef struct ing_shard_s ing_shard_t;
@@ -21,5 +22,8 @@ typedef struct ing_shard_s ing_shard_t;
 int ing_shard_new(uv_loop_t *loop, lc_httpd_t *srv, lc_store_t *store, lc_metrics_t *metrics,
                   bool multitenancy, ing_shard_t **out) LC_MUST_CHECK;
 void ing_shard_free(ing_shard_t *sh);
+
+/* The shard API as a node of the process shell, on the ingester node's store. */
+extern const lc_node_ops_t ing_shard_node;
 
 #endif
