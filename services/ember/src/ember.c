@@ -24,6 +24,7 @@
 #include "querier.h"
 #include "scraper.h"
 #include "services_extra.h"
+#include "ui.h"
 
 #define RETENTION_INTERVAL_MS (60 * 1000)
 #define NS_PER_MS 1000000LL
@@ -313,6 +314,8 @@ static int start_http(ember_t *e)
         rc = start_scraper(e);
     if (!rc)
         rc = register_ops_routes(e);
+    if (!rc)
+        rc = ui_register(e->httpd);
     if (!rc)
         rc = lc_httpd_listen(e->httpd);
     if (rc)

@@ -33,6 +33,7 @@
 #include "lc/metrics.h"
 #include "lc/service.h"
 #include "services_extra.h"
+#include "ui.h"
 #include "zones.h"
 
 #define MEMBER_TTL_MS 5000 /* five missed heartbeats: the ingester is gone */
@@ -292,6 +293,8 @@ static int start_http(querier_t *q)
         rc = lc_httpd_route(q->httpd, &ready);
     if (!rc)
         rc = lc_httpd_route(q->httpd, &metrics);
+    if (!rc)
+        rc = ui_register(q->httpd);
     if (!rc)
         rc = lc_httpd_listen(q->httpd);
     if (rc)
