@@ -48,7 +48,11 @@ const tenantInput = document.getElementById('tenant');
 const navSingle = document.getElementById('nav-single');
 const navDiff = document.getElementById('nav-diff');
 
+// body[data-state] is loading | ready | error: what tests and people wait on.
+function setState(st) { document.body.dataset.state = st; }
+
 function showMessage(text, kind = 'error') {
+  if (text && kind === 'error') setState('error');
   msgBox.hidden = !text;
   msgBox.className = `msg ${kind}`;
   msgBox.textContent = text || '';
@@ -84,6 +88,7 @@ function route() {
     main.replaceChildren();
     current = wantDiff ? new DiffView(main) : new SingleView(main);
   }
+  document.body.dataset.view = current.kind;
   current.update().catch((e) => showMessage(explain(e, 'Loading the page')));
 }
 
@@ -367,7 +372,10 @@ class SingleView {
     this.flame = new FlameGraph(flameHost, {
       tooltip: (d, i) => this.tooltip(d, i),
       onSelect: (i) => { this.live.textContent = this.describe(i); },
-      onZoom: () => perf.redraw.push({ what: 'zoom', ms: this.flame.lastRenderMs }),
+      onZoom: (i) => {
+        perf.redraw.push({ what: 'zoom', ms: this.flame.lastRenderMs });
+        flameHost.dataset.zoom = i >= 0 ? this.flame.data.names[this.flame.data.name[i]] : '';
+      },
     });
     this.sandwichBox = el('section', { class: 'pane sandwich-pane', id: 'sandwich', 'aria-label': 'Sandwich view' });
 
@@ -464,6 +472,7 @@ class SingleView {
       return;
     }
     this.key = key;
+    setState('loading');
     showMessage('');
     const r = this.range();
     if (r.error) { showMessage(r.error); this.clear(); return; }
@@ -496,6 +505,7 @@ class SingleView {
     if (!type) {
       if (!ids.length) {
         showMessage(`No profiles between ${formatTime(r.from)} and ${formatTime(r.until)}. Push some (POST /ingest or /push.v1.PusherService/Push), or pick an earlier range.`, 'info');
+        setState('ready');
         this.clear();
         return;
       }
@@ -567,7 +577,7 @@ class SingleView {
       if (e.name === 'AbortError') throw e;
       showMessage(explain(e, 'The time series query'));
     }
-    document.body.dataset.ready = 'single';
+    if (document.body.dataset.state === 'loading') setState('ready');
   }
 
   applySearch() {
@@ -632,7 +642,14 @@ class DiffView {
     svgBtn.addEventListener('click', () => this.flame.data && download('diff-flamegraph.svg', new Blob([this.flame.toSVG('diff')], { type: 'image/svg+xml' })));
     const legend = el('span', { class: 'diff-legend muted' }, el('span', { class: 'sw-green' }), 'smaller share on the right ', el('span', { class: 'sw-grey' }), 'same ', el('span', { class: 'sw-red' }), 'larger');
     const flameHost = el('div', { class: 'flame', id: 'flame' });
-    this.flame = new FlameGraph(flameHost, { tooltip: (d, i) => this.tooltip(d, i), label: 'Diff flame graph' });
+    this.flame = new FlameGraph(flameHost, {
+      tooltip: (d, i) => this.tooltip(d, i),
+      label: 'Diff flame graph',
+      onZoom: (i) => {
+        perf.redraw.push({ what: 'zoom', ms: this.flame.lastRenderMs });
+        flameHost.dataset.zoom = i >= 0 ? this.flame.data.names[this.flame.data.name[i]] : '';
+      },
+    });
     const tableBox = el('section', { class: 'pane table-pane', 'aria-label': 'Largest changes' });
     const pct = (v, t) => (t ? v / t : 0);
     this.table = new Table(tableBox, {
@@ -649,7 +666,10 @@ class DiffView {
           key: 'change', label: 'Change', title: 'Change of the share in percentage points',
           raw: (r) => pct(r.rt, this.rTicks) - pct(r.lt, this.lTicks),
           sortValue: (r) => Math.abs(pct(r.rt, this.rTicks) - pct(r.lt, this.lTicks)),
-          cls: (r) => (pct(r.rt, this.rTicks) > pct(r.lt, this.lTicks) ? 'up' : 'down'),
+          cls: (r) => {
+            const c = pct(r.rt, this.rTicks) - pct(r.lt, this.lTicks);
+            return Math.abs(c) < 5e-5 ? '' : (c > 0 ? 'up' : 'down');
+          },
           fmt: (r) => { const c = (pct(r.rt, this.rTicks) - pct(r.lt, this.lTicks)) * 100; return `${c >= 0 ? '+' : ''}${c.toFixed(2)} pp`; },
         },
       ],
@@ -698,8 +718,9 @@ class DiffView {
     const key = JSON.stringify(['leftQuery', 'rightQuery', 'leftFrom', 'leftUntil', 'rightFrom', 'rightUntil', 'maxNodes'].map((k) => p.get(k)).concat(tenant()));
     if (key === this.key && this.flame.data) { this.applySearch(); return; }
     this.key = key;
+    setState('loading');
     showMessage('');
-    if (!lq) { showMessage('Enter a query on the left and the right (e.g. process_cpu:cpu:nanoseconds:cpu:nanoseconds{service_name="app"}) and press Compare.', 'info'); return; }
+    if (!lq) { showMessage('Enter a query on the left and the right (e.g. process_cpu:cpu:nanoseconds:cpu:nanoseconds{service_name="app"}) and press Compare.', 'info'); setState('ready'); return; }
     const L = splitQuery(lq); const R = splitQuery(rq);
     if (L.type !== R.type) { showMessage(`Left and right must be the same profile type: "${L.type}" and "${R.type}".`); return; }
     const lr = resolveRange(this.left.t.from.value, this.left.t.until.value);
@@ -730,7 +751,7 @@ class DiffView {
     this.totals.dataset.right = String(d.rightTicks);
     if (!d.leftTicks && !d.rightTicks) showMessage('Neither side has any profiles in its range.', 'info');
     this.applySearch();
-    document.body.dataset.ready = 'diff';
+    if (document.body.dataset.state === 'loading') setState('ready');
   }
 
   applySearch() {
@@ -740,6 +761,22 @@ class DiffView {
     this.searchInfo.dataset.count = String(res.count);
   }
 }
+
+// For tests and the bench: where a frame is on screen, and the flame graph.
+window.emberUI = {
+  flame: () => current && current.flame,
+  frameBox(name) {
+    const f = current && current.flame;
+    const d = f && f.data;
+    if (!d) return null;
+    let best = -1;
+    for (let i = 0; i < d.n; i++) if (d.names[d.name[i]] === name && (best < 0 || d.total[i] > d.total[best])) best = i;
+    const b = best >= 0 ? f.boxOf(best) : null;
+    if (!b) return null;
+    const r = f.canvas.getBoundingClientRect();
+    return { x: r.left + b.x + Math.min(b.w / 2, 40), y: r.top + b.y + 9 };
+  },
+};
 
 void formatDuration;
 route();

@@ -72,6 +72,13 @@ export class TimeChart {
     ctx.clearRect(0, 0, W, H);
     const fg = cs.getPropertyValue('--muted').trim() || '#666';
     const grid = cs.getPropertyValue('--border').trim() || '#ddd';
+    if (!this.series.length) {
+      ctx.fillStyle = fg;
+      ctx.font = '12px system-ui, sans-serif';
+      ctx.textAlign = 'center'; ctx.textBaseline = 'middle';
+      ctx.fillText('No time series for this query', W / 2, H / 2);
+      return;
+    }
     let max = 0;
     for (const s of this.series) for (const p of s.points || []) max = Math.max(max, Number(p.value));
     if (max <= 0) max = 1;
