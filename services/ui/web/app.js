@@ -551,12 +551,17 @@ class SingleView {
     this.total = d.numTicks;
     this.flame.setData(d);
     const tDrawn = performance.now();
+    perf.api.SelectMergeStacktraces = timing ? timing.ms : NaN;
+    const rec = { nodes: d.n, decodeMs: tDecoded - tResp, drawMs: tDrawn - tDecoded, responseToPixelsMs: tDrawn - tResp };
+    // Let the flame graph reach the screen before the table is built.
+    await new Promise((res) => requestAnimationFrame(() => { rec.paintedMs = performance.now() - tResp; res(); }));
+    if (sig.aborted) return;
+    const tTable0 = performance.now();
     this.rows = topTable(d);
     this.table.setRows(this.rows);
-    const tTable = performance.now();
-    perf.api.SelectMergeStacktraces = timing ? timing.ms : NaN;
-    perf.lastRender = { nodes: d.n, decodeMs: tDecoded - tResp, drawMs: tDrawn - tDecoded, tableMs: tTable - tDrawn, responseToPixelsMs: tDrawn - tResp };
-    requestAnimationFrame(() => { perf.lastRender.paintedMs = performance.now() - tResp; perf.render.push(perf.lastRender); });
+    rec.tableMs = performance.now() - tTable0;
+    perf.lastRender = rec;
+    perf.render.push(rec);
     document.getElementById('flame').dataset.nodes = String(d.n);
     document.getElementById('flame').dataset.total = String(d.numTicks);
     if (d.n === 0) showMessage(`No profiles match ${joinQuery(type, selector)} between ${formatTime(r.from)} and ${formatTime(r.until)}.`, 'info');

@@ -282,12 +282,26 @@ export class FlameGraph {
     this.match = null;
     this.dark = matchMedia('(prefers-color-scheme: dark)').matches;
     this.colors = d.diff ? null : paletteFor(d.names, this.dark);
+    this.lower = null;          // lower-cased names, made by the first search
+    this.readTheme();
     if (d.diff) {
       this.diffColors = diffPalette(this.dark);
       this.bucket = new Int8Array(d.n);
       for (let i = 0; i < d.n; i++) this.bucket[i] = diffBucket(diffChange(d, i)) + DIFF_STEPS;
     }
     return this.render();
+  }
+
+  // The theme's colours, read once per data set (getComputedStyle forces a
+  // style recalculation: too slow for every redraw).
+  readTheme() {
+    const cs = getComputedStyle(this.container);
+    this.theme = {
+      bg: cs.getPropertyValue('--bg').trim() || '#fff',
+      fg: cs.getPropertyValue('--flame-text').trim() || '#000',
+      faded: cs.getPropertyValue('--flame-faded').trim() || '#ddd',
+      accent: cs.getPropertyValue('--accent').trim() || '#06c',
+    };
   }
 
   // Case-insensitive substring (or /regex/) over names. Returns the sum of the
@@ -303,10 +317,11 @@ export class FlameGraph {
       try { const re = new RegExp(m[1], m[2]); test = (s) => re.test(s); } catch { test = () => false; }
     } else {
       const t = term.toLowerCase();
-      test = (s) => s.toLowerCase().includes(t);
+      if (!this.lower) this.lower = d.names.map((x) => x.toLowerCase());
+      test = (s, i) => this.lower[i].includes(t);
     }
     const match = new Uint8Array(d.names.length);
-    for (let i = 0; i < d.names.length; i++) match[i] = test(d.names[i]) ? 1 : 0;
+    for (let i = 0; i < d.names.length; i++) match[i] = test(d.names[i], i) ? 1 : 0;
     this.match = match;
     const inMatch = new Uint8Array(d.n);
     let count = 0;
@@ -359,10 +374,8 @@ export class FlameGraph {
       this.canvas.style.height = `${H}px`;
     }
     const ctx = this.ctx;
-    const cs = getComputedStyle(this.container);
-    const bg = cs.getPropertyValue('--bg').trim() || '#fff';
-    const fg = cs.getPropertyValue('--flame-text').trim() || '#000';
-    const faded = cs.getPropertyValue('--flame-faded').trim() || '#ddd';
+    if (!this.theme) this.readTheme();
+    const { bg, fg, faded, accent } = this.theme;
     ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
     ctx.fillStyle = bg;
     ctx.fillRect(0, 0, W, H);
@@ -376,6 +389,7 @@ export class FlameGraph {
     const charW = this.charW;
     const labels = [];
     const match = this.match;
+    let lastColor = null;
     for (let li = 0; li < levels; li++) {
       const y = this.levelY(li);
       const end = d.levelStart[li + 1];
@@ -393,7 +407,7 @@ export class FlameGraph {
         else if (d.diff) color = this.diffColors[this.bucket[i]];
         else color = this.colors[d.name[i]];
         if (li < zLevel) color = faded;
-        ctx.fillStyle = color;
+        if (color !== lastColor) { ctx.fillStyle = color; lastColor = color; }
         ctx.fillRect(sx, y, sw > 1.5 ? sw - 0.5 : sw, ROW - 1);
         if (sw > charW * 3 + 6) labels.push(i, sx, sw, y);
       }
@@ -410,7 +424,7 @@ export class FlameGraph {
     if (sel >= 0) {
       const box = this.boxOf(sel);
       if (box) {
-        ctx.strokeStyle = cs.getPropertyValue('--accent').trim() || '#06c';
+        ctx.strokeStyle = accent;
         ctx.lineWidth = 2;
         ctx.strokeRect(box.x + 1, box.y + 1, Math.max(2, box.w - 2), ROW - 3);
       }

@@ -8,6 +8,17 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { chromium } from 'playwright-core';
 
+// Polls fn in the page from here: page.waitForFunction evaluates strings in
+// the page, which the UI's Content-Security-Policy (no 'unsafe-eval') refuses.
+async function waitFor(page, fn, arg, timeout = 20000) {
+  const end = Date.now() + timeout;
+  for (;;) {
+    if (await page.evaluate(fn, arg)) return;
+    if (Date.now() > end) throw new Error(`timed out waiting for ${fn}`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
 const cfg = JSON.parse(readFileSync(process.argv[2], 'utf8'));
 const out = { results: {}, console: [], pageErrors: [], failed: null };
 const browser = await chromium.launch({
@@ -21,7 +32,7 @@ try {
   page.on('console', (m) => { if (m.type() === 'error') out.console.push({ step: stepName, type: m.type(), text: m.text(), url: m.location().url }); });
   page.on('pageerror', (e) => out.pageErrors.push({ step: stepName, text: String(e && e.stack || e) }));
 
-  const settled = () => page.waitForFunction(() => ['ready', 'error'].includes(document.body.dataset.state), null, { timeout: 20000 });
+  const settled = () => waitFor(page, () => ['ready', 'error'].includes(document.body.dataset.state));
   const R = out.results;
   for (const s of cfg.steps) {
     stepName = s.key || s.do;
@@ -58,7 +69,7 @@ try {
           break;
         case 'search':
           await page.fill('#search', s.term);
-          await page.waitForFunction((t) => new URLSearchParams(location.search).get('search') === (t || null) || (!t && !new URLSearchParams(location.search).get('search')), s.term);
+          await waitFor(page, (t) => (new URLSearchParams(location.search).get('search') || '') === t, s.term);
           R[s.key] = await page.$eval('#search-info', (e) => ({ text: e.textContent, total: Number(e.dataset.total), count: Number(e.dataset.count) }));
           break;
         case 'click-frame': {
