@@ -13,6 +13,7 @@ The data (service ui-shop, sampleRate 100 so one sample is 10 ms of CPU):
     B+60  region=us  main;net/http.serve;shop/api.handle;shop/db.Query 100
                      main;runtime.mallocgc 70
 """
+import base64
 import filecmp
 import json
 import os
@@ -219,6 +220,12 @@ class UiSingleTest(UiMixin, h.ServerTestCase):
             {"do": "canvas", "sel": "#sandwich-callers canvas", "key": "callers"},
             {"do": "canvas", "sel": "#sandwich-callees canvas", "key": "callees"},
             {"do": "shot", "file": "single-sandwich.png"},
+            {"do": "goto", "url": self.single_url(extra="&groupBy=region")},
+            {"do": "text", "sel": ".chart-legend", "key": "legend"},
+            {"do": "shot", "file": "single-groupby.png"},
+            {"do": "download", "sel": "#download-pprof", "key": "pprof"},
+            {"do": "download", "sel": "#download-svg", "key": "svg"},
+            {"do": "drag", "sel": "#chart canvas", "from": 0.3, "to": 0.7, "key": "dragged"},
             {"do": "goto", "url": self.single_url()},
             {"do": "fill", "sel": "#selector", "value": "{"},
             {"do": "type", "sel": "#selector", "value": "reg", "key": "complete_name"},
@@ -250,6 +257,20 @@ class UiSingleTest(UiMixin, h.ServerTestCase):
         self.assertGreater(R["callers"]["nonBlank"], 500)
         self.assertGreater(R["callees"]["nonBlank"], 100)
         self.assertIn("region", R["complete_name"]["options"])
+        self.assertIn("region=eu", R["legend"]["text"])
+        self.assertIn("region=us", R["legend"]["text"])
+        # the merged pprof as SelectMergeProfile answers it, and the SVG
+        self.assertEqual("profile.pb", R["pprof"]["name"])
+        prof = h.pb().profile.Profile.FromString(h.gunzip_if(base64.b64decode(R["pprof"]["base64"])))
+        self.assertEqual(640 * NS, sum(s.value[0] for s in prof.sample))
+        svg = base64.b64decode(R["svg"]["base64"]).decode()
+        self.assertTrue(svg.startswith("<svg"), svg[:100])
+        self.assertIn("shop/api.handle", svg)
+        # dragging across the middle of the chart narrows the range to it
+        f, u = int(R["dragged"]["from"]), int(R["dragged"]["until"])
+        self.assertLess((self.B - 60) * 1000, f)
+        self.assertLess(f, u)
+        self.assertLess(u, (self.B + 300) * 1000)
 
     def test_dark_theme(self):
         out = drive(self.srv_url(), [

@@ -90,6 +90,23 @@ try {
         case 'click':
           await page.click(s.sel);
           break;
+        case 'download': {
+          const [dl] = await Promise.all([page.waitForEvent('download', { timeout: 20000 }), page.click(s.sel)]);
+          const buf = readFileSync(await dl.path());
+          R[s.key] = { name: dl.suggestedFilename(), size: buf.length, base64: buf.toString('base64') };
+          break;
+        }
+        case 'drag': {
+          const b = await page.$eval(s.sel, (c) => { const r = c.getBoundingClientRect(); return { x: r.left, y: r.top, w: r.width, h: r.height }; });
+          await page.mouse.move(b.x + b.w * s.from, b.y + b.h / 2);
+          await page.mouse.down();
+          await page.mouse.move(b.x + b.w * s.to, b.y + b.h / 2, { steps: 5 });
+          await page.mouse.up();
+          await page.waitForTimeout(100);
+          await settled();
+          R[s.key] = await page.evaluate(() => Object.fromEntries(new URLSearchParams(location.search)));
+          break;
+        }
         case 'fill':
           await page.fill(s.sel, s.value);
           if (s.press) await page.press(s.sel, s.press);
