@@ -120,7 +120,12 @@ function timeControls(prefix, fromText, untilText, onApply) {
     from.value = preset.value; until.value = 'now';
     onApply();
   });
-  return { syncPreset, nodes: [preset, el('label', { for: id('from') }, 'from'), from, el('label', { for: id('until') }, 'until'), until], from, until };
+  const shown = el('span', { class: 'muted range-text', id: id('range'), 'aria-live': 'polite' });
+  const showRange = () => {
+    const r = resolveRange(from.value, until.value);
+    shown.textContent = r.error ? '' : `${formatTime(r.from)} → ${formatTime(r.until)} (${formatDuration((r.until - r.from) / 1000)})`;
+  };
+  return { syncPreset, showRange, shown, nodes: [preset, el('label', { for: id('from') }, 'from'), from, el('label', { for: id('until') }, 'until'), until], from, until };
 }
 
 // ------------------------------------------------------------------ selector completion
@@ -310,7 +315,7 @@ class SingleView {
       el('label', { for: 'service' }, 'Service'), this.serviceSel,
       el('span', { class: 'selector-wrap' }, this.selInput),
       this.time.nodes,
-      el('button', { type: 'submit', class: 'primary' }, 'Apply'));
+      el('button', { type: 'submit', class: 'primary' }, 'Apply'), this.time.shown);
     form.addEventListener('submit', (e) => { e.preventDefault(); this.apply(); });
     this.typeSel.addEventListener('change', () => this.apply());
     this.serviceSel.addEventListener('change', () => {
@@ -462,6 +467,7 @@ class SingleView {
     this.time.from.value = p.get('from') || 'now-1h';
     this.time.until.value = p.get('until') || 'now';
     this.time.syncPreset();
+    this.time.showRange();
     const mode = ['table', 'flame', 'sandwich'].includes(p.get('view')) ? p.get('view') : 'both';
     this.setMode(mode);
     if (document.activeElement !== this.search) this.search.value = p.get('search') || '';
@@ -630,7 +636,7 @@ class DiffView {
     const p = params();
     const q = el('input', { id: `${name}-query`, class: 'selector', spellcheck: false, 'aria-label': `${name} query`, value: p.get(`${name}Query`) || '' });
     const t = timeControls(`${name}-`, p.get(`${name}From`), p.get(`${name}Until`), () => this.apply());
-    return { q, t, box: el('fieldset', { class: `side side-${name}` }, el('legend', {}, name === 'left' ? 'Baseline (left)' : 'Comparison (right)'), q, el('div', { class: 'row' }, t.nodes)) };
+    return { q, t, box: el('fieldset', { class: `side side-${name}` }, el('legend', {}, name === 'left' ? 'Baseline (left)' : 'Comparison (right)'), q, el('div', { class: 'row' }, t.nodes), t.shown) };
   }
 
   build() {
@@ -718,6 +724,7 @@ class DiffView {
       this[s].t.from.value = p.get(`${s}From`) || p.get('from') || 'now-1h';
       this[s].t.until.value = p.get(`${s}Until`) || p.get('until') || 'now';
       this[s].t.syncPreset();
+      this[s].t.showRange();
     }
     if (document.activeElement !== this.search) this.search.value = p.get('search') || '';
     const key = JSON.stringify(['leftQuery', 'rightQuery', 'leftFrom', 'leftUntil', 'rightFrom', 'rightUntil', 'maxNodes'].map((k) => p.get(k)).concat(tenant()));
@@ -783,5 +790,4 @@ window.emberUI = {
   },
 };
 
-void formatDuration;
 route();
