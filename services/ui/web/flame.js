@@ -280,10 +280,14 @@ export class FlameGraph {
     this.selected = -1;
     this.hover = -1;
     this.match = null;
+    this.allMatch = new Uint8Array(d.names.length).fill(1);
     this.dark = matchMedia('(prefers-color-scheme: dark)').matches;
     this.colors = d.diff ? null : paletteFor(d.names, this.dark);
-    this.lower = null;          // lower-cased names, made by the first search
+    this.lower = null;          // lower-cased names for search, made when idle
     this.readTheme();
+    const idle = window.requestIdleCallback || ((f) => setTimeout(f, 50));
+    // When idle: the lower-cased names, and one dry run so the first search is quick.
+    idle(() => { if (this.data === d) this.computeMatch('\u0000'); });
     if (d.diff) {
       this.diffColors = diffPalette(this.dark);
       this.bucket = new Int8Array(d.n);
@@ -307,36 +311,45 @@ export class FlameGraph {
   // Case-insensitive substring (or /regex/) over names. Returns the sum of the
   // outermost matching frames, so nested matches are not counted twice.
   setSearch(term) {
+    const r = this.computeMatch(term);
+    this.match = r.match;
+    this.render();
+    return { count: r.count, total: r.total };
+  }
+
+  computeMatch(term) {
     const d = this.data;
-    if (!d) return { count: 0, total: 0 };
+    if (!d) return { match: null, count: 0, total: 0 };
     term = (term || '').trim();
-    if (!term) { this.match = null; this.render(); return { count: 0, total: 0 }; }
-    let test;
+    if (!term) return { match: null, count: 0, total: 0 };
+    const names = d.names;
+    const match = new Uint8Array(names.length);
     const m = /^\/(.+)\/([i]?)$/.exec(term);
     if (m) {
-      try { const re = new RegExp(m[1], m[2]); test = (s) => re.test(s); } catch { test = () => false; }
+      let re = null;
+      try { re = new RegExp(m[1], m[2]); } catch { re = null; }
+      if (re) for (let i = 0; i < names.length; i++) match[i] = re.test(names[i]) ? 1 : 0;
     } else {
       const t = term.toLowerCase();
-      if (!this.lower) this.lower = d.names.map((x) => x.toLowerCase());
-      test = (s, i) => this.lower[i].includes(t);
+      if (!this.lower) this.lower = names.map((x) => x.toLowerCase());
+      const lower = this.lower;
+      for (let i = 0; i < lower.length; i++) match[i] = lower[i].includes(t) ? 1 : 0;
     }
-    const match = new Uint8Array(d.names.length);
-    for (let i = 0; i < d.names.length; i++) match[i] = test(d.names[i], i) ? 1 : 0;
-    this.match = match;
     const inMatch = new Uint8Array(d.n);
+    const parent = d.parent;
+    const nameOf = d.name;
     let count = 0;
     let total = 0;
     for (let i = 0; i < d.n; i++) {
-      const p = d.parent[i];
-      const under = p >= 0 && inMatch[p];
-      if (match[d.name[i]]) {
+      const p = parent[i];
+      const under = p >= 0 && inMatch[p] === 1;
+      if (match[nameOf[i]]) {
         count++;
         if (!under) total += d.total[i];
         inMatch[i] = 1;
-      } else inMatch[i] = under ? 1 : 0;
+      } else if (under) inMatch[i] = 1;
     }
-    this.render();
-    return { count, total };
+    return { match, count, total };
   }
 
   zoomTo(i) {
@@ -388,7 +401,9 @@ export class FlameGraph {
     if (!this.charW) this.charW = ctx.measureText('MMMMMMMMMM').width / 10;
     const charW = this.charW;
     const labels = [];
-    const match = this.match;
+    // Always a typed array (all ones without a search): a render that switches
+    // from null to an array would be deoptimised on the first search.
+    const match = this.match || this.allMatch;
     let lastColor = null;
     for (let li = 0; li < levels; li++) {
       const y = this.levelY(li);
@@ -403,7 +418,7 @@ export class FlameGraph {
         if (sx < 0) { sw += sx; sx = 0; }
         if (sx + sw > W) sw = W - sx;
         let color;
-        if (match && !match[d.name[i]]) color = faded;
+        if (match[d.name[i]] === 0) color = faded;
         else if (d.diff) color = this.diffColors[this.bucket[i]];
         else color = this.colors[d.name[i]];
         if (li < zLevel) color = faded;
