@@ -194,6 +194,7 @@ class UiSingleTest(UiMixin, h.ServerTestCase):
 
     def test_single_view_table_flame_zoom_search(self):
         api = api_table(self.merged(self.srv, '{service_name="ui-shop"}'))
+        name_form = quote('{__name__="%s",service_name="ui-shop"}' % PTYPE, safe="")
         self.assertEqual({k: {"self": v * NS, "total": TOTAL[k] * NS} for k, v in SELF.items()},
                          {k: {"self": v["self"], "total": v["total"]} for k, v in api.items()})
         out = drive(self.srv_url(), [
@@ -229,6 +230,12 @@ class UiSingleTest(UiMixin, h.ServerTestCase):
             {"do": "goto", "url": self.single_url()},
             {"do": "fill", "sel": "#selector", "value": "{"},
             {"do": "type", "sel": "#selector", "value": "reg", "key": "complete_name"},
+            {"do": "fill", "sel": "#selector", "value": '{region="'},
+            {"do": "type", "sel": "#selector", "value": "u", "key": "complete_value"},
+            {"do": "keys", "sel": "#selector", "keys": ["Enter"], "key": "accepted"},
+            {"do": "goto", "url": f"/?query={name_form}&from={self.B - 60}&until={self.B + 300}"},
+            {"do": "state", "key": "name_form"},
+            {"do": "table", "id": "top-table", "key": "name_form_table"},
             {"do": "perf", "key": "perf"},
         ])
         self.assertNoConsoleErrors(out)
@@ -251,12 +258,17 @@ class UiSingleTest(UiMixin, h.ServerTestCase):
         self.assertNotEqual(R["canvas"]["hash"], R["canvas_zoom"]["hash"], "zoom redraws")
         self.assertEqual("", R["unzoom"]["zoom"])
         self.assertEqual("shop/api.handle", R["kbd"]["zoom"], "first key selects total, then main, net/http.serve, api.handle")
+        self.assertIn("shop/api.handle: total 5.20 s (81.3%)", R["kbd"]["live"], "read to screen readers")
         totals = [r["values"]["total"] for r in R["by_total"]]
         self.assertEqual(sorted(totals, reverse=True), totals)
         self.assertEqual(["encoding/json.Marshal"], [r["name"] for r in R["filtered"]])
         self.assertGreater(R["callers"]["nonBlank"], 500)
         self.assertGreater(R["callees"]["nonBlank"], 100)
         self.assertIn("region", R["complete_name"]["options"])
+        self.assertEqual(["us"], R["complete_value"]["options"])
+        self.assertEqual('{region="us"', R["accepted"]["value"])
+        self.assertEqual("ready", R["name_form"]["state"], R["name_form"])
+        self.assertTableMatches(R["name_form_table"], api)
         self.assertIn("region=eu", R["legend"]["text"])
         self.assertIn("region=us", R["legend"]["text"])
         # the merged pprof as SelectMergeProfile answers it, and the SVG

@@ -27,11 +27,18 @@ export function parseTime(text, nowMs = Date.now()) {
 }
 
 // "process_cpu:cpu:nanoseconds:cpu:nanoseconds{service_name="a"}" -> [type, "{...}"]
+// The render endpoint's other form, {__name__="<type>", …}, is read too.
 export function splitQuery(q) {
   const s = String(q ?? '').trim();
   const i = s.indexOf('{');
   if (i < 0) return { type: s, selector: '{}' };
-  return { type: s.slice(0, i).trim(), selector: s.slice(i).trim() || '{}' };
+  const type = s.slice(0, i).trim();
+  const selector = s.slice(i).trim() || '{}';
+  if (!type) {
+    const name = matcherValue(selector, '__name__');
+    if (name) return { type: name, selector: setMatcher(selector, '__name__', '') };
+  }
+  return { type, selector };
 }
 
 export function joinQuery(type, selector) {

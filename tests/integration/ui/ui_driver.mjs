@@ -85,7 +85,11 @@ try {
         case 'keys':
           await page.focus(s.sel);
           for (const k of s.keys) await page.keyboard.press(k);
-          R[s.key] = { zoom: await page.$eval('#flame', (e) => e.dataset.zoom || ''), live: await page.$eval('#flame-live', (e) => e.textContent).catch(() => '') };
+          R[s.key] = {
+            zoom: await page.$eval('#flame', (e) => e.dataset.zoom || ''),
+            live: await page.$eval('#flame-live', (e) => e.textContent).catch(() => ''),
+            value: await page.$eval(s.sel, (e) => (e.value === undefined ? null : e.value)),
+          };
           break;
         case 'click':
           await page.click(s.sel);
