@@ -158,6 +158,18 @@ class UiMixin:
         return f"/?query={q(sel)}&from={self.B - 60}&until={self.B + 300}{extra}"
 
 
+class UiModulesTest(unittest.TestCase):
+    """The UI's pure modules (time parsing, selectors, flame graph decode, top
+    table, sandwich, diff) under node's test runner: ui/web_unit.test.mjs."""
+
+    def test_web_modules(self):
+        env = dict(os.environ, EMBER_UI_WEB=os.path.join(h.SRC_DIR, "services", "ui", "web"))
+        r = subprocess.run(["node", "--test", os.path.join(UI_SRC, "web_unit.test.mjs")], env=env,
+                           capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+        self.assertEqual(0, r.returncode, r.stdout[-3000:] + r.stderr[-2000:])
+        self.assertIn("# fail 0", r.stdout)
+
+
 class UiSingleTest(UiMixin, h.ServerTestCase):
     @classmethod
     def setUpClass(cls):
