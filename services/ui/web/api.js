@@ -36,10 +36,10 @@ export class Api {
       throw new ApiError(`cannot reach the server (${e.message})`, 0, 'unavailable');
     }
     const text = await res.text();
-    const t1 = performance.now();
+    const t1 = performance.now();     // the response is here: JSON.parse counts as rendering
     let json = null;
     try { json = text ? JSON.parse(text) : {}; } catch { json = null; }
-    this.timings.push({ method, ms: t1 - t0 });
+    this.timings.push({ method, ms: t1 - t0, receivedAt: t1 });
     if (this.timings.length > 50) this.timings.shift();
     if (!res.ok) {
       const msg = (json && json.message) || text.slice(0, 300) || res.statusText;
