@@ -403,6 +403,7 @@ class SingleView {
 
   apply() {
     const type = this.typeSel.value;
+    this.key = null;            // Apply always fetches again (now-1h moves on)
     navigate({
       query: type ? joinQuery(type, this.selInput.value) : null,
       from: this.time.from.value.trim(),
@@ -695,6 +696,7 @@ class DiffView {
   }
 
   apply() {
+    this.key = null;
     navigate({
       leftQuery: this.left.q.value.trim(), rightQuery: this.right.q.value.trim(),
       leftFrom: this.left.t.from.value.trim(), leftUntil: this.left.t.until.value.trim(),
