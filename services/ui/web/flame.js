@@ -194,23 +194,32 @@ export function sandwich(d, fname) {
 
 // ---------------------------------------------------------------- colours
 
-function paletteFor(names, dark) {
-  const out = new Array(names.length);
-  const byPkg = new Map();
-  for (let i = 0; i < names.length; i++) {
-    const pkg = packageOf(names[i]);
-    let c = byPkg.get(pkg);
+// Colours by package, computed on first use: a draw touches only the few
+// thousand frames wide enough to see, not every name.
+class Palette {
+  constructor(names, dark) {
+    this.names = names;
+    this.dark = dark;
+    this.byName = new Array(names.length);
+    this.byPkg = new Map();
+  }
+
+  get(id) {
+    let c = this.byName[id];
+    if (c !== undefined) return c;
+    const pkg = packageOf(this.names[id]);
+    c = this.byPkg.get(pkg);
     if (!c) {
       const h = hashString(pkg);
       const hue = 10 + (h % 50);           // warm: red to yellow, like other flame graphs
       const sat = 60 + ((h >>> 8) % 25);
-      const lig = dark ? 38 + ((h >>> 16) % 14) : 62 + ((h >>> 16) % 16);
+      const lig = this.dark ? 38 + ((h >>> 16) % 14) : 62 + ((h >>> 16) % 16);
       c = `hsl(${hue},${sat}%,${lig}%)`;
-      byPkg.set(pkg, c);
+      this.byPkg.set(pkg, c);
     }
-    out[i] = c;
+    this.byName[id] = c;
+    return c;
   }
-  return out;
 }
 
 // Diff: the change of the node's share, right vs left, in 13 buckets from
@@ -282,7 +291,7 @@ export class FlameGraph {
     this.match = null;
     this.allMatch = new Uint8Array(d.names.length).fill(1);
     this.dark = matchMedia('(prefers-color-scheme: dark)').matches;
-    this.colors = d.diff ? null : paletteFor(d.names, this.dark);
+    this.colors = d.diff ? null : new Palette(d.names, this.dark);
     this.lower = null;          // lower-cased names for search, made when idle
     this.readTheme();
     const idle = window.requestIdleCallback || ((f) => setTimeout(f, 50));
@@ -420,7 +429,7 @@ export class FlameGraph {
         let color;
         if (match[d.name[i]] === 0) color = faded;
         else if (d.diff) color = this.diffColors[this.bucket[i]];
-        else color = this.colors[d.name[i]];
+        else color = this.colors.get(d.name[i]);
         if (li < zLevel) color = faded;
         if (color !== lastColor) { ctx.fillStyle = color; lastColor = color; }
         ctx.fillRect(sx, y, sw > 1.5 ? sw - 0.5 : sw, ROW - 1);
@@ -542,7 +551,7 @@ export class FlameGraph {
         if (w < MIN_W) continue;
         if (x < 0) { w += x; x = 0; }
         if (x + w > W) w = W - x;
-        const fill = d.diff ? this.diffColors[this.bucket[i]] : this.colors[d.name[i]];
+        const fill = d.diff ? this.diffColors[this.bucket[i]] : this.colors.get(d.name[i]);
         const name = esc(d.names[d.name[i]]);
         out.push(`<g><title>${name}</title><rect x="${x.toFixed(2)}" y="${y}" width="${Math.max(0, w - 0.5).toFixed(2)}" height="${ROW - 1}" fill="${fill}"/>`);
         const max = Math.floor((w - 6) / 7.2);
