@@ -20,7 +20,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <time.h>
 
 #include "agent_int.h"
@@ -29,7 +28,6 @@
 #include "lc/pprof.h"
 
 #define LABEL_VALUE_MAX 1024
-#define INGEST_ID_BYTES AGT_INGEST_ID_BYTES
 #define PPROF_MAX_BYTES ((size_t)256 << 20)
 #define KERNEL_MODULE "[kernel.kallsyms]"
 
@@ -321,30 +319,10 @@ static int64_t realtime_ns(void)
     return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
-static int random_id(uint8_t *id)
-{
-    size_t got = 0;
-    while (got < INGEST_ID_BYTES) {
-        ssize_t n = getrandom(id + got, INGEST_ID_BYTES - got, 0);
-        if (n < 0 && errno != EINTR)
-            return -errno;
-        got += n > 0 ? (size_t)n : 0;
-    }
-    return 0;
-}
-
-/* The transport partition, computed as the receivers do (publish.c): a hash
- * of tenant and series labels, so a series always lands in one partition. */
-static uint32_t partition_of(const char *tenant, const lc_labels_t *ls, uint32_t partitions)
-{
-    uint64_t h = lc_labels_hash(ls) ^ lc_hash64(tenant, strlen(tenant), 0x9e3779b97f4a7c15ULL);
-    return partitions > 1 ? (uint32_t)(h % partitions) : 0;
-}
-
 static int encode_message(build_t *bd, group_t *g, const lc_buf_t *pprof, agt_msg_t *out)
 {
-    uint8_t id[INGEST_ID_BYTES];
-    int rc = random_id(id);
+    uint8_t id[LC_INGEST_ID_BYTES];
+    int rc = lc_ingest_id_new(id);
     if (rc)
         return rc;
     const char *tenant = bd->ctx->opts->tenant;
@@ -359,7 +337,7 @@ static int encode_message(build_t *bd, group_t *g, const lc_buf_t *pprof, agt_ms
     }
     Ember__V1__IngestProfile m = EMBER__V1__INGEST_PROFILE__INIT;
     m.tenant = (char *)tenant;
-    m.ingest_id = (ProtobufCBinaryData){INGEST_ID_BYTES, id};
+    m.ingest_id = (ProtobufCBinaryData){LC_INGEST_ID_BYTES, id};
     m.received_unix_nanos = realtime_ns();
     m.labels = ptrs;
     m.n_labels = n;
@@ -368,7 +346,7 @@ static int encode_message(build_t *bd, group_t *g, const lc_buf_t *pprof, agt_ms
     out->len = protobuf_c_message_get_packed_size(&m.base);
     out->data = lc_xmalloc(out->len ? out->len : 1);
     protobuf_c_message_pack(&m.base, out->data);
-    out->partition = partition_of(tenant, &g->labels, bd->ctx->opts->partitions);
+    out->partition = lc_transport_partition(tenant, &g->labels, bd->ctx->opts->partitions);
     memcpy(out->ingest_id, id, sizeof(out->ingest_id));
     out->samples = g->samples;
     lc_free(pairs);

@@ -326,14 +326,13 @@ int ing_check_window(const ing_t *ing, int64_t time_ns, int64_t now_ns,
 /* ---------------------------------------------------------------- publish.c */
 /* One request's accepted profiles, published together once `work` is done;
  * lives in the request arena. */
-#define ING_ID_BYTES 16 /* random ingest id of each message */
 
 typedef struct ing_msg_s {
     uint8_t *data;
     size_t len;
     uint32_t partition;
     size_t samples;
-    uint8_t id[ING_ID_BYTES]; /* its ingest id: the transport's dedupe id */
+    uint8_t id[LC_INGEST_ID_BYTES]; /* its ingest id: the transport's dedupe id */
 } ing_msg_t;
 
 typedef struct ing_job_s {

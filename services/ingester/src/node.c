@@ -54,7 +54,7 @@ typedef struct ing_node_s {
 
 /* ---------------------------------------------------------------- retention */
 
-static int64_t ing_now_ns(void)
+static int64_t realtime_ns(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
@@ -65,7 +65,7 @@ static void retention_work(uv_work_t *w)
 {
     ing_node_t *n = LC_CONTAINER_OF(w, ing_node_t, retention_work);
     size_t dropped = 0;
-    int rc = lc_store_retention(n->store, ing_now_ns(), &dropped);
+    int rc = lc_store_retention(n->store, realtime_ns(), &dropped);
     if (rc)
         LC_LOG_ERROR("retention failed err=\"%s\"", lc_strerror(rc));
     else if (dropped)

@@ -12,15 +12,12 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/random.h>
 #include <time.h>
 
 #include "ember/v1/ingest.pb-c.h"
 #include "lc/alloc.h"
 #include "process.h"
 
-#define INGEST_ID_BYTES SCR_INGEST_ID_BYTES
-#define PARTITION_SEED 0x9e3779b97f4a7c15ULL /* as the receivers hash (tenant, labels) */
 
 static int fail(scr_process_out_t *out, const char *kind, const char *prefix, const char *detail)
 {
@@ -78,29 +75,11 @@ static int64_t now_ns(void)
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-static int random_id(uint8_t *id)
-{
-    size_t got = 0;
-    while (got < INGEST_ID_BYTES) {
-        ssize_t n = getrandom(id + got, INGEST_ID_BYTES - got, 0);
-        if (n < 0 && errno != EINTR)
-            return -errno;
-        got += n > 0 ? (size_t)n : 0;
-    }
-    return 0;
-}
-
-static uint32_t partition_of(const char *tenant, const lc_labels_t *ls, uint32_t partitions)
-{
-    uint64_t h = lc_labels_hash(ls) ^ lc_hash64(tenant, strlen(tenant), PARTITION_SEED);
-    return partitions > 1 ? (uint32_t)(h % partitions) : 0;
-}
-
 static int pack_message(const scr_process_in_t *in, const lc_pprof_t *p, const lc_buf_t *pprof,
                         scr_process_out_t *out)
 {
-    uint8_t id[INGEST_ID_BYTES];
-    int rc = random_id(id);
+    uint8_t id[LC_INGEST_ID_BYTES];
+    int rc = lc_ingest_id_new(id);
     if (rc)
         return fail(out, "internal", "no random ingest id: ", lc_strerror(rc));
     lc_labels_t ls;
@@ -117,7 +96,7 @@ static int pack_message(const scr_process_in_t *in, const lc_pprof_t *p, const l
     }
     Ember__V1__IngestProfile m = EMBER__V1__INGEST_PROFILE__INIT;
     m.tenant = (char *)in->tenant;
-    m.ingest_id = (ProtobufCBinaryData){INGEST_ID_BYTES, id};
+    m.ingest_id = (ProtobufCBinaryData){LC_INGEST_ID_BYTES, id};
     m.received_unix_nanos = now_ns();
     m.labels = ptrs;
     m.n_labels = ls.n;
@@ -127,7 +106,7 @@ static int pack_message(const scr_process_in_t *in, const lc_pprof_t *p, const l
     out->len = protobuf_c_message_get_packed_size(&m.base);
     out->msg = lc_xmalloc(out->len ? out->len : 1);
     protobuf_c_message_pack(&m.base, out->msg);
-    out->partition = partition_of(in->tenant, in->series, in->partitions);
+    out->partition = lc_transport_partition(in->tenant, in->series, in->partitions);
     memcpy(out->ingest_id, id, sizeof(out->ingest_id));
     lc_free(pairs);
     lc_free(ptrs);
