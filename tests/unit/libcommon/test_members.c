@@ -118,7 +118,8 @@ static long long server_ms(const test_redis_t *srv)
 {
     redisContext *c = test_redis_connect(srv);
     redisReply *r = redisCommand(c, "TIME");
-    long long ms = atoll(r->element[0]->str) * 1000 + atoll(r->element[1]->str) / 1000;
+    long long ms =
+        strtoll(r->element[0]->str, NULL, 10) * 1000 + strtoll(r->element[1]->str, NULL, 10) / 1000;
     freeReplyObject(r);
     redisFree(c);
     return ms;
