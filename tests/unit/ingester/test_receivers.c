@@ -274,7 +274,7 @@ static int find_series(lc_block_t *b, uint32_t id, const char *tenant, const lc_
     find_t *f = data;
     const char *svc = lc_labels_get(ls, "service_name"),
                *type = lc_labels_get(ls, "__profile_type__");
-    if (!svc || strcmp(svc, f->service) || (f->type && (!type || strcmp(type, f->type))))
+    if (!svc || strcmp(svc, f->service) != 0 || (f->type && (!type || strcmp(type, f->type) != 0)))
         return 0;
     f->series++;
     return lc_block_profiles(b, id, 0, INT64_MAX, find_profile, f);

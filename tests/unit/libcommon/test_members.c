@@ -285,7 +285,7 @@ static void test_zone_registry(void)
     wa = (watch_t){0};
     a = open_zoned(&loop, &srv, "ing-a", "b", &wa);
     uint64_t end = uv_hrtime() + 3000 * 1000000ull;
-    while (uv_hrtime() < end && (lc_members_list(q, &live) < 1 || strcmp(live[0].zone, "b")))
+    while (uv_hrtime() < end && (lc_members_list(q, &live) < 1 || strcmp(live[0].zone, "b") != 0))
         uv_run(&loop, UV_RUN_ONCE);
     LC_ASSERT_STR_EQ(live[0].id, "ing-a");
     LC_ASSERT_STR_EQ(live[0].zone, "b");
