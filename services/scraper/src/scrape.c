@@ -137,7 +137,8 @@ void scr_count_error(scr_pool_t *pool, const char *kind)
     char labels[512], extra[96];
     scr_metric_labels(labels, sizeof(labels), pool->name, NULL, NULL);
     snprintf(extra, sizeof(extra), ",kind=\"%s\"", kind);
-    strncat(labels, extra, sizeof(labels) - strlen(labels) - 1);
+    size_t used = strlen(labels);
+    snprintf(labels + used, sizeof(labels) - used, "%s", extra);
     lc_metric_add(lc_metrics_counter(m, "ember_scrape_errors_total",
                                      "Failed scrapes by job and kind of failure", labels),
                   1);
