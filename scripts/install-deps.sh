@@ -15,6 +15,9 @@ PKGS=(
   # the eBPF agent: libbpf + libelf, bpftool (vmlinux.h, skeletons), llvm-strip;
   # linux-perf is the agent tests' independent oracle
   libbpf-dev libelf-dev bpftool llvm linux-perf
+  # the Kubernetes chart tests: a venv for kubernetes-validate, network namespaces
+  # (ip netns, veth, bridge) for the simulated cluster
+  python3-venv python3-yaml iproute2
 )
 
 missing=()

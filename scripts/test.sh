@@ -15,6 +15,9 @@ cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DLC_SANITIZE='address;undefin
       -DLC_WERROR=ON >/dev/null
 cmake --build build-asan -j "$JOBS"
 
+echo "== test tools (helm, kubernetes-validate) for the Kubernetes chart tests"
+./scripts/install-test-tools.sh
+
 status=0
 echo "== unit + fuzz-regression tests under ASan+UBSan"
 (cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
