@@ -315,6 +315,33 @@ class ChartTest(unittest.TestCase):
         finally:
             k.rmtree(os.path.dirname(chart))
 
+    def test_readme_lists_every_value(self):
+        import yaml
+        with open(os.path.join(k.CHART, "values.yaml")) as f:
+            values = yaml.safe_load(f)
+        with open(os.path.join(k.CHART, "README.md")) as f:
+            rows = [l for l in f if l.startswith("| `")]
+        documented = set()
+        for row in rows:
+            toks = re.findall(r"`([^`]+)`", row.split("|")[1])
+            first = toks[0]
+            for t in toks:
+                documented.add(first.rsplit(".", 1)[0] + t if t.startswith(".") else t)
+
+        def leaves(d, prefix=""):
+            for key, v in d.items():
+                path = prefix + key
+                if isinstance(v, dict) and v:
+                    yield from leaves(v, path + ".")
+                else:
+                    yield path
+
+        for path in leaves(values):
+            parts = path.split(".")
+            with self.subTest(value=path):
+                self.assertTrue(any(".".join(parts[:i]) in documented for i in range(1, len(parts) + 1)),
+                                f"{path} is not in the chart README's value table")
+
     def test_names_are_dns_labels(self):
         for p, docs in self.rendered.items():
             for d in docs:
