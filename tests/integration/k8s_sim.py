@@ -87,7 +87,8 @@ class Cluster:
         self.ns = namespace
         self.domain = domain
         self.node_name = node_name
-        self.tag = f"e{os.getpid() % 100000}"
+        self.tag = f"embk8s{os.getpid()}"
+        sweep_stale()
         self.node_netns = f"{self.tag}-node"
         self.bridge = "br0"
         self.subnet = "10.96.77"          # inside our namespaces only
@@ -131,7 +132,7 @@ class Cluster:
         os.makedirs(os.path.join(NETNS_ETC, netns), exist_ok=True)
         self._write_hosts(netns, name)
         self.next_link += 1
-        outer = f"v{self.tag}x{self.next_link}"[:15]
+        outer = f"veth{self.next_link}"       # unique within our node namespace
         sh("ip", "-n", self.node_netns, "link", "add", outer, "type", "veth", "peer", "name", "eth0",
            "netns", netns)
         sh("ip", "-n", self.node_netns, "link", "set", outer, "master", self.bridge)
@@ -310,7 +311,8 @@ class Cluster:
             # KUBERNETES_SERVICE_HOST)
             base = {"PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOME": "/tmp"}
             p = subprocess.Popen(["ip", "netns", "exec", pod.netns, *argv], stdout=log, stderr=subprocess.STDOUT,
-                                 stdin=subprocess.DEVNULL, env={**base, **env}, start_new_session=True)
+                                 stdin=subprocess.DEVNULL, env={**base, **env}, start_new_session=True,
+                                 preexec_fn=_die_with_parent)
             pod.procs.append(p)
             pod.logs.append(log_path)
             log.close()
@@ -466,6 +468,36 @@ class Cluster:
         for pod in self.pods.values():
             left += [f"pid {p.pid}" for p in pod.procs if p.poll() is None]
         return left
+
+
+def _die_with_parent():
+    """In the child before exec: SIGKILL when the test process dies, even by SIGKILL
+    (a ctest timeout), so no pod outlives its test."""
+    import ctypes
+    libc = ctypes.CDLL("libc.so.6", use_errno=True)
+    libc.prctl(1, signal.SIGKILL, 0, 0, 0)        # PR_SET_PDEATHSIG
+
+
+def sweep_stale():
+    """Removes what an earlier run that was killed before its clean-up left: the
+    namespaces embk8s<pid>-* (and /etc/netns dirs) of test processes that no longer
+    exist, and the processes still inside those namespaces (by pid)."""
+    r = sh("ip", "netns", "list", check=False)
+    names = [l.split()[0] for l in r.stdout.splitlines() if l.strip()]
+    if os.path.isdir(NETNS_ETC):
+        names += [d for d in os.listdir(NETNS_ETC) if d not in names]
+    for name in names:
+        m = re.match(r"^embk8s(\d+)-", name)
+        if not m or os.path.exists(f"/proc/{m.group(1)}"):
+            continue
+        pids = sh("ip", "netns", "pids", name, check=False).stdout.split()
+        for pid in pids:
+            try:
+                os.kill(int(pid), signal.SIGKILL)
+            except (OSError, ValueError):
+                pass
+        sh("ip", "netns", "del", name, check=False)
+        shutil.rmtree(os.path.join(NETNS_ETC, name), ignore_errors=True)
 
 
 def expand(s, env):

@@ -71,9 +71,14 @@ def needed_libs(binary):
     return re.findall(r"NEEDED\s+(\S+)", out)
 
 
+_LDD, _OWNER = {}, {}
+
+
 def owner_package(lib, binary):
     """The Debian package that provides lib as the binary loads it (ldd + dpkg -S)."""
-    out = subprocess.run(["ldd", binary], capture_output=True, text=True, check=True).stdout
+    if binary not in _LDD:
+        _LDD[binary] = subprocess.run(["ldd", binary], capture_output=True, text=True, check=True).stdout
+    out = _LDD[binary]
     m = re.search(rf"^\s*{re.escape(lib)} => (\S+)", out, re.M)
     if not m:
         raise AssertionError(f"ldd {binary}: {lib} not resolved:\n{out}")
@@ -82,10 +87,12 @@ def owner_package(lib, binary):
     for p in list(candidates):
         if p.startswith("/lib/"):
             candidates.add("/usr" + p)
-    for p in candidates:
-        r = subprocess.run(["dpkg", "-S", p], capture_output=True, text=True)
-        if r.returncode == 0:
-            return r.stdout.split(":")[0].strip()
+    for p in sorted(candidates):
+        if p not in _OWNER:
+            r = subprocess.run(["dpkg", "-S", p], capture_output=True, text=True)
+            _OWNER[p] = r.stdout.split(":")[0].strip() if r.returncode == 0 else None
+        if _OWNER[p]:
+            return _OWNER[p]
     raise AssertionError(f"no package owns {sorted(candidates)}")
 
 
