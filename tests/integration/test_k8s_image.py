@@ -182,7 +182,7 @@ class DockerfileTest(unittest.TestCase):
 
 def _podman_why_not():
     if os.environ.get("EMBER_IMAGE_BUILD") != "1":
-        return ("the image build takes about 9 minutes and 2 GB of layers on these machines: "
+        return ("the image build takes 6 to 9 minutes and 2 GB of layers on these machines: "
                 "set EMBER_IMAGE_BUILD=1 to run it (needs podman, runc and debootstrap; "
                 "deploy/docker/README.md)")
     missing = [t for t in ("podman", "runc", "debootstrap") if not shutil.which(t)]
