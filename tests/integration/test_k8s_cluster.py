@@ -1,6 +1,6 @@
 """The chart on a simulated cluster (k8s_sim.py): the microservices preset
 tests/integration/k8s-sim-values.yaml (two zones of two ingesters, one querier,
-the in-chart Redis) rendered by helm and every pod run as rendered, each in a
+a scraper with a static target, the in-chart Redis) rendered by helm and every pod run as rendered, each in a
 network namespace of its own, talking through the Service names.
 
 The oracle is an all-in-one `ember` on loopback fed the same pushes: every push
@@ -157,6 +157,9 @@ class SimulatedClusterTest(unittest.TestCase):
         ingesters = sorted(n for n in c.pods if n.startswith("ember-ingester-"))
         self.assertEqual(["ember-ingester-a-0", "ember-ingester-a-1", "ember-ingester-b-0", "ember-ingester-b-1"],
                          ingesters)
+        self.assertEqual({"ember-redis-0", "ember-querier-0", "ember-scraper-0"},
+                         set(c.pods) - set(ingesters))
+        self.assertTrue(all(p.ready for p in c.pods.values()))
         h.wait_for(lambda: self.querier_gauge("ember-querier-0", "ember_querier_complete_zones") == 2,
                    timeout=30, what="querier sees both zones complete")
 
