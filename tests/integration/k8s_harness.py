@@ -36,7 +36,7 @@ def ensure_tools():
     if not ok:
         script = os.path.join(h.SRC_DIR, "scripts", "install-test-tools.sh")
         r = subprocess.run([script], stdin=subprocess.DEVNULL, capture_output=True, text=True,
-                           timeout=1800)
+                           timeout=840)      # under ctest's 900 s
         if r.returncode != 0:
             raise AssertionError(f"{script} failed ({r.returncode}):\n{r.stdout[-2000:]}\n{r.stderr[-3000:]}")
     _tools_checked = True
