@@ -20,6 +20,9 @@ PKGS=(
   # the web UI's browser tests and benchmark: headless Chromium driven by
   # playwright-core from npm (no browser download)
   chromium
+  # the Kubernetes chart tests: a venv for kubernetes-validate, network namespaces
+  # (ip netns, veth, bridge) for the simulated cluster
+  python3-venv python3-yaml iproute2
 )
 
 missing=()

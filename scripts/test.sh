@@ -16,6 +16,9 @@ cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DLC_SANITIZE='address;undefin
 cmake --build build-asan -j "$JOBS"
 
 status=0
+echo "== test tools (helm, kubernetes-validate) for the Kubernetes chart tests"
+./scripts/install-test-tools.sh || status=1     # the k8s tests then fail; the others still run
+
 echo "== unit + fuzz-regression tests under ASan+UBSan"
 (cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
     ctest --output-on-failure -j "$JOBS" -L 'unit|fuzz-regression') || status=1
