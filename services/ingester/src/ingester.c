@@ -7,6 +7,7 @@
  */
 #include <time.h>
 
+#include "lc/clock.h"
 #include "ingester_int.h"
 
 #define PUSH_PATH "/push.v1.PusherService/Push"
@@ -27,13 +28,6 @@ void ing_count_rejected(ing_t *ing, const char *reason)
     ing_count(lc_metrics_counter(ing->metrics, "ember_ingest_rejected_total",
                                  "Ingest requests or profiles rejected, by reason", labels),
               1);
-}
-
-int64_t ing_now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
 ing_label_limits_t ing_label_limits(const ing_t *ing)

@@ -14,6 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "lc/clock.h"
 #include "ember/v1/ingest.pb-c.h"
 #include "google/v1/profile.pb-c.h"
 #include "lc/alloc.h"
@@ -317,7 +318,6 @@ struct ing_s {
 /* Counts a rejected request under ember_ingest_rejected_total{reason}. */
 void ing_count_rejected(ing_t *ing, const char *reason);
 void ing_count(lc_metric_t *m, double v);
-int64_t ing_now_ns(void);
 ing_label_limits_t ing_label_limits(const ing_t *ing);
 /* The optional ingestion window (opts reject_older/newer_than_ns). */
 int ing_check_window(const ing_t *ing, int64_t time_ns, int64_t now_ns,

@@ -23,6 +23,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "lc/clock.h"
 #include "ingester.h"
 #include "lc/log.h"
 #include "lc/members.h"
@@ -54,18 +55,11 @@ typedef struct ing_node_s {
 
 /* ---------------------------------------------------------------- retention */
 
-static int64_t realtime_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * NS_PER_S + ts.tv_nsec;
-}
-
 static void retention_work(uv_work_t *w)
 {
     ing_node_t *n = LC_CONTAINER_OF(w, ing_node_t, retention_work);
     size_t dropped = 0;
-    int rc = lc_store_retention(n->store, realtime_ns(), &dropped);
+    int rc = lc_store_retention(n->store, lc_realtime_ns(), &dropped);
     if (rc)
         LC_LOG_ERROR("retention failed err=\"%s\"", lc_strerror(rc));
     else if (dropped)
@@ -258,7 +252,7 @@ static int start_receivers(ing_node_t *n)
     return ing_new(&n->p->loop, &io, n->p->httpd, n->transport, n->p->metrics, &n->receivers);
 }
 
-static void ing_register_metrics(ing_node_t *n)
+static void ing_node_register_metrics(ing_node_t *n)
 {
     lc_metrics_t *m = n->p->metrics;
     n->backlog_bytes = lc_metrics_gauge(m, "ember_ingest_backlog_bytes",
@@ -281,7 +275,7 @@ static int ing_node_start(lc_proc_t *p, const void *settings, void **state)
     n->p = p;
     n->s = settings;
     n->announce = n->s->bin == EMBER_BIN_INGESTER && ember_clustered(n->s);
-    ing_register_metrics(n);
+    ing_node_register_metrics(n);
     int rc = start_storage(n);
     if (!rc)
         rc = start_receivers(n);

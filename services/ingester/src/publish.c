@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "lc/clock.h"
 #include "ingester_int.h"
 #include "lc/log.h"
 #include "push/v1/push.pb-c.h"
@@ -72,7 +73,7 @@ int ing_job_add(ing_job_t *job, const char *tenant, const lc_labels_t *labels, c
     Ember__V1__IngestProfile m = EMBER__V1__INGEST_PROFILE__INIT;
     m.tenant = (char *)tenant;
     m.ingest_id = (ProtobufCBinaryData){LC_INGEST_ID_BYTES, id};
-    m.received_unix_nanos = ing_now_ns();
+    m.received_unix_nanos = lc_realtime_ns();
     m.labels = job_label_pairs(labels, arena);
     m.n_labels = labels->n;
     m.pprof = (ProtobufCBinaryData){len, (uint8_t *)pprof};

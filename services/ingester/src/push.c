@@ -17,6 +17,7 @@
  */
 #include <string.h>
 
+#include "lc/clock.h"
 #include "ingester_int.h"
 #include "lc/tenant.h"
 #include "lc/uuid.h"
@@ -148,7 +149,7 @@ static int push_run(push_ctx_t *c, const Push__V1__PushRequest *req, lc_status_t
 
 lc_http_result_t ing_push_work(lc_http_req_t *req, void *data)
 {
-    push_ctx_t c = {.ing = data, .req = req, .now_ns = ing_now_ns()};
+    push_ctx_t c = {.ing = data, .req = req, .now_ns = lc_realtime_ns()};
     lc_status_t st = {0};
     ProtobufCMessage *msg;
     lc_connect_codec_t codec;

@@ -14,12 +14,13 @@
 #include <string.h>
 #include <time.h>
 
+#include "lc/clock.h"
 #include "ember/v1/ingest.pb-c.h"
 #include "lc/alloc.h"
 #include "process.h"
 
 
-static int fail(scr_process_out_t *out, const char *kind, const char *prefix, const char *detail)
+static int scr_fail(scr_process_out_t *out, const char *kind, const char *prefix, const char *detail)
 {
     out->error_kind = kind;
     snprintf(out->error, sizeof(out->error), "%s%s", prefix, detail);
@@ -68,20 +69,13 @@ int scr_keep_sample_types(lc_pprof_t *p, const scr_value_type_t *keep, size_t n_
 
 /* ---------------------------------------------------------------- the message */
 
-static int64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 static int pack_message(const scr_process_in_t *in, const lc_pprof_t *p, const lc_buf_t *pprof,
                         scr_process_out_t *out)
 {
     uint8_t id[LC_INGEST_ID_BYTES];
     int rc = lc_ingest_id_new(id);
     if (rc)
-        return fail(out, "internal", "no random ingest id: ", lc_strerror(rc));
+        return scr_fail(out, "internal", "no random ingest id: ", lc_strerror(rc));
     lc_labels_t ls;
     lc_labels_copy(&ls, in->series);
     lc_labels_set(&ls, "__delta__", "false");
@@ -97,7 +91,7 @@ static int pack_message(const scr_process_in_t *in, const lc_pprof_t *p, const l
     Ember__V1__IngestProfile m = EMBER__V1__INGEST_PROFILE__INIT;
     m.tenant = (char *)in->tenant;
     m.ingest_id = (ProtobufCBinaryData){LC_INGEST_ID_BYTES, id};
-    m.received_unix_nanos = now_ns();
+    m.received_unix_nanos = lc_realtime_ns();
     m.labels = ptrs;
     m.n_labels = ls.n;
     m.pprof = (ProtobufCBinaryData){pprof->len, pprof->data};
@@ -120,13 +114,13 @@ static int decode(const scr_process_in_t *in, lc_arena_t *arena, lc_pprof_t **p,
                   scr_process_out_t *out)
 {
     if (!in->len)
-        return fail(out, SCR_ERR_EMPTY, "", "empty response body");
+        return scr_fail(out, SCR_ERR_EMPTY, "", "empty response body");
     lc_status_t st = {0};
     if (lc_pprof_decode(in->body, in->len, &in->limits, arena, p, &st) != 0)
-        return fail(out, strstr(st.msg, "too large") ? SCR_ERR_TOO_LARGE : SCR_ERR_INVALID, "",
+        return scr_fail(out, strstr(st.msg, "too large") ? SCR_ERR_TOO_LARGE : SCR_ERR_INVALID, "",
                     st.msg);
     if (lc_pprof_validate(*p, &in->limits, &st) != 0)
-        return fail(out, SCR_ERR_INVALID, "invalid pprof: ", st.msg);
+        return scr_fail(out, SCR_ERR_INVALID, "invalid pprof: ", st.msg);
     return 0;
 }
 
@@ -135,10 +129,10 @@ static int shape(const scr_process_in_t *in, lc_arena_t *arena, lc_pprof_t *p,
 {
     int rc = scr_keep_sample_types(p, in->keep, in->n_keep, arena);
     if (rc == LC_EINPUT)
-        return fail(out, SCR_ERR_INVALID, "",
+        return scr_fail(out, SCR_ERR_INVALID, "",
                     "keep_sample_type matches none of the profile's sample types");
     if (rc)
-        return fail(out, SCR_ERR_TOO_LARGE, "", "profile too large to process");
+        return scr_fail(out, SCR_ERR_TOO_LARGE, "", "profile too large to process");
     out->delta = SCR_DELTA_READY;
     if (!in->cumulative || !in->delta)
         return 0;
@@ -147,7 +141,7 @@ static int shape(const scr_process_in_t *in, lc_arena_t *arena, lc_pprof_t *p,
     if (!rc)
         rc = scr_delta_apply(in->delta, p, ix, arena, &out->delta);
     if (rc)
-        return fail(out, SCR_ERR_TOO_LARGE, "", "profile too large to subtract");
+        return scr_fail(out, SCR_ERR_TOO_LARGE, "", "profile too large to subtract");
     return 0;
 }
 
@@ -165,7 +159,7 @@ int scr_process(const scr_process_in_t *in, scr_process_out_t *out)
         lc_buf_t pprof;
         lc_buf_init(&pprof, in->limits.max_decompressed_bytes * 2);
         if (lc_pprof_encode(p, false, &pprof) != 0)
-            rc = fail(out, SCR_ERR_TOO_LARGE, "", "profile too large to re-encode");
+            rc = scr_fail(out, SCR_ERR_TOO_LARGE, "", "profile too large to re-encode");
         else
             rc = pack_message(in, p, &pprof, out);
         out->n_samples = p->n_sample;
