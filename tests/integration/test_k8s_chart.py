@@ -201,9 +201,9 @@ class ChartTest(unittest.TestCase):
             for w, c, b in ember_containers(docs):
                 with self.subTest(preset=p, workload=w["metadata"]["name"]):
                     ports = {pt["name"] for pt in c["ports"]}
-                    for probe in ("readinessProbe", "livenessProbe"):
+                    for probe, path in (("readinessProbe", "/ready"), ("livenessProbe", "/live")):
                         g = c[probe]["httpGet"]
-                        self.assertEqual("/ready", g["path"])
+                        self.assertEqual(path, g["path"])
                         self.assertIn(g["port"], ports)
                     sc = c["securityContext"]
                     self.assertTrue(sc["readOnlyRootFilesystem"])
