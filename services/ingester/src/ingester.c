@@ -8,16 +8,10 @@
 #include <time.h>
 
 #include "lc/clock.h"
-#include "ingester_int.h"
+#include "receive_int.h"
 
 #define PUSH_PATH "/push.v1.PusherService/Push"
 #define ING_MAX_TIME_NS ((int64_t)1 << 62) /* the store's limit, about year 2116 */
-
-void ing_count(lc_metric_t *m, double v)
-{
-    if (m)
-        lc_metric_add(m, v);
-}
 
 void ing_count_rejected(ing_t *ing, const char *reason)
 {
@@ -25,7 +19,7 @@ void ing_count_rejected(ing_t *ing, const char *reason)
         return;
     char labels[96];
     snprintf(labels, sizeof(labels), "reason=\"%s\"", reason);
-    ing_count(lc_metrics_counter(ing->metrics, "ember_ingest_rejected_total",
+    lc_metric_add(lc_metrics_counter(ing->metrics, "ember_ingest_rejected_total",
                                  "Ingest requests or profiles rejected, by reason", labels),
               1);
 }

@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include "lc/clock.h"
-#include "ingester_int.h"
+#include "receive_int.h"
 #include "lc/log.h"
 #include "push/v1/push.pb-c.h"
 
@@ -103,8 +103,8 @@ static void job_count_success(ing_job_t *job)
 {
     ing_t *ing = job->ing;
     for (size_t i = 0; i < job->n_msgs; i++) {
-        ing_count(ing->m_profiles[job->route], 1);
-        ing_count(ing->m_samples, (double)job->msgs[i].samples);
+        lc_metric_add(ing->m_profiles[job->route], 1);
+        lc_metric_add(ing->m_samples, (double)job->msgs[i].samples);
     }
 }
 

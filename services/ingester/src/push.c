@@ -18,7 +18,7 @@
 #include <string.h>
 
 #include "lc/clock.h"
-#include "ingester_int.h"
+#include "receive_int.h"
 #include "lc/tenant.h"
 #include "lc/uuid.h"
 #include "push/v1/push.pb-c.h"
@@ -154,7 +154,7 @@ lc_http_result_t ing_push_work(lc_http_req_t *req, void *data)
     ProtobufCMessage *msg;
     lc_connect_codec_t codec;
     req->user = NULL;
-    ing_count(c.ing->m_bytes, (double)req->body_len);
+    lc_metric_add(c.ing->m_bytes, (double)req->body_len);
     c.job = ing_job_new(c.ing, req, ING_ROUTE_PUSH);
     int rc = c.job ? 0 : lc_status_set(&st, LC_CODE_RESOURCE_EXHAUSTED, "out of request memory");
     if (rc == 0)

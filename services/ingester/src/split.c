@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ingester_int.h"
+#include "write_int.h"
 
 typedef struct sp_sample_s {
     ing_kv_t *kv;

@@ -26,7 +26,7 @@
  */
 #include <string.h>
 
-#include "ingester_int.h"
+#include "receive_int.h"
 
 typedef struct tr_level_s {
     uint64_t children_left; /* children of this node not read yet */

@@ -4,7 +4,7 @@
  * cpu/wall nanoseconds with period 1e9/sampleRate, other types are unscaled
  * and have no period type. The output is decoded and validated by lc/pprof.h.
  */
-#include "ingester_int.h"
+#include "receive_int.h"
 #include "lc_test.h"
 
 typedef struct conv_s {

@@ -2,7 +2,7 @@
  * test_folded.c — the folded and lines text formats (pyroscope-api.md §2.6).
  * Conversion to pprof (§2.10) is tested in test_convert.c.
  */
-#include "ingester_int.h"
+#include "receive_int.h"
 #include "lc_test.h"
 
 typedef struct collected_s {

@@ -2,7 +2,7 @@
  * test_labelset.c — the /ingest `name` syntax (pyroscope-api.md §2.3), with the
  * exact names the Go and Node SDKs send (real-clients.md §1, §2b).
  */
-#include "ingester_int.h"
+#include "receive_int.h"
 #include "lc_test.h"
 
 typedef struct ls_case_s {

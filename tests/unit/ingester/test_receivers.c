@@ -10,7 +10,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "ingester_int.h"
+#include "receive_int.h"
 #include "lc/tenant.h"
 #include "lc_test.h"
 #include "push/v1/push.pb-c.h"

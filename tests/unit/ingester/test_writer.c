@@ -7,7 +7,7 @@
  */
 #include <unistd.h>
 
-#include "ingester_int.h"
+#include "write_int.h"
 #include "lc_test.h"
 
 #define CPU_LABELS "pprof/pyroscope-go.cpu.labels.pprof"
