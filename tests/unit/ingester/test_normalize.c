@@ -5,6 +5,7 @@
  * standard types of §4.3. Expected values are written from the spec.
  */
 #include "receive_int.h"
+#include "write_int.h"
 #include "lc_test.h"
 
 static lc_pprof_t *load(lc_arena_t *arena, const char *rel)
