@@ -26,6 +26,10 @@ int qry_fail(lc_status_t *st, int rc, const char *what)
     if (rc == LC_ETOOBIG)
         return lc_status_set(st, LC_CODE_RESOURCE_EXHAUSTED,
                              "%s: the result passes ember's size caps; narrow the query", what);
+    if (rc == LC_EREGEX) /* never a silent miss: say which part of the query to change */
+        return lc_status_set(st, LC_CODE_INVALID_ARGUMENT,
+                             "%s: a regular expression in the selector needs more backtracking "
+                             "than the match limit on a stored label value; simplify it", what);
     return lc_status_set(st, LC_CODE_INTERNAL, "%s: %s", what, lc_strerror(rc));
 }
 
