@@ -2,10 +2,14 @@
 
 1. regex selectors over long label values answer right (checked against
    Python's `re`, a second engine) or with an error, never a silent miss;
+6. chunk data not followed by CRLF is a 400 and a request pipelined behind
+   it is not served;
 7. SelectSeries with step > end - start still returns the data in range.
 """
 import random
 import re
+import socket
+import time
 import unittest
 
 import harness as h
@@ -72,6 +76,44 @@ class RegexLongValuesTest(h.ServerTestCase):
                                   end=end), check=False)
         self.assertIn(r.status // 100, (4, 5), r.describe())
         self.assertIn("regular expression", r.body.decode(errors="replace"))
+
+
+
+def exchange(port, raw, wait=3.0):
+    """Sends raw bytes, reads until the server closes or `wait` passes."""
+    data = b""
+    with socket.create_connection(("127.0.0.1", port), timeout=wait) as s:
+        s.sendall(raw)
+        deadline = time.monotonic() + wait
+        while time.monotonic() < deadline:
+            try:
+                d = s.recv(65536)
+            except socket.timeout:
+                break
+            if not d:
+                break
+            data += d
+    return data
+
+
+class StrictHttpTest(h.ServerTestCase):
+
+    def test_chunk_data_without_crlf_is_refused(self):
+        for bad in (b"3\r\nabcXX0\r\n\r\n", b"3\r\nabc\n0\r\n\r\n", b"3\r\nabc\r0\r\n\r\n"):
+            raw = (b"POST /ingest?name=smuggle&format=folded HTTP/1.1\r\nHost: x\r\n"
+                   b"Transfer-Encoding: chunked\r\n\r\n" + bad +
+                   b"GET /nope-404 HTTP/1.1\r\nHost: x\r\n\r\n")
+            data = exchange(self.srv.port, raw)
+            self.assertTrue(data.startswith(b"HTTP/1.1 400"), (bad, data[:300]))
+            self.assertEqual(data.count(b"HTTP/1.1 "), 1, f"pipelined request served: {data!r}")
+
+    def test_well_formed_chunks_still_work(self):
+        raw = (b"POST /ingest?name=chunky&format=folded HTTP/1.1\r\nHost: x\r\n"
+               b"Transfer-Encoding: chunked\r\n\r\n6\r\na;b 1\n\r\n0\r\n\r\n"
+               b"GET /nope-404 HTTP/1.1\r\nHost: x\r\n\r\n")
+        data = exchange(self.srv.port, raw)
+        self.assertTrue(data.startswith(b"HTTP/1.1 200"), data[:300])
+        self.assertIn(b"HTTP/1.1 404", data[10:], data[:400])
 
 
 if __name__ == "__main__":
