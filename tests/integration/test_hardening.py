@@ -79,6 +79,45 @@ class RegexLongValuesTest(h.ServerTestCase):
 
 
 
+class SeriesStepTest(h.ServerTestCase):
+    """Pyroscope's querier reads SelectSeries from start - step and its
+    rangeSeries puts [start - step, start] into the point at start; later
+    profiles go to the first boundary start + k*step >= t that is <= end.
+    So with step > end - start, the answer is the point at start."""
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        r = cls.srv.ingest("steppy{env=test}", h.read_testdata(GOOD), {"format": "pprof"},
+                           content_type="application/octet-stream")
+        assert r.status == 200, r.describe()
+        cls.t_ms = h.manifest()[GOOD]["time_nanos"] // 1_000_000
+        cls.total = h.wait_for(lambda: cls.srv.series_sum(CPU, '{service_name="steppy"}',
+                                                          cls.t_ms - 60_000, cls.t_ms + 60_000),
+                               timeout=15, what="profile stored")
+
+    def points(self, start, end, step):
+        m = self.srv.q("SelectSeries", profile_typeID=CPU, label_selector='{service_name="steppy"}',
+                       start=start, end=end, step=step)
+        return [(pt.timestamp, pt.value) for s in m.series for pt in s.points]
+
+    def test_step_larger_than_range(self):
+        t = self.t_ms
+        # the profile is within one step before start: one point, at start
+        self.assertEqual(self.points(t + 10, t + 20, 60.0), [(t + 10, self.total)])
+        self.assertEqual(self.points(t, t, 60.0), [(t, self.total)])
+        # past start and no boundary <= end after it: Pyroscope answers nothing
+        self.assertEqual(self.points(t - 10, t + 10, 60.0), [])
+
+    def test_small_steps_unchanged(self):
+        t = self.t_ms
+        pts = self.points(t - 10_000, t + 10_000, 1.0)
+        self.assertEqual(sum(v for _, v in pts), self.total)
+        self.assertEqual(len(pts), 1)
+        self.assertGreaterEqual(pts[0][0], t)
+        self.assertLess(pts[0][0], t + 1000)
+
+
 def exchange(port, raw, wait=3.0):
     """Sends raw bytes, reads until the server closes or `wait` passes."""
     data = b""

@@ -119,6 +119,11 @@ int qry_tenant_first(lc_http_req_t *req, bool multitenancy, lc_status_t *st) LC_
  * is empty). On failure st is set and nothing is left open. */
 int qry_call_begin_range(qry_call_t *c, qry_t *q, lc_http_req_t *req, int64_t start_ms,
                          int64_t end_ms, qry_range_rules_t rules, lc_status_t *st) LC_MUST_CHECK;
+/* Like qry_call_begin_range, but the reader also covers back_ms before the
+ * (clipped) start: SelectSeries sums [start - step, start] into its first point. */
+int qry_call_begin_back(qry_call_t *c, qry_t *q, lc_http_req_t *req, int64_t start_ms,
+                        int64_t end_ms, qry_range_rules_t rules, int64_t back_ms,
+                        lc_status_t *st) LC_MUST_CHECK;
 /* qry_call_begin_range with QRY_RANGE_OPEN. */
 int qry_call_begin(qry_call_t *c, qry_t *q, lc_http_req_t *req, int64_t start_ms, int64_t end_ms,
                    lc_status_t *st) LC_MUST_CHECK;
