@@ -10,6 +10,7 @@
  * only. docs/internals/httpd.md describes the connection states and rules.
  */
 #include <limits.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,6 +31,7 @@
 #define DEFAULT_MAX_DECOMPRESSED_BYTES (256u << 20)
 #define DEFAULT_MAX_RESPONSE_BYTES (512u << 20)
 #define DEFAULT_ARENA_CAP_BYTES (1u << 30)
+#define DEFAULT_MAX_INFLATING 2 /* of libuv's 4 pool threads: queries keep the others */
 #define DEFAULT_IDLE_TIMEOUT_MS 120000
 #define DEFAULT_READ_TIMEOUT_MS 60000
 
@@ -44,6 +46,7 @@ typedef struct route_s {
     lc_http_handler_cb work, after;
     bool offload;
     void *data;
+    size_t max_inflated;        /* effective gzip output cap (see lc_http_route_t) */
     lc_metric_t *latency;       /* NULL without metrics */
 } route_t;
 
@@ -93,6 +96,8 @@ struct lc_httpd_s {
     size_t n_routes, cap_routes;
     conn_t *conns;
     size_t n_conns;
+    atomic_uint inflating;          /* gzip bodies being inflated now (any thread) */
+    unsigned max_inflating;
     bool closing;
     bool listener_closed;
     void (*close_cb)(void *data);
@@ -214,6 +219,11 @@ int lc_httpd_route(lc_httpd_t *srv, const lc_http_route_t *route)
     r->work = route->work;
     r->after = route->after;
     r->offload = route->offload;
+    r->max_inflated = srv->lim.max_decompressed_bytes < srv->lim.max_body_bytes
+                          ? srv->lim.max_decompressed_bytes
+                          : srv->lim.max_body_bytes;
+    if (route->max_decompressed_bytes && route->max_decompressed_bytes < r->max_inflated)
+        r->max_inflated = route->max_decompressed_bytes;
     r->data = route->data;
     r->latency = srv_latency_metric(srv, r->metric_name);
     return 0;
@@ -386,6 +396,27 @@ static void conn_run_on_loop(conn_t *c, lc_http_handler_cb cb, lc_http_handler_c
         conn_send_response(c);
 }
 
+/* Gunzips the body under the route's cap. At most srv->max_inflating bodies
+ * inflate at once: the rest are refused at once (503 + Retry-After) rather
+ * than queued, so compressed bombs cannot hold every pool thread while
+ * queries wait behind them. */
+static int conn_decode_body(conn_t *c)
+{
+    lc_httpd_t *srv = c->srv;
+    if (!lc_httpd__parser_body_gzipped(&c->parser))
+        return 0;
+    if (atomic_fetch_add(&srv->inflating, 1) >= srv->max_inflating) {
+        atomic_fetch_sub(&srv->inflating, 1);
+        lc_httpd__reply_status(&c->parser.req, 503,
+                               "too many compressed request bodies are being inflated; retry");
+        lc_http_set_header(&c->parser.req, "Retry-After", "1");
+        return -1;
+    }
+    int rc = lc_httpd__parser_decode_body(&c->parser, c->route->max_inflated);
+    atomic_fetch_sub(&srv->inflating, 1);
+    return rc;
+}
+
 static void conn_start_handler(conn_t *c)
 {
     const route_t *r = c->route;
@@ -397,7 +428,7 @@ static void conn_start_handler(conn_t *c)
         }
         return;
     }
-    if (lc_httpd__parser_decode_body(&c->parser) != 0) {
+    if (conn_decode_body(c) != 0) {
         conn_send_response(c);
         return;
     }
@@ -408,7 +439,7 @@ static void conn_start_handler(conn_t *c)
 static void conn_on_work(uv_work_t *w)
 {
     conn_t *c = w->data;
-    c->work_failed = lc_httpd__parser_decode_body(&c->parser) != 0;
+    c->work_failed = conn_decode_body(c) != 0;
     if (c->work_failed)
         return;
     if (c->route->work(&c->parser.req, c->route->data) == LC_HTTP_PENDING) {
@@ -648,6 +679,7 @@ int lc_httpd_new(uv_loop_t *loop, const lc_httpd_opts_t *opts, lc_httpd_t **out)
         srv->lim.max_response_bytes = UINT_MAX; /* one uv_buf_t carries the body */
     srv->idle_timeout_ms = opts->idle_timeout_ms ? opts->idle_timeout_ms : DEFAULT_IDLE_TIMEOUT_MS;
     srv->read_timeout_ms = opts->read_timeout_ms ? opts->read_timeout_ms : DEFAULT_READ_TIMEOUT_MS;
+    srv->max_inflating = opts->max_inflating ? opts->max_inflating : DEFAULT_MAX_INFLATING;
     srv->metrics = opts->metrics;
     srv->unrouted_latency = srv_latency_metric(srv, "none");
     *out = srv;

@@ -2,6 +2,8 @@
 
 1. regex selectors over long label values answer right (checked against
    Python's `re`, a second engine) or with an error, never a silent miss;
+2. a gzip bomb with a 16 MiB profile cap costs at most ~3x the cap in peak
+   memory, and LabelValues stays fast while eight bombs arrive;
 6. chunk data not followed by CRLF is a 400 and a request pipelined behind
    it is not served;
 7. SelectSeries with step > end - start still returns the data in range.
@@ -9,8 +11,10 @@
 import random
 import re
 import socket
+import threading
 import time
 import unittest
+import zlib
 
 import harness as h
 
@@ -116,6 +120,56 @@ class SeriesStepTest(h.ServerTestCase):
         self.assertEqual(len(pts), 1)
         self.assertGreaterEqual(pts[0][0], t)
         self.assertLess(pts[0][0], t + 1000)
+
+
+def gzip_bomb(size):
+    """gzip of `size` zero bytes (about 1 MB for 1 GiB)."""
+    c = zlib.compressobj(9, zlib.DEFLATED, 31)
+    chunk = bytes(1 << 20)
+    return b"".join([c.compress(chunk) for _ in range(size // len(chunk))] + [c.flush()])
+
+
+class GzipBombTest(h.ServerTestCase):
+    CAP = 16 << 20
+    server_args = ("--ingest.max-profile-bytes=16MiB",)
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        cls.bomb = gzip_bomb(1 << 30)
+        r = cls.srv.ingest("calm{env=test}", h.read_testdata(GOOD), {"format": "pprof"},
+                           content_type="application/octet-stream")
+        assert r.status == 200, r.describe()
+
+    def send_bomb(self, path="/ingest?name=bomb&format=pprof"):
+        return self.srv.request("POST", path, self.bomb,
+                                {"Content-Encoding": "gzip",
+                                 "Content-Type": "application/octet-stream"}, timeout=60)
+
+    def test_bomb_is_refused_within_the_profile_cap(self):
+        before = self.srv.rss_peak_kib()
+        r = self.send_bomb()
+        self.assertIn(r.status, (413, 503), r.describe())
+        grown = (self.srv.rss_peak_kib() - before) * 1024
+        self.assertLessEqual(grown, 3 * self.CAP, f"peak RSS grew by {grown >> 20} MiB")
+
+    def test_queries_stay_fast_while_eight_bombs_arrive(self):
+        end = h.now_ms() + 3600_000
+        statuses, lat = [], []
+        threads = [threading.Thread(target=lambda: statuses.append(self.send_bomb().status))
+                   for _ in range(8)]
+        for t in threads:
+            t.start()
+        while any(t.is_alive() for t in threads):
+            t0 = time.monotonic()
+            self.assertIn("calm", self.srv.label_values("service_name", start=0, end=end))
+            lat.append(time.monotonic() - t0)
+        for t in threads:
+            t.join()
+        self.assertEqual(len(statuses), 8)
+        self.assertTrue(all(s in (413, 503) for s in statuses), statuses)
+        self.assertLess(max(lat), 0.5, f"LabelValues took up to {max(lat):.3f}s")
+        self.assertLessEqual(self.srv.rss_peak_kib() * 1024, 3 * self.CAP + (64 << 20))
 
 
 def exchange(port, raw, wait=3.0):

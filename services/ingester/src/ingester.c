@@ -76,11 +76,15 @@ static void ing_register_metrics(ing_t *ing)
 
 static int ing_routes(ing_t *ing, lc_httpd_t *srv)
 {
+    /* A gzip body inflates to at most one profile's cap (and the body cap):
+     * the server's own 256 MiB default would let a 1 MB bomb cost 256 MiB. */
+    const size_t cap = ing->opts.limits.max_decompressed_bytes;
     const lc_http_route_t routes[] = {
-        {"/ingest", "POST", ing_ingest_work, ing_publish_after, true, "/ingest", ing},
-        {"/pyroscope/ingest", "POST", ing_ingest_work, ing_publish_after, true, "/ingest", ing},
+        {"/ingest", "POST", ing_ingest_work, ing_publish_after, true, "/ingest", ing, cap},
+        {"/pyroscope/ingest", "POST", ing_ingest_work, ing_publish_after, true, "/ingest", ing,
+         cap},
         /* methods NULL: the Connect layer answers 405 with its own headers. */
-        {PUSH_PATH, NULL, ing_push_work, ing_publish_after, true, PUSH_PATH, ing},
+        {PUSH_PATH, NULL, ing_push_work, ing_publish_after, true, PUSH_PATH, ing, cap},
     };
     for (size_t i = 0; i < LC_ARRAY_LEN(routes); i++) {
         int rc = lc_httpd_route(srv, &routes[i]);
