@@ -4,6 +4,8 @@
    Python's `re`, a second engine) or with an error, never a silent miss;
 2. a gzip bomb with a 16 MiB profile cap costs at most ~3x the cap in peak
    memory, and LabelValues stays fast while eight bombs arrive;
+3. 1,000 idle keep-alive connections cost at most 16 KiB each, the memory
+   comes back after they close, and --http.max-connections refuses clearly;
 6. chunk data not followed by CRLF is a 400 and a request pipelined behind
    it is not served;
 7. SelectSeries with step > end - start still returns the data in range.
@@ -170,6 +172,56 @@ class GzipBombTest(h.ServerTestCase):
         self.assertTrue(all(s in (413, 503) for s in statuses), statuses)
         self.assertLess(max(lat), 0.5, f"LabelValues took up to {max(lat):.3f}s")
         self.assertLessEqual(self.srv.rss_peak_kib() * 1024, 3 * self.CAP + (64 << 20))
+
+
+def rss_kib(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
+
+
+class IdleConnectionsTest(h.ServerTestCase):
+    server_args = ("--http.max-connections=1100",)
+
+    def open_idle(self, n):
+        socks = []
+        for _ in range(n):
+            s = socket.create_connection(("127.0.0.1", self.srv.port), timeout=10)
+            socks.append(s)
+        # one request on each, so every connection has been read from
+        for s in socks:
+            s.sendall(b"GET /ready HTTP/1.1\r\nHost: x\r\n\r\n")
+        for s in socks:
+            self.assertTrue(s.recv(4096).startswith(b"HTTP/1.1 200"))
+        return socks
+
+    def test_thousand_idle_connections_are_cheap(self):
+        import resource
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        if soft < 2400:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (min(4096, hard), hard))
+        warm = self.open_idle(20)  # warm-up: first-use allocations are not per connection
+        pid = self.srv.proc.pid
+        base = rss_kib(pid)
+        socks = self.open_idle(1000)
+        time.sleep(0.5)
+        per_conn = (rss_kib(pid) - base) * 1024 / 1000
+        print(f"\nidle connection cost: {per_conn / 1024:.1f} KiB each")
+        self.assertLessEqual(per_conn, 16 * 1024)
+        # past --http.max-connections: a clear 503 and a close
+        extra = [socket.create_connection(("127.0.0.1", self.srv.port), timeout=10)
+                 for _ in range(100)]
+        refused = socket.create_connection(("127.0.0.1", self.srv.port), timeout=10)
+        data = refused.recv(4096)
+        self.assertTrue(data.startswith(b"HTTP/1.1 503"), data)
+        self.assertIn(b"too many open connections", data)
+        for s in warm + socks + extra + [refused]:
+            s.close()
+        h.wait_for(lambda: h.http_request(self.srv.port, "GET", "/ready").status == 200)
+        time.sleep(1.0)
+        self.assertLessEqual(rss_kib(pid) - base, 4096, "memory not given back after the flood")
 
 
 def exchange(port, raw, wait=3.0):

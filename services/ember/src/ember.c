@@ -284,6 +284,7 @@ static int start_http(ember_t *e)
     lc_httpd_opts_t ho = {
         .address = e->cfg->http_address,
         .max_body_bytes = (size_t)e->cfg->max_body_bytes,
+        .max_connections = (size_t)e->cfg->max_connections,
         .metrics = e->metrics,
     };
     int rc = lc_httpd_new(&e->loop, &ho, &e->httpd);

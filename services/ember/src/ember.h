@@ -27,6 +27,7 @@ typedef struct ember_cfg_s {
     int64_t block_duration_ns;
     int64_t map_size_bytes;
     int64_t max_body_bytes;
+    int64_t max_connections;
     int64_t max_profile_bytes;
     int64_t max_samples;
     int64_t reject_older_than_ns;

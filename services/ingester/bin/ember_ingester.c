@@ -51,6 +51,7 @@ typedef struct ingester_cfg_s {
     int64_t block_duration_ns;
     int64_t map_size_bytes;
     int64_t max_body_bytes;
+    int64_t max_connections;
     int64_t max_profile_bytes;
     int64_t max_samples;
     int64_t reject_older_than_ns;
@@ -358,6 +359,7 @@ static int start_http(ingester_t *g)
 {
     lc_httpd_opts_t ho = {.address = g->cfg->http_address,
                           .max_body_bytes = (size_t)g->cfg->max_body_bytes,
+                          .max_connections = (size_t)g->cfg->max_connections,
                           .metrics = g->metrics};
     int rc = lc_httpd_new(&g->loop, &ho, &g->httpd);
     if (rc)

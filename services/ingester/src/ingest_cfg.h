@@ -26,6 +26,8 @@
           "LMDB map size per block (sparse; an upper bound, not an allocation)"),                  \
         X("http.max-body-bytes", LC_CFG_BYTES, max_body_bytes, "256MiB",                           \
           "largest request body accepted (413 above)"),                                            \
+        X("http.max-connections", LC_CFG_INT, max_connections, "10000",                          \
+          "open HTTP connections; past it new ones get a 503 and are closed"),                     \
         X("ingest.max-profile-bytes", LC_CFG_BYTES, max_profile_bytes, "64MiB",                    \
           "largest decompressed profile accepted"),                                                \
         X("ingest.max-samples", LC_CFG_INT, max_samples, "1000000",                                \
