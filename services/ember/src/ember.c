@@ -15,6 +15,7 @@
 #include "ember.h"
 #include "ingest_cfg.h"
 #include "ingester.h"
+#include "lc/auth.h"
 #include "lc/httpd.h"
 #include "lc/log.h"
 #include "lc/metrics.h"
@@ -287,7 +288,9 @@ static int start_http(ember_t *e)
         .max_connections = (size_t)e->cfg->max_connections,
         .metrics = e->metrics,
     };
-    int rc = lc_httpd_new(&e->loop, &ho, &e->httpd);
+    int rc = lc_auth_init(&e->loop, e->cfg->auth_tokens_file);
+    if (rc == 0)
+        rc = lc_httpd_new(&e->loop, &ho, &e->httpd);
     if (rc)
         return rc;
     ing_opts_t io;

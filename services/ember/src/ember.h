@@ -34,6 +34,7 @@ typedef struct ember_cfg_s {
     int64_t reject_newer_than_ns;
     int64_t max_backlog_bytes;
     bool multitenancy;
+    char *auth_tokens_file;
     int64_t max_query_length_ns;
     int64_t max_query_lookback_ns;
     char *scrape_config_file;       /* --scrape.config-file: run the scraper role */

@@ -28,6 +28,7 @@
 
 #include "ingest_cfg.h"
 #include "ingester.h"
+#include "lc/auth.h"
 #include "lc/cfg.h"
 #include "lc/httpd.h"
 #include "lc/log.h"
@@ -58,6 +59,7 @@ typedef struct ingester_cfg_s {
     int64_t reject_newer_than_ns;
     int64_t max_backlog_bytes;
     bool multitenancy;
+    char *auth_tokens_file;
     char *redis_url;
     char *advertise_url;
     char *ingester_id;
@@ -361,7 +363,9 @@ static int start_http(ingester_t *g)
                           .max_body_bytes = (size_t)g->cfg->max_body_bytes,
                           .max_connections = (size_t)g->cfg->max_connections,
                           .metrics = g->metrics};
-    int rc = lc_httpd_new(&g->loop, &ho, &g->httpd);
+    int rc = lc_auth_init(&g->loop, g->cfg->auth_tokens_file);
+    if (rc == 0)
+        rc = lc_httpd_new(&g->loop, &ho, &g->httpd);
     if (rc)
         return rc;
     ing_opts_t io;

@@ -39,7 +39,9 @@
         X("ingest.max-backlog-bytes", LC_CFG_BYTES, max_backlog_bytes, "256MiB",                   \
           "profiles waiting for the writer before receivers answer 429"),                          \
         X("auth.multitenancy-enabled", LC_CFG_BOOL, multitenancy, "false",                         \
-          "require X-Scope-OrgID and keep tenants apart"),
+          "require X-Scope-OrgID and keep tenants apart"),                                         \
+        X("auth.tokens-file", LC_CFG_STRING, auth_tokens_file, "",                                 \
+          "credentials bound to tenants (hashes; reloaded on SIGHUP); '' = no authentication"),
 
 /* The settings of the Redis streams path, after each binary's own
  * --redis.url (their help differs). XR is X with a range (min, max). */

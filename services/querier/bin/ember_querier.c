@@ -26,6 +26,7 @@
 #include <uv.h>
 
 #include "fanout.h"
+#include "lc/auth.h"
 #include "lc/cfg.h"
 #include "lc/httpd.h"
 #include "lc/log.h"
@@ -45,6 +46,7 @@ typedef struct querier_cfg_s {
     char *log_level;
     int64_t max_body_bytes;
     bool multitenancy;
+    char *auth_tokens_file;
     char *redis_url;
     char *ingesters;
     int64_t shard_timeout_ns;
@@ -64,6 +66,8 @@ static const lc_cfg_entry_t cfg_table[] = {
         "largest request body accepted (413 above)"),
     CFG("auth.multitenancy-enabled", LC_CFG_BOOL, multitenancy, "false",
         "require X-Scope-OrgID and keep tenants apart"),
+    CFG("auth.tokens-file", LC_CFG_STRING, auth_tokens_file, "",
+        "credentials bound to tenants (hashes; reloaded on SIGHUP); '' = no authentication"),
     CFG("redis.url", LC_CFG_STRING, redis_url, "",
         "redis://host:port where ingesters announce themselves (and queriers keep settings)"),
     CFG("querier.ingesters", LC_CFG_STRING, ingesters, "",
@@ -270,7 +274,9 @@ static int start_http(querier_t *q)
     lc_httpd_opts_t ho = {.address = q->cfg->http_address,
                           .max_body_bytes = (size_t)q->cfg->max_body_bytes,
                           .metrics = q->metrics};
-    int rc = lc_httpd_new(&q->loop, &ho, &q->httpd);
+    int rc = lc_auth_init(&q->loop, q->cfg->auth_tokens_file);
+    if (rc == 0)
+        rc = lc_httpd_new(&q->loop, &ho, &q->httpd);
     if (rc)
         return rc;
     qry_fanout_opts_t fo;
