@@ -229,6 +229,38 @@ class IdleConnectionsTest(h.ServerTestCase):
         self.assertLessEqual(kept, 8192, "memory not given back after the flood")
 
 
+class TenantRateLimitTest(h.ServerTestCase):
+    """Per-tenant ingestion rate: a tenant over its rate gets 429 with
+    Retry-After while another tenant's pushes and queries go on."""
+    server_args = ("--auth.multitenancy-enabled=true", "--ingest.rate-limit-profiles=1",
+                   "--ingest.rate-burst-profiles=3")
+
+    def push(self, tenant):
+        raw = h.read_testdata(GOOD)
+        return self.srv.push([({"__name__": "process_cpu", "service_name": f"svc-{tenant}"}, [raw])],
+                             headers={"X-Scope-OrgID": tenant})
+
+    def test_over_rate_is_429_others_unaffected(self):
+        a = [self.push("noisy") for _ in range(6)]
+        self.assertEqual([r.status for r in a[:3]], [200] * 3, [r.describe() for r in a])
+        limited = [r for r in a[3:] if r.status == 429]
+        self.assertGreaterEqual(len(limited), 2, [r.status for r in a])
+        self.assertTrue(all(int(r.header("retry-after", "0")) >= 1 for r in limited))
+        r = self.srv.ingest("svc-noisy", h.read_testdata(GOOD), {"format": "pprof"},
+                            content_type="application/octet-stream",
+                            headers={"X-Scope-OrgID": "noisy"})
+        self.assertEqual(r.status, 429, r.describe())
+        for _ in range(3):
+            self.assertEqual(self.push("quiet").status, 200)
+        end = h.now_ms() + 3600_000
+        req_cls, _ = h.rpc_classes(f"{h.QUERIER}/LabelValues")
+        r = self.srv.call(f"{h.QUERIER}/LabelValues", req_cls(name="service_name", start=0, end=end),
+                          headers={"X-Scope-OrgID": "quiet"})
+        self.assertEqual(list(r.msg.names), ["svc-quiet"])
+        time.sleep(1.1)  # one profile/s refills
+        self.assertEqual(self.push("noisy").status, 200)
+
+
 def exchange(port, raw, wait=3.0):
     """Sends raw bytes, reads until the server closes or `wait` passes."""
     data = b""

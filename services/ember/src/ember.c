@@ -296,6 +296,9 @@ static int start_http(ember_t *e)
     ing_opts_t io;
     ing_opts_default(&io);
     io.limits.max_decompressed_bytes = (size_t)e->cfg->max_profile_bytes;
+    io.rate = (lc_ratelimit_opts_t){(double)e->cfg->rate_bytes, (double)e->cfg->rate_burst_bytes,
+                                    (double)e->cfg->rate_profiles,
+                                    (double)e->cfg->rate_burst_profiles};
     io.limits.max_samples = (size_t)e->cfg->max_samples;
     io.reject_older_than_ns = e->cfg->reject_older_than_ns;
     io.reject_newer_than_ns = e->cfg->reject_newer_than_ns;

@@ -53,6 +53,7 @@ typedef struct ingester_cfg_s {
     int64_t map_size_bytes;
     int64_t max_body_bytes;
     int64_t max_connections;
+    int64_t rate_bytes, rate_burst_bytes, rate_profiles, rate_burst_profiles;
     int64_t max_profile_bytes;
     int64_t max_samples;
     int64_t reject_older_than_ns;
@@ -371,6 +372,9 @@ static int start_http(ingester_t *g)
     ing_opts_t io;
     ing_opts_default(&io);
     io.limits.max_decompressed_bytes = (size_t)g->cfg->max_profile_bytes;
+    io.rate = (lc_ratelimit_opts_t){(double)g->cfg->rate_bytes, (double)g->cfg->rate_burst_bytes,
+                                    (double)g->cfg->rate_profiles,
+                                    (double)g->cfg->rate_burst_profiles};
     io.limits.max_samples = (size_t)g->cfg->max_samples;
     io.reject_older_than_ns = g->cfg->reject_older_than_ns;
     io.reject_newer_than_ns = g->cfg->reject_newer_than_ns;

@@ -38,6 +38,14 @@
           "reject profiles further than this in the future (0 = no limit)"),                       \
         X("ingest.max-backlog-bytes", LC_CFG_BYTES, max_backlog_bytes, "256MiB",                   \
           "profiles waiting for the writer before receivers answer 429"),                          \
+        X("ingest.rate-limit-bytes", LC_CFG_BYTES, rate_bytes, "0",                                \
+          "per-tenant ingestion rate in bytes/s (429 + Retry-After above; 0 = no limit)"),         \
+        X("ingest.rate-burst-bytes", LC_CFG_BYTES, rate_burst_bytes, "0",                          \
+          "per-tenant byte burst (0 = one second of the rate)"),                                   \
+        X("ingest.rate-limit-profiles", LC_CFG_INT, rate_profiles, "0",                            \
+          "per-tenant ingestion rate in profiles/s (0 = no limit)"),                               \
+        X("ingest.rate-burst-profiles", LC_CFG_INT, rate_burst_profiles, "0",                      \
+          "per-tenant profile burst (0 = one second of the rate)"),                                \
         X("auth.multitenancy-enabled", LC_CFG_BOOL, multitenancy, "false",                         \
           "require X-Scope-OrgID and keep tenants apart"),                                         \
         X("auth.tokens-file", LC_CFG_STRING, auth_tokens_file, "",                                 \

@@ -100,6 +100,7 @@ int ing_new(uv_loop_t *loop, const ing_opts_t *opts, lc_httpd_t *srv, lc_transpo
     ing_t *ing = lc_xcalloc(1, sizeof(*ing));
     ing->loop = loop;
     ing->opts = *opts;
+    ing->rate = lc_ratelimit_new(&opts->rate);
     if (ing->opts.partitions == 0)
         ing->opts.partitions = 1;
     ing->tr = tr;
@@ -116,5 +117,24 @@ int ing_new(uv_loop_t *loop, const ing_opts_t *opts, lc_httpd_t *srv, lc_transpo
 
 void ing_free(ing_t *ing)
 {
+    if (ing)
+        lc_ratelimit_free(ing->rate);
     lc_free(ing);
+}
+
+int ing_rate_check(ing_t *ing, lc_http_req_t *req, const char *tenant, double profiles,
+                   lc_status_t *st)
+{
+    if (!ing->rate)
+        return 0;
+    int64_t wait = lc_ratelimit_take(ing->rate, tenant, (double)req->body_len, profiles,
+                                     ing_now_ns());
+    if (wait == 0)
+        return 0;
+    char secs[24];
+    snprintf(secs, sizeof(secs), "%lld", (long long)wait);
+    lc_http_set_header(req, "Retry-After", secs);
+    return lc_status_set_http(st, 429, LC_CODE_RESOURCE_EXHAUSTED,
+                              "tenant %.150s is over its ingestion rate limit; retry in %llds",
+                              tenant, (long long)wait);
 }
