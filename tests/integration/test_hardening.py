@@ -259,6 +259,10 @@ class TenantRateLimitTest(h.ServerTestCase):
         self.assertEqual(list(r.msg.names), ["svc-quiet"])
         time.sleep(1.1)  # one profile/s refills
         self.assertEqual(self.push("noisy").status, 200)
+        metrics = h.http_request(self.srv.port, "GET", "/metrics").body.decode()
+        self.assertIn('ember_tenant_rate_limited_total{tenant="noisy"}', metrics)
+        self.assertNotIn('ember_tenant_rate_limited_total{tenant="quiet"}', metrics)
+        self.assertIn('ember_tenant_ingest_profiles_total{tenant="quiet"} 3', metrics)
 
 
 def exchange(port, raw, wait=3.0):

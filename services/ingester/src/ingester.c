@@ -122,15 +122,33 @@ void ing_free(ing_t *ing)
     lc_free(ing);
 }
 
+/* Per-tenant counters (tenant ids are [a-zA-Z0-9!-_.*'()]: safe in a label). */
+static void tenant_count(ing_t *ing, const char *name, const char *help, const char *tenant,
+                         double v)
+{
+    if (!ing->metrics)
+        return;
+    char labels[200];
+    snprintf(labels, sizeof(labels), "tenant=\"%s\"", tenant);
+    ing_count(lc_metrics_counter(ing->metrics, name, help, labels), v);
+}
+
 int ing_rate_check(ing_t *ing, lc_http_req_t *req, const char *tenant, double profiles,
                    lc_status_t *st)
 {
-    if (!ing->rate)
+    int64_t wait = ing->rate ? lc_ratelimit_take(ing->rate, tenant, (double)req->body_len,
+                                                 profiles, ing_now_ns())
+                             : 0;
+    if (wait == 0) {
+        tenant_count(ing, "ember_tenant_ingest_bytes_total",
+                     "Request body bytes admitted past the rate limit, by tenant", tenant,
+                     (double)req->body_len);
+        tenant_count(ing, "ember_tenant_ingest_profiles_total",
+                     "Profiles admitted past the rate limit, by tenant", tenant, profiles);
         return 0;
-    int64_t wait = lc_ratelimit_take(ing->rate, tenant, (double)req->body_len, profiles,
-                                     ing_now_ns());
-    if (wait == 0)
-        return 0;
+    }
+    tenant_count(ing, "ember_tenant_rate_limited_total",
+                 "Ingest requests refused by the tenant's rate limit, by tenant", tenant, 1);
     char secs[24];
     snprintf(secs, sizeof(secs), "%lld", (long long)wait);
     lc_http_set_header(req, "Retry-After", secs);
