@@ -17,6 +17,7 @@ typedef struct bucket_s {
 typedef struct tenant_s {
     char *name;      /* NULL: free slot */
     bucket_t bytes, profiles;
+    int64_t inflight;  /* lc_inflight_*: queries running now */
 } tenant_t;
 
 struct lc_ratelimit_s {
@@ -24,6 +25,7 @@ struct lc_ratelimit_s {
     pthread_mutex_t mu;
     tenant_t *slots;
     size_t n, cap;   /* cap: a power of two */
+    int64_t max_inflight;
 };
 
 lc_ratelimit_t *lc_ratelimit_new(const lc_ratelimit_opts_t *opts)
@@ -133,4 +135,43 @@ int64_t lc_ratelimit_take(lc_ratelimit_t *rl, const char *tenant, double bytes, 
     }
     pthread_mutex_unlock(&rl->mu);
     return w <= 0 ? 0 : (int64_t)ceil(w) < 1 ? 1 : (int64_t)ceil(w);
+}
+
+/* ---------------------------------------------------------------- in flight */
+
+lc_inflight_t *lc_inflight_new(int64_t max_per_tenant)
+{
+    if (max_per_tenant <= 0)
+        return NULL;
+    lc_ratelimit_t *rl = lc_xcalloc(1, sizeof(*rl));
+    rl->max_inflight = max_per_tenant;
+    pthread_mutex_init(&rl->mu, NULL);
+    rl->cap = 16;
+    rl->slots = lc_xcalloc(rl->cap, sizeof(*rl->slots));
+    return rl;
+}
+
+void lc_inflight_free(lc_inflight_t *f) { lc_ratelimit_free(f); }
+
+bool lc_inflight_acquire(lc_inflight_t *f, const char *const *tenants, size_t n)
+{
+    pthread_mutex_lock(&f->mu);
+    bool ok = true;
+    for (size_t i = 0; i < n && ok; i++)
+        ok = tenant_of(f, tenants[i], 0)->inflight < f->max_inflight;
+    for (size_t i = 0; i < n && ok; i++)
+        tenant_of(f, tenants[i], 0)->inflight++;
+    pthread_mutex_unlock(&f->mu);
+    return ok;
+}
+
+void lc_inflight_release(lc_inflight_t *f, const char *const *tenants, size_t n)
+{
+    pthread_mutex_lock(&f->mu);
+    for (size_t i = 0; i < n; i++) {
+        tenant_t *t = tenant_of(f, tenants[i], 0);
+        if (t->inflight > 0)
+            t->inflight--;
+    }
+    pthread_mutex_unlock(&f->mu);
 }

@@ -12,6 +12,8 @@
 #ifndef LC_RATELIMIT_H
 #define LC_RATELIMIT_H
 
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "lc/err.h"
@@ -34,5 +36,15 @@ void lc_ratelimit_free(lc_ratelimit_t *rl); /* NULL-safe */
  * refused with the time a full bucket needs (it can never pass). */
 int64_t lc_ratelimit_take(lc_ratelimit_t *rl, const char *tenant, double bytes, double profiles,
                           int64_t now_ns);
+
+/* ---- concurrent queries per tenant (same table, no rates) ---- */
+typedef struct lc_ratelimit_s lc_inflight_t;
+
+/* NULL when max_per_tenant is 0 (no limit). */
+lc_inflight_t *lc_inflight_new(int64_t max_per_tenant);
+void lc_inflight_free(lc_inflight_t *f); /* NULL-safe */
+/* Takes one slot of every tenant, or none: false when one of them is full. */
+bool lc_inflight_acquire(lc_inflight_t *f, const char *const *tenants, size_t n) LC_MUST_CHECK;
+void lc_inflight_release(lc_inflight_t *f, const char *const *tenants, size_t n);
 
 #endif

@@ -41,6 +41,8 @@ const lc_cfg_entry_t ember_cfg_table[] = {
         "reject queries over a longer time range (0 = no limit; Pyroscope uses 24h)"),
     CFG("querier.max-query-lookback", LC_CFG_DURATION, max_query_lookback_ns, "0",
         "clip queries to start no earlier than now minus this (0 = no limit)"),
+    CFG("querier.max-concurrent-queries", LC_CFG_INT, max_concurrent_queries, "0",
+        "store queries running at once per tenant; more get 429 (0 = no limit)"),
     CFG("scrape.config-file", LC_CFG_STRING, scrape_config_file, NULL,
         "parca.yaml-style scrape_configs to pull pprof from (reloaded on SIGHUP and change)"),
     CFG("agent", LC_CFG_BOOL, agent, "false",
@@ -310,6 +312,7 @@ static int start_http(ember_t *e)
     qo.multitenancy = e->cfg->multitenancy;
     qo.max_query_length_ms = e->cfg->max_query_length_ns / 1000000;
     qo.max_query_lookback_ms = e->cfg->max_query_lookback_ns / 1000000;
+    qo.max_concurrent_per_tenant = e->cfg->max_concurrent_queries;
     rc = ing_new(&e->loop, &io, e->httpd, e->transport, e->metrics, &e->ing);
     if (!rc)
         rc = qry_new(&e->loop, &qo, e->httpd, e->store, e->metrics, &e->qry);

@@ -28,6 +28,7 @@ typedef struct ember_cfg_s {
     int64_t map_size_bytes;
     int64_t max_body_bytes;
     int64_t max_connections;
+    int64_t max_concurrent_queries;
     int64_t rate_bytes, rate_burst_bytes, rate_profiles, rate_burst_profiles;
     int64_t max_profile_bytes;
     int64_t max_samples;

@@ -20,6 +20,7 @@
 #ifndef EMBER_QUERIER_INT_H
 #define EMBER_QUERIER_INT_H
 
+#include "lc/ratelimit.h"
 #include "lc/connect.h"
 #include "lc/labels.h"
 #include "lc/query.h"
@@ -79,6 +80,7 @@ struct qry_s {
     lc_metrics_t *metrics;
     qry_route_t routes[QRY_METHODS];
     qry_rpcs_t legacy; /* what the legacy endpoints call: this store's RPCs */
+    lc_inflight_t *inflight; /* NULL: no per-tenant concurrency limit */
 };
 
 /* One call's context: who asks, for which range, and the store snapshot. */
@@ -92,6 +94,7 @@ typedef struct qry_call_s {
     int64_t start_ns, end_ns;  /* inclusive */
     bool empty;                /* the range lies before the look-back: answer empty */
     lc_store_reader_t *reader; /* NULL when empty */
+    bool holds_slots;          /* took the tenants' concurrency slots */
 } qry_call_t;
 
 /* Whether the §5.9 time-range rules (look-back, maximum length) apply: always

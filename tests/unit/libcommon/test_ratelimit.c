@@ -39,4 +39,20 @@ static void test_burst_refill_and_tenants(void)
     lc_ratelimit_free(rl);
 }
 
-LC_TEST_MAIN(test_off_without_rates, test_burst_refill_and_tenants)
+static void test_inflight(void)
+{
+    LC_CHECK(lc_inflight_new(0) == NULL);
+    lc_inflight_t *f = lc_inflight_new(2);
+    const char *a[] = {"a"}, *ab[] = {"a", "b"}, *b[] = {"b"};
+    LC_CHECK(lc_inflight_acquire(f, a, 1));
+    LC_CHECK(lc_inflight_acquire(f, ab, 2));
+    LC_CHECK(!lc_inflight_acquire(f, ab, 2)); /* a is full: b is not taken either */
+    LC_CHECK(lc_inflight_acquire(f, b, 1));
+    LC_CHECK(!lc_inflight_acquire(f, b, 1));
+    lc_inflight_release(f, ab, 2);
+    LC_CHECK(lc_inflight_acquire(f, a, 1));
+    LC_CHECK(lc_inflight_acquire(f, b, 1));
+    lc_inflight_free(f);
+}
+
+LC_TEST_MAIN(test_off_without_rates, test_burst_refill_and_tenants, test_inflight)
