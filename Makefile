@@ -4,7 +4,9 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 EMBER_FLAGS ?=
 
-.PHONY: deps build run test bench clean
+FUZZ_SECONDS ?= 300
+
+.PHONY: deps build run test bench clean fuzz
 
 deps:
 	./scripts/install-deps.sh
@@ -19,8 +21,13 @@ run: build
 test: deps
 	./scripts/test.sh
 
+# Fuzzes every target for FUZZ_SECONDS each (clang, instrumented libraries)
+# and folds the finds, minimized, into tests/fuzz/corpus: commit them.
+fuzz: deps
+	./scripts/fuzz.sh --seconds $(FUZZ_SECONDS) --merge
+
 bench: build
 	./bench/run.sh $(BUILD)
 
 clean:
-	rm -rf $(BUILD) build-asan
+	rm -rf $(BUILD) build-asan build-fuzz

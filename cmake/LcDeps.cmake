@@ -21,6 +21,10 @@ endif()
 add_library(llhttp STATIC ${LLHTTP_DIR}/api.c ${LLHTTP_DIR}/http.c ${LLHTTP_DIR}/llhttp.c)
 target_include_directories(llhttp PUBLIC ${LLHTTP_INCLUDE})
 set_target_properties(llhttp PROPERTIES POSITION_INDEPENDENT_CODE ON)
+# Strict mode: the lenient default accepts any two bytes after chunk data in
+# place of CRLF (and more such shortcuts), and then serves a request pipelined
+# behind them: a smuggling risk behind a proxy that parses strictly (issue 12).
+target_compile_definitions(llhttp PUBLIC LLHTTP_STRICT_MODE=1)
 
 # The eBPF agent: libbpf loads and attaches its programs, libelf reads the
 # symbol tables of profiled binaries.

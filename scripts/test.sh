@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds ember and runs every test: unit, fuzz-corpus regression and
 # integration tests (real clients, go tool pprof) on a RelWithDebInfo build,
-# then the unit and fuzz-regression tests again under ASan+UBSan.
+# then the unit and fuzz-regression tests again under ASan+UBSan, then a
+# short libFuzzer burst per fuzz target (clang, instrumented libraries).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 JOBS=${JOBS:-$(nproc)}
@@ -34,4 +35,6 @@ echo "== unit + fuzz-regression tests under ASan+UBSan"
 
 echo "== all tests (unit, fuzz-regression, integration)"
 (cd build && ctest --output-on-failure -j "$JOBS") || status=1
+echo "== fuzz burst (${FUZZ_BURST_SECONDS:-10} s per target, libFuzzer + ASan + UBSan)"
+JOBS=$JOBS ./scripts/fuzz.sh --seconds "${FUZZ_BURST_SECONDS:-10}" || status=1
 exit $status

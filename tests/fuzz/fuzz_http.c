@@ -38,7 +38,7 @@ static void exercise_request(lc_httpd__parser_t *p)
     lc_http_req_t *req = &p->req;
     if (strchr(req->path, '?'))
         abort();
-    if (lc_httpd__parser_decode_body(p) != 0) {
+    if (lc_httpd__parser_decode_body(p, p->lim.max_decompressed_bytes) != 0) {
         if (lc_httpd__format_head(req, false, &p->head) != 0)
             abort();
         return;

@@ -18,6 +18,8 @@
 #include "lc/alloc.h"
 #include "lc/store.h"
 
+#define FZ_PF_PROFILE_ID 0x2u /* STORE_PF_PROFILE_ID in store_int.h */
+
 typedef struct fz_sample_s {
     uint32_t node;
     int64_t value;
@@ -50,10 +52,16 @@ static int fz_walk(const uint8_t *data, size_t size, fz_sample_t *out, size_t *n
     return rc;
 }
 
-/* The writer's encoding of the same samples. */
-static size_t fz_encode(uint8_t *dst, uint64_t flags, const fz_sample_t *v, size_t n)
+/* The writer's encoding of the same samples; with the profile-id flag (0x2)
+ * the 16-byte id follows the flags, as lc_store writes it. */
+static size_t fz_encode(uint8_t *dst, uint64_t flags, const uint8_t *id, const fz_sample_t *v,
+                        size_t n)
 {
     size_t len = lc_uvarint_put(dst, flags);
+    if (flags & FZ_PF_PROFILE_ID) {
+        memcpy(dst + len, id, LC_STORE_PROFILE_ID_BYTES);
+        len += LC_STORE_PROFILE_ID_BYTES;
+    }
     uint32_t prev = 0;
     for (size_t i = 0; i < n; i++) {
         len += lc_uvarint_put(dst + len, v[i].node - prev);
@@ -73,12 +81,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     fz_sample_t *a = lc_xcalloc(size / 2 + 2, sizeof(*a));
     fz_sample_t *b = lc_xcalloc(size / 2 + 2, sizeof(*b));
     if (fz_walk(data, size, a, &n) == 0) {
-        uint8_t *enc = lc_xmalloc(10 + n * 30);
+        uint8_t *enc = lc_xmalloc(10 + LC_STORE_PROFILE_ID_BYTES + n * 30);
         const uint8_t *p = data;
         uint64_t flags;
         if (lc_uvarint_get(&p, data + size, &flags) != 0)
             abort(); /* the walk succeeded, so the flags decoded */
-        size_t len = fz_encode(enc, flags, a, n);
+        size_t len = fz_encode(enc, flags, p, a, n); /* p: just past the flags */
         if (len > size || fz_walk(enc, len, b, &n2) != 0 || n2 != n ||
             (n && memcmp(a, b, n * sizeof(*a)) != 0))
             abort();

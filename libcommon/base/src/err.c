@@ -22,6 +22,7 @@ const char *lc_strerror(int err)
     case LC_ESTORE: return "storage error";
     case LC_ECLOSED: return "closed";
     case LC_EFULL: return "queue full";
+    case LC_EREGEX: return "regular expression match exceeded its limits";
     default: break;
     }
     if (err < 0 && err > -4096)

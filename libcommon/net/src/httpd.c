@@ -10,6 +10,8 @@
  * only. docs/internals/httpd.md describes the connection states and rules.
  */
 #include <limits.h>
+#include <malloc.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,6 +32,10 @@
 #define DEFAULT_MAX_DECOMPRESSED_BYTES (256u << 20)
 #define DEFAULT_MAX_RESPONSE_BYTES (512u << 20)
 #define DEFAULT_ARENA_CAP_BYTES (1u << 30)
+#define DEFAULT_MAX_CONNECTIONS 10000
+#define TRIM_AFTER_CONNS 256 /* a drained peak this high is given back (malloc_trim) */
+#define TRIM_LOW_CONNS 8
+#define DEFAULT_MAX_INFLATING 2 /* of libuv's 4 pool threads: queries keep the others */
 #define DEFAULT_IDLE_TIMEOUT_MS 120000
 #define DEFAULT_READ_TIMEOUT_MS 60000
 
@@ -44,6 +50,7 @@ typedef struct route_s {
     lc_http_handler_cb work, after;
     bool offload;
     void *data;
+    size_t max_inflated;        /* effective gzip output cap (see lc_http_route_t) */
     lc_metric_t *latency;       /* NULL without metrics */
 } route_t;
 
@@ -77,7 +84,6 @@ struct conn_s {
     uint64_t started_ns;
     lc_httpd__parser_t parser;
     lc_buf_t pending;               /* bytes after the current request */
-    char rbuf[READ_CHUNK_BYTES];
 };
 
 struct lc_httpd_s {
@@ -93,6 +99,12 @@ struct lc_httpd_s {
     size_t n_routes, cap_routes;
     conn_t *conns;
     size_t n_conns;
+    atomic_uint inflating;          /* gzip bodies being inflated now (any thread) */
+    size_t max_conns;
+    size_t peak_conns;              /* since the last malloc_trim */
+    uint64_t refused_conns;
+    char *rbuf;                     /* READ_CHUNK_BYTES, shared by every connection */
+    unsigned max_inflating;
     bool closing;
     bool listener_closed;
     void (*close_cb)(void *data);
@@ -111,6 +123,7 @@ static void conn_on_closed(uv_handle_t *h);
 static void conn_close(conn_t *c);
 static void conn_send_response(conn_t *c);
 static void srv_maybe_finish(lc_httpd_t *srv);
+static void srv_maybe_trim(lc_httpd_t *srv);
 
 /* ================================================================ routes */
 
@@ -214,6 +227,11 @@ int lc_httpd_route(lc_httpd_t *srv, const lc_http_route_t *route)
     r->work = route->work;
     r->after = route->after;
     r->offload = route->offload;
+    r->max_inflated = srv->lim.max_decompressed_bytes < srv->lim.max_body_bytes
+                          ? srv->lim.max_decompressed_bytes
+                          : srv->lim.max_body_bytes;
+    if (route->max_decompressed_bytes && route->max_decompressed_bytes < r->max_inflated)
+        r->max_inflated = route->max_decompressed_bytes;
     r->data = route->data;
     r->latency = srv_latency_metric(srv, r->metric_name);
     return 0;
@@ -276,8 +294,12 @@ static void conn_shorten_deadline(conn_t *c, uint64_t max_ms)
 static void conn_on_alloc(uv_handle_t *h, size_t hint, uv_buf_t *out)
 {
     conn_t *c = h->data;
-    /* Every byte is consumed or copied before the next read: one buffer suffices. */
-    *out = uv_buf_init(c->rbuf, sizeof(c->rbuf));
+    /* Every byte is consumed or copied before the next read callback returns,
+     * and reads run one at a time on the loop: one buffer per server serves
+     * every connection, so an idle keep-alive connection holds none (it cost
+     * 64 KiB each before). */
+    LC_UNUSED(hint);
+    *out = uv_buf_init(c->srv->rbuf, READ_CHUNK_BYTES);
 }
 
 static void conn_send_continue(conn_t *c)
@@ -386,6 +408,27 @@ static void conn_run_on_loop(conn_t *c, lc_http_handler_cb cb, lc_http_handler_c
         conn_send_response(c);
 }
 
+/* Gunzips the body under the route's cap. At most srv->max_inflating bodies
+ * inflate at once: the rest are refused at once (503 + Retry-After) rather
+ * than queued, so compressed bombs cannot hold every pool thread while
+ * queries wait behind them. */
+static int conn_decode_body(conn_t *c)
+{
+    lc_httpd_t *srv = c->srv;
+    if (!lc_httpd__parser_body_gzipped(&c->parser))
+        return 0;
+    if (atomic_fetch_add(&srv->inflating, 1) >= srv->max_inflating) {
+        atomic_fetch_sub(&srv->inflating, 1);
+        lc_httpd__reply_status(&c->parser.req, 503,
+                               "too many compressed request bodies are being inflated; retry");
+        lc_http_set_header(&c->parser.req, "Retry-After", "1");
+        return -1;
+    }
+    int rc = lc_httpd__parser_decode_body(&c->parser, c->route->max_inflated);
+    atomic_fetch_sub(&srv->inflating, 1);
+    return rc;
+}
+
 static void conn_start_handler(conn_t *c)
 {
     const route_t *r = c->route;
@@ -397,7 +440,7 @@ static void conn_start_handler(conn_t *c)
         }
         return;
     }
-    if (lc_httpd__parser_decode_body(&c->parser) != 0) {
+    if (conn_decode_body(c) != 0) {
         conn_send_response(c);
         return;
     }
@@ -408,7 +451,7 @@ static void conn_start_handler(conn_t *c)
 static void conn_on_work(uv_work_t *w)
 {
     conn_t *c = w->data;
-    c->work_failed = lc_httpd__parser_decode_body(&c->parser) != 0;
+    c->work_failed = conn_decode_body(c) != 0;
     if (c->work_failed)
         return;
     if (c->route->work(&c->parser.req, c->route->data) == LC_HTTP_PENDING) {
@@ -579,7 +622,19 @@ static void conn_on_closed(uv_handle_t *h)
     lc_httpd__parser_fini(&c->parser);
     lc_buf_fini(&c->pending);
     lc_free(c);
+    srv_maybe_trim(srv);
     srv_maybe_finish(srv);
+}
+
+/* After a flood of connections has drained, hand the freed heap back to the
+ * system: glibc keeps freed small chunks in its arenas otherwise, and RSS
+ * stays at the flood's peak. */
+static void srv_maybe_trim(lc_httpd_t *srv)
+{
+    if (srv->n_conns > TRIM_LOW_CONNS || srv->peak_conns < TRIM_AFTER_CONNS)
+        return;
+    srv->peak_conns = srv->n_conns;
+    malloc_trim(0);
 }
 
 static conn_t *conn_new(lc_httpd_t *srv)
@@ -596,8 +651,47 @@ static conn_t *conn_new(lc_httpd_t *srv)
     if (srv->conns)
         srv->conns->prev = c;
     srv->conns = c;
-    srv->n_conns++;
+    if (++srv->n_conns > srv->peak_conns)
+        srv->peak_conns = srv->n_conns;
     return c;
+}
+
+/* ---- connections past --http.max-connections: a clear 503, then close */
+
+static const char refuse_response[] =
+    "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
+    "Retry-After: 1\r\nConnection: close\r\nContent-Length: 73\r\n\r\n"
+    "{\"code\":\"unavailable\",\"message\":\"too many open connections; retry later\"}";
+
+typedef struct refused_s {
+    uv_tcp_t tcp;
+    uv_write_t w;
+} refused_t;
+
+static void refused_on_closed(uv_handle_t *h) { lc_free(h->data); }
+
+static void refused_on_written(uv_write_t *w, int status)
+{
+    LC_UNUSED(status);
+    refused_t *r = w->data;
+    uv_close((uv_handle_t *)&r->tcp, refused_on_closed);
+}
+
+/* Accepts (so the peer is not left in the backlog), answers 503, closes. */
+static void srv_refuse_connection(lc_httpd_t *srv, uv_stream_t *listener)
+{
+    refused_t *r = lc_xcalloc(1, sizeof(*r));
+    r->tcp.data = r;
+    r->w.data = r;
+    uv_tcp_init(srv->loop, &r->tcp);
+    srv->refused_conns++;
+    if ((srv->refused_conns & (srv->refused_conns - 1)) == 0) /* 1, 2, 4, ...: no log flood */
+        LC_LOG_WARN("connection refused: limit reached addr=%s max_connections=%zu refused=%llu",
+                    srv->address, srv->max_conns, (unsigned long long)srv->refused_conns);
+    uv_buf_t b = uv_buf_init((char *)refuse_response, sizeof(refuse_response) - 1);
+    if (uv_accept(listener, (uv_stream_t *)&r->tcp) != 0 ||
+        uv_write(&r->w, (uv_stream_t *)&r->tcp, &b, 1, refused_on_written) != 0)
+        uv_close((uv_handle_t *)&r->tcp, refused_on_closed);
 }
 
 static void srv_on_connection(uv_stream_t *listener, int status)
@@ -605,6 +699,10 @@ static void srv_on_connection(uv_stream_t *listener, int status)
     lc_httpd_t *srv = listener->data;
     if (status < 0) {
         LC_LOG_WARN("accept failed addr=%s err=\"%s\"", srv->address, uv_strerror(status));
+        return;
+    }
+    if (srv->n_conns >= srv->max_conns) {
+        srv_refuse_connection(srv, listener);
         return;
     }
     conn_t *c = conn_new(srv);
@@ -648,6 +746,9 @@ int lc_httpd_new(uv_loop_t *loop, const lc_httpd_opts_t *opts, lc_httpd_t **out)
         srv->lim.max_response_bytes = UINT_MAX; /* one uv_buf_t carries the body */
     srv->idle_timeout_ms = opts->idle_timeout_ms ? opts->idle_timeout_ms : DEFAULT_IDLE_TIMEOUT_MS;
     srv->read_timeout_ms = opts->read_timeout_ms ? opts->read_timeout_ms : DEFAULT_READ_TIMEOUT_MS;
+    srv->max_inflating = opts->max_inflating ? opts->max_inflating : DEFAULT_MAX_INFLATING;
+    srv->max_conns = opts->max_connections ? opts->max_connections : DEFAULT_MAX_CONNECTIONS;
+    srv->rbuf = lc_xmalloc(READ_CHUNK_BYTES);
     srv->metrics = opts->metrics;
     srv->unrouted_latency = srv_latency_metric(srv, "none");
     *out = srv;
@@ -714,6 +815,7 @@ static void srv_free(lc_httpd_t *srv)
         lc_free(srv->routes[i].metric_name);
     }
     lc_free(srv->routes);
+    lc_free(srv->rbuf);
     lc_free(srv);
 }
 

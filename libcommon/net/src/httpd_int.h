@@ -63,9 +63,12 @@ void lc_httpd__parser_fini(lc_httpd__parser_t *p);
  * complete request: the rest belongs to the next, pipelined, request). */
 lc_httpd__parse_t lc_httpd__parser_feed(lc_httpd__parser_t *p, const char *data, size_t len,
                                         size_t *used);
-/* Gunzips a gzip body into place (call on the thread that runs the handler).
- * Returns 0, or fills an error response (413 / 400) and returns -1. */
-int lc_httpd__parser_decode_body(lc_httpd__parser_t *p);
+/* True when the body must be gunzipped before the handler sees it. */
+bool lc_httpd__parser_body_gzipped(const lc_httpd__parser_t *p);
+/* Gunzips a gzip body into place, never past max_out bytes (call on the
+ * thread that runs the handler). Returns 0, or fills an error response
+ * (413 / 400) and returns -1. */
+int lc_httpd__parser_decode_body(lc_httpd__parser_t *p, size_t max_out);
 /* Forgets the finished request and resumes parsing for the next one. */
 void lc_httpd__parser_next(lc_httpd__parser_t *p);
 

@@ -289,12 +289,19 @@ lc_httpd__parse_t lc_httpd__parser_feed(lc_httpd__parser_t *p, const char *data,
     return LC_HTTPD__ERROR;
 }
 
-int lc_httpd__parser_decode_body(lc_httpd__parser_t *p)
+bool lc_httpd__parser_body_gzipped(const lc_httpd__parser_t *p)
 {
     /* An empty body stays empty whatever its declared encoding. */
-    if (!p->gzip_body || p->body.len == 0)
+    return p->gzip_body && p->body.len > 0;
+}
+
+int lc_httpd__parser_decode_body(lc_httpd__parser_t *p, size_t max_out)
+{
+    if (!lc_httpd__parser_body_gzipped(p))
         return 0;
-    int rc = lc_gunzip(p->body.data, p->body.len, p->lim.max_decompressed_bytes, &p->plain);
+    /* lc_gunzip grows its output in steps capped at max_out: a bomb costs at
+     * most max_out bytes (plus the compressed body) before it is refused. */
+    int rc = lc_gunzip(p->body.data, p->body.len, max_out, &p->plain);
     if (rc == LC_ETOOBIG) {
         lc_httpd__reply_status(&p->req, 413, "decompressed request body too large");
         return -1;

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lc/auth.h"
 #include "lc/tenant.h"
 
 #define TENANT_MAX_BYTES 150
@@ -50,7 +51,7 @@ int lc_tenants_read(lc_http_req_t *req, bool multitenancy, const char *const **t
     if (!multitenancy) {
         *tenants = anonymous;
         *n = 1;
-        return 0;
+        return lc_auth_check(req, false, anonymous, 1, st);
     }
     const char *h = org_header(req, st);
     if (!h)
@@ -79,14 +80,14 @@ int lc_tenants_read(lc_http_req_t *req, bool multitenancy, const char *const **t
             list[uniq++] = list[i];
     *tenants = list;
     *n = uniq;
-    return 0;
+    return lc_auth_check(req, false, list, uniq, st);
 }
 
 int lc_tenant_write(lc_http_req_t *req, bool multitenancy, const char **tenant, lc_status_t *st)
 {
     if (!multitenancy) {
         *tenant = LC_TENANT_DEFAULT;
-        return 0;
+        return lc_auth_check(req, true, tenant, 1, st);
     }
     const char *h = org_header(req, st);
     if (!h)
@@ -96,5 +97,5 @@ int lc_tenant_write(lc_http_req_t *req, bool multitenancy, const char **tenant, 
     if (tenant_check(h, strlen(h), st))
         return -1;
     *tenant = h;
-    return 0;
+    return lc_auth_check(req, true, tenant, 1, st);
 }

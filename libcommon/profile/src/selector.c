@@ -4,13 +4,10 @@
  * A hand-written recursive-descent parser over a byte span (the input need not
  * be NUL-terminated). Strings follow Go's escape rules as Prometheus does;
  * names may be bare (with dots, for OpenTelemetry-style `service.name`) or
- * quoted. Regexes go to PCRE2 in UTF mode, anchored at both ends, with `.`
- * matching newlines as Prometheus' `^(?s:re)$` does. Matching is thread-safe:
- * compiled patterns are read-only and each thread has its own match data.
+ * quoted. Regexes go to PCRE2 (lc/regex.h) in UTF mode, anchored at both ends, with
+ * `.` matching newlines as Prometheus' `^(?s:re)$` does. Matching is
+ * thread-safe: compiled patterns are read-only; lc/regex.h keeps per-thread state.
  */
-#define PCRE2_CODE_UNIT_WIDTH 8
-#include <pcre2.h>
-#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,10 +15,7 @@
 
 #include "lc/hash.h"
 #include "lc/labels.h"
-
-/* Backtracking budget per match: enough for any sane pattern over a label
- * value, small enough that a hostile one cannot stall a query thread. */
-#define SELECTOR_MATCH_LIMIT 1000000
+#include "lc/regex.h"
 
 typedef struct sel_parser_s {
     const char *s;
@@ -30,86 +24,44 @@ typedef struct sel_parser_s {
     lc_status_t *st;
 } sel_parser_t;
 
-/* ---------------------------------------------------------------- regex runtime */
-
-static pthread_once_t re_once = PTHREAD_ONCE_INIT;
-static pthread_key_t re_md_key;
-static pcre2_match_context *re_mctx;
-
-static void re_md_free(void *md) { pcre2_match_data_free(md); }
-
-static void re_init_once(void)
-{
-    if (pthread_key_create(&re_md_key, re_md_free) != 0)
-        abort();
-    re_mctx = pcre2_match_context_create(NULL);
-    if (!re_mctx)
-        abort();
-    pcre2_set_match_limit(re_mctx, SELECTOR_MATCH_LIMIT);
-}
-
-/* One match-data block per thread, freed when the thread exits. A single
- * ovector pair suffices: we only ask whether the pattern matched. */
-static pcre2_match_data *re_thread_match_data(void)
-{
-    pthread_once(&re_once, re_init_once);
-    pcre2_match_data *md = pthread_getspecific(re_md_key);
-    if (!md) {
-        md = pcre2_match_data_create(1, NULL);
-        if (!md || pthread_setspecific(re_md_key, md) != 0)
-            abort();
-    }
-    return md;
-}
-
-static bool re_matches(const pcre2_code *re, const char *value)
-{
-    pcre2_match_data *md = re_thread_match_data();
-    int rc = pcre2_match(re, (PCRE2_SPTR)value, strlen(value), 0, 0, md, re_mctx);
-    return rc >= 0;   /* 0: matched, ovector too small; < 0: no match or limit hit */
-}
+/* ---------------------------------------------------------------- regex */
 
 static int re_compile(lc_matcher_t *m, lc_status_t *st)
 {
-    const uint32_t opts = PCRE2_UTF | PCRE2_MATCH_INVALID_UTF | PCRE2_ANCHORED |
-                          PCRE2_ENDANCHORED | PCRE2_DOTALL | PCRE2_NEVER_BACKSLASH_C;
-    int err;
-    PCRE2_SIZE off;
-    pcre2_code *re = pcre2_compile((PCRE2_SPTR)m->value, PCRE2_ZERO_TERMINATED, opts, &err, &off,
-                                   NULL);
-    if (!re) {
-        PCRE2_UCHAR msg[160];
-        pcre2_get_error_message(err, msg, sizeof(msg));
+    char msg[200];
+    if (lc_regex_compile(m->value, 0, &m->_re, msg, sizeof(msg)) != 0)
         return lc_status_set(st, LC_CODE_INVALID_ARGUMENT,
-                             "invalid regular expression for label %s: %s at offset %zu in "
-                             "\"%.200s\"", m->name, (const char *)msg, (size_t)off, m->value);
-    }
-    (void)pcre2_jit_compile(re, PCRE2_JIT_COMPLETE);   /* the interpreter is the fallback */
-    m->_re = re;
+                             "invalid regular expression for label %s: %s in \"%.200s\"",
+                             m->name, msg, m->value);
     return 0;
 }
 
 /* ---------------------------------------------------------------- matching */
 
-bool lc_matcher_match(const lc_matcher_t *m, const char *value)
+int lc_matcher_match(const lc_matcher_t *m, const char *value)
 {
     if (!value)
         value = "";
+    int rc;
     switch (m->op) {
     case LC_MATCH_EQ: return strcmp(m->value, value) == 0;
     case LC_MATCH_NEQ: return strcmp(m->value, value) != 0;
-    case LC_MATCH_RE: return re_matches(m->_re, value);
-    case LC_MATCH_NRE: return !re_matches(m->_re, value);
+    case LC_MATCH_RE: return lc_regex_match(m->_re, value, strlen(value), NULL);
+    case LC_MATCH_NRE:
+        rc = lc_regex_match(m->_re, value, strlen(value), NULL);
+        return rc < 0 ? rc : !rc;
     }
-    return false;
+    return 0;
 }
 
-bool lc_selector_match(const lc_selector_t *sel, const lc_labels_t *ls)
+int lc_selector_match(const lc_selector_t *sel, const lc_labels_t *ls)
 {
-    for (size_t i = 0; i < sel->n; i++)
-        if (!lc_matcher_match(&sel->m[i], lc_labels_get(ls, sel->m[i].name)))
-            return false;
-    return true;
+    for (size_t i = 0; i < sel->n; i++) {
+        int rc = lc_matcher_match(&sel->m[i], lc_labels_get(ls, sel->m[i].name));
+        if (rc <= 0)
+            return rc;
+    }
+    return 1;
 }
 
 /* ---------------------------------------------------------------- building */
@@ -119,7 +71,7 @@ void lc_selector_fini(lc_selector_t *sel)
     for (size_t i = 0; i < sel->n; i++) {
         lc_free(sel->m[i].name);
         lc_free(sel->m[i].value);
-        pcre2_code_free(sel->m[i]._re);
+        lc_regex_free(sel->m[i]._re);
     }
     lc_free(sel->m);
     sel->m = NULL;

@@ -4,8 +4,9 @@
  * the top N series and sorted by labels.
  *
  * A profile at t (ms) belongs to the first step boundary s = start + k*step
- * with t <= s; profiles past the last boundary <= end are dropped, as in
- * Pyroscope's RangeSeries. Points are sparse. The raw (group, boundary, value)
+ * with t <= s, t >= start - step; profiles past the last boundary <= end are
+ * dropped, as in Pyroscope's RangeSeries (its querier reads from start - step,
+ * so the point at start sums [start - step, start]). Points are sparse. The raw (group, boundary, value)
  * triples are kept and reduced once at the end with one sort, which is cheaper
  * than a per-bucket map while profiles arrive out of time order across blocks.
  * The per-profile value is the stored total, so no samples are read; only a
@@ -154,10 +155,14 @@ static int64_t floor_div(int64_t a, int64_t b)
     return (a % b != 0 && (a < 0) != (b < 0)) ? q - 1 : q;
 }
 
-/* The boundary a time falls on, or false if it is outside [start, last]. */
+/* The boundary a time falls on, or false if it is outside [start - step, last].
+ * As in Pyroscope's rangeSeries (whose querier reads from start - step), the
+ * first point, at start, holds the profiles of [start - step, start]; so with
+ * step > end - start that point is the whole answer. (C's division truncates
+ * toward zero, so every t in [start - step, start] gives k = 0.) */
 static bool bucket_of(const lc_query_series_opts_t *o, int64_t t_ms, int64_t *boundary)
 {
-    if (t_ms < o->start_ms || t_ms > o->end_ms)
+    if (t_ms < lc_query_series_first_ms(o) || t_ms > o->end_ms)
         return false;
     __int128 k = ((__int128)t_ms - o->start_ms + o->step_ms - 1) / o->step_ms;
     __int128 b = (__int128)o->start_ms + k * o->step_ms;

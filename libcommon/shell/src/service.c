@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "lc/alloc.h"
+#include "lc/auth.h"
 #include "lc/err.h"
 #include "lc/log.h"
 #include "lc/service.h"
@@ -218,8 +219,12 @@ static int start_http(proc_t *p)
 {
     lc_httpd_opts_t ho = {.address = p->opts->http_address,
                           .max_body_bytes = p->opts->max_body_bytes,
+                          .max_connections = p->opts->max_connections,
                           .metrics = p->pub.metrics};
-    int rc = lc_httpd_new(&p->pub.loop, &ho, &p->pub.httpd);
+    /* Credentials first: no route may answer before they are in force. */
+    int rc = lc_auth_init(&p->pub.loop, p->opts->auth_tokens_file);
+    if (!rc)
+        rc = lc_httpd_new(&p->pub.loop, &ho, &p->pub.httpd);
     if (rc)
         LC_LOG_ERROR("cannot serve HTTP addr=%s err=\"%s\"", p->opts->http_address,
                      lc_strerror(rc));

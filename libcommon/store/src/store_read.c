@@ -214,7 +214,10 @@ static int series_visit(lc_block_t *b, uint32_t id, const char *tenant, const lc
     rc = lc_labels_decode((const uint8_t *)v.mv_data + tl, v.mv_size - tl, &ls);
     if (rc)
         return LC_ECORRUPT;
-    if (!sel || lc_selector_match(sel, &ls))
+    int hit = sel ? lc_selector_match(sel, &ls) : 1;
+    if (hit < 0)
+        rc = hit; /* LC_EREGEX: undecided is an error answer, never a miss */
+    else if (hit)
         rc = cb(b, id, tenant, &ls, data);
     lc_labels_fini(&ls);
     return rc;

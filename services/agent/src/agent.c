@@ -227,7 +227,8 @@ static void classify(agt_t *a, agt_proc_t *p)
         }
     }
     agt_proc_labels(&a->opts, a->kube, p);
-    p->excluded = a->filter.n && !lc_selector_match(&a->filter, &p->labels);
+    /* An undecided regex (< 0) keeps the process: profiling too much beats a gap. */
+    p->excluded = a->filter.n && lc_selector_match(&a->filter, &p->labels) == 0;
     if (p->excluded && agt_sampler_skip(a->sampler, p->pid, p->start_ns) != 0)
         LC_LOG_WARN("agent: cannot mark a filtered process pid=%u", p->pid);
 }

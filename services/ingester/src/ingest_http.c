@@ -433,6 +433,8 @@ static int ingest_run(ingest_ctx_t *c)
     }
     if (lc_tenant_write(c->req, c->ing->opts.multitenancy, &c->tenant, &c->st) < 0)
         return fail(c, "unauthenticated");
+    if (ing_rate_check(c->ing, c->req, c->tenant, 1, &c->st) < 0)
+        return fail(c, "rate_limited");
     if (ingest_params(c) < 0)
         return -1;
     return ingest_formats[c->format](c);

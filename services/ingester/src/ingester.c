@@ -64,11 +64,15 @@ static void ing_register_metrics(ing_t *ing)
 
 static int ing_routes(ing_t *ing, lc_httpd_t *srv)
 {
+    /* A gzip body inflates to at most one profile's cap (and the body cap):
+     * the server's own 256 MiB default would let a 1 MB bomb cost 256 MiB. */
+    const size_t cap = ing->opts.limits.max_decompressed_bytes;
     const lc_http_route_t routes[] = {
-        {"/ingest", "POST", ing_ingest_work, ing_publish_after, true, "/ingest", ing},
-        {"/pyroscope/ingest", "POST", ing_ingest_work, ing_publish_after, true, "/ingest", ing},
+        {"/ingest", "POST", ing_ingest_work, ing_publish_after, true, "/ingest", ing, cap},
+        {"/pyroscope/ingest", "POST", ing_ingest_work, ing_publish_after, true, "/ingest", ing,
+         cap},
         /* methods NULL: the Connect layer answers 405 with its own headers. */
-        {PUSH_PATH, NULL, ing_push_work, ing_publish_after, true, PUSH_PATH, ing},
+        {PUSH_PATH, NULL, ing_push_work, ing_publish_after, true, PUSH_PATH, ing, cap},
     };
     for (size_t i = 0; i < LC_ARRAY_LEN(routes); i++) {
         int rc = lc_httpd_route(srv, &routes[i]);
@@ -84,6 +88,7 @@ int ing_new(uv_loop_t *loop, const ing_opts_t *opts, lc_httpd_t *srv, lc_transpo
     ing_t *ing = lc_xcalloc(1, sizeof(*ing));
     ing->loop = loop;
     ing->opts = *opts;
+    ing->rate = lc_ratelimit_new(&opts->rate);
     if (ing->opts.partitions == 0)
         ing->opts.partitions = 1;
     ing->tr = tr;
@@ -100,5 +105,42 @@ int ing_new(uv_loop_t *loop, const ing_opts_t *opts, lc_httpd_t *srv, lc_transpo
 
 void ing_free(ing_t *ing)
 {
+    if (ing)
+        lc_ratelimit_free(ing->rate);
     lc_free(ing);
+}
+
+/* Per-tenant counters (tenant ids are [a-zA-Z0-9!-_.*'()]: safe in a label). */
+static void tenant_count(ing_t *ing, const char *name, const char *help, const char *tenant,
+                         double v)
+{
+    if (!ing->metrics)
+        return;
+    char labels[200];
+    snprintf(labels, sizeof(labels), "tenant=\"%s\"", tenant);
+    lc_metric_add(lc_metrics_counter(ing->metrics, name, help, labels), v);
+}
+
+int ing_rate_check(ing_t *ing, lc_http_req_t *req, const char *tenant, double profiles,
+                   lc_status_t *st)
+{
+    int64_t wait = ing->rate ? lc_ratelimit_take(ing->rate, tenant, (double)req->body_len,
+                                                 profiles, lc_realtime_ns())
+                             : 0;
+    if (wait == 0) {
+        tenant_count(ing, "ember_tenant_ingest_bytes_total",
+                     "Request body bytes admitted past the rate limit, by tenant", tenant,
+                     (double)req->body_len);
+        tenant_count(ing, "ember_tenant_ingest_profiles_total",
+                     "Profiles admitted past the rate limit, by tenant", tenant, profiles);
+        return 0;
+    }
+    tenant_count(ing, "ember_tenant_rate_limited_total",
+                 "Ingest requests refused by the tenant's rate limit, by tenant", tenant, 1);
+    char secs[24];
+    snprintf(secs, sizeof(secs), "%lld", (long long)wait);
+    lc_http_set_header(req, "Retry-After", secs);
+    return lc_status_set_http(st, 429, LC_CODE_RESOURCE_EXHAUSTED,
+                              "tenant %.150s is over its ingestion rate limit; retry in %llds",
+                              tenant, (long long)wait);
 }

@@ -21,6 +21,7 @@
 
 #include <uv.h>
 
+#include "lc/ratelimit.h"
 #include "lc/httpd.h"
 #include "lc/metrics.h"
 #include "google/v1/profile.pb-c.h"
@@ -38,6 +39,7 @@ typedef struct ing_opts_s {
     size_t max_label_name_bytes;    /* default 1024 */
     size_t max_label_value_bytes;   /* default 2048 */
     uint32_t partitions;            /* transport partitions; default 1 */
+    lc_ratelimit_opts_t rate;       /* per-tenant ingestion rate; zero = no limit */
 } ing_opts_t;
 
 void ing_opts_default(ing_opts_t *o);

@@ -247,6 +247,8 @@ static int start_receivers(ing_node_t *n)
     io.reject_older_than_ns = s->reject_older_than_ns;
     io.reject_newer_than_ns = s->reject_newer_than_ns;
     io.multitenancy = s->multitenancy;
+    io.rate = (lc_ratelimit_opts_t){(double)s->rate_bytes, (double)s->rate_burst_bytes,
+                                    (double)s->rate_profiles, (double)s->rate_burst_profiles};
     if (ember_clustered(s))
         io.partitions = (uint32_t)s->partitions;
     return ing_new(&n->p->loop, &io, n->p->httpd, n->transport, n->p->metrics, &n->receivers);

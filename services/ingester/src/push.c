@@ -147,6 +147,15 @@ static int push_run(push_ctx_t *c, const Push__V1__PushRequest *req, lc_status_t
     return c->job->n_msgs ? 0 : -1;
 }
 
+/* Profiles in a push, for the per-tenant profile rate. */
+static double push_profiles(const Push__V1__PushRequest *r)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < r->n_series; i++)
+        n += r->series[i]->n_samples;
+    return (double)n;
+}
+
 lc_http_result_t ing_push_work(lc_http_req_t *req, void *data)
 {
     push_ctx_t c = {.ing = data, .req = req, .now_ns = lc_realtime_ns()};
@@ -161,6 +170,13 @@ lc_http_result_t ing_push_work(lc_http_req_t *req, void *data)
         rc = lc_connect_decode(req, &push__v1__push_request__descriptor, &msg, &codec, &st);
     if (rc == 0)
         rc = lc_tenant_write(req, c.ing->opts.multitenancy, &c.tenant, &st);
+    if (rc == 0 &&
+        ing_rate_check(c.ing, req, c.tenant, push_profiles((const Push__V1__PushRequest *)msg),
+                       &st) < 0) {
+        ing_count_rejected(c.ing, "rate_limited");
+        c.n_rejected = 1; /* counted: not an invalid request */
+        rc = -1;
+    }
     if (rc == 0) {
         c.job->codec = codec;
         rc = push_run(&c, (const Push__V1__PushRequest *)msg, &st);

@@ -263,7 +263,13 @@ struct ing_s {
     lc_metric_t *m_profiles[2]; /* ember_ingest_profiles_total{route} */
     lc_metric_t *m_bytes;       /* ember_ingest_bytes_total */
     lc_metric_t *m_samples;     /* ember_ingest_samples_total */
+    lc_ratelimit_t *rate;       /* NULL: no per-tenant rate limit */
 };
+
+/* Per-tenant ingestion rate (--ingest.rate-*): 0, or 429 with Retry-After set
+ * on req and in st (the caller counts the rejection as "rate_limited"). */
+int ing_rate_check(ing_t *ing, lc_http_req_t *req, const char *tenant, double profiles,
+                   lc_status_t *st);
 
 /* Counts a rejected request under ember_ingest_rejected_total{reason}. */
 void ing_count_rejected(ing_t *ing, const char *reason);

@@ -156,7 +156,8 @@ static int shard_select_series(lc_http_req_t *req, const ProtobufCMessage *in,
     if (series_opts(r, &o, st) || qry_selector(r->label_selector, r->profile_typeid, &sel, st))
         return -1;
     qry_call_t c;
-    if (qry_call_begin_range(&c, sh->qry, req, r->start, r->end, QRY_RANGE_RULES, st)) {
+    if (qry_call_begin_back(&c, sh->qry, req, r->start, r->end, QRY_RANGE_RULES, o.step_ms,
+                            st)) {
         lc_selector_fini(&sel);
         return -1;
     }
@@ -166,6 +167,7 @@ static int shard_select_series(lc_http_req_t *req, const ProtobufCMessage *in,
                     .start_ns = c.start_ns,
                     .end_ns = c.end_ns};
     o.start_ms = c.start_ms; /* boundaries start where the look-back clipped */
+    q.start_ns = lc_query_series_first_ns(&o, q.start_ns); /* the point at start sums one step back */
     lc_query_series_t *sums = NULL, *counts = NULL;
     int rc = qry_stack_selector(r->stack_trace_selector, req->arena, &q, st);
     if (rc == 0) {

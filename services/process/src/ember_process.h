@@ -56,15 +56,19 @@ typedef struct ember_settings_s {
     int64_t map_size_bytes;
     /* receivers */
     int64_t max_body_bytes;
+    int64_t max_connections;
     int64_t max_profile_bytes;
     int64_t max_samples;
     int64_t reject_older_than_ns;
     int64_t reject_newer_than_ns;
     int64_t max_backlog_bytes;
     bool multitenancy;
+    char *auth_tokens_file; /* credentials bound to tenants; "" = none */
+    int64_t rate_bytes, rate_burst_bytes, rate_profiles, rate_burst_profiles;
     /* querier */
     int64_t max_query_length_ns;
     int64_t max_query_lookback_ns;
+    int64_t max_concurrent_queries;
     char *querier_ingesters;
     int64_t shard_timeout_ns;
     /* scraper: ember's --scrape.config-file, ember-scraper's --config.file */

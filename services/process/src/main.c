@@ -97,6 +97,8 @@ int ember_main(const ember_binary_t *b, int argc, char **argv)
         lc_proc_opts_t po = {.name = b->name,
                              .http_address = s.http_address,
                              .max_body_bytes = (size_t)s.max_body_bytes,
+                             .max_connections = (size_t)s.max_connections,
+                             .auth_tokens_file = s.auth_tokens_file,
                              .nodes = b->nodes,
                              .n_nodes = b->n_nodes,
                              .settings = &s};

@@ -145,6 +145,9 @@ static struct curl_slist *shard_headers(lc_http_req_t *req, lc_arena_t *a, uint6
     const char *org = lc_http_header(req, "x-scope-orgid");
     if (org)
         h = curl_slist_append(h, lc_arena_sprintf(a, "X-Scope-OrgID: %s", org));
+    const char *authz = lc_http_header(req, "authorization"); /* ingesters may check it too */
+    if (authz)
+        h = curl_slist_append(h, lc_arena_sprintf(a, "Authorization: %s", authz));
     const char *accept = lc_http_header(req, "accept"); /* allow-utf8-labelnames */
     if (accept && strstr(accept, "allow-utf8-labelnames"))
         h = curl_slist_append(h, lc_arena_sprintf(a, "Accept: %s", accept));

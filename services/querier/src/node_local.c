@@ -23,6 +23,7 @@ static int local_node_start(lc_proc_t *p, const void *settings, void **state)
     qo.multitenancy = s->multitenancy;
     qo.max_query_length_ms = s->max_query_length_ns / 1000000;
     qo.max_query_lookback_ms = s->max_query_lookback_ns / 1000000;
+    qo.max_concurrent_per_tenant = s->max_concurrent_queries;
     int rc = qry_new(&p->loop, &qo, p->httpd, p->store, p->metrics, &n->qry);
     qry_extra_opts_t xo = {.multitenancy = s->multitenancy, .data_dir = s->data_dir};
     if (!rc)

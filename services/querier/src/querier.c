@@ -139,6 +139,7 @@ int qry_new(uv_loop_t *loop, const qry_opts_t *opts, lc_httpd_t *srv, lc_store_t
     LC_UNUSED(loop);
     qry_t *q = lc_xcalloc(1, sizeof(*q));
     q->opts = *opts;
+    q->inflight = lc_inflight_new(opts->max_concurrent_per_tenant);
     q->store = store;
     q->metrics = metrics;
     q->legacy = (qry_rpcs_t){
@@ -164,5 +165,7 @@ int qry_new(uv_loop_t *loop, const qry_opts_t *opts, lc_httpd_t *srv, lc_store_t
 
 void qry_free(qry_t *q)
 {
+    if (q)
+        lc_inflight_free(q->inflight);
     lc_free(q);
 }

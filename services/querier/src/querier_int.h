@@ -20,6 +20,7 @@
 #ifndef EMBER_QUERIER_INT_H
 #define EMBER_QUERIER_INT_H
 
+#include "lc/ratelimit.h"
 #include "lc/connect.h"
 #include "lc/labels.h"
 #include "lc/query.h"
@@ -79,6 +80,7 @@ struct qry_s {
     lc_metrics_t *metrics;
     qry_route_t routes[QRY_METHODS];
     qry_rpcs_t legacy; /* what the legacy endpoints call: this store's RPCs */
+    lc_inflight_t *inflight; /* NULL: no per-tenant concurrency limit */
 };
 
 /* One call's context: who asks, for which range, and the store snapshot. */
@@ -92,6 +94,7 @@ typedef struct qry_call_s {
     int64_t start_ns, end_ns;  /* inclusive */
     bool empty;                /* the range lies before the look-back: answer empty */
     lc_store_reader_t *reader; /* NULL when empty */
+    bool holds_slots;          /* took the tenants' concurrency slots */
 } qry_call_t;
 
 /* Whether the §5.9 time-range rules (look-back, maximum length) apply: always
@@ -119,6 +122,11 @@ int qry_tenant_first(lc_http_req_t *req, bool multitenancy, lc_status_t *st) LC_
  * is empty). On failure st is set and nothing is left open. */
 int qry_call_begin_range(qry_call_t *c, qry_t *q, lc_http_req_t *req, int64_t start_ms,
                          int64_t end_ms, qry_range_rules_t rules, lc_status_t *st) LC_MUST_CHECK;
+/* Like qry_call_begin_range, but the reader also covers back_ms before the
+ * (clipped) start: SelectSeries sums [start - step, start] into its first point. */
+int qry_call_begin_back(qry_call_t *c, qry_t *q, lc_http_req_t *req, int64_t start_ms,
+                        int64_t end_ms, qry_range_rules_t rules, int64_t back_ms,
+                        lc_status_t *st) LC_MUST_CHECK;
 /* qry_call_begin_range with QRY_RANGE_OPEN. */
 int qry_call_begin(qry_call_t *c, qry_t *q, lc_http_req_t *req, int64_t start_ms, int64_t end_ms,
                    lc_status_t *st) LC_MUST_CHECK;

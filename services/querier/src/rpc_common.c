@@ -26,6 +26,10 @@ int qry_fail(lc_status_t *st, int rc, const char *what)
     if (rc == LC_ETOOBIG)
         return lc_status_set(st, LC_CODE_RESOURCE_EXHAUSTED,
                              "%s: the result passes ember's size caps; narrow the query", what);
+    if (rc == LC_EREGEX) /* never a silent miss: say which part of the query to change */
+        return lc_status_set(st, LC_CODE_INVALID_ARGUMENT,
+                             "%s: a regular expression in the selector needs more backtracking "
+                             "than the match limit on a stored label value; simplify it", what);
     return lc_status_set(st, LC_CODE_INTERNAL, "%s: %s", what, lc_strerror(rc));
 }
 
@@ -116,6 +120,12 @@ int qry_tenant_first(lc_http_req_t *req, bool multitenancy, lc_status_t *st)
 int qry_call_begin_range(qry_call_t *c, qry_t *q, lc_http_req_t *req, int64_t start_ms,
                          int64_t end_ms, qry_range_rules_t rules, lc_status_t *st)
 {
+    return qry_call_begin_back(c, q, req, start_ms, end_ms, rules, 0, st);
+}
+
+int qry_call_begin_back(qry_call_t *c, qry_t *q, lc_http_req_t *req, int64_t start_ms,
+                        int64_t end_ms, qry_range_rules_t rules, int64_t back_ms, lc_status_t *st)
+{
     *c = (qry_call_t){.q = q, .req = req, .st = st};
     if (lc_tenants_read(req, q->opts.multitenancy, &c->tenants, &c->n_tenants, st))
         return -1;
@@ -130,9 +140,24 @@ int qry_call_begin_range(qry_call_t *c, qry_t *q, lc_http_req_t *req, int64_t st
     qry_range_ns(start_ms, end_ms, &c->start_ns, &c->end_ns);
     if (c->empty)
         return 0; /* no reader: the engine reads a NULL reader as no blocks */
-    int rc = lc_store_read_begin(q->store, c->start_ns, c->end_ns, &c->reader);
+    if (q->inflight) {
+        if (!lc_inflight_acquire(q->inflight, c->tenants, c->n_tenants)) {
+            lc_http_set_header(req, "Retry-After", "1");
+            return lc_status_set_http(st, 429, LC_CODE_RESOURCE_EXHAUSTED,
+                                      "too many concurrent queries for this tenant (limit %lld)",
+                                      (long long)q->opts.max_concurrent_per_tenant);
+        }
+        c->holds_slots = true;
+    }
+    int64_t read_start_ns = c->start_ns;
+    if (back_ms > 0) /* saturating: a step may be as long as int64 ms */
+        read_start_ns = back_ms > INT64_MAX / 1000000 || read_start_ns < INT64_MIN + back_ms * 1000000
+                            ? INT64_MIN
+                            : read_start_ns - back_ms * 1000000;
+    int rc = lc_store_read_begin(q->store, read_start_ns, c->end_ns, &c->reader);
     if (rc) {
         c->reader = NULL;
+        qry_call_end(c); /* gives the slots back */
         return qry_fail(st, rc, "opening the store");
     }
     return 0;
@@ -149,6 +174,9 @@ void qry_call_end(qry_call_t *c)
     if (c->reader)
         lc_store_read_end(c->reader);
     c->reader = NULL;
+    if (c->holds_slots)
+        lc_inflight_release(c->q->inflight, c->tenants, c->n_tenants);
+    c->holds_slots = false;
 }
 
 /* -------------------------------------------------------------- selectors */

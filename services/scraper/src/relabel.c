@@ -17,27 +17,23 @@
  * Sits on alloc, labels and libyaml's document API (the caller loads the
  * document; this module reads one sequence node of it).
  */
-#define PCRE2_CODE_UNIT_WIDTH 8
-
-#include <pcre2.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
 #include "lc/alloc.h"
+#include "lc/regex.h"
 #include "relabel.h"
 
-#define RELABEL_MATCH_LIMIT 1000000       /* backtracking steps per match: no ReDoS stalls */
 #define RELABEL_SHOW_MAX 200              /* bytes of a bad value quoted back in errors */
 #define RELABEL_MAX_VALUE_BYTES (1 << 20) /* joined source values and expansions */
 
 /* The compiled form behind scr_relabel_rule_t._re. */
 typedef struct relabel_re_s {
-    pcre2_code *code;
-    uint32_t n_groups; /* capture groups + 1 (the whole match) */
-    char **names;      /* n_groups entries; NULL for unnamed groups */
+    lc_regex_t *rx;
+    uint32_t n_groups;  /* capture groups + 1 (the whole match) */
+    const char **names; /* n_groups entries (owned by rx); NULL for unnamed groups */
 } relabel_re_t;
 
 /* ---------------------------------------------------------------- MD5 (RFC 1321) */
@@ -191,9 +187,7 @@ static void re_free(relabel_re_t *re)
 {
     if (!re)
         return;
-    pcre2_code_free(re->code);
-    for (uint32_t i = 0; re->names && i < re->n_groups; i++)
-        lc_free(re->names[i]);
+    lc_regex_free(re->rx);
     lc_free(re->names);
     lc_free(re);
 }
@@ -332,56 +326,20 @@ static int check_rule(const scr_relabel_rule_t *r, lc_status_t *st)
 
 /* ---------------------------------------------------------------- regex */
 
-static pthread_once_t re_once = PTHREAD_ONCE_INIT;
-static pcre2_match_context *re_mctx;
-
-static void re_init_once(void)
-{
-    re_mctx = pcre2_match_context_create(NULL);
-    if (!re_mctx)
-        abort();
-    pcre2_set_match_limit(re_mctx, RELABEL_MATCH_LIMIT);
-}
-
-/* Group names by number, from PCRE2's name table. */
-static void re_collect_names(relabel_re_t *re)
-{
-    uint32_t count = 0, entry = 0;
-    PCRE2_SPTR table = NULL;
-    pcre2_pattern_info(re->code, PCRE2_INFO_NAMECOUNT, &count);
-    pcre2_pattern_info(re->code, PCRE2_INFO_NAMEENTRYSIZE, &entry);
-    pcre2_pattern_info(re->code, PCRE2_INFO_NAMETABLE, &table);
-    re->names = lc_xcalloc(re->n_groups, sizeof(char *));
-    for (uint32_t i = 0; i < count; i++) {
-        const uint8_t *e = table + (size_t)i * entry;
-        uint32_t num = (uint32_t)e[0] << 8 | e[1];
-        if (num < re->n_groups && !re->names[num])
-            re->names[num] = lc_xstrdup((const char *)e + 2);
-    }
-}
-
 static int re_compile(scr_relabel_rule_t *r, lc_status_t *st)
 {
-    const uint32_t opts = PCRE2_UTF | PCRE2_MATCH_INVALID_UTF | PCRE2_ANCHORED | PCRE2_ENDANCHORED |
-                          PCRE2_DOTALL | PCRE2_DOLLAR_ENDONLY | PCRE2_NEVER_BACKSLASH_C;
-    int err;
-    PCRE2_SIZE off;
-    pcre2_code *code =
-        pcre2_compile((PCRE2_SPTR)r->regex, PCRE2_ZERO_TERMINATED, opts, &err, &off, NULL);
-    if (!code) {
-        PCRE2_UCHAR msg[160];
-        pcre2_get_error_message(err, msg, sizeof(msg));
+    char msg[200];
+    lc_regex_t *rx;
+    if (lc_regex_compile(r->regex, LC_REGEX_DOLLAR_ENDONLY, &rx, msg, sizeof(msg)) != 0)
         return lc_status_set(st, LC_CODE_INVALID_ARGUMENT,
-                             "regex: invalid regular expression \"%.*s\": %s at offset %zu",
-                             RELABEL_SHOW_MAX, r->regex, (const char *)msg, (size_t)off);
-    }
-    (void)pcre2_jit_compile(code, PCRE2_JIT_COMPLETE); /* the interpreter is the fallback */
+                             "regex: invalid regular expression \"%.*s\": %s", RELABEL_SHOW_MAX,
+                             r->regex, msg);
     relabel_re_t *re = lc_xcalloc(1, sizeof(*re));
-    re->code = code;
-    uint32_t captures = 0;
-    pcre2_pattern_info(code, PCRE2_INFO_CAPTURECOUNT, &captures);
-    re->n_groups = captures + 1;
-    re_collect_names(re);
+    re->rx = rx;
+    re->n_groups = lc_regex_groups(rx);
+    re->names = lc_xcalloc(re->n_groups, sizeof(char *));
+    for (uint32_t i = 0; i < re->n_groups; i++)
+        re->names[i] = lc_regex_group_name(rx, i);
     re_free(r->_re);
     r->_re = re;
     return 0;
@@ -389,30 +347,18 @@ static int re_compile(scr_relabel_rule_t *r, lc_status_t *st)
 
 int scr_relabel_rule_compile(scr_relabel_rule_t *r, lc_status_t *st)
 {
-    pthread_once(&re_once, re_init_once);
     int rc = check_rule(r, st);
     return rc ? rc : re_compile(r, st);
 }
 
-/* Matches subject; on success fills groups (2 * n_groups offsets, -1 unset). */
+/* Matches subject; on success fills groups (2 * n_groups offsets, -1 unset).
+ * A match PCRE2 cannot decide (LC_EREGEX, only past the match limit now that
+ * JIT overflows fall back to the interpreter) counts as no match here, as in
+ * Prometheus, whose RE2 has no such limit to hit: relabelling has no error
+ * path back to a client, and keep/drop must stay total. */
 static bool re_match(const relabel_re_t *re, const char *subject, long *groups)
 {
-    pcre2_match_data *md = pcre2_match_data_create_from_pattern(re->code, NULL);
-    if (!md)
-        abort();
-    int rc = pcre2_match(re->code, (PCRE2_SPTR)subject, strlen(subject), 0, 0, md, re_mctx);
-    bool ok = rc >= 0;
-    if (ok && groups) {
-        const PCRE2_SIZE *ov = pcre2_get_ovector_pointer(md);
-        uint32_t pairs = pcre2_get_ovector_count(md);
-        for (uint32_t i = 0; i < re->n_groups; i++) {
-            bool set = i < pairs && (int)i < rc && ov[2 * i] != PCRE2_UNSET;
-            groups[2 * i] = set ? (long)ov[2 * i] : -1;
-            groups[2 * i + 1] = set ? (long)ov[2 * i + 1] : -1;
-        }
-    }
-    pcre2_match_data_free(md);
-    return ok;
+    return lc_regex_match(re->rx, subject, strlen(subject), groups) > 0;
 }
 
 /* ---------------------------------------------------------------- expansion */

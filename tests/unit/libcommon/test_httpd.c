@@ -922,27 +922,27 @@ static void test_decode_body(void)
     memset(plain, 'p', sizeof(plain));
     size_t n = zlib_gzip(plain, 4096, gz, sizeof(gz));
     feed_gzip_request(&p, gz, n);
-    LC_ASSERT_OK(lc_httpd__parser_decode_body(&p));
+    LC_ASSERT_OK(lc_httpd__parser_decode_body(&p, test_limits.max_decompressed_bytes));
     LC_ASSERT_EQ(p.req.body_len, 4096);
     LC_ASSERT_MEM_EQ(p.req.body, plain, 4096);
     lc_httpd__parser_next(&p);
 
     n = zlib_gzip(plain, 4097, gz, sizeof(gz));
     feed_gzip_request(&p, gz, n);
-    LC_ASSERT_EQ(lc_httpd__parser_decode_body(&p), -1);
+    LC_ASSERT_EQ(lc_httpd__parser_decode_body(&p, test_limits.max_decompressed_bytes), -1);
     LC_ASSERT_EQ(p.req.status, 413);
     lc_httpd__parser_next(&p);
 
     gz[n - 1] ^= 1; /* ISIZE no longer matches */
     feed_gzip_request(&p, gz, n);
-    LC_ASSERT_EQ(lc_httpd__parser_decode_body(&p), -1);
+    LC_ASSERT_EQ(lc_httpd__parser_decode_body(&p, test_limits.max_decompressed_bytes), -1);
     LC_ASSERT_EQ(p.req.status, 400);
     lc_httpd__parser_next(&p);
 
     size_t used;
     const char empty[] = "POST / HTTP/1.1\r\nContent-Encoding: gzip\r\nContent-Length: 0\r\n\r\n";
     LC_ASSERT_EQ(lc_httpd__parser_feed(&p, empty, sizeof(empty) - 1, &used), LC_HTTPD__REQUEST);
-    LC_ASSERT_OK(lc_httpd__parser_decode_body(&p));
+    LC_ASSERT_OK(lc_httpd__parser_decode_body(&p, test_limits.max_decompressed_bytes));
     LC_ASSERT_EQ(p.req.body_len, 0);
     lc_httpd__parser_fini(&p);
 }

@@ -14,7 +14,7 @@
 /*
  * Boundaries 1000, 2000, 3000, 4000, 5000 (start 1000, end 5000, step 1000).
  *   eu-a: t1000 v10 -> 1000; t1500 v5 -> 2000; t2000 v7 -> 2000;
- *         t5001 v100 and t999 v100 are outside the range.
+ *         t5001 v100 and t-1 v100 (before start - step) are outside the range.
  *   b:    t2500 v4 -> 3000; t4999 v1 -> 5000.
  *   us-a: t1001 v3 -> 2000.
  */
@@ -25,7 +25,7 @@ typedef struct prof_s {
 
 static const prof_t profiles[] = {
     {0, 1000, 10}, {0, 1500, 5}, {0, 2000, 7}, {0, 5001, 100},
-    {0, 999, 100}, {1, 2500, 4}, {1, 4999, 1}, {2, 1001, 3},
+    {0, -1, 100}, {1, 2500, 4}, {1, 4999, 1}, {2, 1001, 3},
 };
 
 static void make_labels(lc_labels_t ls[3])
@@ -137,6 +137,35 @@ static void test_group_by(void)
     lc_arena_free(a);
 }
 
+/* Issue 12, fault 7: step > end - start. As in Pyroscope (which reads from
+ * start - step), the point at start holds [start - step, start]; a profile
+ * after start with no boundary <= end after it is not counted. */
+static void test_step_larger_than_range(void)
+{
+    lc_query_series_opts_t o = {.start_ms = 10000, .end_ms = 10500, .step_ms = 60000};
+    lc_query_series_t *s = lc_query_series_new(&o);
+    lc_labels_t ls;
+    lc_labels_init(&ls);
+    uint32_t g;
+    LC_ASSERT_OK(lc_query_series_group(s, &ls, &g));
+    LC_ASSERT_OK(lc_query_series_add(s, g, -50000 * MS, 1));  /* = start - step */
+    LC_ASSERT_OK(lc_query_series_add(s, g, 9000 * MS, 2));
+    LC_ASSERT_OK(lc_query_series_add(s, g, 10000 * MS, 4));
+    LC_ASSERT_OK(lc_query_series_add(s, g, 10200 * MS, 100)); /* next boundary is past end */
+    LC_ASSERT_OK(lc_query_series_add(s, g, -50001 * MS, 100)); /* before start - step */
+    lc_arena_t *a = lc_arena_new(1 << 20);
+    Types__V1__Series **out;
+    size_t n;
+    LC_ASSERT_OK(lc_query_series_emit(s, a, &out, &n));
+    LC_ASSERT_EQ(n, 1);
+    static const double want[] = {10000, 7};
+    if (n == 1)
+        check_points(out[0], want, 1);
+    lc_arena_free(a);
+    lc_labels_fini(&ls);
+    lc_query_series_free(s);
+}
+
 /* limit 2 keeps the two largest totals (eu-a 22, b 5; us-a 3 dropped), then
  * sorts them by labels. */
 static void test_limit(void)
@@ -187,5 +216,5 @@ static void test_empty(void)
     lc_arena_free(a);
 }
 
-LC_TEST_MAIN(test_sum_single_series, test_average, test_group_by, test_limit, test_last_boundary,
-             test_empty)
+LC_TEST_MAIN(test_step_larger_than_range, test_sum_single_series, test_average, test_group_by,
+             test_limit, test_last_boundary, test_empty)

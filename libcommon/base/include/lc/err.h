@@ -32,6 +32,7 @@ enum {
     LC_ESTORE = -30006,   /* LMDB failure (logged with the LMDB text where it happened) */
     LC_ECLOSED = -30007,  /* the object is shutting down */
     LC_EFULL = -30008,    /* a queue or backlog is full */
+    LC_EREGEX = -30009,   /* a regex match hit a PCRE2 limit: neither match nor miss */
     LC_ELAST = -30099,
 };
 

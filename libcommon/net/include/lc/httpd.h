@@ -68,6 +68,11 @@ typedef struct lc_http_route_s {
     bool offload;               /* run `work` on the thread pool */
     const char *metric_name;    /* route label in metrics; NULL = path */
     void *data;
+    /* Cap on a gzip body's inflated size for this route (e.g. the profile cap
+     * of the ingest routes); 0 = the server's. The effective cap is the
+     * smallest of this, opts.max_decompressed_bytes and opts.max_body_bytes,
+     * enforced while inflating. */
+    size_t max_decompressed_bytes;
 } lc_http_route_t;
 
 typedef struct lc_httpd_opts_s {
@@ -75,6 +80,8 @@ typedef struct lc_httpd_opts_s {
     size_t max_header_bytes;        /* default 64 KiB -> 431 */
     size_t max_body_bytes;          /* as sent on the wire, default 256 MiB -> 413 */
     size_t max_decompressed_bytes;  /* Content-Encoding: gzip output cap, default 256 MiB -> 413 */
+    unsigned max_inflating;         /* gzip bodies inflated at once, default 2; past it -> 503 */
+    size_t max_connections;         /* open connections, default 10000; past it -> 503 + close */
     size_t max_response_bytes;      /* default 512 MiB */
     size_t arena_cap_bytes;         /* per request, default 1 GiB */
     uint64_t idle_timeout_ms;       /* keep-alive idle, default 120 s */

@@ -5,6 +5,8 @@
  * X-Scope-OrgID header is required (401 unauthenticated otherwise); reads may
  * name several tenants as "a|b" (de-duplicated, sorted); writes take exactly
  * one. Tenant ids are 1..150 bytes of [a-zA-Z0-9!-_.*'()] like Pyroscope's.
+ * With --auth.tokens-file (lc/auth.h) both also check the request's
+ * credential against the tenants and the scope (read / write): 401 / 403.
  * Threading: pure; results live in req->arena.
  */
 #ifndef LC_TENANT_H

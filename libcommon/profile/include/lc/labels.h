@@ -64,7 +64,7 @@ typedef struct lc_matcher_s {
     char *name;
     char *value;
     lc_match_op_t op;
-    void *_re;          /* pcre2_code* for RE/NRE */
+    struct lc_regex_s *_re; /* compiled pattern for RE/NRE (lc/regex.h) */
 } lc_matcher_t;
 
 /* A zeroed lc_selector_t ({0}) is the empty selector, ready for lc_selector_add. */
@@ -83,8 +83,11 @@ void lc_selector_fini(lc_selector_t *sel);
 int lc_selector_add(lc_selector_t *sel, const char *name, lc_match_op_t op, const char *value,
                     lc_status_t *st) LC_MUST_CHECK;
 /* value NULL = "". Regexes use PCRE2 with `.` matching newlines (Prometheus'
- * `^(?s:re)$`); bytes of invalid UTF-8 in a value are matched by no pattern item. */
-bool lc_matcher_match(const lc_matcher_t *m, const char *value);
-bool lc_selector_match(const lc_selector_t *sel, const lc_labels_t *ls);
+ * `^(?s:re)$`); bytes of invalid UTF-8 in a value are matched by no pattern item.
+ * Both return 1 (match), 0 (no match) or LC_EREGEX when a regex could not be
+ * decided within its limits: the caller must answer with an error then, never
+ * treat it as a miss (test `> 0`, not truthiness). */
+int lc_matcher_match(const lc_matcher_t *m, const char *value) LC_MUST_CHECK;
+int lc_selector_match(const lc_selector_t *sel, const lc_labels_t *ls) LC_MUST_CHECK;
 
 #endif

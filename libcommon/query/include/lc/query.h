@@ -130,6 +130,19 @@ typedef struct lc_query_series_opts_s {
 
 typedef struct lc_query_series_s lc_query_series_t;
 
+/* The earliest time (ms) that counts, start - step (saturating): Pyroscope's
+ * first point, at start, sums [start - step, start]. The store range read for
+ * a series query must begin here (lc_query_series_first_ns). */
+static inline int64_t lc_query_series_first_ms(const lc_query_series_opts_t *o)
+{
+    return o->start_ms < INT64_MIN + o->step_ms ? INT64_MIN : o->start_ms - o->step_ms;
+}
+static inline int64_t lc_query_series_first_ns(const lc_query_series_opts_t *o, int64_t start_ns)
+{
+    int64_t step_ns = o->step_ms > INT64_MAX / 1000000 ? INT64_MAX : o->step_ms * 1000000;
+    return start_ns < INT64_MIN + step_ns ? INT64_MIN : start_ns - step_ns;
+}
+
 /* Copies opts (and the group_by strings). */
 lc_query_series_t *lc_query_series_new(const lc_query_series_opts_t *opts);
 void lc_query_series_free(lc_query_series_t *s);
