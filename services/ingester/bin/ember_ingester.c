@@ -91,7 +91,7 @@ typedef struct ingester_s {
     lc_transport_t *transport;
     lc_httpd_t *httpd;
     ing_t *ing;
-    ing_shard_t *shard;
+    qry_shard_t *shard;
     lc_members_t *members; /* joined as "ingester"; NULL when standalone */
     char *advertise;
     char *consumer_id;
@@ -373,7 +373,7 @@ static int start_http(ingester_t *g)
         io.partitions = (uint32_t)g->cfg->partitions;
     rc = ing_new(&g->loop, &io, g->httpd, g->transport, g->metrics, &g->ing);
     if (!rc)
-        rc = ing_shard_new(&g->loop, g->httpd, g->store, g->metrics, g->cfg->multitenancy,
+        rc = qry_shard_new(&g->loop, g->httpd, g->store, g->metrics, g->cfg->multitenancy,
                            &g->shard);
     if (!rc)
         rc = register_ops_routes(g);
@@ -414,7 +414,7 @@ static void ingester_free(ingester_t *g)
         lc_transport_close(g->transport, NULL, NULL);
     lc_loop_close_all(&g->loop);
     ing_free(g->ing);
-    ing_shard_free(g->shard);
+    qry_shard_free(g->shard);
     ing_writer_free(g->writer);
     lc_store_close(g->store);
     lc_metrics_free(g->metrics);

@@ -24,7 +24,7 @@
 #define SHARD_SERIES_PATH "/ember.v1.ShardService/SelectSeries"
 #define SHARD_ANALYZE_PATH "/ember.v1.ShardService/AnalyzeQuery"
 
-struct ing_shard_s {
+struct qry_shard_s {
     qry_t *qry;               /* the querier role on this store, truncating nothing */
     qry_route_t series_route;  /* SelectSeries with counts; tenant checked first */
     qry_route_t analyze_route; /* AnalyzeQuery with series keys */
@@ -149,7 +149,7 @@ static int series_opts(const Querier__V1__SelectSeriesRequest *r, lc_query_serie
 static int shard_select_series(lc_http_req_t *req, const ProtobufCMessage *in,
                                ProtobufCMessage **out, lc_status_t *st, void *data)
 {
-    ing_shard_t *sh = data;
+    qry_shard_t *sh = data;
     const Querier__V1__SelectSeriesRequest *r = (const Querier__V1__SelectSeriesRequest *)in;
     lc_query_series_opts_t o;
     lc_selector_t sel;
@@ -210,7 +210,7 @@ static int analyze_reply(const qry_analysis_t *a, lc_arena_t *arena, ProtobufCMe
 static int shard_analyze(lc_http_req_t *req, const ProtobufCMessage *in, ProtobufCMessage **out,
                          lc_status_t *st, void *data)
 {
-    ing_shard_t *sh = data;
+    qry_shard_t *sh = data;
     qry_analysis_t a;
     int rc = qry_analyze(sh->qry, req, (const Querier__V1__AnalyzeQueryRequest *)in, &a, st);
     if (rc == 0)
@@ -221,10 +221,10 @@ static int shard_analyze(lc_http_req_t *req, const ProtobufCMessage *in, Protobu
 
 /* ------------------------------------------------------------- lifecycle */
 
-int ing_shard_new(uv_loop_t *loop, lc_httpd_t *srv, lc_store_t *store, lc_metrics_t *metrics,
-                  bool multitenancy, ing_shard_t **out)
+int qry_shard_new(uv_loop_t *loop, lc_httpd_t *srv, lc_store_t *store, lc_metrics_t *metrics,
+                  bool multitenancy, qry_shard_t **out)
 {
-    ing_shard_t *sh = lc_xcalloc(1, sizeof(*sh));
+    qry_shard_t *sh = lc_xcalloc(1, sizeof(*sh));
     qry_opts_t qo;
     qry_opts_default(&qo);
     qo.multitenancy = multitenancy;
@@ -243,14 +243,14 @@ int ing_shard_new(uv_loop_t *loop, lc_httpd_t *srv, lc_store_t *store, lc_metric
     if (rc == 0)
         rc = qry_route_register(srv, SHARD_ANALYZE_PATH, &sh->analyze_route);
     if (rc) {
-        ing_shard_free(sh);
+        qry_shard_free(sh);
         return rc;
     }
     *out = sh;
     return 0;
 }
 
-void ing_shard_free(ing_shard_t *sh)
+void qry_shard_free(qry_shard_t *sh)
 {
     if (!sh)
         return;
