@@ -1,8 +1,9 @@
 /*
  * fanout_int.h — what the fan-out files share (not a public header).
  *
- *   fanout.c        the ingester set and the parallel shard calls (libcurl multi)
- *   fanout_rpc.c    the querier.v1 methods: forward, merge, truncate once
+ *   fanout.c        the ingester set, the parallel shard calls (libcurl multi),
+ *                   qry_fanout_new: the front end (frontend.c) over this back end
+ *   fanout_rpc.c    the back end's merges and series: forward, merge, untruncated
  *   fanout_list.c   the listings and AnalyzeQuery: unions and sums
  *   fanout_merge.c  merging partial pprofs, series and listings
  */
@@ -17,9 +18,8 @@
 #define FO_SHARD_SERVICE "/ember.v1.ShardService/"
 #define FO_PUBLIC_SERVICE "/querier.v1.QuerierService/"
 
-#define FO_METHODS 12 /* every querier.v1.QuerierService method */
-
 struct qry_fanout_s {
+    qry_front_t front; /* the public API over this back end (fo_backend) */
     qry_fanout_opts_t opts;
     lc_metrics_t *metrics;
     pthread_mutex_t lock; /* guards members: discovery writes while queries read */
@@ -27,11 +27,15 @@ struct qry_fanout_s {
     size_t n_fixed;
     char **members; /* discovered through Redis */
     size_t n_members;
-    char *unavailable;              /* why no query can be answered now, or NULL */
-    qry_route_t routes[FO_METHODS]; /* tenant first, as the local querier's */
-    qry_rpcs_t legacy;              /* the legacy endpoints' RPCs: the fo_rpc_* below */
+    char *unavailable; /* why no query can be answered now, or NULL */
     lc_metric_t *shard_calls, *shard_errors;
 };
+
+/* The qry_fanout_t of a back-end function's fe (or data). */
+static inline qry_fanout_t *fo_of(void *fe)
+{
+    return LC_CONTAINER_OF(fe, qry_fanout_t, front);
+}
 
 /* One ingester's answer to a shard call. */
 typedef struct fo_answer_s {
@@ -62,17 +66,17 @@ int fo_pprof_add(lc_pprof_builder_t *b, lc_arena_t *a, const uint8_t *pb, size_t
 int fo_union_strings(lc_arena_t *a, char ***lists, const size_t *ns, size_t n_lists, char ***out,
                      size_t *n_out) LC_MUST_CHECK;
 
-/* ---- the methods (fanout_rpc.c); data is the qry_fanout_t ---- */
-int fo_rpc_select_merge_stacktraces(lc_http_req_t *req, const ProtobufCMessage *in,
-                                    qry_reply_t *out, lc_status_t *st, void *data);
-int fo_rpc_select_merge_profile(lc_http_req_t *req, const ProtobufCMessage *in, qry_reply_t *out,
-                                lc_status_t *st, void *data);
-int fo_rpc_select_merge_span_profile(lc_http_req_t *req, const ProtobufCMessage *in,
-                                     ProtobufCMessage **out, lc_status_t *st, void *data);
-int fo_rpc_diff(lc_http_req_t *req, const ProtobufCMessage *in, ProtobufCMessage **out,
-                lc_status_t *st, void *data);
-int fo_rpc_select_series(lc_http_req_t *req, const ProtobufCMessage *in, ProtobufCMessage **out,
-                         lc_status_t *st, void *data);
+/* ---- the back end (qry_backend_t; fe is the qry_fanout_t's front) ---- */
+extern const qry_backend_t fo_backend;
+/* fanout_rpc.c */
+int fo_merge_tree(qry_front_t *fe, lc_http_req_t *req, const ProtobufCMessage *in,
+                  lc_ftree_t **out, lc_status_t *st);
+int fo_merge_pprof(qry_front_t *fe, lc_http_req_t *req, const ProtobufCMessage *in,
+                   lc_buf_t *out, lc_status_t *st);
+int fo_select_series(qry_front_t *fe, lc_http_req_t *req,
+                     const Querier__V1__SelectSeriesRequest *r, const lc_query_series_opts_t *o,
+                     lc_query_series_t **out, lc_status_t *st);
+/* fanout_list.c; data is fe */
 int fo_rpc_profile_types(lc_http_req_t *req, const ProtobufCMessage *in, ProtobufCMessage **out,
                          lc_status_t *st, void *data);
 int fo_rpc_label_names(lc_http_req_t *req, const ProtobufCMessage *in, ProtobufCMessage **out,

@@ -38,7 +38,7 @@ int fo_rpc_profile_types(lc_http_req_t *req, const ProtobufCMessage *in, Protobu
 {
     ProtobufCMessage **parts;
     size_t n, total = 0;
-    if (ask_all(data, req, "ProfileTypes", in, &querier__v1__profile_types_response__descriptor,
+    if (ask_all(fo_of(data), req, "ProfileTypes", in, &querier__v1__profile_types_response__descriptor,
                 &parts, &n, st))
         return -1;
     for (size_t i = 0; i < n; i++)
@@ -94,7 +94,7 @@ int fo_rpc_label_names(lc_http_req_t *req, const ProtobufCMessage *in, ProtobufC
     if (!resp)
         return qry_fail_arena(st);
     *resp = (Types__V1__LabelNamesResponse)TYPES__V1__LABEL_NAMES_RESPONSE__INIT;
-    if (ask_all(data, req, "LabelNames", in, &types__v1__label_names_response__descriptor, &parts,
+    if (ask_all(fo_of(data), req, "LabelNames", in, &types__v1__label_names_response__descriptor, &parts,
                 &n, st) ||
         union_names(req, parts, n, resp, st))
         return -1;
@@ -114,7 +114,7 @@ int fo_rpc_label_values(lc_http_req_t *req, const ProtobufCMessage *in, Protobuf
     Types__V1__LabelValuesResponse *resp = lc_arena_calloc(req->arena, 1, sizeof(*resp));
     if (!resp)
         return qry_fail_arena(st);
-    if (ask_all(data, req, "LabelValues", in, &types__v1__label_values_response__descriptor,
+    if (ask_all(fo_of(data), req, "LabelValues", in, &types__v1__label_values_response__descriptor,
                 &parts, &n, st) ||
         union_names(req, parts, n, &names, st))
         return -1;
@@ -148,7 +148,7 @@ int fo_rpc_series(lc_http_req_t *req, const ProtobufCMessage *in, ProtobufCMessa
 {
     ProtobufCMessage **parts;
     size_t n, total = 0;
-    if (ask_all(data, req, "Series", in, &querier__v1__series_response__descriptor, &parts, &n,
+    if (ask_all(fo_of(data), req, "Series", in, &querier__v1__series_response__descriptor, &parts, &n,
                 st))
         return -1;
     for (size_t i = 0; i < n; i++)
@@ -183,7 +183,7 @@ int fo_rpc_get_profile_stats(lc_http_req_t *req, const ProtobufCMessage *in,
 {
     ProtobufCMessage **parts;
     size_t n;
-    if (ask_all(data, req, "GetProfileStats", in, &types__v1__get_profile_stats_response__descriptor,
+    if (ask_all(fo_of(data), req, "GetProfileStats", in, &types__v1__get_profile_stats_response__descriptor,
                 &parts, &n, st))
         return -1;
     Types__V1__GetProfileStatsResponse *resp = lc_arena_calloc(req->arena, 1, sizeof(*resp));
@@ -233,7 +233,7 @@ int fo_rpc_analyze_query(lc_http_req_t *req, const ProtobufCMessage *in, Protobu
     fo_answer_t *ans;
     size_t n;
     ProtobufCMessage **parts;
-    if (fo_call_all(data, req, FO_SHARD_SERVICE "AnalyzeQuery", in, &ans, &n, st) ||
+    if (fo_call_all(fo_of(data), req, FO_SHARD_SERVICE "AnalyzeQuery", in, &ans, &n, st) ||
         fo_unpack_all(req, &ember__v1__analyze_partial_response__descriptor, ans, n, &parts, st))
         return -1;
     qry_analysis_t a = {0};

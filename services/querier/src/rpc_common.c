@@ -117,13 +117,13 @@ int qry_call_begin_range(qry_call_t *c, qry_t *q, lc_http_req_t *req, int64_t st
                          int64_t end_ms, qry_range_rules_t rules, lc_status_t *st)
 {
     *c = (qry_call_t){.q = q, .req = req, .st = st};
-    if (lc_tenants_read(req, q->opts.multitenancy, &c->tenants, &c->n_tenants, st))
+    if (lc_tenants_read(req, q->front.opts.multitenancy, &c->tenants, &c->n_tenants, st))
         return -1;
     if (start_ms > end_ms)
         return lc_status_set(st, LC_CODE_INVALID_ARGUMENT,
                              "start (%lld) must not be after end (%lld)", (long long)start_ms,
                              (long long)end_ms);
-    if (rules == QRY_RANGE_RULES && apply_range_rules(c, &q->opts, &start_ms, end_ms, st))
+    if (rules == QRY_RANGE_RULES && apply_range_rules(c, &q->front.opts, &start_ms, end_ms, st))
         return -1;
     c->start_ms = start_ms;
     c->end_ms = end_ms;

@@ -59,7 +59,7 @@ static void test_tenants_are_separate(void)
 {
     call_t c;
     qry_t mt = qry;
-    mt.opts.multitenancy = true;
+    mt.front.opts.multitenancy = true;
     Querier__V1__AnalyzeQueryRequest r = QUERIER__V1__ANALYZE_QUERY_REQUEST__INIT;
     r.query = CPU_ID "{}";
     r.start = T0_MS - 1000;
