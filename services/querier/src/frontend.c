@@ -23,7 +23,6 @@
  * (ember_http_requests_total / ember_http_request_duration_seconds with the
  * method path as the route), so the querier adds none of its own.
  */
-#include <inttypes.h>
 #include <math.h>
 #include <string.h>
 
@@ -188,8 +187,7 @@ int qry_rpc_diff(lc_http_req_t *req, const ProtobufCMessage *in, ProtobufCMessag
 
 /* ----------------------------------------------------------- SelectSeries */
 
-/* step (seconds, double) -> ms; invalid_argument below 1 ms. */
-static int step_ms_of(double step, int64_t *out, lc_status_t *st)
+int qry_step_ms(double step, int64_t *out, lc_status_t *st)
 {
     double ms = step * 1000.0;
     if (!isfinite(ms) || ms < 1.0)
@@ -245,7 +243,7 @@ int qry_rpc_select_series(lc_http_req_t *req, const ProtobufCMessage *in, Protob
         .limit = r->limit > 0 ? r->limit : 0,
     };
     lc_query_series_t *s = NULL;
-    if (check_series_request(r, st) || step_ms_of(r->step, &o.step_ms, st) ||
+    if (check_series_request(r, st) || qry_step_ms(r->step, &o.step_ms, st) ||
         fe->be->select_series(fe, req, r, &o, &s, st))
         return -1;
     int rc = series_reply(s, req->arena, out, st);
@@ -316,17 +314,6 @@ static const qry_method_t methods[QRY_METHODS] = {
     {QRY_SERVICE "SelectHeatmap", &querier__v1__select_heatmap_request__descriptor, NULL, NULL},
 };
 
-/* The request's Connect-Timeout-Ms has passed since started_ns (as
- * lc_connect_register does: a late reply becomes deadline_exceeded). */
-static bool deadline_passed(const lc_http_req_t *req, uint64_t started_ns, lc_status_t *st)
-{
-    uint64_t timeout_ms = lc_connect_timeout_ms(req);
-    if (timeout_ms == 0 || (uv_hrtime() - started_ns) / 1000000 <= timeout_ms)
-        return false;
-    lc_status_set(st, LC_CODE_DEADLINE_EXCEEDED, "deadline of %" PRIu64 " ms exceeded", timeout_ms);
-    return true;
-}
-
 /* Runs the route's handler; its answer lands in out (a message or bytes). */
 static int route_call(const qry_route_t *m, lc_http_req_t *req, const ProtobufCMessage *in,
                       qry_reply_t *out, lc_status_t *st)
@@ -350,7 +337,8 @@ static lc_http_result_t route_work(lc_http_req_t *req, void *data)
 
     if (qry_tenant_first(req, m->multitenancy, &st) != 0 ||
         lc_connect_decode(req, m->in, &in, &codec, &st) != 0 ||
-        route_call(m, req, in, &out, &st) != 0 || deadline_passed(req, started, &st))
+        route_call(m, req, in, &out, &st) != 0 ||
+        lc_connect_deadline_passed(req, started, &st))
         lc_connect_error(req, &st);
     else if (out.desc)
         lc_connect_reply_raw(req, codec, out.desc, out.buf.data, out.buf.len);

@@ -303,6 +303,17 @@ int qry_rpc_analyze_query(lc_http_req_t *req, const ProtobufCMessage *in, Protob
 int qry_rpc_unimplemented(lc_http_req_t *req, const ProtobufCMessage *in, ProtobufCMessage **out,
                           lc_status_t *st, void *data);
 
+/* SelectSeries' step (seconds) -> ms; invalid_argument below 1 ms (frontend.c). */
+int qry_step_ms(double step, int64_t *out, lc_status_t *st) LC_MUST_CHECK;
+/* The store's series for r (rpc_series.c): selector, §5.9 range, stack-trace
+ * selector, then the engine's sums bucketed as o (from where the look-back
+ * clipped) into *sums and, when counts is not NULL, the profiles per bucket
+ * into *counts (the shard API's averages). Both new, the caller's to free;
+ * NULL on failure. */
+int qry_series_collect(qry_t *q, lc_http_req_t *req, const Querier__V1__SelectSeriesRequest *r,
+                       const lc_query_series_opts_t *o, lc_query_series_t **sums,
+                       lc_query_series_t **counts, lc_status_t *st) LC_MUST_CHECK;
+
 /* ---- tree shaping and Diff (rpc_merge.c), used by the front end ---- */
 
 /* A merged tree as SelectMergeStacktraces answers it: the flame graph, or

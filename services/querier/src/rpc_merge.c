@@ -327,54 +327,37 @@ int qry_wrap_pprof_response(lc_buf_t *buf)
 
 /* ------------------------------------------------- the back-end functions */
 
-static merge_req_t merge_req_of(const Querier__V1__SelectMergeStacktracesRequest *r)
+/* The fields every merge request has, under the same names. */
+#define MERGE_REQ_COMMON(r)                                                                    \
+    .profile_type = (r)->profile_typeid, .label_selector = (r)->label_selector,                \
+    .start = (r)->start, .end = (r)->end
+
+/* The merge fields of any of the three merge requests (told apart by
+ * in->descriptor); SelectMergeStacktraces may carry every selector. */
+static merge_req_t merge_req_of(const ProtobufCMessage *in)
 {
-    return (merge_req_t){.profile_type = r->profile_typeid,
-                         .label_selector = r->label_selector,
-                         .start = r->start,
-                         .end = r->end,
-                         .stack_trace_selector = r->stack_trace_selector,
+    if (in->descriptor == &querier__v1__select_merge_span_profile_request__descriptor) {
+        const Querier__V1__SelectMergeSpanProfileRequest *r = (const void *)in;
+        return (merge_req_t){MERGE_REQ_COMMON(r), .span_selector = r->span_selector,
+                             .n_span_selector = r->n_span_selector};
+    }
+    if (in->descriptor == &querier__v1__select_merge_profile_request__descriptor) {
+        const Querier__V1__SelectMergeProfileRequest *r = (const void *)in;
+        return (merge_req_t){MERGE_REQ_COMMON(r), .stack_trace_selector = r->stack_trace_selector,
+                             .profile_ids = r->profile_id_selector,
+                             .n_profile_ids = r->n_profile_id_selector};
+    }
+    const Querier__V1__SelectMergeStacktracesRequest *r = (const void *)in;
+    return (merge_req_t){MERGE_REQ_COMMON(r), .stack_trace_selector = r->stack_trace_selector,
                          .profile_ids = r->profile_id_selector,
                          .n_profile_ids = r->n_profile_id_selector,
-                         .span_selector = r->span_selector,
-                         .n_span_selector = r->n_span_selector};
-}
-
-static merge_req_t merge_req_of_span(const Querier__V1__SelectMergeSpanProfileRequest *r)
-{
-    return (merge_req_t){.profile_type = r->profile_typeid,
-                         .label_selector = r->label_selector,
-                         .start = r->start,
-                         .end = r->end,
-                         .span_selector = r->span_selector,
-                         .n_span_selector = r->n_span_selector};
-}
-
-static merge_req_t merge_req_of_profile(const Querier__V1__SelectMergeProfileRequest *r)
-{
-    return (merge_req_t){.profile_type = r->profile_typeid,
-                         .label_selector = r->label_selector,
-                         .start = r->start,
-                         .end = r->end,
-                         .stack_trace_selector = r->stack_trace_selector,
-                         .profile_ids = r->profile_id_selector,
-                         .n_profile_ids = r->n_profile_id_selector};
-}
-
-/* The merge fields of any of the three merge requests. */
-static merge_req_t merge_req_of_any(const ProtobufCMessage *in)
-{
-    if (in->descriptor == &querier__v1__select_merge_span_profile_request__descriptor)
-        return merge_req_of_span((const Querier__V1__SelectMergeSpanProfileRequest *)in);
-    if (in->descriptor == &querier__v1__select_merge_profile_request__descriptor)
-        return merge_req_of_profile((const Querier__V1__SelectMergeProfileRequest *)in);
-    return merge_req_of((const Querier__V1__SelectMergeStacktracesRequest *)in);
+                         .span_selector = r->span_selector, .n_span_selector = r->n_span_selector};
 }
 
 int qry_store_merge_tree(qry_front_t *fe, lc_http_req_t *req, const ProtobufCMessage *in,
                          lc_ftree_t **out, lc_status_t *st)
 {
-    merge_req_t mr = merge_req_of_any(in);
+    merge_req_t mr = merge_req_of(in);
     merge_call_t m;
     if (merge_begin(&m, qry_of(fe), req, &mr, st))
         return -1;
@@ -386,7 +369,7 @@ int qry_store_merge_tree(qry_front_t *fe, lc_http_req_t *req, const ProtobufCMes
 int qry_store_merge_pprof(qry_front_t *fe, lc_http_req_t *req, const ProtobufCMessage *in,
                           lc_buf_t *out, lc_status_t *st)
 {
-    merge_req_t mr = merge_req_of_any(in);
+    merge_req_t mr = merge_req_of(in);
     merge_call_t m;
     if (merge_begin(&m, qry_of(fe), req, &mr, st))
         return -1;
