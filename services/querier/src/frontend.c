@@ -71,17 +71,27 @@ static int check_merge(const qry_front_t *fe, size_t n_trace_ids, int64_t reques
 /* ------------------------------------------------------------ the merges */
 
 /* The back end's untruncated tree of in, shaped as format and truncated at
- * max_nodes: the one place a flame graph is cut. */
-static int shaped_tree(qry_front_t *fe, lc_http_req_t *req, const ProtobufCMessage *in,
-                       int format, int64_t max_nodes, Querier__V1__FlameGraph **flame,
-                       ProtobufCBinaryData *tree, lc_status_t *st)
+ * max_nodes into a new response (the one place a flame graph is cut); a
+ * span profile's answer has the same two fields. */
+static int tree_answer(qry_front_t *fe, lc_http_req_t *req, const ProtobufCMessage *in, int format,
+                       int64_t max_nodes, Querier__V1__SelectMergeStacktracesResponse **out,
+                       lc_status_t *st)
 {
+    Querier__V1__SelectMergeStacktracesResponse *resp =
+        lc_arena_calloc(req->arena, 1, sizeof(*resp));
+    if (!resp)
+        return qry_fail_arena(st);
+    *resp = (Querier__V1__SelectMergeStacktracesResponse)
+        QUERIER__V1__SELECT_MERGE_STACKTRACES_RESPONSE__INIT;
     lc_ftree_t *t;
     if (fe->be->merge_tree(fe, req, in, &t, st))
         return -1;
-    int rc = qry_shape_tree(t, format, max_nodes, req->arena, flame, tree, st);
+    int rc = qry_shape_tree(t, format, max_nodes, req->arena, &resp->flamegraph, &resp->tree, st);
     lc_ftree_free(t);
-    return rc ? -1 : 0;
+    if (rc)
+        return -1;
+    *out = resp;
+    return 0;
 }
 
 static int stacktraces_pprof(qry_front_t *fe, lc_http_req_t *req, const ProtobufCMessage *in,
@@ -109,13 +119,8 @@ int qry_rpc_select_merge_stacktraces(lc_http_req_t *req, const ProtobufCMessage 
         return -1;
     if (r->format == QUERIER__V1__PROFILE_FORMAT__PROFILE_FORMAT_PPROF)
         return stacktraces_pprof(fe, req, in, out, st);
-    Querier__V1__SelectMergeStacktracesResponse *resp =
-        lc_arena_calloc(req->arena, 1, sizeof(*resp));
-    if (!resp)
-        return qry_fail_arena(st);
-    *resp = (Querier__V1__SelectMergeStacktracesResponse)
-        QUERIER__V1__SELECT_MERGE_STACKTRACES_RESPONSE__INIT;
-    if (shaped_tree(fe, req, in, r->format, max_nodes, &resp->flamegraph, &resp->tree, st))
+    Querier__V1__SelectMergeStacktracesResponse *resp;
+    if (tree_answer(fe, req, in, r->format, max_nodes, &resp, st))
         return -1;
     out->msg = &resp->base;
     return 0;
@@ -135,7 +140,9 @@ int qry_rpc_select_merge_span_profile(lc_http_req_t *req, const ProtobufCMessage
         r->format != QUERIER__V1__PROFILE_FORMAT__PROFILE_FORMAT_TREE)
         return lc_status_set(st, LC_CODE_INVALID_ARGUMENT,
                              "SelectMergeSpanProfile answers flame graphs and trees only");
-    if (check_merge(fe, 0, r->max_nodes, &max_nodes, st))
+    Querier__V1__SelectMergeStacktracesResponse *tree;
+    if (check_merge(fe, 0, r->max_nodes, &max_nodes, st) ||
+        tree_answer(fe, req, in, r->format, max_nodes, &tree, st))
         return -1;
     Querier__V1__SelectMergeSpanProfileResponse *resp =
         lc_arena_calloc(req->arena, 1, sizeof(*resp));
@@ -143,8 +150,8 @@ int qry_rpc_select_merge_span_profile(lc_http_req_t *req, const ProtobufCMessage
         return qry_fail_arena(st);
     *resp = (Querier__V1__SelectMergeSpanProfileResponse)
         QUERIER__V1__SELECT_MERGE_SPAN_PROFILE_RESPONSE__INIT;
-    if (shaped_tree(fe, req, in, r->format, max_nodes, &resp->flamegraph, &resp->tree, st))
-        return -1;
+    resp->flamegraph = tree->flamegraph;
+    resp->tree = tree->tree;
     *out = &resp->base;
     return 0;
 }
