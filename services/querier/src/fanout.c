@@ -373,6 +373,12 @@ int qry_fanout_new(uv_loop_t *loop, const qry_fanout_opts_t *opts, lc_httpd_t *s
                    lc_metrics_t *metrics, qry_fanout_t **out)
 {
     LC_UNUSED(loop);
+    if (opts->q.max_query_length_ms || opts->q.max_query_lookback_ms) {
+        /* Refused rather than ignored: the shard calls would read the whole range. */
+        LC_LOG_ERROR("the fan-out applies no time-range rules: max-query-length and "
+                     "max-query-lookback must be 0 in ember-querier");
+        return LC_EUNSUPPORTED;
+    }
     static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
     pthread_once(&curl_once, curl_global_init_all);
     qry_fanout_t *f = lc_xcalloc(1, sizeof(*f));

@@ -13,8 +13,6 @@
  * (selectors, time range, tenants) every ingester checks, and its
  * invalid_argument comes back unchanged.
  */
-#include <inttypes.h>
-#include <math.h>
 #include <string.h>
 
 #include "ember/v1/shard.pb-c.h"

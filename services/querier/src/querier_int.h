@@ -17,7 +17,7 @@
  *   legacy_json.c the flamebearer JSON and the timeline arithmetic
  *   legacy_dot.c  render?format=dot: the merged pprof as a Graphviz call graph
  *
- * Every RPC runs on a thread-pool thread (lc_connect_register offloads it);
+ * Every RPC runs on a thread-pool thread (qry_route_register offloads it);
  * its memory is the request arena, and its store reader is begun and ended
  * within the call.
  */
