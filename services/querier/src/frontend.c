@@ -16,8 +16,11 @@
  * and the answer is truncated once, at the end. SelectSeries: the request's
  * checks and its step here, the bucketing by the back end, the limit when the
  * series are emitted here. The listings are answered by the back end whole.
- * The time-range rules (§5.9) belong to the store's call set-up
- * (qry_call_begin_range): they clip the range a store reads.
+ * The time-range rules (§5.9, qry_front_range) are the front end's too; the
+ * store back end applies them where it opens its snapshot
+ * (qry_call_begin_range), after the selectors are parsed, as Pyroscope
+ * orders its errors, since they clip the range the store reads. The fan-out
+ * applies none (qry_fanout_new refuses them).
  *
  * Per-method request counts and latencies come from lc_httpd's route metrics
  * (ember_http_requests_total / ember_http_request_duration_seconds with the
@@ -65,6 +68,51 @@ static int check_merge(const qry_front_t *fe, size_t n_trace_ids, int64_t reques
                              (long long)requested, (long long)o->max_nodes_default,
                              (long long)o->max_nodes_max);
     *max_nodes = requested ? requested : o->max_nodes_default;
+    return 0;
+}
+
+/* ------------------------------------------------------ time-range rules */
+
+/* The §5.9 rules in Pyroscope's order: clip to the look-back first, then
+ * check the length of what is left. A range wholly before the look-back
+ * sets *empty. */
+static int apply_range_rules(const qry_opts_t *o, int64_t *start_ms, int64_t end_ms, bool *empty,
+                             lc_status_t *st)
+{
+    if (o->max_query_lookback_ms > 0) {
+        int64_t now = qry_now_ms();
+        int64_t min_start =
+            now > INT64_MIN + o->max_query_lookback_ms ? now - o->max_query_lookback_ms : INT64_MIN;
+        if (end_ms < min_start) {
+            *empty = true;
+            return 0;
+        }
+        if (*start_ms < min_start)
+            *start_ms = min_start;
+    }
+    __int128 len = (__int128)end_ms - *start_ms;
+    if (o->max_query_length_ms > 0 && len > o->max_query_length_ms) {
+        char actual[64], limit[64];
+        qry_format_duration(len > INT64_MAX ? INT64_MAX : (int64_t)len, actual, sizeof(actual));
+        qry_format_duration(o->max_query_length_ms, limit, sizeof(limit));
+        return lc_status_set(st, LC_CODE_INVALID_ARGUMENT,
+                             "the query time range exceeds the limit (max_query_length, actual: "
+                             "%s, limit: %s); query a shorter range",
+                             actual, limit);
+    }
+    return 0;
+}
+
+int qry_front_range(const qry_front_t *fe, int64_t *start_ms, int64_t end_ms,
+                    qry_range_rules_t rules, bool *empty, lc_status_t *st)
+{
+    *empty = false;
+    if (*start_ms > end_ms)
+        return lc_status_set(st, LC_CODE_INVALID_ARGUMENT,
+                             "start (%lld) must not be after end (%lld)", (long long)*start_ms,
+                             (long long)end_ms);
+    if (rules == QRY_RANGE_RULES && apply_range_rules(&fe->opts, start_ms, end_ms, empty, st))
+        return -1;
     return 0;
 }
 

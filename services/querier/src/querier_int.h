@@ -186,6 +186,13 @@ static inline qry_range_rules_t qry_listing_rules(int64_t start_ms, int64_t end_
     return start_ms && end_ms ? QRY_RANGE_RULES : QRY_RANGE_OPEN;
 }
 
+/* The front end's §5.9 rules on [*start_ms, end_ms] (frontend.c): start > end
+ * is invalid_argument; with QRY_RANGE_RULES the look-back clips *start_ms, or
+ * sets *empty for a range wholly before it, then a range longer than
+ * max_query_length_ms is invalid_argument. */
+int qry_front_range(const qry_front_t *fe, int64_t *start_ms, int64_t end_ms,
+                    qry_range_rules_t rules, bool *empty, lc_status_t *st) LC_MUST_CHECK;
+
 /* The tenant check every route makes before it looks at the request (as
  * Pyroscope's HTTP middleware does): with multitenancy on, no X-Scope-OrgID
  * is unauthenticated (401) however bad the request. The handlers resolve
