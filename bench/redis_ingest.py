@@ -62,7 +62,7 @@ def make_bodies(h, tmp, variants):
     return paths
 
 
-# The publish script of libcommon/src/transport_redis.c (PUBLISH_LUA), kept equal by hand.
+# The publish script of libcommon/pipeline/src/transport_redis.c (PUBLISH_LUA), kept equal by hand.
 PUBLISH_LUA = (b"local seen = redis.call('GET', KEYS[1])\n"
                b"if seen then return {seen} end\n"
                b"local id = redis.call('XADD', KEYS[2], '*', ARGV[2], ARGV[3])\n"

@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../libcommon/src/httpd_int.h"
+#include "../../libcommon/net/src/httpd_int.h"
 
 static const lc_httpd__limits_t fuzz_limits = {
     .max_header_bytes = 8 * 1024,

@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../libcommon/src/pprof_int.h"
+#include "../../libcommon/profile/src/pprof_int.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

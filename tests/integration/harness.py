@@ -565,12 +565,26 @@ _PPROF_TOOL = None
 
 
 def pprof_tool():
-    """Path of Go's pprof tool (skips the `go` wrapper)."""
+    """Path of Go's pprof tool (skips the `go` wrapper). Go 1.24 and later
+    ship no prebuilt pprof in GOTOOLDIR (`go tool` builds it on demand), so
+    it is built once from the toolchain's own sources into a cache."""
     global _PPROF_TOOL
     if _PPROF_TOOL is None:
         tooldir = subprocess.run(["go", "env", "GOTOOLDIR"], capture_output=True, text=True,
                                  check=True).stdout.strip()
-        _PPROF_TOOL = os.path.join(tooldir, "pprof")
+        path = os.path.join(tooldir, "pprof")
+        if not os.path.exists(path):
+            version = subprocess.run(["go", "env", "GOVERSION"], capture_output=True, text=True,
+                                     check=True).stdout.strip()
+            cache = os.path.join(os.path.expanduser("~"), ".cache", "ember-go-tools")
+            os.makedirs(cache, exist_ok=True)
+            path = os.path.join(cache, f"pprof-{version}")
+            if not os.path.exists(path):
+                tmp = f"{path}.{os.getpid()}"
+                subprocess.run(["go", "build", "-o", tmp, "cmd/pprof"], check=True,
+                               capture_output=True, timeout=600)
+                os.replace(tmp, path)
+        _PPROF_TOOL = path
     return _PPROF_TOOL
 
 

@@ -583,10 +583,10 @@ static int copy_opts(agt_t *a, const agt_opts_t *o)
     a->opts.procfs = a->procfs;
     if (!a->opts.partitions)
         a->opts.partitions = 1;
-    if (o->sample_rate_hz < AGT_MIN_SAMPLE_RATE_HZ || o->sample_rate_hz > AGT_MAX_SAMPLE_RATE_HZ ||
-        o->interval_ns < AGT_MIN_INTERVAL_NS) {
+    if (o->sample_rate_hz < EMBER_AGENT_MIN_RATE_HZ || o->sample_rate_hz > EMBER_AGENT_MAX_RATE_HZ ||
+        o->interval_ns < EMBER_AGENT_MIN_INTERVAL_NS) {
         LC_LOG_ERROR("agent: sample rate must be %d..%d Hz and the interval at least 1s",
-                     AGT_MIN_SAMPLE_RATE_HZ, AGT_MAX_SAMPLE_RATE_HZ);
+                     EMBER_AGENT_MIN_RATE_HZ, EMBER_AGENT_MAX_RATE_HZ);
         return LC_EINPUT;
     }
     lc_status_t st = {0};

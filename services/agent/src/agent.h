@@ -30,9 +30,8 @@
 #include "lc/metrics.h"
 #include "lc/transport.h"
 
-#define AGT_MIN_SAMPLE_RATE_HZ 1
-#define AGT_MAX_SAMPLE_RATE_HZ 1000
-#define AGT_MIN_INTERVAL_NS 1000000000LL
+#include "lc/service.h"
+#include "ember_process.h"
 
 typedef enum { AGT_GROUP_PROCESS = 0, AGT_GROUP_CONTAINER = 1 } agt_group_by_t;
 
@@ -66,5 +65,9 @@ void agt_close(agt_t *a, bool flush, void (*cb)(void *data), void *data);
 
 /* True once sampling is attached on every online CPU. */
 bool agt_ready(const agt_t *a);
+
+/* The agent node of the process shell (node.c; takes an ember_settings_t):
+ * in `ember` with --agent, and in `ember-agent` beside the publisher node. */
+extern const lc_node_ops_t agt_node;
 
 #endif

@@ -24,6 +24,7 @@
 #include "lc/httpd.h"
 #include "lc/metrics.h"
 #include "lc/pprof.h"
+#include "lc/service.h"
 #include "lc/store.h"
 #include "lc/transport.h"
 
@@ -41,6 +42,11 @@ typedef struct ing_opts_s {
 void ing_opts_default(ing_opts_t *o);
 
 typedef struct ing_s ing_t;
+
+/* The ingester node of the process shell (node.c): store, writer,
+ * transport, receivers, retention, and ember-ingester's announcement.
+ * Takes an ember_settings_t (process.h). */
+extern const lc_node_ops_t ing_node;
 
 /* Registers the receiver routes on srv. Publishes through tr. */
 int ing_new(uv_loop_t *loop, const ing_opts_t *opts, lc_httpd_t *srv, lc_transport_t *tr,

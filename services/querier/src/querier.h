@@ -16,6 +16,7 @@
 
 #include "lc/httpd.h"
 #include "lc/metrics.h"
+#include "lc/service.h"
 #include "lc/store.h"
 
 typedef struct qry_opts_s {
@@ -38,5 +39,11 @@ typedef struct qry_s qry_t;
 int qry_new(uv_loop_t *loop, const qry_opts_t *opts, lc_httpd_t *srv, lc_store_t *store,
             lc_metrics_t *metrics, qry_t **out) LC_MUST_CHECK;
 void qry_free(qry_t *q);
+
+/* The querier nodes of the process shell (take an ember_settings_t):
+ * `ember`'s, on the local store (node_local.c), and `ember-querier`'s, the
+ * fan-out to the live ingesters of one complete zone (node_fanout.c). */
+extern const lc_node_ops_t qry_local_node;
+extern const lc_node_ops_t qry_fanout_node;
 
 #endif

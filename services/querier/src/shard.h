@@ -19,6 +19,7 @@
 
 #include "lc/httpd.h"
 #include "lc/metrics.h"
+#include "lc/service.h"
 #include "lc/store.h"
 
 typedef struct qry_shard_s qry_shard_t;
@@ -27,5 +28,9 @@ typedef struct qry_shard_s qry_shard_t;
 int qry_shard_new(uv_loop_t *loop, lc_httpd_t *srv, lc_store_t *store, lc_metrics_t *metrics,
                   bool multitenancy, qry_shard_t **out) LC_MUST_CHECK;
 void qry_shard_free(qry_shard_t *sh); /* NULL-safe */
+
+/* The shard API as a node of the process shell (node_shard.c; takes an
+ * ember_settings_t), on the store the ingester node opened. */
+extern const lc_node_ops_t qry_shard_node;
 
 #endif

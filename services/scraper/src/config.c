@@ -323,8 +323,8 @@ static int j_relabel(scr_yaml_t *y, yaml_node_t *n, void *t)
     job_parse_t *jp = t;
     char where[sizeof(y->where) + 32];
     snprintf(where, sizeof(where), "%s: %s: relabel_configs", y->source, y->where);
-    lc_relabel_fini(&jp->job.relabel);
-    if (lc_relabel_parse_yaml(y->doc, n, where, &jp->job.relabel, y->st))
+    scr_relabel_fini(&jp->job.relabel);
+    if (scr_relabel_parse_yaml(y->doc, n, where, &jp->job.relabel, y->st))
         return -1;
     jp->has_relabel = jp->job.relabel.n > 0;
     return 0;
@@ -501,7 +501,7 @@ static void job_fini(scr_job_t *job)
     for (size_t i = 0; i < job->n_profiles; i++)
         profile_fini(&job->profiles[i]);
     lc_free(job->profiles);
-    lc_relabel_fini(&job->relabel);
+    scr_relabel_fini(&job->relabel);
     scr_client_fini(&job->client);
     for (size_t i = 0; i < job->n_static; i++)
         scr_group_fini(&job->static_groups[i]);

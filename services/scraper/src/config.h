@@ -18,7 +18,7 @@
 
 #include "lc/err.h"
 #include "lc/labels.h"
-#include "lc/relabel.h"
+#include "relabel.h"
 
 #define SCR_NS_PER_S INT64_C(1000000000)
 #define SCR_DEFAULT_INTERVAL_NS (10 * SCR_NS_PER_S) /* Parca's scrape_interval */
@@ -118,7 +118,7 @@ typedef struct scr_job_s {
     size_t n_params;
     scr_profile_t *profiles; /* defaults first, then custom entries in file order */
     size_t n_profiles;
-    lc_relabel_t relabel;
+    scr_relabel_t relabel;
     scr_client_t client;
     scr_group_t *static_groups;
     size_t n_static;

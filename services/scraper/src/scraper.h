@@ -28,6 +28,7 @@
 #include "lc/err.h"
 #include "lc/httpd.h"
 #include "lc/metrics.h"
+#include "lc/service.h"
 #include "lc/transport.h"
 
 typedef struct scr_opts_s {
@@ -58,6 +59,11 @@ int scr_reload(scr_t *s, lc_status_t *st) LC_MUST_CHECK;
 void scr_set_members(scr_t *s, const char *const *ids, size_t n);
 /* Stops everything; cb (may be NULL) runs once all is finished and s is freed. */
 void scr_close(scr_t *s, void (*cb)(void *data), void *data);
+
+/* The scraper node of the process shell (node.c; takes an ember_settings_t):
+ * in `ember` with --scrape.config-file, and the whole of `ember-scraper`
+ * beside the publisher node. */
+extern const lc_node_ops_t scr_node;
 
 /* The replica owning key among ids, by rendezvous (highest random weight)
  * hashing: index into ids, or -1 when n == 0. Exposed for tests. */

@@ -318,7 +318,7 @@ static void build_one(const scr_job_t *job, const scr_group_t *g, const lc_label
     scr_target_spec_t t = {.profile = pi};
     base_labels(job, g, target, p, &t.discovered);
     lc_labels_copy(&t.labels, &t.discovered);
-    const char *why = lc_relabel_apply(&job->relabel, &t.labels) ? NULL : "relabeling";
+    const char *why = scr_relabel_apply(&job->relabel, &t.labels) ? NULL : "relabeling";
     if (!why)
         why = finish_labels(&t.labels);
     if (!why && !(t.url = build_url(job, p, &t.labels)))

@@ -7,12 +7,12 @@
  */
 #include <yaml.h>
 
-#include "lc/relabel.h"
+#include "relabel.h"
 #include "lc_test.h"
 
 /* ---------------------------------------------------------------- helpers */
 
-static int load_rules(const char *yaml_text, lc_relabel_t *rl, lc_status_t *st)
+static int load_rules(const char *yaml_text, scr_relabel_t *rl, lc_status_t *st)
 {
     yaml_parser_t parser;
     yaml_document_t doc;
@@ -23,7 +23,7 @@ static int load_rules(const char *yaml_text, lc_relabel_t *rl, lc_status_t *st)
         return lc_status_set(st, LC_CODE_INVALID_ARGUMENT, "bad test YAML");
     }
     int rc =
-        lc_relabel_parse_yaml(&doc, yaml_document_get_root_node(&doc), "relabel_configs", rl, st);
+        scr_relabel_parse_yaml(&doc, yaml_document_get_root_node(&doc), "relabel_configs", rl, st);
     yaml_document_delete(&doc);
     yaml_parser_delete(&parser);
     return rc;
@@ -130,16 +130,16 @@ static void test_cases(void)
 {
     for (size_t i = 0; i < LC_ARRAY_LEN(cases); i++) {
         const relabel_case_t *c = &cases[i];
-        lc_relabel_t rl;
+        scr_relabel_t rl;
         lc_status_t st = {0};
         if (load_rules(c->rules, &rl, &st) != 0) {
             LC_FAIL_("case %zu: rules rejected: %s", i, st.msg);
-            lc_relabel_fini(&rl);
+            scr_relabel_fini(&rl);
             continue;
         }
         lc_labels_t ls;
         parse_labels(c->in, &ls);
-        bool kept = lc_relabel_apply(&rl, &ls);
+        bool kept = scr_relabel_apply(&rl, &ls);
         lc_test_checks++;
         if (!c->want && kept) {
             char *got = format_labels(&ls);
@@ -154,7 +154,7 @@ static void test_cases(void)
             lc_free(got);
         }
         lc_labels_fini(&ls);
-        lc_relabel_fini(&rl);
+        scr_relabel_fini(&rl);
     }
 }
 
@@ -190,7 +190,7 @@ static const bad_case_t bad_cases[] = {
 static void test_bad_configs(void)
 {
     for (size_t i = 0; i < LC_ARRAY_LEN(bad_cases); i++) {
-        lc_relabel_t rl;
+        scr_relabel_t rl;
         lc_status_t st = {0};
         int rc = load_rules(bad_cases[i].rules, &rl, &st);
         lc_test_checks++;
@@ -201,7 +201,7 @@ static void test_bad_configs(void)
                      bad_cases[i].field);
         else if (!strstr(st.msg, "relabel_configs[0]") && !strstr(st.msg, "expected a list"))
             LC_FAIL_("bad case %zu: error \"%s\" does not name the rule", i, st.msg);
-        lc_relabel_fini(&rl);
+        scr_relabel_fini(&rl);
     }
 }
 
@@ -221,7 +221,7 @@ static void test_expand_go_semantics(void)
     for (size_t i = 0; i < LC_ARRAY_LEN(t); i++) {
         lc_buf_t b;
         lc_buf_init(&b, 1024);
-        LC_ASSERT_OK(lc_relabel_expand(t[i].tmpl, "abc", groups, 3, names, &b));
+        LC_ASSERT_OK(scr_relabel_expand(t[i].tmpl, "abc", groups, 3, names, &b));
         LC_ASSERT_OK(lc_buf_putc(&b, '\0'));
         LC_ASSERT_STR_EQ((const char *)b.data, t[i].want);
         lc_buf_fini(&b);
@@ -259,9 +259,9 @@ static void test_md5_vectors(void)
 
 static void test_action_names(void)
 {
-    LC_ASSERT_EQ(lc_relabel_action_parse("HashMod"), LC_RELABEL_HASHMOD);
-    LC_ASSERT_EQ(lc_relabel_action_parse("nope"), -1);
-    LC_ASSERT_STR_EQ(lc_relabel_action_name(LC_RELABEL_LABELKEEP), "labelkeep");
+    LC_ASSERT_EQ(scr_relabel_action_parse("HashMod"), SCR_RELABEL_HASHMOD);
+    LC_ASSERT_EQ(scr_relabel_action_parse("nope"), -1);
+    LC_ASSERT_STR_EQ(scr_relabel_action_name(SCR_RELABEL_LABELKEEP), "labelkeep");
 }
 
 LC_TEST_MAIN(test_cases, test_bad_configs, test_expand_go_semantics, test_md5_vectors,

@@ -1,0 +1,406 @@
+/*
+ * node.c — the ingester node (ingester.h: ing_node): the store, the writer,
+ * the transport between receivers and writer, the receivers, retention on a
+ * timer and, in ember-ingester with --redis.url, the announcement to the
+ * queriers. `ember` and `ember-ingester` run this same node.
+ *
+ * Transport: without --redis.url the receivers hand profiles to the writer
+ * in-process (direct). With it they XADD them to ember:ingest:<p> and the
+ * writer consumes its zone's group (`ingesters`, or `ingesters.<zone>`: every
+ * zone stores every profile) under a consumer id that must survive restarts,
+ * so that a restarted ingester finds its own pending entries first; the
+ * writer is idempotent by stream id, so a redelivery (or a peer's claim) is
+ * harmless.
+ *
+ * Announcement (ember-ingester only, lc/members.h): the node joins the group
+ * "ingester" under its consumer id with its URL, registered in its zone. It
+ * joins only once the transport has forgotten the claims record of a
+ * previous life (no query may see a profile twice), and consumes only once
+ * registered (a crash right after could otherwise lose profiles no registry
+ * knew it held). On stop it leaves first, so queriers stop asking.
+ */
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "ingester.h"
+#include "lc/log.h"
+#include "lc/members.h"
+#include "lc/store.h"
+#include "ember_process.h"
+
+#define RETENTION_INTERVAL_MS (60 * 1000)
+#define REDIS_CMD_TIMEOUT_MS 2000
+#define NS_PER_S 1000000000LL
+
+typedef struct ing_node_s {
+    lc_proc_t *p;
+    const ember_settings_t *s;
+    lc_store_t *store;
+    ing_writer_t *writer;
+    lc_transport_t *transport;
+    ing_t *receivers;
+    bool announce;         /* ember-ingester with --redis.url */
+    lc_members_t *members; /* joined as "ingester" */
+    bool registered;       /* seen live (so registered): consuming */
+    char *advertise;
+    char consumer_id[EMBER_CONSUMER_ID_MAX];
+    char group[32 + EMBER_ZONE_MAX];
+    uv_timer_t retention_timer;
+    uv_work_t retention_work;
+    bool retention_started, retention_busy;
+    lc_metric_t *backlog_bytes, *backlog_msgs, *blocks_dropped, *redis_up;
+} ing_node_t;
+
+/* ---------------------------------------------------------------- retention */
+
+static int64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * NS_PER_S + ts.tv_nsec;
+}
+
+static void retention_work(uv_work_t *w)
+{
+    ing_node_t *n = LC_CONTAINER_OF(w, ing_node_t, retention_work);
+    size_t dropped = 0;
+    int rc = lc_store_retention(n->store, now_ns(), &dropped);
+    if (rc)
+        LC_LOG_ERROR("retention failed err=\"%s\"", lc_strerror(rc));
+    else if (dropped)
+        LC_LOG_INFO("retention dropped blocks count=%zu", dropped);
+    lc_metric_add(n->blocks_dropped, (double)dropped);
+}
+
+static void retention_after(uv_work_t *w, int status)
+{
+    ing_node_t *n = LC_CONTAINER_OF(w, ing_node_t, retention_work);
+    LC_UNUSED(status);
+    n->retention_busy = false;
+}
+
+static void retention_tick(uv_timer_t *t)
+{
+    ing_node_t *n = LC_CONTAINER_OF(t, ing_node_t, retention_timer);
+    if (n->retention_busy || n->p->stopping)
+        return;
+    n->retention_busy = true;
+    if (uv_queue_work(&n->p->loop, &n->retention_work, retention_work, retention_after))
+        n->retention_busy = false;
+}
+
+/* Runs at once (a restart drops what expired meanwhile), then every minute. */
+static int start_retention(ing_node_t *n)
+{
+    if (n->s->retention_ns <= 0)
+        return 0;
+    uv_timer_init(&n->p->loop, &n->retention_timer);
+    n->retention_started = true;
+    return uv_timer_start(&n->retention_timer, retention_tick, 0, RETENTION_INTERVAL_MS);
+}
+
+/* ---------------------------------------------------------------- announcement */
+
+static void on_members_state(bool up, void *data)
+{
+    ing_node_t *n = data;
+    if (up)
+        LC_LOG_INFO("membership: joined as %s url=%s zone=\"%s\"", n->consumer_id, n->advertise,
+                    n->s->zone);
+    else
+        LC_LOG_WARN("membership: redis link down; queriers will stop asking %s", n->advertise);
+}
+
+/* The first list that shows this ingester live comes after its first
+ * heartbeat (same link, in order), which registered it in its zone. */
+static void on_members_change(lc_members_t *m, const lc_member_t *live, size_t count, void *data)
+{
+    ing_node_t *n = data;
+    LC_UNUSED(m);
+    for (size_t i = 0; i < count && !n->registered; i++) {
+        if (strcmp(live[i].id, n->consumer_id) != 0)
+            continue;
+        n->registered = true;
+        LC_LOG_INFO("membership: registered, consuming now zone=\"%s\" group=%s", n->s->zone,
+                    n->group);
+        lc_transport_redis_release(n->transport);
+    }
+}
+
+static int join(ing_node_t *n)
+{
+    lc_members_opts_t mo = {.url = n->s->redis_url,
+                            .role = "ingester",
+                            .self_id = n->consumer_id,
+                            .self_addr = n->advertise,
+                            .zone = n->s->zone,
+                            .on_change = on_members_change,
+                            .change_data = n,
+                            .cmd_timeout_ms = REDIS_CMD_TIMEOUT_MS,
+                            .on_state = on_members_state,
+                            .state_data = n};
+    int rc = lc_members_new(&n->p->loop, &mo, &n->members);
+    if (rc)
+        LC_LOG_ERROR("cannot join the ingesters url=%s err=\"%s\"", n->s->redis_url,
+                     lc_strerror(rc));
+    return rc;
+}
+
+/* The claims record of a previous life is forgotten: nothing stored here is
+ * also in another ingester's store, so the queriers may ask this one now. */
+static void on_transport_settled(void *data)
+{
+    ing_node_t *n = data;
+    if (!n->announce || n->p->stopping || n->members)
+        return;
+    if (join(n) != 0) {
+        LC_LOG_ERROR("cannot join: stopping");
+        lc_proc_stop(n->p);
+    }
+}
+
+static void on_transport_state(bool up, void *data)
+{
+    ing_node_t *n = data;
+    if (up)
+        LC_LOG_INFO("redis transport up consumer=%s", n->consumer_id);
+    else
+        LC_LOG_WARN("redis transport down: receivers answer 503 until it is back");
+}
+
+/* ---------------------------------------------------------------- transport */
+
+static void set_consumer_id(ing_node_t *n)
+{
+    bool stable;
+    ember_consumer_id(n->s->ingester_id, n->s->http_address, n->consumer_id,
+                      sizeof(n->consumer_id), &stable);
+    if (!stable)
+        LC_LOG_WARN("no --ingester.id and no fixed port: the consumer id is not stable; after a "
+                    "restart its zone waits for this id until it is removed from the registry "
+                    "id=%s",
+                    n->consumer_id);
+}
+
+static int start_redis_transport(ing_node_t *n)
+{
+    const ember_settings_t *s = n->s;
+    set_consumer_id(n);
+    if (!ember_zone_group(s->zone, n->group, sizeof(n->group)))
+        return LC_EINPUT; /* ember_main checked it */
+    uint32_t idle_ms = (uint32_t)(s->claim_idle_ns / 1000000);
+    lc_redis_transport_opts_t to = {
+        .url = s->redis_url,
+        .partitions = (uint32_t)s->partitions,
+        .group = n->group,
+        .consumer_id = n->consumer_id,
+        .max_backlog = (size_t)s->redis_max_backlog,
+        .claim_idle_ms = idle_ms,
+        /* look for abandoned entries a few times per idle period */
+        .claim_interval_ms = idle_ms / 4 > 250 ? (idle_ms / 4 < 5000 ? idle_ms / 4 : 5000) : 250,
+        /* forget what others claimed after it was applied here */
+        .forget = ing_writer_forget,
+        .publish_retry_ms = (uint32_t)(s->publish_retry_ns / 1000000),
+        .metrics = n->p->metrics,
+        .hold_consume = n->announce, /* until registered in the zone: on_members_change */
+        .on_state = on_transport_state,
+        .on_settled = on_transport_settled, /* joins the membership */
+        .state_data = n,
+    };
+    int rc = lc_transport_redis_new(&n->p->loop, &to, ing_writer_consume, n->writer,
+                                    &n->transport);
+    if (rc)
+        LC_LOG_ERROR("cannot start the redis transport url=%s err=\"%s\"", s->redis_url,
+                     lc_strerror(rc));
+    else
+        LC_LOG_INFO("redis transport consumer=%s group=%s zone=\"%s\" partitions=%u",
+                    n->consumer_id, n->group, s->zone, (unsigned)to.partitions);
+    return rc;
+}
+
+static int start_storage(ing_node_t *n)
+{
+    const ember_settings_t *s = n->s;
+    lc_store_opts_t so = {
+        .dir = s->data_dir,
+        .block_duration_ns = s->block_duration_ns,
+        .retention_ns = s->retention_ns,
+        .map_size_bytes = (size_t)s->map_size_bytes,
+    };
+    int rc = lc_store_open(&so, &n->store);
+    if (rc) {
+        LC_LOG_ERROR("cannot open the store dir=%s err=\"%s\"", s->data_dir, lc_strerror(rc));
+        return rc;
+    }
+    rc = ing_writer_new(n->store, n->p->metrics, &n->writer);
+    if (rc)
+        return rc;
+    if (ember_clustered(s))
+        return start_redis_transport(n);
+    lc_direct_opts_t dopts = {.max_backlog_bytes = (size_t)s->max_backlog_bytes};
+    return lc_transport_direct_new(&n->p->loop, &dopts, ing_writer_consume, n->writer,
+                                   &n->transport);
+}
+
+static int start_receivers(ing_node_t *n)
+{
+    const ember_settings_t *s = n->s;
+    ing_opts_t io;
+    ing_opts_default(&io);
+    io.limits.max_decompressed_bytes = (size_t)s->max_profile_bytes;
+    io.limits.max_samples = (size_t)s->max_samples;
+    io.reject_older_than_ns = s->reject_older_than_ns;
+    io.reject_newer_than_ns = s->reject_newer_than_ns;
+    io.multitenancy = s->multitenancy;
+    if (ember_clustered(s))
+        io.partitions = (uint32_t)s->partitions;
+    return ing_new(&n->p->loop, &io, n->p->httpd, n->transport, n->p->metrics, &n->receivers);
+}
+
+static void register_metrics(ing_node_t *n)
+{
+    lc_metrics_t *m = n->p->metrics;
+    n->backlog_bytes = lc_metrics_gauge(m, "ember_ingest_backlog_bytes",
+                                        "Bytes of accepted profiles waiting for the writer", "");
+    n->backlog_msgs = lc_metrics_gauge(m, "ember_ingest_backlog_profiles",
+                                       "Accepted profiles waiting for the writer", "");
+    n->blocks_dropped = lc_metrics_counter(m, "ember_retention_blocks_dropped_total",
+                                           "Storage blocks removed by retention", "");
+    if (n->s->bin == EMBER_BIN_INGESTER && !ember_clustered(n->s))
+        n->redis_up = lc_metrics_gauge(m, "ember_redis_up",
+                                       "1 while the Redis link is up (0 standalone)", "");
+}
+
+/* ---------------------------------------------------------------- the node */
+
+static int node_start(lc_proc_t *p, const void *settings, void **state)
+{
+    ing_node_t *n = lc_xcalloc(1, sizeof(*n));
+    *state = n;
+    n->p = p;
+    n->s = settings;
+    n->announce = n->s->bin == EMBER_BIN_INGESTER && ember_clustered(n->s);
+    register_metrics(n);
+    int rc = start_storage(n);
+    if (!rc)
+        rc = start_receivers(n);
+    if (!rc)
+        rc = start_retention(n);
+    p->store = n->store;
+    p->transport = n->transport;
+    return rc;
+}
+
+static char *advertise_url(const ember_settings_t *s, int port)
+{
+    if (s->advertise_url && *s->advertise_url)
+        return lc_xstrdup(s->advertise_url);
+    char host[256];
+    snprintf(host, sizeof(host), "%s", s->http_address);
+    char *colon = strrchr(host, ':');
+    if (colon)
+        *colon = '\0';
+    if (!*host || strcmp(host, "0.0.0.0") == 0)
+        snprintf(host, sizeof(host), "127.0.0.1");
+    char url[300];
+    snprintf(url, sizeof(url), "http://%s:%d", host, port);
+    return lc_xstrdup(url);
+}
+
+static int node_listening(lc_proc_t *p, void *state)
+{
+    ing_node_t *n = state;
+    n->advertise = advertise_url(n->s, lc_httpd_port(p->httpd));
+    if (n->announce)
+        LC_LOG_INFO("announcing as url=%s data=%s", n->advertise, n->s->data_dir);
+    return 0;
+}
+
+static void on_left(void *data)
+{
+    ing_node_t *n = data;
+    n->members = NULL;
+    LC_LOG_INFO("membership: left");
+    lc_proc_continue(n->p);
+}
+
+/* Leave first, so queriers stop asking a process that is going away. The
+ * retention timer stops here too: no new work once stopping. */
+static void node_drain(lc_proc_t *p, void *state)
+{
+    ing_node_t *n = state;
+    if (n->retention_started)
+        uv_close((uv_handle_t *)&n->retention_timer, NULL);
+    n->retention_started = false;
+    if (n->members)
+        lc_members_close(n->members, on_left, n);
+    else
+        lc_proc_continue(p);
+}
+
+static void on_transport_closed(void *data)
+{
+    ing_node_t *n = data;
+    n->transport = NULL;
+    n->p->transport = NULL;
+    LC_LOG_INFO("every accepted profile is on disk; stopped");
+    lc_proc_continue(n->p);
+}
+
+/* Last of all: every accepted profile reaches the store. */
+static void node_close(lc_proc_t *p, void *state)
+{
+    ing_node_t *n = state;
+    if (n->transport)
+        lc_transport_close(n->transport, on_transport_closed, n);
+    else
+        lc_proc_continue(p);
+}
+
+/* Up only when every link works: membership (queriers see us), the publish
+ * link (receivers can answer 200) and the consume link (the stream drains). */
+static const char *node_not_ready(void *state)
+{
+    ing_node_t *n = state;
+    lc_redis_transport_stats_t rs;
+    if (n->announce && !n->members)
+        return "not joined yet";
+    if (n->announce && !lc_members_is_up(n->members))
+        return "redis link down";
+    if (lc_transport_redis_stats(n->transport, &rs) == 0 && !(rs.up && rs.consumer_up))
+        return "redis link down";
+    return NULL;
+}
+
+static void node_collect(void *state)
+{
+    ing_node_t *n = state;
+    lc_transport_stats_t ts;
+    lc_transport_stats(n->transport, &ts);
+    lc_metric_set(n->backlog_bytes, (double)ts.backlog_bytes);
+    lc_metric_set(n->backlog_msgs, (double)ts.backlog_msgs);
+    if (n->redis_up) /* standalone ember-ingester; the redis transport has its own */
+        lc_metric_set(n->redis_up, 0);
+}
+
+static void node_free(void *state)
+{
+    ing_node_t *n = state;
+    ing_free(n->receivers);
+    ing_writer_free(n->writer);
+    lc_store_close(n->store);
+    lc_free(n->advertise);
+    lc_free(n);
+}
+
+const lc_node_ops_t ing_node = {
+    .name = "ingester",
+    .start = node_start,
+    .listening = node_listening,
+    .drain = node_drain,
+    .close = node_close,
+    .not_ready = node_not_ready,
+    .collect = node_collect,
+    .free = node_free,
+};

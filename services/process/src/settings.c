@@ -1,0 +1,187 @@
+/*
+ * settings.c — the one table of settings of every ember binary, and the rules
+ * that tie them to a binary (ember_process.h). An entry is declared once with the
+ * mask of the binaries that take it; where binaries print a different help
+ * line or default for the same field (ember-scraper's --config.file is its
+ * parca.yaml, the agent listens on :4041), the variants sit side by side and
+ * fill the same field. The order is each binary's --help order (the golden
+ * files under tests/golden/ check it).
+ */
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "settings_int.h"
+
+#define NS_PER_MS 1000000LL
+#define NS_PER_S 1000000000LL
+
+#define E EMBER_BIN_EMBER
+#define I EMBER_BIN_INGESTER
+#define Q EMBER_BIN_QUERIER
+#define S EMBER_BIN_SCRAPER
+#define A EMBER_BIN_AGENT
+
+#define SET(mask, name, type, field, def, help)                                                    \
+    {mask, {name, type, offsetof(ember_settings_t, field), def, 0, 0, help}}
+#define SET_RANGE(mask, name, type, field, def, min, max, help)                                    \
+    {mask, {name, type, offsetof(ember_settings_t, field), def, min, max, help}}
+
+const ember_setting_t ember_settings_table[] = {
+    SET(E | I | Q | A, "config.file", LC_CFG_STRING, config_file, NULL,
+        "YAML file with any of these settings"),
+    SET(S, "config.file", LC_CFG_STRING, scrape_config_file, NULL,
+        "the parca.yaml: scrape_configs (required; reloaded on SIGHUP and when it changes)"),
+    SET(E | I | Q, "http.address", LC_CFG_STRING, http_address, "0.0.0.0:4040",
+        "HTTP listen address"),
+    SET(S, "http.address", LC_CFG_STRING, http_address, "0.0.0.0:4042",
+        "HTTP listen address (/targets, /metrics, /ready)"),
+    SET(A, "http.address", LC_CFG_STRING, http_address, "0.0.0.0:4041",
+        "HTTP listen address (/metrics, /ready)"),
+    SET(E | I, "data.dir", LC_CFG_STRING, data_dir, "./data", "directory of the LMDB blocks"),
+    SET(E | I | Q | S | A, "log.level", LC_CFG_STRING, log_level, "info",
+        "debug, info, warn or error"),
+    SET(E | I, "retention", LC_CFG_DURATION, retention_ns, "0",
+        "drop blocks older than this (0 keeps everything)"),
+    SET(E | I, "storage.block-duration", LC_CFG_DURATION, block_duration_ns, "1h",
+        "time span of one storage block"),
+    SET(E | I, "storage.map-size", LC_CFG_BYTES, map_size_bytes, "16GiB",
+        "LMDB map size per block (sparse; an upper bound, not an allocation)"),
+    SET(E | I | Q, "http.max-body-bytes", LC_CFG_BYTES, max_body_bytes, "256MiB",
+        "largest request body accepted (413 above)"),
+    SET(E | I, "ingest.max-profile-bytes", LC_CFG_BYTES, max_profile_bytes, "64MiB",
+        "largest decompressed profile accepted"),
+    SET(E | I, "ingest.max-samples", LC_CFG_INT, max_samples, "1000000",
+        "most samples accepted in one profile"),
+    SET(E | I, "ingest.reject-older-than", LC_CFG_DURATION, reject_older_than_ns, "0",
+        "reject profiles older than this (0 accepts any age: backfill works)"),
+    SET(E | I, "ingest.reject-newer-than", LC_CFG_DURATION, reject_newer_than_ns, "0",
+        "reject profiles further than this in the future (0 = no limit)"),
+    SET(E | I, "ingest.max-backlog-bytes", LC_CFG_BYTES, max_backlog_bytes, "256MiB",
+        "profiles waiting for the writer before receivers answer 429"),
+    SET(E | I | Q, "auth.multitenancy-enabled", LC_CFG_BOOL, multitenancy, "false",
+        "require X-Scope-OrgID and keep tenants apart"),
+    SET(E, "querier.max-query-length", LC_CFG_DURATION, max_query_length_ns, "0",
+        "reject queries over a longer time range (0 = no limit; Pyroscope uses 24h)"),
+    SET(E, "querier.max-query-lookback", LC_CFG_DURATION, max_query_lookback_ns, "0",
+        "clip queries to start no earlier than now minus this (0 = no limit)"),
+    SET(E, "scrape.config-file", LC_CFG_STRING, scrape_config_file, NULL,
+        "parca.yaml-style scrape_configs to pull pprof from (reloaded on SIGHUP and change)"),
+    SET(E, "agent", LC_CFG_BOOL, agent, "false",
+        "also profile every process on this host with eBPF (needs root)"),
+    SET(E, "agent.sample-rate", LC_CFG_INT, agent_sample_rate, "19",
+        "agent CPU samples per second on each CPU (1..1000)"),
+    SET(E, "agent.interval", LC_CFG_DURATION, agent_interval_ns, "10s",
+        "agent profile interval: one profile per process per interval"),
+    SET(E, "redis.url", LC_CFG_STRING, redis_url, "",
+        "redis://host:port: profiles travel through Redis streams ('' = in-process)"),
+    SET(I, "redis.url", LC_CFG_STRING, redis_url, "",
+        "redis://host:port of the streams and the membership ('' = standalone)"),
+    SET(Q, "redis.url", LC_CFG_STRING, redis_url, "",
+        "redis://host:port where ingesters announce themselves (and queriers keep settings)"),
+    SET(S | A, "redis.url", LC_CFG_STRING, redis_url, NULL,
+        "Redis the ingesters consume: redis://HOST:PORT[/DB] (required)"),
+    SET_RANGE(S | A, "redis.publish-retry", LC_CFG_DURATION, publish_retry_ns, "0s", 0,
+              600 * NS_PER_S,
+              "retry a publish whose outcome is unknown this long, stored once (0: fail at once)"),
+    SET_RANGE(S | A, "redis.partitions", LC_CFG_INT, partitions, "16", 1, 4096,
+              "stream partitions ember:ingest:<p>, as the ingesters are configured"),
+    SET(S | A, "tenant", LC_CFG_STRING, tenant, "anonymous", "tenant the profiles belong to"),
+    SET(S, "member.id", LC_CFG_STRING, member_id, NULL,
+        "this replica's id in the group (default: host name and HTTP port)"),
+    SET(S, "member.address", LC_CFG_STRING, member_address, NULL,
+        "how other processes reach this replica (default: host name and HTTP port)"),
+    SET_RANGE(S, "member.heartbeat", LC_CFG_DURATION, heartbeat_ns, "1s", 100 * NS_PER_MS,
+              60 * NS_PER_S, "how often this replica renews its membership and re-reads the group"),
+    SET_RANGE(S, "member.ttl", LC_CFG_DURATION, member_ttl_ns, "5s", 200 * NS_PER_MS,
+              600 * NS_PER_S, "a replica unseen this long is gone and its targets move"),
+    SET_RANGE(S, "scrape.handover", LC_CFG_DURATION, handover_ns, "2s", 0, 600 * NS_PER_S,
+              "wait before scraping a target taken over from another replica"),
+    SET_RANGE(S, "scrape.max-body-bytes", LC_CFG_BYTES, scrape_max_body_bytes, "64MiB", 1024,
+              1LL << 32, "largest response body and decompressed profile accepted"),
+    SET_RANGE(S, "scrape.max-samples", LC_CFG_INT, scrape_max_samples, "1000000", 1, 100000000,
+              "most samples accepted in one profile"),
+    SET(A, "node", LC_CFG_STRING, node, NULL,
+        "node label (default: $NODE_NAME, else the host name)"),
+    SET_RANGE(A, "agent.sample-rate", LC_CFG_INT, agent_sample_rate, "19", EMBER_AGENT_MIN_RATE_HZ,
+              EMBER_AGENT_MAX_RATE_HZ, "CPU samples per second on each CPU"),
+    SET_RANGE(A, "agent.interval", LC_CFG_DURATION, agent_interval_ns, "10s", EMBER_AGENT_MIN_INTERVAL_NS,
+              3600 * NS_PER_S, "one profile per process (or container) per interval"),
+    SET(A, "agent.group-by", LC_CFG_STRING, agent_group_by, "process", "process or container"),
+    SET(A, "agent.filter", LC_CFG_STRING, agent_filter, NULL,
+        "profile only processes whose labels match this selector, e.g. "
+        "{comm=~\"nginx|redis\",cgroup!~\"/system.slice/.*\"}"),
+    SET_RANGE(A, "agent.max-stacks", LC_CFG_INT, agent_max_stacks, "0", 0, 1 << 22,
+              "distinct stacks one interval can hold (0 = sized from rate, interval and CPUs)"),
+    SET(A, "agent.kubernetes-api", LC_CFG_STRING, agent_kubernetes_api, NULL,
+        "API server for pod labels (default: the in-cluster one when in a pod; \"off\")"),
+    SET(I, "ingester.advertise-url", LC_CFG_STRING, advertise_url, "",
+        "URL queriers reach this ingester at ('' = http://<http.address>)"),
+    SET(Q, "querier.ingesters", LC_CFG_STRING, querier_ingesters, "",
+        "comma-separated ingester URLs always asked, besides the announced ones"),
+    SET(Q, "querier.shard-timeout", LC_CFG_DURATION, shard_timeout_ns, "30s",
+        "deadline of one call to an ingester"),
+    SET(E | I, "ingester.id", LC_CFG_STRING, ingester_id, "",
+        "stream consumer id, stable across restarts ('' = <hostname>:<http port>)"),
+    SET(E | I, "ingester.zone", LC_CFG_STRING, zone, "",
+        "replication zone: each zone stores a full copy ('' = the default zone)"),
+    SET(E | I, "ingest.partitions", LC_CFG_INT, partitions, "16",
+        "Redis streams ember:ingest:<p>; every process must agree"),
+    SET(E | I, "redis.max-backlog", LC_CFG_INT, redis_max_backlog, "100000",
+        "entries waiting in one stream before receivers answer 429"),
+    SET(E | I, "redis.claim-idle", LC_CFG_DURATION, claim_idle_ns, "60s",
+        "pending this long, a dead consumer's entries are claimed by another"),
+    SET_RANGE(E | I, "redis.publish-retry", LC_CFG_DURATION, publish_retry_ns, "0s", 0,
+              600 * NS_PER_S,
+              "retry a publish whose outcome is unknown this long, stored once (0: answer 503 "
+              "at once)"),
+};
+const size_t ember_settings_table_len = LC_ARRAY_LEN(ember_settings_table);
+
+size_t ember_settings_select(ember_bin_t bin, lc_cfg_entry_t *out, size_t cap)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < ember_settings_table_len && n < cap; i++)
+        if (ember_settings_table[i].bins & bin)
+            out[n++] = ember_settings_table[i].entry;
+    return n;
+}
+
+/* ---------------------------------------------------------------- shared rules */
+
+bool ember_clustered(const ember_settings_t *s)
+{
+    return s->redis_url && *s->redis_url;
+}
+
+void ember_consumer_id(const char *configured, const char *http_address, char *out, size_t size,
+                       bool *stable)
+{
+    *stable = true;
+    if (configured && *configured) {
+        snprintf(out, size, "%s", configured);
+        return;
+    }
+    char host[256] = "ingester";
+    gethostname(host, sizeof(host) - 1);
+    const char *colon = strrchr(http_address, ':');
+    const char *port = colon ? colon + 1 : http_address;
+    if (!*port || strcmp(port, "0") == 0) {
+        snprintf(out, size, "%s:pid%ld", host, (long)getpid());
+        *stable = false;
+    } else {
+        snprintf(out, size, "%s:%s", host, port);
+    }
+}
+
+bool ember_zone_group(const char *zone, char *out, size_t size)
+{
+    size_t n = zone ? strlen(zone) : 0;
+    if (n > EMBER_ZONE_MAX || n != strspn(zone ? zone : "", "abcdefghijklmnopqrstuvwxyz"
+                                                            "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                                            "0123456789_-"))
+        return false;
+    int len = n ? snprintf(out, size, "ingesters.%s", zone) : snprintf(out, size, "ingesters");
+    return len > 0 && (size_t)len < size;
+}

@@ -1,0 +1,22 @@
+/*
+ * main.c — `ember-querier`: the public query API answered by asking the live
+ * ingesters of one complete zone and merging their answers.
+ */
+#include "ember_process.h"
+#include "querier.h"
+
+static const lc_node_ops_t *const nodes[] = {&qry_fanout_node};
+
+int main(int argc, char **argv)
+{
+    const ember_binary_t querier = {
+        .bin = EMBER_BIN_QUERIER,
+        .name = "ember-querier",
+        .usage = "usage: ember-querier [flags]\n"
+                 "Answers the Pyroscope query API by asking every live ingester and merging their "
+                 "answers.",
+        .nodes = nodes,
+        .n_nodes = LC_ARRAY_LEN(nodes),
+    };
+    return ember_main(&querier, argc, argv);
+}

@@ -1,0 +1,41 @@
+/*
+ * node_local.c — the querier node of `ember` (querier.h: qry_local_node):
+ * querier.v1 and the legacy endpoints on the store the ingester node opened,
+ * plus settings (kept beside the blocks), version and feature flags.
+ */
+#include "lc/alloc.h"
+#include "ember_process.h"
+#include "querier.h"
+#include "services_extra.h"
+
+typedef struct local_node_s {
+    qry_t *qry;
+    qry_extra_t *extra;
+} local_node_t;
+
+static int node_start(lc_proc_t *p, const void *settings, void **state)
+{
+    const ember_settings_t *s = settings;
+    local_node_t *n = lc_xcalloc(1, sizeof(*n));
+    *state = n;
+    qry_opts_t qo;
+    qry_opts_default(&qo);
+    qo.multitenancy = s->multitenancy;
+    qo.max_query_length_ms = s->max_query_length_ns / 1000000;
+    qo.max_query_lookback_ms = s->max_query_lookback_ns / 1000000;
+    int rc = qry_new(&p->loop, &qo, p->httpd, p->store, p->metrics, &n->qry);
+    qry_extra_opts_t xo = {.multitenancy = s->multitenancy, .data_dir = s->data_dir};
+    if (!rc)
+        rc = qry_extra_new(&p->loop, &xo, p->httpd, &n->extra);
+    return rc;
+}
+
+static void node_free(void *state)
+{
+    local_node_t *n = state;
+    qry_free(n->qry);
+    qry_extra_free(n->extra);
+    lc_free(n);
+}
+
+const lc_node_ops_t qry_local_node = {.name = "querier", .start = node_start, .free = node_free};
