@@ -15,6 +15,9 @@ PKGS=(
   # the eBPF agent: libbpf + libelf, bpftool (vmlinux.h, skeletons), llvm-strip;
   # linux-perf is the agent tests' independent oracle
   libbpf-dev libelf-dev bpftool llvm linux-perf
+  # the web UI's browser tests and benchmark: headless Chromium driven by
+  # playwright-core from npm (no browser download)
+  chromium
 )
 
 missing=()

@@ -9,8 +9,10 @@
 #include "ember_process.h"
 #include "querier.h"
 #include "scraper.h"
+#include "ui.h"
 
-static const lc_node_ops_t *const nodes[] = {&ing_node, &qry_local_node, &scr_node, &agt_node};
+static const lc_node_ops_t *const nodes[] = {&ing_node, &qry_local_node, &ui_node, &scr_node,
+                                             &agt_node};
 
 int main(int argc, char **argv)
 {

@@ -4,8 +4,9 @@
  */
 #include "ember_process.h"
 #include "querier.h"
+#include "ui.h"
 
-static const lc_node_ops_t *const nodes[] = {&qry_fanout_node};
+static const lc_node_ops_t *const nodes[] = {&qry_fanout_node, &ui_node};
 
 int main(int argc, char **argv)
 {

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "lc/hash.h"
 #include "httpd_int.h"
 #include "lc/log.h"
 #include "lc/metrics.h"
@@ -26,17 +27,6 @@ const char *lc_http_header(const lc_http_req_t *req, const char *lname)
     return NULL;
 }
 
-static int hex_value(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
 /* Decodes one form-encoded character at s[*i] (advancing *i): '+' is a space,
  * "%XX" a byte; a '%' without two hex digits stays literal. */
 static char form_decode_char(const char *s, size_t n, size_t *i)
@@ -47,7 +37,7 @@ static char form_decode_char(const char *s, size_t n, size_t *i)
         return ' ';
     if (c != '%' || *i + 2 > n)
         return c;
-    int hi = hex_value(s[*i]), lo = hex_value(s[*i + 1]);
+    int hi = lc_hex_digit(s[*i]), lo = lc_hex_digit(s[*i + 1]);
     if (hi < 0 || lo < 0)
         return c;
     *i += 2;

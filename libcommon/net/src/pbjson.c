@@ -23,6 +23,7 @@
 
 #include <jansson.h>
 
+#include "lc/utf8.h"
 #include "lc/pbjson.h"
 
 #define PBJSON_PATH_MAX 160  /* field path kept for error messages */
@@ -166,36 +167,6 @@ static ptrdiff_t base64_decode(const char *in, size_t len, uint8_t *out)
 
 /* ------------------------------------------------------------------ strings */
 
-/* Length of the valid UTF-8 sequence at s (at most avail bytes), 0 if invalid. */
-static size_t utf8_seq_len(const unsigned char *s, size_t avail)
-{
-    size_t n;
-    uint32_t cp;
-
-    if (s[0] < 0x80)
-        return 1;
-    if (s[0] >= 0xC2 && s[0] <= 0xDF)
-        n = 2, cp = s[0] & 0x1F;
-    else if (s[0] >= 0xE0 && s[0] <= 0xEF)
-        n = 3, cp = s[0] & 0x0F;
-    else if (s[0] >= 0xF0 && s[0] <= 0xF4)
-        n = 4, cp = s[0] & 0x07;
-    else
-        return 0;
-    if (n > avail)
-        return 0;
-    for (size_t i = 1; i < n; i++) {
-        if ((s[i] & 0xC0) != 0x80)
-            return 0;
-        cp = (cp << 6) | (s[i] & 0x3F);
-    }
-    /* Reject overlong forms, surrogates and values past U+10FFFF. */
-    if ((n == 3 && cp < 0x800) || (n == 4 && cp < 0x10000) || cp > 0x10FFFF ||
-        (cp >= 0xD800 && cp <= 0xDFFF))
-        return 0;
-    return n;
-}
-
 static int put_escaped_byte(lc_buf_t *out, unsigned char c)
 {
     switch (c) {
@@ -232,7 +203,7 @@ int lc_pbjson_append_string(lc_buf_t *out, const char *s, size_t len)
         i = run;
         if (rc || i == len)
             break;
-        size_t n = utf8_seq_len(p + i, len - i);
+        size_t n = lc_utf8_decode(p + i, len - i, NULL);
         if (n > 1)
             rc = lc_buf_append(out, p + i, n);
         else if (n == 1)

@@ -9,22 +9,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lc/hash.h"
 #include "lc/redis.h"
 
 #define REDIS_URL_SCHEME "redis://"
 #define REDIS_DEFAULT_PORT 6379
 #define REDIS_MAX_DB 1000000
-
-static int hex_value(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
 
 /* Copies [s, s+n) into out (cap bytes with the NUL), undoing %XX escapes. */
 static int url_decode(const char *s, size_t n, char *out, size_t cap)
@@ -35,7 +25,7 @@ static int url_decode(const char *s, size_t n, char *out, size_t cap)
         if (c == '%') {
             if (i + 2 >= n)
                 return LC_EINPUT;
-            int hi = hex_value(s[i + 1]), lo = hex_value(s[i + 2]);
+            int hi = lc_hex_digit(s[i + 1]), lo = lc_hex_digit(s[i + 2]);
             if (hi < 0 || lo < 0)
                 return LC_EINPUT;
             c = (char)(hi * 16 + lo);

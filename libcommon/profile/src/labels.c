@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lc/hash.h"
 #include "lc/labels.h"
 
 #define FNV64_OFFSET 0xcbf29ce484222325ULL
@@ -29,22 +30,10 @@ static uint64_t fnv1a_update(uint64_t h, const uint8_t *p, size_t len)
     return h;
 }
 
-/* FNV-1a spreads poorly into the low bits that hash tables use for bucket
- * selection; the murmur3 finaliser fixes that. */
-static uint64_t hash_finish(uint64_t h)
-{
-    h ^= h >> 33;
-    h *= 0xff51afd7ed558ccdULL;
-    h ^= h >> 33;
-    h *= 0xc4ceb9fe1a85ec53ULL;
-    h ^= h >> 33;
-    return h;
-}
-
 uint64_t lc_hash64(const void *p, size_t len, uint64_t seed)
 {
-    uint64_t h = FNV64_OFFSET ^ hash_finish(seed);
-    return hash_finish(fnv1a_update(h, p, len) ^ len);
+    uint64_t h = FNV64_OFFSET ^ lc_mix64(seed);
+    return lc_mix64(fnv1a_update(h, p, len) ^ len);
 }
 
 uint64_t lc_labels_hash(const lc_labels_t *ls)
@@ -57,7 +46,7 @@ uint64_t lc_labels_hash(const lc_labels_t *ls)
         h = fnv1a_update(h, (const uint8_t *)ls->v[i].value, strlen(ls->v[i].value));
         h = fnv1a_update(h, &sep, 1);
     }
-    return hash_finish(h ^ ls->n);
+    return lc_mix64(h ^ ls->n);
 }
 
 /* ---------------------------------------------------------------- set ops */

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lc/utf8.h"
 #include "lc/gz.h"
 #include "lc/pprof.h"
 #include "pprof_int.h"
@@ -168,43 +169,6 @@ static int invalid(lc_status_t *st, const char *fmt, ...)
     return lc_status_set(st, LC_CODE_INVALID_ARGUMENT, "invalid pprof: %s", msg);
 }
 
-/* Length of the valid UTF-8 sequence starting at s[0] (s[0] >= 0x80), or 0.
- * Rejects overlong forms, surrogates and code points past U+10FFFF, as Go's
- * utf8.ValidString does. */
-static size_t utf8_seq_len(const uint8_t *s, size_t avail)
-{
-    uint8_t c = s[0];
-    size_t n = c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : 2;
-    if (c < 0xc2 || c > 0xf4 || avail < n)
-        return 0;
-    uint32_t cp = c & (0x7f >> n);
-    for (size_t k = 1; k < n; k++) {
-        if ((s[k] & 0xc0) != 0x80)
-            return 0;
-        cp = cp << 6 | (s[k] & 0x3f);
-    }
-    static const uint32_t min_cp[5] = {0, 0, 0x80, 0x800, 0x10000};
-    if (cp < min_cp[n] || cp > 0x10ffff || (cp >= 0xd800 && cp < 0xe000))
-        return 0;
-    return n;
-}
-
-static bool utf8_valid(const uint8_t *s, size_t len)
-{
-    size_t i = 0;
-    while (i < len) {
-        if (s[i] < 0x80) {
-            i++;
-            continue;
-        }
-        size_t n = utf8_seq_len(s + i, len - i);
-        if (!n)
-            return false;
-        i += n;
-    }
-    return true;
-}
-
 /* Cuts a valid UTF-8 string to at most max bytes without splitting a character. */
 static void utf8_truncate(char *s, size_t max)
 {
@@ -221,7 +185,7 @@ static int check_string_table(lc_pprof_t *p, const lc_pprof_limits_t *lim, bool 
     for (size_t i = 1; i < p->n_string_table; i++) {
         char *s = p->string_table[i];
         size_t len = strlen(s);
-        if (!utf8_valid((const uint8_t *)s, len))
+        if (!lc_utf8_valid(s, len))
             return invalid(st, "string_table[%zu] is not valid UTF-8", i);
         if (lim->max_symbol_bytes && len > lim->max_symbol_bytes) {
             utf8_truncate(s, lim->max_symbol_bytes);

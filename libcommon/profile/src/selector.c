@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lc/hash.h"
 #include "lc/labels.h"
 
 /* Backtracking budget per match: enough for any sane pattern over a label
@@ -177,23 +178,12 @@ static bool eat(sel_parser_t *ps, char c)
     return true;
 }
 
-static int hex_value(int c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
 /* Reads exactly `digits` digits in `base` (8 or 16). */
 static int read_number(sel_parser_t *ps, int digits, int base, uint32_t *out)
 {
     uint32_t v = 0;
     for (int i = 0; i < digits; i++) {
-        int d = hex_value(peek(ps));
+        int d = lc_hex_digit(peek(ps));
         if (d < 0 || d >= base)
             return parse_error(ps, "bad digit in escape sequence");
         v = v * (uint32_t)base + (uint32_t)d;

@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "lc/hash.h"
 #include "lc/query.h"
 
 /* Name ids 0 and 1 are interned at creation: the root is named "total" (as in
@@ -54,17 +55,6 @@ struct lc_ftree_s {
     size_t total_cap;
     bool totals_stale;
 };
-
-/* A 64-bit mix for hashing keys (not cryptographic). */
-static inline uint64_t ft_mix64(uint64_t x)
-{
-    x ^= x >> 33;
-    x *= 0xff51afd7ed558ccdULL;
-    x ^= x >> 33;
-    x *= 0xc4ceb9fe1a85ec53ULL;
-    x ^= x >> 33;
-    return x;
-}
 
 uint64_t lc_query__hash_bytes(const void *p, size_t len);
 

@@ -24,13 +24,13 @@ uint64_t lc_query__hash_bytes(const void *p, size_t len)
     while (len >= 8) {
         uint64_t w;
         memcpy(&w, b, 8);
-        h = ft_mix64(h ^ w) * 0x100000001b3ULL;
+        h = lc_mix64(h ^ w) * 0x100000001b3ULL;
         b += 8;
         len -= 8;
     }
     uint64_t tail = 0;
     memcpy(&tail, b, len);
-    return ft_mix64(h ^ tail ^ ((uint64_t)len << 56));
+    return lc_mix64(h ^ tail ^ ((uint64_t)len << 56));
 }
 
 static uint32_t *slots_new(size_t n)
@@ -100,7 +100,7 @@ int lc_ftree_name(lc_ftree_t *t, const char *s, size_t len, uint32_t *id)
 
 static inline uint64_t child_hash(uint32_t parent, uint32_t name)
 {
-    return ft_mix64(((uint64_t)parent << 32) | name);
+    return lc_mix64(((uint64_t)parent << 32) | name);
 }
 
 /* Rebuilds the child table with at least min_slots slots (at least double). */

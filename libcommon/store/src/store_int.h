@@ -15,6 +15,7 @@
 #include <lmdb.h>
 #include <pthread.h>
 
+#include "lc/hash.h"
 #include "lc/store.h"
 
 #define STORE_FORMAT_VERSION 2    /* 2: applied values list profile keys; DB deliveries; profile ids */
@@ -280,20 +281,9 @@ int64_t lc_store__profile_key_time(const uint8_t *key);
 uint32_t lc_store__profile_key_series(const uint8_t *key);
 uint32_t lc_store__profile_key_seq(const uint8_t *key);
 
-/* The 64-bit finaliser of MurmurHash3 (a well-known public-domain mixer). */
-static inline uint64_t store_mix64(uint64_t x)
-{
-    x ^= x >> 33;
-    x *= 0xff51afd7ed558ccdULL;
-    x ^= x >> 33;
-    x *= 0xc4ceb9fe1a85ec53ULL;
-    x ^= x >> 33;
-    return x;
-}
-
 static inline uint64_t store_pair_hash(uint32_t parent, uint32_t location)
 {
-    return store_mix64((uint64_t)parent << 32 | location);
+    return lc_mix64((uint64_t)parent << 32 | location);
 }
 
 /* Starts loading the slot that a node-table lookup with this hash probes first. */

@@ -336,11 +336,11 @@ static int stack_key(store_resolver_t *r, const Google__V1__Sample *smp, store_s
         int rc = memo_get(&r->locs, id, &loc) ? 0 : location_id(r, id, &loc);
         if (rc)
             return rc;
-        h1 = store_mix64(h1 ^ loc);
-        h2 = store_mix64(h2 + loc);
+        h1 = lc_mix64(h1 ^ loc);
+        h2 = lc_mix64(h2 + loc);
     }
-    key->h1 = store_mix64(h1 ^ smp->n_location_id);
-    key->h2 = (uint32_t)(store_mix64(h2 + smp->n_location_id) >> 32);
+    key->h1 = lc_mix64(h1 ^ smp->n_location_id);
+    key->h2 = (uint32_t)(lc_mix64(h2 + smp->n_location_id) >> 32);
     return 0;
 }
 

@@ -25,14 +25,14 @@ uint64_t lc_store__hash(const void *p, size_t len, uint64_t seed)
     while (len >= 8) {
         uint64_t w;
         memcpy(&w, s, 8);
-        h = (h ^ store_mix64(w)) * 0x9e3779b97f4a7c15ULL;
+        h = (h ^ lc_mix64(w)) * 0x9e3779b97f4a7c15ULL;
         s += 8;
         len -= 8;
     }
     uint64_t tail = 0;
     memcpy(&tail, s, len);
-    h ^= store_mix64(tail ^ ((uint64_t)len << 56));
-    return store_mix64(h);
+    h ^= lc_mix64(tail ^ ((uint64_t)len << 56));
+    return lc_mix64(h);
 }
 
 /* Slot arrays are sized so the load stays under 1/2. */
@@ -313,7 +313,7 @@ void lc_store__idmap_clear(store_idmap_t *m)
 
 bool lc_store__idmap_get(const store_idmap_t *m, uint64_t key, uint32_t *val)
 {
-    size_t i = store_mix64(key) & m->mask;
+    size_t i = lc_mix64(key) & m->mask;
     for (; m->slots[i].gen == m->gen; i = (i + 1) & m->mask) {
         if (m->slots[i].key == key) {
             *val = m->slots[i].val;
@@ -337,7 +337,7 @@ static void idmap_grow(store_idmap_t *m)
 /* The key must not be present (callers look it up first). */
 void lc_store__idmap_put(store_idmap_t *m, uint64_t key, uint32_t val)
 {
-    size_t i = store_mix64(key) & m->mask;
+    size_t i = lc_mix64(key) & m->mask;
     while (m->slots[i].gen == m->gen)
         i = (i + 1) & m->mask;
     m->slots[i] = (store_idmap_slot_t){.key = key, .val = val, .gen = m->gen};

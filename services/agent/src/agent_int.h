@@ -25,6 +25,7 @@
 #include <sys/types.h>
 
 #include "agent.h"
+#include "lc/hash.h"
 #include "lc/alloc.h"
 #include "lc/labels.h"
 #include "sampler.h"
@@ -47,8 +48,6 @@ uint64_t *agt_u64map_get(const agt_u64map_t *m, uint64_t key);
 /* The value slot of key, inserted as 0 if absent (*added tells). */
 uint64_t *agt_u64map_put(agt_u64map_t *m, uint64_t key, bool *added);
 bool agt_u64map_del(agt_u64map_t *m, uint64_t key);
-
-uint64_t agt_mix64(uint64_t x);
 
 /* ---------------------------------------------------------------- sampler */
 

@@ -37,7 +37,7 @@ struct agt_elfcache_s {
 
 static uint64_t file_key(uint64_t dev, uint64_t inode)
 {
-    uint64_t k = agt_mix64(dev * 0x9e3779b97f4a7c15ULL) ^ inode;
+    uint64_t k = lc_mix64(dev * 0x9e3779b97f4a7c15ULL) ^ inode;
     return k ? k : 1;
 }
 

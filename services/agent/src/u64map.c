@@ -5,18 +5,9 @@
  */
 #include <string.h>
 
+#include "lc/hash.h"
 #include "agent_int.h"
 #include "lc/log.h"
-
-uint64_t agt_mix64(uint64_t x)
-{
-    x ^= x >> 33;
-    x *= 0xff51afd7ed558ccdULL;
-    x ^= x >> 33;
-    x *= 0xc4ceb9fe1a85ec53ULL;
-    x ^= x >> 33;
-    return x;
-}
 
 void agt_u64map_init(agt_u64map_t *m)
 {
@@ -39,7 +30,7 @@ void agt_u64map_clear(agt_u64map_t *m)
 
 static size_t slot_of(const agt_u64map_t *m, uint64_t key)
 {
-    return (size_t)agt_mix64(key) & (m->cap - 1);
+    return (size_t)lc_mix64(key) & (m->cap - 1);
 }
 
 static void u64map_grow(agt_u64map_t *m)

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "lc/utf8.h"
 #include "ingester_int.h"
 
 #define GODELTAPROF_PREFIX "godeltaprof_"
@@ -83,38 +84,13 @@ int ing_push_labels_normalize(lc_labels_t *ls, const ing_label_limits_t *lim, lc
 
 /* ---------------------------------------------------------------- checks */
 
-static bool utf8_valid(const char *s)
-{
-    const uint8_t *p = (const uint8_t *)s;
-    while (*p) {
-        size_t n = *p < 0x80         ? 0
-                   : (*p >> 5) == 6  ? 1
-                   : (*p >> 4) == 14 ? 2
-                   : (*p >> 3) == 30 ? 3
-                                     : 9;
-        if (n == 9)
-            return false;
-        uint32_t cp = n == 0 ? *p : *p & (0x3f >> n);
-        for (size_t i = 1; i <= n; i++) {
-            if ((p[i] & 0xc0) != 0x80)
-                return false;
-            cp = cp << 6 | (p[i] & 0x3f);
-        }
-        static const uint32_t min_cp[4] = {0, 0x80, 0x800, 0x10000};
-        if (cp < min_cp[n] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
-            return false;
-        p += n + 1;
-    }
-    return true;
-}
-
 static int check_one(const lc_label_t *l, const ing_label_limits_t *lim, lc_status_t *st)
 {
     if (!*l->name)
         return lc_status_set(st, LC_CODE_INVALID_ARGUMENT, "label with an empty name");
-    if (!utf8_valid(l->name) || !utf8_valid(l->value))
+    if (!lc_utf8_valid_str(l->name) || !lc_utf8_valid_str(l->value))
         return lc_status_set(st, LC_CODE_INVALID_ARGUMENT, "label %.64s: invalid UTF-8",
-                             utf8_valid(l->name) ? l->name : "(name)");
+                             lc_utf8_valid_str(l->name) ? l->name : "(name)");
     if (strlen(l->name) > lim->max_name_bytes)
         return lc_status_set(st, LC_CODE_INVALID_ARGUMENT,
                              "label name %.64s... is longer than %zu bytes", l->name,

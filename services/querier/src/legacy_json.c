@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lc/utf8.h"
 #include "querier_int.h"
 
 #define TL_RESOLUTION 1500         /* points per range (Grafana's default) */
@@ -176,27 +177,6 @@ static void jw_printf_u64(jw_t *w, uint64_t v)
         w->rc = lc_buf_printf(w->out, "%llu", (unsigned long long)v);
 }
 
-/* Length of the valid UTF-8 sequence at s (as Go's utf8.DecodeRune accepts
- * it: no overlongs, no surrogates, <= U+10FFFF), 0 if invalid; *cp gets it. */
-static size_t utf8_seq(const unsigned char *s, size_t n, uint32_t *cp)
-{
-    unsigned char c = s[0];
-    size_t len = c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : c >= 0xc0 ? 2 : 0;
-    if (len == 0 || len > n || c > 0xf4 || c < 0xc2)
-        return 0;
-    uint32_t v = c & (0x3f >> (len - 1));
-    for (size_t i = 1; i < len; i++) {
-        if ((s[i] & 0xc0) != 0x80)
-            return 0;
-        v = v << 6 | (s[i] & 0x3f);
-    }
-    static const uint32_t min[5] = {0, 0, 0x80, 0x800, 0x10000};
-    if (v < min[len] || v > 0x10ffff || (v >= 0xd800 && v <= 0xdfff))
-        return 0;
-    *cp = v;
-    return len;
-}
-
 /* One byte below 0x80 as encoding/json writes it inside a string. */
 static const char *ascii_escape(unsigned char c, char tmp[8])
 {
@@ -241,7 +221,7 @@ static void jw_string(jw_t *w, const char *s, size_t len)
     jw_raw(w, "\"");
     for (size_t i = 0; i < len && w->rc == 0;) {
         uint32_t cp = 0;
-        size_t n = p[i] < 0x80 ? 1 : utf8_seq(p + i, len - i, &cp);
+        size_t n = p[i] < 0x80 ? 1 : lc_utf8_decode(p + i, len - i, &cp);
         if (p[i] < 0x80)
             jw_raw(w, ascii_escape(p[i], tmp));
         else if (n == 0)

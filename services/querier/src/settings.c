@@ -15,6 +15,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "lc/utf8.h"
 #include "lc/tenant.h"
 #include "services_extra.h"
 #include "settings/v1/setting.pb-c.h"
@@ -44,42 +45,6 @@ static int settings_tenant(lc_http_req_t *req, const qry_extra_t *x, const char 
                              "settings belong to one tenant; X-Scope-OrgID names %zu", n);
     *tenant = tenants[0];
     return 0;
-}
-
-/* Continuation bytes after a UTF-8 lead byte; -1 for a byte that cannot lead. */
-static int utf8_extra_bytes(unsigned char b)
-{
-    if (b < 0x80)
-        return 0;
-    if ((b & 0xe0) == 0xc0)
-        return 1;
-    if ((b & 0xf0) == 0xe0)
-        return 2;
-    if ((b & 0xf8) == 0xf0)
-        return 3;
-    return -1;
-}
-
-/* RFC 3629 UTF-8: no overlongs, no surrogates, nothing past U+10FFFF. */
-static bool utf8_valid(const char *s)
-{
-    static const uint32_t min_cp[4] = {0, 0x80, 0x800, 0x10000};
-    const unsigned char *p = (const unsigned char *)s;
-    while (*p) {
-        int extra = utf8_extra_bytes(*p);
-        if (extra < 0)
-            return false;
-        uint32_t cp = extra ? *p & (0x3fu >> extra) : *p;
-        for (int i = 1; i <= extra; i++) {
-            if ((p[i] & 0xc0) != 0x80) /* also stops at the terminating NUL */
-                return false;
-            cp = cp << 6 | (p[i] & 0x3f);
-        }
-        if (cp < min_cp[extra] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
-            return false;
-        p += extra + 1;
-    }
-    return true;
 }
 
 /* Maps a settings-store error for setting `name` to a client status. */
@@ -160,9 +125,9 @@ static int check_setting(const Settings__V1__Setting *m, lc_status_t *st)
         return lc_status_set(st, LC_CODE_INVALID_ARGUMENT, "no setting values provided");
     if (!m->name[0])
         return lc_status_set(st, LC_CODE_INVALID_ARGUMENT, "no setting name provided");
-    if (!utf8_valid(m->name) || !utf8_valid(m->value))
+    if (!lc_utf8_valid_str(m->name) || !lc_utf8_valid_str(m->value))
         return lc_status_set(st, LC_CODE_INVALID_ARGUMENT, "setting %s is not valid UTF-8",
-                             utf8_valid(m->name) ? "value" : "name");
+                             lc_utf8_valid_str(m->name) ? "value" : "name");
     return 0;
 }
 

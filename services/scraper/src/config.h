@@ -149,8 +149,6 @@ int scr_parse_duration(const char *s, int64_t *ns) LC_MUST_CHECK;
 void scr_format_duration(int64_t ns, char *out, size_t len);
 
 void scr_group_fini(scr_group_t *g);
-/* Well-formed UTF-8 (label values must be). */
-bool scr_valid_utf8(const char *s);
 void scr_client_fini(scr_client_t *c);
 
 /* ---- YAML walking, shared by the config files (config_yaml.c) ---- */

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "lc/utf8.h"
 #include "config.h"
 #include "lc/alloc.h"
 
@@ -61,7 +62,7 @@ int scr_config_labels(scr_yaml_t *y, yaml_node_t *n, const char *field, lc_label
                                  name ? name : "");
         if (!value)
             return scr_yaml_fail(y, vn, field, "the value of label %s must be a string", name);
-        if (!scr_valid_utf8(value))
+        if (!lc_utf8_valid_str(value))
             return scr_yaml_fail(y, vn, field, "the value of label %s is not valid UTF-8", name);
         if (lc_labels_get(out, name))
             return scr_yaml_fail(y, kn, field, "label %s is set twice", name);

@@ -309,21 +309,3 @@ void scr_format_duration(int64_t ns, char *out, size_t len)
     }
 }
 
-bool scr_valid_utf8(const char *s)
-{
-    const unsigned char *p = (const unsigned char *)s;
-    while (*p) {
-        size_t n = *p < 0x80           ? 1
-                   : (*p >> 5) == 0x6  ? 2
-                   : (*p >> 4) == 0xe  ? 3
-                   : (*p >> 3) == 0x1e ? 4
-                                       : 0;
-        if (!n)
-            return false;
-        for (size_t i = 1; i < n; i++)
-            if ((p[i] & 0xc0) != 0x80)
-                return false;
-        p += n;
-    }
-    return true;
-}

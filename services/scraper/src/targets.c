@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lc/utf8.h"
 #include "lc/alloc.h"
 #include "targets.h"
 
@@ -305,7 +306,7 @@ static const char *finish_labels(lc_labels_t *ls)
     set_if_absent(ls, "instance", full);
     lc_free(full);
     for (size_t i = 0; i < ls->n; i++)
-        if (!scr_valid_utf8(ls->v[i].value))
+        if (!lc_utf8_valid_str(ls->v[i].value))
             return "a label value is not valid UTF-8";
     lc_labels_sort(ls);
     return NULL;

@@ -1,0 +1,98 @@
+#!/usr/bin/env python3
+"""The layering rules, checked on the sources (the build enforces the first
+one too, since each libcommon room sees only the include directories of the
+rooms below it; this names the offending line):
+
+1. libcommon's rooms are layered base -> net -> profile -> store -> query ->
+   pipeline -> shell: a file includes `lc/*.h` only from its own room or a
+   lower one.
+2. A private header (`*_int.h`) is included only by its own room.
+3. services: process is below the roles; a role (ingester, querier, scraper,
+   agent) never includes another role's private header, and the ingester
+   library does not include the querier at all (the querier may mount on the
+   ingester's store through lc/, never the other way round); a binary's
+   main.c may name any role's nodes through its public header.
+
+Exit 1 with one line per violation."""
+import os
+import re
+import subprocess
+import sys
+
+ROOMS = ["base", "net", "profile", "store", "query", "pipeline", "shell"]
+INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
+
+
+def tracked(prefix):
+    out = subprocess.run(["git", "ls-files", prefix], capture_output=True, text=True,
+                         check=True).stdout.split()
+    return [f for f in out if f.endswith((".c", ".h"))]
+
+
+def lc_header_rooms():
+    rooms = {}
+    for room in ROOMS:
+        d = os.path.join("libcommon", room, "include", "lc")
+        for name in os.listdir(d) if os.path.isdir(d) else ():
+            rooms[f"lc/{name}"] = room
+    return rooms
+
+
+def includes(path):
+    with open(path, encoding="utf-8", errors="replace") as f:
+        text = f.read()
+    for m in INCLUDE.finditer(text):
+        yield text.count("\n", 0, m.start()) + 1, m.group(1)
+
+
+def check_libcommon(header_room, errors):
+    for path in tracked("libcommon"):
+        room = path.split("/")[1]
+        if room not in ROOMS:
+            errors.append(f"{path}: not inside a room ({', '.join(ROOMS)})")
+            continue
+        for line, inc in includes(path):
+            if inc in header_room and ROOMS.index(header_room[inc]) > ROOMS.index(room):
+                errors.append(f"{path}:{line}: room {room} includes {inc} of the higher room "
+                              f"{header_room[inc]}")
+            if inc.endswith("_int.h") and not os.path.exists(os.path.join(os.path.dirname(path), inc)):
+                errors.append(f"{path}:{line}: {inc} is another room's private header")
+
+
+def check_services(errors):
+    roles = {"ingester", "querier", "scraper", "agent", "process", "ember"}
+    querier_headers = {os.path.basename(f) for f in tracked("services/querier") if f.endswith(".h")}
+    for path in tracked("services"):
+        role = path.split("/")[1]
+        if role not in roles:
+            continue
+        here = os.path.dirname(path)
+        for line, inc in includes(path):
+            if inc.endswith("_int.h") and not os.path.exists(os.path.join(here, inc)):
+                errors.append(f"{path}:{line}: {inc} is another room's private header")
+            # A binary's main.c (services/<role>/main.c) names the nodes it runs and
+            # may take them from any role's public header: ember-ingester runs the
+            # querier role's shard node. The ingester library itself never may.
+            binary = path == f"services/{role}/main.c"
+            if role == "ingester" and inc in querier_headers and not binary:
+                errors.append(f"{path}:{line}: the ingester includes the querier's {inc}")
+            if role == "process" and not inc.startswith("lc/") and \
+                    not os.path.exists(os.path.join(here, inc)):
+                errors.append(f"{path}:{line}: process (below the roles) includes {inc}")
+
+
+def main():
+    os.chdir(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+    errors = []
+    check_libcommon(lc_header_rooms(), errors)
+    check_services(errors)
+    for e in errors:
+        print(e)
+    if errors:
+        print(f"check-layers: {len(errors)} violation(s); see docs/architecture.md (rooms)")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
