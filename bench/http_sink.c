@@ -89,7 +89,16 @@ static void on_signal(int sig) { (void)sig; g_stop = 1; }
 
 int main(int argc, char **argv)
 {
-    int port = argc > 1 ? atoi(argv[1]) : 0;
+    long port = 0;
+    if (argc > 1) {
+        char *end = NULL;
+        errno = 0;
+        port = strtol(argv[1], &end, 10);
+        if (errno || end == argv[1] || *end || port < 0 || port > 65535) {
+            fprintf(stderr, "usage: http_sink [PORT]\n");
+            return 2;
+        }
+    }
     int ls = socket(AF_INET, SOCK_STREAM, 0), one = 1;
     struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
     a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);

@@ -14,6 +14,7 @@
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
+#include <limits.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <pthread.h>
@@ -201,21 +202,35 @@ static int load(const char *path, body_t *out)
     return 0;
 }
 
+/* A whole decimal number in [min, max], or -1 (the caller prints the usage). */
+static int parse_long(const char *s, long min, long max, long *out)
+{
+    char *end = NULL;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || end == s || *end || v < min || v > max)
+        return -1;
+    *out = v;
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 8) {
         fprintf(stderr, "usage: %s PORT CONNS REQUESTS GROUPS PODS APP BODY...\n", argv[0]);
         return 2;
     }
-    g_port = atoi(argv[1]);
-    int conns = atoi(argv[2]);
-    g_requests = atol(argv[3]);
-    g_groups = atoi(argv[4]);
-    g_pods = atoi(argv[5]);
+    long port, conns_l, groups, pods;
+    if (parse_long(argv[1], 0, 65535, &port) || parse_long(argv[2], 1, INT_MAX, &conns_l) ||
+        parse_long(argv[3], 1, LONG_MAX, &g_requests) ||
+        parse_long(argv[4], 1, MAX_GROUPS, &groups) || parse_long(argv[5], 1, INT_MAX, &pods))
+        return 2;
+    g_port = (int)port;
+    int conns = (int)conns_l;
+    g_groups = (int)groups;
+    g_pods = (int)pods;
     g_app = argv[6];
     g_nbodies = argc - 7;
-    if (conns < 1 || g_requests < 1 || g_groups < 1 || g_groups > MAX_GROUPS || g_pods < 1)
-        return 2;
     signal(SIGPIPE, SIG_IGN);
     g_bodies = calloc((size_t)g_nbodies, sizeof *g_bodies);
     g_lat_ms = calloc((size_t)g_requests, sizeof *g_lat_ms);

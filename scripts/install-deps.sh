@@ -12,12 +12,17 @@ PKGS=(
   # protoc + python3-protobuf for independent encoding, clang for fuzzing
   golang-go protobuf-compiler python3 python3-protobuf redis-server
   clang libclang-rt-14-dev curl jq
+  # habits: scripts/check-tidy.sh and the .clang-format check
+  clang-tidy clang-format
   # the eBPF agent: libbpf + libelf, bpftool (vmlinux.h, skeletons), llvm-strip;
   # linux-perf is the agent tests' independent oracle
   libbpf-dev libelf-dev bpftool llvm linux-perf
   # the web UI's browser tests and benchmark: headless Chromium driven by
   # playwright-core from npm (no browser download)
   chromium
+  # the Kubernetes chart tests: a venv for kubernetes-validate, network namespaces
+  # (ip netns, veth, bridge) for the simulated cluster
+  python3-venv python3-yaml iproute2
 )
 
 missing=()

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ingester_int.h"
+#include "receive_int.h"
 
 typedef struct bounds_s {
     const uint8_t *start, *end;

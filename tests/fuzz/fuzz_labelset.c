@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ingester_int.h"
+#include "receive_int.h"
 
 static bool key_ok(const char *k)
 {

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ingester_int.h"
+#include "receive_int.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ingester_int.h"
+#include "receive_int.h"
 
 typedef struct check_s {
     const ing_speedscope_t *ss;

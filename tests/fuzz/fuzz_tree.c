@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ingester_int.h"
+#include "receive_int.h"
 
 static int check_stack(const char *stack, size_t len, int64_t value, void *data)
 {

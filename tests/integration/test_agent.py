@@ -10,6 +10,7 @@ process. Needs root (CI runs as root) and a kernel with BTF.
 import os
 import re
 import shutil
+import signal
 import subprocess
 import tempfile
 import time
@@ -190,9 +191,13 @@ class AgentTest(unittest.TestCase):
         if not shutil.which("perf"):
             return None
         data = os.path.join(self.tmp, "perf.data")
-        subprocess.run(["perf", "record", "-q", "-F", "99", "-g", "-o", data, "-p",
-                        ",".join(map(str, pids)), "--", "sleep", str(seconds)], check=True,
-                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        # When every target exits before `sleep` ends (perf started late on a
+        # loaded machine), perf stops the workload with SIGTERM and re-raises
+        # it on itself; what it recorded up to then is complete.
+        r = subprocess.run(["perf", "record", "-q", "-F", "99", "-g", "-o", data, "-p",
+                            ",".join(map(str, pids)), "--", "sleep", str(seconds)],
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.assertIn(r.returncode, (0, -signal.SIGTERM), "perf record failed")
         report = subprocess.run(["perf", "report", "-i", data, "--stdio", "--no-children",
                                  "--sort", "sym", "-g", "none", "--percent-limit", "1"],
                                 capture_output=True, text=True, check=True).stdout

@@ -29,6 +29,11 @@ class HttpTest(h.ServerTestCase):
         self.assertEqual(r.status, 200, r.describe())
         self.assertEqual(r.body.strip(), b"ready")
 
+    def test_live(self):
+        r = self.srv.request("GET", "/live")
+        self.assertEqual(r.status, 200, r.describe())
+        self.assertEqual(r.body.strip(), b"alive")
+
     def test_metrics_count_ingest_and_queries(self):
         before = self.srv.metrics()
         r = self.srv.ingest("metrics-app", h.read_testdata(GOOD), {"format": "pprof"},

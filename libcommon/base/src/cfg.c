@@ -742,8 +742,10 @@ static int yaml_walk_root(yaml_walk_t *w)
 static int yaml_walk_stream(yaml_walk_t *w)
 {
     yaml_event_type_t type;
-    if (yaml_next_type(w, &type) != 0 || yaml_next_type(w, &type) != 0)
-        return -1;   /* the stream start, then a document start or the stream end */
+    if (yaml_next_type(w, &type) != 0) /* the stream start */
+        return -1;
+    if (yaml_next_type(w, &type) != 0) /* then a document start or the stream end */
+        return -1;
     if (type == YAML_STREAM_END_EVENT)
         return 0;    /* an empty file sets nothing */
     if (yaml_walk_root(w) != 0 || yaml_next_type(w, &type) != 0 || yaml_next_type(w, &type) != 0)

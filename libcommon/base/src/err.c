@@ -78,6 +78,7 @@ lc_code_t lc_code_from_http(int s)
     }
 }
 
+LC_PRINTF(4, 0)
 static int status_vset(lc_status_t *st, int http, lc_code_t code, const char *fmt, va_list ap)
 {
     if (!st)

@@ -442,8 +442,7 @@ static lc_http_result_t connect_on_work(lc_http_req_t *req, void *data)
     lc_connect_codec_t codec;
 
     if (lc_connect_decode(req, m->in, &in, &codec, &st) != 0 ||
-        m->fn(req, in, &out, &st, m->data) != 0 ||
-        lc_connect_deadline_passed(req, started, &st)) {
+        m->fn(req, in, &out, &st, m->data) != 0 || lc_connect_deadline_passed(req, started, &st)) {
         lc_connect_error(req, &st);
     } else if (!out) {
         lc_status_set(&st, LC_CODE_INTERNAL, "handler returned no message");

@@ -156,6 +156,14 @@ static lc_http_result_t ready_handler(lc_http_req_t *req, void *data)
     return LC_HTTP_DONE;
 }
 
+/* The process answers: what a liveness probe asks (readiness is /ready). */
+static lc_http_result_t live_handler(lc_http_req_t *req, void *data)
+{
+    LC_UNUSED(data);
+    lc_http_reply(req, 200, "text/plain", "alive", 5);
+    return LC_HTTP_DONE;
+}
+
 static lc_http_result_t metrics_handler(lc_http_req_t *req, void *data)
 {
     proc_t *p = data;
@@ -173,7 +181,10 @@ static int register_ops_routes(proc_t *p)
     lc_http_route_t ready = {.path = "/ready", .methods = "GET", .work = ready_handler, .data = p};
     lc_http_route_t metrics = {
         .path = "/metrics", .methods = "GET", .work = metrics_handler, .data = p};
+    lc_http_route_t live = {.path = "/live", .methods = "GET", .work = live_handler, .data = p};
     int rc = lc_httpd_route(p->pub.httpd, &ready);
+    if (!rc)
+        rc = lc_httpd_route(p->pub.httpd, &live);
     return rc ? rc : lc_httpd_route(p->pub.httpd, &metrics);
 }
 

@@ -89,7 +89,7 @@ typedef struct settings_key_s {
     size_t prefix_len; /* tenant + NUL */
 } settings_key_t;
 
-static void key_build(settings_key_t *k, const char *tenant, const char *name)
+static void settings_store_key_build(settings_key_t *k, const char *tenant, const char *name)
 {
     size_t t = strlen(tenant), n = strlen(name); /* both checked against the caps */
     memcpy(k->bytes, tenant, t);
@@ -211,7 +211,7 @@ static int lmdb_list(lc_settings_store_t *base, const char *tenant, lc_arena_t *
 {
     lmdb_settings_t *s = (lmdb_settings_t *)base;
     settings_key_t k;
-    key_build(&k, tenant, "");
+    settings_store_key_build(&k, tenant, "");
     MDB_txn *txn;
     int rc = mdb_txn_begin(s->env, NULL, MDB_RDONLY, &txn);
     if (rc)
@@ -269,7 +269,7 @@ static int put_setting(MDB_txn *txn, MDB_dbi dbi, const settings_key_t *k, const
 static int lmdb_set_in(MDB_txn *txn, MDB_dbi dbi, const char *tenant, const lc_setting_t *in)
 {
     settings_key_t k;
-    key_build(&k, tenant, in->name);
+    settings_store_key_build(&k, tenant, in->name);
     bool found;
     int64_t stamp;
     int rc = stored_stamp(txn, dbi, &k, &found, &stamp);
@@ -292,7 +292,7 @@ static int lmdb_del_in(MDB_txn *txn, MDB_dbi dbi, const char *tenant, const char
                        int64_t now_ms)
 {
     settings_key_t k;
-    key_build(&k, tenant, name);
+    settings_store_key_build(&k, tenant, name);
     bool found;
     int64_t stamp;
     int rc = stored_stamp(txn, dbi, &k, &found, &stamp);

@@ -215,7 +215,7 @@ int64_t lc_store__partition(const lc_store_t *s, int64_t time_ns)
     return q * d;
 }
 
-static store_block_t *block_new(lc_store_t *s, int64_t start_ns)
+static store_block_t *store_block_new(lc_store_t *s, int64_t start_ns)
 {
     store_block_t *b = lc_xcalloc(1, sizeof(*b));
     char name[32];
@@ -298,7 +298,7 @@ static int block_dbis_open(store_block_t *b, MDB_env *env)
     return rc ? lc_store__mdb_fail(rc, "txn commit (open)") : 0;
 }
 
-static int env_open(const lc_store_t *s, const char *path, MDB_env **out)
+static int store_env_open(const lc_store_t *s, const char *path, MDB_env **out)
 {
     MDB_env *env;
     int rc = mdb_env_create(&env);
@@ -323,7 +323,7 @@ static int env_open(const lc_store_t *s, const char *path, MDB_env **out)
 static int block_env_open(lc_store_t *s, store_block_t *b)
 {
     MDB_env *env;
-    int rc = env_open(s, b->path, &env);
+    int rc = store_env_open(s, b->path, &env);
     if (rc)
         return rc;
     rc = block_dbis_open(b, env);
@@ -343,7 +343,7 @@ static int block_init(const lc_store_t *s, const store_block_t *b, const char *p
     MDB_txn *txn;
     store_block_t tmp = *b;
     store_meta_t m;
-    int rc = env_open(s, path, &env);
+    int rc = store_env_open(s, path, &env);
     if (rc)
         return rc;
     rc = mdb_txn_begin(env, NULL, 0, &txn);
@@ -446,7 +446,7 @@ static store_block_t *registry_find(const lc_store_t *s, int64_t start_ns)
  * no one else can register the same partition meanwhile. */
 static int acquire_new(lc_store_t *s, int64_t start_ns, store_block_t **out)
 {
-    store_block_t *b = block_new(s, start_ns);
+    store_block_t *b = store_block_new(s, start_ns);
     int rc = block_create(s, b);
     if (!rc) {
         pthread_mutex_lock(&s->mu);
@@ -574,7 +574,7 @@ static int store_scan(lc_store_t *s)
             LC_LOG_WARN("store: ignoring unexpected entry path=%s/%s", s->blocks_dir, e->d_name);
             continue;
         }
-        registry_insert(s, block_new(s, start));
+        registry_insert(s, store_block_new(s, start));
     }
     closedir(d);
     return 0;

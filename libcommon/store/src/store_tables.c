@@ -36,7 +36,7 @@ uint64_t lc_store__hash(const void *p, size_t len, uint64_t seed)
 }
 
 /* Slot arrays are sized so the load stays under 1/2. */
-static uint32_t *slots_new(size_t n)
+static uint32_t *store_tables_slots_new(size_t n)
 {
     return lc_xcalloc(n, sizeof(uint32_t));
 }
@@ -52,7 +52,7 @@ void lc_store__symtab_init(store_symtab_t *t)
 {
     memset(t, 0, sizeof(*t));
     t->mask = TAB_MIN_SLOTS - 1;
-    t->slots = slots_new(TAB_MIN_SLOTS);
+    t->slots = store_tables_slots_new(TAB_MIN_SLOTS);
     lc_buf_init(&t->bytes, LC_BUF_UNLIMITED);
 }
 
@@ -67,7 +67,7 @@ void lc_store__symtab_fini(store_symtab_t *t)
 static void symtab_grow(store_symtab_t *t)
 {
     size_t n = (t->mask + 1) * 2;
-    uint32_t *slots = slots_new(n);
+    uint32_t *slots = store_tables_slots_new(n);
     for (size_t id = 1; id <= t->count; id++) {
         size_t i = t->entries[id - 1].hash & (n - 1);
         while (slots[i])

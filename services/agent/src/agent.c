@@ -19,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "lc/clock.h"
 #include "agent_int.h"
 #include "lc/log.h"
 
@@ -91,13 +92,6 @@ typedef struct agt_pub_s {
 } agt_pub_t;
 
 static void agt_kick(agt_t *a);
-
-static int64_t realtime_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
 
 static int64_t clock_ns(clockid_t id)
 {
@@ -402,7 +396,7 @@ static void job_after(uv_work_t *w, int status)
 
 static void agt_swap(agt_t *a)
 {
-    int64_t now = realtime_ns();
+    int64_t now = lc_realtime_ns();
     a->drain_buffer = agt_sampler_swap(a->sampler);
     a->drain_wanted = true;
     a->drain_start_ns = a->window_start_ns;
@@ -663,7 +657,7 @@ int agt_new(uv_loop_t *loop, const agt_opts_t *opts, lc_transport_t *tr, lc_metr
     if (!rc) {
         lc_metric_set(a->m.cpus, agt_sampler_n_cpus(a->sampler));
         start_kube(a);
-        a->window_start_ns = realtime_ns();
+        a->window_start_ns = lc_realtime_ns();
         rc = start_loop_side(a);
     }
     if (rc) {

@@ -312,14 +312,13 @@ typedef struct agt_build_ctx_s {
 } agt_build_ctx_t;
 
 /* One encoded ember.v1.IngestProfile. */
-#define AGT_INGEST_ID_BYTES 16
 
 typedef struct agt_msg_s {
     uint8_t *data;
     size_t len;
     uint32_t partition;
     uint64_t samples;
-    uint8_t ingest_id[AGT_INGEST_ID_BYTES]; /* data's ingest id: the transport's dedupe id */
+    uint8_t ingest_id[LC_INGEST_ID_BYTES]; /* data's ingest id: the transport's dedupe id */
 } agt_msg_t;
 
 typedef struct agt_msgs_s {

@@ -51,7 +51,8 @@ static bool build_id_from_notes(Elf_Data *data, char out[65])
     size_t off = 0, name_off, desc_off;
     while ((off = gelf_getnote(data, off, &nhdr, &name_off, &desc_off)) > 0) {
         const char *name = (const char *)data->d_buf + name_off;
-        if (nhdr.n_type != NT_GNU_BUILD_ID_TYPE || nhdr.n_namesz != 4 || memcmp(name, "GNU", 4))
+        if (nhdr.n_type != NT_GNU_BUILD_ID_TYPE || nhdr.n_namesz != 4 ||
+            memcmp(name, "GNU", 4) != 0)
             continue;
         const uint8_t *id = (const uint8_t *)data->d_buf + desc_off;
         size_t n = nhdr.n_descsz > 32 ? 32 : nhdr.n_descsz;

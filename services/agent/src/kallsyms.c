@@ -11,6 +11,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "lc/clock.h"
 #include "agent_int.h"
 
 #define KALLSYMS_MAX_SYMBOLS (4u << 20)
@@ -25,13 +26,6 @@ static int ks_entry_cmp(const void *a, const void *b)
 {
     const ks_entry_t *x = a, *y = b;
     return x->addr < y->addr ? -1 : x->addr > y->addr;
-}
-
-static int64_t mono_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
 /* Appends "name" or "name [module]" to text; returns its offset. */
@@ -115,7 +109,7 @@ int agt_kallsyms_load(const char *path, agt_kallsyms_t *ks)
     ks->n = n;
     size_t len;
     ks->text = (char *)lc_buf_steal(&text, &len);
-    ks->loaded_ns = mono_ns();
+    ks->loaded_ns = lc_monotonic_ns();
     return 0;
 }
 

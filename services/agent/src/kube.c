@@ -18,6 +18,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "lc/clock.h"
 #include "agent_int.h"
 #include "lc/log.h"
 
@@ -40,13 +41,6 @@ struct agt_kube_s {
     agt_u64map_t by_id; /* id hash -> index + 1 */
     int64_t fetched_ns; /* CLOCK_MONOTONIC of the last fetch, 0 = never */
 };
-
-static int64_t kube_now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
 
 static uint64_t id_key(const char *id)
 {
@@ -247,7 +241,7 @@ const agt_pod_t *agt_kube_lookup(agt_kube_t *k, const char *container_id)
         uint64_t *slot = agt_u64map_get(&k->by_id, id_key(container_id));
         if (slot && strcmp(k->v[*slot - 1].id, container_id) == 0)
             return &k->v[*slot - 1].pod;
-        int64_t now = kube_now_ns();
+        int64_t now = lc_monotonic_ns();
         if (attempt || (k->fetched_ns && now - k->fetched_ns < KUBE_MIN_REFRESH_NS))
             break;
         k->fetched_ns = now;

@@ -18,7 +18,7 @@ typedef struct agt_node_s {
 } agt_node_t;
 
 /* ember-agent's options; ember --agent takes the rate and interval only. */
-static int fill_opts(const ember_settings_t *s, agt_opts_t *o)
+static int agt_fill_opts(const ember_settings_t *s, agt_opts_t *o)
 {
     agt_opts_default(o);
     o->sample_rate_hz = (int)s->agent_sample_rate;
@@ -41,13 +41,13 @@ static int fill_opts(const ember_settings_t *s, agt_opts_t *o)
     return 0;
 }
 
-static int node_start(lc_proc_t *p, const void *settings, void **state)
+static int agt_node_start(lc_proc_t *p, const void *settings, void **state)
 {
     const ember_settings_t *s = settings;
     if (s->bin != EMBER_BIN_AGENT && !s->agent)
         return 0; /* ember without --agent */
     agt_opts_t o;
-    int rc = fill_opts(s, &o);
+    int rc = agt_fill_opts(s, &o);
     if (rc)
         return rc;
     agt_node_t *n = lc_xcalloc(1, sizeof(*n));
@@ -57,38 +57,38 @@ static int node_start(lc_proc_t *p, const void *settings, void **state)
     return agt_new(&p->loop, &o, p->transport, p->metrics, &n->agent);
 }
 
-static void on_agent_closed(void *data)
+static void agt_on_agent_closed(void *data)
 {
     agt_node_t *n = data;
     n->agent = NULL;
     lc_proc_continue(n->p);
 }
 
-static void node_drain(lc_proc_t *p, void *state)
+static void agt_node_drain(lc_proc_t *p, void *state)
 {
     agt_node_t *n = state;
     if (n->agent)
-        agt_close(n->agent, true, on_agent_closed, n);
+        agt_close(n->agent, true, agt_on_agent_closed, n);
     else
         lc_proc_continue(p);
 }
 
 /* ember-agent is ready when sampling on every online CPU. */
-static const char *node_not_ready(void *state)
+static const char *agt_node_not_ready(void *state)
 {
     agt_node_t *n = state;
     return !n->standalone || (n->agent && agt_ready(n->agent)) ? NULL : "not sampling";
 }
 
-static void node_free(void *state)
+static void agt_node_free(void *state)
 {
     lc_free(state);
 }
 
 const lc_node_ops_t agt_node = {
     .name = "agent",
-    .start = node_start,
-    .drain = node_drain,
-    .not_ready = node_not_ready,
-    .free = node_free,
+    .start = agt_node_start,
+    .drain = agt_node_drain,
+    .not_ready = agt_node_not_ready,
+    .free = agt_node_free,
 };

@@ -20,16 +20,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <time.h>
 
+#include "lc/clock.h"
 #include "agent_int.h"
 #include "ember/v1/ingest.pb-c.h"
 #include "lc/log.h"
 #include "lc/pprof.h"
 
 #define LABEL_VALUE_MAX 1024
-#define INGEST_ID_BYTES AGT_INGEST_ID_BYTES
 #define PPROF_MAX_BYTES ((size_t)256 << 20)
 #define KERNEL_MODULE "[kernel.kallsyms]"
 
@@ -115,7 +114,7 @@ typedef struct build_s {
     agt_u64map_t map_ids; /* per process: mapping start -> builder mapping id */
 } build_t;
 
-static uint64_t group_key(const build_t *bd, const agt_proc_t *p)
+static uint64_t agt_group_key(const build_t *bd, const agt_proc_t *p)
 {
     if (bd->ctx->opts->group_by == AGT_GROUP_CONTAINER && p->container_id[0])
         return lc_hash64(p->container_id, strlen(p->container_id), 0x636f6e74ULL) | 1;
@@ -137,7 +136,7 @@ static void group_labels(const build_t *bd, const agt_proc_t *p, lc_labels_t *ou
 static group_t *group_for(build_t *bd, const agt_proc_t *p)
 {
     bool added;
-    uint64_t key = group_key(bd, p);
+    uint64_t key = agt_group_key(bd, p);
     uint64_t *slot = agt_u64map_put(&bd->by_key, key, &added);
     if (!added)
         return &bd->groups[*slot - 1];
@@ -223,7 +222,7 @@ static const char *jit_symbol(build_t *bd, agt_proc_t *p, uint64_t lookup)
     return agt_perfmap_lookup(&p->perfmap, lookup);
 }
 
-static uint64_t mapping_id(build_t *bd, group_t *g, const agt_map_t *m)
+static uint64_t agt_mapping_id(build_t *bd, group_t *g, const agt_map_t *m)
 {
     bool added;
     uint64_t *id = agt_u64map_put(&bd->map_ids, m->start ? m->start : 1, &added);
@@ -264,7 +263,7 @@ static uint64_t user_location(build_t *bd, group_t *g, agt_proc_t *p, uint64_t a
         unknown_name(module, unknown, sizeof(unknown));
         name = unknown;
     }
-    return add_location(g, m ? mapping_id(bd, g, m) : 0, addr, name, m ? m->path : "");
+    return add_location(g, m ? agt_mapping_id(bd, g, m) : 0, addr, name, m ? m->path : "");
 }
 
 static uint64_t frame_location(build_t *bd, group_t *g, agt_proc_t *p, uint64_t addr, bool kernel,
@@ -314,37 +313,10 @@ void agt_msgs_fini(agt_msgs_t *m)
     memset(m, 0, sizeof(*m));
 }
 
-static int64_t realtime_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
-
-static int random_id(uint8_t *id)
-{
-    size_t got = 0;
-    while (got < INGEST_ID_BYTES) {
-        ssize_t n = getrandom(id + got, INGEST_ID_BYTES - got, 0);
-        if (n < 0 && errno != EINTR)
-            return -errno;
-        got += n > 0 ? (size_t)n : 0;
-    }
-    return 0;
-}
-
-/* The transport partition, computed as the receivers do (publish.c): a hash
- * of tenant and series labels, so a series always lands in one partition. */
-static uint32_t partition_of(const char *tenant, const lc_labels_t *ls, uint32_t partitions)
-{
-    uint64_t h = lc_labels_hash(ls) ^ lc_hash64(tenant, strlen(tenant), 0x9e3779b97f4a7c15ULL);
-    return partitions > 1 ? (uint32_t)(h % partitions) : 0;
-}
-
 static int encode_message(build_t *bd, group_t *g, const lc_buf_t *pprof, agt_msg_t *out)
 {
-    uint8_t id[INGEST_ID_BYTES];
-    int rc = random_id(id);
+    uint8_t id[LC_INGEST_ID_BYTES];
+    int rc = lc_ingest_id_new(id);
     if (rc)
         return rc;
     const char *tenant = bd->ctx->opts->tenant;
@@ -359,8 +331,8 @@ static int encode_message(build_t *bd, group_t *g, const lc_buf_t *pprof, agt_ms
     }
     Ember__V1__IngestProfile m = EMBER__V1__INGEST_PROFILE__INIT;
     m.tenant = (char *)tenant;
-    m.ingest_id = (ProtobufCBinaryData){INGEST_ID_BYTES, id};
-    m.received_unix_nanos = realtime_ns();
+    m.ingest_id = (ProtobufCBinaryData){LC_INGEST_ID_BYTES, id};
+    m.received_unix_nanos = lc_realtime_ns();
     m.labels = ptrs;
     m.n_labels = n;
     m.pprof = (ProtobufCBinaryData){pprof->len, pprof->data};
@@ -368,7 +340,7 @@ static int encode_message(build_t *bd, group_t *g, const lc_buf_t *pprof, agt_ms
     out->len = protobuf_c_message_get_packed_size(&m.base);
     out->data = lc_xmalloc(out->len ? out->len : 1);
     protobuf_c_message_pack(&m.base, out->data);
-    out->partition = partition_of(tenant, &g->labels, bd->ctx->opts->partitions);
+    out->partition = lc_transport_partition(tenant, &g->labels, bd->ctx->opts->partitions);
     memcpy(out->ingest_id, id, sizeof(out->ingest_id));
     out->samples = g->samples;
     lc_free(pairs);

@@ -332,7 +332,7 @@ static int drain_map(int fd, size_t key_size, size_t value_size, size_t chunk, d
         rc = bpf_map_lookup_and_delete_batch(fd, first ? NULL : &token, &token, keys, vals, &count,
                                              &bopts);
         if (rc < 0 && rc != -ENOENT) {
-            if (first && (rc == -EINVAL || rc == -ENOTSUP || rc == -EOPNOTSUPP)) {
+            if (first && (rc == -EINVAL || rc == -ENOTSUP)) { /* ENOTSUP == EOPNOTSUPP on Linux */
                 rc = drain_by_iteration(fd, key_size, value_size, take, d);
                 break;
             }

@@ -15,7 +15,7 @@
  */
 #include <string.h>
 
-#include "ingester_int.h"
+#include "receive_int.h"
 
 #define NS_PER_S 1000000000LL
 

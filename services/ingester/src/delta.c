@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ingester_int.h"
+#include "write_int.h"
 #include "lc/log.h"
 
 typedef struct dl_point_s {

@@ -12,7 +12,7 @@
  */
 #include <string.h>
 
-#include "ingester_int.h"
+#include "receive_int.h"
 
 typedef struct fl_line_s {
     const char *s;

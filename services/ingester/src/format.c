@@ -7,7 +7,7 @@
  */
 #include <string.h>
 
-#include "ingester_int.h"
+#include "receive_int.h"
 
 static bool eq(const char *a, const char *b)
 {

@@ -12,7 +12,8 @@
  */
 #include <string.h>
 
-#include "ingester_int.h"
+#include "lc/clock.h"
+#include "receive_int.h"
 #include "lc/attime.h"
 #include "lc/tenant.h"
 
@@ -439,9 +440,9 @@ static int ingest_run(ingest_ctx_t *c)
 
 lc_http_result_t ing_ingest_work(lc_http_req_t *req, void *data)
 {
-    ingest_ctx_t c = {.ing = data, .req = req, .arena = req->arena, .now_ns = ing_now_ns()};
+    ingest_ctx_t c = {.ing = data, .req = req, .arena = req->arena, .now_ns = lc_realtime_ns()};
     req->user = NULL;
-    ing_count(c.ing->m_bytes, (double)req->body_len);
+    lc_metric_add(c.ing->m_bytes, (double)req->body_len);
     c.job = ing_job_new(c.ing, req, ING_ROUTE_INGEST);
     if (ingest_run(&c) < 0) {
         ing_count_rejected(c.ing, c.reason ? c.reason : "invalid_request");

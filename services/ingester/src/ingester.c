@@ -7,16 +7,11 @@
  */
 #include <time.h>
 
-#include "ingester_int.h"
+#include "lc/clock.h"
+#include "receive_int.h"
 
 #define PUSH_PATH "/push.v1.PusherService/Push"
 #define ING_MAX_TIME_NS ((int64_t)1 << 62) /* the store's limit, about year 2116 */
-
-void ing_count(lc_metric_t *m, double v)
-{
-    if (m)
-        lc_metric_add(m, v);
-}
 
 void ing_count_rejected(ing_t *ing, const char *reason)
 {
@@ -24,16 +19,9 @@ void ing_count_rejected(ing_t *ing, const char *reason)
         return;
     char labels[96];
     snprintf(labels, sizeof(labels), "reason=\"%s\"", reason);
-    ing_count(lc_metrics_counter(ing->metrics, "ember_ingest_rejected_total",
+    lc_metric_add(lc_metrics_counter(ing->metrics, "ember_ingest_rejected_total",
                                  "Ingest requests or profiles rejected, by reason", labels),
               1);
-}
-
-int64_t ing_now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
 ing_label_limits_t ing_label_limits(const ing_t *ing)

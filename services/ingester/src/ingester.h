@@ -23,6 +23,7 @@
 
 #include "lc/httpd.h"
 #include "lc/metrics.h"
+#include "google/v1/profile.pb-c.h"
 #include "lc/pprof.h"
 #include "lc/service.h"
 #include "lc/store.h"
@@ -42,6 +43,16 @@ typedef struct ing_opts_s {
 void ing_opts_default(ing_opts_t *o);
 
 typedef struct ing_s ing_t;
+
+/* A label as the receive and write rooms' pure pieces pass it around
+ * (borrowed strings). */
+typedef struct ing_kv_s {
+    const char *name;
+    const char *value;
+} ing_kv_t;
+
+/* The string at idx of p's string table, "" when out of range (both rooms). */
+const char *ing_pprof_str(const Google__V1__Profile *p, int64_t idx);
 
 /* The ingester node of the process shell (node.c): store, writer,
  * transport, receivers, retention, and ember-ingester's announcement.

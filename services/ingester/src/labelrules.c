@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "lc/utf8.h"
-#include "ingester_int.h"
+#include "receive_int.h"
 
 #define GODELTAPROF_PREFIX "godeltaprof_"
 

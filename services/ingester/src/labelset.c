@@ -11,7 +11,7 @@
  */
 #include <string.h>
 
-#include "ingester_int.h"
+#include "receive_int.h"
 
 #define NAME_KEY "__name__"
 

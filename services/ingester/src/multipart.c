@@ -16,7 +16,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "ingester_int.h"
+#include "receive_int.h"
 
 #define BOUNDARY_MAX 70
 

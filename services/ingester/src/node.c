@@ -23,6 +23,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "lc/clock.h"
 #include "ingester.h"
 #include "lc/log.h"
 #include "lc/members.h"
@@ -54,18 +55,11 @@ typedef struct ing_node_s {
 
 /* ---------------------------------------------------------------- retention */
 
-static int64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * NS_PER_S + ts.tv_nsec;
-}
-
 static void retention_work(uv_work_t *w)
 {
     ing_node_t *n = LC_CONTAINER_OF(w, ing_node_t, retention_work);
     size_t dropped = 0;
-    int rc = lc_store_retention(n->store, now_ns(), &dropped);
+    int rc = lc_store_retention(n->store, lc_realtime_ns(), &dropped);
     if (rc)
         LC_LOG_ERROR("retention failed err=\"%s\"", lc_strerror(rc));
     else if (dropped)
@@ -102,7 +96,7 @@ static int start_retention(ing_node_t *n)
 
 /* ---------------------------------------------------------------- announcement */
 
-static void on_members_state(bool up, void *data)
+static void ing_on_members_state(bool up, void *data)
 {
     ing_node_t *n = data;
     if (up)
@@ -114,7 +108,7 @@ static void on_members_state(bool up, void *data)
 
 /* The first list that shows this ingester live comes after its first
  * heartbeat (same link, in order), which registered it in its zone. */
-static void on_members_change(lc_members_t *m, const lc_member_t *live, size_t count, void *data)
+static void ing_on_members_change(lc_members_t *m, const lc_member_t *live, size_t count, void *data)
 {
     ing_node_t *n = data;
     LC_UNUSED(m);
@@ -128,39 +122,39 @@ static void on_members_change(lc_members_t *m, const lc_member_t *live, size_t c
     }
 }
 
-static int join(ing_node_t *n)
+static int ing_join(ing_node_t *n)
 {
     lc_members_opts_t mo = {.url = n->s->redis_url,
                             .role = "ingester",
                             .self_id = n->consumer_id,
                             .self_addr = n->advertise,
                             .zone = n->s->zone,
-                            .on_change = on_members_change,
+                            .on_change = ing_on_members_change,
                             .change_data = n,
                             .cmd_timeout_ms = REDIS_CMD_TIMEOUT_MS,
-                            .on_state = on_members_state,
+                            .on_state = ing_on_members_state,
                             .state_data = n};
     int rc = lc_members_new(&n->p->loop, &mo, &n->members);
     if (rc)
-        LC_LOG_ERROR("cannot join the ingesters url=%s err=\"%s\"", n->s->redis_url,
+        LC_LOG_ERROR("cannot ing_join the ingesters url=%s err=\"%s\"", n->s->redis_url,
                      lc_strerror(rc));
     return rc;
 }
 
 /* The claims record of a previous life is forgotten: nothing stored here is
  * also in another ingester's store, so the queriers may ask this one now. */
-static void on_transport_settled(void *data)
+static void ing_on_transport_settled(void *data)
 {
     ing_node_t *n = data;
     if (!n->announce || n->p->stopping || n->members)
         return;
-    if (join(n) != 0) {
-        LC_LOG_ERROR("cannot join: stopping");
+    if (ing_join(n) != 0) {
+        LC_LOG_ERROR("cannot ing_join: stopping");
         lc_proc_stop(n->p);
     }
 }
 
-static void on_transport_state(bool up, void *data)
+static void ing_on_transport_state(bool up, void *data)
 {
     ing_node_t *n = data;
     if (up)
@@ -203,9 +197,9 @@ static int start_redis_transport(ing_node_t *n)
         .forget = ing_writer_forget,
         .publish_retry_ms = (uint32_t)(s->publish_retry_ns / 1000000),
         .metrics = n->p->metrics,
-        .hold_consume = n->announce, /* until registered in the zone: on_members_change */
-        .on_state = on_transport_state,
-        .on_settled = on_transport_settled, /* joins the membership */
+        .hold_consume = n->announce, /* until registered in the zone: ing_on_members_change */
+        .on_state = ing_on_transport_state,
+        .on_settled = ing_on_transport_settled, /* joins the membership */
         .state_data = n,
     };
     int rc = lc_transport_redis_new(&n->p->loop, &to, ing_writer_consume, n->writer,
@@ -258,7 +252,7 @@ static int start_receivers(ing_node_t *n)
     return ing_new(&n->p->loop, &io, n->p->httpd, n->transport, n->p->metrics, &n->receivers);
 }
 
-static void register_metrics(ing_node_t *n)
+static void ing_node_register_metrics(ing_node_t *n)
 {
     lc_metrics_t *m = n->p->metrics;
     n->backlog_bytes = lc_metrics_gauge(m, "ember_ingest_backlog_bytes",
@@ -274,14 +268,14 @@ static void register_metrics(ing_node_t *n)
 
 /* ---------------------------------------------------------------- the node */
 
-static int node_start(lc_proc_t *p, const void *settings, void **state)
+static int ing_node_start(lc_proc_t *p, const void *settings, void **state)
 {
     ing_node_t *n = lc_xcalloc(1, sizeof(*n));
     *state = n;
     n->p = p;
     n->s = settings;
     n->announce = n->s->bin == EMBER_BIN_INGESTER && ember_clustered(n->s);
-    register_metrics(n);
+    ing_node_register_metrics(n);
     int rc = start_storage(n);
     if (!rc)
         rc = start_receivers(n);
@@ -308,7 +302,7 @@ static char *advertise_url(const ember_settings_t *s, int port)
     return lc_xstrdup(url);
 }
 
-static int node_listening(lc_proc_t *p, void *state)
+static int ing_node_listening(lc_proc_t *p, void *state)
 {
     ing_node_t *n = state;
     n->advertise = advertise_url(n->s, lc_httpd_port(p->httpd));
@@ -317,7 +311,7 @@ static int node_listening(lc_proc_t *p, void *state)
     return 0;
 }
 
-static void on_left(void *data)
+static void ing_on_left(void *data)
 {
     ing_node_t *n = data;
     n->members = NULL;
@@ -327,19 +321,19 @@ static void on_left(void *data)
 
 /* Leave first, so queriers stop asking a process that is going away. The
  * retention timer stops here too: no new work once stopping. */
-static void node_drain(lc_proc_t *p, void *state)
+static void ing_node_drain(lc_proc_t *p, void *state)
 {
     ing_node_t *n = state;
     if (n->retention_started)
         uv_close((uv_handle_t *)&n->retention_timer, NULL);
     n->retention_started = false;
     if (n->members)
-        lc_members_close(n->members, on_left, n);
+        lc_members_close(n->members, ing_on_left, n);
     else
         lc_proc_continue(p);
 }
 
-static void on_transport_closed(void *data)
+static void ing_on_transport_closed(void *data)
 {
     ing_node_t *n = data;
     n->transport = NULL;
@@ -349,18 +343,18 @@ static void on_transport_closed(void *data)
 }
 
 /* Last of all: every accepted profile reaches the store. */
-static void node_close(lc_proc_t *p, void *state)
+static void ing_node_close(lc_proc_t *p, void *state)
 {
     ing_node_t *n = state;
     if (n->transport)
-        lc_transport_close(n->transport, on_transport_closed, n);
+        lc_transport_close(n->transport, ing_on_transport_closed, n);
     else
         lc_proc_continue(p);
 }
 
 /* Up only when every link works: membership (queriers see us), the publish
  * link (receivers can answer 200) and the consume link (the stream drains). */
-static const char *node_not_ready(void *state)
+static const char *ing_node_not_ready(void *state)
 {
     ing_node_t *n = state;
     lc_redis_transport_stats_t rs;
@@ -373,7 +367,7 @@ static const char *node_not_ready(void *state)
     return NULL;
 }
 
-static void node_collect(void *state)
+static void ing_node_collect(void *state)
 {
     ing_node_t *n = state;
     lc_transport_stats_t ts;
@@ -384,7 +378,7 @@ static void node_collect(void *state)
         lc_metric_set(n->redis_up, 0);
 }
 
-static void node_free(void *state)
+static void ing_node_free(void *state)
 {
     ing_node_t *n = state;
     ing_free(n->receivers);
@@ -396,11 +390,11 @@ static void node_free(void *state)
 
 const lc_node_ops_t ing_node = {
     .name = "ingester",
-    .start = node_start,
-    .listening = node_listening,
-    .drain = node_drain,
-    .close = node_close,
-    .not_ready = node_not_ready,
-    .collect = node_collect,
-    .free = node_free,
+    .start = ing_node_start,
+    .listening = ing_node_listening,
+    .drain = ing_node_drain,
+    .close = ing_node_close,
+    .not_ready = ing_node_not_ready,
+    .collect = ing_node_collect,
+    .free = ing_node_free,
 };

@@ -5,7 +5,7 @@
  */
 #include <string.h>
 
-#include "ingester_int.h"
+#include "receive_int.h"
 
 const char *ing_pprof_str(const Google__V1__Profile *p, int64_t idx)
 {

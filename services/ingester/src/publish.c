@@ -12,9 +12,9 @@
  */
 #include <errno.h>
 #include <string.h>
-#include <sys/random.h>
 
-#include "ingester_int.h"
+#include "lc/clock.h"
+#include "receive_int.h"
 #include "lc/log.h"
 #include "push/v1/push.pb-c.h"
 
@@ -31,19 +31,6 @@ ing_job_t *ing_job_new(ing_t *ing, lc_http_req_t *req, ing_route_t route)
 
 /* ---------------------------------------------------------------- building */
 
-static int job_ingest_id(uint8_t *id, lc_status_t *st)
-{
-    size_t got = 0;
-    while (got < ING_ID_BYTES) {
-        ssize_t n = getrandom(id + got, ING_ID_BYTES - got, 0);
-        if (n < 0)
-            return lc_status_set(st, LC_CODE_INTERNAL, "no random ingest id: %s",
-                                 lc_strerror(-errno));
-        got += (size_t)n;
-    }
-    return 0;
-}
-
 static Types__V1__LabelPair **job_label_pairs(const lc_labels_t *ls, lc_arena_t *arena)
 {
     Types__V1__LabelPair **v = lc_arena_calloc(arena, ls->n ? ls->n : 1, sizeof(*v));
@@ -57,13 +44,6 @@ static Types__V1__LabelPair **job_label_pairs(const lc_labels_t *ls, lc_arena_t 
         v[i] = &pairs[i];
     }
     return v;
-}
-
-/* The transport partition: a hash of tenant and series labels. */
-static uint32_t job_partition(const ing_t *ing, const char *tenant, const lc_labels_t *ls)
-{
-    uint64_t h = lc_labels_hash(ls) ^ lc_hash64(tenant, strlen(tenant), 0x9e3779b97f4a7c15ULL);
-    return (uint32_t)(h % ing->opts.partitions);
 }
 
 static ing_msg_t *job_slot(ing_job_t *job)
@@ -86,13 +66,14 @@ int ing_job_add(ing_job_t *job, const char *tenant, const lc_labels_t *labels, c
                 size_t n_samples, lc_status_t *st)
 {
     lc_arena_t *arena = job->req->arena;
-    uint8_t id[ING_ID_BYTES];
-    if (job_ingest_id(id, st) < 0)
-        return -1;
+    uint8_t id[LC_INGEST_ID_BYTES];
+    int rc = lc_ingest_id_new(id);
+    if (rc)
+        return lc_status_set(st, LC_CODE_INTERNAL, "no random ingest id: %s", lc_strerror(rc));
     Ember__V1__IngestProfile m = EMBER__V1__INGEST_PROFILE__INIT;
     m.tenant = (char *)tenant;
-    m.ingest_id = (ProtobufCBinaryData){ING_ID_BYTES, id};
-    m.received_unix_nanos = ing_now_ns();
+    m.ingest_id = (ProtobufCBinaryData){LC_INGEST_ID_BYTES, id};
+    m.received_unix_nanos = lc_realtime_ns();
     m.labels = job_label_pairs(labels, arena);
     m.n_labels = labels->n;
     m.pprof = (ProtobufCBinaryData){len, (uint8_t *)pprof};
@@ -110,7 +91,7 @@ int ing_job_add(ing_job_t *job, const char *tenant, const lc_labels_t *labels, c
         return lc_status_set_http(st, 413, LC_CODE_RESOURCE_EXHAUSTED,
                                   "request too large for the request memory budget");
     protobuf_c_message_pack(&m.base, data);
-    *slot = (ing_msg_t){data, size, job_partition(job->ing, tenant, labels), n_samples, {0}};
+    *slot = (ing_msg_t){data, size, lc_transport_partition(tenant, labels, job->ing->opts.partitions), n_samples, {0}};
     memcpy(slot->id, id, sizeof(slot->id));
     job->n_msgs++;
     return 0;
@@ -122,8 +103,8 @@ static void job_count_success(ing_job_t *job)
 {
     ing_t *ing = job->ing;
     for (size_t i = 0; i < job->n_msgs; i++) {
-        ing_count(ing->m_profiles[job->route], 1);
-        ing_count(ing->m_samples, (double)job->msgs[i].samples);
+        lc_metric_add(ing->m_profiles[job->route], 1);
+        lc_metric_add(ing->m_samples, (double)job->msgs[i].samples);
     }
 }
 

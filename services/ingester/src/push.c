@@ -17,7 +17,8 @@
  */
 #include <string.h>
 
-#include "ingester_int.h"
+#include "lc/clock.h"
+#include "receive_int.h"
 #include "lc/tenant.h"
 #include "lc/uuid.h"
 #include "push/v1/push.pb-c.h"
@@ -148,12 +149,12 @@ static int push_run(push_ctx_t *c, const Push__V1__PushRequest *req, lc_status_t
 
 lc_http_result_t ing_push_work(lc_http_req_t *req, void *data)
 {
-    push_ctx_t c = {.ing = data, .req = req, .now_ns = ing_now_ns()};
+    push_ctx_t c = {.ing = data, .req = req, .now_ns = lc_realtime_ns()};
     lc_status_t st = {0};
     ProtobufCMessage *msg;
     lc_connect_codec_t codec;
     req->user = NULL;
-    ing_count(c.ing->m_bytes, (double)req->body_len);
+    lc_metric_add(c.ing->m_bytes, (double)req->body_len);
     c.job = ing_job_new(c.ing, req, ING_ROUTE_PUSH);
     int rc = c.job ? 0 : lc_status_set(&st, LC_CODE_RESOURCE_EXHAUSTED, "out of request memory");
     if (rc == 0)

@@ -7,7 +7,7 @@
  */
 #include <string.h>
 
-#include "ingester_int.h"
+#include "write_int.h"
 
 /* Period type and unit; both "" when the profile has no period type. */
 static void period_parts(const Google__V1__Profile *p, const char **type, const char **unit)

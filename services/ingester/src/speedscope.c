@@ -33,7 +33,7 @@
 
 #include <jansson.h>
 
-#include "ingester_int.h"
+#include "receive_int.h"
 
 #define SS_SCHEMA "https://www.speedscope.app/file-format-schema.json"
 #define SS_BYTES_PER_VALUE 48   /* jansson: json_t + value + array slot + malloc overhead */

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ingester_int.h"
+#include "write_int.h"
 
 typedef struct sp_sample_s {
     ing_kv_t *kv;
@@ -99,7 +99,8 @@ static bool sp_same(const ing_group_t *g, const sp_sample_t *s)
     if (g->n_labels != s->n)
         return false;
     for (size_t i = 0; i < s->n; i++) {
-        if (strcmp(g->labels[i].name, s->kv[i].name) || strcmp(g->labels[i].value, s->kv[i].value))
+        if (strcmp(g->labels[i].name, s->kv[i].name) != 0 ||
+            strcmp(g->labels[i].value, s->kv[i].value) != 0)
             return false;
     }
     return true;

@@ -9,7 +9,7 @@
  */
 #include <string.h>
 
-#include "ingester_int.h"
+#include "receive_int.h"
 
 bool ing_spy_rewrites_names(const char *spy)
 {

@@ -14,7 +14,7 @@
 
 #include <jansson.h>
 
-#include "ingester_int.h"
+#include "receive_int.h"
 
 #define ST_ENTRY(type, display, units, aggregation, cumulative)                                    \
     {                                                                                              \

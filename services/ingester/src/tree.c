@@ -26,7 +26,7 @@
  */
 #include <string.h>
 
-#include "ingester_int.h"
+#include "receive_int.h"
 
 typedef struct tr_level_s {
     uint64_t children_left; /* children of this node not read yet */
@@ -167,7 +167,7 @@ static void tr_close(tr_dec_t *d, size_t key_len_before)
         d->key_len = d->levels[--d->n_levels].key_len_before;
 }
 
-static int tr_node(tr_dec_t *d)
+static int ing_tr_node(tr_dec_t *d)
 {
     tr_node_t n;
     if (++d->nodes > ING_TREE_MAX_NODES)
@@ -199,7 +199,7 @@ static int tr_walk(tr_dec_t *d)
     do {
         if (d->p == d->end)
             return tr_malformed(d, "truncated (a node is missing)");
-        int rc = tr_node(d);
+        int rc = ing_tr_node(d);
         if (rc != 0)
             return rc;
     } while (d->n_levels > 0);

@@ -23,7 +23,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "ingester_int.h"
+#include "write_int.h"
 #include "lc/log.h"
 
 #define WRITER_ARENA_CAP ((size_t)4 << 30) /* per message; virtual until used */
@@ -163,7 +163,7 @@ static int wr_series(wr_msg_t *c, const lc_labels_t *base, const ing_group_t *g,
     const int64_t *values = wr_delta(c, &ls, type_idx, g, &drop);
     int rc = 0;
     if (drop) {
-        ing_count(c->w->m_delta_dropped, 1);
+        lc_metric_add(c->w->m_delta_dropped, 1);
     } else {
         lc_store_write_t wr = {
             .tenant = c->m->tenant,
@@ -244,14 +244,14 @@ static int wr_message(ing_writer_t *w, lc_store_txn_t *txn, const lc_transport_m
 {
     wr_msg_t c = {.w = w, .txn = txn};
     if (!wr_decode(&c, msg)) {
-        ing_count(w->m_undecodable, 1);
+        lc_metric_add(w->m_undecodable, 1);
         return 0;
     }
     const ProtobufCBinaryData *id = &c.m->ingest_id;
     bool applied;
     int rc = lc_store_write_is_applied(txn, c.m->time_nanos, id->data, id->len, &applied);
     if (rc == 0 && applied) {
-        ing_count(w->m_duplicate, 1);
+        lc_metric_add(w->m_duplicate, 1);
         return 0;
     }
     if (rc == 0)
@@ -259,7 +259,7 @@ static int wr_message(ing_writer_t *w, lc_store_txn_t *txn, const lc_transport_m
     if (rc == 0)
         rc = lc_store_write_applied(txn, c.m->time_nanos, id->data, id->len, msg->delivery);
     if (rc == 0) {
-        ing_count(w->m_written, 1);
+        lc_metric_add(w->m_written, 1);
         w->batch_written++;
     }
     return rc;
@@ -315,6 +315,6 @@ int ing_writer_forget(const char *const *deliveries, size_t n, void *data)
      * this store no longer holds (cumulative types only; see redis.md). */
     LC_LOG_INFO("writer: forgot messages another consumer took over deliveries=%zu found=%zu", n,
                 forgotten);
-    ing_count(w->m_forgotten, (double)forgotten);
+    lc_metric_add(w->m_forgotten, (double)forgotten);
     return 0;
 }

@@ -15,7 +15,7 @@ typedef struct publisher_s {
     lc_transport_t *transport;
 } publisher_t;
 
-static int node_start(lc_proc_t *p, const void *settings, void **state)
+static int publisher_node_start(lc_proc_t *p, const void *settings, void **state)
 {
     const ember_settings_t *s = settings;
     if (!ember_clustered(s)) {
@@ -39,7 +39,7 @@ static int node_start(lc_proc_t *p, const void *settings, void **state)
     return rc;
 }
 
-static void on_closed(void *data)
+static void publisher_on_closed(void *data)
 {
     publisher_t *n = data;
     n->transport = n->p->transport = NULL;
@@ -47,16 +47,16 @@ static void on_closed(void *data)
     lc_proc_continue(n->p);
 }
 
-static void node_close(lc_proc_t *p, void *state)
+static void publisher_node_close(lc_proc_t *p, void *state)
 {
     publisher_t *n = state;
     if (n->transport)
-        lc_transport_close(n->transport, on_closed, n);
+        lc_transport_close(n->transport, publisher_on_closed, n);
     else
         lc_proc_continue(p);
 }
 
-static const char *node_not_ready(void *state)
+static const char *publisher_node_not_ready(void *state)
 {
     publisher_t *n = state;
     lc_redis_transport_stats_t rs = {0};
@@ -64,15 +64,15 @@ static const char *node_not_ready(void *state)
     return up ? NULL : "redis down";
 }
 
-static void node_free(void *state)
+static void publisher_node_free(void *state)
 {
     lc_free(state);
 }
 
 const lc_node_ops_t ember_publisher_node = {
     .name = "publisher",
-    .start = node_start,
-    .close = node_close,
-    .not_ready = node_not_ready,
-    .free = node_free,
+    .start = publisher_node_start,
+    .close = publisher_node_close,
+    .not_ready = publisher_node_not_ready,
+    .free = publisher_node_free,
 };

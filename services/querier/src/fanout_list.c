@@ -38,8 +38,8 @@ int fo_rpc_profile_types(lc_http_req_t *req, const ProtobufCMessage *in, Protobu
 {
     ProtobufCMessage **parts;
     size_t n, total = 0;
-    if (ask_all(fo_of(data), req, "ProfileTypes", in, &querier__v1__profile_types_response__descriptor,
-                &parts, &n, st))
+    if (ask_all(fo_of(data), req, "ProfileTypes", in,
+                &querier__v1__profile_types_response__descriptor, &parts, &n, st))
         return -1;
     for (size_t i = 0; i < n; i++)
         total += ((Querier__V1__ProfileTypesResponse *)parts[i])->n_profile_types;
@@ -94,8 +94,8 @@ int fo_rpc_label_names(lc_http_req_t *req, const ProtobufCMessage *in, ProtobufC
     if (!resp)
         return qry_fail_arena(st);
     *resp = (Types__V1__LabelNamesResponse)TYPES__V1__LABEL_NAMES_RESPONSE__INIT;
-    if (ask_all(fo_of(data), req, "LabelNames", in, &types__v1__label_names_response__descriptor, &parts,
-                &n, st) ||
+    if (ask_all(fo_of(data), req, "LabelNames", in, &types__v1__label_names_response__descriptor,
+                &parts, &n, st) ||
         union_names(req, parts, n, resp, st))
         return -1;
     *out = &resp->base;
@@ -148,8 +148,8 @@ int fo_rpc_series(lc_http_req_t *req, const ProtobufCMessage *in, ProtobufCMessa
 {
     ProtobufCMessage **parts;
     size_t n, total = 0;
-    if (ask_all(fo_of(data), req, "Series", in, &querier__v1__series_response__descriptor, &parts, &n,
-                st))
+    if (ask_all(fo_of(data), req, "Series", in, &querier__v1__series_response__descriptor, &parts,
+                &n, st))
         return -1;
     for (size_t i = 0; i < n; i++)
         total += ((Querier__V1__SeriesResponse *)parts[i])->n_labels_set;
@@ -178,20 +178,21 @@ int fo_rpc_series(lc_http_req_t *req, const ProtobufCMessage *in, ProtobufCMessa
 
 /* --------------------------------------------------------- GetProfileStats */
 
-int fo_rpc_get_profile_stats(lc_http_req_t *req, const ProtobufCMessage *in,
-                             ProtobufCMessage **out, lc_status_t *st, void *data)
+int fo_rpc_get_profile_stats(lc_http_req_t *req, const ProtobufCMessage *in, ProtobufCMessage **out,
+                             lc_status_t *st, void *data)
 {
     ProtobufCMessage **parts;
     size_t n;
-    if (ask_all(fo_of(data), req, "GetProfileStats", in, &types__v1__get_profile_stats_response__descriptor,
-                &parts, &n, st))
+    if (ask_all(fo_of(data), req, "GetProfileStats", in,
+                &types__v1__get_profile_stats_response__descriptor, &parts, &n, st))
         return -1;
     Types__V1__GetProfileStatsResponse *resp = lc_arena_calloc(req->arena, 1, sizeof(*resp));
     if (!resp)
         return qry_fail_arena(st);
     *resp = (Types__V1__GetProfileStatsResponse)TYPES__V1__GET_PROFILE_STATS_RESPONSE__INIT;
     for (size_t i = 0; i < n; i++) {
-        const Types__V1__GetProfileStatsResponse *p = (Types__V1__GetProfileStatsResponse *)parts[i];
+        const Types__V1__GetProfileStatsResponse *p =
+            (Types__V1__GetProfileStatsResponse *)parts[i];
         if (!p->data_ingested)
             continue;
         if (!resp->data_ingested || p->oldest_profile_time < resp->oldest_profile_time)

@@ -97,8 +97,8 @@ profile_req_of(const Querier__V1__SelectMergeStacktracesRequest *r)
 
 /* ------------------------------------------------- the back-end functions */
 
-int fo_merge_tree(qry_front_t *fe, lc_http_req_t *req, const ProtobufCMessage *in,
-                  lc_ftree_t **out, lc_status_t *st)
+int fo_merge_tree(qry_front_t *fe, lc_http_req_t *req, const ProtobufCMessage *in, lc_ftree_t **out,
+                  lc_status_t *st)
 {
     if (in->descriptor == &querier__v1__select_merge_span_profile_request__descriptor) {
         Querier__V1__SelectMergeSpanProfileRequest shard =
@@ -114,12 +114,12 @@ int fo_merge_tree(qry_front_t *fe, lc_http_req_t *req, const ProtobufCMessage *i
     return merged_tree(fo_of(fe), req, "SelectMergeStacktraces", &shard.base, out, st);
 }
 
-int fo_merge_pprof(qry_front_t *fe, lc_http_req_t *req, const ProtobufCMessage *in,
-                   lc_buf_t *out, lc_status_t *st)
+int fo_merge_pprof(qry_front_t *fe, lc_http_req_t *req, const ProtobufCMessage *in, lc_buf_t *out,
+                   lc_status_t *st)
 {
     if (in->descriptor == &querier__v1__select_merge_profile_request__descriptor)
-        return merged_pprof(fo_of(fe), req, (const Querier__V1__SelectMergeProfileRequest *)in,
-                            out, st);
+        return merged_pprof(fo_of(fe), req, (const Querier__V1__SelectMergeProfileRequest *)in, out,
+                            st);
     Querier__V1__SelectMergeProfileRequest p =
         profile_req_of((const Querier__V1__SelectMergeStacktracesRequest *)in);
     return merged_pprof(fo_of(fe), req, &p, out, st);
@@ -148,9 +148,8 @@ static int add_partial(lc_query_series_t *s, const Ember__V1__SeriesPartial *p)
     return rc;
 }
 
-int fo_select_series(qry_front_t *fe, lc_http_req_t *req,
-                     const Querier__V1__SelectSeriesRequest *r, const lc_query_series_opts_t *o,
-                     lc_query_series_t **out, lc_status_t *st)
+int fo_select_series(qry_front_t *fe, lc_http_req_t *req, const Querier__V1__SelectSeriesRequest *r,
+                     const lc_query_series_opts_t *o, lc_query_series_t **out, lc_status_t *st)
 {
     Querier__V1__SelectSeriesRequest shard = *r;
     shard.limit = 0; /* the top N is chosen once, over the merged totals */
@@ -164,7 +163,8 @@ int fo_select_series(qry_front_t *fe, lc_http_req_t *req,
     lc_query_series_t *s = lc_query_series_new(o);
     int rc = 0;
     for (size_t i = 0; i < n && rc == 0; i++) {
-        const Ember__V1__SeriesPartialResponse *p = (const Ember__V1__SeriesPartialResponse *)parts[i];
+        const Ember__V1__SeriesPartialResponse *p =
+            (const Ember__V1__SeriesPartialResponse *)parts[i];
         for (size_t k = 0; k < p->n_series && rc == 0; k++)
             rc = add_partial(s, p->series[k]);
     }

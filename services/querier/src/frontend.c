@@ -224,9 +224,9 @@ int qry_rpc_select_merge_profile(lc_http_req_t *req, const ProtobufCMessage *in,
 }
 
 /* One side of a Diff: checked as a merge, merged whole by the back end. */
-static int diff_side(void *data, lc_http_req_t *req,
-                     const Querier__V1__SelectMergeStacktracesRequest *r, lc_ftree_t **out,
-                     int64_t *max_nodes, lc_status_t *st)
+static int front_diff_side(void *data, lc_http_req_t *req,
+                           const Querier__V1__SelectMergeStacktracesRequest *r, lc_ftree_t **out,
+                           int64_t *max_nodes, lc_status_t *st)
 {
     qry_front_t *fe = data;
     if (check_merge(fe, r->n_trace_id_selector, r->max_nodes, max_nodes, st))
@@ -237,7 +237,7 @@ static int diff_side(void *data, lc_http_req_t *req,
 int qry_rpc_diff(lc_http_req_t *req, const ProtobufCMessage *in, ProtobufCMessage **out,
                  lc_status_t *st, void *data)
 {
-    return qry_diff_answer(req, in, out, st, diff_side, data);
+    return qry_diff_answer(req, in, out, st, front_diff_side, data);
 }
 
 /* ----------------------------------------------------------- SelectSeries */
@@ -269,8 +269,8 @@ static int check_series_request(const Querier__V1__SelectSeriesRequest *r, lc_st
 }
 
 /* The series as answered: the limit (top N by total) is applied here. */
-static int series_reply(lc_query_series_t *s, lc_arena_t *a, ProtobufCMessage **out,
-                        lc_status_t *st)
+static int front_series_reply(lc_query_series_t *s, lc_arena_t *a, ProtobufCMessage **out,
+                              lc_status_t *st)
 {
     Querier__V1__SelectSeriesResponse *resp = lc_arena_calloc(a, 1, sizeof(*resp));
     if (!resp)
@@ -301,7 +301,7 @@ int qry_rpc_select_series(lc_http_req_t *req, const ProtobufCMessage *in, Protob
     if (check_series_request(r, st) || qry_step_ms(r->step, &o.step_ms, st) ||
         fe->be->select_series(fe, req, r, &o, &s, st))
         return -1;
-    int rc = series_reply(s, req->arena, out, st);
+    int rc = front_series_reply(s, req->arena, out, st);
     lc_query_series_free(s);
     return rc ? -1 : 0;
 }
@@ -309,12 +309,12 @@ int qry_rpc_select_series(lc_http_req_t *req, const ProtobufCMessage *in, Protob
 /* ------------------------------------------------------- the listings */
 
 /* Answered whole by the back end: the union and sort of what it holds. */
-#define QRY_LISTING(name)                                                                     \
-    int qry_rpc_##name(lc_http_req_t *req, const ProtobufCMessage *in, ProtobufCMessage **out, \
-                       lc_status_t *st, void *data)                                            \
-    {                                                                                          \
-        qry_front_t *fe = data;                                                                \
-        return fe->be->name(req, in, out, st, fe);                                             \
+#define QRY_LISTING(name)                                                                          \
+    int qry_rpc_##name(lc_http_req_t *req, const ProtobufCMessage *in, ProtobufCMessage **out,     \
+                       lc_status_t *st, void *data)                                                \
+    {                                                                                              \
+        qry_front_t *fe = data;                                                                    \
+        return fe->be->name(req, in, out, st, fe);                                                 \
     }
 
 QRY_LISTING(profile_types)
@@ -392,8 +392,7 @@ static lc_http_result_t route_work(lc_http_req_t *req, void *data)
 
     if (qry_tenant_first(req, m->multitenancy, &st) != 0 ||
         lc_connect_decode(req, m->in, &in, &codec, &st) != 0 ||
-        route_call(m, req, in, &out, &st) != 0 ||
-        lc_connect_deadline_passed(req, started, &st))
+        route_call(m, req, in, &out, &st) != 0 || lc_connect_deadline_passed(req, started, &st))
         lc_connect_error(req, &st);
     else if (out.desc)
         lc_connect_reply_raw(req, codec, out.desc, out.buf.data, out.buf.len);

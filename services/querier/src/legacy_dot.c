@@ -315,7 +315,9 @@ static void format_value(const char *unit, int64_t v, char *out, size_t size)
     int len = snprintf(out, size, "%.2f", x);
     if (len >= 3 && (size_t)len < size && strcmp(out + len - 3, ".00") == 0)
         out[len - 3] = '\0';
-    strncat(out, suffix, size - strlen(out) - 1);
+    size_t used = strlen(out);
+    if (used < size)
+        snprintf(out + used, size - used, "%s", suffix);
 }
 
 static void format_percent(int64_t v, int64_t total, char *out, size_t size)

@@ -8,7 +8,7 @@
  * ember:members:ingester:registry) and/or takes from --querier.ingesters.
  * With no complete zone every query answers 503 naming the missing ids.
  *
- * Members unseen for the TTL are gone; each join and leave is logged, and so
+ * Members unseen for the TTL are gone; each fanout_join and leave is logged, and so
  * is every change of the zone asked. /ready is false while the Redis link is
  * down (the member list would go stale), while no zone is complete, or when
  * no ingester is known.
@@ -128,7 +128,7 @@ static void zone_log(fanout_node_t *q, const qz_choice_t *c)
  * judged by Redis's clock) and the zone registry, on the first read and on
  * every change. The address each ingester joined with is its shard API URL.
  * Queries ask the first complete zone (zones.h). */
-static void on_members(lc_members_t *m, const lc_member_t *live, size_t n, void *data)
+static void fanout_on_members(lc_members_t *m, const lc_member_t *live, size_t n, void *data)
 {
     fanout_node_t *q = data;
     const lc_member_t *reg;
@@ -145,7 +145,7 @@ static void on_members(lc_members_t *m, const lc_member_t *live, size_t n, void 
     qz_choice_fini(&c);
 }
 
-static void on_members_state(bool up, void *data)
+static void fanout_on_members_state(bool up, void *data)
 {
     fanout_node_t *q = data;
     if (up)
@@ -162,9 +162,9 @@ static int start_watch(fanout_node_t *q)
                             .role = "ingester",
                             .ttl_ms = MEMBER_TTL_MS,
                             .cmd_timeout_ms = REDIS_CMD_TIMEOUT_MS,
-                            .on_change = on_members,
+                            .on_change = fanout_on_members,
                             .change_data = q,
-                            .on_state = on_members_state,
+                            .on_state = fanout_on_members_state,
                             .state_data = q};
     int rc = lc_members_new(&q->p->loop, &mo, &q->watch);
     if (rc)
@@ -173,7 +173,7 @@ static int start_watch(fanout_node_t *q)
     return rc;
 }
 
-static void register_metrics(fanout_node_t *q)
+static void fanout_register_metrics(fanout_node_t *q)
 {
     lc_metrics_t *m = q->p->metrics;
     q->members_gauge = lc_metrics_gauge(m, "ember_querier_live_ingesters",
@@ -187,13 +187,13 @@ static void register_metrics(fanout_node_t *q)
 
 /* ---------------------------------------------------------------- the node */
 
-static int node_start(lc_proc_t *p, const void *settings, void **state)
+static int fanout_node_start(lc_proc_t *p, const void *settings, void **state)
 {
     fanout_node_t *q = lc_xcalloc(1, sizeof(*q));
     *state = q;
     q->p = p;
     q->s = settings;
-    register_metrics(q);
+    fanout_register_metrics(q);
     qry_fanout_opts_t fo;
     qry_fanout_opts_default(&fo);
     fo.q.multitenancy = q->s->multitenancy;
@@ -212,7 +212,7 @@ static int node_start(lc_proc_t *p, const void *settings, void **state)
 }
 
 /* After the server closed: no query is left to need the member list. */
-static void node_close(lc_proc_t *p, void *state)
+static void fanout_node_close(lc_proc_t *p, void *state)
 {
     fanout_node_t *q = state;
     if (q->watch)
@@ -222,7 +222,7 @@ static void node_close(lc_proc_t *p, void *state)
     lc_proc_continue(p);
 }
 
-static const char *node_not_ready(void *state)
+static const char *fanout_node_not_ready(void *state)
 {
     fanout_node_t *q = state;
     if (q->watch && !lc_members_is_up(q->watch))
@@ -234,13 +234,13 @@ static const char *node_not_ready(void *state)
     return NULL;
 }
 
-static void node_collect(void *state)
+static void fanout_node_collect(void *state)
 {
     fanout_node_t *q = state;
     lc_metric_set(q->redis_up, q->watch && lc_members_is_up(q->watch) ? 1 : 0);
 }
 
-static void node_free(void *state)
+static void fanout_node_free(void *state)
 {
     fanout_node_t *q = state;
     qry_fanout_free(q->fanout);
@@ -260,9 +260,9 @@ static void node_free(void *state)
 
 const lc_node_ops_t qry_fanout_node = {
     .name = "querier",
-    .start = node_start,
-    .close = node_close,
-    .not_ready = node_not_ready,
-    .collect = node_collect,
-    .free = node_free,
+    .start = fanout_node_start,
+    .close = fanout_node_close,
+    .not_ready = fanout_node_not_ready,
+    .collect = fanout_node_collect,
+    .free = fanout_node_free,
 };

@@ -13,7 +13,7 @@ typedef struct local_node_s {
     qry_extra_t *extra;
 } local_node_t;
 
-static int node_start(lc_proc_t *p, const void *settings, void **state)
+static int local_node_start(lc_proc_t *p, const void *settings, void **state)
 {
     const ember_settings_t *s = settings;
     local_node_t *n = lc_xcalloc(1, sizeof(*n));
@@ -30,7 +30,7 @@ static int node_start(lc_proc_t *p, const void *settings, void **state)
     return rc;
 }
 
-static void node_free(void *state)
+static void local_node_free(void *state)
 {
     local_node_t *n = state;
     qry_free(n->qry);
@@ -38,4 +38,4 @@ static void node_free(void *state)
     lc_free(n);
 }
 
-const lc_node_ops_t qry_local_node = {.name = "querier", .start = node_start, .free = node_free};
+const lc_node_ops_t qry_local_node = {.name = "querier", .start = local_node_start, .free = local_node_free};

@@ -5,7 +5,7 @@
 #include "ember_process.h"
 #include "shard.h"
 
-static int node_start(lc_proc_t *p, const void *settings, void **state)
+static int shard_node_start(lc_proc_t *p, const void *settings, void **state)
 {
     const ember_settings_t *s = settings;
     qry_shard_t *sh = NULL;
@@ -14,9 +14,10 @@ static int node_start(lc_proc_t *p, const void *settings, void **state)
     return rc;
 }
 
-static void node_free(void *state)
+static void shard_node_free(void *state)
 {
     qry_shard_free(state);
 }
 
-const lc_node_ops_t qry_shard_node = {.name = "shard", .start = node_start, .free = node_free};
+const lc_node_ops_t qry_shard_node = {
+    .name = "shard", .start = shard_node_start, .free = shard_node_free};

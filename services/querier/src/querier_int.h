@@ -101,9 +101,8 @@ typedef struct qry_backend_s {
     /* The series of r bucketed as o says, none dropped yet: the front end
      * emits them with o's limit. *out is new, the caller's to free. */
     int (*select_series)(qry_front_t *fe, lc_http_req_t *req,
-                         const Querier__V1__SelectSeriesRequest *r,
-                         const lc_query_series_opts_t *o, lc_query_series_t **out,
-                         lc_status_t *st);
+                         const Querier__V1__SelectSeriesRequest *r, const lc_query_series_opts_t *o,
+                         lc_query_series_t **out, lc_status_t *st);
     /* The listings and AnalyzeQuery, answered whole (data = fe). */
     lc_connect_unary_fn profile_types, label_names, label_values, series, get_profile_stats,
         analyze_query;
@@ -134,18 +133,18 @@ int qry_store_select_series(qry_front_t *fe, lc_http_req_t *req,
                             const Querier__V1__SelectSeriesRequest *r,
                             const lc_query_series_opts_t *o, lc_query_series_t **out,
                             lc_status_t *st);
-int qry_store_profile_types(lc_http_req_t *req, const ProtobufCMessage *in,
-                            ProtobufCMessage **out, lc_status_t *st, void *data);
+int qry_store_profile_types(lc_http_req_t *req, const ProtobufCMessage *in, ProtobufCMessage **out,
+                            lc_status_t *st, void *data);
 int qry_store_label_names(lc_http_req_t *req, const ProtobufCMessage *in, ProtobufCMessage **out,
                           lc_status_t *st, void *data);
-int qry_store_label_values(lc_http_req_t *req, const ProtobufCMessage *in,
-                           ProtobufCMessage **out, lc_status_t *st, void *data);
+int qry_store_label_values(lc_http_req_t *req, const ProtobufCMessage *in, ProtobufCMessage **out,
+                           lc_status_t *st, void *data);
 int qry_store_series(lc_http_req_t *req, const ProtobufCMessage *in, ProtobufCMessage **out,
                      lc_status_t *st, void *data);
 int qry_store_get_profile_stats(lc_http_req_t *req, const ProtobufCMessage *in,
                                 ProtobufCMessage **out, lc_status_t *st, void *data);
-int qry_store_analyze_query(lc_http_req_t *req, const ProtobufCMessage *in,
-                            ProtobufCMessage **out, lc_status_t *st, void *data);
+int qry_store_analyze_query(lc_http_req_t *req, const ProtobufCMessage *in, ProtobufCMessage **out,
+                            lc_status_t *st, void *data);
 
 struct qry_s {
     qry_front_t front; /* first: the RPCs' data is the front end */

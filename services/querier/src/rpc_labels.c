@@ -81,7 +81,7 @@ static int profile_types_reply(qry_set_t *set, lc_arena_t *a, ProtobufCMessage *
 }
 
 int qry_store_profile_types(lc_http_req_t *req, const ProtobufCMessage *in, ProtobufCMessage **out,
-                          lc_status_t *st, void *data)
+                            lc_status_t *st, void *data)
 {
     const Querier__V1__ProfileTypesRequest *r = (const Querier__V1__ProfileTypesRequest *)in;
     int64_t start = r->start, end = r->end;
@@ -155,11 +155,12 @@ static int names_or_values(lc_http_req_t *req, qry_t *q, char **matchers, size_t
 }
 
 int qry_store_label_names(lc_http_req_t *req, const ProtobufCMessage *in, ProtobufCMessage **out,
-                        lc_status_t *st, void *data)
+                          lc_status_t *st, void *data)
 {
     const Types__V1__LabelNamesRequest *r = (const Types__V1__LabelNamesRequest *)in;
     names_walk_t w = {.utf8 = accepts_utf8_names(req)};
-    int rc = names_or_values(req, qry_of(data), r->matchers, r->n_matchers, r->start, r->end, &w, st);
+    int rc =
+        names_or_values(req, qry_of(data), r->matchers, r->n_matchers, r->start, r->end, &w, st);
     Types__V1__LabelNamesResponse *resp = rc ? NULL : lc_arena_calloc(req->arena, 1, sizeof(*resp));
     char **names = rc ? NULL : set_strings(&w.set, req->arena);
     if (rc == 0 && (!resp || !names))
@@ -175,13 +176,14 @@ int qry_store_label_names(lc_http_req_t *req, const ProtobufCMessage *in, Protob
 }
 
 int qry_store_label_values(lc_http_req_t *req, const ProtobufCMessage *in, ProtobufCMessage **out,
-                         lc_status_t *st, void *data)
+                           lc_status_t *st, void *data)
 {
     const Types__V1__LabelValuesRequest *r = (const Types__V1__LabelValuesRequest *)in;
     if (!r->name || !*r->name)
         return lc_status_set(st, LC_CODE_INVALID_ARGUMENT, "name is required");
     names_walk_t w = {.name = r->name};
-    int rc = names_or_values(req, qry_of(data), r->matchers, r->n_matchers, r->start, r->end, &w, st);
+    int rc =
+        names_or_values(req, qry_of(data), r->matchers, r->n_matchers, r->start, r->end, &w, st);
     Types__V1__LabelValuesResponse *resp =
         rc ? NULL : lc_arena_calloc(req->arena, 1, sizeof(*resp));
     char **names = rc ? NULL : set_strings(&w.set, req->arena);
@@ -290,7 +292,7 @@ static void series_walk_fini(series_walk_t *w)
 }
 
 int qry_store_series(lc_http_req_t *req, const ProtobufCMessage *in, ProtobufCMessage **out,
-                   lc_status_t *st, void *data)
+                     lc_status_t *st, void *data)
 {
     const Querier__V1__SeriesRequest *r = (const Querier__V1__SeriesRequest *)in;
     lc_selector_t *sels;

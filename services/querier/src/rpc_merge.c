@@ -328,8 +328,8 @@ int qry_wrap_pprof_response(lc_buf_t *buf)
 /* ------------------------------------------------- the back-end functions */
 
 /* The fields every merge request has, under the same names. */
-#define MERGE_REQ_COMMON(r)                                                                    \
-    .profile_type = (r)->profile_typeid, .label_selector = (r)->label_selector,                \
+#define MERGE_REQ_COMMON(r)                                                                        \
+    .profile_type = (r)->profile_typeid, .label_selector = (r)->label_selector,                    \
     .start = (r)->start, .end = (r)->end
 
 /* The merge fields of any of the three merge requests (told apart by
@@ -348,10 +348,12 @@ static merge_req_t merge_req_of(const ProtobufCMessage *in)
                              .n_profile_ids = r->n_profile_id_selector};
     }
     const Querier__V1__SelectMergeStacktracesRequest *r = (const void *)in;
-    return (merge_req_t){MERGE_REQ_COMMON(r), .stack_trace_selector = r->stack_trace_selector,
+    return (merge_req_t){MERGE_REQ_COMMON(r),
+                         .stack_trace_selector = r->stack_trace_selector,
                          .profile_ids = r->profile_id_selector,
                          .n_profile_ids = r->n_profile_id_selector,
-                         .span_selector = r->span_selector, .n_span_selector = r->n_span_selector};
+                         .span_selector = r->span_selector,
+                         .n_span_selector = r->n_span_selector};
 }
 
 int qry_store_merge_tree(qry_front_t *fe, lc_http_req_t *req, const ProtobufCMessage *in,

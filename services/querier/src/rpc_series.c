@@ -33,7 +33,8 @@ static int count_series(lc_block_t *b, uint32_t series_id, const char *tenant,
     LC_UNUSED(tenant);
     count_walk_t *w = data;
     int rc = lc_query_series_group(w->s, labels, &w->group);
-    return rc ? rc : lc_block_profiles(b, series_id, w->q->start_ns, w->q->end_ns, count_profile, w);
+    return rc ? rc
+              : lc_block_profiles(b, series_id, w->q->start_ns, w->q->end_ns, count_profile, w);
 }
 
 /* The profiles per group and bucket: the same profiles the engine sums. */
@@ -52,8 +53,9 @@ static int count_profiles(lc_store_reader_t *r, const lc_query_t *q, lc_query_se
 /* The engine's sums into sums and, when counts is not NULL, the profiles
  * counted per bucket into counts, both bucketed as o from where the
  * look-back clipped the range. */
-static int collect(qry_call_t *c, lc_query_t *q, const lc_query_series_opts_t *opts,
-                   lc_query_series_t **sums, lc_query_series_t **counts, lc_status_t *st)
+static int collect_sums_counts(qry_call_t *c, lc_query_t *q, const lc_query_series_opts_t *opts,
+                               lc_query_series_t **sums, lc_query_series_t **counts,
+                               lc_status_t *st)
 {
     lc_query_series_opts_t o = *opts;
     o.start_ms = c->start_ms; /* the boundaries start where the look-back clipped */
@@ -89,7 +91,7 @@ int qry_series_collect(qry_t *qry, lc_http_req_t *req, const Querier__V1__Select
                     .end_ns = c.end_ns};
     int rc = qry_stack_selector(r->stack_trace_selector, req->arena, &q, st);
     if (rc == 0)
-        rc = collect(&c, &q, o, sums, counts, st);
+        rc = collect_sums_counts(&c, &q, o, sums, counts, st);
     qry_call_end(&c);
     lc_selector_fini(&sel);
     if (rc == 0)

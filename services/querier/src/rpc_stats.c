@@ -80,7 +80,7 @@ static int stats_walk(qry_call_t *c, stats_t *s)
 }
 
 int qry_store_get_profile_stats(lc_http_req_t *req, const ProtobufCMessage *in,
-                              ProtobufCMessage **out, lc_status_t *st, void *data)
+                                ProtobufCMessage **out, lc_status_t *st, void *data)
 {
     LC_UNUSED(in);
     Types__V1__GetProfileStatsResponse *resp = lc_arena_calloc(req->arena, 1, sizeof(*resp));
@@ -229,7 +229,7 @@ int qry_analysis_response(lc_arena_t *arena, const char *component, uint64_t com
 }
 
 int qry_store_analyze_query(lc_http_req_t *req, const ProtobufCMessage *in, ProtobufCMessage **out,
-                          lc_status_t *st, void *data)
+                            lc_status_t *st, void *data)
 {
     qry_analysis_t a;
     int rc = qry_analyze(qry_of(data), req, (const Querier__V1__AnalyzeQueryRequest *)in, &a, st);

@@ -15,17 +15,11 @@
 #include <string.h>
 #include <time.h>
 
+#include "lc/clock.h"
 #include "lc/utf8.h"
 #include "lc/tenant.h"
 #include "services_extra.h"
 #include "settings/v1/setting.pb-c.h"
-
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 /* Settings are per tenant: exactly one, even on reads. Without a store every
  * call is unimplemented, whoever asks. */
@@ -142,7 +136,7 @@ int qry_settings_set(lc_http_req_t *req, const ProtobufCMessage *in, ProtobufCMe
     lc_setting_t s = {.name = r->setting->name,
                       .value = r->setting->value,
                       .modified_at_ms =
-                          r->setting->modifiedat > 0 ? r->setting->modifiedat : now_ms()};
+                          r->setting->modifiedat > 0 ? r->setting->modifiedat : lc_realtime_ns() / 1000000};
     int rc = lc_settings_store_set(x->settings, tenant, &s);
     if (rc)
         return store_fail(st, rc, s.name);
@@ -167,7 +161,7 @@ int qry_settings_delete(lc_http_req_t *req, const ProtobufCMessage *in, Protobuf
         return -1;
     if (!r->name[0])
         return lc_status_set(st, LC_CODE_INVALID_ARGUMENT, "no setting name provided");
-    int rc = lc_settings_store_delete(x->settings, tenant, r->name, now_ms());
+    int rc = lc_settings_store_delete(x->settings, tenant, r->name, lc_realtime_ns() / 1000000);
     if (rc)
         return store_fail(st, rc, r->name);
     Settings__V1__DeleteSettingsResponse *resp = lc_arena_alloc(req->arena, sizeof(*resp));

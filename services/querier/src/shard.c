@@ -10,9 +10,9 @@
  * with per-bucket COUNTS next to the sums (an average of averages is wrong),
  * so /ember.v1.ShardService/SelectSeries is served here: the engine computes
  * the sums (with every sample filter), and a second walk of the same profiles
- * counts them (qry_series_collect, rpc_series.c). The other is AnalyzeQuery with the keys of the series it
- * counted (/ember.v1.ShardService/AnalyzeQuery), so the querier can count a
- * series held by several ingesters once.
+ * counts them (qry_series_collect, rpc_series.c). The other is AnalyzeQuery with the keys of the
+ * series it counted (/ember.v1.ShardService/AnalyzeQuery), so the querier can count a series held
+ * by several ingesters once.
  */
 #include <math.h>
 #include <string.h>
@@ -25,7 +25,7 @@
 #define SHARD_ANALYZE_PATH "/ember.v1.ShardService/AnalyzeQuery"
 
 struct qry_shard_s {
-    qry_t *qry;               /* the querier role on this store, truncating nothing */
+    qry_t *qry;                /* the querier role on this store, truncating nothing */
     qry_route_t series_route;  /* SelectSeries with counts; tenant checked first */
     qry_route_t analyze_route; /* AnalyzeQuery with series keys */
 };

@@ -114,7 +114,7 @@ static int put_location(lc_buf_t *b, const lc_pprof_t *p, const lc_pprof_index_t
 
 /* Orders labels by their strings (key, then string value, then number and
  * unit), so that the order does not depend on a profile's string table. */
-static int label_cmp(const void *a, const void *b, void *arg)
+static int scr_label_cmp(const void *a, const void *b, void *arg)
 {
     const lc_pprof_t *p = arg;
     const Google__V1__Label *x = *(Google__V1__Label *const *)a;
@@ -135,7 +135,7 @@ static int put_labels(lc_buf_t *b, const lc_pprof_t *p, const Google__V1__Sample
     if (!s->n_label)
         return 0;
     memcpy(scratch, s->label, s->n_label * sizeof(*scratch));
-    qsort_r(scratch, s->n_label, sizeof(*scratch), label_cmp, (void *)p);
+    qsort_r(scratch, s->n_label, sizeof(*scratch), scr_label_cmp, (void *)p);
     int rc = 0;
     for (size_t i = 0; i < s->n_label && !rc; i++) {
         const Google__V1__Label *l = scratch[i];

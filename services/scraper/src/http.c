@@ -25,6 +25,7 @@
 
 #include <curl/curl.h>
 
+#include "lc/clock.h"
 #include "http.h"
 #include "lc/log.h"
 
@@ -66,13 +67,6 @@ struct scr_http_req_s {
     scr_http_result_t result;
     scr_http_req_t *next, *prev;
 };
-
-static int64_t mono_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
 
 /* ---------------------------------------------------------------- secrets */
 
@@ -468,7 +462,7 @@ int scr_http_start(scr_http_t *h, const scr_http_opts_t *o, scr_http_req_t **out
         scr_http_req_free(r);
         return rc == LC_EINPUT ? LC_EINPUT : rc;
     }
-    r->start_ns = mono_ns();
+    r->start_ns = lc_monotonic_ns();
     req_link(h, r);
     *out = r;
     return 0;
@@ -534,11 +528,11 @@ static const char *error_kind(CURLcode c, bool over_cap)
     }
 }
 
-static void finish(scr_http_req_t *r, CURLcode code)
+static void scr_finish(scr_http_req_t *r, CURLcode code)
 {
     scr_http_result_t *res = &r->result;
     curl_easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &res->status);
-    res->duration_s = (double)(mono_ns() - r->start_ns) / 1e9;
+    res->duration_s = (double)(lc_monotonic_ns() - r->start_ns) / 1e9;
     if (code != CURLE_OK) {
         res->error_kind = error_kind(code, r->over_cap);
         if (strcmp(res->error_kind, SCR_HTTP_ERR_TOO_LARGE) == 0)
@@ -567,7 +561,7 @@ static void process_completions(scr_http_t *h)
         curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&r);
         CURLcode code = msg->data.result;
         req_unlink(r);
-        finish(r, code);
+        scr_finish(r, code);
         r->on_done(r, r->data);
     }
 }

@@ -4,7 +4,7 @@
  * scrapes every target. In `ember-scraper` it publishes into the publisher
  * node's Redis transport and joins the Redis group "scraper": every replica
  * gets the live member list (sorted ids) and rendezvous hashing over it
- * assigns each target to one replica, so a join or a leave moves only that
+ * assigns each target to one replica, so a scr_join or a leave moves only that
  * replica's share. A replica that gains a target waits `scrape.handover`
  * before its first scrape, long enough for the previous owner to have read
  * the same list (members are re-read every heartbeat), so no target is
@@ -37,7 +37,7 @@ typedef struct scr_node_s {
     char member_id[256], member_addr[256];
 } scr_node_t;
 
-static void on_members(lc_members_t *m, const lc_member_t *live, size_t n, void *data)
+static void scr_on_members(lc_members_t *m, const lc_member_t *live, size_t n, void *data)
 {
     scr_node_t *sn = data;
     LC_UNUSED(m);
@@ -52,7 +52,7 @@ static void on_members(lc_members_t *m, const lc_member_t *live, size_t n, void 
 
 /* Defaults: "<host name>:<HTTP port>", unique per host and stable across
  * restarts (in Kubernetes the host name is the pod name). */
-static void set_identity(scr_node_t *sn)
+static void scr_set_identity(scr_node_t *sn)
 {
     char host[128] = "localhost";
     gethostname(host, sizeof(host) - 1);
@@ -69,7 +69,7 @@ static void set_identity(scr_node_t *sn)
         snprintf(sn->member_addr, sizeof(sn->member_addr), "%s:%s", host, port);
 }
 
-static int join(scr_node_t *sn)
+static int scr_join(scr_node_t *sn)
 {
     lc_members_opts_t mo = {
         .url = sn->s->redis_url,
@@ -78,19 +78,19 @@ static int join(scr_node_t *sn)
         .self_addr = sn->member_addr,
         .heartbeat_ms = (uint32_t)(sn->s->heartbeat_ns / NS_PER_MS),
         .ttl_ms = (uint32_t)(sn->s->member_ttl_ns / NS_PER_MS),
-        .on_change = on_members,
+        .on_change = scr_on_members,
         .change_data = sn,
     };
     int rc = lc_members_new(&sn->p->loop, &mo, &sn->members);
     if (rc)
-        LC_LOG_ERROR("cannot join the scraper group err=\"%s\" (member.ttl must exceed "
+        LC_LOG_ERROR("cannot scr_join the scraper group err=\"%s\" (member.ttl must exceed "
                      "member.heartbeat)",
                      lc_strerror(rc));
     return rc;
 }
 
 /* ember-scraper's own limits and tenant, or ember's receiver limits. */
-static void fill_opts(const scr_node_t *sn, scr_opts_t *o)
+static void scr_fill_opts(const scr_node_t *sn, scr_opts_t *o)
 {
     const ember_settings_t *s = sn->s;
     scr_opts_default(o);
@@ -113,7 +113,7 @@ static void fill_opts(const scr_node_t *sn, scr_opts_t *o)
     o->handover_ns = s->handover_ns;
 }
 
-static int node_start(lc_proc_t *p, const void *settings, void **state)
+static int scr_node_start(lc_proc_t *p, const void *settings, void **state)
 {
     const ember_settings_t *s = settings;
     bool configured = s->scrape_config_file && *s->scrape_config_file;
@@ -129,9 +129,9 @@ static int node_start(lc_proc_t *p, const void *settings, void **state)
     sn->s = s;
     sn->replicated = s->bin == EMBER_BIN_SCRAPER;
     if (sn->replicated)
-        set_identity(sn);
+        scr_set_identity(sn);
     scr_opts_t o;
-    fill_opts(sn, &o);
+    scr_fill_opts(sn, &o);
     lc_status_t st = {0};
     if (scr_new(&p->loop, &o, &sn->scr, &st)) {
         LC_LOG_ERROR("cannot start the scraper err=\"%s\"", st.msg);
@@ -139,51 +139,51 @@ static int node_start(lc_proc_t *p, const void *settings, void **state)
     }
     if (sn->replicated)
         LC_LOG_INFO("scraping as member=%s", sn->member_id);
-    return sn->replicated ? join(sn) : 0;
+    return sn->replicated ? scr_join(sn) : 0;
 }
 
-static void on_left(void *data)
+static void scr_on_left(void *data)
 {
     scr_node_t *sn = data;
     sn->members = NULL;
     lc_proc_continue(sn->p);
 }
 
-static void on_scraper_closed(void *data)
+static void scr_on_scraper_closed(void *data)
 {
     scr_node_t *sn = data;
     sn->scr = NULL;
     if (sn->members)
-        lc_members_close(sn->members, on_left, sn);
+        lc_members_close(sn->members, scr_on_left, sn);
     else
         lc_proc_continue(sn->p);
 }
 
-static void node_close(lc_proc_t *p, void *state)
+static void scr_node_close(lc_proc_t *p, void *state)
 {
     scr_node_t *sn = state;
     LC_UNUSED(p);
     if (sn->scr)
-        scr_close(sn->scr, on_scraper_closed, sn);
+        scr_close(sn->scr, scr_on_scraper_closed, sn);
     else
-        on_scraper_closed(sn);
+        scr_on_scraper_closed(sn);
 }
 
-static const char *node_not_ready(void *state)
+static const char *scr_node_not_ready(void *state)
 {
     scr_node_t *sn = state;
     return sn->replicated && !sn->members_seen ? "no member list yet" : NULL;
 }
 
-static void node_free(void *state)
+static void scr_node_free(void *state)
 {
     lc_free(state);
 }
 
 const lc_node_ops_t scr_node = {
     .name = "scraper",
-    .start = node_start,
-    .close = node_close,
-    .not_ready = node_not_ready,
-    .free = node_free,
+    .start = scr_node_start,
+    .close = scr_node_close,
+    .not_ready = scr_node_not_ready,
+    .free = scr_node_free,
 };

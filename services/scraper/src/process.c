@@ -12,17 +12,15 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/random.h>
 #include <time.h>
 
+#include "lc/clock.h"
 #include "ember/v1/ingest.pb-c.h"
 #include "lc/alloc.h"
 #include "process.h"
 
-#define INGEST_ID_BYTES SCR_INGEST_ID_BYTES
-#define PARTITION_SEED 0x9e3779b97f4a7c15ULL /* as the receivers hash (tenant, labels) */
 
-static int fail(scr_process_out_t *out, const char *kind, const char *prefix, const char *detail)
+static int scr_fail(scr_process_out_t *out, const char *kind, const char *prefix, const char *detail)
 {
     out->error_kind = kind;
     snprintf(out->error, sizeof(out->error), "%s%s", prefix, detail);
@@ -71,38 +69,13 @@ int scr_keep_sample_types(lc_pprof_t *p, const scr_value_type_t *keep, size_t n_
 
 /* ---------------------------------------------------------------- the message */
 
-static int64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
-static int random_id(uint8_t *id)
-{
-    size_t got = 0;
-    while (got < INGEST_ID_BYTES) {
-        ssize_t n = getrandom(id + got, INGEST_ID_BYTES - got, 0);
-        if (n < 0 && errno != EINTR)
-            return -errno;
-        got += n > 0 ? (size_t)n : 0;
-    }
-    return 0;
-}
-
-static uint32_t partition_of(const char *tenant, const lc_labels_t *ls, uint32_t partitions)
-{
-    uint64_t h = lc_labels_hash(ls) ^ lc_hash64(tenant, strlen(tenant), PARTITION_SEED);
-    return partitions > 1 ? (uint32_t)(h % partitions) : 0;
-}
-
 static int pack_message(const scr_process_in_t *in, const lc_pprof_t *p, const lc_buf_t *pprof,
                         scr_process_out_t *out)
 {
-    uint8_t id[INGEST_ID_BYTES];
-    int rc = random_id(id);
+    uint8_t id[LC_INGEST_ID_BYTES];
+    int rc = lc_ingest_id_new(id);
     if (rc)
-        return fail(out, "internal", "no random ingest id: ", lc_strerror(rc));
+        return scr_fail(out, "internal", "no random ingest id: ", lc_strerror(rc));
     lc_labels_t ls;
     lc_labels_copy(&ls, in->series);
     lc_labels_set(&ls, "__delta__", "false");
@@ -117,8 +90,8 @@ static int pack_message(const scr_process_in_t *in, const lc_pprof_t *p, const l
     }
     Ember__V1__IngestProfile m = EMBER__V1__INGEST_PROFILE__INIT;
     m.tenant = (char *)in->tenant;
-    m.ingest_id = (ProtobufCBinaryData){INGEST_ID_BYTES, id};
-    m.received_unix_nanos = now_ns();
+    m.ingest_id = (ProtobufCBinaryData){LC_INGEST_ID_BYTES, id};
+    m.received_unix_nanos = lc_realtime_ns();
     m.labels = ptrs;
     m.n_labels = ls.n;
     m.pprof = (ProtobufCBinaryData){pprof->len, pprof->data};
@@ -127,7 +100,7 @@ static int pack_message(const scr_process_in_t *in, const lc_pprof_t *p, const l
     out->len = protobuf_c_message_get_packed_size(&m.base);
     out->msg = lc_xmalloc(out->len ? out->len : 1);
     protobuf_c_message_pack(&m.base, out->msg);
-    out->partition = partition_of(in->tenant, in->series, in->partitions);
+    out->partition = lc_transport_partition(in->tenant, in->series, in->partitions);
     memcpy(out->ingest_id, id, sizeof(out->ingest_id));
     lc_free(pairs);
     lc_free(ptrs);
@@ -141,13 +114,13 @@ static int decode(const scr_process_in_t *in, lc_arena_t *arena, lc_pprof_t **p,
                   scr_process_out_t *out)
 {
     if (!in->len)
-        return fail(out, SCR_ERR_EMPTY, "", "empty response body");
+        return scr_fail(out, SCR_ERR_EMPTY, "", "empty response body");
     lc_status_t st = {0};
     if (lc_pprof_decode(in->body, in->len, &in->limits, arena, p, &st) != 0)
-        return fail(out, strstr(st.msg, "too large") ? SCR_ERR_TOO_LARGE : SCR_ERR_INVALID, "",
+        return scr_fail(out, strstr(st.msg, "too large") ? SCR_ERR_TOO_LARGE : SCR_ERR_INVALID, "",
                     st.msg);
     if (lc_pprof_validate(*p, &in->limits, &st) != 0)
-        return fail(out, SCR_ERR_INVALID, "invalid pprof: ", st.msg);
+        return scr_fail(out, SCR_ERR_INVALID, "invalid pprof: ", st.msg);
     return 0;
 }
 
@@ -156,10 +129,10 @@ static int shape(const scr_process_in_t *in, lc_arena_t *arena, lc_pprof_t *p,
 {
     int rc = scr_keep_sample_types(p, in->keep, in->n_keep, arena);
     if (rc == LC_EINPUT)
-        return fail(out, SCR_ERR_INVALID, "",
+        return scr_fail(out, SCR_ERR_INVALID, "",
                     "keep_sample_type matches none of the profile's sample types");
     if (rc)
-        return fail(out, SCR_ERR_TOO_LARGE, "", "profile too large to process");
+        return scr_fail(out, SCR_ERR_TOO_LARGE, "", "profile too large to process");
     out->delta = SCR_DELTA_READY;
     if (!in->cumulative || !in->delta)
         return 0;
@@ -168,7 +141,7 @@ static int shape(const scr_process_in_t *in, lc_arena_t *arena, lc_pprof_t *p,
     if (!rc)
         rc = scr_delta_apply(in->delta, p, ix, arena, &out->delta);
     if (rc)
-        return fail(out, SCR_ERR_TOO_LARGE, "", "profile too large to subtract");
+        return scr_fail(out, SCR_ERR_TOO_LARGE, "", "profile too large to subtract");
     return 0;
 }
 
@@ -186,7 +159,7 @@ int scr_process(const scr_process_in_t *in, scr_process_out_t *out)
         lc_buf_t pprof;
         lc_buf_init(&pprof, in->limits.max_decompressed_bytes * 2);
         if (lc_pprof_encode(p, false, &pprof) != 0)
-            rc = fail(out, SCR_ERR_TOO_LARGE, "", "profile too large to re-encode");
+            rc = scr_fail(out, SCR_ERR_TOO_LARGE, "", "profile too large to re-encode");
         else
             rc = pack_message(in, p, &pprof, out);
         out->n_samples = p->n_sample;

@@ -18,6 +18,7 @@
 #include "delta.h"
 #include "lc/labels.h"
 #include "lc/pprof.h"
+#include "lc/transport.h"
 
 /* Error kinds, as counted in ember_scrape_errors_total{kind}. */
 #define SCR_ERR_INVALID "invalid_profile"
@@ -39,13 +40,12 @@ typedef struct scr_process_in_s {
     lc_pprof_limits_t limits;
 } scr_process_in_t;
 
-#define SCR_INGEST_ID_BYTES 16
 
 typedef struct scr_process_out_s {
     uint8_t *msg; /* packed IngestProfile (lc_free), NULL = nothing to publish */
     size_t len;
     uint32_t partition;
-    uint8_t ingest_id[SCR_INGEST_ID_BYTES]; /* msg's ingest id: the transport's dedupe id */
+    uint8_t ingest_id[LC_INGEST_ID_BYTES]; /* msg's ingest id: the transport's dedupe id */
     size_t n_samples;         /* samples published */
     scr_delta_result_t delta; /* READY unless cumulative */
     const char *error_kind;   /* NULL on success */

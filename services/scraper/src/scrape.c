@@ -137,7 +137,8 @@ void scr_count_error(scr_pool_t *pool, const char *kind)
     char labels[512], extra[96];
     scr_metric_labels(labels, sizeof(labels), pool->name, NULL, NULL);
     snprintf(extra, sizeof(extra), ",kind=\"%s\"", kind);
-    strncat(labels, extra, sizeof(labels) - strlen(labels) - 1);
+    size_t used = strlen(labels);
+    snprintf(labels + used, sizeof(labels) - used, "%s", extra);
     lc_metric_add(lc_metrics_counter(m, "ember_scrape_errors_total",
                                      "Failed scrapes by job and kind of failure", labels),
                   1);
@@ -231,7 +232,7 @@ static void target_maybe_free(scr_target_t *t)
 
 /* ---------------------------------------------------------------- publishing */
 
-static void on_published(int status, void *data)
+static void scr_on_published(int status, void *data)
 {
     scr_work_t *w = data;
     scr_target_t *t = w->t;
@@ -254,9 +255,9 @@ static void publish(scr_target_t *t, scr_work_t *w)
 {
     scr_t *s = w->scr;
     int rc = lc_transport_publish(s->opts.transport, w->out.msg, w->out.len, w->out.partition,
-                                  w->out.ingest_id, sizeof(w->out.ingest_id), on_published, w);
+                                  w->out.ingest_id, sizeof(w->out.ingest_id), scr_on_published, w);
     if (rc != 0)
-        on_published(rc, w); /* the callback never runs for a failed call */
+        scr_on_published(rc, w); /* the callback never runs for a failed call */
     LC_UNUSED(t);
 }
 
@@ -384,7 +385,7 @@ static void start_scrape(scr_target_t *t)
 
 /* ---------------------------------------------------------------- the schedule */
 
-static void on_tick(uv_timer_t *timer);
+static void scr_on_tick(uv_timer_t *timer);
 
 /* Arms the timer for the first slot after now, and never for the slot that
  * just fired: libuv's timer runs on the loop's cached monotonic clock, which
@@ -402,10 +403,10 @@ static void schedule(scr_target_t *t)
     t->next_slot_ns = next;
     uv_update_time(t->scr->loop);
     uint64_t delay_ms = (uint64_t)((next - now + NS_PER_MS - 1) / NS_PER_MS);
-    uv_timer_start(&t->timer, on_tick, delay_ms, 0);
+    uv_timer_start(&t->timer, scr_on_tick, delay_ms, 0);
 }
 
-static void on_tick(uv_timer_t *timer)
+static void scr_on_tick(uv_timer_t *timer)
 {
     scr_target_t *t = timer->data;
     scr_t *s = t->scr;

@@ -62,12 +62,12 @@ void scr_pending_done(scr_t *s)
         scr_free(s);
 }
 
-static void on_handle_closed(uv_handle_t *h)
+static void scr_on_handle_closed(uv_handle_t *h)
 {
     scr_pending_done(h->data);
 }
 
-static void on_http_closed(void *data)
+static void scr_on_http_closed(void *data)
 {
     scr_pending_done(data);
 }
@@ -433,7 +433,7 @@ void scr_set_members(scr_t *s, const char *const *ids, size_t n)
 
 /* ---------------------------------------------------------------- lifecycle */
 
-static void register_metrics(scr_t *s)
+static void scr_register_metrics(scr_t *s)
 {
     if (!s->metrics)
         return;
@@ -444,7 +444,7 @@ static void register_metrics(scr_t *s)
                          "When the scrape config was last loaded successfully", "");
 }
 
-static void copy_opts(scr_t *s, const scr_opts_t *o)
+static void scr_copy_opts(scr_t *s, const scr_opts_t *o)
 {
     s->opts = *o;
     s->opts.config_file = lc_xstrdup(o->config_file);
@@ -496,8 +496,8 @@ int scr_new(uv_loop_t *loop, const scr_opts_t *opts, scr_t **out, lc_status_t *s
     scr_t *s = lc_xcalloc(1, sizeof(*s));
     s->loop = loop;
     s->metrics = opts->metrics;
-    copy_opts(s, opts);
-    register_metrics(s);
+    scr_copy_opts(s, opts);
+    scr_register_metrics(s);
     int rc = scr_http_new(loop, &s->http);
     if (!rc) {
         s->pending++;
@@ -532,12 +532,12 @@ void scr_close(scr_t *s, void (*cb)(void *data), void *data)
     s->pools = NULL;
     s->n_pools = 0;
     if (s->http)
-        scr_http_close(s->http, on_http_closed, s);
+        scr_http_close(s->http, scr_on_http_closed, s);
     s->http = NULL;
     if (s->sync_timer.loop) {
-        uv_close((uv_handle_t *)&s->sync_timer, on_handle_closed);
-        uv_close((uv_handle_t *)&s->sighup, on_handle_closed);
-        uv_close((uv_handle_t *)&s->config_poll, on_handle_closed);
+        uv_close((uv_handle_t *)&s->sync_timer, scr_on_handle_closed);
+        uv_close((uv_handle_t *)&s->sighup, scr_on_handle_closed);
+        uv_close((uv_handle_t *)&s->config_poll, scr_on_handle_closed);
     }
     scr_pending_done(s);
 }

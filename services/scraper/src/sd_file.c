@@ -89,7 +89,7 @@ int scr_file_sd_parse(const char *path, const char *text, size_t len, scr_group_
     return rc;
 }
 
-static char *read_small_file(const char *path, size_t *len)
+static char *scr_read_small_file(const char *path, size_t *len)
 {
     FILE *f = fopen(path, "rb");
     if (!f)
@@ -148,7 +148,7 @@ static void parse_one(file_disc_t *fd, const char *path, file_state_t *prev, fil
 {
     out->path = lc_xstrdup(path);
     size_t len = 0;
-    char *text = read_small_file(path, &len);
+    char *text = scr_read_small_file(path, &len);
     lc_status_t st = {0};
     int rc = text ? scr_file_sd_parse(path, text, len, &out->groups, &out->n_groups, &st)
                   : lc_status_set(&st, LC_CODE_INVALID_ARGUMENT, "%s: cannot read", path);

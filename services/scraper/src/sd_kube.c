@@ -159,7 +159,7 @@ static const char *container_id(json_t *status, const char *name, bool init)
     return "";
 }
 
-static lc_labels_t *add_target(scr_group_t *g, const char *addr)
+static lc_labels_t *scr_add_target(scr_group_t *g, const char *addr)
 {
     g->targets = lc_xrealloc(g->targets, (g->n_targets + 1) * sizeof(*g->targets));
     lc_labels_t *t = &g->targets[g->n_targets++];
@@ -183,7 +183,7 @@ static void container_targets(scr_group_t *g, json_t *c, json_t *status, const c
             snprintf(addr, sizeof(addr), v6 ? "[%s]:%s" : "%s:%s", ip, num);
         else
             snprintf(addr, sizeof(addr), "%s", ip);
-        lc_labels_t *t = add_target(g, addr);
+        lc_labels_t *t = scr_add_target(g, addr);
         lc_labels_add(t, "__meta_kubernetes_pod_container_name", name);
         lc_labels_add(t, "__meta_kubernetes_pod_container_image", jstr(c, "image"));
         lc_labels_add(t, "__meta_kubernetes_pod_container_init", init ? "true" : "false");

@@ -25,7 +25,7 @@
 
 /* ---------------------------------------------------------------- addresses */
 
-static bool all_digits(const char *s)
+static bool scr_all_digits(const char *s)
 {
     if (!*s)
         return false;
@@ -40,7 +40,7 @@ static bool has_port(const char *addr)
 {
     if (addr[0] == '[') {
         const char *close = strchr(addr, ']');
-        return close && close[1] == ':' && all_digits(close + 2);
+        return close && close[1] == ':' && scr_all_digits(close + 2);
     }
     const char *colon = strchr(addr, ':');
     return colon && !strchr(colon + 1, ':'); /* Go accepts any port text here */

@@ -116,11 +116,11 @@ int ui_register(lc_httpd_t *srv)
 
 /* ---------------------------------------------------------------- the node */
 
-static int node_start(lc_proc_t *p, const void *settings, void **state)
+static int ui_node_start(lc_proc_t *p, const void *settings, void **state)
 {
     LC_UNUSED(settings);
     *state = NULL; /* nothing to stop or free: the routes live with the server */
     return ui_register(p->httpd);
 }
 
-const lc_node_ops_t ui_node = {.name = "ui", .start = node_start};
+const lc_node_ops_t ui_node = {.name = "ui", .start = ui_node_start};

@@ -23,6 +23,7 @@
  * of arithmetic so that user code, not the clock syscall, dominates.
  */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -205,14 +206,29 @@ int main(int argc, char **argv)
         return 2;
     }
     const char *mode = argv[1];
-    run_seconds = atof(argv[2]);
-    int threads = argc > 3 ? atoi(argv[3]) : 1;
+    char *end = NULL;
+    errno = 0;
+    run_seconds = strtod(argv[2], &end);
+    if (errno || end == argv[2] || *end) {
+        fprintf(stderr, "cpu_mix: bad SECONDS/MS '%s'\n", argv[2]);
+        return 2;
+    }
+    long threads = 1;
+    if (argc > 3) {
+        errno = 0;
+        threads = strtol(argv[3], &end, 10);
+        if (errno || end == argv[3] || *end) {
+            fprintf(stderr, "cpu_mix: bad THREADS '%s'\n", argv[3]);
+            return 2;
+        }
+    }
+    int threads_n = threads >= 1 && threads <= 64 ? (int)threads : 1; /* as run_threads clamps */
     printf("pid %d\n", getpid());
     fflush(stdout);
     if (!strcmp(mode, "mix"))
-        return run_threads(mix_worker, threads);
+        return run_threads(mix_worker, threads_n);
     if (!strcmp(mode, "spin"))
-        return run_threads(spin_worker, threads);
+        return run_threads(spin_worker, threads_n);
     if (!strcmp(mode, "sys"))
         return run_sys();
     if (!strcmp(mode, "jit"))

@@ -4,7 +4,7 @@
  * cpu/wall nanoseconds with period 1e9/sampleRate, other types are unscaled
  * and have no period type. The output is decoded and validated by lc/pprof.h.
  */
-#include "ingester_int.h"
+#include "receive_int.h"
 #include "lc_test.h"
 
 typedef struct conv_s {
@@ -56,9 +56,8 @@ static int64_t stack_value(const lc_pprof_t *p, const char *want)
         char buf[256] = "";
         const Google__V1__Sample *s = p->sample[i];
         for (size_t k = s->n_location_id; k > 0; k--) {
-            strcat(buf, fn_name(p, s->location_id[k - 1]));
-            if (k > 1)
-                strcat(buf, ";");
+            lc_test_appendf(buf, sizeof(buf), "%s%s", fn_name(p, s->location_id[k - 1]),
+                            k > 1 ? ";" : "");
         }
         if (strcmp(buf, want) == 0)
             total += s->value[0];

@@ -5,7 +5,7 @@
  * the baseline and drops that profile; staged state is discarded with a
  * failed batch.
  */
-#include "ingester_int.h"
+#include "write_int.h"
 #include "lc_test.h"
 
 enum { A = 101, B = 202, C = 303 };

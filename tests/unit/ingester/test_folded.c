@@ -2,7 +2,7 @@
  * test_folded.c — the folded and lines text formats (pyroscope-api.md §2.6).
  * Conversion to pprof (§2.10) is tested in test_convert.c.
  */
-#include "ingester_int.h"
+#include "receive_int.h"
 #include "lc_test.h"
 
 typedef struct collected_s {
@@ -68,10 +68,11 @@ static void test_folded_long_line_ends_parsing(void)
 {
     size_t n = ING_FOLDED_MAX_LINE + 10;
     char *body = malloc(n + 64);
-    strcpy(body, "a;b 1\n");
-    size_t at = strlen(body);
+    static const char head[] = "a;b 1\n", tail[] = " 2\nc;d 3\n";
+    size_t at = sizeof(head) - 1;
+    memcpy(body, head, at);
     memset(body + at, 'x', n);
-    strcpy(body + at + n, " 2\nc;d 3\n");
+    memcpy(body + at + n, tail, sizeof(tail));
     collected_t c;
     lc_status_t st;
     LC_ASSERT_OK(run(body, false, &c, &st));
@@ -100,7 +101,7 @@ static void test_callback_stops(void)
     lc_status_t st;
     char body[16 * 20 + 64] = "";
     for (int i = 0; i < 20; i++)
-        sprintf(body + strlen(body), "s%d 1\n", i);
+        lc_test_appendf(body, sizeof(body), "s%d 1\n", i);
     LC_ASSERT_EQ(run(body, false, &c, &st), -99);
 }
 

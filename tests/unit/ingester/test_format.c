@@ -1,7 +1,7 @@
 /*
  * test_format.c — /ingest format selection order (pyroscope-api.md §2.4).
  */
-#include "ingester_int.h"
+#include "receive_int.h"
 #include "lc_test.h"
 
 #define MP "multipart/form-data; boundary=abc"

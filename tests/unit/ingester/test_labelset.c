@@ -2,7 +2,7 @@
  * test_labelset.c — the /ingest `name` syntax (pyroscope-api.md §2.3), with the
  * exact names the Go and Node SDKs send (real-clients.md §1, §2b).
  */
-#include "ingester_int.h"
+#include "receive_int.h"
 #include "lc_test.h"
 
 typedef struct ls_case_s {
@@ -129,11 +129,12 @@ static void test_get_and_messages(void)
 static void test_pair_cap(void)
 {
     lc_arena_t *arena = lc_arena_new(8 << 20);
-    char *s = malloc(64 * 1024);
-    size_t n = (size_t)sprintf(s, "app{");
+    size_t cap = 64 * 1024;
+    char *s = malloc(cap);
+    snprintf(s, cap, "app{");
     for (int i = 0; i <= ING_LABELSET_MAX_PAIRS; i++)
-        n += (size_t)sprintf(s + n, "k%d=v,", i);
-    strcpy(s + n, "}");
+        lc_test_appendf(s, cap, "k%d=v,", i);
+    lc_test_appendf(s, cap, "}");
     ing_labelset_t ls;
     lc_status_t st = {0};
     LC_CHECK(ing_labelset_parse(s, arena, &ls, &st) < 0);

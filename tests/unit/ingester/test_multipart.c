@@ -3,7 +3,7 @@
  * SDKs send (real-clients.md §1: Node SDK <= 0.6.1; §2b: pyroscope-go), plus
  * boundary edge cases, truncated and malformed input, and the caps.
  */
-#include "ingester_int.h"
+#include "receive_int.h"
 #include "lc_test.h"
 
 /* A pprof-like binary payload with bytes that could confuse a scanner. */

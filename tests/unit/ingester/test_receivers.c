@@ -10,7 +10,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "ingester_int.h"
+#include "receive_int.h"
 #include "lc/tenant.h"
 #include "lc_test.h"
 #include "push/v1/push.pb-c.h"
@@ -64,7 +64,7 @@ static void env_run(env_t *e, const ing_opts_t *opts, size_t max_backlog, script
 {
     memset(e, 0, sizeof(*e));
     e->script = script;
-    strcpy(e->dir, "/tmp/ember-recv-XXXXXX");
+    snprintf(e->dir, sizeof(e->dir), "/tmp/ember-recv-XXXXXX");
     LC_CHECK(mkdtemp(e->dir) != NULL);
     lc_store_opts_t so = {.dir = e->dir};
     LC_ASSERT_OK(uv_loop_init(&e->loop));
@@ -189,31 +189,31 @@ static char *go_form(const unsigned char *profile, size_t plen, const char *cfg,
     char *out = malloc(cap);
     size_t n = 0;
     if (profile) {
-        n += (size_t)sprintf(out + n,
-                             "--%s\r\nContent-Disposition: form-data; name=\"profile\"; "
-                             "filename=\"profile.pprof\"\r\n"
-                             "Content-Type: application/octet-stream\r\n\r\n",
-                             b);
+        n += (size_t)snprintf(out + n, cap - n,
+                              "--%s\r\nContent-Disposition: form-data; name=\"profile\"; "
+                              "filename=\"profile.pprof\"\r\n"
+                              "Content-Type: application/octet-stream\r\n\r\n",
+                              b);
         memcpy(out + n, profile, plen);
         n += plen;
-        n += (size_t)sprintf(out + n, "\r\n");
+        n += (size_t)snprintf(out + n, cap - n, "\r\n");
     }
     if (prev) {
-        n += (size_t)sprintf(out + n,
-                             "--%s\r\nContent-Disposition: form-data; "
-                             "name=\"prev_profile\"; filename=\"p\"\r\n\r\n",
-                             b);
+        n += (size_t)snprintf(out + n, cap - n,
+                              "--%s\r\nContent-Disposition: form-data; "
+                              "name=\"prev_profile\"; filename=\"p\"\r\n\r\n",
+                              b);
         memcpy(out + n, profile, plen);
         n += plen;
-        n += (size_t)sprintf(out + n, "\r\n");
+        n += (size_t)snprintf(out + n, cap - n, "\r\n");
     }
     if (cfg)
-        n += (size_t)sprintf(out + n,
-                             "--%s\r\nContent-Disposition: form-data; "
-                             "name=\"sample_type_config\"; "
-                             "filename=\"sample_type_config.json\"\r\n\r\n%s\r\n",
-                             b, cfg);
-    n += (size_t)sprintf(out + n, "--%s--\r\n", b);
+        n += (size_t)snprintf(out + n, cap - n,
+                              "--%s\r\nContent-Disposition: form-data; "
+                              "name=\"sample_type_config\"; "
+                              "filename=\"sample_type_config.json\"\r\n\r\n%s\r\n",
+                              b, cfg);
+    n += (size_t)snprintf(out + n, cap - n, "--%s--\r\n", b);
     *len = n;
     return out;
 }
@@ -274,7 +274,7 @@ static int find_series(lc_block_t *b, uint32_t id, const char *tenant, const lc_
     find_t *f = data;
     const char *svc = lc_labels_get(ls, "service_name"),
                *type = lc_labels_get(ls, "__profile_type__");
-    if (!svc || strcmp(svc, f->service) || (f->type && (!type || strcmp(type, f->type))))
+    if (!svc || strcmp(svc, f->service) != 0 || (f->type && (!type || strcmp(type, f->type) != 0)))
         return 0;
     f->series++;
     return lc_block_profiles(b, id, 0, INT64_MAX, find_profile, f);

@@ -6,7 +6,7 @@
  * evented/sampled rules, the deliberate departures from Pyroscope, and the
  * errors and caps.
  */
-#include "ingester_int.h"
+#include "receive_int.h"
 #include "lc_test.h"
 
 #define SCHEMA "\"$schema\":\"https://www.speedscope.app/file-format-schema.json\""

@@ -4,7 +4,7 @@
  * counted here independently (canonical "k=v;..." strings), and totals per
  * group must add up to the MANIFEST totals computed by Go.
  */
-#include "ingester_int.h"
+#include "write_int.h"
 #include "lc_test.h"
 
 static lc_pprof_t *load(lc_arena_t *arena, const char *rel)
@@ -62,7 +62,7 @@ static size_t count_distinct(const lc_pprof_t *p)
         while (j < n && strcmp(seen[j], c) != 0)
             j++;
         if (j == n && n < 4096)
-            strcpy(seen[n++], c);
+            snprintf(seen[n++], sizeof(seen[0]), "%s", c);
     }
     return n;
 }
@@ -89,7 +89,8 @@ static void check_file(const char *rel, int64_t total0, int64_t total1, size_t m
         canonical(p, p->sample[g[i].samples[0]], first, sizeof(first));
         char mine[256] = "";
         for (size_t k = 0; k < g[i].n_labels; k++)
-            sprintf(mine + strlen(mine), "%s=%s;", g[i].labels[k].name, g[i].labels[k].value);
+            lc_test_appendf(mine, sizeof(mine), "%s=%s;", g[i].labels[k].name,
+                            g[i].labels[k].value);
         LC_ASSERT_STR_EQ(mine, first);
         for (size_t k = 0; k < g[i].n_samples; k++) {
             char c[256];

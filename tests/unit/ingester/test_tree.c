@@ -6,7 +6,7 @@
  * byte, trailing bytes, oversize names, child counts and values, varint
  * overflow, too deep, too many stack bytes) must fail with a message.
  */
-#include "ingester_int.h"
+#include "receive_int.h"
 #include "lc_test.h"
 
 /* ---------------------------------------------------------------- writer */

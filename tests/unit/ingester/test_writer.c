@@ -7,7 +7,7 @@
  */
 #include <unistd.h>
 
-#include "ingester_int.h"
+#include "write_int.h"
 #include "lc_test.h"
 
 #define CPU_LABELS "pprof/pyroscope-go.cpu.labels.pprof"
@@ -24,7 +24,7 @@ typedef struct fixture_s {
 
 static void fx_open(fixture_t *f)
 {
-    strcpy(f->dir, "/tmp/ember-writer-XXXXXX");
+    snprintf(f->dir, sizeof(f->dir), "/tmp/ember-writer-XXXXXX");
     LC_CHECK(mkdtemp(f->dir) != NULL);
     lc_store_opts_t o = {.dir = f->dir};
     LC_ASSERT_OK(lc_store_open(&o, &f->store));

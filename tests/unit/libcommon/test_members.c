@@ -118,7 +118,8 @@ static long long server_ms(const test_redis_t *srv)
 {
     redisContext *c = test_redis_connect(srv);
     redisReply *r = redisCommand(c, "TIME");
-    long long ms = atoll(r->element[0]->str) * 1000 + atoll(r->element[1]->str) / 1000;
+    long long ms =
+        strtoll(r->element[0]->str, NULL, 10) * 1000 + strtoll(r->element[1]->str, NULL, 10) / 1000;
     freeReplyObject(r);
     redisFree(c);
     return ms;
@@ -284,7 +285,7 @@ static void test_zone_registry(void)
     wa = (watch_t){0};
     a = open_zoned(&loop, &srv, "ing-a", "b", &wa);
     uint64_t end = uv_hrtime() + 3000 * 1000000ull;
-    while (uv_hrtime() < end && (lc_members_list(q, &live) < 1 || strcmp(live[0].zone, "b")))
+    while (uv_hrtime() < end && (lc_members_list(q, &live) < 1 || strcmp(live[0].zone, "b") != 0))
         uv_run(&loop, UV_RUN_ONCE);
     LC_ASSERT_STR_EQ(live[0].id, "ing-a");
     LC_ASSERT_STR_EQ(live[0].zone, "b");

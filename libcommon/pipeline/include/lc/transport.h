@@ -28,6 +28,7 @@
 #include <uv.h>
 
 #include "lc/err.h"
+#include "lc/labels.h"
 #include "lc/metrics.h"
 
 typedef struct lc_transport_s lc_transport_t;
@@ -200,5 +201,16 @@ void lc_transport_redis_release(lc_transport_t *t);
 
 /* Any thread. LC_EINPUT if t is not a redis transport. */
 int lc_transport_redis_stats(lc_transport_t *t, lc_redis_transport_stats_t *out) LC_MUST_CHECK;
+
+/* ---- what every producer (receivers, scraper, agent) stamps on a message */
+
+#define LC_INGEST_ID_BYTES 16
+
+/* A fresh random ingest id: the transport's dedupe key. 0 or -errno. */
+int lc_ingest_id_new(uint8_t id[LC_INGEST_ID_BYTES]) LC_MUST_CHECK;
+
+/* The partition of a series, the same in every producer: a hash of tenant and
+ * series labels, so one series always lands in one partition (in order). */
+uint32_t lc_transport_partition(const char *tenant, const lc_labels_t *ls, uint32_t partitions);
 
 #endif

@@ -1,6 +1,6 @@
 /*
  * lc/service.h — the process shell every ember binary runs in: one libuv
- * loop, one metrics registry, one HTTP server with /ready and /metrics,
+ * loop, one metrics registry, one HTTP server with /ready, /live and /metrics,
  * SIGTERM/SIGINT as one drain request, and an ordered start and stop of the
  * process's *nodes* (the roles it runs: ingester, querier, scraper, agent).
  *

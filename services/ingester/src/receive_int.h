@@ -1,19 +1,20 @@
 /*
- * ingester_int.h — declarations shared between the ingester's own files.
+ * receive_int.h — the receive room of the ingester: what the receivers
+ * (ingest_http.c, push.c) compose to turn a request into published profiles.
  *
  * The pure pieces (labelset, format selection, multipart, folded text,
- * sample-type config, metric-name derivation, series split, profile type ids,
- * server-side delta) take plain inputs and arena memory, so each is testable on
+ * sample-type config, metric-name derivation, format converters) take plain inputs and arena memory, so each is testable on
  * its own; the receivers (ingest_http.c, push.c) and the writer compose them.
  * Threading: everything here is pure or owned by one thread at a time.
  */
-#ifndef EMBER_INGESTER_INT_H
-#define EMBER_INGESTER_INT_H
+#ifndef EMBER_RECEIVE_INT_H
+#define EMBER_RECEIVE_INT_H
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
+#include "lc/clock.h"
 #include "ember/v1/ingest.pb-c.h"
 #include "google/v1/profile.pb-c.h"
 #include "lc/alloc.h"
@@ -52,10 +53,6 @@
 #define ING_SPEEDSCOPE_MAX_STACK_FRAMES ((size_t)64 << 20)
 
 /* ---------------------------------------------------------------- labelset.c */
-typedef struct ing_kv_s {
-    const char *name;
-    const char *value;
-} ing_kv_t;
 
 /* The parsed `name` parameter of /ingest (pyroscope-api.md §2.3). */
 typedef struct ing_labelset_s {
@@ -192,8 +189,6 @@ int ing_stconfig_parse(const uint8_t *json, size_t len, lc_arena_t *arena, ing_s
 const Ember__V1__SampleTypeConfig *ing_stconfig_find(const ing_stconfig_t *c, const char *type);
 
 /* ---------------------------------------------------------------- normalize.c */
-/* The string at idx of p's string table, "" when out of range. */
-const char *ing_pprof_str(const Google__V1__Profile *p, int64_t idx);
 /* `__name__` of a pprof uploaded to /ingest (§2.5), from its sample types. */
 const char *ing_metric_name(const Google__V1__Profile *p, const ing_stconfig_t *cfg);
 
@@ -257,50 +252,6 @@ int ing_text_to_pprof(const uint8_t *body, size_t len, bool lines_format, const 
 bool ing_spy_rewrites_names(const char *spy);
 int ing_spy_fix_names(Google__V1__Profile *p, const char *spy, lc_arena_t *arena) LC_MUST_CHECK;
 
-/* ---------------------------------------------------------------- split.c */
-/* One series' worth of samples: those sharing the same string sample labels. */
-typedef struct ing_group_s {
-    ing_kv_t *labels; /* sorted by name; trace_id/span_id/profile_id excluded */
-    size_t n_labels;
-    uint32_t *samples;  /* indices into p->sample */
-    uint64_t *span_ids; /* parallel to samples; 0 = none */
-    size_t n_samples;
-    bool has_span_ids;
-} ing_group_t;
-
-int ing_split_samples(const Google__V1__Profile *p, lc_arena_t *arena, ing_group_t **out,
-                      size_t *n_out) LC_MUST_CHECK;
-/* 16 hex digits -> id; 0 when s is not exactly that. */
-uint64_t ing_parse_span_id(const char *s);
-
-/* ---------------------------------------------------------------- series.c */
-/* `<name>:<type>:<unit>:<period_type>:<period_unit>` for sample type i (arena). */
-const char *ing_profile_type_id(const Google__V1__Profile *p, const char *metric, size_t i,
-                                lc_arena_t *arena);
-/* Adds the per-sample-type internal labels, removes __delta__, sorts. */
-void ing_series_labels(lc_labels_t *ls, const Google__V1__Profile *p, size_t i, lc_arena_t *arena);
-
-/* ---------------------------------------------------------------- delta.c */
-/* Server-side delta (§4.5, the v1 rule) across profiles of one series.
- * Changes are staged per batch: commit makes them permanent, discard drops
- * them (the batch will be redelivered). Owned by the writer thread. */
-typedef struct ing_delta_s ing_delta_t;
-
-ing_delta_t *ing_delta_new(size_t max_entries);
-void ing_delta_free(ing_delta_t *d);
-/* Whether the rule applies to a series (metric name, sample type, flag). */
-bool ing_delta_applies(const char *metric, const char *sample_type, bool delta_disabled);
-/* For the n samples (stack keys + values) of a series profile: returns true and
- * fills out_values (delta values) when the profile is to be stored; false when
- * it is dropped (first profile of the series, or a reset). */
-bool ing_delta_apply(ing_delta_t *d, uint64_t series_fp, const uint64_t *stack_keys,
-                     const int64_t *values, size_t n, int64_t *out_values);
-void ing_delta_commit(ing_delta_t *d);
-void ing_delta_discard(ing_delta_t *d);
-/* A key for a sample's stack that is stable across profiles (symbol-based). */
-uint64_t ing_stack_key(const Google__V1__Profile *p, const Google__V1__Sample *s,
-                       const lc_pprof_index_t *ix);
-
 /* ---------------------------------------------------------------- ingester.c */
 typedef enum { ING_ROUTE_INGEST = 0, ING_ROUTE_PUSH = 1 } ing_route_t;
 
@@ -316,8 +267,6 @@ struct ing_s {
 
 /* Counts a rejected request under ember_ingest_rejected_total{reason}. */
 void ing_count_rejected(ing_t *ing, const char *reason);
-void ing_count(lc_metric_t *m, double v);
-int64_t ing_now_ns(void);
 ing_label_limits_t ing_label_limits(const ing_t *ing);
 /* The optional ingestion window (opts reject_older/newer_than_ns). */
 int ing_check_window(const ing_t *ing, int64_t time_ns, int64_t now_ns,
@@ -326,14 +275,13 @@ int ing_check_window(const ing_t *ing, int64_t time_ns, int64_t now_ns,
 /* ---------------------------------------------------------------- publish.c */
 /* One request's accepted profiles, published together once `work` is done;
  * lives in the request arena. */
-#define ING_ID_BYTES 16 /* random ingest id of each message */
 
 typedef struct ing_msg_s {
     uint8_t *data;
     size_t len;
     uint32_t partition;
     size_t samples;
-    uint8_t id[ING_ID_BYTES]; /* its ingest id: the transport's dedupe id */
+    uint8_t id[LC_INGEST_ID_BYTES]; /* its ingest id: the transport's dedupe id */
 } ing_msg_t;
 
 typedef struct ing_job_s {

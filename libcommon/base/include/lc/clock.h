@@ -1,0 +1,26 @@
+/*
+ * lc/clock.h — the two clocks ember reads: wall time (profile timestamps,
+ * retention) and monotonic time (timeouts, intervals), in nanoseconds.
+ * Threading: any thread.
+ */
+#ifndef LC_CLOCK_H
+#define LC_CLOCK_H
+
+#include <stdint.h>
+#include <time.h>
+
+static inline int64_t lc_realtime_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static inline int64_t lc_monotonic_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+#endif

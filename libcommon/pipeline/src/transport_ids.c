@@ -1,0 +1,29 @@
+/*
+ * transport_ids.c — ingest ids and partitions, one rule for every producer
+ * (lc/transport.h).
+ */
+#include <errno.h>
+#include <string.h>
+#include <sys/random.h>
+
+#include "lc/transport.h"
+
+#define PARTITION_SEED 0x9e3779b97f4a7c15ULL
+
+int lc_ingest_id_new(uint8_t id[LC_INGEST_ID_BYTES])
+{
+    size_t got = 0;
+    while (got < LC_INGEST_ID_BYTES) {
+        ssize_t n = getrandom(id + got, LC_INGEST_ID_BYTES - got, 0);
+        if (n < 0 && errno != EINTR)
+            return -errno;
+        got += n > 0 ? (size_t)n : 0;
+    }
+    return 0;
+}
+
+uint32_t lc_transport_partition(const char *tenant, const lc_labels_t *ls, uint32_t partitions)
+{
+    uint64_t h = lc_labels_hash(ls) ^ lc_hash64(tenant, strlen(tenant), PARTITION_SEED);
+    return partitions > 1 ? (uint32_t)(h % partitions) : 0;
+}
