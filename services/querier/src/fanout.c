@@ -129,7 +129,7 @@ typedef struct fo_xfer_s {
     char err[CURL_ERROR_SIZE];
 } fo_xfer_t;
 
-static size_t on_body(char *p, size_t size, size_t nmemb, void *data)
+static size_t fo_on_body(char *p, size_t size, size_t nmemb, void *data)
 {
     fo_xfer_t *x = data;
     size_t n = size * nmemb;
@@ -164,7 +164,7 @@ static void xfer_init(fo_xfer_t *x, qry_fanout_t *f, lc_http_req_t *req, const c
     curl_easy_setopt(x->easy, CURLOPT_POSTFIELDS, (const char *)body);
     curl_easy_setopt(x->easy, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
     curl_easy_setopt(x->easy, CURLOPT_HTTPHEADER, x->headers);
-    curl_easy_setopt(x->easy, CURLOPT_WRITEFUNCTION, on_body);
+    curl_easy_setopt(x->easy, CURLOPT_WRITEFUNCTION, fo_on_body);
     curl_easy_setopt(x->easy, CURLOPT_WRITEDATA, x);
     curl_easy_setopt(x->easy, CURLOPT_ERRORBUFFER, x->err);
     curl_easy_setopt(x->easy, CURLOPT_TIMEOUT_MS, (long)timeout_ms);
@@ -200,12 +200,23 @@ static void run_multi(CURLM *m)
 
 static lc_code_t code_of_name(const char *name)
 {
-    static const char *const names[] = {
-        "ok",        "canceled",          "unknown",        "invalid_argument",
-        "deadline_exceeded", "not_found", "already_exists", "permission_denied",
-        "resource_exhausted", "failed_precondition", "aborted", "out_of_range",
-        "unimplemented", "internal",      "unavailable",    "data_loss",
-        "unauthenticated"};
+    static const char *const names[] = {"ok",
+                                        "canceled",
+                                        "unknown",
+                                        "invalid_argument",
+                                        "deadline_exceeded",
+                                        "not_found",
+                                        "already_exists",
+                                        "permission_denied",
+                                        "resource_exhausted",
+                                        "failed_precondition",
+                                        "aborted",
+                                        "out_of_range",
+                                        "unimplemented",
+                                        "internal",
+                                        "unavailable",
+                                        "data_loss",
+                                        "unauthenticated"};
     for (size_t i = 1; name && i < LC_ARRAY_LEN(names); i++) {
         if (strcmp(names[i], name) == 0)
             return (lc_code_t)i;
@@ -272,8 +283,8 @@ static int collect_all(CURLM *m, fo_xfer_t *xs, size_t n, lc_arena_t *a, fo_answ
     return rc;
 }
 
-int fo_call_all(qry_fanout_t *f, lc_http_req_t *req, const char *path,
-                const ProtobufCMessage *msg, fo_answer_t **out, size_t *n_out, lc_status_t *st)
+int fo_call_all(qry_fanout_t *f, lc_http_req_t *req, const char *path, const ProtobufCMessage *msg,
+                fo_answer_t **out, size_t *n_out, lc_status_t *st)
 {
     const char **urls;
     *out = NULL;

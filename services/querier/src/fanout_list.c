@@ -128,7 +128,7 @@ int fo_rpc_label_values(lc_http_req_t *req, const ProtobufCMessage *in, Protobuf
 /* ------------------------------------------------------------------ Series */
 
 /* Pyroscope's CompareLabelPairs, as the local Series sorts. */
-static int labels_order(const void *a, const void *b)
+static int fo_labels_order(const void *a, const void *b)
 {
     const Types__V1__Labels *x = *(Types__V1__Labels *const *)a;
     const Types__V1__Labels *y = *(Types__V1__Labels *const *)b;
@@ -164,10 +164,10 @@ int fo_rpc_series(lc_http_req_t *req, const ProtobufCMessage *in, ProtobufCMessa
             v[k++] = p->labels_set[j];
     }
     if (k)
-        qsort(v, k, sizeof(*v), labels_order);
+        qsort(v, k, sizeof(*v), fo_labels_order);
     size_t w = 0;
     for (size_t i = 0; i < k; i++)
-        if (w == 0 || labels_order(&v[w - 1], &v[i]) != 0)
+        if (w == 0 || fo_labels_order(&v[w - 1], &v[i]) != 0)
             v[w++] = v[i];
     *resp = (Querier__V1__SeriesResponse)QUERIER__V1__SERIES_RESPONSE__INIT;
     resp->labels_set = v;

@@ -55,9 +55,9 @@ static int merged_tree(qry_fanout_t *f, lc_http_req_t *req, const char *method,
 /* ------------------------------------------------------------- pprof */
 
 /* Every ingester's merged pprof for r, merged into out (protobuf bytes). */
-static int merged_pprof(qry_fanout_t *f, lc_http_req_t *req,
-                        const Querier__V1__SelectMergeProfileRequest *r, lc_buf_t *out,
-                        lc_status_t *st)
+static int fo_merged_pprof(qry_fanout_t *f, lc_http_req_t *req,
+                           const Querier__V1__SelectMergeProfileRequest *r, lc_buf_t *out,
+                           lc_status_t *st)
 {
     fo_answer_t *ans;
     size_t n;
@@ -118,11 +118,11 @@ int fo_merge_pprof(qry_front_t *fe, lc_http_req_t *req, const ProtobufCMessage *
                    lc_status_t *st)
 {
     if (in->descriptor == &querier__v1__select_merge_profile_request__descriptor)
-        return merged_pprof(fo_of(fe), req, (const Querier__V1__SelectMergeProfileRequest *)in, out,
-                            st);
+        return fo_merged_pprof(fo_of(fe), req, (const Querier__V1__SelectMergeProfileRequest *)in,
+                               out, st);
     Querier__V1__SelectMergeProfileRequest p =
         profile_req_of((const Querier__V1__SelectMergeStacktracesRequest *)in);
-    return merged_pprof(fo_of(fe), req, &p, out, st);
+    return fo_merged_pprof(fo_of(fe), req, &p, out, st);
 }
 
 /* ------------------------------------------------------------ SelectSeries */

@@ -72,7 +72,7 @@ static bool parse_sample_id(const char *s, uint64_t *out)
     return i == 16;
 }
 
-static int u64_cmp(const void *a, const void *b)
+static int sample_id_cmp(const void *a, const void *b)
 {
     uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
     return x < y ? -1 : x > y;
@@ -100,7 +100,7 @@ static int parse_id_list(char **ids, size_t n, const char *what, uint64_t **out,
                                      : "");
         }
     }
-    qsort(v, n, sizeof(uint64_t), u64_cmp);
+    qsort(v, n, sizeof(uint64_t), sample_id_cmp);
     *out = v;
     return 0;
 }
