@@ -5,9 +5,9 @@
  */
 #include "ingester.h"
 #include "ember_process.h"
-#include "shard.h"
+#include "shard.h" /* the querier role's: qry_shard_node */
 
-static const lc_node_ops_t *const nodes[] = {&ing_node, &ing_shard_node};
+static const lc_node_ops_t *const nodes[] = {&ing_node, &qry_shard_node};
 
 int main(int argc, char **argv)
 {

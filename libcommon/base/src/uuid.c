@@ -3,15 +3,8 @@
  */
 #include <string.h>
 
+#include "lc/hash.h"
 #include "lc/uuid.h"
-
-static int hex_digit(char c)
-{
-    return c >= '0' && c <= '9'   ? c - '0'
-           : c >= 'a' && c <= 'f' ? c - 'a' + 10
-           : c >= 'A' && c <= 'F' ? c - 'A' + 10
-                                  : -1;
-}
 
 /* Whether position i of a canonical id holds a hyphen. */
 static bool hyphen_at(size_t i)
@@ -33,7 +26,7 @@ bool lc_uuid_parse(const char *s, uint8_t out[LC_UUID_BYTES])
                 return false;
             continue;
         }
-        int d = hex_digit(s[i]);
+        int d = lc_hex_digit(s[i]);
         if (d < 0)
             return false;
         if (nibble % 2 == 0)

@@ -9,6 +9,7 @@
 #include <strings.h>
 #include <uv.h>
 
+#include "lc/hash.h"
 #include "lc/alloc.h"
 #include "lc/auth.h"
 #include "lc/log.h"
@@ -110,24 +111,13 @@ static void table_free(table_t *t)
     lc_free(t);
 }
 
-static int hex_digit(int c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
 static int parse_digest(const char *s, uint8_t out[LC_SHA256_BYTES])
 {
     if (strncmp(s, "sha256:", 7) != 0 || strlen(s + 7) != 2 * LC_SHA256_BYTES)
         return -1;
     s += 7;
     for (int i = 0; i < LC_SHA256_BYTES; i++) {
-        int hi = hex_digit(s[2 * i]), lo = hex_digit(s[2 * i + 1]);
+        int hi = lc_hex_digit(s[2 * i]), lo = lc_hex_digit(s[2 * i + 1]);
         if (hi < 0 || lo < 0)
             return -1;
         out[i] = (uint8_t)(hi << 4 | lo);
@@ -293,7 +283,7 @@ int lc_auth_reload(void)
     return rc;
 }
 
-static void on_sighup(uv_signal_t *h, int signum)
+static void auth_on_sighup(uv_signal_t *h, int signum)
 {
     (void)h;
     (void)signum;
@@ -309,7 +299,7 @@ int lc_auth_init(uv_loop_t *loop, const char *path)
     auth_path = lc_xstrdup(path);
     int rc = lc_auth_reload();
     if (rc == 0 && loop && uv_signal_init(loop, &auth_sighup) == 0) {
-        uv_signal_start(&auth_sighup, on_sighup, SIGHUP);
+        uv_signal_start(&auth_sighup, auth_on_sighup, SIGHUP);
         uv_unref((uv_handle_t *)&auth_sighup); /* never keeps the loop alive */
     }
     return rc;

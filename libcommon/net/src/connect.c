@@ -424,7 +424,7 @@ static connect_method_t *method_intern(const ProtobufCMessageDescriptor *in, lc_
 
 /* Connect-Timeout-Ms: a handler that ran past the client's deadline reports
  * deadline_exceeded instead of a reply the client has stopped waiting for. */
-static bool deadline_passed(const lc_http_req_t *req, uint64_t started_ns, lc_status_t *st)
+bool lc_connect_deadline_passed(const lc_http_req_t *req, uint64_t started_ns, lc_status_t *st)
 {
     uint64_t timeout_ms = lc_connect_timeout_ms(req);
     if (timeout_ms == 0 || (uv_hrtime() - started_ns) / 1000000 <= timeout_ms)
@@ -442,7 +442,7 @@ static lc_http_result_t connect_on_work(lc_http_req_t *req, void *data)
     lc_connect_codec_t codec;
 
     if (lc_connect_decode(req, m->in, &in, &codec, &st) != 0 ||
-        m->fn(req, in, &out, &st, m->data) != 0 || deadline_passed(req, started, &st)) {
+        m->fn(req, in, &out, &st, m->data) != 0 || lc_connect_deadline_passed(req, started, &st)) {
         lc_connect_error(req, &st);
     } else if (!out) {
         lc_status_set(&st, LC_CODE_INTERNAL, "handler returned no message");

@@ -111,7 +111,7 @@ void ing_free(ing_t *ing)
 }
 
 /* Per-tenant counters (tenant ids are [a-zA-Z0-9!-_.*'()]: safe in a label). */
-static void tenant_count(ing_t *ing, const char *name, const char *help, const char *tenant,
+static void ing_tenant_count(ing_t *ing, const char *name, const char *help, const char *tenant,
                          double v)
 {
     if (!ing->metrics)
@@ -128,14 +128,14 @@ int ing_rate_check(ing_t *ing, lc_http_req_t *req, const char *tenant, double pr
                                                  profiles, lc_realtime_ns())
                              : 0;
     if (wait == 0) {
-        tenant_count(ing, "ember_tenant_ingest_bytes_total",
+        ing_tenant_count(ing, "ember_tenant_ingest_bytes_total",
                      "Request body bytes admitted past the rate limit, by tenant", tenant,
                      (double)req->body_len);
-        tenant_count(ing, "ember_tenant_ingest_profiles_total",
+        ing_tenant_count(ing, "ember_tenant_ingest_profiles_total",
                      "Profiles admitted past the rate limit, by tenant", tenant, profiles);
         return 0;
     }
-    tenant_count(ing, "ember_tenant_rate_limited_total",
+    ing_tenant_count(ing, "ember_tenant_rate_limited_total",
                  "Ingest requests refused by the tenant's rate limit, by tenant", tenant, 1);
     char secs[24];
     snprintf(secs, sizeof(secs), "%lld", (long long)wait);

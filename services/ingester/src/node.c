@@ -199,7 +199,8 @@ static int start_redis_transport(ing_node_t *n)
         .metrics = n->p->metrics,
         .hold_consume = n->announce, /* until registered in the zone: ing_on_members_change */
         .on_state = ing_on_transport_state,
-        .on_settled = ing_on_transport_settled, /* joins the membership */
+        /* joins the membership; the transport waits for a release after it */
+        .on_settled = n->announce ? ing_on_transport_settled : NULL,
         .state_data = n,
     };
     int rc = lc_transport_redis_new(&n->p->loop, &to, ing_writer_consume, n->writer,

@@ -8,7 +8,6 @@
  * per ingester. The caller's tenant (X-Scope-OrgID) and deadline travel along;
  * every call has a timeout, so a hung ingester costs at most that.
  */
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -130,7 +129,7 @@ typedef struct fo_xfer_s {
     char err[CURL_ERROR_SIZE];
 } fo_xfer_t;
 
-static size_t on_body(char *p, size_t size, size_t nmemb, void *data)
+static size_t fo_on_body(char *p, size_t size, size_t nmemb, void *data)
 {
     fo_xfer_t *x = data;
     size_t n = size * nmemb;
@@ -168,7 +167,7 @@ static void xfer_init(fo_xfer_t *x, qry_fanout_t *f, lc_http_req_t *req, const c
     curl_easy_setopt(x->easy, CURLOPT_POSTFIELDS, (const char *)body);
     curl_easy_setopt(x->easy, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
     curl_easy_setopt(x->easy, CURLOPT_HTTPHEADER, x->headers);
-    curl_easy_setopt(x->easy, CURLOPT_WRITEFUNCTION, on_body);
+    curl_easy_setopt(x->easy, CURLOPT_WRITEFUNCTION, fo_on_body);
     curl_easy_setopt(x->easy, CURLOPT_WRITEDATA, x);
     curl_easy_setopt(x->easy, CURLOPT_ERRORBUFFER, x->err);
     curl_easy_setopt(x->easy, CURLOPT_TIMEOUT_MS, (long)timeout_ms);
@@ -204,12 +203,23 @@ static void run_multi(CURLM *m)
 
 static lc_code_t code_of_name(const char *name)
 {
-    static const char *const names[] = {
-        "ok",        "canceled",          "unknown",        "invalid_argument",
-        "deadline_exceeded", "not_found", "already_exists", "permission_denied",
-        "resource_exhausted", "failed_precondition", "aborted", "out_of_range",
-        "unimplemented", "internal",      "unavailable",    "data_loss",
-        "unauthenticated"};
+    static const char *const names[] = {"ok",
+                                        "canceled",
+                                        "unknown",
+                                        "invalid_argument",
+                                        "deadline_exceeded",
+                                        "not_found",
+                                        "already_exists",
+                                        "permission_denied",
+                                        "resource_exhausted",
+                                        "failed_precondition",
+                                        "aborted",
+                                        "out_of_range",
+                                        "unimplemented",
+                                        "internal",
+                                        "unavailable",
+                                        "data_loss",
+                                        "unauthenticated"};
     for (size_t i = 1; name && i < LC_ARRAY_LEN(names); i++) {
         if (strcmp(names[i], name) == 0)
             return (lc_code_t)i;
@@ -276,8 +286,8 @@ static int collect_all(CURLM *m, fo_xfer_t *xs, size_t n, lc_arena_t *a, fo_answ
     return rc;
 }
 
-int fo_call_all(qry_fanout_t *f, lc_http_req_t *req, const char *path,
-                const ProtobufCMessage *msg, fo_answer_t **out, size_t *n_out, lc_status_t *st)
+int fo_call_all(qry_fanout_t *f, lc_http_req_t *req, const char *path, const ProtobufCMessage *msg,
+                fo_answer_t **out, size_t *n_out, lc_status_t *st)
 {
     const char **urls;
     *out = NULL;
@@ -359,77 +369,34 @@ void qry_fanout_free(qry_fanout_t *f)
     lc_free(f);
 }
 
-/* ------------------------------------------------------------ the routes */
+/* ------------------------------------------------------------ the back end */
 
-static const struct {
-    const char *method;
-    const ProtobufCMessageDescriptor *in;
-    qry_reply_fn reply;        /* answers merged pprof as bytes, or */
-    lc_connect_unary_fn unary; /* a message; both NULL: not answered in distributed mode (yet) */
-} methods[FO_METHODS] = {
-    {"SelectMergeStacktraces", &querier__v1__select_merge_stacktraces_request__descriptor,
-     fo_rpc_select_merge_stacktraces, NULL},
-    {"SelectMergeProfile", &querier__v1__select_merge_profile_request__descriptor,
-     fo_rpc_select_merge_profile, NULL},
-    {"ProfileTypes", &querier__v1__profile_types_request__descriptor, NULL, fo_rpc_profile_types},
-    {"LabelValues", &types__v1__label_values_request__descriptor, NULL, fo_rpc_label_values},
-    {"LabelNames", &types__v1__label_names_request__descriptor, NULL, fo_rpc_label_names},
-    {"Series", &querier__v1__series_request__descriptor, NULL, fo_rpc_series},
-    {"SelectMergeSpanProfile", &querier__v1__select_merge_span_profile_request__descriptor, NULL,
-     fo_rpc_select_merge_span_profile},
-    {"SelectSeries", &querier__v1__select_series_request__descriptor, NULL, fo_rpc_select_series},
-    {"GetProfileStats", &types__v1__get_profile_stats_request__descriptor, NULL,
-     fo_rpc_get_profile_stats},
-    {"Diff", &querier__v1__diff_request__descriptor, NULL, fo_rpc_diff},
-    {"AnalyzeQuery", &querier__v1__analyze_query_request__descriptor, NULL, fo_rpc_analyze_query},
-    {"SelectHeatmap", &querier__v1__select_heatmap_request__descriptor, NULL, NULL},
+const qry_backend_t fo_backend = {
+    .merge_tree = fo_merge_tree,
+    .merge_pprof = fo_merge_pprof,
+    .select_series = fo_select_series,
+    .profile_types = fo_rpc_profile_types,
+    .label_names = fo_rpc_label_names,
+    .label_values = fo_rpc_label_values,
+    .series = fo_rpc_series,
+    .get_profile_stats = fo_rpc_get_profile_stats,
+    .analyze_query = fo_rpc_analyze_query,
 };
-
-/* The legacy HTTP endpoints (legacy_http.c) on top of the fan-out's RPCs. */
-static int register_legacy(qry_fanout_t *f, lc_httpd_t *srv)
-{
-    f->legacy = (qry_rpcs_t){
-        .select_merge_stacktraces = fo_rpc_select_merge_stacktraces,
-        .select_merge_profile = fo_rpc_select_merge_profile,
-        .select_series = fo_rpc_select_series,
-        .diff = fo_rpc_diff,
-        .profile_types = fo_rpc_profile_types,
-        .label_values = fo_rpc_label_values,
-        .data = f,
-        .multitenancy = f->opts.q.multitenancy,
-    };
-    return qry_legacy_register(&f->legacy, srv);
-}
-
-/* Every route checks the tenant before it reads the request, as the local
- * querier's (qry_route_register); the ingesters check it again. */
-static int register_routes(qry_fanout_t *f, lc_httpd_t *srv)
-{
-    int rc = 0;
-    for (size_t i = 0; i < FO_METHODS && rc == 0; i++) {
-        bool implemented = methods[i].reply || methods[i].unary;
-        f->routes[i] = (qry_route_t){
-            .in = methods[i].in,
-            .reply = methods[i].reply,
-            .unary = implemented ? methods[i].unary : qry_rpc_unimplemented,
-            /* the unimplemented handler takes the method name, for its message */
-            .data = implemented ? (void *)f : (void *)methods[i].method,
-            .multitenancy = f->opts.q.multitenancy,
-        };
-        char path[128];
-        snprintf(path, sizeof(path), FO_PUBLIC_SERVICE "%s", methods[i].method);
-        rc = qry_route_register(srv, path, &f->routes[i]);
-    }
-    return rc ? rc : register_legacy(f, srv);
-}
 
 int qry_fanout_new(uv_loop_t *loop, const qry_fanout_opts_t *opts, lc_httpd_t *srv,
                    lc_metrics_t *metrics, qry_fanout_t **out)
 {
     LC_UNUSED(loop);
+    if (opts->q.max_query_length_ms || opts->q.max_query_lookback_ms) {
+        /* Refused rather than ignored: the shard calls would read the whole range. */
+        LC_LOG_ERROR("the fan-out applies no time-range rules: max-query-length and "
+                     "max-query-lookback must be 0 in ember-querier");
+        return LC_EUNSUPPORTED;
+    }
     static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
     pthread_once(&curl_once, curl_global_init_all);
     qry_fanout_t *f = lc_xcalloc(1, sizeof(*f));
+    qry_front_init(&f->front, &opts->q, &fo_backend);
     f->opts = *opts;
     f->opts.ingesters = NULL; /* not kept: split below */
     pthread_mutex_init(&f->lock, NULL);
@@ -439,7 +406,9 @@ int qry_fanout_new(uv_loop_t *loop, const qry_fanout_opts_t *opts, lc_httpd_t *s
                                         "Calls to ingesters' shard API", "");
     f->shard_errors = lc_metrics_counter(metrics, "ember_querier_shard_failures_total",
                                          "Queries failed because an ingester did not answer", "");
-    int rc = register_routes(f, srv);
+    /* Every route checks the tenant before it reads the request, as the
+     * local querier's; the ingesters check it again. */
+    int rc = qry_front_register(&f->front, srv);
     if (rc) {
         qry_fanout_free(f);
         return rc;

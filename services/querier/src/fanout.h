@@ -25,7 +25,9 @@
 #include "querier.h"
 
 typedef struct qry_fanout_opts_s {
-    qry_opts_t q;                /* the same limits as the local querier */
+    qry_opts_t q;                /* the same limits as the local querier, but the time-range
+                                    rules (max_query_length_ms, max_query_lookback_ms) must
+                                    be 0: the fan-out does not apply them (LC_EUNSUPPORTED) */
     const char *ingesters;       /* comma-separated base URLs, or NULL */
     uint32_t timeout_ms;         /* per shard call (capped by Connect-Timeout-Ms); 30000 */
     uint32_t connect_timeout_ms; /* TCP connect to an ingester; default 2000 */

@@ -1,8 +1,9 @@
 /*
  * fanout_int.h — what the fan-out files share (not a public header).
  *
- *   fanout.c        the ingester set and the parallel shard calls (libcurl multi)
- *   fanout_rpc.c    the querier.v1 methods: forward, merge, truncate once
+ *   fanout.c        the ingester set, the parallel shard calls (libcurl multi),
+ *                   qry_fanout_new: the front end (frontend.c) over this back end
+ *   fanout_rpc.c    the back end's merges and series: forward, merge, untruncated
  *   fanout_list.c   the listings and AnalyzeQuery: unions and sums
  *   fanout_merge.c  merging partial pprofs, series and listings
  */
@@ -17,9 +18,8 @@
 #define FO_SHARD_SERVICE "/ember.v1.ShardService/"
 #define FO_PUBLIC_SERVICE "/querier.v1.QuerierService/"
 
-#define FO_METHODS 12 /* every querier.v1.QuerierService method */
-
 struct qry_fanout_s {
+    qry_front_t front; /* the public API over this back end (fo_backend) */
     qry_fanout_opts_t opts;
     lc_metrics_t *metrics;
     pthread_mutex_t lock; /* guards members: discovery writes while queries read */
@@ -27,16 +27,20 @@ struct qry_fanout_s {
     size_t n_fixed;
     char **members; /* discovered through Redis */
     size_t n_members;
-    char *unavailable;              /* why no query can be answered now, or NULL */
-    qry_route_t routes[FO_METHODS]; /* tenant first, as the local querier's */
-    qry_rpcs_t legacy;              /* the legacy endpoints' RPCs: the fo_rpc_* below */
+    char *unavailable; /* why no query can be answered now, or NULL */
     lc_metric_t *shard_calls, *shard_errors;
 };
 
+/* The qry_fanout_t of a back-end function's fe (or data). */
+static inline qry_fanout_t *fo_of(void *fe)
+{
+    return LC_CONTAINER_OF(fe, qry_fanout_t, front);
+}
+
 /* One ingester's answer to a shard call. */
 typedef struct fo_answer_s {
-    const char *url;      /* the ingester's base URL (arena copy) */
-    const uint8_t *body;  /* protobuf bytes of a 200 (arena copy) */
+    const char *url;     /* the ingester's base URL (arena copy) */
+    const uint8_t *body; /* protobuf bytes of a 200 (arena copy) */
     size_t len;
 } fo_answer_t;
 
@@ -44,9 +48,8 @@ typedef struct fo_answer_s {
  * their 200 bodies in *out (request arena). Any failure sets st: unavailable
  * naming an unreachable ingester (or when there is none at all), or the
  * ingester's own Connect error (e.g. invalid_argument), prefixed by its URL. */
-int fo_call_all(qry_fanout_t *f, lc_http_req_t *req, const char *path,
-                const ProtobufCMessage *msg, fo_answer_t **out, size_t *n,
-                lc_status_t *st) LC_MUST_CHECK;
+int fo_call_all(qry_fanout_t *f, lc_http_req_t *req, const char *path, const ProtobufCMessage *msg,
+                fo_answer_t **out, size_t *n, lc_status_t *st) LC_MUST_CHECK;
 
 /* Unpacks every answer as desc into the request arena. */
 int fo_unpack_all(lc_http_req_t *req, const ProtobufCMessageDescriptor *desc,
@@ -56,23 +59,22 @@ int fo_unpack_all(lc_http_req_t *req, const ProtobufCMessageDescriptor *desc,
 /* ---- merges (fanout_merge.c) ---- */
 /* Adds every sample of a pprof (protobuf bytes) into b, remapping its ids;
  * the first one also gives b its sample type and period. */
-int fo_pprof_add(lc_pprof_builder_t *b, lc_arena_t *a, const uint8_t *pb, size_t len,
-                 bool first, int64_t *start_ns, int64_t *end_ns, lc_status_t *st) LC_MUST_CHECK;
+int fo_pprof_add(lc_pprof_builder_t *b, lc_arena_t *a, const uint8_t *pb, size_t len, bool first,
+                 int64_t *start_ns, int64_t *end_ns, lc_status_t *st) LC_MUST_CHECK;
 /* Union of sorted string lists, sorted byte-wise, into the arena. */
 int fo_union_strings(lc_arena_t *a, char ***lists, const size_t *ns, size_t n_lists, char ***out,
                      size_t *n_out) LC_MUST_CHECK;
 
-/* ---- the methods (fanout_rpc.c); data is the qry_fanout_t ---- */
-int fo_rpc_select_merge_stacktraces(lc_http_req_t *req, const ProtobufCMessage *in,
-                                    qry_reply_t *out, lc_status_t *st, void *data);
-int fo_rpc_select_merge_profile(lc_http_req_t *req, const ProtobufCMessage *in, qry_reply_t *out,
-                                lc_status_t *st, void *data);
-int fo_rpc_select_merge_span_profile(lc_http_req_t *req, const ProtobufCMessage *in,
-                                     ProtobufCMessage **out, lc_status_t *st, void *data);
-int fo_rpc_diff(lc_http_req_t *req, const ProtobufCMessage *in, ProtobufCMessage **out,
-                lc_status_t *st, void *data);
-int fo_rpc_select_series(lc_http_req_t *req, const ProtobufCMessage *in, ProtobufCMessage **out,
-                         lc_status_t *st, void *data);
+/* ---- the back end (qry_backend_t; fe is the qry_fanout_t's front) ---- */
+extern const qry_backend_t fo_backend;
+/* fanout_rpc.c */
+int fo_merge_tree(qry_front_t *fe, lc_http_req_t *req, const ProtobufCMessage *in, lc_ftree_t **out,
+                  lc_status_t *st);
+int fo_merge_pprof(qry_front_t *fe, lc_http_req_t *req, const ProtobufCMessage *in, lc_buf_t *out,
+                   lc_status_t *st);
+int fo_select_series(qry_front_t *fe, lc_http_req_t *req, const Querier__V1__SelectSeriesRequest *r,
+                     const lc_query_series_opts_t *o, lc_query_series_t **out, lc_status_t *st);
+/* fanout_list.c; data is fe */
 int fo_rpc_profile_types(lc_http_req_t *req, const ProtobufCMessage *in, ProtobufCMessage **out,
                          lc_status_t *st, void *data);
 int fo_rpc_label_names(lc_http_req_t *req, const ProtobufCMessage *in, ProtobufCMessage **out,
@@ -81,8 +83,8 @@ int fo_rpc_label_values(lc_http_req_t *req, const ProtobufCMessage *in, Protobuf
                         lc_status_t *st, void *data);
 int fo_rpc_series(lc_http_req_t *req, const ProtobufCMessage *in, ProtobufCMessage **out,
                   lc_status_t *st, void *data);
-int fo_rpc_get_profile_stats(lc_http_req_t *req, const ProtobufCMessage *in,
-                             ProtobufCMessage **out, lc_status_t *st, void *data);
+int fo_rpc_get_profile_stats(lc_http_req_t *req, const ProtobufCMessage *in, ProtobufCMessage **out,
+                             lc_status_t *st, void *data);
 int fo_rpc_analyze_query(lc_http_req_t *req, const ProtobufCMessage *in, ProtobufCMessage **out,
                          lc_status_t *st, void *data);
 

@@ -38,8 +38,8 @@ int fo_rpc_profile_types(lc_http_req_t *req, const ProtobufCMessage *in, Protobu
 {
     ProtobufCMessage **parts;
     size_t n, total = 0;
-    if (ask_all(data, req, "ProfileTypes", in, &querier__v1__profile_types_response__descriptor,
-                &parts, &n, st))
+    if (ask_all(fo_of(data), req, "ProfileTypes", in,
+                &querier__v1__profile_types_response__descriptor, &parts, &n, st))
         return -1;
     for (size_t i = 0; i < n; i++)
         total += ((Querier__V1__ProfileTypesResponse *)parts[i])->n_profile_types;
@@ -94,8 +94,8 @@ int fo_rpc_label_names(lc_http_req_t *req, const ProtobufCMessage *in, ProtobufC
     if (!resp)
         return qry_fail_arena(st);
     *resp = (Types__V1__LabelNamesResponse)TYPES__V1__LABEL_NAMES_RESPONSE__INIT;
-    if (ask_all(data, req, "LabelNames", in, &types__v1__label_names_response__descriptor, &parts,
-                &n, st) ||
+    if (ask_all(fo_of(data), req, "LabelNames", in, &types__v1__label_names_response__descriptor,
+                &parts, &n, st) ||
         union_names(req, parts, n, resp, st))
         return -1;
     *out = &resp->base;
@@ -114,7 +114,7 @@ int fo_rpc_label_values(lc_http_req_t *req, const ProtobufCMessage *in, Protobuf
     Types__V1__LabelValuesResponse *resp = lc_arena_calloc(req->arena, 1, sizeof(*resp));
     if (!resp)
         return qry_fail_arena(st);
-    if (ask_all(data, req, "LabelValues", in, &types__v1__label_values_response__descriptor,
+    if (ask_all(fo_of(data), req, "LabelValues", in, &types__v1__label_values_response__descriptor,
                 &parts, &n, st) ||
         union_names(req, parts, n, &names, st))
         return -1;
@@ -128,7 +128,7 @@ int fo_rpc_label_values(lc_http_req_t *req, const ProtobufCMessage *in, Protobuf
 /* ------------------------------------------------------------------ Series */
 
 /* Pyroscope's CompareLabelPairs, as the local Series sorts. */
-static int labels_order(const void *a, const void *b)
+static int fo_labels_order(const void *a, const void *b)
 {
     const Types__V1__Labels *x = *(Types__V1__Labels *const *)a;
     const Types__V1__Labels *y = *(Types__V1__Labels *const *)b;
@@ -148,8 +148,8 @@ int fo_rpc_series(lc_http_req_t *req, const ProtobufCMessage *in, ProtobufCMessa
 {
     ProtobufCMessage **parts;
     size_t n, total = 0;
-    if (ask_all(data, req, "Series", in, &querier__v1__series_response__descriptor, &parts, &n,
-                st))
+    if (ask_all(fo_of(data), req, "Series", in, &querier__v1__series_response__descriptor, &parts,
+                &n, st))
         return -1;
     for (size_t i = 0; i < n; i++)
         total += ((Querier__V1__SeriesResponse *)parts[i])->n_labels_set;
@@ -164,10 +164,10 @@ int fo_rpc_series(lc_http_req_t *req, const ProtobufCMessage *in, ProtobufCMessa
             v[k++] = p->labels_set[j];
     }
     if (k)
-        qsort(v, k, sizeof(*v), labels_order);
+        qsort(v, k, sizeof(*v), fo_labels_order);
     size_t w = 0;
     for (size_t i = 0; i < k; i++)
-        if (w == 0 || labels_order(&v[w - 1], &v[i]) != 0)
+        if (w == 0 || fo_labels_order(&v[w - 1], &v[i]) != 0)
             v[w++] = v[i];
     *resp = (Querier__V1__SeriesResponse)QUERIER__V1__SERIES_RESPONSE__INIT;
     resp->labels_set = v;
@@ -178,20 +178,21 @@ int fo_rpc_series(lc_http_req_t *req, const ProtobufCMessage *in, ProtobufCMessa
 
 /* --------------------------------------------------------- GetProfileStats */
 
-int fo_rpc_get_profile_stats(lc_http_req_t *req, const ProtobufCMessage *in,
-                             ProtobufCMessage **out, lc_status_t *st, void *data)
+int fo_rpc_get_profile_stats(lc_http_req_t *req, const ProtobufCMessage *in, ProtobufCMessage **out,
+                             lc_status_t *st, void *data)
 {
     ProtobufCMessage **parts;
     size_t n;
-    if (ask_all(data, req, "GetProfileStats", in, &types__v1__get_profile_stats_response__descriptor,
-                &parts, &n, st))
+    if (ask_all(fo_of(data), req, "GetProfileStats", in,
+                &types__v1__get_profile_stats_response__descriptor, &parts, &n, st))
         return -1;
     Types__V1__GetProfileStatsResponse *resp = lc_arena_calloc(req->arena, 1, sizeof(*resp));
     if (!resp)
         return qry_fail_arena(st);
     *resp = (Types__V1__GetProfileStatsResponse)TYPES__V1__GET_PROFILE_STATS_RESPONSE__INIT;
     for (size_t i = 0; i < n; i++) {
-        const Types__V1__GetProfileStatsResponse *p = (Types__V1__GetProfileStatsResponse *)parts[i];
+        const Types__V1__GetProfileStatsResponse *p =
+            (Types__V1__GetProfileStatsResponse *)parts[i];
         if (!p->data_ingested)
             continue;
         if (!resp->data_ingested || p->oldest_profile_time < resp->oldest_profile_time)
@@ -233,7 +234,7 @@ int fo_rpc_analyze_query(lc_http_req_t *req, const ProtobufCMessage *in, Protobu
     fo_answer_t *ans;
     size_t n;
     ProtobufCMessage **parts;
-    if (fo_call_all(data, req, FO_SHARD_SERVICE "AnalyzeQuery", in, &ans, &n, st) ||
+    if (fo_call_all(fo_of(data), req, FO_SHARD_SERVICE "AnalyzeQuery", in, &ans, &n, st) ||
         fo_unpack_all(req, &ember__v1__analyze_partial_response__descriptor, ans, n, &parts, st))
         return -1;
     qry_analysis_t a = {0};

@@ -34,7 +34,7 @@ static uint64_t map_id(const id_map_t *m, uint64_t id)
     return 0;
 }
 
-static void map_init(id_map_t *m, lc_arena_t *a, size_t n)
+static void merge_map_init(id_map_t *m, lc_arena_t *a, size_t n)
 {
     m->from = lc_arena_calloc(a, n + 1, sizeof(uint64_t));
     m->to = lc_arena_calloc(a, n + 1, sizeof(uint64_t));
@@ -72,8 +72,8 @@ static int add_locations(lc_pprof_builder_t *b, lc_arena_t *a, const lc_pprof_t 
         if (!lines)
             return LC_ETOOBIG;
         for (size_t k = 0; k < loc->n_line; k++)
-            lines[k] = (lc_pprof_line_t){map_id(fns, loc->line[k]->function_id),
-                                         loc->line[k]->line};
+            lines[k] =
+                (lc_pprof_line_t){map_id(fns, loc->line[k]->function_id), loc->line[k]->line};
         m->from[i] = loc->id;
         m->to[i] = lc_pprof_builder_location(b, loc->mapping_id ? map_id(maps, loc->mapping_id) : 0,
                                              loc->address, lines, loc->n_line);
@@ -96,7 +96,7 @@ static int add_samples(lc_pprof_builder_t *b, lc_arena_t *a, const lc_pprof_t *p
     return 0;
 }
 
-static void add_header(lc_pprof_builder_t *b, const lc_pprof_t *p)
+static void merge_add_header(lc_pprof_builder_t *b, const lc_pprof_t *p)
 {
     for (size_t i = 0; i < p->n_sample_type; i++)
         lc_pprof_builder_sample_type(b, lc_pprof_str(p, p->sample_type[i]->type),
@@ -117,15 +117,15 @@ int fo_pprof_add(lc_pprof_builder_t *b, lc_arena_t *a, const uint8_t *pb, size_t
     if (lc_pprof_decode(pb, len, &lim, a, &p, st))
         return -1;
     if (first)
-        add_header(b, p);
+        merge_add_header(b, p);
     if (first || p->time_nanos < *start_ns)
         *start_ns = p->time_nanos;
     if (first || p->time_nanos + p->duration_nanos > *end_ns)
         *end_ns = p->time_nanos + p->duration_nanos;
     id_map_t fns, maps, locs;
-    map_init(&fns, a, p->n_function);
-    map_init(&maps, a, p->n_mapping);
-    map_init(&locs, a, p->n_location);
+    merge_map_init(&fns, a, p->n_function);
+    merge_map_init(&maps, a, p->n_mapping);
+    merge_map_init(&locs, a, p->n_location);
     add_functions(b, p, &fns);
     add_mappings(b, p, &maps);
     int rc = add_locations(b, a, p, &locs, &fns, &maps);
@@ -136,7 +136,7 @@ int fo_pprof_add(lc_pprof_builder_t *b, lc_arena_t *a, const uint8_t *pb, size_t
 
 /* -------------------------------------------------------------- listings */
 
-static int str_cmp(const void *a, const void *b)
+static int merge_str_cmp(const void *a, const void *b)
 {
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
@@ -155,7 +155,7 @@ int fo_union_strings(lc_arena_t *a, char ***lists, const size_t *ns, size_t n_li
         for (size_t k = 0; k < ns[i]; k++)
             v[n++] = lists[i][k];
     if (n)
-        qsort(v, n, sizeof(*v), str_cmp);
+        qsort(v, n, sizeof(*v), merge_str_cmp);
     size_t w = 0;
     for (size_t i = 0; i < n; i++)
         if (w == 0 || strcmp(v[w - 1], v[i]) != 0)

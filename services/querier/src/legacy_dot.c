@@ -148,7 +148,7 @@ static int sample_frames(dot_graph_t *g, const Google__V1__Sample *s, size_t *n)
     return 0;
 }
 
-static int64_t sample_value(const Google__V1__Sample *s)
+static int64_t dot_sample_value(const Google__V1__Sample *s)
 {
     return s->n_value ? s->value[0] : 0;
 }
@@ -159,7 +159,7 @@ static int count_nodes(dot_graph_t *g)
 {
     for (size_t k = 0; k < g->p->n_sample; k++) {
         const Google__V1__Sample *s = g->p->sample[k];
-        int64_t v = sample_value(s);
+        int64_t v = dot_sample_value(s);
         size_t n;
         int rc = sample_frames(g, s, &n);
         if (rc)
@@ -247,7 +247,7 @@ static int count_edges(dot_graph_t *g)
 {
     for (size_t k = 0; k < g->p->n_sample; k++) {
         const Google__V1__Sample *s = g->p->sample[k];
-        int64_t v = sample_value(s);
+        int64_t v = dot_sample_value(s);
         size_t n, callee = SIZE_MAX;
         int rc = sample_frames(g, s, &n);
         if (rc)
@@ -271,7 +271,7 @@ static int count_edges(dot_graph_t *g)
 /* ---------------------------------------------------------------- output */
 
 /* A value in the profile's unit, scaled as pprof labels it (10ms, 1.50s, 2MB). */
-static void format_value(const char *unit, int64_t v, char *out, size_t size)
+static void dot_format_value(const char *unit, int64_t v, char *out, size_t size)
 {
     static const struct {
         const char *unit;
@@ -355,8 +355,8 @@ static int put_legend(const dot_graph_t *g, lc_buf_t *out, size_t kept, size_t s
     for (size_t i = 0; i < g->n_nodes; i++)
         shown += g->nodes[i].rank ? g->nodes[i].flat : 0;
     char a[64], b[64], pct[32];
-    format_value(g->unit, shown, a, sizeof(a));
-    format_value(g->unit, g->total, b, sizeof(b));
+    dot_format_value(g->unit, shown, a, sizeof(a));
+    dot_format_value(g->unit, g->total, b, sizeof(b));
     format_percent(shown, g->total, pct, sizeof(pct));
     int rc = lc_buf_puts(out, "subgraph cluster_L { \"Type: ");
     rc = rc ? rc : put_escaped(out, type);
@@ -366,11 +366,11 @@ static int put_legend(const dot_graph_t *g, lc_buf_t *out, size_t kept, size_t s
         rc ? rc
            : lc_buf_printf(out, "\\lShowing nodes accounting for %s, %s of %s total\\l", a, pct, b);
     if (rc == 0 && dropped_nodes) {
-        format_value(g->unit, node_cutoff, a, sizeof(a));
+        dot_format_value(g->unit, node_cutoff, a, sizeof(a));
         rc = lc_buf_printf(out, "Dropped %zu nodes (cum <= %s)\\l", dropped_nodes, a);
     }
     if (rc == 0 && dropped_edges) {
-        format_value(g->unit, edge_cutoff, a, sizeof(a));
+        dot_format_value(g->unit, edge_cutoff, a, sizeof(a));
         rc = lc_buf_printf(out, "Dropped %zu edges (freq <= %s)\\l", dropped_edges, a);
     }
     if (rc == 0 && kept < shown_total)
@@ -381,8 +381,8 @@ static int put_legend(const dot_graph_t *g, lc_buf_t *out, size_t kept, size_t s
 static int put_node(const dot_graph_t *g, const dot_node_t *n, int64_t max_flat, lc_buf_t *out)
 {
     char flat[64], cum[64], flat_pct[32], cum_pct[32], color[8], fill[8];
-    format_value(g->unit, n->flat, flat, sizeof(flat));
-    format_value(g->unit, n->cum, cum, sizeof(cum));
+    dot_format_value(g->unit, n->flat, flat, sizeof(flat));
+    dot_format_value(g->unit, n->cum, cum, sizeof(cum));
     format_percent(n->flat, g->total, flat_pct, sizeof(flat_pct));
     format_percent(n->cum, g->total, cum_pct, sizeof(cum_pct));
     node_colors(g->total ? (double)n->cum / (double)g->total : 0, color, fill);
@@ -407,7 +407,7 @@ static int put_edge(const dot_graph_t *g, const dot_edge_t *e, lc_buf_t *out)
 {
     const dot_node_t *from = &g->nodes[e->from], *to = &g->nodes[e->to];
     char w[64], color[8], fill[8];
-    format_value(g->unit, e->weight, w, sizeof(w));
+    dot_format_value(g->unit, e->weight, w, sizeof(w));
     double share = g->total ? fabs((double)e->weight) / fabs((double)g->total) : 0;
     node_colors(share, color, fill);
     int rc = lc_buf_printf(out, "N%u -> N%u [label=\" %s\" weight=%d penwidth=%d color=\"%s\"%s",

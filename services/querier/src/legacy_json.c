@@ -78,7 +78,7 @@ static int64_t backfill(int64_t start_ms, int64_t end_ms, int64_t step_sec)
     return (end_ms / 1000 - start_ms / 1000) / step_sec;
 }
 
-static uint64_t sample_value(double v)
+static uint64_t json_sample_value(double v)
 {
     if (!(v > 0)) /* negative and NaN: nothing sensible to show */
         return 0;
@@ -144,7 +144,7 @@ int qry_timeline_build(const Types__V1__Series *s, int64_t start_ms, int64_t end
                           backfill(s->points[i - 1]->timestamp, s->points[i]->timestamp, step_sec) -
                               1);
         if (rc == 0)
-            rc = tl_push(out, cap, sample_value(s->points[i]->value));
+            rc = tl_push(out, cap, json_sample_value(s->points[i]->value));
     }
     while (rc == 0 && out->n < (size_t)n)
         rc = tl_push(out, cap, 0);

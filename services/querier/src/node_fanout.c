@@ -21,10 +21,10 @@
  */
 #include <string.h>
 
+#include "ember_process.h"
 #include "fanout.h"
 #include "lc/log.h"
 #include "lc/members.h"
-#include "ember_process.h"
 #include "querier.h"
 #include "services_extra.h"
 #include "zones.h"

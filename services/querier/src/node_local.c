@@ -3,8 +3,8 @@
  * querier.v1 and the legacy endpoints on the store the ingester node opened,
  * plus settings (kept beside the blocks), version and feature flags.
  */
-#include "lc/alloc.h"
 #include "ember_process.h"
+#include "lc/alloc.h"
 #include "querier.h"
 #include "services_extra.h"
 
@@ -39,4 +39,5 @@ static void local_node_free(void *state)
     lc_free(n);
 }
 
-const lc_node_ops_t qry_local_node = {.name = "querier", .start = local_node_start, .free = local_node_free};
+const lc_node_ops_t qry_local_node = {
+    .name = "querier", .start = local_node_start, .free = local_node_free};

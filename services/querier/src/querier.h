@@ -21,15 +21,15 @@
 
 typedef struct qry_opts_s {
     bool multitenancy;
-    int64_t max_nodes_default;      /* default 8192 */
-    int64_t max_nodes_max;          /* default 1048576 */
+    int64_t max_nodes_default; /* default 8192 */
+    int64_t max_nodes_max;     /* default 1048576 */
     /* Time-range rules (pyroscope-api.md §5.9), in ms; 0 disables each.
      * A longer range is invalid_argument. A range is clipped to start no
      * earlier than now - lookback, and one ending before that is answered
      * empty. Pyroscope's defaults are 24 h and 7 d; ember keeps history and
      * merges fast by design, so both default to 0 (unlimited). */
-    int64_t max_query_length_ms;    /* default 0 */
-    int64_t max_query_lookback_ms;  /* default 0 */
+    int64_t max_query_length_ms;       /* default 0 */
+    int64_t max_query_lookback_ms;     /* default 0 */
     int64_t max_concurrent_per_tenant; /* store queries at once per tenant; 0 = no limit -> 429 */
 } qry_opts_t;
 

@@ -1,19 +1,23 @@
 /*
  * querier_int.h — what the querier's source files share (not a public header).
  *
- *   querier.c     qry_new/qry_free and the method table
- *   rpc_common.c  per-call setup: tenants, time range, selectors, store reader;
- *                 the series walk and the small sets every listing RPC uses
- *   rpc_labels.c  ProfileTypes, LabelNames, LabelValues, Series
- *   rpc_merge.c   SelectMergeStacktraces, SelectMergeSpanProfile, SelectMergeProfile, Diff
- *   rpc_series.c  SelectSeries
- *   rpc_stats.c   GetProfileStats, AnalyzeQuery and the unimplemented method (SelectHeatmap)
+ *   frontend.c    the query front end: routes, tenant check, validation, limits,
+ *                 shaping and truncation of every querier.v1 RPC, over a back end
+ *   querier.c     qry_new/qry_free: the front end over the local store
+ *   rpc_common.c  the store back end's per-call setup: tenants, time range (§5.9
+ *                 rules), selectors, store reader; the series walk and the small
+ *                 sets every listing uses
+ *   rpc_labels.c  the store back end: ProfileTypes, LabelNames, LabelValues, Series
+ *   rpc_merge.c   the store back end: merged trees and pprof; the tree shaping
+ *   rpc_series.c  the store back end: SelectSeries' buckets
+ *   rpc_stats.c   the store back end: GetProfileStats, AnalyzeQuery
+ *   shard.c       the shard API an ingester serves the fan-out (shard.h)
  *   legacy_http.c GET /pyroscope/render, render-diff, label-values (clients of the
- *                 RPCs through qry_rpcs_t: the local ones or the fan-out's)
+ *                 front end's RPCs through qry_rpcs_t)
  *   legacy_json.c the flamebearer JSON and the timeline arithmetic
  *   legacy_dot.c  render?format=dot: the merged pprof as a Graphviz call graph
  *
- * Every RPC runs on a thread-pool thread (lc_connect_register offloads it);
+ * Every RPC runs on a thread-pool thread (qry_route_register offloads it);
  * its memory is the request arena, and its store reader is begun and ended
  * within the call.
  */
@@ -47,9 +51,8 @@ static inline void qry_reply_fini(qry_reply_t *r)
 }
 
 /* The RPCs the legacy endpoints are clients of, with what they are called
- * with: the local store's (qry_rpc_*, data = the qry_t) in `ember` and on
- * ingesters, the fan-out's (fo_rpc_*, data = the qry_fanout_t) in
- * `ember-querier`. Either answers the same, so the endpoints do too. */
+ * with: the front end's (qry_rpc_*, data = the qry_front_t), whichever back
+ * end it has, so the endpoints answer the same in every binary. */
 typedef struct qry_rpcs_s {
     qry_reply_fn select_merge_stacktraces, select_merge_profile;
     lc_connect_unary_fn select_series, diff, profile_types, label_values;
@@ -57,7 +60,7 @@ typedef struct qry_rpcs_s {
     bool multitenancy; /* for the tenant check the endpoints make first */
 } qry_rpcs_t;
 
-/* A QuerierService method's route (querier.c); lives in the qry_t. Its
+/* A Connect method's route (frontend.c); lives as long as the server. Its
  * handler answers either a qry_reply_t (reply) or a message (unary). */
 typedef struct qry_route_s {
     const ProtobufCMessageDescriptor *in;
@@ -74,14 +77,88 @@ int qry_route_register(lc_httpd_t *srv, const char *path, qry_route_t *route) LC
 
 #define QRY_METHODS 12 /* every querier.v1.QuerierService method */
 
-struct qry_s {
+typedef struct qry_front_s qry_front_t;
+
+/* ---- the back-end interface (frontend.c calls it) ----
+ *
+ * What a back end does: gather. It answers a request the front end has
+ * validated (format, trace ids, max_nodes; SelectSeries' checks and step)
+ * with untruncated results, which the front end shapes and truncates once.
+ * Every function runs on the RPC's thread-pool thread; fe is the front end
+ * the back end is embedded with (LC_CONTAINER_OF finds the back end's own
+ * struct); results live in the request arena unless said otherwise. On
+ * failure st is set and -1 returned. Two implementations: the local store
+ * (qry_store_backend, rpc_*.c) and the fan-out to ingesters (fanout*.c). */
+typedef struct qry_backend_s {
+    /* The merged tree, every node, of a SelectMergeStacktracesRequest or a
+     * SelectMergeSpanProfileRequest (told apart by in->descriptor). *out is
+     * the caller's to free. */
+    int (*merge_tree)(qry_front_t *fe, lc_http_req_t *req, const ProtobufCMessage *in,
+                      lc_ftree_t **out, lc_status_t *st);
+    /* The merged pprof (protobuf bytes) of a SelectMergeProfileRequest or a
+     * SelectMergeStacktracesRequest, appended to out (initialised). */
+    int (*merge_pprof)(qry_front_t *fe, lc_http_req_t *req, const ProtobufCMessage *in,
+                       lc_buf_t *out, lc_status_t *st);
+    /* The series of r bucketed as o says, none dropped yet: the front end
+     * emits them with o's limit. *out is new, the caller's to free. */
+    int (*select_series)(qry_front_t *fe, lc_http_req_t *req,
+                         const Querier__V1__SelectSeriesRequest *r, const lc_query_series_opts_t *o,
+                         lc_query_series_t **out, lc_status_t *st);
+    /* The listings and AnalyzeQuery, answered whole (data = fe). */
+    lc_connect_unary_fn profile_types, label_names, label_values, series, get_profile_stats,
+        analyze_query;
+} qry_backend_t;
+
+/* The front end: the limits, the back end, and what it registered. */
+struct qry_front_s {
     qry_opts_t opts;
+    const qry_backend_t *be;
+    qry_route_t routes[QRY_METHODS];
+    qry_rpcs_t legacy; /* what the legacy endpoints call: the qry_rpc_* below */
+};
+
+/* Sets fe up over be (a static table); registers nothing. */
+void qry_front_init(qry_front_t *fe, const qry_opts_t *opts, const qry_backend_t *be);
+/* Registers every querier.v1 method and the legacy endpoints on srv; fe must
+ * live as long as srv's routes. */
+int qry_front_register(qry_front_t *fe, lc_httpd_t *srv) LC_MUST_CHECK;
+
+/* The local store as a back end (querier.c, rpc_*.c); its fe is a qry_t's
+ * front. Its functions, as qry_backend_t describes them: */
+extern const qry_backend_t qry_store_backend;
+int qry_store_merge_tree(qry_front_t *fe, lc_http_req_t *req, const ProtobufCMessage *in,
+                         lc_ftree_t **out, lc_status_t *st);
+int qry_store_merge_pprof(qry_front_t *fe, lc_http_req_t *req, const ProtobufCMessage *in,
+                          lc_buf_t *out, lc_status_t *st);
+int qry_store_select_series(qry_front_t *fe, lc_http_req_t *req,
+                            const Querier__V1__SelectSeriesRequest *r,
+                            const lc_query_series_opts_t *o, lc_query_series_t **out,
+                            lc_status_t *st);
+int qry_store_profile_types(lc_http_req_t *req, const ProtobufCMessage *in, ProtobufCMessage **out,
+                            lc_status_t *st, void *data);
+int qry_store_label_names(lc_http_req_t *req, const ProtobufCMessage *in, ProtobufCMessage **out,
+                          lc_status_t *st, void *data);
+int qry_store_label_values(lc_http_req_t *req, const ProtobufCMessage *in, ProtobufCMessage **out,
+                           lc_status_t *st, void *data);
+int qry_store_series(lc_http_req_t *req, const ProtobufCMessage *in, ProtobufCMessage **out,
+                     lc_status_t *st, void *data);
+int qry_store_get_profile_stats(lc_http_req_t *req, const ProtobufCMessage *in,
+                                ProtobufCMessage **out, lc_status_t *st, void *data);
+int qry_store_analyze_query(lc_http_req_t *req, const ProtobufCMessage *in, ProtobufCMessage **out,
+                            lc_status_t *st, void *data);
+
+struct qry_s {
+    qry_front_t front; /* first: the RPCs' data is the front end */
     lc_store_t *store;
     lc_metrics_t *metrics;
-    qry_route_t routes[QRY_METHODS];
-    qry_rpcs_t legacy; /* what the legacy endpoints call: this store's RPCs */
     lc_inflight_t *inflight; /* NULL: no per-tenant concurrency limit */
 };
+
+/* The qry_t whose front end data is (a back-end function's fe). */
+static inline qry_t *qry_of(void *data)
+{
+    return LC_CONTAINER_OF(data, qry_t, front);
+}
 
 /* One call's context: who asks, for which range, and the store snapshot. */
 typedef struct qry_call_s {
@@ -110,6 +187,13 @@ static inline qry_range_rules_t qry_listing_rules(int64_t start_ms, int64_t end_
 {
     return start_ms && end_ms ? QRY_RANGE_RULES : QRY_RANGE_OPEN;
 }
+
+/* The front end's §5.9 rules on [*start_ms, end_ms] (frontend.c): start > end
+ * is invalid_argument; with QRY_RANGE_RULES the look-back clips *start_ms, or
+ * sets *empty for a range wholly before it, then a range longer than
+ * max_query_length_ms is invalid_argument. */
+int qry_front_range(const qry_front_t *fe, int64_t *start_ms, int64_t end_ms,
+                    qry_range_rules_t rules, bool *empty, lc_status_t *st) LC_MUST_CHECK;
 
 /* The tenant check every route makes before it looks at the request (as
  * Pyroscope's HTTP middleware does): with multitenancy on, no X-Scope-OrgID
@@ -205,7 +289,8 @@ int qry_fail_arena(lc_status_t *st);
 /* Maps an internal error code to st (internal / resource_exhausted). */
 int qry_fail(lc_status_t *st, int rc, const char *what);
 
-/* ---- the RPCs (lc_connect_unary_fn or qry_reply_fn; data is the qry_t) ---- */
+/* ---- the RPCs (frontend.c): lc_connect_unary_fn or qry_reply_fn; data is
+ * the qry_front_t (for a qry_t: the qry_t itself, its front being first) ---- */
 int qry_rpc_profile_types(lc_http_req_t *req, const ProtobufCMessage *in, ProtobufCMessage **out,
                           lc_status_t *st, void *data);
 int qry_rpc_label_names(lc_http_req_t *req, const ProtobufCMessage *in, ProtobufCMessage **out,
@@ -228,11 +313,22 @@ int qry_rpc_get_profile_stats(lc_http_req_t *req, const ProtobufCMessage *in,
                               ProtobufCMessage **out, lc_status_t *st, void *data);
 int qry_rpc_analyze_query(lc_http_req_t *req, const ProtobufCMessage *in, ProtobufCMessage **out,
                           lc_status_t *st, void *data);
-/* data is the method name (a string literal), not the qry_t. */
+/* data is the method name (a string literal), not the front end. */
 int qry_rpc_unimplemented(lc_http_req_t *req, const ProtobufCMessage *in, ProtobufCMessage **out,
                           lc_status_t *st, void *data);
 
-/* ---- shared by the local merges and the fan-out's (rpc_merge.c) ---- */
+/* SelectSeries' step (seconds) -> ms; invalid_argument below 1 ms (frontend.c). */
+int qry_step_ms(double step, int64_t *out, lc_status_t *st) LC_MUST_CHECK;
+/* The store's series for r (rpc_series.c): selector, §5.9 range, stack-trace
+ * selector, then the engine's sums bucketed as o (from where the look-back
+ * clipped) into *sums and, when counts is not NULL, the profiles per bucket
+ * into *counts (the shard API's averages). Both new, the caller's to free;
+ * NULL on failure. */
+int qry_series_collect(qry_t *q, lc_http_req_t *req, const Querier__V1__SelectSeriesRequest *r,
+                       const lc_query_series_opts_t *o, lc_query_series_t **sums,
+                       lc_query_series_t **counts, lc_status_t *st) LC_MUST_CHECK;
+
+/* ---- tree shaping and Diff (rpc_merge.c), used by the front end ---- */
 
 /* A merged tree as SelectMergeStacktraces answers it: the flame graph, or
  * with PROFILE_FORMAT_TREE the tree bytes (§5.7), truncated at max_nodes. */
@@ -240,7 +336,7 @@ int qry_shape_tree(lc_ftree_t *t, int format, int64_t max_nodes, lc_arena_t *a,
                    Querier__V1__FlameGraph **flame, ProtobufCBinaryData *tree,
                    lc_status_t *st) LC_MUST_CHECK;
 /* One side of a Diff merged into *out (untruncated); *max_nodes gets that
- * side's effective limit. data: the qry_t, or the fan-out. */
+ * side's effective limit. data: the front end. */
 typedef int (*qry_diff_side_fn)(void *data, lc_http_req_t *req,
                                 const Querier__V1__SelectMergeStacktracesRequest *r,
                                 lc_ftree_t **out, int64_t *max_nodes, lc_status_t *st);

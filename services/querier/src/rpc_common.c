@@ -1,8 +1,8 @@
 /*
- * rpc_common.c — what every querier RPC does first: resolve tenants
- * (lc/tenant.h), validate the ms time range (the §5.9 rules: start <= end,
- * look-back clipping, maximum length) and convert it, parse selectors, and
- * open one store snapshot for the range; plus the series walk behind the
+ * rpc_common.c — what the store back end does first for every RPC: resolve
+ * tenants (lc/tenant.h), validate the ms time range (the front end's §5.9
+ * rules, qry_front_range) and convert it, parse selectors, and open one store
+ * snapshot for the range; plus the series walk behind the
  * listing RPCs and a de-duplicating string set.
  */
 #include <stdio.h>
@@ -80,36 +80,6 @@ void qry_format_duration(int64_t ms, char *out, size_t size)
         snprintf(out, size, "%lld%ss", sec, frac_text);
 }
 
-/* The §5.9 rules in Pyroscope's order: clip to the look-back first, then
- * check the length of what is left. A range wholly before the look-back
- * leaves c->empty set. */
-static int apply_range_rules(qry_call_t *c, const qry_opts_t *o, int64_t *start_ms, int64_t end_ms,
-                             lc_status_t *st)
-{
-    if (o->max_query_lookback_ms > 0) {
-        int64_t now = qry_now_ms();
-        int64_t min_start =
-            now > INT64_MIN + o->max_query_lookback_ms ? now - o->max_query_lookback_ms : INT64_MIN;
-        if (end_ms < min_start) {
-            c->empty = true;
-            return 0;
-        }
-        if (*start_ms < min_start)
-            *start_ms = min_start;
-    }
-    __int128 len = (__int128)end_ms - *start_ms;
-    if (o->max_query_length_ms > 0 && len > o->max_query_length_ms) {
-        char actual[64], limit[64];
-        qry_format_duration(len > INT64_MAX ? INT64_MAX : (int64_t)len, actual, sizeof(actual));
-        qry_format_duration(o->max_query_length_ms, limit, sizeof(limit));
-        return lc_status_set(st, LC_CODE_INVALID_ARGUMENT,
-                             "the query time range exceeds the limit (max_query_length, actual: "
-                             "%s, limit: %s); query a shorter range",
-                             actual, limit);
-    }
-    return 0;
-}
-
 int qry_tenant_first(lc_http_req_t *req, bool multitenancy, lc_status_t *st)
 {
     const char *const *tenants;
@@ -127,13 +97,9 @@ int qry_call_begin_back(qry_call_t *c, qry_t *q, lc_http_req_t *req, int64_t sta
                         int64_t end_ms, qry_range_rules_t rules, int64_t back_ms, lc_status_t *st)
 {
     *c = (qry_call_t){.q = q, .req = req, .st = st};
-    if (lc_tenants_read(req, q->opts.multitenancy, &c->tenants, &c->n_tenants, st))
+    if (lc_tenants_read(req, q->front.opts.multitenancy, &c->tenants, &c->n_tenants, st))
         return -1;
-    if (start_ms > end_ms)
-        return lc_status_set(st, LC_CODE_INVALID_ARGUMENT,
-                             "start (%lld) must not be after end (%lld)", (long long)start_ms,
-                             (long long)end_ms);
-    if (rules == QRY_RANGE_RULES && apply_range_rules(c, &q->opts, &start_ms, end_ms, st))
+    if (qry_front_range(&q->front, &start_ms, end_ms, rules, &c->empty, st))
         return -1;
     c->start_ms = start_ms;
     c->end_ms = end_ms;
@@ -145,7 +111,7 @@ int qry_call_begin_back(qry_call_t *c, qry_t *q, lc_http_req_t *req, int64_t sta
             lc_http_set_header(req, "Retry-After", "1");
             return lc_status_set_http(st, 429, LC_CODE_RESOURCE_EXHAUSTED,
                                       "too many concurrent queries for this tenant (limit %lld)",
-                                      (long long)q->opts.max_concurrent_per_tenant);
+                                      (long long)q->front.opts.max_concurrent_per_tenant);
         }
         c->holds_slots = true;
     }

@@ -1,5 +1,5 @@
 /*
- * rpc_labels.c — the listing RPCs (pyroscope-api.md §5.3): ProfileTypes,
+ * rpc_labels.c — the store back end's listings (pyroscope-api.md §5.3): ProfileTypes,
  * LabelNames, LabelValues and Series. Each walks the series of the range once
  * (qry_walk_series) and collects into a de-duplicating set; outputs are sorted
  * byte-wise. Only series with a profile inside [start, end] count.
@@ -80,8 +80,8 @@ static int profile_types_reply(qry_set_t *set, lc_arena_t *a, ProtobufCMessage *
     return 0;
 }
 
-int qry_rpc_profile_types(lc_http_req_t *req, const ProtobufCMessage *in, ProtobufCMessage **out,
-                          lc_status_t *st, void *data)
+int qry_store_profile_types(lc_http_req_t *req, const ProtobufCMessage *in, ProtobufCMessage **out,
+                            lc_status_t *st, void *data)
 {
     const Querier__V1__ProfileTypesRequest *r = (const Querier__V1__ProfileTypesRequest *)in;
     int64_t start = r->start, end = r->end;
@@ -90,7 +90,7 @@ int qry_rpc_profile_types(lc_http_req_t *req, const ProtobufCMessage *in, Protob
         start = end - DAY_MS;
     }
     qry_call_t c;
-    if (qry_call_begin(&c, data, req, start, end, st))
+    if (qry_call_begin(&c, qry_of(data), req, start, end, st))
         return -1;
     qry_set_t set;
     qry_set_init(&set, req->arena);
@@ -111,7 +111,7 @@ typedef struct names_walk_s {
     bool utf8;
 } names_walk_t;
 
-static int collect_names(const lc_labels_t *labels, void *data)
+static int qry_collect_names(const lc_labels_t *labels, void *data)
 {
     names_walk_t *w = data;
     int rc = 0;
@@ -147,19 +147,20 @@ static int names_or_values(lc_http_req_t *req, qry_t *q, char **matchers, size_t
         return -1;
     }
     qry_set_init(&w->set, req->arena);
-    int rc = qry_walk_series(&c, sels, n_sels, w->name ? collect_values : collect_names, w);
+    int rc = qry_walk_series(&c, sels, n_sels, w->name ? collect_values : qry_collect_names, w);
     qry_call_end(&c);
     qry_matchers_free(sels, n_sels);
     qry_set_sort(&w->set);
     return rc ? qry_fail(st, rc, "listing labels") : 0;
 }
 
-int qry_rpc_label_names(lc_http_req_t *req, const ProtobufCMessage *in, ProtobufCMessage **out,
-                        lc_status_t *st, void *data)
+int qry_store_label_names(lc_http_req_t *req, const ProtobufCMessage *in, ProtobufCMessage **out,
+                          lc_status_t *st, void *data)
 {
     const Types__V1__LabelNamesRequest *r = (const Types__V1__LabelNamesRequest *)in;
     names_walk_t w = {.utf8 = accepts_utf8_names(req)};
-    int rc = names_or_values(req, data, r->matchers, r->n_matchers, r->start, r->end, &w, st);
+    int rc =
+        names_or_values(req, qry_of(data), r->matchers, r->n_matchers, r->start, r->end, &w, st);
     Types__V1__LabelNamesResponse *resp = rc ? NULL : lc_arena_calloc(req->arena, 1, sizeof(*resp));
     char **names = rc ? NULL : set_strings(&w.set, req->arena);
     if (rc == 0 && (!resp || !names))
@@ -174,14 +175,15 @@ int qry_rpc_label_names(lc_http_req_t *req, const ProtobufCMessage *in, Protobuf
     return rc;
 }
 
-int qry_rpc_label_values(lc_http_req_t *req, const ProtobufCMessage *in, ProtobufCMessage **out,
-                         lc_status_t *st, void *data)
+int qry_store_label_values(lc_http_req_t *req, const ProtobufCMessage *in, ProtobufCMessage **out,
+                           lc_status_t *st, void *data)
 {
     const Types__V1__LabelValuesRequest *r = (const Types__V1__LabelValuesRequest *)in;
     if (!r->name || !*r->name)
         return lc_status_set(st, LC_CODE_INVALID_ARGUMENT, "name is required");
     names_walk_t w = {.name = r->name};
-    int rc = names_or_values(req, data, r->matchers, r->n_matchers, r->start, r->end, &w, st);
+    int rc =
+        names_or_values(req, qry_of(data), r->matchers, r->n_matchers, r->start, r->end, &w, st);
     Types__V1__LabelValuesResponse *resp =
         rc ? NULL : lc_arena_calloc(req->arena, 1, sizeof(*resp));
     char **names = rc ? NULL : set_strings(&w.set, req->arena);
@@ -289,8 +291,8 @@ static void series_walk_fini(series_walk_t *w)
     lc_buf_fini(&w->key);
 }
 
-int qry_rpc_series(lc_http_req_t *req, const ProtobufCMessage *in, ProtobufCMessage **out,
-                   lc_status_t *st, void *data)
+int qry_store_series(lc_http_req_t *req, const ProtobufCMessage *in, ProtobufCMessage **out,
+                     lc_status_t *st, void *data)
 {
     const Querier__V1__SeriesRequest *r = (const Querier__V1__SeriesRequest *)in;
     lc_selector_t *sels;
@@ -301,7 +303,7 @@ int qry_rpc_series(lc_http_req_t *req, const ProtobufCMessage *in, ProtobufCMess
     qry_range_rules_t rules = qry_listing_rules(start, end);
     default_all_time(&start, &end);
     qry_call_t c;
-    if (qry_call_begin_range(&c, data, req, start, end, rules, st)) {
+    if (qry_call_begin_range(&c, qry_of(data), req, start, end, rules, st)) {
         qry_matchers_free(sels, n_sels);
         return -1;
     }

@@ -1,9 +1,11 @@
 /*
- * rpc_merge.c — the merge RPCs: SelectMergeStacktraces (flame graph, tree
- * bytes or pprof), SelectMergeSpanProfile (the same restricted to span ids),
- * SelectMergeProfile (merged pprof) and Diff (two merges, one diff graph).
- * The engine (lc/query.h) does the work; this file validates requests (§5.5
- * max_nodes, §5.9 time range, selectors) and shapes responses.
+ * rpc_merge.c — the store back end's merges: the whole merged tree of a
+ * SelectMergeStacktraces, SelectMergeSpanProfile or Diff side, and merged
+ * pprof, for the front end (frontend.c) to shape; plus the shaping itself
+ * (qry_shape_tree, qry_diff_answer, qry_wrap_pprof_response), which the
+ * front end runs once whatever the back end. The engine (lc/query.h) does
+ * the work; this file parses what only a store reads (sample and profile
+ * ids, selectors, the §5.9 time range) into an lc_query_t.
  *
  * Selectors that narrow samples: span_selector names the per-sample id the
  * ingester stores (the pprof label span_id, or profile_id when there is no
@@ -18,7 +20,7 @@
  * ignored). trace_id_selector is not answered: ember does not keep trace ids.
  *
  * Merged pprof is built as protobuf bytes and sent as they are
- * (lc_connect_reply_raw through querier.c), never decoded to be encoded again.
+ * (lc_connect_reply_raw through frontend.c), never decoded to be encoded again.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -33,10 +35,10 @@ _Static_assert(LC_UUID_BYTES == LC_STORE_PROFILE_ID_BYTES, "the store keeps prof
 typedef struct merge_req_s {
     const char *profile_type;
     const char *label_selector;
-    int64_t start, end, max_nodes;
+    int64_t start, end;
     const Types__V1__StackTraceSelector *stack_trace_selector;
     char **profile_ids;
-    size_t n_profile_ids, n_trace_ids;
+    size_t n_profile_ids;
     char **span_selector;
     size_t n_span_selector;
 } merge_req_t;
@@ -47,20 +49,7 @@ typedef struct merge_call_s {
     lc_query_t query;
     uint64_t *sample_ids;
     uint8_t (*profile_uuids)[LC_UUID_BYTES];
-    int64_t max_nodes;
 } merge_call_t;
-
-/* §5.5: 0 -> the default; negative or above the maximum -> invalid_argument. */
-static int effective_max_nodes(const qry_t *q, int64_t requested, int64_t *out, lc_status_t *st)
-{
-    if (requested < 0 || requested > q->opts.max_nodes_max)
-        return lc_status_set(st, LC_CODE_INVALID_ARGUMENT,
-                             "max_nodes %lld is out of range: 0 (default %lld) to %lld",
-                             (long long)requested, (long long)q->opts.max_nodes_default,
-                             (long long)q->opts.max_nodes_max);
-    *out = requested ? requested : q->opts.max_nodes_default;
-    return 0;
-}
 
 /* ---------------------------------------------------------- sample ids */
 
@@ -83,7 +72,7 @@ static bool parse_sample_id(const char *s, uint64_t *out)
     return i == 16;
 }
 
-static int u64_cmp(const void *a, const void *b)
+static int sample_id_cmp(const void *a, const void *b)
 {
     uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
     return x < y ? -1 : x > y;
@@ -111,7 +100,7 @@ static int parse_id_list(char **ids, size_t n, const char *what, uint64_t **out,
                                      : "");
         }
     }
-    qsort(v, n, sizeof(uint64_t), u64_cmp);
+    qsort(v, n, sizeof(uint64_t), sample_id_cmp);
     *out = v;
     return 0;
 }
@@ -220,13 +209,9 @@ static void merge_end(merge_call_t *m)
 static int merge_begin(merge_call_t *m, qry_t *q, lc_http_req_t *req, const merge_req_t *r,
                        lc_status_t *st)
 {
+    /* The front end has checked the trace ids and max_nodes already. */
     memset(m, 0, sizeof(*m));
-    if (r->n_trace_ids) {
-        lc_status_set(st, LC_CODE_UNIMPLEMENTED,
-                      "trace_id_selector is not supported: ember does not keep trace ids");
-        goto fail;
-    }
-    if (effective_max_nodes(q, r->max_nodes, &m->max_nodes, st) || parse_sample_ids(m, r, st) ||
+    if (parse_sample_ids(m, r, st) ||
         qry_stack_selector(r->stack_trace_selector, req->arena, &m->query, st))
         goto fail;
     if (!r->profile_type || !*r->profile_type) {
@@ -340,179 +325,62 @@ int qry_wrap_pprof_response(lc_buf_t *buf)
     return 0;
 }
 
-/* -------------------------------------------------- SelectMergeStacktraces */
+/* ------------------------------------------------- the back-end functions */
 
-static int flame_or_tree(merge_call_t *m, int format, lc_arena_t *a,
-                         Querier__V1__SelectMergeStacktracesResponse *resp, lc_status_t *st)
-{
-    lc_ftree_t *t;
-    if (merge_tree(m, &t, st))
-        return -1;
-    int rc = qry_shape_tree(t, format, m->max_nodes, a, &resp->flamegraph, &resp->tree, st);
-    lc_ftree_free(t);
-    return rc ? -1 : 0;
-}
+/* The fields every merge request has, under the same names. */
+#define MERGE_REQ_COMMON(r)                                                                        \
+    .profile_type = (r)->profile_typeid, .label_selector = (r)->label_selector,                    \
+    .start = (r)->start, .end = (r)->end
 
-static int check_format(int format, lc_status_t *st)
+/* The merge fields of any of the three merge requests (told apart by
+ * in->descriptor); SelectMergeStacktraces may carry every selector. */
+static merge_req_t merge_req_of(const ProtobufCMessage *in)
 {
-    switch (format) {
-    case QUERIER__V1__PROFILE_FORMAT__PROFILE_FORMAT_UNSPECIFIED:
-    case QUERIER__V1__PROFILE_FORMAT__PROFILE_FORMAT_FLAMEGRAPH:
-    case QUERIER__V1__PROFILE_FORMAT__PROFILE_FORMAT_TREE:
-    case QUERIER__V1__PROFILE_FORMAT__PROFILE_FORMAT_PPROF:
-        return 0;
-    case QUERIER__V1__PROFILE_FORMAT__PROFILE_FORMAT_DOT:
-        return lc_status_set(st, LC_CODE_UNIMPLEMENTED,
-                             "PROFILE_FORMAT_DOT is not supported (Pyroscope serves it from v2 "
-                             "storage only); GET /pyroscope/render?format=dot answers DOT");
-    default:
-        return lc_status_set(st, LC_CODE_INVALID_ARGUMENT, "unknown profile format %d", format);
+    if (in->descriptor == &querier__v1__select_merge_span_profile_request__descriptor) {
+        const Querier__V1__SelectMergeSpanProfileRequest *r = (const void *)in;
+        return (merge_req_t){MERGE_REQ_COMMON(r), .span_selector = r->span_selector,
+                             .n_span_selector = r->n_span_selector};
     }
-}
-
-static merge_req_t merge_req_of(const Querier__V1__SelectMergeStacktracesRequest *r)
-{
-    return (merge_req_t){.profile_type = r->profile_typeid,
-                         .label_selector = r->label_selector,
-                         .start = r->start,
-                         .end = r->end,
-                         .max_nodes = r->max_nodes,
+    if (in->descriptor == &querier__v1__select_merge_profile_request__descriptor) {
+        const Querier__V1__SelectMergeProfileRequest *r = (const void *)in;
+        return (merge_req_t){MERGE_REQ_COMMON(r), .stack_trace_selector = r->stack_trace_selector,
+                             .profile_ids = r->profile_id_selector,
+                             .n_profile_ids = r->n_profile_id_selector};
+    }
+    const Querier__V1__SelectMergeStacktracesRequest *r = (const void *)in;
+    return (merge_req_t){MERGE_REQ_COMMON(r),
                          .stack_trace_selector = r->stack_trace_selector,
                          .profile_ids = r->profile_id_selector,
                          .n_profile_ids = r->n_profile_id_selector,
-                         .n_trace_ids = r->n_trace_id_selector,
                          .span_selector = r->span_selector,
                          .n_span_selector = r->n_span_selector};
 }
 
-static int stacktraces_pprof(merge_call_t *m, const merge_req_t *r, lc_arena_t *a, qry_reply_t *out,
-                             lc_status_t *st)
+int qry_store_merge_tree(qry_front_t *fe, lc_http_req_t *req, const ProtobufCMessage *in,
+                         lc_ftree_t **out, lc_status_t *st)
 {
-    lc_buf_init(&out->buf, LC_BUF_UNLIMITED);
-    if (merged_pprof(m, r->profile_type, a, &out->buf, st))
-        return -1;
-    if (qry_wrap_pprof_response(&out->buf))
-        return qry_fail(st, LC_ETOOBIG, "encoding the merged profile");
-    out->desc = &querier__v1__select_merge_stacktraces_response__descriptor;
-    return 0;
-}
-
-int qry_rpc_select_merge_stacktraces(lc_http_req_t *req, const ProtobufCMessage *in,
-                                     qry_reply_t *out, lc_status_t *st, void *data)
-{
-    const Querier__V1__SelectMergeStacktracesRequest *r =
-        (const Querier__V1__SelectMergeStacktracesRequest *)in;
-    merge_req_t mr = merge_req_of(r);
-    *out = (qry_reply_t){0};
-    if (check_format(r->format, st))
-        return -1;
-    Querier__V1__SelectMergeStacktracesResponse *resp =
-        lc_arena_calloc(req->arena, 1, sizeof(*resp));
-    if (!resp)
-        return qry_fail_arena(st);
-    *resp = (Querier__V1__SelectMergeStacktracesResponse)
-        QUERIER__V1__SELECT_MERGE_STACKTRACES_RESPONSE__INIT;
+    merge_req_t mr = merge_req_of(in);
     merge_call_t m;
-    if (merge_begin(&m, data, req, &mr, st))
+    if (merge_begin(&m, qry_of(fe), req, &mr, st))
         return -1;
-    int rc = r->format == QUERIER__V1__PROFILE_FORMAT__PROFILE_FORMAT_PPROF
-                 ? stacktraces_pprof(&m, &mr, req->arena, out, st)
-                 : flame_or_tree(&m, r->format, req->arena, resp, st);
+    int rc = merge_tree(&m, out, st);
     merge_end(&m);
-    if (rc == 0 && !out->desc)
-        out->msg = &resp->base;
     return rc;
 }
 
-/* -------------------------------------------------- SelectMergeSpanProfile */
-
-int qry_rpc_select_merge_span_profile(lc_http_req_t *req, const ProtobufCMessage *in,
-                                      ProtobufCMessage **out, lc_status_t *st, void *data)
+int qry_store_merge_pprof(qry_front_t *fe, lc_http_req_t *req, const ProtobufCMessage *in,
+                          lc_buf_t *out, lc_status_t *st)
 {
-    const Querier__V1__SelectMergeSpanProfileRequest *r =
-        (const Querier__V1__SelectMergeSpanProfileRequest *)in;
-    merge_req_t mr = {.profile_type = r->profile_typeid,
-                      .label_selector = r->label_selector,
-                      .start = r->start,
-                      .end = r->end,
-                      .max_nodes = r->max_nodes,
-                      .span_selector = r->span_selector,
-                      .n_span_selector = r->n_span_selector};
-    if (r->n_span_selector == 0)
-        return lc_status_set(st, LC_CODE_INVALID_ARGUMENT, "span_selector is required");
-    if (r->format != QUERIER__V1__PROFILE_FORMAT__PROFILE_FORMAT_UNSPECIFIED &&
-        r->format != QUERIER__V1__PROFILE_FORMAT__PROFILE_FORMAT_FLAMEGRAPH &&
-        r->format != QUERIER__V1__PROFILE_FORMAT__PROFILE_FORMAT_TREE)
-        return lc_status_set(st, LC_CODE_INVALID_ARGUMENT,
-                             "SelectMergeSpanProfile answers flame graphs and trees only");
-    Querier__V1__SelectMergeStacktracesResponse full =
-        QUERIER__V1__SELECT_MERGE_STACKTRACES_RESPONSE__INIT;
-    Querier__V1__SelectMergeSpanProfileResponse *resp =
-        lc_arena_calloc(req->arena, 1, sizeof(*resp));
-    if (!resp)
-        return qry_fail_arena(st);
-    *resp = (Querier__V1__SelectMergeSpanProfileResponse)
-        QUERIER__V1__SELECT_MERGE_SPAN_PROFILE_RESPONSE__INIT;
+    merge_req_t mr = merge_req_of(in);
     merge_call_t m;
-    if (merge_begin(&m, data, req, &mr, st))
+    if (merge_begin(&m, qry_of(fe), req, &mr, st))
         return -1;
-    int rc = flame_or_tree(&m, r->format, req->arena, &full, st);
+    int rc = merged_pprof(&m, mr.profile_type, req->arena, out, st);
     merge_end(&m);
-    if (rc)
-        return rc;
-    resp->flamegraph = full.flamegraph;
-    resp->tree = full.tree;
-    *out = &resp->base;
-    return 0;
-}
-
-/* ------------------------------------------------------ SelectMergeProfile */
-
-int qry_rpc_select_merge_profile(lc_http_req_t *req, const ProtobufCMessage *in, qry_reply_t *out,
-                                 lc_status_t *st, void *data)
-{
-    const Querier__V1__SelectMergeProfileRequest *r =
-        (const Querier__V1__SelectMergeProfileRequest *)in;
-    /* max_nodes is validated but not applied: Pyroscope does not truncate
-     * merged pprof by default (max_flamegraph_nodes_on_select_merge_profile). */
-    merge_req_t mr = {.profile_type = r->profile_typeid,
-                      .label_selector = r->label_selector,
-                      .start = r->start,
-                      .end = r->end,
-                      .max_nodes = r->max_nodes,
-                      .stack_trace_selector = r->stack_trace_selector,
-                      .profile_ids = r->profile_id_selector,
-                      .n_profile_ids = r->n_profile_id_selector,
-                      .n_trace_ids = r->n_trace_id_selector};
-    *out = (qry_reply_t){0};
-    merge_call_t m;
-    if (merge_begin(&m, data, req, &mr, st))
-        return -1;
-    lc_buf_init(&out->buf, LC_BUF_UNLIMITED);
-    int rc = merged_pprof(&m, r->profile_typeid, req->arena, &out->buf, st);
-    merge_end(&m);
-    if (rc == 0)
-        out->desc = &google__v1__profile__descriptor;
     return rc;
 }
 
 /* -------------------------------------------------------------------- Diff */
-
-/* Merges one side of a diff; *max_nodes gets that side's effective limit. */
-static int diff_side_tree(void *data, lc_http_req_t *req,
-                          const Querier__V1__SelectMergeStacktracesRequest *r, lc_ftree_t **out,
-                          int64_t *max_nodes, lc_status_t *st)
-{
-    qry_t *q = data;
-    merge_req_t mr = merge_req_of(r);
-    merge_call_t m;
-    if (merge_begin(&m, q, req, &mr, st))
-        return -1;
-    int rc = merge_tree(&m, out, st);
-    *max_nodes = m.max_nodes;
-    merge_end(&m);
-    return rc;
-}
 
 int qry_diff_answer(lc_http_req_t *req, const ProtobufCMessage *in, ProtobufCMessage **out,
                     lc_status_t *st, qry_diff_side_fn side, void *data)
@@ -540,10 +408,4 @@ int qry_diff_answer(lc_http_req_t *req, const ProtobufCMessage *in, ProtobufCMes
     if (rc == 0)
         *out = &resp->base;
     return rc ? -1 : 0;
-}
-
-int qry_rpc_diff(lc_http_req_t *req, const ProtobufCMessage *in, ProtobufCMessage **out,
-                 lc_status_t *st, void *data)
-{
-    return qry_diff_answer(req, in, out, st, diff_side_tree, data);
 }

@@ -1,75 +1,87 @@
 /*
- * rpc_series.c — SelectSeries (pyroscope-api.md §5.8): validation here, the
- * bucketing in the engine (lc_query_series_*), which answers from the stored
- * per-profile totals without reading samples, unless a stack-trace selector's
- * call site asks for the part of each profile under it. go_pgo only shapes
- * pprof, so here it leaves the totals whole (and, as in Pyroscope, makes the
- * call site ignored).
+ * rpc_series.c — the store back end's SelectSeries (pyroscope-api.md §5.8):
+ * the buckets of the engine (lc_query_series_*), which answers from the
+ * stored per-profile totals without reading samples, unless a stack-trace
+ * selector's call site asks for the part of each profile under it. go_pgo
+ * only shapes pprof, so here it leaves the totals whole (and, as in
+ * Pyroscope, makes the call site ignored). The request's checks, its step
+ * and the limit belong to the front end (frontend.c). With the sums, the
+ * shard API (shard.c) asks for the profiles counted per bucket.
  */
-#include <math.h>
-
 #include "querier_int.h"
 
-/* step (seconds, double) -> ms; invalid_argument below 1 ms. */
-static int step_ms_of(double step, int64_t *out, lc_status_t *st)
+/* ------------------------------------------------------------ the counts */
+
+typedef struct count_walk_s {
+    lc_query_series_t *s;
+    const lc_query_t *q;
+    uint32_t group;
+} count_walk_t;
+
+static int count_profile(lc_block_t *b, const lc_stored_profile_t *p, void *data)
 {
-    double ms = step * 1000.0;
-    if (!isfinite(ms) || ms < 1.0)
-        return lc_status_set(st, LC_CODE_INVALID_ARGUMENT, "step must be at least 1 ms (got %g s)",
-                             step);
-    *out = ms >= 9.2e18 ? INT64_MAX : (int64_t)ms;
+    LC_UNUSED(b);
+    count_walk_t *w = data;
+    if (!lc_query_profile_selected(w->q, p))
+        return 0;
+    return lc_query_series_add(w->s, w->group, p->time_ns, 1);
+}
+
+static int count_series(lc_block_t *b, uint32_t series_id, const char *tenant,
+                        const lc_labels_t *labels, void *data)
+{
+    LC_UNUSED(tenant);
+    count_walk_t *w = data;
+    int rc = lc_query_series_group(w->s, labels, &w->group);
+    return rc ? rc
+              : lc_block_profiles(b, series_id, w->q->start_ns, w->q->end_ns, count_profile, w);
+}
+
+/* The profiles per group and bucket: the same profiles the engine sums. */
+static int count_profiles(lc_store_reader_t *r, const lc_query_t *q, lc_query_series_t *s)
+{
+    count_walk_t w = {.s = s, .q = q};
+    int rc = 0;
+    for (size_t i = 0; r && rc == 0 && i < lc_store_reader_count(r); i++)
+        rc = lc_block_series(lc_store_reader_block(r, i), q->tenants, q->n_tenants, q->sel,
+                             count_series, &w);
+    return rc;
+}
+
+/* ----------------------------------------------------------- the series */
+
+/* The engine's sums into sums and, when counts is not NULL, the profiles
+ * counted per bucket into counts, both bucketed as o from where the
+ * look-back clipped the range. */
+static int collect_sums_counts(qry_call_t *c, lc_query_t *q, const lc_query_series_opts_t *opts,
+                               lc_query_series_t **sums, lc_query_series_t **counts,
+                               lc_status_t *st)
+{
+    lc_query_series_opts_t o = *opts;
+    o.start_ms = c->start_ms; /* the boundaries start where the look-back clipped */
+    q->start_ns = lc_query_series_first_ns(&o, q->start_ns); /* the point at start sums one step back */
+    *sums = lc_query_series_new(&o);
+    if (counts)
+        *counts = lc_query_series_new(&o);
+    if (lc_query_series_collect(c->reader, q, *sums, st))
+        return -1;
+    if (counts && count_profiles(c->reader, q, *counts))
+        return lc_status_set(st, LC_CODE_INTERNAL, "counting profiles");
     return 0;
 }
 
-static int check_request(const Querier__V1__SelectSeriesRequest *r, lc_status_t *st)
+int qry_series_collect(qry_t *qry, lc_http_req_t *req, const Querier__V1__SelectSeriesRequest *r,
+                       const lc_query_series_opts_t *o, lc_query_series_t **sums,
+                       lc_query_series_t **counts, lc_status_t *st)
 {
-    if (!r->profile_typeid || !*r->profile_typeid)
-        return lc_status_set(st, LC_CODE_INVALID_ARGUMENT, "profile_typeID is required");
-    if (r->exemplar_type == TYPES__V1__EXEMPLAR_TYPE__EXEMPLAR_TYPE_INDIVIDUAL ||
-        r->exemplar_type == TYPES__V1__EXEMPLAR_TYPE__EXEMPLAR_TYPE_SPAN)
-        return lc_status_set(st, LC_CODE_UNIMPLEMENTED, "exemplars are not supported by ember yet");
-    if (r->aggregation !=
-            TYPES__V1__TIME_SERIES_AGGREGATION_TYPE__TIME_SERIES_AGGREGATION_TYPE_SUM &&
-        r->aggregation !=
-            TYPES__V1__TIME_SERIES_AGGREGATION_TYPE__TIME_SERIES_AGGREGATION_TYPE_AVERAGE)
-        return lc_status_set(st, LC_CODE_INVALID_ARGUMENT, "unknown aggregation %d",
-                             (int)r->aggregation);
-    return 0;
-}
-
-static int series_reply(lc_query_series_t *s, lc_arena_t *a, ProtobufCMessage **out,
-                        lc_status_t *st)
-{
-    Querier__V1__SelectSeriesResponse *resp = lc_arena_calloc(a, 1, sizeof(*resp));
-    if (!resp)
-        return qry_fail_arena(st);
-    *resp = (Querier__V1__SelectSeriesResponse)QUERIER__V1__SELECT_SERIES_RESPONSE__INIT;
-    int rc = lc_query_series_emit(s, a, &resp->series, &resp->n_series);
-    if (rc)
-        return qry_fail(st, rc, "building series");
-    *out = &resp->base;
-    return 0;
-}
-
-int qry_rpc_select_series(lc_http_req_t *req, const ProtobufCMessage *in, ProtobufCMessage **out,
-                          lc_status_t *st, void *data)
-{
-    const Querier__V1__SelectSeriesRequest *r = (const Querier__V1__SelectSeriesRequest *)in;
-    lc_query_series_opts_t o = {
-        .start_ms = r->start,
-        .end_ms = r->end,
-        .group_by = (const char *const *)r->group_by,
-        .n_group_by = r->n_group_by,
-        .average = r->aggregation ==
-                   TYPES__V1__TIME_SERIES_AGGREGATION_TYPE__TIME_SERIES_AGGREGATION_TYPE_AVERAGE,
-        .limit = r->limit > 0 ? r->limit : 0,
-    };
     lc_selector_t sel;
-    if (check_request(r, st) || step_ms_of(r->step, &o.step_ms, st) ||
-        qry_selector(r->label_selector, r->profile_typeid, &sel, st))
+    *sums = NULL;
+    if (counts)
+        *counts = NULL;
+    if (qry_selector(r->label_selector, r->profile_typeid, &sel, st))
         return -1;
     qry_call_t c;
-    if (qry_call_begin_back(&c, data, req, r->start, r->end, QRY_RANGE_RULES, o.step_ms, st)) {
+    if (qry_call_begin_back(&c, qry, req, r->start, r->end, QRY_RANGE_RULES, o->step_ms, st)) {
         lc_selector_fini(&sel);
         return -1;
     }
@@ -78,18 +90,26 @@ int qry_rpc_select_series(lc_http_req_t *req, const ProtobufCMessage *in, Protob
                     .sel = &sel,
                     .start_ns = c.start_ns,
                     .end_ns = c.end_ns};
-    o.start_ms = c.start_ms; /* the boundaries start where the look-back clipped */
-    q.start_ns = lc_query_series_first_ns(&o, q.start_ns); /* the point at start sums one step back */
-    lc_query_series_t *s = NULL;
     int rc = qry_stack_selector(r->stack_trace_selector, req->arena, &q, st);
-    if (rc == 0) {
-        s = lc_query_series_new(&o);
-        rc = lc_query_series_collect(c.reader, &q, s, st);
-    }
+    if (rc == 0)
+        rc = collect_sums_counts(&c, &q, o, sums, counts, st);
     qry_call_end(&c);
     lc_selector_fini(&sel);
     if (rc == 0)
-        rc = series_reply(s, req->arena, out, st);
-    lc_query_series_free(s);
-    return rc ? -1 : 0;
+        return 0;
+    lc_query_series_free(*sums);
+    *sums = NULL;
+    if (counts) {
+        lc_query_series_free(*counts);
+        *counts = NULL;
+    }
+    return -1;
+}
+
+int qry_store_select_series(qry_front_t *fe, lc_http_req_t *req,
+                            const Querier__V1__SelectSeriesRequest *r,
+                            const lc_query_series_opts_t *o, lc_query_series_t **out,
+                            lc_status_t *st)
+{
+    return qry_series_collect(qry_of(fe), req, r, o, out, NULL, st);
 }

@@ -1,10 +1,8 @@
 /*
- * rpc_stats.c — GetProfileStats (has this tenant ever ingested, and the
- * oldest/newest profile time), AnalyzeQuery (what a query would read: blocks,
- * series, profiles, samples and bytes, counted from the store without
- * decoding a sample) and the method ember does not answer
- * yet (SelectHeatmap, v2-storage only in Pyroscope), which returns
- * unimplemented with a clear message.
+ * rpc_stats.c — the store back end's GetProfileStats (has this tenant ever
+ * ingested, and the oldest/newest profile time) and AnalyzeQuery (what a
+ * query would read: blocks, series, profiles, samples and bytes, counted from
+ * the store without decoding a sample).
  */
 #include <string.h>
 
@@ -81,8 +79,8 @@ static int stats_walk(qry_call_t *c, stats_t *s)
     return rc;
 }
 
-int qry_rpc_get_profile_stats(lc_http_req_t *req, const ProtobufCMessage *in,
-                              ProtobufCMessage **out, lc_status_t *st, void *data)
+int qry_store_get_profile_stats(lc_http_req_t *req, const ProtobufCMessage *in,
+                                ProtobufCMessage **out, lc_status_t *st, void *data)
 {
     LC_UNUSED(in);
     Types__V1__GetProfileStatsResponse *resp = lc_arena_calloc(req->arena, 1, sizeof(*resp));
@@ -90,7 +88,7 @@ int qry_rpc_get_profile_stats(lc_http_req_t *req, const ProtobufCMessage *in,
         return qry_fail_arena(st);
     *resp = (Types__V1__GetProfileStatsResponse)TYPES__V1__GET_PROFILE_STATS_RESPONSE__INIT;
     qry_call_t c;
-    if (qry_call_begin(&c, data, req, INT64_MIN / 1000000, INT64_MAX / 1000000, st))
+    if (qry_call_begin(&c, qry_of(data), req, INT64_MIN / 1000000, INT64_MAX / 1000000, st))
         return -1;
     stats_t s = {0};
     int rc = stats_walk(&c, &s);
@@ -230,23 +228,13 @@ int qry_analysis_response(lc_arena_t *arena, const char *component, uint64_t com
     return 0;
 }
 
-int qry_rpc_analyze_query(lc_http_req_t *req, const ProtobufCMessage *in, ProtobufCMessage **out,
-                          lc_status_t *st, void *data)
+int qry_store_analyze_query(lc_http_req_t *req, const ProtobufCMessage *in, ProtobufCMessage **out,
+                            lc_status_t *st, void *data)
 {
     qry_analysis_t a;
-    int rc = qry_analyze(data, req, (const Querier__V1__AnalyzeQueryRequest *)in, &a, st);
+    int rc = qry_analyze(qry_of(data), req, (const Querier__V1__AnalyzeQueryRequest *)in, &a, st);
     if (rc == 0)
         rc = qry_analysis_response(req->arena, "ember store", 1, &a, out, st);
     qry_analysis_fini(&a);
     return rc;
-}
-
-int qry_rpc_unimplemented(lc_http_req_t *req, const ProtobufCMessage *in, ProtobufCMessage **out,
-                          lc_status_t *st, void *data)
-{
-    LC_UNUSED(req);
-    LC_UNUSED(in);
-    LC_UNUSED(out);
-    const char *method = data;
-    return lc_status_set(st, LC_CODE_UNIMPLEMENTED, "%s is not implemented by ember yet", method);
 }

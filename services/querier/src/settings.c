@@ -16,8 +16,8 @@
 #include <time.h>
 
 #include "lc/clock.h"
-#include "lc/utf8.h"
 #include "lc/tenant.h"
+#include "lc/utf8.h"
 #include "services_extra.h"
 #include "settings/v1/setting.pb-c.h"
 
@@ -135,8 +135,8 @@ int qry_settings_set(lc_http_req_t *req, const ProtobufCMessage *in, ProtobufCMe
         return -1;
     lc_setting_t s = {.name = r->setting->name,
                       .value = r->setting->value,
-                      .modified_at_ms =
-                          r->setting->modifiedat > 0 ? r->setting->modifiedat : lc_realtime_ns() / 1000000};
+                      .modified_at_ms = r->setting->modifiedat > 0 ? r->setting->modifiedat
+                                                                   : lc_realtime_ns() / 1000000};
     int rc = lc_settings_store_set(x->settings, tenant, &s);
     if (rc)
         return store_fail(st, rc, s.name);

@@ -12,7 +12,7 @@
 #include "lc/alloc.h"
 #include "zones.h"
 
-static int str_cmp(const void *a, const void *b)
+static int zone_str_cmp(const void *a, const void *b)
 {
     return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
@@ -27,7 +27,7 @@ static const char **zone_names(const lc_member_t *live, size_t n_live, const lc_
         v[n++] = reg[i].zone ? reg[i].zone : "";
     for (size_t i = 0; i < n_live; i++)
         v[n++] = live[i].zone ? live[i].zone : "";
-    qsort(v, n, sizeof(*v), str_cmp);
+    qsort(v, n, sizeof(*v), zone_str_cmp);
     size_t k = 0;
     for (size_t i = 0; i < n; i++)
         if (k == 0 || strcmp(v[k - 1], v[i]) != 0)

@@ -326,7 +326,7 @@ static int check_rule(const scr_relabel_rule_t *r, lc_status_t *st)
 
 /* ---------------------------------------------------------------- regex */
 
-static int re_compile(scr_relabel_rule_t *r, lc_status_t *st)
+static int scr_re_compile(scr_relabel_rule_t *r, lc_status_t *st)
 {
     char msg[200];
     lc_regex_t *rx;
@@ -348,7 +348,7 @@ static int re_compile(scr_relabel_rule_t *r, lc_status_t *st)
 int scr_relabel_rule_compile(scr_relabel_rule_t *r, lc_status_t *st)
 {
     int rc = check_rule(r, st);
-    return rc ? rc : re_compile(r, st);
+    return rc ? rc : scr_re_compile(r, st);
 }
 
 /* Matches subject; on success fills groups (2 * n_groups offsets, -1 unset).

@@ -147,9 +147,10 @@ static void test_setup(void)
     LC_CHECK(mkdtemp(dir) != NULL);
     lc_store_opts_t o = {.dir = dir};
     LC_ASSERT_OK(lc_store_open(&o, &store));
-    qry_opts_default(&qry.opts);
-    LC_ASSERT_EQ(qry.opts.max_query_length_ms, 0); /* ember's default: no limit */
-    qry.opts.max_query_length_ms = 24LL * 3600 * 1000; /* the rule under test, as Pyroscope */
+    qry_opts_default(&qry.front.opts);
+    qry.front.be = &qry_store_backend;
+    LC_ASSERT_EQ(qry.front.opts.max_query_length_ms, 0);     /* ember's default: no limit */
+    qry.front.opts.max_query_length_ms = 24LL * 3600 * 1000; /* the rule under test, as Pyroscope */
     qry.store = store;
     write_data();
 }

@@ -44,8 +44,8 @@ static void test_counts_by_selector_and_range(void)
     const int64_t from = T0_MS - 1000, to = T0_MS + 30000;
     check_scope(analyze(&c, CPU_ID "{service_name=\"app\"}", from, to, NULL), 2, 2, 8);
     call_fini(&c);
-    check_scope(analyze(&c, CPU_ID "{service_name=\"app\",region=\"eu\"}", from, to, NULL), 1,
-                1, 4);
+    check_scope(analyze(&c, CPU_ID "{service_name=\"app\",region=\"eu\"}", from, to, NULL), 1, 1,
+                4);
     call_fini(&c);
     /* Only the T0 copy lies in [T0 - 1 s, T0 + 5 s]. */
     check_scope(analyze(&c, CPU_ID "{service_name=\"app\"}", from, T0_MS + 5000, NULL), 1, 1, 4);
@@ -59,7 +59,7 @@ static void test_tenants_are_separate(void)
 {
     call_t c;
     qry_t mt = qry;
-    mt.opts.multitenancy = true;
+    mt.front.opts.multitenancy = true;
     Querier__V1__AnalyzeQueryRequest r = QUERIER__V1__ANALYZE_QUERY_REQUEST__INIT;
     r.query = CPU_ID "{}";
     r.start = T0_MS - 1000;

@@ -384,7 +384,7 @@ static void test_profile_stats(void)
 static void test_tenancy(void)
 {
     qry_t mt = qry;
-    mt.opts.multitenancy = true;
+    mt.front.opts.multitenancy = true;
     Types__V1__LabelValuesRequest r = TYPES__V1__LABEL_VALUES_REQUEST__INIT;
     r.name = "service_name";
     r.start = T0_MS;

@@ -395,7 +395,7 @@ static void test_max_query_length(void)
     call_fini(&c);
 
     qry_t open = qry;
-    open.opts.max_query_length_ms = 0;
+    open.front.opts.max_query_length_ms = 0;
     m = (merge_t){.end = T0_MS + 1000 * HOUR_MS, .q = &open};
     LC_ASSERT_EQ(merge_total(&m), 22);
 
@@ -461,11 +461,11 @@ static void test_max_query_length_everywhere(void)
 static void test_lookback(void)
 {
     qry_t lb = qry;
-    lb.opts.max_query_lookback_ms = qry_now_ms() - (T0_MS + 5000);
+    lb.front.opts.max_query_lookback_ms = qry_now_ms() - (T0_MS + 5000);
     merge_t m = {.q = &lb};
     LC_ASSERT_EQ(merge_total(&m), 11);
 
-    lb.opts.max_query_lookback_ms = HOUR_MS; /* all data is from 2023 */
+    lb.front.opts.max_query_lookback_ms = HOUR_MS; /* all data is from 2023 */
     m = (merge_t){.q = &lb};
     LC_ASSERT_EQ(merge_total(&m), 0);
     m = (merge_t){.start = T0_MS - 30 * 24 * HOUR_MS, .q = &lb};

@@ -47,6 +47,11 @@ int lc_connect_register(lc_httpd_t *srv, const char *path, const ProtobufCMessag
 
 /* ---- the protocol decisions, exposed for handlers and tests ---- */
 
+/* Whether the request's Connect-Timeout-Ms has passed since started_ns
+ * (uv_hrtime); then st is deadline_exceeded. For routes that run the
+ * decode -> handler -> reply steps themselves (the query front end). */
+bool lc_connect_deadline_passed(const lc_http_req_t *req, uint64_t started_ns, lc_status_t *st);
+
 /* Maximum digits of Connect-Timeout-Ms (as connect-go). */
 #define LC_CONNECT_TIMEOUT_MAX_DIGITS 10
 

@@ -10,9 +10,9 @@
  * with per-bucket COUNTS next to the sums (an average of averages is wrong),
  * so /ember.v1.ShardService/SelectSeries is served here: the engine computes
  * the sums (with every sample filter), and a second walk of the same profiles
- * counts them. The other is AnalyzeQuery with the keys of the series it
- * counted (/ember.v1.ShardService/AnalyzeQuery), so the querier can count a
- * series held by several ingesters once.
+ * counts them (qry_series_collect, rpc_series.c). The other is AnalyzeQuery with the keys of the
+ * series it counted (/ember.v1.ShardService/AnalyzeQuery), so the querier can count a series held
+ * by several ingesters once.
  */
 #include <math.h>
 #include <string.h>
@@ -24,48 +24,11 @@
 #define SHARD_SERIES_PATH "/ember.v1.ShardService/SelectSeries"
 #define SHARD_ANALYZE_PATH "/ember.v1.ShardService/AnalyzeQuery"
 
-struct ing_shard_s {
-    qry_t *qry;               /* the querier role on this store, truncating nothing */
+struct qry_shard_s {
+    qry_t *qry;                /* the querier role on this store, truncating nothing */
     qry_route_t series_route;  /* SelectSeries with counts; tenant checked first */
     qry_route_t analyze_route; /* AnalyzeQuery with series keys */
 };
-
-/* ------------------------------------------------------------ the counts */
-
-typedef struct count_walk_s {
-    lc_query_series_t *s;
-    const lc_query_t *q;
-    uint32_t group;
-} count_walk_t;
-
-static int count_profile(lc_block_t *b, const lc_stored_profile_t *p, void *data)
-{
-    LC_UNUSED(b);
-    count_walk_t *w = data;
-    if (!lc_query_profile_selected(w->q, p))
-        return 0;
-    return lc_query_series_add(w->s, w->group, p->time_ns, 1);
-}
-
-static int count_series(lc_block_t *b, uint32_t series_id, const char *tenant,
-                        const lc_labels_t *labels, void *data)
-{
-    LC_UNUSED(tenant);
-    count_walk_t *w = data;
-    int rc = lc_query_series_group(w->s, labels, &w->group);
-    return rc ? rc : lc_block_profiles(b, series_id, w->q->start_ns, w->q->end_ns, count_profile, w);
-}
-
-/* The profiles per group and bucket: the same profiles the engine sums. */
-static int count_profiles(lc_store_reader_t *r, const lc_query_t *q, lc_query_series_t *s)
-{
-    count_walk_t w = {.s = s, .q = q};
-    int rc = 0;
-    for (size_t i = 0; r && rc == 0 && i < lc_store_reader_count(r); i++)
-        rc = lc_block_series(lc_store_reader_block(r, i), q->tenants, q->n_tenants, q->sel,
-                             count_series, &w);
-    return rc;
-}
 
 /* ----------------------------------------------------------- the answer */
 
@@ -127,60 +90,31 @@ static int zip_reply(lc_query_series_t *sums, lc_query_series_t *counts, lc_aren
 
 /* ------------------------------------------------------------ the method */
 
+/* SelectSeries' bucketing, unlimited and summed (the querier averages). */
 static int series_opts(const Querier__V1__SelectSeriesRequest *r, lc_query_series_opts_t *o,
                        lc_status_t *st)
 {
     if (!r->profile_typeid || !*r->profile_typeid)
         return lc_status_set(st, LC_CODE_INVALID_ARGUMENT, "profile_typeID is required");
-    double ms = r->step * 1000.0;
-    if (!isfinite(ms) || ms < 1.0)
-        return lc_status_set(st, LC_CODE_INVALID_ARGUMENT, "step must be at least 1 ms (got %g s)",
-                             r->step);
     *o = (lc_query_series_opts_t){
         .start_ms = r->start,
         .end_ms = r->end,
-        .step_ms = ms >= 9.2e18 ? INT64_MAX : (int64_t)ms,
         .group_by = (const char *const *)r->group_by,
         .n_group_by = r->n_group_by,
     };
-    return 0;
+    return qry_step_ms(r->step, &o->step_ms, st);
 }
 
 static int shard_select_series(lc_http_req_t *req, const ProtobufCMessage *in,
                                ProtobufCMessage **out, lc_status_t *st, void *data)
 {
-    ing_shard_t *sh = data;
+    qry_shard_t *sh = data;
     const Querier__V1__SelectSeriesRequest *r = (const Querier__V1__SelectSeriesRequest *)in;
     lc_query_series_opts_t o;
-    lc_selector_t sel;
-    if (series_opts(r, &o, st) || qry_selector(r->label_selector, r->profile_typeid, &sel, st))
+    lc_query_series_t *sums, *counts;
+    if (series_opts(r, &o, st) || qry_series_collect(sh->qry, req, r, &o, &sums, &counts, st))
         return -1;
-    qry_call_t c;
-    if (qry_call_begin_back(&c, sh->qry, req, r->start, r->end, QRY_RANGE_RULES, o.step_ms,
-                            st)) {
-        lc_selector_fini(&sel);
-        return -1;
-    }
-    lc_query_t q = {.tenants = c.tenants,
-                    .n_tenants = c.n_tenants,
-                    .sel = &sel,
-                    .start_ns = c.start_ns,
-                    .end_ns = c.end_ns};
-    o.start_ms = c.start_ms; /* boundaries start where the look-back clipped */
-    q.start_ns = lc_query_series_first_ns(&o, q.start_ns); /* the point at start sums one step back */
-    lc_query_series_t *sums = NULL, *counts = NULL;
-    int rc = qry_stack_selector(r->stack_trace_selector, req->arena, &q, st);
-    if (rc == 0) {
-        sums = lc_query_series_new(&o);
-        counts = lc_query_series_new(&o);
-        rc = lc_query_series_collect(c.reader, &q, sums, st);
-    }
-    if (rc == 0 && count_profiles(c.reader, &q, counts))
-        rc = lc_status_set(st, LC_CODE_INTERNAL, "counting profiles");
-    qry_call_end(&c);
-    lc_selector_fini(&sel);
-    if (rc == 0)
-        rc = zip_reply(sums, counts, req->arena, out, st);
+    int rc = zip_reply(sums, counts, req->arena, out, st);
     lc_query_series_free(sums);
     lc_query_series_free(counts);
     return rc ? -1 : 0;
@@ -212,7 +146,7 @@ static int analyze_reply(const qry_analysis_t *a, lc_arena_t *arena, ProtobufCMe
 static int shard_analyze(lc_http_req_t *req, const ProtobufCMessage *in, ProtobufCMessage **out,
                          lc_status_t *st, void *data)
 {
-    ing_shard_t *sh = data;
+    qry_shard_t *sh = data;
     qry_analysis_t a;
     int rc = qry_analyze(sh->qry, req, (const Querier__V1__AnalyzeQueryRequest *)in, &a, st);
     if (rc == 0)
@@ -223,10 +157,10 @@ static int shard_analyze(lc_http_req_t *req, const ProtobufCMessage *in, Protobu
 
 /* ------------------------------------------------------------- lifecycle */
 
-int ing_shard_new(uv_loop_t *loop, lc_httpd_t *srv, lc_store_t *store, lc_metrics_t *metrics,
-                  bool multitenancy, ing_shard_t **out)
+int qry_shard_new(uv_loop_t *loop, lc_httpd_t *srv, lc_store_t *store, lc_metrics_t *metrics,
+                  bool multitenancy, qry_shard_t **out)
 {
-    ing_shard_t *sh = lc_xcalloc(1, sizeof(*sh));
+    qry_shard_t *sh = lc_xcalloc(1, sizeof(*sh));
     qry_opts_t qo;
     qry_opts_default(&qo);
     qo.multitenancy = multitenancy;
@@ -245,14 +179,14 @@ int ing_shard_new(uv_loop_t *loop, lc_httpd_t *srv, lc_store_t *store, lc_metric
     if (rc == 0)
         rc = qry_route_register(srv, SHARD_ANALYZE_PATH, &sh->analyze_route);
     if (rc) {
-        ing_shard_free(sh);
+        qry_shard_free(sh);
         return rc;
     }
     *out = sh;
     return 0;
 }
 
-void ing_shard_free(ing_shard_t *sh)
+void qry_shard_free(qry_shard_t *sh)
 {
     if (!sh)
         return;

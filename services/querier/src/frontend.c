@@ -1,0 +1,458 @@
+/*
+ * frontend.c — the query front end: querier.v1.QuerierService and the legacy
+ * HTTP endpoints, validated, limited and shaped once, over a back end
+ * (qry_backend_t) that only gathers: the local store (rpc_*.c) in `ember` and
+ * on ingesters, or the fan-out to ingesters (fanout*.c) in `ember-querier`.
+ *
+ * Every method gets a route of its own here rather than lc_connect_register:
+ * the two that can answer merged pprof (SelectMergeStacktraces,
+ * SelectMergeProfile) may answer protobuf bytes (qry_reply_t) sent with
+ * lc_connect_reply_raw, and every route checks the tenant before it reads the
+ * request (qry_tenant_first), so a call without X-Scope-OrgID is a 401 with
+ * multitenancy on even when its body is bad too.
+ *
+ * What happens here, in this order, for the merges: the format, the trace-id
+ * selector (not kept), max_nodes (§5.5); then the back end merges every node
+ * and the answer is truncated once, at the end. SelectSeries: the request's
+ * checks and its step here, the bucketing by the back end, the limit when the
+ * series are emitted here. The listings are answered by the back end whole.
+ * The time-range rules (§5.9, qry_front_range) are the front end's too; the
+ * store back end applies them where it opens its snapshot
+ * (qry_call_begin_range), after the selectors are parsed, as Pyroscope
+ * orders its errors, since they clip the range the store reads. The fan-out
+ * applies none (qry_fanout_new refuses them).
+ *
+ * Per-method request counts and latencies come from lc_httpd's route metrics
+ * (ember_http_requests_total / ember_http_request_duration_seconds with the
+ * method path as the route), so the querier adds none of its own.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "querier_int.h"
+
+#define QRY_SERVICE "/querier.v1.QuerierService/"
+
+/* ------------------------------------------------------------ validation */
+
+static int check_format(int format, lc_status_t *st)
+{
+    switch (format) {
+    case QUERIER__V1__PROFILE_FORMAT__PROFILE_FORMAT_UNSPECIFIED:
+    case QUERIER__V1__PROFILE_FORMAT__PROFILE_FORMAT_FLAMEGRAPH:
+    case QUERIER__V1__PROFILE_FORMAT__PROFILE_FORMAT_TREE:
+    case QUERIER__V1__PROFILE_FORMAT__PROFILE_FORMAT_PPROF:
+        return 0;
+    case QUERIER__V1__PROFILE_FORMAT__PROFILE_FORMAT_DOT:
+        return lc_status_set(st, LC_CODE_UNIMPLEMENTED,
+                             "PROFILE_FORMAT_DOT is not supported (Pyroscope serves it from v2 "
+                             "storage only); GET /pyroscope/render?format=dot answers DOT");
+    default:
+        return lc_status_set(st, LC_CODE_INVALID_ARGUMENT, "unknown profile format %d", format);
+    }
+}
+
+/* What every merge checks before the back end is asked: trace ids (ember
+ * keeps none), then §5.5 max_nodes: 0 -> the default; negative or above the
+ * maximum -> invalid_argument. */
+static int check_merge(const qry_front_t *fe, size_t n_trace_ids, int64_t requested,
+                       int64_t *max_nodes, lc_status_t *st)
+{
+    const qry_opts_t *o = &fe->opts;
+    if (n_trace_ids)
+        return lc_status_set(st, LC_CODE_UNIMPLEMENTED,
+                             "trace_id_selector is not supported: ember does not keep trace ids");
+    if (requested < 0 || requested > o->max_nodes_max)
+        return lc_status_set(st, LC_CODE_INVALID_ARGUMENT,
+                             "max_nodes %lld is out of range: 0 (default %lld) to %lld",
+                             (long long)requested, (long long)o->max_nodes_default,
+                             (long long)o->max_nodes_max);
+    *max_nodes = requested ? requested : o->max_nodes_default;
+    return 0;
+}
+
+/* ------------------------------------------------------ time-range rules */
+
+/* The §5.9 rules in Pyroscope's order: clip to the look-back first, then
+ * check the length of what is left. A range wholly before the look-back
+ * sets *empty. */
+static int apply_range_rules(const qry_opts_t *o, int64_t *start_ms, int64_t end_ms, bool *empty,
+                             lc_status_t *st)
+{
+    if (o->max_query_lookback_ms > 0) {
+        int64_t now = qry_now_ms();
+        int64_t min_start =
+            now > INT64_MIN + o->max_query_lookback_ms ? now - o->max_query_lookback_ms : INT64_MIN;
+        if (end_ms < min_start) {
+            *empty = true;
+            return 0;
+        }
+        if (*start_ms < min_start)
+            *start_ms = min_start;
+    }
+    __int128 len = (__int128)end_ms - *start_ms;
+    if (o->max_query_length_ms > 0 && len > o->max_query_length_ms) {
+        char actual[64], limit[64];
+        qry_format_duration(len > INT64_MAX ? INT64_MAX : (int64_t)len, actual, sizeof(actual));
+        qry_format_duration(o->max_query_length_ms, limit, sizeof(limit));
+        return lc_status_set(st, LC_CODE_INVALID_ARGUMENT,
+                             "the query time range exceeds the limit (max_query_length, actual: "
+                             "%s, limit: %s); query a shorter range",
+                             actual, limit);
+    }
+    return 0;
+}
+
+int qry_front_range(const qry_front_t *fe, int64_t *start_ms, int64_t end_ms,
+                    qry_range_rules_t rules, bool *empty, lc_status_t *st)
+{
+    *empty = false;
+    if (*start_ms > end_ms)
+        return lc_status_set(st, LC_CODE_INVALID_ARGUMENT,
+                             "start (%lld) must not be after end (%lld)", (long long)*start_ms,
+                             (long long)end_ms);
+    if (rules == QRY_RANGE_RULES && apply_range_rules(&fe->opts, start_ms, end_ms, empty, st))
+        return -1;
+    return 0;
+}
+
+/* ------------------------------------------------------------ the merges */
+
+/* The back end's untruncated tree of in, shaped as format and truncated at
+ * max_nodes into a new response (the one place a flame graph is cut); a
+ * span profile's answer has the same two fields. */
+static int tree_answer(qry_front_t *fe, lc_http_req_t *req, const ProtobufCMessage *in, int format,
+                       int64_t max_nodes, Querier__V1__SelectMergeStacktracesResponse **out,
+                       lc_status_t *st)
+{
+    Querier__V1__SelectMergeStacktracesResponse *resp =
+        lc_arena_calloc(req->arena, 1, sizeof(*resp));
+    if (!resp)
+        return qry_fail_arena(st);
+    *resp = (Querier__V1__SelectMergeStacktracesResponse)
+        QUERIER__V1__SELECT_MERGE_STACKTRACES_RESPONSE__INIT;
+    lc_ftree_t *t;
+    if (fe->be->merge_tree(fe, req, in, &t, st))
+        return -1;
+    int rc = qry_shape_tree(t, format, max_nodes, req->arena, &resp->flamegraph, &resp->tree, st);
+    lc_ftree_free(t);
+    if (rc)
+        return -1;
+    *out = resp;
+    return 0;
+}
+
+static int stacktraces_pprof(qry_front_t *fe, lc_http_req_t *req, const ProtobufCMessage *in,
+                             qry_reply_t *out, lc_status_t *st)
+{
+    lc_buf_init(&out->buf, LC_BUF_UNLIMITED);
+    if (fe->be->merge_pprof(fe, req, in, &out->buf, st))
+        return -1;
+    if (qry_wrap_pprof_response(&out->buf))
+        return qry_fail(st, LC_ETOOBIG, "encoding the merged profile");
+    out->desc = &querier__v1__select_merge_stacktraces_response__descriptor;
+    return 0;
+}
+
+int qry_rpc_select_merge_stacktraces(lc_http_req_t *req, const ProtobufCMessage *in,
+                                     qry_reply_t *out, lc_status_t *st, void *data)
+{
+    qry_front_t *fe = data;
+    const Querier__V1__SelectMergeStacktracesRequest *r =
+        (const Querier__V1__SelectMergeStacktracesRequest *)in;
+    int64_t max_nodes = 0;
+    *out = (qry_reply_t){0};
+    if (check_format(r->format, st) ||
+        check_merge(fe, r->n_trace_id_selector, r->max_nodes, &max_nodes, st))
+        return -1;
+    if (r->format == QUERIER__V1__PROFILE_FORMAT__PROFILE_FORMAT_PPROF)
+        return stacktraces_pprof(fe, req, in, out, st);
+    Querier__V1__SelectMergeStacktracesResponse *resp;
+    if (tree_answer(fe, req, in, r->format, max_nodes, &resp, st))
+        return -1;
+    out->msg = &resp->base;
+    return 0;
+}
+
+int qry_rpc_select_merge_span_profile(lc_http_req_t *req, const ProtobufCMessage *in,
+                                      ProtobufCMessage **out, lc_status_t *st, void *data)
+{
+    qry_front_t *fe = data;
+    const Querier__V1__SelectMergeSpanProfileRequest *r =
+        (const Querier__V1__SelectMergeSpanProfileRequest *)in;
+    int64_t max_nodes = 0;
+    if (r->n_span_selector == 0)
+        return lc_status_set(st, LC_CODE_INVALID_ARGUMENT, "span_selector is required");
+    if (r->format != QUERIER__V1__PROFILE_FORMAT__PROFILE_FORMAT_UNSPECIFIED &&
+        r->format != QUERIER__V1__PROFILE_FORMAT__PROFILE_FORMAT_FLAMEGRAPH &&
+        r->format != QUERIER__V1__PROFILE_FORMAT__PROFILE_FORMAT_TREE)
+        return lc_status_set(st, LC_CODE_INVALID_ARGUMENT,
+                             "SelectMergeSpanProfile answers flame graphs and trees only");
+    Querier__V1__SelectMergeStacktracesResponse *tree;
+    if (check_merge(fe, 0, r->max_nodes, &max_nodes, st) ||
+        tree_answer(fe, req, in, r->format, max_nodes, &tree, st))
+        return -1;
+    Querier__V1__SelectMergeSpanProfileResponse *resp =
+        lc_arena_calloc(req->arena, 1, sizeof(*resp));
+    if (!resp)
+        return qry_fail_arena(st);
+    *resp = (Querier__V1__SelectMergeSpanProfileResponse)
+        QUERIER__V1__SELECT_MERGE_SPAN_PROFILE_RESPONSE__INIT;
+    resp->flamegraph = tree->flamegraph;
+    resp->tree = tree->tree;
+    *out = &resp->base;
+    return 0;
+}
+
+int qry_rpc_select_merge_profile(lc_http_req_t *req, const ProtobufCMessage *in, qry_reply_t *out,
+                                 lc_status_t *st, void *data)
+{
+    qry_front_t *fe = data;
+    const Querier__V1__SelectMergeProfileRequest *r =
+        (const Querier__V1__SelectMergeProfileRequest *)in;
+    /* max_nodes is validated but not applied: Pyroscope does not truncate
+     * merged pprof by default (max_flamegraph_nodes_on_select_merge_profile). */
+    int64_t unused;
+    *out = (qry_reply_t){0};
+    if (check_merge(fe, r->n_trace_id_selector, r->max_nodes, &unused, st))
+        return -1;
+    lc_buf_init(&out->buf, LC_BUF_UNLIMITED);
+    if (fe->be->merge_pprof(fe, req, in, &out->buf, st))
+        return -1;
+    out->desc = &google__v1__profile__descriptor;
+    return 0;
+}
+
+/* One side of a Diff: checked as a merge, merged whole by the back end. */
+static int front_diff_side(void *data, lc_http_req_t *req,
+                           const Querier__V1__SelectMergeStacktracesRequest *r, lc_ftree_t **out,
+                           int64_t *max_nodes, lc_status_t *st)
+{
+    qry_front_t *fe = data;
+    if (check_merge(fe, r->n_trace_id_selector, r->max_nodes, max_nodes, st))
+        return -1;
+    return fe->be->merge_tree(fe, req, &r->base, out, st);
+}
+
+int qry_rpc_diff(lc_http_req_t *req, const ProtobufCMessage *in, ProtobufCMessage **out,
+                 lc_status_t *st, void *data)
+{
+    return qry_diff_answer(req, in, out, st, front_diff_side, data);
+}
+
+/* ----------------------------------------------------------- SelectSeries */
+
+int qry_step_ms(double step, int64_t *out, lc_status_t *st)
+{
+    double ms = step * 1000.0;
+    if (!isfinite(ms) || ms < 1.0)
+        return lc_status_set(st, LC_CODE_INVALID_ARGUMENT, "step must be at least 1 ms (got %g s)",
+                             step);
+    *out = ms >= 9.2e18 ? INT64_MAX : (int64_t)ms;
+    return 0;
+}
+
+static int check_series_request(const Querier__V1__SelectSeriesRequest *r, lc_status_t *st)
+{
+    if (!r->profile_typeid || !*r->profile_typeid)
+        return lc_status_set(st, LC_CODE_INVALID_ARGUMENT, "profile_typeID is required");
+    if (r->exemplar_type == TYPES__V1__EXEMPLAR_TYPE__EXEMPLAR_TYPE_INDIVIDUAL ||
+        r->exemplar_type == TYPES__V1__EXEMPLAR_TYPE__EXEMPLAR_TYPE_SPAN)
+        return lc_status_set(st, LC_CODE_UNIMPLEMENTED, "exemplars are not supported by ember yet");
+    if (r->aggregation !=
+            TYPES__V1__TIME_SERIES_AGGREGATION_TYPE__TIME_SERIES_AGGREGATION_TYPE_SUM &&
+        r->aggregation !=
+            TYPES__V1__TIME_SERIES_AGGREGATION_TYPE__TIME_SERIES_AGGREGATION_TYPE_AVERAGE)
+        return lc_status_set(st, LC_CODE_INVALID_ARGUMENT, "unknown aggregation %d",
+                             (int)r->aggregation);
+    return 0;
+}
+
+/* The series as answered: the limit (top N by total) is applied here. */
+static int front_series_reply(lc_query_series_t *s, lc_arena_t *a, ProtobufCMessage **out,
+                              lc_status_t *st)
+{
+    Querier__V1__SelectSeriesResponse *resp = lc_arena_calloc(a, 1, sizeof(*resp));
+    if (!resp)
+        return qry_fail_arena(st);
+    *resp = (Querier__V1__SelectSeriesResponse)QUERIER__V1__SELECT_SERIES_RESPONSE__INIT;
+    int rc = lc_query_series_emit(s, a, &resp->series, &resp->n_series);
+    if (rc)
+        return qry_fail(st, rc, "building series");
+    *out = &resp->base;
+    return 0;
+}
+
+int qry_rpc_select_series(lc_http_req_t *req, const ProtobufCMessage *in, ProtobufCMessage **out,
+                          lc_status_t *st, void *data)
+{
+    qry_front_t *fe = data;
+    const Querier__V1__SelectSeriesRequest *r = (const Querier__V1__SelectSeriesRequest *)in;
+    lc_query_series_opts_t o = {
+        .start_ms = r->start,
+        .end_ms = r->end,
+        .group_by = (const char *const *)r->group_by,
+        .n_group_by = r->n_group_by,
+        .average = r->aggregation ==
+                   TYPES__V1__TIME_SERIES_AGGREGATION_TYPE__TIME_SERIES_AGGREGATION_TYPE_AVERAGE,
+        .limit = r->limit > 0 ? r->limit : 0,
+    };
+    lc_query_series_t *s = NULL;
+    if (check_series_request(r, st) || qry_step_ms(r->step, &o.step_ms, st) ||
+        fe->be->select_series(fe, req, r, &o, &s, st))
+        return -1;
+    int rc = front_series_reply(s, req->arena, out, st);
+    lc_query_series_free(s);
+    return rc ? -1 : 0;
+}
+
+/* ------------------------------------------------------- the listings */
+
+/* Answered whole by the back end: the union and sort of what it holds. */
+#define QRY_LISTING(name)                                                                          \
+    int qry_rpc_##name(lc_http_req_t *req, const ProtobufCMessage *in, ProtobufCMessage **out,     \
+                       lc_status_t *st, void *data)                                                \
+    {                                                                                              \
+        qry_front_t *fe = data;                                                                    \
+        return fe->be->name(req, in, out, st, fe);                                                 \
+    }
+
+QRY_LISTING(profile_types)
+QRY_LISTING(label_names)
+QRY_LISTING(label_values)
+QRY_LISTING(series)
+QRY_LISTING(get_profile_stats)
+QRY_LISTING(analyze_query)
+
+int qry_rpc_unimplemented(lc_http_req_t *req, const ProtobufCMessage *in, ProtobufCMessage **out,
+                          lc_status_t *st, void *data)
+{
+    LC_UNUSED(req);
+    LC_UNUSED(in);
+    LC_UNUSED(out);
+    const char *method = data;
+    return lc_status_set(st, LC_CODE_UNIMPLEMENTED, "%s is not implemented by ember yet", method);
+}
+
+/* ------------------------------------------------------------- the routes */
+
+typedef struct qry_method_s {
+    const char *path;
+    const ProtobufCMessageDescriptor *in;
+    qry_reply_fn reply;        /* answers a qry_reply_t, or */
+    lc_connect_unary_fn unary; /* answers a message; both NULL: unimplemented */
+} qry_method_t;
+
+static const qry_method_t methods[QRY_METHODS] = {
+    {QRY_SERVICE "SelectMergeStacktraces",
+     &querier__v1__select_merge_stacktraces_request__descriptor, qry_rpc_select_merge_stacktraces,
+     NULL},
+    {QRY_SERVICE "SelectMergeProfile", &querier__v1__select_merge_profile_request__descriptor,
+     qry_rpc_select_merge_profile, NULL},
+    {QRY_SERVICE "ProfileTypes", &querier__v1__profile_types_request__descriptor, NULL,
+     qry_rpc_profile_types},
+    {QRY_SERVICE "LabelValues", &types__v1__label_values_request__descriptor, NULL,
+     qry_rpc_label_values},
+    {QRY_SERVICE "LabelNames", &types__v1__label_names_request__descriptor, NULL,
+     qry_rpc_label_names},
+    {QRY_SERVICE "Series", &querier__v1__series_request__descriptor, NULL, qry_rpc_series},
+    {QRY_SERVICE "SelectMergeSpanProfile",
+     &querier__v1__select_merge_span_profile_request__descriptor, NULL,
+     qry_rpc_select_merge_span_profile},
+    {QRY_SERVICE "SelectSeries", &querier__v1__select_series_request__descriptor, NULL,
+     qry_rpc_select_series},
+    {QRY_SERVICE "GetProfileStats", &types__v1__get_profile_stats_request__descriptor, NULL,
+     qry_rpc_get_profile_stats},
+    {QRY_SERVICE "AnalyzeQuery", &querier__v1__analyze_query_request__descriptor, NULL,
+     qry_rpc_analyze_query},
+    {QRY_SERVICE "Diff", &querier__v1__diff_request__descriptor, NULL, qry_rpc_diff},
+    {QRY_SERVICE "SelectHeatmap", &querier__v1__select_heatmap_request__descriptor, NULL, NULL},
+};
+
+/* Runs the route's handler; its answer lands in out (a message or bytes). */
+static int route_call(const qry_route_t *m, lc_http_req_t *req, const ProtobufCMessage *in,
+                      qry_reply_t *out, lc_status_t *st)
+{
+    if (m->reply)
+        return m->reply(req, in, out, st, m->data);
+    return m->unary(req, in, &out->msg, st, m->data);
+}
+
+/* A Connect unary route (thread pool): tenant, decode, handler, reply. The
+ * same steps as lc_connect_register, with the tenant checked first and
+ * answers that may come as bytes. */
+static lc_http_result_t route_work(lc_http_req_t *req, void *data)
+{
+    const qry_route_t *m = data;
+    uint64_t started = uv_hrtime();
+    lc_status_t st = {0};
+    ProtobufCMessage *in = NULL;
+    lc_connect_codec_t codec;
+    qry_reply_t out = {0};
+
+    if (qry_tenant_first(req, m->multitenancy, &st) != 0 ||
+        lc_connect_decode(req, m->in, &in, &codec, &st) != 0 ||
+        route_call(m, req, in, &out, &st) != 0 || lc_connect_deadline_passed(req, started, &st))
+        lc_connect_error(req, &st);
+    else if (out.desc)
+        lc_connect_reply_raw(req, codec, out.desc, out.buf.data, out.buf.len);
+    else if (out.msg)
+        lc_connect_reply(req, codec, out.msg);
+    else
+        lc_connect_error(
+            req, &(lc_status_t){.code = LC_CODE_INTERNAL, .msg = "handler returned no message"});
+    qry_reply_fini(&out);
+    return LC_HTTP_DONE;
+}
+
+int qry_route_register(lc_httpd_t *srv, const char *path, qry_route_t *r)
+{
+    lc_http_route_t route = {
+        .path = path,
+        .methods = NULL, /* lc_connect_decode answers 405 itself, with Allow */
+        .work = route_work,
+        .offload = true,
+        .data = r,
+    };
+    return lc_httpd_route(srv, &route);
+}
+
+static int register_methods(qry_front_t *fe, lc_httpd_t *srv)
+{
+    int rc = 0;
+    for (size_t i = 0; i < QRY_METHODS && rc == 0; i++) {
+        const qry_method_t *m = &methods[i];
+        bool implemented = m->reply || m->unary;
+        fe->routes[i] = (qry_route_t){
+            .in = m->in,
+            .reply = m->reply,
+            .unary = implemented ? m->unary : qry_rpc_unimplemented,
+            /* the unimplemented handler takes the method name, for its message */
+            .data = implemented ? (void *)fe : (void *)(m->path + strlen(QRY_SERVICE)),
+            .multitenancy = fe->opts.multitenancy,
+        };
+        rc = qry_route_register(srv, m->path, &fe->routes[i]);
+    }
+    return rc;
+}
+
+void qry_front_init(qry_front_t *fe, const qry_opts_t *opts, const qry_backend_t *be)
+{
+    *fe = (qry_front_t){.opts = *opts, .be = be};
+    fe->legacy = (qry_rpcs_t){
+        .select_merge_stacktraces = qry_rpc_select_merge_stacktraces,
+        .select_merge_profile = qry_rpc_select_merge_profile,
+        .select_series = qry_rpc_select_series,
+        .diff = qry_rpc_diff,
+        .profile_types = qry_rpc_profile_types,
+        .label_values = qry_rpc_label_values,
+        .data = fe,
+        .multitenancy = opts->multitenancy,
+    };
+}
+
+int qry_front_register(qry_front_t *fe, lc_httpd_t *srv)
+{
+    int rc = register_methods(fe, srv);
+    return rc ? rc : qry_legacy_register(&fe->legacy, srv);
+}
