@@ -571,6 +571,12 @@ def pprof_tool():
         tooldir = subprocess.run(["go", "env", "GOTOOLDIR"], capture_output=True, text=True,
                                  check=True).stdout.strip()
         _PPROF_TOOL = os.path.join(tooldir, "pprof")
+        if not os.path.exists(_PPROF_TOOL):   # Go >= 1.24 builds its tools on demand
+            _PPROF_TOOL = os.path.join(WORK_DIR, "pprof")
+            if not os.path.exists(_PPROF_TOOL):
+                os.makedirs(WORK_DIR, exist_ok=True)
+                subprocess.run(["go", "build", "-o", _PPROF_TOOL, "cmd/pprof"], check=True,
+                               capture_output=True, timeout=600)
     return _PPROF_TOOL
 
 
