@@ -196,3 +196,34 @@ def newest_go():
         if cand and os.path.exists(cand):
             return cand
     return None
+
+
+def push_series(upload):
+    """[(labels dict, [raw profile bytes])] of a captured Push (proto codec,
+    body gzip or not)."""
+    body = upload.body
+    if body[:2] == b"\x1f\x8b":
+        body = gzip.decompress(body)
+    if upload.headers.get("content-type", "").startswith("application/json"):
+        raise AssertionError("JSON Push not decoded here")
+    req = h.pb().push.PushRequest.FromString(body)
+    return [({lp.name: lp.value for lp in s.labels}, [x.raw_profile for x in s.samples])
+            for s in req.series]
+
+
+def expected_from_push_uploads(uploads):
+    """{(service_name, profile type id): total} over captured Push calls;
+    __name__ is the series label, the rest of the id comes from the pprof."""
+    out = {}
+    for u in uploads:
+        if u.status != 200:
+            raise AssertionError(f"ember refused an SDK push: {u.status} {u.body[:200]!r}")
+        for labels, raws in push_series(u):
+            for raw in raws:
+                r = pprof_totals(raw)
+                pt, pu = r["period_type"] or ("", "")
+                for (t, unit), total in r["totals"].items():
+                    key = (labels.get("service_name", ""),
+                           f"{labels.get('__name__', '')}:{t}:{unit}:{pt}:{pu}")
+                    out[key] = out.get(key, 0) + total
+    return out
