@@ -13,7 +13,7 @@ import http.client
 import http.server
 import json
 import os
-import shutil
+import shutil  # noqa: F401 (used by the tests via su.shutil)
 import subprocess
 import tempfile
 import threading
@@ -35,8 +35,9 @@ def cache_dir(lang):
 # ----------------------------------------------------------------- proxy
 
 class Upload:
-    def __init__(self, path, query, headers, body, status):
+    def __init__(self, path, query, headers, body, status, answer=b""):
         self.path, self.query, self.headers, self.body, self.status = path, query, headers, body, status
+        self.answer = answer   # ember's response body
 
     def param(self, k, default=""):
         return self.query.get(k, [default])[0]
@@ -70,11 +71,25 @@ class RecordingProxy:
             def log_message(self, *a):
                 pass
 
-            def _forward(self):
+            def _body(self):
+                if "chunked" in (self.headers.get("Transfer-Encoding") or "").lower():
+                    out = bytearray()   # the Java agent's HTTP client streams its uploads
+                    while True:
+                        size = int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)
+                        if size == 0:
+                            while self.rfile.readline() not in (b"\r\n", b"\n", b""):
+                                pass
+                            return bytes(out)
+                        out += self.rfile.read(size)
+                        self.rfile.readline()
                 n = int(self.headers.get("Content-Length") or 0)
-                body = self.rfile.read(n) if n else b""
+                return self.rfile.read(n) if n else b""
+
+            def _forward(self):
+                body = self._body()
                 hdrs = {k: v for k, v in self.headers.items()
-                        if k.lower() not in ("host", "content-length", "connection")}
+                        if k.lower() not in ("host", "content-length", "connection",
+                                             "transfer-encoding")}
                 conn = http.client.HTTPConnection("127.0.0.1", upstream_port, timeout=60)
                 conn.request(self.command, self.path, body=body, headers=hdrs)
                 resp = conn.getresponse()
@@ -84,7 +99,7 @@ class RecordingProxy:
                     with proxy.lock:
                         proxy.uploads.append(Upload(u.path, parse_qs(u.query),
                                                     {k.lower(): v for k, v in self.headers.items()},
-                                                    body, resp.status))
+                                                    body, resp.status, data))
                 self.send_response(resp.status)
                 for k, v in resp.getheaders():
                     if k.lower() not in ("content-length", "connection", "transfer-encoding"):
@@ -132,7 +147,7 @@ def expected_from_pprof_uploads(uploads):
     out = {}
     for u in uploads:
         if u.status != 200:
-            raise AssertionError(f"ember refused an SDK upload: {u.status} {u.body[:200]!r}")
+            raise AssertionError(f"ember refused an SDK upload: {u.status} {u.answer[:300]!r}")
         parts = u.parts()
         prof = parts.get("profile") if parts else u.body
         if not prof:
@@ -217,7 +232,7 @@ def expected_from_push_uploads(uploads):
     out = {}
     for u in uploads:
         if u.status != 200:
-            raise AssertionError(f"ember refused an SDK push: {u.status} {u.body[:200]!r}")
+            raise AssertionError(f"ember refused an SDK push: {u.status} {u.answer[:300]!r}")
         for labels, raws in push_series(u):
             for raw in raws:
                 r = pprof_totals(raw)
