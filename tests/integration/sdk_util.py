@@ -75,18 +75,28 @@ class RecordingProxy:
                 if "chunked" in (self.headers.get("Transfer-Encoding") or "").lower():
                     out = bytearray()   # the Java agent's HTTP client streams its uploads
                     while True:
-                        size = int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)
+                        line = self.rfile.readline()
+                        if not line:
+                            return None   # the client died mid-upload (a JVM exiting)
+                        size = int(line.split(b";")[0].strip() or b"0", 16)
                         if size == 0:
                             while self.rfile.readline() not in (b"\r\n", b"\n", b""):
                                 pass
                             return bytes(out)
-                        out += self.rfile.read(size)
+                        chunk = self.rfile.read(size)
+                        if len(chunk) < size:
+                            return None
+                        out += chunk
                         self.rfile.readline()
                 n = int(self.headers.get("Content-Length") or 0)
-                return self.rfile.read(n) if n else b""
+                body = self.rfile.read(n) if n else b""
+                return body if len(body) == n else None
 
             def _forward(self):
                 body = self._body()
+                if body is None:
+                    self.close_connection = True
+                    return      # not forwarded: ember never saw a whole request
                 hdrs = {k: v for k, v in self.headers.items()
                         if k.lower() not in ("host", "content-length", "connection",
                                              "transfer-encoding")}
@@ -242,3 +252,13 @@ def expected_from_push_uploads(uploads):
                            f"{labels.get('__name__', '')}:{t}:{unit}:{pt}:{pu}")
                     out[key] = out.get(key, 0) + total
     return out
+
+
+def expected_from_uploads(proxy, service):
+    """{profile type id: total} that `service` sent, whichever way (Push or
+    pprof through /ingest)."""
+    pushes = [u for u in proxy.uploads if u.path.endswith("/Push")]
+    ingests = [u for u in proxy.uploads if u.path.endswith("/ingest")]
+    exp = expected_from_push_uploads(pushes)
+    exp.update(expected_from_pprof_uploads(ingests))
+    return {p: v for (svc, p), v in exp.items() if svc == service}

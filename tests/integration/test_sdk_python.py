@@ -60,11 +60,7 @@ class SdkPythonTest(h.ServerTestCase):
         super().tearDownClass()
 
     def sent(self):
-        ups = [u for u in self.proxy.uploads if u.path.endswith("/Push") or u.path.endswith("/ingest")]
-        pushes = [u for u in ups if u.path.endswith("/Push")]
-        exp = su.expected_from_push_uploads(pushes)
-        exp.update(su.expected_from_pprof_uploads([u for u in ups if u.path.endswith("/ingest")]))
-        return {p: v for (svc, p), v in exp.items() if svc == self.app}
+        return su.expected_from_uploads(self.proxy, self.app)
 
     def test_uploads_captured(self):
         self.assertGreaterEqual(len(self.proxy.uploads), 2)
