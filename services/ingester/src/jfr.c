@@ -119,9 +119,12 @@ enum {
     S_COUNT_
 };
 
+typedef struct jclass_s jclass_t;
+
 typedef struct jfield_s {
     const char *name;
     uint64_t type;
+    const jclass_t *t; /* the type, resolved once the metadata is read */
     bool cp, array;
     uint8_t slot;
 } jfield_t;
@@ -131,7 +134,7 @@ typedef enum {
     C_OTHER = 0, C_SYMBOL, C_CLASS, C_METHOD, C_STATE, C_STACKTRACE, C_STACKFRAME, C_STRING
 } jrole_t;
 
-typedef struct jclass_s {
+struct jclass_s {
     uint64_t id;
     const char *name;
     jfield_t *fields;
@@ -139,7 +142,7 @@ typedef struct jclass_s {
     jkind_t kind;
     jrole_t role;
     jfr_event_kind_t event;
-} jclass_t;
+};
 
 typedef struct jstr_s {
     const char *s; /* NUL-terminated, arena */
@@ -423,7 +426,7 @@ static void read_value(jr_t *r, const jfield_t *f, int depth)
             *out = (jval_t){.u = v, .set = true};
         return;
     }
-    const jclass_t *t = class_of(r->j, f->type);
+    const jclass_t *t = f->t ? f->t : class_of(r->j, f->type);
     if (!t) {
         bad(r->j, "field %s has unknown type %llu", f->name, (unsigned long long)f->type);
         jr_fail(r);
@@ -765,7 +768,8 @@ static int bind_fields(jfr_t *j)
         jclass_t *c = &j->classes[i];
         for (size_t k = 0; k < c->n_fields; k++) {
             c->fields[k].slot = field_slot(j, c, &c->fields[k]);
-            if (!c->fields[k].cp && !class_of(j, c->fields[k].type))
+            c->fields[k].t = class_of(j, c->fields[k].type);
+            if (!c->fields[k].cp && !c->fields[k].t)
                 return bad(j, "field %s.%s has unknown type", c->name, c->fields[k].name);
         }
     }

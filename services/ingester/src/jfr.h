@@ -100,7 +100,6 @@ const char *ing_jfr_merge_generated(const char *s, size_t len, lc_arena_t *arena
  * checkpoints and chunks, a later entry replacing an earlier one of the same
  * id, as in Pyroscope's parser), then the events Pyroscope converts, each
  * handed to on_event; on_chunk_end runs while that chunk's pools are valid. */
-#ifndef EMBER_INGESTER_JFR_NO_READER
 typedef enum {
     JFR_EV_NONE = 0,
     JFR_EV_EXECUTION_SAMPLE,   /* jdk.ExecutionSample */
@@ -142,6 +141,5 @@ const jfr_frame_t *jfr_stack(jfr_t *j, uint64_t id, size_t *n);
 const char *jfr_method_name(jfr_t *j, uint64_t method);
 /* The name of a thread state ("STATE_RUNNABLE"), or NULL when unknown. */
 const char *jfr_thread_state(jfr_t *j, uint64_t id);
-#endif
 
 #endif

@@ -324,6 +324,11 @@ typedef struct conv_s {
     size_t cap_locs;
     const char **kv;
     size_t cap_kv;
+    /* (kind, method) -> pprof function id, for the current chunk: a frame's
+     * name is hashed by the builder once per chunk, not once per frame */
+    uint64_t *fn_keys, *fn_vals;
+    uint8_t *fn_kinds;
+    size_t cap_fn, n_fn;
 } conv_t;
 
 static uint64_t agg_hash(const agg_t *k)
@@ -479,6 +484,56 @@ static size_t sample_labels(conv_t *cv, const agg_t *a)
     return k;
 }
 
+static size_t fn_slot(const conv_t *cv, uint64_t method, uint8_t kind)
+{
+    size_t i = (size_t)(((method ^ kind) * 0x9E3779B97F4A7C15ull) >> 17) & (cv->cap_fn - 1);
+    while (cv->fn_vals[i] && (cv->fn_keys[i] != method || cv->fn_kinds[i] != kind))
+        i = (i + 1) & (cv->cap_fn - 1);
+    return i;
+}
+
+static void fn_grow(conv_t *cv)
+{
+    uint64_t *keys = cv->fn_keys, *vals = cv->fn_vals;
+    uint8_t *kinds = cv->fn_kinds;
+    size_t cap = cv->cap_fn;
+    cv->cap_fn = cap ? cap * 2 : 1024;
+    cv->fn_keys = lc_xcalloc(cv->cap_fn, sizeof(*keys));
+    cv->fn_vals = lc_xcalloc(cv->cap_fn, sizeof(*vals));
+    cv->fn_kinds = lc_xcalloc(cv->cap_fn, sizeof(*kinds));
+    for (size_t i = 0; i < cap; i++) {
+        if (vals[i]) {
+            size_t k = fn_slot(cv, keys[i], kinds[i]);
+            cv->fn_keys[k] = keys[i];
+            cv->fn_vals[k] = vals[i];
+            cv->fn_kinds[k] = kinds[i];
+        }
+    }
+    lc_free(keys);
+    lc_free(vals);
+    lc_free(kinds);
+}
+
+/* The builder's function id of a method for a kind; 0 when the method or
+ * its class is unknown (the frame is dropped, as in Pyroscope). */
+static uint64_t function_of(conv_t *cv, jfr_t *j, uint32_t kind, uint64_t method)
+{
+    if ((cv->n_fn + 1) * 2 > cv->cap_fn)
+        fn_grow(cv);
+    size_t i = fn_slot(cv, method, (uint8_t)kind);
+    if (cv->fn_vals[i])
+        return cv->fn_vals[i];
+    const char *name = jfr_method_name(j, method);
+    uint64_t id = name ? lc_pprof_builder_function(cv->b[kind], name, "", "", 0) : 0;
+    if (id) {
+        cv->fn_keys[i] = method;
+        cv->fn_kinds[i] = (uint8_t)kind;
+        cv->fn_vals[i] = id;
+        cv->n_fn++;
+    }
+    return id;
+}
+
 static void resolve_sample(conv_t *cv, jfr_t *j, const agg_t *a)
 {
     size_t n;
@@ -489,10 +544,10 @@ static void resolve_sample(conv_t *cv, jfr_t *j, const agg_t *a)
     cv->locs = lc_xgrow(cv->locs, &cv->cap_locs, n ? n : 1, sizeof(*cv->locs));
     size_t k = 0;
     for (size_t i = 0; i < n; i++) {
-        const char *name = jfr_method_name(j, fr[i].method);
-        if (!name)
+        uint64_t fn = function_of(cv, j, a->kind, fr[i].method);
+        if (!fn)
             continue; /* unknown method or class: the frame is dropped */
-        lc_pprof_line_t line = {lc_pprof_builder_function(b, name, "", "", 0), fr[i].line};
+        lc_pprof_line_t line = {fn, fr[i].line};
         cv->locs[k++] = lc_pprof_builder_location(b, cv->mapping[a->kind], 0, &line, 1);
     }
     size_t pairs = sample_labels(cv, a);
@@ -508,7 +563,9 @@ static int on_chunk_end(jfr_t *j, void *data)
     }
     if (cv->cap_agg)
         memset(cv->agg, 0, cv->cap_agg * sizeof(*cv->agg));
-    cv->n_agg = 0;
+    if (cv->cap_fn) /* method ids belong to the chunk */
+        memset(cv->fn_vals, 0, cv->cap_fn * sizeof(*cv->fn_vals));
+    cv->n_agg = cv->n_fn = 0;
     return 0;
 }
 
@@ -555,6 +612,9 @@ static void conv_fini(conv_t *cv)
     lc_free(cv->agg);
     lc_free(cv->locs);
     lc_free(cv->kv);
+    lc_free(cv->fn_keys);
+    lc_free(cv->fn_vals);
+    lc_free(cv->fn_kinds);
 }
 
 int ing_jfr_to_pprof(const uint8_t *jfr, size_t jfr_len, const uint8_t *labels, size_t labels_len,
