@@ -454,9 +454,8 @@ static int jfr_parts(ingest_ctx_t *c, const ing_part_t **jfr, const ing_part_t *
     *jfr = ing_form_file(&form, "jfr");
     *labels = ing_form_file(&form, "labels");
     if (!*jfr) {
-        lc_status_set_http(&c->st, 422, LC_CODE_INVALID_ARGUMENT,
-                           "invalid jfr: the form has no `jfr` file part");
-        return fail(c, "invalid_profile");
+        lc_status_set(&c->st, LC_CODE_INVALID_ARGUMENT, "invalid jfr: the form has no `jfr` file part");
+        return fail_422(c, "invalid_profile");
     }
     return 0;
 }
@@ -475,7 +474,7 @@ static int ingest_jfr(ingest_ctx_t *c)
     ing_jfr_result_t r;
     if (ing_jfr_to_pprof(jfr->data, jfr->len, labels ? labels->data : NULL,
                          labels ? labels->len : 0, &params, c->arena, &r, &c->st) < 0)
-        return fail(c, c->st.http_status == 413 ? "too_large" : "invalid_profile");
+        return c->st.http_status == 413 ? fail(c, "too_large") : fail_422(c, "invalid_profile");
     ing_labelset_t set;
     int rc = jfr_labelset(c, r.event, &set);
     for (size_t i = 0; rc == 0 && i < r.n; i++)
