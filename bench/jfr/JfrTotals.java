@@ -36,6 +36,10 @@ public class JfrTotals {
                     add(t, "memory:alloc_outside_tlab_objects:count", 1);
                     add(t, "memory:alloc_outside_tlab_bytes:bytes", e.getLong("allocationSize"));
                 }
+                case "jdk.ObjectAllocationSample" -> {
+                    add(t, "memory:alloc_sample_objects:count", 1);
+                    add(t, "memory:alloc_sample_bytes:bytes", e.getLong("weight"));
+                }
                 case "jdk.JavaMonitorEnter" -> {
                     add(t, "mutex:contentions:count", 1);
                     add(t, "mutex:delay:nanoseconds", e.getDuration().toNanos());

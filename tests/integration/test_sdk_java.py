@@ -105,7 +105,8 @@ def labels_snapshot(raw):
 
 
 EVENTS = ("jdk.ExecutionSample", "jdk.ObjectAllocationInNewTLAB",
-          "jdk.ObjectAllocationOutsideTLAB", "jdk.JavaMonitorEnter", "jdk.ThreadPark",
+          "jdk.ObjectAllocationOutsideTLAB", "jdk.ObjectAllocationSample", "jdk.JavaMonitorEnter",
+          "jdk.ThreadPark",
           "jdk.ActiveSetting")
 
 
@@ -153,6 +154,10 @@ def expected_from_jfr_uploads(uploads):
             elif t == "jdk.ObjectAllocationOutsideTLAB":
                 rows = [("memory:alloc_outside_tlab_objects:count:space:bytes", 1),
                         ("memory:alloc_outside_tlab_bytes:bytes:space:bytes", v["allocationSize"])]
+            elif t == "jdk.ObjectAllocationSample":
+                is_busy = False   # no context in Pyroscope either
+                rows = [("memory:alloc_sample_objects:count:space:bytes", 1),
+                        ("memory:alloc_sample_bytes:bytes:space:bytes", v["weight"])]
             elif t == "jdk.JavaMonitorEnter":
                 rows = [("mutex:contentions:count:mutex:count", 1),
                         ("mutex:delay:nanoseconds:mutex:count", iso_ns(v["duration"]))]
@@ -231,3 +236,49 @@ class SdkJavaTest(h.ServerTestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class JdkRecordingTest(h.ServerTestCase):
+    """A recording made by the JDK's own Flight Recorder (not async-profiler:
+    other metadata, String-pool strings, many more event types), uploaded raw
+    and as the agent's multipart, judged by the JDK's `jfr` reader."""
+
+    @classmethod
+    def setUpClass(cls):
+        for tool in ("java", "jfr"):
+            if not su.shutil.which(tool):
+                raise unittest.SkipTest(f"{tool} is not on this machine")
+        super().setUpClass()
+        cls.tmp = tempfile.mkdtemp(prefix="jdk-jfr-")
+        path = os.path.join(cls.tmp, "burn.jfr")
+        su.run(["java", "-XX:StartFlightRecording=duration=30s,filename=" + path
+                + ",settings=profile,jdk.ObjectAllocationInNewTLAB#enabled=true,"
+                "jdk.ObjectAllocationOutsideTLAB#enabled=true,jdk.JavaMonitorEnter#threshold=0ms,"
+                "jdk.InitialEnvironmentVariable#enabled=false,jdk.InitialSystemProperty#enabled=false,"
+                "jdk.SystemProcess#enabled=false",
+                os.path.join(su.SDK_DIR, "java", "Burn.java"), "4"], timeout=120, what="java Burn.java")
+        with open(path, "rb") as f:
+            cls.jfr = f.read()
+        cls.window = (h.now_ms() - 3600_000, h.now_ms() + 60_000)
+
+    def expected(self):
+        up = su.Upload("/ingest", {"sampleRate": ["100"]}, {}, b"", 200)
+        up.parts = lambda: {"jfr": self.jfr}
+        exp, _, _ = expected_from_jfr_uploads([up])
+        return exp
+
+    def test_raw_and_multipart(self):
+        exp = self.expected()
+        for want in ("process_cpu:", "memory:alloc_in_new", "memory:alloc_sample", "mutex:"):
+            self.assertTrue(any(p.startswith(want) for p in exp), exp)
+        q = {"format": "jfr", "sampleRate": 100, "spyName": "javaspy"}
+        r = self.srv.ingest("jdk-raw", self.jfr, q, content_type="application/octet-stream")
+        self.assertStatus(r, 200, "raw JDK recording")
+        mp = h.Multipart([("jfr", "jfr", "application/octet-stream", gzip.compress(self.jfr))])
+        self.assertStatus(self.srv.ingest("jdk-mp", mp, q), 200, "multipart JDK recording")
+        for svc in ("jdk-raw", "jdk-mp"):
+            got = su.wait_totals(self.srv, svc, exp, self.window)
+            self.assertEqual(got, exp, svc)
+        top = su.top_self(self.srv, "process_cpu:cpu:nanoseconds:cpu:nanoseconds", "jdk-raw",
+                          self.window)
+        self.assertEqual(top, "Burn.burn")
