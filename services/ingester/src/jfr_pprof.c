@@ -120,6 +120,9 @@ static bool pb_field(pb_t *r, uint32_t *num, uint64_t *v, pb_t *sub)
         return false;
     uint64_t key = pb_varint(r);
     *num = (uint32_t)(key >> 3);
+    /* a field of the wrong wire type reads as 0 / an empty message */
+    *v = 0;
+    *sub = (pb_t){r->p, r->p, false};
     switch (key & 7) {
     case 0:
         *v = pb_varint(r);
