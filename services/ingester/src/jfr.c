@@ -257,7 +257,7 @@ static uint8_t jr_u8(jr_t *r)
 
 static uint64_t jr_be(jr_t *r, size_t n)
 {
-    if ((size_t)(r->end - r->p) < n) {
+    if (r->p > r->end || (size_t)(r->end - r->p) < n) {
         jr_fail(r);
         return 0;
     }
@@ -299,7 +299,7 @@ static uint32_t jr_int(jr_t *r)
 static size_t jr_count(jr_t *r)
 {
     uint32_t n = jr_int(r);
-    if (n > (size_t)(r->end - r->p)) {
+    if (r->p > r->end || n > (size_t)(r->end - r->p)) {
         jr_fail(r);
         return 0;
     }
@@ -914,6 +914,8 @@ static int read_checkpoint(jfr_t *j, size_t pos, int64_t *delta)
     if (r.err || size < 2 || size > j->chunk_end - pos)
         return bad(j, "checkpoint at offset %zu has size %llu", pos, (unsigned long long)size);
     r.end = j->buf + pos + size;
+    if (r.p > r.end)
+        return bad(j, "checkpoint at offset %zu is shorter than its header", pos);
     if (jr_long(&r) != T_CHECKPOINT && !r.err)
         return bad(j, "constant pool offset %zu is not a checkpoint event", pos);
     jr_long(&r); /* start */
@@ -979,6 +981,8 @@ static int read_events(jfr_t *j, jfr_event_cb cb, void *data)
         if (size == 0 || size > j->chunk_end - pos)
             return bad(j, "event at offset %zu has size %llu", pos, (unsigned long long)size);
         r.end = j->buf + pos + size;
+        if (r.p > r.end)
+            return bad(j, "event at offset %zu is shorter than its header", pos);
         const jclass_t *c = type > T_CHECKPOINT ? class_of(j, type) : NULL;
         if (c && c->event != JFR_EV_NONE && read_event(j, &r, c, cb, data) < 0)
             return -1;
