@@ -2,8 +2,8 @@
 sits between an SDK and ember, and the oracle built from what it recorded.
 
 The oracle never asks ember: every captured upload is decoded here (multipart
-by Python's email parser, pprof by `go tool pprof -raw`, JFR by the Go pprof
-converter is not needed: JFR uploads are judged by the JDK's own `jfr` tool in
+by Python's email parser, Push by the project's protos, pprof by `go tool pprof
+-raw`; JFR uploads are judged by the JDK's own `jfr` reader in
 test_sdk_java.py), and the totals per profile type are summed over uploads.
 """
 import email.parser
