@@ -3,15 +3,15 @@
  *
  * `work` runs on the thread pool: tenant, query parameters, format selection
  * (§2.4), then one handler per format from a table, each turning the body
- * into validated pprof (§2.5-§2.10) wrapped for publishing. Formats not
- * implemented yet (jfr) answer 400 "format X is not supported yet"; adding one
- * is one table entry. Status codes follow §2.11: a bad `name` or unknown
+ * into validated pprof (§2.5-§2.10) wrapped for publishing; adding a format
+ * is one table entry (JFR's converter is jfr.c / jfr_pprof.c). Status codes follow §2.11: a bad `name` or unknown
  * profile type is 400, a profile that does not parse or validate 422 (code
  * "unknown"), one over a size limit 413. Speedscope's unknown profile type is
  * 422, as in Pyroscope (its converter does not wrap that error).
  */
 #include <string.h>
 
+#include "jfr.h"
 #include "lc/clock.h"
 #include "receive_int.h"
 #include "lc/attime.h"
@@ -224,31 +224,36 @@ static bool has_profile_id(const ingest_ctx_t *c)
     return profile_id && *profile_id;
 }
 
-/* The profile built in cv is encoded, decoded and validated like any pprof,
- * then labelled (§2.10) and queued (as those bytes, unless validation changed
- * it). One without samples is not stored. */
+/* An encoded, uncompressed pprof from a converter is decoded and validated
+ * like any pprof, then labelled (§2.10) and queued (as those bytes, unless
+ * validation changed it). One without samples is not stored. */
+static int ingest_encoded(ingest_ctx_t *c, const lc_buf_t *out, const char *metric,
+                          const char *service, const ing_labelset_t *set)
+{
+    lc_pprof_limits_t lim = limits(c);
+    lc_pprof_t *p = NULL;
+    bool changed = true;
+    int rc = lc_pprof_decode(out->data, out->len, &lim, c->arena, &p, &c->st);
+    if (rc == 0)
+        rc = lc_pprof_validate_normalized(p, &lim, &changed, &c->st);
+    if (rc < 0 || p->n_sample == 0) /* no stacks: nothing to store */
+        return rc < 0 ? fail_decode(c) : 0;
+    lc_labels_t ls;
+    rc = ingest_labels(c, &ls, set, metric, service, true);
+    rc = rc < 0 ? fail(c, "invalid_labels")
+                : ingest_publish(c, p, &ls, NULL, changed ? NULL : out->data, out->len);
+    lc_labels_fini(&ls);
+    return rc;
+}
+
+/* The profile built in cv, encoded, then as ingest_encoded. */
 static int ingest_converted(ingest_ctx_t *c, ing_cv_t *cv, const ing_app_type_t *t,
                             const ing_labelset_t *set)
 {
-    lc_pprof_limits_t lim = limits(c);
     lc_buf_t out;
-    lc_buf_init(&out, lim.max_decompressed_bytes);
-    lc_pprof_t *p = NULL;
-    bool changed = true;
+    lc_buf_init(&out, limits(c).max_decompressed_bytes);
     int rc = ing_cv_encode(cv, &out);
-    if (rc == 0 && lc_pprof_decode(out.data, out.len, &lim, c->arena, &p, &c->st) == 0)
-        rc = lc_pprof_validate_normalized(p, &lim, &changed, &c->st);
-    else
-        rc = -1;
-    if (rc < 0 || p->n_sample == 0) { /* no stacks: nothing to store */
-        lc_buf_fini(&out);
-        return rc < 0 ? fail_decode(c) : 0;
-    }
-    lc_labels_t ls;
-    rc = ingest_labels(c, &ls, set, t->metric, t->service, true);
-    rc = rc < 0 ? fail(c, "invalid_labels")
-                : ingest_publish(c, p, &ls, NULL, changed ? NULL : out.data, out.len);
-    lc_labels_fini(&ls);
+    rc = rc != 0 ? fail_decode(c) : ingest_encoded(c, &out, t->metric, t->service, set);
     lc_buf_fini(&out);
     return rc;
 }
@@ -401,14 +406,85 @@ static int ingest_speedscope(ingest_ctx_t *c)
     return rc;
 }
 
-/* ---------------------------------------------------------------- the table */
+/* ---------------------------------------------------------------- jfr */
 
-static int ingest_unsupported(ingest_ctx_t *c)
+/* The request's labelset plus jfr_event (the agent's event setting). */
+static int jfr_labelset(ingest_ctx_t *c, const char *event, ing_labelset_t *out)
 {
-    lc_status_set(&c->st, LC_CODE_INVALID_ARGUMENT, "format %s is not supported yet",
-                  ing_format_name(c->format));
-    return fail(c, "unsupported_format");
+    *out = c->set;
+    if (!*event)
+        return 0;
+    out->v = lc_arena_calloc(c->arena, c->set.n + 1, sizeof(*out->v));
+    if (!out->v) {
+        lc_status_set(&c->st, LC_CODE_RESOURCE_EXHAUSTED, "out of request memory");
+        return fail(c, "too_large");
+    }
+    out->n = 0;
+    for (size_t i = 0; i < c->set.n; i++) {
+        if (strcmp(c->set.v[i].name, "jfr_event") != 0)
+            out->v[out->n++] = c->set.v[i];
+    }
+    out->v[out->n++] = (ing_kv_t){"jfr_event", event};
+    return 0;
 }
+
+/* The `jfr` and `labels` parts of the agent's form, or the raw body. */
+static int jfr_parts(ingest_ctx_t *c, const ing_part_t **jfr, const ing_part_t **labels)
+{
+    const char *boundary = NULL;
+    const char *ct = lc_http_header(c->req, "content-type");
+    if (ct && strstr(ct, "multipart/form-data")) {
+        if (ing_multipart_boundary(ct, c->arena, &boundary, &c->st) < 0)
+            return fail_422(c, "invalid_profile");
+    } else if (ing_multipart_sniff_boundary(c->req->body, c->req->body_len, c->arena,
+                                            &boundary) != 0) {
+        boundary = NULL;
+    }
+    *labels = NULL;
+    if (!boundary) {
+        ing_part_t *body = lc_arena_calloc(c->arena, 1, sizeof(*body));
+        if (!body)
+            return fail(c, "too_large");
+        *body = (ing_part_t){.name = "jfr", .data = c->req->body, .len = c->req->body_len};
+        *jfr = body;
+        return 0;
+    }
+    ing_form_t form;
+    if (ing_multipart_parse(c->req->body, c->req->body_len, boundary, c->arena, &form, &c->st) < 0)
+        return fail_422(c, "invalid_profile");
+    *jfr = ing_form_file(&form, "jfr");
+    *labels = ing_form_file(&form, "labels");
+    if (!*jfr) {
+        lc_status_set(&c->st, LC_CODE_INVALID_ARGUMENT, "invalid jfr: the form has no `jfr` file part");
+        return fail_422(c, "invalid_profile");
+    }
+    return 0;
+}
+
+/* format=jfr (§2.8): one profile per event kind, all stored or none. */
+static int ingest_jfr(ingest_ctx_t *c)
+{
+    const ing_part_t *jfr, *labels;
+    if (jfr_parts(c, &jfr, &labels) < 0)
+        return -1;
+    const char *until = lc_http_query(c->req, "until");
+    ing_jfr_params_t params = {.start_ns = c->from_ns,
+                               .end_ns = until && *until ? lc_attime_parse(until, c->now_ns)
+                                                         : c->now_ns,
+                               .sample_rate = c->sample_rate};
+    ing_jfr_result_t r;
+    if (ing_jfr_to_pprof(jfr->data, jfr->len, labels ? labels->data : NULL,
+                         labels ? labels->len : 0, &params, c->arena, &r, &c->st) < 0)
+        return c->st.http_status == 413 ? fail(c, "too_large") : fail_422(c, "invalid_profile");
+    ing_labelset_t set;
+    int rc = jfr_labelset(c, r.event, &set);
+    for (size_t i = 0; rc == 0 && i < r.n; i++)
+        rc = ingest_encoded(c, &r.profiles[i].pprof, r.profiles[i].metric, c->set.app_name, &set);
+    ing_jfr_result_fini(&r);
+    return rc;
+}
+
+/* ---------------------------------------------------------------- the table */
 
 /* clang-format off */
 static const ingest_format_fn ingest_formats[ING_FMT_COUNT_] = {
@@ -418,7 +494,7 @@ static const ingest_format_fn ingest_formats[ING_FMT_COUNT_] = {
     [ING_FMT_PPROF_FORM] = ingest_pprof_form,
     [ING_FMT_TRIE]       = ingest_trie,
     [ING_FMT_TREE]       = ingest_tree,
-    [ING_FMT_JFR]        = ingest_unsupported,
+    [ING_FMT_JFR]        = ingest_jfr,
     [ING_FMT_SPEEDSCOPE] = ingest_speedscope,
 };
 /* clang-format on */

@@ -376,8 +376,8 @@ static void script_ingest(env_t *e)
     expect(http(e, "POST", "/pyroscope/ingest?name=lines-app&format=lines&sampleRate=0",
                 "text/plain", "a;b\na;b\nc\n", 10),
            200, NULL, "lines");
-    expect(http(e, "POST", "/ingest?name=x&format=jfr", "application/octet-stream", "x", 1), 400,
-           "format jfr is not supported yet", "jfr");
+    expect(http(e, "POST", "/ingest?name=x&format=jfr", "application/octet-stream", "x", 1), 422,
+           "invalid jfr: truncated chunk header", "jfr too short");
     script_tree_formats(e);
     expect(http(e, "POST", "/ingest?name=my.app", "text/plain", "a 1\n", 4), 400,
            "unknown profile type", "unknown suffix");

@@ -12,7 +12,7 @@
 static void hex(const uint8_t *d, char *out)
 {
     for (int i = 0; i < LC_SHA256_BYTES; i++)
-        sprintf(out + 2 * i, "%02x", d[i]);
+        snprintf(out + 2 * i, 3, "%02x", d[i]);
 }
 
 static void sha_hex(const char *s, char out[65])

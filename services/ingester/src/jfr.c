@@ -1,0 +1,1105 @@
+/*
+ * jfr.c — reads a Java Flight Recorder file (format 2.x, as written by the
+ * JDK and by async-profiler, which the Pyroscope Java agent embeds).
+ *
+ * A file is a sequence of chunks. Each chunk: a 68-byte big-endian header
+ * (magic "FLR\0", version, size, constant-pool and metadata offsets, start
+ * time, duration, ticks, features), then events. Every event starts with its
+ * size and type id; type 0 is the metadata event (a string table and a tree of
+ * elements describing every class and its fields), type 1 a checkpoint event
+ * (constant pools: per type, entries of id + value). Checkpoints are chained:
+ * each holds the relative offset of the previous one, the header points at
+ * the last. With the "compressed integers" feature (always set by the JDK and
+ * async-profiler) every short/int/long is an unsigned LEB128 of up to 9 bytes,
+ * the 9th carrying 8 bits; without it they are big-endian of fixed width.
+ * Strings start with an encoding byte: 0 null, 1 empty, 2 a reference into
+ * the java.lang.String pool, 3 UTF-8, 4 UTF-16 code units (each an integer),
+ * 5 Latin-1.
+ *
+ * Values are read generically from the metadata (so new or reordered fields
+ * are skipped), and only the pools and events Pyroscope converts are kept.
+ * All reads are bounds-checked; every size taken from the file is capped
+ * (jfr.h). Errors name what was wrong and where.
+ * Threading: a jfr_t belongs to the calling thread for one jfr_read.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "jfr.h"
+
+#define CHUNK_HEADER 68
+#define CHUNK_MAGIC 0x464c5200u
+#define T_METADATA 0
+#define T_CHECKPOINT 1
+#define MAX_CHECKPOINTS 65536
+
+/* ---------------------------------------------------------------- id maps */
+
+/* Open addressing, u64 id -> u32 index; UINT32_MAX marks a free slot. */
+typedef struct jmap_s {
+    uint64_t *keys;
+    uint32_t *vals;
+    size_t cap, n;
+} jmap_t;
+
+static size_t jmap_slot(const jmap_t *m, uint64_t k)
+{
+    size_t i = (size_t)((k * 0x9E3779B97F4A7C15ull) >> 20) & (m->cap - 1);
+    while (m->vals[i] != UINT32_MAX && m->keys[i] != k)
+        i = (i + 1) & (m->cap - 1);
+    return i;
+}
+
+static void jmap_put(jmap_t *m, uint64_t k, uint32_t v);
+
+static void jmap_grow(jmap_t *m)
+{
+    jmap_t old = *m;
+    m->cap = old.cap ? old.cap * 2 : 64;
+    m->n = 0;
+    m->keys = lc_xmalloc(m->cap * sizeof(*m->keys));
+    m->vals = lc_xmalloc(m->cap * sizeof(*m->vals));
+    memset(m->vals, 0xff, m->cap * sizeof(*m->vals));
+    for (size_t i = 0; i < old.cap; i++) {
+        if (old.vals[i] != UINT32_MAX)
+            jmap_put(m, old.keys[i], old.vals[i]);
+    }
+    lc_free(old.keys);
+    lc_free(old.vals);
+}
+
+static void jmap_put(jmap_t *m, uint64_t k, uint32_t v)
+{
+    if ((m->n + 1) * 2 > m->cap)
+        jmap_grow(m);
+    size_t i = jmap_slot(m, k);
+    if (m->vals[i] == UINT32_MAX)
+        m->n++;
+    m->keys[i] = k;
+    m->vals[i] = v;
+}
+
+static uint32_t jmap_get(const jmap_t *m, uint64_t k)
+{
+    return m->cap ? m->vals[jmap_slot(m, k)] : UINT32_MAX;
+}
+
+static void jmap_free(jmap_t *m)
+{
+    lc_free(m->keys);
+    lc_free(m->vals);
+}
+
+/* ---------------------------------------------------------------- metadata model */
+
+typedef enum {
+    K_STRUCT = 0, K_BOOL, K_BYTE, K_CHAR, K_SHORT, K_INT, K_LONG, K_FLOAT, K_DOUBLE, K_STRING
+} jkind_t;
+
+/* Where a field's value goes while a struct is read (0: skipped). */
+enum {
+    S_NONE = 0,
+    S_SYMBOL_STRING, /* jdk.types.Symbol.string */
+    S_CLASS_NAME,    /* java.lang.Class.name -> Symbol */
+    S_METHOD_TYPE,   /* jdk.types.Method.type -> Class */
+    S_METHOD_NAME,   /* jdk.types.Method.name -> Symbol */
+    S_STATE_NAME,    /* jdk.types.ThreadState.name */
+    S_FRAMES,        /* jdk.types.StackTrace.frames (inline StackFrame[]) */
+    S_FRAME_METHOD,  /* jdk.types.StackFrame.method -> Method */
+    S_FRAME_LINE,    /* jdk.types.StackFrame.lineNumber */
+    S_EV_STACK,
+    S_EV_STATE,
+    S_EV_CONTEXT,
+    S_EV_SPAN_ID,
+    S_EV_SPAN_NAME,
+    S_EV_VALUE,
+    S_EV_NAME,
+    S_EV_SETTING,
+    S_COUNT_
+};
+
+typedef struct jclass_s jclass_t;
+
+typedef struct jfield_s {
+    const char *name;
+    uint64_t type;
+    const jclass_t *t; /* the type, resolved once the metadata is read */
+    bool cp, array;
+    uint8_t slot;
+} jfield_t;
+
+/* What a class is to the converter. */
+typedef enum {
+    C_OTHER = 0, C_SYMBOL, C_CLASS, C_METHOD, C_STATE, C_STACKTRACE, C_STACKFRAME, C_STRING
+} jrole_t;
+
+struct jclass_s {
+    uint64_t id;
+    const char *name;
+    jfield_t *fields;
+    size_t n_fields;
+    jkind_t kind;
+    jrole_t role;
+    jfr_event_kind_t event;
+};
+
+typedef struct jstr_s {
+    const char *s; /* NUL-terminated, arena */
+    uint32_t len;
+} jstr_t;
+
+typedef struct jval_s {
+    uint64_t u;
+    jstr_t s;
+    bool set;
+} jval_t;
+
+/* ---------------------------------------------------------------- pools */
+
+typedef struct jmethod_s {
+    uint64_t cls, name;
+    const char *full; /* cached "Class.method", NULL until asked */
+} jmethod_t;
+
+typedef struct jstack_s {
+    uint32_t off, n;
+} jstack_t;
+
+struct jfr_s {
+    const uint8_t *buf;
+    size_t len;
+    lc_arena_t *arena;      /* strings that outlive a chunk */
+    lc_arena_t *meta_arena; /* one chunk's metadata */
+    lc_status_t *st;
+    /* the current chunk */
+    size_t chunk_start, chunk_end, cp_off, meta_off;
+    bool compressed;
+    jclass_t *classes;
+    size_t n_classes;
+    jmap_t class_ix;
+    uint64_t t_frame; /* class id of jdk.types.StackFrame */
+    /* pools: id -> index into the arrays below */
+    jmap_t sym_ix, str_ix, cls_ix, meth_ix, state_ix, stack_ix;
+    jstr_t *syms, *strs, *states;
+    size_t n_syms, cap_syms, n_strs, cap_strs, n_states, cap_states;
+    uint64_t *clss; /* class -> name symbol */
+    size_t n_clss, cap_clss;
+    jmethod_t *meths;
+    size_t n_meths, cap_meths;
+    jstack_t *stacks;
+    size_t n_stacks, cap_stacks;
+    jfr_frame_t *frames;
+    size_t n_frames, cap_frames;
+    size_t pool_entries;
+    size_t events;
+    /* scratch while reading */
+    jval_t vals[S_COUNT_];
+};
+
+/* ---------------------------------------------------------------- errors */
+
+/* A malformed file: 422 "invalid jfr: ...". Always returns -1. */
+static int bad(jfr_t *j, const char *fmt, ...) LC_PRINTF(2, 3);
+static int bad(jfr_t *j, const char *fmt, ...)
+{
+    if (j->st->code != LC_CODE_OK)
+        return -1;
+    char msg[160];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    lc_status_set_http(j->st, 422, LC_CODE_INVALID_ARGUMENT, "invalid jfr: %s", msg);
+    return -1;
+}
+
+/* A cap passed: 413 "profile too large: ...". Always returns -1. */
+static int too_big(jfr_t *j, const char *what, size_t limit)
+{
+    if (j->st->code != LC_CODE_OK)
+        return -1;
+    lc_status_set_http(j->st, 413, LC_CODE_INVALID_ARGUMENT,
+                       "profile too large: jfr %s (limit %zu)", what, limit);
+    return -1;
+}
+
+/* ---------------------------------------------------------------- cursor */
+
+typedef struct jr_s {
+    const uint8_t *p, *end, *base;
+    jfr_t *j;
+    bool err;
+} jr_t;
+
+static jr_t jr_at(jfr_t *j, size_t pos, size_t end)
+{
+    return (jr_t){.p = j->buf + pos, .end = j->buf + end, .base = j->buf, .j = j};
+}
+
+static bool jr_fail(jr_t *r)
+{
+    if (!r->err)
+        bad(r->j, "truncated or malformed value at offset %zu", (size_t)(r->p - r->base));
+    r->err = true;
+    r->p = r->end;
+    return false;
+}
+
+static uint8_t jr_u8(jr_t *r)
+{
+    if (r->p >= r->end) {
+        jr_fail(r);
+        return 0;
+    }
+    return *r->p++;
+}
+
+static uint64_t jr_be(jr_t *r, size_t n)
+{
+    if (r->p > r->end || (size_t)(r->end - r->p) < n) {
+        jr_fail(r);
+        return 0;
+    }
+    uint64_t v = 0;
+    for (size_t i = 0; i < n; i++)
+        v = v << 8 | r->p[i];
+    r->p += n;
+    return v;
+}
+
+/* JFR's LEB128: at most 9 bytes, the 9th contributing all its 8 bits. */
+static uint64_t jr_varint(jr_t *r)
+{
+    uint64_t v = 0;
+    for (unsigned shift = 0; shift < 56; shift += 7) {
+        if (r->p >= r->end) {
+            jr_fail(r);
+            return 0;
+        }
+        uint8_t b = *r->p++;
+        v |= (uint64_t)(b & 0x7f) << shift;
+        if (b < 0x80)
+            return v;
+    }
+    return v | (uint64_t)jr_u8(r) << 56;
+}
+
+static uint64_t jr_long(jr_t *r)
+{
+    return r->j->compressed ? jr_varint(r) : jr_be(r, 8);
+}
+
+static uint32_t jr_int(jr_t *r)
+{
+    return r->j->compressed ? (uint32_t)jr_varint(r) : (uint32_t)jr_be(r, 4);
+}
+
+/* A count of items that each take at least one byte: capped by what is left. */
+static size_t jr_count(jr_t *r)
+{
+    uint32_t n = jr_int(r);
+    if (r->p > r->end || n > (size_t)(r->end - r->p)) {
+        jr_fail(r);
+        return 0;
+    }
+    return n;
+}
+
+static void utf8_put(char **o, uint32_t c)
+{
+    uint8_t *p = (uint8_t *)*o;
+    if (c >= 0xd800 && c <= 0xdfff)
+        c = 0xfffd; /* a lone surrogate half (pairs are rare in class names) */
+    if (c < 0x80) {
+        *p++ = (uint8_t)c;
+    } else if (c < 0x800) {
+        *p++ = (uint8_t)(0xc0 | c >> 6);
+        *p++ = (uint8_t)(0x80 | (c & 0x3f));
+    } else {
+        *p++ = (uint8_t)(0xe0 | c >> 12);
+        *p++ = (uint8_t)(0x80 | (c >> 6 & 0x3f));
+        *p++ = (uint8_t)(0x80 | (c & 0x3f));
+    }
+    *o = (char *)p;
+}
+
+static jstr_t jr_string_bytes(jr_t *r, bool latin1)
+{
+    size_t n = jr_count(r);
+    char *s = lc_arena_alloc(r->j->arena, latin1 ? n * 2 + 1 : n + 1);
+    if (!s) {
+        too_big(r->j, "strings", ING_JFR_MEMORY);
+        jr_fail(r);
+        return (jstr_t){"", 0};
+    }
+    char *o = s;
+    for (size_t i = 0; i < n; i++) {
+        uint8_t c = r->p[i];
+        if (c == 0)
+            c = '?'; /* a NUL cannot travel in a C string */
+        if (latin1)
+            utf8_put(&o, c);
+        else
+            *o++ = (char)c;
+    }
+    *o = 0;
+    r->p += n;
+    return (jstr_t){s, (uint32_t)(o - s)};
+}
+
+static jstr_t jr_string_chars(jr_t *r)
+{
+    size_t n = jr_count(r);
+    char *s = lc_arena_alloc(r->j->arena, n * 3 + 1);
+    if (!s) {
+        too_big(r->j, "strings", ING_JFR_MEMORY);
+        jr_fail(r);
+        return (jstr_t){"", 0};
+    }
+    char *o = s;
+    for (size_t i = 0; i < n && !r->err; i++) {
+        uint32_t c = r->j->compressed ? (uint32_t)jr_varint(r) : (uint32_t)jr_be(r, 2);
+        utf8_put(&o, c ? c & 0xffff : '?');
+    }
+    *o = 0;
+    return (jstr_t){s, (uint32_t)(o - s)};
+}
+
+static jstr_t jr_string(jr_t *r)
+{
+    uint8_t enc = jr_u8(r);
+    switch (enc) {
+    case 0:
+    case 1:
+        return (jstr_t){"", 0};
+    case 2: {
+        uint32_t ix = jmap_get(&r->j->str_ix, jr_long(r));
+        return ix == UINT32_MAX ? (jstr_t){"", 0} : r->j->strs[ix];
+    }
+    case 3:
+        return jr_string_bytes(r, false);
+    case 4:
+        return jr_string_chars(r);
+    case 5:
+        return jr_string_bytes(r, true);
+    default:
+        if (!r->err)
+            bad(r->j, "unknown string encoding %u at offset %zu", enc,
+                (size_t)(r->p - r->base - 1));
+        jr_fail(r);
+        return (jstr_t){"", 0};
+    }
+}
+
+/* ---------------------------------------------------------------- values */
+
+static const jclass_t *class_of(jfr_t *j, uint64_t id)
+{
+    uint32_t ix = jmap_get(&j->class_ix, id);
+    return ix == UINT32_MAX ? NULL : &j->classes[ix];
+}
+
+static void read_struct(jr_t *r, const jclass_t *c, int depth);
+
+static void frame_push(jr_t *r)
+{
+    jfr_t *j = r->j;
+    if (j->n_frames >= ING_JFR_MAX_FRAMES) {
+        too_big(j, "stack frames", ING_JFR_MAX_FRAMES);
+        jr_fail(r);
+        return;
+    }
+    j->frames = lc_xgrow(j->frames, &j->cap_frames, j->n_frames + 1, sizeof(*j->frames));
+    /* Pyroscope reads lineNumber as uint32: -1 becomes 4294967295 */
+    j->frames[j->n_frames++] = (jfr_frame_t){.method = j->vals[S_FRAME_METHOD].u,
+                                             .line = (int64_t)(uint32_t)j->vals[S_FRAME_LINE].u};
+}
+
+/* One value of field f (not the array around it). */
+static void jfr_read_value(jr_t *r, const jfield_t *f, int depth)
+{
+    jval_t *out = f->slot ? &r->j->vals[f->slot] : NULL;
+    if (f->cp) {
+        uint64_t v = jr_long(r);
+        if (out)
+            *out = (jval_t){.u = v, .set = true};
+        return;
+    }
+    const jclass_t *t = f->t ? f->t : class_of(r->j, f->type);
+    if (!t) {
+        bad(r->j, "field %s has unknown type %llu", f->name, (unsigned long long)f->type);
+        jr_fail(r);
+        return;
+    }
+    uint64_t v = 0;
+    switch (t->kind) {
+    case K_BOOL:
+    case K_BYTE:
+        v = jr_u8(r);
+        break;
+    case K_CHAR:
+    case K_SHORT:
+        v = r->j->compressed ? jr_varint(r) : jr_be(r, 2);
+        break;
+    case K_INT:
+        v = jr_int(r);
+        break;
+    case K_LONG:
+        v = jr_long(r);
+        break;
+    case K_FLOAT:
+        v = jr_be(r, 4);
+        break;
+    case K_DOUBLE:
+        v = jr_be(r, 8);
+        break;
+    case K_STRING: {
+        jstr_t s = jr_string(r);
+        if (out)
+            *out = (jval_t){.s = s, .set = true};
+        return;
+    }
+    case K_STRUCT:
+        if (f->slot == S_FRAMES) /* each frame starts blank */
+            r->j->vals[S_FRAME_METHOD] = r->j->vals[S_FRAME_LINE] = (jval_t){0};
+        read_struct(r, t, depth + 1);
+        if (f->slot == S_FRAMES && !r->err)
+            frame_push(r);
+        return;
+    }
+    if (out)
+        *out = (jval_t){.u = v, .set = true};
+}
+
+static void read_struct(jr_t *r, const jclass_t *c, int depth)
+{
+    if (depth > ING_JFR_MAX_NESTING) {
+        bad(r->j, "values nested deeper than %d", ING_JFR_MAX_NESTING);
+        jr_fail(r);
+        return;
+    }
+    for (size_t i = 0; i < c->n_fields && !r->err; i++) {
+        const jfield_t *f = &c->fields[i];
+        if (!f->array) {
+            jfr_read_value(r, f, depth);
+            continue;
+        }
+        size_t n = jr_count(r);
+        if (f->slot == S_FRAMES && n > ING_JFR_MAX_STACK_DEPTH) {
+            too_big(r->j, "stack depth", ING_JFR_MAX_STACK_DEPTH);
+            jr_fail(r);
+            return;
+        }
+        for (size_t k = 0; k < n && !r->err; k++)
+            jfr_read_value(r, f, depth);
+    }
+}
+
+/* ---------------------------------------------------------------- metadata */
+
+typedef struct jelem_s {
+    const char *name;
+    size_t n_children;
+    const char *a_id, *a_name, *a_class, *a_cp, *a_dim;
+} jelem_t;
+
+static bool read_element(jr_t *r, const char **strs, size_t n_strs, jelem_t *e)
+{
+    memset(e, 0, sizeof(*e));
+    uint32_t name = jr_int(r);
+    if (r->err || name >= n_strs)
+        return r->err ? false : (bad(r->j, "metadata element name out of range"), jr_fail(r));
+    e->name = strs[name];
+    size_t n_attr = jr_count(r);
+    for (size_t i = 0; i < n_attr && !r->err; i++) {
+        uint32_t k = jr_int(r), v = jr_int(r);
+        if (k >= n_strs || v >= n_strs)
+            return r->err ? false : (bad(r->j, "metadata attribute out of range"), jr_fail(r));
+        const char *key = strs[k];
+        const char **slot = !strcmp(key, "id")             ? &e->a_id
+                            : !strcmp(key, "name")         ? &e->a_name
+                            : !strcmp(key, "class")        ? &e->a_class
+                            : !strcmp(key, "constantPool") ? &e->a_cp
+                            : !strcmp(key, "dimension")    ? &e->a_dim
+                                                           : NULL;
+        if (slot)
+            *slot = strs[v];
+    }
+    e->n_children = jr_count(r);
+    return !r->err;
+}
+
+static bool skip_element(jr_t *r, const char **strs, size_t n_strs, int depth)
+{
+    jelem_t e;
+    if (depth > ING_JFR_MAX_NESTING)
+        return bad(r->j, "metadata nested deeper than %d", ING_JFR_MAX_NESTING), jr_fail(r);
+    if (!read_element(r, strs, n_strs, &e))
+        return false;
+    for (size_t i = 0; i < e.n_children; i++) {
+        if (!skip_element(r, strs, n_strs, depth + 1))
+            return false;
+    }
+    return true;
+}
+
+static bool jfr_parse_u64(const char *s, uint64_t *out)
+{
+    if (!s || !*s)
+        return false;
+    uint64_t v = 0;
+    for (; *s; s++) {
+        if (*s < '0' || *s > '9' || v > (UINT64_MAX - 9) / 10)
+            return false;
+        v = v * 10 + (uint64_t)(*s - '0');
+    }
+    *out = v;
+    return true;
+}
+
+static jkind_t kind_of(const char *name)
+{
+    static const struct {
+        const char *name;
+        jkind_t kind;
+    } prim[] = {{"boolean", K_BOOL}, {"byte", K_BYTE},   {"char", K_CHAR},
+                {"short", K_SHORT},  {"int", K_INT},     {"long", K_LONG},
+                {"float", K_FLOAT},  {"double", K_DOUBLE}, {"java.lang.String", K_STRING}};
+    for (size_t i = 0; i < sizeof(prim) / sizeof(prim[0]); i++) {
+        if (!strcmp(name, prim[i].name))
+            return prim[i].kind;
+    }
+    return K_STRUCT;
+}
+
+static void class_roles(jclass_t *c)
+{
+    static const struct {
+        const char *name;
+        jrole_t role;
+        jfr_event_kind_t event;
+    } known[] = {
+        {"jdk.types.Symbol", C_SYMBOL, 0},
+        {"java.lang.Class", C_CLASS, 0},
+        {"jdk.types.Method", C_METHOD, 0},
+        {"jdk.types.ThreadState", C_STATE, 0},
+        {"jdk.types.StackTrace", C_STACKTRACE, 0},
+        {"jdk.types.StackFrame", C_STACKFRAME, 0},
+        {"java.lang.String", C_STRING, 0},
+        {"jdk.ExecutionSample", C_OTHER, JFR_EV_EXECUTION_SAMPLE},
+        {"profiler.WallClockSample", C_OTHER, JFR_EV_WALL_CLOCK_SAMPLE},
+        {"jdk.ObjectAllocationInNewTLAB", C_OTHER, JFR_EV_ALLOC_IN_NEW_TLAB},
+        {"jdk.ObjectAllocationOutsideTLAB", C_OTHER, JFR_EV_ALLOC_OUTSIDE_TLAB},
+        {"jdk.ObjectAllocationSample", C_OTHER, JFR_EV_ALLOC_SAMPLE},
+        {"jdk.JavaMonitorEnter", C_OTHER, JFR_EV_MONITOR_ENTER},
+        {"jdk.ThreadPark", C_OTHER, JFR_EV_THREAD_PARK},
+        {"profiler.LiveObject", C_OTHER, JFR_EV_LIVE_OBJECT},
+        {"profiler.Malloc", C_OTHER, JFR_EV_MALLOC},
+        {"jdk.ActiveSetting", C_OTHER, JFR_EV_ACTIVE_SETTING},
+    };
+    c->kind = kind_of(c->name);
+    for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++) {
+        if (!strcmp(c->name, known[i].name)) {
+            c->role = known[i].role;
+            c->event = known[i].event;
+        }
+    }
+}
+
+/* The field of each event kind that holds its value. */
+static const char *event_value_field(jfr_event_kind_t k)
+{
+    switch (k) {
+    case JFR_EV_WALL_CLOCK_SAMPLE:
+        return "samples";
+    case JFR_EV_ALLOC_IN_NEW_TLAB:
+        return "tlabSize";
+    case JFR_EV_ALLOC_OUTSIDE_TLAB:
+        return "allocationSize";
+    case JFR_EV_ALLOC_SAMPLE:
+        return "weight";
+    case JFR_EV_MONITOR_ENTER:
+    case JFR_EV_THREAD_PARK:
+        return "duration";
+    case JFR_EV_MALLOC:
+        return "size";
+    default:
+        return NULL;
+    }
+}
+
+/* Slot of a field of class c, given the shape the converter expects. */
+static uint8_t field_slot(jfr_t *j, const jclass_t *c, const jfield_t *f)
+{
+    const jclass_t *t = class_of(j, f->type);
+    bool scalar = !f->array && !f->cp && t;
+    bool number = scalar && t->kind >= K_BYTE && t->kind <= K_LONG;
+    bool string = scalar && t->kind == K_STRING;
+    bool ref = f->cp && !f->array;
+    const char *n = f->name;
+    switch (c->role) {
+    case C_SYMBOL:
+        return string && !strcmp(n, "string") ? S_SYMBOL_STRING : S_NONE;
+    case C_CLASS:
+        return ref && !strcmp(n, "name") ? S_CLASS_NAME : S_NONE;
+    case C_METHOD:
+        return ref && !strcmp(n, "type")   ? S_METHOD_TYPE
+               : ref && !strcmp(n, "name") ? S_METHOD_NAME
+                                           : S_NONE;
+    case C_STATE:
+        return string && !strcmp(n, "name") ? S_STATE_NAME : S_NONE;
+    case C_STACKTRACE:
+        return f->array && !f->cp && f->type == j->t_frame && !strcmp(n, "frames") ? S_FRAMES
+                                                                                   : S_NONE;
+    case C_STACKFRAME:
+        return ref && !strcmp(n, "method")         ? S_FRAME_METHOD
+               : number && !strcmp(n, "lineNumber") ? S_FRAME_LINE
+                                                    : S_NONE;
+    default:
+        break;
+    }
+    if (c->event == JFR_EV_NONE)
+        return S_NONE;
+    const char *vf = event_value_field(c->event);
+    if (ref && !strcmp(n, "stackTrace"))
+        return S_EV_STACK;
+    if (ref && !strcmp(n, "state"))
+        return S_EV_STATE;
+    if (number && !strcmp(n, "contextId"))
+        return S_EV_CONTEXT;
+    if (number && !strcmp(n, "spanId"))
+        return S_EV_SPAN_ID;
+    if (number && !strcmp(n, "spanName"))
+        return S_EV_SPAN_NAME;
+    if (number && vf && !strcmp(n, vf))
+        return S_EV_VALUE;
+    if (string && c->event == JFR_EV_ACTIVE_SETTING)
+        return !strcmp(n, "name") ? S_EV_NAME : !strcmp(n, "value") ? S_EV_SETTING : S_NONE;
+    return S_NONE;
+}
+
+static bool jfr_read_field(jr_t *r, const char **strs, size_t n_strs, jclass_t *c)
+{
+    jelem_t e;
+    if (!read_element(r, strs, n_strs, &e))
+        return false;
+    if (!strcmp(e.name, "field")) {
+        if (c->n_fields >= ING_JFR_MAX_FIELDS)
+            return too_big(r->j, "fields per class", ING_JFR_MAX_FIELDS), jr_fail(r);
+        jfield_t *f = &c->fields[c->n_fields];
+        if (!e.a_name || !jfr_parse_u64(e.a_class, &f->type))
+            return bad(r->j, "field of %s without name or class", c->name), jr_fail(r);
+        if (e.a_dim && strcmp(e.a_dim, "1") != 0)
+            return bad(r->j, "field %s.%s has dimension %s", c->name, e.a_name, e.a_dim),
+                   jr_fail(r);
+        f->name = e.a_name;
+        f->cp = e.a_cp && !strcmp(e.a_cp, "true");
+        f->array = e.a_dim != NULL;
+        c->n_fields++;
+    }
+    for (size_t i = 0; i < e.n_children; i++) {
+        if (!skip_element(r, strs, n_strs, 2))
+            return false;
+    }
+    return true;
+}
+
+static bool read_class(jr_t *r, const char **strs, size_t n_strs)
+{
+    jfr_t *j = r->j;
+    jelem_t e;
+    if (!read_element(r, strs, n_strs, &e))
+        return false;
+    if (strcmp(e.name, "class") != 0) { /* not a class: skip its subtree */
+        for (size_t i = 0; i < e.n_children; i++) {
+            if (!skip_element(r, strs, n_strs, 2))
+                return false;
+        }
+        return true;
+    }
+    if (j->n_classes >= ING_JFR_MAX_CLASSES)
+        return too_big(j, "classes", ING_JFR_MAX_CLASSES), jr_fail(r);
+    jclass_t *c = &j->classes[j->n_classes];
+    memset(c, 0, sizeof(*c));
+    if (!e.a_name || !*e.a_name || !jfr_parse_u64(e.a_id, &c->id))
+        return bad(j, "class without id or name"), jr_fail(r);
+    c->name = e.a_name;
+    size_t cap = e.n_children < ING_JFR_MAX_FIELDS ? e.n_children : ING_JFR_MAX_FIELDS;
+    c->fields = lc_arena_calloc(j->meta_arena, cap ? cap : 1, sizeof(*c->fields));
+    if (!c->fields)
+        return too_big(j, "metadata", ING_JFR_MEMORY), jr_fail(r);
+    for (size_t i = 0; i < e.n_children; i++) {
+        if (!jfr_read_field(r, strs, n_strs, c))
+            return false;
+    }
+    class_roles(c);
+    jmap_put(&j->class_ix, c->id, (uint32_t)j->n_classes++);
+    return true;
+}
+
+static const char **read_meta_strings(jr_t *r, size_t *n)
+{
+    jfr_t *j = r->j;
+    *n = jr_count(r);
+    if (*n > ING_JFR_MAX_META_STRINGS)
+        return too_big(j, "metadata strings", ING_JFR_MAX_META_STRINGS), jr_fail(r), NULL;
+    const char **strs = lc_arena_calloc(j->meta_arena, *n ? *n : 1, sizeof(*strs));
+    if (!strs)
+        return too_big(j, "metadata", ING_JFR_MEMORY), jr_fail(r), NULL;
+    lc_arena_t *keep = j->arena;
+    j->arena = j->meta_arena; /* metadata strings live for the chunk only */
+    for (size_t i = 0; i < *n && !r->err; i++)
+        strs[i] = jr_string(r).s;
+    j->arena = keep;
+    return r->err ? NULL : strs;
+}
+
+/* Binds every field now that all classes (their kinds) are known. */
+static int bind_fields(jfr_t *j)
+{
+    const char *frame = "jdk.types.StackFrame";
+    j->t_frame = UINT64_MAX;
+    for (size_t i = 0; i < j->n_classes; i++) {
+        if (!strcmp(j->classes[i].name, frame))
+            j->t_frame = j->classes[i].id;
+    }
+    for (size_t i = 0; i < j->n_classes; i++) {
+        jclass_t *c = &j->classes[i];
+        for (size_t k = 0; k < c->n_fields; k++) {
+            c->fields[k].slot = field_slot(j, c, &c->fields[k]);
+            c->fields[k].t = class_of(j, c->fields[k].type);
+            if (!c->fields[k].cp && !c->fields[k].t)
+                return bad(j, "field %s.%s has unknown type", c->name, c->fields[k].name);
+        }
+    }
+    return 0;
+}
+
+static int read_metadata(jfr_t *j, size_t pos)
+{
+    jr_t r = jr_at(j, pos, j->chunk_end);
+    lc_arena_reset(j->meta_arena);
+    jmap_free(&j->class_ix);
+    memset(&j->class_ix, 0, sizeof(j->class_ix));
+    j->n_classes = 0;
+    jr_long(&r); /* size */
+    if (jr_long(&r) != T_METADATA && !r.err)
+        return bad(j, "metadata offset does not point at a metadata event");
+    jr_long(&r); /* start */
+    jr_long(&r); /* duration */
+    jr_long(&r); /* metadata id */
+    size_t n_strs;
+    const char **strs = read_meta_strings(&r, &n_strs);
+    jelem_t root;
+    if (!strs || !read_element(&r, strs, n_strs, &root))
+        return -1;
+    if (strcmp(root.name, "root") != 0)
+        return bad(j, "metadata root element is %s", root.name);
+    j->classes = lc_arena_calloc(j->meta_arena, ING_JFR_MAX_CLASSES, sizeof(*j->classes));
+    if (!j->classes)
+        return too_big(j, "metadata", ING_JFR_MEMORY);
+    for (size_t i = 0; i < root.n_children; i++) {
+        jelem_t e;
+        if (!read_element(&r, strs, n_strs, &e))
+            return -1;
+        bool meta = !strcmp(e.name, "metadata");
+        for (size_t k = 0; k < e.n_children; k++) {
+            if (!(meta ? read_class(&r, strs, n_strs) : skip_element(&r, strs, n_strs, 2)))
+                return -1;
+        }
+    }
+    return bind_fields(j);
+}
+
+/* ---------------------------------------------------------------- constant pools */
+
+static void *pool_slot(jfr_t *j, jmap_t *ix, uint64_t id, void **arr, size_t *n, size_t *cap,
+                       size_t size)
+{
+    uint32_t at = jmap_get(ix, id);
+    if (at == UINT32_MAX) {
+        *arr = lc_xgrow(*arr, cap, *n + 1, size);
+        at = (uint32_t)(*n)++;
+        jmap_put(ix, id, at);
+    }
+    (void)j;
+    return (char *)*arr + (size_t)at * size;
+}
+
+#define POOL_SLOT(j, ixm, id, arr, n, cap)                                                         \
+    pool_slot(j, &(j)->ixm, id, (void **)&(j)->arr, &(j)->n, &(j)->cap, sizeof(*(j)->arr))
+
+static void keep_entry(jfr_t *j, const jclass_t *c, uint64_t id, size_t frames_before)
+{
+    jval_t *v = j->vals;
+    switch (c->role) {
+    case C_SYMBOL: {
+        jstr_t *s = POOL_SLOT(j, sym_ix, id, syms, n_syms, cap_syms);
+        size_t len = v[S_SYMBOL_STRING].s.len;
+        const char *m = v[S_SYMBOL_STRING].set
+                            ? ing_jfr_merge_generated(v[S_SYMBOL_STRING].s.s, len, j->arena, &len)
+                            : "";
+        *s = (jstr_t){m, (uint32_t)len};
+        break;
+    }
+    case C_CLASS:
+        *(uint64_t *)POOL_SLOT(j, cls_ix, id, clss, n_clss, cap_clss) =
+            v[S_CLASS_NAME].set ? v[S_CLASS_NAME].u : UINT64_MAX;
+        break;
+    case C_METHOD:
+        *(jmethod_t *)POOL_SLOT(j, meth_ix, id, meths, n_meths, cap_meths) = (jmethod_t){
+            .cls = v[S_METHOD_TYPE].set ? v[S_METHOD_TYPE].u : UINT64_MAX,
+            .name = v[S_METHOD_NAME].set ? v[S_METHOD_NAME].u : UINT64_MAX};
+        break;
+    case C_STATE:
+        *(jstr_t *)POOL_SLOT(j, state_ix, id, states, n_states, cap_states) =
+            v[S_STATE_NAME].set ? v[S_STATE_NAME].s : (jstr_t){"", 0};
+        break;
+    case C_STACKTRACE:
+        *(jstack_t *)POOL_SLOT(j, stack_ix, id, stacks, n_stacks, cap_stacks) =
+            (jstack_t){(uint32_t)frames_before, (uint32_t)(j->n_frames - frames_before)};
+        break;
+    default:
+        break;
+    }
+}
+
+/* A String pool entry is a bare string, not a struct. */
+static void read_pool_entry(jr_t *r, const jclass_t *c, uint64_t id)
+{
+    jfr_t *j = r->j;
+    memset(j->vals, 0, sizeof(j->vals));
+    size_t frames_before = j->n_frames;
+    if (c->kind == K_STRING) {
+        jstr_t s = jr_string(r);
+        if (!r->err)
+            *(jstr_t *)POOL_SLOT(j, str_ix, id, strs, n_strs, cap_strs) = s;
+        return;
+    }
+    if (c->kind != K_STRUCT) {
+        jfield_t f = {.name = c->name, .type = c->id};
+        jfr_read_value(r, &f, 0);
+        return;
+    }
+    read_struct(r, c, 0);
+    if (!r->err)
+        keep_entry(j, c, id, frames_before);
+}
+
+static int read_pool(jr_t *r)
+{
+    jfr_t *j = r->j;
+    uint64_t type = jr_long(r);
+    size_t n = jr_count(r);
+    const jclass_t *c = class_of(j, type);
+    if (r->err)
+        return -1;
+    if (!c)
+        return bad(j, "constant pool of unknown type %llu", (unsigned long long)type);
+    for (size_t i = 0; i < n && !r->err; i++) {
+        if (++j->pool_entries > ING_JFR_MAX_POOL_ENTRIES)
+            return too_big(j, "constant pool entries", ING_JFR_MAX_POOL_ENTRIES);
+        uint64_t id = jr_long(r);
+        read_pool_entry(r, c, id);
+    }
+    return r->err ? -1 : 0;
+}
+
+/* One checkpoint event; *delta is the relative offset of the previous one. */
+static int read_checkpoint(jfr_t *j, size_t pos, int64_t *delta)
+{
+    jr_t r = jr_at(j, pos, j->chunk_end);
+    uint64_t size = j->compressed ? jr_varint(&r) : jr_be(&r, 4);
+    if (r.err || size < 2 || size > j->chunk_end - pos)
+        return bad(j, "checkpoint at offset %zu has size %llu", pos, (unsigned long long)size);
+    r.end = j->buf + pos + size;
+    if (r.p > r.end)
+        return bad(j, "checkpoint at offset %zu is shorter than its header", pos);
+    if (jr_long(&r) != T_CHECKPOINT && !r.err)
+        return bad(j, "constant pool offset %zu is not a checkpoint event", pos);
+    jr_long(&r); /* start */
+    jr_long(&r); /* duration */
+    *delta = (int64_t)jr_long(&r);
+    jr_u8(&r); /* flush / type mask */
+    size_t n = jr_count(&r);
+    for (size_t i = 0; i < n && !r.err; i++) {
+        if (read_pool(&r) < 0)
+            return -1;
+    }
+    return r.err ? -1 : 0;
+}
+
+static int read_pools(jfr_t *j, size_t pos)
+{
+    for (size_t n = 0; n < MAX_CHECKPOINTS; n++) {
+        int64_t delta = 0;
+        if (read_checkpoint(j, pos, &delta) < 0)
+            return -1;
+        if (delta == 0)
+            return 0;
+        int64_t next = (int64_t)pos + delta;
+        if (next < (int64_t)(j->chunk_start + CHUNK_HEADER) || next >= (int64_t)j->chunk_end)
+            return bad(j, "checkpoint chain leaves the chunk at offset %zu", pos);
+        pos = (size_t)next;
+    }
+    return bad(j, "more than %d checkpoints in a chunk", MAX_CHECKPOINTS);
+}
+
+/* ---------------------------------------------------------------- events */
+
+static int read_event(jfr_t *j, jr_t *r, const jclass_t *c, jfr_event_cb cb, void *data)
+{
+    if (++j->events > ING_JFR_MAX_EVENTS)
+        return too_big(j, "events", ING_JFR_MAX_EVENTS);
+    memset(j->vals, 0, sizeof(j->vals));
+    read_struct(r, c, 0);
+    if (r->err)
+        return -1;
+    jval_t *v = j->vals;
+    jfr_event_t ev = {.kind = c->event,
+                      .stack = v[S_EV_STACK].set ? v[S_EV_STACK].u : UINT64_MAX,
+                      .state = v[S_EV_STATE].set ? v[S_EV_STATE].u : UINT64_MAX,
+                      .context_id = v[S_EV_CONTEXT].u,
+                      .span_id = v[S_EV_SPAN_ID].u,
+                      .span_name = v[S_EV_SPAN_NAME].u,
+                      .value = (int64_t)v[S_EV_VALUE].u,
+                      .name = v[S_EV_NAME].set ? v[S_EV_NAME].s.s : "",
+                      .setting = v[S_EV_SETTING].set ? v[S_EV_SETTING].s.s : ""};
+    return cb(j, &ev, data);
+}
+
+static int read_events(jfr_t *j, jfr_event_cb cb, void *data)
+{
+    size_t pos = j->chunk_start + CHUNK_HEADER;
+    while (pos < j->chunk_end) {
+        jr_t r = jr_at(j, pos, j->chunk_end);
+        uint64_t size = j->compressed ? jr_varint(&r) : jr_be(&r, 4);
+        uint64_t type = jr_long(&r);
+        if (r.err)
+            return -1;
+        if (size == 0 || size > j->chunk_end - pos)
+            return bad(j, "event at offset %zu has size %llu", pos, (unsigned long long)size);
+        r.end = j->buf + pos + size;
+        if (r.p > r.end)
+            return bad(j, "event at offset %zu is shorter than its header", pos);
+        const jclass_t *c = type > T_CHECKPOINT ? class_of(j, type) : NULL;
+        if (c && c->event != JFR_EV_NONE && read_event(j, &r, c, cb, data) < 0)
+            return -1;
+        pos += size;
+    }
+    return 0;
+}
+
+/* ---------------------------------------------------------------- chunks */
+
+static int read_header(jfr_t *j, size_t pos)
+{
+    if (j->len - pos < CHUNK_HEADER)
+        return bad(j, "truncated chunk header at offset %zu", pos);
+    jr_t r = jr_at(j, pos, j->len);
+    uint64_t magic = jr_be(&r, 4), major = jr_be(&r, 2);
+    jr_be(&r, 2); /* minor */
+    uint64_t size = jr_be(&r, 8), cp = jr_be(&r, 8), meta = jr_be(&r, 8);
+    r.p += 32; /* start nanos, duration, start ticks, ticks per second */
+    uint64_t features = jr_be(&r, 4);
+    if (magic != CHUNK_MAGIC)
+        return bad(j, "no chunk magic at offset %zu", pos);
+    if (major != 2)
+        return bad(j, "unsupported format version %llu", (unsigned long long)major);
+    if (size < CHUNK_HEADER || size > j->len - pos)
+        return bad(j, "chunk at offset %zu has size %llu but %zu bytes remain", pos,
+                   (unsigned long long)size, j->len - pos);
+    if (cp < CHUNK_HEADER || cp >= size || meta < CHUNK_HEADER || meta >= size)
+        return bad(j, "chunk at offset %zu has pool/metadata offsets outside it", pos);
+    j->chunk_start = pos;
+    j->chunk_end = pos + size;
+    j->cp_off = (size_t)cp;
+    j->meta_off = (size_t)meta;
+    j->compressed = features & 1;
+    return 0;
+}
+
+static int read_chunk(jfr_t *j, size_t pos, jfr_event_cb on_event, jfr_chunk_cb on_chunk_end,
+                      void *data)
+{
+    if (read_header(j, pos) < 0 || read_metadata(j, pos + j->meta_off) < 0 ||
+        read_pools(j, pos + j->cp_off) < 0)
+        return -1;
+    if (read_events(j, on_event, data) < 0)
+        return -1;
+    return on_chunk_end ? on_chunk_end(j, data) : 0;
+}
+
+static void jfr_fini(jfr_t *j)
+{
+    jmap_t *maps[] = {&j->class_ix, &j->sym_ix, &j->str_ix, &j->cls_ix,
+                      &j->meth_ix,  &j->state_ix, &j->stack_ix};
+    for (size_t i = 0; i < sizeof(maps) / sizeof(maps[0]); i++)
+        jmap_free(maps[i]);
+    lc_free(j->syms);
+    lc_free(j->strs);
+    lc_free(j->states);
+    lc_free(j->clss);
+    lc_free(j->meths);
+    lc_free(j->stacks);
+    lc_free(j->frames);
+    lc_arena_free(j->meta_arena);
+}
+
+int jfr_read(const uint8_t *buf, size_t len, lc_arena_t *arena, jfr_event_cb on_event,
+             jfr_chunk_cb on_chunk_end, void *data, lc_status_t *st)
+{
+    jfr_t j = {.buf = buf, .len = len, .arena = arena, .st = st,
+               .meta_arena = lc_arena_new(ING_JFR_MEMORY)};
+    int rc = len == 0 ? bad(&j, "empty recording") : 0;
+    size_t chunks = 0;
+    for (size_t pos = 0; rc == 0 && pos < len; pos = j.chunk_end) {
+        if (++chunks > ING_JFR_MAX_CHUNKS)
+            rc = too_big(&j, "chunks", ING_JFR_MAX_CHUNKS);
+        else
+            rc = read_chunk(&j, pos, on_event, on_chunk_end, data);
+    }
+    jfr_fini(&j);
+    return rc;
+}
+
+/* ---------------------------------------------------------------- lookups */
+
+const jfr_frame_t *jfr_stack(jfr_t *j, uint64_t id, size_t *n)
+{
+    uint32_t ix = jmap_get(&j->stack_ix, id);
+    if (ix == UINT32_MAX)
+        return NULL;
+    *n = j->stacks[ix].n;
+    return j->frames + j->stacks[ix].off;
+}
+
+static const jstr_t *symbol(jfr_t *j, uint64_t id)
+{
+    uint32_t ix = jmap_get(&j->sym_ix, id);
+    return ix == UINT32_MAX ? NULL : &j->syms[ix];
+}
+
+const char *jfr_method_name(jfr_t *j, uint64_t method)
+{
+    uint32_t ix = jmap_get(&j->meth_ix, method);
+    if (ix == UINT32_MAX)
+        return NULL;
+    jmethod_t *m = &j->meths[ix];
+    if (m->full)
+        return m->full;
+    uint32_t cix = jmap_get(&j->cls_ix, m->cls);
+    if (cix == UINT32_MAX)
+        return NULL;
+    /* an unknown symbol reads as "", as in Pyroscope */
+    const jstr_t *cls = symbol(j, j->clss[cix]), *name = symbol(j, m->name);
+    m->full = lc_arena_sprintf(j->arena, "%s.%s", cls ? cls->s : "", name ? name->s : "");
+    return m->full;
+}
+
+const char *jfr_thread_state(jfr_t *j, uint64_t id)
+{
+    uint32_t ix = jmap_get(&j->state_ix, id);
+    return ix == UINT32_MAX ? NULL : j->states[ix].s;
+}

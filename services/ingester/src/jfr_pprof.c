@@ -1,0 +1,773 @@
+/*
+ * jfr_pprof.c — the events of a JFR recording (read by jfr.c) become one
+ * pprof per event kind, as Pyroscope's converter (grafana/jfr-parser, pprof
+ * package) builds them (pyroscope-api.md §2.8):
+ *   - execution samples count as cpu unless their thread state is
+ *     STATE_SLEEPING (an unknown state does not count), and also as wall when
+ *     the agent's `event` setting is "wall"; async-profiler's wall-clock
+ *     samples count as wall (x samples) and, when running and event=wall, cpu;
+ *     cpu and wall values are x period = 1e9 / sampleRate;
+ *   - allocations in / outside TLAB and allocation samples: [1, bytes];
+ *   - monitor enter and thread park: [1, duration in ticks, as recorded];
+ *   - live objects [1]; malloc [1, size].
+ * Samples carry the labels of their context id (the LabelsSnapshot part),
+ * plus profile_id (span id, 16 hex digits) and span_name, for the events that
+ * carry them (cpu, wall, TLAB allocations, monitor enter).
+ *
+ * Events are summed per (kind, stack trace, context, span) within a chunk and
+ * resolved into locations when the chunk ends, while its pools are valid.
+ * Ownership: the builders and the aggregation table are this call's; the
+ * result's buffers are the caller's (ing_jfr_result_fini).
+ * Threading: pure; the regexes of ing_jfr_merge_generated compile once.
+ */
+#include <pthread.h>
+#include <regex.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "jfr.h"
+#include "lc/gz.h"
+#include "lc/pprof.h"
+
+#define NS_PER_S 1000000000LL
+
+/* ---------------------------------------------------------------- kinds */
+
+static const struct {
+    const char *metric;
+    const char *types[2][2]; /* sample types: {type, unit} */
+    const char *period[2];
+} KINDS[ING_JFR_KINDS_] = {
+    [ING_JFR_CPU] = {"process_cpu", {{"cpu", "nanoseconds"}}, {"cpu", "nanoseconds"}},
+    [ING_JFR_WALL] = {"wall", {{"wall", "nanoseconds"}}, {"wall", "nanoseconds"}},
+    [ING_JFR_ALLOC_IN_TLAB] = {"memory",
+                               {{"alloc_in_new_tlab_objects", "count"},
+                                {"alloc_in_new_tlab_bytes", "bytes"}},
+                               {"space", "bytes"}},
+    [ING_JFR_ALLOC_OUTSIDE_TLAB] = {"memory",
+                                    {{"alloc_outside_tlab_objects", "count"},
+                                     {"alloc_outside_tlab_bytes", "bytes"}},
+                                    {"space", "bytes"}},
+    [ING_JFR_LOCK] = {"mutex", {{"contentions", "count"}, {"delay", "nanoseconds"}},
+                      {"mutex", "count"}},
+    [ING_JFR_THREAD_PARK] = {"block", {{"contentions", "count"}, {"delay", "nanoseconds"}},
+                             {"block", "count"}},
+    [ING_JFR_LIVE_OBJECT] = {"memory", {{"live", "count"}}, {"objects", "count"}},
+    [ING_JFR_ALLOC_SAMPLE] = {"memory",
+                              {{"alloc_sample_objects", "count"}, {"alloc_sample_bytes", "bytes"}},
+                              {"space", "bytes"}},
+    [ING_JFR_MALLOC] = {"memory", {{"malloc_objects", "count"}, {"malloc_bytes", "bytes"}}, {0}},
+};
+
+const char *ing_jfr_kind_metric(ing_jfr_kind_t k)
+{
+    return k < ING_JFR_KINDS_ ? KINDS[k].metric : "";
+}
+
+static size_t kind_width(ing_jfr_kind_t k)
+{
+    return KINDS[k].types[1][0] ? 2 : 1;
+}
+
+/* ---------------------------------------------------------------- LabelsSnapshot */
+
+typedef struct id_str_s {
+    int64_t id;
+    const char *s;
+    size_t order;
+} id_str_t;
+
+typedef struct id_ctx_s {
+    int64_t id;
+    size_t off, n; /* pairs in labels_kv */
+    size_t order;
+} id_ctx_t;
+
+typedef struct snapshot_s {
+    id_str_t *strs;
+    size_t n_strs, cap_strs;
+    id_ctx_t *ctxs;
+    size_t n_ctxs, cap_ctxs;
+    int64_t *kv; /* string ids: key, value, ... */
+    size_t n_kv, cap_kv;
+} snapshot_t;
+
+typedef struct pb_s {
+    const uint8_t *p, *end;
+    bool err;
+} pb_t;
+
+static uint64_t pb_varint(pb_t *r)
+{
+    uint64_t v = 0;
+    for (unsigned shift = 0; shift < 64; shift += 7) {
+        if (r->p >= r->end)
+            break;
+        uint8_t b = *r->p++;
+        v |= (uint64_t)(b & 0x7f) << shift;
+        if (b < 0x80)
+            return v;
+    }
+    r->err = true;
+    return 0;
+}
+
+/* The next field: its number and, for length-delimited ones, a sub-reader. */
+static bool pb_field(pb_t *r, uint32_t *num, uint64_t *v, pb_t *sub)
+{
+    if (r->err || r->p >= r->end)
+        return false;
+    uint64_t key = pb_varint(r);
+    *num = (uint32_t)(key >> 3);
+    /* a field of the wrong wire type reads as 0 / an empty message */
+    *v = 0;
+    *sub = (pb_t){r->p, r->p, false};
+    switch (key & 7) {
+    case 0:
+        *v = pb_varint(r);
+        break;
+    case 1:
+    case 5: {
+        size_t n = (key & 7) == 1 ? 8 : 4;
+        if ((size_t)(r->end - r->p) < n)
+            r->err = true;
+        else
+            r->p += n;
+        *num = 0; /* never one of ours */
+        break;
+    }
+    case 2: {
+        uint64_t n = pb_varint(r);
+        if (r->err || n > (uint64_t)(r->end - r->p)) {
+            r->err = true;
+            break;
+        }
+        *sub = (pb_t){r->p, r->p + n, false};
+        r->p += n;
+        break;
+    }
+    default:
+        r->err = true;
+    }
+    return !r->err;
+}
+
+static bool snap_string(snapshot_t *s, pb_t e, lc_arena_t *arena)
+{
+    int64_t id = 0;
+    const char *str = "";
+    uint32_t num;
+    uint64_t v;
+    pb_t sub;
+    while (pb_field(&e, &num, &v, &sub)) {
+        if (num == 1)
+            id = (int64_t)v;
+        else if (num == 2 && !(str = lc_arena_strndup(arena, (const char *)sub.p,
+                                                      (size_t)(sub.end - sub.p))))
+            return false;
+    }
+    if (e.err)
+        return false;
+    s->strs = lc_xgrow(s->strs, &s->cap_strs, s->n_strs + 1, sizeof(*s->strs));
+    s->strs[s->n_strs] = (id_str_t){id, str, s->n_strs};
+    s->n_strs++;
+    return true;
+}
+
+static bool snap_context(snapshot_t *s, pb_t e)
+{
+    id_ctx_t c = {.off = s->n_kv / 2, .order = s->n_ctxs};
+    uint32_t num;
+    uint64_t v;
+    pb_t sub;
+    while (pb_field(&e, &num, &v, &sub)) {
+        if (num == 1) {
+            c.id = (int64_t)v;
+            continue;
+        }
+        if (num != 2)
+            continue;
+        pb_t lab, pair;
+        while (pb_field(&sub, &num, &v, &lab)) { /* Context: 1 = labels map entries */
+            if (num != 1)
+                continue;
+            int64_t kv[2] = {0, 0};
+            while (pb_field(&lab, &num, &v, &pair)) {
+                if (num == 1 || num == 2)
+                    kv[num - 1] = (int64_t)v;
+            }
+            if (lab.err || s->n_kv / 2 >= ING_JFR_MAX_CONTEXTS * 4)
+                return false;
+            s->kv = lc_xgrow(s->kv, &s->cap_kv, s->n_kv + 2, sizeof(*s->kv));
+            s->kv[s->n_kv++] = kv[0];
+            s->kv[s->n_kv++] = kv[1];
+            c.n++;
+        }
+        if (sub.err)
+            return false;
+    }
+    if (e.err)
+        return false;
+    s->ctxs = lc_xgrow(s->ctxs, &s->cap_ctxs, s->n_ctxs + 1, sizeof(*s->ctxs));
+    s->ctxs[s->n_ctxs++] = c;
+    return true;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+    const id_str_t *x = a, *y = b;
+    return x->id != y->id ? (x->id < y->id ? -1 : 1) : (x->order < y->order ? -1 : 1);
+}
+
+static int cmp_ctx(const void *a, const void *b)
+{
+    const id_ctx_t *x = a, *y = b;
+    return x->id != y->id ? (x->id < y->id ? -1 : 1) : (x->order < y->order ? -1 : 1);
+}
+
+/* Sorted by id; of repeated map keys the last one wins, as in protobuf. */
+static void snap_sort(snapshot_t *s)
+{
+    qsort(s->strs, s->n_strs, sizeof(*s->strs), cmp_str);
+    qsort(s->ctxs, s->n_ctxs, sizeof(*s->ctxs), cmp_ctx);
+    size_t n = 0;
+    for (size_t i = 0; i < s->n_strs; i++) {
+        if (n && s->strs[n - 1].id == s->strs[i].id)
+            n--;
+        s->strs[n++] = s->strs[i];
+    }
+    s->n_strs = n;
+    n = 0;
+    for (size_t i = 0; i < s->n_ctxs; i++) {
+        if (n && s->ctxs[n - 1].id == s->ctxs[i].id)
+            n--;
+        s->ctxs[n++] = s->ctxs[i];
+    }
+    s->n_ctxs = n;
+}
+
+static int snap_parse(snapshot_t *s, const uint8_t *data, size_t len, lc_arena_t *arena,
+                      lc_status_t *st)
+{
+    pb_t r = {data, data + len, false}, e;
+    uint32_t num;
+    uint64_t v;
+    while (pb_field(&r, &num, &v, &e)) {
+        if (s->n_strs + s->n_ctxs >= ING_JFR_MAX_CONTEXTS)
+            return lc_status_set_http(st, 413, LC_CODE_INVALID_ARGUMENT,
+                                      "profile too large: jfr labels (limit %zu entries)",
+                                      ING_JFR_MAX_CONTEXTS);
+        if ((num == 1 && !snap_context(s, e)) || (num == 2 && !snap_string(s, e, arena)))
+            r.err = true;
+    }
+    if (r.err)
+        return lc_status_set_http(st, 422, LC_CODE_INVALID_ARGUMENT,
+                                  "invalid labels: not a LabelsSnapshot protobuf");
+    snap_sort(s);
+    return 0;
+}
+
+static const char *snap_str(const snapshot_t *s, int64_t id)
+{
+    id_str_t key = {.id = id};
+    size_t lo = 0, hi = s->n_strs;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (s->strs[mid].id < key.id)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < s->n_strs && s->strs[lo].id == id ? s->strs[lo].s : "";
+}
+
+static const id_ctx_t *snap_ctx(const snapshot_t *s, int64_t id)
+{
+    size_t lo = 0, hi = s->n_ctxs;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (s->ctxs[mid].id < id)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < s->n_ctxs && s->ctxs[lo].id == id ? &s->ctxs[lo] : NULL;
+}
+
+static void snap_free(snapshot_t *s)
+{
+    lc_free(s->strs);
+    lc_free(s->ctxs);
+    lc_free(s->kv);
+}
+
+/* ---------------------------------------------------------------- aggregation */
+
+typedef struct agg_s {
+    uint64_t stack, ctx, span, span_name;
+    uint32_t kind;
+    bool used;
+    int64_t v[2];
+} agg_t;
+
+typedef struct conv_s {
+    const ing_jfr_params_t *params;
+    int64_t period;
+    lc_arena_t *arena;
+    lc_status_t *st;
+    snapshot_t snap;
+    lc_pprof_builder_t *b[ING_JFR_KINDS_];
+    uint64_t mapping[ING_JFR_KINDS_];
+    agg_t *agg;
+    size_t cap_agg, n_agg;
+    const char *event;
+    size_t n_events;
+    uint64_t *locs;
+    size_t cap_locs;
+    const char **kv;
+    size_t cap_kv;
+    /* (kind, method) -> pprof function id, for the current chunk: a frame's
+     * name is hashed by the builder once per chunk, not once per frame */
+    uint64_t *fn_keys, *fn_vals;
+    uint8_t *fn_kinds;
+    size_t cap_fn, n_fn;
+} conv_t;
+
+static uint64_t agg_hash(const agg_t *k)
+{
+    uint64_t h = k->kind * 0x9E3779B97F4A7C15ull;
+    h = (h ^ k->stack) * 0xff51afd7ed558ccdull;
+    h = (h ^ k->ctx) * 0xc4ceb9fe1a85ec53ull;
+    h = (h ^ k->span) * 0xff51afd7ed558ccdull;
+    h = (h ^ k->span_name) * 0xc4ceb9fe1a85ec53ull;
+    return h ^ (h >> 29);
+}
+
+static agg_t *agg_find(conv_t *cv, const agg_t *k);
+
+static void agg_grow(conv_t *cv)
+{
+    agg_t *old = cv->agg;
+    size_t old_cap = cv->cap_agg;
+    cv->cap_agg = old_cap ? old_cap * 2 : 1024;
+    cv->agg = lc_xcalloc(cv->cap_agg, sizeof(*cv->agg));
+    for (size_t i = 0; i < old_cap; i++) {
+        if (old[i].used)
+            *agg_find(cv, &old[i]) = old[i];
+    }
+    lc_free(old);
+}
+
+static agg_t *agg_find(conv_t *cv, const agg_t *k)
+{
+    size_t i = agg_hash(k) & (cv->cap_agg - 1);
+    for (;; i = (i + 1) & (cv->cap_agg - 1)) {
+        agg_t *e = &cv->agg[i];
+        if (!e->used || (e->kind == k->kind && e->stack == k->stack && e->ctx == k->ctx &&
+                         e->span == k->span && e->span_name == k->span_name))
+            return e;
+    }
+}
+
+static void agg_add(conv_t *cv, ing_jfr_kind_t kind, const jfr_event_t *ev, bool correlated,
+                    int64_t v0, int64_t v1)
+{
+    if ((cv->n_agg + 1) * 2 > cv->cap_agg)
+        agg_grow(cv);
+    agg_t k = {.stack = ev->stack, .kind = kind};
+    if (correlated) {
+        k.ctx = ev->context_id;
+        k.span = ev->span_id;
+        k.span_name = ev->span_name;
+    }
+    agg_t *e = agg_find(cv, &k);
+    if (!e->used) {
+        *e = k;
+        e->used = true;
+        cv->n_agg++;
+    }
+    e->v[0] = (int64_t)((uint64_t)e->v[0] + (uint64_t)v0);
+    e->v[1] = (int64_t)((uint64_t)e->v[1] + (uint64_t)v1);
+    if (!cv->b[kind]) { /* a kind exists once one of its events was seen */
+        lc_pprof_builder_t *b = cv->b[kind] = lc_pprof_builder_new();
+        for (size_t t = 0; t < kind_width(kind); t++)
+            lc_pprof_builder_sample_type(b, KINDS[kind].types[t][0], KINDS[kind].types[t][1]);
+        if (KINDS[kind].period[0])
+            lc_pprof_builder_period(b, KINDS[kind].period[0], KINDS[kind].period[1],
+                                    kind == ING_JFR_CPU || kind == ING_JFR_WALL ? cv->period : 0);
+        lc_pprof_builder_times(b, cv->params->start_ns, cv->params->end_ns - cv->params->start_ns);
+        cv->mapping[kind] = lc_pprof_builder_mapping(b, 0, 0, 0, "", "", true);
+    }
+}
+
+/* ---------------------------------------------------------------- events */
+
+static int64_t mul_period(const conv_t *cv, int64_t v)
+{
+    return (int64_t)((uint64_t)v * (uint64_t)cv->period);
+}
+
+static int jfr_on_event(jfr_t *j, const jfr_event_t *ev, void *data)
+{
+    conv_t *cv = data;
+    bool wall = !strcmp(cv->event, "wall");
+    const char *state;
+    cv->n_events++;
+    switch (ev->kind) {
+    case JFR_EV_EXECUTION_SAMPLE:
+        state = jfr_thread_state(j, ev->state);
+        if (state && strcmp(state, "STATE_SLEEPING") != 0)
+            agg_add(cv, ING_JFR_CPU, ev, true, mul_period(cv, 1), 0);
+        if (wall)
+            agg_add(cv, ING_JFR_WALL, ev, true, mul_period(cv, 1), 0);
+        break;
+    case JFR_EV_WALL_CLOCK_SAMPLE:
+        state = jfr_thread_state(j, ev->state);
+        if (state && !strcmp(state, "STATE_RUNNABLE") && wall)
+            agg_add(cv, ING_JFR_CPU, ev, true, mul_period(cv, ev->value), 0);
+        agg_add(cv, ING_JFR_WALL, ev, true, mul_period(cv, ev->value), 0);
+        break;
+    case JFR_EV_ALLOC_IN_NEW_TLAB:
+        agg_add(cv, ING_JFR_ALLOC_IN_TLAB, ev, true, 1, ev->value);
+        break;
+    case JFR_EV_ALLOC_OUTSIDE_TLAB:
+        agg_add(cv, ING_JFR_ALLOC_OUTSIDE_TLAB, ev, true, 1, ev->value);
+        break;
+    case JFR_EV_ALLOC_SAMPLE:
+        agg_add(cv, ING_JFR_ALLOC_SAMPLE, ev, false, 1, ev->value);
+        break;
+    case JFR_EV_MONITOR_ENTER:
+        agg_add(cv, ING_JFR_LOCK, ev, true, 1, ev->value);
+        break;
+    case JFR_EV_THREAD_PARK:
+        agg_add(cv, ING_JFR_THREAD_PARK, ev, false, 1, ev->value);
+        break;
+    case JFR_EV_LIVE_OBJECT:
+        agg_add(cv, ING_JFR_LIVE_OBJECT, ev, false, 1, 0);
+        break;
+    case JFR_EV_MALLOC:
+        agg_add(cv, ING_JFR_MALLOC, ev, false, 1, ev->value);
+        break;
+    case JFR_EV_ACTIVE_SETTING:
+        if (!strcmp(ev->name, "event"))
+            cv->event = ev->setting;
+        break;
+    default:
+        break;
+    }
+    return 0;
+}
+
+/* ---------------------------------------------------------------- resolving a chunk */
+
+/* The labels of a sample, as key/value pointers in cv->kv; returns pairs. */
+static size_t sample_labels(conv_t *cv, const agg_t *a)
+{
+    const id_ctx_t *c = a->ctx ? snap_ctx(&cv->snap, (int64_t)a->ctx) : NULL;
+    size_t n = c ? c->n : 0, k = 0;
+    cv->kv = lc_xgrow(cv->kv, &cv->cap_kv, 2 * n + 4, sizeof(*cv->kv));
+    for (size_t i = 0; i < n; i++) {
+        const char *key = snap_str(&cv->snap, cv->snap.kv[2 * (c->off + i)]);
+        const char *val = snap_str(&cv->snap, cv->snap.kv[2 * (c->off + i) + 1]);
+        if (*key && *val) { /* an empty label is no label */
+            cv->kv[2 * k] = key;
+            cv->kv[2 * k++ + 1] = val;
+        }
+    }
+    if (a->span) {
+        cv->kv[2 * k] = "profile_id";
+        cv->kv[2 * k++ + 1] = lc_arena_sprintf(cv->arena, "%016llx", (unsigned long long)a->span);
+    }
+    const char *span_name = a->span_name ? snap_str(&cv->snap, (int64_t)a->span_name) : "";
+    if (*span_name) {
+        cv->kv[2 * k] = "span_name";
+        cv->kv[2 * k++ + 1] = span_name;
+    }
+    return k;
+}
+
+static size_t fn_slot(const conv_t *cv, uint64_t method, uint8_t kind)
+{
+    size_t i = (size_t)(((method ^ kind) * 0x9E3779B97F4A7C15ull) >> 17) & (cv->cap_fn - 1);
+    while (cv->fn_vals[i] && (cv->fn_keys[i] != method || cv->fn_kinds[i] != kind))
+        i = (i + 1) & (cv->cap_fn - 1);
+    return i;
+}
+
+static void fn_grow(conv_t *cv)
+{
+    uint64_t *keys = cv->fn_keys, *vals = cv->fn_vals;
+    uint8_t *kinds = cv->fn_kinds;
+    size_t cap = cv->cap_fn;
+    cv->cap_fn = cap ? cap * 2 : 1024;
+    cv->fn_keys = lc_xcalloc(cv->cap_fn, sizeof(*keys));
+    cv->fn_vals = lc_xcalloc(cv->cap_fn, sizeof(*vals));
+    cv->fn_kinds = lc_xcalloc(cv->cap_fn, sizeof(*kinds));
+    for (size_t i = 0; i < cap; i++) {
+        if (vals[i]) {
+            size_t k = fn_slot(cv, keys[i], kinds[i]);
+            cv->fn_keys[k] = keys[i];
+            cv->fn_vals[k] = vals[i];
+            cv->fn_kinds[k] = kinds[i];
+        }
+    }
+    lc_free(keys);
+    lc_free(vals);
+    lc_free(kinds);
+}
+
+/* The builder's function id of a method for a kind; 0 when the method or
+ * its class is unknown (the frame is dropped, as in Pyroscope). */
+static uint64_t function_of(conv_t *cv, jfr_t *j, uint32_t kind, uint64_t method)
+{
+    if ((cv->n_fn + 1) * 2 > cv->cap_fn)
+        fn_grow(cv);
+    size_t i = fn_slot(cv, method, (uint8_t)kind);
+    if (cv->fn_vals[i])
+        return cv->fn_vals[i];
+    const char *name = jfr_method_name(j, method);
+    uint64_t id = name ? lc_pprof_builder_function(cv->b[kind], name, "", "", 0) : 0;
+    if (id) {
+        cv->fn_keys[i] = method;
+        cv->fn_kinds[i] = (uint8_t)kind;
+        cv->fn_vals[i] = id;
+        cv->n_fn++;
+    }
+    return id;
+}
+
+static void resolve_sample(conv_t *cv, jfr_t *j, const agg_t *a)
+{
+    size_t n;
+    const jfr_frame_t *fr = jfr_stack(j, a->stack, &n);
+    if (!fr)
+        return; /* Pyroscope drops samples of unknown stacks */
+    lc_pprof_builder_t *b = cv->b[a->kind];
+    cv->locs = lc_xgrow(cv->locs, &cv->cap_locs, n ? n : 1, sizeof(*cv->locs));
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        uint64_t fn = function_of(cv, j, a->kind, fr[i].method);
+        if (!fn)
+            continue; /* unknown method or class: the frame is dropped */
+        lc_pprof_line_t line = {fn, fr[i].line};
+        cv->locs[k++] = lc_pprof_builder_location(b, cv->mapping[a->kind], 0, &line, 1);
+    }
+    size_t pairs = sample_labels(cv, a);
+    lc_pprof_builder_sample(b, cv->locs, k, a->v, pairs ? cv->kv : NULL, pairs);
+}
+
+static int on_chunk_end(jfr_t *j, void *data)
+{
+    conv_t *cv = data;
+    for (size_t i = 0; i < cv->cap_agg; i++) {
+        if (cv->agg[i].used)
+            resolve_sample(cv, j, &cv->agg[i]);
+    }
+    if (cv->cap_agg)
+        memset(cv->agg, 0, cv->cap_agg * sizeof(*cv->agg));
+    if (cv->cap_fn) /* method ids belong to the chunk */
+        memset(cv->fn_vals, 0, cv->cap_fn * sizeof(*cv->fn_vals));
+    cv->n_agg = cv->n_fn = 0;
+    return 0;
+}
+
+/* ---------------------------------------------------------------- the call */
+
+static int gunzip_part(const uint8_t **data, size_t *len, size_t cap, lc_buf_t *keep,
+                       const char *what, lc_status_t *st)
+{
+    if (!lc_gz_is_gzip(*data, *len))
+        return 0;
+    int rc = lc_gunzip(*data, *len, cap, keep);
+    if (rc == LC_ETOOBIG)
+        return lc_status_set_http(st, 413, LC_CODE_INVALID_ARGUMENT,
+                                  "profile too large: %s over %zu bytes decompressed", what, cap);
+    if (rc != 0)
+        return lc_status_set_http(st, 422, LC_CODE_INVALID_ARGUMENT, "invalid %s: bad gzip",
+                                  what);
+    *data = keep->data;
+    *len = keep->len;
+    return 0;
+}
+
+static int encode_all(conv_t *cv, ing_jfr_result_t *out)
+{
+    for (int k = 0; k < ING_JFR_KINDS_; k++) {
+        if (!cv->b[k])
+            continue;
+        ing_jfr_profile_t *p = &out->profiles[out->n++];
+        p->kind = (ing_jfr_kind_t)k;
+        p->metric = KINDS[k].metric;
+        lc_buf_init(&p->pprof, LC_BUF_UNLIMITED);
+        if (lc_pprof_builder_encode(cv->b[k], false, &p->pprof) != 0)
+            return lc_status_set_http(cv->st, 413, LC_CODE_INVALID_ARGUMENT,
+                                      "profile too large: jfr %s profile", KINDS[k].metric);
+    }
+    return 0;
+}
+
+static void conv_fini(conv_t *cv)
+{
+    for (int k = 0; k < ING_JFR_KINDS_; k++)
+        lc_pprof_builder_free(cv->b[k]);
+    snap_free(&cv->snap);
+    lc_free(cv->agg);
+    lc_free(cv->locs);
+    lc_free(cv->kv);
+    lc_free(cv->fn_keys);
+    lc_free(cv->fn_vals);
+    lc_free(cv->fn_kinds);
+}
+
+int ing_jfr_to_pprof(const uint8_t *jfr, size_t jfr_len, const uint8_t *labels, size_t labels_len,
+                     const ing_jfr_params_t *params, lc_arena_t *arena, ing_jfr_result_t *out,
+                     lc_status_t *st)
+{
+    memset(out, 0, sizeof(*out));
+    out->event = "";
+    conv_t cv = {.params = params, .arena = arena, .st = st, .event = ""};
+    cv.period = params->sample_rate ? NS_PER_S / (int64_t)params->sample_rate : 0;
+    lc_buf_t jfr_buf, labels_buf;
+    lc_buf_init(&jfr_buf, ING_JFR_MAX_BYTES);
+    lc_buf_init(&labels_buf, ING_JFR_MAX_LABELS_BYTES);
+    int rc = gunzip_part(&jfr, &jfr_len, ING_JFR_MAX_BYTES, &jfr_buf, "jfr", st);
+    if (rc == 0 && labels && labels_len)
+        rc = gunzip_part(&labels, &labels_len, ING_JFR_MAX_LABELS_BYTES, &labels_buf, "labels",
+                         st);
+    if (rc == 0 && labels && labels_len)
+        rc = snap_parse(&cv.snap, labels, labels_len, arena, st);
+    if (rc == 0)
+        rc = jfr_read(jfr, jfr_len, arena, jfr_on_event, on_chunk_end, &cv, st);
+    if (rc == 0)
+        rc = encode_all(&cv, out);
+    out->event = cv.event;
+    out->n_events = cv.n_events;
+    conv_fini(&cv);
+    lc_buf_fini(&jfr_buf);
+    lc_buf_fini(&labels_buf);
+    if (rc != 0)
+        ing_jfr_result_fini(out);
+    return rc == 0 ? 0 : -1;
+}
+
+void ing_jfr_result_fini(ing_jfr_result_t *r)
+{
+    for (size_t i = 0; i < r->n; i++)
+        lc_buf_fini(&r->profiles[i].pprof);
+    r->n = 0;
+}
+
+/* ---------------------------------------------------------------- generated names */
+
+static bool all_of(const char *s, const char *end, const char *set)
+{
+    if (s >= end)
+        return false;
+    for (; s < end; s++) {
+        if (!strchr(set, *s) || !*s)
+            return false;
+    }
+    return true;
+}
+
+#define DIGITS "0123456789"
+#define HEX "0123456789abcdef"
+
+/* The tail after "$$Lambda": `$?\d*[./](0x)?[\da-f]+` or `\d+`. */
+static bool lambda_tail(const char *s, const char *end)
+{
+    if (all_of(s, end, DIGITS))
+        return true;
+    if (s < end && *s == '$')
+        s++;
+    while (s < end && *s >= '0' && *s <= '9')
+        s++;
+    if (s >= end || (*s != '.' && *s != '/'))
+        return false;
+    s++;
+    return all_of(s, end, HEX) || (end - s > 2 && s[0] == '0' && s[1] == 'x' &&
+                                   all_of(s + 2, end, HEX));
+}
+
+/* The longest prefix ending in marker (at position >= 1) whose tail passes
+ * ok (NULL: any tail); its length, or 0. Greedy, like `^(.+marker)`. */
+static size_t prefix_before(const char *s, size_t len, const char *marker,
+                            bool (*ok)(const char *, const char *))
+{
+    size_t m = strlen(marker);
+    for (size_t i = len >= m ? len - m + 1 : 0; i-- > 1;) {
+        if (!memcmp(s + i, marker, m) && (!ok || ok(s + i + m, s + len)))
+            return i + m;
+    }
+    return 0;
+}
+
+typedef struct lib_re_s {
+    const char *hint, *pattern, *replacement;
+    regex_t re;
+} lib_re_t;
+
+static lib_re_t LIBS[] = {
+    {"libzstd-jni-",
+     "^(\\.?/tmp/)?(libzstd-jni-[0-9]+\\.[0-9]+\\.[0-9]+-)([0-9]+)(\\.so)( \\(deleted\\))?$",
+     "libzstd-jni-_.so", {0}},
+    {"amazonCorrettoCryptoProvider",
+     "^(\\.?/tmp/)?(lib)?(amazonCorrettoCryptoProvider)(NativeLibraries\\.)?([0-9a-f]{16})"
+     "(/libcrypto|/libamazonCorrettoCryptoProvider)?(\\.so)( \\(deleted\\))?$",
+     "libamazonCorrettoCryptoProvider_.so", {0}},
+    {"libasyncProfiler-",
+     "^(\\.?/tmp/)?(libasyncProfiler)-(linux-arm64|linux-musl-x64|linux-x64|macos)-"
+     "(17b9a1d8156277a98ccc871afa9a8f69215f92)(\\.so)( \\(deleted\\))?$",
+     "libasyncProfiler-_.so", {0}},
+};
+static pthread_once_t libs_once = PTHREAD_ONCE_INIT;
+static bool libs_ok;
+
+static void libs_compile(void)
+{
+    libs_ok = true;
+    for (size_t i = 0; i < sizeof(LIBS) / sizeof(LIBS[0]); i++)
+        libs_ok &= regcomp(&LIBS[i].re, LIBS[i].pattern, REG_EXTENDED | REG_NOSUB) == 0;
+}
+
+static const char *merge_lib(const char *s)
+{
+    pthread_once(&libs_once, libs_compile);
+    for (size_t i = 0; libs_ok && i < sizeof(LIBS) / sizeof(LIBS[0]); i++) {
+        if (strstr(s, LIBS[i].hint) && regexec(&LIBS[i].re, s, 0, NULL, 0) == 0)
+            return LIBS[i].replacement;
+    }
+    return NULL;
+}
+
+const char *ing_jfr_merge_generated(const char *s, size_t len, lc_arena_t *arena, size_t *out_len)
+{
+    static const char accessor[] = "jdk/internal/reflect/GeneratedMethodAccessor";
+    size_t alen = sizeof(accessor) - 1, cut = 0;
+    *out_len = len;
+    /* applied in turn, as Pyroscope's regexes are */
+    if (len > alen && !memcmp(s, accessor, alen) && all_of(s + alen, s + len, DIGITS))
+        cut = alen;
+    else if (memchr(s, '$', len))
+        cut = prefix_before(s, len, "$$Lambda", lambda_tail);
+    if (cut) {
+        char *o = lc_arena_sprintf(arena, "%.*s_", (int)cut, s);
+        if (!o)
+            return s;
+        s = o;
+        len = *out_len = cut + 1;
+    }
+    size_t cglib = memchr(s, '$', len) ? prefix_before(s, len, "$$EnhancerBySpringCGLIB$$", NULL) : 0;
+    if (cglib) {
+        char *o = lc_arena_sprintf(arena, "%.*s_", (int)cglib, s);
+        if (o) {
+            s = o;
+            len = *out_len = cglib + 1;
+        }
+    }
+    const char *lib = len > 12 && !memchr(s, 0, len) ? merge_lib(s) : NULL;
+    if (lib)
+        *out_len = strlen(lib);
+    return lib ? lib : s;
+}
