@@ -60,7 +60,7 @@ static void *serve(void *arg)
         }
         size_t hlen = (size_t)(eoh - buf) + 4;
         long body = content_length(buf, hlen);
-        size_t extra = have - hlen;             /* body bytes already read */
+        size_t extra = have - hlen; /* body bytes already read */
         if ((long)extra >= body) {
             memmove(buf, buf + hlen + body, extra - (size_t)body);
             have = extra - (size_t)body;
@@ -85,7 +85,11 @@ out:
 }
 
 static volatile sig_atomic_t g_stop;
-static void on_signal(int sig) { (void)sig; g_stop = 1; }
+static void on_signal(int sig)
+{
+    (void)sig;
+    g_stop = 1;
+}
 
 int main(int argc, char **argv)
 {
@@ -111,7 +115,7 @@ int main(int argc, char **argv)
     getsockname(ls, (struct sockaddr *)&a, &al);
     printf("%d\n", ntohs(a.sin_port));
     fflush(stdout);
-    struct sigaction sa = {.sa_handler = on_signal};     /* no SA_RESTART: accept returns EINTR */
+    struct sigaction sa = {.sa_handler = on_signal}; /* no SA_RESTART: accept returns EINTR */
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGINT, &sa, NULL);
     signal(SIGPIPE, SIG_IGN);

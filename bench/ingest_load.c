@@ -45,7 +45,7 @@ static body_t *g_bodies;
 static int g_nbodies;
 static atomic_long g_next, g_ok, g_bad, g_errors;
 static atomic_long g_group_ok[MAX_GROUPS];
-static double *g_lat_ms;        /* per request, -1 if failed */
+static double *g_lat_ms; /* per request, -1 if failed */
 
 static double now_s(void)
 {
@@ -115,7 +115,8 @@ static int read_response(int fd, char *buf, size_t cap, int *close_after)
             eol = eoh;
         if (strncasecmp(p, "content-length:", 15) == 0)
             clen = strtol(p + 15, NULL, 10);
-        else if (strncasecmp(p, "connection:", 11) == 0 && strcasestr(p, "close") && strcasestr(p, "close") < eol)
+        else if (strncasecmp(p, "connection:", 11) == 0 && strcasestr(p, "close") &&
+                 strcasestr(p, "close") < eol)
             *close_after = 1;
         p = eol + 1;
     }
@@ -160,7 +161,7 @@ static void *worker(void *arg)
                 close(fd);
                 fd = -1;
             }
-            if (status || !reused)      /* retry once, only on a stale keep-alive socket */
+            if (status || !reused) /* retry once, only on a stale keep-alive socket */
                 break;
         }
         if (status >= 200 && status < 300) {
@@ -255,9 +256,10 @@ int main(int argc, char **argv)
     qsort(g_lat_ms, n, sizeof *g_lat_ms, cmp_double);
     double p50 = n ? g_lat_ms[n / 2] : 0, p99 = n ? g_lat_ms[(size_t)((double)n * 0.99)] : 0;
     printf("{\"requests\": %ld, \"ok\": %ld, \"non_2xx\": %ld, \"errors\": %ld, \"seconds\": %.6f, "
-           "\"body_bytes\": %zu, \"p50_ms\": %.3f, \"p99_ms\": %.3f, \"max_ms\": %.3f, \"group_ok\": [",
-           g_requests, atomic_load(&g_ok), atomic_load(&g_bad), atomic_load(&g_errors), secs, body_bytes,
-           p50, p99, n ? g_lat_ms[n - 1] : 0);
+           "\"body_bytes\": %zu, \"p50_ms\": %.3f, \"p99_ms\": %.3f, \"max_ms\": %.3f, "
+           "\"group_ok\": [",
+           g_requests, atomic_load(&g_ok), atomic_load(&g_bad), atomic_load(&g_errors), secs,
+           body_bytes, p50, p99, n ? g_lat_ms[n - 1] : 0);
     for (int g = 0; g < g_groups; g++)
         printf("%s%ld", g ? ", " : "", atomic_load(&g_group_ok[g]));
     printf("]}\n");

@@ -5,8 +5,8 @@
  * publishing into the ingester's transport.
  */
 #include "agent.h"
-#include "ingester.h"
 #include "ember_process.h"
+#include "ingester.h"
 #include "querier.h"
 #include "scraper.h"
 #include "ui.h"

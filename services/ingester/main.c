@@ -3,8 +3,8 @@
  * store, retention; with --redis.url it announces itself to the queriers)
  * and the shard API the queriers ask.
  */
-#include "ingester.h"
 #include "ember_process.h"
+#include "ingester.h"
 #include "shard.h" /* the querier role's: qry_shard_node */
 
 static const lc_node_ops_t *const nodes[] = {&ing_node, &qry_shard_node};

@@ -27,7 +27,9 @@ typedef struct {
 } fuzz_cfg_t;
 
 #define F(name, type, field, def, min, max)                                                        \
-    {name, type, offsetof(fuzz_cfg_t, field), def, min, max, "fuzz"}
+    {                                                                                              \
+        name, type, offsetof(fuzz_cfg_t, field), def, min, max, "fuzz"                             \
+    }
 
 static const lc_cfg_entry_t table[] = {
     F("config.file", LC_CFG_STRING, config_file, NULL, 0, 0),

@@ -9,8 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "receive_int.h"
 #include "jfr.h"
+#include "receive_int.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -38,8 +38,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     size_t jfr_len = size - 1 - labels_len;
     lc_arena_t *arena = lc_arena_new(1 << 28);
     lc_status_t st = {0};
-    ing_jfr_params_t params = {.start_ns = 1700000000000000000LL,
-                               .end_ns = 1700000010000000000LL, .sample_rate = 100};
+    ing_jfr_params_t params = {
+        .start_ns = 1700000000000000000LL, .end_ns = 1700000010000000000LL, .sample_rate = 100};
     ing_jfr_result_t r;
     if (ing_jfr_to_pprof(jfr, jfr_len, labels_len ? labels : NULL, labels_len, &params, arena, &r,
                          &st) != 0) {

@@ -76,8 +76,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     lc_pprof_t *p = NULL;
     lc_pprof_index_t *ix = NULL;
     lc_status_t st = {0};
-    bool valid = lc_pprof_decode(data, size, &lim, a, &p, &st) == 0 &&
-                 lc_pprof_validate(p, &lim, &st) == 0;
+    bool valid =
+        lc_pprof_decode(data, size, &lim, a, &p, &st) == 0 && lc_pprof_validate(p, &lim, &st) == 0;
     if (valid) {
         require(lc_pprof_index_new(p, a, &ix) == 0, "index");
         check_references(p, ix, &lim);

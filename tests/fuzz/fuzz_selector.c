@@ -23,10 +23,14 @@ static void require(bool ok, const char *what)
 static lc_match_op_t negated(lc_match_op_t op)
 {
     switch (op) {
-    case LC_MATCH_EQ: return LC_MATCH_NEQ;
-    case LC_MATCH_NEQ: return LC_MATCH_EQ;
-    case LC_MATCH_RE: return LC_MATCH_NRE;
-    case LC_MATCH_NRE: return LC_MATCH_RE;
+    case LC_MATCH_EQ:
+        return LC_MATCH_NEQ;
+    case LC_MATCH_NEQ:
+        return LC_MATCH_EQ;
+    case LC_MATCH_RE:
+        return LC_MATCH_NRE;
+    case LC_MATCH_NRE:
+        return LC_MATCH_RE;
     }
     return LC_MATCH_EQ;
 }

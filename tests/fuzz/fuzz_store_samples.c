@@ -85,7 +85,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         const uint8_t *p = data;
         uint64_t flags;
         if (lc_uvarint_get(&p, data + size, &flags) != 0)
-            abort(); /* the walk succeeded, so the flags decoded */
+            abort();                                 /* the walk succeeded, so the flags decoded */
         size_t len = fz_encode(enc, flags, p, a, n); /* p: just past the flags */
         if (len > size || fz_walk(enc, len, b, &n2) != 0 || n2 != n ||
             (n && memcmp(a, b, n * sizeof(*a)) != 0))

@@ -18,7 +18,7 @@ static int lc_test_checks;
 #define LC_FAIL_(fmt, ...)                                                                         \
     do {                                                                                           \
         lc_test_failures++;                                                                        \
-        fprintf(stderr, "%s:%d: " fmt "\n", __FILE__, __LINE__, __VA_ARGS__);                     \
+        fprintf(stderr, "%s:%d: " fmt "\n", __FILE__, __LINE__, __VA_ARGS__);                      \
     } while (0)
 
 #define LC_CHECK(cond)                                                                             \

@@ -53,7 +53,10 @@ void *lc_xgrow(void *p, size_t *cap, size_t need, size_t size)
     return lc_xrealloc(p, c * size);
 }
 
-char *lc_xstrdup(const char *s) { return lc_xstrndup(s, strlen(s)); }
+char *lc_xstrdup(const char *s)
+{
+    return lc_xstrndup(s, strlen(s));
+}
 
 char *lc_xstrndup(const char *s, size_t n)
 {
@@ -63,7 +66,10 @@ char *lc_xstrndup(const char *s, size_t n)
     return d;
 }
 
-void lc_free(void *p) { free(p); }
+void lc_free(void *p)
+{
+    free(p);
+}
 
 /* ---------------------------------------------------------------- arena */
 
@@ -246,7 +252,10 @@ char *lc_arena_strndup(lc_arena_t *a, const char *s, size_t n)
     return d;
 }
 
-char *lc_arena_strdup(lc_arena_t *a, const char *s) { return lc_arena_strndup(a, s, strlen(s)); }
+char *lc_arena_strdup(lc_arena_t *a, const char *s)
+{
+    return lc_arena_strndup(a, s, strlen(s));
+}
 
 char *lc_arena_sprintf(lc_arena_t *a, const char *fmt, ...)
 {
@@ -265,10 +274,20 @@ char *lc_arena_sprintf(lc_arena_t *a, const char *fmt, ...)
     return d;
 }
 
-size_t lc_arena_used(const lc_arena_t *a) { return a->used_bytes; }
+size_t lc_arena_used(const lc_arena_t *a)
+{
+    return a->used_bytes;
+}
 
-static void *arena_pb_alloc(void *data, size_t size) { return lc_arena_alloc(data, size); }
-static void arena_pb_free(void *data, void *p) { LC_UNUSED(data); LC_UNUSED(p); }
+static void *arena_pb_alloc(void *data, size_t size)
+{
+    return lc_arena_alloc(data, size);
+}
+static void arena_pb_free(void *data, void *p)
+{
+    LC_UNUSED(data);
+    LC_UNUSED(p);
+}
 
 void lc_arena_pb_allocator(lc_arena_t *a, ProtobufCAllocator *out)
 {
@@ -294,7 +313,10 @@ void lc_buf_fini(lc_buf_t *b)
     b->len = b->cap = 0;
 }
 
-void lc_buf_reset(lc_buf_t *b) { b->len = 0; }
+void lc_buf_reset(lc_buf_t *b)
+{
+    b->len = 0;
+}
 
 int lc_buf_reserve(lc_buf_t *b, size_t extra)
 {
@@ -322,9 +344,15 @@ int lc_buf_append(lc_buf_t *b, const void *p, size_t n)
     return 0;
 }
 
-int lc_buf_puts(lc_buf_t *b, const char *s) { return lc_buf_append(b, s, strlen(s)); }
+int lc_buf_puts(lc_buf_t *b, const char *s)
+{
+    return lc_buf_append(b, s, strlen(s));
+}
 
-int lc_buf_putc(lc_buf_t *b, char c) { return lc_buf_append(b, &c, 1); }
+int lc_buf_putc(lc_buf_t *b, char c)
+{
+    return lc_buf_append(b, &c, 1);
+}
 
 int lc_buf_printf(lc_buf_t *b, const char *fmt, ...)
 {

@@ -30,11 +30,11 @@
 #define CFG_ENV_PREFIX "EMBER_"
 #define CFG_FILE_KEY "config.file"
 #define CFG_FILE_ENV CFG_ENV_PREFIX "CONFIG_FILE"
-#define CFG_MAX_FILE_BYTES (1 << 20)   /* a config file is small; anything bigger is a mistake */
-#define CFG_MAX_YAML_DEPTH 16          /* far deeper than any dotted name we define */
-#define CFG_KEY_MAX 256                /* longest dotted key, env name or source label */
-#define CFG_WHY_MAX 256                /* one parse-error explanation */
-#define CFG_SHOW_MAX 64                /* bytes of a bad value quoted back in errors */
+#define CFG_MAX_FILE_BYTES (1 << 20) /* a config file is small; anything bigger is a mistake */
+#define CFG_MAX_YAML_DEPTH 16        /* far deeper than any dotted name we define */
+#define CFG_KEY_MAX 256              /* longest dotted key, env name or source label */
+#define CFG_WHY_MAX 256              /* one parse-error explanation */
+#define CFG_SHOW_MAX 64              /* bytes of a bad value quoted back in errors */
 
 #define NS_PER_US INT64_C(1000)
 #define NS_PER_MS INT64_C(1000000)
@@ -53,8 +53,8 @@ typedef union {
 
 /* One flag from argv, applied after the file and the environment. */
 typedef struct {
-    const lc_cfg_entry_t *entry;    /* NULL for --config.file when the table lacks it */
-    const char *value;              /* points into argv */
+    const lc_cfg_entry_t *entry; /* NULL for --config.file when the table lacks it */
+    const char *value;           /* points into argv */
 } cfg_flag_t;
 
 /* ---- names ---------------------------------------------------------------------------------- */
@@ -99,11 +99,16 @@ static const void *cfield_of(const lc_cfg_entry_t *e, const void *cfg)
 static const char *type_name(lc_cfg_type_t t)
 {
     switch (t) {
-    case LC_CFG_STRING: return "string";
-    case LC_CFG_INT: return "int";
-    case LC_CFG_BOOL: return "bool";
-    case LC_CFG_DURATION: return "duration";
-    case LC_CFG_BYTES: return "bytes";
+    case LC_CFG_STRING:
+        return "string";
+    case LC_CFG_INT:
+        return "int";
+    case LC_CFG_BOOL:
+        return "bool";
+    case LC_CFG_DURATION:
+        return "duration";
+    case LC_CFG_BYTES:
+        return "bytes";
     }
     return "?";
 }
@@ -159,9 +164,9 @@ typedef struct {
 } cfg_unit_t;
 
 static const cfg_unit_t duration_units[] = {
-    {"ns", 1},           {"us", NS_PER_US},     {"\xc2\xb5s", NS_PER_US}, {"\xce\xbcs", NS_PER_US},
-    {"ms", NS_PER_MS},   {"s", NS_PER_S},       {"m", NS_PER_MIN},        {"h", NS_PER_HOUR},
-    {"d", NS_PER_DAY},   {"w", NS_PER_WEEK},
+    {"ns", 1},         {"us", NS_PER_US},  {"\xc2\xb5s", NS_PER_US}, {"\xce\xbcs", NS_PER_US},
+    {"ms", NS_PER_MS}, {"s", NS_PER_S},    {"m", NS_PER_MIN},        {"h", NS_PER_HOUR},
+    {"d", NS_PER_DAY}, {"w", NS_PER_WEEK},
 };
 
 static const cfg_unit_t byte_units[] = {
@@ -380,11 +385,16 @@ static int check_range(const lc_cfg_entry_t *e, int64_t v, char *why, size_t why
 static const char *value_kind(lc_cfg_type_t t)
 {
     switch (t) {
-    case LC_CFG_INT: return "integer";
-    case LC_CFG_BOOL: return "boolean";
-    case LC_CFG_DURATION: return "duration";
-    case LC_CFG_BYTES: return "byte size";
-    default: return "value";
+    case LC_CFG_INT:
+        return "integer";
+    case LC_CFG_BOOL:
+        return "boolean";
+    case LC_CFG_DURATION:
+        return "duration";
+    case LC_CFG_BYTES:
+        return "byte size";
+    default:
+        return "value";
     }
 }
 
@@ -394,11 +404,21 @@ static int parse_value(const lc_cfg_entry_t *e, const char *text, cfg_value_t *v
 {
     int rc = 0;
     switch (e->type) {
-    case LC_CFG_STRING: v->str = text; return 0;
-    case LC_CFG_BOOL: rc = parse_bool(text, &v->b); break;
-    case LC_CFG_INT: rc = parse_int(text, &v->i); break;
-    case LC_CFG_DURATION: rc = lc_parse_duration(text, &v->i); break;
-    case LC_CFG_BYTES: rc = lc_parse_bytes(text, &v->i); break;
+    case LC_CFG_STRING:
+        v->str = text;
+        return 0;
+    case LC_CFG_BOOL:
+        rc = parse_bool(text, &v->b);
+        break;
+    case LC_CFG_INT:
+        rc = parse_int(text, &v->i);
+        break;
+    case LC_CFG_DURATION:
+        rc = lc_parse_duration(text, &v->i);
+        break;
+    case LC_CFG_BYTES:
+        rc = lc_parse_bytes(text, &v->i);
+        break;
     }
     if (rc != 0) {
         snprintf(why, why_len, "invalid %s \"%.*s\"", value_kind(e->type), CFG_SHOW_MAX, text);
@@ -547,7 +567,7 @@ static int apply_flags(void *cfg, const cfg_flag_t *flags, size_t n_flags, lc_st
 {
     for (size_t i = 0; i < n_flags; i++) {
         if (!flags[i].entry)
-            continue;   /* --config.file outside the table: already used to find the file */
+            continue; /* --config.file outside the table: already used to find the file */
         char source[CFG_KEY_MAX + 16];
         snprintf(source, sizeof(source), "flag --%s", flags[i].entry->name);
         if (set_text(flags[i].entry, cfg, flags[i].value, source, st) != 0)
@@ -564,7 +584,7 @@ typedef struct {
     const lc_cfg_entry_t *table;
     size_t n;
     void *cfg;
-    const char *source;             /* file name, for messages */
+    const char *source; /* file name, for messages */
     lc_status_t *st;
     char key[CFG_KEY_MAX];
     size_t key_len;
@@ -659,7 +679,7 @@ static int yaml_set_scalar(yaml_walk_t *w, const yaml_event_t *ev)
     if (strcmp(e->name, CFG_FILE_KEY) == 0)
         return yaml_fail(w, "key %s: cannot be set inside the config file", w->key);
     if (null)
-        return 0;   /* as with Go's YAML decoders, null keeps the value already there */
+        return 0; /* as with Go's YAML decoders, null keeps the value already there */
     const char *value = (const char *)ev->data.scalar.value;
     if (memchr(value, '\0', ev->data.scalar.length))
         return yaml_fail(w, "key %s: value contains a NUL byte", w->key);
@@ -688,8 +708,12 @@ static int yaml_walk_value(yaml_walk_t *w, int depth)
         return -1;
     int rc;
     switch (ev.type) {
-    case YAML_SCALAR_EVENT: rc = yaml_set_scalar(w, &ev); break;
-    case YAML_MAPPING_START_EVENT: rc = yaml_enter_mapping(w, depth); break;
+    case YAML_SCALAR_EVENT:
+        rc = yaml_set_scalar(w, &ev);
+        break;
+    case YAML_MAPPING_START_EVENT:
+        rc = yaml_enter_mapping(w, depth);
+        break;
     case YAML_SEQUENCE_START_EVENT:
         rc = yaml_fail(w, "key %s: lists are not supported", w->key);
         break;
@@ -747,7 +771,7 @@ static int yaml_walk_stream(yaml_walk_t *w)
     if (yaml_next_type(w, &type) != 0) /* then a document start or the stream end */
         return -1;
     if (type == YAML_STREAM_END_EVENT)
-        return 0;    /* an empty file sets nothing */
+        return 0; /* an empty file sets nothing */
     if (yaml_walk_root(w) != 0 || yaml_next_type(w, &type) != 0 || yaml_next_type(w, &type) != 0)
         return -1;
     if (type != YAML_STREAM_END_EVENT)
@@ -823,8 +847,8 @@ static const char *config_file_path(const lc_cfg_entry_t *table, size_t n, const
 
 /* ---- lc_cfg_load ----------------------------------------------------------------------------- */
 
-static int apply_sources(const lc_cfg_entry_t *table, size_t n, void *cfg,
-                         const cfg_flag_t *flags, size_t n_flags, lc_status_t *st)
+static int apply_sources(const lc_cfg_entry_t *table, size_t n, void *cfg, const cfg_flag_t *flags,
+                         size_t n_flags, lc_status_t *st)
 {
     if (lc_cfg_defaults(table, n, cfg, st) != 0)
         return -1;

@@ -12,18 +12,30 @@
 const char *lc_strerror(int err)
 {
     switch (err) {
-    case 0: return "ok";
-    case LC_EINPUT: return "malformed input";
-    case LC_ETOOBIG: return "size limit exceeded";
-    case LC_ECORRUPT: return "corrupt data";
-    case LC_ENOTFOUND: return "not found";
-    case LC_EUNSUPPORTED: return "unsupported";
-    case LC_ETIMEOUT: return "timed out";
-    case LC_ESTORE: return "storage error";
-    case LC_ECLOSED: return "closed";
-    case LC_EFULL: return "queue full";
-    case LC_EREGEX: return "regular expression match exceeded its limits";
-    default: break;
+    case 0:
+        return "ok";
+    case LC_EINPUT:
+        return "malformed input";
+    case LC_ETOOBIG:
+        return "size limit exceeded";
+    case LC_ECORRUPT:
+        return "corrupt data";
+    case LC_ENOTFOUND:
+        return "not found";
+    case LC_EUNSUPPORTED:
+        return "unsupported";
+    case LC_ETIMEOUT:
+        return "timed out";
+    case LC_ESTORE:
+        return "storage error";
+    case LC_ECLOSED:
+        return "closed";
+    case LC_EFULL:
+        return "queue full";
+    case LC_EREGEX:
+        return "regular expression match exceeded its limits";
+    default:
+        break;
     }
     if (err < 0 && err > -4096)
         return uv_strerror(err);
@@ -31,9 +43,22 @@ const char *lc_strerror(int err)
 }
 
 static const char *const code_names[] = {
-    "ok", "canceled", "unknown", "invalid_argument", "deadline_exceeded", "not_found",
-    "already_exists", "permission_denied", "resource_exhausted", "failed_precondition",
-    "aborted", "out_of_range", "unimplemented", "internal", "unavailable", "data_loss",
+    "ok",
+    "canceled",
+    "unknown",
+    "invalid_argument",
+    "deadline_exceeded",
+    "not_found",
+    "already_exists",
+    "permission_denied",
+    "resource_exhausted",
+    "failed_precondition",
+    "aborted",
+    "out_of_range",
+    "unimplemented",
+    "internal",
+    "unavailable",
+    "data_loss",
     "unauthenticated",
 };
 
@@ -66,16 +91,30 @@ int lc_code_http(lc_code_t code)
 lc_code_t lc_code_from_http(int s)
 {
     switch (s) {
-    case 400: case 413: return LC_CODE_INVALID_ARGUMENT;
-    case 401: return LC_CODE_UNAUTHENTICATED;
-    case 403: return LC_CODE_PERMISSION_DENIED;
-    case 404: case 501: return LC_CODE_UNIMPLEMENTED;
-    case 412: return LC_CODE_FAILED_PRECONDITION;
-    case 429: case 431: return LC_CODE_RESOURCE_EXHAUSTED;
-    case 499: return LC_CODE_CANCELED;
-    case 502: case 503: return LC_CODE_UNAVAILABLE;
-    case 504: return LC_CODE_DEADLINE_EXCEEDED;
-    default: return LC_CODE_UNKNOWN;
+    case 400:
+    case 413:
+        return LC_CODE_INVALID_ARGUMENT;
+    case 401:
+        return LC_CODE_UNAUTHENTICATED;
+    case 403:
+        return LC_CODE_PERMISSION_DENIED;
+    case 404:
+    case 501:
+        return LC_CODE_UNIMPLEMENTED;
+    case 412:
+        return LC_CODE_FAILED_PRECONDITION;
+    case 429:
+    case 431:
+        return LC_CODE_RESOURCE_EXHAUSTED;
+    case 499:
+        return LC_CODE_CANCELED;
+    case 502:
+    case 503:
+        return LC_CODE_UNAVAILABLE;
+    case 504:
+        return LC_CODE_DEADLINE_EXCEEDED;
+    default:
+        return LC_CODE_UNKNOWN;
     }
 }
 

@@ -16,7 +16,7 @@
 #define GZ_WINDOW_GZIP (16 + MAX_WBITS) /* zlib: gzip wrapper, largest window */
 #define GZ_STEP_BYTES (64 * 1024)       /* first output block; later ones double */
 #define GZ_SLICE_MAX ((size_t)UINT_MAX)
-#define GZ_MIN_STREAM_BYTES 18          /* 10-byte header, empty deflate block, 8-byte trailer */
+#define GZ_MIN_STREAM_BYTES 18 /* 10-byte header, empty deflate block, 8-byte trailer */
 
 bool lc_gz_is_gzip(const uint8_t *data, size_t len)
 {
@@ -62,8 +62,7 @@ static int gz_inflate_step(z_stream *zs, lc_buf_t *out, size_t room)
 }
 
 /* The inflate loop over every member; out->len may not pass limit. */
-static int gz_inflate_all(z_stream *zs, const uint8_t *in, size_t len, lc_buf_t *out,
-                          size_t limit)
+static int gz_inflate_all(z_stream *zs, const uint8_t *in, size_t len, lc_buf_t *out, size_t limit)
 {
     size_t left = len;
     for (;;) {

@@ -38,7 +38,8 @@ static size_t msg_text_len(const char *m)
 {
     for (const char *p = strchr(m, ' '); p; p = strchr(p + 1, ' ')) {
         const char *k = p + 1;
-        while (*k && (*k == '_' || *k == '.' || (*k >= 'a' && *k <= 'z') || (*k >= '0' && *k <= '9')))
+        while (*k &&
+               (*k == '_' || *k == '.' || (*k >= 'a' && *k <= 'z') || (*k >= '0' && *k <= '9')))
             k++;
         if (*k == '=' && k > p + 1)
             return (size_t)(p - m);
@@ -71,9 +72,9 @@ void lc_log_write(lc_log_level_t level, const char *file, int line, const char *
     int n = snprintf(out, sizeof(out),
                      "ts=%04d-%02d-%02dT%02d:%02d:%02d.%03dZ level=%s svc=%s pid=%d caller=%s:%d "
                      "msg=\"%s\"%s\n",
-                     tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min,
-                     tm.tm_sec, (int)(tv.tv_usec / 1000), level_names[level], log_service,
-                     (int)getpid(), base ? base + 1 : file, line, text, msg + tl);
+                     tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
+                     (int)(tv.tv_usec / 1000), level_names[level], log_service, (int)getpid(),
+                     base ? base + 1 : file, line, text, msg + tl);
     if (n > (int)sizeof(out))
         n = (int)sizeof(out);
     ssize_t w = write(STDERR_FILENO, out, (size_t)n);

@@ -35,31 +35,31 @@ typedef struct family_s {
     char *name;
     char *help;
     metric_type_t type;
-    lc_metric_t *first, *last;      /* label sets in registration order */
-    struct family_s *next;          /* families in registration order */
+    lc_metric_t *first, *last; /* label sets in registration order */
+    struct family_s *next;     /* families in registration order */
 } family_t;
 
 struct lc_metric_s {
     family_t *family;
-    char *labels;                   /* `k="v",...` or "" */
-    _Atomic uint64_t value_bits;    /* counter/gauge value, or histogram sum, as double bits */
-    double *bounds;                 /* histogram upper bounds, strictly increasing, no +Inf */
+    char *labels;                /* `k="v",...` or "" */
+    _Atomic uint64_t value_bits; /* counter/gauge value, or histogram sum, as double bits */
+    double *bounds;              /* histogram upper bounds, strictly increasing, no +Inf */
     size_t n_bounds;
-    _Atomic uint64_t *buckets;      /* n_bounds + 1 per-bucket counts; the last is +Inf */
+    _Atomic uint64_t *buckets; /* n_bounds + 1 per-bucket counts; the last is +Inf */
     lc_metric_t *next_in_family;
-    lc_metric_t *next_in_slot;      /* hash chain */
-    size_t refs;                    /* registrations not released; guarded by the lock */
+    lc_metric_t *next_in_slot; /* hash chain */
+    size_t refs;               /* registrations not released; guarded by the lock */
 };
 
 struct lc_metrics_s {
-    pthread_mutex_t lock;           /* registration and rendering; never updates */
+    pthread_mutex_t lock; /* registration and rendering; never updates */
     family_t *families, *families_last;
-    lc_metric_t **slots;            /* hash of (name, labels) */
+    lc_metric_t **slots; /* hash of (name, labels) */
     size_t n_slots, n_metrics;
 };
 
 static const double default_bounds[] = {.001, .0025, .005, .01, .025, .05, .1, .25,
-                                        .5,   1,     2.5,  5,   10,  30,  60};
+                                        .5,   1,     2.5,  5,   10,   30,  60};
 
 static const char *const type_names[] = {"counter", "gauge", "histogram"};
 
@@ -208,8 +208,7 @@ static bool valid_bounds(const double *bounds, size_t *n)
     return true;
 }
 
-static family_t *family_new(lc_metrics_t *m, const char *name, const char *help,
-                            metric_type_t type)
+static family_t *family_new(lc_metrics_t *m, const char *name, const char *help, metric_type_t type)
 {
     family_t *f = lc_xcalloc(1, sizeof(*f));
     f->name = lc_xstrdup(name);
@@ -251,8 +250,8 @@ static lc_metric_t *metric_new(lc_metrics_t *m, family_t *f, const char *labels,
 
 /* Returns the existing metric for (name, labels), or a new one; NULL on a conflict. */
 static lc_metric_t *metrics_register(lc_metrics_t *m, const char *name, const char *help,
-                                     const char *labels, metric_type_t type,
-                                     const double *bounds, size_t n_bounds)
+                                     const char *labels, metric_type_t type, const double *bounds,
+                                     size_t n_bounds)
 {
     labels = labels ? labels : "";
     if (!valid_name(name) || strchr(labels, '\n')) {
@@ -397,8 +396,7 @@ double lc_metric_value(const lc_metric_t *c)
 {
     if (!c)
         return 0;
-    return bits_double(atomic_load_explicit(&((lc_metric_t *)c)->value_bits,
-                                            memory_order_relaxed));
+    return bits_double(atomic_load_explicit(&((lc_metric_t *)c)->value_bits, memory_order_relaxed));
 }
 
 /* ---- exposition ------------------------------------------------------------------------------ */
@@ -440,8 +438,8 @@ static int render_help(lc_buf_t *out, const family_t *f)
 }
 
 /* One sample line: name[suffix]{labels[,extra]} value. */
-static int render_sample(lc_buf_t *out, const lc_metric_t *x, const char *suffix,
-                         const char *extra, double v)
+static int render_sample(lc_buf_t *out, const lc_metric_t *x, const char *suffix, const char *extra,
+                         double v)
 {
     char num[32];
     format_double(v, num, sizeof(num));

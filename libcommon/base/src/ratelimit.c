@@ -15,16 +15,16 @@ typedef struct bucket_s {
 } bucket_t;
 
 typedef struct tenant_s {
-    char *name;      /* NULL: free slot */
+    char *name; /* NULL: free slot */
     bucket_t bytes, profiles;
-    int64_t inflight;  /* lc_inflight_*: queries running now */
+    int64_t inflight; /* lc_inflight_*: queries running now */
 } tenant_t;
 
 struct lc_ratelimit_s {
     lc_ratelimit_opts_t o;
     pthread_mutex_t mu;
     tenant_t *slots;
-    size_t n, cap;   /* cap: a power of two */
+    size_t n, cap; /* cap: a power of two */
     int64_t max_inflight;
 };
 
@@ -151,7 +151,10 @@ lc_inflight_t *lc_inflight_new(int64_t max_per_tenant)
     return rl;
 }
 
-void lc_inflight_free(lc_inflight_t *f) { lc_ratelimit_free(f); }
+void lc_inflight_free(lc_inflight_t *f)
+{
+    lc_ratelimit_free(f);
+}
 
 bool lc_inflight_acquire(lc_inflight_t *f, const char *const *tenants, size_t n)
 {

@@ -100,8 +100,8 @@ int lc_regex_compile(const char *pattern, uint32_t flags, lc_regex_t **out, char
     int code;
     PCRE2_SIZE off;
     *out = NULL;
-    pcre2_code *c = pcre2_compile((PCRE2_SPTR)pattern, PCRE2_ZERO_TERMINATED, opts, &code, &off,
-                                  NULL);
+    pcre2_code *c =
+        pcre2_compile((PCRE2_SPTR)pattern, PCRE2_ZERO_TERMINATED, opts, &code, &off, NULL);
     if (!c) {
         PCRE2_UCHAR msg[160];
         pcre2_get_error_message(code, msg, sizeof(msg));
@@ -130,7 +130,10 @@ void lc_regex_free(lc_regex_t *re)
     lc_free(re);
 }
 
-uint32_t lc_regex_groups(const lc_regex_t *re) { return re->n_groups; }
+uint32_t lc_regex_groups(const lc_regex_t *re)
+{
+    return re->n_groups;
+}
 
 const char *lc_regex_group_name(const lc_regex_t *re, uint32_t i)
 {
@@ -181,4 +184,7 @@ int lc_regex_match(const lc_regex_t *re, const char *s, size_t len, long *groups
     return ret;
 }
 
-int lc_regex_last_error(void) { return re_thread()->last_error; }
+int lc_regex_last_error(void)
+{
+    return re_thread()->last_error;
+}

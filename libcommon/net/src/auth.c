@@ -9,9 +9,9 @@
 #include <strings.h>
 #include <uv.h>
 
-#include "lc/hash.h"
 #include "lc/alloc.h"
 #include "lc/auth.h"
+#include "lc/hash.h"
 #include "lc/log.h"
 
 /* ---------------------------------------------------------------- SHA-256 (FIPS 180-4) */
@@ -42,8 +42,8 @@ static void sha_block(uint32_t h[8], const uint8_t *p)
     }
     uint32_t a = h[0], b = h[1], c = h[2], d = h[3], e = h[4], f = h[5], g = h[6], k = h[7];
     for (int i = 0; i < 64; i++) {
-        uint32_t t1 = k + (ROR(e, 6) ^ ROR(e, 11) ^ ROR(e, 25)) + ((e & f) ^ (~e & g)) + sha_k[i] +
-                      w[i];
+        uint32_t t1 =
+            k + (ROR(e, 6) ^ ROR(e, 11) ^ ROR(e, 25)) + ((e & f) ^ (~e & g)) + sha_k[i] + w[i];
         uint32_t t2 = (ROR(a, 2) ^ ROR(a, 13) ^ ROR(a, 22)) + ((a & b) ^ (a & c) ^ (b & c));
         k = g, g = f, f = e, e = d + t1, d = c, c = b, b = a, a = t1 + t2;
     }
@@ -79,8 +79,8 @@ void lc_sha256(const void *data, size_t len, uint8_t out[LC_SHA256_BYTES])
 /* ---------------------------------------------------------------- the table */
 
 typedef struct cred_s {
-    bool basic;              /* else a bearer token */
-    char *user;              /* basic only */
+    bool basic; /* else a bearer token */
+    char *user; /* basic only */
     uint8_t digest[LC_SHA256_BYTES];
     bool any_tenant, can_read, can_write;
     char **tenants;
@@ -234,7 +234,10 @@ int lc_auth_load_text(const char *text, lc_status_t *st)
     return rc;
 }
 
-void lc_auth_reset(void) { table_swap(NULL); }
+void lc_auth_reset(void)
+{
+    table_swap(NULL);
+}
 
 bool lc_auth_enabled(void)
 {
@@ -339,7 +342,8 @@ static int b64_decode(const char *s, char *out, size_t size)
             if (v[j] < 0)
                 return -1;
         }
-        uint32_t x = (uint32_t)v[0] << 18 | (uint32_t)v[1] << 12 | (uint32_t)v[2] << 6 | (uint32_t)v[3];
+        uint32_t x =
+            (uint32_t)v[0] << 18 | (uint32_t)v[1] << 12 | (uint32_t)v[2] << 6 | (uint32_t)v[3];
         out[o++] = (char)(x >> 16);
         if (s[i + 2] != '=')
             out[o++] = (char)(x >> 8);

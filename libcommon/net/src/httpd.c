@@ -42,16 +42,16 @@
 static const char continue_response[] = "HTTP/1.1 100 Continue\r\n\r\n";
 
 typedef struct route_s {
-    char *path;                 /* without the trailing '*' of a prefix route */
+    char *path; /* without the trailing '*' of a prefix route */
     size_t path_len;
     bool prefix;
-    char *methods;              /* NULL = any */
+    char *methods; /* NULL = any */
     char *metric_name;
     lc_http_handler_cb work, after;
     bool offload;
     void *data;
-    size_t max_inflated;        /* effective gzip output cap (see lc_http_route_t) */
-    lc_metric_t *latency;       /* NULL without metrics */
+    size_t max_inflated;  /* effective gzip output cap (see lc_http_route_t) */
+    lc_metric_t *latency; /* NULL without metrics */
 } route_t;
 
 typedef enum {
@@ -64,26 +64,26 @@ typedef enum {
 
 typedef struct conn_s conn_t;
 struct conn_s {
-    uv_tcp_t tcp;                   /* tcp.data == this */
-    uv_timer_t timer;               /* idle, read or write deadline by state */
-    uv_write_t write_req;           /* the response */
-    uv_write_t continue_req;        /* an interim "100 Continue" */
+    uv_tcp_t tcp;            /* tcp.data == this */
+    uv_timer_t timer;        /* idle, read or write deadline by state */
+    uv_write_t write_req;    /* the response */
+    uv_write_t continue_req; /* an interim "100 Continue" */
     uv_shutdown_t shutdown_req;
     uv_work_t work_req;
     lc_httpd_t *srv;
-    conn_t *prev, *next;            /* srv->conns */
+    conn_t *prev, *next; /* srv->conns */
     conn_state_t state;
     int open_handles;
     bool reading;
-    bool close_after_write;         /* the response in progress ends the connection */
-    bool in_handler;                /* a loop-side handler is on the stack */
-    bool finish_called;             /* ... and it called lc_http_finish already */
-    bool awaiting_finish;           /* a handler returned LC_HTTP_PENDING */
-    bool work_failed;               /* set on the pool thread, read after it */
+    bool close_after_write; /* the response in progress ends the connection */
+    bool in_handler;        /* a loop-side handler is on the stack */
+    bool finish_called;     /* ... and it called lc_http_finish already */
+    bool awaiting_finish;   /* a handler returned LC_HTTP_PENDING */
+    bool work_failed;       /* set on the pool thread, read after it */
     const route_t *route;
     uint64_t started_ns;
     lc_httpd__parser_t parser;
-    lc_buf_t pending;               /* bytes after the current request */
+    lc_buf_t pending; /* bytes after the current request */
 };
 
 struct lc_httpd_s {
@@ -99,11 +99,11 @@ struct lc_httpd_s {
     size_t n_routes, cap_routes;
     conn_t *conns;
     size_t n_conns;
-    atomic_uint inflating;          /* gzip bodies being inflated now (any thread) */
+    atomic_uint inflating; /* gzip bodies being inflated now (any thread) */
     size_t max_conns;
-    size_t peak_conns;              /* since the last malloc_trim */
+    size_t peak_conns; /* since the last malloc_trim */
     uint64_t refused_conns;
-    char *rbuf;                     /* READ_CHUNK_BYTES, shared by every connection */
+    char *rbuf; /* READ_CHUNK_BYTES, shared by every connection */
     unsigned max_inflating;
     bool closing;
     bool listener_closed;
@@ -197,8 +197,8 @@ static lc_metric_t *srv_latency_metric(lc_httpd_t *srv, const char *route_label)
         return NULL;
     snprintf(labels, sizeof(labels), "route=\"%s\"", route_label);
     return lc_metrics_histogram(srv->metrics, "ember_http_request_duration_seconds",
-                                "Time from the first byte of a request to its response.",
-                                labels, NULL, 0);
+                                "Time from the first byte of a request to its response.", labels,
+                                NULL, 0);
 }
 
 /* Route names are chosen by the program, but keep the label text valid anyway. */
@@ -247,8 +247,8 @@ static void conn_record_metrics(conn_t *c)
     if (!srv->metrics)
         return;
     const char *route = c->route ? c->route->metric_name : "none";
-    snprintf(labels, sizeof(labels), "route=\"%s\",method=\"%s\",status=\"%d\"", route,
-             req->method, req->status);
+    snprintf(labels, sizeof(labels), "route=\"%s\",method=\"%s\",status=\"%d\"", route, req->method,
+             req->status);
     lc_metric_t *count = lc_metrics_counter(srv->metrics, "ember_http_requests_total",
                                             "HTTP requests by route, method and status.", labels);
     if (count)
@@ -668,7 +668,10 @@ typedef struct refused_s {
     uv_write_t w;
 } refused_t;
 
-static void refused_on_closed(uv_handle_t *h) { lc_free(h->data); }
+static void refused_on_closed(uv_handle_t *h)
+{
+    lc_free(h->data);
+}
 
 static void refused_on_written(uv_write_t *w, int status)
 {
@@ -718,7 +721,10 @@ static void srv_on_connection(uv_stream_t *listener, int status)
     conn_read_start(c);
 }
 
-static size_t size_or_default(size_t v, size_t def) { return v ? v : def; }
+static size_t size_or_default(size_t v, size_t def)
+{
+    return v ? v : def;
+}
 
 int lc_httpd_new(uv_loop_t *loop, const lc_httpd_opts_t *opts, lc_httpd_t **out)
 {

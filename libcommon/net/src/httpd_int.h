@@ -35,26 +35,26 @@ typedef enum {
 } lc_httpd__parse_t;
 
 typedef struct lc_httpd__parser_s {
-    llhttp_t llhttp;                 /* llhttp.data == this parser */
+    llhttp_t llhttp; /* llhttp.data == this parser */
     lc_httpd__limits_t lim;
-    lc_arena_t *arena;               /* request strings; reset per request */
-    lc_http_req_t req;               /* the request being assembled or handled */
-    lc_buf_t scratch;                /* url / header name / value being pieced together */
-    char *field;                     /* completed header name awaiting its value */
-    lc_http_header_t *headers;       /* heap array, reused between requests */
+    lc_arena_t *arena;         /* request strings; reset per request */
+    lc_http_req_t req;         /* the request being assembled or handled */
+    lc_buf_t scratch;          /* url / header name / value being pieced together */
+    char *field;               /* completed header name awaiting its value */
+    lc_http_header_t *headers; /* heap array, reused between requests */
     size_t n_headers, cap_headers;
-    lc_buf_t body;                   /* de-chunked body as received */
-    lc_buf_t plain;                  /* gunzipped body when Content-Encoding: gzip */
-    lc_buf_t head;                   /* serialized response head */
-    size_t header_bytes;             /* request line + headers so far, for 431 */
-    size_t ext_bytes;                /* chunk extensions, counted with the body for 413 */
-    int error_status;                /* 400 / 413 / 415 / 431 on LC_HTTPD__ERROR */
+    lc_buf_t body;       /* de-chunked body as received */
+    lc_buf_t plain;      /* gunzipped body when Content-Encoding: gzip */
+    lc_buf_t head;       /* serialized response head */
+    size_t header_bytes; /* request line + headers so far, for 431 */
+    size_t ext_bytes;    /* chunk extensions, counted with the body for 413 */
+    int error_status;    /* 400 / 413 / 415 / 431 on LC_HTTPD__ERROR */
     const char *error_msg;
-    bool in_message;                 /* a request has begun (first byte seen) */
+    bool in_message; /* a request has begun (first byte seen) */
     bool headers_done;
     bool gzip_body;
-    bool want_continue;              /* Expect: 100-continue and no answer yet */
-    bool keep_alive;                 /* valid once the request is complete */
+    bool want_continue; /* Expect: 100-continue and no answer yet */
+    bool keep_alive;    /* valid once the request is complete */
 } lc_httpd__parser_t;
 
 void lc_httpd__parser_init(lc_httpd__parser_t *p, const lc_httpd__limits_t *lim);

@@ -17,10 +17,13 @@
 #include "httpd_int.h"
 #include "lc/gz.h"
 
-#define HEADER_LINE_OVERHEAD 4 /* ": " and CRLF, so empty headers still count */
+#define HEADER_LINE_OVERHEAD 4     /* ": " and CRLF, so empty headers still count */
 #define KEEP_BUF_BYTES (64 * 1024) /* larger buffers are freed between requests */
 
-static lc_httpd__parser_t *parser_of(llhttp_t *h) { return h->data; }
+static lc_httpd__parser_t *parser_of(llhttp_t *h)
+{
+    return h->data;
+}
 
 /* Records why the request failed; llhttp stops on the -1 that callers return. */
 static int parse_fail(lc_httpd__parser_t *p, int status, const char *msg)
@@ -83,7 +86,10 @@ static int on_url_complete(llhttp_t *h)
 }
 
 /* Trailers (headers after a chunked body) are counted but not kept. */
-static bool in_trailers(const lc_httpd__parser_t *p) { return p->headers_done; }
+static bool in_trailers(const lc_httpd__parser_t *p)
+{
+    return p->headers_done;
+}
 
 static int on_header_field(llhttp_t *h, const char *at, size_t n)
 {

@@ -23,8 +23,8 @@
 
 #include <jansson.h>
 
-#include "lc/utf8.h"
 #include "lc/pbjson.h"
+#include "lc/utf8.h"
 
 #define PBJSON_PATH_MAX 160  /* field path kept for error messages */
 #define PBJSON_SEEN_BITS 512 /* duplicate detection covers the first 512 fields */

@@ -20,8 +20,8 @@ static bool tenant_char_ok(char c)
 static int tenant_check(const char *t, size_t len, lc_status_t *st)
 {
     if (len == 0 || len > TENANT_MAX_BYTES)
-        return lc_status_set(st, LC_CODE_INVALID_ARGUMENT,
-                             "tenant id must be 1 to %d bytes", TENANT_MAX_BYTES);
+        return lc_status_set(st, LC_CODE_INVALID_ARGUMENT, "tenant id must be 1 to %d bytes",
+                             TENANT_MAX_BYTES);
     if ((len == 1 && t[0] == '.') || (len == 2 && t[0] == '.' && t[1] == '.'))
         return lc_status_set(st, LC_CODE_INVALID_ARGUMENT, "tenant id must not be '.' or '..'");
     for (size_t i = 0; i < len; i++)
@@ -44,8 +44,8 @@ static int str_cmp(const void *a, const void *b)
     return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
-int lc_tenants_read(lc_http_req_t *req, bool multitenancy, const char *const **tenants,
-                    size_t *n, lc_status_t *st)
+int lc_tenants_read(lc_http_req_t *req, bool multitenancy, const char *const **tenants, size_t *n,
+                    lc_status_t *st)
 {
     static const char *const anonymous[] = {LC_TENANT_DEFAULT};
     if (!multitenancy) {

@@ -42,13 +42,13 @@ typedef struct direct_s {
     uv_thread_t thread;
     uv_mutex_t mu;
     uv_cond_t cond;
-    direct_queue_t pending;         /* guarded by mu */
-    direct_queue_t done;            /* guarded by mu */
-    size_t backlog_bytes;           /* guarded by mu: queued or being applied */
+    direct_queue_t pending; /* guarded by mu */
+    direct_queue_t done;    /* guarded by mu */
+    size_t backlog_bytes;   /* guarded by mu: queued or being applied */
     size_t backlog_msgs;
-    bool closing;                   /* guarded by mu */
-    bool thread_exited;             /* guarded by mu */
-    bool joined;                    /* loop thread only */
+    bool closing;       /* guarded by mu */
+    bool thread_exited; /* guarded by mu */
+    bool joined;        /* loop thread only */
     lc_direct_opts_t opts;
     lc_transport_consume_fn consume;
     void *consume_data;
@@ -116,7 +116,7 @@ static void consumer_main(void *arg)
         size_t n;
         direct_item_t *batch = queue_take(&d->pending, d->opts.max_batch, &n);
         if (!batch)
-            break;              /* closing and drained */
+            break; /* closing and drained */
         uv_mutex_unlock(&d->mu);
         int rc = apply_batch(d, batch, n);
         atomic_fetch_add(rc == 0 ? &d->consumed : &d->failed, n);
@@ -254,7 +254,7 @@ int lc_transport_direct_new(uv_loop_t *loop, const lc_direct_opts_t *opts,
     if (!rc)
         rc = uv_thread_create(&d->thread, consumer_main, d);
     if (rc) {
-        lc_free(d);     /* init failures only happen at start-up; handles leak is moot */
+        lc_free(d); /* init failures only happen at start-up; handles leak is moot */
         return rc;
     }
     *out = &d->base;

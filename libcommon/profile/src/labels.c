@@ -103,7 +103,7 @@ void lc_labels_set(lc_labels_t *ls, const char *name, const char *value)
         lc_labels_add(ls, name, value);
         return;
     }
-    char *copy = lc_xstrdup(value);   /* value may point into l->value */
+    char *copy = lc_xstrdup(value); /* value may point into l->value */
     lc_free(l->value);
     l->value = copy;
 }
@@ -234,7 +234,7 @@ int lc_labels_decode(const uint8_t *p, size_t len, lc_labels_t *out)
 {
     lc_labels_init(out);
     if (!p || len == 0)
-        return LC_ECORRUPT;   /* even the empty set has its count byte */
+        return LC_ECORRUPT; /* even the empty set has its count byte */
     int rc = decode_labels(p, p + len, out);
     if (rc)
         lc_labels_fini(out);

@@ -14,9 +14,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lc/utf8.h"
 #include "lc/gz.h"
 #include "lc/pprof.h"
+#include "lc/utf8.h"
 #include "pprof_int.h"
 
 void lc_pprof_limits_default(lc_pprof_limits_t *lim)
@@ -206,7 +206,8 @@ static int check_str_refs(const lc_pprof_t *p, const int64_t *idx, size_t n, con
 {
     for (size_t i = 0; i < n; i++)
         if (!str_ok(p, idx[i]))
-            return invalid(st, "%s %" PRIu64 ": string index %" PRId64
+            return invalid(st,
+                           "%s %" PRIu64 ": string index %" PRId64
                            " out of range (string table has %zu entries)",
                            what, owner, idx[i], p->n_string_table);
     return 0;
@@ -258,7 +259,7 @@ static int check_profile_str_refs(const lc_pprof_t *p, lc_status_t *st)
  * in order ("dense"), which needs no memory; otherwise a sorted copy. */
 typedef struct id_set_s {
     size_t n;
-    uint64_t *sorted;   /* NULL when dense */
+    uint64_t *sorted; /* NULL when dense */
 } id_set_t;
 
 static uint64_t elem_id(void *const *elems, size_t i, size_t id_offset)
@@ -358,8 +359,8 @@ static int check_locations(const lc_pprof_t *p, const id_sets_t *ids, lc_status_
     for (size_t i = 0; i < p->n_location; i++) {
         const Google__V1__Location *loc = p->location[i];
         if (loc->mapping_id && !id_set_has(&ids->mappings, loc->mapping_id))
-            return invalid(st, "location %" PRIu64 " references unknown mapping %" PRIu64,
-                           loc->id, loc->mapping_id);
+            return invalid(st, "location %" PRIu64 " references unknown mapping %" PRIu64, loc->id,
+                           loc->mapping_id);
         for (size_t k = 0; k < loc->n_line; k++)
             if (!id_set_has(&ids->functions, loc->line[k]->function_id))
                 return invalid(st, "location %" PRIu64 " references unknown function %" PRIu64,

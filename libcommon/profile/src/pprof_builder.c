@@ -26,7 +26,7 @@
  * most non-matching slots without touching the entries. */
 typedef struct bmap_s {
     uint64_t *slots;
-    size_t cap;     /* power of two */
+    size_t cap; /* power of two */
     size_t n;
 } bmap_t;
 
@@ -121,7 +121,7 @@ static uint64_t hash_bytes(const char *s, size_t len)
 /* ---------------------------------------------------------------- builder state */
 
 typedef struct bstr_s {
-    char *s;            /* NUL-terminated, in the builder's arena */
+    char *s; /* NUL-terminated, in the builder's arena */
     size_t len;
 } bstr_t;
 
@@ -132,12 +132,12 @@ typedef struct bfunc_s {
 typedef struct bmapping_s {
     uint64_t memory_start, memory_limit, file_offset;
     int64_t filename, build_id;
-    uint64_t has_functions;     /* a word, so the whole struct hashes as words */
+    uint64_t has_functions; /* a word, so the whole struct hashes as words */
 } bmapping_t;
 
 typedef struct bloc_s {
     uint64_t mapping_id, address;
-    size_t line_off, n_lines;   /* into b->lines */
+    size_t line_off, n_lines; /* into b->lines */
 } bloc_t;
 
 typedef struct bsample_s {
@@ -146,16 +146,20 @@ typedef struct bsample_s {
 } bsample_t;
 
 /* A growable array: data, count, capacity. */
-#define BARRAY(type) struct { type *v; size_t n, cap; }
+#define BARRAY(type)                                                                               \
+    struct {                                                                                       \
+        type *v;                                                                                   \
+        size_t n, cap;                                                                             \
+    }
 #define BARRAY_PUSH(arr, value)                                                                    \
     do {                                                                                           \
-        (arr).v = lc_xgrow((arr).v, &(arr).cap, (arr).n + 1, sizeof(*(arr).v));                   \
+        (arr).v = lc_xgrow((arr).v, &(arr).cap, (arr).n + 1, sizeof(*(arr).v));                    \
         (arr).v[(arr).n++] = (value);                                                              \
     } while (0)
 
 struct lc_pprof_builder_s {
-    int err;                        /* sticky: reported by encode */
-    lc_arena_t *bytes;              /* string bytes */
+    int err;           /* sticky: reported by encode */
+    lc_arena_t *bytes; /* string bytes */
     BARRAY(bstr_t) strs;
     BARRAY(bfunc_t) funcs;
     BARRAY(bmapping_t) maps;
@@ -163,10 +167,10 @@ struct lc_pprof_builder_s {
     BARRAY(lc_pprof_line_t) lines;
     BARRAY(bsample_t) samples;
     BARRAY(uint64_t) stack_ids;
-    BARRAY(int64_t) label_idx;      /* (key, value) string index pairs */
-    BARRAY(int64_t) values;         /* n_types per sample */
-    BARRAY(int64_t) types;          /* (type, unit) string index pairs */
-    BARRAY(int64_t) scratch;        /* label pairs of the sample being added */
+    BARRAY(int64_t) label_idx; /* (key, value) string index pairs */
+    BARRAY(int64_t) values;    /* n_types per sample */
+    BARRAY(int64_t) types;     /* (type, unit) string index pairs */
+    BARRAY(int64_t) scratch;   /* label pairs of the sample being added */
     bmap_t str_map, func_map, map_map, loc_map, sample_map;
     int64_t period_type, period_unit, period;
     bool has_period;
@@ -283,11 +287,15 @@ static bool mapping_eq(const builder_t *b, uint32_t i, const void *key)
 }
 
 uint64_t lc_pprof_builder_mapping(lc_pprof_builder_t *b, uint64_t memory_start,
-                                  uint64_t memory_limit, uint64_t file_offset,
-                                  const char *filename, const char *build_id, bool has_functions)
+                                  uint64_t memory_limit, uint64_t file_offset, const char *filename,
+                                  const char *build_id, bool has_functions)
 {
-    bmapping_t m = {memory_start, memory_limit, file_offset, builder_cstr(b, filename),
-                    builder_cstr(b, build_id), has_functions};
+    bmapping_t m = {memory_start,
+                    memory_limit,
+                    file_offset,
+                    builder_cstr(b, filename),
+                    builder_cstr(b, build_id),
+                    has_functions};
     if (builder_full(b, b->maps.n))
         return 0;
     uint64_t h = hash_finish(hash_words(1, (const uint64_t *)&m, sizeof(m) / 8));
@@ -380,7 +388,7 @@ void lc_pprof_builder_times(lc_pprof_builder_t *b, int64_t time_nanos, int64_t d
 typedef struct sample_key_s {
     const uint64_t *locs;
     size_t n_locs;
-    const int64_t *labels;      /* pairs */
+    const int64_t *labels; /* pairs */
     size_t n_labels;
 } sample_key_t;
 
@@ -425,7 +433,10 @@ static void sample_labels_to_scratch(builder_t *b, const char *const *label_kv, 
 }
 
 /* Wrapping addition, as Go's pprof merge does: no undefined overflow. */
-static int64_t add_wrapping(int64_t a, int64_t b) { return (int64_t)((uint64_t)a + (uint64_t)b); }
+static int64_t add_wrapping(int64_t a, int64_t b)
+{
+    return (int64_t)((uint64_t)a + (uint64_t)b);
+}
 
 static void sample_append(builder_t *b, const sample_key_t *k, const int64_t *values)
 {
@@ -440,8 +451,8 @@ static void sample_append(builder_t *b, const sample_key_t *k, const int64_t *va
 }
 
 void lc_pprof_builder_sample(lc_pprof_builder_t *b, const uint64_t *location_ids,
-                             size_t n_locations, const int64_t *values,
-                             const char *const *label_kv, size_t n_labels)
+                             size_t n_locations, const int64_t *values, const char *const *label_kv,
+                             size_t n_labels)
 {
     if (builder_full(b, b->samples.n))
         return;
@@ -519,9 +530,8 @@ static void *init_function(void *m)
 static int emit_value_types(builder_t *b, lc_pprof_t *p, lc_arena_t *a)
 {
     p->n_sample_type = b->types.n / 2;
-    p->sample_type = (Google__V1__ValueType **)msg_array(a, p->n_sample_type,
-                                                         sizeof(Google__V1__ValueType),
-                                                         init_value_type);
+    p->sample_type = (Google__V1__ValueType **)msg_array(
+        a, p->n_sample_type, sizeof(Google__V1__ValueType), init_value_type);
     if (!p->sample_type)
         return LC_ETOOBIG;
     for (size_t i = 0; i < p->n_sample_type; i++) {
@@ -545,8 +555,8 @@ static int emit_sample_labels(builder_t *b, Google__V1__Sample *s, const bsample
 {
     if (!bs->n_labels)
         return 0;
-    s->label = (Google__V1__Label **)msg_array(a, bs->n_labels, sizeof(Google__V1__Label),
-                                               init_label);
+    s->label =
+        (Google__V1__Label **)msg_array(a, bs->n_labels, sizeof(Google__V1__Label), init_label);
     if (!s->label)
         return LC_ETOOBIG;
     s->n_label = bs->n_labels;
@@ -561,8 +571,8 @@ static int emit_samples(builder_t *b, lc_pprof_t *p, lc_arena_t *a)
 {
     size_t width = b->types.n / 2;
     p->n_sample = b->samples.n;
-    p->sample = (Google__V1__Sample **)msg_array(a, p->n_sample, sizeof(Google__V1__Sample),
-                                                 init_sample);
+    p->sample =
+        (Google__V1__Sample **)msg_array(a, p->n_sample, sizeof(Google__V1__Sample), init_sample);
     if (!p->sample)
         return LC_ETOOBIG;
     for (size_t i = 0; i < p->n_sample; i++) {
@@ -617,8 +627,8 @@ static int emit_lines(builder_t *b, Google__V1__Location *l, const bloc_t *bl, l
 static int emit_locations(builder_t *b, lc_pprof_t *p, lc_arena_t *a)
 {
     p->n_location = b->locs.n;
-    p->location = (Google__V1__Location **)msg_array(a, p->n_location,
-                                                     sizeof(Google__V1__Location), init_location);
+    p->location = (Google__V1__Location **)msg_array(a, p->n_location, sizeof(Google__V1__Location),
+                                                     init_location);
     if (!p->location)
         return LC_ETOOBIG;
     for (size_t i = 0; i < p->n_location; i++) {
@@ -635,8 +645,8 @@ static int emit_locations(builder_t *b, lc_pprof_t *p, lc_arena_t *a)
 static int emit_functions(builder_t *b, lc_pprof_t *p, lc_arena_t *a)
 {
     p->n_function = b->funcs.n;
-    p->function = (Google__V1__Function **)msg_array(a, p->n_function,
-                                                     sizeof(Google__V1__Function), init_function);
+    p->function = (Google__V1__Function **)msg_array(a, p->n_function, sizeof(Google__V1__Function),
+                                                     init_function);
     if (!p->function)
         return LC_ETOOBIG;
     for (size_t i = 0; i < p->n_function; i++) {
@@ -667,7 +677,7 @@ int lc_pprof_builder_encode(lc_pprof_builder_t *b, bool gzip, lc_buf_t *out)
     if (b->err)
         return b->err;
     if (b->types.n == 0)
-        return LC_EINPUT;   /* a pprof without sample types is invalid */
+        return LC_EINPUT; /* a pprof without sample types is invalid */
     lc_arena_t *a = lc_arena_new(SIZE_MAX);
     lc_pprof_t p;
     google__v1__profile__init(&p);

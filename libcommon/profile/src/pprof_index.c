@@ -16,10 +16,10 @@ typedef struct id_slot_s {
 } id_slot_t;
 
 typedef struct id_table_s {
-    bool dense;             /* elems[id - 1] */
+    bool dense; /* elems[id - 1] */
     size_t n;
-    const void **elems;     /* dense form */
-    id_slot_t *slots;       /* sorted form */
+    const void **elems; /* dense form */
+    id_slot_t *slots;   /* sorted form */
 } id_table_t;
 
 struct lc_pprof_index_s {

@@ -31,8 +31,8 @@ static int re_compile(lc_matcher_t *m, lc_status_t *st)
     char msg[200];
     if (lc_regex_compile(m->value, 0, &m->_re, msg, sizeof(msg)) != 0)
         return lc_status_set(st, LC_CODE_INVALID_ARGUMENT,
-                             "invalid regular expression for label %s: %s in \"%.200s\"",
-                             m->name, msg, m->value);
+                             "invalid regular expression for label %s: %s in \"%.200s\"", m->name,
+                             msg, m->value);
     return 0;
 }
 
@@ -44,9 +44,12 @@ int lc_matcher_match(const lc_matcher_t *m, const char *value)
         value = "";
     int rc;
     switch (m->op) {
-    case LC_MATCH_EQ: return strcmp(m->value, value) == 0;
-    case LC_MATCH_NEQ: return strcmp(m->value, value) != 0;
-    case LC_MATCH_RE: return lc_regex_match(m->_re, value, strlen(value), NULL);
+    case LC_MATCH_EQ:
+        return strcmp(m->value, value) == 0;
+    case LC_MATCH_NEQ:
+        return strcmp(m->value, value) != 0;
+    case LC_MATCH_RE:
+        return lc_regex_match(m->_re, value, strlen(value), NULL);
     case LC_MATCH_NRE:
         rc = lc_regex_match(m->_re, value, strlen(value), NULL);
         return rc < 0 ? rc : !rc;
@@ -108,13 +111,19 @@ static int parse_error(sel_parser_t *ps, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(what, sizeof(what), fmt, ap);
     va_end(ap);
-    return lc_status_set(ps->st, LC_CODE_INVALID_ARGUMENT,
-                         "invalid selector: %s at position %zu", what, ps->pos + 1);
+    return lc_status_set(ps->st, LC_CODE_INVALID_ARGUMENT, "invalid selector: %s at position %zu",
+                         what, ps->pos + 1);
 }
 
-static bool at_end(const sel_parser_t *ps) { return ps->pos >= ps->len; }
+static bool at_end(const sel_parser_t *ps)
+{
+    return ps->pos >= ps->len;
+}
 
-static int peek(const sel_parser_t *ps) { return at_end(ps) ? -1 : (unsigned char)ps->s[ps->pos]; }
+static int peek(const sel_parser_t *ps)
+{
+    return at_end(ps) ? -1 : (unsigned char)ps->s[ps->pos];
+}
 
 static void skip_ws(sel_parser_t *ps)
 {
@@ -174,15 +183,24 @@ static int put_utf8(lc_buf_t *out, uint32_t cp)
 static int simple_escape(int c)
 {
     switch (c) {
-    case 'a': return '\a';
-    case 'b': return '\b';
-    case 'f': return '\f';
-    case 'n': return '\n';
-    case 'r': return '\r';
-    case 't': return '\t';
-    case 'v': return '\v';
-    case '\\': return '\\';
-    default: return -1;
+    case 'a':
+        return '\a';
+    case 'b':
+        return '\b';
+    case 'f':
+        return '\f';
+    case 'n':
+        return '\n';
+    case 'r':
+        return '\r';
+    case 't':
+        return '\t';
+    case 'v':
+        return '\v';
+    case '\\':
+        return '\\';
+    default:
+        return -1;
     }
 }
 
@@ -225,7 +243,7 @@ static int parse_escape(sel_parser_t *ps, char quote, lc_buf_t *out)
         return numeric_escape(ps, c, out);
     }
     if (c >= '0' && c <= '7')
-        return numeric_escape(ps, c, out);   /* the first digit is part of the number */
+        return numeric_escape(ps, c, out); /* the first digit is part of the number */
     return parse_error(ps, "unknown escape sequence \\%c", c);
 }
 
@@ -275,7 +293,10 @@ static int parse_string(sel_parser_t *ps, char **out)
     return rc;
 }
 
-static bool is_quote(int c) { return c == '"' || c == '\'' || c == '`'; }
+static bool is_quote(int c)
+{
+    return c == '"' || c == '\'' || c == '`';
+}
 
 static bool is_name_char(int c, bool first)
 {
@@ -376,12 +397,12 @@ int lc_selector_parse(const char *s, size_t len, lc_selector_t *out, lc_status_t
     out->m = NULL;
     out->n = 0;
     if (len > LC_SELECTOR_MAX_BYTES)
-        return lc_status_set(st, LC_CODE_INVALID_ARGUMENT,
-                             "invalid selector: longer than %d bytes", LC_SELECTOR_MAX_BYTES);
+        return lc_status_set(st, LC_CODE_INVALID_ARGUMENT, "invalid selector: longer than %d bytes",
+                             LC_SELECTOR_MAX_BYTES);
     sel_parser_t ps = {.s = s, .len = len, .pos = 0, .st = st};
     skip_ws(&ps);
     if (at_end(&ps))
-        return 0;   /* "" selects everything, like "{}" */
+        return 0; /* "" selects everything, like "{}" */
     int rc = parse_braces(&ps, out);
     if (rc)
         lc_selector_fini(out);
@@ -426,8 +447,8 @@ int lc_selector_parse_query(const char *s, size_t len, char **profile_type, lc_s
     out->n = 0;
     *profile_type = NULL;
     if (len > LC_SELECTOR_MAX_BYTES)
-        return lc_status_set(st, LC_CODE_INVALID_ARGUMENT,
-                             "invalid query: longer than %d bytes", LC_SELECTOR_MAX_BYTES);
+        return lc_status_set(st, LC_CODE_INVALID_ARGUMENT, "invalid query: longer than %d bytes",
+                             LC_SELECTOR_MAX_BYTES);
     const char *brace = len ? memchr(s, '{', len) : NULL;
     if (!brace)
         return lc_status_set(st, LC_CODE_INVALID_ARGUMENT,

@@ -6,12 +6,11 @@
  * A profile at t (ms) belongs to the first step boundary s = start + k*step
  * with t <= s, t >= start - step; profiles past the last boundary <= end are
  * dropped, as in Pyroscope's RangeSeries (its querier reads from start - step,
- * so the point at start sums [start - step, start]). Points are sparse. The raw (group, boundary, value)
- * triples are kept and reduced once at the end with one sort, which is cheaper
- * than a per-bucket map while profiles arrive out of time order across blocks.
- * The per-profile value is the stored total, so no samples are read; only a
- * span or call-site filter makes it read samples and sum those that pass
- * (the call site decided once per block node, query_callsite.c).
+ * so the point at start sums [start - step, start]). Points are sparse. The raw (group, boundary,
+ * value) triples are kept and reduced once at the end with one sort, which is cheaper than a
+ * per-bucket map while profiles arrive out of time order across blocks. The per-profile value is
+ * the stored total, so no samples are read; only a span or call-site filter makes it read samples
+ * and sum those that pass (the call site decided once per block node, query_callsite.c).
  */
 #include <stdlib.h>
 #include <string.h>

@@ -18,7 +18,8 @@
 #include "lc/hash.h"
 #include "lc/store.h"
 
-#define STORE_FORMAT_VERSION 2    /* 2: applied values list profile keys; DB deliveries; profile ids */
+/* 2: applied values list profile keys; DB deliveries; profile ids */
+#define STORE_FORMAT_VERSION 2
 #define STORE_NODE_CHUNK 1024     /* (parent, location) pairs per LMDB value */
 #define STORE_POSTING_KEY_MAX 400 /* longer posting keys are replaced by a hash */
 #define STORE_MAX_STRING_BYTES (1u << 20)

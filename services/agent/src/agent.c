@@ -19,8 +19,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "lc/clock.h"
 #include "agent_int.h"
+#include "lc/clock.h"
 #include "lc/log.h"
 
 #define KALLSYMS_TTL_NS (600 * 1000000000LL)
@@ -578,7 +578,8 @@ static int copy_opts(agt_t *a, const agt_opts_t *o)
     a->opts.procfs = a->procfs;
     if (!a->opts.partitions)
         a->opts.partitions = 1;
-    if (o->sample_rate_hz < EMBER_AGENT_MIN_RATE_HZ || o->sample_rate_hz > EMBER_AGENT_MAX_RATE_HZ ||
+    if (o->sample_rate_hz < EMBER_AGENT_MIN_RATE_HZ ||
+        o->sample_rate_hz > EMBER_AGENT_MAX_RATE_HZ ||
         o->interval_ns < EMBER_AGENT_MIN_INTERVAL_NS) {
         LC_LOG_ERROR("agent: sample rate must be %d..%d Hz and the interval at least 1s",
                      EMBER_AGENT_MIN_RATE_HZ, EMBER_AGENT_MAX_RATE_HZ);

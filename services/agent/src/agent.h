@@ -30,8 +30,8 @@
 #include "lc/metrics.h"
 #include "lc/transport.h"
 
-#include "lc/service.h"
 #include "ember_process.h"
+#include "lc/service.h"
 
 typedef enum { AGT_GROUP_PROCESS = 0, AGT_GROUP_CONTAINER = 1 } agt_group_by_t;
 

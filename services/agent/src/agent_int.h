@@ -25,8 +25,8 @@
 #include <sys/types.h>
 
 #include "agent.h"
-#include "lc/hash.h"
 #include "lc/alloc.h"
+#include "lc/hash.h"
 #include "lc/labels.h"
 #include "sampler.h"
 

@@ -11,8 +11,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "lc/clock.h"
 #include "agent_int.h"
+#include "lc/clock.h"
 
 #define KALLSYMS_MAX_SYMBOLS (4u << 20)
 #define KALLSYMS_MAX_TEXT ((size_t)256 << 20)

@@ -18,8 +18,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "lc/clock.h"
 #include "agent_int.h"
+#include "lc/clock.h"
 #include "lc/log.h"
 
 #define SA_DIR "/var/run/secrets/kubernetes.io/serviceaccount"

@@ -8,8 +8,8 @@
 #include <string.h>
 
 #include "agent.h"
-#include "lc/log.h"
 #include "ember_process.h"
+#include "lc/log.h"
 
 typedef struct agt_node_s {
     lc_proc_t *p;

@@ -22,9 +22,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "lc/clock.h"
 #include "agent_int.h"
 #include "ember/v1/ingest.pb-c.h"
+#include "lc/clock.h"
 #include "lc/log.h"
 #include "lc/pprof.h"
 

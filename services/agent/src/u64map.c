@@ -5,8 +5,8 @@
  */
 #include <string.h>
 
-#include "lc/hash.h"
 #include "agent_int.h"
+#include "lc/hash.h"
 #include "lc/log.h"
 
 void agt_u64map_init(agt_u64map_t *m)

@@ -17,8 +17,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "write_int.h"
 #include "lc/log.h"
+#include "write_int.h"
 
 typedef struct dl_point_s {
     uint64_t key;

@@ -4,18 +4,18 @@
  * `work` runs on the thread pool: tenant, query parameters, format selection
  * (§2.4), then one handler per format from a table, each turning the body
  * into validated pprof (§2.5-§2.10) wrapped for publishing; adding a format
- * is one table entry (JFR's converter is jfr.c / jfr_pprof.c). Status codes follow §2.11: a bad `name` or unknown
- * profile type is 400, a profile that does not parse or validate 422 (code
+ * is one table entry (JFR's converter is jfr.c / jfr_pprof.c). Status codes follow §2.11: a bad
+ * `name` or unknown profile type is 400, a profile that does not parse or validate 422 (code
  * "unknown"), one over a size limit 413. Speedscope's unknown profile type is
  * 422, as in Pyroscope (its converter does not wrap that error).
  */
 #include <string.h>
 
 #include "jfr.h"
-#include "lc/clock.h"
-#include "receive_int.h"
 #include "lc/attime.h"
+#include "lc/clock.h"
 #include "lc/tenant.h"
+#include "receive_int.h"
 
 #define DEFAULT_SAMPLE_RATE 100
 #define NS_PER_YEAR_1970 (365LL * 86400 * 1000000000LL)
@@ -436,8 +436,8 @@ static int jfr_parts(ingest_ctx_t *c, const ing_part_t **jfr, const ing_part_t *
     if (ct && strstr(ct, "multipart/form-data")) {
         if (ing_multipart_boundary(ct, c->arena, &boundary, &c->st) < 0)
             return fail_422(c, "invalid_profile");
-    } else if (ing_multipart_sniff_boundary(c->req->body, c->req->body_len, c->arena,
-                                            &boundary) != 0) {
+    } else if (ing_multipart_sniff_boundary(c->req->body, c->req->body_len, c->arena, &boundary) !=
+               0) {
         boundary = NULL;
     }
     *labels = NULL;
@@ -455,7 +455,8 @@ static int jfr_parts(ingest_ctx_t *c, const ing_part_t **jfr, const ing_part_t *
     *jfr = ing_form_file(&form, "jfr");
     *labels = ing_form_file(&form, "labels");
     if (!*jfr) {
-        lc_status_set(&c->st, LC_CODE_INVALID_ARGUMENT, "invalid jfr: the form has no `jfr` file part");
+        lc_status_set(&c->st, LC_CODE_INVALID_ARGUMENT,
+                      "invalid jfr: the form has no `jfr` file part");
         return fail_422(c, "invalid_profile");
     }
     return 0;
@@ -469,8 +470,8 @@ static int ingest_jfr(ingest_ctx_t *c)
         return -1;
     const char *until = lc_http_query(c->req, "until");
     ing_jfr_params_t params = {.start_ns = c->from_ns,
-                               .end_ns = until && *until ? lc_attime_parse(until, c->now_ns)
-                                                         : c->now_ns,
+                               .end_ns =
+                                   until && *until ? lc_attime_parse(until, c->now_ns) : c->now_ns,
                                .sample_rate = c->sample_rate};
     ing_jfr_result_t r;
     if (ing_jfr_to_pprof(jfr->data, jfr->len, labels ? labels->data : NULL,

@@ -20,8 +20,8 @@ void ing_count_rejected(ing_t *ing, const char *reason)
     char labels[96];
     snprintf(labels, sizeof(labels), "reason=\"%s\"", reason);
     lc_metric_add(lc_metrics_counter(ing->metrics, "ember_ingest_rejected_total",
-                                 "Ingest requests or profiles rejected, by reason", labels),
-              1);
+                                     "Ingest requests or profiles rejected, by reason", labels),
+                  1);
 }
 
 ing_label_limits_t ing_label_limits(const ing_t *ing)
@@ -112,7 +112,7 @@ void ing_free(ing_t *ing)
 
 /* Per-tenant counters (tenant ids are [a-zA-Z0-9!-_.*'()]: safe in a label). */
 static void ing_tenant_count(ing_t *ing, const char *name, const char *help, const char *tenant,
-                         double v)
+                             double v)
 {
     if (!ing->metrics)
         return;
@@ -124,19 +124,19 @@ static void ing_tenant_count(ing_t *ing, const char *name, const char *help, con
 int ing_rate_check(ing_t *ing, lc_http_req_t *req, const char *tenant, double profiles,
                    lc_status_t *st)
 {
-    int64_t wait = ing->rate ? lc_ratelimit_take(ing->rate, tenant, (double)req->body_len,
-                                                 profiles, lc_realtime_ns())
+    int64_t wait = ing->rate ? lc_ratelimit_take(ing->rate, tenant, (double)req->body_len, profiles,
+                                                 lc_realtime_ns())
                              : 0;
     if (wait == 0) {
         ing_tenant_count(ing, "ember_tenant_ingest_bytes_total",
-                     "Request body bytes admitted past the rate limit, by tenant", tenant,
-                     (double)req->body_len);
+                         "Request body bytes admitted past the rate limit, by tenant", tenant,
+                         (double)req->body_len);
         ing_tenant_count(ing, "ember_tenant_ingest_profiles_total",
-                     "Profiles admitted past the rate limit, by tenant", tenant, profiles);
+                         "Profiles admitted past the rate limit, by tenant", tenant, profiles);
         return 0;
     }
     ing_tenant_count(ing, "ember_tenant_rate_limited_total",
-                 "Ingest requests refused by the tenant's rate limit, by tenant", tenant, 1);
+                     "Ingest requests refused by the tenant's rate limit, by tenant", tenant, 1);
     char secs[24];
     snprintf(secs, sizeof(secs), "%lld", (long long)wait);
     lc_http_set_header(req, "Retry-After", secs);

@@ -21,25 +21,25 @@
 
 #include <uv.h>
 
-#include "lc/ratelimit.h"
+#include "google/v1/profile.pb-c.h"
 #include "lc/httpd.h"
 #include "lc/metrics.h"
-#include "google/v1/profile.pb-c.h"
 #include "lc/pprof.h"
+#include "lc/ratelimit.h"
 #include "lc/service.h"
 #include "lc/store.h"
 #include "lc/transport.h"
 
 typedef struct ing_opts_s {
     lc_pprof_limits_t limits;
-    int64_t reject_older_than_ns;   /* 0 = profiles of any age are accepted */
-    int64_t reject_newer_than_ns;   /* 0 = no limit on future timestamps */
+    int64_t reject_older_than_ns; /* 0 = profiles of any age are accepted */
+    int64_t reject_newer_than_ns; /* 0 = no limit on future timestamps */
     bool multitenancy;
-    size_t max_label_names;         /* default 30 */
-    size_t max_label_name_bytes;    /* default 1024 */
-    size_t max_label_value_bytes;   /* default 2048 */
-    uint32_t partitions;            /* transport partitions; default 1 */
-    lc_ratelimit_opts_t rate;       /* per-tenant ingestion rate; zero = no limit */
+    size_t max_label_names;       /* default 30 */
+    size_t max_label_name_bytes;  /* default 1024 */
+    size_t max_label_value_bytes; /* default 2048 */
+    uint32_t partitions;          /* transport partitions; default 1 */
+    lc_ratelimit_opts_t rate;     /* per-tenant ingestion rate; zero = no limit */
 } ing_opts_t;
 
 void ing_opts_default(ing_opts_t *o);

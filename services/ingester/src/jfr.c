@@ -94,7 +94,16 @@ static void jmap_free(jmap_t *m)
 /* ---------------------------------------------------------------- metadata model */
 
 typedef enum {
-    K_STRUCT = 0, K_BOOL, K_BYTE, K_CHAR, K_SHORT, K_INT, K_LONG, K_FLOAT, K_DOUBLE, K_STRING
+    K_STRUCT = 0,
+    K_BOOL,
+    K_BYTE,
+    K_CHAR,
+    K_SHORT,
+    K_INT,
+    K_LONG,
+    K_FLOAT,
+    K_DOUBLE,
+    K_STRING
 } jkind_t;
 
 /* Where a field's value goes while a struct is read (0: skipped). */
@@ -131,7 +140,14 @@ typedef struct jfield_s {
 
 /* What a class is to the converter. */
 typedef enum {
-    C_OTHER = 0, C_SYMBOL, C_CLASS, C_METHOD, C_STATE, C_STACKTRACE, C_STACKFRAME, C_STRING
+    C_OTHER = 0,
+    C_SYMBOL,
+    C_CLASS,
+    C_METHOD,
+    C_STATE,
+    C_STACKTRACE,
+    C_STACKFRAME,
+    C_STRING
 } jrole_t;
 
 struct jclass_s {
@@ -563,8 +579,8 @@ static jkind_t kind_of(const char *name)
     static const struct {
         const char *name;
         jkind_t kind;
-    } prim[] = {{"boolean", K_BOOL}, {"byte", K_BYTE},   {"char", K_CHAR},
-                {"short", K_SHORT},  {"int", K_INT},     {"long", K_LONG},
+    } prim[] = {{"boolean", K_BOOL}, {"byte", K_BYTE},     {"char", K_CHAR},
+                {"short", K_SHORT},  {"int", K_INT},       {"long", K_LONG},
                 {"float", K_FLOAT},  {"double", K_DOUBLE}, {"java.lang.String", K_STRING}};
     for (size_t i = 0; i < sizeof(prim) / sizeof(prim[0]); i++) {
         if (!strcmp(name, prim[i].name))
@@ -653,7 +669,7 @@ static uint8_t field_slot(jfr_t *j, const jclass_t *c, const jfield_t *f)
         return f->array && !f->cp && f->type == j->t_frame && !strcmp(n, "frames") ? S_FRAMES
                                                                                    : S_NONE;
     case C_STACKFRAME:
-        return ref && !strcmp(n, "method")         ? S_FRAME_METHOD
+        return ref && !strcmp(n, "method")          ? S_FRAME_METHOD
                : number && !strcmp(n, "lineNumber") ? S_FRAME_LINE
                                                     : S_NONE;
     default:
@@ -848,9 +864,9 @@ static void keep_entry(jfr_t *j, const jclass_t *c, uint64_t id, size_t frames_b
             v[S_CLASS_NAME].set ? v[S_CLASS_NAME].u : UINT64_MAX;
         break;
     case C_METHOD:
-        *(jmethod_t *)POOL_SLOT(j, meth_ix, id, meths, n_meths, cap_meths) = (jmethod_t){
-            .cls = v[S_METHOD_TYPE].set ? v[S_METHOD_TYPE].u : UINT64_MAX,
-            .name = v[S_METHOD_NAME].set ? v[S_METHOD_NAME].u : UINT64_MAX};
+        *(jmethod_t *)POOL_SLOT(j, meth_ix, id, meths, n_meths, cap_meths) =
+            (jmethod_t){.cls = v[S_METHOD_TYPE].set ? v[S_METHOD_TYPE].u : UINT64_MAX,
+                        .name = v[S_METHOD_NAME].set ? v[S_METHOD_NAME].u : UINT64_MAX};
         break;
     case C_STATE:
         *(jstr_t *)POOL_SLOT(j, state_ix, id, states, n_states, cap_states) =
@@ -1033,7 +1049,7 @@ static int read_chunk(jfr_t *j, size_t pos, jfr_event_cb on_event, jfr_chunk_cb 
 
 static void jfr_fini(jfr_t *j)
 {
-    jmap_t *maps[] = {&j->class_ix, &j->sym_ix, &j->str_ix, &j->cls_ix,
+    jmap_t *maps[] = {&j->class_ix, &j->sym_ix,   &j->str_ix,  &j->cls_ix,
                       &j->meth_ix,  &j->state_ix, &j->stack_ix};
     for (size_t i = 0; i < sizeof(maps) / sizeof(maps[0]); i++)
         jmap_free(maps[i]);
@@ -1050,7 +1066,10 @@ static void jfr_fini(jfr_t *j)
 int jfr_read(const uint8_t *buf, size_t len, lc_arena_t *arena, jfr_event_cb on_event,
              jfr_chunk_cb on_chunk_end, void *data, lc_status_t *st)
 {
-    jfr_t j = {.buf = buf, .len = len, .arena = arena, .st = st,
+    jfr_t j = {.buf = buf,
+               .len = len,
+               .arena = arena,
+               .st = st,
                .meta_arena = lc_arena_new(ING_JFR_MEMORY)};
     int rc = len == 0 ? bad(&j, "empty recording") : 0;
     size_t chunks = 0;

@@ -22,19 +22,19 @@
 /* ---------------------------------------------------------------- caps
  * Every size driven by the upload is capped; past a cap the upload is a 413
  * ("profile too large: ..."), a malformed file a 422 naming what is wrong. */
-#define ING_JFR_MAX_BYTES ((size_t)256 << 20)        /* decompressed recording */
-#define ING_JFR_MAX_LABELS_BYTES ((size_t)16 << 20)  /* decompressed LabelsSnapshot */
-#define ING_JFR_MAX_EVENTS ((size_t)16 << 20)        /* converted events, whole file */
-#define ING_JFR_MAX_STACK_DEPTH 8192                 /* frames of one stack trace */
-#define ING_JFR_MAX_FRAMES ((size_t)8 << 20)         /* frames of all stack traces held */
-#define ING_JFR_MAX_POOL_ENTRIES ((size_t)4 << 20)   /* constant-pool entries held */
-#define ING_JFR_MAX_META_STRINGS ((size_t)1 << 20)   /* strings of one metadata event */
-#define ING_JFR_MAX_CLASSES 65536                    /* classes of one metadata event */
-#define ING_JFR_MAX_FIELDS 256                       /* fields of one class */
-#define ING_JFR_MAX_NESTING 32                       /* metadata elements, inline structs */
+#define ING_JFR_MAX_BYTES ((size_t)256 << 20)       /* decompressed recording */
+#define ING_JFR_MAX_LABELS_BYTES ((size_t)16 << 20) /* decompressed LabelsSnapshot */
+#define ING_JFR_MAX_EVENTS ((size_t)16 << 20)       /* converted events, whole file */
+#define ING_JFR_MAX_STACK_DEPTH 8192                /* frames of one stack trace */
+#define ING_JFR_MAX_FRAMES ((size_t)8 << 20)        /* frames of all stack traces held */
+#define ING_JFR_MAX_POOL_ENTRIES ((size_t)4 << 20)  /* constant-pool entries held */
+#define ING_JFR_MAX_META_STRINGS ((size_t)1 << 20)  /* strings of one metadata event */
+#define ING_JFR_MAX_CLASSES 65536                   /* classes of one metadata event */
+#define ING_JFR_MAX_FIELDS 256                      /* fields of one class */
+#define ING_JFR_MAX_NESTING 32                      /* metadata elements, inline structs */
 #define ING_JFR_MAX_CHUNKS 4096
-#define ING_JFR_MAX_CONTEXTS ((size_t)1 << 20)       /* LabelsSnapshot contexts + strings */
-#define ING_JFR_MEMORY ((size_t)1 << 30)             /* the conversion's own arena */
+#define ING_JFR_MAX_CONTEXTS ((size_t)1 << 20) /* LabelsSnapshot contexts + strings */
+#define ING_JFR_MEMORY ((size_t)1 << 30)       /* the conversion's own arena */
 
 /* The sample kinds Pyroscope's converter produces, one pprof each. */
 typedef enum {
@@ -93,7 +93,6 @@ const char *ing_jfr_kind_metric(ing_jfr_kind_t k);
  * changes, else an arena copy. */
 const char *ing_jfr_merge_generated(const char *s, size_t len, lc_arena_t *arena, size_t *out_len);
 
-
 /* ---------------------------------------------------------------- reader (jfr.c)
  * Internal to jfr.c / jfr_pprof.c. The reader walks every chunk: metadata,
  * the chain of checkpoint events (constant pools, which accumulate across
@@ -118,7 +117,7 @@ typedef enum {
 typedef struct jfr_event_s {
     jfr_event_kind_t kind;
     uint64_t stack, state, context_id, span_id, span_name;
-    int64_t value; /* tlabSize, allocationSize, weight, duration, samples or size */
+    int64_t value;              /* tlabSize, allocationSize, weight, duration, samples or size */
     const char *name, *setting; /* ActiveSetting name / value (arena) */
 } jfr_event_t;
 

@@ -49,9 +49,11 @@ static const struct {
                                     {{"alloc_outside_tlab_objects", "count"},
                                      {"alloc_outside_tlab_bytes", "bytes"}},
                                     {"space", "bytes"}},
-    [ING_JFR_LOCK] = {"mutex", {{"contentions", "count"}, {"delay", "nanoseconds"}},
+    [ING_JFR_LOCK] = {"mutex",
+                      {{"contentions", "count"}, {"delay", "nanoseconds"}},
                       {"mutex", "count"}},
-    [ING_JFR_THREAD_PARK] = {"block", {{"contentions", "count"}, {"delay", "nanoseconds"}},
+    [ING_JFR_THREAD_PARK] = {"block",
+                             {{"contentions", "count"}, {"delay", "nanoseconds"}},
                              {"block", "count"}},
     [ING_JFR_LIVE_OBJECT] = {"memory", {{"live", "count"}}, {"objects", "count"}},
     [ING_JFR_ALLOC_SAMPLE] = {"memory",
@@ -163,8 +165,8 @@ static bool snap_string(snapshot_t *s, pb_t e, lc_arena_t *arena)
     while (pb_field(&e, &num, &v, &sub)) {
         if (num == 1)
             id = (int64_t)v;
-        else if (num == 2 && !(str = lc_arena_strndup(arena, (const char *)sub.p,
-                                                      (size_t)(sub.end - sub.p))))
+        else if (num == 2 &&
+                 !(str = lc_arena_strndup(arena, (const char *)sub.p, (size_t)(sub.end - sub.p))))
             return false;
     }
     if (e.err)
@@ -584,8 +586,7 @@ static int gunzip_part(const uint8_t **data, size_t *len, size_t cap, lc_buf_t *
         return lc_status_set_http(st, 413, LC_CODE_INVALID_ARGUMENT,
                                   "profile too large: %s over %zu bytes decompressed", what, cap);
     if (rc != 0)
-        return lc_status_set_http(st, 422, LC_CODE_INVALID_ARGUMENT, "invalid %s: bad gzip",
-                                  what);
+        return lc_status_set_http(st, 422, LC_CODE_INVALID_ARGUMENT, "invalid %s: bad gzip", what);
     *data = keep->data;
     *len = keep->len;
     return 0;
@@ -633,8 +634,7 @@ int ing_jfr_to_pprof(const uint8_t *jfr, size_t jfr_len, const uint8_t *labels, 
     lc_buf_init(&labels_buf, ING_JFR_MAX_LABELS_BYTES);
     int rc = gunzip_part(&jfr, &jfr_len, ING_JFR_MAX_BYTES, &jfr_buf, "jfr", st);
     if (rc == 0 && labels && labels_len)
-        rc = gunzip_part(&labels, &labels_len, ING_JFR_MAX_LABELS_BYTES, &labels_buf, "labels",
-                         st);
+        rc = gunzip_part(&labels, &labels_len, ING_JFR_MAX_LABELS_BYTES, &labels_buf, "labels", st);
     if (rc == 0 && labels && labels_len)
         rc = snap_parse(&cv.snap, labels, labels_len, arena, st);
     if (rc == 0)
@@ -686,8 +686,8 @@ static bool lambda_tail(const char *s, const char *end)
     if (s >= end || (*s != '.' && *s != '/'))
         return false;
     s++;
-    return all_of(s, end, HEX) || (end - s > 2 && s[0] == '0' && s[1] == 'x' &&
-                                   all_of(s + 2, end, HEX));
+    return all_of(s, end, HEX) ||
+           (end - s > 2 && s[0] == '0' && s[1] == 'x' && all_of(s + 2, end, HEX));
 }
 
 /* The longest prefix ending in marker (at position >= 1) whose tail passes
@@ -711,15 +711,18 @@ typedef struct lib_re_s {
 static lib_re_t LIBS[] = {
     {"libzstd-jni-",
      "^(\\.?/tmp/)?(libzstd-jni-[0-9]+\\.[0-9]+\\.[0-9]+-)([0-9]+)(\\.so)( \\(deleted\\))?$",
-     "libzstd-jni-_.so", {0}},
+     "libzstd-jni-_.so",
+     {0}},
     {"amazonCorrettoCryptoProvider",
      "^(\\.?/tmp/)?(lib)?(amazonCorrettoCryptoProvider)(NativeLibraries\\.)?([0-9a-f]{16})"
      "(/libcrypto|/libamazonCorrettoCryptoProvider)?(\\.so)( \\(deleted\\))?$",
-     "libamazonCorrettoCryptoProvider_.so", {0}},
+     "libamazonCorrettoCryptoProvider_.so",
+     {0}},
     {"libasyncProfiler-",
      "^(\\.?/tmp/)?(libasyncProfiler)-(linux-arm64|linux-musl-x64|linux-x64|macos)-"
      "(17b9a1d8156277a98ccc871afa9a8f69215f92)(\\.so)( \\(deleted\\))?$",
-     "libasyncProfiler-_.so", {0}},
+     "libasyncProfiler-_.so",
+     {0}},
 };
 static pthread_once_t libs_once = PTHREAD_ONCE_INIT;
 static bool libs_ok;
@@ -758,7 +761,8 @@ const char *ing_jfr_merge_generated(const char *s, size_t len, lc_arena_t *arena
         s = o;
         len = *out_len = cut + 1;
     }
-    size_t cglib = memchr(s, '$', len) ? prefix_before(s, len, "$$EnhancerBySpringCGLIB$$", NULL) : 0;
+    size_t cglib =
+        memchr(s, '$', len) ? prefix_before(s, len, "$$EnhancerBySpringCGLIB$$", NULL) : 0;
     if (cglib) {
         char *o = lc_arena_sprintf(arena, "%.*s_", (int)cglib, s);
         if (o) {

@@ -23,12 +23,12 @@
 #include <string.h>
 #include <time.h>
 
-#include "lc/clock.h"
+#include "ember_process.h"
 #include "ingester.h"
+#include "lc/clock.h"
 #include "lc/log.h"
 #include "lc/members.h"
 #include "lc/store.h"
-#include "ember_process.h"
 
 #define RETENTION_INTERVAL_MS (60 * 1000)
 #define REDIS_CMD_TIMEOUT_MS 2000
@@ -108,7 +108,8 @@ static void ing_on_members_state(bool up, void *data)
 
 /* The first list that shows this ingester live comes after its first
  * heartbeat (same link, in order), which registered it in its zone. */
-static void ing_on_members_change(lc_members_t *m, const lc_member_t *live, size_t count, void *data)
+static void ing_on_members_change(lc_members_t *m, const lc_member_t *live, size_t count,
+                                  void *data)
 {
     ing_node_t *n = data;
     LC_UNUSED(m);
@@ -168,8 +169,8 @@ static void ing_on_transport_state(bool up, void *data)
 static void set_consumer_id(ing_node_t *n)
 {
     bool stable;
-    ember_consumer_id(n->s->ingester_id, n->s->http_address, n->consumer_id,
-                      sizeof(n->consumer_id), &stable);
+    ember_consumer_id(n->s->ingester_id, n->s->http_address, n->consumer_id, sizeof(n->consumer_id),
+                      &stable);
     if (!stable)
         LC_LOG_WARN("no --ingester.id and no fixed port: the consumer id is not stable; after a "
                     "restart its zone waits for this id until it is removed from the registry "
@@ -203,8 +204,7 @@ static int start_redis_transport(ing_node_t *n)
         .on_settled = n->announce ? ing_on_transport_settled : NULL,
         .state_data = n,
     };
-    int rc = lc_transport_redis_new(&n->p->loop, &to, ing_writer_consume, n->writer,
-                                    &n->transport);
+    int rc = lc_transport_redis_new(&n->p->loop, &to, ing_writer_consume, n->writer, &n->transport);
     if (rc)
         LC_LOG_ERROR("cannot start the redis transport url=%s err=\"%s\"", s->redis_url,
                      lc_strerror(rc));

@@ -14,9 +14,9 @@
 #include <string.h>
 
 #include "lc/clock.h"
-#include "receive_int.h"
 #include "lc/log.h"
 #include "push/v1/push.pb-c.h"
+#include "receive_int.h"
 
 ing_job_t *ing_job_new(ing_t *ing, lc_http_req_t *req, ing_route_t route)
 {
@@ -91,7 +91,11 @@ int ing_job_add(ing_job_t *job, const char *tenant, const lc_labels_t *labels, c
         return lc_status_set_http(st, 413, LC_CODE_RESOURCE_EXHAUSTED,
                                   "request too large for the request memory budget");
     protobuf_c_message_pack(&m.base, data);
-    *slot = (ing_msg_t){data, size, lc_transport_partition(tenant, labels, job->ing->opts.partitions), n_samples, {0}};
+    *slot = (ing_msg_t){data,
+                        size,
+                        lc_transport_partition(tenant, labels, job->ing->opts.partitions),
+                        n_samples,
+                        {0}};
     memcpy(slot->id, id, sizeof(slot->id));
     job->n_msgs++;
     return 0;

@@ -18,10 +18,10 @@
 #include <string.h>
 
 #include "lc/clock.h"
-#include "receive_int.h"
 #include "lc/tenant.h"
 #include "lc/uuid.h"
 #include "push/v1/push.pb-c.h"
+#include "receive_int.h"
 
 typedef struct push_ctx_s {
     ing_t *ing;
@@ -170,9 +170,8 @@ lc_http_result_t ing_push_work(lc_http_req_t *req, void *data)
         rc = lc_connect_decode(req, &push__v1__push_request__descriptor, &msg, &codec, &st);
     if (rc == 0)
         rc = lc_tenant_write(req, c.ing->opts.multitenancy, &c.tenant, &st);
-    if (rc == 0 &&
-        ing_rate_check(c.ing, req, c.tenant, push_profiles((const Push__V1__PushRequest *)msg),
-                       &st) < 0) {
+    if (rc == 0 && ing_rate_check(c.ing, req, c.tenant,
+                                  push_profiles((const Push__V1__PushRequest *)msg), &st) < 0) {
         ing_count_rejected(c.ing, "rate_limited");
         c.n_rejected = 1; /* counted: not an invalid request */
         rc = -1;

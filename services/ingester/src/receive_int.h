@@ -3,9 +3,9 @@
  * (ingest_http.c, push.c) compose to turn a request into published profiles.
  *
  * The pure pieces (labelset, format selection, multipart, folded text,
- * sample-type config, metric-name derivation, format converters) take plain inputs and arena memory, so each is testable on
- * its own; the receivers (ingest_http.c, push.c) and the writer compose them.
- * Threading: everything here is pure or owned by one thread at a time.
+ * sample-type config, metric-name derivation, format converters) take plain inputs and arena
+ * memory, so each is testable on its own; the receivers (ingest_http.c, push.c) and the writer
+ * compose them. Threading: everything here is pure or owned by one thread at a time.
  */
 #ifndef EMBER_RECEIVE_INT_H
 #define EMBER_RECEIVE_INT_H
@@ -14,10 +14,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "lc/clock.h"
 #include "ember/v1/ingest.pb-c.h"
 #include "google/v1/profile.pb-c.h"
 #include "lc/alloc.h"
+#include "lc/clock.h"
 #include "lc/connect.h"
 #include "lc/err.h"
 #include "lc/labels.h"

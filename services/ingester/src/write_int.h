@@ -21,7 +21,6 @@
 
 #include "ingester.h"
 
-
 /* ---------------------------------------------------------------- split.c */
 /* One series' worth of samples: those sharing the same string sample labels. */
 typedef struct ing_group_s {

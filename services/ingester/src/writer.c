@@ -23,8 +23,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "write_int.h"
 #include "lc/log.h"
+#include "write_int.h"
 
 #define WRITER_ARENA_CAP ((size_t)4 << 30) /* per message; virtual until used */
 #define WRITER_DELTA_MAX_POINTS ((size_t)4 << 20)

@@ -51,8 +51,10 @@ static int check_settings(const ember_binary_t *b, const ember_settings_t *s)
         return -1;
     }
     if (s->partitions < 1 || s->partitions > 4096 || s->redis_max_backlog < 1) {
-        fprintf(stderr, "%s: --ingest.partitions wants 1..4096 and --redis.max-backlog at "
-                        "least 1\n", b->name);
+        fprintf(stderr,
+                "%s: --ingest.partitions wants 1..4096 and --redis.max-backlog at "
+                "least 1\n",
+                b->name);
         return -1;
     }
     return 0;

@@ -4,9 +4,9 @@
  * produce profiles the ingesters consume. It closes last, once every publish
  * was confirmed.
  */
+#include "ember_process.h"
 #include "lc/alloc.h"
 #include "lc/log.h"
-#include "ember_process.h"
 
 #define NS_PER_MS 1000000LL
 

@@ -24,9 +24,19 @@
 #define A EMBER_BIN_AGENT
 
 #define SET(mask, name, type, field, def, help)                                                    \
-    {mask, {name, type, offsetof(ember_settings_t, field), def, 0, 0, help}}
+    {                                                                                              \
+        mask,                                                                                      \
+        {                                                                                          \
+            name, type, offsetof(ember_settings_t, field), def, 0, 0, help                         \
+        }                                                                                          \
+    }
 #define SET_RANGE(mask, name, type, field, def, min, max, help)                                    \
-    {mask, {name, type, offsetof(ember_settings_t, field), def, min, max, help}}
+    {                                                                                              \
+        mask,                                                                                      \
+        {                                                                                          \
+            name, type, offsetof(ember_settings_t, field), def, min, max, help                     \
+        }                                                                                          \
+    }
 
 const ember_setting_t ember_settings_table[] = {
     SET(E | I | Q | A, "config.file", LC_CFG_STRING, config_file, NULL,
@@ -120,8 +130,9 @@ const ember_setting_t ember_settings_table[] = {
         "node label (default: $NODE_NAME, else the host name)"),
     SET_RANGE(A, "agent.sample-rate", LC_CFG_INT, agent_sample_rate, "19", EMBER_AGENT_MIN_RATE_HZ,
               EMBER_AGENT_MAX_RATE_HZ, "CPU samples per second on each CPU"),
-    SET_RANGE(A, "agent.interval", LC_CFG_DURATION, agent_interval_ns, "10s", EMBER_AGENT_MIN_INTERVAL_NS,
-              3600 * NS_PER_S, "one profile per process (or container) per interval"),
+    SET_RANGE(A, "agent.interval", LC_CFG_DURATION, agent_interval_ns, "10s",
+              EMBER_AGENT_MIN_INTERVAL_NS, 3600 * NS_PER_S,
+              "one profile per process (or container) per interval"),
     SET(A, "agent.group-by", LC_CFG_STRING, agent_group_by, "process", "process or container"),
     SET(A, "agent.filter", LC_CFG_STRING, agent_filter, NULL,
         "profile only processes whose labels match this selector, e.g. "

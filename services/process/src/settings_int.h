@@ -5,8 +5,8 @@
 #ifndef EMBER_SETTINGS_INT_H
 #define EMBER_SETTINGS_INT_H
 
-#include "lc/cfg.h"
 #include "ember_process.h"
+#include "lc/cfg.h"
 
 typedef struct ember_setting_s {
     unsigned bins; /* the ember_bin_t that take it */

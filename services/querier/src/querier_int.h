@@ -24,10 +24,10 @@
 #ifndef EMBER_QUERIER_INT_H
 #define EMBER_QUERIER_INT_H
 
-#include "lc/ratelimit.h"
 #include "lc/connect.h"
 #include "lc/labels.h"
 #include "lc/query.h"
+#include "lc/ratelimit.h"
 #include "querier.h"
 #include "querier/v1/querier.pb-c.h"
 

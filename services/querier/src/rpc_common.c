@@ -29,7 +29,8 @@ int qry_fail(lc_status_t *st, int rc, const char *what)
     if (rc == LC_EREGEX) /* never a silent miss: say which part of the query to change */
         return lc_status_set(st, LC_CODE_INVALID_ARGUMENT,
                              "%s: a regular expression in the selector needs more backtracking "
-                             "than the match limit on a stored label value; simplify it", what);
+                             "than the match limit on a stored label value; simplify it",
+                             what);
     return lc_status_set(st, LC_CODE_INTERNAL, "%s: %s", what, lc_strerror(rc));
 }
 
@@ -117,9 +118,10 @@ int qry_call_begin_back(qry_call_t *c, qry_t *q, lc_http_req_t *req, int64_t sta
     }
     int64_t read_start_ns = c->start_ns;
     if (back_ms > 0) /* saturating: a step may be as long as int64 ms */
-        read_start_ns = back_ms > INT64_MAX / 1000000 || read_start_ns < INT64_MIN + back_ms * 1000000
-                            ? INT64_MIN
-                            : read_start_ns - back_ms * 1000000;
+        read_start_ns =
+            back_ms > INT64_MAX / 1000000 || read_start_ns < INT64_MIN + back_ms * 1000000
+                ? INT64_MIN
+                : read_start_ns - back_ms * 1000000;
     int rc = lc_store_read_begin(q->store, read_start_ns, c->end_ns, &c->reader);
     if (rc) {
         c->reader = NULL;

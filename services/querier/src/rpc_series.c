@@ -59,7 +59,8 @@ static int collect_sums_counts(qry_call_t *c, lc_query_t *q, const lc_query_seri
 {
     lc_query_series_opts_t o = *opts;
     o.start_ms = c->start_ms; /* the boundaries start where the look-back clipped */
-    q->start_ns = lc_query_series_first_ns(&o, q->start_ns); /* the point at start sums one step back */
+    q->start_ns =
+        lc_query_series_first_ns(&o, q->start_ns); /* the point at start sums one step back */
     *sums = lc_query_series_new(&o);
     if (counts)
         *counts = lc_query_series_new(&o);

@@ -13,9 +13,9 @@
 #include <string.h>
 #include <strings.h>
 
-#include "lc/utf8.h"
 #include "config.h"
 #include "lc/alloc.h"
+#include "lc/utf8.h"
 
 #define MAX_PORT 65535
 

@@ -308,4 +308,3 @@ void scr_format_duration(int64_t ns, char *out, size_t len)
         }
     }
 }
-

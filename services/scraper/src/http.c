@@ -25,8 +25,8 @@
 
 #include <curl/curl.h>
 
-#include "lc/clock.h"
 #include "http.h"
+#include "lc/clock.h"
 #include "lc/log.h"
 
 #define MAX_REDIRECTS 10

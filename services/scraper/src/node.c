@@ -19,10 +19,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "ember_process.h"
 #include "lc/alloc.h"
 #include "lc/log.h"
 #include "lc/members.h"
-#include "ember_process.h"
 #include "scraper.h"
 
 #define NS_PER_MS 1000000LL

@@ -14,13 +14,13 @@
 #include <string.h>
 #include <time.h>
 
-#include "lc/clock.h"
 #include "ember/v1/ingest.pb-c.h"
 #include "lc/alloc.h"
+#include "lc/clock.h"
 #include "process.h"
 
-
-static int scr_fail(scr_process_out_t *out, const char *kind, const char *prefix, const char *detail)
+static int scr_fail(scr_process_out_t *out, const char *kind, const char *prefix,
+                    const char *detail)
 {
     out->error_kind = kind;
     snprintf(out->error, sizeof(out->error), "%s%s", prefix, detail);
@@ -118,7 +118,7 @@ static int decode(const scr_process_in_t *in, lc_arena_t *arena, lc_pprof_t **p,
     lc_status_t st = {0};
     if (lc_pprof_decode(in->body, in->len, &in->limits, arena, p, &st) != 0)
         return scr_fail(out, strstr(st.msg, "too large") ? SCR_ERR_TOO_LARGE : SCR_ERR_INVALID, "",
-                    st.msg);
+                        st.msg);
     if (lc_pprof_validate(*p, &in->limits, &st) != 0)
         return scr_fail(out, SCR_ERR_INVALID, "invalid pprof: ", st.msg);
     return 0;
@@ -130,7 +130,7 @@ static int shape(const scr_process_in_t *in, lc_arena_t *arena, lc_pprof_t *p,
     int rc = scr_keep_sample_types(p, in->keep, in->n_keep, arena);
     if (rc == LC_EINPUT)
         return scr_fail(out, SCR_ERR_INVALID, "",
-                    "keep_sample_type matches none of the profile's sample types");
+                        "keep_sample_type matches none of the profile's sample types");
     if (rc)
         return scr_fail(out, SCR_ERR_TOO_LARGE, "", "profile too large to process");
     out->delta = SCR_DELTA_READY;

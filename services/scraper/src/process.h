@@ -40,15 +40,14 @@ typedef struct scr_process_in_s {
     lc_pprof_limits_t limits;
 } scr_process_in_t;
 
-
 typedef struct scr_process_out_s {
     uint8_t *msg; /* packed IngestProfile (lc_free), NULL = nothing to publish */
     size_t len;
     uint32_t partition;
     uint8_t ingest_id[LC_INGEST_ID_BYTES]; /* msg's ingest id: the transport's dedupe id */
-    size_t n_samples;         /* samples published */
-    scr_delta_result_t delta; /* READY unless cumulative */
-    const char *error_kind;   /* NULL on success */
+    size_t n_samples;                      /* samples published */
+    scr_delta_result_t delta;              /* READY unless cumulative */
+    const char *error_kind;                /* NULL on success */
     char error[LC_STATUS_MSG_MAX + 64];
 } scr_process_out_t;
 

@@ -260,9 +260,9 @@ static bool valid_label_template(const char *s)
 static int check_target_label(const scr_relabel_rule_t *r, lc_status_t *st)
 {
     scr_relabel_action_t a = r->action;
-    bool needs = a == SCR_RELABEL_REPLACE || a == SCR_RELABEL_HASHMOD || a == SCR_RELABEL_LOWERCASE ||
-                 a == SCR_RELABEL_UPPERCASE || a == SCR_RELABEL_KEEPEQUAL ||
-                 a == SCR_RELABEL_DROPEQUAL;
+    bool needs = a == SCR_RELABEL_REPLACE || a == SCR_RELABEL_HASHMOD ||
+                 a == SCR_RELABEL_LOWERCASE || a == SCR_RELABEL_UPPERCASE ||
+                 a == SCR_RELABEL_KEEPEQUAL || a == SCR_RELABEL_DROPEQUAL;
     if (!needs)
         return 0;
     if (!r->target_label[0])
@@ -271,7 +271,7 @@ static int check_target_label(const scr_relabel_rule_t *r, lc_status_t *st)
                              "'target_label' value",
                              scr_relabel_action_name(a));
     bool ok = a == SCR_RELABEL_REPLACE ? valid_label_template(r->target_label)
-                                      : lc_label_name_is_legacy(r->target_label);
+                                       : lc_label_name_is_legacy(r->target_label);
     if (!ok)
         return lc_status_set(st, LC_CODE_INVALID_ARGUMENT,
                              "target_label: \"%.*s\" is invalid 'target_label' for %s action",
@@ -396,7 +396,7 @@ static long group_by_name(const char *const *names, size_t n_groups, const char 
 }
 
 int scr_relabel_expand(const char *tmpl, const char *subject, const long *groups, size_t n_groups,
-                      const char *const *names, lc_buf_t *out)
+                       const char *const *names, lc_buf_t *out)
 {
     for (const char *p = tmpl; *p;) {
         const char *dollar = strchr(p, '$');
@@ -442,7 +442,7 @@ static char *expand_string(const relabel_re_t *re, const char *tmpl, const char 
     lc_buf_t b;
     lc_buf_init(&b, RELABEL_MAX_VALUE_BYTES);
     if (scr_relabel_expand(tmpl, subject, groups, re->n_groups, (const char *const *)re->names,
-                          &b) ||
+                           &b) ||
         lc_buf_putc(&b, '\0')) {
         lc_buf_fini(&b);
         return NULL;
@@ -749,7 +749,7 @@ static bool ynull(const yaml_node_t *n)
 }
 
 int scr_relabel_parse_yaml(yaml_document_t *doc, yaml_node_t *seq, const char *where,
-                          scr_relabel_t *rl, lc_status_t *st)
+                           scr_relabel_t *rl, lc_status_t *st)
 {
     rl->rules = NULL;
     rl->n = 0;

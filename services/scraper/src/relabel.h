@@ -76,7 +76,7 @@ int scr_relabel_rule_compile(scr_relabel_rule_t *r, lc_status_t *st) LC_MUST_CHE
  * null entries are errors; messages start with `where` (e.g. `job "api":
  * relabel_configs`) and the index of the rule. */
 int scr_relabel_parse_yaml(yaml_document_t *doc, yaml_node_t *seq, const char *where,
-                          scr_relabel_t *rl, lc_status_t *st) LC_MUST_CHECK;
+                           scr_relabel_t *rl, lc_status_t *st) LC_MUST_CHECK;
 void scr_relabel_fini(scr_relabel_t *rl);
 
 /* Runs the rules over ls in place. Returns false when a keep/drop rule dropped
@@ -91,7 +91,7 @@ const char *scr_relabel_action_name(scr_relabel_action_t a);
  * groups[2i+1] are the byte offsets of group i in subject (-1 when it did not
  * participate), names[i] its name or NULL. Appends to out. Exposed for tests. */
 int scr_relabel_expand(const char *tmpl, const char *subject, const long *groups, size_t n_groups,
-                      const char *const *names, lc_buf_t *out) LC_MUST_CHECK;
+                       const char *const *names, lc_buf_t *out) LC_MUST_CHECK;
 
 /* MD5 digest (RFC 1321) of len bytes; hashmod needs exactly Prometheus's hash. */
 void lc_md5(const void *data, size_t len, uint8_t digest[16]);

@@ -17,8 +17,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lc/utf8.h"
 #include "lc/alloc.h"
+#include "lc/utf8.h"
 #include "targets.h"
 
 #define KEY_SEED 0x7a29e7

@@ -7,11 +7,11 @@
 #include <stddef.h>
 
 typedef struct ui_asset_s {
-    const char *name;           /* "index.html" or a hashed name "app.<12 hex>.js" */
+    const char *name; /* "index.html" or a hashed name "app.<12 hex>.js" */
     const char *content_type;
     const unsigned char *raw;
     size_t raw_len;
-    const unsigned char *gz;    /* the same bytes, gzip-compressed at build time */
+    const unsigned char *gz; /* the same bytes, gzip-compressed at build time */
     size_t gz_len;
 } ui_asset_t;
 

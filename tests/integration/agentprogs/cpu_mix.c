@@ -168,8 +168,8 @@ static const unsigned char jit_code[] = {0x55, 0x48, 0x89, 0xe5, 0x48, 0xff,
 static int run_jit(void)
 {
 #if defined(__x86_64__)
-    void *code = mmap(NULL, 4096, PROT_READ | PROT_WRITE | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS,
-                      -1, 0);
+    void *code =
+        mmap(NULL, 4096, PROT_READ | PROT_WRITE | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (code == MAP_FAILED)
         return 1;
     memcpy(code, jit_code, sizeof(jit_code));

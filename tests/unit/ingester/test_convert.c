@@ -4,8 +4,8 @@
  * cpu/wall nanoseconds with period 1e9/sampleRate, other types are unscaled
  * and have no period type. The output is decoded and validated by lc/pprof.h.
  */
-#include "receive_int.h"
 #include "lc_test.h"
+#include "receive_int.h"
 
 typedef struct conv_s {
     lc_arena_t *arena;

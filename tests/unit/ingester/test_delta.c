@@ -5,8 +5,8 @@
  * the baseline and drops that profile; staged state is discarded with a
  * failed batch.
  */
-#include "write_int.h"
 #include "lc_test.h"
+#include "write_int.h"
 
 enum { A = 101, B = 202, C = 303 };
 

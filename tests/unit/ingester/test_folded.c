@@ -2,8 +2,8 @@
  * test_folded.c — the folded and lines text formats (pyroscope-api.md §2.6).
  * Conversion to pprof (§2.10) is tested in test_convert.c.
  */
-#include "receive_int.h"
 #include "lc_test.h"
+#include "receive_int.h"
 
 typedef struct collected_s {
     char stacks[16][128];

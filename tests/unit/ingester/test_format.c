@@ -1,8 +1,8 @@
 /*
  * test_format.c — /ingest format selection order (pyroscope-api.md §2.4).
  */
-#include "receive_int.h"
 #include "lc_test.h"
+#include "receive_int.h"
 
 #define MP "multipart/form-data; boundary=abc"
 

@@ -2,8 +2,8 @@
  * test_labelrules.c — series labels at the edge: /ingest labels (§2.5, §2.10)
  * and Push label defaults, relabel rules and limits (§3.3 items 3-4).
  */
-#include "receive_int.h"
 #include "lc_test.h"
+#include "receive_int.h"
 
 static const ing_label_limits_t lim = {30, 1024, 2048};
 

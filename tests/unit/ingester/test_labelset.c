@@ -2,8 +2,8 @@
  * test_labelset.c — the /ingest `name` syntax (pyroscope-api.md §2.3), with the
  * exact names the Go and Node SDKs send (real-clients.md §1, §2b).
  */
-#include "receive_int.h"
 #include "lc_test.h"
+#include "receive_int.h"
 
 typedef struct ls_case_s {
     const char *input;

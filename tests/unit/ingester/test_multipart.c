@@ -3,8 +3,8 @@
  * SDKs send (real-clients.md §1: Node SDK <= 0.6.1; §2b: pyroscope-go), plus
  * boundary edge cases, truncated and malformed input, and the caps.
  */
-#include "receive_int.h"
 #include "lc_test.h"
+#include "receive_int.h"
 
 /* A pprof-like binary payload with bytes that could confuse a scanner. */
 static const uint8_t payload[] = {0x1f, 0x8b, 0x08, 0x00, '\r', '\n', '-',  '-',  0x00, 0xff,

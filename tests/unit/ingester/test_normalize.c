@@ -4,9 +4,9 @@
  * the app-name suffix table of §2.10, and __profile_type__ ids of the
  * standard types of §4.3. Expected values are written from the spec.
  */
+#include "lc_test.h"
 #include "receive_int.h"
 #include "write_int.h"
-#include "lc_test.h"
 
 static lc_pprof_t *load(lc_arena_t *arena, const char *rel)
 {

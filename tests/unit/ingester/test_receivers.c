@@ -10,10 +10,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "receive_int.h"
 #include "lc/tenant.h"
 #include "lc_test.h"
 #include "push/v1/push.pb-c.h"
+#include "receive_int.h"
 
 /* ---------------------------------------------------------------- the server */
 

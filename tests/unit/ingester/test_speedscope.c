@@ -6,8 +6,8 @@
  * evented/sampled rules, the deliberate departures from Pyroscope, and the
  * errors and caps.
  */
-#include "receive_int.h"
 #include "lc_test.h"
+#include "receive_int.h"
 
 #define SCHEMA "\"$schema\":\"https://www.speedscope.app/file-format-schema.json\""
 #define FRAMES_ABCD                                                                                \

@@ -4,8 +4,8 @@
  * counted here independently (canonical "k=v;..." strings), and totals per
  * group must add up to the MANIFEST totals computed by Go.
  */
-#include "write_int.h"
 #include "lc_test.h"
+#include "write_int.h"
 
 static lc_pprof_t *load(lc_arena_t *arena, const char *rel)
 {

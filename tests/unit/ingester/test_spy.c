@@ -3,8 +3,8 @@
  * (pyroscope-api.md §2.5): pyspy/rbspy/scripting get "<filename> <function>";
  * py-spy's absolute filenames are left alone; other spies change nothing.
  */
-#include "receive_int.h"
 #include "lc_test.h"
+#include "receive_int.h"
 
 static lc_pprof_t *load_pyspy(lc_arena_t *arena)
 {

@@ -6,8 +6,8 @@
  * byte, trailing bytes, oversize names, child counts and values, varint
  * overflow, too deep, too many stack bytes) must fail with a message.
  */
-#include "receive_int.h"
 #include "lc_test.h"
+#include "receive_int.h"
 
 /* ---------------------------------------------------------------- writer */
 

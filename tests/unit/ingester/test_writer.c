@@ -7,8 +7,8 @@
  */
 #include <unistd.h>
 
-#include "write_int.h"
 #include "lc_test.h"
+#include "write_int.h"
 
 #define CPU_LABELS "pprof/pyroscope-go.cpu.labels.pprof"
 #define CPU_LABELS_TIME 1654798932062349000LL /* MANIFEST time_nanos */

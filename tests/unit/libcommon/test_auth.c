@@ -47,7 +47,9 @@ static int check(const char *authz, bool write, const char *tenant)
     const char *t[] = {tenant};
     if (lc_auth_check(&req, write, t, 1, &st) == 0)
         return 200;
-    return st.code == LC_CODE_UNAUTHENTICATED ? 401 : st.code == LC_CODE_PERMISSION_DENIED ? 403 : 500;
+    return st.code == LC_CODE_UNAUTHENTICATED     ? 401
+           : st.code == LC_CODE_PERMISSION_DENIED ? 403
+                                                  : 500;
 }
 
 static char file_text[2048];

@@ -52,8 +52,9 @@ static const lc_cfg_entry_t file_table[] = {
 };
 
 static const char *const env_vars[] = {
-    "EMBER_HTTP_ADDRESS", "EMBER_DATA_DIR",           "EMBER_HTTP_PORT",   "EMBER_DEBUG",
-    "EMBER_RETENTION",    "EMBER_HTTP_MAX_BODY_BYTES", "EMBER_AUTH_TOKEN", "EMBER_CONFIG_FILE",
+    "EMBER_HTTP_ADDRESS", "EMBER_DATA_DIR",    "EMBER_HTTP_PORT",
+    "EMBER_DEBUG",        "EMBER_RETENTION",   "EMBER_HTTP_MAX_BODY_BYTES",
+    "EMBER_AUTH_TOKEN",   "EMBER_CONFIG_FILE",
 };
 
 /* The tests own the EMBER_* variables; whatever the runner had set must not leak in. */
@@ -108,11 +109,20 @@ static void test_parse_duration(void)
         const char *text;
         int64_t ns;
     } ok[] = {
-        {"300ms", 300 * INT64_C(1000000)}, {"1.5h", 90 * MIN}, {"1h30m", 90 * MIN},
-        {"90s", 90 * SEC},                 {"7d", 7 * DAY},     {"2w", 14 * DAY},
-        {"90", 90 * SEC},                  {"1.5", 1500 * INT64_C(1000000)},
-        {"0", 0},                          {"0s", 0},           {"1us", 1000},
-        {"1\xc2\xb5s", 1000},              {"250ns", 250},      {".5s", SEC / 2},
+        {"300ms", 300 * INT64_C(1000000)},
+        {"1.5h", 90 * MIN},
+        {"1h30m", 90 * MIN},
+        {"90s", 90 * SEC},
+        {"7d", 7 * DAY},
+        {"2w", 14 * DAY},
+        {"90", 90 * SEC},
+        {"1.5", 1500 * INT64_C(1000000)},
+        {"0", 0},
+        {"0s", 0},
+        {"1us", 1000},
+        {"1\xc2\xb5s", 1000},
+        {"250ns", 250},
+        {".5s", SEC / 2},
         {"1d2h3m4s", DAY + 2 * HOUR + 3 * MIN + 4 * SEC},
     };
     for (size_t i = 0; i < LC_ARRAY_LEN(ok); i++) {
@@ -120,8 +130,9 @@ static void test_parse_duration(void)
         LC_ASSERT_OK(lc_parse_duration(ok[i].text, &ns));
         LC_ASSERT_EQ(ns, ok[i].ns);
     }
-    static const char *const bad[] = {"", "abc", "-1s", "1h30", "1x", "s", ".", "1..5s",
-                                      "1H", " 1s", "1s ", "+1s", "9999999999999h", "106752d"};
+    static const char *const bad[] = {
+        "",    "abc", "-1s", "1h30",           "1x",     "s", ".", "1..5s", "1H",
+        " 1s", "1s ", "+1s", "9999999999999h", "106752d"};
     for (size_t i = 0; i < LC_ARRAY_LEN(bad); i++) {
         int64_t ns = 0;
         if (lc_parse_duration(bad[i], &ns) == 0)
@@ -135,9 +146,18 @@ static void test_parse_bytes(void)
         const char *text;
         int64_t bytes;
     } ok[] = {
-        {"4MiB", 4 << 20},  {"4MB", 4000000},      {"512KiB", 512 << 10}, {"1GiB", 1 << 30},
-        {"1024", 1024},     {"4mib", 4 << 20},     {"1kb", 1000},         {"1KB", 1000},
-        {"2Ki", 2048},      {"1.5KiB", 1536},      {"0", 0},              {"7b", 7},
+        {"4MiB", 4 << 20},
+        {"4MB", 4000000},
+        {"512KiB", 512 << 10},
+        {"1GiB", 1 << 30},
+        {"1024", 1024},
+        {"4mib", 4 << 20},
+        {"1kb", 1000},
+        {"1KB", 1000},
+        {"2Ki", 2048},
+        {"1.5KiB", 1536},
+        {"0", 0},
+        {"7b", 7},
         {"1TiB", INT64_C(1) << 40},
     };
     for (size_t i = 0; i < LC_ARRAY_LEN(ok); i++) {
@@ -165,7 +185,7 @@ static void test_defaults(void)
     LC_ASSERT_EQ(cfg.debug, false);
     LC_ASSERT_EQ(cfg.retention_ns, 7 * DAY);
     LC_ASSERT_EQ(cfg.max_body_bytes, 4 << 20);
-    LC_ASSERT_STR_EQ(cfg.auth_token, "");   /* NULL default: empty, never a NULL pointer */
+    LC_ASSERT_STR_EQ(cfg.auth_token, ""); /* NULL default: empty, never a NULL pointer */
     lc_cfg_free(table, N_TABLE, &cfg);
     LC_CHECK(cfg.http_address == NULL && cfg.auth_token == NULL);
 }
@@ -185,11 +205,11 @@ static void test_precedence(void)
     lc_status_t st;
     LC_ASSERT_OK(load_args(&cfg, &st, (char *[]){flag_file, "--http.port", "9002", NULL}));
     LC_ASSERT_STR_EQ(st.msg, "");
-    LC_ASSERT_STR_EQ(cfg.http_address, ":9000");   /* file */
-    LC_ASSERT_STR_EQ(cfg.data_dir, "/env");        /* env beats file */
-    LC_ASSERT_EQ(cfg.port, 9002);                  /* flag beats env and file */
-    LC_ASSERT_EQ(cfg.retention_ns, 2 * DAY);       /* file beats default */
-    LC_ASSERT_EQ(cfg.max_body_bytes, 4 << 20);     /* default */
+    LC_ASSERT_STR_EQ(cfg.http_address, ":9000"); /* file */
+    LC_ASSERT_STR_EQ(cfg.data_dir, "/env");      /* env beats file */
+    LC_ASSERT_EQ(cfg.port, 9002);                /* flag beats env and file */
+    LC_ASSERT_EQ(cfg.retention_ns, 2 * DAY);     /* file beats default */
+    LC_ASSERT_EQ(cfg.max_body_bytes, 4 << 20);   /* default */
     lc_cfg_free(table, N_TABLE, &cfg);
 
     /* The file can also come from EMBER_CONFIG_FILE. */
@@ -218,8 +238,8 @@ static void test_flag_forms(void)
     lc_cfg_free(table, N_TABLE, &cfg);
 
     /* Explicit booleans, the last flag wins, and "=" allows an empty string. */
-    LC_ASSERT_OK(load_args(&cfg, &st,
-                           (char *[]){"--debug=yes", "--debug=False", "--http.address=", NULL}));
+    LC_ASSERT_OK(
+        load_args(&cfg, &st, (char *[]){"--debug=yes", "--debug=False", "--http.address=", NULL}));
     LC_ASSERT_EQ(cfg.debug, false);
     LC_ASSERT_STR_EQ(cfg.http_address, "");
     lc_cfg_free(table, N_TABLE, &cfg);
@@ -240,7 +260,7 @@ static void expect_error(char **args, const char *want)
     lc_status_t st;
     LC_ASSERT_EQ(load_args(&cfg, &st, args), -1);
     LC_ASSERT_STR_EQ(st.msg, want);
-    LC_CHECK(cfg.http_address == NULL && cfg.data_dir == NULL);   /* freed on failure */
+    LC_CHECK(cfg.http_address == NULL && cfg.data_dir == NULL); /* freed on failure */
     lc_cfg_free(table, N_TABLE, &cfg);
 }
 
@@ -311,14 +331,14 @@ static void test_yaml_shapes(void)
     LC_ASSERT_STR_EQ(cfg.data_dir, "/d");
     LC_ASSERT_EQ(cfg.debug, true);
     LC_ASSERT_STR_EQ(cfg.auth_token, "");
-    LC_ASSERT_EQ(cfg.retention_ns, 7 * DAY);   /* null keeps the default */
+    LC_ASSERT_EQ(cfg.retention_ns, 7 * DAY); /* null keeps the default */
     lc_cfg_free(table, N_TABLE, &cfg);
 
     LC_ASSERT_OK(load_yaml(&cfg, &st, "http:\nhttp.port: 81\n"));
     LC_ASSERT_EQ(cfg.port, 81);
     lc_cfg_free(table, N_TABLE, &cfg);
 
-    LC_ASSERT_OK(load_yaml(&cfg, &st, ""));   /* an empty file changes nothing */
+    LC_ASSERT_OK(load_yaml(&cfg, &st, "")); /* an empty file changes nothing */
     lc_cfg_free(table, N_TABLE, &cfg);
     LC_ASSERT_OK(load_yaml(&cfg, &st, "# only a comment\n"));
     LC_ASSERT_STR_EQ(cfg.data_dir, "./data");
@@ -361,7 +381,7 @@ static void test_config_file_entry(void)
     file_cfg_t cfg;
     lc_status_t st = {0};
     LC_ASSERT_OK(lc_cfg_load(file_table, 2, &cfg, 2, (char *[]){"prog", flag, NULL}, NULL, &st));
-    LC_ASSERT_STR_EQ(cfg.config_file, path);   /* the table's field records the file used */
+    LC_ASSERT_STR_EQ(cfg.config_file, path); /* the table's field records the file used */
     LC_ASSERT_STR_EQ(cfg.data_dir, "/from-file");
     lc_cfg_free(file_table, 2, &cfg);
 
@@ -382,8 +402,8 @@ static void test_yaml_depth_limit(void)
         char *deep;
     } deep_cfg_t;
     static const lc_cfg_entry_t deep_table[] = {
-        {"a.b.c.d.e.f.g.h.i.j.k.l.m.n.o.p.q", LC_CFG_STRING, offsetof(deep_cfg_t, deep), NULL, 0,
-         0, "deep"},
+        {"a.b.c.d.e.f.g.h.i.j.k.l.m.n.o.p.q", LC_CFG_STRING, offsetof(deep_cfg_t, deep), NULL, 0, 0,
+         "deep"},
     };
     char text[512] = "";
     size_t used = 0;
@@ -455,7 +475,7 @@ static void test_help(void)
 
     int rc = -1;
     char *printed = capture_fd(STDOUT_FILENO, run_help_flag, &rc);
-    LC_ASSERT_EQ(rc, 1);   /* help wins over a later unknown flag */
+    LC_ASSERT_EQ(rc, 1); /* help wins over a later unknown flag */
     LC_ASSERT_STR_EQ(printed, help_golden);
     free(printed);
 }
@@ -470,9 +490,9 @@ static void test_log_line(void)
     clear_env();
     test_cfg_t cfg;
     lc_status_t st;
-    LC_ASSERT_OK(load_args(&cfg, &st,
-                           (char *[]){"--data.dir=/my data", "--auth.token=s3cret",
-                                      "--retention=36h", NULL}));
+    LC_ASSERT_OK(load_args(
+        &cfg, &st,
+        (char *[]){"--data.dir=/my data", "--auth.token=s3cret", "--retention=36h", NULL}));
     char *line = capture_fd(STDERR_FILENO, run_log, &cfg);
     LC_CHECK(line != NULL);
     if (line) {
@@ -481,12 +501,12 @@ static void test_log_line(void)
                               "retention=1d12h http.max-body-bytes=4MiB "
                               "auth.token=<redacted>\n") != NULL);
         LC_CHECK(strstr(line, "s3cret") == NULL);
-        LC_CHECK(strchr(line, '\n') == line + strlen(line) - 1);   /* one line */
+        LC_CHECK(strchr(line, '\n') == line + strlen(line) - 1); /* one line */
     }
     free(line);
     lc_cfg_free(table, N_TABLE, &cfg);
 }
 
-LC_TEST_MAIN(test_parse_duration, test_parse_bytes, test_defaults, test_precedence,
-             test_flag_forms, test_errors_name_their_source, test_yaml_shapes, test_yaml_errors,
+LC_TEST_MAIN(test_parse_duration, test_parse_bytes, test_defaults, test_precedence, test_flag_forms,
+             test_errors_name_their_source, test_yaml_shapes, test_yaml_errors,
              test_yaml_depth_limit, test_config_file_entry, test_help, test_log_line)

@@ -81,7 +81,7 @@ static void test_multi_member(void)
     zlib_gzip((const uint8_t *)"hello, ", 7, &gz);
     LC_ASSERT_OK(lc_gzip((const uint8_t *)"gzip ", 5, 1, &gz));
     zlib_gzip((const uint8_t *)"world", 5, &gz);
-    LC_ASSERT_OK(lc_buf_puts(&back, ">"));  /* gunzip appends after what is there */
+    LC_ASSERT_OK(lc_buf_puts(&back, ">")); /* gunzip appends after what is there */
     LC_ASSERT_OK(lc_gunzip(gz.data, gz.len, 100, &back));
     LC_ASSERT_EQ(back.len, 18);
     LC_ASSERT_MEM_EQ(back.data, ">hello, gzip world", 18);

@@ -39,7 +39,7 @@ typedef struct server_s {
 
 static server_t server;
 static atomic_int work_started;
-static atomic_int work_on_loop;   /* 1 if the offloaded work ran on the loop thread */
+static atomic_int work_on_loop; /* 1 if the offloaded work ran on the loop thread */
 
 static bool on_loop_thread(void)
 {
@@ -56,8 +56,8 @@ static lc_http_result_t h_echo(lc_http_req_t *req, void *data)
     const char *hdr = lc_http_header(req, "x-test");
     lc_buf_t out;
     lc_buf_init(&out, 1 << 20);
-    int rc = lc_buf_printf(&out, "%s %s q=%s h=%s len=%zu\n", req->method, req->path,
-                           q ? q : "-", hdr ? hdr : "-", req->body_len);
+    int rc = lc_buf_printf(&out, "%s %s q=%s h=%s len=%zu\n", req->method, req->path, q ? q : "-",
+                           hdr ? hdr : "-", req->body_len);
     if (rc == 0)
         rc = lc_buf_append(&out, req->body, req->body_len);
     lc_http_reply(req, 200, "text/plain", out.data, rc == 0 ? out.len : 0);
@@ -93,7 +93,10 @@ typedef struct later_s {
     lc_http_req_t *req;
 } later_t;
 
-static void later_on_closed(uv_handle_t *h) { lc_free(LC_CONTAINER_OF(h, later_t, timer)); }
+static void later_on_closed(uv_handle_t *h)
+{
+    lc_free(LC_CONTAINER_OF(h, later_t, timer));
+}
 
 static void later_on_timer(uv_timer_t *t)
 {
@@ -140,7 +143,10 @@ static void routes_add(lc_httpd_t *srv)
         {.path = "/echo", .work = h_echo},
         {.path = "/only-post", .methods = "POST", .work = h_echo},
         {.path = "/only-post", .methods = "PUT", .work = h_echo},
-        {.path = "/slow", .methods = "GET,POST", .work = h_slow_work, .after = h_slow_after,
+        {.path = "/slow",
+         .methods = "GET,POST",
+         .work = h_slow_work,
+         .after = h_slow_after,
          .offload = true},
         {.path = "/later", .work = h_later},
         {.path = "/early", .work = h_finish_early},
@@ -153,7 +159,10 @@ static void routes_add(lc_httpd_t *srv)
         LC_ASSERT_OK(lc_httpd_route(srv, &routes[i]));
 }
 
-static void server_on_closed(void *data) { ((server_t *)data)->closed_calls++; }
+static void server_on_closed(void *data)
+{
+    ((server_t *)data)->closed_calls++;
+}
 
 static void server_on_stop(uv_async_t *a)
 {
@@ -193,7 +202,10 @@ static void server_start(const lc_httpd_opts_t *opts)
     LC_ASSERT_OK(uv_thread_create(&server.thread, server_run, NULL));
 }
 
-static void server_request_stop(void) { uv_async_send(&server.stop); }
+static void server_request_stop(void)
+{
+    uv_async_send(&server.stop);
+}
 
 static void server_join(void)
 {
@@ -253,7 +265,10 @@ static void client_send(client_t *c, const void *data, size_t n)
     }
 }
 
-static void client_sends(client_t *c, const char *s) { client_send(c, s, strlen(s)); }
+static void client_sends(client_t *c, const char *s)
+{
+    client_send(c, s, strlen(s));
+}
 
 /* Reads more bytes into the buffer; false on EOF, error or timeout. */
 static bool client_fill(client_t *c)
@@ -306,8 +321,8 @@ static bool client_read(client_t *c, resp_t *r)
     snprintf(r->head, sizeof(r->head), "%.*s", (int)head_len, c->buf);
     r->status = (int)strtol(r->head + 9, NULL, 10);
     char cl[32];
-    size_t body_len = find_header(r->head, "content-length", cl, sizeof(cl)) ?
-                          (size_t)strtoull(cl, NULL, 10) : 0;
+    size_t body_len =
+        find_header(r->head, "content-length", cl, sizeof(cl)) ? (size_t)strtoull(cl, NULL, 10) : 0;
     while (c->len < head_len + body_len)
         if (!client_fill(c))
             return false;
@@ -400,7 +415,8 @@ static void test_gzip_post(void)
     char head[256];
     int hl = snprintf(head, sizeof(head),
                       "POST /echo HTTP/1.1\r\nHost: t\r\nContent-Encoding: gzip\r\n"
-                      "Content-Length: %zu\r\n\r\n", gz_len);
+                      "Content-Length: %zu\r\n\r\n",
+                      gz_len);
     client_t *c = client_open();
     client_send(c, head, (size_t)hl);
     client_send(c, gz, gz_len);
@@ -433,7 +449,7 @@ static void test_gzip_post(void)
 
 static void test_gzip_bomb(void)
 {
-    lc_httpd_opts_t o = small_opts();   /* decompressed cap: 1 MiB */
+    lc_httpd_opts_t o = small_opts(); /* decompressed cap: 1 MiB */
     server_start(&o);
     size_t n = 16u << 20;
     uint8_t *zeros = lc_xcalloc(1, n);
@@ -444,7 +460,8 @@ static void test_gzip_bomb(void)
     char head[256];
     int hl = snprintf(head, sizeof(head),
                       "POST /slow HTTP/1.1\r\nHost: t\r\nContent-Encoding: gzip\r\n"
-                      "Content-Length: %zu\r\n\r\n", gz_len);
+                      "Content-Length: %zu\r\n\r\n",
+                      gz_len);
     client_t *c = client_open();
     client_send(c, head, (size_t)hl);
     client_send(c, gz, gz_len);
@@ -624,9 +641,12 @@ static void test_routing(void)
     LC_ASSERT_EQ(r.status, 200);
 
     /* Exact beats prefix, longer prefix beats shorter; the query is ignored. */
-    const struct { const char *path, *want; } cases[] = {
+    const struct {
+        const char *path, *want;
+    } cases[] = {
         {"/static/exact?v=1", "exact"}, {"/static/a/b", "prefix"},
-        {"/static/deeper/x", "deeper"}, {"/static/", "prefix"}, {"/static/exactly", "prefix"},
+        {"/static/deeper/x", "deeper"}, {"/static/", "prefix"},
+        {"/static/exactly", "prefix"},
     };
     for (size_t i = 0; i < LC_ARRAY_LEN(cases); i++) {
         char req[256];
@@ -763,9 +783,9 @@ static void test_graceful_close(void)
         usleep(1000);
     uint64_t t0 = uv_hrtime();
     server_request_stop();
-    LC_CHECK(client_sees_eof(idle));          /* idle: closed at once */
+    LC_CHECK(client_sees_eof(idle));               /* idle: closed at once */
     LC_CHECK(uv_hrtime() - t0 < 250 * 1000000ull); /* before the busy one is done */
-    LC_CHECK(client_read(busy, &r));          /* in flight: finished */
+    LC_CHECK(client_read(busy, &r));               /* in flight: finished */
     LC_ASSERT_EQ(r.status, 200);
     LC_CHECK(strstr(r.body, "user=from-work") != NULL);
     LC_CHECK(resp_header_is(&r, "connection", "close"));
@@ -882,10 +902,10 @@ static void test_response_head(void)
     feed_request(&p, "GET / HTTP/1.1\r\n\r\n");
     lc_http_req_t *req = &p.req;
     lc_http_reply(req, 201, "text/a", "xyz", 3);
-    lc_http_set_header(req, "content-type", "text/b");    /* replaces */
+    lc_http_set_header(req, "content-type", "text/b"); /* replaces */
     lc_http_set_header(req, "X-Multi", "1");
     lc_http_set_header(req, "X-Multi", "2\r\nInjected: yes"); /* CR/LF neutralised */
-    lc_http_set_header(req, "Content-Length", "999");     /* framing is the server's */
+    lc_http_set_header(req, "Content-Length", "999");         /* framing is the server's */
     LC_ASSERT_OK(lc_httpd__format_head(req, true, &p.head));
     LC_ASSERT_OK(lc_buf_putc(&p.head, '\0'));
     LC_ASSERT_STR_EQ((const char *)p.head.data,

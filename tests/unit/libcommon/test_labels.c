@@ -21,11 +21,11 @@ static void test_add_get_set_del(void)
     LC_ASSERT_STR_EQ(lc_labels_get(&ls, "env"), "prod");
     LC_CHECK(lc_labels_get(&ls, "missing") == NULL);
 
-    lc_labels_set(&ls, "env", "dev");            /* replace */
-    lc_labels_set(&ls, "region", "eu");          /* append */
+    lc_labels_set(&ls, "env", "dev");   /* replace */
+    lc_labels_set(&ls, "region", "eu"); /* append */
     LC_ASSERT_EQ(ls.n, 3);
     LC_ASSERT_STR_EQ(lc_labels_get(&ls, "env"), "dev");
-    lc_labels_set(&ls, "env", lc_labels_get(&ls, "env"));   /* aliasing its own value */
+    lc_labels_set(&ls, "env", lc_labels_get(&ls, "env")); /* aliasing its own value */
     LC_ASSERT_STR_EQ(lc_labels_get(&ls, "env"), "dev");
 
     LC_CHECK(lc_labels_del(&ls, "service_name"));
@@ -53,15 +53,15 @@ static void test_copy_is_deep(void)
 static void test_sort_is_byte_order_and_finds_duplicates(void)
 {
     /* Byte order: upper case before '_' before lower case, and UTF-8 last. */
-    static const char *const kv[] = {"b", "1", "_x", "2", "Z", "3", "a.b", "4",
-                                     "\xc3\xa9", "5", "a", "6", "b", "0"};
+    static const char *const kv[] = {"b", "1",        "_x", "2", "Z", "3", "a.b",
+                                     "4", "\xc3\xa9", "5",  "a", "6", "b", "0"};
     lc_labels_t ls;
     make_set(&ls, kv, 7);
     lc_labels_sort(&ls);
     static const char *const want[] = {"Z", "_x", "a", "a.b", "b", "b", "\xc3\xa9"};
     for (size_t i = 0; i < 7; i++)
         LC_ASSERT_STR_EQ(ls.v[i].name, want[i]);
-    LC_ASSERT_STR_EQ(ls.v[4].value, "0");   /* ties ordered by value */
+    LC_ASSERT_STR_EQ(ls.v[4].value, "0"); /* ties ordered by value */
     LC_ASSERT_STR_EQ(lc_labels_duplicate(&ls), "b");
     LC_CHECK(lc_labels_del(&ls, "b"));
     LC_CHECK(lc_labels_duplicate(&ls) == NULL);
@@ -82,7 +82,7 @@ static void test_cmp(void)
     LC_ASSERT_EQ(lc_labels_cmp(&a, &a2), 0);
     LC_ASSERT_EQ(lc_labels_cmp(&a, &b), -1);
     LC_ASSERT_EQ(lc_labels_cmp(&b, &a), 1);
-    LC_ASSERT_EQ(lc_labels_cmp(&c, &a), -1);    /* a prefix sorts first */
+    LC_ASSERT_EQ(lc_labels_cmp(&c, &a), -1); /* a prefix sorts first */
     LC_ASSERT_EQ(lc_labels_cmp(&a, &c), 1);
     lc_labels_fini(&a);
     lc_labels_fini(&b);
@@ -92,8 +92,8 @@ static void test_cmp(void)
 
 static void test_encode_decode_round_trip(void)
 {
-    static const char *const kv[] = {"__name__", "process_cpu", "service.name", "a\xe2\x82\xac",
-                                     "empty", ""};
+    static const char *const kv[] = {"__name__",      "process_cpu", "service.name",
+                                     "a\xe2\x82\xac", "empty",       ""};
     lc_labels_t ls, back;
     make_set(&ls, kv, 3);
     lc_buf_t buf;
@@ -128,13 +128,35 @@ static void test_decode_rejects_malformed(void)
     } cases[] = {
         {"empty input", "", 0},
         {"truncated count varint", "\x80", 1},
-        {"count larger than the input", "\x05\x01" "a\x01" "b", 5},
+        {"count larger than the input",
+         "\x05\x01"
+         "a\x01"
+         "b",
+         5},
         {"huge count", "\xff\xff\xff\xff\x0f", 5},
-        {"name length past the end", "\x01\x05" "ab", 4},
-        {"missing value", "\x01\x01" "a", 3},
-        {"value length past the end", "\x01\x01" "a\x09" "b", 5},
-        {"trailing bytes", "\x01\x01" "a\x01" "bX", 6},
-        {"NUL inside a name", "\x01\x02" "a\0\x01" "b", 6},
+        {"name length past the end",
+         "\x01\x05"
+         "ab",
+         4},
+        {"missing value",
+         "\x01\x01"
+         "a",
+         3},
+        {"value length past the end",
+         "\x01\x01"
+         "a\x09"
+         "b",
+         5},
+        {"trailing bytes",
+         "\x01\x01"
+         "a\x01"
+         "bX",
+         6},
+        {"NUL inside a name",
+         "\x01\x02"
+         "a\0\x01"
+         "b",
+         6},
         {"overlong varint", "\x81\x80\x80\x80\x80\x80\x80\x80\x80\x80\x01", 11},
     };
     for (size_t i = 0; i < LC_ARRAY_LEN(cases); i++) {

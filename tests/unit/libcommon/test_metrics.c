@@ -34,7 +34,7 @@ static void test_render_golden(void)
     static const double bounds[] = {0.125, 0.5, 1};
     lc_metric_t *h = lc_metrics_histogram(m, "ember_latency_seconds", "Latency.",
                                           "route=\"/ingest\"", bounds, 3);
-    static const double size_bounds[] = {1024, 4096, INFINITY};   /* +Inf is implied anyway */
+    static const double size_bounds[] = {1024, 4096, INFINITY}; /* +Inf is implied anyway */
     lc_metric_t *sz = lc_metrics_histogram(m, "ember_size_bytes", "Sizes", NULL, size_bounds, 3);
 
     lc_metric_add(ok, 3);
@@ -49,29 +49,28 @@ static void test_render_golden(void)
     lc_metric_observe(sz, 5000);
 
     char *text = render(m);
-    LC_ASSERT_STR_EQ(text,
-                     "# HELP ember_requests_total Requests handled.\n"
-                     "# TYPE ember_requests_total counter\n"
-                     "ember_requests_total{route=\"/ingest\",code=\"200\"} 3.5\n"
-                     "ember_requests_total{route=\"/render\",code=\"500\"} 1\n"
-                     "# HELP ember_backlog_bytes Bytes waiting.\\nSee \\\\docs\n"
-                     "# TYPE ember_backlog_bytes gauge\n"
-                     "ember_backlog_bytes 1500\n"
-                     "# HELP ember_latency_seconds Latency.\n"
-                     "# TYPE ember_latency_seconds histogram\n"
-                     "ember_latency_seconds_bucket{route=\"/ingest\",le=\"0.125\"} 2\n"
-                     "ember_latency_seconds_bucket{route=\"/ingest\",le=\"0.5\"} 3\n"
-                     "ember_latency_seconds_bucket{route=\"/ingest\",le=\"1\"} 4\n"
-                     "ember_latency_seconds_bucket{route=\"/ingest\",le=\"+Inf\"} 5\n"
-                     "ember_latency_seconds_sum{route=\"/ingest\"} 3.1875\n"
-                     "ember_latency_seconds_count{route=\"/ingest\"} 5\n"
-                     "# HELP ember_size_bytes Sizes\n"
-                     "# TYPE ember_size_bytes histogram\n"
-                     "ember_size_bytes_bucket{le=\"1024\"} 0\n"
-                     "ember_size_bytes_bucket{le=\"4096\"} 0\n"
-                     "ember_size_bytes_bucket{le=\"+Inf\"} 1\n"
-                     "ember_size_bytes_sum 5000\n"
-                     "ember_size_bytes_count 1\n");
+    LC_ASSERT_STR_EQ(text, "# HELP ember_requests_total Requests handled.\n"
+                           "# TYPE ember_requests_total counter\n"
+                           "ember_requests_total{route=\"/ingest\",code=\"200\"} 3.5\n"
+                           "ember_requests_total{route=\"/render\",code=\"500\"} 1\n"
+                           "# HELP ember_backlog_bytes Bytes waiting.\\nSee \\\\docs\n"
+                           "# TYPE ember_backlog_bytes gauge\n"
+                           "ember_backlog_bytes 1500\n"
+                           "# HELP ember_latency_seconds Latency.\n"
+                           "# TYPE ember_latency_seconds histogram\n"
+                           "ember_latency_seconds_bucket{route=\"/ingest\",le=\"0.125\"} 2\n"
+                           "ember_latency_seconds_bucket{route=\"/ingest\",le=\"0.5\"} 3\n"
+                           "ember_latency_seconds_bucket{route=\"/ingest\",le=\"1\"} 4\n"
+                           "ember_latency_seconds_bucket{route=\"/ingest\",le=\"+Inf\"} 5\n"
+                           "ember_latency_seconds_sum{route=\"/ingest\"} 3.1875\n"
+                           "ember_latency_seconds_count{route=\"/ingest\"} 5\n"
+                           "# HELP ember_size_bytes Sizes\n"
+                           "# TYPE ember_size_bytes histogram\n"
+                           "ember_size_bytes_bucket{le=\"1024\"} 0\n"
+                           "ember_size_bytes_bucket{le=\"4096\"} 0\n"
+                           "ember_size_bytes_bucket{le=\"+Inf\"} 1\n"
+                           "ember_size_bytes_sum 5000\n"
+                           "ember_size_bytes_count 1\n");
     lc_free(text);
     lc_metrics_free(m);
 }
@@ -203,7 +202,7 @@ static void *race_worker(void *arg)
     for (int i = 0; i < PER_THREAD; i++) {
         lc_metric_add(r->counter, 1);
         lc_metric_add(r->gauge, (i & 1) ? 2.5 : -1.5);
-        lc_metric_observe(r->hist, (i % 4) * 0.5);   /* 0, .5, 1, 1.5: exact in binary */
+        lc_metric_observe(r->hist, (i % 4) * 0.5); /* 0, .5, 1, 1.5: exact in binary */
         /* Lazy lookups race with the updates and with each other. */
         if (i % 1000 == 0 && lc_metrics_counter(r->m, "race_total", "", "") != r->counter)
             return (void *)1;
@@ -279,6 +278,6 @@ static void test_release_removes_after_last_reference(void)
     lc_metrics_free(m);
 }
 
-LC_TEST_MAIN(test_render_golden, test_default_buckets, test_number_format,
-             test_registration_rules, test_render_respects_cap,
-             test_concurrent_updates_sum_exactly, test_release_removes_after_last_reference)
+LC_TEST_MAIN(test_render_golden, test_default_buckets, test_number_format, test_registration_rules,
+             test_render_respects_cap, test_concurrent_updates_sum_exactly,
+             test_release_removes_after_last_reference)

@@ -199,29 +199,80 @@ static int64_t *arena_i64(lc_arena_t *a, int64_t v)
     return x;
 }
 
-static int64_t past_end(const lc_pprof_t *p) { return (int64_t)p->n_string_table; }
+static int64_t past_end(const lc_pprof_t *p)
+{
+    return (int64_t)p->n_string_table;
+}
 
-static void m_no_sample_types(lc_pprof_t *p, lc_arena_t *a) { p->n_sample_type = 0; }
-static void m_string0(lc_pprof_t *p, lc_arena_t *a) { p->string_table[0] = "x"; }
-static void m_no_strings(lc_pprof_t *p, lc_arena_t *a) { p->n_string_table = 0; }
-static void m_st_type(lc_pprof_t *p, lc_arena_t *a) { p->sample_type[1]->type = past_end(p); }
-static void m_st_unit(lc_pprof_t *p, lc_arena_t *a) { p->sample_type[0]->unit = -1; }
-static void m_period(lc_pprof_t *p, lc_arena_t *a) { p->period_type->unit = past_end(p); }
-static void m_label_key(lc_pprof_t *p, lc_arena_t *a) { p->sample[0]->label[0]->key = -5; }
-static void m_label_str(lc_pprof_t *p, lc_arena_t *a) { p->sample[0]->label[0]->str = past_end(p); }
+static void m_no_sample_types(lc_pprof_t *p, lc_arena_t *a)
+{
+    p->n_sample_type = 0;
+}
+static void m_string0(lc_pprof_t *p, lc_arena_t *a)
+{
+    p->string_table[0] = "x";
+}
+static void m_no_strings(lc_pprof_t *p, lc_arena_t *a)
+{
+    p->n_string_table = 0;
+}
+static void m_st_type(lc_pprof_t *p, lc_arena_t *a)
+{
+    p->sample_type[1]->type = past_end(p);
+}
+static void m_st_unit(lc_pprof_t *p, lc_arena_t *a)
+{
+    p->sample_type[0]->unit = -1;
+}
+static void m_period(lc_pprof_t *p, lc_arena_t *a)
+{
+    p->period_type->unit = past_end(p);
+}
+static void m_label_key(lc_pprof_t *p, lc_arena_t *a)
+{
+    p->sample[0]->label[0]->key = -5;
+}
+static void m_label_str(lc_pprof_t *p, lc_arena_t *a)
+{
+    p->sample[0]->label[0]->str = past_end(p);
+}
 static void m_label_unit(lc_pprof_t *p, lc_arena_t *a)
 {
     p->sample[0]->label[0]->num_unit = 1 << 30;
 }
 
-static void m_map_file(lc_pprof_t *p, lc_arena_t *a) { p->mapping[0]->filename = past_end(p); }
-static void m_map_build(lc_pprof_t *p, lc_arena_t *a) { p->mapping[0]->build_id = -1; }
-static void m_fn_name(lc_pprof_t *p, lc_arena_t *a) { p->function[2]->name = past_end(p); }
-static void m_fn_sys(lc_pprof_t *p, lc_arena_t *a) { p->function[0]->system_name = -1; }
-static void m_fn_file(lc_pprof_t *p, lc_arena_t *a) { p->function[1]->filename = past_end(p); }
-static void m_drop(lc_pprof_t *p, lc_arena_t *a) { p->drop_frames = past_end(p); }
-static void m_keep(lc_pprof_t *p, lc_arena_t *a) { p->keep_frames = -1; }
-static void m_default_type(lc_pprof_t *p, lc_arena_t *a) { p->default_sample_type = past_end(p); }
+static void m_map_file(lc_pprof_t *p, lc_arena_t *a)
+{
+    p->mapping[0]->filename = past_end(p);
+}
+static void m_map_build(lc_pprof_t *p, lc_arena_t *a)
+{
+    p->mapping[0]->build_id = -1;
+}
+static void m_fn_name(lc_pprof_t *p, lc_arena_t *a)
+{
+    p->function[2]->name = past_end(p);
+}
+static void m_fn_sys(lc_pprof_t *p, lc_arena_t *a)
+{
+    p->function[0]->system_name = -1;
+}
+static void m_fn_file(lc_pprof_t *p, lc_arena_t *a)
+{
+    p->function[1]->filename = past_end(p);
+}
+static void m_drop(lc_pprof_t *p, lc_arena_t *a)
+{
+    p->drop_frames = past_end(p);
+}
+static void m_keep(lc_pprof_t *p, lc_arena_t *a)
+{
+    p->keep_frames = -1;
+}
+static void m_default_type(lc_pprof_t *p, lc_arena_t *a)
+{
+    p->default_sample_type = past_end(p);
+}
 
 static void m_comment(lc_pprof_t *p, lc_arena_t *a)
 {
@@ -229,11 +280,26 @@ static void m_comment(lc_pprof_t *p, lc_arena_t *a)
     p->comment = arena_i64(a, past_end(p));
 }
 
-static void m_values(lc_pprof_t *p, lc_arena_t *a) { p->sample[1]->n_value = 1; }
-static void m_loc_id0(lc_pprof_t *p, lc_arena_t *a) { p->location[1]->id = 0; }
-static void m_fn_id0(lc_pprof_t *p, lc_arena_t *a) { p->function[0]->id = 0; }
-static void m_dup_loc(lc_pprof_t *p, lc_arena_t *a) { p->location[2]->id = 1; }
-static void m_dup_fn(lc_pprof_t *p, lc_arena_t *a) { p->function[0]->id = 3; }
+static void m_values(lc_pprof_t *p, lc_arena_t *a)
+{
+    p->sample[1]->n_value = 1;
+}
+static void m_loc_id0(lc_pprof_t *p, lc_arena_t *a)
+{
+    p->location[1]->id = 0;
+}
+static void m_fn_id0(lc_pprof_t *p, lc_arena_t *a)
+{
+    p->function[0]->id = 0;
+}
+static void m_dup_loc(lc_pprof_t *p, lc_arena_t *a)
+{
+    p->location[2]->id = 1;
+}
+static void m_dup_fn(lc_pprof_t *p, lc_arena_t *a)
+{
+    p->function[0]->id = 3;
+}
 
 static void m_dup_mapping(lc_pprof_t *p, lc_arena_t *a)
 {
@@ -243,15 +309,27 @@ static void m_dup_mapping(lc_pprof_t *p, lc_arena_t *a)
     p->mapping = maps;
 }
 
-static void m_unknown_loc(lc_pprof_t *p, lc_arena_t *a) { p->sample[2]->location_id[0] = 4; }
-static void m_zero_loc_ref(lc_pprof_t *p, lc_arena_t *a) { p->sample[2]->location_id[0] = 0; }
-static void m_unknown_fn(lc_pprof_t *p, lc_arena_t *a) { p->location[2]->line[1]->function_id = 9; }
+static void m_unknown_loc(lc_pprof_t *p, lc_arena_t *a)
+{
+    p->sample[2]->location_id[0] = 4;
+}
+static void m_zero_loc_ref(lc_pprof_t *p, lc_arena_t *a)
+{
+    p->sample[2]->location_id[0] = 0;
+}
+static void m_unknown_fn(lc_pprof_t *p, lc_arena_t *a)
+{
+    p->location[2]->line[1]->function_id = 9;
+}
 static void m_zero_fn_ref(lc_pprof_t *p, lc_arena_t *a)
 {
     p->location[0]->line[0]->function_id = 0;
 }
 
-static void m_unknown_map(lc_pprof_t *p, lc_arena_t *a) { p->location[1]->mapping_id = 2; }
+static void m_unknown_map(lc_pprof_t *p, lc_arena_t *a)
+{
+    p->location[1]->mapping_id = 2;
+}
 
 /* Sparse ids take the sorted-lookup path: a duplicate and a dangling
  * reference must still be seen there. */
@@ -264,7 +342,7 @@ static void m_sparse_dup(lc_pprof_t *p, lc_arena_t *a)
 
 static void m_sparse_unknown(lc_pprof_t *p, lc_arena_t *a)
 {
-    p->function[0]->id = 100;   /* location 1 still refers to function 1 */
+    p->function[0]->id = 100; /* location 1 still refers to function 1 */
     p->function[1]->id = 200;
     p->function[2]->id = 300;
 }
@@ -292,16 +370,31 @@ static void m_dash_unit(lc_pprof_t *p, lc_arena_t *a)
     set_string(p, a, p->sample_type[1]->unit, "nano-seconds");
 }
 
-static void m_utf8_overlong(lc_pprof_t *p, lc_arena_t *a) { set_string(p, a, 3, "a\xc0\x80"); }
-static void m_utf8_surrogate(lc_pprof_t *p, lc_arena_t *a) { set_string(p, a, 4, "\xed\xa0\x80"); }
+static void m_utf8_overlong(lc_pprof_t *p, lc_arena_t *a)
+{
+    set_string(p, a, 3, "a\xc0\x80");
+}
+static void m_utf8_surrogate(lc_pprof_t *p, lc_arena_t *a)
+{
+    set_string(p, a, 4, "\xed\xa0\x80");
+}
 static void m_utf8_too_big(lc_pprof_t *p, lc_arena_t *a)
 {
     set_string(p, a, 5, "\xf4\x90\x80\x80");
 }
 
-static void m_utf8_cut(lc_pprof_t *p, lc_arena_t *a) { set_string(p, a, 6, "ok\xe2\x82"); }
-static void m_utf8_lone(lc_pprof_t *p, lc_arena_t *a) { set_string(p, a, 7, "\x80"); }
-static void m_utf8_f8(lc_pprof_t *p, lc_arena_t *a) { set_string(p, a, 8, "\xf8\x88\x80\x80\x80"); }
+static void m_utf8_cut(lc_pprof_t *p, lc_arena_t *a)
+{
+    set_string(p, a, 6, "ok\xe2\x82");
+}
+static void m_utf8_lone(lc_pprof_t *p, lc_arena_t *a)
+{
+    set_string(p, a, 7, "\x80");
+}
+static void m_utf8_f8(lc_pprof_t *p, lc_arena_t *a)
+{
+    set_string(p, a, 8, "\xf8\x88\x80\x80\x80");
+}
 
 static void m_utf8_function(lc_pprof_t *p, lc_arena_t *a)
 {
@@ -315,7 +408,7 @@ static void m_many_labels(lc_pprof_t *p, lc_arena_t *a)
     for (int i = 0; i < 4; i++)
         labels[i] = s->label[0];
     s->label = labels;
-    s->n_label = 4;   /* limit in the table below: 3 */
+    s->n_label = 4; /* limit in the table below: 3 */
 }
 
 static void m_nothing(lc_pprof_t *p, lc_arena_t *a) {}
@@ -324,7 +417,7 @@ typedef struct reject_case_s {
     const char *what;
     mutate_fn mutate;
     const char *msg_part;
-    size_t max_samples;     /* 0: default limits */
+    size_t max_samples; /* 0: default limits */
     size_t max_labels;
 } reject_case_t;
 
@@ -458,7 +551,7 @@ static void test_deep_stacks_keep_the_root(void)
     LC_ASSERT_EQ(p->sample[0]->n_location_id, 4);
     static const uint64_t want[4] = {1, 3, 2, 1};
     LC_ASSERT_MEM_EQ(p->sample[0]->location_id, want, sizeof(want));
-    LC_ASSERT_EQ(p->sample[1]->n_location_id, 2);   /* shallow stacks untouched */
+    LC_ASSERT_EQ(p->sample[1]->n_location_id, 2); /* shallow stacks untouched */
     lc_arena_free(a);
     lc_buf_fini(&base);
 }
@@ -471,9 +564,11 @@ static void test_long_strings_cut_at_utf8_boundary(void)
     lc_pprof_t *p = decode_ok(&base, a);
     int64_t foo = find_string(p, "foo.go"), bar = find_string(p, "bar.go");
     int64_t main_go = find_string(p, "main.go");
-    set_string(p, a, foo, "abc\xe2\x82\xac" "d");     /* a 3-byte char at bytes 3..5 */
+    set_string(p, a, foo,
+               "abc\xe2\x82\xac"
+               "d"); /* a 3-byte char at bytes 3..5 */
     set_string(p, a, bar, "abcdef");
-    set_string(p, a, main_go, "ab\xf0\x9f\x98\x80");  /* a 4-byte char at bytes 2..5 */
+    set_string(p, a, main_go, "ab\xf0\x9f\x98\x80"); /* a 4-byte char at bytes 2..5 */
     lc_pprof_limits_t lim;
     lc_pprof_limits_default(&lim);
     lim.max_symbol_bytes = 5;
@@ -482,8 +577,8 @@ static void test_long_strings_cut_at_utf8_boundary(void)
     LC_ASSERT_STR_EQ(p->string_table[foo], "abc");
     LC_ASSERT_STR_EQ(p->string_table[bar], "abcde");
     LC_ASSERT_STR_EQ(p->string_table[main_go], "ab");
-    LC_ASSERT_STR_EQ(lc_pprof_str(p, p->sample_type[0]->type), "sampl");   /* every string */
-    LC_ASSERT_STR_EQ(lc_pprof_str(p, p->sample_type[0]->unit), "count");   /* exactly 5 */
+    LC_ASSERT_STR_EQ(lc_pprof_str(p, p->sample_type[0]->type), "sampl"); /* every string */
+    LC_ASSERT_STR_EQ(lc_pprof_str(p, p->sample_type[0]->unit), "count"); /* exactly 5 */
     lc_arena_free(a);
     lc_buf_fini(&base);
 }
@@ -566,15 +661,15 @@ static void test_decode_errors(void)
 static void test_field_zero_rejected(void)
 {
     static const uint8_t pb[] = {
-        0x85, 0x00, 0x00, 0x00, 0x10, 0x02,             /* field 0, fixed32 */
-        0x0a, 0x04, 0x08, 0x01, 0x10, 0x02,             /* sample_type {1, 2} */
-        0x32, 0x00, 0x32, 0x01, 'a', 0x32, 0x01, 'b',   /* "", "a", "b" */
+        0x85, 0x00, 0x00, 0x00, 0x10, 0x02,            /* field 0, fixed32 */
+        0x0a, 0x04, 0x08, 0x01, 0x10, 0x02,            /* sample_type {1, 2} */
+        0x32, 0x00, 0x32, 0x01, 'a',  0x32, 0x01, 'b', /* "", "a", "b" */
     };
     lc_status_t st = {0};
     LC_CHECK(decode_status(pb, sizeof(pb), 1 << 20, &st) != 0);
     LC_CHECK(strstr(st.msg, "field number 0") != NULL);
     LC_ASSERT_OK(decode_status(pb + 6, sizeof(pb) - 6, 1 << 20, &st));
-    uint8_t nested[sizeof(pb) - 6 + 6];                 /* the same inside a ValueType */
+    uint8_t nested[sizeof(pb) - 6 + 6]; /* the same inside a ValueType */
     memcpy(nested, pb + 6, sizeof(pb) - 6);
     nested[1] = 0x0a;
     memmove(nested + 6 + 6, nested + 6, sizeof(pb) - 6 - 6);
@@ -602,12 +697,12 @@ static void test_empty_input(void)
 static void test_embedded_nul_survives(void)
 {
     static const uint8_t pb[] = {
-        0x0a, 0x04, 0x08, 0x01, 0x10, 0x02,             /* sample_type {type 1, unit 2} */
-        0x32, 0x00,                                     /* string_table: "" */
-        0x32, 0x03, 'c', 'p', 'u',                      /* "cpu" */
-        0x32, 0x02, 'n', 's',                           /* "ns" */
-        0x32, 0x04, 'a', 0x00, 'b', 0x00,               /* "a\0b\0" */
-        0x32, 0x03, 0x00, 0xc3, 0x28,                   /* "\0" then invalid UTF-8 */
+        0x0a, 0x04, 0x08, 0x01, 0x10, 0x02, /* sample_type {type 1, unit 2} */
+        0x32, 0x00,                         /* string_table: "" */
+        0x32, 0x03, 'c',  'p',  'u',        /* "cpu" */
+        0x32, 0x02, 'n',  's',              /* "ns" */
+        0x32, 0x04, 'a',  0x00, 'b',  0x00, /* "a\0b\0" */
+        0x32, 0x03, 0x00, 0xc3, 0x28,       /* "\0" then invalid UTF-8 */
     };
     lc_pprof_limits_t lim;
     lc_pprof_limits_default(&lim);
@@ -616,7 +711,8 @@ static void test_embedded_nul_survives(void)
     lc_status_t st = {0};
     LC_ASSERT_OK(lc_pprof_decode(pb, sizeof(pb) - 5, &lim, a, &p, &st));
     LC_ASSERT_EQ(p->n_string_table, 4);
-    LC_ASSERT_STR_EQ(p->string_table[3], "a\xef\xbf\xbd" "b\xef\xbf\xbd");
+    LC_ASSERT_STR_EQ(p->string_table[3], "a\xef\xbf\xbd"
+                                         "b\xef\xbf\xbd");
     LC_ASSERT_OK(lc_pprof_validate(p, &lim, &st));
     LC_ASSERT_OK(lc_pprof_decode(pb, sizeof(pb), &lim, a, &p, &st));
     LC_CHECK(lc_pprof_validate(p, &lim, &st) != 0);
@@ -647,7 +743,7 @@ static void test_encode_round_trip(void)
     LC_ASSERT_OK(lc_pprof_decode(plain.data, plain.len, &lim, a, &q, &st));
     LC_ASSERT_OK(lc_pprof_decode(gz.data, gz.len, &lim, a, &r, &st));
     LC_ASSERT_OK(lc_pprof_validate(r, &lim, &st));
-    LC_ASSERT_EQ(r->n_sample, 480);       /* MANIFEST */
+    LC_ASSERT_EQ(r->n_sample, 480); /* MANIFEST */
     LC_ASSERT_EQ(sample_total(r, 1), 8730000000LL);
     LC_ASSERT_EQ(q->n_string_table, p->n_string_table);
     LC_ASSERT_OK(lc_pprof_encode(q, false, &again));
@@ -711,11 +807,11 @@ static void test_builder_dedup(void)
     int64_t v[] = {1, 10};
     const char *kv1[] = {"a", "1", "b", "2"}, *kv2[] = {"b", "2", "a", "1"}, *kv3[] = {"a", "2"};
     lc_pprof_builder_sample(b, st1, 2, v, kv1, 2);
-    lc_pprof_builder_sample(b, st1, 2, v, kv2, 2);    /* same labels, other order: summed */
-    lc_pprof_builder_sample(b, st1, 2, v, kv3, 1);    /* other labels */
-    lc_pprof_builder_sample(b, st2, 2, v, NULL, 0);   /* other stack */
+    lc_pprof_builder_sample(b, st1, 2, v, kv2, 2);  /* same labels, other order: summed */
+    lc_pprof_builder_sample(b, st1, 2, v, kv3, 1);  /* other labels */
+    lc_pprof_builder_sample(b, st2, 2, v, NULL, 0); /* other stack */
     lc_pprof_builder_sample(b, st2, 2, v, NULL, 0);
-    lc_pprof_builder_sample(b, st2, 1, v, NULL, 0);   /* prefix of a stack */
+    lc_pprof_builder_sample(b, st2, 1, v, NULL, 0); /* prefix of a stack */
 
     lc_buf_t out;
     lc_buf_init(&out, LC_BUF_UNLIMITED);
@@ -749,12 +845,12 @@ static void test_builder_misuse(void)
     lc_pprof_builder_t *b = lc_pprof_builder_new();
     lc_buf_t out;
     lc_buf_init(&out, LC_BUF_UNLIMITED);
-    LC_ASSERT_EQ(lc_pprof_builder_encode(b, false, &out), LC_EINPUT);   /* no sample types */
+    LC_ASSERT_EQ(lc_pprof_builder_encode(b, false, &out), LC_EINPUT); /* no sample types */
     lc_pprof_builder_sample_type(b, "cpu", "nanoseconds");
     uint64_t loc = lc_pprof_builder_location(b, 0, 1, NULL, 0);
     int64_t v = 1;
     lc_pprof_builder_sample(b, &loc, 1, &v, NULL, 0);
-    lc_pprof_builder_sample_type(b, "late", "count");   /* would misalign values */
+    lc_pprof_builder_sample_type(b, "late", "count"); /* would misalign values */
     LC_ASSERT_EQ(lc_pprof_builder_encode(b, false, &out), LC_EINPUT);
     lc_pprof_builder_free(b);
     lc_buf_fini(&out);
@@ -781,9 +877,9 @@ static uint64_t rebuild_location(const lc_pprof_t *p, const lc_pprof_index_t *ix
     size_t n = loc->n_line < 64 ? loc->n_line : 64;
     for (size_t j = 0; j < n; j++) {
         const Google__V1__Function *f = lc_pprof_function(ix, loc->line[j]->function_id);
-        lines[j].function_id = lc_pprof_builder_function(
-            b, lc_pprof_str(p, f->name), lc_pprof_str(p, f->system_name),
-            lc_pprof_str(p, f->filename), f->start_line);
+        lines[j].function_id =
+            lc_pprof_builder_function(b, lc_pprof_str(p, f->name), lc_pprof_str(p, f->system_name),
+                                      lc_pprof_str(p, f->filename), f->start_line);
         lines[j].line = loc->line[j]->line;
     }
     return lc_pprof_builder_location(b, 0, loc->address, lines, n);
@@ -809,8 +905,8 @@ static void rebuild_profile(const lc_pprof_t *p, const lc_pprof_index_t *ix, lc_
         stack = lc_xgrow(stack, &cap, s->n_location_id, sizeof(*stack));
         for (size_t k = 0; k < s->n_location_id; k++) {
             loc_xlat_t key = {s->location_id[k], 0};
-            stack[k] = ((loc_xlat_t *)bsearch(&key, xlat, p->n_location, sizeof(key),
-                                              xlat_cmp))->out_id;
+            stack[k] =
+                ((loc_xlat_t *)bsearch(&key, xlat, p->n_location, sizeof(key), xlat_cmp))->out_id;
         }
         lc_pprof_builder_sample(b, stack, s->n_location_id, s->value, NULL, 0);
     }
@@ -818,7 +914,10 @@ static void rebuild_profile(const lc_pprof_t *p, const lc_pprof_index_t *ix, lc_
     lc_free(xlat);
 }
 
-static bool have_go(void) { return system("command -v go >/dev/null 2>&1") == 0; }
+static bool have_go(void)
+{
+    return system("command -v go >/dev/null 2>&1") == 0;
+}
 
 /* Runs `go tool pprof -raw` and sums the sample values it prints per type. */
 static int go_pprof_totals(const char *path, int64_t *totals, size_t n_types)

@@ -25,7 +25,7 @@ typedef struct prof_s {
 
 static const prof_t profiles[] = {
     {0, 1000, 10}, {0, 1500, 5}, {0, 2000, 7}, {0, 5001, 100},
-    {0, -1, 100}, {1, 2500, 4}, {1, 4999, 1}, {2, 1001, 3},
+    {0, -1, 100},  {1, 2500, 4}, {1, 4999, 1}, {2, 1001, 3},
 };
 
 static void make_labels(lc_labels_t ls[3])
@@ -148,10 +148,10 @@ static void test_step_larger_than_range(void)
     lc_labels_init(&ls);
     uint32_t g;
     LC_ASSERT_OK(lc_query_series_group(s, &ls, &g));
-    LC_ASSERT_OK(lc_query_series_add(s, g, -50000 * MS, 1));  /* = start - step */
+    LC_ASSERT_OK(lc_query_series_add(s, g, -50000 * MS, 1)); /* = start - step */
     LC_ASSERT_OK(lc_query_series_add(s, g, 9000 * MS, 2));
     LC_ASSERT_OK(lc_query_series_add(s, g, 10000 * MS, 4));
-    LC_ASSERT_OK(lc_query_series_add(s, g, 10200 * MS, 100)); /* next boundary is past end */
+    LC_ASSERT_OK(lc_query_series_add(s, g, 10200 * MS, 100));  /* next boundary is past end */
     LC_ASSERT_OK(lc_query_series_add(s, g, -50001 * MS, 100)); /* before start - step */
     lc_arena_t *a = lc_arena_new(1 << 20);
     Types__V1__Series **out;

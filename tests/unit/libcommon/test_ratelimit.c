@@ -15,14 +15,14 @@ static void test_off_without_rates(void)
 
 static void test_burst_refill_and_tenants(void)
 {
-    lc_ratelimit_opts_t o = {.bytes_per_s = 1000, .bytes_burst = 2000, .profiles_per_s = 2,
-                             .profiles_burst = 4};
+    lc_ratelimit_opts_t o = {
+        .bytes_per_s = 1000, .bytes_burst = 2000, .profiles_per_s = 2, .profiles_burst = 4};
     lc_ratelimit_t *rl = lc_ratelimit_new(&o);
     int64_t t = 100 * S;
     for (int i = 0; i < 4; i++)
-        LC_ASSERT_EQ(lc_ratelimit_take(rl, "a", 100, 1, t), 0); /* burst of 4 profiles */
-    LC_ASSERT_EQ(lc_ratelimit_take(rl, "a", 100, 1, t), 1);     /* 0.5 s -> Retry-After 1 */
-    LC_ASSERT_EQ(lc_ratelimit_take(rl, "b", 100, 1, t), 0);     /* another tenant: unaffected */
+        LC_ASSERT_EQ(lc_ratelimit_take(rl, "a", 100, 1, t), 0);     /* burst of 4 profiles */
+    LC_ASSERT_EQ(lc_ratelimit_take(rl, "a", 100, 1, t), 1);         /* 0.5 s -> Retry-After 1 */
+    LC_ASSERT_EQ(lc_ratelimit_take(rl, "b", 100, 1, t), 0);         /* another tenant: unaffected */
     LC_ASSERT_EQ(lc_ratelimit_take(rl, "a", 100, 1, t + S / 2), 0); /* refilled one */
     LC_ASSERT_EQ(lc_ratelimit_take(rl, "a", 1700, 0, t + S / 2), 0); /* 2000 - 400 + 500 - 100 */
     LC_CHECK(lc_ratelimit_take(rl, "a", 1000, 0, t + S / 2) >= 1);

@@ -49,16 +49,19 @@ static void test_parse_forms(void)
         {"{}", 0, {{0}}},
         {" { } ", 0, {{0}}},
         {"{a=\"b\"}", 1, {{"a", LC_MATCH_EQ, "b"}}},
-        {"{a!=\"b\", c=~\"x.*\", d!~\"y\"}", 3,
+        {"{a!=\"b\", c=~\"x.*\", d!~\"y\"}",
+         3,
          {{"a", LC_MATCH_NEQ, "b"}, {"c", LC_MATCH_RE, "x.*"}, {"d", LC_MATCH_NRE, "y"}}},
-        {"\n{\ta = \"b\" ,\r\n c\t!=\t'd' , }\n", 2,
+        {"\n{\ta = \"b\" ,\r\n c\t!=\t'd' , }\n",
+         2,
          {{"a", LC_MATCH_EQ, "b"}, {"c", LC_MATCH_NEQ, "d"}}},
         {"{a=\"b\",}", 1, {{"a", LC_MATCH_EQ, "b"}}},
         {"{service.name=\"x\"}", 1, {{"service.name", LC_MATCH_EQ, "x"}}},
         {"{\"service.name\"=\"x\"}", 1, {{"service.name", LC_MATCH_EQ, "x"}}},
         {"{'k-8 \\u00e9'=`v`}", 1, {{"k-8 \xc3\xa9", LC_MATCH_EQ, "v"}}},
         {"{_a1=\"\"}", 1, {{"_a1", LC_MATCH_EQ, ""}}},
-        {"{__profile_type__=\"process_cpu:cpu:nanoseconds:cpu:nanoseconds\"}", 1,
+        {"{__profile_type__=\"process_cpu:cpu:nanoseconds:cpu:nanoseconds\"}",
+         1,
          {{"__profile_type__", LC_MATCH_EQ, "process_cpu:cpu:nanoseconds:cpu:nanoseconds"}}},
     };
     for (size_t i = 0; i < LC_ARRAY_LEN(cases); i++)
@@ -86,7 +89,7 @@ static void test_string_escapes(void)
 
 typedef struct error_case_s {
     const char *input;
-    const char *msg_part;   /* must appear in the status message */
+    const char *msg_part; /* must appear in the status message */
 } error_case_t;
 
 static void test_parse_errors(void)
@@ -154,7 +157,7 @@ static void test_parse_respects_length(void)
 
 typedef struct match_case_s {
     const char *selector;
-    const char *labels[6];      /* name, value pairs; NULL ends */
+    const char *labels[6]; /* name, value pairs; NULL ends */
     bool want;
 } match_case_t;
 
@@ -292,18 +295,18 @@ static void test_query_form(void)
     LC_ASSERT_EQ(sel.n, 0);
     lc_free(pt);
 
-    q = "memory:alloc_space:bytes:space:bytes:delta{}";   /* legacy sixth part */
+    q = "memory:alloc_space:bytes:space:bytes:delta{}"; /* legacy sixth part */
     LC_ASSERT_OK(lc_selector_parse_query(q, strlen(q), &pt, &sel, &st));
     lc_free(pt);
 
     static const char *const bad[] = {
-        "{service_name=\"x\"}",                              /* no profile type */
-        "process_cpu:cpu:nanoseconds:cpu:nanoseconds",      /* no braces */
-        "process_cpu{}",                                    /* too few parts */
-        "a:b:c:d:e:f:g{}",                                  /* too many parts */
-        "process cpu:cpu:nanoseconds:cpu:nanoseconds{}",    /* space inside */
-        ":cpu:nanoseconds:cpu:nanoseconds{}",               /* empty name */
-        "process_cpu:cpu:nanoseconds:cpu:nanoseconds{a=}",  /* bad selector */
+        "{service_name=\"x\"}",                            /* no profile type */
+        "process_cpu:cpu:nanoseconds:cpu:nanoseconds",     /* no braces */
+        "process_cpu{}",                                   /* too few parts */
+        "a:b:c:d:e:f:g{}",                                 /* too many parts */
+        "process cpu:cpu:nanoseconds:cpu:nanoseconds{}",   /* space inside */
+        ":cpu:nanoseconds:cpu:nanoseconds{}",              /* empty name */
+        "process_cpu:cpu:nanoseconds:cpu:nanoseconds{a=}", /* bad selector */
         "",
     };
     for (size_t i = 0; i < LC_ARRAY_LEN(bad); i++) {

@@ -76,7 +76,7 @@ static void test_fire_and_close_all(void)
 
 typedef struct trace_s {
     char log[512];
-    uv_timer_t timer;   /* node A: stops the process, and delays its drain */
+    uv_timer_t timer; /* node A: stops the process, and delays its drain */
     lc_proc_t *p;
     int fail_start_of; /* 'B': node B's start fails */
 } trace_t;
@@ -188,8 +188,8 @@ static const lc_node_ops_t *const nodes[] = {&node_a, &node_b};
 static void test_nodes_start_and_stop_in_order(void)
 {
     memset(&trace, 0, sizeof(trace));
-    lc_proc_opts_t o = {.name = "test", .http_address = "127.0.0.1:0", .nodes = nodes,
-                        .n_nodes = 2};
+    lc_proc_opts_t o = {
+        .name = "test", .http_address = "127.0.0.1:0", .nodes = nodes, .n_nodes = 2};
     LC_ASSERT_OK(lc_proc_run(&o));
     LC_ASSERT_STR_EQ(trace.log, "startA startB listeningA drainA drainedA drainB closeB closeA "
                                 "freeB freeA ");
@@ -199,8 +199,8 @@ static void test_failed_start_stops_what_started(void)
 {
     memset(&trace, 0, sizeof(trace));
     trace.fail_start_of = 'B';
-    lc_proc_opts_t o = {.name = "test", .http_address = "127.0.0.1:0", .nodes = nodes,
-                        .n_nodes = 2};
+    lc_proc_opts_t o = {
+        .name = "test", .http_address = "127.0.0.1:0", .nodes = nodes, .n_nodes = 2};
     LC_CHECK(lc_proc_run(&o) != 0);
     LC_ASSERT_STR_EQ(trace.log, "startA startB drainA drainedA drainB closeB closeA freeB freeA ");
 }

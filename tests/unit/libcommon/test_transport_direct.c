@@ -12,12 +12,12 @@
 #include "lc_test.h"
 
 typedef struct harness_s {
-    atomic_int consumed;        /* messages the consumer applied */
-    atomic_int fail;            /* consumer returns this while non-zero */
+    atomic_int consumed; /* messages the consumer applied */
+    atomic_int fail;     /* consumer returns this while non-zero */
     int acks_ok, acks_err, last_err;
-    int applied_at_ack;         /* consumed count seen by the first ack */
+    int applied_at_ack; /* consumed count seen by the first ack */
     bool closed;
-    char seen[64];              /* first byte of every message, in order */
+    char seen[64]; /* first byte of every message, in order */
     atomic_int n_seen;
 } harness_t;
 
@@ -48,7 +48,10 @@ static void on_ack(int status, void *data)
     }
 }
 
-static void on_closed(void *data) { ((harness_t *)data)->closed = true; }
+static void on_closed(void *data)
+{
+    ((harness_t *)data)->closed = true;
+}
 
 static void test_delivers_in_order_and_acks_after_apply(void)
 {

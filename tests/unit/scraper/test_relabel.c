@@ -7,8 +7,8 @@
  */
 #include <yaml.h>
 
-#include "relabel.h"
 #include "lc_test.h"
+#include "relabel.h"
 
 /* ---------------------------------------------------------------- helpers */
 

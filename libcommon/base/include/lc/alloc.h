@@ -51,7 +51,7 @@ typedef struct lc_buf_s {
     uint8_t *data;
     size_t len;
     size_t cap;
-    size_t max;     /* hard cap on len; appends past it fail with LC_ETOOBIG */
+    size_t max; /* hard cap on len; appends past it fail with LC_ETOOBIG */
 } lc_buf_t;
 
 #define LC_BUF_UNLIMITED ((size_t)-1)
@@ -69,7 +69,7 @@ int lc_buf_put_uvarint(lc_buf_t *b, uint64_t v) LC_MUST_CHECK;
 uint8_t *lc_buf_steal(lc_buf_t *b, size_t *len);
 
 /* ---- varints (protobuf / Go binary.Uvarint encoding). ---- */
-size_t lc_uvarint_put(uint8_t *dst, uint64_t v);   /* dst needs 10 bytes */
+size_t lc_uvarint_put(uint8_t *dst, uint64_t v); /* dst needs 10 bytes */
 /* Decodes one varint from [*p, end); advances *p. Returns 0 or LC_ECORRUPT. */
 int lc_uvarint_get(const uint8_t **p, const uint8_t *end, uint64_t *out) LC_MUST_CHECK;
 

@@ -19,19 +19,19 @@
 #include "lc/err.h"
 
 typedef enum {
-    LC_CFG_STRING,      /* char* (heap copy, freed by lc_cfg_free) */
-    LC_CFG_INT,         /* int64_t */
-    LC_CFG_BOOL,        /* bool: true/false/1/0; a bare --flag means true */
-    LC_CFG_DURATION,    /* int64_t nanoseconds: "90s", "1h30m", "7d", "500ms"; plain number = s */
-    LC_CFG_BYTES,       /* int64_t bytes: "4MiB", "512KB", "1GiB" or a plain number */
+    LC_CFG_STRING,   /* char* (heap copy, freed by lc_cfg_free) */
+    LC_CFG_INT,      /* int64_t */
+    LC_CFG_BOOL,     /* bool: true/false/1/0; a bare --flag means true */
+    LC_CFG_DURATION, /* int64_t nanoseconds: "90s", "1h30m", "7d", "500ms"; plain number = s */
+    LC_CFG_BYTES,    /* int64_t bytes: "4MiB", "512KB", "1GiB" or a plain number */
 } lc_cfg_type_t;
 
 typedef struct lc_cfg_entry_s {
-    const char *name;   /* "http.address" */
+    const char *name; /* "http.address" */
     lc_cfg_type_t type;
-    size_t offset;      /* offsetof(struct, field) */
-    const char *def;    /* default as text; NULL = empty/0 */
-    int64_t min, max;   /* for INT/DURATION/BYTES when min < max */
+    size_t offset;    /* offsetof(struct, field) */
+    const char *def;  /* default as text; NULL = empty/0 */
+    int64_t min, max; /* for INT/DURATION/BYTES when min < max */
     const char *help;
 } lc_cfg_entry_t;
 

@@ -29,10 +29,10 @@ enum {
     LC_ENOTFOUND = -30003,
     LC_EUNSUPPORTED = -30004,
     LC_ETIMEOUT = -30005,
-    LC_ESTORE = -30006,   /* LMDB failure (logged with the LMDB text where it happened) */
-    LC_ECLOSED = -30007,  /* the object is shutting down */
-    LC_EFULL = -30008,    /* a queue or backlog is full */
-    LC_EREGEX = -30009,   /* a regex match hit a PCRE2 limit: neither match nor miss */
+    LC_ESTORE = -30006,  /* LMDB failure (logged with the LMDB text where it happened) */
+    LC_ECLOSED = -30007, /* the object is shutting down */
+    LC_EFULL = -30008,   /* a queue or backlog is full */
+    LC_EREGEX = -30009,  /* a regex match hit a PCRE2 limit: neither match nor miss */
     LC_ELAST = -30099,
 };
 
@@ -62,7 +62,7 @@ typedef enum {
 /* A client-facing outcome. Zero-initialised means OK. */
 typedef struct lc_status_s {
     lc_code_t code;
-    int http_status;                /* 0 = derive from code; set to force e.g. 413, 422 */
+    int http_status; /* 0 = derive from code; set to force e.g. 413, 422 */
     char msg[LC_STATUS_MSG_MAX];
 } lc_status_t;
 
@@ -73,11 +73,14 @@ int lc_status_set(lc_status_t *st, lc_code_t code, const char *fmt, ...) LC_PRIN
 /* Like lc_status_set but also pins the HTTP status (legacy endpoints: 413, 422, ...). */
 int lc_status_set_http(lc_status_t *st, int http_status, lc_code_t code, const char *fmt, ...)
     LC_PRINTF(4, 5);
-static inline int lc_status_ok(const lc_status_t *st) { return st->code == LC_CODE_OK; }
+static inline int lc_status_ok(const lc_status_t *st)
+{
+    return st->code == LC_CODE_OK;
+}
 
-const char *lc_code_name(lc_code_t code);        /* "invalid_argument" */
-int lc_code_from_name(const char *name);         /* -1 if unknown */
-int lc_code_http(lc_code_t code);                /* Connect table: invalid_argument -> 400 */
+const char *lc_code_name(lc_code_t code); /* "invalid_argument" */
+int lc_code_from_name(const char *name);  /* -1 if unknown */
+int lc_code_http(lc_code_t code);         /* Connect table: invalid_argument -> 400 */
 /* Legacy HTTP error body code: derived from the HTTP status (pyroscope-api.md §2.11). */
 lc_code_t lc_code_from_http(int http_status);
 

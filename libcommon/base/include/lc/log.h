@@ -12,7 +12,12 @@
 
 #include "lc/err.h"
 
-typedef enum { LC_LOG_LEVEL_DEBUG, LC_LOG_LEVEL_INFO, LC_LOG_LEVEL_WARN, LC_LOG_LEVEL_ERROR } lc_log_level_t;
+typedef enum {
+    LC_LOG_LEVEL_DEBUG,
+    LC_LOG_LEVEL_INFO,
+    LC_LOG_LEVEL_WARN,
+    LC_LOG_LEVEL_ERROR
+} lc_log_level_t;
 
 extern lc_log_level_t lc_log_level;
 

@@ -37,10 +37,10 @@ lc_metric_t *lc_metrics_gauge(lc_metrics_t *m, const char *name, const char *hel
 lc_metric_t *lc_metrics_histogram(lc_metrics_t *m, const char *name, const char *help,
                                   const char *labels, const double *bounds, size_t n_bounds);
 
-void lc_metric_add(lc_metric_t *c, double v);       /* counter/gauge */
-void lc_metric_set(lc_metric_t *g, double v);       /* gauge */
-void lc_metric_observe(lc_metric_t *h, double v);   /* histogram */
-double lc_metric_value(const lc_metric_t *c);       /* counter/gauge (tests) */
+void lc_metric_add(lc_metric_t *c, double v);     /* counter/gauge */
+void lc_metric_set(lc_metric_t *g, double v);     /* gauge */
+void lc_metric_observe(lc_metric_t *h, double v); /* histogram */
+double lc_metric_value(const lc_metric_t *c);     /* counter/gauge (tests) */
 
 /* Drops the reference one registration took (NULL is ignored). */
 void lc_metrics_release(lc_metrics_t *m, lc_metric_t *x);

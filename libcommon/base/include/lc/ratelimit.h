@@ -21,10 +21,10 @@
 typedef struct lc_ratelimit_s lc_ratelimit_t;
 
 typedef struct lc_ratelimit_opts_s {
-    double bytes_per_s;     /* 0 = no byte limit */
-    double bytes_burst;     /* bucket size; 0 = one second of rate */
-    double profiles_per_s;  /* 0 = no profile limit */
-    double profiles_burst;  /* 0 = one second of rate */
+    double bytes_per_s;    /* 0 = no byte limit */
+    double bytes_burst;    /* bucket size; 0 = one second of rate */
+    double profiles_per_s; /* 0 = no profile limit */
+    double profiles_burst; /* 0 = one second of rate */
 } lc_ratelimit_opts_t;
 
 /* NULL when both rates are 0 (no limit: callers skip the check). */

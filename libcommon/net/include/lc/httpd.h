@@ -32,24 +32,24 @@ typedef struct lc_httpd_s lc_httpd_t;
 typedef struct lc_metrics_s lc_metrics_t;
 
 typedef struct lc_http_header_s {
-    const char *name;   /* lower-cased */
+    const char *name; /* lower-cased */
     const char *value;
 } lc_http_header_t;
 
 typedef struct lc_http_req_s {
     /* request (read-only for handlers) */
-    const char *method;             /* "GET", "POST", ... */
-    const char *path;               /* without the query string; not percent-decoded */
-    const char *query;              /* raw text after '?', "" if none */
+    const char *method; /* "GET", "POST", ... */
+    const char *path;   /* without the query string; not percent-decoded */
+    const char *query;  /* raw text after '?', "" if none */
     const lc_http_header_t *headers;
     size_t n_headers;
-    const uint8_t *body;            /* de-chunked and, if it was gzip-encoded, gunzipped */
+    const uint8_t *body; /* de-chunked and, if it was gzip-encoded, gunzipped */
     size_t body_len;
-    lc_arena_t *arena;              /* request-lifetime memory, capped */
+    lc_arena_t *arena; /* request-lifetime memory, capped */
     /* response (filled by handlers) */
-    int status;                     /* default 200 */
-    lc_buf_t resp_body;             /* capped by opts.max_response_bytes */
-    void *user;                     /* handler state carried from work to after */
+    int status;         /* default 200 */
+    lc_buf_t resp_body; /* capped by opts.max_response_bytes */
+    void *user;         /* handler state carried from work to after */
     /* private */
     void *_conn;
     lc_http_header_t *_resp_headers;
@@ -61,12 +61,12 @@ typedef enum { LC_HTTP_DONE = 0, LC_HTTP_PENDING = 1 } lc_http_result_t;
 typedef lc_http_result_t (*lc_http_handler_cb)(lc_http_req_t *req, void *data);
 
 typedef struct lc_http_route_s {
-    const char *path;           /* exact match, or a prefix when it ends with '*' */
-    const char *methods;        /* e.g. "POST" or "GET,POST"; NULL = any (handler checks) */
+    const char *path;    /* exact match, or a prefix when it ends with '*' */
+    const char *methods; /* e.g. "POST" or "GET,POST"; NULL = any (handler checks) */
     lc_http_handler_cb work;
-    lc_http_handler_cb after;   /* optional, loop thread */
-    bool offload;               /* run `work` on the thread pool */
-    const char *metric_name;    /* route label in metrics; NULL = path */
+    lc_http_handler_cb after; /* optional, loop thread */
+    bool offload;             /* run `work` on the thread pool */
+    const char *metric_name;  /* route label in metrics; NULL = path */
     void *data;
     /* Cap on a gzip body's inflated size for this route (e.g. the profile cap
      * of the ingest routes); 0 = the server's. The effective cap is the
@@ -76,17 +76,17 @@ typedef struct lc_http_route_s {
 } lc_http_route_t;
 
 typedef struct lc_httpd_opts_s {
-    const char *address;            /* "HOST:PORT"; port 0 picks a free port */
-    size_t max_header_bytes;        /* default 64 KiB -> 431 */
-    size_t max_body_bytes;          /* as sent on the wire, default 256 MiB -> 413 */
-    size_t max_decompressed_bytes;  /* Content-Encoding: gzip output cap, default 256 MiB -> 413 */
-    unsigned max_inflating;         /* gzip bodies inflated at once, default 2; past it -> 503 */
-    size_t max_connections;         /* open connections, default 10000; past it -> 503 + close */
-    size_t max_response_bytes;      /* default 512 MiB */
-    size_t arena_cap_bytes;         /* per request, default 1 GiB */
-    uint64_t idle_timeout_ms;       /* keep-alive idle, default 120 s */
-    uint64_t read_timeout_ms;       /* a request must arrive within, default 60 s */
-    lc_metrics_t *metrics;          /* optional: request counters and latency histograms */
+    const char *address;           /* "HOST:PORT"; port 0 picks a free port */
+    size_t max_header_bytes;       /* default 64 KiB -> 431 */
+    size_t max_body_bytes;         /* as sent on the wire, default 256 MiB -> 413 */
+    size_t max_decompressed_bytes; /* Content-Encoding: gzip output cap, default 256 MiB -> 413 */
+    unsigned max_inflating;        /* gzip bodies inflated at once, default 2; past it -> 503 */
+    size_t max_connections;        /* open connections, default 10000; past it -> 503 + close */
+    size_t max_response_bytes;     /* default 512 MiB */
+    size_t arena_cap_bytes;        /* per request, default 1 GiB */
+    uint64_t idle_timeout_ms;      /* keep-alive idle, default 120 s */
+    uint64_t read_timeout_ms;      /* a request must arrive within, default 60 s */
+    lc_metrics_t *metrics;         /* optional: request counters and latency histograms */
 } lc_httpd_opts_t;
 
 int lc_httpd_new(uv_loop_t *loop, const lc_httpd_opts_t *opts, lc_httpd_t **out) LC_MUST_CHECK;

@@ -21,8 +21,8 @@
 #define LC_TENANT_DEFAULT "anonymous"
 
 /* For reads: one or more tenants. */
-int lc_tenants_read(lc_http_req_t *req, bool multitenancy, const char *const **tenants,
-                    size_t *n, lc_status_t *st) LC_MUST_CHECK;
+int lc_tenants_read(lc_http_req_t *req, bool multitenancy, const char *const **tenants, size_t *n,
+                    lc_status_t *st) LC_MUST_CHECK;
 /* For writes: exactly one tenant. */
 int lc_tenant_write(lc_http_req_t *req, bool multitenancy, const char **tenant,
                     lc_status_t *st) LC_MUST_CHECK;

@@ -34,9 +34,9 @@
 typedef struct lc_transport_s lc_transport_t;
 
 typedef struct lc_transport_msg_s {
-    const uint8_t *data;            /* valid during the consume call */
+    const uint8_t *data; /* valid during the consume call */
     size_t len;
-    const char *id;                 /* transport id (stream entry id; "" for direct) */
+    const char *id; /* transport id (stream entry id; "" for direct) */
     /* Unique across the transport: "<stream>/<entry id>" for redis (entry ids
      * repeat across streams); NULL for direct. What forget names. */
     const char *delivery;
@@ -89,8 +89,8 @@ static inline void lc_transport_close(lc_transport_t *t, void (*cb)(void *data),
 }
 
 typedef struct lc_direct_opts_s {
-    size_t max_backlog_bytes;       /* publish fails with LC_EFULL past this; default 256 MiB */
-    size_t max_batch;               /* messages per consume call; default 256 */
+    size_t max_backlog_bytes; /* publish fails with LC_EFULL past this; default 256 MiB */
+    size_t max_batch;         /* messages per consume call; default 256 */
 } lc_direct_opts_t;
 
 int lc_transport_direct_new(uv_loop_t *loop, const lc_direct_opts_t *opts,
@@ -150,26 +150,26 @@ int lc_transport_direct_new(uv_loop_t *loop, const lc_direct_opts_t *opts,
  * the batch being applied (and its XACK), then closes both links.
  */
 typedef struct lc_redis_transport_opts_s {
-    const char *url;                /* required: redis://[[user]:password@]host:port[/db] */
-    uint32_t partitions;            /* streams; default 16; every process must agree */
-    const char *stream_prefix;      /* default "ember:ingest:" */
-    const char *group;              /* consumers: default "ingesters" (zone ""), else
-                                       "ingesters.<zone>"; unused when publishing only */
-    const char *consumer_id;        /* required when consuming: stable per ingester */
-    size_t max_backlog;             /* entries per stream; default 100000 */
-    uint32_t batch;                 /* entries per consume call, about; default 256 */
-    uint32_t block_ms;              /* XREADGROUP BLOCK; default 1000 */
-    uint32_t claim_idle_ms;         /* default 60000 */
-    uint32_t claim_interval_ms;     /* default 5000 */
-    uint32_t monitor_interval_ms;   /* backlog sampling; default 1000 */
-    uint32_t trim_interval_ms;      /* consumers only; default 5000 */
-    uint32_t cmd_timeout_ms;        /* every Redis command; default 5000 */
-    uint32_t consume_retry_ms;      /* pause after a failed batch; default 1000 */
-    lc_transport_forget_fn forget;  /* optional, consumers: called with consume's data */
-    uint32_t publish_retry_ms;      /* retry unknown XADD outcomes this long; 0 (default) off */
-    uint32_t dedupe_ttl_ms;         /* with retries: default 2 * (publish_retry_ms + cmd_timeout_ms) */
-    lc_metrics_t *metrics;          /* optional: ember_redis_* metrics */
-    bool hold_consume;              /* read nothing until lc_transport_redis_release() */
+    const char *url;               /* required: redis://[[user]:password@]host:port[/db] */
+    uint32_t partitions;           /* streams; default 16; every process must agree */
+    const char *stream_prefix;     /* default "ember:ingest:" */
+    const char *group;             /* consumers: default "ingesters" (zone ""), else
+                                      "ingesters.<zone>"; unused when publishing only */
+    const char *consumer_id;       /* required when consuming: stable per ingester */
+    size_t max_backlog;            /* entries per stream; default 100000 */
+    uint32_t batch;                /* entries per consume call, about; default 256 */
+    uint32_t block_ms;             /* XREADGROUP BLOCK; default 1000 */
+    uint32_t claim_idle_ms;        /* default 60000 */
+    uint32_t claim_interval_ms;    /* default 5000 */
+    uint32_t monitor_interval_ms;  /* backlog sampling; default 1000 */
+    uint32_t trim_interval_ms;     /* consumers only; default 5000 */
+    uint32_t cmd_timeout_ms;       /* every Redis command; default 5000 */
+    uint32_t consume_retry_ms;     /* pause after a failed batch; default 1000 */
+    lc_transport_forget_fn forget; /* optional, consumers: called with consume's data */
+    uint32_t publish_retry_ms;     /* retry unknown XADD outcomes this long; 0 (default) off */
+    uint32_t dedupe_ttl_ms; /* with retries: default 2 * (publish_retry_ms + cmd_timeout_ms) */
+    lc_metrics_t *metrics;  /* optional: ember_redis_* metrics */
+    bool hold_consume;      /* read nothing until lc_transport_redis_release() */
     void (*on_state)(bool up, void *data); /* optional: the publish link went up/down */
     /* Optional, consumers: called once, when the claims record of a previous
      * life has been forgotten (before the hold_consume hold, so that an
@@ -185,7 +185,7 @@ int lc_transport_redis_new(uv_loop_t *loop, const lc_redis_transport_opts_t *opt
                            lc_transport_t **out) LC_MUST_CHECK;
 
 typedef struct lc_redis_transport_stats_s {
-    bool up, consumer_up;           /* publish link; consume link (false if not consuming) */
+    bool up, consumer_up; /* publish link; consume link (false if not consuming) */
     uint64_t published, rejected_full, rejected_down, publish_failed;
     uint64_t publish_retries, publish_duplicates; /* scripts sent again; ids already there */
     uint64_t consumed, consume_failed, claimed, dropped, trimmed, forgotten;

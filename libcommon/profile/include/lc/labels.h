@@ -32,12 +32,12 @@ typedef struct lc_labels_s {
 
 void lc_labels_init(lc_labels_t *ls);
 void lc_labels_fini(lc_labels_t *ls);
-void lc_labels_copy(lc_labels_t *dst, const lc_labels_t *src);   /* dst initialised by the call */
+void lc_labels_copy(lc_labels_t *dst, const lc_labels_t *src); /* dst initialised by the call */
 /* Appends (copies); does not check for duplicates. */
 void lc_labels_add(lc_labels_t *ls, const char *name, const char *value);
 /* Replaces the value of an existing name or appends. */
 void lc_labels_set(lc_labels_t *ls, const char *name, const char *value);
-const char *lc_labels_get(const lc_labels_t *ls, const char *name);  /* NULL if absent */
+const char *lc_labels_get(const lc_labels_t *ls, const char *name); /* NULL if absent */
 bool lc_labels_del(lc_labels_t *ls, const char *name);
 void lc_labels_sort(lc_labels_t *ls);
 /* After sorting: the first duplicated name, or NULL. */

@@ -24,11 +24,11 @@ typedef Google__V1__Profile lc_pprof_t;
 
 /* A limit of 0 means "no limit" (except max_decompressed_bytes, which is a real cap). */
 typedef struct lc_pprof_limits_s {
-    size_t max_decompressed_bytes;  /* default 64 MiB */
-    size_t max_samples;             /* default 1,000,000 (Pyroscope: 16,000) */
-    size_t max_labels_per_sample;   /* default 100 */
-    size_t max_stack_depth;         /* deeper stacks are truncated, root side kept; default 1024 */
-    size_t max_symbol_bytes;        /* longer strings are truncated; default 65535 */
+    size_t max_decompressed_bytes; /* default 64 MiB */
+    size_t max_samples;            /* default 1,000,000 (Pyroscope: 16,000) */
+    size_t max_labels_per_sample;  /* default 100 */
+    size_t max_stack_depth;        /* deeper stacks are truncated, root side kept; default 1024 */
+    size_t max_symbol_bytes;       /* longer strings are truncated; default 65535 */
 } lc_pprof_limits_t;
 
 void lc_pprof_limits_default(lc_pprof_limits_t *lim);
@@ -72,7 +72,8 @@ const char *lc_pprof_str(const lc_pprof_t *p, int64_t idx);
 /* Id -> element lookups for a decoded profile (ids are arbitrary in pprof).
  * Built once per profile in the arena; NULL when the id is unknown. */
 typedef struct lc_pprof_index_s lc_pprof_index_t;
-int lc_pprof_index_new(const lc_pprof_t *p, lc_arena_t *arena, lc_pprof_index_t **out) LC_MUST_CHECK;
+int lc_pprof_index_new(const lc_pprof_t *p, lc_arena_t *arena,
+                       lc_pprof_index_t **out) LC_MUST_CHECK;
 const Google__V1__Location *lc_pprof_location(const lc_pprof_index_t *ix, uint64_t id);
 const Google__V1__Function *lc_pprof_function(const lc_pprof_index_t *ix, uint64_t id);
 const Google__V1__Mapping *lc_pprof_mapping(const lc_pprof_index_t *ix, uint64_t id);
@@ -92,21 +93,23 @@ void lc_pprof_builder_free(lc_pprof_builder_t *b);
 int64_t lc_pprof_builder_string(lc_pprof_builder_t *b, const char *s, size_t len);
 uint64_t lc_pprof_builder_function(lc_pprof_builder_t *b, const char *name, const char *system_name,
                                    const char *filename, int64_t start_line);
-uint64_t lc_pprof_builder_mapping(lc_pprof_builder_t *b, uint64_t memory_start, uint64_t memory_limit,
-                                  uint64_t file_offset, const char *filename, const char *build_id,
-                                  bool has_functions);
+uint64_t lc_pprof_builder_mapping(lc_pprof_builder_t *b, uint64_t memory_start,
+                                  uint64_t memory_limit, uint64_t file_offset, const char *filename,
+                                  const char *build_id, bool has_functions);
 /* lines[0] is the innermost (inlined) function, as in pprof. */
 uint64_t lc_pprof_builder_location(lc_pprof_builder_t *b, uint64_t mapping_id, uint64_t address,
                                    const lc_pprof_line_t *lines, size_t n_lines);
 /* Adds (type, unit) as the next sample type; returns its index. */
 size_t lc_pprof_builder_sample_type(lc_pprof_builder_t *b, const char *type, const char *unit);
-void lc_pprof_builder_period(lc_pprof_builder_t *b, const char *type, const char *unit, int64_t period);
+void lc_pprof_builder_period(lc_pprof_builder_t *b, const char *type, const char *unit,
+                             int64_t period);
 void lc_pprof_builder_times(lc_pprof_builder_t *b, int64_t time_nanos, int64_t duration_nanos);
 /* Adds a sample; locations are leaf first; values has one entry per sample
  * type. Samples with the same locations and labels are summed. Label pairs
  * (string labels) may be NULL/0. */
-void lc_pprof_builder_sample(lc_pprof_builder_t *b, const uint64_t *location_ids, size_t n_locations,
-                             const int64_t *values, const char *const *label_kv, size_t n_labels);
+void lc_pprof_builder_sample(lc_pprof_builder_t *b, const uint64_t *location_ids,
+                             size_t n_locations, const int64_t *values, const char *const *label_kv,
+                             size_t n_labels);
 /* Errors: LC_EINPUT without sample types or when a sample type was added after
  * the first sample; LC_ETOOBIG when a table passed 2^31 entries (the add
  * calls then return 0) or out's cap would be passed. */

@@ -89,11 +89,11 @@ typedef struct lc_node_ops_s {
 } lc_node_ops_t;
 
 typedef struct lc_proc_opts_s {
-    const char *name;                 /* the binary, for logs */
-    const char *http_address;         /* host:port */
-    size_t max_body_bytes;            /* 0: the server's default */
-    size_t max_connections;           /* 0: the server's default */
-    const char *auth_tokens_file;     /* lc/auth.h; NULL or "": no authentication */
+    const char *name;                  /* the binary, for logs */
+    const char *http_address;          /* host:port */
+    size_t max_body_bytes;             /* 0: the server's default */
+    size_t max_connections;            /* 0: the server's default */
+    const char *auth_tokens_file;      /* lc/auth.h; NULL or "": no authentication */
     const lc_node_ops_t *const *nodes; /* in start order */
     size_t n_nodes;
     const void *settings; /* handed to every node's start */

@@ -39,11 +39,11 @@ typedef struct lc_store_s lc_store_t;
 #define LC_STORE_PROFILE_ID_BYTES 16 /* a stored profile's own id: a UUID's bytes */
 
 typedef struct lc_store_opts_s {
-    const char *dir;                /* data directory; created if missing */
-    int64_t block_duration_ns;      /* default 1 h */
-    int64_t retention_ns;           /* 0 = keep forever */
-    size_t map_size_bytes;          /* LMDB map size per block (sparse), default 16 GiB */
-    size_t max_open_blocks;         /* environments kept open (LRU), default 64 */
+    const char *dir;           /* data directory; created if missing */
+    int64_t block_duration_ns; /* default 1 h */
+    int64_t retention_ns;      /* 0 = keep forever */
+    size_t map_size_bytes;     /* LMDB map size per block (sparse), default 16 GiB */
+    size_t max_open_blocks;    /* environments kept open (LRU), default 64 */
 } lc_store_opts_t;
 
 int lc_store_open(const lc_store_opts_t *opts, lc_store_t **out) LC_MUST_CHECK;
@@ -57,16 +57,16 @@ typedef struct lc_store_txn_s lc_store_txn_t;
 
 typedef struct lc_store_write_s {
     const char *tenant;
-    const lc_labels_t *labels;          /* complete series labels, sorted, no duplicates */
+    const lc_labels_t *labels; /* complete series labels, sorted, no duplicates */
     int64_t time_ns;
-    const lc_pprof_t *profile;          /* validated */
-    const lc_pprof_index_t *index;      /* lc_pprof_index_new(profile) */
-    size_t value_index;                 /* which sample type's values to store */
-    const uint32_t *samples;            /* indices into profile->sample; NULL = all */
+    const lc_pprof_t *profile;     /* validated */
+    const lc_pprof_index_t *index; /* lc_pprof_index_new(profile) */
+    size_t value_index;            /* which sample type's values to store */
+    const uint32_t *samples;       /* indices into profile->sample; NULL = all */
     size_t n_samples;
-    const int64_t *values;              /* optional override, parallel to samples (server-side delta) */
-    const uint64_t *span_ids;           /* optional, parallel to samples; 0 = none */
-    const uint8_t *profile_id;          /* optional: LC_STORE_PROFILE_ID_BYTES (a UUID) */
+    const int64_t *values;     /* optional override, parallel to samples (server-side delta) */
+    const uint64_t *span_ids;  /* optional, parallel to samples; 0 = none */
+    const uint8_t *profile_id; /* optional: LC_STORE_PROFILE_ID_BYTES (a UUID) */
 } lc_store_write_t;
 
 /* Starts a write batch. Each touched block gets one LMDB write transaction;
@@ -121,10 +121,10 @@ size_t lc_store_reader_count(const lc_store_reader_t *r);
 lc_block_t *lc_store_reader_block(lc_store_reader_t *r, size_t i);
 
 typedef struct lc_block_info_s {
-    int64_t start_ns, end_ns;       /* the block's time partition */
+    int64_t start_ns, end_ns;         /* the block's time partition */
     int64_t min_time_ns, max_time_ns; /* of stored profiles */
     uint64_t series, profiles, samples, nodes, locations, functions, strings;
-    uint64_t bytes;                 /* LMDB file size */
+    uint64_t bytes; /* LMDB file size */
 } lc_block_info_t;
 int lc_block_info(lc_block_t *b, lc_block_info_t *out) LC_MUST_CHECK;
 
@@ -139,11 +139,11 @@ int lc_block_series(lc_block_t *b, const char *const *tenants, size_t n_tenants,
 typedef struct lc_stored_profile_s {
     uint32_t series_id;
     int64_t time_ns;
-    int64_t total;                  /* sum of values: SelectSeries needs nothing else */
+    int64_t total; /* sum of values: SelectSeries needs nothing else */
     uint32_t n_samples;
-    bool has_profile_id;            /* the writer was given a profile id */
+    bool has_profile_id; /* the writer was given a profile id */
     uint8_t profile_id[LC_STORE_PROFILE_ID_BYTES];
-    const uint8_t *_data;           /* encoded samples; valid during the callback */
+    const uint8_t *_data; /* encoded samples; valid during the callback */
     size_t _len;
 } lc_stored_profile_t;
 
@@ -175,20 +175,20 @@ typedef struct lc_store_line_s {
 } lc_store_line_t;
 
 typedef struct lc_store_location_s {
-    uint32_t mapping_id;            /* 0 = none */
+    uint32_t mapping_id; /* 0 = none */
     uint64_t address;
     size_t n_lines;
-    const lc_store_line_t *lines;   /* lines[0] innermost, as in pprof */
+    const lc_store_line_t *lines; /* lines[0] innermost, as in pprof */
 } lc_store_location_t;
 
 typedef struct lc_store_function_s {
-    uint32_t name, system_name, filename;   /* string ids */
+    uint32_t name, system_name, filename; /* string ids */
     int64_t start_line;
 } lc_store_function_t;
 
 typedef struct lc_store_mapping_s {
     uint64_t memory_start, memory_limit, file_offset;
-    uint32_t filename, build_id;            /* string ids */
+    uint32_t filename, build_id; /* string ids */
     bool has_functions, has_filenames, has_line_numbers, has_inline_frames;
 } lc_store_mapping_t;
 
