@@ -23,7 +23,8 @@ from urllib.parse import parse_qs, urlsplit
 import harness as h
 
 SDK_DIR = os.path.join(h.HERE, "sdk")
-CACHE = os.path.join(h.BIN_DIR, "sdk-cache")     # builds and installs, kept between runs
+# builds and installs, kept between runs and between clones on one machine
+CACHE = os.path.join(os.path.expanduser("~"), ".cache", "ember-sdk")
 
 
 def cache_dir(lang):

@@ -1,7 +1,7 @@
 """The official Rust SDK (the `pyroscope` crate, 2.1.5, with its pprof-rs
 backend, from crates.io) pushing live to ember through a recording proxy.
 
-cargo builds sdk/rust (target dir under the build dir, so later runs only
+cargo builds sdk/rust (target dir under ~/.cache/ember-sdk, so later runs only
 relink); the program burns CPU in ember_busy_rust under the tag request=busy
 with 2 s uploads. Checked against what the SDK sent (captured uploads decoded
 with the project's protos and `go tool pprof -raw`): ProfileTypes holds the
