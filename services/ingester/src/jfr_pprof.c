@@ -231,8 +231,10 @@ static int cmp_ctx(const void *a, const void *b)
 /* Sorted by id; of repeated map keys the last one wins, as in protobuf. */
 static void snap_sort(snapshot_t *s)
 {
-    qsort(s->strs, s->n_strs, sizeof(*s->strs), cmp_str);
-    qsort(s->ctxs, s->n_ctxs, sizeof(*s->ctxs), cmp_ctx);
+    if (s->n_strs) /* an empty snapshot has NULL arrays, which qsort may not take */
+        qsort(s->strs, s->n_strs, sizeof(*s->strs), cmp_str);
+    if (s->n_ctxs)
+        qsort(s->ctxs, s->n_ctxs, sizeof(*s->ctxs), cmp_ctx);
     size_t n = 0;
     for (size_t i = 0; i < s->n_strs; i++) {
         if (n && s->strs[n - 1].id == s->strs[i].id)
