@@ -23,6 +23,9 @@ PKGS=(
   # the Kubernetes chart tests: a venv for kubernetes-validate, network namespaces
   # (ip netns, veth, bridge) for the simulated cluster
   python3-venv python3-yaml iproute2
+  # the container image test: podman builds deploy/docker/Dockerfile from a
+  # debootstrap'ed Debian 12 base (no registry is reachable)
+  podman runc debootstrap fuse-overlayfs uidmap
 )
 
 missing=()
