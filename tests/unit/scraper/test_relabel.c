@@ -1,5 +1,5 @@
 /*
- * test_relabel.c — Prometheus relabel_configs (libcommon/src/relabel.c), case
+ * test_relabel.c — Prometheus relabel_configs (services/scraper/src/relabel.c), case
  * by case: every action, Go's template expansion rules ($1x, ${1}x, $$),
  * anchoring, missing labels, hashmod against values computed independently
  * (Python hashlib: last 8 digest bytes big-endian, modulo), and the configs
