@@ -201,30 +201,11 @@ static void run_multi(CURLM *m)
     }
 }
 
+/* An ingester's error code by name; "ok" or a name we do not know is unknown. */
 static lc_code_t code_of_name(const char *name)
 {
-    static const char *const names[] = {"ok",
-                                        "canceled",
-                                        "unknown",
-                                        "invalid_argument",
-                                        "deadline_exceeded",
-                                        "not_found",
-                                        "already_exists",
-                                        "permission_denied",
-                                        "resource_exhausted",
-                                        "failed_precondition",
-                                        "aborted",
-                                        "out_of_range",
-                                        "unimplemented",
-                                        "internal",
-                                        "unavailable",
-                                        "data_loss",
-                                        "unauthenticated"};
-    for (size_t i = 1; name && i < LC_ARRAY_LEN(names); i++) {
-        if (strcmp(names[i], name) == 0)
-            return (lc_code_t)i;
-    }
-    return LC_CODE_UNKNOWN;
+    int code = lc_code_from_name(name);
+    return code > 0 ? (lc_code_t)code : LC_CODE_UNKNOWN;
 }
 
 /* An ingester's Connect error, passed on with its code: a bad request is
