@@ -263,3 +263,34 @@ def expected_from_uploads(proxy, service):
     exp = expected_from_push_uploads(pushes)
     exp.update(expected_from_pprof_uploads(ingests))
     return {p: v for (svc, p), v in exp.items() if svc == service}
+
+
+# ----------------------------------------------------------------- the case
+
+class SdkProgramCase(h.ServerTestCase):
+    """One SDK program run against ember through a RecordingProxy: command()
+    builds or installs it and returns its argv; it runs for `seconds` as app
+    `app`; `window` covers the run with a minute on each side."""
+    app = None
+    what = None
+    seconds = 6
+
+    @classmethod
+    def command(cls):
+        raise NotImplementedError
+
+    @classmethod
+    def setUpClass(cls):
+        argv = cls.command()
+        super().setUpClass()
+        cls.proxy = RecordingProxy(cls.srv.port)
+        t0 = h.now_ms()
+        env = dict(os.environ, SDK_APP=cls.app, SDK_URL=cls.proxy.url,
+                   SDK_SECONDS=str(cls.seconds))
+        run(argv, env=env, timeout=120, what=cls.what)
+        cls.window = (t0 - 60_000, h.now_ms() + 60_000)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.proxy.close()
+        super().tearDownClass()

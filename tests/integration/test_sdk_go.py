@@ -31,23 +31,14 @@ def build():
     return out
 
 
-class SdkGoTest(h.ServerTestCase):
+class SdkGoTest(su.SdkProgramCase):
+    app = "sdk-go-app"
+    what = "the Go SDK program"
+    seconds = SECONDS
 
     @classmethod
-    def setUpClass(cls):
-        cls.binary = build()
-        super().setUpClass()
-        cls.proxy = su.RecordingProxy(cls.srv.port)
-        cls.app = "sdk-go-app"
-        t0 = h.now_ms()
-        env = dict(os.environ, SDK_APP=cls.app, SDK_URL=cls.proxy.url, SDK_SECONDS=str(SECONDS))
-        su.run([cls.binary], env=env, timeout=120, what="the Go SDK program")
-        cls.window = (t0 - 60_000, h.now_ms() + 60_000)
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.proxy.close()
-        super().tearDownClass()
+    def command(cls):
+        return [build()]
 
     def expected(self):
         exp = su.expected_from_pprof_uploads(self.proxy.ingests())

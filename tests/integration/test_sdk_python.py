@@ -40,24 +40,14 @@ def install():
     return py
 
 
-class SdkPythonTest(h.ServerTestCase):
+class SdkPythonTest(su.SdkProgramCase):
+    app = "sdk-python-app"
+    what = "the Python SDK program"
+    seconds = SECONDS
 
     @classmethod
-    def setUpClass(cls):
-        cls.python = install()
-        super().setUpClass()
-        cls.proxy = su.RecordingProxy(cls.srv.port)
-        cls.app = "sdk-python-app"
-        t0 = h.now_ms()
-        env = dict(os.environ, SDK_APP=cls.app, SDK_URL=cls.proxy.url, SDK_SECONDS=str(SECONDS))
-        su.run([cls.python, os.path.join(su.SDK_DIR, "python", "app.py")], env=env, timeout=120,
-               what="the Python SDK program")
-        cls.window = (t0 - 60_000, h.now_ms() + 60_000)
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.proxy.close()
-        super().tearDownClass()
+    def command(cls):
+        return [install(), os.path.join(su.SDK_DIR, "python", "app.py")]
 
     def sent(self):
         return su.expected_from_uploads(self.proxy, self.app)

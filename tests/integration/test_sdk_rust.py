@@ -28,23 +28,14 @@ def build():
     return os.path.join(target, "release", "ember-sdk-rust")
 
 
-class SdkRustTest(h.ServerTestCase):
+class SdkRustTest(su.SdkProgramCase):
+    app = "sdk-rust-app"
+    what = "the Rust SDK program"
+    seconds = SECONDS
 
     @classmethod
-    def setUpClass(cls):
-        cls.binary = build()
-        super().setUpClass()
-        cls.proxy = su.RecordingProxy(cls.srv.port)
-        cls.app = "sdk-rust-app"
-        t0 = h.now_ms()
-        env = dict(os.environ, SDK_APP=cls.app, SDK_URL=cls.proxy.url, SDK_SECONDS=str(SECONDS))
-        su.run([cls.binary], env=env, timeout=120, what="the Rust SDK program")
-        cls.window = (t0 - 60_000, h.now_ms() + 60_000)
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.proxy.close()
-        super().tearDownClass()
+    def command(cls):
+        return [build()]
 
     def test_uploads_captured(self):
         self.assertGreaterEqual(len(self.proxy.uploads), 2)
