@@ -18,6 +18,7 @@ import time
 import unittest
 import zlib
 
+import distributed_harness as dh
 import harness as h
 
 CPU = "process_cpu:cpu:nanoseconds:cpu:nanoseconds"
@@ -263,6 +264,146 @@ class TenantRateLimitTest(h.ServerTestCase):
         self.assertIn('ember_tenant_rate_limited_total{tenant="noisy"}', metrics)
         self.assertNotIn('ember_tenant_rate_limited_total{tenant="quiet"}', metrics)
         self.assertIn('ember_tenant_ingest_profiles_total{tenant="quiet"} 3', metrics)
+
+
+class SeriesLimitTest(h.ServerTestCase):
+    """--ingest.max-series-per-tenant=3: a request that would add a fourth
+    active series is refused whole (429, nothing stored, counted per tenant);
+    known series and other tenants go on."""
+    server_args = ("--auth.multitenancy-enabled=true", "--ingest.max-series-per-tenant=3")
+
+    def folded(self, tenant, svc):
+        return self.srv.ingest(f"{svc}.cpu", b"main;work 5\n", {"format": "folded"},
+                               headers={"X-Scope-OrgID": tenant})
+
+    def services(self, tenant):
+        end = h.now_ms() + 3600_000
+        req_cls, _ = h.rpc_classes(f"{h.QUERIER}/LabelValues")
+        r = self.srv.call(f"{h.QUERIER}/LabelValues", req_cls(name="service_name", start=0, end=end),
+                          headers={"X-Scope-OrgID": tenant})
+        return sorted(r.msg.names)
+
+    def test_new_series_past_the_limit_are_refused_whole(self):
+        for svc in ("a", "b", "c"):
+            self.assertEqual(self.folded("wide", svc).status, 200)
+        r = self.folded("wide", "d")
+        self.assertEqual(r.status, 429, r.describe())
+        self.assertIn("active series", r.describe())
+        raw = h.read_testdata(GOOD)
+        r = self.srv.push([({"__name__": "process_cpu", "service_name": "a"}, [raw]),
+                           ({"__name__": "process_cpu", "service_name": "e"}, [raw])],
+                          headers={"X-Scope-OrgID": "wide"})
+        self.assertEqual(r.status, 429, r.describe())   # one new series: the whole push
+        self.assertEqual(self.folded("wide", "b").status, 200)   # known: goes on
+        for svc in ("x", "y", "z"):
+            self.assertEqual(self.folded("narrow", svc).status, 200)
+        self.assertEqual(self.services("wide"), ["a", "b", "c"])
+        self.assertEqual(self.services("narrow"), ["x", "y", "z"])
+        m = h.http_request(self.srv.port, "GET", "/metrics").body.decode()
+        self.assertIn('ember_tenant_series_limited_total{tenant="wide"} 2', m)
+        self.assertNotIn('ember_tenant_series_limited_total{tenant="narrow"}', m)
+        self.assertIn('ember_tenant_active_series{tenant="wide"} 3', m)
+
+
+class ConcurrentQueries:
+    """--querier.max-concurrent-queries=1: queries of one tenant that overlap
+    get 429 with Retry-After (counted per tenant on /metrics) while another
+    tenant's queries in the same moments are all answered, and every answer
+    given is the full one (checked against the folded stacks written)."""
+    ARGS = ("--auth.multitenancy-enabled=true", "--querier.max-concurrent-queries=1")
+    N = 12
+
+    def write(self, writer):
+        self.want = {}
+        # folded stacks of <name>.cpu at the default 100 Hz: process_cpu, in ns
+        for tenant in ("busy", "calm"):
+            total = 0
+            for seed in range(40):
+                body = dh.folded(seed)
+                total += sum(int(line.rsplit(" ", 1)[1]) for line in body.decode().splitlines())
+                r = writer.ingest(f"svc-{tenant}.cpu", body, {"format": "folded"},
+                                  headers={"X-Scope-OrgID": tenant})
+                self.assertEqual(r.status, 200, r.describe())
+            self.want[tenant] = total * 10_000_000
+
+    def merge(self, target, tenant):
+        req_cls, resp_cls = h.rpc_classes(f"{h.QUERIER}/SelectMergeStacktraces")
+        req = req_cls(profile_typeID=CPU, label_selector=f'{{service_name="svc-{tenant}"}}', start=0,
+                      end=h.now_ms() + 3600_000)
+        return target.call(f"{h.QUERIER}/SelectMergeStacktraces", req,
+                           headers={"X-Scope-OrgID": tenant}, check=False)
+
+    def overlap(self, target):
+        """N busy merges released together, calm merges alongside."""
+        gate = threading.Barrier(self.N + 1)
+        busy, calm = [None] * self.N, []
+
+        def one(i):
+            gate.wait()
+            busy[i] = self.merge(target, "busy")
+
+        threads = [threading.Thread(target=one, args=(i,)) for i in range(self.N)]
+        for t in threads:
+            t.start()
+        gate.wait()
+        for _ in range(3):
+            calm.append(self.merge(target, "calm"))
+        for t in threads:
+            t.join()
+        return busy, calm
+
+    def check_total(self, r, tenant):
+        self.assertEqual(r.status, 200, r.describe())
+        self.assertEqual(r.msg.flamegraph.total, self.want[tenant])
+
+    def run_overlap(self, target, metrics_of):
+        for attempt in range(5):
+            busy, calm = self.overlap(target)
+            for r in calm:
+                self.check_total(r, "calm")
+            refused = [r for r in busy if r.status == 429]
+            for r in busy:
+                if r.status != 429:
+                    self.check_total(r, "busy")
+            if refused:
+                break
+        self.assertTrue(refused, "no overlapping query was refused in 5 rounds")
+        self.assertTrue(all(r.header("retry-after") == "1" for r in refused))
+        self.assertIn("too many concurrent queries", refused[0].describe())
+        m = metrics_of()
+        self.assertRegex(m, r'ember_tenant_queries_refused_total\{tenant="busy"\} [1-9]')
+        self.assertNotIn('ember_tenant_queries_refused_total{tenant="calm"}', m)
+        # the slots were all given back
+        self.check_total(self.merge(target, "busy"), "busy")
+
+
+class ConcurrentQueriesAllInOneTest(ConcurrentQueries, h.ServerTestCase):
+    server_args = ConcurrentQueries.ARGS
+
+    def test_overlapping_queries_of_one_tenant(self):
+        self.write(self.srv)
+        self.run_overlap(self.srv, lambda: h.http_request(self.srv.port, "GET",
+                                                          "/metrics").body.decode())
+
+
+class ConcurrentQueriesQuerierTest(ConcurrentQueries, dh.ClusterTestCase):
+
+    @classmethod
+    def set_up(cls):
+        cls.redis = dh.Redis()
+        cls.redis.start()
+        cls.ingester = dh.ingester(cls.redis.url, args=("--auth.multitenancy-enabled=true",))
+        cls.querier = dh.querier(cls.redis.url, args=ConcurrentQueries.ARGS)
+        for p in (cls.ingester, cls.querier):
+            cls.procs.append(p)
+            p.start()
+        dh.wait_members(cls.querier, 1)
+
+    def test_overlapping_queries_through_ember_querier(self):
+        self.write(self.ingester)
+        self.redis.wait_drained()
+        self.run_overlap(self.querier, lambda: h.http_request(self.querier.port, "GET",
+                                                              "/metrics").body.decode())
 
 
 def exchange(port, raw, wait=3.0):

@@ -12,6 +12,9 @@
 
 #define PUSH_PATH "/push.v1.PusherService/Push"
 #define ING_MAX_TIME_NS ((int64_t)1 << 62) /* the store's limit, about year 2116 */
+/* A series counts as active for --ingest.max-series-per-tenant while it had a
+ * profile this recently: about the life of a head block in Pyroscope. */
+#define SERIES_ACTIVE_WINDOW_NS (3600LL * 1000000000LL)
 
 void ing_count_rejected(ing_t *ing, const char *reason)
 {
@@ -89,6 +92,7 @@ int ing_new(uv_loop_t *loop, const ing_opts_t *opts, lc_httpd_t *srv, lc_transpo
     ing->loop = loop;
     ing->opts = *opts;
     ing->rate = lc_ratelimit_new(&opts->rate);
+    ing->series = lc_serieslimit_new(opts->max_series, SERIES_ACTIVE_WINDOW_NS);
     if (ing->opts.partitions == 0)
         ing->opts.partitions = 1;
     ing->tr = tr;
@@ -105,8 +109,10 @@ int ing_new(uv_loop_t *loop, const ing_opts_t *opts, lc_httpd_t *srv, lc_transpo
 
 void ing_free(ing_t *ing)
 {
-    if (ing)
+    if (ing) {
         lc_ratelimit_free(ing->rate);
+        lc_serieslimit_free(ing->series);
+    }
     lc_free(ing);
 }
 
@@ -119,6 +125,31 @@ static void ing_tenant_count(ing_t *ing, const char *name, const char *help, con
     char labels[200];
     snprintf(labels, sizeof(labels), "tenant=\"%s\"", tenant);
     lc_metric_add(lc_metrics_counter(ing->metrics, name, help, labels), v);
+}
+
+int ing_series_check(ing_t *ing, const char *tenant, const uint64_t *series, size_t n,
+                     lc_status_t *st)
+{
+    size_t active;
+    if (!ing->series || n == 0)
+        return 0;
+    bool ok = lc_serieslimit_admit(ing->series, tenant, series, n, lc_realtime_ns(), &active);
+    if (ing->metrics) {
+        char labels[200];
+        snprintf(labels, sizeof(labels), "tenant=\"%s\"", tenant);
+        lc_metric_set(lc_metrics_gauge(ing->metrics, "ember_tenant_active_series",
+                                       "Series with a profile in the last hour, by tenant", labels),
+                      (double)active);
+    }
+    if (ok)
+        return 0;
+    ing_tenant_count(ing, "ember_tenant_series_limited_total",
+                     "Ingest requests refused by the tenant's series limit, by tenant", tenant, 1);
+    ing_count_rejected(ing, "series_limit");
+    return lc_status_set_http(st, 429, LC_CODE_RESOURCE_EXHAUSTED,
+                              "tenant %.150s would have more than %lld active series "
+                              "(--ingest.max-series-per-tenant); nothing was stored",
+                              tenant, (long long)ing->opts.max_series);
 }
 
 int ing_rate_check(ing_t *ing, lc_http_req_t *req, const char *tenant, double profiles,

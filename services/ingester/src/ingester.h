@@ -40,6 +40,7 @@ typedef struct ing_opts_s {
     size_t max_label_value_bytes; /* default 2048 */
     uint32_t partitions;          /* transport partitions; default 1 */
     lc_ratelimit_opts_t rate;     /* per-tenant ingestion rate; zero = no limit */
+    int64_t max_series;           /* active series per tenant; 0 = no limit */
 } ing_opts_t;
 
 void ing_opts_default(ing_opts_t *o);

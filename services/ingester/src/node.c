@@ -250,6 +250,7 @@ static int start_receivers(ing_node_t *n)
     io.multitenancy = s->multitenancy;
     io.rate = (lc_ratelimit_opts_t){(double)s->rate_bytes, (double)s->rate_burst_bytes,
                                     (double)s->rate_profiles, (double)s->rate_burst_profiles};
+    io.max_series = s->max_series_per_tenant;
     if (ember_clustered(s))
         io.partitions = (uint32_t)s->partitions;
     return ing_new(&n->p->loop, &io, n->p->httpd, n->transport, n->p->metrics, &n->receivers);

@@ -84,6 +84,7 @@ int ing_job_add(ing_job_t *job, const char *tenant, const lc_labels_t *labels, c
     m.n_sample_type_config = cfg ? cfg->n : 0;
     if (profile_id)
         m.profile_id = (ProtobufCBinaryData){LC_STORE_PROFILE_ID_BYTES, (uint8_t *)profile_id};
+    job->tenant = tenant;
     ing_msg_t *slot = job_slot(job);
     size_t size = protobuf_c_message_get_packed_size(&m.base);
     uint8_t *data = slot && m.labels ? lc_arena_alloc(arena, size ? size : 1) : NULL;
@@ -95,6 +96,7 @@ int ing_job_add(ing_job_t *job, const char *tenant, const lc_labels_t *labels, c
                         size,
                         lc_transport_partition(tenant, labels, job->ing->opts.partitions),
                         n_samples,
+                        lc_labels_hash(labels),
                         {0}};
     memcpy(slot->id, id, sizeof(slot->id));
     job->n_msgs++;
@@ -128,17 +130,18 @@ static void job_transport_status(const ing_job_t *job, lc_status_t *st)
 
 static void job_respond(ing_job_t *job)
 {
-    lc_status_t st = {0};
-    if (job->status != 0)
+    lc_status_t st = job->refused;
+    bool failed = !lc_status_ok(&st) || job->status != 0;
+    if (lc_status_ok(&st) && job->status != 0)
         job_transport_status(job, &st);
-    else
+    else if (!failed)
         job_count_success(job);
     if (job->route == ING_ROUTE_INGEST) {
-        if (job->status != 0)
+        if (failed)
             lc_http_error(job->req, &st);
         return; /* 200, empty body */
     }
-    if (job->status != 0) {
+    if (failed) {
         lc_connect_error(job->req, &st);
     } else if (!lc_status_ok(&job->partial)) {
         lc_connect_error(job->req, &job->partial);
@@ -159,11 +162,30 @@ static void job_on_published(int status, void *data)
     }
 }
 
+/* The series limit, for every receiver in one place: here, on the loop
+ * thread, with all of the request's series known and nothing published. */
+static int job_admit_series(ing_job_t *job)
+{
+    if (!job->ing->series || job->n_msgs == 0)
+        return 0;
+    uint64_t *series = lc_arena_alloc(job->req->arena, job->n_msgs * sizeof(*series));
+    if (!series)
+        return lc_status_set_http(&job->refused, 413, LC_CODE_RESOURCE_EXHAUSTED,
+                                  "request too large for the request memory budget");
+    for (size_t i = 0; i < job->n_msgs; i++)
+        series[i] = job->msgs[i].series;
+    return ing_series_check(job->ing, job->tenant, series, job->n_msgs, &job->refused);
+}
+
 lc_http_result_t ing_publish_after(lc_http_req_t *req, void *data)
 {
     ing_job_t *job = req->user;
     if (!job)
         return LC_HTTP_DONE; /* `work` already answered */
+    if (job_admit_series(job) != 0) {
+        job_respond(job);
+        return LC_HTTP_DONE;
+    }
     job->publishing = true;
     for (size_t i = 0; i < job->n_msgs && job->status == 0; i++) {
         const ing_msg_t *m = &job->msgs[i];

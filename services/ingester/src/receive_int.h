@@ -264,12 +264,18 @@ struct ing_s {
     lc_metric_t *m_bytes;       /* ember_ingest_bytes_total */
     lc_metric_t *m_samples;     /* ember_ingest_samples_total */
     lc_ratelimit_t *rate;       /* NULL: no per-tenant rate limit */
+    lc_serieslimit_t *series;   /* NULL: no per-tenant series limit */
 };
 
 /* Per-tenant ingestion rate (--ingest.rate-*): 0, or 429 with Retry-After set
  * on req and in st (the caller counts the rejection as "rate_limited"). */
 int ing_rate_check(ing_t *ing, lc_http_req_t *req, const char *tenant, double profiles,
                    lc_status_t *st);
+
+/* Per-tenant active series (--ingest.max-series-per-tenant): 0, or -1 with a
+ * 429 in st when the job's new series would pass the tenant's maximum. */
+int ing_series_check(ing_t *ing, const char *tenant, const uint64_t *series, size_t n,
+                     lc_status_t *st);
 
 /* Counts a rejected request under ember_ingest_rejected_total{reason}. */
 void ing_count_rejected(ing_t *ing, const char *reason);
@@ -287,6 +293,7 @@ typedef struct ing_msg_s {
     size_t len;
     uint32_t partition;
     size_t samples;
+    uint64_t series;                /* lc_labels_hash of its series */
     uint8_t id[LC_INGEST_ID_BYTES]; /* its ingest id: the transport's dedupe id */
 } ing_msg_t;
 
@@ -296,6 +303,8 @@ typedef struct ing_job_s {
     ing_route_t route;
     ing_msg_t *msgs;
     size_t n_msgs, cap_msgs;
+    const char *tenant;       /* every message's (one tenant per request) */
+    lc_status_t refused;      /* the request was refused whole after `work` */
     lc_connect_codec_t codec; /* Push: the reply codec */
     lc_status_t partial;      /* Push: errors of the profiles that were rejected */
     size_t pending;

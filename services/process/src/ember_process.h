@@ -65,6 +65,7 @@ typedef struct ember_settings_s {
     bool multitenancy;
     char *auth_tokens_file; /* credentials bound to tenants; "" = none */
     int64_t rate_bytes, rate_burst_bytes, rate_profiles, rate_burst_profiles;
+    int64_t max_series_per_tenant;
     /* querier */
     int64_t max_query_length_ns;
     int64_t max_query_lookback_ns;

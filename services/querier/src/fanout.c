@@ -343,6 +343,7 @@ void qry_fanout_free(qry_fanout_t *f)
 {
     if (!f)
         return;
+    qry_front_fini(&f->front);
     strv_free(f->fixed, f->n_fixed);
     strv_free(f->members, f->n_members);
     lc_free(f->unavailable);
@@ -377,7 +378,7 @@ int qry_fanout_new(uv_loop_t *loop, const qry_fanout_opts_t *opts, lc_httpd_t *s
     static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
     pthread_once(&curl_once, curl_global_init_all);
     qry_fanout_t *f = lc_xcalloc(1, sizeof(*f));
-    qry_front_init(&f->front, &opts->q, &fo_backend);
+    qry_front_init(&f->front, &opts->q, &fo_backend, metrics);
     f->opts = *opts;
     f->opts.ingesters = NULL; /* not kept: split below */
     pthread_mutex_init(&f->lock, NULL);

@@ -27,8 +27,10 @@
  * method path as the route), so the querier adds none of its own.
  */
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
+#include "lc/tenant.h"
 #include "querier_int.h"
 
 #define QRY_SERVICE "/querier.v1.QuerierService/"
@@ -118,6 +120,87 @@ int qry_front_range(const qry_front_t *fe, int64_t *start_ms, int64_t end_ms,
 
 /* ------------------------------------------------------------ the merges */
 
+/* ------------------------------------------------- concurrency per tenant */
+
+/* The slots one back-end call holds: one per tenant it reads. */
+typedef struct qry_slots_s {
+    const char *const *tenants;
+    size_t n;
+    bool held;
+} qry_slots_t;
+
+/* Takes a slot of each tenant the request reads, or refuses the call with 429
+ * and Retry-After (--querier.max-concurrent-queries). Here, around the back
+ * end, so the local store and the fan-out share one limit, and a limited
+ * call never starts reading. */
+static int front_enter(qry_front_t *fe, lc_http_req_t *req, qry_slots_t *s, lc_status_t *st)
+{
+    *s = (qry_slots_t){0};
+    if (!fe->inflight)
+        return 0;
+    if (lc_tenants_read(req, fe->opts.multitenancy, &s->tenants, &s->n, st))
+        return -1;
+    if (lc_inflight_acquire(fe->inflight, s->tenants, s->n)) {
+        s->held = true;
+        return 0;
+    }
+    for (size_t i = 0; i < s->n && fe->metrics; i++) {
+        char labels[200];
+        snprintf(labels, sizeof(labels), "tenant=\"%s\"", s->tenants[i]);
+        lc_metric_add(lc_metrics_counter(fe->metrics, "ember_tenant_queries_refused_total",
+                                         "Queries refused by the tenant's concurrency limit",
+                                         labels),
+                      1);
+    }
+    lc_http_set_header(req, "Retry-After", "1");
+    return lc_status_set_http(st, 429, LC_CODE_RESOURCE_EXHAUSTED,
+                              "too many concurrent queries for this tenant (limit %lld)",
+                              (long long)fe->opts.max_concurrent_per_tenant);
+}
+
+static void front_leave(qry_front_t *fe, qry_slots_t *s)
+{
+    if (s->held)
+        lc_inflight_release(fe->inflight, s->tenants, s->n);
+    s->held = false;
+}
+
+/* The back end's calls, each holding the tenants' slots while it runs. */
+static int front_merge_tree(qry_front_t *fe, lc_http_req_t *req, const ProtobufCMessage *in,
+                            lc_ftree_t **out, lc_status_t *st)
+{
+    qry_slots_t s;
+    if (front_enter(fe, req, &s, st))
+        return -1;
+    int rc = fe->be->merge_tree(fe, req, in, out, st);
+    front_leave(fe, &s);
+    return rc;
+}
+
+static int front_merge_pprof(qry_front_t *fe, lc_http_req_t *req, const ProtobufCMessage *in,
+                             lc_buf_t *out, lc_status_t *st)
+{
+    qry_slots_t s;
+    if (front_enter(fe, req, &s, st))
+        return -1;
+    int rc = fe->be->merge_pprof(fe, req, in, out, st);
+    front_leave(fe, &s);
+    return rc;
+}
+
+static int front_select_series(qry_front_t *fe, lc_http_req_t *req,
+                               const Querier__V1__SelectSeriesRequest *r,
+                               const lc_query_series_opts_t *o, lc_query_series_t **out,
+                               lc_status_t *st)
+{
+    qry_slots_t s;
+    if (front_enter(fe, req, &s, st))
+        return -1;
+    int rc = fe->be->select_series(fe, req, r, o, out, st);
+    front_leave(fe, &s);
+    return rc;
+}
+
 /* The back end's untruncated tree of in, shaped as format and truncated at
  * max_nodes into a new response (the one place a flame graph is cut); a
  * span profile's answer has the same two fields. */
@@ -132,7 +215,7 @@ static int tree_answer(qry_front_t *fe, lc_http_req_t *req, const ProtobufCMessa
     *resp = (Querier__V1__SelectMergeStacktracesResponse)
         QUERIER__V1__SELECT_MERGE_STACKTRACES_RESPONSE__INIT;
     lc_ftree_t *t;
-    if (fe->be->merge_tree(fe, req, in, &t, st))
+    if (front_merge_tree(fe, req, in, &t, st))
         return -1;
     int rc = qry_shape_tree(t, format, max_nodes, req->arena, &resp->flamegraph, &resp->tree, st);
     lc_ftree_free(t);
@@ -146,7 +229,7 @@ static int stacktraces_pprof(qry_front_t *fe, lc_http_req_t *req, const Protobuf
                              qry_reply_t *out, lc_status_t *st)
 {
     lc_buf_init(&out->buf, LC_BUF_UNLIMITED);
-    if (fe->be->merge_pprof(fe, req, in, &out->buf, st))
+    if (front_merge_pprof(fe, req, in, &out->buf, st))
         return -1;
     if (qry_wrap_pprof_response(&out->buf))
         return qry_fail(st, LC_ETOOBIG, "encoding the merged profile");
@@ -217,7 +300,7 @@ int qry_rpc_select_merge_profile(lc_http_req_t *req, const ProtobufCMessage *in,
     if (check_merge(fe, r->n_trace_id_selector, r->max_nodes, &unused, st))
         return -1;
     lc_buf_init(&out->buf, LC_BUF_UNLIMITED);
-    if (fe->be->merge_pprof(fe, req, in, &out->buf, st))
+    if (front_merge_pprof(fe, req, in, &out->buf, st))
         return -1;
     out->desc = &google__v1__profile__descriptor;
     return 0;
@@ -231,7 +314,7 @@ static int front_diff_side(void *data, lc_http_req_t *req,
     qry_front_t *fe = data;
     if (check_merge(fe, r->n_trace_id_selector, r->max_nodes, max_nodes, st))
         return -1;
-    return fe->be->merge_tree(fe, req, &r->base, out, st);
+    return front_merge_tree(fe, req, &r->base, out, st);
 }
 
 int qry_rpc_diff(lc_http_req_t *req, const ProtobufCMessage *in, ProtobufCMessage **out,
@@ -299,7 +382,7 @@ int qry_rpc_select_series(lc_http_req_t *req, const ProtobufCMessage *in, Protob
     };
     lc_query_series_t *s = NULL;
     if (check_series_request(r, st) || qry_step_ms(r->step, &o.step_ms, st) ||
-        fe->be->select_series(fe, req, r, &o, &s, st))
+        front_select_series(fe, req, r, &o, &s, st))
         return -1;
     int rc = front_series_reply(s, req->arena, out, st);
     lc_query_series_free(s);
@@ -314,7 +397,12 @@ int qry_rpc_select_series(lc_http_req_t *req, const ProtobufCMessage *in, Protob
                        lc_status_t *st, void *data)                                                \
     {                                                                                              \
         qry_front_t *fe = data;                                                                    \
-        return fe->be->name(req, in, out, st, fe);                                                 \
+        qry_slots_t s;                                                                             \
+        if (front_enter(fe, req, &s, st))                                                          \
+            return -1;                                                                             \
+        int rc = fe->be->name(req, in, out, st, fe);                                               \
+        front_leave(fe, &s);                                                                       \
+        return rc;                                                                                 \
     }
 
 QRY_LISTING(profile_types)
@@ -436,9 +524,13 @@ static int register_methods(qry_front_t *fe, lc_httpd_t *srv)
     return rc;
 }
 
-void qry_front_init(qry_front_t *fe, const qry_opts_t *opts, const qry_backend_t *be)
+void qry_front_init(qry_front_t *fe, const qry_opts_t *opts, const qry_backend_t *be,
+                    lc_metrics_t *metrics)
 {
-    *fe = (qry_front_t){.opts = *opts, .be = be};
+    *fe = (qry_front_t){.opts = *opts,
+                        .be = be,
+                        .inflight = lc_inflight_new(opts->max_concurrent_per_tenant),
+                        .metrics = metrics};
     fe->legacy = (qry_rpcs_t){
         .select_merge_stacktraces = qry_rpc_select_merge_stacktraces,
         .select_merge_profile = qry_rpc_select_merge_profile,
@@ -449,6 +541,12 @@ void qry_front_init(qry_front_t *fe, const qry_opts_t *opts, const qry_backend_t
         .data = fe,
         .multitenancy = opts->multitenancy,
     };
+}
+
+void qry_front_fini(qry_front_t *fe)
+{
+    lc_inflight_free(fe->inflight);
+    fe->inflight = NULL;
 }
 
 int qry_front_register(qry_front_t *fe, lc_httpd_t *srv)

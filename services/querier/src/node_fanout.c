@@ -197,6 +197,7 @@ static int fanout_node_start(lc_proc_t *p, const void *settings, void **state)
     qry_fanout_opts_t fo;
     qry_fanout_opts_default(&fo);
     fo.q.multitenancy = q->s->multitenancy;
+    fo.q.max_concurrent_per_tenant = q->s->max_concurrent_queries;
     fo.ingesters = q->s->querier_ingesters;
     if (q->s->shard_timeout_ns > 0)
         fo.timeout_ms = (uint32_t)(q->s->shard_timeout_ns / 1000000);

@@ -23,13 +23,12 @@ int qry_new(uv_loop_t *loop, const qry_opts_t *opts, lc_httpd_t *srv, lc_store_t
 {
     LC_UNUSED(loop);
     qry_t *q = lc_xcalloc(1, sizeof(*q));
-    qry_front_init(&q->front, opts, &qry_store_backend);
-    q->inflight = lc_inflight_new(opts->max_concurrent_per_tenant);
+    qry_front_init(&q->front, opts, &qry_store_backend, metrics);
     q->store = store;
     q->metrics = metrics;
     int rc = qry_front_register(&q->front, srv);
     if (rc) {
-        lc_free(q);
+        qry_free(q);
         return rc;
     }
     *out = q;
@@ -39,6 +38,6 @@ int qry_new(uv_loop_t *loop, const qry_opts_t *opts, lc_httpd_t *srv, lc_store_t
 void qry_free(qry_t *q)
 {
     if (q)
-        lc_inflight_free(q->inflight);
+        qry_front_fini(&q->front);
     lc_free(q);
 }

@@ -30,7 +30,7 @@ typedef struct qry_opts_s {
      * merges fast by design, so both default to 0 (unlimited). */
     int64_t max_query_length_ms;       /* default 0 */
     int64_t max_query_lookback_ms;     /* default 0 */
-    int64_t max_concurrent_per_tenant; /* store queries at once per tenant; 0 = no limit -> 429 */
+    int64_t max_concurrent_per_tenant; /* queries at once per tenant; 0 = no limit; more: 429 */
 } qry_opts_t;
 
 void qry_opts_default(qry_opts_t *o);

@@ -113,12 +113,17 @@ typedef struct qry_backend_s {
 struct qry_front_s {
     qry_opts_t opts;
     const qry_backend_t *be;
+    lc_inflight_t *inflight; /* owned; NULL: no per-tenant concurrency limit */
+    lc_metrics_t *metrics;   /* may be NULL: the refusals are counted there */
     qry_route_t routes[QRY_METHODS];
     qry_rpcs_t legacy; /* what the legacy endpoints call: the qry_rpc_* below */
 };
 
-/* Sets fe up over be (a static table); registers nothing. */
-void qry_front_init(qry_front_t *fe, const qry_opts_t *opts, const qry_backend_t *be);
+/* Sets fe up over be (a static table); registers nothing. metrics may be
+ * NULL. qry_front_fini frees what it holds (not fe). */
+void qry_front_init(qry_front_t *fe, const qry_opts_t *opts, const qry_backend_t *be,
+                    lc_metrics_t *metrics);
+void qry_front_fini(qry_front_t *fe);
 /* Registers every querier.v1 method and the legacy endpoints on srv; fe must
  * live as long as srv's routes. */
 int qry_front_register(qry_front_t *fe, lc_httpd_t *srv) LC_MUST_CHECK;
@@ -151,7 +156,6 @@ struct qry_s {
     qry_front_t front; /* first: the RPCs' data is the front end */
     lc_store_t *store;
     lc_metrics_t *metrics;
-    lc_inflight_t *inflight; /* NULL: no per-tenant concurrency limit */
 };
 
 /* The qry_t whose front end data is (a back-end function's fe). */
@@ -171,7 +175,6 @@ typedef struct qry_call_s {
     int64_t start_ns, end_ns;  /* inclusive */
     bool empty;                /* the range lies before the look-back: answer empty */
     lc_store_reader_t *reader; /* NULL when empty */
-    bool holds_slots;          /* took the tenants' concurrency slots */
 } qry_call_t;
 
 /* Whether the §5.9 time-range rules (look-back, maximum length) apply: always

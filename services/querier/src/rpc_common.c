@@ -107,15 +107,6 @@ int qry_call_begin_back(qry_call_t *c, qry_t *q, lc_http_req_t *req, int64_t sta
     qry_range_ns(start_ms, end_ms, &c->start_ns, &c->end_ns);
     if (c->empty)
         return 0; /* no reader: the engine reads a NULL reader as no blocks */
-    if (q->inflight) {
-        if (!lc_inflight_acquire(q->inflight, c->tenants, c->n_tenants)) {
-            lc_http_set_header(req, "Retry-After", "1");
-            return lc_status_set_http(st, 429, LC_CODE_RESOURCE_EXHAUSTED,
-                                      "too many concurrent queries for this tenant (limit %lld)",
-                                      (long long)q->front.opts.max_concurrent_per_tenant);
-        }
-        c->holds_slots = true;
-    }
     int64_t read_start_ns = c->start_ns;
     if (back_ms > 0) /* saturating: a step may be as long as int64 ms */
         read_start_ns =
@@ -125,7 +116,6 @@ int qry_call_begin_back(qry_call_t *c, qry_t *q, lc_http_req_t *req, int64_t sta
     int rc = lc_store_read_begin(q->store, read_start_ns, c->end_ns, &c->reader);
     if (rc) {
         c->reader = NULL;
-        qry_call_end(c); /* gives the slots back */
         return qry_fail(st, rc, "opening the store");
     }
     return 0;
@@ -142,9 +132,6 @@ void qry_call_end(qry_call_t *c)
     if (c->reader)
         lc_store_read_end(c->reader);
     c->reader = NULL;
-    if (c->holds_slots)
-        lc_inflight_release(c->q->inflight, c->tenants, c->n_tenants);
-    c->holds_slots = false;
 }
 
 /* -------------------------------------------------------------- selectors */

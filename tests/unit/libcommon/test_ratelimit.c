@@ -55,4 +55,44 @@ static void test_inflight(void)
     lc_inflight_free(f);
 }
 
-LC_TEST_MAIN(test_off_without_rates, test_burst_refill_and_tenants, test_inflight)
+/* Active series: new series past the maximum refuse the whole request and
+ * record nothing; known series always pass; duplicates count once; series
+ * unseen for a window stop counting; tenants apart. */
+static void test_series_limit(void)
+{
+    LC_CHECK(lc_serieslimit_new(0, S) == NULL);
+    lc_serieslimit_t *sl = lc_serieslimit_new(3, 60 * S);
+    int64_t t = 1000 * S;
+    size_t active = 0;
+    uint64_t ab[] = {11, 12, 11};
+    LC_CHECK(lc_serieslimit_admit(sl, "a", ab, 3, t, &active));
+    LC_ASSERT_EQ(active, 2);
+    uint64_t cd[] = {13, 14}; /* 2 + 2 > 3: refused, nothing recorded */
+    LC_CHECK(!lc_serieslimit_admit(sl, "a", cd, 2, t, &active));
+    LC_ASSERT_EQ(active, 2);
+    LC_CHECK(lc_serieslimit_admit(sl, "a", cd, 1, t + S, &active)); /* 13 alone fits */
+    LC_ASSERT_EQ(active, 3);
+    LC_CHECK(lc_serieslimit_admit(sl, "a", ab, 2, t + 2 * S, &active)); /* known: pass */
+    LC_CHECK(!lc_serieslimit_admit(sl, "a", cd + 1, 1, t + 2 * S, &active));
+    LC_CHECK(lc_serieslimit_admit(sl, "b", cd, 2, t, &active)); /* another tenant */
+    LC_ASSERT_EQ(active, 2);
+    uint64_t zero = 0; /* a hash of 0 is a series like any other */
+    LC_CHECK(lc_serieslimit_admit(sl, "b", &zero, 1, t, &active));
+    LC_ASSERT_EQ(active, 3);
+    /* 13 was last seen at t + 1 s, 11 and 12 at t + 2 s: a window after 13,
+     * 14 takes its place */
+    LC_CHECK(!lc_serieslimit_admit(sl, "a", cd + 1, 1, t + 60 * S, &active));
+    LC_CHECK(lc_serieslimit_admit(sl, "a", cd + 1, 1, t + 61 * S + 1, &active));
+    LC_ASSERT_EQ(active, 3);
+    lc_serieslimit_t *big = lc_serieslimit_new(5000, 60 * S); /* the table grows */
+    for (uint64_t j = 1; j <= 5000; j++)                      /* (0 and 1 are the same series) */
+        LC_CHECK(lc_serieslimit_admit(big, "c", &j, 1, t, &active));
+    uint64_t over = 5001;
+    LC_CHECK(!lc_serieslimit_admit(big, "c", &over, 1, t, &active));
+    LC_ASSERT_EQ(active, 5000);
+    lc_serieslimit_free(big);
+    lc_serieslimit_free(sl);
+}
+
+LC_TEST_MAIN(test_off_without_rates, test_burst_refill_and_tenants, test_inflight,
+             test_series_limit)

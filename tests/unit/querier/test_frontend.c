@@ -13,6 +13,13 @@
 #define PT "process_cpu:cpu:nanoseconds:cpu:nanoseconds"
 
 static int backend_calls;
+/* Set by the concurrency test: the tree back end then makes a second call on
+ * this front end while it holds its slot, and keeps that call's status. */
+static qry_front_t *nested_front;
+static lc_status_t nested_status;
+static int nested_rc;
+
+static void nested_series_call(void);
 
 /* root -> main -> f0..f9, each leaf with value i + 1. */
 static int fake_merge_tree(qry_front_t *fe, lc_http_req_t *req, const ProtobufCMessage *in,
@@ -23,6 +30,8 @@ static int fake_merge_tree(qry_front_t *fe, lc_http_req_t *req, const ProtobufCM
     LC_UNUSED(in);
     LC_UNUSED(st);
     backend_calls++;
+    if (nested_front)
+        nested_series_call();
     lc_ftree_t *t = lc_ftree_new(0);
     for (int i = 0; i < 10; i++) {
         char leaf[8];
@@ -84,13 +93,19 @@ static void call_fini(call_t *c)
     lc_arena_free(c->req.arena);
 }
 
-static qry_front_t front(void)
+static qry_front_t front_limited(int64_t max_concurrent)
 {
     qry_opts_t o;
     qry_front_t fe;
     qry_opts_default(&o);
-    qry_front_init(&fe, &o, &fake_backend);
+    o.max_concurrent_per_tenant = max_concurrent;
+    qry_front_init(&fe, &o, &fake_backend, NULL);
     return fe;
+}
+
+static qry_front_t front(void)
+{
+    return front_limited(0);
 }
 
 static void run_stacktraces(call_t *c, qry_front_t *fe, int64_t max_nodes, int format,
@@ -184,5 +199,51 @@ static void test_series_limit_applied_by_the_front_end(void)
     call_fini(&c);
 }
 
+static void nested_series_call(void)
+{
+    Querier__V1__SelectSeriesRequest r = QUERIER__V1__SELECT_SERIES_REQUEST__INIT;
+    call_t c;
+    r.profile_typeid = PT;
+    r.start = 1000;
+    r.end = 2000;
+    r.step = 1;
+    call_init(&c);
+    nested_rc = qry_rpc_select_series(&c.req, &r.base, &c.out, &c.st, nested_front);
+    nested_status = c.st;
+    call_fini(&c);
+}
+
+/* With --querier.max-concurrent-queries=1 a second query of the tenant while
+ * the first is in its back end is a 429 that never reaches the back end, and
+ * the slot is free again once the first returns; with 2 both run. */
+static void test_concurrent_queries_limited_around_the_back_end(void)
+{
+    for (int64_t limit = 1; limit <= 2; limit++) {
+        qry_front_t fe = front_limited(limit);
+        call_t c;
+        nested_front = &fe;
+        nested_status = (lc_status_t){0};
+        backend_calls = 0;
+        run_stacktraces(&c, &fe, 0, 0, 0);
+        nested_front = NULL;
+        LC_ASSERT_OK(c.rc);
+        call_fini(&c);
+        if (limit == 1) {
+            LC_ASSERT_EQ(nested_rc, -1);
+            LC_ASSERT_EQ(nested_status.code, LC_CODE_RESOURCE_EXHAUSTED);
+            LC_ASSERT_EQ(nested_status.http_status, 429);
+            LC_ASSERT_EQ(backend_calls, 1);
+        } else {
+            LC_ASSERT_EQ(nested_rc, 0);
+            LC_ASSERT_EQ(backend_calls, 2);
+        }
+        run_stacktraces(&c, &fe, 0, 0, 0); /* the slot was given back */
+        LC_ASSERT_OK(c.rc);
+        call_fini(&c);
+        qry_front_fini(&fe);
+    }
+}
+
 LC_TEST_MAIN(test_refused_requests_never_reach_the_back_end,
-             test_tree_truncated_once_by_the_front_end, test_series_limit_applied_by_the_front_end)
+             test_tree_truncated_once_by_the_front_end, test_series_limit_applied_by_the_front_end,
+             test_concurrent_queries_limited_around_the_back_end)

@@ -1,6 +1,9 @@
 /*
- * lc/ratelimit.h — per-tenant ingestion rate limits in the spirit of
- * Pyroscope's overrides (ingestion_rate_mb / ingestion_burst_size_mb): two
+ * lc/ratelimit.h — per-tenant limits in the spirit of Pyroscope's overrides:
+ * ingestion rates, queries in flight and active series.
+ *
+ * Rates, as Pyroscope's
+ * ingestion_rate_mb / ingestion_burst_size_mb: two
  * token buckets per tenant, bytes and profiles, each refilled at its rate
  * and holding at most its burst. A request takes from both or from neither.
  *
@@ -46,5 +49,22 @@ void lc_inflight_free(lc_inflight_t *f); /* NULL-safe */
 /* Takes one slot of every tenant, or none: false when one of them is full. */
 bool lc_inflight_acquire(lc_inflight_t *f, const char *const *tenants, size_t n) LC_MUST_CHECK;
 void lc_inflight_release(lc_inflight_t *f, const char *const *tenants, size_t n);
+
+/* ---- active series per tenant (same table) ----
+ * As Pyroscope's max_*_series_per_tenant: a series (a 64-bit hash of its
+ * labels) is active while it received a profile within the window; a request
+ * whose new series would take the tenant past its maximum is refused whole.
+ * Memory: at most max_per_tenant series per tenant (16 bytes each, table at
+ * most half full). */
+typedef struct lc_ratelimit_s lc_serieslimit_t;
+
+/* NULL when max_per_tenant is 0 (no limit). window_ns > 0. */
+lc_serieslimit_t *lc_serieslimit_new(int64_t max_per_tenant, int64_t window_ns);
+void lc_serieslimit_free(lc_serieslimit_t *s); /* NULL-safe */
+/* Records series[0..n) (duplicates allowed) as seen at now_ns if the tenant's
+ * active series, with the new ones, stay within the maximum; else records
+ * nothing and returns false. *active is the tenant's active series after. */
+bool lc_serieslimit_admit(lc_serieslimit_t *s, const char *tenant, const uint64_t *series, size_t n,
+                          int64_t now_ns, size_t *active) LC_MUST_CHECK;
 
 #endif
