@@ -2,10 +2,17 @@
  * delta.c — Pyroscope v1's server-side delta for cumulative Go heap
  * allocations (pyroscope-api.md §4.5): for series named `memory` whose sample
  * type is alloc_objects or alloc_space, unless the client said
- * __delta__="false", each profile is stored as its difference to the previous
+ * __delta__="false" or the profile covers a time window (see below), each
+ * profile is stored as its difference to the previous
  * profile of the same series. The first profile of a series only becomes the
  * baseline; if any stack's value went down (the process restarted), the
  * baseline is reset and that profile is dropped too.
+ *
+ * Where ember departs from v1: a profile with duration_nanos > 0 says it holds
+ * the values of that window, not totals since the process started (Go's
+ * heap?seconds=N, pyroscope-io's per-upload memory profiles, which carry no
+ * __delta__ label), so it is stored as sent; a second difference would make
+ * its totals wrong. Go's cumulative heap profile has no duration.
  *
  * Stacks are matched across profiles by a key computed from symbols (pprof ids
  * are per profile). State is per series fingerprint and lives in the writer.
@@ -68,9 +75,10 @@ void ing_delta_free(ing_delta_t *d)
     lc_free(d);
 }
 
-bool ing_delta_applies(const char *metric, const char *sample_type, bool delta_disabled)
+bool ing_delta_applies(const char *metric, const char *sample_type, bool delta_disabled,
+                       int64_t duration_nanos)
 {
-    return !delta_disabled && metric && !strcmp(metric, "memory") &&
+    return !delta_disabled && duration_nanos <= 0 && metric && !strcmp(metric, "memory") &&
            (!strcmp(sample_type, "alloc_objects") || !strcmp(sample_type, "alloc_space"));
 }
 

@@ -52,8 +52,10 @@ typedef struct ing_delta_s ing_delta_t;
 
 ing_delta_t *ing_delta_new(size_t max_entries);
 void ing_delta_free(ing_delta_t *d);
-/* Whether the rule applies to a series (metric name, sample type, flag). */
-bool ing_delta_applies(const char *metric, const char *sample_type, bool delta_disabled);
+/* Whether the rule applies to a series (metric name, sample type, flag) of a
+ * profile covering duration_nanos (0: a snapshot since process start). */
+bool ing_delta_applies(const char *metric, const char *sample_type, bool delta_disabled,
+                       int64_t duration_nanos);
 /* For the n samples (stack keys + values) of a series profile: returns true and
  * fills out_values (delta values) when the profile is to be stored; false when
  * it is dropped (first profile of the series, or a reset). */

@@ -132,7 +132,7 @@ static const int64_t *wr_delta(wr_msg_t *c, const lc_labels_t *ls, size_t type_i
 {
     *drop = false;
     const char *st = ing_pprof_str(c->p, c->p->sample_type[type_idx]->type);
-    if (!ing_delta_applies(c->metric, st, c->m->delta_disabled))
+    if (!ing_delta_applies(c->metric, st, c->m->delta_disabled, c->p->duration_nanos))
         return NULL;
     size_t n = g->n_samples;
     uint64_t *keys = lc_arena_calloc(c->w->arena, n ? n : 1, sizeof(*keys));

@@ -12,15 +12,19 @@ enum { A = 101, B = 202, C = 303 };
 
 static void test_rule(void)
 {
-    LC_CHECK(ing_delta_applies("memory", "alloc_objects", false));
-    LC_CHECK(ing_delta_applies("memory", "alloc_space", false));
-    LC_CHECK(!ing_delta_applies("memory", "alloc_space", true)); /* __delta__="false" */
-    LC_CHECK(!ing_delta_applies("memory", "inuse_space", false));
-    LC_CHECK(!ing_delta_applies("memory", "inuse_objects", false));
-    LC_CHECK(!ing_delta_applies("mutex", "contentions", false)); /* not server-side */
-    LC_CHECK(!ing_delta_applies("block", "delay", false));
-    LC_CHECK(!ing_delta_applies("process_cpu", "alloc_space", false));
-    LC_CHECK(!ing_delta_applies(NULL, "alloc_space", false));
+    LC_CHECK(ing_delta_applies("memory", "alloc_objects", false, 0));
+    LC_CHECK(ing_delta_applies("memory", "alloc_space", false, 0));
+    LC_CHECK(!ing_delta_applies("memory", "alloc_space", true, 0)); /* __delta__="false" */
+    LC_CHECK(!ing_delta_applies("memory", "inuse_space", false, 0));
+    LC_CHECK(!ing_delta_applies("memory", "inuse_objects", false, 0));
+    LC_CHECK(!ing_delta_applies("mutex", "contentions", false, 0)); /* not server-side */
+    LC_CHECK(!ing_delta_applies("block", "delay", false, 0));
+    LC_CHECK(!ing_delta_applies("process_cpu", "alloc_space", false, 0));
+    LC_CHECK(!ing_delta_applies(NULL, "alloc_space", false, 0));
+    /* a profile that covers a window (duration_nanos, e.g. Go's heap?seconds=N
+     * or pyroscope-io's per-upload memory) already holds that window's values */
+    LC_CHECK(!ing_delta_applies("memory", "alloc_space", false, 2000000000));
+    LC_CHECK(ing_delta_applies("memory", "alloc_space", false, 0));
 }
 
 static bool apply(ing_delta_t *d, uint64_t fp, const uint64_t *k, const int64_t *v, size_t n,
