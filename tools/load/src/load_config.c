@@ -56,8 +56,8 @@ const char *ld_config_help(void)
     return help_text;
 }
 
-static int fail(char *err, size_t err_len, const char *fmt, ...) LC_PRINTF(3, 4);
-static int fail(char *err, size_t err_len, const char *fmt, ...)
+static int config_fail(char *err, size_t err_len, const char *fmt, ...) LC_PRINTF(3, 4);
+static int config_fail(char *err, size_t err_len, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -175,13 +175,14 @@ static int set_ranges(ld_config_t *cfg, const char *v, char *err, size_t err_len
     if (split_list(v, ";,", &items, &n) || n == 0 || n > LD_MAX_RANGES) {
         if (n)
             free_list(items, n);
-        return fail(err, err_len, "--ranges: 1 to %d ranges expected", LD_MAX_RANGES);
+        return config_fail(err, err_len, "--ranges: 1 to %d ranges expected", LD_MAX_RANGES);
     }
     ld_range_t ranges[LD_MAX_RANGES];
     for (size_t i = 0; i < n; i++) {
         ranges[i].name = items[i];
         if (ld_parse_duration_ms(items[i], &ranges[i].ms)) {
-            fail(err, err_len, "--ranges: %s is not a duration (e.g. 15m, 12h, 7d)", items[i]);
+            config_fail(err, err_len, "--ranges: %s is not a duration (e.g. 15m, 12h, 7d)",
+                        items[i]);
             free_list(items, n);
             return -1;
         }
@@ -200,11 +201,11 @@ static int set_methods(ld_config_t *cfg, const char *v, char *err, size_t err_le
     size_t n;
     unsigned mask = 0;
     if (split_list(v, ";,", &items, &n))
-        return fail(err, err_len, "--methods: too many entries");
+        return config_fail(err, err_len, "--methods: too many entries");
     for (size_t i = 0; i < n; i++) {
         int m = ld_method_from_name(items[i]);
         if (m < 0 || m == LD_PUSH) {
-            fail(err, err_len, "--methods: unknown method %s", items[i]);
+            config_fail(err, err_len, "--methods: unknown method %s", items[i]);
             free_list(items, n);
             return -1;
         }
@@ -212,7 +213,7 @@ static int set_methods(ld_config_t *cfg, const char *v, char *err, size_t err_le
     }
     free_list(items, n);
     if (!mask)
-        return fail(err, err_len, "--methods: at least one method expected");
+        return config_fail(err, err_len, "--methods: at least one method expected");
     cfg->methods = mask;
     return 0;
 }
@@ -235,7 +236,7 @@ static int set_write_files(ld_config_t *cfg, const char *v, char *err, size_t er
     char **items;
     size_t n;
     if (split_list(v, ";,", &items, &n))
-        return fail(err, err_len, "--write.files: more than %d files", LD_MAX_LIST);
+        return config_fail(err, err_len, "--write.files: more than %d files", LD_MAX_LIST);
     for (size_t i = 0; i < cfg->n_write_files; i++) {
         lc_free(cfg->write_files[i].metric_name);
         lc_free(cfg->write_files[i].path);
@@ -287,7 +288,7 @@ static int set_list_flag(const char *name, const char *v, const char *seps, char
     char **fresh;
     size_t n_fresh;
     if (split_list(v, seps, &fresh, &n_fresh))
-        return fail(err, err_len, "--%s: more than %d entries", name, LD_MAX_LIST);
+        return config_fail(err, err_len, "--%s: more than %d entries", name, LD_MAX_LIST);
     replace_list(items, n, fresh, n_fresh);
     return 0;
 }
@@ -300,14 +301,16 @@ static int set_duration_flag(const char *name, const char *v, bool zero_ok, int6
         return 0;
     }
     if (ld_parse_duration_ms(v, out))
-        return fail(err, err_len, "--%s: %s is not a duration (e.g. 500ms, 10s, 5m)", name, v);
+        return config_fail(err, err_len, "--%s: %s is not a duration (e.g. 500ms, 10s, 5m)", name,
+                           v);
     return 0;
 }
 
 static int set_target(ld_config_t *cfg, const char *v, char *err, size_t err_len)
 {
     if (strncmp(v, "http://", 7) != 0 && strncmp(v, "https://", 8) != 0)
-        return fail(err, err_len, "--target: an http:// or https:// URL expected, got %s", v);
+        return config_fail(err, err_len, "--target: an http:// or https:// URL expected, got %s",
+                           v);
     set_str(&cfg->target, v);
     size_t n = strlen(cfg->target);
     while (n > 0 && cfg->target[n - 1] == '/')
@@ -321,7 +324,8 @@ static int set_write_rate(ld_config_t *cfg, const char *v, char *err, size_t err
     errno = 0;
     double r = strtod(v, &end);
     if (!*v || *end || errno || !(r >= 0 && r <= 10000))
-        return fail(err, err_len, "--write.rate: profiles per second from 0 to 10000 expected");
+        return config_fail(err, err_len,
+                           "--write.rate: profiles per second from 0 to 10000 expected");
     cfg->write_rate = r;
     return 0;
 }
@@ -333,7 +337,7 @@ static int set_codec(ld_config_t *cfg, const char *v, char *err, size_t err_len)
     else if (strcmp(v, "json") == 0)
         cfg->codec = LD_CODEC_JSON;
     else
-        return fail(err, err_len, "--codec: proto or json expected, got %s", v);
+        return config_fail(err, err_len, "--codec: proto or json expected, got %s", v);
     return 0;
 }
 
@@ -349,17 +353,17 @@ static int apply_flag(ld_config_t *cfg, const char *name, const char *v, char *e
     }
     if (strcmp(name, "clients") == 0) {
         if (parse_uint(v, LD_MAX_CLIENTS, &u) || u == 0)
-            return fail(err, err_len, "--clients: 1 to %d expected", LD_MAX_CLIENTS);
+            return config_fail(err, err_len, "--clients: 1 to %d expected", LD_MAX_CLIENTS);
         cfg->clients = u;
         return 0;
     }
     if (strcmp(name, "rounds") == 0)
         return parse_uint(v, 1000000000u, &cfg->rounds)
-                   ? fail(err, err_len, "--rounds: a count expected, got %s", v)
+                   ? config_fail(err, err_len, "--rounds: a count expected, got %s", v)
                    : 0;
     if (strcmp(name, "write.series") == 0) {
         if (parse_uint(v, 100000, &u) || u == 0)
-            return fail(err, err_len, "--write.series: 1 to 100000 expected");
+            return config_fail(err, err_len, "--write.series: 1 to 100000 expected");
         cfg->write_series = u;
         return 0;
     }
@@ -393,7 +397,7 @@ static int apply_flag(ld_config_t *cfg, const char *name, const char *v, char *e
         set_str(&cfg->token, v);
         return 0;
     }
-    return fail(err, err_len, "unknown flag --%s (see --help)", name);
+    return config_fail(err, err_len, "unknown flag --%s (see --help)", name);
 }
 
 static const char *const value_flags[] = {
@@ -418,7 +422,7 @@ static bool is_bool_flag(const char *name, size_t n)
 static int check_config(const ld_config_t *cfg, char *err, size_t err_len)
 {
     if (cfg->write_rate > 0 && cfg->n_write_files == 0)
-        return fail(err, err_len, "--write.rate needs --write.files");
+        return config_fail(err, err_len, "--write.rate needs --write.files");
     return 0;
 }
 
@@ -432,14 +436,15 @@ int ld_config_parse(int argc, char **argv, ld_config_t *cfg, char *err, size_t e
             continue;
         }
         if (strncmp(a, "--", 2) != 0)
-            return fail(err, err_len, "unexpected argument %s (flags are --name=value)", a);
+            return config_fail(err, err_len, "unexpected argument %s (flags are --name=value)", a);
         a += 2;
         const char *eq = strchr(a, '=');
         size_t name_len = eq ? (size_t)(eq - a) : strlen(a);
         if (is_bool_flag(a, name_len)) {
             bool on = !eq || strcmp(eq + 1, "true") == 0;
             if (eq && !on && strcmp(eq + 1, "false") != 0)
-                return fail(err, err_len, "--%.*s: true or false expected", (int)name_len, a);
+                return config_fail(err, err_len, "--%.*s: true or false expected", (int)name_len,
+                                   a);
             if (a[0] == 'h')
                 cfg->help = on;
             else
@@ -448,15 +453,15 @@ int ld_config_parse(int argc, char **argv, ld_config_t *cfg, char *err, size_t e
         }
         char name[64];
         if (name_len >= sizeof(name))
-            return fail(err, err_len, "unknown flag --%.20s...", a);
+            return config_fail(err, err_len, "unknown flag --%.20s...", a);
         memcpy(name, a, name_len);
         name[name_len] = '\0';
         if (!is_value_flag(name))
-            return fail(err, err_len, "unknown flag --%s (see --help)", name);
+            return config_fail(err, err_len, "unknown flag --%s (see --help)", name);
         const char *v = eq ? eq + 1 : NULL;
         if (!v) {
             if (i + 1 >= argc)
-                return fail(err, err_len, "--%s needs a value", name);
+                return config_fail(err, err_len, "--%s needs a value", name);
             v = argv[++i];
         }
         if (apply_flag(cfg, name, v, err, err_len))

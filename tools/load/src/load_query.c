@@ -39,7 +39,7 @@ static void query_fail(lc_http_req_t *req, int http_status, lc_code_t code, cons
     lc_http_error(req, &st);
 }
 
-static const Google__V1__Location *find_location(const Google__V1__Profile *p, uint64_t id)
+static const Google__V1__Location *stacks_location(const Google__V1__Profile *p, uint64_t id)
 {
     if (id >= 1 && id <= p->n_location && p->location[id - 1]->id == id)
         return p->location[id - 1];
@@ -49,7 +49,7 @@ static const Google__V1__Location *find_location(const Google__V1__Profile *p, u
     return NULL;
 }
 
-static const char *function_name(const Google__V1__Profile *p, uint64_t id)
+static const char *stacks_function_name(const Google__V1__Profile *p, uint64_t id)
 {
     const Google__V1__Function *f = NULL;
     if (id >= 1 && id <= p->n_function && p->function[id - 1]->id == id)
@@ -69,9 +69,9 @@ static int stack_json(const Google__V1__Profile *p, const Google__V1__Sample *s,
     int rc = lc_buf_puts(out, "{\"frames\":[");
     bool first = true;
     for (size_t i = s->n_location_id; !rc && i-- > 0;) {
-        const Google__V1__Location *loc = find_location(p, s->location_id[i]);
+        const Google__V1__Location *loc = stacks_location(p, s->location_id[i]);
         for (size_t k = loc ? loc->n_line : 0; !rc && k-- > 0;) {
-            const char *name = function_name(p, loc->line[k]->function_id);
+            const char *name = stacks_function_name(p, loc->line[k]->function_id);
             if (!first)
                 rc = lc_buf_putc(out, ',');
             if (!rc)
