@@ -290,11 +290,16 @@ class LoadTest(unittest.TestCase):
         run = LoadRun([f"--target={self.target()}", "--rounds=1", "--interval=0",
                        "--codec=json", f"--types={CPU_TYPE}", "--selectors=all",
                        "--labels=service_name", "--ranges=1h", "--tenant=anything",
-                       "--methods=LabelValues,SelectSeries,SelectMergeStacktraces"])
+                       "--methods=LabelValues,SelectSeries,SelectMergeStacktraces",
+                       "--write.rate=20",
+                       # its own __name__, so the totals of the other run's types stay exact
+                       "--write.files=json_cpu=" + os.path.join(TESTDATA, CPU_FILES[0])])
         try:
             run.wait_done()
             reqs = counter_values(families(run.metrics_text())["ember_load_requests"],
                                   "method", "range", "code")
+            pushes = reqs.pop(("Push", "none", "ok"), 0)
+            self.assertGreaterEqual(pushes, 1, reqs)     # JSON pushes (base64 rawProfile) work
             # discovery: LabelNames over the longest range; then one call of each method
             self.assertEqual(reqs, {("LabelNames", "1h", "ok"): 1,
                                     ("LabelValues", "1h", "ok"): 1,
