@@ -15,6 +15,7 @@ ember-load's own arithmetic:
   * a wrong target (closed port, wrong path) exits 1 with the error codes in
     its metrics; bad flags exit 2.
 """
+import hashlib
 import json
 import os
 import signal
@@ -344,6 +345,58 @@ class LoadTest(unittest.TestCase):
         r = subprocess.run([load_binary(), "--help"], capture_output=True, timeout=30)
         self.assertEqual(r.returncode, 0)
         self.assertIn(b"--write.rate", r.stdout)
+
+
+class LoadAuthTest(unittest.TestCase):
+    """--tenant and --token against ember with multitenancy and a tokens file."""
+    TOKEN = "load-s3cret"
+
+    @classmethod
+    def setUpClass(cls):
+        d = temp_dir("ember-load-auth-")
+        tokens = os.path.join(d, "tokens")
+        digest = hashlib.sha256(cls.TOKEN.encode()).hexdigest()
+        with open(tokens, "w") as f:
+            f.write(f"token sha256:{digest} tenants=t1 scope=read,write\n")
+        cls.srv = Ember(args=["--auth.multitenancy-enabled", f"--auth.tokens-file={tokens}"])
+        cls.srv.start()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.srv.cleanup()
+
+    def codes(self, args):
+        run = LoadRun([f"--target=http://127.0.0.1:{self.srv.port}", "--rounds=1",
+                       "--interval=0", *args])
+        try:
+            run.wait_done()
+            reqs = counter_values(families(run.metrics_text())["ember_load_requests"], "code")
+            stacks = None
+            if ("ok",) in reqs:
+                r = run.get(f"/emberquery?type={CPU_TYPE}&range=1h&report=json_stacks")
+                stacks = json.loads(r.body) if r.status == 200 else r.status
+        finally:
+            rc = run.stop()
+        return rc, set(k[0] for k in reqs), stacks
+
+    def test_token_and_tenant(self):
+        want = next(st["total"] for st in manifest()[CPU_FILES[0]]["sample_types"]
+                    if st["type"] == "cpu")
+        rc, codes, stacks = self.codes(["--tenant=t1", f"--token={self.TOKEN}", "--write.rate=50",
+                                        "--write.files=" + os.path.join(TESTDATA, CPU_FILES[0]),
+                                        "--duration=1s", "--rounds=0", "--interval=200ms"])
+        self.assertEqual((rc, codes), (0, {"ok"}))
+        # /emberquery carries the same tenant and token; the total is a multiple of the file's
+        self.assertGreater(stacks["total"], 0)
+        self.assertEqual(stacks["total"] % want, 0)
+
+    def test_missing_token_is_unauthenticated(self):
+        rc, codes, _ = self.codes(["--tenant=t1"])
+        self.assertEqual((rc, codes), (1, {"unauthenticated"}))
+
+    def test_foreign_tenant_is_denied(self):
+        rc, codes, _ = self.codes(["--tenant=t2", f"--token={self.TOKEN}"])
+        self.assertEqual((rc, codes), (1, {"permission_denied"}))
 
 
 if __name__ == "__main__":

@@ -232,6 +232,10 @@ static void test_result_codes(void)
     LC_ASSERT_STR_EQ(ld_result_code(503, NULL, NULL, 0, buf, sizeof(buf)), "unavailable");
     LC_ASSERT_STR_EQ(ld_result_code(0, "connect", NULL, 0, buf, sizeof(buf)), "unavailable");
     LC_ASSERT_STR_EQ(ld_result_code(0, "timeout", NULL, 0, buf, sizeof(buf)), "deadline_exceeded");
+    const char *says_ok = "{\"code\":\"ok\"}"; /* found by fuzz_load_wire */
+    LC_ASSERT_STR_EQ(
+        ld_result_code(401, NULL, (const uint8_t *)says_ok, strlen(says_ok), buf, sizeof(buf)),
+        "unauthenticated");
     const char *odd = "{\"code\":\"not_a_code\"}";
     LC_ASSERT_STR_EQ(ld_result_code(500, NULL, (const uint8_t *)odd, strlen(odd), buf, sizeof(buf)),
                      "unknown");

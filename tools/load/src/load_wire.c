@@ -120,7 +120,8 @@ static const char *error_body_code(const uint8_t *body, size_t len, char *buf, s
     json_t *root = len ? json_loadb((const char *)body, len, 0, &jerr) : NULL;
     const char *code = root ? json_string_value(json_object_get(root, "code")) : NULL;
     const char *res = NULL;
-    if (code && lc_code_from_name(code) >= 0) {
+    /* "ok" is no error code: a failed call is never counted as a success */
+    if (code && lc_code_from_name(code) > LC_CODE_OK) {
         snprintf(buf, buf_len, "%s", code);
         res = buf;
     }
