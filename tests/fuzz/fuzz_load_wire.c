@@ -41,8 +41,8 @@ static void check_code(const uint8_t *data, size_t size)
     static const long statuses[] = {0, 200, 400, 401, 404, 429, 500, 503};
     char buf[32];
     long status = size ? statuses[data[0] % 8] : 0;
-    const char *code = ld_result_code(status, status ? NULL : "connect", data, size, buf,
-                                      sizeof(buf));
+    const char *code =
+        ld_result_code(status, status ? NULL : "connect", data, size, buf, sizeof(buf));
     if (strcmp(code, "ok") != 0 && lc_code_from_name(code) < 0)
         abort();
     if ((strcmp(code, "ok") == 0) != (status == 200))

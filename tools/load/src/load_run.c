@@ -59,6 +59,28 @@ static void run_fail(ld_run_t *run, const char *why)
     run_maybe_finish(run);
 }
 
+/* The longest range, ending now, in ms: the window discovery looks at. */
+static void longest_window(const ld_run_t *run, int64_t *start, int64_t *end)
+{
+    *end = lc_realtime_ns() / 1000000;
+    *start = *end - longest_range(run)->ms;
+}
+
+/* Sends one discovery request; a failure to send ends the run. */
+static void discovery_send(ld_run_t *run, ld_method_t method, const ProtobufCMessage *m,
+                           ld_rpc_done_cb cb)
+{
+    lc_buf_t body;
+    lc_buf_init(&body, LD_MAX_RESPONSE_BYTES);
+    if (ld_encode(m, run->cfg->codec, &body) ||
+        ld_rpc_start(run, method, longest_range(run)->name, run->cfg->codec, &body, cb, NULL)) {
+        char why[96];
+        snprintf(why, sizeof(why), "discovery: %s could not be sent", ld_method_name(method));
+        run_fail(run, why);
+    }
+    lc_buf_fini(&body);
+}
+
 /* ================================================================ requests */
 
 static void type_matcher(const char *type, char *out, size_t n)
@@ -284,17 +306,9 @@ static void adopt_labels(ld_run_t *run, const Types__V1__LabelNamesResponse *r)
 static void discover_values(ld_run_t *run)
 {
     Types__V1__LabelValuesRequest m = TYPES__V1__LABEL_VALUES_REQUEST__INIT;
-    const ld_range_t *range = longest_range(run);
-    m.end = lc_realtime_ns() / 1000000;
-    m.start = m.end - range->ms;
+    longest_window(run, &m.start, &m.end);
     m.name = run->auto_label;
-    lc_buf_t body;
-    lc_buf_init(&body, LD_MAX_RESPONSE_BYTES);
-    if (ld_encode(&m.base, run->cfg->codec, &body) ||
-        ld_rpc_start(run, LD_LABEL_VALUES, range->name, run->cfg->codec, &body, discovery_on_values,
-                     NULL))
-        run_fail(run, "discovery: LabelValues could not be sent");
-    lc_buf_fini(&body);
+    discovery_send(run, LD_LABEL_VALUES, &m.base, discovery_on_values);
 }
 
 static bool wants_auto_selector(const ld_run_t *run)
@@ -335,16 +349,8 @@ static void discover_names(ld_run_t *run)
             push_str(&run->selectors, &run->n_selectors, strcmp(s, "all") == 0 ? "" : s);
     }
     Types__V1__LabelNamesRequest m = TYPES__V1__LABEL_NAMES_REQUEST__INIT;
-    const ld_range_t *range = longest_range(run);
-    m.end = lc_realtime_ns() / 1000000;
-    m.start = m.end - range->ms;
-    lc_buf_t body;
-    lc_buf_init(&body, LD_MAX_RESPONSE_BYTES);
-    if (ld_encode(&m.base, run->cfg->codec, &body) ||
-        ld_rpc_start(run, LD_LABEL_NAMES, range->name, run->cfg->codec, &body, discovery_on_names,
-                     NULL))
-        run_fail(run, "discovery: LabelNames could not be sent");
-    lc_buf_fini(&body);
+    longest_window(run, &m.start, &m.end);
+    discovery_send(run, LD_LABEL_NAMES, &m.base, discovery_on_names);
 }
 
 static void discovery_on_types(ld_run_t *run, bool ok, const char *code, const uint8_t *body,
@@ -386,16 +392,8 @@ static void run_discover(ld_run_t *run)
         return;
     }
     Querier__V1__ProfileTypesRequest m = QUERIER__V1__PROFILE_TYPES_REQUEST__INIT;
-    const ld_range_t *range = longest_range(run);
-    m.end = lc_realtime_ns() / 1000000;
-    m.start = m.end - range->ms;
-    lc_buf_t body;
-    lc_buf_init(&body, LD_MAX_RESPONSE_BYTES);
-    if (ld_encode(&m.base, run->cfg->codec, &body) ||
-        ld_rpc_start(run, LD_PROFILE_TYPES, range->name, run->cfg->codec, &body, discovery_on_types,
-                     NULL))
-        run_fail(run, "discovery: ProfileTypes could not be sent");
-    lc_buf_fini(&body);
+    longest_window(run, &m.start, &m.end);
+    discovery_send(run, LD_PROFILE_TYPES, &m.base, discovery_on_types);
 }
 
 /* ================================================================ writes */
