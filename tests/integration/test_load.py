@@ -399,5 +399,62 @@ class LoadAuthTest(unittest.TestCase):
         self.assertEqual((rc, codes), (1, {"permission_denied"}))
 
 
+class LoadDistributedTest(unittest.TestCase):
+    """ember-querier over two ingesters (Redis streams): queries to the querier,
+    pushes to an ingester (--write.target); the counts and the merged totals
+    hold there too."""
+
+    @classmethod
+    def setUpClass(cls):
+        import distributed_harness as dh
+        cls.procs = []
+        cls.redis = dh.Redis(aof=False).start()
+        try:
+            for _ in range(2):
+                ing = dh.ingester(cls.redis.url)
+                cls.procs.append(ing)
+                ing.start()
+            cls.q = dh.querier(cls.redis.url)
+            cls.procs.append(cls.q)
+            cls.q.start()
+            dh.wait_members(cls.q, 2)
+        except BaseException:
+            cls.tearDownClass()
+            raise
+
+    @classmethod
+    def tearDownClass(cls):
+        for p in cls.procs:
+            p.cleanup()
+        cls.redis.cleanup()
+
+    def test_querier_over_ingesters(self):
+        ing = self.procs[0]
+        before_q = counter_values(families(self.q.request("GET", "/metrics").body.decode())
+                                  ["ember_http_requests"], "route")
+        cpu = os.path.join(TESTDATA, CPU_FILES[1])
+        run = LoadRun([f"--target={self.q.url}", f"--write.target={ing.url}", "--rounds=2",
+                       "--interval=300ms", "--write.rate=10", f"--write.files={cpu}"])
+        try:
+            run.wait_done()
+            fams = families(run.metrics_text())
+            reqs = counter_values(fams["ember_load_requests"], "method", "code")
+            self.assertEqual({k[1] for k in reqs}, {"ok"}, reqs)
+            after_q = counter_values(families(self.q.request("GET", "/metrics").body.decode())
+                                     ["ember_http_requests"], "route")
+            for (m, _), n in reqs.items():
+                if m != "Push":
+                    route = (f"/querier.v1.QuerierService/{m}",)
+                    self.assertEqual(after_q.get(route, 0) - before_q.get(route, 0), n, m)
+            written = sum(counter_values(fams["ember_load_profiles_written"], "file").values())
+            self.assertEqual(written, reqs[("Push", "ok")])
+            want = written * next(st["total"] for st in manifest()[CPU_FILES[1]]["sample_types"]
+                                  if st["type"] == "cpu")
+            LoadTest.check_pprof(self, run, CPU_TYPE, ("cpu", "nanoseconds"), want)
+        finally:
+            rc = run.stop()
+        self.assertEqual(rc, 0, run.stdout())
+
+
 if __name__ == "__main__":
     unittest.main()

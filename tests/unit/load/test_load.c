@@ -61,7 +61,8 @@ static void test_flags(void)
                     "--tenant=t1",
                     "--token=s3cret",
                     "--serve-after",
-                    "--client.timeout=250ms"};
+                    "--client.timeout=250ms",
+                    "--write.target=http://ingester:4040//"};
     LC_ASSERT_OK(parse(&cfg, err, sizeof(err), (int)LC_ARRAY_LEN(argv), argv));
     LC_ASSERT_STR_EQ(err, "");
     LC_ASSERT_STR_EQ(cfg.target, "http://h:1");
@@ -87,6 +88,7 @@ static void test_flags(void)
     LC_ASSERT_STR_EQ(cfg.token, "s3cret");
     LC_CHECK(cfg.serve_after);
     LC_ASSERT_EQ(cfg.timeout_ms, 250);
+    LC_ASSERT_STR_EQ(cfg.write_target, "http://ingester:4040");
     ld_config_free(&cfg);
 }
 
@@ -108,6 +110,7 @@ static void test_flag_errors(void)
         {"--write.rate=1", "--write.files"},
         {"--write.rate=-1", "--write.rate"},
         {"--target=ftp://x", "--target"},
+        {"--write.target=x", "--write.target"},
         {"--serve-after=maybe", "--serve-after"},
         {"positional", "unexpected argument"},
         {"--rounds", "needs a value"},

@@ -44,6 +44,8 @@ static const char help_text[] =
     "  --write.rate=R          push R profiles per second (default 0 = no write load)\n"
     "  --write.files=LIST      pprof files (plain or gzip) to push, each [NAME=]PATH;\n"
     "                          NAME is __name__ (default process_cpu)\n"
+    "  --write.target=URL      where the pushes go (default --target; in distributed mode\n"
+    "                          an ember-ingester, since ember-querier serves no ingest)\n"
     "  --write.series=N        distinct series={0..N-1} labels the pushes rotate over\n"
     "                          (default 4)\n"
     "  --tenant=ID             X-Scope-OrgID header\n"
@@ -306,15 +308,15 @@ static int set_duration_flag(const char *name, const char *v, bool zero_ok, int6
     return 0;
 }
 
-static int set_target(ld_config_t *cfg, const char *v, char *err, size_t err_len)
+static int set_url(const char *flag, char **dst, const char *v, char *err, size_t err_len)
 {
     if (strncmp(v, "http://", 7) != 0 && strncmp(v, "https://", 8) != 0)
-        return config_fail(err, err_len, "--target: an http:// or https:// URL expected, got %s",
+        return config_fail(err, err_len, "--%s: an http:// or https:// URL expected, got %s", flag,
                            v);
-    set_str(&cfg->target, v);
-    size_t n = strlen(cfg->target);
-    while (n > 0 && cfg->target[n - 1] == '/')
-        cfg->target[--n] = '\0';
+    set_str(dst, v);
+    size_t n = strlen(*dst);
+    while (n > 0 && (*dst)[n - 1] == '/')
+        (*dst)[--n] = '\0';
     return 0;
 }
 
@@ -345,8 +347,8 @@ static int set_codec(ld_config_t *cfg, const char *v, char *err, size_t err_len)
 static int apply_flag(ld_config_t *cfg, const char *name, const char *v, char *err, size_t err_len)
 {
     unsigned u;
-    if (strcmp(name, "target") == 0)
-        return set_target(cfg, v, err, err_len);
+    if (strcmp(name, "target") == 0 || strcmp(name, "write.target") == 0)
+        return set_url(name, name[0] == 't' ? &cfg->target : &cfg->write_target, v, err, err_len);
     if (strcmp(name, "http.address") == 0) {
         set_str(&cfg->http_address, v);
         return 0;
@@ -401,9 +403,10 @@ static int apply_flag(ld_config_t *cfg, const char *name, const char *v, char *e
 }
 
 static const char *const value_flags[] = {
-    "target",         "http.address", "clients",     "rounds",       "duration", "interval",
-    "client.timeout", "ranges",       "types",       "selectors",    "labels",   "methods",
-    "codec",          "write.rate",   "write.files", "write.series", "tenant",   "token"};
+    "target",       "http.address",   "clients", "rounds",     "duration",
+    "interval",     "client.timeout", "ranges",  "types",      "selectors",
+    "labels",       "methods",        "codec",   "write.rate", "write.files",
+    "write.series", "write.target",   "tenant",  "token"};
 
 static bool is_value_flag(const char *name)
 {
@@ -473,6 +476,7 @@ int ld_config_parse(int argc, char **argv, ld_config_t *cfg, char *err, size_t e
 void ld_config_free(ld_config_t *cfg)
 {
     lc_free(cfg->target);
+    lc_free(cfg->write_target);
     lc_free(cfg->http_address);
     for (size_t i = 0; i < cfg->n_ranges; i++)
         lc_free(cfg->ranges[i].name);

@@ -33,6 +33,7 @@ typedef struct ld_write_file_s {
 
 typedef struct ld_config_s {
     char *target;       /* base URL, no trailing slash */
+    char *write_target; /* where pushes go; NULL = target (ember-querier has no Push) */
     char *http_address; /* HOST:PORT of ember-load's own server; "" = none */
     unsigned clients;
     unsigned rounds;     /* 0 = until --duration or a signal */

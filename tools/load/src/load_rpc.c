@@ -79,7 +79,8 @@ static void rpc_on_done(scr_http_req_t *req, void *data)
 static void rpc_url(const ld_run_t *run, ld_method_t method, char *url, size_t n)
 {
     if (method == LD_PUSH)
-        snprintf(url, n, "%s/push.v1.PusherService/Push", run->cfg->target);
+        snprintf(url, n, "%s/push.v1.PusherService/Push",
+                 run->cfg->write_target ? run->cfg->write_target : run->cfg->target);
     else
         snprintf(url, n, "%s/querier.v1.QuerierService/%s", run->cfg->target,
                  ld_method_name(method));

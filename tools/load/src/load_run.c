@@ -24,10 +24,13 @@
 #include "types/v1/types.pb-c.h"
 
 #define LD_AUTO_LABELS_MAX 4
+#define LD_DISCOVERY_POLLS 40 /* ProfileTypes asked again while our writes land */
+#define LD_DISCOVERY_POLL_MS 250
 
 static void run_maybe_finish(ld_run_t *run);
 static void run_start_rounds(ld_run_t *run);
 static void run_discover(ld_run_t *run);
+static void types_on_timer(uv_timer_t *t);
 
 static const ld_range_t *longest_range(const ld_run_t *run)
 {
@@ -371,6 +374,13 @@ static void discovery_on_types(ld_run_t *run, bool ok, const char *code, const u
     for (size_t i = 0; i < r->n_profile_types; i++)
         push_str(&run->types, &run->n_types, r->profile_types[i]->id);
     lc_arena_free(arena);
+    if (run->n_types == 0 && run->cfg->write_rate > 0 && run->type_polls < LD_DISCOVERY_POLLS) {
+        /* Our own pushes may not be queryable yet (distributed mode: they
+         * pass through Redis streams first): ask again shortly. */
+        run->type_polls++;
+        uv_timer_start(&run->round_timer, types_on_timer, LD_DISCOVERY_POLL_MS, 0);
+        return;
+    }
     if (run->n_types == 0) {
         snprintf(why, sizeof(why), "discovery: no profile types in the last %s at %s",
                  longest_range(run)->name, run->cfg->target);
@@ -378,6 +388,20 @@ static void discovery_on_types(ld_run_t *run, bool ok, const char *code, const u
         return;
     }
     discover_names(run);
+}
+
+static void discover_types(ld_run_t *run)
+{
+    Querier__V1__ProfileTypesRequest m = QUERIER__V1__PROFILE_TYPES_REQUEST__INIT;
+    longest_window(run, &m.start, &m.end);
+    discovery_send(run, LD_PROFILE_TYPES, &m.base, discovery_on_types);
+}
+
+static void types_on_timer(uv_timer_t *t)
+{
+    ld_run_t *run = t->data;
+    if (!run->stopping)
+        discover_types(run);
 }
 
 static void run_discover(ld_run_t *run)
@@ -391,9 +415,7 @@ static void run_discover(ld_run_t *run)
         discover_names(run);
         return;
     }
-    Querier__V1__ProfileTypesRequest m = QUERIER__V1__PROFILE_TYPES_REQUEST__INIT;
-    longest_window(run, &m.start, &m.end);
-    discovery_send(run, LD_PROFILE_TYPES, &m.base, discovery_on_types);
+    discover_types(run);
 }
 
 /* ================================================================ writes */

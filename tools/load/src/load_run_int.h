@@ -56,6 +56,7 @@ struct ld_run_s {
     char **selectors; /* "" = all */
     size_t n_selectors;
     char *auto_label;
+    unsigned type_polls; /* ProfileTypes asked again after an empty answer */
     /* rounds */
     ld_call_t *calls;
     size_t n_calls, next_call;
