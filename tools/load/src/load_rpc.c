@@ -21,6 +21,7 @@ typedef struct ld_rpc_s {
     char *range;
     ld_codec_t codec;
     size_t sent_bytes;
+    bool in_run; /* counts for the summary and the exit status */
     ld_rpc_done_cb cb;
     void *data;
 } ld_rpc_t;
@@ -47,7 +48,8 @@ static void rpc_record(ld_run_t *run, const ld_rpc_t *rpc, const char *code, dou
     lc_metric_add(lc_metrics_counter(run->metrics, "ember_load_response_bytes_total",
                                      "Response body bytes received (decoded), by method.", labels),
                   (double)received);
-    ld_stats_record(&run->stats, rpc->method, rpc->range, seconds, strcmp(code, "ok") == 0);
+    if (rpc->in_run)
+        ld_stats_record(&run->stats, rpc->method, rpc->range, seconds, strcmp(code, "ok") == 0);
 }
 
 static void rpc_on_done(scr_http_req_t *req, void *data)
@@ -86,8 +88,8 @@ static void rpc_url(const ld_run_t *run, ld_method_t method, char *url, size_t n
                  ld_method_name(method));
 }
 
-int ld_rpc_start(ld_run_t *run, ld_method_t method, const char *range_label, ld_codec_t codec,
-                 const lc_buf_t *body, ld_rpc_done_cb cb, void *data)
+static int rpc_start(ld_run_t *run, ld_method_t method, const char *range_label, ld_codec_t codec,
+                     const lc_buf_t *body, bool in_run, ld_rpc_done_cb cb, void *data)
 {
     char url[2048], content_type[64];
     rpc_url(run, method, url, sizeof(url));
@@ -99,7 +101,7 @@ int ld_rpc_start(ld_run_t *run, ld_method_t method, const char *range_label, ld_
     for (size_t i = 0; i < run->n_headers && n < LC_ARRAY_LEN(headers); i++)
         headers[n++] = run->headers[i];
     ld_rpc_t *rpc = lc_xcalloc(1, sizeof(*rpc));
-    *rpc = (ld_rpc_t){run, method, lc_xstrdup(range_label), codec, body->len, cb, data};
+    *rpc = (ld_rpc_t){run, method, lc_xstrdup(range_label), codec, body->len, in_run, cb, data};
     scr_http_opts_t o = {
         .url = url,
         .timeout_ns = run->cfg->timeout_ms * 1000000,
@@ -121,4 +123,16 @@ int ld_rpc_start(ld_run_t *run, ld_method_t method, const char *range_label, ld_
         return -1;
     }
     return 0;
+}
+
+int ld_rpc_start(ld_run_t *run, ld_method_t method, const char *range_label, ld_codec_t codec,
+                 const lc_buf_t *body, ld_rpc_done_cb cb, void *data)
+{
+    return rpc_start(run, method, range_label, codec, body, true, cb, data);
+}
+
+int ld_rpc_start_aside(ld_run_t *run, ld_method_t method, const char *range_label, ld_codec_t codec,
+                       const lc_buf_t *body, ld_rpc_done_cb cb, void *data)
+{
+    return rpc_start(run, method, range_label, codec, body, false, cb, data);
 }

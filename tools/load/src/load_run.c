@@ -254,6 +254,23 @@ static void run_start_rounds(ld_run_t *run)
 
 /* ================================================================ discovery */
 
+/* {label="value"} with the value quoted as a selector string. */
+static void add_auto_selector(ld_run_t *run, const char *value)
+{
+    lc_buf_t sel;
+    lc_buf_init(&sel, LC_BUF_UNLIMITED);
+    bool failed = lc_buf_printf(&sel, "{%s=\"", run->auto_label) != 0;
+    for (const char *p = value; *p && !failed; p++) {
+        if (*p == '"' || *p == '\\')
+            failed = lc_buf_putc(&sel, '\\') != 0;
+        if (!failed)
+            failed = lc_buf_putc(&sel, *p) != 0;
+    }
+    if (!failed && lc_buf_puts(&sel, "\"}") == 0 && lc_buf_putc(&sel, '\0') == 0)
+        push_str(&run->selectors, &run->n_selectors, (const char *)sel.data);
+    lc_buf_fini(&sel);
+}
+
 static void discovery_on_values(ld_run_t *run, bool ok, const char *code, const uint8_t *body,
                                 size_t len, void *data)
 {
@@ -264,11 +281,8 @@ static void discovery_on_values(ld_run_t *run, bool ok, const char *code, const 
     if (ok && !ld_decode(&types__v1__label_values_response__descriptor, run->cfg->codec, body, len,
                          arena, &msg)) {
         const Types__V1__LabelValuesResponse *r = (const void *)msg;
-        if (r->n_names > 0) {
-            char sel[2048];
-            snprintf(sel, sizeof(sel), "{%s=\"%s\"}", run->auto_label, r->names[0]);
-            push_str(&run->selectors, &run->n_selectors, sel);
-        }
+        if (r->n_names > 0)
+            add_auto_selector(run, r->names[0]);
     }
     lc_arena_free(arena);
     if (!ok)
@@ -504,6 +518,17 @@ static void write_on_tick(uv_timer_t *t)
     lc_buf_fini(&body);
 }
 
+/* A file name as a metric label value: quotes, backslashes and line breaks
+ * (which the exposition would have to escape) become '_'. Heap copy. */
+static char *label_value(const char *s)
+{
+    char *v = lc_xstrdup(s);
+    for (char *p = v; *p; p++)
+        if (*p == '"' || *p == '\\' || *p == '\n')
+            *p = '_';
+    return v;
+}
+
 static int load_write_files(ld_run_t *run)
 {
     run->n_srcs = run->cfg->n_write_files;
@@ -512,7 +537,7 @@ static int load_write_files(ld_run_t *run)
         const ld_write_file_t *f = &run->cfg->write_files[i];
         ld_write_src_t *src = &run->srcs[i];
         const char *slash = strrchr(f->path, '/');
-        src->label = slash ? slash + 1 : f->path;
+        src->label = label_value(slash ? slash + 1 : f->path);
         src->metric_name = f->metric_name;
         lc_buf_init(&src->stripped, LD_MAX_PROFILE_BYTES);
         lc_buf_t raw;
@@ -678,8 +703,10 @@ static void start_timers(ld_run_t *run)
 
 static void run_free(ld_run_t *run)
 {
-    for (size_t i = 0; i < run->n_srcs; i++)
+    for (size_t i = 0; i < run->n_srcs; i++) {
         lc_buf_fini(&run->srcs[i].stripped);
+        lc_free(run->srcs[i].label);
+    }
     lc_free(run->srcs);
     free_strs(run->headers, run->n_headers);
     free_strs(run->types, run->n_types);

@@ -32,7 +32,7 @@ typedef void (*ld_rpc_done_cb)(ld_run_t *run, bool ok, const char *code, const u
 /* A pprof file of the write load, without its time_nanos. */
 typedef struct ld_write_src_s {
     const char *metric_name;
-    const char *label; /* file name for the metric label */
+    char *label; /* file name for the metric label (owned) */
     lc_buf_t stripped;
 } ld_write_src_t;
 
@@ -79,6 +79,10 @@ struct ld_run_s {
  * Returns 0 (cb runs exactly once, later) or -1 (recorded as a failure). */
 int ld_rpc_start(ld_run_t *run, ld_method_t method, const char *range_label, ld_codec_t codec,
                  const lc_buf_t *body, ld_rpc_done_cb cb, void *data);
+/* The same for a call outside the run (/emberquery): in the metrics, but not
+ * in the summary or the exit status. */
+int ld_rpc_start_aside(ld_run_t *run, ld_method_t method, const char *range_label, ld_codec_t codec,
+                       const lc_buf_t *body, ld_rpc_done_cb cb, void *data);
 /* Registers GET /emberquery. */
 int ld_query_register(ld_run_t *run) LC_MUST_CHECK;
 
