@@ -310,6 +310,28 @@ class LoadTest(unittest.TestCase):
             rc = run.stop()
         self.assertEqual(rc, 0, run.stdout())
 
+    def test_duration_stop_waits_for_calls_in_flight(self):
+        """Stopped by --duration mid-round (rounds back to back), ember-load has
+        counted every request ember answered: none is cut off uncounted."""
+        before = self.ember_routes()
+        run = LoadRun([f"--target={self.target()}", "--rounds=0", "--duration=1500ms",
+                       "--interval=0", "--clients=3", "--write.rate=20",
+                       "--write.files=dur_cpu=" + os.path.join(TESTDATA, CPU_FILES[1])])
+        try:
+            run.wait_done()
+            load = counter_values(families(run.metrics_text())["ember_load_requests"], "method")
+            after = self.ember_routes()
+        finally:
+            rc = run.stop()
+        self.assertEqual(rc, 0, run.stdout())
+        ember = {}
+        for (route,), n in after.items():
+            m = route.rsplit("/", 1)[-1]
+            if route.startswith(("/querier.v1.", "/push.v1.")) and n - before.get((route,), 0):
+                ember[(m,)] = n - before.get((route,), 0)
+        self.assertEqual(load, ember)
+        self.assertGreater(sum(load.values()), 50)
+
     def run_failing(self, target, want_code):
         run = LoadRun([f"--target={target}", "--rounds=1", "--client.timeout=3s"])
         try:

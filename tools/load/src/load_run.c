@@ -69,14 +69,28 @@ static void longest_window(const ld_run_t *run, int64_t *start, int64_t *end)
     *start = *end - longest_range(run)->ms;
 }
 
-/* Sends one discovery request; a failure to send ends the run. */
+/* A discovery call came back: true when the run is stopping, and the chain
+ * of discovery calls ends here. */
+static bool discovery_returned(ld_run_t *run)
+{
+    run->queries_in_flight--;
+    if (!run->stopping)
+        return false;
+    run_maybe_finish(run);
+    return true;
+}
+
+/* Sends one discovery request, counted in flight like a round's calls so the
+ * end of the run waits for it; a failure to send ends the run. */
 static void discovery_send(ld_run_t *run, ld_method_t method, const ProtobufCMessage *m,
                            ld_rpc_done_cb cb)
 {
     lc_buf_t body;
     lc_buf_init(&body, LD_MAX_RESPONSE_BYTES);
+    run->queries_in_flight++;
     if (ld_encode(m, run->cfg->codec, &body) ||
         ld_rpc_start(run, method, longest_range(run)->name, run->cfg->codec, &body, cb, NULL)) {
+        run->queries_in_flight--;
         char why[96];
         snprintf(why, sizeof(why), "discovery: %s could not be sent", ld_method_name(method));
         run_fail(run, why);
@@ -276,6 +290,8 @@ static void discovery_on_values(ld_run_t *run, bool ok, const char *code, const 
 {
     LC_UNUSED(code);
     LC_UNUSED(data);
+    if (discovery_returned(run))
+        return;
     lc_arena_t *arena = lc_arena_new(LD_MAX_RESPONSE_BYTES);
     ProtobufCMessage *msg;
     if (ok && !ld_decode(&types__v1__label_values_response__descriptor, run->cfg->codec, body, len,
@@ -340,6 +356,8 @@ static void discovery_on_names(ld_run_t *run, bool ok, const char *code, const u
                                size_t len, void *data)
 {
     LC_UNUSED(data);
+    if (discovery_returned(run))
+        return;
     lc_arena_t *arena = lc_arena_new(LD_MAX_RESPONSE_BYTES);
     ProtobufCMessage *msg;
     if (!ok || ld_decode(&types__v1__label_names_response__descriptor, run->cfg->codec, body, len,
@@ -374,6 +392,8 @@ static void discovery_on_types(ld_run_t *run, bool ok, const char *code, const u
                                size_t len, void *data)
 {
     LC_UNUSED(data);
+    if (discovery_returned(run))
+        return;
     lc_arena_t *arena = lc_arena_new(LD_MAX_RESPONSE_BYTES);
     ProtobufCMessage *msg;
     char why[160];
