@@ -222,6 +222,25 @@ static void test_quantiles(void)
     ld_stats_fini(&s);
 }
 
+/* Past LD_STATS_MAX_SAMPLES a row keeps a uniform sample: memory stays
+ * bounded, the count stays exact, and the quantiles of 0..N-1 stay close. */
+static void test_stats_reservoir(void)
+{
+    const uint32_t N = 4 * LD_STATS_MAX_SAMPLES;
+    ld_stats_t s;
+    ld_stats_init(&s);
+    for (uint32_t i = 0; i < N; i++)
+        ld_stats_record(&s, LD_SERIES, "7d", (double)i, true);
+    LC_ASSERT_EQ(s.n_rows, 1);
+    LC_ASSERT_EQ(s.rows[0].n, LD_STATS_MAX_SAMPLES);
+    LC_ASSERT_EQ(ld_stats_total(&s), N);
+    double p50 = ld_quantile(s.rows[0].latencies_s, s.rows[0].n, 0.50);
+    double p99 = ld_quantile(s.rows[0].latencies_s, s.rows[0].n, 0.99);
+    LC_CHECK(p50 > 0.48 * N && p50 < 0.52 * N);
+    LC_CHECK(p99 > 0.98 * N && p99 < 0.995 * N);
+    ld_stats_fini(&s);
+}
+
 static void test_result_codes(void)
 {
     char buf[32];
@@ -311,4 +330,4 @@ static void test_pprof_stamp(void)
 }
 
 LC_TEST_MAIN(test_defaults, test_flags, test_flag_errors, test_durations, test_matrix, test_step,
-             test_quantiles, test_result_codes, test_pprof_stamp)
+             test_quantiles, test_stats_reservoir, test_result_codes, test_pprof_stamp)

@@ -12,6 +12,16 @@
 void ld_stats_init(ld_stats_t *s)
 {
     memset(s, 0, sizeof(*s));
+    s->rng = UINT64_C(0x9e3779b97f4a7c15);
+}
+
+/* xorshift64*: a uniform enough index for the reservoir. */
+static uint64_t stats_random(ld_stats_t *s)
+{
+    s->rng ^= s->rng >> 12;
+    s->rng ^= s->rng << 25;
+    s->rng ^= s->rng >> 27;
+    return s->rng * UINT64_C(2685821657736338717);
 }
 
 void ld_stats_fini(ld_stats_t *s)
@@ -40,17 +50,25 @@ static ld_stat_row_t *stats_row(ld_stats_t *s, ld_method_t m, const char *range)
 void ld_stats_record(ld_stats_t *s, ld_method_t m, const char *range, double seconds, bool ok)
 {
     ld_stat_row_t *row = stats_row(s, m, range);
-    row->latencies_s = lc_xgrow(row->latencies_s, &row->cap, row->n + 1, sizeof(double));
-    row->latencies_s[row->n++] = seconds;
+    row->count++;
     if (!ok)
         row->errors++;
+    if (row->n < LD_STATS_MAX_SAMPLES) {
+        row->latencies_s = lc_xgrow(row->latencies_s, &row->cap, row->n + 1, sizeof(double));
+        row->latencies_s[row->n++] = seconds;
+        return;
+    }
+    /* Algorithm R: the k-th request replaces a kept one with probability n/k. */
+    uint64_t j = stats_random(s) % row->count;
+    if (j < row->n)
+        row->latencies_s[j] = seconds;
 }
 
 uint64_t ld_stats_total(const ld_stats_t *s)
 {
     uint64_t n = 0;
     for (size_t i = 0; i < s->n_rows; i++)
-        n += s->rows[i].n;
+        n += s->rows[i].count;
     return n;
 }
 
@@ -87,8 +105,9 @@ void ld_stats_print(ld_stats_t *s, FILE *out)
         double p50 = ld_quantile(r->latencies_s, r->n, 0.50) * 1e3;
         double p90 = ld_quantile(r->latencies_s, r->n, 0.90) * 1e3;
         double p99 = ld_quantile(r->latencies_s, r->n, 0.99) * 1e3;
-        fprintf(out, "%-24s %-6s %8zu %7llu %10.2f %10.2f %10.2f\n", ld_method_name(r->method),
-                r->range, r->n, (unsigned long long)r->errors, p50, p90, p99);
+        fprintf(out, "%-24s %-6s %8llu %7llu %10.2f %10.2f %10.2f\n", ld_method_name(r->method),
+                r->range, (unsigned long long)r->count, (unsigned long long)r->errors, p50, p90,
+                p99);
     }
     fprintf(out, "total requests %llu, errors %llu\n", (unsigned long long)ld_stats_total(s),
             (unsigned long long)ld_stats_errors(s));

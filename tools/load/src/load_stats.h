@@ -1,7 +1,9 @@
 /*
- * load_stats.h — every request's latency kept per (method, range), for the
- * end-of-run summary: count, errors, p50/p90/p99 by nearest rank over the
- * exact samples (the Prometheus histograms hold the bucketed view).
+ * load_stats.h — request latencies per (method, range), for the end-of-run
+ * summary: count, errors, p50/p90/p99 by nearest rank over the samples (the
+ * Prometheus histograms hold the bucketed view). Exact up to
+ * LD_STATS_MAX_SAMPLES requests per row; past that a uniform reservoir
+ * sample of that size, so a run of days stays in bounded memory.
  *
  * Threading: loop thread only. Ownership: the table owns its arrays.
  */
@@ -15,17 +17,21 @@
 
 #include "load_matrix.h"
 
+#define LD_STATS_MAX_SAMPLES 65536
+
 typedef struct ld_stat_row_s {
     ld_method_t method;
-    char *range; /* "15m", or "none" */
-    double *latencies_s;
+    char *range;         /* "15m", or "none" */
+    double *latencies_s; /* the kept samples */
     size_t n, cap;
+    uint64_t count; /* requests recorded */
     uint64_t errors;
 } ld_stat_row_t;
 
 typedef struct ld_stats_s {
     ld_stat_row_t *rows;
     size_t n_rows, cap_rows;
+    uint64_t rng; /* reservoir choices; fixed seed, so runs are reproducible */
 } ld_stats_t;
 
 void ld_stats_init(ld_stats_t *s);
