@@ -18,6 +18,7 @@ ember-load's own arithmetic:
 import hashlib
 import json
 import os
+import re
 import signal
 import subprocess
 import tempfile
@@ -45,15 +46,22 @@ def load_binary():
 
 
 class LoadRun:
-    """ember-load as a child process with --serve-after on a free port."""
+    """ember-load as a child process with --serve-after on a port the kernel
+    picks (its log names it), so no other process can take it first."""
 
     def __init__(self, args):
-        self.port = free_port()
         self.out_path = os.path.join(temp_dir("ember-load-"), "out.txt")
         self.err_path = self.out_path + ".err"
-        cmd = [load_binary(), f"--http.address=127.0.0.1:{self.port}", "--serve-after", *args]
+        cmd = [load_binary(), "--http.address=127.0.0.1:0", "--serve-after", *args]
         with open(self.out_path, "wb") as out, open(self.err_path, "wb") as err:
             self.proc = subprocess.Popen(cmd, stdout=out, stderr=err, stdin=subprocess.DEVNULL)
+        self.port = int(wait_for(self._logged_port, timeout=30, what="ember-load's HTTP port"))
+
+    def _logged_port(self):
+        if self.proc.poll() is not None:
+            raise AssertionError(f"ember-load exited ({self.proc.returncode}): {self.stderr()}")
+        m = re.search(r"/emberquery on 127\.0\.0\.1:(\d+)", self.stderr())
+        return m.group(1) if m else None
 
     def stdout(self):
         with open(self.out_path) as f:
