@@ -25,6 +25,7 @@ import tempfile
 import time
 import unittest
 
+import distributed_harness as dh
 from harness import (BIN_DIR, TESTDATA, Ember, free_port, http_request, manifest,
                      parse_prometheus, pprof_raw, temp_dir, wait_for)
 
@@ -429,34 +430,22 @@ class LoadAuthTest(unittest.TestCase):
         self.assertEqual((rc, codes), (1, {"permission_denied"}))
 
 
-class LoadDistributedTest(unittest.TestCase):
+class LoadDistributedTest(dh.ClusterTestCase):
     """ember-querier over two ingesters (Redis streams): queries to the querier,
     pushes to an ingester (--write.target); the counts and the merged totals
     hold there too."""
 
     @classmethod
-    def setUpClass(cls):
-        import distributed_harness as dh
-        cls.procs = []
+    def set_up(cls):
         cls.redis = dh.Redis(aof=False).start()
-        try:
-            for _ in range(2):
-                ing = dh.ingester(cls.redis.url)
-                cls.procs.append(ing)
-                ing.start()
-            cls.q = dh.querier(cls.redis.url)
-            cls.procs.append(cls.q)
-            cls.q.start()
-            dh.wait_members(cls.q, 2)
-        except BaseException:
-            cls.tearDownClass()
-            raise
-
-    @classmethod
-    def tearDownClass(cls):
-        for p in cls.procs:
-            p.cleanup()
-        cls.redis.cleanup()
+        for _ in range(2):
+            ing = dh.ingester(cls.redis.url)
+            cls.procs.append(ing)
+            ing.start()
+        cls.q = dh.querier(cls.redis.url)
+        cls.procs.append(cls.q)
+        cls.q.start()
+        dh.wait_members(cls.q, 2)
 
     def test_querier_over_ingesters(self):
         ing = self.procs[0]

@@ -166,22 +166,10 @@ static int parse_report(const char *s, report_t *out)
 static int encode_query(report_t report, const char *type, const char *selector, int64_t range_ms,
                         lc_buf_t *body)
 {
-    int64_t end = lc_realtime_ns() / 1000000, start = end - range_ms;
-    if (report == REPORT_FLAMEGRAPH) {
-        Querier__V1__SelectMergeStacktracesRequest m =
-            QUERIER__V1__SELECT_MERGE_STACKTRACES_REQUEST__INIT;
-        m.profile_typeid = (char *)type;
-        m.label_selector = (char *)selector;
-        m.start = start;
-        m.end = end;
-        return ld_encode(&m.base, LD_CODEC_PROTO, body);
-    }
-    Querier__V1__SelectMergeProfileRequest m = QUERIER__V1__SELECT_MERGE_PROFILE_REQUEST__INIT;
-    m.profile_typeid = (char *)type;
-    m.label_selector = (char *)selector;
-    m.start = start;
-    m.end = end;
-    return ld_encode(&m.base, LD_CODEC_PROTO, body);
+    int64_t end = lc_realtime_ns() / 1000000;
+    ld_method_t m =
+        report == REPORT_FLAMEGRAPH ? LD_SELECT_MERGE_STACKTRACES : LD_SELECT_MERGE_PROFILE;
+    return ld_encode_select(m, type, selector, end - range_ms, end, 0, LD_CODEC_PROTO, body);
 }
 
 static lc_http_result_t query_route(lc_http_req_t *req, void *data)

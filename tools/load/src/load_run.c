@@ -151,32 +151,11 @@ static int encode_call(const ld_run_t *run, const ld_call_t *c, lc_buf_t *body)
         m.end = end;
         return ld_encode(&m.base, codec, body);
     }
-    case LD_SELECT_SERIES: {
-        Querier__V1__SelectSeriesRequest m = QUERIER__V1__SELECT_SERIES_REQUEST__INIT;
-        m.profile_typeid = (char *)type;
-        m.label_selector = (char *)(*sel ? sel : "{}");
-        m.start = start;
-        m.end = end;
-        m.step = ld_step_seconds(range->ms);
-        return ld_encode(&m.base, codec, body);
-    }
-    case LD_SELECT_MERGE_STACKTRACES: {
-        Querier__V1__SelectMergeStacktracesRequest m =
-            QUERIER__V1__SELECT_MERGE_STACKTRACES_REQUEST__INIT;
-        m.profile_typeid = (char *)type;
-        m.label_selector = (char *)(*sel ? sel : "{}");
-        m.start = start;
-        m.end = end;
-        return ld_encode(&m.base, codec, body);
-    }
-    case LD_SELECT_MERGE_PROFILE: {
-        Querier__V1__SelectMergeProfileRequest m = QUERIER__V1__SELECT_MERGE_PROFILE_REQUEST__INIT;
-        m.profile_typeid = (char *)type;
-        m.label_selector = (char *)(*sel ? sel : "{}");
-        m.start = start;
-        m.end = end;
-        return ld_encode(&m.base, codec, body);
-    }
+    case LD_SELECT_SERIES:
+    case LD_SELECT_MERGE_STACKTRACES:
+    case LD_SELECT_MERGE_PROFILE:
+        return ld_encode_select(c->method, type, sel, start, end, ld_step_seconds(range->ms), codec,
+                                body);
     default:
         return LC_EINPUT;
     }
@@ -285,25 +264,37 @@ static void add_auto_selector(ld_run_t *run, const char *value)
     lc_buf_fini(&sel);
 }
 
+/* A discovery answer decoded into arena, or NULL when the call failed or
+ * the answer does not parse: then the run ends. */
+static const void *discovery_answer(ld_run_t *run, ld_method_t method, bool ok, const char *code,
+                                    const ProtobufCMessageDescriptor *desc, const uint8_t *body,
+                                    size_t len, lc_arena_t *arena)
+{
+    ProtobufCMessage *msg;
+    if (ok && !ld_decode(desc, run->cfg->codec, body, len, arena, &msg))
+        return msg;
+    char why[128];
+    snprintf(why, sizeof(why), "discovery: %s failed (%s)", ld_method_name(method),
+             ok ? "answer does not parse" : code);
+    run_fail(run, why);
+    return NULL;
+}
+
 static void discovery_on_values(ld_run_t *run, bool ok, const char *code, const uint8_t *body,
                                 size_t len, void *data)
 {
-    LC_UNUSED(code);
     LC_UNUSED(data);
     if (discovery_returned(run))
         return;
     lc_arena_t *arena = lc_arena_new(LD_MAX_RESPONSE_BYTES);
-    ProtobufCMessage *msg;
-    if (ok && !ld_decode(&types__v1__label_values_response__descriptor, run->cfg->codec, body, len,
-                         arena, &msg)) {
-        const Types__V1__LabelValuesResponse *r = (const void *)msg;
-        if (r->n_names > 0)
-            add_auto_selector(run, r->names[0]);
-    }
+    const Types__V1__LabelValuesResponse *r =
+        discovery_answer(run, LD_LABEL_VALUES, ok, code,
+                         &types__v1__label_values_response__descriptor, body, len, arena);
+    if (r && r->n_names > 0)
+        add_auto_selector(run, r->names[0]);
     lc_arena_free(arena);
-    if (!ok)
-        run->exit_code = 1;
-    run_start_rounds(run);
+    if (r)
+        run_start_rounds(run);
 }
 
 static bool is_internal_label(const char *name)
@@ -359,17 +350,14 @@ static void discovery_on_names(ld_run_t *run, bool ok, const char *code, const u
     if (discovery_returned(run))
         return;
     lc_arena_t *arena = lc_arena_new(LD_MAX_RESPONSE_BYTES);
-    ProtobufCMessage *msg;
-    if (!ok || ld_decode(&types__v1__label_names_response__descriptor, run->cfg->codec, body, len,
-                         arena, &msg)) {
-        lc_arena_free(arena);
-        char why[128];
-        snprintf(why, sizeof(why), "discovery: LabelNames failed (%s)", code);
-        run_fail(run, why);
-        return;
-    }
-    adopt_labels(run, (const void *)msg);
+    const Types__V1__LabelNamesResponse *r =
+        discovery_answer(run, LD_LABEL_NAMES, ok, code,
+                         &types__v1__label_names_response__descriptor, body, len, arena);
+    if (r)
+        adopt_labels(run, r);
     lc_arena_free(arena);
+    if (!r)
+        return;
     if (wants_auto_selector(run) && run->auto_label)
         discover_values(run);
     else
@@ -395,19 +383,14 @@ static void discovery_on_types(ld_run_t *run, bool ok, const char *code, const u
     if (discovery_returned(run))
         return;
     lc_arena_t *arena = lc_arena_new(LD_MAX_RESPONSE_BYTES);
-    ProtobufCMessage *msg;
-    char why[160];
-    if (!ok || ld_decode(&querier__v1__profile_types_response__descriptor, run->cfg->codec, body,
-                         len, arena, &msg)) {
-        snprintf(why, sizeof(why), "discovery: ProfileTypes failed (%s)", code);
-        lc_arena_free(arena);
-        run_fail(run, why);
-        return;
-    }
-    const Querier__V1__ProfileTypesResponse *r = (const void *)msg;
-    for (size_t i = 0; i < r->n_profile_types; i++)
+    const Querier__V1__ProfileTypesResponse *r =
+        discovery_answer(run, LD_PROFILE_TYPES, ok, code,
+                         &querier__v1__profile_types_response__descriptor, body, len, arena);
+    for (size_t i = 0; r && i < r->n_profile_types; i++)
         push_str(&run->types, &run->n_types, r->profile_types[i]->id);
     lc_arena_free(arena);
+    if (!r)
+        return;
     if (run->n_types == 0 && run->cfg->write_rate > 0 && run->type_polls < LD_DISCOVERY_POLLS) {
         /* Our own pushes may not be queryable yet (distributed mode: they
          * pass through Redis streams first): ask again shortly. */
@@ -416,6 +399,7 @@ static void discovery_on_types(ld_run_t *run, bool ok, const char *code, const u
         return;
     }
     if (run->n_types == 0) {
+        char why[160];
         snprintf(why, sizeof(why), "discovery: no profile types in the last %s at %s",
                  longest_range(run)->name, run->cfg->target);
         run_fail(run, why);

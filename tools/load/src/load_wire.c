@@ -9,6 +9,7 @@
 #include "lc/gz.h"
 #include "lc/pbjson.h"
 #include "load_wire.h"
+#include "querier/v1/querier.pb-c.h"
 
 #define PPROF_TIME_NANOS_FIELD 9
 
@@ -98,6 +99,39 @@ int ld_encode(const ProtobufCMessage *msg, ld_codec_t codec, lc_buf_t *out)
     protobuf_c_message_pack(msg, out->data + out->len);
     out->len += n;
     return 0;
+}
+
+int ld_encode_select(ld_method_t method, const char *type, const char *selector, int64_t start_ms,
+                     int64_t end_ms, double step, ld_codec_t codec, lc_buf_t *out)
+{
+    char *t = (char *)type, *sel = (char *)(selector[0] ? selector : "{}");
+    if (method == LD_SELECT_SERIES) {
+        Querier__V1__SelectSeriesRequest m = QUERIER__V1__SELECT_SERIES_REQUEST__INIT;
+        m.profile_typeid = t;
+        m.label_selector = sel;
+        m.start = start_ms;
+        m.end = end_ms;
+        m.step = step;
+        return ld_encode(&m.base, codec, out);
+    }
+    if (method == LD_SELECT_MERGE_STACKTRACES) {
+        Querier__V1__SelectMergeStacktracesRequest m =
+            QUERIER__V1__SELECT_MERGE_STACKTRACES_REQUEST__INIT;
+        m.profile_typeid = t;
+        m.label_selector = sel;
+        m.start = start_ms;
+        m.end = end_ms;
+        return ld_encode(&m.base, codec, out);
+    }
+    if (method == LD_SELECT_MERGE_PROFILE) {
+        Querier__V1__SelectMergeProfileRequest m = QUERIER__V1__SELECT_MERGE_PROFILE_REQUEST__INIT;
+        m.profile_typeid = t;
+        m.label_selector = sel;
+        m.start = start_ms;
+        m.end = end_ms;
+        return ld_encode(&m.base, codec, out);
+    }
+    return LC_EINPUT;
 }
 
 int ld_decode(const ProtobufCMessageDescriptor *desc, ld_codec_t codec, const uint8_t *body,

@@ -17,6 +17,7 @@
 
 #include "lc/alloc.h"
 #include "load_config.h"
+#include "load_matrix.h"
 
 #define LD_MAX_PROFILE_BYTES (64u << 20) /* a write-load file, decompressed */
 
@@ -32,6 +33,11 @@ int ld_pprof_stamp(const uint8_t *stripped, size_t len, int64_t time_ns,
 const char *ld_codec_content_type(ld_codec_t codec);
 /* Appends msg in the codec. */
 int ld_encode(const ProtobufCMessage *msg, ld_codec_t codec, lc_buf_t *out) LC_MUST_CHECK;
+/* Appends the request of a select method (SelectSeries with step seconds,
+ * SelectMergeStacktraces, SelectMergeProfile) over [start_ms, end_ms];
+ * selector "" means all. LC_EINPUT for any other method. */
+int ld_encode_select(ld_method_t method, const char *type, const char *selector, int64_t start_ms,
+                     int64_t end_ms, double step, ld_codec_t codec, lc_buf_t *out) LC_MUST_CHECK;
 /* Decodes a response body of type desc into arena memory; -1 if it does not parse. */
 int ld_decode(const ProtobufCMessageDescriptor *desc, ld_codec_t codec, const uint8_t *body,
               size_t len, lc_arena_t *arena, ProtobufCMessage **out) LC_MUST_CHECK;
