@@ -12,6 +12,9 @@ rooms below it; this names the offending line):
    library does not include the querier at all (the querier may mount on the
    ingester's store through lc/, never the other way round); a binary's
    main.c may name any role's nodes through its public header.
+4. tools (ember-load) sit beside the services, not on them: they include
+   libcommon (`lc/*.h`), the protobuf-c messages, their own headers, and of the
+   services only the scraper's HTTP client (http.h).
 
 Exit 1 with one line per violation."""
 import os
@@ -81,11 +84,28 @@ def check_services(errors):
                 errors.append(f"{path}:{line}: process (below the roles) includes {inc}")
 
 
+TOOL_SERVICE_HEADERS = {"http.h"}     # services/scraper/src/http.h, the libcurl client
+
+
+def check_tools(errors):
+    for path in tracked("tools"):
+        here = os.path.dirname(path)
+        for line, inc in includes(path):
+            own = os.path.exists(os.path.join(here, inc)) or \
+                os.path.exists(os.path.join(here, "src", inc))
+            if own or inc.startswith("lc/") or inc.endswith(".pb-c.h") or \
+                    inc in TOOL_SERVICE_HEADERS:
+                continue
+            errors.append(f"{path}:{line}: a tool includes {inc} (only lc/, protobuf-c "
+                          f"messages, its own headers and the scraper's http.h)")
+
+
 def main():
     os.chdir(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
     errors = []
     check_libcommon(lc_header_rooms(), errors)
     check_services(errors)
+    check_tools(errors)
     for e in errors:
         print(e)
     if errors:

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Static function names are unique across the code one binary links
-(libcommon and services), so a profile of ember itself never shows two
+(libcommon, services and tools), so a profile of ember itself never shows two
 frames of the same name from different files. Exit 1 listing each repeat."""
 import collections
 import os
@@ -13,7 +13,7 @@ DEF = re.compile(r'^static\s+(?:inline\s+)?[\w\s\*]*?\b(\w+)\s*\([^;]*$', re.M)
 
 def main():
     os.chdir(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-    files = subprocess.run(["git", "ls-files", "libcommon", "services"], capture_output=True,
+    files = subprocess.run(["git", "ls-files", "libcommon", "services", "tools"], capture_output=True,
                            text=True, check=True).stdout.split()
     where = collections.defaultdict(set)
     for f in files:

@@ -11,6 +11,8 @@ PKGS=(
   # tests and benchmarks: go tool pprof as the judge, a real redis-server,
   # protoc + python3-protobuf for independent encoding, clang for fuzzing
   golang-go protobuf-compiler python3 python3-protobuf redis-server
+  # ember-load's test parses its /metrics with the Prometheus client library
+  python3-prometheus-client
   clang libclang-rt-14-dev curl jq
   # habits: scripts/check-tidy.sh and the .clang-format check
   clang-tidy clang-format

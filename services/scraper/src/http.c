@@ -409,6 +409,14 @@ static int configure(scr_http_req_t *r, const scr_http_opts_t *o)
     for (size_t i = 0; i < o->n_headers; i++)
         if (add_header(r, o->headers[i]))
             return LC_EINPUT;
+    if (o->post_body) {
+        /* Copied, so the caller's buffer may go right away; "Expect:" stops
+         * curl's 100-continue round trip before large bodies. */
+        curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)o->post_len);
+        curl_easy_setopt(e, CURLOPT_COPYPOSTFIELDS, (const char *)o->post_body);
+        if (add_header(r, "Expect:"))
+            return LC_EINPUT;
+    }
     int rc = set_client(r, o->client);
     if (rc)
         return rc;

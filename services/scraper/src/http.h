@@ -41,6 +41,9 @@ typedef struct scr_http_opts_s {
     const char *user_agent;
     const char *const *headers; /* extra "Name: value" lines */
     size_t n_headers;
+    /* set: a POST with this body (copied at start), as ember-load's RPCs */
+    const void *post_body;
+    size_t post_len;
     scr_http_chunk_cb on_chunk; /* set: the body is streamed, not kept */
     scr_http_done_cb on_done;
     void *data;
