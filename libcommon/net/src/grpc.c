@@ -89,7 +89,8 @@ static int b64_group(const uint8_t g[4], uint8_t *dst)
         if (v[i] < 0)
             return -1;
     }
-    uint32_t bits = (uint32_t)v[0] << 18 | (uint32_t)v[1] << 12 | (uint32_t)v[2] << 6 | (uint32_t)v[3];
+    uint32_t bits =
+        (uint32_t)v[0] << 18 | (uint32_t)v[1] << 12 | (uint32_t)v[2] << 6 | (uint32_t)v[3];
     dst[0] = (uint8_t)(bits >> 16);
     dst[1] = (uint8_t)(bits >> 8);
     dst[2] = (uint8_t)bits;
