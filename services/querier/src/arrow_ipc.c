@@ -178,7 +178,7 @@ static int fbb_finish(fbb_t *b, size_t root, lc_buf_t *out, size_t *len)
 /* -------------------------------------------------------------- columns */
 
 enum { TYPE_INT = 2, TYPE_UTF8 = 5, TYPE_BOOL = 6, TYPE_LIST = 12 };
-enum { HEADER_SCHEMA = 1, HEADER_RECORD_BATCH = 3 };
+enum { HEADER_SCHEMA = 1, HEADER_DICTIONARY_BATCH = 2, HEADER_RECORD_BATCH = 3 };
 #define METADATA_V5 4
 
 void arw_batch_init(arw_batch_t *b, const arw_field_t *fields, size_t n, size_t max_bytes)
@@ -233,12 +233,19 @@ void arw_put_str(arw_batch_t *b, size_t col, const char *s)
 void arw_put_int(arw_batch_t *b, size_t col, int64_t v)
 {
     arw_col_t *c = &b->cols[col];
-    size_t width = c->field.type == ARW_INT32 || c->field.type == ARW_UINT32 ? 4 : 8;
-    uint8_t le[8];
-    for (size_t i = 0; i < width; i++)
-        le[i] = (uint8_t)((uint64_t)v >> (8 * i));
-    put_bytes(b, &c->values, le, width);
+    size_t width =
+        c->field.type == ARW_INT32 || c->field.type == ARW_UINT32 || c->field.type == ARW_DICT_UTF8
+            ? 4
+            : 8;
     c->n++;
+    if (c->values.cap - c->values.len < width && !b->err && lc_buf_reserve(&c->values, width) != 0)
+        b->err = LC_ETOOBIG;
+    if (b->err)
+        return;
+    uint8_t *p = c->values.data + c->values.len;
+    for (size_t i = 0; i < width; i++) /* little endian, whatever the host */
+        p[i] = (uint8_t)((uint64_t)v >> (8 * i));
+    c->values.len += width;
 }
 
 void arw_put_bool(arw_batch_t *b, size_t col, bool v)
@@ -264,6 +271,12 @@ void arw_put_list(arw_batch_t *b, size_t col, const uint32_t *items, size_t n)
     put_offset(b, c);
 }
 
+void arw_set_dict(arw_batch_t *b, size_t col, const char *const *strings, size_t n)
+{
+    b->cols[col].dict = strings;
+    b->cols[col].n_dict = n;
+}
+
 /* ---------------------------------------------------------------- schema */
 
 static size_t int_type(fbb_t *f, int bits, bool is_signed)
@@ -280,11 +293,25 @@ static size_t empty_table(fbb_t *f)
     return fbb_table_end(f);
 }
 
-static size_t field_table(fbb_t *f, const char *name, int type_type, size_t type, size_t children)
+/* DictionaryEncoding {id, indexType: Int(32, signed), isOrdered: false}. */
+static size_t dict_encoding(fbb_t *f, int64_t id)
+{
+    size_t index_type = int_type(f, 32, true);
+    fbb_table_start(f);
+    fbb_field_scalar(f, 0, (uint64_t)id, 8);
+    fbb_field_offset(f, 1, index_type);
+    fbb_field_scalar(f, 2, 0, 1);
+    return fbb_table_end(f);
+}
+
+static size_t field_table_dict(fbb_t *f, const char *name, int type_type, size_t type,
+                               size_t children, size_t dict)
 {
     size_t name_ref = fbb_string(f, name);
     fbb_table_start(f);
     fbb_field_offset(f, 0, name_ref);
+    if (dict)
+        fbb_field_offset(f, 4, dict);
     fbb_field_scalar(f, 1, 0, 1); /* nullable: false */
     fbb_field_scalar(f, 2, (uint64_t)type_type, 1);
     fbb_field_offset(f, 3, type);
@@ -292,10 +319,20 @@ static size_t field_table(fbb_t *f, const char *name, int type_type, size_t type
     return fbb_table_end(f);
 }
 
-static size_t column_field(fbb_t *f, const arw_field_t *c)
+static size_t field_table(fbb_t *f, const char *name, int type_type, size_t type, size_t children)
+{
+    return field_table_dict(f, name, type_type, type, children, 0);
+}
+
+/* Column col's field; a dictionary column's id is its column index. */
+static size_t column_field(fbb_t *f, const arw_field_t *c, size_t col)
 {
     size_t none = fbb_offset_vector(f, NULL, 0);
     switch (c->type) {
+    case ARW_DICT_UTF8: {
+        size_t dict = dict_encoding(f, (int64_t)col);
+        return field_table_dict(f, c->name, TYPE_UTF8, empty_table(f), none, dict);
+    }
     case ARW_UTF8:
         return field_table(f, c->name, TYPE_UTF8, empty_table(f), none);
     case ARW_BOOL:
@@ -346,7 +383,7 @@ static int write_schema(const arw_batch_t *b, lc_buf_t *out)
     fbb_init(&f);
     size_t *refs = lc_xcalloc(b->n_cols + 1, sizeof(size_t));
     for (size_t i = 0; i < b->n_cols; i++)
-        refs[i] = column_field(&f, &b->cols[i].field);
+        refs[i] = column_field(&f, &b->cols[i].field, i);
     size_t fields = fbb_offset_vector(&f, refs, b->n_cols);
     lc_free(refs);
     fbb_table_start(&f);
@@ -406,6 +443,63 @@ static int body_column(body_t *d, const arw_col_t *c)
     }
 }
 
+/* The flatbuffer RecordBatch table of a body. */
+static size_t batch_table(fbb_t *f, const body_t *d, size_t rows)
+{
+    size_t buffers = fbb_pair_vector(f, d->buffers, d->n_buffers);
+    size_t nodes = fbb_pair_vector(f, d->nodes, d->n_nodes);
+    fbb_table_start(f);
+    fbb_field_scalar(f, 0, rows, 8);
+    fbb_field_offset(f, 1, nodes);
+    fbb_field_offset(f, 2, buffers);
+    return fbb_table_end(f);
+}
+
+/* A DictionaryBatch with column col's strings (id = col). */
+static int write_dictionary(const arw_col_t *c, size_t col, size_t max, lc_buf_t *out)
+{
+    body_t d = {0};
+    lc_buf_t offsets, values;
+    lc_buf_init(&d.bytes, max);
+    lc_buf_init(&offsets, max);
+    lc_buf_init(&values, max);
+    int rc = 0;
+    int32_t off = 0;
+    rc = lc_buf_append(&offsets, &off, 4);
+    for (size_t i = 0; i < c->n_dict && rc == 0; i++) {
+        size_t n = c->dict[i] ? strlen(c->dict[i]) : 0;
+        rc = lc_buf_append(&values, c->dict[i], n);
+        off += (int32_t)n;
+        if (rc == 0)
+            rc = values.len > INT32_MAX ? LC_ETOOBIG : lc_buf_append(&offsets, &off, 4);
+    }
+    body_node(&d, c->n_dict);
+    if (rc == 0)
+        rc = body_buffer(&d, NULL, 0);
+    if (rc == 0)
+        rc = body_buffer(&d, offsets.data, offsets.len);
+    if (rc == 0)
+        rc = body_buffer(&d, values.data, values.len);
+    if (rc == 0) {
+        fbb_t f;
+        fbb_init(&f);
+        size_t batch = batch_table(&f, &d, c->n_dict);
+        fbb_table_start(&f);
+        fbb_field_scalar(&f, 0, col, 8);
+        fbb_field_offset(&f, 1, batch);
+        fbb_field_scalar(&f, 2, 0, 1);
+        size_t dict = fbb_table_end(&f);
+        rc = write_message(&f, HEADER_DICTIONARY_BATCH, dict, &d.bytes, out);
+        fbb_fini(&f);
+    }
+    lc_buf_fini(&offsets);
+    lc_buf_fini(&values);
+    lc_buf_fini(&d.bytes);
+    lc_free(d.nodes);
+    lc_free(d.buffers);
+    return rc;
+}
+
 static int write_batch(const arw_batch_t *b, size_t rows, size_t max, lc_buf_t *out)
 {
     body_t d = {0};
@@ -416,13 +510,7 @@ static int write_batch(const arw_batch_t *b, size_t rows, size_t max, lc_buf_t *
     if (rc == 0) {
         fbb_t f;
         fbb_init(&f);
-        size_t buffers = fbb_pair_vector(&f, d.buffers, d.n_buffers);
-        size_t nodes = fbb_pair_vector(&f, d.nodes, d.n_nodes);
-        fbb_table_start(&f);
-        fbb_field_scalar(&f, 0, rows, 8);
-        fbb_field_offset(&f, 1, nodes);
-        fbb_field_offset(&f, 2, buffers);
-        size_t batch = fbb_table_end(&f);
+        size_t batch = batch_table(&f, &d, rows);
         rc = write_message(&f, HEADER_RECORD_BATCH, batch, &d.bytes, out);
         fbb_fini(&f);
     }
@@ -441,6 +529,9 @@ int arw_encode(const arw_batch_t *b, lc_buf_t *out)
         if (b->cols[i].n != rows)
             return LC_EINPUT;
     int rc = write_schema(b, out);
+    for (size_t i = 0; i < b->n_cols && rc == 0; i++)
+        if (b->cols[i].field.type == ARW_DICT_UTF8)
+            rc = write_dictionary(&b->cols[i], i, out->max, out);
     if (rc == 0)
         rc = write_batch(b, rows, out->max, out);
     static const uint8_t eos[8] = {0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0};

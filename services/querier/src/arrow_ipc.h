@@ -7,7 +7,9 @@
  * flatbuffers metadata built back to front as the flatbuffers format lays
  * it out.
  *
- * Types: utf8, int32/uint32/int64/uint64, bool and list<uint32>; no nulls
+ * Types: utf8, dictionary<int32, utf8> (one DictionaryBatch message per
+ * such column, before the record batch), int32/uint32/int64/uint64, bool and
+ * list<uint32>; no nulls
  * (every validity buffer is absent, null_count 0). Columns are appended row
  * by row. Ownership: the batch owns its buffers until arw_batch_fini.
  * Threading: one batch per thread.
@@ -29,6 +31,7 @@ typedef enum {
     ARW_UINT64,
     ARW_BOOL,
     ARW_LIST_UINT32,
+    ARW_DICT_UTF8, /* dictionary<int32, utf8>: values are indices into a string table */
 } arw_type_t;
 
 typedef struct arw_field_s {
@@ -38,6 +41,8 @@ typedef struct arw_field_s {
 
 typedef struct arw_col_s {
     arw_field_t field;
+    const char *const *dict; /* ARW_DICT_UTF8: the strings (borrowed) */
+    size_t n_dict;
     lc_buf_t values;  /* fixed-width values, bool bits, utf8 bytes or list items */
     lc_buf_t offsets; /* utf8 / list: int32 offsets, n + 1 of them */
     size_t n;         /* rows */
@@ -59,6 +64,9 @@ void arw_put_str(arw_batch_t *b, size_t col, const char *s);
 void arw_put_int(arw_batch_t *b, size_t col, int64_t v); /* any integer column */
 void arw_put_bool(arw_batch_t *b, size_t col, bool v);
 void arw_put_list(arw_batch_t *b, size_t col, const uint32_t *items, size_t n);
+/* ARW_DICT_UTF8: the column's dictionary (borrowed until arw_encode), then
+ * one index into it per row with arw_put_int. */
+void arw_set_dict(arw_batch_t *b, size_t col, const char *const *strings, size_t n);
 
 /* The IPC stream of the batch (every column must have the same row count).
  * Returns 0 or an lc error (LC_ETOOBIG past a cap, LC_EINVAL on ragged

@@ -62,10 +62,12 @@ static void listing_window(const Google__Protobuf__Timestamp *start,
 
 /* ------------------------------------------------------------ the listings */
 
-static bool type_seen(Parca__Query__V1alpha1__ProfileType **types, size_t n, const Types__V1__ProfileType *t)
+static bool type_seen(Parca__Query__V1alpha1__ProfileType **types, size_t n,
+                      const Types__V1__ProfileType *t)
 {
     for (size_t i = 0; i < n; i++)
-        if (strcmp(types[i]->name, t->name) == 0 && strcmp(types[i]->sample_type, t->sample_type) == 0 &&
+        if (strcmp(types[i]->name, t->name) == 0 &&
+            strcmp(types[i]->sample_type, t->sample_type) == 0 &&
             strcmp(types[i]->sample_unit, t->sample_unit) == 0 &&
             strcmp(types[i]->period_type, t->period_type) == 0 &&
             strcmp(types[i]->period_unit, t->period_unit) == 0)
@@ -90,17 +92,20 @@ static int back_types(qry_front_t *fe, lc_http_req_t *req, int64_t start_ms, int
 static int parca_profile_types(lc_http_req_t *req, const ProtobufCMessage *in,
                                ProtobufCMessage **out, lc_status_t *st, void *data)
 {
-    const Parca__Query__V1alpha1__ProfileTypesRequest *r = (const Parca__Query__V1alpha1__ProfileTypesRequest *)in;
+    const Parca__Query__V1alpha1__ProfileTypesRequest *r =
+        (const Parca__Query__V1alpha1__ProfileTypesRequest *)in;
     int64_t start, end;
     listing_window(r->start, r->end, &start, &end);
     Querier__V1__ProfileTypesResponse *pt;
     if (back_types(data, req, start, end, &pt, st))
         return -1;
     Parca__Query__V1alpha1__ProfileTypesResponse *resp = lc_arena_alloc(req->arena, sizeof(*resp));
-    Parca__Query__V1alpha1__ProfileType **types = lc_arena_calloc(req->arena, pt->n_profile_types + 1, sizeof(*types));
+    Parca__Query__V1alpha1__ProfileType **types =
+        lc_arena_calloc(req->arena, pt->n_profile_types + 1, sizeof(*types));
     if (!resp || !types)
         return qry_fail_arena(st);
-    *resp = (Parca__Query__V1alpha1__ProfileTypesResponse)PARCA__QUERY__V1ALPHA1__PROFILE_TYPES_RESPONSE__INIT;
+    *resp = (Parca__Query__V1alpha1__ProfileTypesResponse)
+        PARCA__QUERY__V1ALPHA1__PROFILE_TYPES_RESPONSE__INIT;
     size_t n = 0;
     for (size_t i = 0; i < pt->n_profile_types; i++) {
         const Types__V1__ProfileType *t = pt->profile_types[i];
@@ -131,10 +136,12 @@ static int parca_has_profile_data(lc_http_req_t *req, const ProtobufCMessage *in
     Querier__V1__ProfileTypesResponse *pt;
     if (back_types(data, req, 0, qry_now_ms() + DAY_MS, &pt, st))
         return -1;
-    Parca__Query__V1alpha1__HasProfileDataResponse *resp = lc_arena_alloc(req->arena, sizeof(*resp));
+    Parca__Query__V1alpha1__HasProfileDataResponse *resp =
+        lc_arena_alloc(req->arena, sizeof(*resp));
     if (!resp)
         return qry_fail_arena(st);
-    *resp = (Parca__Query__V1alpha1__HasProfileDataResponse)PARCA__QUERY__V1ALPHA1__HAS_PROFILE_DATA_RESPONSE__INIT;
+    *resp = (Parca__Query__V1alpha1__HasProfileDataResponse)
+        PARCA__QUERY__V1ALPHA1__HAS_PROFILE_DATA_RESPONSE__INIT;
     resp->has_data = pt->n_profile_types > 0;
     *out = &resp->base;
     return 0;
@@ -176,7 +183,8 @@ static int parca_labels(lc_http_req_t *req, const ProtobufCMessage *in, Protobuf
                         lc_status_t *st, void *data)
 {
     qry_front_t *fe = data;
-    const Parca__Query__V1alpha1__LabelsRequest *r = (const Parca__Query__V1alpha1__LabelsRequest *)in;
+    const Parca__Query__V1alpha1__LabelsRequest *r =
+        (const Parca__Query__V1alpha1__LabelsRequest *)in;
     Types__V1__LabelNamesRequest ln = TYPES__V1__LABEL_NAMES_REQUEST__INIT;
     listing_window(r->start, r->end, &ln.start, &ln.end);
     if (listing_matchers(req->arena, r->match, r->n_match, r->profile_type, &ln.matchers,
@@ -204,7 +212,8 @@ static int parca_values(lc_http_req_t *req, const ProtobufCMessage *in, Protobuf
                         lc_status_t *st, void *data)
 {
     qry_front_t *fe = data;
-    const Parca__Query__V1alpha1__ValuesRequest *r = (const Parca__Query__V1alpha1__ValuesRequest *)in;
+    const Parca__Query__V1alpha1__ValuesRequest *r =
+        (const Parca__Query__V1alpha1__ValuesRequest *)in;
     if (!r->label_name || !*r->label_name)
         return lc_status_set(st, LC_CODE_INVALID_ARGUMENT, "label_name is required");
     Types__V1__LabelValuesRequest lv = TYPES__V1__LABEL_VALUES_REQUEST__INIT;
@@ -242,7 +251,8 @@ static int required_range(const Google__Protobuf__Timestamp *start,
     return 0;
 }
 
-static Parca__Query__V1alpha1__ValueType *value_type(lc_arena_t *a, const char *type, const char *unit)
+static Parca__Query__V1alpha1__ValueType *value_type(lc_arena_t *a, const char *type,
+                                                     const char *unit)
 {
     Parca__Query__V1alpha1__ValueType *v = lc_arena_alloc(a, sizeof(*v));
     if (v) {
@@ -253,8 +263,7 @@ static Parca__Query__V1alpha1__ValueType *value_type(lc_arena_t *a, const char *
     return v;
 }
 
-static Parca__Profilestore__V1alpha1__LabelSet *labelset(lc_arena_t *a,
-                                                         const Types__V1__Series *s)
+static Parca__Profilestore__V1alpha1__LabelSet *labelset(lc_arena_t *a, const Types__V1__Series *s)
 {
     Parca__Profilestore__V1alpha1__LabelSet *ls = lc_arena_alloc(a, sizeof(*ls));
     Parca__Profilestore__V1alpha1__Label *labels =
@@ -268,7 +277,8 @@ static Parca__Profilestore__V1alpha1__LabelSet *labelset(lc_arena_t *a,
     for (size_t i = 0; i < s->n_labels; i++) {
         if (strncmp(s->labels[i]->name, "__", 2) == 0)
             continue;
-        labels[i] = (Parca__Profilestore__V1alpha1__Label)PARCA__PROFILESTORE__V1ALPHA1__LABEL__INIT;
+        labels[i] =
+            (Parca__Profilestore__V1alpha1__Label)PARCA__PROFILESTORE__V1ALPHA1__LABEL__INIT;
         labels[i].name = s->labels[i]->name;
         labels[i].value = s->labels[i]->value;
         ptrs[ls->n_labels++] = &labels[i];
@@ -276,12 +286,14 @@ static Parca__Profilestore__V1alpha1__LabelSet *labelset(lc_arena_t *a,
     return ls;
 }
 
-static Parca__Query__V1alpha1__MetricsSeries *metrics_series(lc_arena_t *a, const Types__V1__Series *s,
-                                         const parca_query_t *q, int64_t step_ms)
+static Parca__Query__V1alpha1__MetricsSeries *
+metrics_series(lc_arena_t *a, const Types__V1__Series *s, const parca_query_t *q, int64_t step_ms)
 {
     Parca__Query__V1alpha1__MetricsSeries *m = lc_arena_alloc(a, sizeof(*m));
-    Parca__Query__V1alpha1__MetricsSample *samples = lc_arena_calloc(a, s->n_points + 1, sizeof(*samples));
-    Parca__Query__V1alpha1__MetricsSample **ptrs = lc_arena_calloc(a, s->n_points + 1, sizeof(*ptrs));
+    Parca__Query__V1alpha1__MetricsSample *samples =
+        lc_arena_calloc(a, s->n_points + 1, sizeof(*samples));
+    Parca__Query__V1alpha1__MetricsSample **ptrs =
+        lc_arena_calloc(a, s->n_points + 1, sizeof(*ptrs));
     if (!m || !samples || !ptrs)
         return NULL;
     *m = (Parca__Query__V1alpha1__MetricsSeries)PARCA__QUERY__V1ALPHA1__METRICS_SERIES__INIT;
@@ -323,10 +335,11 @@ static int step_of(const Google__Protobuf__Duration *d, int64_t start_ms, int64_
     return 0;
 }
 
-static int parca_query_range(lc_http_req_t *req, const ProtobufCMessage *in,
-                             ProtobufCMessage **out, lc_status_t *st, void *data)
+static int parca_query_range(lc_http_req_t *req, const ProtobufCMessage *in, ProtobufCMessage **out,
+                             lc_status_t *st, void *data)
 {
-    const Parca__Query__V1alpha1__QueryRangeRequest *r = (const Parca__Query__V1alpha1__QueryRangeRequest *)in;
+    const Parca__Query__V1alpha1__QueryRangeRequest *r =
+        (const Parca__Query__V1alpha1__QueryRangeRequest *)in;
     parca_query_t q;
     Querier__V1__SelectSeriesRequest ss = QUERIER__V1__SELECT_SERIES_REQUEST__INIT;
     int64_t step_ms = 0;
@@ -350,10 +363,12 @@ static int parca_query_range(lc_http_req_t *req, const ProtobufCMessage *in,
                              "No data found for the query, try a different query or time range "
                              "or no data has been written to be queried yet.");
     Parca__Query__V1alpha1__QueryRangeResponse *resp = lc_arena_alloc(req->arena, sizeof(*resp));
-    Parca__Query__V1alpha1__MetricsSeries **series = lc_arena_calloc(req->arena, sr->n_series + 1, sizeof(*series));
+    Parca__Query__V1alpha1__MetricsSeries **series =
+        lc_arena_calloc(req->arena, sr->n_series + 1, sizeof(*series));
     if (!resp || !series)
         return qry_fail_arena(st);
-    *resp = (Parca__Query__V1alpha1__QueryRangeResponse)PARCA__QUERY__V1ALPHA1__QUERY_RANGE_RESPONSE__INIT;
+    *resp = (Parca__Query__V1alpha1__QueryRangeResponse)
+        PARCA__QUERY__V1ALPHA1__QUERY_RANGE_RESPONSE__INIT;
     for (size_t i = 0; i < sr->n_series; i++)
         if (!(series[i] = metrics_series(req->arena, sr->series[i], &q, step_ms)))
             return qry_fail_arena(st);
@@ -390,7 +405,8 @@ static int side_single(const Parca__Query__V1alpha1__SingleProfile *m, side_t *s
     return 0;
 }
 
-static int side_of_selection(const Parca__Query__V1alpha1__ProfileDiffSelection *d, side_t *s, lc_status_t *st)
+static int side_of_selection(const Parca__Query__V1alpha1__ProfileDiffSelection *d, side_t *s,
+                             lc_status_t *st)
 {
     if (!d)
         return lc_status_set(st, LC_CODE_INVALID_ARGUMENT, "diff mode needs both a and b");
@@ -431,8 +447,8 @@ static int64_t pprof_total(const lc_pprof_t *p)
     return total;
 }
 
-static int report_pprof(lc_http_req_t *req, const lc_buf_t *b, Parca__Query__V1alpha1__QueryResponse *resp,
-                        lc_status_t *st)
+static int report_pprof(lc_http_req_t *req, const lc_buf_t *b,
+                        Parca__Query__V1alpha1__QueryResponse *resp, lc_status_t *st)
 {
     lc_pprof_t *p;
     if (decode_merged(req, b, &p, st))
@@ -485,8 +501,8 @@ static int check_report_type(int type, bool diff, lc_status_t *st)
 }
 
 /* The sides of r as its mode says (b is the compared side of a diff). */
-static int query_sides(const Parca__Query__V1alpha1__QueryRequest *r, side_t *a, side_t *b, bool *diff,
-                       lc_status_t *st)
+static int query_sides(const Parca__Query__V1alpha1__QueryRequest *r, side_t *a, side_t *b,
+                       bool *diff, lc_status_t *st)
 {
     *diff = false;
     switch (r->mode) {
@@ -510,8 +526,9 @@ static int query_sides(const Parca__Query__V1alpha1__QueryRequest *r, side_t *a,
     }
 }
 
-static int build_report(lc_http_req_t *req, const Parca__Query__V1alpha1__QueryRequest *r, parca_tree_t *t,
-                        const char *unit, Parca__Query__V1alpha1__QueryResponse *resp, lc_status_t *st)
+static int build_report(lc_http_req_t *req, const Parca__Query__V1alpha1__QueryRequest *r,
+                        parca_tree_t *t, const char *unit,
+                        Parca__Query__V1alpha1__QueryResponse *resp, lc_status_t *st)
 {
     double trim = r->node_trim_threshold > 0 ? r->node_trim_threshold / 100.0 : 0;
     switch (r->report_type) {
@@ -529,14 +546,18 @@ static int build_report(lc_http_req_t *req, const Parca__Query__V1alpha1__QueryR
 }
 
 /* Merged pprof of each side into one tree, then the report. */
-static int tree_report(qry_front_t *fe, lc_http_req_t *req, const Parca__Query__V1alpha1__QueryRequest *r,
-                       const side_t *a, const side_t *b, bool diff, Parca__Query__V1alpha1__QueryResponse *resp,
+static int tree_report(qry_front_t *fe, lc_http_req_t *req,
+                       const Parca__Query__V1alpha1__QueryRequest *r, const side_t *a,
+                       const side_t *b, bool diff, Parca__Query__V1alpha1__QueryResponse *resp,
                        lc_status_t *st)
 {
     parca_filter_t *filter;
     if (parca_filter_new(r, req->arena, &filter, st))
         return -1;
-    parca_tree_t *t = parca_tree_new();
+    bool by_address = false;
+    for (size_t i = 0; r->group_by && i < r->group_by->n_fields; i++)
+        by_address |= strcmp(r->group_by->fields[i], "location_address") == 0;
+    parca_tree_t *t = parca_tree_new(by_address);
     parca_query_t q;
     int rc = 0;
     for (int pass = diff ? 0 : 1; pass < 2 && rc == 0; pass++) {
@@ -562,7 +583,8 @@ static int parca_query(lc_http_req_t *req, const ProtobufCMessage *in, ProtobufC
                        lc_status_t *st, void *data)
 {
     qry_front_t *fe = data;
-    const Parca__Query__V1alpha1__QueryRequest *r = (const Parca__Query__V1alpha1__QueryRequest *)in;
+    const Parca__Query__V1alpha1__QueryRequest *r =
+        (const Parca__Query__V1alpha1__QueryRequest *)in;
     side_t a = {0}, b = {0};
     bool diff;
     if (query_sides(r, &a, &b, &diff, st) || check_report_type(r->report_type, diff, st))

@@ -5,7 +5,10 @@
  * The pprof's samples go into a call tree whose nodes are frames: one
  * (location, line) each, inlined lines as frames of their own, root first.
  * A frame is identified by its content (mapping file, build id, address,
- * function name, system name, file, line), interned, so the two sides of a
+ * function name, system name, file, line), interned; unless the request
+ * groups by location_address, address and line are left out, so a function
+ * is one frame wherever in it the samples fell (Parca's default grouping,
+ * by function name, and the size of Pyroscope's trees), so the two sides of a
  * diff (two pprofs with their own ids) meet in one tree: the compared side
  * adds to cumulative, flat and diff, the base side subtracts from diff only.
  *
@@ -61,6 +64,7 @@ struct parca_tree_s {
     size_t n_nodes, cap_nodes;
     slots_t node_slots;
     int32_t max_depth;
+    bool by_address; /* frames keep address and line; else one per function */
 };
 
 struct parca_filter_s {
@@ -72,7 +76,7 @@ struct parca_filter_s {
 
 /* ---------------------------------------------------------------- hashing */
 
-static uint64_t hash_bytes(const char *s, size_t n)
+static uint64_t parca_hash_bytes(const char *s, size_t n)
 {
     uint64_t h = 1469598103934665603ULL;
     for (size_t i = 0; i < n; i++)
@@ -80,8 +84,8 @@ static uint64_t hash_bytes(const char *s, size_t n)
     return lc_mix64(h);
 }
 
-static void slots_grow(slots_t *s, uint64_t (*rehash)(const parca_tree_t *, uint32_t),
-                       const parca_tree_t *t)
+static void parca_slots_grow(slots_t *s, uint64_t (*rehash)(const parca_tree_t *, uint32_t),
+                             const parca_tree_t *t)
 {
     size_t cap = s->cap ? s->cap * 2 : 1024;
     uint32_t *v = lc_xcalloc(cap, sizeof(*v));
@@ -100,7 +104,7 @@ static void slots_grow(slots_t *s, uint64_t (*rehash)(const parca_tree_t *, uint
 
 static uint64_t string_hash(const parca_tree_t *t, uint32_t id)
 {
-    return hash_bytes(t->strings[id], strlen(t->strings[id]));
+    return parca_hash_bytes(t->strings[id], strlen(t->strings[id]));
 }
 
 static uint32_t intern_string(parca_tree_t *t, const char *s)
@@ -108,9 +112,9 @@ static uint32_t intern_string(parca_tree_t *t, const char *s)
     if (!s || !*s)
         return 0;
     if ((t->string_slots.n + 1) * 2 > t->string_slots.cap)
-        slots_grow(&t->string_slots, string_hash, t);
+        parca_slots_grow(&t->string_slots, string_hash, t);
     size_t n = strlen(s), mask = t->string_slots.cap - 1;
-    for (size_t j = hash_bytes(s, n) & mask;; j = (j + 1) & mask) {
+    for (size_t j = parca_hash_bytes(s, n) & mask;; j = (j + 1) & mask) {
         uint32_t v = t->string_slots.v[j];
         if (!v) {
             t->strings = lc_xgrow(t->strings, &t->cap_strings, t->n_strings + 1, sizeof(char *));
@@ -140,7 +144,7 @@ static uint64_t frame_hash(const parca_tree_t *t, uint32_t id)
 static uint32_t intern_frame(parca_tree_t *t, const frame_t *f)
 {
     if ((t->frame_slots.n + 1) * 2 > t->frame_slots.cap)
-        slots_grow(&t->frame_slots, frame_hash, t);
+        parca_slots_grow(&t->frame_slots, frame_hash, t);
     size_t mask = t->frame_slots.cap - 1;
     for (size_t j = frame_key_hash(f) & mask;; j = (j + 1) & mask) {
         uint32_t v = t->frame_slots.v[j];
@@ -170,7 +174,7 @@ static uint64_t node_hash(const parca_tree_t *t, uint32_t id)
 static uint32_t child_of(parca_tree_t *t, uint32_t parent, uint32_t frame)
 {
     if ((t->node_slots.n + 1) * 2 > t->node_slots.cap)
-        slots_grow(&t->node_slots, node_hash, t);
+        parca_slots_grow(&t->node_slots, node_hash, t);
     size_t mask = t->node_slots.cap - 1;
     for (size_t j = node_key(parent, frame) & mask;; j = (j + 1) & mask) {
         uint32_t v = t->node_slots.v[j];
@@ -199,15 +203,16 @@ static uint32_t child_of(parca_tree_t *t, uint32_t parent, uint32_t frame)
 
 /* ------------------------------------------------------------------- tree */
 
-parca_tree_t *parca_tree_new(void)
+parca_tree_t *parca_tree_new(bool by_address)
 {
     parca_tree_t *t = lc_xcalloc(1, sizeof(*t));
+    t->by_address = by_address;
     t->strings = lc_xgrow(NULL, &t->cap_strings, 1, sizeof(char *));
     t->strings[0] = ""; /* id 0, never in the slots: intern_string answers it first */
     t->n_strings = 1;
     t->nodes = lc_xgrow(NULL, &t->cap_nodes, 1, sizeof(node_t));
-    t->nodes[0] = (node_t){.parent = NO_FRAME, .frame = NO_FRAME, .first_child = NO_FRAME,
-                           .next_sibling = NO_FRAME};
+    t->nodes[0] = (node_t){
+        .parent = NO_FRAME, .frame = NO_FRAME, .first_child = NO_FRAME, .next_sibling = NO_FRAME};
     t->n_nodes = 1;
     return t;
 }
@@ -232,8 +237,9 @@ static const char *pstr(const lc_pprof_t *p, int64_t i)
 
 /* The frames of one location, root side first (pprof lists inlined lines
  * callee first), appended to out. */
-static size_t location_frames(parca_tree_t *t, const lc_pprof_t *p, const lc_pprof_index_t *ix,
-                              uint64_t loc_id, uint32_t *out, size_t room)
+static size_t parca_location_frames(parca_tree_t *t, const lc_pprof_t *p,
+                                    const lc_pprof_index_t *ix, uint64_t loc_id, uint32_t *out,
+                                    size_t room)
 {
     const Google__V1__Location *loc = lc_pprof_location(ix, loc_id);
     if (!loc || room == 0)
@@ -241,7 +247,7 @@ static size_t location_frames(parca_tree_t *t, const lc_pprof_t *p, const lc_ppr
     const Google__V1__Mapping *m = loc->mapping_id ? lc_pprof_mapping(ix, loc->mapping_id) : NULL;
     frame_t f = {.mapping_file = m ? intern_string(t, pstr(p, m->filename)) : 0,
                  .build_id = m ? intern_string(t, pstr(p, m->build_id)) : 0,
-                 .address = loc->address};
+                 .address = t->by_address || loc->n_line == 0 ? loc->address : 0};
     if (loc->n_line == 0) {
         out[0] = intern_frame(t, &f);
         return 1;
@@ -254,7 +260,7 @@ static size_t location_frames(parca_tree_t *t, const lc_pprof_t *p, const lc_ppr
         f.system_name = fn ? intern_string(t, pstr(p, fn->system_name)) : 0;
         f.file = fn ? intern_string(t, pstr(p, fn->filename)) : 0;
         f.start_line = fn ? fn->start_line : 0;
-        f.line = l->line;
+        f.line = t->by_address ? l->line : 0;
         out[n++] = intern_frame(t, &f);
     }
     return n;
@@ -328,6 +334,60 @@ static int add_stack(parca_tree_t *t, const uint32_t *frames, size_t n, int64_t 
     return 0;
 }
 
+/* The frames of every location, computed once per location id: merged
+ * profiles repeat the same locations in thousands of samples. */
+typedef struct loc_cache_s {
+    uint32_t *off, *len; /* per location id; len UINT32_MAX = not yet */
+    uint32_t *pool;
+    size_t n_pool, cap_pool, max_id;
+} loc_cache_t;
+
+static void loc_cache_init(loc_cache_t *c, const lc_pprof_t *p)
+{
+    *c = (loc_cache_t){0};
+    for (size_t i = 0; i < p->n_location; i++)
+        if (p->location[i]->id > c->max_id)
+            c->max_id = p->location[i]->id;
+    if (c->max_id > 4 * p->n_location + 1024) {
+        c->max_id = 0; /* sparse ids: no cache */
+        return;
+    }
+    c->off = lc_xcalloc(c->max_id + 1, sizeof(uint32_t));
+    c->len = lc_xcalloc(c->max_id + 1, sizeof(uint32_t));
+    for (size_t i = 0; i <= c->max_id; i++)
+        c->len[i] = UINT32_MAX;
+}
+
+static void loc_cache_fini(loc_cache_t *c)
+{
+    lc_free(c->off);
+    lc_free(c->len);
+    lc_free(c->pool);
+}
+
+#define LOC_MAX_LINES 64 /* inlined frames kept per location */
+
+/* The frames of loc_id appended at out (room left): from the cache, or
+ * computed and cached. */
+static size_t loc_frames_cached(parca_tree_t *t, const lc_pprof_t *p, const lc_pprof_index_t *ix,
+                                loc_cache_t *c, uint64_t loc_id, uint32_t *out, size_t room)
+{
+    if (loc_id == 0 || loc_id > c->max_id)
+        return parca_location_frames(t, p, ix, loc_id, out, room);
+    if (c->len[loc_id] == UINT32_MAX) {
+        uint32_t tmp[LOC_MAX_LINES];
+        size_t n = parca_location_frames(t, p, ix, loc_id, tmp, LOC_MAX_LINES);
+        c->pool = lc_xgrow(c->pool, &c->cap_pool, c->n_pool + n, sizeof(uint32_t));
+        memcpy(c->pool + c->n_pool, tmp, n * sizeof(uint32_t));
+        c->off[loc_id] = (uint32_t)c->n_pool;
+        c->len[loc_id] = (uint32_t)n;
+        c->n_pool += n;
+    }
+    size_t n = c->len[loc_id] < room ? c->len[loc_id] : room;
+    memcpy(out, c->pool + c->off[loc_id], n * sizeof(uint32_t));
+    return n;
+}
+
 int parca_tree_add(parca_tree_t *t, const lc_pprof_t *p, int sign, const parca_filter_t *f,
                    int64_t *total, int64_t *filtered, lc_status_t *st)
 {
@@ -338,16 +398,18 @@ int parca_tree_add(parca_tree_t *t, const lc_pprof_t *p, int sign, const parca_f
         lc_arena_free(a);
         return qry_fail(st, rc, "indexing the merged profile");
     }
+    loc_cache_t cache;
+    loc_cache_init(&cache, p);
     size_t cap = 0;
     uint32_t *frames = NULL;
     for (size_t s = 0; s < p->n_sample && rc == 0; s++) {
         const Google__V1__Sample *sm = p->sample[s];
         if (sm->n_value == 0 || sm->value[0] == 0)
             continue;
-        size_t room = sm->n_location_id * 8 + 8, n = 0;
+        size_t room = sm->n_location_id * LOC_MAX_LINES + 8, n = 0;
         frames = lc_xgrow(frames, &cap, room, sizeof(*frames));
         for (size_t i = sm->n_location_id; i-- > 0;)
-            n += location_frames(t, p, ix, sm->location_id[i], frames + n, room - n);
+            n += loc_frames_cached(t, p, ix, &cache, sm->location_id[i], frames + n, room - n);
         int64_t v = sm->value[0];
         if (!stack_passes(t, f, frames, n)) {
             if (sign > 0)
@@ -360,6 +422,7 @@ int parca_tree_add(parca_tree_t *t, const lc_pprof_t *p, int sign, const parca_f
             rc = -1;
     }
     lc_free(frames);
+    loc_cache_fini(&cache);
     lc_arena_free(a);
     return rc;
 }
@@ -382,8 +445,9 @@ int parca_filter_new(const Parca__Query__V1alpha1__QueryRequest *r, lc_arena_t *
     for (size_t i = 0; i < r->n_filter; i++) {
         const Parca__Query__V1alpha1__Filter *fl = r->filter[i];
         const Parca__Query__V1alpha1__StackFilter *sf =
-            fl->filter_case == PARCA__QUERY__V1ALPHA1__FILTER__FILTER_STACK_FILTER ? fl->stack_filter
-                                                                                   : NULL;
+            fl->filter_case == PARCA__QUERY__V1ALPHA1__FILTER__FILTER_STACK_FILTER
+                ? fl->stack_filter
+                : NULL;
         if (sf && sf->filter_case == PARCA__QUERY__V1ALPHA1__STACK_FILTER__FILTER_CRITERIA &&
             sf->criteria && sf->criteria->function_name && !sf->criteria->system_name &&
             !sf->criteria->binary && !sf->criteria->filename && !sf->criteria->address &&
@@ -644,9 +708,8 @@ static int table_children(const parca_tree_t *t, uint32_t id, int64_t min_cum, l
                           Parca__Query__V1alpha1__FlamegraphNode ***out, size_t *n_out,
                           int64_t *trimmed);
 
-static Parca__Query__V1alpha1__FlamegraphNode *table_node(const parca_tree_t *t, uint32_t id,
-                                                          int64_t min_cum, lc_arena_t *a,
-                                                          int64_t *trimmed)
+static Parca__Query__V1alpha1__FlamegraphNode *
+table_node(const parca_tree_t *t, uint32_t id, int64_t min_cum, lc_arena_t *a, int64_t *trimmed)
 {
     Parca__Query__V1alpha1__FlamegraphNode *n = lc_arena_alloc(a, sizeof(*n));
     Parca__Query__V1alpha1__FlamegraphNodeMeta *m = lc_arena_alloc(a, sizeof(*m));
@@ -738,15 +801,33 @@ enum {
 };
 
 static const arw_field_t flame_fields[FA_COLUMNS] = {
-    {"mapping_file", ARW_UTF8},      {"mapping_build_id", ARW_UTF8},
-    {"location_address", ARW_UINT64}, {"location_line", ARW_INT64},
-    {"inlined", ARW_BOOL},           {"function_startline", ARW_INT64},
-    {"function_name", ARW_UTF8},     {"function_system_name", ARW_UTF8},
-    {"function_file_name", ARW_UTF8}, {"children", ARW_LIST_UINT32},
-    {"parent", ARW_INT32},           {"cumulative", ARW_INT64},
-    {"flat", ARW_INT64},             {"diff", ARW_INT64},
+    {"mapping_file", ARW_DICT_UTF8},
+    {"mapping_build_id", ARW_DICT_UTF8},
+    {"location_address", ARW_UINT64},
+    {"location_line", ARW_INT64},
+    {"inlined", ARW_BOOL},
+    {"function_startline", ARW_INT64},
+    {"function_name", ARW_DICT_UTF8},
+    {"function_system_name", ARW_DICT_UTF8},
+    {"function_file_name", ARW_DICT_UTF8},
+    {"children", ARW_LIST_UINT32},
+    {"parent", ARW_INT32},
+    {"cumulative", ARW_INT64},
+    {"flat", ARW_INT64},
+    {"diff", ARW_INT64},
     {"depth", ARW_UINT32},
 };
+
+/* Every string column is dictionary-encoded over the tree's string table
+ * (string ids are the indices), as Parca's records are: a name is written
+ * once, not once per node. */
+static void set_string_dicts(arw_batch_t *b, const parca_tree_t *t, const arw_field_t *fields,
+                             size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (fields[i].type == ARW_DICT_UTF8)
+            arw_set_dict(b, i, t->strings, t->n_strings);
+}
 
 /* Pre-order rows of the kept nodes: order[] the node ids, row[] the row of
  * each node (UINT32_MAX when trimmed). */
@@ -779,15 +860,15 @@ static void flame_row(arw_batch_t *b, const parca_tree_t *t, uint32_t id, const 
 {
     const node_t *nd = &t->nodes[id];
     const frame_t *f = nd->frame == NO_FRAME ? NULL : &t->frames[nd->frame];
-    arw_put_str(b, FA_MAPPING_FILE, f ? t->strings[f->mapping_file] : "");
-    arw_put_str(b, FA_BUILD_ID, f ? t->strings[f->build_id] : "");
+    arw_put_int(b, FA_MAPPING_FILE, f ? f->mapping_file : 0);
+    arw_put_int(b, FA_BUILD_ID, f ? f->build_id : 0);
     arw_put_int(b, FA_ADDRESS, f ? (int64_t)f->address : 0);
     arw_put_int(b, FA_LINE, f ? f->line : 0);
     arw_put_bool(b, FA_INLINED, false);
     arw_put_int(b, FA_STARTLINE, f ? f->start_line : 0);
-    arw_put_str(b, FA_NAME, f ? t->strings[f->func] : "");
-    arw_put_str(b, FA_SYSTEM_NAME, f ? t->strings[f->system_name] : "");
-    arw_put_str(b, FA_FILE_NAME, f ? t->strings[f->file] : "");
+    arw_put_int(b, FA_NAME, f ? f->func : 0);
+    arw_put_int(b, FA_SYSTEM_NAME, f ? f->system_name : 0);
+    arw_put_int(b, FA_FILE_NAME, f ? f->file : 0);
     size_t n = 0;
     for (uint32_t c = nd->first_child; c != NO_FRAME; c = t->nodes[c].next_sibling) {
         if (row[c] == UINT32_MAX)
@@ -829,6 +910,7 @@ int parca_report_flamegraph_arrow(parca_tree_t *t, const char *unit, double trim
     size_t n = preorder_rows(t, min_cum_of(t, trim), order, row, &trimmed);
     arw_batch_t b;
     arw_batch_init(&b, flame_fields, FA_COLUMNS, PARCA_MAX_REPORT);
+    set_string_dicts(&b, t, flame_fields, FA_COLUMNS);
     uint32_t *kids = NULL;
     size_t kids_cap = 0;
     for (size_t i = 0; i < n; i++)
@@ -871,12 +953,18 @@ enum {
 };
 
 static const arw_field_t table_fields[TA_COLUMNS] = {
-    {"mapping_file", ARW_UTF8},       {"mapping_build_id", ARW_UTF8},
-    {"location_address", ARW_UINT64}, {"location_line", ARW_INT64},
-    {"function_startline", ARW_INT64}, {"function_name", ARW_UTF8},
-    {"function_system_name", ARW_UTF8}, {"function_file_name", ARW_UTF8},
-    {"cumulative", ARW_INT64},        {"cumulative_diff", ARW_INT64},
-    {"flat", ARW_INT64},              {"flat_diff", ARW_INT64},
+    {"mapping_file", ARW_DICT_UTF8},
+    {"mapping_build_id", ARW_DICT_UTF8},
+    {"location_address", ARW_UINT64},
+    {"location_line", ARW_INT64},
+    {"function_startline", ARW_INT64},
+    {"function_name", ARW_DICT_UTF8},
+    {"function_system_name", ARW_DICT_UTF8},
+    {"function_file_name", ARW_DICT_UTF8},
+    {"cumulative", ARW_INT64},
+    {"cumulative_diff", ARW_INT64},
+    {"flat", ARW_INT64},
+    {"flat_diff", ARW_INT64},
 };
 
 int parca_report_table_arrow(parca_tree_t *t, const char *unit, lc_arena_t *a,
@@ -888,16 +976,17 @@ int parca_report_table_arrow(parca_tree_t *t, const char *unit, lc_arena_t *a,
     uint32_t *ids = frames_sorted(t, &ft, &n);
     arw_batch_t b;
     arw_batch_init(&b, table_fields, TA_COLUMNS, PARCA_MAX_REPORT);
+    set_string_dicts(&b, t, table_fields, TA_COLUMNS);
     for (size_t i = 0; i < n; i++) {
         const frame_t *f = &t->frames[ids[i]];
-        arw_put_str(&b, TA_MAPPING_FILE, t->strings[f->mapping_file]);
-        arw_put_str(&b, TA_BUILD_ID, t->strings[f->build_id]);
+        arw_put_int(&b, TA_MAPPING_FILE, f->mapping_file);
+        arw_put_int(&b, TA_BUILD_ID, f->build_id);
         arw_put_int(&b, TA_ADDRESS, (int64_t)f->address);
         arw_put_int(&b, TA_LINE, f->line);
         arw_put_int(&b, TA_STARTLINE, f->start_line);
-        arw_put_str(&b, TA_NAME, t->strings[f->func]);
-        arw_put_str(&b, TA_SYSTEM_NAME, t->strings[f->system_name]);
-        arw_put_str(&b, TA_FILE_NAME, t->strings[f->file]);
+        arw_put_int(&b, TA_NAME, f->func);
+        arw_put_int(&b, TA_SYSTEM_NAME, f->system_name);
+        arw_put_int(&b, TA_FILE_NAME, f->file);
         arw_put_int(&b, TA_CUMULATIVE, ft.cum[ids[i]]);
         arw_put_int(&b, TA_CUMULATIVE_DIFF, ft.cum_diff[ids[i]]);
         arw_put_int(&b, TA_FLAT, ft.flat[ids[i]]);
