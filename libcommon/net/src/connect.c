@@ -16,6 +16,7 @@
 
 #include <uv.h>
 
+#include "lc/base64.h"
 #include "lc/connect.h"
 #include "lc/grpc.h"
 #include "lc/gz.h"
@@ -259,7 +260,7 @@ static int grpc_web_finish(lc_http_req_t *req, lc_grpc_kind_t kind, lc_buf_t *fr
     if (rc == 0 && kind == LC_GRPC_WEB_TEXT) {
         lc_buf_t text;
         lc_buf_init(&text, frames->max);
-        rc = lc_grpc_base64_encode(frames->data, frames->len, &text);
+        rc = lc_base64_encode(frames->data, frames->len, &text);
         if (rc == 0)
             lc_http_reply(req, 200, lc_grpc_content_type(kind), text.data, text.len);
         lc_buf_fini(&text);
