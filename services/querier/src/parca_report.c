@@ -388,6 +388,19 @@ static size_t loc_frames_cached(parca_tree_t *t, const lc_pprof_t *p, const lc_p
     return n;
 }
 
+/* Sizes the node table once for the most nodes p can add (a frame per
+ * location reference), so it is not rehashed on every doubling. */
+static void presize_nodes(parca_tree_t *t, const lc_pprof_t *p)
+{
+    size_t refs = t->n_nodes;
+    for (size_t i = 0; i < p->n_sample; i++)
+        refs += p->sample[i]->n_location_id;
+    if (refs > PARCA_MAX_NODES)
+        refs = PARCA_MAX_NODES;
+    while ((refs + 1) * 2 > t->node_slots.cap)
+        parca_slots_grow(&t->node_slots, node_hash, t);
+}
+
 int parca_tree_add(parca_tree_t *t, const lc_pprof_t *p, int sign, const parca_filter_t *f,
                    int64_t *total, int64_t *filtered, lc_status_t *st)
 {
@@ -400,6 +413,7 @@ int parca_tree_add(parca_tree_t *t, const lc_pprof_t *p, int sign, const parca_f
     }
     loc_cache_t cache;
     loc_cache_init(&cache, p);
+    presize_nodes(t, p);
     size_t cap = 0;
     uint32_t *frames = NULL;
     for (size_t s = 0; s < p->n_sample && rc == 0; s++) {
