@@ -350,8 +350,30 @@ static size_t column_field(fbb_t *f, const arw_field_t *c, size_t col)
     }
 }
 
+/* A message body as the buffers it is made of (borrowed, not copied):
+ * written straight after the metadata, each padded to 8 bytes. */
+typedef struct piece_s {
+    const void *p;
+    size_t n;
+} piece_t;
+
+typedef struct body_s {
+    size_t len;               /* bytes with padding */
+    int64_t *nodes, *buffers; /* (length, null_count) / (offset, length) pairs */
+    size_t n_nodes, n_buffers, cap_nodes, cap_buffers;
+    piece_t *pieces;
+    size_t cap_pieces;
+} body_t;
+
+static void body_fini(body_t *d)
+{
+    lc_free(d->nodes);
+    lc_free(d->buffers);
+    lc_free(d->pieces);
+}
+
 /* One encapsulated message: marker, length, flatbuffer Message, body. */
-static int write_message(fbb_t *f, int header_type, size_t header, const lc_buf_t *body,
+static int write_message(fbb_t *f, int header_type, size_t header, const body_t *body,
                          lc_buf_t *out)
 {
     fbb_table_start(f);
@@ -371,8 +393,14 @@ static int write_message(fbb_t *f, int header_type, size_t header, const lc_buf_
     if (rc == 0) {
         for (int i = 0; i < 4; i++)
             out->data[len_at + (size_t)i] = (uint8_t)(meta_len >> (8 * i));
-        if (body)
-            rc = lc_buf_append(out, body->data, body->len);
+        static const uint8_t zeros[8];
+        rc = body ? lc_buf_reserve(out, body->len) : 0;
+        for (size_t i = 0; body && rc == 0 && i < body->n_buffers; i++) {
+            const piece_t *pc = &body->pieces[i];
+            rc = pc->n ? lc_buf_append(out, pc->p, pc->n) : 0;
+            if (rc == 0)
+                rc = lc_buf_append(out, zeros, (8 - pc->n % 8) % 8);
+        }
     }
     return rc;
 }
@@ -397,21 +425,16 @@ static int write_schema(const arw_batch_t *b, lc_buf_t *out)
 
 /* ---------------------------------------------------------- record batch */
 
-typedef struct body_s {
-    lc_buf_t bytes;
-    int64_t *nodes, *buffers; /* (length, null_count) / (offset, length) pairs */
-    size_t n_nodes, n_buffers, cap_nodes, cap_buffers;
-} body_t;
-
 static int body_buffer(body_t *d, const void *p, size_t n)
 {
     d->buffers = lc_xgrow(d->buffers, &d->cap_buffers, 2 * d->n_buffers + 2, sizeof(int64_t));
-    d->buffers[2 * d->n_buffers] = (int64_t)d->bytes.len;
+    d->pieces = lc_xgrow(d->pieces, &d->cap_pieces, d->n_buffers + 1, sizeof(piece_t));
+    d->buffers[2 * d->n_buffers] = (int64_t)d->len;
     d->buffers[2 * d->n_buffers + 1] = (int64_t)n;
+    d->pieces[d->n_buffers] = (piece_t){p, n};
     d->n_buffers++;
-    static const uint8_t zeros[8];
-    int rc = n ? lc_buf_append(&d->bytes, p, n) : 0;
-    return rc ? rc : lc_buf_append(&d->bytes, zeros, (8 - n % 8) % 8);
+    d->len += n + (8 - n % 8) % 8;
+    return 0;
 }
 
 static void body_node(body_t *d, size_t length)
@@ -460,7 +483,6 @@ static int write_dictionary(const arw_col_t *c, size_t col, size_t max, lc_buf_t
 {
     body_t d = {0};
     lc_buf_t offsets, values;
-    lc_buf_init(&d.bytes, max);
     lc_buf_init(&offsets, max);
     lc_buf_init(&values, max);
     int rc = 0;
@@ -489,21 +511,18 @@ static int write_dictionary(const arw_col_t *c, size_t col, size_t max, lc_buf_t
         fbb_field_offset(&f, 1, batch);
         fbb_field_scalar(&f, 2, 0, 1);
         size_t dict = fbb_table_end(&f);
-        rc = write_message(&f, HEADER_DICTIONARY_BATCH, dict, &d.bytes, out);
+        rc = write_message(&f, HEADER_DICTIONARY_BATCH, dict, &d, out);
         fbb_fini(&f);
     }
     lc_buf_fini(&offsets);
     lc_buf_fini(&values);
-    lc_buf_fini(&d.bytes);
-    lc_free(d.nodes);
-    lc_free(d.buffers);
+    body_fini(&d);
     return rc;
 }
 
-static int write_batch(const arw_batch_t *b, size_t rows, size_t max, lc_buf_t *out)
+static int write_batch(const arw_batch_t *b, size_t rows, lc_buf_t *out)
 {
     body_t d = {0};
-    lc_buf_init(&d.bytes, max);
     int rc = 0;
     for (size_t i = 0; i < b->n_cols && rc == 0; i++)
         rc = body_column(&d, &b->cols[i]);
@@ -511,12 +530,10 @@ static int write_batch(const arw_batch_t *b, size_t rows, size_t max, lc_buf_t *
         fbb_t f;
         fbb_init(&f);
         size_t batch = batch_table(&f, &d, rows);
-        rc = write_message(&f, HEADER_RECORD_BATCH, batch, &d.bytes, out);
+        rc = write_message(&f, HEADER_RECORD_BATCH, batch, &d, out);
         fbb_fini(&f);
     }
-    lc_buf_fini(&d.bytes);
-    lc_free(d.nodes);
-    lc_free(d.buffers);
+    body_fini(&d);
     return rc;
 }
 
@@ -533,7 +550,7 @@ int arw_encode(const arw_batch_t *b, lc_buf_t *out)
         if (b->cols[i].field.type == ARW_DICT_UTF8)
             rc = write_dictionary(&b->cols[i], i, out->max, out);
     if (rc == 0)
-        rc = write_batch(b, rows, out->max, out);
+        rc = write_batch(b, rows, out);
     static const uint8_t eos[8] = {0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0};
     return rc ? rc : lc_buf_append(out, eos, sizeof(eos));
 }
