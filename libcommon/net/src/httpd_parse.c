@@ -234,11 +234,15 @@ static void parser_clear_request(lc_httpd__parser_t *p)
     void *conn = p->req._conn;
     lc_http_header_t *resp_headers = p->req._resp_headers;
     size_t resp_cap = p->req._cap_resp_headers;
+    lc_http_header_t *trailers = p->req._trailers;
+    size_t trailers_cap = p->req._cap_trailers;
     lc_buf_t resp_body = p->req.resp_body;
     memset(&p->req, 0, sizeof(p->req));
     p->req._conn = conn;
     p->req._resp_headers = resp_headers;
     p->req._cap_resp_headers = resp_cap;
+    p->req._trailers = trailers;
+    p->req._cap_trailers = trailers_cap;
     p->req.resp_body = resp_body;
     p->req.method = "";
     p->req.query = "";
@@ -272,6 +276,7 @@ void lc_httpd__parser_fini(lc_httpd__parser_t *p)
     lc_buf_fini(&p->req.resp_body);
     lc_free(p->headers);
     lc_free(p->req._resp_headers);
+    lc_free(p->req._trailers);
     memset(p, 0, sizeof(*p));
 }
 

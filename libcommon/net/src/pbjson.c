@@ -23,6 +23,7 @@
 
 #include <jansson.h>
 
+#include "lc/base64.h"
 #include "lc/pbjson.h"
 #include "lc/utf8.h"
 
@@ -96,45 +97,12 @@ static int put_json_name(lc_buf_t *out, const char *proto_name)
 
 /* ------------------------------------------------------------------ base64 */
 
-static const char b64_std[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-
 static int put_base64(lc_buf_t *out, const uint8_t *data, size_t len)
 {
-    int rc = lc_buf_reserve(out, (len + 2) / 3 * 4 + 2);
-    if (rc)
-        return rc;
-    char *w = (char *)out->data + out->len;
-    *w++ = '"';
-    for (size_t i = 0; i < len; i += 3) {
-        uint32_t v = (uint32_t)data[i] << 16;
-        if (i + 1 < len)
-            v |= (uint32_t)data[i + 1] << 8;
-        if (i + 2 < len)
-            v |= data[i + 2];
-        *w++ = b64_std[v >> 18];
-        *w++ = b64_std[(v >> 12) & 63];
-        *w++ = i + 1 < len ? b64_std[(v >> 6) & 63] : '=';
-        *w++ = i + 2 < len ? b64_std[v & 63] : '=';
-    }
-    *w++ = '"';
-    out->len = (size_t)(w - (char *)out->data);
-    return 0;
-}
-
-/* Value of one base64 digit in either alphabet, or -1. */
-static int b64_digit(unsigned char c)
-{
-    if (c >= 'A' && c <= 'Z')
-        return c - 'A';
-    if (c >= 'a' && c <= 'z')
-        return c - 'a' + 26;
-    if (c >= '0' && c <= '9')
-        return c - '0' + 52;
-    if (c == '+' || c == '-')
-        return 62;
-    if (c == '/' || c == '_')
-        return 63;
-    return -1;
+    int rc = lc_buf_putc(out, '"');
+    if (rc == 0)
+        rc = lc_base64_encode(data, len, out);
+    return rc ? rc : lc_buf_putc(out, '"');
 }
 
 /* Decodes standard or URL-safe base64, padded or not, into out (which holds at
@@ -152,7 +120,7 @@ static ptrdiff_t base64_decode(const char *in, size_t len, uint8_t *out)
     uint32_t acc = 0;
     size_t bits = 0, n = 0;
     for (size_t i = 0; i < len; i++) {
-        int d = b64_digit((unsigned char)in[i]);
+        int d = lc_base64_digit((unsigned char)in[i], true);
         if (d < 0)
             return -1;
         acc = (acc << 6) | (uint32_t)d;

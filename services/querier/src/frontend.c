@@ -177,8 +177,8 @@ static int front_merge_tree(qry_front_t *fe, lc_http_req_t *req, const ProtobufC
     return rc;
 }
 
-static int front_merge_pprof(qry_front_t *fe, lc_http_req_t *req, const ProtobufCMessage *in,
-                             lc_buf_t *out, lc_status_t *st)
+int qry_front_merge_pprof(qry_front_t *fe, lc_http_req_t *req, const ProtobufCMessage *in,
+                          lc_buf_t *out, lc_status_t *st)
 {
     qry_slots_t s;
     if (front_enter(fe, req, &s, st))
@@ -229,7 +229,7 @@ static int stacktraces_pprof(qry_front_t *fe, lc_http_req_t *req, const Protobuf
                              qry_reply_t *out, lc_status_t *st)
 {
     lc_buf_init(&out->buf, LC_BUF_UNLIMITED);
-    if (front_merge_pprof(fe, req, in, &out->buf, st))
+    if (qry_front_merge_pprof(fe, req, in, &out->buf, st))
         return -1;
     if (qry_wrap_pprof_response(&out->buf))
         return qry_fail(st, LC_ETOOBIG, "encoding the merged profile");
@@ -300,7 +300,7 @@ int qry_rpc_select_merge_profile(lc_http_req_t *req, const ProtobufCMessage *in,
     if (check_merge(fe, r->n_trace_id_selector, r->max_nodes, &unused, st))
         return -1;
     lc_buf_init(&out->buf, LC_BUF_UNLIMITED);
-    if (front_merge_pprof(fe, req, in, &out->buf, st))
+    if (qry_front_merge_pprof(fe, req, in, &out->buf, st))
         return -1;
     out->desc = &google__v1__profile__descriptor;
     return 0;
@@ -552,5 +552,7 @@ void qry_front_fini(qry_front_t *fe)
 int qry_front_register(qry_front_t *fe, lc_httpd_t *srv)
 {
     int rc = register_methods(fe, srv);
+    if (rc == 0)
+        rc = qry_parca_register(fe, srv);
     return rc ? rc : qry_legacy_register(&fe->legacy, srv);
 }

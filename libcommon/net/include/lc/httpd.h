@@ -54,6 +54,8 @@ typedef struct lc_http_req_s {
     void *_conn;
     lc_http_header_t *_resp_headers;
     size_t _n_resp_headers, _cap_resp_headers;
+    lc_http_header_t *_trailers; /* lc_http_set_trailer; sent by HTTP/2 only */
+    size_t _n_trailers, _cap_trailers;
 } lc_http_req_t;
 
 typedef enum { LC_HTTP_DONE = 0, LC_HTTP_PENDING = 1 } lc_http_result_t;
@@ -108,6 +110,12 @@ const char *lc_http_query(lc_http_req_t *req, const char *name);
 size_t lc_http_query_all(lc_http_req_t *req, const char *name, const char ***out);
 /* Adds a response header (both strings copied into the arena). */
 void lc_http_set_header(lc_http_req_t *req, const char *name, const char *value);
+/* Adds a response trailer (both strings copied into the arena), kept like
+ * the response headers. HTTP/1.1 cannot send trailers after a body that is
+ * not chunked, and lc_httpd never chunks, so over HTTP/1.1 they are dropped:
+ * gRPC-Web carries its trailers in the body instead (lc/grpc.h); native gRPC
+ * (grpc-status after the message) needs the HTTP/2 path, which sends them. */
+void lc_http_set_trailer(lc_http_req_t *req, const char *name, const char *value);
 /* Legacy JSON error: status from st (http_status or the code's), body
  * {"code":"...","message":"..."}. Replaces any body written so far. */
 void lc_http_error(lc_http_req_t *req, const lc_status_t *st);
