@@ -137,6 +137,7 @@ void lc_httpd__resp_reset(lc_http_req_t *req, size_t max_response_bytes)
     req->status = 200;
     req->user = NULL;
     req->_n_resp_headers = 0;
+    req->_n_trailers = 0;
     if (req->resp_body.cap > RESP_BODY_KEEP_BYTES)
         lc_buf_fini(&req->resp_body);
     lc_buf_reset(&req->resp_body);
@@ -181,6 +182,18 @@ void lc_http_set_header(lc_http_req_t *req, const char *name, const char *value)
 {
     /* A response has one Content-Type; other names may repeat. */
     resp_header_put(req, name, value, strcasecmp(name, "content-type") == 0);
+}
+
+void lc_http_set_trailer(lc_http_req_t *req, const char *name, const char *value)
+{
+    char *n = header_text_dup(req->arena, name), *v = header_text_dup(req->arena, value);
+    if (!n || !v) {
+        LC_LOG_WARN("response trailer dropped: arena full name=%s", name);
+        return;
+    }
+    req->_trailers = lc_xgrow(req->_trailers, &req->_cap_trailers, req->_n_trailers + 1,
+                              sizeof(*req->_trailers));
+    req->_trailers[req->_n_trailers++] = (lc_http_header_t){.name = n, .value = v};
 }
 
 /* Appends s to b as the inside of a JSON string. */

@@ -1,5 +1,8 @@
 /*
- * lc/httpd.h — HTTP/1.1 server on libuv + llhttp.
+ * lc/httpd.h — HTTP/1.1 and HTTP/2 cleartext server on libuv + llhttp +
+ * nghttp2. HTTP/2 (h2c, by prior knowledge or `Upgrade: h2c`) shares the port;
+ * each stream is a request of its own, routed and handled exactly like an
+ * HTTP/1.1 one (docs/internals/httpd.md).
  *
  * Features: keep-alive, chunked request bodies, gzip request bodies
  * (Content-Encoding: gzip, decompressed with a cap), header/body caps (431/413),
@@ -54,6 +57,8 @@ typedef struct lc_http_req_s {
     void *_conn;
     lc_http_header_t *_resp_headers;
     size_t _n_resp_headers, _cap_resp_headers;
+    lc_http_header_t *_trailers; /* lc_http_set_trailer; sent by HTTP/2 only */
+    size_t _n_trailers, _cap_trailers;
 } lc_http_req_t;
 
 typedef enum { LC_HTTP_DONE = 0, LC_HTTP_PENDING = 1 } lc_http_result_t;
@@ -87,6 +92,13 @@ typedef struct lc_httpd_opts_s {
     uint64_t idle_timeout_ms;      /* keep-alive idle, default 120 s */
     uint64_t read_timeout_ms;      /* a request must arrive within, default 60 s */
     lc_metrics_t *metrics;         /* optional: request counters and latency histograms */
+    /* HTTP/2 cleartext (h2c) on the same port: prior knowledge or Upgrade. */
+    bool h2_disable;                 /* HTTP/1.1 only */
+    uint32_t h2_max_streams;         /* SETTINGS_MAX_CONCURRENT_STREAMS, default 100 */
+    uint32_t h2_stream_window;       /* per-stream receive window, default 1 MiB */
+    uint32_t h2_connection_window;   /* per-connection receive window, default 16 MiB */
+    uint32_t h2_max_frame_bytes;     /* SETTINGS_MAX_FRAME_SIZE, default 16 KiB */
+    uint64_t h2_settings_timeout_ms; /* our SETTINGS must be acknowledged within, default 10 s */
 } lc_httpd_opts_t;
 
 int lc_httpd_new(uv_loop_t *loop, const lc_httpd_opts_t *opts, lc_httpd_t **out) LC_MUST_CHECK;
@@ -108,6 +120,12 @@ const char *lc_http_query(lc_http_req_t *req, const char *name);
 size_t lc_http_query_all(lc_http_req_t *req, const char *name, const char ***out);
 /* Adds a response header (both strings copied into the arena). */
 void lc_http_set_header(lc_http_req_t *req, const char *name, const char *value);
+/* Adds a response trailer (both strings copied into the arena), kept like
+ * the response headers. HTTP/1.1 cannot send trailers after a body that is
+ * not chunked, and lc_httpd never chunks, so over HTTP/1.1 they are dropped:
+ * gRPC-Web carries its trailers in the body instead (lc/grpc.h); native gRPC
+ * (grpc-status after the message) needs the HTTP/2 path, which sends them. */
+void lc_http_set_trailer(lc_http_req_t *req, const char *name, const char *value);
 /* Legacy JSON error: status from st (http_status or the code's), body
  * {"code":"...","message":"..."}. Replaces any body written so far. */
 void lc_http_error(lc_http_req_t *req, const lc_status_t *st);
