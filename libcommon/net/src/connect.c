@@ -17,6 +17,7 @@
 #include <uv.h>
 
 #include "lc/connect.h"
+#include "lc/grpc.h"
 #include "lc/gz.h"
 #include "lc/pbjson.h"
 
@@ -165,7 +166,10 @@ uint64_t lc_connect_timeout_ms(const lc_http_req_t *req)
     uint64_t ms = 0;
     const char *v = lc_http_header(req, "connect-timeout-ms");
 
-    if (!v || parse_timeout(v, &ms, &ignored) != 0)
+    if (v)
+        return parse_timeout(v, &ms, &ignored) == 0 ? ms : 0;
+    v = lc_http_header(req, "grpc-timeout");
+    if (!v || lc_grpc_parse_timeout(v, &ms, &ignored) != 0)
         return 0;
     return ms;
 }
@@ -231,8 +235,75 @@ int lc_connect_error_status(const lc_status_t *st)
     return lc_code_http(st->code == LC_CODE_OK ? LC_CODE_UNKNOWN : st->code);
 }
 
+/* The gRPC kind of a codec, LC_GRPC_NONE for Connect's. */
+static lc_grpc_kind_t codec_grpc_kind(lc_connect_codec_t codec)
+{
+    switch (codec) {
+    case LC_CONNECT_GRPC_WEB:
+        return LC_GRPC_WEB;
+    case LC_CONNECT_GRPC_WEB_TEXT:
+        return LC_GRPC_WEB_TEXT;
+    case LC_CONNECT_GRPC:
+        return LC_GRPC_NATIVE;
+    default:
+        return LC_GRPC_NONE;
+    }
+}
+
+/* Finishes a gRPC-Web body (frames so far, then the trailer frame for st) as
+ * the reply, base64 for -text. Returns 0 or an lc_buf error (cap passed). */
+static int grpc_web_finish(lc_http_req_t *req, lc_grpc_kind_t kind, lc_buf_t *frames,
+                           const lc_status_t *st)
+{
+    int rc = lc_grpc_append_trailers(frames, st);
+    if (rc == 0 && kind == LC_GRPC_WEB_TEXT) {
+        lc_buf_t text;
+        lc_buf_init(&text, frames->max);
+        rc = lc_grpc_base64_encode(frames->data, frames->len, &text);
+        if (rc == 0)
+            lc_http_reply(req, 200, lc_grpc_content_type(kind), text.data, text.len);
+        lc_buf_fini(&text);
+        return rc;
+    }
+    if (rc == 0)
+        lc_http_reply(req, 200, lc_grpc_content_type(kind), frames->data, frames->len);
+    return rc;
+}
+
+/* A gRPC error: HTTP 200 (the status travels in grpc-status). gRPC-Web puts
+ * it in a trailer frame, the whole body; native gRPC answers Trailers-Only,
+ * grpc-status in the headers, which HTTP/1.1 and HTTP/2 both deliver. */
+static void grpc_error(lc_http_req_t *req, lc_grpc_kind_t kind, const lc_status_t *st)
+{
+    lc_status_t s = *st;
+    if (s.code == LC_CODE_OK)
+        s.code = LC_CODE_UNKNOWN;
+    if (kind != LC_GRPC_NATIVE) {
+        lc_buf_t frames;
+        lc_buf_init(&frames, LC_BUF_UNLIMITED); /* bounded: one trailer frame */
+        if (grpc_web_finish(req, kind, &frames, &s) != 0)
+            lc_http_reply(req, 500, "text/plain", "", 0);
+        lc_buf_fini(&frames);
+        return;
+    }
+    char code[16];
+    lc_buf_t msg;
+    snprintf(code, sizeof(code), "%d", (int)s.code);
+    lc_buf_init(&msg, LC_BUF_UNLIMITED);
+    lc_http_reply(req, 200, lc_grpc_content_type(kind), "", 0);
+    lc_http_set_header(req, "grpc-status", code);
+    if (s.msg[0] && lc_grpc_percent_encode(s.msg, &msg) == 0 && lc_buf_putc(&msg, 0) == 0)
+        lc_http_set_header(req, "grpc-message", (const char *)msg.data);
+    lc_buf_fini(&msg);
+}
+
 void lc_connect_error(lc_http_req_t *req, const lc_status_t *st)
 {
+    lc_grpc_kind_t kind = lc_grpc_kind_of(lc_http_header(req, "content-type"));
+    if (kind != LC_GRPC_NONE) {
+        grpc_error(req, kind, st);
+        return;
+    }
     lc_buf_t body;
     lc_buf_init(&body, LC_BUF_UNLIMITED); /* bounded: a code and a 512-byte message */
     if (lc_connect_error_body(st, &body) != 0)
@@ -256,6 +327,16 @@ static int check_method(lc_http_req_t *req, lc_status_t *st)
 static int check_content_type(lc_http_req_t *req, lc_connect_codec_t *codec, lc_status_t *st)
 {
     const char *ct = lc_http_header(req, "content-type");
+    static const lc_connect_codec_t grpc_codecs[] = {
+        [LC_GRPC_WEB] = LC_CONNECT_GRPC_WEB,
+        [LC_GRPC_WEB_TEXT] = LC_CONNECT_GRPC_WEB_TEXT,
+        [LC_GRPC_NATIVE] = LC_CONNECT_GRPC,
+    };
+    lc_grpc_kind_t kind = lc_grpc_kind_of(ct);
+    if (kind != LC_GRPC_NONE) {
+        *codec = grpc_codecs[kind];
+        return 0;
+    }
     if (lc_connect_codec_of(ct, codec) == 0)
         return 0;
     lc_http_set_header(req, "Accept-Post", CONNECT_ACCEPT_POST);
@@ -274,7 +355,13 @@ static int unmarshal_body(lc_http_req_t *req, const ProtobufCMessageDescriptor *
         return lc_pbjson_decode(desc, req->body, req->body_len, &alloc, out, st);
     /* An empty body is a valid empty message; protobuf-c wants a non-NULL pointer. */
     const uint8_t *body = req->body ? req->body : (const uint8_t *)"";
-    *out = protobuf_c_message_unpack(desc, &alloc, req->body_len, body);
+    size_t len = req->body_len;
+    lc_grpc_kind_t kind = codec_grpc_kind(codec);
+    if (kind != LC_GRPC_NONE &&
+        lc_grpc_unwrap_request(kind, body, len, lc_http_header(req, "grpc-encoding"), req->arena,
+                               &body, &len, st) != 0)
+        return -1;
+    *out = protobuf_c_message_unpack(desc, &alloc, len, len ? body : (const uint8_t *)"");
     if (!*out)
         return lc_status_set(st, LC_CODE_INVALID_ARGUMENT,
                              "unmarshal into %s: invalid protobuf data", desc->name);
@@ -290,9 +377,15 @@ int lc_connect_decode(lc_http_req_t *req, const ProtobufCMessageDescriptor *desc
     *codec = LC_CONNECT_PROTO;
     if (check_method(req, st) != 0 || check_content_type(req, codec, st) != 0)
         return -1;
-    if (lc_connect_check_headers(lc_http_header(req, "connect-protocol-version"),
-                                 lc_http_header(req, "connect-timeout-ms"), &timeout_ms, st))
+    if (codec_grpc_kind(*codec) != LC_GRPC_NONE) {
+        const char *grpc_timeout = lc_http_header(req, "grpc-timeout");
+        if (grpc_timeout && lc_grpc_parse_timeout(grpc_timeout, &timeout_ms, st) != 0)
+            return -1;
+    } else if (lc_connect_check_headers(lc_http_header(req, "connect-protocol-version"),
+                                        lc_http_header(req, "connect-timeout-ms"), &timeout_ms,
+                                        st)) {
         return -1;
+    }
     return unmarshal_body(req, desc, *codec, out, st);
 }
 
@@ -323,8 +416,40 @@ static int gzip_in_place(lc_buf_t *body)
 
 /* Sends an encoded body (gzip if accepted), or resource_exhausted when
  * encoding or compressing it failed (rc != 0: it passed the response cap). */
+/* A gRPC success: the message in one frame, then status 0 (a trailer frame
+ * for gRPC-Web, HTTP trailers for native gRPC). */
+static void grpc_reply(lc_http_req_t *req, lc_grpc_kind_t kind, const lc_buf_t *msg)
+{
+    lc_buf_t frames;
+    lc_status_t ok = {0};
+    lc_buf_init(&frames, msg->max);
+    int rc = lc_grpc_append_frame(&frames, 0, msg->data, msg->len);
+    if (rc == 0 && kind == LC_GRPC_NATIVE) {
+        lc_http_reply(req, 200, lc_grpc_content_type(kind), frames.data, frames.len);
+        lc_http_set_trailer(req, "grpc-status", "0");
+    } else if (rc == 0) {
+        rc = grpc_web_finish(req, kind, &frames, &ok);
+    }
+    lc_buf_fini(&frames);
+    if (rc != 0) {
+        lc_status_set(&ok, LC_CODE_RESOURCE_EXHAUSTED, "response exceeds %zu bytes", msg->max);
+        grpc_error(req, kind, &ok);
+    }
+}
+
 static void reply_body(lc_http_req_t *req, lc_connect_codec_t codec, lc_buf_t *body, int rc)
 {
+    lc_grpc_kind_t kind = codec_grpc_kind(codec);
+    if (kind != LC_GRPC_NONE) {
+        lc_status_t st;
+        if (rc == 0) {
+            grpc_reply(req, kind, body);
+        } else {
+            lc_status_set(&st, LC_CODE_RESOURCE_EXHAUSTED, "response exceeds %zu bytes", body->max);
+            grpc_error(req, kind, &st);
+        }
+        return;
+    }
     bool gzip = lc_connect_accepts_gzip(lc_http_header(req, "accept-encoding"));
     lc_status_t st;
 

@@ -73,6 +73,15 @@ static int ing_routes(ing_t *ing, lc_httpd_t *srv)
          cap},
         /* methods NULL: the Connect layer answers 405 with its own headers. */
         {PUSH_PATH, NULL, ing_push_work, ing_publish_after, true, PUSH_PATH, ing, cap},
+        /* Parca's writers, at the root and under /api as Parca serves them */
+        {ING_PARCA_STORE "WriteRaw", NULL, ing_parca_write_raw_work, ing_publish_after, true,
+         ING_PARCA_STORE "WriteRaw", ing, cap},
+        {"/api" ING_PARCA_STORE "WriteRaw", NULL, ing_parca_write_raw_work, ing_publish_after, true,
+         ING_PARCA_STORE "WriteRaw", ing, cap},
+        {ING_PARCA_STORE "*", NULL, ing_parca_write_unimplemented, NULL, false, ING_PARCA_STORE "*",
+         ing, 0},
+        {"/api" ING_PARCA_STORE "*", NULL, ing_parca_write_unimplemented, NULL, false,
+         ING_PARCA_STORE "*", ing, 0},
     };
     for (size_t i = 0; i < LC_ARRAY_LEN(routes); i++) {
         int rc = lc_httpd_route(srv, &routes[i]);

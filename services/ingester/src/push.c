@@ -156,29 +156,39 @@ static double push_profiles(const Push__V1__PushRequest *r)
     return (double)n;
 }
 
-lc_http_result_t ing_push_work(lc_http_req_t *req, void *data)
+/* Push's own request: decoded as it comes. */
+static int push_decode(lc_http_req_t *req, const Push__V1__PushRequest **out,
+                       lc_connect_codec_t *codec, lc_status_t *st)
 {
-    push_ctx_t c = {.ing = data, .req = req, .now_ns = lc_realtime_ns()};
-    lc_status_t st = {0};
     ProtobufCMessage *msg;
+    if (lc_connect_decode(req, &push__v1__push_request__descriptor, &msg, codec, st) != 0)
+        return -1;
+    *out = (const Push__V1__PushRequest *)msg;
+    return 0;
+}
+
+lc_http_result_t ing_push_serve(lc_http_req_t *req, ing_t *ing, ing_push_decode_fn decode)
+{
+    push_ctx_t c = {.ing = ing, .req = req, .now_ns = lc_realtime_ns()};
+    lc_status_t st = {0};
+    const Push__V1__PushRequest *msg = NULL;
     lc_connect_codec_t codec;
     req->user = NULL;
     lc_metric_add(c.ing->m_bytes, (double)req->body_len);
     c.job = ing_job_new(c.ing, req, ING_ROUTE_PUSH);
     int rc = c.job ? 0 : lc_status_set(&st, LC_CODE_RESOURCE_EXHAUSTED, "out of request memory");
     if (rc == 0)
-        rc = lc_connect_decode(req, &push__v1__push_request__descriptor, &msg, &codec, &st);
+        rc = decode(req, &msg, &codec, &st);
     if (rc == 0)
         rc = lc_tenant_write(req, c.ing->opts.multitenancy, &c.tenant, &st);
-    if (rc == 0 && ing_rate_check(c.ing, req, c.tenant,
-                                  push_profiles((const Push__V1__PushRequest *)msg), &st) < 0) {
+    if (rc == 0 && ing_rate_check(c.ing, req, c.tenant, push_profiles(msg), &st) < 0) {
         ing_count_rejected(c.ing, "rate_limited");
         c.n_rejected = 1; /* counted: not an invalid request */
         rc = -1;
     }
     if (rc == 0) {
         c.job->codec = codec;
-        rc = push_run(&c, (const Push__V1__PushRequest *)msg, &st);
+        rc = push_run(&c, msg, &st);
     }
     if (rc < 0) {
         if (c.n_rejected == 0)
@@ -188,4 +198,9 @@ lc_http_result_t ing_push_work(lc_http_req_t *req, void *data)
     }
     req->user = c.job;
     return LC_HTTP_DONE;
+}
+
+lc_http_result_t ing_push_work(lc_http_req_t *req, void *data)
+{
+    return ing_push_serve(req, data, push_decode);
 }

@@ -22,6 +22,7 @@
 #include "lc/err.h"
 #include "lc/labels.h"
 #include "lc/pprof.h"
+#include "push/v1/push.pb-c.h"
 
 #include "ingester.h"
 
@@ -316,5 +317,19 @@ lc_http_result_t ing_publish_after(lc_http_req_t *req, void *data);
 /* ---------------------------------------------------------------- routes */
 lc_http_result_t ing_ingest_work(lc_http_req_t *req, void *data);
 lc_http_result_t ing_push_work(lc_http_req_t *req, void *data);
+
+/* A push-shaped request from the body: Push's own, or Parca's WriteRaw
+ * translated (parca_write.c), in req->arena; codec as lc_connect_decode. */
+typedef int (*ing_push_decode_fn)(lc_http_req_t *req, const Push__V1__PushRequest **out,
+                                  lc_connect_codec_t *codec, lc_status_t *st);
+/* Push's steps (push.c) for any push-shaped request: decode, tenant, rate,
+ * labels and pprof checks, then the job the route's `after` publishes. */
+lc_http_result_t ing_push_serve(lc_http_req_t *req, ing_t *ing, ing_push_decode_fn decode);
+
+/* parca_write.c: parca.profilestore.v1alpha1.ProfileStoreService. WriteRaw
+ * goes through ing_push_serve; Write and WriteArrow answer unimplemented. */
+lc_http_result_t ing_parca_write_raw_work(lc_http_req_t *req, void *data);
+lc_http_result_t ing_parca_write_unimplemented(lc_http_req_t *req, void *data);
+#define ING_PARCA_STORE "/parca.profilestore.v1alpha1.ProfileStoreService/"
 
 #endif

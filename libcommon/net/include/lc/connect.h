@@ -1,5 +1,9 @@
 /*
- * lc/connect.h — Connect unary protocol over lc_httpd (pyroscope-api.md §6).
+ * lc/connect.h — Connect unary protocol over lc_httpd (pyroscope-api.md §6),
+ * and gRPC / gRPC-Web unary on the same routes (lc/grpc.h): the request's
+ * Content-Type picks the protocol in lc_connect_decode, and the reply and
+ * error functions follow it, so every handler written against this header
+ * answers Connect, gRPC-Web (binary and text) and native gRPC alike.
  *
  * Codecs application/proto and application/json (via lc/pbjson.h); gzip
  * request bodies (handled by httpd) and gzip responses when accepted; errors as
@@ -15,7 +19,13 @@
 
 #include "lc/httpd.h"
 
-typedef enum { LC_CONNECT_PROTO = 0, LC_CONNECT_JSON = 1 } lc_connect_codec_t;
+typedef enum {
+    LC_CONNECT_PROTO = 0,
+    LC_CONNECT_JSON = 1,
+    LC_CONNECT_GRPC_WEB = 2,      /* protobuf in gRPC-Web frames */
+    LC_CONNECT_GRPC_WEB_TEXT = 3, /* the same, base64 */
+    LC_CONNECT_GRPC = 4,          /* native gRPC (trailers need HTTP/2) */
+} lc_connect_codec_t;
 
 /* Checks method, content type and protocol version, then decodes the body into
  * a message allocated in req->arena. On failure fills st (code + message) and
@@ -32,7 +42,10 @@ void lc_connect_reply(lc_http_req_t *req, lc_connect_codec_t codec, const Protob
 void lc_connect_reply_raw(lc_http_req_t *req, lc_connect_codec_t codec,
                           const ProtobufCMessageDescriptor *desc, const uint8_t *proto_bytes,
                           size_t len);
-/* Writes a Connect error: JSON {"code","message"} with the mapped HTTP status. */
+/* Writes a Connect error: JSON {"code","message"} with the mapped HTTP status;
+ * for a gRPC request (by its Content-Type) HTTP 200 with grpc-status and
+ * grpc-message: a trailer frame for gRPC-Web, Trailers-Only headers for
+ * native gRPC. */
 void lc_connect_error(lc_http_req_t *req, const lc_status_t *st);
 
 /* A unary method: decode -> fn -> reply/error, run on the thread pool.
@@ -63,7 +76,8 @@ int lc_connect_codec_of(const char *content_type, lc_connect_codec_t *codec) LC_
  * must be "1"; the timeout 1 to 10 digits, > 0. Sets *timeout_ms (0 = none). */
 int lc_connect_check_headers(const char *protocol_version, const char *timeout,
                              uint64_t *timeout_ms, lc_status_t *st) LC_MUST_CHECK;
-/* The request's Connect-Timeout-Ms in milliseconds, 0 if absent or invalid. */
+/* The request's Connect-Timeout-Ms (or, without it, grpc-timeout) in
+ * milliseconds, 0 if absent or invalid. */
 uint64_t lc_connect_timeout_ms(const lc_http_req_t *req);
 /* True if an Accept-Encoding value lists gzip (case-insensitive) with q > 0. */
 bool lc_connect_accepts_gzip(const char *accept_encoding);
