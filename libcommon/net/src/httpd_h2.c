@@ -30,13 +30,13 @@
 #include "httpd_int.h"
 #include "lc/log.h"
 
-#define PULL_CHUNK_MAX (1u << 20)   /* the biggest single mem_send chunk we accept */
-#define RESET_BURST 1000            /* RST_STREAM tokens (nghttp2's default) */
-#define RESET_RATE 100              /* ... regenerated per second */
-#define MAX_CONTINUATIONS 8         /* CONTINUATION frames after one HEADERS */
-#define MAX_SETTINGS_ENTRIES 32     /* in one SETTINGS frame */
-#define MAX_OUTBOUND_ACKS 1000      /* queued PING/SETTINGS ACKs before the peer is cut */
-#define HEADER_TABLE_BYTES 4096     /* HPACK dynamic table, both ways */
+#define PULL_CHUNK_MAX (1u << 20) /* the biggest single mem_send chunk we accept */
+#define RESET_BURST 1000          /* RST_STREAM tokens (nghttp2's default) */
+#define RESET_RATE 100            /* ... regenerated per second */
+#define MAX_CONTINUATIONS 8       /* CONTINUATION frames after one HEADERS */
+#define MAX_SETTINGS_ENTRIES 32   /* in one SETTINGS frame */
+#define MAX_OUTBOUND_ACKS 1000    /* queued PING/SETTINGS ACKs before the peer is cut */
+#define HEADER_TABLE_BYTES 4096   /* HPACK dynamic table, both ways */
 #define STATUS_TEXT_BYTES 8
 
 typedef struct h2_stream_s h2_stream_t;
@@ -162,13 +162,11 @@ static void h2_submit_trailers(h2_stream_t *s)
     nghttp2_nv *nva = lc_arena_calloc(req->arena, req->_n_trailers, sizeof(*nva));
     int n = nva ? h2_fields(req->arena, req->_trailers, req->_n_trailers, nva) : -1;
     if (n < 0 || nghttp2_submit_trailer(s->h2->session, s->id, nva, (size_t)n) != 0)
-        nghttp2_submit_rst_stream(s->h2->session, NGHTTP2_FLAG_NONE, s->id,
-                                  NGHTTP2_INTERNAL_ERROR);
+        nghttp2_submit_rst_stream(s->h2->session, NGHTTP2_FLAG_NONE, s->id, NGHTTP2_INTERNAL_ERROR);
 }
 
 static ssize_t h2_read_body(nghttp2_session *session, int32_t stream_id, uint8_t *buf,
-                            size_t length, uint32_t *flags, nghttp2_data_source *source,
-                            void *user)
+                            size_t length, uint32_t *flags, nghttp2_data_source *source, void *user)
 {
     LC_UNUSED(session);
     LC_UNUSED(stream_id);
@@ -204,8 +202,7 @@ static void h2_submit_response(h2_stream_t *s)
     nghttp2_nv *nva = lc_arena_calloc(a, req->_n_resp_headers + 2, sizeof(*nva));
     int n = nva ? h2_fields(a, req->_resp_headers, req->_n_resp_headers, nva + 1) : -1;
     if (n < 0) {
-        nghttp2_submit_rst_stream(s->h2->session, NGHTTP2_FLAG_NONE, s->id,
-                                  NGHTTP2_INTERNAL_ERROR);
+        nghttp2_submit_rst_stream(s->h2->session, NGHTTP2_FLAG_NONE, s->id, NGHTTP2_INTERNAL_ERROR);
         return;
     }
     nva[0] = h2_nv(":status", status);
@@ -216,8 +213,7 @@ static void h2_submit_response(h2_stream_t *s)
     bool has_data = (!bodyless && req->resp_body.len > 0) || req->_n_trailers > 0;
     lc_httpd__xchg_record_metrics(&s->x);
     if (nghttp2_submit_response(s->h2->session, s->id, nva, nv, has_data ? &body : NULL) != 0)
-        nghttp2_submit_rst_stream(s->h2->session, NGHTTP2_FLAG_NONE, s->id,
-                                  NGHTTP2_INTERNAL_ERROR);
+        nghttp2_submit_rst_stream(s->h2->session, NGHTTP2_FLAG_NONE, s->id, NGHTTP2_INTERNAL_ERROR);
 }
 
 /* A request refused while it arrives (431, 413, 415/501, 503): answer now;
@@ -440,7 +436,8 @@ static int h2_send_settings(lc_httpd__h2_t *h2)
         {NGHTTP2_SETTINGS_HEADER_TABLE_SIZE, HEADER_TABLE_BYTES},
         {NGHTTP2_SETTINGS_ENABLE_PUSH, 0},
     };
-    int rc = nghttp2_submit_settings(h2->session, NGHTTP2_FLAG_NONE, iv, sizeof(iv) / sizeof(iv[0]));
+    int rc =
+        nghttp2_submit_settings(h2->session, NGHTTP2_FLAG_NONE, iv, sizeof(iv) / sizeof(iv[0]));
     if (rc == 0 && c->connection_window > NGHTTP2_INITIAL_CONNECTION_WINDOW_SIZE)
         rc = nghttp2_session_set_local_window_size(h2->session, NGHTTP2_FLAG_NONE, 0,
                                                    (int32_t)c->connection_window);
@@ -452,8 +449,7 @@ int lc_httpd__h2_new(const lc_httpd__h2_cfg_t *cfg, lc_httpd__h2_t **out)
     *out = NULL;
     if (!cfg->on_request || !cfg->respond || cfg->max_streams == 0 ||
         cfg->stream_window > NGHTTP2_MAX_WINDOW_SIZE ||
-        cfg->connection_window > NGHTTP2_MAX_WINDOW_SIZE ||
-        cfg->max_frame_bytes < 16384u ||
+        cfg->connection_window > NGHTTP2_MAX_WINDOW_SIZE || cfg->max_frame_bytes < 16384u ||
         cfg->max_frame_bytes > 16777215u)
         return LC_EINPUT;
     lc_httpd__h2_t *h2 = lc_xcalloc(1, sizeof(*h2));

@@ -78,6 +78,11 @@ static int ing_routes(ing_t *ing, lc_httpd_t *srv)
          ING_PARCA_STORE "WriteRaw", ing, cap},
         {"/api" ING_PARCA_STORE "WriteRaw", NULL, ing_parca_write_raw_work, ing_publish_after, true,
          ING_PARCA_STORE "WriteRaw", ing, cap},
+        /* OTLP profiles: gRPC/gRPC-Web/Connect, and OTLP/HTTP */
+        {ING_OTLP_EXPORT, NULL, ing_otlp_export_work, ing_publish_after, true, ING_OTLP_EXPORT, ing,
+         cap},
+        {ING_OTLP_HTTP, "POST", ing_otlp_http_work, ing_publish_after, true, ING_OTLP_HTTP, ing,
+         cap},
         {ING_PARCA_STORE "*", NULL, ing_parca_write_unimplemented, NULL, false, ING_PARCA_STORE "*",
          ing, 0},
         {"/api" ING_PARCA_STORE "*", NULL, ing_parca_write_unimplemented, NULL, false,

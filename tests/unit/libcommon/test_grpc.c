@@ -64,8 +64,8 @@ static void test_unwrap(void)
     LC_ASSERT_EQ(msg[0], 0x08);
     /* frame longer than the body */
     const uint8_t longer[] = {0, 0, 0, 0, 9, 0x08, 0x01};
-    LC_ASSERT_EQ(lc_grpc_unwrap_request(LC_GRPC_WEB, longer, sizeof(longer), NULL, a, &msg, &n, &st),
-                 -1);
+    LC_ASSERT_EQ(
+        lc_grpc_unwrap_request(LC_GRPC_WEB, longer, sizeof(longer), NULL, a, &msg, &n, &st), -1);
     LC_ASSERT_EQ(st.code, LC_CODE_INVALID_ARGUMENT);
     /* truncated header, bad flags, bytes after the frame */
     LC_ASSERT_EQ(lc_grpc_unwrap_request(LC_GRPC_WEB, one, 3, NULL, a, &msg, &n, &st), -1);
@@ -195,8 +195,8 @@ static void test_connect_errors(void)
     LC_ASSERT_EQ(f.req.status, 200);
     uint8_t *raw;
     size_t n;
-    LC_ASSERT_OK(lc_grpc_base64_decode(f.req.resp_body.data, f.req.resp_body.len, f.req.arena,
-                                       &raw, &n, &st));
+    LC_ASSERT_OK(lc_grpc_base64_decode(f.req.resp_body.data, f.req.resp_body.len, f.req.arena, &raw,
+                                       &n, &st));
     LC_ASSERT_EQ(raw[0], 0x80);
     LC_ASSERT_MEM_EQ(raw + 5, "grpc-status: 3\r\n", 16);
     fake_fini(&f);
