@@ -118,6 +118,40 @@ class H2SameAnswersTest(h.ServerTestCase):
         lv = dict(zip([(n, c_) for n, c_, _ in cases], replies))[("LabelValues", "json")]
         self.assertEqual(sorted(json.loads(bytes(lv.body))["names"]), ["A", "B"])
 
+    def test_native_grpc_same_messages_as_connect(self):
+        """Native gRPC (5-byte frames, grpc-status in trailers) over h2c for
+        querier.v1 queries and push.v1 Push: the message inside the frame is
+        the Connect body byte for byte, and grpc-status is 0."""
+        c = H2Client(self.srv.port)
+        try:
+            for name, msg in self.queries():
+                body = msg.SerializeToString()
+                frame = b"\0" + len(body).to_bytes(4, "big") + body
+                r = c.request("POST", f"/{Q}/{name}", [("content-type", "application/grpc"), ("te", "trailers")],
+                              frame)
+                r1 = self.srv.request("POST", f"/{Q}/{name}", body,
+                                      {"Content-Type": "application/proto", "Connect-Protocol-Version": "1"})
+                with self.subTest(rpc=name):
+                    self.assertEqual(r.status, 200, r)
+                    self.assertEqual(r.trailers.get("grpc-status"), "0", r)
+                    payload = bytes(r.body)
+                    self.assertEqual(payload[0], 0)
+                    self.assertEqual(int.from_bytes(payload[1:5], "big"), len(payload) - 5)
+                    self.assertEqual(payload[5:], r1.body)
+            svc = "grpc-push-" + uuid.uuid4().hex[:6]
+            body = push_body(svc, {"main;g": 3}, (self.t0 - 400) * 1_000_000)
+            r = c.request("POST", "/" + PUSH, [("content-type", "application/grpc"), ("te", "trailers")],
+                          b"\0" + len(body).to_bytes(4, "big") + body)
+            self.assertEqual(r.trailers.get("grpc-status"), "0", r)
+            bad = c.request("POST", "/" + PUSH, [("content-type", "application/grpc"), ("te", "trailers")],
+                            b"\0\0\0\0\3abc")
+            self.assertNotEqual(bad.trailers.get("grpc-status", bad.headers.get("grpc-status")), "0", bad)
+        finally:
+            c.close()
+        total = h.eventually(lambda: self.srv.series_sum(CPU, f'{{service_name="{svc}"}}',
+                                                         self.t0 - 3600_000, self.t0 + 3600_000), 3 * PERIOD_NS)
+        self.assertEqual(total, 3 * PERIOD_NS)
+
     def test_push_over_h2_is_stored(self):
         """Pushes over h2 (50 concurrent streams, some gzip-encoded) land like
         HTTP/1.1 ones: the service's CPU total is what was sent."""
