@@ -471,5 +471,27 @@ class H2AbuseTest(h.ServerTestCase):
         self.assertStillServing("many streams")
 
 
+class H2FlagsTest(unittest.TestCase):
+    def test_h2_off_and_max_streams(self):
+        srv = h.Ember(args=["--http.h2=false"])
+        srv.start()
+        try:
+            with self.assertRaises((ConnectionError, OSError, TimeoutError)):
+                c = H2Client(srv.port, timeout=5)
+                c.request("GET", "/ready", timeout=5)
+            self.assertEqual(srv.request("GET", "/ready").status, 200)
+        finally:
+            srv.cleanup()
+        srv = h.Ember(args=["--http.h2-max-streams=7"])
+        srv.start()
+        try:
+            c = H2Client(srv.port)
+            self.assertEqual(c.request("GET", "/ready").status, 200)
+            self.assertEqual(c.conn.remote_settings.max_concurrent_streams, 7)
+            c.close()
+        finally:
+            srv.cleanup()
+
+
 if __name__ == "__main__":
     unittest.main()
