@@ -23,8 +23,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (msg && ing_otlp_to_push((const void *)msg, a, &push, &st) == 0) {
         for (size_t i = 0; i < push->n_series; i++) {
             const ProtobufCBinaryData *raw = &push->series[i]->samples[0]->raw_profile;
-            ProtobufCMessage *p =
-                protobuf_c_message_unpack(&google__v1__profile__descriptor, &alloc, raw->len, raw->data);
+            ProtobufCMessage *p = protobuf_c_message_unpack(&google__v1__profile__descriptor,
+                                                            &alloc, raw->len, raw->data);
             if (!p && raw->len > 0)
                 abort(); /* a pprof we built must decode */
         }

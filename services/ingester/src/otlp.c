@@ -48,7 +48,8 @@ typedef Opentelemetry__Proto__Common__V1__AnyValue otlp_any_t;
 #define OTLP_SERVICE_KEY "service.name"
 #define OTLP_EXE_KEY "process.executable.name"
 #define OTLP_ANY_TEXT_MAX 64
-#define OTLP_MAX_LABELS 256 /* series labels from attributes */
+#define OTLP_MAX_LABELS 256  /* series labels from attributes */
+#define OTLP_MAX_SERVICES 64 /* pprofs one profile splits into (each costs a pass) */
 
 /* ---------------------------------------------------------------- strings */
 
@@ -60,29 +61,63 @@ typedef struct otlp_strings_s {
     lc_arena_t *a;
     char **extra;
     size_t n_extra, cap_extra;
+    uint32_t *slots; /* open addressing over extra: index + 1, 0 = empty */
+    size_t n_slots;  /* a power of two, at least twice n_extra */
 } otlp_strings_t;
 
+static uint64_t otlp_str_hash(const char *s)
+{
+    uint64_t h = 1469598103934665603ull; /* FNV-1a */
+    for (; *s; s++)
+        h = (h ^ (uint8_t)*s) * 1099511628211ull;
+    return h;
+}
+
+static uint32_t *otlp_str_slot(const otlp_strings_t *s, const char *text)
+{
+    size_t mask = s->n_slots - 1, i = (size_t)otlp_str_hash(text) & mask;
+    while (s->slots[i] && strcmp(s->extra[s->slots[i] - 1], text) != 0)
+        i = (i + 1) & mask;
+    return &s->slots[i];
+}
+
+/* Doubles extra and the slot table (both in the arena). */
+static int otlp_str_grow(otlp_strings_t *s)
+{
+    size_t cap = s->cap_extra ? s->cap_extra * 2 : 16;
+    char **extra = lc_arena_calloc(s->a, cap, sizeof(*extra));
+    uint32_t *slots = lc_arena_calloc(s->a, cap * 2, sizeof(*slots));
+    if (!extra || !slots || cap > UINT32_MAX / 2)
+        return -1;
+    if (s->n_extra)
+        memcpy(extra, s->extra, s->n_extra * sizeof(*extra));
+    s->extra = extra;
+    s->cap_extra = cap;
+    s->slots = slots;
+    s->n_slots = cap * 2;
+    for (size_t i = 0; i < s->n_extra; i++)
+        *otlp_str_slot(s, s->extra[i]) = (uint32_t)(i + 1);
+    return 0;
+}
+
+/* The pprof index of text: one of the first dictionary strings (where the
+ * common ones are), or an added string, deduplicated by hash. */
 static int64_t otlp_str_add(otlp_strings_t *s, const char *text)
 {
-    for (size_t i = 0; i < s->d->n_string_table; i++)
-        if (i < 64 && strcmp(s->d->string_table[i], text) == 0)
-            return (int64_t)i; /* the common ones are early in the table */
-    for (size_t i = 0; i < s->n_extra; i++)
-        if (strcmp(s->extra[i], text) == 0)
-            return (int64_t)(s->d->n_string_table + i);
-    if (s->n_extra == s->cap_extra) {
-        size_t cap = s->cap_extra ? s->cap_extra * 2 : 16;
-        char **grown = lc_arena_calloc(s->a, cap, sizeof(*grown));
-        if (!grown)
-            return -1;
-        if (s->n_extra)
-            memcpy(grown, s->extra, s->n_extra * sizeof(*grown));
-        s->extra = grown;
-        s->cap_extra = cap;
+    for (size_t i = 0; i < s->d->n_string_table && i < 64; i++)
+        if (strcmp(s->d->string_table[i], text) == 0)
+            return (int64_t)i;
+    if (s->n_slots) {
+        uint32_t *slot = otlp_str_slot(s, text);
+        if (*slot)
+            return (int64_t)(s->d->n_string_table + *slot - 1);
     }
+    if (s->n_extra == s->cap_extra && otlp_str_grow(s) != 0)
+        return -1;
     s->extra[s->n_extra] = lc_arena_strdup(s->a, text);
     if (!s->extra[s->n_extra])
         return -1;
+    *otlp_str_slot(s, text) = (uint32_t)(s->n_extra + 1);
     return (int64_t)(s->d->n_string_table + s->n_extra++);
 }
 
@@ -390,15 +425,18 @@ static int otlp_sample_labels(otlp_pprof_t *b, const otlp_sample_t *os, Google__
 static int otlp_pprof_sample(otlp_pprof_t *b, const otlp_sample_t *os, lc_status_t *st)
 {
     int64_t value = 0;
+    bool overflow = false;
     for (size_t i = 0; i < os->n_values; i++)
-        value += os->values[i];
+        overflow |= __builtin_add_overflow(value, os->values[i], &value);
     if (os->n_values == 0)
         value = (int64_t)os->n_timestamps_unix_nano;
     if (os->n_values == 0 && os->n_timestamps_unix_nano == 0)
-        return lc_status_set(st, LC_CODE_INVALID_ARGUMENT, "a sample has neither values nor "
-                                                           "timestamps");
+        return lc_status_set(st, LC_CODE_INVALID_ARGUMENT,
+                             "a sample has neither values nor timestamps");
     if (b->values == OTLP_VALUES_TIMES_PERIOD)
-        value *= b->src->period;
+        overflow |= __builtin_mul_overflow(value, b->src->period, &value);
+    if (overflow)
+        return lc_status_set(st, LC_CODE_INVALID_ARGUMENT, "a sample's value overflows int64");
     if (os->stack_index < 0 || (size_t)os->stack_index >= b->d->n_stack_table)
         return otlp_fail(st, "stack_index", os->stack_index);
     const Opentelemetry__Proto__Profiles__V1development__Stack *stack =
@@ -432,8 +470,7 @@ static int otlp_pprof_encode(otlp_pprof_t *b, ProtobufCBinaryData *out, lc_statu
         return lc_status_set(st, LC_CODE_RESOURCE_EXHAUSTED, "out of request memory");
     memcpy(table, b->d->string_table, b->d->n_string_table * sizeof(*table));
     if (b->strings.n_extra)
-        memcpy(table + b->d->n_string_table, b->strings.extra,
-               b->strings.n_extra * sizeof(*table));
+        memcpy(table + b->d->n_string_table, b->strings.extra, b->strings.n_extra * sizeof(*table));
     b->p.string_table = table;
     b->p.n_string_table = n;
     size_t len = protobuf_c_message_get_packed_size(&b->p.base);
@@ -553,9 +590,14 @@ static int otlp_convert_profile(otlp_out_t *o, const otlp_scope_t *sc, const otl
     for (size_t i = 0; i < n; i++)
         if (!(services[i] = otlp_sample_service(d, src->samples[i])))
             return otlp_fail(st, "sample attribute index", (int64_t)i);
+    size_t groups = 0;
     for (size_t i = 0; i < n; i++) {
         if (done[i])
             continue;
+        if (++groups > OTLP_MAX_SERVICES)
+            return lc_status_set(st, LC_CODE_INVALID_ARGUMENT,
+                                 "more than %d service.name values in one profile",
+                                 OTLP_MAX_SERVICES);
         otlp_pprof_t b;
         ProtobufCBinaryData raw = {0, NULL};
         if (otlp_pprof_init(&b, d, src, services[i], o->a, st))
