@@ -128,14 +128,19 @@ static const char *otlp_str(const otlp_dict_t *d, int32_t i)
 
 /* ---------------------------------------------------------------- attributes */
 
-/* An attribute value as label text; NULL for an empty or structured value. */
-static const char *otlp_any_text(const otlp_any_t *v, char *buf, size_t len)
+/* An attribute value as label text; NULL for an empty or structured value.
+ * Inside profiles a string may be a dictionary reference (string_value_strindex). */
+static const char *otlp_any_text(const otlp_dict_t *d, const otlp_any_t *v, char *buf, size_t len)
 {
     if (!v)
         return NULL;
     switch (v->value_case) {
     case OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_STRING_VALUE:
         return v->string_value && v->string_value[0] ? v->string_value : NULL;
+    case OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_STRING_VALUE_STRINDEX: {
+        const char *s = otlp_str(d, v->string_value_strindex);
+        return s && s[0] ? s : NULL;
+    }
     case OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_INT_VALUE:
         snprintf(buf, len, "%" PRId64, v->int_value);
         return buf;
@@ -149,14 +154,39 @@ static const char *otlp_any_text(const otlp_any_t *v, char *buf, size_t len)
     }
 }
 
-static const char *otlp_string_attr(otlp_kv_t *const *kv, size_t n, const char *key)
+/* A resource/scope attribute's key: the text, or (pdata v1.71) a reference
+ * into the dictionary's strings. */
+static const char *otlp_kv_key(const otlp_dict_t *d, const otlp_kv_t *kv)
 {
-    for (size_t i = 0; i < n; i++)
-        if (kv[i]->key && strcmp(kv[i]->key, key) == 0 && kv[i]->value &&
-            kv[i]->value->value_case ==
-                OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_STRING_VALUE &&
-            kv[i]->value->string_value[0])
-            return kv[i]->value->string_value;
+    if (kv->key && kv->key[0])
+        return kv->key;
+    const char *s = otlp_str(d, kv->key_strindex);
+    return s && s[0] ? s : NULL;
+}
+
+/* A resource/scope attribute's string value (inline or referenced), or NULL. */
+static const char *otlp_kv_string(const otlp_dict_t *d, const otlp_kv_t *kv)
+{
+    const otlp_any_t *v = kv->value;
+    if (!v)
+        return NULL;
+    if (v->value_case == OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_STRING_VALUE)
+        return v->string_value[0] ? v->string_value : NULL;
+    if (v->value_case == OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_STRING_VALUE_STRINDEX) {
+        const char *s = otlp_str(d, v->string_value_strindex);
+        return s && s[0] ? s : NULL;
+    }
+    return NULL;
+}
+
+static const char *otlp_string_attr(const otlp_dict_t *d, otlp_kv_t *const *kv, size_t n,
+                                    const char *key)
+{
+    for (size_t i = 0; i < n; i++) {
+        const char *k = otlp_kv_key(d, kv[i]);
+        if (k && strcmp(k, key) == 0 && otlp_kv_string(d, kv[i]))
+            return otlp_kv_string(d, kv[i]);
+    }
     return NULL;
 }
 
@@ -169,9 +199,10 @@ static const char *otlp_sample_service(const otlp_dict_t *d, const otlp_sample_t
             return NULL;
         const char *key = otlp_str(d, d->attribute_table[k]->key_strindex);
         const otlp_any_t *v = d->attribute_table[k]->value;
-        if (key && strcmp(key, OTLP_SERVICE_KEY) == 0 && v &&
-            v->value_case == OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_STRING_VALUE)
-            return v->string_value;
+        char buf[OTLP_ANY_TEXT_MAX];
+        const char *text = otlp_any_text(d, v, buf, sizeof(buf));
+        if (key && strcmp(key, OTLP_SERVICE_KEY) == 0 && text && text != buf)
+            return text;
     }
     return "";
 }
@@ -397,7 +428,7 @@ static int otlp_sample_labels(otlp_pprof_t *b, const otlp_sample_t *os, Google__
         const char *key = otlp_str(b->d, b->d->attribute_table[k]->key_strindex);
         if (!key)
             return otlp_fail(st, "attribute key_strindex", b->d->attribute_table[k]->key_strindex);
-        const char *v = otlp_any_text(b->d->attribute_table[k]->value, buf, sizeof(buf));
+        const char *v = otlp_any_text(b->d, b->d->attribute_table[k]->value, buf, sizeof(buf));
         if (!v || strcmp(key, OTLP_SERVICE_KEY) == 0)
             continue;
         if (otlp_label(b, gs, key, v))
@@ -510,20 +541,21 @@ static bool otlp_has_label(Types__V1__LabelPair **pairs, size_t n, const char *n
 }
 
 /* Resource then scope attributes with a string value; the first of a key wins. */
-static void otlp_attr_labels(otlp_kv_t *const *kv, size_t n, lc_arena_t *a,
+static void otlp_attr_labels(const otlp_dict_t *d, otlp_kv_t *const *kv, size_t n, lc_arena_t *a,
                              Types__V1__LabelPair **pairs, size_t *np)
 {
     for (size_t i = 0; i < n && *np < OTLP_MAX_LABELS; i++) {
-        const char *v = otlp_string_attr(&kv[i], 1, kv[i]->key ? kv[i]->key : "");
-        if (!v || !kv[i]->key[0] || otlp_has_label(pairs, *np, kv[i]->key))
+        const char *k = otlp_kv_key(d, kv[i]), *v = otlp_kv_string(d, kv[i]);
+        if (!k || !v || otlp_has_label(pairs, *np, k))
             continue;
-        Types__V1__LabelPair *p = otlp_pair(a, kv[i]->key, v);
+        Types__V1__LabelPair *p = otlp_pair(a, k, v);
         if (p)
             pairs[(*np)++] = p;
     }
 }
 
 typedef struct otlp_scope_s {
+    const otlp_dict_t *d;
     const Opentelemetry__Proto__Resource__V1__Resource *resource;
     const Opentelemetry__Proto__Common__V1__InstrumentationScope *scope;
     const char *resource_service;
@@ -549,9 +581,10 @@ static int otlp_add_series(otlp_out_t *o, const otlp_scope_t *sc, const otlp_ppr
         if (!pairs[i])
             return lc_status_set(st, LC_CODE_RESOURCE_EXHAUSTED, "out of request memory");
     if (sc->resource)
-        otlp_attr_labels(sc->resource->attributes, sc->resource->n_attributes, a, pairs, &np);
+        otlp_attr_labels(sc->d, sc->resource->attributes, sc->resource->n_attributes, a, pairs,
+                         &np);
     if (sc->scope)
-        otlp_attr_labels(sc->scope->attributes, sc->scope->n_attributes, a, pairs, &np);
+        otlp_attr_labels(sc->d, sc->scope->attributes, sc->scope->n_attributes, a, pairs, &np);
     *s = (Push__V1__RawProfileSeries)PUSH__V1__RAW_PROFILE_SERIES__INIT;
     *sample = (Push__V1__RawSample)PUSH__V1__RAW_SAMPLE__INIT;
     sample->raw_profile = raw;
@@ -615,13 +648,15 @@ static int otlp_convert_profile(otlp_out_t *o, const otlp_scope_t *sc, const otl
     return 0;
 }
 
-static const char *otlp_resource_service(const Opentelemetry__Proto__Resource__V1__Resource *r,
+static const char *otlp_resource_service(const otlp_dict_t *d,
+                                         const Opentelemetry__Proto__Resource__V1__Resource *r,
                                          lc_arena_t *a)
 {
-    const char *svc = r ? otlp_string_attr(r->attributes, r->n_attributes, OTLP_SERVICE_KEY) : NULL;
+    const char *svc =
+        r ? otlp_string_attr(d, r->attributes, r->n_attributes, OTLP_SERVICE_KEY) : NULL;
     if (svc)
         return svc;
-    const char *exe = r ? otlp_string_attr(r->attributes, r->n_attributes, OTLP_EXE_KEY) : NULL;
+    const char *exe = r ? otlp_string_attr(d, r->attributes, r->n_attributes, OTLP_EXE_KEY) : NULL;
     if (!exe)
         return "unknown_service";
     size_t len = strlen("unknown_service:") + strlen(exe) + 1;
@@ -644,8 +679,9 @@ int ing_otlp_to_push(const otlp_request_t *in, lc_arena_t *a, const Push__V1__Pu
     for (size_t i = 0; i < in->n_resource_profiles; i++) {
         const Opentelemetry__Proto__Profiles__V1development__ResourceProfiles *rp =
             in->resource_profiles[i];
-        otlp_scope_t sc = {.resource = rp->resource,
-                           .resource_service = otlp_resource_service(rp->resource, a)};
+        otlp_scope_t sc = {.d = d,
+                           .resource = rp->resource,
+                           .resource_service = otlp_resource_service(d, rp->resource, a)};
         for (size_t j = 0; j < rp->n_scope_profiles; j++) {
             sc.scope = rp->scope_profiles[j]->scope;
             for (size_t k = 0; k < rp->scope_profiles[j]->n_profiles; k++) {
