@@ -28,6 +28,7 @@
 #include <nghttp2/nghttp2.h>
 
 #include "httpd_int.h"
+#include "lc/base64.h"
 #include "lc/log.h"
 
 #define PULL_CHUNK_MAX (1u << 20) /* the biggest single mem_send chunk we accept */
@@ -589,40 +590,15 @@ uint64_t lc_httpd__h2_progress(const lc_httpd__h2_t *h2)
 
 /* ================================================================ base64url */
 
-static int b64url_value(char c)
-{
-    if (c >= 'A' && c <= 'Z')
-        return c - 'A';
-    if (c >= 'a' && c <= 'z')
-        return c - 'a' + 26;
-    if (c >= '0' && c <= '9')
-        return c - '0' + 52;
-    if (c == '-' || c == '+')
-        return 62;
-    if (c == '_' || c == '/')
-        return 63;
-    return -1;
-}
-
 int lc_httpd__b64url_decode(const char *s, uint8_t *out, size_t max, size_t *len)
 {
-    uint32_t acc = 0;
-    int bits = 0;
-    size_t n = 0;
+    size_t n = strlen(s);
     *len = 0;
-    for (; *s && *s != '='; s++) {
-        int v = b64url_value(*s);
-        if (v < 0)
-            return -1;
-        acc = (acc << 6) | (uint32_t)v;
-        bits += 6;
-        if (bits >= 8) {
-            bits -= 8;
-            if (n == max)
-                return -1;
-            out[n++] = (uint8_t)(acc >> bits);
-        }
-    }
-    *len = n;
+    if (n / 4 * 3 + 3 > max)
+        return -1;
+    ptrdiff_t got = lc_base64_decode(s, n, out);
+    if (got < 0)
+        return -1;
+    *len = (size_t)got;
     return 0;
 }
