@@ -318,7 +318,7 @@ static bool digest_eq(const uint8_t *a, const uint8_t *b)
     return diff == 0;
 }
 
-static int b64_value(int c)
+static int auth_b64_value(int c)
 {
     if (c >= 'A' && c <= 'Z')
         return c - 'A';
@@ -338,7 +338,7 @@ static int b64_decode(const char *s, char *out, size_t size)
     for (size_t i = 0; i < len; i += 4) {
         int v[4];
         for (int j = 0; j < 4; j++) {
-            v[j] = s[i + j] == '=' && i + 4 == len && j >= 2 ? 0 : b64_value(s[i + j]);
+            v[j] = s[i + j] == '=' && i + 4 == len && j >= 2 ? 0 : auth_b64_value(s[i + j]);
             if (v[j] < 0)
                 return -1;
         }
