@@ -15,7 +15,7 @@ import uuid
 import harness as h
 from test_connect_rpcs import cpu_profile
 
-GRPCURL_VERSION = "v1.9.3"
+GRPCURL_VERSION = "v1.9.4"
 TOOLS = os.path.join(os.path.expanduser("~"), ".cache", "ember-test-tools", "bin")
 GRPCURL = os.path.join(TOOLS, "grpcurl")
 Q = "querier.v1.QuerierService"
