@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "lc/alloc.h"
+#include "lc/base64.h"
 #include "lc/grpc.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -22,7 +23,7 @@ static void check_round_trip(const uint8_t *msg, size_t len, lc_arena_t *a)
     lc_buf_init(&frame, LC_BUF_UNLIMITED);
     lc_buf_init(&text, LC_BUF_UNLIMITED);
     if (lc_grpc_append_frame(&frame, 0, msg, len) != 0 ||
-        lc_grpc_base64_encode(frame.data, frame.len, &text) != 0 ||
+        lc_base64_encode(frame.data, frame.len, &text) != 0 ||
         lc_grpc_unwrap_request(LC_GRPC_WEB_TEXT, text.data, text.len, NULL, a, &again, &again_len,
                                &st) != 0 ||
         again_len != len || (len && memcmp(again, msg, len) != 0))

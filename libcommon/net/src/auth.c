@@ -11,6 +11,7 @@
 
 #include "lc/alloc.h"
 #include "lc/auth.h"
+#include "lc/base64.h"
 #include "lc/hash.h"
 #include "lc/log.h"
 
@@ -318,17 +319,6 @@ static bool digest_eq(const uint8_t *a, const uint8_t *b)
     return diff == 0;
 }
 
-static int auth_b64_value(int c)
-{
-    if (c >= 'A' && c <= 'Z')
-        return c - 'A';
-    if (c >= 'a' && c <= 'z')
-        return c - 'a' + 26;
-    if (c >= '0' && c <= '9')
-        return c - '0' + 52;
-    return c == '+' ? 62 : c == '/' ? 63 : -1;
-}
-
 /* Strict base64 (padding required) into out (NUL-terminated); -1 if bad. */
 static int b64_decode(const char *s, char *out, size_t size)
 {
@@ -338,7 +328,7 @@ static int b64_decode(const char *s, char *out, size_t size)
     for (size_t i = 0; i < len; i += 4) {
         int v[4];
         for (int j = 0; j < 4; j++) {
-            v[j] = s[i + j] == '=' && i + 4 == len && j >= 2 ? 0 : auth_b64_value(s[i + j]);
+            v[j] = s[i + j] == '=' && i + 4 == len && j >= 2 ? 0 : lc_base64_digit(s[i + j], false);
             if (v[j] < 0)
                 return -1;
         }

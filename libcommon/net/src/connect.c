@@ -16,6 +16,7 @@
 
 #include <uv.h>
 
+#include "lc/base64.h"
 #include "lc/connect.h"
 #include "lc/grpc.h"
 #include "lc/gz.h"
@@ -259,7 +260,7 @@ static int grpc_web_finish(lc_http_req_t *req, lc_grpc_kind_t kind, lc_buf_t *fr
     if (rc == 0 && kind == LC_GRPC_WEB_TEXT) {
         lc_buf_t text;
         lc_buf_init(&text, frames->max);
-        rc = lc_grpc_base64_encode(frames->data, frames->len, &text);
+        rc = lc_base64_encode(frames->data, frames->len, &text);
         if (rc == 0)
             lc_http_reply(req, 200, lc_grpc_content_type(kind), text.data, text.len);
         lc_buf_fini(&text);
@@ -470,8 +471,45 @@ static size_t response_cap(const lc_http_req_t *req)
     return req->resp_body.max ? req->resp_body.max : CONNECT_DEFAULT_MAX_RESPONSE;
 }
 
+/* Binary gRPC(-Web): the frame is packed straight into the response body
+ * (header, message, trailer frame), sparing large answers (Arrow records,
+ * merged profiles) three copies. */
+static void grpc_reply_direct(lc_http_req_t *req, lc_grpc_kind_t kind, const ProtobufCMessage *msg)
+{
+    lc_buf_t *out = &req->resp_body;
+    lc_status_t ok = {0};
+    size_t len = protobuf_c_message_get_packed_size(msg);
+    lc_buf_reset(out);
+    int rc = len > UINT32_MAX ? LC_ETOOBIG : lc_buf_reserve(out, len + LC_GRPC_FRAME_HEADER);
+    if (rc == 0) {
+        uint8_t *p = out->data;
+        p[0] = 0;
+        p[1] = (uint8_t)(len >> 24);
+        p[2] = (uint8_t)(len >> 16);
+        p[3] = (uint8_t)(len >> 8);
+        p[4] = (uint8_t)len;
+        out->len = LC_GRPC_FRAME_HEADER + protobuf_c_message_pack(msg, p + LC_GRPC_FRAME_HEADER);
+        if (kind != LC_GRPC_NATIVE)
+            rc = lc_grpc_append_trailers(out, &ok);
+    }
+    if (rc != 0) {
+        lc_status_set(&ok, LC_CODE_RESOURCE_EXHAUSTED, "response exceeds %zu bytes", out->max);
+        grpc_error(req, kind, &ok);
+        return;
+    }
+    req->status = 200;
+    lc_http_set_header(req, "Content-Type", lc_grpc_content_type(kind));
+    if (kind == LC_GRPC_NATIVE)
+        lc_http_set_trailer(req, "grpc-status", "0");
+}
+
 void lc_connect_reply(lc_http_req_t *req, lc_connect_codec_t codec, const ProtobufCMessage *msg)
 {
+    lc_grpc_kind_t kind = codec_grpc_kind(codec);
+    if (kind == LC_GRPC_WEB || kind == LC_GRPC_NATIVE) {
+        grpc_reply_direct(req, kind, msg);
+        return;
+    }
     lc_buf_t body;
     lc_buf_init(&body, response_cap(req));
     reply_body(req, codec, &body, marshal(codec, msg, &body));

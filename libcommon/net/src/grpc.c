@@ -9,6 +9,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "lc/base64.h"
 #include "lc/grpc.h"
 #include "lc/gz.h"
 
@@ -52,27 +53,9 @@ const char *lc_grpc_content_type(lc_grpc_kind_t kind)
 
 /* ------------------------------------------------------------------ base64 */
 
-static const char b64_alphabet[] =
-    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-
-static int b64_value(uint8_t c)
-{
-    if (c >= 'A' && c <= 'Z')
-        return c - 'A';
-    if (c >= 'a' && c <= 'z')
-        return c - 'a' + 26;
-    if (c >= '0' && c <= '9')
-        return c - '0' + 52;
-    if (c == '+')
-        return 62;
-    if (c == '/')
-        return 63;
-    return -1;
-}
-
 /* One group of four characters (the last of a chunk may end in '='):
  * writes 1 to 3 bytes. Returns the bytes written, or -1. */
-static int b64_group(const uint8_t g[4], uint8_t *dst)
+static int grpc_b64_group(const uint8_t g[4], uint8_t *dst)
 {
     int v[4], pad = 0;
     for (int i = 0; i < 4; i++) {
@@ -85,7 +68,7 @@ static int b64_group(const uint8_t g[4], uint8_t *dst)
         }
         if (pad) /* data after padding inside a group */
             return -1;
-        v[i] = b64_value(g[i]);
+        v[i] = lc_base64_digit(g[i], false);
         if (v[i] < 0)
             return -1;
     }
@@ -110,7 +93,7 @@ int lc_grpc_base64_decode(const uint8_t *in, size_t len, lc_arena_t *a, uint8_t 
         return lc_status_set(st, LC_CODE_RESOURCE_EXHAUSTED, "out of request memory");
     size_t n = 0;
     for (size_t i = 0; i < len; i += 4) {
-        int got = b64_group(in + i, dst + n);
+        int got = grpc_b64_group(in + i, dst + n);
         if (got < 0)
             return lc_status_set(st, LC_CODE_INVALID_ARGUMENT,
                                  "protocol error: invalid base64 in grpc-web-text body at byte %zu",
@@ -120,24 +103,6 @@ int lc_grpc_base64_decode(const uint8_t *in, size_t len, lc_arena_t *a, uint8_t 
     *out = dst;
     *out_len = n;
     return 0;
-}
-
-int lc_grpc_base64_encode(const uint8_t *in, size_t len, lc_buf_t *out)
-{
-    int rc = lc_buf_reserve(out, (len + 2) / 3 * 4);
-    for (size_t i = 0; rc == 0 && i < len; i += 3) {
-        size_t left = len - i;
-        uint32_t bits = (uint32_t)in[i] << 16;
-        if (left > 1)
-            bits |= (uint32_t)in[i + 1] << 8;
-        if (left > 2)
-            bits |= in[i + 2];
-        char g[4] = {b64_alphabet[bits >> 18 & 63], b64_alphabet[bits >> 12 & 63],
-                     left > 1 ? b64_alphabet[bits >> 6 & 63] : '=',
-                     left > 2 ? b64_alphabet[bits & 63] : '='};
-        rc = lc_buf_append(out, g, 4);
-    }
-    return rc;
 }
 
 /* ---------------------------------------------------------------- requests */

@@ -592,13 +592,23 @@ uint64_t lc_httpd__h2_progress(const lc_httpd__h2_t *h2)
 
 int lc_httpd__b64url_decode(const char *s, uint8_t *out, size_t max, size_t *len)
 {
-    size_t n = strlen(s);
+    uint32_t acc = 0;
+    int bits = 0;
+    size_t n = 0;
     *len = 0;
-    if (n / 4 * 3 + 3 > max)
-        return -1;
-    ptrdiff_t got = lc_base64_decode(s, n, out);
-    if (got < 0)
-        return -1;
-    *len = (size_t)got;
+    for (; *s && *s != '='; s++) {
+        int v = lc_base64_digit((unsigned char)*s, true);
+        if (v < 0)
+            return -1;
+        acc = (acc << 6) | (uint32_t)v;
+        bits += 6;
+        if (bits >= 8) {
+            bits -= 8;
+            if (n == max)
+                return -1;
+            out[n++] = (uint8_t)(acc >> bits);
+        }
+    }
+    *len = n;
     return 0;
 }

@@ -97,29 +97,40 @@ static int put_json_name(lc_buf_t *out, const char *proto_name)
 
 /* ------------------------------------------------------------------ base64 */
 
-static const char b64_std[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-
 static int put_base64(lc_buf_t *out, const uint8_t *data, size_t len)
 {
-    int rc = lc_buf_reserve(out, (len + 2) / 3 * 4 + 2);
-    if (rc)
-        return rc;
-    char *w = (char *)out->data + out->len;
-    *w++ = '"';
-    for (size_t i = 0; i < len; i += 3) {
-        uint32_t v = (uint32_t)data[i] << 16;
-        if (i + 1 < len)
-            v |= (uint32_t)data[i + 1] << 8;
-        if (i + 2 < len)
-            v |= data[i + 2];
-        *w++ = b64_std[v >> 18];
-        *w++ = b64_std[(v >> 12) & 63];
-        *w++ = i + 1 < len ? b64_std[(v >> 6) & 63] : '=';
-        *w++ = i + 2 < len ? b64_std[v & 63] : '=';
+    int rc = lc_buf_putc(out, '"');
+    if (rc == 0)
+        rc = lc_base64_encode(data, len, out);
+    return rc ? rc : lc_buf_putc(out, '"');
+}
+
+/* Decodes standard or URL-safe base64, padded or not, into out (which holds at
+ * least len * 3 / 4 bytes). Returns the decoded length, or -1 if malformed. */
+static ptrdiff_t base64_decode(const char *in, size_t len, uint8_t *out)
+{
+    size_t pad = 0;
+    while (len > 0 && in[len - 1] == '=' && pad < 2) {
+        len--;
+        pad++;
     }
-    *w++ = '"';
-    out->len = (size_t)(w - (char *)out->data);
-    return 0;
+    /* Padding, when present, must complete the last quantum exactly. */
+    if (len % 4 == 1 || (pad && (len + pad) % 4 != 0))
+        return -1;
+    uint32_t acc = 0;
+    size_t bits = 0, n = 0;
+    for (size_t i = 0; i < len; i++) {
+        int d = lc_base64_digit((unsigned char)in[i], true);
+        if (d < 0)
+            return -1;
+        acc = (acc << 6) | (uint32_t)d;
+        bits += 6;
+        if (bits >= 8) {
+            bits -= 8;
+            out[n++] = (uint8_t)(acc >> bits);
+        }
+    }
+    return (ptrdiff_t)n;
 }
 
 /* ------------------------------------------------------------------ strings */
@@ -644,7 +655,7 @@ static int read_bytes(decoder_t *d, json_t *v, ProtobufCBinaryData *out)
     if (!data)
         return -1;
     out->data = data; /* linked before decoding so an error still frees it */
-    ptrdiff_t n = lc_base64_decode(json_string_value(v), len, data);
+    ptrdiff_t n = base64_decode(json_string_value(v), len, data);
     if (n < 0)
         return dec_fail(d, "invalid base64");
     out->len = (size_t)n;

@@ -454,5 +454,7 @@ void qry_front_init(qry_front_t *fe, const qry_opts_t *opts, const qry_backend_t
 int qry_front_register(qry_front_t *fe, lc_httpd_t *srv)
 {
     int rc = register_methods(fe, srv);
+    if (rc == 0)
+        rc = qry_parca_register(fe, srv);
     return rc ? rc : qry_legacy_register(&fe->legacy, srv);
 }

@@ -109,19 +109,25 @@ typedef struct qry_backend_s {
         analyze_query;
 } qry_backend_t;
 
+#define QRY_PARCA_METHODS 8 /* parca.query.v1alpha1.QueryService (parca_query.c) */
+
 /* The front end: the limits, the back end, and what it registered. */
 struct qry_front_s {
     qry_opts_t opts;
     const qry_backend_t *be;
     qry_route_t routes[QRY_METHODS];
+    qry_route_t parca[QRY_PARCA_METHODS];
     qry_rpcs_t legacy; /* what the legacy endpoints call: the qry_rpc_* below */
 };
 
 /* Sets fe up over be (a static table); registers nothing. */
 void qry_front_init(qry_front_t *fe, const qry_opts_t *opts, const qry_backend_t *be);
-/* Registers every querier.v1 method and the legacy endpoints on srv; fe must
- * live as long as srv's routes. */
+/* Registers every querier.v1 method, Parca's QueryService and the legacy
+ * endpoints on srv; fe must live as long as srv's routes. */
 int qry_front_register(qry_front_t *fe, lc_httpd_t *srv) LC_MUST_CHECK;
+/* parca_query.c: parca.query.v1alpha1.QueryService over fe, at the root and
+ * under /api. */
+int qry_parca_register(qry_front_t *fe, lc_httpd_t *srv) LC_MUST_CHECK;
 
 /* The local store as a back end (querier.c, rpc_*.c); its fe is a qry_t's
  * front. Its functions, as qry_backend_t describes them: */

@@ -7,6 +7,7 @@
 #include <strings.h>
 
 #include "lc/alloc.h"
+#include "lc/base64.h"
 #include "lc/connect.h"
 #include "lc/grpc.h"
 #include "lc/gz.h"
@@ -45,7 +46,7 @@ static void test_base64(void)
     LC_ASSERT_EQ(lc_grpc_base64_decode((const uint8_t *)"a=k=", 4, a, &out, &n, &st), -1);
     lc_buf_t b;
     lc_buf_init(&b, LC_BUF_UNLIMITED);
-    LC_ASSERT_OK(lc_grpc_base64_encode((const uint8_t *)"hello", 5, &b));
+    LC_ASSERT_OK(lc_base64_encode((const uint8_t *)"hello", 5, &b));
     LC_ASSERT_EQ(b.len, 8);
     LC_ASSERT_MEM_EQ(b.data, "aGVsbG8=", 8);
     lc_buf_fini(&b);
@@ -89,7 +90,7 @@ static void test_unwrap(void)
     /* text: base64 of the frame */
     lc_buf_t text;
     lc_buf_init(&text, LC_BUF_UNLIMITED);
-    LC_ASSERT_OK(lc_grpc_base64_encode(one, sizeof(one), &text));
+    LC_ASSERT_OK(lc_base64_encode(one, sizeof(one), &text));
     LC_ASSERT_OK(
         lc_grpc_unwrap_request(LC_GRPC_WEB_TEXT, text.data, text.len, NULL, a, &msg, &n, &st));
     LC_ASSERT_EQ(n, 2);
@@ -182,7 +183,7 @@ static void test_connect_errors(void)
     lc_buf_t text;
     lc_buf_init(&text, LC_BUF_UNLIMITED);
     const uint8_t bad[] = {0, 0, 0, 0, 9, 0x08};
-    LC_ASSERT_OK(lc_grpc_base64_encode(bad, sizeof(bad), &text));
+    LC_ASSERT_OK(lc_base64_encode(bad, sizeof(bad), &text));
     fake_req_t f;
     fake_init(&f, "application/grpc-web-text", text.data, text.len);
     ProtobufCMessage *msg;

@@ -1,16 +1,36 @@
 /*
- * lc/base64.h — base64 decoding: standard or URL-safe alphabet, padded or
- * not (protobuf JSON accepts both; HTTP2-Settings is URL-safe, unpadded).
- * Pure; any thread.
+ * lc/base64.h — standard base64 (RFC 4648 §4), the one alphabet table of
+ * ember: gRPC-Web text bodies (lc/grpc.h), proto3 JSON bytes (lc/pbjson.h)
+ * and Basic auth (lc/auth.h) all read and write through it; each keeps its
+ * own rules on padding. Threading: pure functions.
  */
 #ifndef LC_BASE64_H
 #define LC_BASE64_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
-/* Decodes len characters of in into out, which holds at least len * 3 / 4
- * bytes. Returns the decoded length, or -1 if malformed. */
-ptrdiff_t lc_base64_decode(const char *in, size_t len, uint8_t *out);
+#include "lc/alloc.h"
+
+/* Value of one base64 digit, or -1; url_too also accepts the URL-safe
+ * alphabet's '-' (62) and '_' (63). */
+static inline int lc_base64_digit(int c, bool url_too)
+{
+    if (c >= 'A' && c <= 'Z')
+        return c - 'A';
+    if (c >= 'a' && c <= 'z')
+        return c - 'a' + 26;
+    if (c >= '0' && c <= '9')
+        return c - '0' + 52;
+    if (c == '+' || (url_too && c == '-'))
+        return 62;
+    if (c == '/' || (url_too && c == '_'))
+        return 63;
+    return -1;
+}
+
+/* Appends the padded standard base64 of in to out. */
+int lc_base64_encode(const uint8_t *in, size_t len, lc_buf_t *out) LC_MUST_CHECK;
 
 #endif

@@ -53,8 +53,6 @@ const char *lc_grpc_content_type(lc_grpc_kind_t kind);
  * Returns 0, or -1 with st invalid_argument. */
 int lc_grpc_base64_decode(const uint8_t *in, size_t len, lc_arena_t *a, uint8_t **out,
                           size_t *out_len, lc_status_t *st) LC_MUST_CHECK;
-/* Appends the base64 of in to out. */
-int lc_grpc_base64_encode(const uint8_t *in, size_t len, lc_buf_t *out) LC_MUST_CHECK;
 
 /* The one message of a unary request body: base64-decoded first for
  * LC_GRPC_WEB_TEXT; exactly one data frame whose length fits the body; a
