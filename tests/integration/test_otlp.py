@@ -88,6 +88,8 @@ class OtlpFixtureTest(unittest.TestCase):
         tot = fixture_totals()
         self.assertEqual(srv.series_sum(CPU, "{}", T_START, T_END), tot[CPU])
         self.assertEqual(srv.series_sum(OFF_CPU, "{}", T_START, T_END), tot[OFF_CPU])
+        metrics = srv.request("GET", "/metrics").body.decode()
+        self.assertRegex(metrics, r'ember_ingest_profiles_total\{route="otlp"\} [1-9]')
         names = srv.label_values("service_name", start=T_START, end=T_END)
         self.assertIn("unknown_service:containerd", names)  # process.executable.name fallback
         self.assertIn("unknown_service", names)

@@ -56,6 +56,8 @@ static void ing_register_metrics(ing_t *ing)
         ing->metrics, "ember_ingest_profiles_total", profiles_help, "route=\"ingest\"");
     ing->m_profiles[ING_ROUTE_PUSH] = lc_metrics_counter(
         ing->metrics, "ember_ingest_profiles_total", profiles_help, "route=\"push\"");
+    ing->m_profiles[ING_ROUTE_OTLP] = ing->m_profiles[ING_ROUTE_OTLP_HTTP] = lc_metrics_counter(
+        ing->metrics, "ember_ingest_profiles_total", profiles_help, "route=\"otlp\"");
     ing->m_bytes = lc_metrics_counter(ing->metrics, "ember_ingest_bytes_total",
                                       "Request body bytes received by the ingest routes", "");
     ing->m_samples = lc_metrics_counter(ing->metrics, "ember_ingest_samples_total",

@@ -259,17 +259,18 @@ typedef enum {
     ING_ROUTE_PUSH = 1,
     ING_ROUTE_OTLP = 2,      /* ProfilesService/Export: OTLP's response, partial success */
     ING_ROUTE_OTLP_HTTP = 3, /* the same over OTLP/HTTP (application/x-protobuf replies) */
+    ING_ROUTE_COUNT_,
 } ing_route_t;
 
 struct ing_s {
     uv_loop_t *loop;
     ing_opts_t opts;
     lc_transport_t *tr;
-    lc_metrics_t *metrics;      /* may be NULL */
-    lc_metric_t *m_profiles[2]; /* ember_ingest_profiles_total{route} */
-    lc_metric_t *m_bytes;       /* ember_ingest_bytes_total */
-    lc_metric_t *m_samples;     /* ember_ingest_samples_total */
-    lc_ratelimit_t *rate;       /* NULL: no per-tenant rate limit */
+    lc_metrics_t *metrics;                     /* may be NULL */
+    lc_metric_t *m_profiles[ING_ROUTE_COUNT_]; /* ember_ingest_profiles_total{route} */
+    lc_metric_t *m_bytes;                      /* ember_ingest_bytes_total */
+    lc_metric_t *m_samples;                    /* ember_ingest_samples_total */
+    lc_ratelimit_t *rate;                      /* NULL: no per-tenant rate limit */
 };
 
 /* Per-tenant ingestion rate (--ingest.rate-*): 0, or 429 with Retry-After set
