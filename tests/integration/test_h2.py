@@ -471,6 +471,36 @@ class H2AbuseTest(h.ServerTestCase):
         self.assertStillServing("many streams")
 
 
+class H2TenancyTest(unittest.TestCase):
+    def test_tenant_header_over_h2(self):
+        """Multi-tenancy reads X-Scope-OrgID from the stream's headers: none
+        is 401, and each tenant sees only its own pushes."""
+        srv = h.Ember(args=["--auth.multitenancy-enabled=true"])
+        srv.start()
+        try:
+            t0 = h.now_ms()
+            lv = json.dumps({"name": "service_name", "start": t0 - 3600_000, "end": t0 + 3600_000}).encode()
+            c = H2Client(srv.port)
+            try:
+                anon = c.request("POST", "/" + PUSH, connect_headers(), push_body("t-svc", {"main": 1}, t0 * 1_000_000))
+                pushed = c.request("POST", "/" + PUSH, connect_headers() + [("x-scope-orgid", "tenant-a")],
+                                   push_body("t-svc", {"main": 1}, t0 * 1_000_000))
+                seen_a = h.eventually(lambda: json.loads(bytes(c.request(
+                    "POST", f"/{Q}/LabelValues", connect_headers("json") + [("x-scope-orgid", "tenant-a")],
+                    lv).body)).get("names", []), ["t-svc"])
+                seen_b = json.loads(bytes(c.request("POST", f"/{Q}/LabelValues",
+                                                    connect_headers("json") + [("x-scope-orgid", "tenant-b")],
+                                                    lv).body)).get("names", [])
+            finally:
+                c.close()
+        finally:
+            srv.cleanup()
+        self.assertEqual(anon.status, 401, anon)
+        self.assertEqual(pushed.status, 200, pushed)
+        self.assertEqual(seen_a, ["t-svc"])
+        self.assertEqual(seen_b, [])
+
+
 class H2FlagsTest(unittest.TestCase):
     def test_h2_off_and_max_streams(self):
         srv = h.Ember(args=["--http.h2=false"])
