@@ -20,6 +20,7 @@ import os
 import shutil
 import socket
 import subprocess
+import sys
 import threading
 import time
 import unittest
@@ -329,11 +330,21 @@ class H2AbuseTest(h.ServerTestCase):
             c.close()
         grown = rss_kib(self.srv.proc.pid) - self.rss0
         self.assertLess(grown, self.RSS_GROWTH_MAX_KIB, f"{what}: RSS grew by {grown} KiB")
+        H2AbuseTest.rss_growth[what] = grown
         return grown
 
+    rss_growth = {}
+
+    @classmethod
+    def tearDownClass(cls):
+        if cls.rss_growth:
+            print("\nRSS growth per abuse case (KiB): " +
+                  ", ".join(f"{k} {v}" for k, v in sorted(cls.rss_growth.items())), file=sys.stderr)
+        super().tearDownClass()
+
     def test_rapid_reset(self):
-        """HEADERS then RST_STREAM, 20,000 times on one connection, on a route
-        that runs on the thread pool: nghttp2's reset budget ends the
+        """HEADERS then RST_STREAM, up to 20,000 times on one connection, on a
+        route that runs on the thread pool: nghttp2's reset budget ends the
         connection (GOAWAY) and the handlers queued stay bounded."""
         raw = RawH2(self.srv.port)
         body_path = f"/{Q}/LabelNames"
@@ -350,8 +361,10 @@ class H2AbuseTest(h.ServerTestCase):
             sent += 100
         data = raw.drain(3)
         raw.close()
-        self.assertTrue(sent < 20000 or 11 in goaway_codes(data) or not data,
-                        f"no ENHANCE_YOUR_CALM GOAWAY after {sent} resets: {goaway_codes(data)}")
+        # nghttp2's reset budget (1,000 then 100/s) ends it with GOAWAY
+        # (INTERNAL_ERROR in 1.52) long before 20,000
+        self.assertTrue(goaway_codes(data), f"no GOAWAY after {sent} resets")
+        self.assertLess(sent, 20000)
         self.assertStillServing("rapid reset")
 
     def test_settings_and_ping_floods(self):
