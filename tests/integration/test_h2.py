@@ -58,14 +58,6 @@ def push_body(service, stacks, t_ns):
     return req.SerializeToString()
 
 
-def rss_kib(pid):
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    return 0
-
-
 class H2SameAnswersTest(h.ServerTestCase):
     @classmethod
     def setUpClass(cls):
@@ -316,7 +308,7 @@ class H2AbuseTest(h.ServerTestCase):
         super().setUpClass()
 
     def setUp(self):
-        self.rss0 = rss_kib(self.srv.proc.pid)
+        self.rss0 = h.rss_kib(self.srv.proc.pid)
 
     def assertStillServing(self, what):
         self.assertTrue(self.srv.alive(), f"{what}: ember died\n{self.srv.log_tail()}")
@@ -328,7 +320,7 @@ class H2AbuseTest(h.ServerTestCase):
                              f"{what}: HTTP/2 client not served")
         finally:
             c.close()
-        grown = rss_kib(self.srv.proc.pid) - self.rss0
+        grown = h.rss_kib(self.srv.proc.pid) - self.rss0
         self.assertLess(grown, self.RSS_GROWTH_MAX_KIB, f"{what}: RSS grew by {grown} KiB")
         H2AbuseTest.rss_growth[what] = grown
         return grown
