@@ -16,7 +16,6 @@ SETTINGS_MAX_CONCURRENT_STREAMS, body caps. After each: the process is up,
 its RSS stays within a bound, and fresh HTTP/1.1 and HTTP/2 clients are served."""
 import gzip
 import json
-import os
 import shutil
 import socket
 import subprocess
