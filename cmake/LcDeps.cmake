@@ -8,6 +8,9 @@ pkg_check_modules(YAML REQUIRED IMPORTED_TARGET yaml-0.1)
 pkg_check_modules(JANSSON REQUIRED IMPORTED_TARGET jansson)
 # hiredis 0.14 (Debian bookworm): async API; its libuv adapter is header-only.
 pkg_check_modules(HIREDIS REQUIRED IMPORTED_TARGET hiredis)
+# nghttp2 1.52 (bookworm, with the rapid-reset and CONTINUATION-flood fixes):
+# the HTTP/2 framing of lc/httpd.h.
+pkg_check_modules(NGHTTP2 REQUIRED IMPORTED_TARGET libnghttp2>=1.52)
 find_library(LMDB_LIB lmdb REQUIRED)
 find_path(LMDB_INCLUDE lmdb.h REQUIRED)
 find_package(Threads REQUIRED)

@@ -7,7 +7,9 @@ PKGS=(
   build-essential cmake pkg-config
   libuv1-dev node-llhttp libprotobuf-c-dev protobuf-c-compiler liblmdb-dev lmdb-utils
   zlib1g-dev libpcre2-dev libyaml-dev libjansson-dev libzstd-dev
-  libhiredis-dev libcurl4-openssl-dev
+  libhiredis-dev libcurl4-openssl-dev libnghttp2-dev
+  # HTTP/2 tests: the python h2 library and nghttp/h2load as independent clients
+  python3-h2 nghttp2-client
   # tests and benchmarks: go tool pprof as the judge, a real redis-server,
   # protoc + python3-protobuf for independent encoding, clang for fuzzing
   golang-go protobuf-compiler python3 python3-protobuf redis-server

@@ -222,6 +222,15 @@ def http_request(port, method, path, body=None, headers=None, timeout=60, conn=N
 
 # ------------------------------------------------------------------ server
 
+def rss_kib(pid):
+    """Resident memory of a process now (VmRSS), in KiB."""
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
+
+
 def ember_binary():
     return os.path.join(BIN_DIR, "services", "ember", "ember")
 

@@ -175,14 +175,6 @@ class GzipBombTest(h.ServerTestCase):
         self.assertLessEqual(self.srv.rss_peak_kib() * 1024, 3 * self.CAP + (64 << 20))
 
 
-def rss_kib(pid):
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    return 0
-
-
 class IdleConnectionsTest(h.ServerTestCase):
     server_args = ("--http.max-connections=1100",)
 
@@ -205,10 +197,10 @@ class IdleConnectionsTest(h.ServerTestCase):
             resource.setrlimit(resource.RLIMIT_NOFILE, (min(4096, hard), hard))
         warm = self.open_idle(20)  # warm-up: first-use allocations are not per connection
         pid = self.srv.proc.pid
-        base = rss_kib(pid)
+        base = h.rss_kib(pid)
         socks = self.open_idle(1000)
         time.sleep(0.5)
-        flood = rss_kib(pid) - base
+        flood = h.rss_kib(pid) - base
         per_conn = flood * 1024 / 1000
         print(f"\nidle connection cost: {per_conn / 1024:.1f} KiB each")
         self.assertLessEqual(per_conn, 16 * 1024)
@@ -223,7 +215,7 @@ class IdleConnectionsTest(h.ServerTestCase):
             s.close()
         h.wait_for(lambda: h.http_request(self.srv.port, "GET", "/ready").status == 200)
         time.sleep(1.0)
-        kept = rss_kib(pid) - base
+        kept = h.rss_kib(pid) - base
         print(f"flood: +{flood} KiB with 1,000 idle connections, +{kept} KiB after they closed")
         # Before the fix: ~60 KiB per connection, kept after close. What stays now
         # (fragments of a ~5 MB flood, under 8 KiB a connection) is bounded.

@@ -41,7 +41,7 @@
 
 static const char continue_response[] = "HTTP/1.1 100 Continue\r\n\r\n";
 
-typedef struct route_s {
+typedef struct lc_httpd__route_s {
     char *path; /* without the trailing '*' of a prefix route */
     size_t path_len;
     bool prefix;
@@ -53,12 +53,14 @@ typedef struct route_s {
     size_t max_inflated;  /* effective gzip output cap (see lc_http_route_t) */
     lc_metric_t *latency; /* NULL without metrics */
 } route_t;
+typedef lc_httpd__xchg_t xchg_t;
 
 typedef enum {
     CONN_IDLE,     /* between requests: idle timer */
     CONN_READING,  /* a request has begun: read deadline */
     CONN_HANDLING, /* a handler owns the request: not reading, no timer */
     CONN_WRITING,  /* the response is being written: write deadline */
+    CONN_H2,       /* HTTP/2: always reading; streams carry the requests */
     CONN_CLOSING,  /* handles are closing; freed by the last close callback */
 } conn_state_t;
 
@@ -69,21 +71,22 @@ struct conn_s {
     uv_write_t write_req;    /* the response */
     uv_write_t continue_req; /* an interim "100 Continue" */
     uv_shutdown_t shutdown_req;
-    uv_work_t work_req;
     lc_httpd_t *srv;
     conn_t *prev, *next; /* srv->conns */
     conn_state_t state;
     int open_handles;
     bool reading;
     bool close_after_write; /* the response in progress ends the connection */
-    bool in_handler;        /* a loop-side handler is on the stack */
-    bool finish_called;     /* ... and it called lc_http_finish already */
-    bool awaiting_finish;   /* a handler returned LC_HTTP_PENDING */
-    bool work_failed;       /* set on the pool thread, read after it */
-    const route_t *route;
-    uint64_t started_ns;
-    lc_httpd__parser_t parser;
-    lc_buf_t pending; /* bytes after the current request */
+    bool served;            /* a request has begun: no HTTP/2 preface any more */
+    xchg_t x;               /* the HTTP/1.1 request; x.parser.req._conn == &x */
+    lc_buf_t pending;       /* bytes after the current request */
+    /* HTTP/2 (state CONN_H2) */
+    lc_httpd__h2_t *h2;
+    lc_buf_t h2_out; /* bytes in uv_write */
+    bool h2_writing;
+    bool h2_close_wanted; /* close once no handler runs */
+    uint64_t h2_progress; /* lc_httpd__h2_progress at the last timer check */
+    uint64_t h2_settings_due_ns;
 };
 
 struct lc_httpd_s {
@@ -105,6 +108,9 @@ struct lc_httpd_s {
     uint64_t refused_conns;
     char *rbuf; /* READ_CHUNK_BYTES, shared by every connection */
     unsigned max_inflating;
+    lc_httpd__h2_cfg_t h2cfg; /* on_request, respond, user set per connection */
+    bool h2_enabled;
+    uint64_t h2_settings_timeout_ms;
     bool closing;
     bool listener_closed;
     void (*close_cb)(void *data);
@@ -115,8 +121,6 @@ static void conn_on_alloc(uv_handle_t *h, size_t hint, uv_buf_t *out);
 static void conn_on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf);
 static void conn_on_timer(uv_timer_t *t);
 static void conn_on_continue_written(uv_write_t *w, int status);
-static void conn_on_work(uv_work_t *w);
-static void conn_on_work_done(uv_work_t *w, int status);
 static void conn_on_written(uv_write_t *w, int status);
 static void conn_on_shutdown(uv_shutdown_t *s, int status);
 static void conn_on_closed(uv_handle_t *h);
@@ -239,23 +243,23 @@ int lc_httpd_route(lc_httpd_t *srv, const lc_http_route_t *route)
 
 /* ================================================================ metrics */
 
-static void conn_record_metrics(conn_t *c)
+void lc_httpd__xchg_record_metrics(xchg_t *x)
 {
-    lc_httpd_t *srv = c->srv;
-    const lc_http_req_t *req = &c->parser.req;
+    lc_httpd_t *srv = x->srv;
+    const lc_http_req_t *req = &x->parser.req;
     char labels[METRIC_LABELS_MAX];
-    if (!srv->metrics)
+    if (!srv || !srv->metrics)
         return;
-    const char *route = c->route ? c->route->metric_name : "none";
+    const char *route = x->route ? x->route->metric_name : "none";
     snprintf(labels, sizeof(labels), "route=\"%s\",method=\"%s\",status=\"%d\"", route, req->method,
              req->status);
     lc_metric_t *count = lc_metrics_counter(srv->metrics, "ember_http_requests_total",
                                             "HTTP requests by route, method and status.", labels);
     if (count)
         lc_metric_add(count, 1);
-    lc_metric_t *latency = c->route ? c->route->latency : srv->unrouted_latency;
-    if (latency)
-        lc_metric_observe(latency, (double)(uv_hrtime() - c->started_ns) / 1e9);
+    lc_metric_t *latency = x->route ? x->route->latency : srv->unrouted_latency;
+    if (latency && x->started_ns)
+        lc_metric_observe(latency, (double)(uv_hrtime() - x->started_ns) / 1e9);
 }
 
 /* ================================================================ reading */
@@ -305,7 +309,7 @@ static void conn_on_alloc(uv_handle_t *h, size_t hint, uv_buf_t *out)
 static void conn_send_continue(conn_t *c)
 {
     uv_buf_t buf = uv_buf_init((char *)continue_response, sizeof(continue_response) - 1);
-    c->parser.want_continue = false;
+    c->x.parser.want_continue = false;
     if (uv_write(&c->continue_req, (uv_stream_t *)&c->tcp, &buf, 1, conn_on_continue_written))
         conn_close(c);
 }
@@ -320,12 +324,12 @@ static void conn_on_continue_written(uv_write_t *w, int status)
 /* The parser consumed everything and wants more: track the request deadline. */
 static void conn_on_partial(conn_t *c)
 {
-    if (c->state == CONN_IDLE && c->parser.in_message) {
+    if (c->state == CONN_IDLE && c->x.parser.in_message) {
         c->state = CONN_READING;
-        c->started_ns = uv_hrtime();
+        c->x.started_ns = uv_hrtime();
         conn_arm_timer(c, c->srv->read_timeout_ms);
     }
-    if (c->parser.want_continue)
+    if (c->x.parser.want_continue)
         conn_send_continue(c);
 }
 
@@ -334,9 +338,9 @@ static void conn_reply_parse_error(conn_t *c, int status, const char *msg)
 {
     conn_read_stop(c);
     if (c->state == CONN_IDLE)
-        c->started_ns = uv_hrtime();
+        c->x.started_ns = uv_hrtime();
     c->close_after_write = true;
-    lc_httpd__reply_status(&c->parser.req, status, msg);
+    lc_httpd__reply_status(&c->x.parser.req, status, msg);
     conn_send_response(c);
 }
 
@@ -347,13 +351,13 @@ static void conn_dispatch(conn_t *c);
 static void conn_ingest(conn_t *c, const char *data, size_t len)
 {
     size_t used = 0;
-    lc_httpd__parse_t r = lc_httpd__parser_feed(&c->parser, data, len, &used);
+    lc_httpd__parse_t r = lc_httpd__parser_feed(&c->x.parser, data, len, &used);
     if (r == LC_HTTPD__MORE) {
         conn_on_partial(c);
         return;
     }
     if (r == LC_HTTPD__ERROR) {
-        conn_reply_parse_error(c, c->parser.error_status, c->parser.error_msg);
+        conn_reply_parse_error(c, c->x.parser.error_status, c->x.parser.error_msg);
         return;
     }
     if (lc_buf_append(&c->pending, data + used, len - used) != 0)
@@ -370,6 +374,40 @@ static void conn_ingest_pending(conn_t *c)
     lc_buf_fini(&in);
 }
 
+static void conn_h2_recv(conn_t *c, const char *data, size_t len);
+static void conn_start_h2(conn_t *c, const char *data, size_t len);
+
+/* The first bytes of a connection: the HTTP/2 client preface switches it to
+ * HTTP/2 (prior knowledge), anything else is HTTP/1.1. A preface cut short by
+ * the network waits in c->pending (no request has begun, so it is free).
+ * Returns true if it took the bytes. */
+static bool conn_sniff_preface(conn_t *c, const char *data, size_t len)
+{
+    static const char preface[] = LC_HTTPD__H2_PREFACE;
+    size_t have = c->pending.len;
+    size_t n = have + len < LC_HTTPD__H2_PREFACE_LEN ? len : LC_HTTPD__H2_PREFACE_LEN - have;
+    if (memcmp(data, preface + have, n) != 0) {
+        c->served = true;
+        if (have == 0)
+            return false;
+        if (lc_buf_append(&c->pending, data, len) != 0)
+            c->close_after_write = true;
+        conn_ingest_pending(c);
+        return true;
+    }
+    if (lc_buf_append(&c->pending, data, len) != 0) {
+        conn_close(c);
+        return true;
+    }
+    if (c->pending.len < LC_HTTPD__H2_PREFACE_LEN)
+        return true;
+    lc_buf_t in = c->pending;
+    lc_buf_init(&c->pending, PENDING_MAX_BYTES);
+    conn_start_h2(c, (const char *)in.data, in.len);
+    lc_buf_fini(&in);
+    return true;
+}
+
 static void conn_on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 {
     conn_t *c = s->data;
@@ -380,164 +418,414 @@ static void conn_on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
         conn_close(c); /* EOF or reset: a half-sent request is dropped */
         return;
     }
+    if (c->state == CONN_H2) {
+        conn_h2_recv(c, buf->base, (size_t)nread);
+        return;
+    }
     if (c->state != CONN_IDLE && c->state != CONN_READING)
+        return;
+    if (!c->served && c->srv->h2_enabled && conn_sniff_preface(c, buf->base, (size_t)nread))
         return;
     conn_ingest(c, buf->base, (size_t)nread);
 }
 
+/* ================================================================ HTTP/2 */
+
+#define H2_WRITE_BATCH (256u * 1024) /* bytes pulled from nghttp2 per uv_write */
+#define H2_OUT_MAX (4u << 20)        /* one batch plus the largest frame */
+#define H2_HARD_CLOSE_MS 1000        /* after a GOAWAY the peer does not read */
+#define DEFAULT_H2_MAX_STREAMS 100
+#define DEFAULT_H2_STREAM_WINDOW (1u << 20)
+#define DEFAULT_H2_CONNECTION_WINDOW (16u << 20)
+#define DEFAULT_H2_MAX_FRAME_BYTES (16u * 1024)
+#define DEFAULT_H2_SETTINGS_TIMEOUT_MS 10000
+
+static const char switching_response[] = "HTTP/1.1 101 Switching Protocols\r\n"
+                                         "Connection: Upgrade\r\nUpgrade: h2c\r\n\r\n";
+
+static void conn_h2_flush(conn_t *c);
+
+static void conn_h2_on_written(uv_write_t *w, int status)
+{
+    conn_t *c = LC_CONTAINER_OF(w, conn_t, write_req);
+    c->h2_writing = false;
+    if (c->state == CONN_CLOSING)
+        return;
+    if (status < 0) {
+        conn_close(c);
+        return;
+    }
+    conn_h2_flush(c);
+}
+
+/* Writes what nghttp2 has queued, one batch at a time: nothing more is pulled
+ * while a write is in flight, so a peer that does not read holds at most one
+ * batch here (nghttp2 caps its queued ACKs and cuts a flooding peer). */
+static void conn_h2_flush(conn_t *c)
+{
+    if (c->h2_writing || c->state != CONN_H2)
+        return;
+    lc_buf_reset(&c->h2_out);
+    if (lc_httpd__h2_pull(c->h2, &c->h2_out, H2_WRITE_BATCH) > 0) {
+        uv_buf_t b = uv_buf_init((char *)c->h2_out.data, (unsigned)c->h2_out.len);
+        c->h2_writing = true;
+        if (uv_write(&c->write_req, (uv_stream_t *)&c->tcp, &b, 1, conn_h2_on_written) != 0) {
+            c->h2_writing = false;
+            conn_close(c);
+        }
+        return;
+    }
+    if (lc_httpd__h2_open_streams(c->h2) == 0 && c->h2_out.cap > H2_WRITE_BATCH)
+        lc_buf_fini(&c->h2_out); /* an idle connection keeps no big buffer */
+    if (!lc_httpd__h2_alive(c->h2) || c->h2_close_wanted)
+        conn_close(c); /* everything queued has been written */
+}
+
+static void conn_h2_recv(conn_t *c, const char *data, size_t len)
+{
+    if (lc_httpd__h2_recv(c->h2, (const uint8_t *)data, len) != 0) {
+        /* A fatal session error: flush what nghttp2 queued (GOAWAY), then close. */
+        conn_read_stop(c);
+        c->h2_close_wanted = true;
+    }
+    conn_h2_flush(c);
+}
+
+/* A stream's response is ready (x->respond of every stream). */
+static void conn_h2_respond(xchg_t *x)
+{
+    conn_t *c = lc_httpd__h2_respond(x);
+    conn_h2_flush(c);
+}
+
+static void conn_h2_on_request(void *user, xchg_t *x)
+{
+    LC_UNUSED(user);
+    x->started_ns = uv_hrtime();
+    lc_httpd__xchg_dispatch(x);
+}
+
+/* The first timer: the peer must acknowledge our SETTINGS in time; later the
+ * idle period, checked against the progress counter. */
+static void conn_h2_arm(conn_t *c)
+{
+    uint64_t ms = c->srv->idle_timeout_ms;
+    if (!lc_httpd__h2_settings_acked(c->h2) && c->srv->h2_settings_timeout_ms < ms)
+        ms = c->srv->h2_settings_timeout_ms;
+    conn_arm_timer(c, ms);
+}
+
+/* No settings ACK in time, no progress for an idle period while streams are
+ * open (zero windows, a stalled upload), or simply idle: GOAWAY, then close
+ * (hard if the peer does not even take the GOAWAY). */
+static void conn_h2_on_timer(conn_t *c)
+{
+    lc_httpd__h2_t *h2 = c->h2;
+    uint64_t progress = lc_httpd__h2_progress(h2);
+    if (c->h2_close_wanted) {
+        conn_close(c);
+        return;
+    }
+    if (!lc_httpd__h2_settings_acked(h2) && uv_hrtime() >= c->h2_settings_due_ns) {
+        lc_httpd__h2_terminate(h2, LC_HTTPD__H2_SETTINGS_TIMEOUT);
+    } else if (progress != c->h2_progress || lc_httpd__h2_busy(h2) > 0) {
+        c->h2_progress = progress; /* working: a handler runs, or frames moved */
+        conn_h2_arm(c);
+        return;
+    } else {
+        lc_httpd__h2_terminate(h2, LC_HTTPD__H2_NO_ERROR);
+    }
+    c->h2_close_wanted = true;
+    conn_read_stop(c);
+    conn_h2_flush(c);
+    if (c->state == CONN_H2)
+        conn_arm_timer(c, H2_HARD_CLOSE_MS);
+}
+
+/* Graceful drain: GOAWAY; streams begun finish, then the session ends. */
+static void conn_h2_drain(conn_t *c)
+{
+    lc_httpd__h2_shutdown(c->h2);
+    conn_shorten_deadline(c, DRAIN_READ_GRACE_MS);
+    conn_h2_flush(c);
+}
+
+static int conn_new_h2_session(conn_t *c)
+{
+    lc_httpd__h2_cfg_t cfg = c->srv->h2cfg;
+    cfg.user = c;
+    cfg.on_request = conn_h2_on_request;
+    cfg.respond = conn_h2_respond;
+    int rc = lc_httpd__h2_new(&cfg, &c->h2);
+    if (rc != 0)
+        return rc;
+    lc_buf_init(&c->h2_out, H2_OUT_MAX);
+    c->state = CONN_H2;
+    c->served = true;
+    c->h2_settings_due_ns = uv_hrtime() + c->srv->h2_settings_timeout_ms * 1000000u;
+    conn_h2_arm(c);
+    return 0;
+}
+
+/* Prior knowledge: data starts with the client preface. */
+static void conn_start_h2(conn_t *c, const char *data, size_t len)
+{
+    if (conn_new_h2_session(c) != 0) {
+        conn_close(c);
+        return;
+    }
+    conn_h2_recv(c, data, len);
+}
+
+static bool header_has_token(const char *value, const char *token)
+{
+    size_t tlen = strlen(token);
+    for (const char *s = value; s && *s;) {
+        while (*s == ' ' || *s == ',' || *s == '\t')
+            s++;
+        size_t n = strcspn(s, ", \t");
+        if (n == tlen && strncasecmp(s, token, n) == 0)
+            return true;
+        s += n;
+    }
+    return false;
+}
+
+static bool h2c_upgrade_wanted(const lc_httpd_t *srv, const lc_http_req_t *req)
+{
+    if (!srv->h2_enabled || srv->closing)
+        return false;
+    const char *upgrade = lc_http_header(req, "upgrade");
+    return upgrade && header_has_token(upgrade, "h2c") && lc_http_header(req, "http2-settings");
+}
+
+/* `Upgrade: h2c`: 101, then the request becomes stream 1 and is answered over
+ * HTTP/2. A malformed HTTP2-Settings is ignored with the upgrade (RFC 7540
+ * §3.2 lets a server stay on HTTP/1.1). */
+static void conn_upgrade_h2(conn_t *c)
+{
+    uint8_t settings[512];
+    size_t n = 0;
+    const char *b64 = lc_http_header(&c->x.parser.req, "http2-settings");
+    if (lc_httpd__b64url_decode(b64, settings, sizeof(settings), &n) != 0 || n % 6 != 0) {
+        lc_httpd__xchg_dispatch(&c->x);
+        return;
+    }
+    uv_buf_t b = uv_buf_init((char *)switching_response, sizeof(switching_response) - 1);
+    if (uv_write(&c->continue_req, (uv_stream_t *)&c->tcp, &b, 1, conn_on_continue_written) != 0 ||
+        conn_new_h2_session(c) != 0) {
+        c->state = CONN_WRITING; /* nothing owns a request now */
+        conn_close(c);
+        return;
+    }
+    int rc = lc_httpd__h2_upgrade(c->h2, settings, n, &c->x.parser);
+    lc_httpd__parser_init(&c->x.parser, &c->srv->lim); /* its memory moved to stream 1 */
+    c->x.parser.req._conn = &c->x;
+    if (rc != 0) {
+        c->h2_close_wanted = true;
+        conn_h2_flush(c);
+        return;
+    }
+    lc_buf_t in = c->pending; /* the client preface and frames after the request */
+    lc_buf_init(&c->pending, PENDING_MAX_BYTES);
+    if (in.len > 0)
+        conn_h2_recv(c, (const char *)in.data, in.len);
+    else
+        conn_h2_flush(c);
+    lc_buf_fini(&in);
+    if (c->state == CONN_H2 && !c->h2_close_wanted)
+        conn_read_start(c);
+}
+
 /* ================================================================ handling */
+
+void lc_httpd__xchg_init(xchg_t *x, lc_httpd_t *srv, const lc_httpd__limits_t *lim,
+                         void (*respond)(xchg_t *), void *owner)
+{
+    memset(x, 0, sizeof(*x));
+    x->srv = srv;
+    x->respond = respond;
+    x->owner = owner;
+    lc_httpd__parser_init(&x->parser, lim);
+    x->parser.req._conn = x;
+}
+
+void lc_httpd__xchg_fini(xchg_t *x)
+{
+    lc_httpd__parser_fini(&x->parser);
+}
 
 /* Runs a loop-side callback, then `next` (if any) or the response. A callback
  * returning LC_HTTP_PENDING ends the chain: lc_http_finish sends the reply. */
-static void conn_run_on_loop(conn_t *c, lc_http_handler_cb cb, lc_http_handler_cb next)
+static void xchg_run_on_loop(xchg_t *x, lc_http_handler_cb cb, lc_http_handler_cb next)
 {
-    c->in_handler = true;
-    c->finish_called = false;
-    lc_http_result_t r = cb(&c->parser.req, c->route->data);
-    c->in_handler = false;
+    x->in_handler = true;
+    x->finish_called = false;
+    lc_http_result_t r = cb(&x->parser.req, x->route->data);
+    x->in_handler = false;
     if (r == LC_HTTP_PENDING) {
-        if (c->finish_called)
-            conn_send_response(c);
+        if (x->finish_called)
+            x->respond(x);
         else
-            c->awaiting_finish = true;
+            x->awaiting_finish = true;
         return;
     }
     if (next)
-        conn_run_on_loop(c, next, NULL);
+        xchg_run_on_loop(x, next, NULL);
     else
-        conn_send_response(c);
+        x->respond(x);
 }
 
 /* Gunzips the body under the route's cap. At most srv->max_inflating bodies
  * inflate at once: the rest are refused at once (503 + Retry-After) rather
  * than queued, so compressed bombs cannot hold every pool thread while
  * queries wait behind them. */
-static int conn_decode_body(conn_t *c)
+static int xchg_decode_body(xchg_t *x)
 {
-    lc_httpd_t *srv = c->srv;
-    if (!lc_httpd__parser_body_gzipped(&c->parser))
+    lc_httpd_t *srv = x->srv;
+    if (!lc_httpd__parser_body_gzipped(&x->parser))
         return 0;
     if (atomic_fetch_add(&srv->inflating, 1) >= srv->max_inflating) {
         atomic_fetch_sub(&srv->inflating, 1);
-        lc_httpd__reply_status(&c->parser.req, 503,
+        lc_httpd__reply_status(&x->parser.req, 503,
                                "too many compressed request bodies are being inflated; retry");
-        lc_http_set_header(&c->parser.req, "Retry-After", "1");
+        lc_http_set_header(&x->parser.req, "Retry-After", "1");
         return -1;
     }
-    int rc = lc_httpd__parser_decode_body(&c->parser, c->route->max_inflated);
+    int rc = lc_httpd__parser_decode_body(&x->parser, x->route->max_inflated);
     atomic_fetch_sub(&srv->inflating, 1);
     return rc;
 }
 
-static void conn_start_handler(conn_t *c)
+/* Thread pool: the body is gunzipped here too, off the loop. */
+static void xchg_on_work(uv_work_t *w)
 {
-    const route_t *r = c->route;
+    xchg_t *x = w->data;
+    x->work_failed = xchg_decode_body(x) != 0;
+    if (x->work_failed)
+        return;
+    if (x->route->work(&x->parser.req, x->route->data) == LC_HTTP_PENDING) {
+        /* Only the loop can finish a request later: a pool callback cannot pend. */
+        lc_httpd__reply_status(&x->parser.req, 500, "handler returned PENDING off the loop");
+        x->work_failed = true;
+    }
+}
+
+static void xchg_on_work_done(uv_work_t *w, int status)
+{
+    xchg_t *x = w->data;
+    if (status != 0) {
+        lc_httpd__reply_status(&x->parser.req, 503, "request canceled");
+        x->respond(x);
+    } else if (x->work_failed || !x->route->after) {
+        x->respond(x);
+    } else {
+        xchg_run_on_loop(x, x->route->after, NULL);
+    }
+}
+
+static void xchg_start_handler(xchg_t *x)
+{
+    const route_t *r = x->route;
     if (r->offload) {
-        c->work_req.data = c;
-        if (uv_queue_work(c->srv->loop, &c->work_req, conn_on_work, conn_on_work_done) != 0) {
-            lc_httpd__reply_status(&c->parser.req, 503, "cannot schedule the request");
-            conn_send_response(c);
+        x->work_req.data = x;
+        if (uv_queue_work(x->srv->loop, &x->work_req, xchg_on_work, xchg_on_work_done) != 0) {
+            lc_httpd__reply_status(&x->parser.req, 503, "cannot schedule the request");
+            x->respond(x);
         }
         return;
     }
-    if (conn_decode_body(c) != 0) {
-        conn_send_response(c);
+    if (xchg_decode_body(x) != 0) {
+        x->respond(x);
         return;
     }
-    conn_run_on_loop(c, r->work, r->after);
+    xchg_run_on_loop(x, r->work, r->after);
 }
 
-/* Thread pool: the body is gunzipped here too, off the loop. */
-static void conn_on_work(uv_work_t *w)
+void lc_httpd__xchg_dispatch(xchg_t *x)
 {
-    conn_t *c = w->data;
-    c->work_failed = conn_decode_body(c) != 0;
-    if (c->work_failed)
-        return;
-    if (c->route->work(&c->parser.req, c->route->data) == LC_HTTP_PENDING) {
-        /* Only the loop can finish a request later: a pool callback cannot pend. */
-        lc_httpd__reply_status(&c->parser.req, 500, "handler returned PENDING off the loop");
-        c->work_failed = true;
-    }
-}
-
-static void conn_on_work_done(uv_work_t *w, int status)
-{
-    conn_t *c = w->data;
-    if (status != 0) {
-        lc_httpd__reply_status(&c->parser.req, 503, "request canceled");
-        conn_send_response(c);
-    } else if (c->work_failed || !c->route->after) {
-        conn_send_response(c);
-    } else {
-        conn_run_on_loop(c, c->route->after, NULL);
-    }
-}
-
-/* A complete request: stop reading (back-pressure) and route it. */
-static void conn_dispatch(conn_t *c)
-{
-    lc_http_req_t *req = &c->parser.req;
+    lc_http_req_t *req = &x->parser.req;
     bool path_known = false;
-    if (c->state == CONN_IDLE)
-        c->started_ns = uv_hrtime(); /* the whole request came in one read */
-    c->state = CONN_HANDLING;
-    uv_timer_stop(&c->timer);
-    conn_read_stop(c);
-    c->route = srv_find_route(c->srv, req->path, req->method, &path_known);
-    if (c->route) {
-        conn_start_handler(c);
+    if (!x->started_ns)
+        x->started_ns = uv_hrtime(); /* the whole request came at once */
+    x->route = srv_find_route(x->srv, req->path, req->method, &path_known);
+    if (x->route) {
+        xchg_start_handler(x);
         return;
     }
     if (path_known) {
-        srv_set_allow(c->srv, req);
+        srv_set_allow(x->srv, req);
         lc_httpd__reply_status(req, 405, "method not allowed");
     } else {
         lc_httpd__reply_status(req, 404, "not found");
     }
-    conn_send_response(c);
+    x->respond(x);
 }
 
 void lc_http_finish(lc_http_req_t *req)
 {
-    conn_t *c = req->_conn;
-    if (!c)
+    xchg_t *x = req->_conn;
+    if (!x)
         return;
-    if (c->in_handler) {
-        c->finish_called = true; /* finished before returning PENDING */
+    if (x->in_handler) {
+        x->finish_called = true; /* finished before returning PENDING */
         return;
     }
-    if (!c->awaiting_finish) {
+    if (!x->awaiting_finish) {
         LC_LOG_WARN("lc_http_finish on a request that is not pending path=%s", req->path);
         return;
     }
-    c->awaiting_finish = false;
-    conn_send_response(c);
+    x->awaiting_finish = false;
+    x->respond(x);
+}
+
+static bool h2c_upgrade_wanted(const lc_httpd_t *srv, const lc_http_req_t *req);
+static void conn_upgrade_h2(conn_t *c);
+
+/* A complete HTTP/1.1 request: stop reading (back-pressure) and route it. */
+static void conn_dispatch(conn_t *c)
+{
+    if (c->state == CONN_IDLE)
+        c->x.started_ns = uv_hrtime(); /* the whole request came in one read */
+    c->state = CONN_HANDLING;
+    c->served = true;
+    uv_timer_stop(&c->timer);
+    conn_read_stop(c);
+    if (h2c_upgrade_wanted(c->srv, &c->x.parser.req)) {
+        conn_upgrade_h2(c);
+        return;
+    }
+    lc_httpd__xchg_dispatch(&c->x);
 }
 
 /* ================================================================ writing */
 
 static void conn_send_response(conn_t *c)
 {
-    lc_http_req_t *req = &c->parser.req;
-    bool keep_alive = c->parser.keep_alive && !c->close_after_write && !c->srv->closing;
+    lc_http_req_t *req = &c->x.parser.req;
+    bool keep_alive = c->x.parser.keep_alive && !c->close_after_write && !c->srv->closing;
     c->close_after_write = !keep_alive;
-    if (lc_httpd__format_head(req, keep_alive, &c->parser.head) != 0) {
+    if (lc_httpd__format_head(req, keep_alive, &c->x.parser.head) != 0) {
         req->_n_resp_headers = 0; /* handler headers too big: say so, plainly */
         lc_httpd__reply_status(req, 500, "response headers too large");
-        if (lc_httpd__format_head(req, keep_alive, &c->parser.head) != 0)
+        if (lc_httpd__format_head(req, keep_alive, &c->x.parser.head) != 0)
             LC_LOG_ERROR("cannot format a 500 response head");
     }
     uv_buf_t bufs[2];
     unsigned n = 0;
-    bufs[n++] = uv_buf_init((char *)c->parser.head.data, (unsigned)c->parser.head.len);
+    bufs[n++] = uv_buf_init((char *)c->x.parser.head.data, (unsigned)c->x.parser.head.len);
     if (!lc_httpd__bodyless(req) && req->resp_body.len > 0)
         bufs[n++] = uv_buf_init((char *)req->resp_body.data, (unsigned)req->resp_body.len);
-    conn_record_metrics(c);
+    lc_httpd__xchg_record_metrics(&c->x);
     c->state = CONN_WRITING;
     conn_arm_timer(c, c->srv->idle_timeout_ms); /* a peer that stops reading is gone */
     if (uv_write(&c->write_req, (uv_stream_t *)&c->tcp, bufs, n, conn_on_written) != 0)
         conn_close(c);
+}
+
+static void conn_respond(xchg_t *x)
+{
+    conn_send_response(x->owner);
 }
 
 /* Response bytes and request memory may be released only now (libuv owns
@@ -556,8 +844,9 @@ static void conn_on_written(uv_write_t *w, int status)
             conn_close(c);
         return;
     }
-    lc_httpd__parser_next(&c->parser);
-    c->route = NULL;
+    lc_httpd__parser_next(&c->x.parser);
+    c->x.route = NULL;
+    c->x.started_ns = 0;
     c->state = CONN_IDLE;
     conn_arm_timer(c, c->srv->idle_timeout_ms);
     if (c->pending.len > 0)
@@ -582,6 +871,9 @@ static void conn_on_timer(uv_timer_t *t)
     case CONN_READING:
         conn_reply_parse_error(c, 408, "request not received in time");
         break;
+    case CONN_H2:
+        conn_h2_on_timer(c);
+        break;
     default:
         break;
     }
@@ -597,6 +889,13 @@ static void conn_close(conn_t *c)
         return;
     if (c->state == CONN_HANDLING) {
         c->close_after_write = true;
+        return;
+    }
+    if (c->state == CONN_H2 && lc_httpd__h2_busy(c->h2) > 0) {
+        /* Handlers own their streams' requests: the close waits for the last
+         * of them (conn_h2_respond). */
+        c->h2_close_wanted = true;
+        conn_read_stop(c);
         return;
     }
     c->state = CONN_CLOSING;
@@ -619,8 +918,11 @@ static void conn_on_closed(uv_handle_t *h)
     if (c->next)
         c->next->prev = c->prev;
     srv->n_conns--;
-    lc_httpd__parser_fini(&c->parser);
+    lc_httpd__xchg_fini(&c->x);
     lc_buf_fini(&c->pending);
+    if (c->h2)
+        lc_httpd__h2_free(c->h2);
+    lc_buf_fini(&c->h2_out);
     lc_free(c);
     srv_maybe_trim(srv);
     srv_maybe_finish(srv);
@@ -644,8 +946,7 @@ static conn_t *conn_new(lc_httpd_t *srv)
     c->state = CONN_IDLE;
     c->tcp.data = c;
     c->timer.data = c;
-    lc_httpd__parser_init(&c->parser, &srv->lim);
-    c->parser.req._conn = c;
+    lc_httpd__xchg_init(&c->x, srv, &srv->lim, conn_respond, c);
     lc_buf_init(&c->pending, PENDING_MAX_BYTES);
     c->next = srv->conns;
     if (srv->conns)
@@ -726,6 +1027,23 @@ static size_t size_or_default(size_t v, size_t def)
     return v ? v : def;
 }
 
+static void srv_set_h2(lc_httpd_t *srv, const lc_httpd_opts_t *opts)
+{
+    srv->h2_enabled = !opts->h2_disable;
+    srv->h2_settings_timeout_ms = opts->h2_settings_timeout_ms ? opts->h2_settings_timeout_ms
+                                                               : DEFAULT_H2_SETTINGS_TIMEOUT_MS;
+    srv->h2cfg = (lc_httpd__h2_cfg_t){
+        .lim = srv->lim,
+        .max_streams = opts->h2_max_streams ? opts->h2_max_streams : DEFAULT_H2_MAX_STREAMS,
+        .stream_window = opts->h2_stream_window ? opts->h2_stream_window : DEFAULT_H2_STREAM_WINDOW,
+        .connection_window =
+            opts->h2_connection_window ? opts->h2_connection_window : DEFAULT_H2_CONNECTION_WINDOW,
+        .max_frame_bytes =
+            opts->h2_max_frame_bytes ? opts->h2_max_frame_bytes : DEFAULT_H2_MAX_FRAME_BYTES,
+        .srv = srv,
+    };
+}
+
 int lc_httpd_new(uv_loop_t *loop, const lc_httpd_opts_t *opts, lc_httpd_t **out)
 {
     *out = NULL;
@@ -754,6 +1072,7 @@ int lc_httpd_new(uv_loop_t *loop, const lc_httpd_opts_t *opts, lc_httpd_t **out)
     srv->read_timeout_ms = opts->read_timeout_ms ? opts->read_timeout_ms : DEFAULT_READ_TIMEOUT_MS;
     srv->max_inflating = opts->max_inflating ? opts->max_inflating : DEFAULT_MAX_INFLATING;
     srv->max_conns = opts->max_connections ? opts->max_connections : DEFAULT_MAX_CONNECTIONS;
+    srv_set_h2(srv, opts);
     srv->rbuf = lc_xmalloc(READ_CHUNK_BYTES);
     srv->metrics = opts->metrics;
     srv->unrouted_latency = srv_latency_metric(srv, "none");
@@ -856,5 +1175,7 @@ void lc_httpd_close(lc_httpd_t *srv, void (*cb)(void *data), void *data)
             conn_close(c);
         else if (c->state == CONN_READING)
             conn_shorten_deadline(c, DRAIN_READ_GRACE_MS);
+        else if (c->state == CONN_H2)
+            conn_h2_drain(c);
     }
 }

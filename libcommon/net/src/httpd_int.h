@@ -72,6 +72,106 @@ int lc_httpd__parser_decode_body(lc_httpd__parser_t *p, size_t max_out);
 /* Forgets the finished request and resumes parsing for the next one. */
 void lc_httpd__parser_next(lc_httpd__parser_t *p);
 
+/* ---- building a request from HTTP/2 fields (httpd_h2.c); each returns 0, or
+ * -1 with error_status/error_msg set (the request is then answered with it). */
+/* A regular header (name already lower-case in HTTP/2); counted against
+ * max_header_bytes like an HTTP/1.1 header line; trailers are counted only. */
+int lc_httpd__parser_add_header(lc_httpd__parser_t *p, const char *name, size_t nlen,
+                                const char *value, size_t vlen);
+/* :method and :path (the query string is split off). */
+int lc_httpd__parser_set_start(lc_httpd__parser_t *p, const char *method, size_t mlen,
+                               const char *target, size_t tlen);
+/* End of the header block: the same checks as on_headers_complete (413 on a
+ * declared length past the cap, Content-Encoding). content_length < 0: none. */
+int lc_httpd__parser_end_headers(lc_httpd__parser_t *p, int64_t content_length);
+/* A piece of the body, under max_body_bytes (413). */
+int lc_httpd__parser_add_body(lc_httpd__parser_t *p, const uint8_t *data, size_t len);
+/* The body is complete: req.body points at it. */
+void lc_httpd__parser_end_body(lc_httpd__parser_t *p);
+
+/* ---- one request/response exchange (httpd.c): an HTTP/1.1 connection owns
+ * one, each HTTP/2 stream one. req._conn points at it. dispatch routes the
+ * complete request and runs its handlers (loop or pool); when the response is
+ * ready, `respond` is called on the loop thread. */
+typedef struct lc_httpd__route_s lc_httpd__route_t;
+typedef struct lc_httpd__xchg_s lc_httpd__xchg_t;
+struct lc_httpd__xchg_s {
+    lc_httpd_t *srv;
+    lc_httpd__parser_t parser;
+    const lc_httpd__route_t *route;
+    uv_work_t work_req;
+    uint64_t started_ns;
+    void (*respond)(lc_httpd__xchg_t *x);
+    void *owner;          /* the connection or stream */
+    bool in_handler;      /* a loop-side handler is on the stack */
+    bool finish_called;   /* ... and it called lc_http_finish already */
+    bool awaiting_finish; /* a handler returned LC_HTTP_PENDING */
+    bool work_failed;     /* set on the pool thread, read after it */
+};
+
+/* srv may be NULL (the fuzz targets): no routes, no metrics. */
+void lc_httpd__xchg_init(lc_httpd__xchg_t *x, lc_httpd_t *srv, const lc_httpd__limits_t *lim,
+                         void (*respond)(lc_httpd__xchg_t *), void *owner);
+void lc_httpd__xchg_fini(lc_httpd__xchg_t *x);
+/* Routes x->parser.req and runs its handlers; x->respond follows (maybe at once). */
+void lc_httpd__xchg_dispatch(lc_httpd__xchg_t *x);
+/* Counts the response in the request metrics (call when it is handed over). */
+void lc_httpd__xchg_record_metrics(lc_httpd__xchg_t *x);
+
+/* ---- HTTP/2 (httpd_h2.c): an nghttp2 server session with no sockets. Bytes
+ * in go to lc_httpd__h2_recv; bytes out come from lc_httpd__h2_pull. A
+ * complete request is handed to cfg.on_request with a ready exchange; the
+ * owner answers with lc_httpd__h2_respond (from x->respond). */
+#define LC_HTTPD__H2_PREFACE "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
+#define LC_HTTPD__H2_PREFACE_LEN 24
+#define LC_HTTPD__H2_NO_ERROR 0x0
+#define LC_HTTPD__H2_SETTINGS_TIMEOUT 0x4
+
+typedef struct lc_httpd__h2_s lc_httpd__h2_t;
+typedef struct lc_httpd__h2_cfg_s {
+    lc_httpd__limits_t lim;
+    uint32_t max_streams;       /* SETTINGS_MAX_CONCURRENT_STREAMS */
+    uint32_t stream_window;     /* SETTINGS_INITIAL_WINDOW_SIZE */
+    uint32_t connection_window; /* the connection's receive window */
+    uint32_t max_frame_bytes;   /* SETTINGS_MAX_FRAME_SIZE */
+    lc_httpd_t *srv;            /* for the exchanges (NULL in the fuzz target) */
+    void (*on_request)(void *user, lc_httpd__xchg_t *x);
+    void (*respond)(lc_httpd__xchg_t *x); /* x->respond of every stream */
+    void *user;
+} lc_httpd__h2_cfg_t;
+
+int lc_httpd__h2_new(const lc_httpd__h2_cfg_t *cfg, lc_httpd__h2_t **out) LC_MUST_CHECK;
+/* Frees the session and every stream; no handler may be running (busy == 0). */
+void lc_httpd__h2_free(lc_httpd__h2_t *h2);
+/* Feeds received bytes; -1 = the connection must close (after a final pull). */
+int lc_httpd__h2_recv(lc_httpd__h2_t *h2, const uint8_t *data, size_t len) LC_MUST_CHECK;
+/* HTTP/1.1 `Upgrade: h2c`: settings is the decoded HTTP2-Settings payload;
+ * the complete request in *h1 moves into stream 1 (h1 is left empty and must
+ * be re-initialised) and is handed to on_request. */
+int lc_httpd__h2_upgrade(lc_httpd__h2_t *h2, const uint8_t *settings, size_t len,
+                         lc_httpd__parser_t *h1) LC_MUST_CHECK;
+/* Appends up to max bytes to send to out; returns how many (0: nothing now). */
+size_t lc_httpd__h2_pull(lc_httpd__h2_t *h2, lc_buf_t *out, size_t max);
+/* The response in x is complete: send it (or drop it if the stream is gone).
+ * Returns cfg.user, the owner of the session, which must then pull. */
+void *lc_httpd__h2_respond(lc_httpd__xchg_t *x);
+/* Handlers running now (the connection may not close while > 0). */
+size_t lc_httpd__h2_busy(const lc_httpd__h2_t *h2);
+/* False once the session is over (GOAWAY both ways or a fatal error) and
+ * everything has been pulled. */
+bool lc_httpd__h2_alive(const lc_httpd__h2_t *h2);
+/* Graceful GOAWAY (drain): streams already begun finish, no new ones. */
+void lc_httpd__h2_shutdown(lc_httpd__h2_t *h2);
+/* Ends the session now with GOAWAY(code) (timeouts). */
+void lc_httpd__h2_terminate(lc_httpd__h2_t *h2, uint32_t code);
+bool lc_httpd__h2_settings_acked(const lc_httpd__h2_t *h2);
+/* Open streams, and a counter that moves whenever a request or response
+ * makes progress (HEADERS/DATA in or out): the idle/stall timer reads both. */
+size_t lc_httpd__h2_open_streams(const lc_httpd__h2_t *h2);
+uint64_t lc_httpd__h2_progress(const lc_httpd__h2_t *h2);
+/* Base64url (HTTP2-Settings) -> bytes; -1 if malformed or past max. */
+int lc_httpd__b64url_decode(const char *s, uint8_t *out, size_t max, size_t *len);
+
 /* httpd_req.c: resets the response part of req (status 200, no headers/body). */
 void lc_httpd__resp_reset(lc_http_req_t *req, size_t max_response_bytes);
 /* Replaces the response with a JSON error for an HTTP status (legacy shape). */

@@ -154,18 +154,24 @@ static int check_content_encoding(lc_httpd__parser_t *p)
     return parse_fail(p, 501, "unsupported content-encoding");
 }
 
-static int on_headers_complete(llhttp_t *h)
+/* The checks at the end of a header block, for HTTP/1.1 and HTTP/2 alike. */
+static int headers_end(lc_httpd__parser_t *p, bool has_length, uint64_t content_length)
 {
-    lc_httpd__parser_t *p = parser_of(h);
     p->headers_done = true;
-    p->req.method = llhttp_method_name((llhttp_method_t)h->method);
     p->req.headers = p->headers;
     p->req.n_headers = p->n_headers;
     if (!p->req.path)
         return parse_fail(p, 400, "missing request target");
-    if ((h->flags & F_CONTENT_LENGTH) && h->content_length > p->lim.max_body_bytes)
+    if (has_length && content_length > p->lim.max_body_bytes)
         return parse_fail(p, 413, "request body too large");
-    if (check_content_encoding(p) != 0)
+    return check_content_encoding(p);
+}
+
+static int on_headers_complete(llhttp_t *h)
+{
+    lc_httpd__parser_t *p = parser_of(h);
+    p->req.method = llhttp_method_name((llhttp_method_t)h->method);
+    if (headers_end(p, (h->flags & F_CONTENT_LENGTH) != 0, h->content_length) != 0)
         return -1;
     const char *expect = lc_http_header(&p->req, "expect");
     if (expect && strcasecmp(expect, "100-continue") == 0 && h->http_major == 1 &&
@@ -211,6 +217,72 @@ static int on_message_complete(llhttp_t *h)
     p->req.body = p->body.data ? p->body.data : (const uint8_t *)"";
     p->req.body_len = p->body.len;
     return HPE_PAUSED;
+}
+
+/* ---- the same request built from HTTP/2 fields (httpd_h2.c) */
+
+int lc_httpd__parser_add_header(lc_httpd__parser_t *p, const char *name, size_t nlen,
+                                const char *value, size_t vlen)
+{
+    if (count_header_bytes(p, nlen + vlen + HEADER_LINE_OVERHEAD) != 0)
+        return -1;
+    if (in_trailers(p))
+        return 0;
+    char *n = lc_arena_strndup(p->arena, name, nlen);
+    char *v = lc_arena_strndup(p->arena, value, vlen);
+    if (!n || !v)
+        return parse_fail(p, 431, "request too large for the arena");
+    for (char *c = n; *c; c++)
+        *c = (char)tolower((unsigned char)*c);
+    p->headers = lc_xgrow(p->headers, &p->cap_headers, p->n_headers + 1, sizeof(*p->headers));
+    p->headers[p->n_headers++] = (lc_http_header_t){.name = n, .value = v};
+    return 0;
+}
+
+int lc_httpd__parser_set_start(lc_httpd__parser_t *p, const char *method, size_t mlen,
+                               const char *target, size_t tlen)
+{
+    if (count_header_bytes(p, mlen + tlen) != 0)
+        return -1;
+    p->in_message = true;
+    if (method) {
+        char *m = lc_arena_strndup(p->arena, method, mlen);
+        if (!m)
+            return parse_fail(p, 431, "request too large for the arena");
+        p->req.method = m;
+    }
+    if (target) {
+        if (lc_buf_append(&p->scratch, target, tlen) != 0)
+            return parse_fail(p, 431, "request header fields too large");
+        return on_url_complete(&p->llhttp);
+    }
+    return 0;
+}
+
+int lc_httpd__parser_end_headers(lc_httpd__parser_t *p, int64_t content_length)
+{
+    if (p->error_status)
+        return -1;
+    if (!p->req.method[0])
+        return parse_fail(p, 400, "missing request method");
+    return headers_end(p, content_length >= 0, (uint64_t)content_length);
+}
+
+int lc_httpd__parser_add_body(lc_httpd__parser_t *p, const uint8_t *data, size_t len)
+{
+    if (p->error_status)
+        return -1;
+    if (body_check_cap(p, len) != 0)
+        return -1;
+    if (lc_buf_append(&p->body, data, len) != 0)
+        return parse_fail(p, 413, "request body too large");
+    return 0;
+}
+
+void lc_httpd__parser_end_body(lc_httpd__parser_t *p)
+{
+    p->req.body = p->body.data ? p->body.data : (const uint8_t *)"";
+    p->req.body_len = p->body.len;
 }
 
 static const llhttp_settings_t parser_settings = {

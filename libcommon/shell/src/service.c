@@ -220,6 +220,8 @@ static int start_http(proc_t *p)
     lc_httpd_opts_t ho = {.address = p->opts->http_address,
                           .max_body_bytes = p->opts->max_body_bytes,
                           .max_connections = p->opts->max_connections,
+                          .h2_disable = p->opts->h2_disable,
+                          .h2_max_streams = p->opts->h2_max_streams,
                           .metrics = p->pub.metrics};
     /* Credentials first: no route may answer before they are in force. */
     int rc = lc_auth_init(&p->pub.loop, p->opts->auth_tokens_file);

@@ -59,6 +59,8 @@ static void ing_register_metrics(ing_t *ing)
         ing->metrics, "ember_ingest_profiles_total", profiles_help, "route=\"ingest\"");
     ing->m_profiles[ING_ROUTE_PUSH] = lc_metrics_counter(
         ing->metrics, "ember_ingest_profiles_total", profiles_help, "route=\"push\"");
+    ing->m_profiles[ING_ROUTE_OTLP] = ing->m_profiles[ING_ROUTE_OTLP_HTTP] = lc_metrics_counter(
+        ing->metrics, "ember_ingest_profiles_total", profiles_help, "route=\"otlp\"");
     ing->m_bytes = lc_metrics_counter(ing->metrics, "ember_ingest_bytes_total",
                                       "Request body bytes received by the ingest routes", "");
     ing->m_samples = lc_metrics_counter(ing->metrics, "ember_ingest_samples_total",
@@ -81,6 +83,11 @@ static int ing_routes(ing_t *ing, lc_httpd_t *srv)
          ING_PARCA_STORE "WriteRaw", ing, cap},
         {"/api" ING_PARCA_STORE "WriteRaw", NULL, ing_parca_write_raw_work, ing_publish_after, true,
          ING_PARCA_STORE "WriteRaw", ing, cap},
+        /* OTLP profiles: gRPC/gRPC-Web/Connect, and OTLP/HTTP */
+        {ING_OTLP_EXPORT, NULL, ing_otlp_export_work, ing_publish_after, true, ING_OTLP_EXPORT, ing,
+         cap},
+        {ING_OTLP_HTTP, "POST", ing_otlp_http_work, ing_publish_after, true, ING_OTLP_HTTP, ing,
+         cap},
         {ING_PARCA_STORE "*", NULL, ing_parca_write_unimplemented, NULL, false, ING_PARCA_STORE "*",
          ing, 0},
         {"/api" ING_PARCA_STORE "*", NULL, ing_parca_write_unimplemented, NULL, false,

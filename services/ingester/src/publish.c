@@ -15,6 +15,7 @@
 
 #include "lc/clock.h"
 #include "lc/log.h"
+#include "opentelemetry/proto/collector/profiles/v1development/profiles_service.pb-c.h"
 #include "push/v1/push.pb-c.h"
 #include "receive_int.h"
 
@@ -128,6 +129,29 @@ static void job_transport_status(const ing_job_t *job, lc_status_t *st)
     }
 }
 
+/* OTLP answers success with ExportProfilesServiceResponse, whose
+ * partial_success counts the profiles rejected and says why (the accepted
+ * ones are stored); OTLP/HTTP replies in application/x-protobuf. */
+static void job_respond_otlp(ing_job_t *job, const lc_status_t *st)
+{
+    Opentelemetry__Proto__Collector__Profiles__V1development__ExportProfilesServiceResponse resp =
+        OPENTELEMETRY__PROTO__COLLECTOR__PROFILES__V1DEVELOPMENT__EXPORT_PROFILES_SERVICE_RESPONSE__INIT;
+    Opentelemetry__Proto__Collector__Profiles__V1development__ExportProfilesPartialSuccess partial =
+        OPENTELEMETRY__PROTO__COLLECTOR__PROFILES__V1DEVELOPMENT__EXPORT_PROFILES_PARTIAL_SUCCESS__INIT;
+    if (!lc_status_ok(st)) { /* refused, or not published */
+        lc_connect_error(job->req, st);
+        return;
+    }
+    if (!lc_status_ok(&job->partial)) {
+        partial.rejected_profiles = (int64_t)job->n_rejected;
+        partial.error_message = job->partial.msg;
+        resp.partial_success = &partial;
+    }
+    lc_connect_reply(job->req, job->codec, &resp.base);
+    if (job->route == ING_ROUTE_OTLP_HTTP && job->codec == LC_CONNECT_PROTO)
+        lc_http_set_header(job->req, "Content-Type", "application/x-protobuf");
+}
+
 static void job_respond(ing_job_t *job)
 {
     lc_status_t st = job->refused;
@@ -140,6 +164,10 @@ static void job_respond(ing_job_t *job)
         if (failed)
             lc_http_error(job->req, &st);
         return; /* 200, empty body */
+    }
+    if (job->route == ING_ROUTE_OTLP || job->route == ING_ROUTE_OTLP_HTTP) {
+        job_respond_otlp(job, &st);
+        return;
     }
     if (failed) {
         lc_connect_error(job->req, &st);

@@ -141,10 +141,21 @@ static int push_run(push_ctx_t *c, const Push__V1__PushRequest *req, lc_status_t
         push_series(c, req->series[i]);
     if (c->n_rejected == 0)
         return 0;
+    c->job->n_rejected = c->n_rejected;
     lc_status_t *out = c->job->n_msgs ? &c->job->partial : st;
     lc_status_set(out, LC_CODE_INVALID_ARGUMENT, "%zu of %zu profiles rejected: %s", c->n_rejected,
                   c->n_profiles, c->first_error.msg);
     return c->job->n_msgs ? 0 : -1;
+}
+
+/* OTLP profiles that could not be converted count as rejected profiles of
+ * the push (partial success), the conversion error first. */
+static void push_take_otlp_rejects(push_ctx_t *c, const Push__V1__PushRequest *msg)
+{
+    const ing_otlp_push_t *o = LC_CONTAINER_OF(msg, ing_otlp_push_t, push);
+    for (size_t i = 0; i < o->rejected; i++)
+        push_reject(c, &o->why, "invalid_profile");
+    c->n_profiles += o->rejected;
 }
 
 /* Profiles in a push, for the per-tenant profile rate. */
@@ -169,13 +180,19 @@ static int push_decode(lc_http_req_t *req, const Push__V1__PushRequest **out,
 
 lc_http_result_t ing_push_serve(lc_http_req_t *req, ing_t *ing, ing_push_decode_fn decode)
 {
+    return ing_push_serve_as(req, ing, decode, ING_ROUTE_PUSH);
+}
+
+lc_http_result_t ing_push_serve_as(lc_http_req_t *req, ing_t *ing, ing_push_decode_fn decode,
+                                   ing_route_t route)
+{
     push_ctx_t c = {.ing = ing, .req = req, .now_ns = lc_realtime_ns()};
     lc_status_t st = {0};
     const Push__V1__PushRequest *msg = NULL;
     lc_connect_codec_t codec;
     req->user = NULL;
     lc_metric_add(c.ing->m_bytes, (double)req->body_len);
-    c.job = ing_job_new(c.ing, req, ING_ROUTE_PUSH);
+    c.job = ing_job_new(c.ing, req, route);
     int rc = c.job ? 0 : lc_status_set(&st, LC_CODE_RESOURCE_EXHAUSTED, "out of request memory");
     if (rc == 0)
         rc = decode(req, &msg, &codec, &st);
@@ -186,6 +203,8 @@ lc_http_result_t ing_push_serve(lc_http_req_t *req, ing_t *ing, ing_push_decode_
         c.n_rejected = 1; /* counted: not an invalid request */
         rc = -1;
     }
+    if (rc == 0 && (route == ING_ROUTE_OTLP || route == ING_ROUTE_OTLP_HTTP))
+        push_take_otlp_rejects(&c, msg);
     if (rc == 0) {
         c.job->codec = codec;
         rc = push_run(&c, msg, &st);

@@ -254,18 +254,24 @@ bool ing_spy_rewrites_names(const char *spy);
 int ing_spy_fix_names(Google__V1__Profile *p, const char *spy, lc_arena_t *arena) LC_MUST_CHECK;
 
 /* ---------------------------------------------------------------- ingester.c */
-typedef enum { ING_ROUTE_INGEST = 0, ING_ROUTE_PUSH = 1 } ing_route_t;
+typedef enum {
+    ING_ROUTE_INGEST = 0,
+    ING_ROUTE_PUSH = 1,
+    ING_ROUTE_OTLP = 2,      /* ProfilesService/Export: OTLP's response, partial success */
+    ING_ROUTE_OTLP_HTTP = 3, /* the same over OTLP/HTTP (application/x-protobuf replies) */
+    ING_ROUTE_COUNT_,
+} ing_route_t;
 
 struct ing_s {
     uv_loop_t *loop;
     ing_opts_t opts;
     lc_transport_t *tr;
-    lc_metrics_t *metrics;      /* may be NULL */
-    lc_metric_t *m_profiles[2]; /* ember_ingest_profiles_total{route} */
-    lc_metric_t *m_bytes;       /* ember_ingest_bytes_total */
-    lc_metric_t *m_samples;     /* ember_ingest_samples_total */
-    lc_ratelimit_t *rate;       /* NULL: no per-tenant rate limit */
-    lc_serieslimit_t *series;   /* NULL: no per-tenant series limit */
+    lc_metrics_t *metrics;                     /* may be NULL */
+    lc_metric_t *m_profiles[ING_ROUTE_COUNT_]; /* ember_ingest_profiles_total{route} */
+    lc_metric_t *m_bytes;                      /* ember_ingest_bytes_total */
+    lc_metric_t *m_samples;                    /* ember_ingest_samples_total */
+    lc_ratelimit_t *rate;                      /* NULL: no per-tenant rate limit */
+    lc_serieslimit_t *series;                  /* NULL: no per-tenant series limit */
 };
 
 /* Per-tenant ingestion rate (--ingest.rate-*): 0, or 429 with Retry-After set
@@ -308,6 +314,7 @@ typedef struct ing_job_s {
     lc_status_t refused;      /* the request was refused whole after `work` */
     lc_connect_codec_t codec; /* Push: the reply codec */
     lc_status_t partial;      /* Push: errors of the profiles that were rejected */
+    size_t n_rejected;        /* ... and how many (OTLP partial success) */
     size_t pending;
     bool publishing;
     int status; /* first transport failure */
@@ -334,11 +341,39 @@ typedef int (*ing_push_decode_fn)(lc_http_req_t *req, const Push__V1__PushReques
 /* Push's steps (push.c) for any push-shaped request: decode, tenant, rate,
  * labels and pprof checks, then the job the route's `after` publishes. */
 lc_http_result_t ing_push_serve(lc_http_req_t *req, ing_t *ing, ing_push_decode_fn decode);
+/* The same, answering as `route` does (OTLP's response for the OTLP routes). */
+lc_http_result_t ing_push_serve_as(lc_http_req_t *req, ing_t *ing, ing_push_decode_fn decode,
+                                   ing_route_t route);
 
 /* parca_write.c: parca.profilestore.v1alpha1.ProfileStoreService. WriteRaw
  * goes through ing_push_serve; Write and WriteArrow answer unimplemented. */
 lc_http_result_t ing_parca_write_raw_work(lc_http_req_t *req, void *data);
 lc_http_result_t ing_parca_write_unimplemented(lc_http_req_t *req, void *data);
+
+/* otlp.c: OTLP profiles (opentelemetry.proto.collector.profiles.v1development).
+ * Each profile of an ExportProfilesServiceRequest becomes one pprof per
+ * service name, with Pyroscope's labels, and goes through ing_push_serve. */
+#define ING_OTLP_EXPORT                                                                            \
+    "/opentelemetry.proto.collector.profiles.v1development.ProfilesService/Export"
+#define ING_OTLP_HTTP "/v1development/profiles"
+#define ING_OTLP_MAX_PROFILES 65536 /* pprofs built from one request */
+/* What ing_otlp_to_push makes: the Push request, and the profiles it could
+ * not convert (reported in partial_success with the push's own rejects). */
+typedef struct ing_otlp_push_s {
+    Push__V1__PushRequest push;
+    size_t rejected;
+    lc_status_t why; /* the first conversion error */
+} ing_otlp_push_t;
+/* Converts a decoded request into a Push request in arena (pure; fuzzed).
+ * *out is &ing_otlp_push_t.push. */
+struct Opentelemetry__Proto__Collector__Profiles__V1development__ExportProfilesServiceRequest;
+int ing_otlp_to_push(
+    const struct
+    Opentelemetry__Proto__Collector__Profiles__V1development__ExportProfilesServiceRequest *in,
+    lc_arena_t *a, const Push__V1__PushRequest **out, lc_status_t *st) LC_MUST_CHECK;
+/* ProfilesService/Export (gRPC, gRPC-Web, Connect) and OTLP/HTTP. */
+lc_http_result_t ing_otlp_export_work(lc_http_req_t *req, void *data);
+lc_http_result_t ing_otlp_http_work(lc_http_req_t *req, void *data);
 #define ING_PARCA_STORE "/parca.profilestore.v1alpha1.ProfileStoreService/"
 
 #endif

@@ -57,6 +57,8 @@ typedef struct ember_settings_s {
     /* receivers */
     int64_t max_body_bytes;
     int64_t max_connections;
+    bool h2;
+    int64_t h2_max_streams;
     int64_t max_profile_bytes;
     int64_t max_samples;
     int64_t reject_older_than_ns;

@@ -96,14 +96,17 @@ int ember_main(const ember_binary_t *b, int argc, char **argv)
     ember_settings_t s = {.bin = b->bin};
     int rc = load_settings(b, table, n, &s, argc, argv);
     if (rc == 0) {
-        lc_proc_opts_t po = {.name = b->name,
-                             .http_address = s.http_address,
-                             .max_body_bytes = (size_t)s.max_body_bytes,
-                             .max_connections = (size_t)s.max_connections,
-                             .auth_tokens_file = s.auth_tokens_file,
-                             .nodes = b->nodes,
-                             .n_nodes = b->n_nodes,
-                             .settings = &s};
+        lc_proc_opts_t po = {
+            .name = b->name,
+            .http_address = s.http_address,
+            .max_body_bytes = (size_t)s.max_body_bytes,
+            .max_connections = (size_t)s.max_connections,
+            .h2_disable = s.bin != EMBER_BIN_SCRAPER && s.bin != EMBER_BIN_AGENT ? !s.h2 : false,
+            .h2_max_streams = (uint32_t)s.h2_max_streams,
+            .auth_tokens_file = s.auth_tokens_file,
+            .nodes = b->nodes,
+            .n_nodes = b->n_nodes,
+            .settings = &s};
         rc = lc_proc_run(&po) == 0 ? 0 : 1;
     } else {
         rc = rc > 0 ? 0 : 2;

@@ -1,5 +1,8 @@
 /*
- * lc/httpd.h — HTTP/1.1 server on libuv + llhttp.
+ * lc/httpd.h — HTTP/1.1 and HTTP/2 cleartext server on libuv + llhttp +
+ * nghttp2. HTTP/2 (h2c, by prior knowledge or `Upgrade: h2c`) shares the port;
+ * each stream is a request of its own, routed and handled exactly like an
+ * HTTP/1.1 one (docs/internals/httpd.md).
  *
  * Features: keep-alive, chunked request bodies, gzip request bodies
  * (Content-Encoding: gzip, decompressed with a cap), header/body caps (431/413),
@@ -89,6 +92,13 @@ typedef struct lc_httpd_opts_s {
     uint64_t idle_timeout_ms;      /* keep-alive idle, default 120 s */
     uint64_t read_timeout_ms;      /* a request must arrive within, default 60 s */
     lc_metrics_t *metrics;         /* optional: request counters and latency histograms */
+    /* HTTP/2 cleartext (h2c) on the same port: prior knowledge or Upgrade. */
+    bool h2_disable;                 /* HTTP/1.1 only */
+    uint32_t h2_max_streams;         /* SETTINGS_MAX_CONCURRENT_STREAMS, default 100 */
+    uint32_t h2_stream_window;       /* per-stream receive window, default 1 MiB */
+    uint32_t h2_connection_window;   /* per-connection receive window, default 16 MiB */
+    uint32_t h2_max_frame_bytes;     /* SETTINGS_MAX_FRAME_SIZE, default 16 KiB */
+    uint64_t h2_settings_timeout_ms; /* our SETTINGS must be acknowledged within, default 10 s */
 } lc_httpd_opts_t;
 
 int lc_httpd_new(uv_loop_t *loop, const lc_httpd_opts_t *opts, lc_httpd_t **out) LC_MUST_CHECK;

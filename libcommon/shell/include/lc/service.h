@@ -93,6 +93,8 @@ typedef struct lc_proc_opts_s {
     const char *http_address;          /* host:port */
     size_t max_body_bytes;             /* 0: the server's default */
     size_t max_connections;            /* 0: the server's default */
+    bool h2_disable;                   /* HTTP/1.1 only (lc_httpd_opts_t) */
+    uint32_t h2_max_streams;           /* 0: the server's default */
     const char *auth_tokens_file;      /* lc/auth.h; NULL or "": no authentication */
     const lc_node_ops_t *const *nodes; /* in start order */
     size_t n_nodes;
