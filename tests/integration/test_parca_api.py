@@ -38,7 +38,7 @@ def setup_client():
     stamp = os.path.join(WORK, "installed.txt")
     want = "\n".join(PACKAGES)
     have = ""
-    if os.path.exists(stamp):
+    if os.path.exists(stamp) and os.path.exists(os.path.join(WORK, "node_modules", ".bin", "esbuild")):
         with open(stamp) as f:
             have = f.read()
     if have != want:
