@@ -9,7 +9,8 @@ process_cpu profile read back is compared stack by stack with the expected
 file, and the per-type totals with what the fixture holds (computed here
 from the fixture's JSON with Python, not by ember).
 
-Bad input: wrong content type (415), garbage (400), no dictionary (400), and a
+Bad input: wrong content type (415), garbage (400), no dictionary (400), each
+answered with a google.rpc.Status as OTLP/HTTP specifies, and a
 request with one broken profile among good ones: 200 with partial_success
 counting the broken one, the good ones stored."""
 import collections
@@ -132,15 +133,52 @@ class OtlpFixtureTest(unittest.TestCase):
         self.check_fixture(srv)
 
 
+def rpc_status(body):
+    """(code, message) of a protobuf google.rpc.Status, read field by field
+    from the wire format (1: varint code, 2: string message)."""
+    code, msg, i = 0, "", 0
+
+    def varint():
+        nonlocal i
+        v = shift = 0
+        while True:
+            b = body[i]
+            i += 1
+            v |= (b & 0x7F) << shift
+            shift += 7
+            if b < 0x80:
+                return v
+
+    while i < len(body):
+        key = varint()
+        if key == 0x08:
+            code = varint()
+        elif key == 0x12:
+            n = varint()
+            msg, i = body[i:i + n].decode(), i + n
+        else:
+            raise AssertionError(f"unexpected field key {key} in Status")
+    return code, msg
+
+
 class OtlpBadInputTest(h.ServerTestCase):
     def test_content_type_and_garbage(self):
+        """Errors as OTLP/HTTP answers them: a google.rpc.Status in the
+        request's encoding, code 3 (INVALID_ARGUMENT) with HTTP 400/415."""
         r = self.srv.request("POST", HTTP_PATH, b"x", {"Content-Type": "text/plain"})
         self.assertEqual(r.status, 415, r.describe())
         r = self.srv.request("POST", HTTP_PATH, b"\xff\xff\xff", {"Content-Type": "application/x-protobuf"})
         self.assertEqual(r.status, 400, r.describe())
+        self.assertEqual(r.header("content-type"), "application/x-protobuf")
+        code, msg = rpc_status(r.body)
+        self.assertEqual(code, 3)
+        self.assertIn("invalid protobuf", msg)
         r = self.srv.request("POST", HTTP_PATH, b"{}", {"Content-Type": "application/json"})
         self.assertEqual(r.status, 400, r.describe())
-        self.assertIn("dictionary", r.body.decode())
+        self.assertEqual(r.header("content-type"), "application/json")
+        st = json.loads(r.body)
+        self.assertEqual(st["code"], 3)
+        self.assertIn("dictionary", st["message"])
 
     def test_partial_success(self):
         """Two profiles, one pointing at a stack that does not exist: the good

@@ -139,7 +139,10 @@ static void job_respond_otlp(ing_job_t *job, const lc_status_t *st)
     Opentelemetry__Proto__Collector__Profiles__V1development__ExportProfilesPartialSuccess partial =
         OPENTELEMETRY__PROTO__COLLECTOR__PROFILES__V1DEVELOPMENT__EXPORT_PROFILES_PARTIAL_SUCCESS__INIT;
     if (!lc_status_ok(st)) { /* refused, or not published */
-        lc_connect_error(job->req, st);
+        if (job->route == ING_ROUTE_OTLP_HTTP)
+            ing_otlp_http_error(job->req, st);
+        else
+            lc_connect_error(job->req, st);
         return;
     }
     if (!lc_status_ok(&job->partial)) {

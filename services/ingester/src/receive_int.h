@@ -374,6 +374,10 @@ int ing_otlp_to_push(
 /* ProfilesService/Export (gRPC, gRPC-Web, Connect) and OTLP/HTTP. */
 lc_http_result_t ing_otlp_export_work(lc_http_req_t *req, void *data);
 lc_http_result_t ing_otlp_http_work(lc_http_req_t *req, void *data);
+/* OTLP/HTTP's error answer: a google.rpc.Status in the request's encoding
+ * (JSON for application/json, else protobuf) with the code's HTTP status
+ * (400 bad data; 429 and 503 retryable, with Retry-After where set). */
+void ing_otlp_http_error(lc_http_req_t *req, const lc_status_t *st);
 #define ING_PARCA_STORE "/parca.profilestore.v1alpha1.ProfileStoreService/"
 
 #endif
