@@ -8,6 +8,7 @@ pkg_check_modules(YAML REQUIRED IMPORTED_TARGET yaml-0.1)
 pkg_check_modules(JANSSON REQUIRED IMPORTED_TARGET jansson)
 # hiredis 0.14 (Debian bookworm): async API; its libuv adapter is header-only.
 pkg_check_modules(HIREDIS REQUIRED IMPORTED_TARGET hiredis)
+pkg_check_modules(ZSTD REQUIRED IMPORTED_TARGET libzstd)
 find_library(LMDB_LIB lmdb REQUIRED)
 find_path(LMDB_INCLUDE lmdb.h REQUIRED)
 find_package(Threads REQUIRED)

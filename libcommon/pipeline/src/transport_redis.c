@@ -1522,6 +1522,7 @@ static const lc_transport_ops_t rt_ops = {
     .publish = rt_publish,
     .stats = rt_stats,
     .close = rt_close,
+    .lean_entries = true,
 };
 
 /* ---------------------------------------------------------------- construction */

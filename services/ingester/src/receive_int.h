@@ -259,11 +259,12 @@ struct ing_s {
     uv_loop_t *loop;
     ing_opts_t opts;
     lc_transport_t *tr;
-    lc_metrics_t *metrics;      /* may be NULL */
-    lc_metric_t *m_profiles[2]; /* ember_ingest_profiles_total{route} */
-    lc_metric_t *m_bytes;       /* ember_ingest_bytes_total */
-    lc_metric_t *m_samples;     /* ember_ingest_samples_total */
-    lc_ratelimit_t *rate;       /* NULL: no per-tenant rate limit */
+    lc_metrics_t *metrics;         /* may be NULL */
+    lc_metric_t *m_profiles[2];    /* ember_ingest_profiles_total{route} */
+    lc_metric_t *m_bytes;          /* ember_ingest_bytes_total */
+    lc_metric_t *m_samples;        /* ember_ingest_samples_total */
+    lc_metric_t *m_entry_bytes[2]; /* ember_stream_entry_bytes_total{form}: message, entry */
+    lc_ratelimit_t *rate;          /* NULL: no per-tenant rate limit */
 };
 
 /* Per-tenant ingestion rate (--ingest.rate-*): 0, or 429 with Retry-After set

@@ -18,12 +18,15 @@
  * entry to another one can forget it (ing_writer_forget; the protocol is in
  * docs/internals/redis.md).
  */
+#include <errno.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "lc/clock.h"
 #include "lc/log.h"
+#include "lc/transport_entry.h"
 #include "write_int.h"
 
 #define WRITER_ARENA_CAP ((size_t)4 << 30) /* per message; virtual until used */
@@ -37,12 +40,22 @@ typedef enum {
     WR_FAIL_STOP_AFTER_COMMIT,
 } wr_failpoint_t;
 
+/* Where a batch's time goes (ember_writer_phase_seconds_total{phase}). */
+typedef enum {
+    WR_PHASE_DECODE, /* lean entry, IngestProfile and pprof */
+    WR_PHASE_WRITE,  /* split, delta, store writes */
+    WR_PHASE_COMMIT, /* the LMDB commit */
+    WR_PHASES,
+} wr_phase_t;
+
 struct ing_writer_s {
     lc_store_t *store;
+    lc_entry_decoder_t *entries;
     ing_delta_t *delta;
     lc_arena_t *arena;
     lc_pprof_limits_t limits;
     lc_metric_t *m_written, *m_duplicate, *m_undecodable, *m_delta_dropped, *m_forgotten;
+    lc_metric_t *m_phase[WR_PHASES], *m_batch;
     wr_failpoint_t failpoint; /* fires once */
     size_t batch_written;     /* messages written by the current batch */
 };
@@ -93,6 +106,29 @@ static void wr_failpoint_hit(ing_writer_t *w)
     raise(SIGSTOP);
 }
 
+static void wr_register_phases(ing_writer_t *w, lc_metrics_t *m)
+{
+    static const char *const names[WR_PHASES] = {"decode", "write", "commit"};
+    if (!m)
+        return;
+    for (int i = 0; i < WR_PHASES; i++) {
+        char labels[32];
+        snprintf(labels, sizeof(labels), "phase=\"%s\"", names[i]);
+        w->m_phase[i] = lc_metrics_counter(
+            m, "ember_writer_phase_seconds_total",
+            "Writer time by phase: decode (entry, message, pprof), write (store), commit", labels);
+    }
+    static const double bounds[] = {1, 4, 16, 64, 256, 1024};
+    w->m_batch = lc_metrics_histogram(m, "ember_writer_batch_messages",
+                                      "Messages per batch (one store transaction each)", "", bounds,
+                                      LC_ARRAY_LEN(bounds));
+}
+
+static void wr_phase_add(ing_writer_t *w, wr_phase_t phase, uint64_t since_ns)
+{
+    lc_metric_add(w->m_phase[phase], (double)((uint64_t)lc_monotonic_ns() - since_ns) / 1e9);
+}
+
 int ing_writer_new(lc_store_t *store, lc_metrics_t *metrics, ing_writer_t **out)
 {
     ing_writer_t *w = lc_xcalloc(1, sizeof(*w));
@@ -110,6 +146,12 @@ int ing_writer_new(lc_store_t *store, lc_metrics_t *metrics, ing_writer_t **out)
     w->m_delta_dropped = wr_counter(metrics, "delta_dropped");
     w->m_forgotten = wr_counter(metrics, "forgotten");
     w->failpoint = wr_failpoint_from_env();
+    w->entries = lc_entry_decoder_new(0);
+    if (!w->entries) {
+        ing_writer_free(w);
+        return -ENOMEM;
+    }
+    wr_register_phases(w, metrics);
     *out = w;
     return 0;
 }
@@ -120,6 +162,7 @@ void ing_writer_free(ing_writer_t *w)
         return;
     ing_delta_free(w->delta);
     lc_arena_free(w->arena);
+    lc_entry_decoder_free(w->entries);
     lc_free(w);
 }
 
@@ -216,19 +259,26 @@ static int wr_profile(wr_msg_t *c)
     return rc;
 }
 
-/* Decodes the message and its pprof; false (logged) when it never can be. */
+/* Decodes the entry (either format), the message and its pprof, once each;
+ * false (logged) when it never can be. */
 static bool wr_decode(wr_msg_t *c, const lc_transport_msg_t *msg)
 {
     ProtobufCAllocator alloc;
     lc_arena_pb_allocator(c->w->arena, &alloc);
-    c->m = (const Ember__V1__IngestProfile *)protobuf_c_message_unpack(
-        &ember__v1__ingest_profile__descriptor, &alloc, msg->len, msg->data);
+    const uint8_t *data;
+    size_t len;
+    const char *why = NULL;
+    c->m = NULL;
+    if (lc_entry_decode(c->w->entries, msg->data, msg->len, &data, &len, &why) == 0)
+        c->m = (const Ember__V1__IngestProfile *)protobuf_c_message_unpack(
+            &ember__v1__ingest_profile__descriptor, &alloc, len, data);
     lc_status_t st = {0};
-    const char *why = !c->m                  ? "malformed IngestProfile"
-                      : !c->m->ingest_id.len ? "no ingest id"
-                      : c->m->profile_id.len && c->m->profile_id.len != LC_STORE_PROFILE_ID_BYTES
-                          ? "profile id is not 16 bytes"
-                          : NULL;
+    why = why                    ? why
+          : !c->m                ? "malformed IngestProfile"
+          : !c->m->ingest_id.len ? "no ingest id"
+          : c->m->profile_id.len && c->m->profile_id.len != LC_STORE_PROFILE_ID_BYTES
+              ? "profile id is not 16 bytes"
+              : NULL;
     if (!why && lc_pprof_decode(c->m->pprof.data, c->m->pprof.len, &c->w->limits, c->w->arena,
                                 &c->p, &st) < 0)
         why = st.msg;
@@ -240,13 +290,11 @@ static bool wr_decode(wr_msg_t *c, const lc_transport_msg_t *msg)
     return why == NULL;
 }
 
-static int wr_message(ing_writer_t *w, lc_store_txn_t *txn, const lc_transport_msg_t *msg)
+/* A decoded message: skipped when applied before, else written and recorded. */
+static int wr_apply(ing_writer_t *w, lc_store_txn_t *txn, wr_msg_t *cp,
+                    const lc_transport_msg_t *msg)
 {
-    wr_msg_t c = {.w = w, .txn = txn};
-    if (!wr_decode(&c, msg)) {
-        lc_metric_add(w->m_undecodable, 1);
-        return 0;
-    }
+    wr_msg_t c = *cp;
     const ProtobufCBinaryData *id = &c.m->ingest_id;
     bool applied;
     int rc = lc_store_write_is_applied(txn, c.m->time_nanos, id->data, id->len, &applied);
@@ -265,6 +313,22 @@ static int wr_message(ing_writer_t *w, lc_store_txn_t *txn, const lc_transport_m
     return rc;
 }
 
+static int wr_message(ing_writer_t *w, lc_store_txn_t *txn, const lc_transport_msg_t *msg)
+{
+    wr_msg_t c = {.w = w, .txn = txn};
+    uint64_t t0 = (uint64_t)lc_monotonic_ns();
+    bool decoded = wr_decode(&c, msg);
+    wr_phase_add(w, WR_PHASE_DECODE, t0);
+    if (!decoded) {
+        lc_metric_add(w->m_undecodable, 1);
+        return 0;
+    }
+    t0 = (uint64_t)lc_monotonic_ns();
+    int rc = wr_apply(w, txn, &c, msg);
+    wr_phase_add(w, WR_PHASE_WRITE, t0);
+    return rc;
+}
+
 int ing_writer_consume(const lc_transport_msg_t *msgs, size_t n, void *data)
 {
     ing_writer_t *w = data;
@@ -273,12 +337,16 @@ int ing_writer_consume(const lc_transport_msg_t *msgs, size_t n, void *data)
     if (rc)
         return rc;
     w->batch_written = 0;
+    if (w->m_batch)
+        lc_metric_observe(w->m_batch, (double)n);
     for (size_t i = 0; i < n && rc == 0; i++) {
         rc = wr_message(w, txn, &msgs[i]);
         lc_arena_reset(w->arena);
     }
     if (rc == 0) {
+        uint64_t t0 = (uint64_t)lc_monotonic_ns();
         rc = lc_store_write_commit(txn);
+        wr_phase_add(w, WR_PHASE_COMMIT, t0);
     } else {
         LC_LOG_ERROR("writer: batch aborted msgs=%zu err=\"%s\"", n, lc_strerror(rc));
         lc_store_write_abort(txn);
