@@ -21,11 +21,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     const char *why = NULL;
     int rc = lc_entry_decode(d, data, size, &msg, &len, &why);
     if (rc == 0 && lc_entry_is_lean(data, size)) {
-        size_t stated = (size_t)data[4] | (size_t)data[5] << 8 | (size_t)data[6] << 16 |
-                        (size_t)data[7] << 24;
+        size_t stated =
+            (size_t)data[4] | (size_t)data[5] << 8 | (size_t)data[6] << 16 | (size_t)data[7] << 24;
         if (len != stated) {
-            fprintf(stderr, "fuzz_stream_entry: decoded %zu bytes, header says %zu\n", len,
-                    stated);
+            fprintf(stderr, "fuzz_stream_entry: decoded %zu bytes, header says %zu\n", len, stated);
             abort();
         }
     }

@@ -169,6 +169,7 @@ typedef struct lc_redis_transport_opts_s {
     const char *consumer_id;       /* required when consuming: stable per ingester */
     size_t max_backlog;            /* entries per stream; default 100000 */
     uint32_t batch;                /* entries per consume call, about; default 256 */
+    uint32_t publish_links;        /* connections carrying XADDs; default 4 (see below) */
     uint32_t block_ms;             /* XREADGROUP BLOCK; default 1000 */
     uint32_t claim_idle_ms;        /* default 60000 */
     uint32_t claim_interval_ms;    /* default 5000 */
