@@ -2,9 +2,10 @@
  * transport_entry.c — lean stream entries (lc/transport_entry.h): a zstd
  * frame of the message behind an 8-byte versioned header.
  *
- * zstd level 1: on the bench's profiles it is as small as gzip level 1 and
- * several times faster to compress, and decompression costs a fraction of the
- * pprof decode that follows it. The compression context lives per thread
+ * zstd level 2: on the bench's profiles about 0.9 of gzip level 1's size
+ * (level 1: about 0.95, at the same speed), several times faster to
+ * compress than gzip, and decompression costs a fraction of the pprof decode
+ * that follows it. The compression context lives per thread
  * (receivers encode on the thread pool), reused for every entry.
  */
 #include <errno.h>
@@ -14,7 +15,7 @@
 #include "lc/alloc.h"
 #include "lc/transport_entry.h"
 
-#define LE_LEVEL 1
+#define LE_LEVEL 2
 
 static const uint8_t LE_MAGIC[3] = {0x00, 'E', 'L'};
 
@@ -43,7 +44,8 @@ static uint32_t le_get_u32(const uint8_t *p)
     return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
 
-int lc_entry_encode(const uint8_t *msg, size_t len, uint8_t *out, size_t cap, size_t *out_len)
+/* What both encoders check first; also creates this thread's context. */
+static int le_prepare(size_t len, size_t cap)
 {
     if (len > LC_ENTRY_MAX_MESSAGE)
         return LC_ETOOBIG;
@@ -51,14 +53,28 @@ int lc_entry_encode(const uint8_t *msg, size_t len, uint8_t *out, size_t cap, si
         return LC_EINPUT;
     if (!le_cctx && !(le_cctx = ZSTD_createCCtx()))
         return -ENOMEM;
-    size_t n = ZSTD_compressCCtx(le_cctx, out + LC_ENTRY_HEADER_BYTES, cap - LC_ENTRY_HEADER_BYTES,
-                                 msg, len, LE_LEVEL);
-    if (ZSTD_isError(n))
-        return LC_EINPUT;
+    return 0;
+}
+
+/* The header in front of an n-byte frame of a len-byte message. */
+static void le_finish(uint8_t *out, size_t len, size_t n, size_t *out_len)
+{
     memcpy(out, LE_MAGIC, sizeof(LE_MAGIC));
     out[3] = LC_ENTRY_VERSION;
     le_put_u32(out + 4, (uint32_t)len);
     *out_len = LC_ENTRY_HEADER_BYTES + n;
+}
+
+int lc_entry_encode(const uint8_t *msg, size_t len, uint8_t *out, size_t cap, size_t *out_len)
+{
+    int rc = le_prepare(len, cap);
+    if (rc)
+        return rc;
+    size_t n = ZSTD_compressCCtx(le_cctx, out + LC_ENTRY_HEADER_BYTES, cap - LC_ENTRY_HEADER_BYTES,
+                                 msg, len, LE_LEVEL);
+    if (ZSTD_isError(n))
+        return LC_EINPUT;
+    le_finish(out, len, n, out_len);
     return 0;
 }
 
@@ -83,12 +99,9 @@ static void le_sink_append(ProtobufCBuffer *b, size_t len, const uint8_t *data)
 int lc_entry_encode_pb(const ProtobufCMessage *m, uint8_t *out, size_t cap, size_t *out_len)
 {
     size_t len = protobuf_c_message_get_packed_size(m);
-    if (len > LC_ENTRY_MAX_MESSAGE)
-        return LC_ETOOBIG;
-    if (cap < LC_ENTRY_HEADER_BYTES)
-        return LC_EINPUT;
-    if (!le_cctx && !(le_cctx = ZSTD_createCCtx()))
-        return -ENOMEM;
+    int rc = le_prepare(len, cap);
+    if (rc)
+        return rc;
     ZSTD_CCtx_reset(le_cctx, ZSTD_reset_session_only);
     ZSTD_CCtx_setParameter(le_cctx, ZSTD_c_compressionLevel, LE_LEVEL);
     ZSTD_CCtx_setPledgedSrcSize(le_cctx, len); /* the frame states the size */
@@ -105,10 +118,7 @@ int lc_entry_encode_pb(const ProtobufCMessage *m, uint8_t *out, size_t cap, size
         ZSTD_CCtx_reset(le_cctx, ZSTD_reset_session_only);
         return LC_EINPUT;
     }
-    memcpy(out, LE_MAGIC, sizeof(LE_MAGIC));
-    out[3] = LC_ENTRY_VERSION;
-    le_put_u32(out + 4, (uint32_t)len);
-    *out_len = LC_ENTRY_HEADER_BYTES + s.out.pos;
+    le_finish(out, len, s.out.pos, out_len);
     return 0;
 }
 
