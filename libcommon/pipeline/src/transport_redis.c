@@ -1017,6 +1017,7 @@ static void cons_acks_done(rt_t *t, int status)
     if (!t->acks_failed) {
         t->ack_pending = false;
         lc_redis_entries_reset(&t->batch);
+        t->read_from = 0; /* a read behind appends to the emptied batch */
         t->forget_pending = t->n_forget > 0 && t->opts.forget;
         if (!t->opts.forget)
             forget_clear(t);
