@@ -99,7 +99,7 @@ def raw_pipelined(port, n, pipeline, command):
     return secs
 
 
-def raw_floors(port, payloads, n, partitions, pipeline):
+def raw_floors(port, payloads, n, partitions, pipeline, cpu_since=None):
     """Seconds for n of: plain XADD to bench:raw:<p>; the publish script by
     EVAL and by EVALSHA (fresh ids, so every one XADDs) to bench:eval:<p> and
     bench:sha:<p> with their dedupe keys."""
@@ -117,9 +117,64 @@ def raw_floors(port, payloads, n, partitions, pipeline):
         return command
 
     out = {"raw": raw_pipelined(port, n, pipeline, xadd)}
+    if cpu_since:
+        out["raw_cpu"] = cpu_since()
     out["eval"] = raw_pipelined(port, n, pipeline, script(b"EVAL", PUBLISH_LUA, b"eval"))
     out["evalsha"] = raw_pipelined(port, n, pipeline, script(b"EVALSHA", sha, b"sha"))
     return out
+
+
+def redis_info(redis, section):
+    """INFO <section> as a dict of str -> str."""
+    text = redis.cmd("INFO", section)
+    text = text.decode() if isinstance(text, bytes) else text
+    return dict(line.split(":", 1) for line in text.splitlines() if ":" in line)
+
+
+def redis_cpu_seconds(redis):
+    """CPU time redis-server used so far (main thread and background threads)."""
+    info = redis_info(redis, "cpu")
+    return float(info["used_cpu_sys"]) + float(info["used_cpu_user"])
+
+
+def redis_commandstats(redis):
+    """{command: (calls, usec)} from INFO commandstats."""
+    out = {}
+    for k, v in redis_info(redis, "commandstats").items():
+        f = dict(kv.split("=", 1) for kv in v.split(","))
+        out[k.replace("cmdstat_", "")] = (int(f["calls"]), int(f["usec"]))
+    return out
+
+
+def redis_net_input(redis):
+    return int(redis_info(redis, "stats")["total_net_input_bytes"])
+
+
+def wait_drained(h, redis, timeout):
+    """The harness's drained check, polled 4 times a second: its XINFO calls
+    are Redis CPU that the per-profile figure should not carry."""
+    return h.wait_for(lambda: (lambda t: t["pending"] == 0 and t["lag"] == 0)(redis.totals()),
+                      timeout=timeout, interval=0.25, what="streams drained")
+
+
+def entry_bytes_total(srv):
+    """ember's own count of lean entry bytes published (0 before lean entries)."""
+    return sum(v for (name, labels), v in srv.metrics().items()
+               if name == "ember_stream_entry_bytes_total" and ("form", "entry") in labels)
+
+
+def mean_entry_bytes(redis, partitions):
+    """Mean size of the `m` field of the newest entries left in the streams
+    (trimming keeps the tail), or None when every stream is empty."""
+    sizes = []
+    for p in range(partitions):
+        flat = redis.cmd("XREVRANGE", f"ember:ingest:{p}", "+", "-", "COUNT", "20") or []
+        for entry in flat:
+            fields = entry[1]
+            for k in range(0, len(fields), 2):
+                if fields[k] == b"m":
+                    sizes.append(len(fields[k + 1]))
+    return sum(sizes) / len(sizes) if sizes else None
 
 
 def main():
@@ -173,12 +228,25 @@ def main():
         try:
             run_load(srv.port, "warmup", 200)
             redis.wait_drained(timeout=120)
+            cpu0, net0 = redis_cpu_seconds(redis), redis_net_input(redis)
+            cmds0 = redis_commandstats(redis)
+            lean0 = entry_bytes_total(srv)
             r = run_load(srv.port, "bench-app")
             t_end = time.monotonic()
-            redis.wait_drained(timeout=300)
+            wait_drained(h, redis, timeout=300)
             drain = time.monotonic() - t_end
+            cpu1, net1 = redis_cpu_seconds(redis), redis_net_input(redis)
+            cmds1 = redis_commandstats(redis)
+            cmd_delta = {k: (c - cmds0.get(k, (0, 0))[0], u - cmds0.get(k, (0, 0))[1])
+                         for k, (c, u) in cmds1.items()}
             results["redis"] = (r, r["seconds"] + drain)
             added = redis.totals()["added"]
+            lean = (entry_bytes_total(srv) - lean0) / max(1, r["ok"])
+            entry_bytes = lean or mean_entry_bytes(redis, a.partitions)
+            entry_source = ("all published, ember_stream_entry_bytes_total" if lean
+                            else "newest entries, XREVRANGE")
+            redis_cpu_ms = (cpu1 - cpu0) * 1000 / max(1, r["ok"])
+            net_per_profile = (net1 - net0) / max(1, r["ok"])
         finally:
             srv.cleanup()
 
@@ -214,7 +282,9 @@ def main():
 
         # ---- raw pipelined XADD of the same payloads
         payloads = [open(p, "rb").read() for p in bodies]
-        floors = raw_floors(redis.port, payloads, a.requests, a.partitions, a.pipeline)
+        cpu0 = redis_cpu_seconds(redis)
+        floors = raw_floors(redis.port, payloads, a.requests, a.partitions, a.pipeline,
+                            lambda: redis_cpu_seconds(redis) - cpu0)
     finally:
         redis.cleanup()
 
@@ -244,6 +314,24 @@ def main():
         print(f"{f'  {label}':<44}{n / floors[k]:>12,.0f}")
     print(f"  redis/direct {rows['redis'] / rows['direct']:.3f}   redis/raw {rows['redis'] / rows['raw']:.3f}"
           f"   direct/raw {rows['direct'] / rows['raw']:.3f}   (stream entries added: {added})")
+    gz = sum(len(p) for p in payloads) / len(payloads)
+    entry = (f"{entry_bytes / 1024:.1f} KiB ({entry_source})" if entry_bytes
+             else "n/a (streams empty)")
+    print(f"  mean stream entry {entry} (gzip of the received profile {gz / 1024:.1f} KiB); "
+          f"Redis input per profile {net_per_profile / 1024:.1f} KiB")
+    print(f"  Redis CPU per profile: redis transport {redis_cpu_ms:.3f} ms, "
+          f"raw XADD of the gzip bodies {floors['raw_cpu'] * 1000 / n:.3f} ms")
+    busiest = sorted(cmd_delta.items(), key=lambda kv: -kv[1][1])[:6]
+    print("  Redis commands in the redis phase (calls, usec/call, usec/profile): " + "; ".join(
+        f"{k} {c} {u / max(c, 1):.0f} {u / n:.0f}" for k, (c, u) in busiest if c))
+    d, rr = results["direct"][0], results["redis"][0]
+    print("targets:")
+    print(f"  redis end to end / direct  {rows['redis'] / rows['direct']:.3f}  (>= 0.85)")
+    print(f"  acknowledged p99 / direct p99  {rr['p99_ms'] / max(d['p99_ms'], 1e-9):.2f}  (<= 2)")
+    if entry_bytes:
+        print(f"  stream entry / gzip size  {entry_bytes / gz:.2f}  (<= 1)")
+    print(f"  Redis CPU per profile {redis_cpu_ms:.3f} ms  (>= 3x lower than before: see "
+          f"bench/README.md)")
     if "cluster" in rows:
         print(f"  cluster/redis {rows['cluster'] / rows['redis']:.3f}   cluster/raw "
               f"{rows['cluster'] / rows['raw']:.3f}")

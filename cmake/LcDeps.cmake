@@ -11,6 +11,7 @@ pkg_check_modules(HIREDIS REQUIRED IMPORTED_TARGET hiredis)
 # nghttp2 1.52 (bookworm, with the rapid-reset and CONTINUATION-flood fixes):
 # the HTTP/2 framing of lc/httpd.h.
 pkg_check_modules(NGHTTP2 REQUIRED IMPORTED_TARGET libnghttp2>=1.52)
+pkg_check_modules(ZSTD REQUIRED IMPORTED_TARGET libzstd)
 find_library(LMDB_LIB lmdb REQUIRED)
 find_path(LMDB_INCLUDE lmdb.h REQUIRED)
 find_package(Threads REQUIRED)

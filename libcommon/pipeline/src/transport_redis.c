@@ -48,6 +48,7 @@
 #define RT_DEFAULT_GROUP "ingesters"
 #define RT_DEFAULT_MAX_BACKLOG 100000
 #define RT_DEFAULT_BATCH 256
+#define RT_DEFAULT_PUB_LINKS 4
 #define RT_DEFAULT_BLOCK_MS 1000
 #define RT_DEFAULT_CLAIM_IDLE_MS 60000
 #define RT_DEFAULT_CLAIM_INTERVAL_MS 5000
@@ -56,6 +57,10 @@
 #define RT_DEFAULT_CONSUME_RETRY_MS 1000
 #define RT_ERROR_PAUSE_MS 200
 #define RT_MIN_READ_COUNT 8
+/* Bytes one XREADGROUP of new entries aims at: Redis spends about twice the
+ * CPU per entry on a 16 MiB reply as on 1-2 MiB ones (measured, 65 KiB
+ * entries), so a batch is filled by several moderate reads instead. */
+#define RT_READ_BYTES ((uint64_t)2 << 20)
 #define RT_MAX_GROUPS 64 /* zones on one stream; past this no trimming */
 #define RT_FIELD "m"
 #define RT_CLAIMED_PREFIX "ember:claimed:" /* + <group>:<consumer>: a hash of deliveries */
@@ -122,7 +127,13 @@ typedef struct rt_metrics_s {
     lc_metric_t *consumed, *consume_failed, *claimed, *trimmed, *forgotten;
     lc_metric_t *pending, *lag, *up, *xadd_seconds;
     lc_metric_t *publish_retries, *publish_duplicates;
+    lc_metric_t *phase[3], *batch; /* consumer: seconds by phase (rt_phase_t); batch sizes */
 } rt_metrics_t;
+
+/* Where a consumer's time goes: a read (XREADGROUP round trip, including
+ * the BLOCK wait for new entries), apply (the consume call), ack (the ack
+ * scripts' round trip; a read sent behind them overlaps it). */
+typedef enum { RT_PHASE_READ, RT_PHASE_APPLY, RT_PHASE_ACK } rt_phase_t;
 
 typedef struct rt_xadd_s rt_xadd_t;
 
@@ -134,7 +145,10 @@ typedef struct rt_s {
     char *claimed_prefix, *claimed_key; /* ember:claimed:<group>: and ...<consumer> */
     rt_part_t *parts;
     const char **names; /* parts[i].stream, for the decoder */
-    lc_redis_t *pub, *rd;
+    lc_redis_t **pubs;  /* stream p publishes on pubs[p % n_pubs] (rt_pub_link) */
+    bool *pubs_up;
+    uint32_t n_pubs, n_pubs_up;
+    lc_redis_t *rd;
     lc_transport_consume_fn consume;
     void *consume_data;
 
@@ -152,11 +166,17 @@ typedef struct rt_s {
     bool settled; /* the first claims record was forgotten (opts.on_settled called) */
     cons_busy_t busy;
     bool need_setup, recovering, ack_pending;
+    bool read_behind;        /* an XREADGROUP was sent right behind the acks */
+    bool stashed;            /* that read's batch waits for a forget to finish first */
+    uint64_t phase_start[3]; /* uv_hrtime() when each phase began */
     int setup_out, acks_out;
     bool setup_failed, acks_failed;
     uint32_t claim_part;
     uint64_t claim_due;
-    uint32_t read_count;
+    uint32_t read_count;      /* COUNT per stream: recovery, claims, and the cap below */
+    uint64_t entry_bytes;     /* mean entry size of the last read that had entries */
+    size_t read_from;         /* batch.n when the current read of new entries was sent */
+    uint32_t read_count_sent; /* its COUNT */
     lc_redis_entries_t batch;
     lc_transport_msg_t *msgs; /* the batch's applicable entries, for the thread */
     size_t n_msgs, cap_msgs;
@@ -229,19 +249,40 @@ static void pub_on_group(lc_redis_t *r, int status, const redisReply *reply, voi
                      lc_redis_reply_error(reply));
 }
 
+/* The link that carries stream p's XADDs and probes: always the same one,
+ * so that one stream's XADDs reach Redis in publish order (a series lives
+ * in one stream) and a probe's XLEN is ordered with them. */
+static lc_redis_t *rt_pub_link(const rt_t *t, uint32_t p)
+{
+    return t->pubs[p % t->n_pubs];
+}
+
+/* Each publish link creates the groups of its own streams (before any
+ * resend on it); the transport is up while every publish link is. */
 static void pub_on_state(lc_redis_t *r, bool up, void *data)
 {
     rt_t *t = data;
-    atomic_store(&t->pub_up, up);
-    if (t->m.up)
-        lc_metric_set(t->m.up, up ? 1 : 0);
-    for (uint32_t p = 0; up && t->consume && p < t->opts.partitions; p++)
+    uint32_t i = 0;
+    while (i < t->n_pubs && t->pubs[i] != r)
+        i++;
+    if (i == t->n_pubs || t->pubs_up[i] == up)
+        return;
+    t->pubs_up[i] = up;
+    bool was_up = t->n_pubs_up == t->n_pubs;
+    t->n_pubs_up = up ? t->n_pubs_up + 1 : t->n_pubs_up - 1;
+    bool all_up = t->n_pubs_up == t->n_pubs;
+    for (uint32_t p = i; up && t->consume && p < t->opts.partitions; p += t->n_pubs)
         if (group_create(t, r, p, pub_on_group) != 0)
             break;
     if (up && t->parked)
         xadd_retry_parked(t); /* after the groups: a stream it recreates keeps them */
+    if (all_up == was_up)
+        return;
+    atomic_store(&t->pub_up, all_up);
+    if (t->m.up)
+        lc_metric_set(t->m.up, all_up ? 1 : 0);
     if (t->opts.on_state)
-        t->opts.on_state(up, t->opts.state_data);
+        t->opts.on_state(all_up, t->opts.state_data);
 }
 
 /* ---------------------------------------------------------------- publish */
@@ -348,7 +389,7 @@ static int xadd_send(rt_xadd_t *x)
     if (!t->opts.publish_retry_ms) {
         const char *argv[] = {"XADD", stream, "*", RT_FIELD, (const char *)x->msg};
         const size_t lens[] = {4, strlen(stream), 1, strlen(RT_FIELD), x->len};
-        return lc_redis_command(t->pub, 0, xadd_on_reply, x, 5, argv, lens);
+        return lc_redis_command(rt_pub_link(t, x->part), 0, xadd_on_reply, x, 5, argv, lens);
     }
     char ttl[16];
     snprintf(ttl, sizeof(ttl), "%u", t->opts.dedupe_ttl_ms);
@@ -357,7 +398,7 @@ static int xadd_send(rt_xadd_t *x)
     const size_t lens[] = {
         4,           sizeof(PUBLISH_LUA) - 1, 1,     strlen(x->key), strlen(stream),
         strlen(ttl), strlen(RT_FIELD),        x->len};
-    return lc_redis_command(t->pub, 0, xadd_on_reply, x, 8, argv, lens);
+    return lc_redis_command(rt_pub_link(t, x->part), 0, xadd_on_reply, x, 8, argv, lens);
 }
 
 /* Waits for the link (pub_on_state) or the retry tick, whichever first. */
@@ -383,7 +424,7 @@ static void xadd_retry_parked(rt_t *t)
         rt_xadd_t *next = x->next;
         if (now >= x->deadline_ms)
             xadd_give_up(x, x->last_status);
-        else if (!lc_redis_is_up(t->pub) || xadd_send(x) != 0)
+        else if (!lc_redis_is_up(rt_pub_link(t, x->part)) || xadd_send(x) != 0)
             xadd_park(t, x);
         else
             count(&t->publish_retries, t->m.publish_retries, 1);
@@ -484,7 +525,7 @@ static int rt_publish(lc_transport_t *base, const uint8_t *msg, size_t len, uint
         return LC_EINPUT;
     if (t->closing)
         return LC_ECLOSED;
-    if (!lc_redis_is_up(t->pub)) {
+    if (!lc_redis_is_up(rt_pub_link(t, p))) {
         count(&t->rejected_down, t->m.rejected_down, 1);
         return LC_REDIS_EDOWN;
     }
@@ -626,7 +667,7 @@ static void probe_trim(rt_probe_t *pr)
     lc_redis_id_format(keep, id);
     rt_t *t = pr->t;
     const char *argv[] = {"XTRIM", t->parts[pr->part].stream, "MINID", "~", id};
-    if (lc_redis_command(t->pub, 0, trim_on_reply, t, 5, argv, NULL) != 0)
+    if (lc_redis_command(rt_pub_link(t, pr->part), 0, trim_on_reply, t, 5, argv, NULL) != 0)
         LC_LOG_DEBUG("redis: XTRIM not sent (link down)");
 }
 
@@ -701,7 +742,7 @@ static void probe_release(rt_probe_t *pr, int status)
 static void probe_send(rt_probe_t *pr, lc_redis_reply_cb cb, void *data, int argc,
                        const char **argv)
 {
-    if (lc_redis_command(pr->t->pub, 0, cb, data, argc, argv, NULL) == 0)
+    if (lc_redis_command(rt_pub_link(pr->t, pr->part), 0, cb, data, argc, argv, NULL) == 0)
         pr->out++;
     else
         pr->failed = true;
@@ -760,14 +801,15 @@ static void probe_start(rt_t *t, uint32_t p, bool trim)
 static void monitor_on_tick(uv_timer_t *timer)
 {
     rt_t *t = LC_CONTAINER_OF(timer, rt_t, monitor_timer);
-    if (t->closing || t->probes_out || !lc_redis_is_up(t->pub))
+    if (t->closing || t->probes_out)
         return;
     uint64_t now = uv_now(t->loop);
     bool trim = t->consume && now >= t->trim_due;
     if (trim)
         t->trim_due = now + t->opts.trim_interval_ms;
-    for (uint32_t p = 0; p < t->opts.partitions && lc_redis_is_up(t->pub); p++)
-        probe_start(t, p, trim);
+    for (uint32_t p = 0; p < t->opts.partitions; p++)
+        if (lc_redis_is_up(rt_pub_link(t, p)))
+            probe_start(t, p, trim);
 }
 
 /* ---------------------------------------------------------------- consumer: steps */
@@ -884,6 +926,9 @@ static void cons_apply(rt_t *t)
         cons_step_done(t);
         return;
     }
+    if (t->m.batch)
+        lc_metric_observe(t->m.batch, (double)t->n_msgs);
+    t->phase_start[RT_PHASE_APPLY] = uv_hrtime();
     cons_post_job(t, false);
 }
 
@@ -897,6 +942,13 @@ static void cons_take(rt_t *t)
 }
 
 static void cons_forgot(rt_t *t, int rc);
+static int cons_send_read_new(rt_t *t);
+
+static void cons_phase_end(rt_t *t, rt_phase_t phase)
+{
+    if (t->m.phase[phase])
+        lc_metric_add(t->m.phase[phase], (double)(uv_hrtime() - t->phase_start[phase]) / 1e9);
+}
 
 static void cons_applied(rt_t *t, int rc)
 {
@@ -904,6 +956,7 @@ static void cons_applied(rt_t *t, int rc)
         cons_forgot(t, rc);
         return;
     }
+    cons_phase_end(t, RT_PHASE_APPLY);
     if (rc == 0) {
         count(&t->consumed, t->m.consumed, t->n_msgs);
         t->ack_pending = true;
@@ -955,18 +1008,40 @@ typedef struct rt_ack_s {
     uint32_t part;
 } rt_ack_t;
 
+/* With a read sent behind the acks, the step goes on when that read
+ * answers: its reply comes after theirs (one link, in order), and if an ack
+ * failed the link dropped, so the read fails too and takes the error path. */
 static void cons_acks_done(rt_t *t, int status)
 {
-    if (t->acks_failed) {
-        cons_step_failed(t, status ? status : LC_REDIS_ELOST, "ack");
-        return; /* ack_pending stays: sent again once the link is up */
+    cons_phase_end(t, RT_PHASE_ACK);
+    if (!t->acks_failed) {
+        t->ack_pending = false;
+        lc_redis_entries_reset(&t->batch);
+        t->read_from = 0; /* a read behind appends to the emptied batch */
+        t->forget_pending = t->n_forget > 0 && t->opts.forget;
+        if (!t->opts.forget)
+            forget_clear(t);
     }
-    t->ack_pending = false;
-    lc_redis_entries_reset(&t->batch);
-    t->forget_pending = t->n_forget > 0 && t->opts.forget;
-    if (!t->opts.forget)
-        forget_clear(t);
-    cons_step_done(t);
+    if (t->read_behind) {
+        t->busy = CB_BLOCK;
+        rt_close_step(t);
+    } else if (t->acks_failed) {
+        cons_step_failed(t, status ? status : LC_REDIS_ELOST, "ack");
+        /* ack_pending stays: sent again once the link is up */
+    } else {
+        cons_step_done(t);
+    }
+}
+
+/* Whether the step after this ack would be a plain read of new entries, so
+ * the read can go out right behind the acks (one round trip saved per
+ * batch). Anything cons_next would do first rules it out; what the acks
+ * report claimed away is forgotten after the batch that read brings. */
+static bool cons_may_read_behind(const rt_t *t)
+{
+    return !t->closing && !t->need_setup && !t->recovering && !t->held && t->settled &&
+           !t->forget_pending && !t->hdel_pending && !t->need_claims_load &&
+           uv_now(t->loop) < t->claim_due;
 }
 
 static void cons_on_ack(lc_redis_t *r, int status, const redisReply *reply, void *data)
@@ -1012,6 +1087,7 @@ static int cons_ack_stream(rt_t *t, uint32_t p, const char **argv)
 static void cons_ack(rt_t *t)
 {
     const char **argv = lc_xcalloc(t->batch.n + 7, sizeof(*argv));
+    t->phase_start[RT_PHASE_ACK] = uv_hrtime();
     t->acks_out = 1; /* held while sending */
     t->acks_failed = false;
     t->busy = CB_CMD;
@@ -1025,6 +1101,7 @@ static void cons_ack(rt_t *t)
         }
     }
     lc_free(argv);
+    t->read_behind = !t->acks_failed && cons_may_read_behind(t) && cons_send_read_new(t) == 0;
     if (--t->acks_out == 0) /* releases the hold */
         cons_acks_done(t, 0);
 }
@@ -1133,35 +1210,108 @@ static int cons_decode_read(rt_t *t, int status, const redisReply *reply)
     return rc;
 }
 
+/* COUNT per stream for a read of new entries: about RT_READ_BYTES in all,
+ * going by the last entries seen, at most read_count. */
+static uint32_t cons_new_count(const rt_t *t)
+{
+    if (!t->entry_bytes)
+        return t->read_count;
+    uint64_t total = RT_READ_BYTES / t->entry_bytes, n = t->opts.partitions;
+    uint64_t per = (total + n - 1) / n;
+    return per < 1 ? 1 : per < t->read_count ? (uint32_t)per : t->read_count;
+}
+
+/* Whether the last read returned COUNT entries from some stream (each
+ * stream's entries are contiguous in the reply): more may be waiting. */
+static bool cons_read_was_full(const rt_t *t, size_t from, uint32_t count)
+{
+    size_t run = 0;
+    for (size_t i = from; i < t->batch.n; i++) {
+        run = i > from && t->batch.v[i].stream == t->batch.v[i - 1].stream ? run + 1 : 1;
+        if (run >= count)
+            return true;
+    }
+    return false;
+}
+
+static int cons_send_read(rt_t *t, bool block);
+
+/* A read of new entries answered. The batch is filled by further reads
+ * (without BLOCK) while the last one came back full and the batch is below
+ * opts.batch: moderate replies for Redis, large batches for the writer. */
 static void cons_on_read_new(lc_redis_t *r, int status, const redisReply *reply, void *data)
 {
     rt_t *t = data;
     LC_UNUSED(r);
+    t->read_behind = false;
+    cons_phase_end(t, RT_PHASE_READ);
+    size_t from = t->read_from;
+    size_t bytes_before = t->batch.bytes;
     int rc = cons_decode_read(t, status, reply);
-    if (rc)
-        cons_step_failed(t, rc, "XREADGROUP");
-    else
+    if (rc == 0 && t->batch.n > from)
+        t->entry_bytes = (t->batch.bytes - bytes_before) / (t->batch.n - from);
+    uint32_t count = (uint32_t)t->read_count_sent;
+    if (rc == 0 && !t->closing && !t->ack_pending && t->batch.n < t->opts.batch &&
+        cons_read_was_full(t, from, count) && cons_send_read(t, false) == 0)
+        return; /* busy stays: the fill read answers here again */
+    if (rc && t->batch.n && !t->ack_pending) {
+        /* A fill read failed: apply what the earlier reads brought. */
+        LC_LOG_WARN("redis consumer: XREADGROUP failed, applying the entries read so far "
+                    "err=\"%s\"",
+                    lc_strerror(rc));
         cons_take(t);
+    } else if (rc) {
+        cons_step_failed(t, rc, "XREADGROUP");
+    } else if (t->batch.n && (t->forget_pending || t->hdel_pending)) {
+        /* A read behind acks that found entries claimed away: forget those
+         * first, as without the read ahead (cons_next applies it after). */
+        t->stashed = true;
+        cons_step_done(t);
+    } else {
+        cons_take(t);
+    }
 }
 
-/* XREADGROUP ... BLOCK over every stream: new entries only (">"). */
-static void cons_read_new(rt_t *t)
+/* XREADGROUP [BLOCK] over every stream: new entries only (">"). 0 when sent. */
+static int cons_send_read(rt_t *t, bool block)
 {
     uint32_t n = t->opts.partitions;
     const char **argv = lc_xcalloc(9 + 2 * (size_t)n, sizeof(*argv));
     char count_s[16], block_s[16];
-    snprintf(count_s, sizeof(count_s), "%u", t->read_count);
+    uint32_t count = cons_new_count(t);
+    snprintf(count_s, sizeof(count_s), "%u", count);
     snprintf(block_s, sizeof(block_s), "%u", t->opts.block_ms);
     const char *head[] = {"XREADGROUP", "GROUP", t->group, t->consumer, "COUNT",
                           count_s,      "BLOCK", block_s,  "STREAMS"};
     memcpy(argv, head, sizeof(head));
+    int at = block ? 9 : 7;
+    if (!block)
+        argv[6] = "STREAMS";
     for (uint32_t p = 0; p < n; p++) {
-        argv[9 + p] = t->parts[p].stream;
-        argv[9 + n + p] = ">";
+        argv[at + p] = t->parts[p].stream;
+        argv[at + n + p] = ">";
     }
-    uint32_t timeout = t->opts.block_ms + t->opts.cmd_timeout_ms;
-    cons_send(t, CB_BLOCK, timeout, cons_on_read_new, (int)(9 + 2 * n), argv);
+    uint32_t timeout = block ? t->opts.block_ms + t->opts.cmd_timeout_ms : 0;
+    int rc = lc_redis_command(t->rd, timeout, cons_on_read_new, t, (int)(at + 2 * n), argv, NULL);
     lc_free(argv);
+    if (rc == 0) {
+        t->phase_start[RT_PHASE_READ] = uv_hrtime();
+        t->read_from = t->batch.n;
+        t->read_count_sent = count;
+    }
+    return rc;
+}
+
+static int cons_send_read_new(rt_t *t)
+{
+    return cons_send_read(t, true);
+}
+
+static void cons_read_new(rt_t *t)
+{
+    if (cons_send_read_new(t) == 0)
+        t->busy = CB_BLOCK;
+    /* else the link is going down: rd_on_state(up) calls cons_next again */
 }
 
 static void cons_on_read_own(lc_redis_t *r, int status, const redisReply *reply, void *data)
@@ -1265,6 +1415,12 @@ static void cons_claim(rt_t *t)
     cons_send(t, CB_CMD, 0, cons_on_claim, 10, argv);
 }
 
+static void cons_apply_stashed(rt_t *t)
+{
+    t->stashed = false;
+    cons_apply(t);
+}
+
 /* Nothing claimed away is left to forget: says so once (on_settled). The
  * callback may release the hold at once; that call's cons_next then runs
  * the next step, so this one must not. Returns false when it called it. */
@@ -1301,6 +1457,8 @@ static void cons_next(rt_t *t)
         cons_post_job(t, true);
     else if (t->hdel_pending)
         cons_hdel(t);
+    else if (t->stashed)
+        cons_apply_stashed(t);
     else if (t->need_claims_load)
         cons_load_claims(t);
     else if (!cons_settled(t) || t->held)
@@ -1322,6 +1480,10 @@ static void rd_on_state(lc_redis_t *r, bool up, void *data)
         return;
     t->need_setup = true;
     t->recovering = true;
+    if (t->stashed) { /* still pending for us: recovery reads them again */
+        t->stashed = false;
+        lc_redis_entries_reset(&t->batch);
+    }
     t->need_claims_load = t->opts.forget != NULL; /* before reading anything */
     for (uint32_t p = 0; p < t->opts.partitions; p++) {
         snprintf(t->parts[p].cursor, sizeof(t->parts[p].cursor), "0");
@@ -1402,6 +1564,8 @@ static void rt_free(rt_t *t)
         lc_free(t->parts[p].stream);
     lc_free(t->parts);
     lc_free(t->names);
+    lc_free(t->pubs);
+    lc_free(t->pubs_up);
     lc_redis_entries_fini(&t->batch);
     lc_free(t->msgs);
     lc_free(t->deliveries);
@@ -1441,7 +1605,7 @@ static void rt_on_link_closed(void *data)
  * what it delivered stays pending for this consumer id (or a claimer). */
 static bool rt_quiet(const rt_t *t)
 {
-    return t->xadds_out == 0 && t->probes_out == 0 &&
+    return t->xadds_out == 0 && t->probes_out == 0 && t->acks_out == 0 &&
            (t->busy == CB_NONE || t->busy == CB_BLOCK || t->busy == CB_PAUSE);
 }
 
@@ -1450,10 +1614,11 @@ static void rt_close_step(rt_t *t)
     if (!t->closing || t->finishing || !rt_quiet(t))
         return;
     t->finishing = true;
-    t->refs = 3; /* pub link + monitor timer + publish retry timer */
+    t->refs = 2 + (int)t->n_pubs; /* monitor timer + publish retry timer + pub links */
     uv_close((uv_handle_t *)&t->monitor_timer, rt_on_handle_closed);
     uv_close((uv_handle_t *)&t->pub_retry_timer, rt_on_handle_closed);
-    lc_redis_close(t->pub, rt_on_link_closed, t);
+    for (uint32_t i = 0; i < t->n_pubs; i++)
+        lc_redis_close(t->pubs[i], rt_on_link_closed, t);
     if (!t->consume)
         return;
     t->refs += 3; /* rd link, retry timer, async (after the join) */
@@ -1522,6 +1687,7 @@ static const lc_transport_ops_t rt_ops = {
     .publish = rt_publish,
     .stats = rt_stats,
     .close = rt_close,
+    .lean_entries = true,
 };
 
 /* ---------------------------------------------------------------- construction */
@@ -1562,6 +1728,22 @@ static void rt_register_metrics(rt_t *t, lc_metrics_t *m)
     t->m.up = lc_metrics_gauge(m, "ember_redis_up", "1 while the Redis publish link is up", "");
     t->m.xadd_seconds = lc_metrics_histogram(m, "ember_redis_xadd_duration_seconds",
                                              "XADD round trip until Redis confirmed", "", NULL, 0);
+    if (!t->consume)
+        return;
+    static const char *const phases[] = {"read", "apply", "ack"};
+    for (size_t i = 0; i < LC_ARRAY_LEN(phases); i++) {
+        char labels[32];
+        snprintf(labels, sizeof(labels), "phase=\"%s\"", phases[i]);
+        t->m.phase[i] = lc_metrics_counter(
+            m, "ember_redis_consumer_phase_seconds_total",
+            "Consumer time by phase: read (XREADGROUP, with its BLOCK wait), apply (the "
+            "consume call), ack (the ack scripts; a read sent behind them overlaps)",
+            labels);
+    }
+    static const double bounds[] = {1, 4, 16, 64, 256, 1024};
+    t->m.batch = lc_metrics_histogram(m, "ember_redis_consume_batch_entries",
+                                      "Entries per batch handed to the consumer", "", bounds,
+                                      LC_ARRAY_LEN(bounds));
 }
 
 static void rt_defaults(lc_redis_transport_opts_t *o)
@@ -1569,6 +1751,7 @@ static void rt_defaults(lc_redis_transport_opts_t *o)
     o->partitions = o->partitions ? o->partitions : RT_DEFAULT_PARTITIONS;
     o->max_backlog = o->max_backlog ? o->max_backlog : RT_DEFAULT_MAX_BACKLOG;
     o->batch = o->batch ? o->batch : RT_DEFAULT_BATCH;
+    o->publish_links = o->publish_links ? o->publish_links : RT_DEFAULT_PUB_LINKS;
     o->block_ms = o->block_ms ? o->block_ms : RT_DEFAULT_BLOCK_MS;
     o->claim_idle_ms = o->claim_idle_ms ? o->claim_idle_ms : RT_DEFAULT_CLAIM_IDLE_MS;
     o->claim_interval_ms =
@@ -1699,7 +1882,12 @@ int lc_transport_redis_new(uv_loop_t *loop, const lc_redis_transport_opts_t *opt
     uv_timer_init(loop, &t->pub_retry_timer);
     t->pub_retry_timer.data = t;
     t->parked_tail = &t->parked;
-    t->pub = rt_link(t, "publisher", pub_on_state);
+    t->n_pubs =
+        t->opts.publish_links < t->opts.partitions ? t->opts.publish_links : t->opts.partitions;
+    t->pubs = lc_xcalloc(t->n_pubs, sizeof(*t->pubs));
+    t->pubs_up = lc_xcalloc(t->n_pubs, sizeof(*t->pubs_up));
+    for (uint32_t i = 0; i < t->n_pubs; i++)
+        t->pubs[i] = rt_link(t, "publisher", pub_on_state);
     if (consume)
         rt_start_consumer(t);
     *out = &t->base;

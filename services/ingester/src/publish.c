@@ -15,6 +15,7 @@
 
 #include "lc/clock.h"
 #include "lc/log.h"
+#include "lc/transport_entry.h"
 #include "opentelemetry/proto/collector/profiles/v1development/profiles_service.pb-c.h"
 #include "push/v1/push.pb-c.h"
 #include "receive_int.h"
@@ -62,6 +63,29 @@ static ing_msg_t *job_slot(ing_job_t *job)
     return &job->msgs[job->n_msgs];
 }
 
+/* The message as the transport carries it: over Redis its lean entry, the
+ * pprof compressed straight from the receiver's buffer (no packed copy of
+ * the raw pprof first); in-process the packed message. NULL past the arena
+ * (the entry reserves its bound, about the packed size, as packing did). */
+static uint8_t *job_pack(ing_t *ing, const Ember__V1__IngestProfile *m, lc_arena_t *arena,
+                         size_t *len)
+{
+    size_t size = protobuf_c_message_get_packed_size(&m->base);
+    lc_metric_add(ing->m_entry_bytes[0], (double)size);
+    if (!lc_transport_wants_lean(ing->tr)) {
+        uint8_t *data = lc_arena_alloc(arena, size ? size : 1);
+        if (data)
+            *len = protobuf_c_message_pack(&m->base, data);
+        return data;
+    }
+    size_t cap = lc_entry_bound(size);
+    uint8_t *data = lc_arena_alloc(arena, cap);
+    if (!data || lc_entry_encode_pb(&m->base, data, cap, len) != 0)
+        return NULL;
+    lc_metric_add(ing->m_entry_bytes[1], (double)*len);
+    return data;
+}
+
 int ing_job_add(ing_job_t *job, const char *tenant, const lc_labels_t *labels, const uint8_t *pprof,
                 size_t len, int64_t time_ns, const ing_stconfig_t *cfg, const uint8_t *profile_id,
                 size_t n_samples, lc_status_t *st)
@@ -87,12 +111,11 @@ int ing_job_add(ing_job_t *job, const char *tenant, const lc_labels_t *labels, c
         m.profile_id = (ProtobufCBinaryData){LC_STORE_PROFILE_ID_BYTES, (uint8_t *)profile_id};
     job->tenant = tenant;
     ing_msg_t *slot = job_slot(job);
-    size_t size = protobuf_c_message_get_packed_size(&m.base);
-    uint8_t *data = slot && m.labels ? lc_arena_alloc(arena, size ? size : 1) : NULL;
+    size_t size;
+    uint8_t *data = slot && m.labels ? job_pack(job->ing, &m, arena, &size) : NULL;
     if (!data)
         return lc_status_set_http(st, 413, LC_CODE_RESOURCE_EXHAUSTED,
                                   "request too large for the request memory budget");
-    protobuf_c_message_pack(&m.base, data);
     *slot = (ing_msg_t){data,
                         size,
                         lc_transport_partition(tenant, labels, job->ing->opts.partitions),

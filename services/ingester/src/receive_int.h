@@ -270,8 +270,9 @@ struct ing_s {
     lc_metric_t *m_profiles[ING_ROUTE_COUNT_]; /* ember_ingest_profiles_total{route} */
     lc_metric_t *m_bytes;                      /* ember_ingest_bytes_total */
     lc_metric_t *m_samples;                    /* ember_ingest_samples_total */
-    lc_ratelimit_t *rate;                      /* NULL: no per-tenant rate limit */
-    lc_serieslimit_t *series;                  /* NULL: no per-tenant series limit */
+    lc_metric_t *m_entry_bytes[2]; /* ember_stream_entry_bytes_total{form}: message, entry */
+    lc_ratelimit_t *rate;          /* NULL: no per-tenant rate limit */
+    lc_serieslimit_t *series;      /* NULL: no per-tenant series limit */
 };
 
 /* Per-tenant ingestion rate (--ingest.rate-*): 0, or 429 with Retry-After set

@@ -2,28 +2,32 @@
  * writer.c — applies batches of ember.v1.IngestProfile to the store, on the
  * transport's consumer thread (the only thread that writes).
  *
- * One store write batch per consume call, committed once. Per message: skip
- * it if its ingest id was applied before (replays are idempotent), decode the
- * pprof (validated at the edge), split its samples into groups by string
- * sample labels (split.c), and write one series per group and sample type
- * with the internal labels of series.c; each of them keeps the message's
- * profile id (Push's RawSample.ID), if any. The server-side delta rule (delta.c)
- * may replace values or drop a profile. A message that cannot be decoded can
- * never succeed, so it is logged and skipped instead of blocking the stream;
- * a store failure aborts the batch and returns <0 so the transport
- * redelivers it, and the delta state staged by the batch is discarded.
+ * One store write batch per consume call, committed once. Per message:
+ * decode it, once — the stream entry (lean, zstd, or a bare message:
+ * lc/transport_entry.h), the IngestProfile and its pprof (validated at the
+ * edge) — on the decoder thread, one message ahead of the writes; skip it if
+ * its ingest id was applied before (replays are idempotent), split its samples into groups by
+ * string sample labels (split.c), and write one series per group and sample type with the internal
+ * labels of series.c; each of them keeps the message's profile id (Push's RawSample.ID), if any.
+ * The server-side delta rule (delta.c) may replace values or drop a profile. A message that cannot
+ * be decoded can never succeed, so it is logged and skipped instead of blocking the stream; a store
+ * failure aborts the batch and returns <0 so the transport redelivers it, and the delta state
+ * staged by the batch is discarded.
  *
  * Each applied id is recorded with the message's delivery id (stream and
  * entry) and the keys of what it wrote, so that a consumer that lost the
  * entry to another one can forget it (ing_writer_forget; the protocol is in
  * docs/internals/redis.md).
  */
+#include <errno.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "lc/clock.h"
 #include "lc/log.h"
+#include "lc/transport_entry.h"
 #include "write_int.h"
 
 #define WRITER_ARENA_CAP ((size_t)4 << 30) /* per message; virtual until used */
@@ -37,24 +41,56 @@ typedef enum {
     WR_FAIL_STOP_AFTER_COMMIT,
 } wr_failpoint_t;
 
+/* Where a batch's time goes (ember_writer_phase_seconds_total{phase}). */
+typedef enum {
+    WR_PHASE_DECODE, /* lean entry, IngestProfile and pprof */
+    WR_PHASE_WRITE,  /* split, delta, store writes */
+    WR_PHASE_COMMIT, /* the LMDB commit */
+    WR_PHASES,
+} wr_phase_t;
+
+typedef struct wr_msg_s wr_msg_t;
+
+/* One message being decoded or written: its arena (everything decoded from
+ * it and the write's scratch) and entry decoder. Two of them, so that the
+ * decoder thread decodes message i+1 while the writer thread writes i. */
+typedef struct wr_slot_s {
+    lc_arena_t *arena;
+    lc_entry_decoder_t *entries;
+    const lc_transport_msg_t *msg;
+    bool decoded;       /* wr_decode's verdict */
+    bool posted, done;  /* guarded by the writer's mu */
+    struct wr_msg_s *c; /* where the decode goes */
+} wr_slot_t;
+
+#define WR_SLOTS 2
+
 struct ing_writer_s {
     lc_store_t *store;
     ing_delta_t *delta;
-    lc_arena_t *arena;
+    wr_slot_t slots[WR_SLOTS];
     lc_pprof_limits_t limits;
+    /* the decoder thread: takes a posted slot, decodes, marks it done */
+    uv_thread_t decoder;
+    uv_mutex_t mu;
+    uv_cond_t cond;
+    bool quit; /* guarded by mu */
     lc_metric_t *m_written, *m_duplicate, *m_undecodable, *m_delta_dropped, *m_forgotten;
+    lc_metric_t *m_phase[WR_PHASES], *m_batch;
     wr_failpoint_t failpoint; /* fires once */
     size_t batch_written;     /* messages written by the current batch */
 };
 
-typedef struct wr_msg_s {
+struct wr_msg_s {
     ing_writer_t *w;
+    lc_arena_t *arena;
+    lc_entry_decoder_t *entries;
     lc_store_txn_t *txn;
     const Ember__V1__IngestProfile *m;
     lc_pprof_t *p;
     lc_pprof_index_t *ix;
     const char *metric;
-} wr_msg_t;
+};
 
 static lc_metric_t *wr_counter(lc_metrics_t *m, const char *result)
 {
@@ -93,12 +129,86 @@ static void wr_failpoint_hit(ing_writer_t *w)
     raise(SIGSTOP);
 }
 
+static void wr_register_phases(ing_writer_t *w, lc_metrics_t *m)
+{
+    static const char *const names[WR_PHASES] = {"decode", "write", "commit"};
+    if (!m)
+        return;
+    for (int i = 0; i < WR_PHASES; i++) {
+        char labels[32];
+        snprintf(labels, sizeof(labels), "phase=\"%s\"", names[i]);
+        w->m_phase[i] = lc_metrics_counter(
+            m, "ember_writer_phase_seconds_total",
+            "Writer time by phase: decode (entry, message, pprof), write (store), commit", labels);
+    }
+    static const double bounds[] = {1, 4, 16, 64, 256, 1024};
+    w->m_batch = lc_metrics_histogram(m, "ember_writer_batch_messages",
+                                      "Messages per batch (one store transaction each)", "", bounds,
+                                      LC_ARRAY_LEN(bounds));
+}
+
+static void wr_phase_add(ing_writer_t *w, wr_phase_t phase, uint64_t since_ns)
+{
+    lc_metric_add(w->m_phase[phase], (double)((uint64_t)lc_monotonic_ns() - since_ns) / 1e9);
+}
+
+static bool wr_decode(wr_msg_t *c, const lc_transport_msg_t *msg);
+
+/* The decoder thread: decodes whichever slot is posted. */
+static void wr_decoder_main(void *arg)
+{
+    ing_writer_t *w = arg;
+    uv_mutex_lock(&w->mu);
+    for (;;) {
+        wr_slot_t *s = NULL;
+        for (int i = 0; i < WR_SLOTS && !s; i++)
+            s = w->slots[i].posted && !w->slots[i].done ? &w->slots[i] : NULL;
+        if (!s && w->quit)
+            break;
+        if (!s) {
+            uv_cond_wait(&w->cond, &w->mu);
+            continue;
+        }
+        uv_mutex_unlock(&w->mu);
+        uint64_t t0 = (uint64_t)lc_monotonic_ns();
+        s->decoded = wr_decode(s->c, s->msg);
+        wr_phase_add(w, WR_PHASE_DECODE, t0);
+        uv_mutex_lock(&w->mu);
+        s->done = true;
+        uv_cond_broadcast(&w->cond);
+    }
+    uv_mutex_unlock(&w->mu);
+}
+
+static int wr_start_decoder(ing_writer_t *w)
+{
+    for (int i = 0; i < WR_SLOTS; i++) {
+        w->slots[i].arena = lc_arena_new(WRITER_ARENA_CAP);
+        w->slots[i].entries = lc_entry_decoder_new(0);
+        if (!w->slots[i].entries)
+            return -ENOMEM;
+    }
+    int rc = uv_mutex_init(&w->mu);
+    if (rc)
+        return rc;
+    rc = uv_cond_init(&w->cond);
+    if (rc) {
+        uv_mutex_destroy(&w->mu);
+        return rc;
+    }
+    rc = uv_thread_create(&w->decoder, wr_decoder_main, w);
+    if (rc) {
+        uv_cond_destroy(&w->cond);
+        uv_mutex_destroy(&w->mu);
+    }
+    return rc;
+}
+
 int ing_writer_new(lc_store_t *store, lc_metrics_t *metrics, ing_writer_t **out)
 {
     ing_writer_t *w = lc_xcalloc(1, sizeof(*w));
     w->store = store;
     w->delta = ing_delta_new(WRITER_DELTA_MAX_POINTS);
-    w->arena = lc_arena_new(WRITER_ARENA_CAP);
     /* Messages hold pprofs the edge validated under its own limits; the
      * writer only decodes, so it must not refuse what the edge accepted. */
     lc_pprof_limits_default(&w->limits);
@@ -110,6 +220,17 @@ int ing_writer_new(lc_store_t *store, lc_metrics_t *metrics, ing_writer_t **out)
     w->m_delta_dropped = wr_counter(metrics, "delta_dropped");
     w->m_forgotten = wr_counter(metrics, "forgotten");
     w->failpoint = wr_failpoint_from_env();
+    wr_register_phases(w, metrics);
+    int rc = wr_start_decoder(w);
+    if (rc) {
+        for (int i = 0; i < WR_SLOTS; i++) {
+            lc_arena_free(w->slots[i].arena);
+            lc_entry_decoder_free(w->slots[i].entries);
+        }
+        ing_delta_free(w->delta);
+        lc_free(w);
+        return rc;
+    }
     *out = w;
     return 0;
 }
@@ -118,8 +239,18 @@ void ing_writer_free(ing_writer_t *w)
 {
     if (!w)
         return;
+    uv_mutex_lock(&w->mu);
+    w->quit = true;
+    uv_cond_broadcast(&w->cond);
+    uv_mutex_unlock(&w->mu);
+    uv_thread_join(&w->decoder);
+    uv_cond_destroy(&w->cond);
+    uv_mutex_destroy(&w->mu);
+    for (int i = 0; i < WR_SLOTS; i++) {
+        lc_arena_free(w->slots[i].arena);
+        lc_entry_decoder_free(w->slots[i].entries);
+    }
     ing_delta_free(w->delta);
-    lc_arena_free(w->arena);
     lc_free(w);
 }
 
@@ -135,9 +266,9 @@ static const int64_t *wr_delta(wr_msg_t *c, const lc_labels_t *ls, size_t type_i
     if (!ing_delta_applies(c->metric, st, c->m->delta_disabled, c->p->duration_nanos))
         return NULL;
     size_t n = g->n_samples;
-    uint64_t *keys = lc_arena_calloc(c->w->arena, n ? n : 1, sizeof(*keys));
-    int64_t *vals = lc_arena_calloc(c->w->arena, n ? n : 1, sizeof(*vals));
-    int64_t *out = lc_arena_calloc(c->w->arena, n ? n : 1, sizeof(*out));
+    uint64_t *keys = lc_arena_calloc(c->arena, n ? n : 1, sizeof(*keys));
+    int64_t *vals = lc_arena_calloc(c->arena, n ? n : 1, sizeof(*vals));
+    int64_t *out = lc_arena_calloc(c->arena, n ? n : 1, sizeof(*out));
     if (!keys || !vals || !out)
         return NULL; /* over the arena cap: store the cumulative values */
     for (size_t i = 0; i < n; i++) {
@@ -158,7 +289,7 @@ static int wr_series(wr_msg_t *c, const lc_labels_t *base, const ing_group_t *g,
         if (!lc_labels_get(&ls, g->labels[i].name)) /* series labels win */
             lc_labels_add(&ls, g->labels[i].name, g->labels[i].value);
     }
-    ing_series_labels(&ls, c->p, type_idx, c->w->arena);
+    ing_series_labels(&ls, c->p, type_idx, c->arena);
     bool drop;
     const int64_t *values = wr_delta(c, &ls, type_idx, g, &drop);
     int rc = 0;
@@ -198,7 +329,7 @@ static int wr_profile(wr_msg_t *c)
 {
     ing_group_t *groups;
     size_t n_groups;
-    int rc = ing_split_samples(c->p, c->w->arena, &groups, &n_groups);
+    int rc = ing_split_samples(c->p, c->arena, &groups, &n_groups);
     if (rc < 0)
         return rc;
     lc_labels_t base;
@@ -216,23 +347,30 @@ static int wr_profile(wr_msg_t *c)
     return rc;
 }
 
-/* Decodes the message and its pprof; false (logged) when it never can be. */
+/* Decodes the entry (either format), the message and its pprof, once each;
+ * false (logged) when it never can be. */
 static bool wr_decode(wr_msg_t *c, const lc_transport_msg_t *msg)
 {
     ProtobufCAllocator alloc;
-    lc_arena_pb_allocator(c->w->arena, &alloc);
-    c->m = (const Ember__V1__IngestProfile *)protobuf_c_message_unpack(
-        &ember__v1__ingest_profile__descriptor, &alloc, msg->len, msg->data);
+    lc_arena_pb_allocator(c->arena, &alloc);
+    const uint8_t *data;
+    size_t len;
+    const char *why = NULL;
+    c->m = NULL;
+    if (lc_entry_decode(c->entries, msg->data, msg->len, &data, &len, &why) == 0)
+        c->m = (const Ember__V1__IngestProfile *)protobuf_c_message_unpack(
+            &ember__v1__ingest_profile__descriptor, &alloc, len, data);
     lc_status_t st = {0};
-    const char *why = !c->m                  ? "malformed IngestProfile"
-                      : !c->m->ingest_id.len ? "no ingest id"
-                      : c->m->profile_id.len && c->m->profile_id.len != LC_STORE_PROFILE_ID_BYTES
-                          ? "profile id is not 16 bytes"
-                          : NULL;
-    if (!why && lc_pprof_decode(c->m->pprof.data, c->m->pprof.len, &c->w->limits, c->w->arena,
-                                &c->p, &st) < 0)
+    why = why                    ? why
+          : !c->m                ? "malformed IngestProfile"
+          : !c->m->ingest_id.len ? "no ingest id"
+          : c->m->profile_id.len && c->m->profile_id.len != LC_STORE_PROFILE_ID_BYTES
+              ? "profile id is not 16 bytes"
+              : NULL;
+    if (!why &&
+        lc_pprof_decode(c->m->pprof.data, c->m->pprof.len, &c->w->limits, c->arena, &c->p, &st) < 0)
         why = st.msg;
-    if (!why && (c->p->n_sample_type == 0 || lc_pprof_index_new(c->p, c->w->arena, &c->ix) < 0))
+    if (!why && (c->p->n_sample_type == 0 || lc_pprof_index_new(c->p, c->arena, &c->ix) < 0))
         why = "unusable pprof";
     if (why)
         LC_LOG_ERROR("writer: skipping a message that cannot be applied id=%s err=\"%s\"",
@@ -240,13 +378,11 @@ static bool wr_decode(wr_msg_t *c, const lc_transport_msg_t *msg)
     return why == NULL;
 }
 
-static int wr_message(ing_writer_t *w, lc_store_txn_t *txn, const lc_transport_msg_t *msg)
+/* A decoded message: skipped when applied before, else written and recorded. */
+static int wr_apply(ing_writer_t *w, lc_store_txn_t *txn, wr_msg_t *cp,
+                    const lc_transport_msg_t *msg)
 {
-    wr_msg_t c = {.w = w, .txn = txn};
-    if (!wr_decode(&c, msg)) {
-        lc_metric_add(w->m_undecodable, 1);
-        return 0;
-    }
+    wr_msg_t c = *cp;
     const ProtobufCBinaryData *id = &c.m->ingest_id;
     bool applied;
     int rc = lc_store_write_is_applied(txn, c.m->time_nanos, id->data, id->len, &applied);
@@ -265,6 +401,72 @@ static int wr_message(ing_writer_t *w, lc_store_txn_t *txn, const lc_transport_m
     return rc;
 }
 
+/* Hands message msg to the decoder thread, into slot s. */
+static void wr_post(ing_writer_t *w, wr_slot_t *s, wr_msg_t *c, const lc_transport_msg_t *msg)
+{
+    *c = (wr_msg_t){.w = w, .arena = s->arena, .entries = s->entries};
+    uv_mutex_lock(&w->mu);
+    s->msg = msg;
+    s->c = c;
+    s->done = false;
+    s->posted = true;
+    uv_cond_broadcast(&w->cond);
+    uv_mutex_unlock(&w->mu);
+}
+
+/* Waits for slot s's decode; the slot is free again afterwards. */
+static void wr_wait(ing_writer_t *w, wr_slot_t *s)
+{
+    uv_mutex_lock(&w->mu);
+    while (s->posted && !s->done)
+        uv_cond_wait(&w->cond, &w->mu);
+    s->posted = false;
+    uv_mutex_unlock(&w->mu);
+}
+
+/* Writes a decoded message (its slot's arena is reset afterwards). */
+static int wr_message(ing_writer_t *w, lc_store_txn_t *txn, wr_slot_t *s, wr_msg_t *c)
+{
+    int rc = 0;
+    if (!s->decoded) {
+        lc_metric_add(w->m_undecodable, 1);
+    } else {
+        c->txn = txn;
+        uint64_t t0 = (uint64_t)lc_monotonic_ns();
+        rc = wr_apply(w, txn, c, s->msg);
+        wr_phase_add(w, WR_PHASE_WRITE, t0);
+    }
+    lc_arena_reset(s->arena);
+    return rc;
+}
+
+/* Every message of the batch, decoded one ahead on the decoder thread. */
+static int wr_messages(ing_writer_t *w, lc_store_txn_t *txn, const lc_transport_msg_t *msgs,
+                       size_t n)
+{
+    wr_msg_t cs[WR_SLOTS];
+    int rc = 0;
+    if (n)
+        wr_post(w, &w->slots[0], &cs[0], &msgs[0]);
+    for (size_t i = 0; i < n; i++) {
+        wr_slot_t *s = &w->slots[i % WR_SLOTS];
+        wr_wait(w, s);
+        if (rc == 0 && i + 1 < n)
+            wr_post(w, &w->slots[(i + 1) % WR_SLOTS], &cs[(i + 1) % WR_SLOTS], &msgs[i + 1]);
+        if (rc == 0)
+            rc = wr_message(w, txn, s, &cs[i % WR_SLOTS]);
+        else
+            lc_arena_reset(s->arena);
+        if (rc && i + 1 < n) { /* the next one may be in decoding: let it finish */
+            wr_slot_t *next = &w->slots[(i + 1) % WR_SLOTS];
+            wr_wait(w, next);
+            lc_arena_reset(next->arena);
+            break;
+        }
+    }
+    return rc;
+}
+
 int ing_writer_consume(const lc_transport_msg_t *msgs, size_t n, void *data)
 {
     ing_writer_t *w = data;
@@ -273,12 +475,13 @@ int ing_writer_consume(const lc_transport_msg_t *msgs, size_t n, void *data)
     if (rc)
         return rc;
     w->batch_written = 0;
-    for (size_t i = 0; i < n && rc == 0; i++) {
-        rc = wr_message(w, txn, &msgs[i]);
-        lc_arena_reset(w->arena);
-    }
+    if (w->m_batch)
+        lc_metric_observe(w->m_batch, (double)n);
+    rc = wr_messages(w, txn, msgs, n);
     if (rc == 0) {
+        uint64_t t0 = (uint64_t)lc_monotonic_ns();
         rc = lc_store_write_commit(txn);
+        wr_phase_add(w, WR_PHASE_COMMIT, t0);
     } else {
         LC_LOG_ERROR("writer: batch aborted msgs=%zu err=\"%s\"", n, lc_strerror(rc));
         lc_store_write_abort(txn);

@@ -3,7 +3,9 @@
  *
  * One interface, two implementations: `direct` (an in-process queue feeding a
  * writer thread; the all-in-one default) and `redis` (Redis streams; the
- * distributed deployment). A message is an encoded ember.v1.IngestProfile.
+ * distributed deployment). A message is an encoded ember.v1.IngestProfile,
+ * or (redis, from the receivers) its lean entry (lc/transport_entry.h): the
+ * transports carry bytes and never look inside; consumers decode both.
  *
  * Delivery contract: a publish callback reporting 0 means the message is
  * durable — for `direct`, the consumer has applied and committed it; for
@@ -64,6 +66,9 @@ typedef struct lc_transport_ops_s {
                    const uint8_t *id, size_t id_len, lc_transport_publish_cb cb, void *data);
     void (*stats)(lc_transport_t *t, lc_transport_stats_t *out);
     void (*close)(lc_transport_t *t, void (*cb)(void *data), void *data);
+    /* Messages cross a wire: producers should publish lean entries
+     * (lc/transport_entry.h), which every consumer decodes. */
+    bool lean_entries;
 } lc_transport_ops_t;
 
 struct lc_transport_s {
@@ -81,6 +86,12 @@ static inline int lc_transport_publish(lc_transport_t *t, const uint8_t *msg, si
 static inline void lc_transport_stats(lc_transport_t *t, lc_transport_stats_t *out)
 {
     t->ops->stats(t, out);
+}
+/* Whether producers should encode their messages as lean entries (redis):
+ * the consumer (the writer) accepts both forms from any transport. */
+static inline bool lc_transport_wants_lean(const lc_transport_t *t)
+{
+    return t && t->ops->lean_entries;
 }
 /* Finishes (applies) what is queued, then frees t and calls cb. */
 static inline void lc_transport_close(lc_transport_t *t, void (*cb)(void *data), void *data)
@@ -158,6 +169,7 @@ typedef struct lc_redis_transport_opts_s {
     const char *consumer_id;       /* required when consuming: stable per ingester */
     size_t max_backlog;            /* entries per stream; default 100000 */
     uint32_t batch;                /* entries per consume call, about; default 256 */
+    uint32_t publish_links;        /* connections carrying XADDs; default 4 (see below) */
     uint32_t block_ms;             /* XREADGROUP BLOCK; default 1000 */
     uint32_t claim_idle_ms;        /* default 60000 */
     uint32_t claim_interval_ms;    /* default 5000 */
