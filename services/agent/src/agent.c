@@ -30,8 +30,8 @@
 #define EVENTS_MAX 65536 /* pending events kept; beyond, drains snapshot on demand */
 /* Unwind rows of all loaded objects: 8 bytes each, preallocated (the memory
  * cap of the tables). libc has ~20k rows, python3 ~60k: room for ~100 such
- * distinct objects at once. */
-#define UNWIND_ROWS (1u << 21)
+ * distinct objects at once (32 MiB). */
+#define UNWIND_ROWS (1u << 22)
 #define UNWIND_PROCS 8192 /* not preallocated: ~8 KiB per process with an entry */
 
 typedef struct agt_job_s {

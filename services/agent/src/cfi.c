@@ -137,21 +137,46 @@ static uint64_t rd_encoded(cfi_reader_t *r, uint8_t enc, const cfi_section_t *se
     uint64_t field = sec->vaddr + (uint64_t)(r->p - sec->data);
     uint64_t v;
     switch (enc & 0x0f) {
-    case 0x00: v = rd_fixed(r, 8); break;
-    case 0x01: v = rd_uleb(r); break;
-    case 0x02: v = rd_fixed(r, 2); break;
-    case 0x03: v = rd_fixed(r, 4); break;
-    case 0x04: v = rd_fixed(r, 8); break;
-    case 0x09: v = (uint64_t)rd_sleb(r); break;
-    case 0x0a: v = (uint64_t)sign_extend(rd_fixed(r, 2), 16); break;
-    case 0x0b: v = (uint64_t)sign_extend(rd_fixed(r, 4), 32); break;
-    case 0x0c: v = rd_fixed(r, 8); break;
-    default: r->bad = true; return 0;
+    case 0x00:
+        v = rd_fixed(r, 8);
+        break;
+    case 0x01:
+        v = rd_uleb(r);
+        break;
+    case 0x02:
+        v = rd_fixed(r, 2);
+        break;
+    case 0x03:
+        v = rd_fixed(r, 4);
+        break;
+    case 0x04:
+        v = rd_fixed(r, 8);
+        break;
+    case 0x09:
+        v = (uint64_t)rd_sleb(r);
+        break;
+    case 0x0a:
+        v = (uint64_t)sign_extend(rd_fixed(r, 2), 16);
+        break;
+    case 0x0b:
+        v = (uint64_t)sign_extend(rd_fixed(r, 4), 32);
+        break;
+    case 0x0c:
+        v = rd_fixed(r, 8);
+        break;
+    default:
+        r->bad = true;
+        return 0;
     }
     switch (enc & 0x70) {
-    case 0x00: break;
-    case 0x10: v += field; break; /* pcrel */
-    default: r->bad = true; break; /* textrel/datarel/funcrel: not used on x86-64 Linux */
+    case 0x00:
+        break;
+    case 0x10:
+        v += field;
+        break; /* pcrel */
+    default:
+        r->bad = true;
+        break; /* textrel/datarel/funcrel: not used on x86-64 Linux */
     }
     return v;
 }
@@ -329,7 +354,8 @@ static bool exec_one(cfi_exec_t *x, cfi_reader_t *r)
     } else {
         uint64_t reg, len;
         switch (op) {
-        case 0x00: break; /* nop */
+        case 0x00:
+            break;   /* nop */
         case 0x01: { /* set_loc */
             uint64_t to = rd_encoded(r, x->cie->fde_enc, x->sec);
             if (to < x->loc)
@@ -337,14 +363,33 @@ static bool exec_one(cfi_exec_t *x, cfi_reader_t *r)
             advance(x, (to - x->loc) / (x->cie->code_align ? x->cie->code_align : 1));
             break;
         }
-        case 0x02: advance(x, rd_fixed(r, 1)); break;
-        case 0x03: advance(x, rd_fixed(r, 2)); break;
-        case 0x04: advance(x, rd_fixed(r, 4)); break;
-        case 0x05: reg = rd_uleb(r); set_reg_rule(s, reg, RULE_OFFSET, (int64_t)rd_uleb(r) * da); break;
-        case 0x06: restore_reg(s, x->init, rd_uleb(r)); break;
-        case 0x07: set_reg_rule(s, rd_uleb(r), RULE_UNDEF, 0); break;
-        case 0x08: set_reg_rule(s, rd_uleb(r), RULE_SAME, 0); break;
-        case 0x09: reg = rd_uleb(r); (void)rd_uleb(r); set_reg_rule(s, reg, RULE_OTHER, 0); break;
+        case 0x02:
+            advance(x, rd_fixed(r, 1));
+            break;
+        case 0x03:
+            advance(x, rd_fixed(r, 2));
+            break;
+        case 0x04:
+            advance(x, rd_fixed(r, 4));
+            break;
+        case 0x05:
+            reg = rd_uleb(r);
+            set_reg_rule(s, reg, RULE_OFFSET, (int64_t)rd_uleb(r) * da);
+            break;
+        case 0x06:
+            restore_reg(s, x->init, rd_uleb(r));
+            break;
+        case 0x07:
+            set_reg_rule(s, rd_uleb(r), RULE_UNDEF, 0);
+            break;
+        case 0x08:
+            set_reg_rule(s, rd_uleb(r), RULE_SAME, 0);
+            break;
+        case 0x09:
+            reg = rd_uleb(r);
+            (void)rd_uleb(r);
+            set_reg_rule(s, reg, RULE_OTHER, 0);
+            break;
         case 0x0a: /* remember_state */
             if (x->depth >= CFI_STATE_STACK)
                 return false;
@@ -355,9 +400,19 @@ static bool exec_one(cfi_exec_t *x, cfi_reader_t *r)
                 return false;
             *s = x->stack[--x->depth];
             break;
-        case 0x0c: s->cfa_kind = CFA_REG; s->cfa_reg = (uint32_t)rd_uleb(r); s->cfa_off = (int64_t)rd_uleb(r); break;
-        case 0x0d: s->cfa_reg = (uint32_t)rd_uleb(r); if (s->cfa_kind != CFA_REG) s->cfa_kind = CFA_OTHER; break;
-        case 0x0e: s->cfa_off = (int64_t)rd_uleb(r); break;
+        case 0x0c:
+            s->cfa_kind = CFA_REG;
+            s->cfa_reg = (uint32_t)rd_uleb(r);
+            s->cfa_off = (int64_t)rd_uleb(r);
+            break;
+        case 0x0d:
+            s->cfa_reg = (uint32_t)rd_uleb(r);
+            if (s->cfa_kind != CFA_REG)
+                s->cfa_kind = CFA_OTHER;
+            break;
+        case 0x0e:
+            s->cfa_off = (int64_t)rd_uleb(r);
+            break;
         case 0x0f: /* def_cfa_expression */
             len = rd_uleb(r);
             if (r->bad || len > (uint64_t)(r->end - r->p))
@@ -375,14 +430,33 @@ static bool exec_one(cfi_exec_t *x, cfi_reader_t *r)
             r->p += len;
             set_reg_rule(s, reg, RULE_OTHER, 0);
             break;
-        case 0x11: reg = rd_uleb(r); set_reg_rule(s, reg, RULE_OFFSET, rd_sleb(r) * da); break;
-        case 0x12: s->cfa_kind = CFA_REG; s->cfa_reg = (uint32_t)rd_uleb(r); s->cfa_off = rd_sleb(r) * da; break;
-        case 0x13: s->cfa_off = rd_sleb(r) * da; break;
+        case 0x11:
+            reg = rd_uleb(r);
+            set_reg_rule(s, reg, RULE_OFFSET, rd_sleb(r) * da);
+            break;
+        case 0x12:
+            s->cfa_kind = CFA_REG;
+            s->cfa_reg = (uint32_t)rd_uleb(r);
+            s->cfa_off = rd_sleb(r) * da;
+            break;
+        case 0x13:
+            s->cfa_off = rd_sleb(r) * da;
+            break;
         case 0x14: /* val_offset */
-        case 0x15: reg = rd_uleb(r); (void)(op == 0x14 ? (int64_t)rd_uleb(r) : rd_sleb(r)); set_reg_rule(s, reg, RULE_OTHER, 0); break;
-        case 0x2e: (void)rd_uleb(r); break; /* GNU_args_size */
-        case 0x2f: reg = rd_uleb(r); set_reg_rule(s, reg, RULE_OFFSET, -(int64_t)rd_uleb(r) * da); break;
-        default: return false;
+        case 0x15:
+            reg = rd_uleb(r);
+            (void)(op == 0x14 ? (int64_t)rd_uleb(r) : rd_sleb(r));
+            set_reg_rule(s, reg, RULE_OTHER, 0);
+            break;
+        case 0x2e:
+            (void)rd_uleb(r);
+            break; /* GNU_args_size */
+        case 0x2f:
+            reg = rd_uleb(r);
+            set_reg_rule(s, reg, RULE_OFFSET, -(int64_t)rd_uleb(r) * da);
+            break;
+        default:
+            return false;
         }
     }
     return !r->bad;
@@ -437,7 +511,12 @@ static void run_fde(cfi_builder_t *b, const cfi_section_t *sec, cfi_reader_t *r,
     if (!exec_all(&x, cie->insns, cie->insns_end))
         return;
     cfi_state_t cur = init;
-    x = (cfi_exec_t){.b = b, .cie = cie, .sec = sec, .s = &cur, .init = &init, .loc = start,
+    x = (cfi_exec_t){.b = b,
+                     .cie = cie,
+                     .sec = sec,
+                     .s = &cur,
+                     .init = &init,
+                     .loc = start,
                      .end = start + range};
     size_t before = b->out->n;
     if (!exec_all(&x, r->p, r->end)) {
@@ -531,8 +610,7 @@ static int range_cmp(const void *a, const void *b)
     return x->start < y->start ? -1 : x->start > y->start;
 }
 
-void agt_cfi_build(const agt_cfi_section_t *eh, const agt_cfi_section_t *debug,
-                   agt_cfi_rows_t *out)
+void agt_cfi_build(const agt_cfi_section_t *eh, const agt_cfi_section_t *debug, agt_cfi_rows_t *out)
 {
     memset(out, 0, sizeof(*out));
     cfi_builder_t b = {.out = out};

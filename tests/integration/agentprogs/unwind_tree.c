@@ -13,6 +13,10 @@
  *   unwind_tree qsort SECONDS main -> sort_work -> qsort (libc) -> ... -> by_value
  *   unwind_tree dlopen SECONDS  sleeps 300 ms, dlopens libz.so.1, then as zlib
  *
+ * Each mode first burns 1 s of CPU in warm_up: the agent loads a
+ * process' tables after its first sample, so the samples before that (frame
+ * pointers only) land there and not in the functions the tests compare.
+ *
  * Every call is followed by work so that none is a tail call (a tail call
  * leaves no frame for any unwinder, perf's included). Prints "pid PID".
  */
@@ -138,6 +142,13 @@ NOINLINE void sort_work(double seconds)
     }
 }
 
+NOINLINE void warm_up(void)
+{
+    double end = clock_s(CLOCK_THREAD_CPUTIME_ID) + 1.0;
+    while (clock_s(CLOCK_THREAD_CPUTIME_ID) < end)
+        sink++;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 3) {
@@ -148,6 +159,7 @@ int main(int argc, char **argv)
     printf("pid %d\n", (int)getpid());
     fflush(stdout);
     const char *mode = argv[1];
+    warm_up();
     if (!strcmp(mode, "tree")) {
         run_tree(seconds);
     } else if (!strcmp(mode, "leaf")) {

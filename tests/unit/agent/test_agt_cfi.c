@@ -263,7 +263,8 @@ static void test_program_without_frame_pointers(void)
 static void test_shared_libraries(void)
 {
     static const char *const libs[] = {"/lib/x86_64-linux-gnu/libc.so.6",
-                                       "/lib/x86_64-linux-gnu/libz.so.1"};
+                                       "/lib/x86_64-linux-gnu/libz.so.1",
+                                       "/lib/x86_64-linux-gnu/libm.so.6"};
     for (size_t i = 0; i < LC_ARRAY_LEN(libs); i++) {
         if (access(libs[i], R_OK) == 0)
             check_against_readelf(libs[i]);
