@@ -12,6 +12,7 @@
  *   unwind_tree zlib SECONDS  main -> zlib_work -> compress2 (libz)
  *   unwind_tree qsort SECONDS main -> sort_work -> qsort (libc) -> ... -> by_value
  *   unwind_tree dlopen SECONDS  sleeps 300 ms, dlopens libz.so.1, then as zlib
+ *   unwind_tree busy SECONDS  as tree, without the warm-up (benchmark load)
  *
  * Each mode first burns 1 s of CPU in warm_up: the agent loads a
  * process' tables after its first sample, so the samples before that (frame
@@ -159,8 +160,9 @@ int main(int argc, char **argv)
     printf("pid %d\n", (int)getpid());
     fflush(stdout);
     const char *mode = argv[1];
-    warm_up();
-    if (!strcmp(mode, "tree")) {
+    if (strcmp(mode, "busy") != 0)
+        warm_up();
+    if (!strcmp(mode, "tree") || !strcmp(mode, "busy")) {
         run_tree(seconds);
     } else if (!strcmp(mode, "leaf")) {
         double end = clock_s(CLOCK_MONOTONIC) + seconds;

@@ -201,9 +201,10 @@ static void oracle_line(oracle_t *o, char *line, const agt_elf_t *e, const char 
     }
 }
 
-/* Runs readelf on path and checks every interpreted row of .eh_frame
- * (.debug_frame FDEs for code .eh_frame covers are ignored by design). */
-static oracle_stats_t check_against_readelf(const char *path)
+/* Runs readelf on path and checks every interpreted row of `section`
+ * (.debug_frame FDEs for code .eh_frame covers are ignored by design, so
+ * .debug_frame is checked on objects built without .eh_frame entries). */
+static oracle_stats_t check_section_against_readelf(const char *path, const char *section)
 {
     agt_elf_t e;
     load_rows(path, &e);
@@ -217,10 +218,9 @@ static oracle_stats_t check_against_readelf(const char *path)
     oracle_t o = {0};
     oracle_stats_t st = {0};
     while (f && fgets(line, sizeof(line), f)) {
-        if (strstr(line, "Contents of the .eh_frame section"))
-            in_eh = true;
-        else if (strstr(line, "Contents of the"))
-            in_eh = false;
+        if (strstr(line, "Contents of the "))
+            in_eh = strstr(line, section) &&
+                    strstr(line, " section") == strstr(line, section) + strlen(section);
         if (in_eh)
             oracle_line(&o, line, &e, path, &st);
     }
@@ -233,6 +233,41 @@ static oracle_stats_t check_against_readelf(const char *path)
     LC_CHECK(st.rows > 0);
     agt_elf_fini(&e);
     return st;
+}
+
+static oracle_stats_t check_against_readelf(const char *path)
+{
+    return check_section_against_readelf(path, ".eh_frame");
+}
+
+static bool build_tree(const char *flags, const char *exe)
+{
+    char src[512], cmd[1400]; /* this file is tests/unit/agent/test_agt_cfi.c */
+    snprintf(src, sizeof(src), "%s", __FILE__);
+    char *cut = strstr(src, "unit/agent/test_agt_cfi.c");
+    if (!cut)
+        return false;
+    snprintf(cut, sizeof(src) - (size_t)(cut - src), "integration/agentprogs/unwind_tree.c");
+    snprintf(cmd, sizeof(cmd), "cc %s -fno-ipa-icf %s -o %s -lz -ldl", flags, src, exe);
+    return system(cmd) == 0;
+}
+
+static void test_debug_frame_only(void)
+{
+    char dir[] = "/tmp/agt-cfi-XXXXXX", exe[256];
+    LC_CHECK(mkdtemp(dir));
+    snprintf(exe, sizeof(exe), "%s/tree_dbg", dir);
+    /* -g without unwind tables: GCC writes the CFI to .debug_frame */
+    if (!build_tree("-O2 -g -fomit-frame-pointer -fno-asynchronous-unwind-tables "
+                    "-fno-unwind-tables",
+                    exe)) {
+        fprintf(stderr, "skipped: no C compiler\n");
+        return;
+    }
+    oracle_stats_t st = check_section_against_readelf(exe, ".debug_frame");
+    LC_CHECK(st.rows > 20);
+    unlink(exe);
+    rmdir(dir);
 }
 
 static void test_program_without_frame_pointers(void)
@@ -302,5 +337,5 @@ static void test_garbage_is_rejected_quietly(void)
     }
 }
 
-LC_TEST_MAIN(test_program_without_frame_pointers, test_shared_libraries, test_this_binary,
-             test_garbage_is_rejected_quietly)
+LC_TEST_MAIN(test_program_without_frame_pointers, test_debug_frame_only, test_shared_libraries,
+             test_this_binary, test_garbage_is_rejected_quietly)
