@@ -230,9 +230,12 @@ static bool parse_cie(const cfi_section_t *sec, const uint8_t *at, cfi_cie_t *ci
     if (!nul)
         return false;
     r.p = nul + 1;
-    if (version == 4 && (rd_fixed(&r, 1) != 8 || rd_fixed(&r, 1) != 0))
-        return false; /* address size 8, no segment selector */
-    *cie = (cfi_cie_t){.fde_enc = sec->eh ? 0 : 0x00};
+    if (version == 4) {
+        uint64_t address_size = rd_fixed(&r, 1), segment_size = rd_fixed(&r, 1);
+        if (address_size != 8 || segment_size != 0)
+            return false;
+    }
+    *cie = (cfi_cie_t){.fde_enc = 0}; /* DW_EH_PE_absptr unless 'R' says otherwise */
     cie->code_align = rd_uleb(&r);
     cie->data_align = rd_sleb(&r);
     cie->ra_reg = version == 1 ? (uint32_t)rd_fixed(&r, 1) : (uint32_t)rd_uleb(&r);

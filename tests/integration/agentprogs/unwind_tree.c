@@ -156,7 +156,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: %s tree|leaf|zlib|qsort|dlopen SECONDS\n", argv[0]);
         return 2;
     }
-    double seconds = atof(argv[2]);
+    double seconds = strtod(argv[2], NULL);
     printf("pid %d\n", (int)getpid());
     fflush(stdout);
     const char *mode = argv[1];

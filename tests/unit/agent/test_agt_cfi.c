@@ -142,7 +142,8 @@ static void close_fde(oracle_t *o, const agt_elf_t *e, const char *path, oracle_
 static int split_columns(char *line, char *tok[24])
 {
     int n = 0;
-    for (char *t = strtok(line, " \t\n"); t; t = strtok(NULL, " \t\n")) {
+    char *save = NULL;
+    for (char *t = strtok_r(line, " \t\n", &save); t; t = strtok_r(NULL, " \t\n", &save)) {
         if (t[0] == '(' && n > 0)
             continue; /* the register name readelf adds after "rN" */
         if (n < 24)
