@@ -41,6 +41,7 @@ usage: bench/agent_bench.py BUILD_DIR [--seconds 20] [--procs N] [--interval 5s]
 Needs root. Use a RelWithDebInfo build (ASan inflates everything).
 """
 import argparse
+import contextlib
 import json
 import os
 import re
@@ -193,13 +194,7 @@ def nofp_window(name, profiler_pid, exe, a, bpf_name=None):
 
 
 def bench_nofp_agent(dh, build, exe, a):
-    redis = dh.Redis(aof=False).start()
-    agent = dh.Role(os.path.join(build, "services", "agent", "ember-agent"), False,
-                    args=[f"--redis.url={redis.url}", "--agent.sample-rate=19",
-                          f"--agent.interval={a.interval}"], log_level="warn")
-    try:
-        agent.start()
-        time.sleep(a.interval_s + 1.5)
+    with running_agent(dh, build, 19, a) as agent:
         row = nofp_window("ember-agent 19 Hz", agent.proc.pid, exe, a, bpf_name="agt_on_sample")
         time.sleep(a.interval_s + 1)  # one more drain: the window's walks are counted
         m = agent.metrics()
@@ -208,12 +203,7 @@ def bench_nofp_agent(dh, build, exe, a):
         row["rows"] = m.get(("ember_agent_unwind_rows", frozenset()), 0)
         row["objects"] = m.get(("ember_agent_unwind_objects", frozenset()), 0)
         row["unwind_procs"] = m.get(("ember_agent_unwind_processes", frozenset()), 0)
-        if agent.stop() != 0:
-            raise SystemExit("ember-agent did not stop cleanly")
-        return row
-    finally:
-        agent.cleanup()
-        redis.cleanup()
+    return row
 
 
 def bench_nofp_perf(exe, a, tmp):
@@ -271,15 +261,28 @@ def phase_cpu(m):
             if name == "ember_agent_cpu_seconds_total"}
 
 
-def bench_agent(dh, build, cpu_mix, rate, a):
+@contextlib.contextmanager
+def running_agent(dh, build, rate, a):
+    """ember-agent publishing to a redis-server of our own, in steady state
+    (past the first drain: kallsyms is read once, then every 10 min);
+    stopped cleanly on leaving."""
     redis = dh.Redis(aof=False).start()
     agent = dh.Role(os.path.join(build, "services", "agent", "ember-agent"), False,
                     args=[f"--redis.url={redis.url}", f"--agent.sample-rate={rate}",
                           f"--agent.interval={a.interval}"], log_level="warn")
     try:
         agent.start()
-        # Steady state: past the first drain (kallsyms is read once, then every 10 min).
         time.sleep(a.interval_s + 1.5)
+        yield agent
+        if agent.stop() != 0:
+            raise SystemExit("ember-agent did not stop cleanly")
+    finally:
+        agent.cleanup()
+        redis.cleanup()
+
+
+def bench_agent(dh, build, cpu_mix, rate, a):
+    with running_agent(dh, build, rate, a) as agent:
         before = phase_cpu(agent.metrics())
         row = measure(f"ember-agent {rate} Hz", agent.proc.pid, cpu_mix, a.procs, a.seconds,
                       bpf_name="agt_on_sample")
@@ -288,14 +291,8 @@ def bench_agent(dh, build, cpu_mix, rate, a):
         row["phases_ms_s"] = {k: (after.get(k, 0) - before.get(k, 0)) * 1e3 / a.seconds
                               for k in after}
         row["published"] = m.get(("ember_agent_profiles_published_total", frozenset()), 0)
-        lost = sum(v for (k, _), v in m.items() if k == "ember_agent_samples_lost_total")
-        row["lost"] = lost
-        if agent.stop() != 0:
-            raise SystemExit("ember-agent did not stop cleanly")
-        return row
-    finally:
-        agent.cleanup()
-        redis.cleanup()
+        row["lost"] = sum(v for (k, _), v in m.items() if k == "ember_agent_samples_lost_total")
+    return row
 
 
 def bench_perf(cpu_mix, rate, a, tmp):

@@ -187,6 +187,8 @@ struct unwind_walk {
     __u32 n;       /* frames written */
     __u32 result;  /* AGT_STAT_UNW_* once the walk ended, 0 while it goes on */
     __u32 launder; /* the mapping search passes its index through here */
+    __u32 by_fp;   /* the current ip came from a frame-pointer step (may be garbage) */
+    __u32 pad;
 };
 
 struct {
@@ -256,6 +258,7 @@ static __always_inline struct agt_unwind_row *find_row(__u32 start, __u32 len, _
 static __always_inline void step_fp(struct unwind_walk *w)
 {
     stat_inc(AGT_STAT_UNW_FP_FRAMES);
+    w->by_fp = 1;
     if (w->bp == 0) {
         w->result = AGT_STAT_UNW_FP_END;
         return;
@@ -321,13 +324,17 @@ static __always_inline void step_row(struct unwind_walk *w, struct agt_unwind_ro
     }
     w->sp = cfa;
     w->ip = ra;
+    w->by_fp = 0;
 }
 
-/* Asks user space (once until it answers) to re-read the process' maps. */
+/* Asks user space (once until it answers) to re-read the process' maps.
+ * Only for an ip we trust (the interrupted one, or one a table step found):
+ * a frame-pointer step through code without frame pointers yields garbage
+ * that no re-read would place. */
 static __always_inline void ask_for_maps(struct agt_unwind_proc *proc, struct unwind_walk *w)
 {
     stat_inc(AGT_STAT_UNW_UNKNOWN_MAP);
-    if (proc->flags & AGT_UNWIND_ASKED)
+    if ((proc->flags & AGT_UNWIND_ASKED) || w->by_fp)
         return;
     proc->flags |= AGT_UNWIND_ASKED;
     struct agt_event ev = {.tgid = w->tgid, .kind = AGT_EVENT_MAPS, .start_ns = proc->start_ns};
