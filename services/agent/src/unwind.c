@@ -10,6 +10,11 @@
  * each with the address bias and the extent of its object; without an entry
  * the BPF program falls back to frame pointers (bpf_get_stack).
  *
+ * An object's rows live in one place at a time: in user memory while no
+ * process maps it (built by cfi.c, or copied back on release), in its
+ * extent of the map while one does — the agent's RSS does not hold a second
+ * copy of every loaded table.
+ *
  * Extents are freed when no process maps their object any more (the
  * elfcache's release hook, at the end of each drain), but only become
  * reusable after the next RCU quiescence (agt_unwind_quiesced): a program
@@ -147,6 +152,9 @@ static bool load_object(agt_unwind_t *u, agt_elf_t *e)
         return false;
     }
     memcpy(&u->rows[start], e->cfi.v, e->cfi.n * sizeof(*e->cfi.v));
+    lc_free(e->cfi.v); /* the map holds them now */
+    e->cfi.v = NULL;
+    e->cfi.cap = 0;
     e->unw_start = start;
     e->unw_loaded = true;
     u->stats.rows_used += e->cfi.n;
@@ -159,6 +167,10 @@ void agt_unwind_release_object(agt_unwind_t *u, agt_elf_t *e)
 {
     if (!e->unw_loaded)
         return;
+    /* Back into user memory: a process may map the object again later. */
+    e->cfi.v = lc_xmalloc(e->cfi.n * sizeof(*e->cfi.v));
+    memcpy(e->cfi.v, &u->rows[e->unw_start], e->cfi.n * sizeof(*e->cfi.v));
+    e->cfi.cap = e->cfi.n;
     u->pending = lc_xgrow(u->pending, &u->cap_pending, u->n_pending + 1, sizeof(*u->pending));
     u->pending[u->n_pending++] = (unw_extent_t){e->unw_start, (uint32_t)e->cfi.n};
     e->unw_loaded = false;
