@@ -273,19 +273,10 @@ static void test_debug_frame_only(void)
 
 static void test_program_without_frame_pointers(void)
 {
-    char dir[] = "/tmp/agt-cfi-XXXXXX", exe[256], cmd[1024];
+    char dir[] = "/tmp/agt-cfi-XXXXXX", exe[256];
     LC_CHECK(mkdtemp(dir));
     snprintf(exe, sizeof(exe), "%s/tree", dir);
-    char src[512]; /* this file is tests/unit/agent/test_agt_cfi.c */
-    snprintf(src, sizeof(src), "%s", __FILE__);
-    char *cut = strstr(src, "unit/agent/test_agt_cfi.c");
-    LC_CHECK(cut);
-    if (!cut)
-        return;
-    snprintf(cut, sizeof(src) - (size_t)(cut - src), "integration/agentprogs/unwind_tree.c");
-    snprintf(cmd, sizeof(cmd), "cc -O2 -fomit-frame-pointer -fno-ipa-icf %s -o %s -lz -ldl", src,
-             exe);
-    if (system(cmd) != 0) {
+    if (!build_tree("-O2 -fomit-frame-pointer", exe)) {
         fprintf(stderr, "skipped: no C compiler\n");
         return;
     }
