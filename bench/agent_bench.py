@@ -27,10 +27,21 @@ pays); the agents' interval is --interval so several drains fall inside the
 window. References: perf-anchors.md §3 (OTel eBPF profiler: 1% CPU and 250 MB
 are its upper limits; Parca: < 1% CPU, < 200 MB).
 
+A second case (--nofp-procs, default 50) runs that many processes of a
+program built -O2 -fomit-frame-pointer (agentprogs/unwind_tree.c, a five-deep
+call tree: the agent unwinds it with .eh_frame tables in BPF) and prints,
+for ember-agent at 19 Hz and `perf record -a --call-graph dwarf` at 19 Hz on
+the same load: CPU (user+sys, plus the BPF program's run time for the
+agent), memory (RSS, plus the agent's BPF maps: bytes_memlock of every map
+its sampler uses), and the unwinder's own figures (rows loaded, walks by
+result). Targets (issue 17): at most 1% of one core and 128 MiB.
+
 usage: bench/agent_bench.py BUILD_DIR [--seconds 20] [--procs N] [--interval 5s]
+                                      [--nofp-procs 50] [--only nofp]
 Needs root. Use a RelWithDebInfo build (ASan inflates everything).
 """
 import argparse
+import contextlib
 import json
 import os
 import re
@@ -120,20 +131,158 @@ def measure(name, profiler_pid, cpu_mix, procs, seconds, bpf_name=None):
     return row
 
 
+def rss_parts_kib(pid):
+    """RssAnon, RssFile and BpfMmap (the resident part of the agent's mmap of
+    its BPF rows array, inside RssFile: those pages are the map's memory,
+    counted under BPF maps, not twice)."""
+    out = {}
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith(("RssAnon:", "RssFile:")):
+                out[line.split(":")[0]] = int(line.split()[1])
+    bpf, in_bpf = 0, False
+    with open(f"/proc/{pid}/smaps") as f:
+        for line in f:
+            if re.match(r"^[0-9a-f]+-[0-9a-f]+ ", line):
+                in_bpf = "bpf-map" in line
+            elif in_bpf and line.startswith("Rss:"):
+                bpf += int(line.split()[1])
+    out["BpfMmap"] = bpf
+    return out
+
+
+def bpf_maps_bytes(prog_name):
+    """bytes_memlock of every map the named program uses (bpftool)."""
+    r = subprocess.run(["bpftool", "-j", "prog", "show"], capture_output=True, text=True)
+    ids = set()
+    for p in json.loads(r.stdout or "[]"):
+        if p.get("name") == prog_name:
+            ids.update(p.get("map_ids", []))
+    total = 0
+    for i in ids:
+        m = subprocess.run(["bpftool", "-j", "map", "show", "id", str(i)], capture_output=True,
+                           text=True)
+        if m.returncode == 0:
+            total += json.loads(m.stdout).get("bytes_memlock", 0)
+    return total
+
+
+def nofp_window(name, profiler_pid, exe, a, bpf_name=None):
+    """--nofp-procs processes of the frame-pointer-less program for
+    --seconds while the profiler runs; returns a row."""
+    cpu0 = task_cpu_ns(profiler_pid)
+    bpf0 = bpf_prog_stats(bpf_name) if bpf_name else None
+    t0 = time.monotonic()
+    ps = [subprocess.Popen([exe, "busy", str(a.seconds)], stdout=subprocess.DEVNULL)
+          for _ in range(a.nofp_procs)]
+    peak, parts = 0, {}
+    while any(p.poll() is None for p in ps):
+        now = rss_parts_kib(profiler_pid)
+        own = now.get("RssAnon", 0) + now.get("RssFile", 0) - now.get("BpfMmap", 0)
+        if own >= peak:
+            peak, parts = own, now
+        time.sleep(0.5)
+    wall = time.monotonic() - t0
+    row = {"name": name, "cpu_ms_s": (task_cpu_ns(profiler_pid) - cpu0) / 1e6 / wall}
+    row["rss_kib"], row["parts"] = peak, parts
+    if bpf0:
+        bpf1 = bpf_prog_stats(bpf_name)
+        row["bpf_ms_s"] = (bpf1[0] - bpf0[0]) / 1e6 / wall
+        row["bpf_ns_run"] = (bpf1[0] - bpf0[0]) / max(1, bpf1[1] - bpf0[1])
+        row["bpf_map_bytes"] = bpf_maps_bytes(bpf_name)
+    return row
+
+
+def bench_nofp_agent(dh, build, exe, a):
+    with running_agent(dh, build, 19, a) as agent:
+        row = nofp_window("ember-agent 19 Hz", agent.proc.pid, exe, a, bpf_name="agt_on_sample")
+        time.sleep(a.interval_s + 1)  # one more drain: the window's walks are counted
+        m = agent.metrics()
+        row["walks"] = {dict(k[1]).get("result"): v for k, v in m.items()
+                        if k[0] == "ember_agent_unwind_total"}
+        row["rows"] = m.get(("ember_agent_unwind_rows", frozenset()), 0)
+        row["objects"] = m.get(("ember_agent_unwind_objects", frozenset()), 0)
+        row["unwind_procs"] = m.get(("ember_agent_unwind_processes", frozenset()), 0)
+    return row
+
+
+def bench_nofp_perf(exe, a, tmp):
+    data = os.path.join(tmp, "perf-dwarf.data")
+    perf = subprocess.Popen(["perf", "record", "-a", "--call-graph", "dwarf", "-F", "19", "-q",
+                             "-o", data], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        time.sleep(1)
+        row = nofp_window("perf record dwarf 19 Hz", perf.pid, exe, a)
+    finally:
+        perf.send_signal(signal.SIGINT)
+        perf.wait(120)
+    row["data_mib"] = os.path.getsize(data) / 2**20 if os.path.exists(data) else 0
+    return row
+
+
+def run_nofp_case(dh, build, a, tmp):
+    exe = os.path.join(tmp, "unwind_tree")
+    subprocess.run(["cc", "-O2", "-fomit-frame-pointer", "-fno-ipa-icf",
+                    "-fno-inline-functions-called-once",
+                    os.path.join(SRC, "tests", "integration", "agentprogs", "unwind_tree.c"),
+                    "-o", exe, "-lz", "-ldl"], check=True)
+    rows = [bench_nofp_agent(dh, build, exe, a)]
+    if shutil.which("perf"):
+        rows.append(bench_nofp_perf(exe, a, tmp))
+    print(f"\nno frame pointers: {a.nofp_procs} processes of unwind_tree (-O2 "
+          f"-fomit-frame-pointer) on {os.cpu_count()} CPUs, {a.seconds:.0f} s")
+    print(f"{'configuration':<24}  {'CPU user+sys':>12}  {'BPF':>8}  {'CPU total (1 core)':>18}  "
+          f"{'RSS peak':>9}  {'BPF maps':>9}  {'memory total':>12}")
+    for r in rows:
+        bpf = r.get("bpf_ms_s", 0.0)
+        total = r["cpu_ms_s"] + bpf
+        maps = r.get("bpf_map_bytes", 0) / 2**20
+        rss = r["rss_kib"] / 1024
+        print(f"{r['name']:<24}  {r['cpu_ms_s']:7.2f} ms/s  {bpf:5.2f} ms/s  "
+              f"{total:8.2f} ms/s {total / 10:5.2f}%  {rss:6.1f} MiB  {maps:6.1f} MiB  "
+              f"{rss + maps:8.1f} MiB")
+    for r in rows:
+        if "walks" in r:
+            print(f"{r['name']}: BPF {r['bpf_ns_run']:.0f} ns per sample; unwind tables: "
+                  f"{r['rows']:.0f} rows of {r['objects']:.0f} objects for "
+                  f"{r['unwind_procs']:.0f} processes; walks by result {r['walks']}")
+        p = r.get("parts", {})
+        print(f"{r['name']}: RSS peak = anon {p.get('RssAnon', 0) / 1024:.1f} MiB + file "
+              f"{p.get('RssFile', 0) / 1024:.1f} MiB - the resident part of the mmap'd BPF "
+              f"rows array ({p.get('BpfMmap', 0) / 1024:.1f} MiB, counted under BPF maps)")
+        if "data_mib" in r:
+            print(f"{r['name']}: wrote {r['data_mib']:.1f} MiB of perf.data (user stacks "
+                  f"copied per sample, unwound later by perf report)")
+    print("targets (issue 17): agent CPU <= 1% of one core (10 ms/s), memory <= 128 MiB")
+
+
 def phase_cpu(m):
     return {dict(labels).get("phase"): v for (name, labels), v in m.items()
             if name == "ember_agent_cpu_seconds_total"}
 
 
-def bench_agent(dh, build, cpu_mix, rate, a):
+@contextlib.contextmanager
+def running_agent(dh, build, rate, a):
+    """ember-agent publishing to a redis-server of our own, in steady state
+    (past the first drain: kallsyms is read once, then every 10 min);
+    stopped cleanly on leaving."""
     redis = dh.Redis(aof=False).start()
     agent = dh.Role(os.path.join(build, "services", "agent", "ember-agent"), False,
                     args=[f"--redis.url={redis.url}", f"--agent.sample-rate={rate}",
                           f"--agent.interval={a.interval}"], log_level="warn")
     try:
         agent.start()
-        # Steady state: past the first drain (kallsyms is read once, then every 10 min).
         time.sleep(a.interval_s + 1.5)
+        yield agent
+        if agent.stop() != 0:
+            raise SystemExit("ember-agent did not stop cleanly")
+    finally:
+        agent.cleanup()
+        redis.cleanup()
+
+
+def bench_agent(dh, build, cpu_mix, rate, a):
+    with running_agent(dh, build, rate, a) as agent:
         before = phase_cpu(agent.metrics())
         row = measure(f"ember-agent {rate} Hz", agent.proc.pid, cpu_mix, a.procs, a.seconds,
                       bpf_name="agt_on_sample")
@@ -142,14 +291,8 @@ def bench_agent(dh, build, cpu_mix, rate, a):
         row["phases_ms_s"] = {k: (after.get(k, 0) - before.get(k, 0)) * 1e3 / a.seconds
                               for k in after}
         row["published"] = m.get(("ember_agent_profiles_published_total", frozenset()), 0)
-        lost = sum(v for (k, _), v in m.items() if k == "ember_agent_samples_lost_total")
-        row["lost"] = lost
-        if agent.stop() != 0:
-            raise SystemExit("ember-agent did not stop cleanly")
-        return row
-    finally:
-        agent.cleanup()
-        redis.cleanup()
+        row["lost"] = sum(v for (k, _), v in m.items() if k == "ember_agent_samples_lost_total")
+    return row
 
 
 def bench_perf(cpu_mix, rate, a, tmp):
@@ -195,6 +338,8 @@ def main():
     ap.add_argument("--seconds", type=float, default=20)
     ap.add_argument("--procs", type=int, default=os.cpu_count())
     ap.add_argument("--interval", default="5s")
+    ap.add_argument("--nofp-procs", type=int, default=50)
+    ap.add_argument("--only", choices=["nofp"], help="run only the frame-pointer-less case")
     a = ap.parse_args()
     if os.geteuid() != 0:
         raise SystemExit("the agent benchmark needs root (eBPF, perf -a)")
@@ -215,6 +360,14 @@ def main():
     with open(stats_path, "w") as f:
         f.write("1")
     rows = []
+    if a.only == "nofp":
+        try:
+            run_nofp_case(dh, build, a, tmp)
+        finally:
+            with open(stats_path, "w") as f:
+                f.write(stats_before)
+            shutil.rmtree(tmp, ignore_errors=True)
+        return 0
     try:
         rows.append(dict(measure("no profiler", None, cpu_mix, a.procs, a.seconds), base=True))
         for rate in (19, 100):
@@ -223,6 +376,8 @@ def main():
                 rows.append(bench_perf(cpu_mix, rate, a, tmp))
         rows.append(dict(measure("no profiler (again)", None, cpu_mix, a.procs, a.seconds),
                          base=True))
+        if a.nofp_procs:
+            run_nofp_case(dh, build, a, tmp)
     finally:
         with open(stats_path, "w") as f:
             f.write(stats_before)

@@ -75,6 +75,26 @@ struct {
     __type(value, struct agt_stack);
 } scratch SEC(".maps");
 
+/* Unwind rows of every loaded object (sampler.h); user space writes them
+ * through an mmap of the array and hands out extents. */
+struct {
+    __uint(type, BPF_MAP_TYPE_ARRAY);
+    __uint(map_flags, BPF_F_MMAPABLE);
+    __uint(max_entries, 1024);
+    __type(key, __u32);
+    __type(value, struct agt_unwind_row);
+} unwind_rows SEC(".maps");
+
+/* tgid -> its executable mappings and their tables; written by user space
+ * once it has read the process. Absent: bpf_get_stack (frame pointers). */
+struct {
+    __uint(type, BPF_MAP_TYPE_HASH);
+    __uint(map_flags, BPF_F_NO_PREALLOC);
+    __uint(max_entries, 1024);
+    __type(key, __u32);
+    __type(value, struct agt_unwind_proc);
+} unwind_procs SEC(".maps");
+
 struct {
     __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
     __uint(max_entries, AGT_STAT_N);
@@ -137,13 +157,291 @@ static __always_inline long take_stack(struct bpf_perf_event_data *ctx, void *st
     return 0;
 }
 
-static __always_inline int record(struct bpf_perf_event_data *ctx, __u32 tgid, void *counts,
-                                  void *stacks)
+/* Stores the n frames in buf under their hash (see take_stack). */
+static __always_inline long store_stack(void *stacks, struct agt_stack *buf, __u32 n, __u64 *hash)
+{
+    *hash = 0;
+    if (n == 0)
+        return 0;
+    __u64 h = hash_frames(buf, n);
+    if (!bpf_map_lookup_elem(stacks, &h)) {
+        long rc = bpf_map_update_elem(stacks, &h, buf, BPF_NOEXIST);
+        if (rc != 0 && rc != -17) {
+            stat_inc(AGT_STAT_LOST_STACKS_FULL);
+            return -1;
+        }
+    }
+    *hash = h;
+    return 0;
+}
+
+/* ---------------------------------------------------------------- table unwinding */
+
+/* The walk's registers, per CPU in a map rather than on the stack: values
+ * the verifier reloads from map memory carry no history, so it neither
+ * tracks the frame count as a distinct constant in each loop iteration nor
+ * the bounds of a binary search's every path (which it cannot merge). */
+struct unwind_walk {
+    __u64 ip, sp, bp;
+    __u32 tgid;
+    __u32 n;       /* frames written */
+    __u32 result;  /* AGT_STAT_UNW_* once the walk ended, 0 while it goes on */
+    __u32 launder; /* the mapping search passes its index through here */
+    __u32 by_fp;   /* the current ip came from a frame-pointer step (may be garbage) */
+    __u32 pad;
+};
+
+struct {
+    __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+    __uint(max_entries, 1);
+    __type(key, __u32);
+    __type(value, struct unwind_walk);
+} walks SEC(".maps");
+
+static __always_inline __u32 launder_index(struct unwind_walk *w, __u32 v)
+{
+    volatile __u32 *slot = &w->launder;
+    *slot = v;
+    return *slot;
+}
+
+/* The mapping of proc containing addr, or NULL. */
+static __always_inline struct agt_unwind_map *find_mapping(struct unwind_walk *w,
+                                                           struct agt_unwind_proc *proc, __u64 addr)
+{
+    /* No clamping to a constant: a constant hi would make every path of the
+     * search concrete and distinct to the verifier. */
+    __u32 lo = 0, hi = proc->n_maps;
+    if (hi > AGT_UNWIND_MAX_MAPS)
+        return NULL;
+    for (int i = 0; i < 9; i++) { /* log2(AGT_UNWIND_MAX_MAPS) + 1 */
+        if (lo >= hi)
+            break;
+        __u32 mid = (lo + hi) / 2;
+        __u32 at = launder_index(w, mid);
+        if (at >= AGT_UNWIND_MAX_MAPS)
+            return NULL;
+        struct agt_unwind_map *m = &proc->maps[at];
+        if (addr < m->start)
+            hi = mid;
+        else if (addr >= m->end)
+            lo = mid + 1;
+        else
+            return m;
+    }
+    return NULL;
+}
+
+/* The row ruling pc in [start, start + len), or NULL. */
+static __always_inline struct agt_unwind_row *find_row(__u32 start, __u32 len, __u32 pc)
+{
+    __u32 lo = start, hi = start + len;
+    for (int i = 0; i < AGT_UNWIND_MAX_ROWS_LOG2 + 1; i++) {
+        if (lo >= hi)
+            break;
+        __u32 mid = lo + (hi - lo) / 2;
+        struct agt_unwind_row *r = bpf_map_lookup_elem(&unwind_rows, &mid);
+        if (!r)
+            return NULL;
+        if (r->pc <= pc)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo <= start)
+        return NULL;
+    __u32 at = lo - 1;
+    return bpf_map_lookup_elem(&unwind_rows, &at);
+}
+
+/* One frame-pointer step: [rbp] is the caller's rbp, [rbp + 8] the return address. */
+static __always_inline void step_fp(struct unwind_walk *w)
+{
+    stat_inc(AGT_STAT_UNW_FP_FRAMES);
+    w->by_fp = 1;
+    if (w->bp == 0) {
+        w->result = AGT_STAT_UNW_FP_END;
+        return;
+    }
+    __u64 saved[2];
+    if (bpf_probe_read_user(saved, sizeof(saved), (void *)w->bp) != 0) {
+        w->result = AGT_STAT_UNW_READ_ERR;
+        return;
+    }
+    __u64 sp = w->bp + 16;
+    if (sp <= w->sp) {
+        w->result = AGT_STAT_UNW_NO_PROGRESS;
+        return;
+    }
+    w->sp = sp;
+    w->bp = saved[0];
+    w->ip = saved[1];
+}
+
+/* One step by the row's rule. */
+static __always_inline void step_row(struct unwind_walk *w, struct agt_unwind_row *r)
+{
+    __u64 cfa;
+    switch (r->cfa) {
+    case AGT_CFA_RSP:
+        cfa = w->sp + r->cfa_off;
+        break;
+    case AGT_CFA_RBP:
+        if (w->bp == 0) {
+            w->result = AGT_STAT_UNW_NO_RBP;
+            return;
+        }
+        cfa = w->bp + r->cfa_off;
+        break;
+    case AGT_CFA_PLT:
+        cfa = w->sp + 8 + ((w->ip & 15) >= (__u64)r->cfa_off ? 8 : 0);
+        break;
+    case AGT_CFA_UNDEF_RA:
+        w->result = AGT_STAT_UNW_END;
+        return;
+    default:
+        w->result = AGT_STAT_UNW_UNSUPPORTED;
+        return;
+    }
+    __u64 ra;
+    if (bpf_probe_read_user(&ra, sizeof(ra), (void *)(cfa - 8)) != 0) {
+        w->result = AGT_STAT_UNW_READ_ERR;
+        return;
+    }
+    if (r->rbp_off == AGT_RBP_LOST) {
+        w->bp = 0;
+    } else if (r->rbp_off != 0) {
+        __u64 bp;
+        if (bpf_probe_read_user(&bp, sizeof(bp), (void *)(cfa + (__s64)r->rbp_off * 8)) != 0) {
+            w->result = AGT_STAT_UNW_READ_ERR;
+            return;
+        }
+        w->bp = bp;
+    }
+    if (cfa <= w->sp) {
+        w->result = AGT_STAT_UNW_NO_PROGRESS;
+        return;
+    }
+    w->sp = cfa;
+    w->ip = ra;
+    w->by_fp = 0;
+}
+
+/* Asks user space (once until it answers) to re-read the process' maps.
+ * Only for an ip we trust (the interrupted one, or one a table step found):
+ * a frame-pointer step through code without frame pointers yields garbage
+ * that no re-read would place. */
+static __always_inline void ask_for_maps(struct agt_unwind_proc *proc, struct unwind_walk *w)
+{
+    stat_inc(AGT_STAT_UNW_UNKNOWN_MAP);
+    if ((proc->flags & AGT_UNWIND_ASKED) || w->by_fp)
+        return;
+    proc->flags |= AGT_UNWIND_ASKED;
+    struct agt_event ev = {.tgid = w->tgid, .kind = AGT_EVENT_MAPS, .start_ns = proc->start_ns};
+    if (bpf_ringbuf_output(&events, &ev, sizeof(ev), 0) != 0)
+        stat_inc(AGT_STAT_EVENTS_LOST);
+}
+
+/* bpf_loop body: records w->ip, then steps to the caller. Returns 1 to stop. */
+static long unwind_step(__u64 index, void *ctx)
+{
+    __u32 zero = 0;
+    struct unwind_walk *w = bpf_map_lookup_elem(&walks, &zero);
+    if (!w)
+        return 1;
+    struct agt_stack *buf = bpf_map_lookup_elem(&scratch, &zero);
+    __u32 tgid = w->tgid;
+    struct agt_unwind_proc *proc = bpf_map_lookup_elem(&unwind_procs, &tgid);
+    if (!buf || !proc) {
+        w->result = AGT_STAT_UNW_UNSUPPORTED;
+        return 1;
+    }
+    if (w->ip == 0) {
+        w->result = AGT_STAT_UNW_END;
+        return 1;
+    }
+    __u32 n = w->n;
+    if (n >= AGT_MAX_FRAMES) {
+        w->result = AGT_STAT_UNW_DEPTH;
+        return 1;
+    }
+    buf->ips[n] = w->ip;
+    w->n = n + 1;
+    /* A return address points after its call; the call itself is what ran. */
+    __u64 lookup = n ? w->ip - 1 : w->ip;
+    struct agt_unwind_map *m = find_mapping(w, proc, lookup);
+    if (!m) {
+        ask_for_maps(proc, w);
+        step_fp(w);
+    } else if (m->table_len == 0 || lookup - m->bias > 0xffffffffULL) {
+        step_fp(w);
+    } else {
+        struct agt_unwind_row *r =
+            find_row(m->table_start, m->table_len, (__u32)(lookup - m->bias));
+        if (!r || r->cfa == AGT_CFA_END)
+            step_fp(w); /* code the table does not cover (hand-written assembly) */
+        else
+            step_row(w, r);
+    }
+    if (w->result == 0 && w->ip == 0)
+        w->result = AGT_STAT_UNW_END;
+    return w->result ? 1 : 0;
+}
+
+/* The user registers at the sample: the interrupted ones when the CPU was in
+ * user mode, else those saved on kernel entry. */
+static __always_inline void user_regs(struct bpf_perf_event_data *ctx, struct unwind_walk *w)
+{
+    /* cs shares its 8-byte slot with padding; the context is read in whole words */
+    __u64 cs = *(__u64 *)((char *)&ctx->regs + __builtin_offsetof(struct pt_regs, cs));
+    if ((cs & 3) == 3) {
+        w->ip = ctx->regs.ip;
+        w->sp = ctx->regs.sp;
+        w->bp = ctx->regs.bp;
+        return;
+    }
+    struct pt_regs *r = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
+    w->ip = BPF_CORE_READ(r, ip);
+    w->sp = BPF_CORE_READ(r, sp);
+    w->bp = BPF_CORE_READ(r, bp);
+}
+
+/* The user stack by the process' unwind tables (frame pointers where a
+ * mapping has none). Returns -1 when the process has no tables yet (the
+ * caller takes the frame-pointer stack), else as take_stack. */
+static __always_inline long take_table_stack(struct bpf_perf_event_data *ctx, __u32 tgid,
+                                             __u64 start_ns, void *stacks, __u64 *hash)
+{
+    *hash = 0;
+    struct agt_unwind_proc *proc = bpf_map_lookup_elem(&unwind_procs, &tgid);
+    if (!proc || proc->start_ns != start_ns)
+        return 1;
+    __u32 zero = 0;
+    struct agt_stack *buf = bpf_map_lookup_elem(&scratch, &zero);
+    struct unwind_walk *w = bpf_map_lookup_elem(&walks, &zero);
+    if (!buf || !w)
+        return 0;
+    __builtin_memset(buf, 0, sizeof(*buf)); /* stacks are zero-padded */
+    *w = (struct unwind_walk){.tgid = tgid};
+    user_regs(ctx, w);
+    bpf_loop(AGT_MAX_FRAMES + 1, unwind_step, NULL, 0);
+    stat_inc(w->result ? w->result : AGT_STAT_UNW_DEPTH);
+    __u32 n = w->n;
+    if (n > AGT_MAX_FRAMES)
+        n = AGT_MAX_FRAMES;
+    return store_stack(stacks, buf, n, hash);
+}
+
+static __always_inline int record(struct bpf_perf_event_data *ctx, __u32 tgid, __u64 start_ns,
+                                  void *counts, void *stacks)
 {
     struct agt_count_key key = {.tgid = tgid};
     if (take_stack(ctx, stacks, 0, AGT_STAT_KERNEL_STACK_ERR, &key.kernel_stack) < 0)
         return 0;
-    if (take_stack(ctx, stacks, BPF_F_USER_STACK, AGT_STAT_USER_STACK_ERR, &key.user_stack) < 0)
+    long rc = take_table_stack(ctx, tgid, start_ns, stacks, &key.user_stack);
+    if (rc > 0)
+        rc = take_stack(ctx, stacks, BPF_F_USER_STACK, AGT_STAT_USER_STACK_ERR, &key.user_stack);
+    if (rc < 0)
         return 0;
     __u64 *count = bpf_map_lookup_elem(counts, &key);
     if (count) {
@@ -202,9 +500,10 @@ int agt_on_sample(struct bpf_perf_event_data *ctx)
         stat_inc(AGT_STAT_FILTERED);
         return 0;
     }
+    __u64 start_ns = p ? p->start_ns : 0;
     if (active_buffer & 1)
-        return record(ctx, tgid, &counts1, &stacks1);
-    return record(ctx, tgid, &counts0, &stacks0);
+        return record(ctx, tgid, start_ns, &counts1, &stacks1);
+    return record(ctx, tgid, start_ns, &counts0, &stacks0);
 }
 
 /* A process that exec'd keeps its pid and start time but not its mappings:
@@ -213,6 +512,7 @@ SEC("raw_tp/sched_process_exec")
 int agt_on_exec(void *ctx)
 {
     __u32 tgid = bpf_get_current_pid_tgid() >> 32;
+    bpf_map_delete_elem(&unwind_procs, &tgid); /* its mappings are gone */
     struct agt_proc *p = bpf_map_lookup_elem(&procs, &tgid);
     if (!p)
         return 0;

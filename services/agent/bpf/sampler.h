@@ -51,6 +51,56 @@ struct agt_proc {
 enum agt_event_kind {
     AGT_EVENT_NEW = 1,  /* first sample of a process: snapshot its maps now */
     AGT_EVENT_EXEC = 2, /* a sampled process exec'd: its maps changed */
+    AGT_EVENT_MAPS = 3, /* the unwinder met code outside the known mappings (dlopen, mmap) */
+};
+
+/* ---- .eh_frame unwinding (x86-64) ----
+ *
+ * One row per address range of an object's call frame information, sorted
+ * by pc (the object's ELF virtual address): the row with the largest pc at
+ * or below an address holds its rule. All rows live in one array map
+ * (`unwind_rows`); each object owns a contiguous extent of it, shared by
+ * every process that maps the object. */
+enum agt_cfa_kind {
+    AGT_CFA_END = 0,         /* no unwind information here (between FDEs) */
+    AGT_CFA_RSP = 1,         /* CFA = rsp + cfa_off */
+    AGT_CFA_RBP = 2,         /* CFA = rbp + cfa_off */
+    AGT_CFA_PLT = 3,         /* PLT entry: CFA = rsp + 8 + ((rip & 15) >= cfa_off ? 8 : 0) */
+    AGT_CFA_UNDEF_RA = 4,    /* return address undefined: the outermost frame (_start, clone) */
+    AGT_CFA_UNSUPPORTED = 5, /* another expression or register: the walk stops here */
+};
+
+/* rbp_off: 0 = rbp unchanged by this frame; AGT_RBP_LOST = saved in a way we
+ * do not follow (rbp is unknown in the caller); else saved at CFA + 8 * rbp_off.
+ * The return address is always at CFA - 8 (rows where it is not are UNSUPPORTED). */
+#define AGT_RBP_LOST (-128)
+
+struct agt_unwind_row {
+    __u32 pc;
+    __u8 cfa;      /* enum agt_cfa_kind */
+    __s8 rbp_off;  /* in 8-byte units */
+    __s16 cfa_off; /* bytes (PLT: the threshold) */
+};
+
+/* Executable mappings of one process, sorted by start. table_len 0: no
+ * table (anonymous/JIT code, Go, objects without .eh_frame): frame pointers. */
+#define AGT_UNWIND_MAX_MAPS 256
+#define AGT_UNWIND_MAX_ROWS_LOG2 24 /* binary search steps; longer tables are not loaded */
+
+struct agt_unwind_map {
+    __u64 start, end;
+    __u64 bias; /* ELF vaddr = address - bias */
+    __u32 table_start, table_len;
+};
+
+/* agt_unwind_proc.flags */
+#define AGT_UNWIND_ASKED 1u /* an AGT_EVENT_MAPS is pending: do not send another */
+
+struct agt_unwind_proc {
+    __u64 start_ns; /* the process incarnation (leader start time) it describes */
+    __u32 n_maps;
+    __u32 flags;
+    struct agt_unwind_map maps[AGT_UNWIND_MAX_MAPS];
 };
 
 /* Ring buffer record. */
@@ -72,6 +122,16 @@ enum agt_stat {
     AGT_STAT_USER_STACK_ERR,   /* recorded without user frames (unreadable user stack) */
     AGT_STAT_KERNEL_STACK_ERR, /* recorded without kernel frames */
     AGT_STAT_EVENTS_LOST,      /* ring buffer full: a new-process event was dropped */
+    /* User stacks walked with unwind tables, by how the walk ended: */
+    AGT_STAT_UNW_END,         /* reached the outermost frame (undefined return address, 0) */
+    AGT_STAT_UNW_DEPTH,       /* truncated at AGT_MAX_FRAMES */
+    AGT_STAT_UNW_READ_ERR,    /* a saved register could not be read (page not present) */
+    AGT_STAT_UNW_UNSUPPORTED, /* a CFA rule we do not follow (signal frame, DW_OP program) */
+    AGT_STAT_UNW_NO_RBP,      /* the CFA is rbp-based but rbp is unknown */
+    AGT_STAT_UNW_NO_PROGRESS, /* the stack pointer did not grow: corrupt or foreign frame */
+    AGT_STAT_UNW_FP_END,      /* a frame-pointer step met rbp = 0 (usual end of FP code) */
+    AGT_STAT_UNW_FP_FRAMES,   /* frames stepped by frame pointer (no table for the code) */
+    AGT_STAT_UNW_UNKNOWN_MAP, /* frames outside every known mapping (maps re-read) */
     AGT_STAT_N
 };
 

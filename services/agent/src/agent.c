@@ -28,6 +28,11 @@
 #define ELF_CACHE_UNUSED 256
 #define PROCS_CAPACITY 32768
 #define EVENTS_MAX 65536 /* pending events kept; beyond, drains snapshot on demand */
+/* Unwind rows of all loaded objects: 8 bytes each, preallocated (the memory
+ * cap of the tables). libc has ~20k rows, python3 ~60k: room for ~100 such
+ * distinct objects at once (32 MiB). */
+#define UNWIND_ROWS (1u << 22)
+#define UNWIND_PROCS 8192 /* not preallocated: ~8 KiB per process with an entry */
 
 typedef struct agt_job_s {
     struct agt_event *events;
@@ -45,6 +50,9 @@ typedef struct agt_metrics_s {
     lc_metric_t *published, *failed, *samples_published;
     lc_metric_t *procs_seen, *procs_tracked, *cpu_procs, *cpu_profiles, *intervals, *overruns;
     lc_metric_t *drain_seconds, *cpus;
+    lc_metric_t *unw[AGT_STAT_UNW_FP_END - AGT_STAT_UNW_END + 1];
+    lc_metric_t *unw_fp_frames, *unw_unknown_map, *unw_rows, *unw_rows_cap, *unw_bytes;
+    lc_metric_t *unw_objects, *unw_loaded, *unw_full, *unw_procs;
 } agt_metrics_t;
 
 struct agt_s {
@@ -60,6 +68,8 @@ struct agt_s {
     /* Worker side: touched only inside the (single) job. */
     agt_procs_t procs;
     agt_elfcache_t *elfs;
+    agt_unwind_t *unwind; /* NULL when the maps cannot be mapped: frame pointers only */
+    agt_unwind_stats_t last_unw;
     agt_kallsyms_t kallsyms;
     agt_kube_t *kube;
     uint64_t round;
@@ -170,6 +180,33 @@ static void register_metrics(agt_t *a, lc_metrics_t *reg)
     m->drain_seconds =
         lc_metrics_histogram(reg, "ember_agent_drain_seconds",
                              "Time to drain, symbolize and encode one interval", "", NULL, 0);
+    static const char *const ends[] = {"end",    "depth",       "read_error", "unsupported_rule",
+                                       "no_rbp", "no_progress", "fp_end"};
+    const char *unw = "User stacks walked with unwind tables, by how the walk ended";
+    for (size_t i = 0; i < LC_ARRAY_LEN(ends); i++) {
+        char label[64];
+        snprintf(label, sizeof(label), "result=\"%s\"", ends[i]);
+        m->unw[i] = counter(reg, "ember_agent_unwind_total", unw, label);
+    }
+    m->unw_fp_frames = counter(reg, "ember_agent_unwind_fp_frames_total",
+                               "Frames unwound by frame pointer inside table walks (no table)", "");
+    m->unw_unknown_map =
+        counter(reg, "ember_agent_unwind_unknown_mapping_frames_total",
+                "Frames outside every mapping the agent knew (maps re-read on demand)", "");
+    m->unw_rows = lc_metrics_gauge(reg, "ember_agent_unwind_rows", "Unwind rows loaded in BPF", "");
+    m->unw_rows_cap = lc_metrics_gauge(reg, "ember_agent_unwind_rows_capacity",
+                                       "Unwind rows the BPF map holds (the memory cap)", "");
+    m->unw_bytes =
+        lc_metrics_gauge(reg, "ember_agent_unwind_map_bytes",
+                         "Memory of the unwinder's BPF maps (rows + process entries)", "");
+    m->unw_objects = lc_metrics_gauge(reg, "ember_agent_unwind_objects",
+                                      "Objects (executables, libraries) with tables in BPF", "");
+    m->unw_loaded = counter(reg, "ember_agent_unwind_objects_loaded_total",
+                            "Object tables copied into BPF", "");
+    m->unw_full = counter(reg, "ember_agent_unwind_objects_full_total",
+                          "Objects left to frame pointers because the rows map was full", "");
+    m->unw_procs =
+        lc_metrics_gauge(reg, "ember_agent_unwind_processes", "Processes unwound with tables", "");
 }
 
 static void add_delta(lc_metric_t *m, uint64_t now, uint64_t *last)
@@ -194,6 +231,10 @@ static void update_stat_metrics(agt_t *a)
     add_delta(a->m.err_user, s[AGT_STAT_USER_STACK_ERR], &l[AGT_STAT_USER_STACK_ERR]);
     add_delta(a->m.err_kernel, s[AGT_STAT_KERNEL_STACK_ERR], &l[AGT_STAT_KERNEL_STACK_ERR]);
     add_delta(a->m.events_lost, s[AGT_STAT_EVENTS_LOST], &l[AGT_STAT_EVENTS_LOST]);
+    for (int i = AGT_STAT_UNW_END; i <= AGT_STAT_UNW_FP_END; i++)
+        add_delta(a->m.unw[i - AGT_STAT_UNW_END], s[i], &l[i]);
+    add_delta(a->m.unw_fp_frames, s[AGT_STAT_UNW_FP_FRAMES], &l[AGT_STAT_UNW_FP_FRAMES]);
+    add_delta(a->m.unw_unknown_map, s[AGT_STAT_UNW_UNKNOWN_MAP], &l[AGT_STAT_UNW_UNKNOWN_MAP]);
     uint64_t lost = s[AGT_STAT_LOST_COUNTS_FULL] + s[AGT_STAT_LOST_STACKS_FULL];
     if (lost > a->lost_reported) {
         LC_LOG_WARN("agent: samples lost, BPF maps full (raise --agent.max-stacks) counts=%llu "
@@ -212,6 +253,75 @@ static void update_elf_metrics(agt_t *a)
     add_delta(a->m.elf_miss, now.misses, &a->last_elf.misses);
     add_delta(a->m.elf_error, now.failures, &a->last_elf.failures);
     lc_metric_set(a->m.procs_tracked, (double)agt_procs_count(&a->procs));
+}
+
+static void update_unwind_metrics(agt_t *a)
+{
+    if (!a->unwind)
+        return;
+    agt_unwind_stats_t now;
+    agt_unwind_stats(a->unwind, &now);
+    size_t procs = 0;
+    for (size_t i = 0; i < a->procs.by_pid.cap; i++) {
+        if (a->procs.by_pid.keys[i])
+            procs += ((agt_proc_t *)(uintptr_t)a->procs.by_pid.vals[i])->unwind_set;
+    }
+    lc_metric_set(a->m.unw_rows, (double)now.rows_used);
+    lc_metric_set(a->m.unw_rows_cap, (double)now.rows_capacity);
+    lc_metric_set(a->m.unw_bytes, (double)(now.rows_capacity * sizeof(struct agt_unwind_row) +
+                                           procs * sizeof(struct agt_unwind_proc)));
+    lc_metric_set(a->m.unw_objects, (double)now.objects);
+    lc_metric_set(a->m.unw_procs, (double)procs);
+    add_delta(a->m.unw_loaded, now.objects_loaded_total, &a->last_unw.objects_loaded_total);
+    add_delta(a->m.unw_full, now.objects_full, &a->last_unw.objects_full);
+}
+
+/* ---------------------------------------------------------------- worker: unwind tables */
+
+static void on_proc_maps(void *data, agt_proc_t *p)
+{
+    agt_t *a = data;
+    p->unwind_pending = false;
+    if (a->unwind && agt_unwind_set_proc(a->unwind, p) != 0)
+        LC_LOG_DEBUG("agent: no unwind entry (map full) pid=%u", p->pid);
+}
+
+static void on_proc_forget(void *data, agt_proc_t *p)
+{
+    agt_t *a = data;
+    if (a->unwind)
+        agt_unwind_forget_proc(a->unwind, p);
+}
+
+static void on_elf_release(void *data, agt_elf_t *e)
+{
+    agt_t *a = data;
+    if (a->unwind)
+        agt_unwind_release_object(a->unwind, e);
+}
+
+/* The unwinder met code outside p's known mappings (dlopen, a new mmap):
+ * re-read them, at most once per interval per process (the BPF side asks
+ * once until its entry is rewritten; the rest waits for the next drain). */
+static void unwind_refresh(agt_t *a, agt_proc_t *p)
+{
+    if (p->unwind_refreshed_round == a->round + 1) {
+        p->unwind_pending = true;
+        return;
+    }
+    p->unwind_refreshed_round = a->round + 1;
+    if (agt_proc_refresh_maps(&a->procs, p) != 0)
+        p->unwind_pending = false; /* gone */
+}
+
+static void unwind_refresh_pending(agt_t *a)
+{
+    for (size_t i = 0; i < a->procs.by_pid.cap; i++) {
+        agt_proc_t *p =
+            a->procs.by_pid.keys[i] ? (agt_proc_t *)(uintptr_t)a->procs.by_pid.vals[i] : NULL;
+        if (p && p->unwind_pending)
+            unwind_refresh(a, p);
+    }
 }
 
 /* ---------------------------------------------------------------- worker: processes */
@@ -238,6 +348,11 @@ static void job_take_events(agt_t *a, agt_job_t *j)
     for (size_t i = 0; i < j->n_events; i++) {
         const struct agt_event *ev = &j->events[i];
         agt_proc_t *known = agt_procs_get(&a->procs, ev->tgid);
+        if (ev->kind == AGT_EVENT_MAPS) {
+            if (known && known->start_ns == ev->start_ns && !known->needs_snapshot)
+                unwind_refresh(a, known);
+            continue;
+        }
         bool fresh = !known || known->start_ns != ev->start_ns;
         agt_proc_t *p = agt_procs_upsert(&a->procs, ev->tgid, ev->start_ns, a->round);
         if (fresh)
@@ -299,7 +414,10 @@ static void job_drain(agt_t *a, agt_job_t *j)
         agt_drained_fini(&d);
         return;
     }
+    if (a->unwind)
+        agt_unwind_quiesced(a->unwind); /* the drain waited for an RCU grace period */
     a->round++;
+    unwind_refresh_pending(a);
     uint64_t filtered = 0;
     job_ensure_procs(a, &d, &filtered);
     lc_metric_add(a->m.skip_filtered, (double)filtered);
@@ -322,6 +440,7 @@ static void job_drain(agt_t *a, agt_job_t *j)
     agt_elfcache_trim(a->elfs, a->round);
     update_stat_metrics(a);
     update_elf_metrics(a);
+    update_unwind_metrics(a);
     lc_metric_add(a->m.intervals, 1);
     lc_metric_observe(a->m.drain_seconds, (double)(clock_ns(CLOCK_MONOTONIC) - t0) / 1e9);
 }
@@ -476,6 +595,10 @@ static void on_events_readable(uv_poll_t *h, int status, int events)
 
 static void agt_destroy(agt_t *a)
 {
+    a->procs.on_maps = a->procs.on_forget = NULL; /* the BPF maps go first */
+    if (a->elfs)
+        agt_elfcache_set_release(a->elfs, NULL, NULL);
+    agt_unwind_free(a->unwind);
     agt_sampler_free(a->sampler);
     agt_procs_fini(&a->procs);
     agt_elfcache_free(a->elfs);
@@ -606,6 +729,24 @@ static void size_maps(const agt_opts_t *o, agt_sampler_opts_t *so)
     size_t stacks = want < 4096 ? 4096 : want > 65536 ? 65536 : want;
     so->stacks_capacity = o->max_stacks ? o->max_stacks : stacks;
     so->procs_capacity = PROCS_CAPACITY;
+    so->unwind_rows_capacity = UNWIND_ROWS;
+    so->unwind_procs_capacity = UNWIND_PROCS;
+}
+
+static void start_unwinder(agt_t *a)
+{
+    int rows_fd, procs_fd;
+    uint32_t rows_cap;
+    agt_sampler_unwind_maps(a->sampler, &rows_fd, &rows_cap, &procs_fd);
+    int rc = agt_unwind_new(rows_fd, rows_cap, procs_fd, &a->unwind);
+    if (rc) { /* degraded, not fatal */
+        LC_LOG_WARN("agent: no unwind tables, frame pointers only err=\"%s\"", lc_strerror(rc));
+        return;
+    }
+    a->procs.on_maps = on_proc_maps;
+    a->procs.on_forget = on_proc_forget;
+    a->procs.hook_data = a;
+    agt_elfcache_set_release(a->elfs, on_elf_release, a);
 }
 
 static void start_kube(agt_t *a)
@@ -658,6 +799,7 @@ int agt_new(uv_loop_t *loop, const agt_opts_t *opts, lc_transport_t *tr, lc_metr
     rc = agt_sampler_open(&so, &a->sampler);
     if (!rc) {
         lc_metric_set(a->m.cpus, agt_sampler_n_cpus(a->sampler));
+        start_unwinder(a);
         start_kube(a);
         a->window_start_ns = lc_realtime_ns();
         rc = start_loop_side(a);

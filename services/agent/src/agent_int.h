@@ -4,10 +4,12 @@
  *   sampler.c    BPF skeleton: load, attach per CPU, swap, drain, stats
  *   u64map.c     small open-addressing map used everywhere below
  *   kallsyms.c   kernel symbols from /proc/kallsyms
- *   elf.c        one ELF object: build id, load segments, function symbols
+ *   cfi.c        unwind rows from an object's .eh_frame / .debug_frame
+ *   elf.c        one ELF object: build id, load segments, function symbols, unwind rows
  *   elfcache.c   ELF objects shared across processes, by (dev, inode) and build id
  *   perfmap.c    JIT symbols from /tmp/perf-PID.map
  *   procs.c      the process table: /proc/PID snapshots (maps, comm, exe, cgroup)
+ *   unwind.c     unwind rows and per-process mappings in the BPF maps
  *   container.c  cgroup path -> container id, service name
  *   kube.c       container id -> Kubernetes namespace/pod/container (API server)
  *   profiles.c   drained counts -> symbolized pprof per process/container
@@ -60,7 +62,9 @@ typedef struct agt_sampler_opts_s {
     size_t counts_capacity; /* entries per counts buffer */
     size_t stacks_capacity; /* entries per stacks buffer */
     size_t procs_capacity;
-    agt_event_cb on_event; /* loop thread, from agt_sampler_consume_events */
+    size_t unwind_rows_capacity;  /* unwind rows of all loaded objects */
+    size_t unwind_procs_capacity; /* processes with unwind entries */
+    agt_event_cb on_event;        /* loop thread, from agt_sampler_consume_events */
     void *event_data;
 } agt_sampler_opts_t;
 
@@ -101,6 +105,9 @@ int agt_sampler_proc(agt_sampler_t *s, uint32_t tgid, struct agt_proc *out) LC_M
 int agt_sampler_skip(agt_sampler_t *s, uint32_t tgid, uint64_t start_ns) LC_MUST_CHECK;
 /* Waits until every program that may have seen the old buffer index returned. */
 void agt_sampler_quiesce(void);
+/* The unwinder's maps (unwind.c writes them). */
+void agt_sampler_unwind_maps(const agt_sampler_t *s, int *rows_fd, uint32_t *rows_cap,
+                             int *procs_fd);
 
 /* ---------------------------------------------------------------- kallsyms */
 
@@ -118,6 +125,32 @@ int agt_kallsyms_load(const char *path, agt_kallsyms_t *ks) LC_MUST_CHECK;
 void agt_kallsyms_fini(agt_kallsyms_t *ks);
 /* The function containing addr, or NULL. */
 const char *agt_kallsyms_lookup(const agt_kallsyms_t *ks, uint64_t addr);
+
+/* ---------------------------------------------------------------- cfi */
+
+typedef struct agt_cfi_section_s {
+    const uint8_t *data;
+    size_t len;
+    uint64_t vaddr; /* the section's address (pc-relative pointers) */
+} agt_cfi_section_t;
+
+/* Sorted by pc, compacted (no row repeats its predecessor's rule). */
+typedef struct agt_cfi_rows_s {
+    struct agt_unwind_row *v;
+    size_t n, cap;
+    uint32_t *seq; /* build order (only while building) */
+    size_t cap_seq;
+    bool truncated; /* more rows than the BPF search covers: the table is unusable */
+} agt_cfi_rows_t;
+
+/* Builds the rows of .eh_frame and .debug_frame (either may be NULL; FDEs of
+ * .debug_frame for code .eh_frame covers are ignored). Malformed entries are
+ * skipped; addresses beyond 4 GiB are left out. */
+void agt_cfi_build(const agt_cfi_section_t *eh, const agt_cfi_section_t *debug,
+                   agt_cfi_rows_t *out);
+void agt_cfi_rows_fini(agt_cfi_rows_t *o);
+/* The row ruling pc, or NULL before the first row. */
+const struct agt_unwind_row *agt_cfi_lookup(const agt_cfi_rows_t *o, uint64_t pc);
 
 /* ---------------------------------------------------------------- elf */
 
@@ -140,6 +173,10 @@ typedef struct agt_elf_s {
     const char *basename; /* into path */
     int refs;             /* mappings pointing here (elfcache) */
     uint64_t last_used_round;
+    agt_cfi_rows_t cfi; /* unwind rows (empty without .eh_frame/.debug_frame) */
+    uint32_t unw_start; /* extent in the BPF rows map, when unw_loaded */
+    bool unw_loaded;
+    bool unw_full_counted;
 } agt_elf_t;
 
 /* Reads build id, segments and function symbols (.symtab, else .dynsym) of
@@ -175,6 +212,10 @@ agt_elf_t *agt_elfcache_get(agt_elfcache_t *c, uint64_t dev, uint64_t inode, con
 /* The vDSO, parsed from this process' own image (the kernel's, shared). */
 agt_elf_t *agt_elfcache_vdso(agt_elfcache_t *c);
 void agt_elfcache_unref(agt_elfcache_t *c, agt_elf_t *e);
+/* Calls release(data, e) for every object no mapping references (before
+ * trimming), and for every object freed. */
+void agt_elfcache_set_release(agt_elfcache_t *c, void (*release)(void *data, agt_elf_t *e),
+                              void *data);
 /* Frees unreferenced objects beyond max_unused, oldest first. */
 void agt_elfcache_trim(agt_elfcache_t *c, uint64_t round);
 void agt_elfcache_stats(const agt_elfcache_t *c, agt_elfcache_stats_t *out);
@@ -230,6 +271,9 @@ typedef struct agt_proc_s {
     bool perfmap_checked; /* perf map re-read this round */
     bool excluded;        /* filtered out */
     bool labels_ready;
+    bool unwind_set;     /* has an unwind_procs entry in BPF */
+    bool unwind_pending; /* the unwinder asked for the maps again */
+    uint64_t unwind_refreshed_round;
     lc_labels_t labels; /* series labels (without __name__) */
     agt_perfmap_t perfmap;
     uint64_t last_sample_round;
@@ -240,6 +284,10 @@ typedef struct agt_procs_s {
     agt_u64map_t by_pid; /* pid -> agt_proc_t* */
     const char *procfs;
     agt_elfcache_t *elfs;
+    /* Optional hooks: the mappings were (re)read; the entry is about to go. */
+    void (*on_maps)(void *data, agt_proc_t *p);
+    void (*on_forget)(void *data, agt_proc_t *p);
+    void *hook_data;
 } agt_procs_t;
 
 void agt_procs_init(agt_procs_t *t, const char *procfs, agt_elfcache_t *elfs);
@@ -259,6 +307,32 @@ void agt_procs_evict(agt_procs_t *t, uint64_t round, uint64_t idle_rounds);
 size_t agt_procs_count(const agt_procs_t *t);
 /* Parses /proc/PID/maps text into p's executable mappings (no ELF lookup). */
 int agt_proc_parse_maps(agt_proc_t *p, const char *text, size_t len) LC_MUST_CHECK;
+
+/* ---------------------------------------------------------------- unwind */
+
+typedef struct agt_unwind_s agt_unwind_t;
+
+typedef struct agt_unwind_stats_s {
+    uint64_t rows_used, rows_capacity;
+    uint64_t objects;              /* objects with rows in the map now */
+    uint64_t objects_loaded_total; /* loads since start */
+    uint64_t objects_full;         /* objects left to frame pointers: the map was full */
+    uint64_t procs_truncated;      /* processes with more than AGT_UNWIND_MAX_MAPS mappings */
+    uint64_t procs_failed;         /* unwind_procs updates that failed (map full) */
+} agt_unwind_stats_t;
+
+/* Maps the rows array (rows_fd, rows_cap entries) for writing. */
+int agt_unwind_new(int rows_fd, uint32_t rows_cap, int procs_fd, agt_unwind_t **out) LC_MUST_CHECK;
+void agt_unwind_free(agt_unwind_t *u);
+/* Loads the tables of p's objects as needed and writes p's BPF entry. */
+int agt_unwind_set_proc(agt_unwind_t *u, agt_proc_t *p) LC_MUST_CHECK;
+/* Deletes p's BPF entry (the program then uses frame pointers for it). */
+void agt_unwind_forget_proc(agt_unwind_t *u, agt_proc_t *p);
+/* e is mapped by no process: its extent is freed after the next quiescence. */
+void agt_unwind_release_object(agt_unwind_t *u, agt_elf_t *e);
+/* No BPF program still reads what was released before this call. */
+void agt_unwind_quiesced(agt_unwind_t *u);
+void agt_unwind_stats(const agt_unwind_t *u, agt_unwind_stats_t *out);
 
 /* ---------------------------------------------------------------- container */
 

@@ -238,6 +238,46 @@ static int elf_symbols(Elf *elf, agt_elf_t *e, bool *had_symtab)
     return rc;
 }
 
+/* ---------------------------------------------------------------- unwind rows */
+
+/* The bytes of the named PROGBITS section (decompressed when SHF_COMPRESSED). */
+static bool cfi_section(Elf *elf, const char *want, agt_cfi_section_t *out)
+{
+    size_t shstrndx;
+    if (elf_getshdrstrndx(elf, &shstrndx) != 0)
+        return false;
+    Elf_Scn *scn = NULL;
+    GElf_Shdr shdr;
+    while ((scn = elf_nextscn(elf, scn))) {
+        const char *name;
+        if (!gelf_getshdr(scn, &shdr) || shdr.sh_type != SHT_PROGBITS ||
+            !(name = elf_strptr(elf, shstrndx, shdr.sh_name)) || strcmp(name, want) != 0)
+            continue;
+        if ((shdr.sh_flags & SHF_COMPRESSED) && elf_compress(scn, 0, 0) < 0)
+            return false;
+        Elf_Data *data = elf_getdata(scn, NULL);
+        if (!data || !data->d_buf || !data->d_size)
+            return false;
+        *out = (agt_cfi_section_t){data->d_buf, data->d_size, shdr.sh_addr};
+        return true;
+    }
+    return false;
+}
+
+static void elf_unwind_rows(Elf *elf, agt_elf_t *e)
+{
+    GElf_Ehdr eh;
+    if (!gelf_getehdr(elf, &eh) || eh.e_machine != EM_X86_64)
+        return; /* the BPF unwinder knows x86-64 registers only */
+    agt_cfi_section_t ehf = {0}, dbg = {0};
+    bool has_eh = cfi_section(elf, ".eh_frame", &ehf);
+    bool has_dbg = cfi_section(elf, ".debug_frame", &dbg);
+    if (has_eh || has_dbg)
+        agt_cfi_build(has_eh ? &ehf : NULL, has_dbg ? &dbg : NULL, &e->cfi);
+    if (e->cfi.truncated)
+        agt_cfi_rows_fini(&e->cfi); /* partial tables would mislead: frame pointers instead */
+}
+
 int agt_elf_load(int fd, const void *image, size_t image_len, agt_elf_t *e)
 {
     Elf *elf = elf_open(fd, image, image_len);
@@ -245,6 +285,7 @@ int agt_elf_load(int fd, const void *image, size_t image_len, agt_elf_t *e)
         return LC_EINPUT;
     elf_build_id(elf, e->build_id);
     elf_segments(elf, e);
+    elf_unwind_rows(elf, e);
     bool had_symtab;
     int rc = elf_symbols(elf, e, &had_symtab);
     e->has_symtab = had_symtab;
@@ -276,6 +317,7 @@ void agt_elf_fini(agt_elf_t *e)
     lc_free(e->sym_sizes);
     lc_free(e->sym_names);
     lc_free(e->names);
+    agt_cfi_rows_fini(&e->cfi);
     memset(e, 0, sizeof(*e));
 }
 

@@ -32,6 +32,8 @@ struct agt_elfcache_s {
     bool vdso_tried;
     size_t max_unused;
     uint64_t round;
+    void (*release)(void *data, agt_elf_t *e);
+    void *release_data;
     agt_elfcache_stats_t stats;
 };
 
@@ -242,9 +244,20 @@ static void unindex(agt_u64map_t *m, uint64_t slot)
     lc_free(doomed);
 }
 
+void agt_elfcache_set_release(agt_elfcache_t *c, void (*release)(void *data, agt_elf_t *e),
+                              void *data)
+{
+    c->release = release;
+    c->release_data = data;
+}
+
 void agt_elfcache_trim(agt_elfcache_t *c, uint64_t round)
 {
     c->round = round;
+    for (size_t i = 0; c->release && i < c->n; i++) {
+        if (c->v[i] && !c->v[i]->refs)
+            c->release(c->release_data, c->v[i]);
+    }
     for (;;) {
         size_t unused = 0, oldest = SIZE_MAX;
         for (size_t i = 0; i < c->n; i++) {
@@ -259,6 +272,8 @@ void agt_elfcache_trim(agt_elfcache_t *c, uint64_t round)
             return;
         unindex(&c->by_file, oldest + 1);
         unindex(&c->by_build_id, oldest + 1);
+        if (c->release)
+            c->release(c->release_data, c->v[oldest]);
         elf_free(c->v[oldest]);
         c->v[oldest] = NULL;
     }

@@ -31,6 +31,7 @@
 
 void agt_procs_init(agt_procs_t *t, const char *procfs, agt_elfcache_t *elfs)
 {
+    memset(t, 0, sizeof(*t));
     agt_u64map_init(&t->by_pid);
     t->procfs = procfs;
     t->elfs = elfs;
@@ -51,6 +52,8 @@ static void proc_drop_maps(agt_procs_t *t, agt_proc_t *p)
 
 static void proc_free(agt_procs_t *t, agt_proc_t *p)
 {
+    if (t->on_forget)
+        t->on_forget(t->hook_data, p);
     proc_drop_maps(t, p);
     lc_free(p->exe);
     lc_free(p->cgroup);
@@ -313,6 +316,8 @@ static int read_maps(agt_procs_t *t, agt_proc_t *p)
     lc_free(text);
     if (!rc)
         resolve_elfs(t, p);
+    if (!rc && t->on_maps)
+        t->on_maps(t->hook_data, p);
     return rc;
 }
 

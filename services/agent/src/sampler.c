@@ -156,6 +156,11 @@ static void sampler_size_maps(agt_sampler_t *s)
     (void)bpf_map__set_max_entries(k->maps.stacks0, stacks);
     (void)bpf_map__set_max_entries(k->maps.stacks1, stacks);
     (void)bpf_map__set_max_entries(k->maps.procs, (uint32_t)s->opts.procs_capacity);
+    if (s->opts.unwind_rows_capacity)
+        (void)bpf_map__set_max_entries(k->maps.unwind_rows, (uint32_t)s->opts.unwind_rows_capacity);
+    if (s->opts.unwind_procs_capacity)
+        (void)bpf_map__set_max_entries(k->maps.unwind_procs,
+                                       (uint32_t)s->opts.unwind_procs_capacity);
 }
 
 static int sampler_load(agt_sampler_t *s)
@@ -423,4 +428,12 @@ int agt_sampler_skip(agt_sampler_t *s, uint32_t tgid, uint64_t start_ns)
         p = (struct agt_proc){.start_ns = start_ns};
     p.flags |= AGT_PROC_SKIP;
     return bpf_map_update_elem(fd, &tgid, &p, BPF_ANY);
+}
+
+void agt_sampler_unwind_maps(const agt_sampler_t *s, int *rows_fd, uint32_t *rows_cap,
+                             int *procs_fd)
+{
+    *rows_fd = bpf_map__fd(s->skel->maps.unwind_rows);
+    *rows_cap = bpf_map__max_entries(s->skel->maps.unwind_rows);
+    *procs_fd = bpf_map__fd(s->skel->maps.unwind_procs);
 }
