@@ -145,28 +145,20 @@ static int cmp_double(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-/* Rounds for the three prefixes are interleaved, so load from other
- * processes hits all three alike; the medians are compared. */
-static void test_wrong_token_time_does_not_depend_on_prefix(void)
+/* The medians of wrong-token checks with 0, 16 and 31 matching leading bytes:
+ * their largest over their smallest. Rounds for the three prefixes are
+ * interleaved, so load from other processes hits all three alike. */
+static double wrong_token_spread(void)
 {
     enum { ROUNDS = 101 };
     static const size_t prefixes[3] = {0, 16, 31};
-    static double v[3][ROUNDS];
-    char h[65], text[256];
-    sha_hex("tok-a-rw-padding-to-32-bytes-xyz", h);
-    snprintf(text, sizeof(text), "token sha256:%s tenants=a scope=read\n", h);
-    lc_status_t st = {0};
-    LC_ASSERT_OK(lc_auth_load_text(text, &st));
+    static double by_prefix[3][ROUNDS];
     for (int r = 0; r < 10; r++) /* warm-up */
         (void)wrong_token_round(0);
     for (int r = 0; r < ROUNDS; r++)
         for (int p = 0; p < 3; p++)
-            v[p][r] = wrong_token_round(prefixes[(p + r) % 3]);
+            by_prefix[(p + r) % 3][r] = wrong_token_round(prefixes[(p + r) % 3]);
     double med[3];
-    static double by_prefix[3][ROUNDS]; /* v[p][r] measured prefix (p + r) % 3 */
-    for (int r = 0; r < ROUNDS; r++)
-        for (int p = 0; p < 3; p++)
-            by_prefix[(p + r) % 3][r] = v[p][r];
     for (int p = 0; p < 3; p++) {
         qsort(by_prefix[p], ROUNDS, sizeof(double), cmp_double);
         med[p] = by_prefix[p][ROUNDS / 2];
@@ -178,7 +170,23 @@ static void test_wrong_token_time_does_not_depend_on_prefix(void)
         lo = med[p] < lo ? med[p] : lo;
         hi = med[p] > hi ? med[p] : hi;
     }
-    LC_CHECK(hi / lo < 1.25);
+    return hi / lo;
+}
+
+/* A comparison that stops at the first differing byte shows in every
+ * measurement; a busy machine (sanitizers, parallel tests) only in some. So
+ * up to three measurements, and one within 25 % passes. */
+static void test_wrong_token_time_does_not_depend_on_prefix(void)
+{
+    char h[65], text[256];
+    sha_hex("tok-a-rw-padding-to-32-bytes-xyz", h);
+    snprintf(text, sizeof(text), "token sha256:%s tenants=a scope=read\n", h);
+    lc_status_t st = {0};
+    LC_ASSERT_OK(lc_auth_load_text(text, &st));
+    double spread = wrong_token_spread();
+    for (int attempt = 1; attempt < 3 && spread >= 1.25; attempt++)
+        spread = wrong_token_spread();
+    LC_CHECK(spread < 1.25);
     lc_auth_reset();
 }
 

@@ -90,6 +90,7 @@ static void call_init(call_t *c)
 static void call_fini(call_t *c)
 {
     qry_reply_fini(&c->reply);
+    lc_free(c->req._resp_headers); /* a refusal sets Retry-After; httpd frees these */
     lc_arena_free(c->req.arena);
 }
 
