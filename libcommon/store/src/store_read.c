@@ -256,20 +256,47 @@ static int profile_id_decode(const uint8_t *s, const uint8_t *end, lc_stored_pro
 }
 
 /* Splits a stored value into header fields and the encoded samples. */
-static int profile_decode(const MDB_val *k, const MDB_val *v, lc_stored_profile_t *p)
+int lc_store__profile_value_decode(const MDB_val *v, lc_stored_profile_t *p)
 {
     const uint8_t *s = v->mv_data, *end = s + v->mv_size;
     uint64_t total, n;
     if (store_get_uvarint(&s, end, &total) || store_get_uvarint(&s, end, &n) || n > UINT32_MAX ||
         profile_id_decode(s, end, p))
         return LC_ECORRUPT;
-    p->series_id = lc_store__profile_key_series(k->mv_data);
-    p->time_ns = lc_store__profile_key_time(k->mv_data);
     p->total = store_unzigzag(total);
     p->n_samples = (uint32_t)n;
     p->_data = s;
     p->_len = (size_t)(end - s);
     return 0;
+}
+
+static int profile_decode(const MDB_val *k, const MDB_val *v, lc_stored_profile_t *p)
+{
+    p->series_id = lc_store__profile_key_series(k->mv_data);
+    p->time_ns = lc_store__profile_key_time(k->mv_data);
+    return lc_store__profile_value_decode(v, p);
+}
+
+bool lc_block_covers(lc_block_t *b, int64_t start_ns, int64_t end_ns)
+{
+    const store_meta_t *m = &b->meta;
+    return m->profiles == 0 || (start_ns <= m->min_time_ns && m->max_time_ns <= end_ns);
+}
+
+int lc_block_summary(lc_block_t *b, uint32_t series_id, lc_stored_profile_t *out)
+{
+    if (!b->b->has_summaries)
+        return LC_ENOTFOUND;
+    unsigned key = series_id;
+    MDB_val k = store_val(&key, sizeof(key)), v;
+    int rc = mdb_get(b->txn, b->b->dbi[DB_SUMMARIES], &k, &v);
+    if (rc == MDB_NOTFOUND)
+        return LC_ENOTFOUND;
+    if (rc)
+        return lc_store__mdb_fail(rc, "summary get");
+    *out = (lc_stored_profile_t){.series_id = series_id, .time_ns = b->meta.min_time_ns};
+    rc = lc_store__profile_value_decode(&v, out);
+    return rc == 0 && out->has_profile_id ? LC_ECORRUPT : rc;
 }
 
 int lc_block_profiles(lc_block_t *b, uint32_t series_id, int64_t start_ns, int64_t end_ns,

@@ -125,6 +125,7 @@ static int txn_block_commit(lc_store_txn_t *t, txn_block_t *tb)
         lc_store__release(t->s, tb->b);
         return lc_store__mdb_fail(rc, "txn commit");
     }
+    lc_store__block_written(t->s, tb->b);
     lc_store__release(t->s, tb->b);
     return 0;
 }
@@ -428,7 +429,10 @@ static int profile_put(wctx_t *c, uint32_t series, int64_t time_ns, const lc_buf
     lc_store__profile_key(key, series, time_ns, seq);
     MDB_val k = store_val(key, sizeof(key)), v = store_val(enc->data, enc->len);
     rc = mdb_put(c->tb->txn, c->tb->b->dbi[DB_PROFILES], &k, &v, 0);
-    return rc ? lc_store__mdb_fail(rc, "profile put") : written_add(c->t, c->tb->b, key);
+    if (rc)
+        return lc_store__mdb_fail(rc, "profile put");
+    rc = lc_store__summary_drop(c->tb->txn, c->tb->b, series);
+    return rc ? rc : written_add(c->t, c->tb->b, key);
 }
 
 static void meta_add_profile(store_meta_t *m, int64_t time_ns, size_t n_samples)
@@ -596,6 +600,9 @@ static int forget_profile(txn_block_t *tb, store_wstate_t *ws, const uint8_t *ke
     rc = mdb_del(tb->txn, tb->b->dbi[DB_PROFILES], &k, NULL);
     if (rc)
         return lc_store__mdb_fail(rc, "profile del");
+    rc = lc_store__summary_drop(tb->txn, tb->b, lc_store__profile_key_series(key));
+    if (rc)
+        return rc;
     ws->meta.profiles--;
     ws->meta.samples -= n_samples;
     return 0;
