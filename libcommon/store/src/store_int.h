@@ -21,7 +21,8 @@
 
 /* 2: applied values list profile keys; DB deliveries; profile ids
  * 3: DB summaries (a writer must drop a series' summary with each profile it
- *    adds or deletes, so an older ember may not write to such a block).
+ *    adds or deletes, so an older ember may not write to such a block);
+ *    profile flag STORE_PF_SCALED.
  * Blocks of version 2 are still read and written; they never get summaries. */
 #define STORE_FORMAT_VERSION 3
 #define STORE_FORMAT_VERSION_MIN 2
@@ -37,7 +38,8 @@
 /* Profile value flags (first varint of lc_stored_profile_t._data). */
 #define STORE_PF_SPANS 0x1u      /* each sample carries a span id varint */
 #define STORE_PF_PROFILE_ID 0x2u /* 16 bytes of profile id (a UUID) follow the flags */
-#define STORE_PF_ALL (STORE_PF_SPANS | STORE_PF_PROFILE_ID)
+#define STORE_PF_SCALED 0x4u     /* varint scale follows (the id): values are value / scale */
+#define STORE_PF_ALL (STORE_PF_SPANS | STORE_PF_PROFILE_ID | STORE_PF_SCALED)
 #define STORE_PF_CORRUPT 0x80000000u /* iterator only: the header did not decode */
 
 /* First byte of a DB_APPLIED value. */

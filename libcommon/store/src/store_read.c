@@ -343,6 +343,11 @@ void lc_sample_iter_init(lc_sample_iter_t *it, const lc_stored_profile_t *p)
         else
             it->p += LC_STORE_PROFILE_ID_BYTES;
     }
+    uint64_t scale = 1;
+    if ((it->flags & STORE_PF_SCALED) &&
+        (store_get_uvarint(&it->p, it->end, &scale) || scale < 2 || scale > INT64_MAX))
+        it->flags = STORE_PF_CORRUPT;
+    it->scale = (int64_t)scale;
 }
 
 int lc_sample_iter_next(lc_sample_iter_t *it, uint32_t *node, int64_t *value, uint64_t *span_id)
@@ -361,6 +366,10 @@ int lc_sample_iter_next(lc_sample_iter_t *it, uint32_t *node, int64_t *value, ui
     it->node += (uint32_t)delta;
     *node = it->node;
     *value = store_unzigzag(v);
+    if (it->scale != 1 && __builtin_mul_overflow(*value, it->scale, value)) {
+        it->flags |= STORE_PF_CORRUPT;
+        return LC_ECORRUPT;
+    }
     if (span_id)
         *span_id = span;
     return 1;

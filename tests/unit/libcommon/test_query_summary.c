@@ -49,7 +49,8 @@ static char func_names[N_FUNCS][16];
 
 /* ------------------------------------------------------------- writing */
 
-static lc_pprof_t *random_pprof(lc_arena_t *a, size_t *n_samples)
+/* Values of pod 3 are whole periods (10^7): stored scaled (STORE_PF_SCALED). */
+static lc_pprof_t *random_pprof(lc_arena_t *a, int pod, size_t *n_samples)
 {
     lc_pprof_builder_t *b = lc_pprof_builder_new();
     lc_pprof_builder_sample_type(b, "cpu", "nanoseconds");
@@ -68,6 +69,8 @@ static lc_pprof_t *random_pprof(lc_arena_t *a, size_t *n_samples)
         for (size_t d = 0; d < depth; d++) /* leaf first; a narrow tree: shared prefixes */
             stack[depth - 1 - d] = locs[d == 0 ? 0 : (d * 3 + rnd_below(3)) % N_FUNCS];
         int64_t v = (int64_t)rnd_below(1000) - (rnd_below(8) == 0 ? 1500 : 0);
+        if (pod == 3)
+            v *= 10000000;
         lc_pprof_builder_sample(b, stack, depth, &v, NULL, 0);
     }
     lc_buf_t buf;
@@ -89,7 +92,7 @@ static void write_one(lc_store_txn_t *txn, int pod, int64_t t_ns)
 {
     lc_arena_t *a = lc_arena_new(16u << 20);
     size_t n;
-    lc_pprof_t *p = random_pprof(a, &n);
+    lc_pprof_t *p = random_pprof(a, pod, &n);
     lc_pprof_index_t *ix = NULL;
     LC_ASSERT_OK(lc_pprof_index_new(p, a, &ix));
     char podv[16];
@@ -125,8 +128,9 @@ static void write_all(void)
         LC_ASSERT_OK(lc_store_write_begin(store, &txn));
         for (int k = 0; k < 12; k++)
             for (int pod = 0; pod < N_PODS; pod++)
-                write_one(txn, pod, T0_NS + blk * HOUR_NS + k * 300000000000LL +
-                                        (int64_t)rnd_below(1000000000));
+                write_one(txn, pod,
+                          T0_NS + blk * HOUR_NS + k * 300000000000LL +
+                              (int64_t)rnd_below(1000000000));
         LC_ASSERT_OK(lc_store_write_commit(txn));
     }
 }
@@ -208,8 +212,12 @@ static void random_range(int64_t *start, int64_t *end)
 
 static void random_queries(int n)
 {
-    static const char *const sels[] = {"{}", "{pod=\"p0\"}", "{pod!=\"p1\"}", "{pod=~\"p[12]\"}",
-                                       "{pod=\"p2\"}", "{service_name=\"nobody\"}"};
+    static const char *const sels[] = {"{}",
+                                       "{pod=\"p0\"}",
+                                       "{pod!=\"p1\"}",
+                                       "{pod=~\"p[12]\"}",
+                                       "{pod=\"p2\"}",
+                                       "{service_name=\"nobody\"}"};
     static const uint64_t spans[] = {1, 2};
     static const uint8_t pids[2][LC_STORE_PROFILE_ID_BYTES] = {{1}, {3}};
     const char *cs[2] = {func_names[0], func_names[3]};
@@ -324,5 +332,5 @@ static void test_teardown(void)
     LC_CHECK(system(cmd) == 0);
 }
 
-LC_TEST_MAIN(test_setup, test_before_summaries, test_summaries_built, test_late_write,
-             test_reopen, test_teardown)
+LC_TEST_MAIN(test_setup, test_before_summaries, test_summaries_built, test_late_write, test_reopen,
+             test_teardown)

@@ -184,6 +184,7 @@ typedef struct lc_sample_iter_s {
     const uint8_t *p, *end;
     uint32_t node;
     uint32_t flags;
+    int64_t scale; /* stored values are multiplied by it */
 } lc_sample_iter_t;
 void lc_sample_iter_init(lc_sample_iter_t *it, const lc_stored_profile_t *p);
 /* Returns 1 and fills the outputs, 0 at the end, LC_ECORRUPT on bad data.
