@@ -104,6 +104,24 @@ static int u32_cmp(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+/* The greatest common divisor of the non-zero sums (as signed values), or 1:
+ * stored values are divided by it, as the writer does (STORE_PF_SCALED). */
+static uint64_t summ_scale(const summ_scratch_t *sc)
+{
+    uint64_t g = 0;
+    for (size_t i = 0; i < sc->n_touched && g != 1; i++) {
+        int64_t v = (int64_t)sc->acc[sc->touched[i]];
+        uint64_t a = v < 0 ? -(uint64_t)v : (uint64_t)v, b = g;
+        while (b) {
+            uint64_t r = a % b;
+            a = b;
+            b = r;
+        }
+        g = a;
+    }
+    return g == 0 || g > INT64_MAX ? 1 : g;
+}
+
 /* Encodes the sums as a profile value (non-zero sums only, ascending node)
  * and clears the scratch for the next series. */
 static int summ_encode(summ_scratch_t *sc)
@@ -115,22 +133,26 @@ static int summ_encode(summ_scratch_t *sc)
         total += v;
         n += v != 0;
     }
-    uint8_t tmp[32], *p = tmp;
+    int64_t scale = (int64_t)summ_scale(sc);
+    uint8_t tmp[40], *p = tmp;
     p = store_put_uvarint(p, store_zigzag((int64_t)total));
     p = store_put_uvarint(p, n);
-    p = store_put_uvarint(p, 0); /* flags: no span ids, no profile id */
+    /* flags: no span ids, no profile id */
+    p = store_put_uvarint(p, scale > 1 ? STORE_PF_SCALED : 0);
+    if (scale > 1)
+        p = store_put_uvarint(p, (uint64_t)scale);
     sc->enc.len = 0;
     int rc = lc_buf_append(&sc->enc, tmp, (size_t)(p - tmp));
     uint32_t prev = 0;
     for (size_t i = 0; i < sc->n_touched; i++) {
         uint32_t node = sc->touched[i];
-        uint64_t v = sc->acc[node];
+        int64_t v = (int64_t)sc->acc[node];
         sc->acc[node] = 0;
         sc->seen[node] = 0;
         if (rc || v == 0)
             continue;
         p = store_put_uvarint(tmp, node - prev);
-        p = store_put_uvarint(p, store_zigzag((int64_t)v));
+        p = store_put_uvarint(p, store_zigzag(v / scale));
         prev = node;
         rc = lc_buf_append(&sc->enc, tmp, (size_t)(p - tmp));
     }
