@@ -323,6 +323,7 @@ def wait_summaries(h, port, timeout):
     """Waits until ember reports no block waiting for its summaries (if it
     exposes the gauge); returns the seconds waited."""
     t0 = time.monotonic()
+    time.sleep(8)   # ember summarises a closed block once writes paused 5 s (passes every 2 s)
     while time.monotonic() - t0 < timeout:
         r = h.http_request(port, "GET", "/metrics")
         pending = None

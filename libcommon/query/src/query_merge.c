@@ -348,6 +348,7 @@ int lc_query_merge_tree(lc_store_reader_t *r, const lc_query_t *q, lc_ftree_t *d
         rc = lc_query__block_sum(b, q, &sums);
         if (rc == 0 && sums.n > 0)
             rc = fold_block(b, &sums, &fold, dst);
+        lc_block_drop_cache(b); /* long ranges: one block's symbols at a time */
     }
     lc_query__sums_fini(&sums);
     lc_free(fold.total);

@@ -87,6 +87,13 @@ void lc_store_read_end(lc_store_reader_t *r)
     lc_free(r);
 }
 
+void lc_block_drop_cache(lc_block_t *b)
+{
+    lc_arena_free(b->arena);
+    b->arena = NULL;
+    b->loc_cache = NULL;
+}
+
 size_t lc_store_reader_count(const lc_store_reader_t *r)
 {
     return r->n;

@@ -273,10 +273,19 @@ static summ_todo_t *summ_candidates(lc_store_t *s, int64_t now_ns, int64_t quiet
     return todo;
 }
 
+/* Also frees the writer's de-dup state of the block when nothing holds it:
+ * a closed, quiet block is rarely written again, and its tables (symbols,
+ * stack nodes, stack cache) would otherwise stay in memory until the LRU
+ * closes the environment. A late write rebuilds them from LMDB. Safe under
+ * mu with no other reference: the writer reads b->ws only while it holds one. */
 static void summ_mark(lc_store_t *s, store_block_t *b, uint64_t gen)
 {
     pthread_mutex_lock(&s->mu);
     b->summarized_gen = gen;
+    if (b->refs == 1 && b->write_gen == gen) { /* ours only, and no commit since */
+        lc_store__wstate_free(b->ws);
+        b->ws = NULL;
+    }
     pthread_mutex_unlock(&s->mu);
 }
 

@@ -118,6 +118,11 @@ int lc_store_read_begin(lc_store_t *s, int64_t start_ns, int64_t end_ns,
                         lc_store_reader_t **out) LC_MUST_CHECK;
 void lc_store_read_end(lc_store_reader_t *r);
 size_t lc_store_reader_count(const lc_store_reader_t *r);
+/* Frees what the block decoded so far (the location cache): a caller done
+ * with a block calls it so that a reader over many blocks holds one block's
+ * decoded symbols at a time. Pointers from lc_block_location become invalid;
+ * the block stays readable (it decodes again on demand). */
+void lc_block_drop_cache(lc_block_t *b);
 lc_block_t *lc_store_reader_block(lc_store_reader_t *r, size_t i);
 
 typedef struct lc_block_info_s {
