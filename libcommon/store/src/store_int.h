@@ -298,6 +298,12 @@ int64_t lc_store__profile_key_time(const uint8_t *key);
 uint32_t lc_store__profile_key_series(const uint8_t *key);
 uint32_t lc_store__profile_key_seq(const uint8_t *key);
 
+/* Calls fn for each profile of the series with start_ns <= time <= end_ns,
+ * in key order, in any transaction (store_read.c). Non-zero from fn stops. */
+typedef int (*store_profile_fn)(const lc_stored_profile_t *p, void *data);
+int lc_store__profiles_scan(MDB_txn *txn, MDB_dbi dbi, uint32_t series_id, int64_t start_ns,
+                            int64_t end_ns, store_profile_fn fn, void *data) LC_MUST_CHECK;
+
 /* Decodes a DB_PROFILES (or DB_SUMMARIES) value's header into p (store_read.c). */
 int lc_store__profile_value_decode(const MDB_val *v, lc_stored_profile_t *p) LC_MUST_CHECK;
 /* Drops the series' summary (a profile of it was added or deleted); a no-op

@@ -306,11 +306,11 @@ int lc_block_summary(lc_block_t *b, uint32_t series_id, lc_stored_profile_t *out
     return rc == 0 && out->has_profile_id ? LC_ECORRUPT : rc;
 }
 
-int lc_block_profiles(lc_block_t *b, uint32_t series_id, int64_t start_ns, int64_t end_ns,
-                      lc_block_profile_cb cb, void *data)
+int lc_store__profiles_scan(MDB_txn *txn, MDB_dbi dbi, uint32_t series_id, int64_t start_ns,
+                            int64_t end_ns, store_profile_fn fn, void *data)
 {
     MDB_cursor *cur;
-    int rc = mdb_cursor_open(b->txn, b->b->dbi[DB_PROFILES], &cur);
+    int rc = mdb_cursor_open(txn, dbi, &cur);
     if (rc)
         return lc_store__mdb_fail(rc, "cursor open (profiles)");
     uint8_t first[STORE_PROFILE_KEY_LEN];
@@ -326,12 +326,32 @@ int lc_block_profiles(lc_block_t *b, uint32_t series_id, int64_t start_ns, int64
             break;
         ret = profile_decode(&k, &v, &p);
         if (!ret)
-            ret = cb(b, &p, data);
+            ret = fn(&p, data);
     }
     mdb_cursor_close(cur);
     if (rc && rc != MDB_NOTFOUND)
         return lc_store__mdb_fail(rc, "profiles scan");
     return ret;
+}
+
+typedef struct block_scan_s {
+    lc_block_t *b;
+    lc_block_profile_cb cb;
+    void *data;
+} block_scan_t;
+
+static int block_scan_profile(const lc_stored_profile_t *p, void *data)
+{
+    block_scan_t *bs = data;
+    return bs->cb(bs->b, p, bs->data);
+}
+
+int lc_block_profiles(lc_block_t *b, uint32_t series_id, int64_t start_ns, int64_t end_ns,
+                      lc_block_profile_cb cb, void *data)
+{
+    block_scan_t bs = {.b = b, .cb = cb, .data = data};
+    return lc_store__profiles_scan(b->txn, b->b->dbi[DB_PROFILES], series_id, start_ns, end_ns,
+                                   block_scan_profile, &bs);
 }
 
 void lc_sample_iter_init(lc_sample_iter_t *it, const lc_stored_profile_t *p)

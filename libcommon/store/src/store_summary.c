@@ -160,43 +160,37 @@ static int summ_encode(summ_scratch_t *sc)
     return rc;
 }
 
+typedef struct summ_walk_s {
+    summ_scratch_t *sc;
+    uint64_t nodes;
+    size_t profiles;
+} summ_walk_t;
+
+static int summ_profile(const lc_stored_profile_t *p, void *data)
+{
+    summ_walk_t *w = data;
+    w->profiles++;
+    return summ_add_profile(w->sc, p, w->nodes);
+}
+
 /* Sums the profiles of one series into its summary; a series without
  * profiles gets none. */
 static int summ_series(MDB_txn *txn, const store_block_t *b, uint32_t series, uint64_t nodes,
                        summ_scratch_t *sc, bool *wrote)
 {
-    MDB_cursor *cur;
     *wrote = false;
-    int rc = mdb_cursor_open(txn, b->dbi[DB_PROFILES], &cur);
-    if (rc)
-        return lc_store__mdb_fail(rc, "cursor open (summary)");
-    uint8_t first[STORE_PROFILE_KEY_LEN];
-    lc_store__profile_key(first, series, INT64_MIN, 0);
-    MDB_val k = store_val(first, sizeof(first)), v;
-    size_t profiles = 0;
-    int ret = 0;
-    for (rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE); !rc && !ret;
-         rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
-        if (k.mv_size != STORE_PROFILE_KEY_LEN || lc_store__profile_key_series(k.mv_data) != series)
-            break;
-        lc_stored_profile_t p = {0};
-        ret = lc_store__profile_value_decode(&v, &p);
-        if (!ret)
-            ret = summ_add_profile(sc, &p, nodes);
-        profiles++;
-    }
-    mdb_cursor_close(cur);
-    if (rc && rc != MDB_NOTFOUND && !ret)
-        ret = lc_store__mdb_fail(rc, "profiles scan (summary)");
+    summ_walk_t w = {.sc = sc, .nodes = nodes};
+    int ret = lc_store__profiles_scan(txn, b->dbi[DB_PROFILES], series, INT64_MIN, INT64_MAX,
+                                      summ_profile, &w);
     if (!ret)
         ret = summ_encode(sc);
     else
         (void)summ_encode(sc); /* clears the scratch */
-    if (ret || profiles == 0)
+    if (ret || w.profiles == 0)
         return ret;
     unsigned key = series;
     MDB_val sk = store_val(&key, sizeof(key)), sv = store_val(sc->enc.data, sc->enc.len);
-    rc = mdb_put(txn, b->dbi[DB_SUMMARIES], &sk, &sv, 0);
+    int rc = mdb_put(txn, b->dbi[DB_SUMMARIES], &sk, &sv, 0);
     if (rc)
         return lc_store__mdb_fail(rc, "summary put");
     *wrote = true;
