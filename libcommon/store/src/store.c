@@ -16,6 +16,8 @@
 #include <errno.h>
 #include <ftw.h>
 #include <inttypes.h>
+#include <malloc.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -588,6 +590,22 @@ static int store_scan(lc_store_t *s)
     return 0;
 }
 
+/* LMDB allocates about 3 MiB of write-transaction tables (dirty list, free
+ * page list) with malloc at every environment open and frees them at close.
+ * A reader over a long range opens more environments than the LRU keeps
+ * (a week is 168 blocks), so they are opened and closed at every query.
+ * With glibc's default, the mmap threshold rises to the size of the first
+ * large block freed, after which such tables come from the heap, are zeroed
+ * (touched, so resident) and, freed, fragment it: anonymous memory then grew
+ * by hundreds of MiB per week-long query. A fixed threshold keeps every
+ * allocation of 1 MiB or more in its own mapping: untouched pages are never
+ * resident and a free returns them at once. Process-wide, set once. */
+static void store_malloc_setup(void)
+{
+    if (mallopt(M_MMAP_THRESHOLD, 1 << 20) != 1)
+        LC_LOG_WARN("store: mallopt(M_MMAP_THRESHOLD) failed; memory may fragment");
+}
+
 int lc_store_open(const lc_store_opts_t *opts, lc_store_t **out)
 {
     lc_store_t *s = lc_xcalloc(1, sizeof(*s));
@@ -596,6 +614,8 @@ int lc_store_open(const lc_store_opts_t *opts, lc_store_t **out)
         lc_free(s);
         return rc;
     }
+    static pthread_once_t malloc_once = PTHREAD_ONCE_INIT;
+    pthread_once(&malloc_once, store_malloc_setup);
     s->dir = lc_xstrdup(opts->dir);
     s->opts.dir = s->dir;
     s->blocks_dir = path_join(s->dir, "blocks");
