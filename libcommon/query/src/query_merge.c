@@ -138,6 +138,31 @@ static int sums_callsite(lc_block_t *b, const lc_query_t *q, qm_sums_t *s)
     return rc;
 }
 
+/* Whether a series' summary gives exactly what its profiles in range would:
+ * the range holds the whole block and nothing narrows below the series
+ * (span and profile-id selectors need each sample's or profile's id, which a
+ * summary does not keep; a call site only clears nodes, so it still works). */
+static bool sums_use_summaries(lc_block_t *b, const lc_query_t *q)
+{
+    return !q->no_summaries && !q->span_ids && !q->profile_ids &&
+           lc_block_covers(b, q->start_ns, q->end_ns);
+}
+
+/* Adds one series: its summary when allowed and present, else its profiles. */
+static int sums_series(lc_block_t *b, const lc_query_t *q, bool summaries, uint32_t series,
+                       sums_walk_t *w)
+{
+    if (summaries) {
+        lc_stored_profile_t p;
+        int rc = lc_block_summary(b, series, &p);
+        if (rc == 0)
+            return sums_profile_cb(b, &p, w);
+        if (rc != LC_ENOTFOUND)
+            return rc;
+    }
+    return lc_block_profiles(b, series, q->start_ns, q->end_ns, sums_profile_cb, w);
+}
+
 int lc_query__block_sum(lc_block_t *b, const lc_query_t *q, qm_sums_t *s)
 {
     if (s->n)
@@ -146,8 +171,9 @@ int lc_query__block_sum(lc_block_t *b, const lc_query_t *q, qm_sums_t *s)
     s->n_series = 0;
     int rc = lc_block_series(b, q->tenants, q->n_tenants, q->sel, sums_series_cb, s);
     sums_walk_t w = {.s = s, .node_count = lc_block_node_count(b), .q = q};
+    bool summaries = sums_use_summaries(b, q);
     for (size_t i = 0; rc == 0 && i < s->n_series; i++)
-        rc = lc_block_profiles(b, s->series[i], q->start_ns, q->end_ns, sums_profile_cb, &w);
+        rc = sums_series(b, q, summaries, s->series[i], &w);
     if (rc == 0 && s->n > 0)
         rc = sums_load_nodes(b, s);
     if (rc == 0 && s->n > 0 && q->n_call_site)
@@ -322,6 +348,7 @@ int lc_query_merge_tree(lc_store_reader_t *r, const lc_query_t *q, lc_ftree_t *d
         rc = lc_query__block_sum(b, q, &sums);
         if (rc == 0 && sums.n > 0)
             rc = fold_block(b, &sums, &fold, dst);
+        lc_block_drop_cache(b); /* long ranges: one block's symbols at a time */
     }
     lc_query__sums_fini(&sums);
     lc_free(fold.total);

@@ -16,6 +16,8 @@
 #include <errno.h>
 #include <ftw.h>
 #include <inttypes.h>
+#include <malloc.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,7 +33,7 @@
 
 static const char *const store_db_names[DB_COUNT] = {
     "meta",   "strings",  "functions", "mappings", "locations",  "nodes",
-    "series", "postings", "profiles",  "applied",  "deliveries",
+    "series", "postings", "profiles",  "applied",  "deliveries", "summaries",
 };
 
 static const unsigned store_db_flags[DB_COUNT] = {
@@ -42,6 +44,7 @@ static const unsigned store_db_flags[DB_COUNT] = {
     [DB_NODES] = MDB_INTEGERKEY,
     [DB_SERIES] = MDB_INTEGERKEY,
     [DB_POSTINGS] = MDB_DUPSORT | MDB_DUPFIXED | MDB_INTEGERDUP,
+    [DB_SUMMARIES] = MDB_INTEGERKEY,
 };
 
 int lc_store__mdb_fail(int rc, const char *what)
@@ -130,7 +133,9 @@ int lc_store__meta_get(MDB_txn *txn, MDB_dbi dbi, store_meta_t *m)
     if (v.mv_size < STORE_META_FIELDS * 8)
         return LC_ECORRUPT;
     memcpy(m, v.mv_data, STORE_META_FIELDS * 8);
-    return m->version == STORE_FORMAT_VERSION ? 0 : LC_ECORRUPT;
+    return m->version >= STORE_FORMAT_VERSION_MIN && m->version <= STORE_FORMAT_VERSION
+               ? 0
+               : LC_ECORRUPT;
 }
 
 int lc_store__meta_put(MDB_txn *txn, MDB_dbi dbi, const store_meta_t *m)
@@ -225,6 +230,7 @@ static store_block_t *store_block_new(lc_store_t *s, int64_t start_ns)
     snprintf(b->path, len, "%s/%s", s->blocks_dir, name);
     b->start_ns = start_ns;
     b->end_ns = start_ns + s->opts.block_duration_ns;
+    b->summarized_gen = UINT64_MAX; /* unknown until lc_store_summarize looks */
     return b;
 }
 
@@ -266,10 +272,14 @@ static void registry_remove(lc_store_t *s, store_block_t *b)
  * committed transaction stay valid for the life of the environment. */
 static int block_dbis_in(store_block_t *b, MDB_txn *txn, unsigned create, store_meta_t *m)
 {
+    b->has_summaries = false;
     for (int i = 0; i < DB_COUNT; i++) {
         int rc = mdb_dbi_open(txn, store_db_names[i], create | store_db_flags[i], &b->dbi[i]);
+        if (rc == MDB_NOTFOUND && i == DB_SUMMARIES)
+            continue; /* a format 2 block: no summaries, ever */
         if (rc)
             return lc_store__mdb_fail(rc == MDB_NOTFOUND ? LC_ECORRUPT : rc, "dbi open");
+        b->has_summaries |= i == DB_SUMMARIES;
     }
     return lc_store__meta_get(txn, b->dbi[DB_META], m);
 }
@@ -580,6 +590,22 @@ static int store_scan(lc_store_t *s)
     return 0;
 }
 
+/* LMDB allocates about 3 MiB of write-transaction tables (dirty list, free
+ * page list) with malloc at every environment open and frees them at close.
+ * A reader over a long range opens more environments than the LRU keeps
+ * (a week is 168 blocks), so they are opened and closed at every query.
+ * With glibc's default, the mmap threshold rises to the size of the first
+ * large block freed, after which such tables come from the heap, are zeroed
+ * (touched, so resident) and, freed, fragment it: anonymous memory then grew
+ * by hundreds of MiB per week-long query. A fixed threshold keeps every
+ * allocation of 1 MiB or more in its own mapping: untouched pages are never
+ * resident and a free returns them at once. Process-wide, set once. */
+static void store_malloc_setup(void)
+{
+    if (mallopt(M_MMAP_THRESHOLD, 1 << 20) != 1)
+        LC_LOG_WARN("store: mallopt(M_MMAP_THRESHOLD) failed; memory may fragment");
+}
+
 int lc_store_open(const lc_store_opts_t *opts, lc_store_t **out)
 {
     lc_store_t *s = lc_xcalloc(1, sizeof(*s));
@@ -588,6 +614,8 @@ int lc_store_open(const lc_store_opts_t *opts, lc_store_t **out)
         lc_free(s);
         return rc;
     }
+    static pthread_once_t malloc_once = PTHREAD_ONCE_INIT;
+    pthread_once(&malloc_once, store_malloc_setup);
     s->dir = lc_xstrdup(opts->dir);
     s->opts.dir = s->dir;
     s->blocks_dir = path_join(s->dir, "blocks");

@@ -8,6 +8,7 @@
  *   store_write.c   write batches: symbols, stacks, series, postings, profiles
  *   store_wstate.c  the writer's per-block state and its rebuild from LMDB
  *   store_read.c    readers: series selection, profiles, samples, symbols
+ *   store_summary.c per-series summaries of closed blocks (pre-summed samples)
  */
 #ifndef LC_STORE_INT_H
 #define LC_STORE_INT_H
@@ -18,8 +19,13 @@
 #include "lc/hash.h"
 #include "lc/store.h"
 
-/* 2: applied values list profile keys; DB deliveries; profile ids */
-#define STORE_FORMAT_VERSION 2
+/* 2: applied values list profile keys; DB deliveries; profile ids
+ * 3: DB summaries (a writer must drop a series' summary with each profile it
+ *    adds or deletes, so an older ember may not write to such a block);
+ *    profile flag STORE_PF_SCALED.
+ * Blocks of version 2 are still read and written; they never get summaries. */
+#define STORE_FORMAT_VERSION 3
+#define STORE_FORMAT_VERSION_MIN 2
 #define STORE_NODE_CHUNK 1024     /* (parent, location) pairs per LMDB value */
 #define STORE_POSTING_KEY_MAX 400 /* longer posting keys are replaced by a hash */
 #define STORE_MAX_STRING_BYTES (1u << 20)
@@ -32,7 +38,8 @@
 /* Profile value flags (first varint of lc_stored_profile_t._data). */
 #define STORE_PF_SPANS 0x1u      /* each sample carries a span id varint */
 #define STORE_PF_PROFILE_ID 0x2u /* 16 bytes of profile id (a UUID) follow the flags */
-#define STORE_PF_ALL (STORE_PF_SPANS | STORE_PF_PROFILE_ID)
+#define STORE_PF_SCALED 0x4u     /* varint scale follows (the id): values are value / scale */
+#define STORE_PF_ALL (STORE_PF_SPANS | STORE_PF_PROFILE_ID | STORE_PF_SCALED)
 #define STORE_PF_CORRUPT 0x80000000u /* iterator only: the header did not decode */
 
 /* First byte of a DB_APPLIED value. */
@@ -52,6 +59,7 @@ typedef enum {
     DB_PROFILES,   /* series BE32, time BE64 (sign flipped), seq BE32 -> profile */
     DB_APPLIED,    /* ingest id bytes -> state byte, then the profile keys it wrote */
     DB_DELIVERIES, /* transport delivery id ("<stream>/<entry id>") -> ingest id */
+    DB_SUMMARIES,  /* u32 series id -> its samples summed over the block; 0 -> mark */
     DB_COUNT
 } store_db_t;
 
@@ -239,6 +247,12 @@ typedef struct store_block_s {
     uint64_t last_used; /* LRU tick */
     bool dropped;       /* retention removed it; delete on last release */
     store_wstate_t *ws; /* writer thread only; freed with the env */
+    bool has_summaries; /* the env has DB_SUMMARIES (format 3); set when opened */
+    /* Summaries bookkeeping (store_summary.c), in memory only: write_gen
+     * counts committed write batches, summarized_gen is the write_gen the last
+     * complete summarising saw (UINT64_MAX = not checked since open). */
+    uint64_t write_gen, summarized_gen;
+    int64_t last_write_ns; /* monotonic clock of the last commit */
 } store_block_t;
 
 struct lc_store_s {
@@ -254,6 +268,8 @@ struct lc_store_s {
 };
 
 int64_t lc_store__partition(const lc_store_t *s, int64_t time_ns);
+/* Called by the writer after a block's transaction committed (mu not held). */
+void lc_store__block_written(lc_store_t *s, store_block_t *b);
 /* Takes a reference on the block of partition start_ns, opening its
  * environment; creates the block when `create`, else LC_ENOTFOUND. */
 int lc_store__acquire(lc_store_t *s, int64_t start_ns, bool create,
@@ -281,6 +297,18 @@ void lc_store__profile_key(uint8_t key[STORE_PROFILE_KEY_LEN], uint32_t series, 
 int64_t lc_store__profile_key_time(const uint8_t *key);
 uint32_t lc_store__profile_key_series(const uint8_t *key);
 uint32_t lc_store__profile_key_seq(const uint8_t *key);
+
+/* Calls fn for each profile of the series with start_ns <= time <= end_ns,
+ * in key order, in any transaction (store_read.c). Non-zero from fn stops. */
+typedef int (*store_profile_fn)(const lc_stored_profile_t *p, void *data);
+int lc_store__profiles_scan(MDB_txn *txn, MDB_dbi dbi, uint32_t series_id, int64_t start_ns,
+                            int64_t end_ns, store_profile_fn fn, void *data) LC_MUST_CHECK;
+
+/* Decodes a DB_PROFILES (or DB_SUMMARIES) value's header into p (store_read.c). */
+int lc_store__profile_value_decode(const MDB_val *v, lc_stored_profile_t *p) LC_MUST_CHECK;
+/* Drops the series' summary (a profile of it was added or deleted); a no-op
+ * for blocks without summaries. Same transaction as the change. */
+int lc_store__summary_drop(MDB_txn *txn, const store_block_t *b, uint32_t series) LC_MUST_CHECK;
 
 static inline uint64_t store_pair_hash(uint32_t parent, uint32_t location)
 {

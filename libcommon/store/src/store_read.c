@@ -87,6 +87,13 @@ void lc_store_read_end(lc_store_reader_t *r)
     lc_free(r);
 }
 
+void lc_block_drop_cache(lc_block_t *b)
+{
+    lc_arena_free(b->arena);
+    b->arena = NULL;
+    b->loc_cache = NULL;
+}
+
 size_t lc_store_reader_count(const lc_store_reader_t *r)
 {
     return r->n;
@@ -256,15 +263,13 @@ static int profile_id_decode(const uint8_t *s, const uint8_t *end, lc_stored_pro
 }
 
 /* Splits a stored value into header fields and the encoded samples. */
-static int profile_decode(const MDB_val *k, const MDB_val *v, lc_stored_profile_t *p)
+int lc_store__profile_value_decode(const MDB_val *v, lc_stored_profile_t *p)
 {
     const uint8_t *s = v->mv_data, *end = s + v->mv_size;
     uint64_t total, n;
     if (store_get_uvarint(&s, end, &total) || store_get_uvarint(&s, end, &n) || n > UINT32_MAX ||
         profile_id_decode(s, end, p))
         return LC_ECORRUPT;
-    p->series_id = lc_store__profile_key_series(k->mv_data);
-    p->time_ns = lc_store__profile_key_time(k->mv_data);
     p->total = store_unzigzag(total);
     p->n_samples = (uint32_t)n;
     p->_data = s;
@@ -272,11 +277,40 @@ static int profile_decode(const MDB_val *k, const MDB_val *v, lc_stored_profile_
     return 0;
 }
 
-int lc_block_profiles(lc_block_t *b, uint32_t series_id, int64_t start_ns, int64_t end_ns,
-                      lc_block_profile_cb cb, void *data)
+static int profile_decode(const MDB_val *k, const MDB_val *v, lc_stored_profile_t *p)
+{
+    p->series_id = lc_store__profile_key_series(k->mv_data);
+    p->time_ns = lc_store__profile_key_time(k->mv_data);
+    return lc_store__profile_value_decode(v, p);
+}
+
+bool lc_block_covers(lc_block_t *b, int64_t start_ns, int64_t end_ns)
+{
+    const store_meta_t *m = &b->meta;
+    return m->profiles == 0 || (start_ns <= m->min_time_ns && m->max_time_ns <= end_ns);
+}
+
+int lc_block_summary(lc_block_t *b, uint32_t series_id, lc_stored_profile_t *out)
+{
+    if (!b->b->has_summaries)
+        return LC_ENOTFOUND;
+    unsigned key = series_id;
+    MDB_val k = store_val(&key, sizeof(key)), v;
+    int rc = mdb_get(b->txn, b->b->dbi[DB_SUMMARIES], &k, &v);
+    if (rc == MDB_NOTFOUND)
+        return LC_ENOTFOUND;
+    if (rc)
+        return lc_store__mdb_fail(rc, "summary get");
+    *out = (lc_stored_profile_t){.series_id = series_id, .time_ns = b->meta.min_time_ns};
+    rc = lc_store__profile_value_decode(&v, out);
+    return rc == 0 && out->has_profile_id ? LC_ECORRUPT : rc;
+}
+
+int lc_store__profiles_scan(MDB_txn *txn, MDB_dbi dbi, uint32_t series_id, int64_t start_ns,
+                            int64_t end_ns, store_profile_fn fn, void *data)
 {
     MDB_cursor *cur;
-    int rc = mdb_cursor_open(b->txn, b->b->dbi[DB_PROFILES], &cur);
+    int rc = mdb_cursor_open(txn, dbi, &cur);
     if (rc)
         return lc_store__mdb_fail(rc, "cursor open (profiles)");
     uint8_t first[STORE_PROFILE_KEY_LEN];
@@ -292,12 +326,32 @@ int lc_block_profiles(lc_block_t *b, uint32_t series_id, int64_t start_ns, int64
             break;
         ret = profile_decode(&k, &v, &p);
         if (!ret)
-            ret = cb(b, &p, data);
+            ret = fn(&p, data);
     }
     mdb_cursor_close(cur);
     if (rc && rc != MDB_NOTFOUND)
         return lc_store__mdb_fail(rc, "profiles scan");
     return ret;
+}
+
+typedef struct block_scan_s {
+    lc_block_t *b;
+    lc_block_profile_cb cb;
+    void *data;
+} block_scan_t;
+
+static int block_scan_profile(const lc_stored_profile_t *p, void *data)
+{
+    block_scan_t *bs = data;
+    return bs->cb(bs->b, p, bs->data);
+}
+
+int lc_block_profiles(lc_block_t *b, uint32_t series_id, int64_t start_ns, int64_t end_ns,
+                      lc_block_profile_cb cb, void *data)
+{
+    block_scan_t bs = {.b = b, .cb = cb, .data = data};
+    return lc_store__profiles_scan(b->txn, b->b->dbi[DB_PROFILES], series_id, start_ns, end_ns,
+                                   block_scan_profile, &bs);
 }
 
 void lc_sample_iter_init(lc_sample_iter_t *it, const lc_stored_profile_t *p)
@@ -316,6 +370,11 @@ void lc_sample_iter_init(lc_sample_iter_t *it, const lc_stored_profile_t *p)
         else
             it->p += LC_STORE_PROFILE_ID_BYTES;
     }
+    uint64_t scale = 1;
+    if ((it->flags & STORE_PF_SCALED) &&
+        (store_get_uvarint(&it->p, it->end, &scale) || scale < 2 || scale > INT64_MAX))
+        it->flags = STORE_PF_CORRUPT;
+    it->scale = (int64_t)scale;
 }
 
 int lc_sample_iter_next(lc_sample_iter_t *it, uint32_t *node, int64_t *value, uint64_t *span_id)
@@ -334,6 +393,10 @@ int lc_sample_iter_next(lc_sample_iter_t *it, uint32_t *node, int64_t *value, ui
     it->node += (uint32_t)delta;
     *node = it->node;
     *value = store_unzigzag(v);
+    if (it->scale != 1 && __builtin_mul_overflow(*value, it->scale, value)) {
+        it->flags |= STORE_PF_CORRUPT;
+        return LC_ECORRUPT;
+    }
     if (span_id)
         *span_id = span;
     return 1;

@@ -125,6 +125,7 @@ static int txn_block_commit(lc_store_txn_t *t, txn_block_t *tb)
         lc_store__release(t->s, tb->b);
         return lc_store__mdb_fail(rc, "txn commit");
     }
+    lc_store__block_written(t->s, tb->b);
     lc_store__release(t->s, tb->b);
     return 0;
 }
@@ -358,27 +359,49 @@ static int samples_merge(wsample_t *v, size_t n, size_t *n_out, int64_t *total)
     return 0;
 }
 
-/* total, n_samples, flags[, profile id], then per sample: node delta,
- * value[, span id]. */
+/* The greatest common divisor of the values (non-zero after samples_merge),
+ * or 1. A CPU profile's values are whole sampling periods (10 ms = 10^7 ns),
+ * so dividing by it turns 4-5 byte varints into 1-byte ones. */
+static int64_t values_scale(const wsample_t *v, size_t n)
+{
+    uint64_t g = 0;
+    for (size_t i = 0; i < n && g != 1; i++) {
+        uint64_t a = v[i].value < 0 ? -(uint64_t)v[i].value : (uint64_t)v[i].value, b = g;
+        while (b) {
+            uint64_t r = a % b;
+            a = b;
+            b = r;
+        }
+        g = a;
+    }
+    return g == 0 || g > INT64_MAX ? 1 : (int64_t)g;
+}
+
+/* total, n_samples, flags[, profile id][, scale], then per sample: node
+ * delta, value / scale[, span id]. */
 static int profile_encode(lc_buf_t *enc, const wsample_t *v, size_t n, int64_t total, bool spans,
-                          const uint8_t *profile_id)
+                          const uint8_t *profile_id, bool scaled /* format 3 */)
 {
     lc_buf_reset(enc);
-    int rc = lc_buf_reserve(enc, 30 + LC_STORE_PROFILE_ID_BYTES + n * 30);
+    int rc = lc_buf_reserve(enc, 40 + LC_STORE_PROFILE_ID_BYTES + n * 30);
     if (rc)
         return rc;
+    int64_t scale = scaled ? values_scale(v, n) : 1;
     uint8_t *e = enc->data;
     e = store_put_uvarint(e, store_zigzag(total));
     e = store_put_uvarint(e, n);
-    e = store_put_uvarint(e, (spans ? STORE_PF_SPANS : 0) | (profile_id ? STORE_PF_PROFILE_ID : 0));
+    e = store_put_uvarint(e, (spans ? STORE_PF_SPANS : 0) | (profile_id ? STORE_PF_PROFILE_ID : 0) |
+                                 (scale > 1 ? STORE_PF_SCALED : 0));
     if (profile_id) {
         memcpy(e, profile_id, LC_STORE_PROFILE_ID_BYTES);
         e += LC_STORE_PROFILE_ID_BYTES;
     }
+    if (scale > 1)
+        e = store_put_uvarint(e, (uint64_t)scale);
     uint32_t prev = 0;
     for (size_t i = 0; i < n; i++) {
         e = store_put_uvarint(e, v[i].node - prev);
-        e = store_put_uvarint(e, store_zigzag(v[i].value));
+        e = store_put_uvarint(e, store_zigzag(v[i].value / scale));
         if (spans)
             e = store_put_uvarint(e, v[i].span);
         prev = v[i].node;
@@ -428,7 +451,10 @@ static int profile_put(wctx_t *c, uint32_t series, int64_t time_ns, const lc_buf
     lc_store__profile_key(key, series, time_ns, seq);
     MDB_val k = store_val(key, sizeof(key)), v = store_val(enc->data, enc->len);
     rc = mdb_put(c->tb->txn, c->tb->b->dbi[DB_PROFILES], &k, &v, 0);
-    return rc ? lc_store__mdb_fail(rc, "profile put") : written_add(c->t, c->tb->b, key);
+    if (rc)
+        return lc_store__mdb_fail(rc, "profile put");
+    rc = lc_store__summary_drop(c->tb->txn, c->tb->b, series);
+    return rc ? rc : written_add(c->t, c->tb->b, key);
 }
 
 static void meta_add_profile(store_meta_t *m, int64_t time_ns, size_t n_samples)
@@ -464,8 +490,8 @@ static int write_samples(wctx_t *c, const lc_store_write_t *w, uint32_t series)
         rc = samples_merge(c->t->samples, n, &n, &total);
     }
     if (!rc)
-        rc =
-            profile_encode(&c->t->enc, c->t->samples, n, total, w->span_ids != NULL, w->profile_id);
+        rc = profile_encode(&c->t->enc, c->t->samples, n, total, w->span_ids != NULL, w->profile_id,
+                            c->ws->meta.version >= 3);
     if (!rc)
         rc = profile_put(c, series, w->time_ns, &c->t->enc);
     if (!rc)
@@ -596,6 +622,9 @@ static int forget_profile(txn_block_t *tb, store_wstate_t *ws, const uint8_t *ke
     rc = mdb_del(tb->txn, tb->b->dbi[DB_PROFILES], &k, NULL);
     if (rc)
         return lc_store__mdb_fail(rc, "profile del");
+    rc = lc_store__summary_drop(tb->txn, tb->b, lc_store__profile_key_series(key));
+    if (rc)
+        return rc;
     ws->meta.profiles--;
     ws->meta.samples -= n_samples;
     return 0;

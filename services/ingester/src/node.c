@@ -1,8 +1,8 @@
 /*
  * node.c — the ingester node (ingester.h: ing_node): the store, the writer,
- * the transport between receivers and writer, the receivers, retention on a
- * timer and, in ember-ingester with --redis.url, the announcement to the
- * queriers. `ember` and `ember-ingester` run this same node.
+ * the transport between receivers and writer, the receivers, retention and
+ * block summaries (lc_store_summarize) on timers and, in ember-ingester with --redis.url, the
+ * announcement to the queriers. `ember` and `ember-ingester` run this same node.
  *
  * Transport: without --redis.url the receivers hand profiles to the writer
  * in-process (direct). With it they XADD them to ember:ingest:<p> and the
@@ -31,6 +31,8 @@
 #include "lc/store.h"
 
 #define RETENTION_INTERVAL_MS (60 * 1000)
+#define SUMMARY_INTERVAL_MS 2000
+#define SUMMARY_QUIET_NS (5 * NS_PER_S) /* a closed block gets summaries once writes pause */
 #define REDIS_CMD_TIMEOUT_MS 2000
 #define NS_PER_S 1000000000LL
 
@@ -50,6 +52,10 @@ typedef struct ing_node_s {
     uv_timer_t retention_timer;
     uv_work_t retention_work;
     bool retention_started, retention_busy;
+    uv_timer_t summary_timer;
+    uv_work_t summary_work;
+    bool summary_started, summary_busy;
+    lc_metric_t *blocks_unsummarized;
     lc_metric_t *backlog_bytes, *backlog_msgs, *blocks_dropped, *redis_up;
 } ing_node_t;
 
@@ -92,6 +98,46 @@ static int start_retention(ing_node_t *n)
     uv_timer_init(&n->p->loop, &n->retention_timer);
     n->retention_started = true;
     return uv_timer_start(&n->retention_timer, retention_tick, 0, RETENTION_INTERVAL_MS);
+}
+
+/* ---------------------------------------------------------------- summaries */
+
+static void summary_work(uv_work_t *w)
+{
+    ing_node_t *n = LC_CONTAINER_OF(w, ing_node_t, summary_work);
+    lc_store_summarize_stats_t st = {0};
+    int rc = lc_store_summarize(n->store, lc_realtime_ns(), SUMMARY_QUIET_NS, &st);
+    if (rc)
+        LC_LOG_ERROR("block summaries failed err=\"%s\"", lc_strerror(rc));
+    else if (st.blocks_done)
+        LC_LOG_DEBUG("block summaries built blocks=%zu series=%zu", st.blocks_done, st.series_done);
+    lc_metric_set(n->blocks_unsummarized, (double)st.blocks_pending);
+}
+
+static void summary_after(uv_work_t *w, int status)
+{
+    ing_node_t *n = LC_CONTAINER_OF(w, ing_node_t, summary_work);
+    LC_UNUSED(status);
+    n->summary_busy = false;
+}
+
+static void summary_tick(uv_timer_t *t)
+{
+    ing_node_t *n = LC_CONTAINER_OF(t, ing_node_t, summary_timer);
+    if (n->summary_busy || n->p->stopping)
+        return;
+    n->summary_busy = true;
+    if (uv_queue_work(&n->p->loop, &n->summary_work, summary_work, summary_after))
+        n->summary_busy = false;
+}
+
+/* Closed blocks get per-series summaries (long-range merges read those):
+ * at once after a start, then every SUMMARY_INTERVAL_MS. */
+static int start_summaries(ing_node_t *n)
+{
+    uv_timer_init(&n->p->loop, &n->summary_timer);
+    n->summary_started = true;
+    return uv_timer_start(&n->summary_timer, summary_tick, 0, SUMMARY_INTERVAL_MS);
 }
 
 /* ---------------------------------------------------------------- announcement */
@@ -265,6 +311,9 @@ static void ing_node_register_metrics(ing_node_t *n)
                                        "Accepted profiles waiting for the writer", "");
     n->blocks_dropped = lc_metrics_counter(m, "ember_retention_blocks_dropped_total",
                                            "Storage blocks removed by retention", "");
+    n->blocks_unsummarized =
+        lc_metrics_gauge(m, "ember_store_blocks_unsummarized",
+                         "Closed storage blocks whose per-series summaries are not built yet", "");
     if (n->s->bin == EMBER_BIN_INGESTER && !ember_clustered(n->s))
         n->redis_up = lc_metrics_gauge(m, "ember_redis_up",
                                        "1 while the Redis link is up (0 standalone)", "");
@@ -285,6 +334,8 @@ static int ing_node_start(lc_proc_t *p, const void *settings, void **state)
         rc = start_receivers(n);
     if (!rc)
         rc = start_retention(n);
+    if (!rc)
+        rc = start_summaries(n);
     p->store = n->store;
     p->transport = n->transport;
     return rc;
@@ -331,6 +382,9 @@ static void ing_node_drain(lc_proc_t *p, void *state)
     if (n->retention_started)
         uv_close((uv_handle_t *)&n->retention_timer, NULL);
     n->retention_started = false;
+    if (n->summary_started)
+        uv_close((uv_handle_t *)&n->summary_timer, NULL);
+    n->summary_started = false;
     if (n->members)
         lc_members_close(n->members, ing_on_left, n);
     else

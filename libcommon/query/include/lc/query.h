@@ -102,6 +102,9 @@ typedef struct lc_query_s {
     const char *const *call_site; /* root first; n_call_site 0 = every stack */
     size_t n_call_site;           /* at most LC_QUERY_MAX_CALL_SITE */
     lc_query_pgo_t pgo;
+    /* Read every profile even where a block's per-series summary would give
+     * the same sums (tests compare the two paths; lc_block_summary). */
+    bool no_summaries;
 } lc_query_t;
 
 /* Whether a stored profile passes q's profile_ids. */

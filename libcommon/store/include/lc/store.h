@@ -118,6 +118,11 @@ int lc_store_read_begin(lc_store_t *s, int64_t start_ns, int64_t end_ns,
                         lc_store_reader_t **out) LC_MUST_CHECK;
 void lc_store_read_end(lc_store_reader_t *r);
 size_t lc_store_reader_count(const lc_store_reader_t *r);
+/* Frees what the block decoded so far (the location cache): a caller done
+ * with a block calls it so that a reader over many blocks holds one block's
+ * decoded symbols at a time. Pointers from lc_block_location become invalid;
+ * the block stays readable (it decodes again on demand). */
+void lc_block_drop_cache(lc_block_t *b);
 lc_block_t *lc_store_reader_block(lc_store_reader_t *r, size_t i);
 
 typedef struct lc_block_info_s {
@@ -152,11 +157,39 @@ typedef int (*lc_block_profile_cb)(lc_block_t *b, const lc_stored_profile_t *p, 
 int lc_block_profiles(lc_block_t *b, uint32_t series_id, int64_t start_ns, int64_t end_ns,
                       lc_block_profile_cb cb, void *data) LC_MUST_CHECK;
 
+/* ---- summaries: a series' samples summed over a whole block ----
+ * A closed block gets, per series, one pre-summed "profile": every node's
+ * values summed over all the series' profiles in the block (span ids and
+ * profile ids are not kept). A summary is exact for the snapshot it is read
+ * in: adding or deleting a profile drops its series' summary in the same
+ * transaction; lc_store_summarize builds the missing ones later. */
+
+/* True when [start_ns, end_ns] holds every profile of the block (then a
+ * summary answers for the whole series). */
+bool lc_block_covers(lc_block_t *b, int64_t start_ns, int64_t end_ns);
+/* The series' summary as a stored profile (walk it with lc_sample_iter_*;
+ * time_ns is the block's first profile time, has_profile_id false), or
+ * LC_ENOTFOUND when there is none: read its profiles then. */
+int lc_block_summary(lc_block_t *b, uint32_t series_id, lc_stored_profile_t *out) LC_MUST_CHECK;
+
+typedef struct lc_store_summarize_stats_s {
+    size_t blocks_done;    /* blocks whose summaries were (re)built */
+    size_t series_done;    /* series summaries written */
+    size_t blocks_pending; /* closed blocks still without complete summaries */
+} lc_store_summarize_stats_t;
+/* Builds the missing summaries of every block that ended at or before now_ns
+ * and had no write for quiet_ns (monotonic clock), one LMDB write transaction
+ * per block (a crash leaves the block as it was). Call it from one thread at
+ * a time; it runs beside the writer and readers. */
+int lc_store_summarize(lc_store_t *s, int64_t now_ns, int64_t quiet_ns,
+                       lc_store_summarize_stats_t *stats) LC_MUST_CHECK;
+
 /* Walks the samples of a stored profile in ascending node id. */
 typedef struct lc_sample_iter_s {
     const uint8_t *p, *end;
     uint32_t node;
     uint32_t flags;
+    int64_t scale; /* stored values are multiplied by it */
 } lc_sample_iter_t;
 void lc_sample_iter_init(lc_sample_iter_t *it, const lc_stored_profile_t *p);
 /* Returns 1 and fills the outputs, 0 at the end, LC_ECORRUPT on bad data.

@@ -1,0 +1,459 @@
+#!/usr/bin/python3
+"""Scale benchmark: does a query's cost grow with the number of profiles?
+
+Backfills --hours of --pods pods (one CPU profile per pod every --interval
+seconds, --stacks stacks each, ending now) into a fresh ember, then prints
+from that one run:
+  - the flame graph (SelectMergeStacktraces, maxNodes 16384) time over the
+    last hour, day and week, and over the day for one pod;
+  - SelectSeries over the day, grouped by pod;
+  - disk bytes per ingested sample (allocated bytes of the data directory);
+  - resident memory split into anonymous and file-backed (smaps_rollup),
+    after the week's query;
+and the ratios against the targets: day <= 3x hour, week <= 2x day,
+<= 3 bytes/sample, anonymous <= 200 MiB after the week's query.
+
+The week's ratio is only meaningful with --hours 168 (a week of data); with
+less, the week's range holds the same profiles as the day's.
+
+Profiles are synthetic but shaped like a Go service's: a pool of stacks with
+shared prefixes (depth 6-40), each profile taking --stacks of them with
+skewed weights and random values; every pod has its own random variants.
+
+--pyroscope BIN runs the same requests through a Grafana Pyroscope single
+binary the user provides (filesystem storage, temporary directory) and prints
+its figures beside ember's. Nothing here builds Pyroscope.
+
+usage: bench/scale.py BUILD_DIR [--hours 24] [--pods 10] [--interval 15] [--stacks 500]
+                      [--variants 32] [--repeat 3] [--conns 4] [--pyroscope BIN]
+                      [--ember-arg ARG ...] [--keep DIR]
+"""
+import argparse
+import http.client
+import os
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+HOUR_MS = 3600_000
+PTYPE = "process_cpu:cpu:nanoseconds:cpu:nanoseconds"
+APP = "scale-app"
+TARGETS = {"day/hour": 3.0, "week/day": 2.0, "bytes/sample": 3.0, "anon MiB": 200.0}
+
+
+# ---------------------------------------------------------------- pprof encoding
+def _varint(v):
+    out = bytearray()
+    v &= (1 << 64) - 1
+    while v >= 0x80:
+        out.append((v & 0x7F) | 0x80)
+        v >>= 7
+    out.append(v)
+    return bytes(out)
+
+
+def _field(num, payload):
+    return _varint(num << 3 | 2) + _varint(len(payload)) + payload
+
+
+def _int_field(num, v):
+    return _varint(num << 3) + _varint(v)
+
+
+def _packed(num, values):
+    return _field(num, b"".join(_varint(v) for v in values))
+
+
+class Corpus:
+    """Functions, locations (one per function) and a pool of stacks."""
+
+    def __init__(self, rng, n_funcs=3000, n_stacks=4000):
+        pkgs = [f"github.com/acme/shop/internal/pkg{i}" for i in range(60)]
+        self.strings = ["", "cpu", "nanoseconds"]
+        self.funcs = []
+        for i in range(n_funcs):
+            name = f"{rng.choice(pkgs)}.(*T{i % 97}).Method{i}"
+            self.strings.append(name)
+            self.strings.append(f"/src/shop/{name.rsplit('/', 1)[-1].split('.')[0]}/f{i % 211}.go")
+            self.funcs.append((i + 1, len(self.strings) - 2, len(self.strings) - 1))
+        stacks = [[1, 2, 3]]           # root side first: runtime.goexit, main, server
+        while len(stacks) < n_stacks:  # grow from a random existing prefix: shared prefixes
+            base = rng.choice(stacks)
+            cut = rng.randint(min(3, len(base)), len(base))
+            extra = rng.randint(1, 6)
+            s = base[:cut] + [rng.randint(4, n_funcs) for _ in range(extra)]
+            if len(s) <= 40:
+                stacks.append(s)
+        self.stacks = stacks
+        self.weights = [1.0 / (i + 1) ** 0.8 for i in range(len(stacks))]
+        self.header = (_field(1, _int_field(1, 1) + _int_field(2, 2)) +  # sample_type {type, unit}
+                       _field(11, _int_field(1, 1) + _int_field(2, 2)) +  # period_type
+                       _int_field(12, 10_000_000) + _int_field(10, 15 * 10**9))  # period, duration
+
+    def symbols(self, used):
+        """Functions and locations (id = function id) of `used`, and the string
+        table: a profile carries only the symbols its samples reach."""
+        strings = ["", "cpu", "nanoseconds"]
+        out = []
+        for fid in sorted(used):
+            _, name, fname = self.funcs[fid - 1]
+            n_id, f_id = len(strings), len(strings) + 1
+            strings += [self.strings[name], self.strings[fname]]
+            out.append(_field(5, _int_field(1, fid) + _int_field(2, n_id) + _int_field(4, f_id)))
+            out.append(_field(4, _int_field(1, fid) + _int_field(3, 0x1000 + fid) +
+                              _field(4, _int_field(1, fid) + _int_field(2, 10 + fid % 300))))
+        out.extend(_field(6, x.encode()) for x in strings)
+        return b"".join(out)
+
+    def variant(self, rng, n_stacks):
+        """A profile body without time_nanos: n_stacks stacks, random values."""
+        picked = set()
+        while len(picked) < min(n_stacks, len(self.stacks)):
+            picked.update(rng.choices(range(len(self.stacks)), self.weights, k=n_stacks - len(picked)))
+        samples, total, used = [], 0, set()
+        for i in sorted(picked):
+            used.update(self.stacks[i])
+            leaf_first = list(reversed(self.stacks[i]))
+            v = rng.randint(1, 50) * 10_000_000
+            total += v
+            samples.append(_field(2, _packed(1, leaf_first) + _packed(2, [v])))
+        return self.header + self.symbols(used) + b"".join(samples), total
+
+
+def with_time(body, t_ns):
+    return body + _int_field(9, t_ns)    # time_nanos (field 9), last one wins
+
+
+# ---------------------------------------------------------------- load
+def backfill(port, path_fn, jobs, conns):
+    """Sends jobs [(path, body)] over `conns` keep-alive connections."""
+    errors = []
+    lock = threading.Lock()
+    it = iter(jobs)
+
+    def worker():
+        c = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+        while True:
+            with lock:
+                job = next(it, None)
+            if job is None:
+                break
+            path, body = path_fn(*job[:2]), job[2]
+            for attempt in range(50):
+                c.request("POST", path, body, {"Content-Type": "application/octet-stream"})
+                r = c.getresponse()
+                data = r.read()
+                if r.status == 429 or r.status == 503:
+                    time.sleep(0.05 * (attempt + 1))
+                    continue
+                break
+            if r.status != 200:
+                with lock:
+                    errors.append(f"{r.status} {data[:200]!r}")
+        c.close()
+    threads = [threading.Thread(target=worker) for _ in range(conns)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return errors
+
+
+def make_jobs(a, now_ms):
+    rng = random.Random(a.seed)
+    corpus = Corpus(rng)
+    variants = [[corpus.variant(rng, a.stacks) for _ in range(a.variants)] for _ in range(a.pods)]
+    n = a.hours * 3600 // a.interval
+    first_ms = now_ms - n * a.interval * 1000
+    jobs, total = [], 0
+    for k in range(n):
+        t_ms = first_ms + (k + 1) * a.interval * 1000 - rng.randint(0, 999)
+        for pod in range(a.pods):
+            body, v = rng.choice(variants[pod])
+            total += v
+            jobs.append((pod, t_ms, with_time(body, t_ms * 10**6)))
+    return jobs, total
+
+
+def ingest_path(pod, t_ms):
+    s = t_ms // 1000
+    return (f"/ingest?name={APP}%7Bpod%3Dpod-{pod}%7D&format=pprof"
+            f"&from={s}&until={s + 15}&spyName=gospy")
+
+
+# ---------------------------------------------------------------- queries
+def connect_call(port, method, req_bytes, resp_cls):
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
+    c.request("POST", "/querier.v1.QuerierService/" + method, req_bytes,
+              {"Content-Type": "application/proto", "Connect-Protocol-Version": "1"})
+    r = c.getresponse()
+    body = r.read()
+    c.close()
+    if r.status != 200:
+        raise AssertionError(f"{method}: {r.status} {body[:300]!r}")
+    return resp_cls.FromString(body)
+
+
+def timed(fn, repeat):
+    """Median wall time (ms) of `repeat` runs after one warm-up; and the last result."""
+    res = fn()
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        res = fn()
+        times.append((time.perf_counter() - t0) * 1000)
+    times.sort()
+    return times[len(times) // 2], res
+
+
+def run_queries(h, port, now_ms, a, pid):
+    p = h.pb()
+    req_cls, resp_cls = h.rpc_classes("querier.v1.QuerierService/SelectMergeStacktraces")
+    sreq_cls, sresp_cls = h.rpc_classes("querier.v1.QuerierService/SelectSeries")
+    end = now_ms + 1000
+    out = {}
+
+    def flame(start, sel):
+        req = req_cls(profile_typeID=PTYPE, label_selector=sel, start=start, end=end, max_nodes=16384)
+        return connect_call(port, "SelectMergeStacktraces", req.SerializeToString(), resp_cls)
+
+    for label, span in (("hour", HOUR_MS), ("day", 24 * HOUR_MS), ("week", 7 * 24 * HOUR_MS)):
+        ms, r = timed(lambda: flame(end - span, f'{{service_name="{APP}"}}'), a.repeat)
+        out[label] = (ms, r.flamegraph.total)
+    ms, r = timed(lambda: flame(end - 24 * HOUR_MS, f'{{service_name="{APP}", pod="pod-0"}}'), a.repeat)
+    out["day, one pod"] = (ms, r.flamegraph.total)
+    if a.month:
+        ms, r = timed(lambda: flame(end - 30 * 24 * HOUR_MS, f'{{service_name="{APP}"}}'), 1)
+        out["30 days"] = (ms, r.flamegraph.total)
+
+    def series():
+        req = sreq_cls(profile_typeID=PTYPE, label_selector=f'{{service_name="{APP}"}}',
+                       start=end - 24 * HOUR_MS, end=end, step=60.0, group_by=["pod"])
+        return connect_call(port, "SelectSeries", req.SerializeToString(), sresp_cls)
+    ms, r = timed(series, a.repeat)
+    out["series"] = (ms, int(sum(pt.value for s in r.series for pt in s.points)))
+    del p
+    out["mem"] = smaps(pid) if pid else None
+    return out
+
+
+def smaps(pid):
+    """(rss, anonymous, file-backed) KiB from /proc/pid/smaps_rollup."""
+    vals = {}
+    with open(f"/proc/{pid}/smaps_rollup") as f:
+        for line in f:
+            parts = line.split()
+            if len(parts) >= 3 and parts[-1] == "kB":
+                vals[parts[0].rstrip(":")] = int(parts[1])
+    rss, anon = vals.get("Rss", 0), vals.get("Anonymous", 0)
+    return rss, anon, rss - anon - vals.get("Shmem", 0) if "Shmem" in vals else rss - anon
+
+
+def disk_bytes(d):
+    total = 0
+    for root, _, files in os.walk(d):
+        for fn in files:
+            try:
+                total += os.lstat(os.path.join(root, fn)).st_blocks * 512
+            except OSError:
+                pass
+    return total
+
+
+# ---------------------------------------------------------------- servers
+class Pyroscope:
+    """A user-provided Pyroscope single binary on a free port, filesystem storage."""
+
+    def __init__(self, binary, h, tmp):
+        self.dir = os.path.join(tmp, "pyroscope")
+        os.makedirs(self.dir)
+        self.port = h.free_port()
+        grpc = h.free_port()
+        cfg = os.path.join(self.dir, "config.yaml")
+        with open(cfg, "w") as f:
+            f.write(f"""server:
+  http_listen_port: {self.port}
+  grpc_listen_port: {grpc}
+  http_listen_address: 127.0.0.1
+  grpc_listen_address: 127.0.0.1
+storage:
+  backend: filesystem
+  filesystem:
+    dir: {self.dir}/data-shared
+pyroscopedb:
+  data_path: {self.dir}/data
+self_profiling:
+  disable_push: true
+limits:
+  max_query_length: 0
+  max_query_lookback: 0
+  reject_older_than: 0
+""")
+        self.log = open(os.path.join(self.dir, "log"), "wb")
+        self.proc = subprocess.Popen([binary, f"-config.file={cfg}", "-target=all"],
+                                     stdout=self.log, stderr=subprocess.STDOUT, cwd=self.dir)
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            try:
+                c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=2)
+                c.request("GET", "/ready")
+                if c.getresponse().status == 200:
+                    return
+            except OSError:
+                pass
+            time.sleep(0.5)
+        raise AssertionError("pyroscope did not become ready")
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.terminate()     # our own child, by pid
+            try:
+                self.proc.wait(60)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.log.close()
+
+
+def wait_summaries(h, port, timeout):
+    """Waits until ember reports no block waiting for its summaries (if it
+    exposes the gauge); returns the seconds waited."""
+    t0 = time.monotonic()
+    time.sleep(8)   # ember summarises a closed block once writes paused 5 s (passes every 2 s)
+    while time.monotonic() - t0 < timeout:
+        r = h.http_request(port, "GET", "/metrics")
+        pending = None
+        for line in r.body.decode().splitlines():
+            if line.startswith("ember_store_blocks_unsummarized"):
+                pending = float(line.split()[-1])
+        if not pending:
+            break
+        time.sleep(0.2)
+    return time.monotonic() - t0
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("build_dir")
+    ap.add_argument("--hours", type=int, default=24)
+    ap.add_argument("--pods", type=int, default=10)
+    ap.add_argument("--interval", type=int, default=15, help="seconds between a pod's profiles")
+    ap.add_argument("--stacks", type=int, default=500)
+    ap.add_argument("--variants", type=int, default=32, help="distinct random profiles per pod")
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--conns", type=int, default=4)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--month", action="store_true", help="also time a 30-day flame graph")
+    ap.add_argument("--pyroscope", metavar="BIN")
+    ap.add_argument("--ember-arg", action="append", default=[], metavar="ARG")
+    ap.add_argument("--keep", metavar="DIR", help="use this data dir and keep it")
+    a = ap.parse_args()
+    os.environ["EMBER_BIN_DIR"] = os.path.abspath(a.build_dir)
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "integration"))
+    import harness as h
+
+    tmp = tempfile.mkdtemp(prefix="ember-bench-scale-")
+    try:
+        now_ms = h.now_ms()
+        t0 = time.monotonic()
+        jobs, expected = make_jobs(a, now_ms)
+        samples = len(jobs) * a.stacks
+        print(f"scale benchmark: {a.hours} h x {a.pods} pods, one profile per pod every {a.interval} s, "
+              f"{a.stacks} stacks each: {len(jobs):,} profiles, {samples:,} samples "
+              f"(generated in {time.monotonic() - t0:.1f} s)")
+        results = {}
+        data_dir = a.keep or os.path.join(tmp, "ember-data")
+        srv = h.Ember(data_dir=data_dir, log_level="warn", args=a.ember_arg)
+        srv.owns_dir = False
+        srv.start()
+        try:
+            t0 = time.monotonic()
+            errs = backfill(srv.port, ingest_path, jobs, a.conns)
+            if errs:
+                print(f"  ember: {len(errs)} failed requests, first: {errs[0]}")
+            total = wait_stored(h, srv, now_ms, expected)
+            ingest_s = time.monotonic() - t0
+            waited = wait_summaries(h, srv.port, 600)
+            res = run_queries(h, srv.port, now_ms, a, srv.proc.pid)
+            res["ingest"] = (ingest_s, waited, total)
+            res["disk"] = disk_bytes(data_dir)
+            results["ember"] = res
+        finally:
+            srv.cleanup()
+            if not a.keep:
+                shutil.rmtree(data_dir, ignore_errors=True)
+        if a.pyroscope:
+            py = Pyroscope(a.pyroscope, h, tmp)
+            try:
+                t0 = time.monotonic()
+                errs = backfill(py.port, ingest_path, jobs, a.conns)
+                if errs:
+                    print(f"  pyroscope: {len(errs)} failed requests, first: {errs[0]}")
+                time.sleep(5)
+                res = run_queries(h, py.port, now_ms, a, py.proc.pid)
+                res["ingest"] = (time.monotonic() - t0, 0, None)
+                res["disk"] = disk_bytes(py.dir)
+                results["pyroscope"] = res
+            finally:
+                py.stop()
+        report(results, samples, len(jobs), a)
+        return 0
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def wait_stored(h, srv, now_ms, expected):
+    """Waits until SelectSeries sums every profile's value (the writer drained)."""
+    deadline = time.monotonic() + 1800
+    step = 3600 * 1000
+    start = now_ms - 40 * 24 * HOUR_MS
+    last = None
+    while time.monotonic() < deadline:
+        m = srv.q("SelectSeries", profile_typeID=PTYPE, label_selector=f'{{service_name="{APP}"}}',
+                  start=start, end=start + 42 * 24 * step, step=step / 1000.0)
+        last = int(sum(pt.value for s in m.series for pt in s.points))
+        if last == expected:
+            break
+        time.sleep(0.5)
+    if last != expected:
+        print(f"  WARNING: stored total {last} != sent {expected}")
+    return last
+
+
+def report(results, samples, profiles, a):
+    names = list(results)
+    print(f"{'':<36}" + "".join(f"{n:>16}" for n in names))
+
+    def row(label, fn):
+        print(f"{label:<36}" + "".join(f"{fn(results[n]):>16}" for n in names))
+    row("backfill + drain (s)", lambda r: f"{r['ingest'][0]:.1f}")
+    row("  then summaries pending (s)", lambda r: f"{r['ingest'][1]:.1f}")
+    for k in ("hour", "day", "week", "day, one pod", "30 days"):
+        if k in results[names[0]]:
+            row(f"flame graph, {k} (ms)", lambda r, k=k: f"{r[k][0]:.1f}")
+    row("SelectSeries, day, by pod, 60 s (ms)", lambda r: f"{r['series'][0]:.1f}")
+    row("disk bytes per sample", lambda r: f"{r['disk'] / samples:.2f}")
+    row("disk MiB", lambda r: f"{r['disk'] / 2**20:.1f}")
+    row("RSS after queries (MiB)", lambda r: f"{r['mem'][0] / 1024:.0f}" if r["mem"] else "-")
+    row("  anonymous (MiB)", lambda r: f"{r['mem'][1] / 1024:.0f}" if r["mem"] else "-")
+    row("  file-backed (MiB)", lambda r: f"{r['mem'][2] / 1024:.0f}" if r["mem"] else "-")
+    e = results["ember"]
+    day_total = e["day"][1]
+    print(f"  totals: hour {e['hour'][1]:,}, day {day_total:,}, week {e['week'][1]:,}, "
+          f"series sum {e['series'][1]:,}")
+    ratios = {"day/hour": e["day"][0] / e["hour"][0], "week/day": e["week"][0] / e["day"][0],
+              "bytes/sample": e["disk"] / samples, "anon MiB": e["mem"][1] / 1024}
+    print("targets (ember):")
+    for k, v in ratios.items():
+        ok = v <= TARGETS[k]
+        print(f"  {k:<14} {v:8.2f}   target <= {TARGETS[k]:g}   {'ok' if ok else 'MISSED'}")
+    if a.hours < 168:
+        print(f"  note: {a.hours} h of data; week/day is meaningful with --hours 168")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

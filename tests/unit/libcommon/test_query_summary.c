@@ -1,0 +1,336 @@
+/*
+ * test_query_summary.c — block summaries give the answers the profiles give.
+ *
+ * Random profiles (random stacks over a small set of functions, some values
+ * negative, some with span ids and profile ids) are written for several pods
+ * over five one-hour blocks, summaries are built, a late profile then drops
+ * one series' summary, and random merges (ranges inside, across and covering
+ * blocks; selectors on pods; call sites; span and profile-id selectors) are
+ * answered twice: with summaries allowed and with the profile path forced
+ * (lc_query_t.no_summaries). The tree bytes and the merged pprof must be
+ * byte-identical. The profile path is the oracle: it is what ember answered
+ * before summaries existed, and it is checked against Go's pprof elsewhere
+ * (test_query_merge.c).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "lc/query.h"
+#include "lc_test.h"
+
+#define HOUR_NS 3600000000000LL
+#define T0_NS (472222LL * HOUR_NS) /* an hour boundary in 2023 */
+#define N_BLOCKS 5
+#define N_PODS 4
+#define N_FUNCS 24
+#define PT "test:cpu:nanoseconds:cpu:nanoseconds"
+
+static lc_store_t *store;
+static char dir[] = "/tmp/ember-qsum-XXXXXX";
+static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
+static const char *const tenants[] = {"anonymous"};
+
+static uint64_t rnd(void)
+{
+    rng_state ^= rng_state << 13;
+    rng_state ^= rng_state >> 7;
+    rng_state ^= rng_state << 17;
+    return rng_state;
+}
+
+static uint64_t rnd_below(uint64_t n)
+{
+    return rnd() % n;
+}
+
+static char func_names[N_FUNCS][16];
+
+/* ------------------------------------------------------------- writing */
+
+/* Values of pod 3 are whole periods (10^7): stored scaled (STORE_PF_SCALED). */
+static lc_pprof_t *random_pprof(lc_arena_t *a, int pod, size_t *n_samples)
+{
+    lc_pprof_builder_t *b = lc_pprof_builder_new();
+    lc_pprof_builder_sample_type(b, "cpu", "nanoseconds");
+    lc_pprof_builder_period(b, "cpu", "nanoseconds", 10);
+    uint64_t map = lc_pprof_builder_mapping(b, 0x1000, 0x9000, 0, "/bin/app", "", true);
+    uint64_t locs[N_FUNCS];
+    for (size_t i = 0; i < N_FUNCS; i++) {
+        uint64_t f = lc_pprof_builder_function(b, func_names[i], func_names[i], "app.c", 1);
+        lc_pprof_line_t line = {f, (int64_t)i + 1};
+        locs[i] = lc_pprof_builder_location(b, map, 0x1000 + i * 16, &line, 1);
+    }
+    size_t n = 5 + rnd_below(20);
+    for (size_t s = 0; s < n; s++) {
+        uint64_t stack[8];
+        size_t depth = 1 + rnd_below(6);
+        for (size_t d = 0; d < depth; d++) /* leaf first; a narrow tree: shared prefixes */
+            stack[depth - 1 - d] = locs[d == 0 ? 0 : (d * 3 + rnd_below(3)) % N_FUNCS];
+        int64_t v = (int64_t)rnd_below(1000) - (rnd_below(8) == 0 ? 1500 : 0);
+        if (pod == 3)
+            v *= 10000000;
+        lc_pprof_builder_sample(b, stack, depth, &v, NULL, 0);
+    }
+    lc_buf_t buf;
+    lc_buf_init(&buf, LC_BUF_UNLIMITED);
+    LC_ASSERT_OK(lc_pprof_builder_encode(b, false, &buf));
+    lc_pprof_builder_free(b);
+    lc_pprof_limits_t lim;
+    lc_pprof_limits_default(&lim);
+    lc_status_t st = {0};
+    lc_pprof_t *p = NULL;
+    LC_ASSERT_OK(lc_pprof_decode(buf.data, buf.len, &lim, a, &p, &st));
+    LC_ASSERT_OK(lc_pprof_validate(p, &lim, &st));
+    lc_buf_fini(&buf);
+    *n_samples = p->n_sample;
+    return p;
+}
+
+static void write_one(lc_store_txn_t *txn, int pod, int64_t t_ns)
+{
+    lc_arena_t *a = lc_arena_new(16u << 20);
+    size_t n;
+    lc_pprof_t *p = random_pprof(a, pod, &n);
+    lc_pprof_index_t *ix = NULL;
+    LC_ASSERT_OK(lc_pprof_index_new(p, a, &ix));
+    char podv[16];
+    snprintf(podv, sizeof(podv), "p%d", pod);
+    lc_labels_t ls;
+    lc_labels_init(&ls);
+    lc_labels_add(&ls, "__name__", "test");
+    lc_labels_add(&ls, "__profile_type__", PT);
+    lc_labels_add(&ls, "service_name", "svc");
+    lc_labels_add(&ls, "pod", podv);
+    lc_labels_sort(&ls);
+    uint64_t spans[32];
+    for (size_t i = 0; i < n; i++)
+        spans[i] = rnd_below(3); /* 0 = none */
+    uint8_t pid[LC_STORE_PROFILE_ID_BYTES] = {0};
+    pid[0] = (uint8_t)rnd_below(4);
+    lc_store_write_t w = {.tenant = "anonymous",
+                          .labels = &ls,
+                          .time_ns = t_ns,
+                          .profile = p,
+                          .index = ix,
+                          .span_ids = pod == 1 ? spans : NULL,
+                          .profile_id = pod == 2 ? pid : NULL};
+    LC_ASSERT_OK(lc_store_write_profile(txn, &w));
+    lc_labels_fini(&ls);
+    lc_arena_free(a);
+}
+
+static void write_all(void)
+{
+    for (int blk = 0; blk < N_BLOCKS; blk++) {
+        lc_store_txn_t *txn = NULL;
+        LC_ASSERT_OK(lc_store_write_begin(store, &txn));
+        for (int k = 0; k < 12; k++)
+            for (int pod = 0; pod < N_PODS; pod++)
+                write_one(txn, pod,
+                          T0_NS + blk * HOUR_NS + k * 300000000000LL +
+                              (int64_t)rnd_below(1000000000));
+        LC_ASSERT_OK(lc_store_write_commit(txn));
+    }
+}
+
+/* ------------------------------------------------------------- querying */
+
+typedef struct answer_s {
+    lc_buf_t tree, pprof;
+} answer_t;
+
+static void answer(const lc_query_t *q, answer_t *out)
+{
+    lc_store_reader_t *r = NULL;
+    LC_ASSERT_OK(lc_store_read_begin(store, q->start_ns, q->end_ns, &r));
+    lc_ftree_t *t = lc_ftree_new(0);
+    lc_status_t st = {0};
+    LC_ASSERT_OK(lc_query_merge_tree(r, q, t, &st));
+    lc_buf_init(&out->tree, LC_BUF_UNLIMITED);
+    LC_ASSERT_OK(lc_ftree_write_tree(t, 0, &out->tree));
+    lc_ftree_free(t);
+    lc_pprof_builder_t *b = lc_pprof_builder_new();
+    lc_pprof_builder_sample_type(b, "cpu", "nanoseconds");
+    LC_ASSERT_OK(lc_query_merge_pprof(r, q, b, &st));
+    lc_buf_init(&out->pprof, LC_BUF_UNLIMITED);
+    LC_ASSERT_OK(lc_pprof_builder_encode(b, false, &out->pprof));
+    lc_pprof_builder_free(b);
+    lc_store_read_end(r);
+}
+
+static void answer_fini(answer_t *a)
+{
+    lc_buf_fini(&a->tree);
+    lc_buf_fini(&a->pprof);
+}
+
+/* Both paths, compared; returns the tree size (0 = empty answer). */
+static size_t compare_paths(lc_query_t *q, const char *what)
+{
+    answer_t fast, slow;
+    q->no_summaries = false;
+    answer(q, &fast);
+    q->no_summaries = true;
+    answer(q, &slow);
+    LC_ASSERT_EQ(fast.tree.len, slow.tree.len);
+    if (fast.tree.len == slow.tree.len)
+        LC_ASSERT_MEM_EQ(fast.tree.data, slow.tree.data, fast.tree.len);
+    LC_ASSERT_EQ(fast.pprof.len, slow.pprof.len);
+    if (fast.pprof.len == slow.pprof.len)
+        LC_ASSERT_MEM_EQ(fast.pprof.data, slow.pprof.data, fast.pprof.len);
+    if (fast.tree.len != slow.tree.len)
+        fprintf(stderr, "differs: %s [%lld, %lld]\n", what, (long long)q->start_ns,
+                (long long)q->end_ns);
+    size_t n = slow.tree.len;
+    answer_fini(&fast);
+    answer_fini(&slow);
+    return n;
+}
+
+/* A range: block-aligned, inside one block, or random, over the data. */
+static void random_range(int64_t *start, int64_t *end)
+{
+    int64_t lo = T0_NS - HOUR_NS, span = (N_BLOCKS + 2) * HOUR_NS;
+    switch (rnd_below(3)) {
+    case 0: {
+        int64_t a = (int64_t)rnd_below(N_BLOCKS + 1), b = a + 1 + (int64_t)rnd_below(N_BLOCKS);
+        *start = T0_NS + a * HOUR_NS - (int64_t)rnd_below(2) * HOUR_NS;
+        *end = T0_NS + b * HOUR_NS - 1;
+        break;
+    }
+    case 1:
+        *start = T0_NS + (int64_t)rnd_below(N_BLOCKS) * HOUR_NS + (int64_t)rnd_below(HOUR_NS / 2);
+        *end = *start + (int64_t)rnd_below(HOUR_NS / 2);
+        break;
+    default:
+        *start = lo + (int64_t)rnd_below((uint64_t)span);
+        *end = *start + (int64_t)rnd_below((uint64_t)span);
+    }
+}
+
+static void random_queries(int n)
+{
+    static const char *const sels[] = {"{}",
+                                       "{pod=\"p0\"}",
+                                       "{pod!=\"p1\"}",
+                                       "{pod=~\"p[12]\"}",
+                                       "{pod=\"p2\"}",
+                                       "{service_name=\"nobody\"}"};
+    static const uint64_t spans[] = {1, 2};
+    static const uint8_t pids[2][LC_STORE_PROFILE_ID_BYTES] = {{1}, {3}};
+    const char *cs[2] = {func_names[0], func_names[3]};
+    size_t nonempty = 0;
+    for (int i = 0; i < n; i++) {
+        const char *s = sels[rnd_below(LC_ARRAY_LEN(sels))];
+        lc_selector_t sel;
+        lc_status_t st = {0};
+        LC_ASSERT_OK(lc_selector_parse(s, strlen(s), &sel, &st));
+        LC_ASSERT_OK(lc_selector_add(&sel, "__profile_type__", LC_MATCH_EQ, PT, &st));
+        lc_query_t q = {.tenants = tenants, .n_tenants = 1, .sel = &sel};
+        random_range(&q.start_ns, &q.end_ns);
+        uint64_t narrow = rnd_below(6);
+        if (narrow == 0) {
+            q.span_ids = spans;
+            q.n_span_ids = 1 + rnd_below(2);
+        } else if (narrow == 1) {
+            q.profile_ids = pids;
+            q.n_profile_ids = 1 + rnd_below(2);
+        } else if (narrow == 2) {
+            q.call_site = cs;
+            q.n_call_site = 1 + rnd_below(2);
+        }
+        nonempty += compare_paths(&q, s) > 0;
+        lc_selector_fini(&sel);
+    }
+    LC_CHECK(nonempty > (size_t)n / 3); /* the comparisons were not all of empty trees */
+}
+
+/* ------------------------------------------------------------- tests */
+
+static void test_setup(void)
+{
+    for (int i = 0; i < N_FUNCS; i++)
+        snprintf(func_names[i], sizeof(func_names[i]), "fn%02d", i);
+    LC_CHECK(mkdtemp(dir) != NULL);
+    lc_store_opts_t o = {.dir = dir};
+    LC_ASSERT_OK(lc_store_open(&o, &store));
+    write_all();
+}
+
+/* Nothing summarised yet: summaries absent, both paths read profiles. */
+static void test_before_summaries(void)
+{
+    random_queries(40);
+}
+
+static bool has_summary(int64_t t_ns, uint32_t series)
+{
+    lc_store_reader_t *r = NULL;
+    LC_ASSERT_OK(lc_store_read_begin(store, t_ns, t_ns, &r));
+    lc_stored_profile_t p;
+    int rc = lc_block_summary(lc_store_reader_block(r, 0), series, &p);
+    LC_CHECK(rc == 0 || rc == LC_ENOTFOUND);
+    lc_store_read_end(r);
+    return rc == 0;
+}
+
+static void test_summaries_built(void)
+{
+    lc_store_summarize_stats_t st;
+    /* The last block has not ended yet at this "now". */
+    LC_ASSERT_OK(lc_store_summarize(store, T0_NS + (N_BLOCKS - 1) * HOUR_NS, 0, &st));
+    LC_ASSERT_EQ(st.blocks_done, N_BLOCKS - 1);
+    LC_ASSERT_EQ(st.series_done, (N_BLOCKS - 1) * N_PODS);
+    LC_ASSERT_EQ(st.blocks_pending, 0);
+    LC_CHECK(has_summary(T0_NS, 1));
+    LC_CHECK(!has_summary(T0_NS + (N_BLOCKS - 1) * HOUR_NS, 1));
+    /* A second pass finds nothing to do. */
+    LC_ASSERT_OK(lc_store_summarize(store, T0_NS + (N_BLOCKS - 1) * HOUR_NS, 0, &st));
+    LC_ASSERT_EQ(st.series_done, 0);
+    random_queries(300);
+}
+
+/* A late profile drops its series' summary in the same transaction; the
+ * answers stay exact, and the next pass builds it again. */
+static void test_late_write(void)
+{
+    lc_store_txn_t *txn = NULL;
+    LC_ASSERT_OK(lc_store_write_begin(store, &txn));
+    write_one(txn, 0, T0_NS + HOUR_NS + 123);
+    LC_ASSERT_OK(lc_store_write_commit(txn));
+    int dropped = 0;
+    for (uint32_t s = 1; s <= N_PODS; s++)
+        dropped += !has_summary(T0_NS + HOUR_NS, s);
+    LC_ASSERT_EQ(dropped, 1);
+    random_queries(150);
+    lc_store_summarize_stats_t st;
+    LC_ASSERT_OK(lc_store_summarize(store, T0_NS + N_BLOCKS * HOUR_NS, 0, &st));
+    LC_ASSERT_EQ(st.series_done, 1 + N_PODS); /* that series, and the last block's */
+    random_queries(150);
+}
+
+/* Summaries survive a reopen (they are in the block) and keep answering. */
+static void test_reopen(void)
+{
+    lc_store_close(store);
+    lc_store_opts_t o = {.dir = dir};
+    LC_ASSERT_OK(lc_store_open(&o, &store));
+    LC_CHECK(has_summary(T0_NS, 1));
+    lc_store_summarize_stats_t st;
+    LC_ASSERT_OK(lc_store_summarize(store, T0_NS + N_BLOCKS * HOUR_NS, 0, &st));
+    LC_ASSERT_EQ(st.series_done, 0);
+    random_queries(100);
+}
+
+static void test_teardown(void)
+{
+    lc_store_close(store);
+    char cmd[256];
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+    LC_CHECK(system(cmd) == 0);
+}
+
+LC_TEST_MAIN(test_setup, test_before_summaries, test_summaries_built, test_late_write, test_reopen,
+             test_teardown)
