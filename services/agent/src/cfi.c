@@ -341,6 +341,14 @@ static void advance(cfi_exec_t *x, uint64_t delta)
     x->loc = next;
 }
 
+/* factor * data_align as DWARF means it, computed modulo 2^64: a malformed
+ * table may hold any factor, and a nonsense offset only makes a nonsense
+ * (safely read) frame, where a signed overflow would be undefined. */
+static int64_t data_aligned(uint64_t factor, int64_t data_align)
+{
+    return (int64_t)(factor * (uint64_t)data_align);
+}
+
 /* Runs one DW_CFA instruction; false on malformed or unknown input. */
 static bool exec_one(cfi_exec_t *x, cfi_reader_t *r)
 {
@@ -351,7 +359,7 @@ static bool exec_one(cfi_exec_t *x, cfi_reader_t *r)
     if (hi == 0x40) {
         advance(x, lo);
     } else if (hi == 0x80) {
-        set_reg_rule(s, lo, RULE_OFFSET, (int64_t)rd_uleb(r) * da);
+        set_reg_rule(s, lo, RULE_OFFSET, data_aligned(rd_uleb(r), da));
     } else if (hi == 0xc0) {
         restore_reg(s, x->init, lo);
     } else {
@@ -377,7 +385,7 @@ static bool exec_one(cfi_exec_t *x, cfi_reader_t *r)
             break;
         case 0x05:
             reg = rd_uleb(r);
-            set_reg_rule(s, reg, RULE_OFFSET, (int64_t)rd_uleb(r) * da);
+            set_reg_rule(s, reg, RULE_OFFSET, data_aligned(rd_uleb(r), da));
             break;
         case 0x06:
             restore_reg(s, x->init, rd_uleb(r));
@@ -435,15 +443,15 @@ static bool exec_one(cfi_exec_t *x, cfi_reader_t *r)
             break;
         case 0x11:
             reg = rd_uleb(r);
-            set_reg_rule(s, reg, RULE_OFFSET, rd_sleb(r) * da);
+            set_reg_rule(s, reg, RULE_OFFSET, data_aligned((uint64_t)rd_sleb(r), da));
             break;
         case 0x12:
             s->cfa_kind = CFA_REG;
             s->cfa_reg = (uint32_t)rd_uleb(r);
-            s->cfa_off = rd_sleb(r) * da;
+            s->cfa_off = data_aligned((uint64_t)rd_sleb(r), da);
             break;
         case 0x13:
-            s->cfa_off = rd_sleb(r) * da;
+            s->cfa_off = data_aligned((uint64_t)rd_sleb(r), da);
             break;
         case 0x14: /* val_offset */
         case 0x15:
@@ -456,7 +464,7 @@ static bool exec_one(cfi_exec_t *x, cfi_reader_t *r)
             break; /* GNU_args_size */
         case 0x2f:
             reg = rd_uleb(r);
-            set_reg_rule(s, reg, RULE_OFFSET, -(int64_t)rd_uleb(r) * da);
+            set_reg_rule(s, reg, RULE_OFFSET, data_aligned(0 - rd_uleb(r), da));
             break;
         default:
             return false;
@@ -548,9 +556,13 @@ static void run_section(cfi_builder_t *b, const cfi_section_t *sec)
         uint64_t id = rd_fixed(&r, dwarf64 ? 8 : 4);
         bool is_cie = sec->eh ? id == 0 : id == (dwarf64 ? ~(uint64_t)0 : 0xffffffffu);
         if (!r.bad && !is_cie) {
-            const uint8_t *cie_at = sec->eh ? id_at - id : sec->data + id;
+            /* the CIE pointer checked as an offset before it becomes an
+             * address: pointer arithmetic out of the section is undefined */
+            uint64_t here = (uint64_t)(id_at - sec->data), size = (uint64_t)(end - sec->data);
+            bool inside = sec->eh ? id <= here : id < size;
+            const uint8_t *cie_at = !inside ? NULL : sec->eh ? id_at - id : sec->data + id;
             cfi_cie_t cie;
-            if (cie_at >= sec->data && cie_at < end && parse_cie(sec, cie_at, &cie))
+            if (cie_at && parse_cie(sec, cie_at, &cie))
                 run_fde(b, sec, &r, &cie);
         }
         p = next;
