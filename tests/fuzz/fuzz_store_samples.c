@@ -1,7 +1,8 @@
 /*
  * fuzz_store_samples.c — arbitrary bytes as the encoded samples of a stored
  * profile (lc_stored_profile_t._data: flags varint, then per sample a node
- * delta, a zigzag value and, when flagged, a span id), walked with
+ * delta, a zigzag value — times the scale when flagged — and, when flagged, a
+ * span id), walked with
  * lc_sample_iter_*. This is the decoder every merge runs over LMDB bytes.
  *
  * Beyond "no crash, no over-read", it checks what the iterator promises:
@@ -19,6 +20,7 @@
 #include "lc/store.h"
 
 #define FZ_PF_PROFILE_ID 0x2u /* STORE_PF_PROFILE_ID in store_int.h */
+#define FZ_PF_SCALED 0x4u     /* STORE_PF_SCALED: a varint scale follows the id */
 
 typedef struct fz_sample_s {
     uint32_t node;
@@ -53,19 +55,22 @@ static int fz_walk(const uint8_t *data, size_t size, fz_sample_t *out, size_t *n
 }
 
 /* The writer's encoding of the same samples; with the profile-id flag (0x2)
- * the 16-byte id follows the flags, as lc_store writes it. */
-static size_t fz_encode(uint8_t *dst, uint64_t flags, const uint8_t *id, const fz_sample_t *v,
-                        size_t n)
+ * the 16-byte id follows the flags, then with the scaled flag (0x4) the
+ * scale, and values are stored divided by it, as lc_store writes them. */
+static size_t fz_encode(uint8_t *dst, uint64_t flags, const uint8_t *id, uint64_t scale,
+                        const fz_sample_t *v, size_t n)
 {
     size_t len = lc_uvarint_put(dst, flags);
     if (flags & FZ_PF_PROFILE_ID) {
         memcpy(dst + len, id, LC_STORE_PROFILE_ID_BYTES);
         len += LC_STORE_PROFILE_ID_BYTES;
     }
+    if (flags & FZ_PF_SCALED)
+        len += lc_uvarint_put(dst + len, scale);
     uint32_t prev = 0;
     for (size_t i = 0; i < n; i++) {
         len += lc_uvarint_put(dst + len, v[i].node - prev);
-        len += lc_uvarint_put(dst + len, fz_zigzag(v[i].value));
+        len += lc_uvarint_put(dst + len, fz_zigzag(v[i].value / (int64_t)scale));
         if (flags & 1)
             len += lc_uvarint_put(dst + len, v[i].span);
         prev = v[i].node;
@@ -85,8 +90,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         const uint8_t *p = data;
         uint64_t flags;
         if (lc_uvarint_get(&p, data + size, &flags) != 0)
-            abort();                                 /* the walk succeeded, so the flags decoded */
-        size_t len = fz_encode(enc, flags, p, a, n); /* p: just past the flags */
+            abort();           /* the walk succeeded, so the flags decoded */
+        const uint8_t *id = p; /* just past the flags */
+        uint64_t scale = 1;
+        const uint8_t *q = p + ((flags & FZ_PF_PROFILE_ID) ? LC_STORE_PROFILE_ID_BYTES : 0);
+        if ((flags & FZ_PF_SCALED) && lc_uvarint_get(&q, data + size, &scale) != 0)
+            abort(); /* the walk succeeded, so the scale decoded */
+        size_t len = fz_encode(enc, flags, id, scale, a, n);
         if (len > size || fz_walk(enc, len, b, &n2) != 0 || n2 != n ||
             (n && memcmp(a, b, n * sizeof(*a)) != 0))
             abort();
