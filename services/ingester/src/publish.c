@@ -152,22 +152,25 @@ static void job_transport_status(const ing_job_t *job, lc_status_t *st)
     }
 }
 
+void ing_route_error(lc_http_req_t *req, ing_route_t route, const lc_status_t *st)
+{
+    if (route == ING_ROUTE_INGEST)
+        lc_http_error(req, st);
+    else if (route == ING_ROUTE_OTLP_HTTP)
+        ing_otlp_http_error(req, st);
+    else
+        lc_connect_error(req, st);
+}
+
 /* OTLP answers success with ExportProfilesServiceResponse, whose
  * partial_success counts the profiles rejected and says why (the accepted
  * ones are stored); OTLP/HTTP replies in application/x-protobuf. */
-static void job_respond_otlp(ing_job_t *job, const lc_status_t *st)
+static void job_reply_otlp(ing_job_t *job)
 {
     Opentelemetry__Proto__Collector__Profiles__V1development__ExportProfilesServiceResponse resp =
         OPENTELEMETRY__PROTO__COLLECTOR__PROFILES__V1DEVELOPMENT__EXPORT_PROFILES_SERVICE_RESPONSE__INIT;
     Opentelemetry__Proto__Collector__Profiles__V1development__ExportProfilesPartialSuccess partial =
         OPENTELEMETRY__PROTO__COLLECTOR__PROFILES__V1DEVELOPMENT__EXPORT_PROFILES_PARTIAL_SUCCESS__INIT;
-    if (!lc_status_ok(st)) { /* refused, or not published */
-        if (job->route == ING_ROUTE_OTLP_HTTP)
-            ing_otlp_http_error(job->req, st);
-        else
-            lc_connect_error(job->req, st);
-        return;
-    }
     if (!lc_status_ok(&job->partial)) {
         partial.rejected_profiles = (int64_t)job->n_rejected;
         partial.error_message = job->partial.msg;
@@ -178,25 +181,22 @@ static void job_respond_otlp(ing_job_t *job, const lc_status_t *st)
         lc_http_set_header(job->req, "Content-Type", "application/x-protobuf");
 }
 
+/* A refusal after `work` (series limit) or a failed publish is the route's
+ * error; otherwise the route's success (Push: its partial error, if any). */
 static void job_respond(ing_job_t *job)
 {
     lc_status_t st = job->refused;
-    bool failed = !lc_status_ok(&st) || job->status != 0;
     if (lc_status_ok(&st) && job->status != 0)
         job_transport_status(job, &st);
-    else if (!failed)
-        job_count_success(job);
-    if (job->route == ING_ROUTE_INGEST) {
-        if (failed)
-            lc_http_error(job->req, &st);
-        return; /* 200, empty body */
-    }
-    if (job->route == ING_ROUTE_OTLP || job->route == ING_ROUTE_OTLP_HTTP) {
-        job_respond_otlp(job, &st);
+    if (!lc_status_ok(&st)) {
+        ing_route_error(job->req, job->route, &st);
         return;
     }
-    if (failed) {
-        lc_connect_error(job->req, &st);
+    job_count_success(job);
+    if (job->route == ING_ROUTE_INGEST)
+        return; /* 200, empty body */
+    if (job->route == ING_ROUTE_OTLP || job->route == ING_ROUTE_OTLP_HTTP) {
+        job_reply_otlp(job);
     } else if (!lc_status_ok(&job->partial)) {
         lc_connect_error(job->req, &job->partial);
     } else {

@@ -212,10 +212,7 @@ lc_http_result_t ing_push_serve_as(lc_http_req_t *req, ing_t *ing, ing_push_deco
     if (rc < 0) {
         if (c.n_rejected == 0)
             ing_count_rejected(c.ing, "invalid_request");
-        if (route == ING_ROUTE_OTLP_HTTP)
-            ing_otlp_http_error(req, &st);
-        else
-            lc_connect_error(req, &st);
+        ing_route_error(req, route, &st);
         return LC_HTTP_DONE;
     }
     req->user = c.job;
