@@ -308,10 +308,13 @@ class ConcurrentQueries:
     def write(self, writer):
         self.want = {}
         # folded stacks of <name>.cpu at the default 100 Hz: process_cpu, in ns
+        # Besides small random bodies, a few with 20,000 distinct stacks each,
+        # so one merge takes long enough for the others to arrive during it.
+        wide = "".join(f"main;w{i % 100};x{i} 1\n" for i in range(20_000)).encode()
         for tenant in ("busy", "calm"):
             total = 0
-            for seed in range(40):
-                body = dh.folded(seed)
+            for seed in range(46):
+                body = dh.folded(seed) if seed < 40 else wide
                 total += sum(int(line.rsplit(" ", 1)[1]) for line in body.decode().splitlines())
                 r = writer.ingest(f"svc-{tenant}.cpu", body, {"format": "folded"},
                                   headers={"X-Scope-OrgID": tenant})
