@@ -13,6 +13,8 @@ PKGS=(
   # tests and benchmarks: go tool pprof as the judge, a real redis-server,
   # protoc + python3-protobuf for independent encoding, clang for fuzzing
   golang-go protobuf-compiler python3 python3-protobuf redis-server
+  # the zstd tool unpacks lean stream entries in the Redis tests (an independent decoder)
+  zstd
   # ember-load's test parses its /metrics with the Prometheus client library
   python3-prometheus-client
   clang libclang-rt-14-dev curl jq

@@ -3,9 +3,10 @@ redis-server of our own.
 
 Checks the binary's flags (--redis.url, --agent.sample-rate,
 --agent.interval, --agent.filter, --node), /ready and /metrics, that the
-profiles land in the ember:ingest:<p> streams as ember.v1.IngestProfile
-messages (read back with XRANGE and decoded by python protobuf from the
-repo's protos: an independent decoder) carrying the known functions of a
+profiles land in the ember:ingest:<p> streams as lean entries of
+ember.v1.IngestProfile messages (read back with XRANGE, unpacked by the zstd
+tool and decoded by python protobuf from the repo's protos: independent
+decoders) carrying the known functions of a
 known program, that the filter keeps every other process out, and a clean
 SIGTERM drain. Needs root (CI runs as root).
 """
@@ -15,6 +16,7 @@ import os
 import re
 import shutil
 import socket
+import struct
 import subprocess
 import sys
 import tempfile
@@ -86,14 +88,30 @@ def _resp_read(f):
     return int(rest) if kind == b":" else rest
 
 
-def stream_messages(port):
-    """Every IngestProfile in every partition's stream."""
+def entry_message(m):
+    """The IngestProfile bytes of stream entry m: a lean entry (0x00 'E' 'L'
+    0x02, the message's length as u32 little endian, one zstd frame)
+    unpacked by the zstd tool (an independent decoder), else m itself."""
+    if m[:1] != b"\x00":
+        return m
+    assert m[:4] == b"\x00EL\x02", m[:4]
+    (n,) = struct.unpack("<I", m[4:8])
+    out = subprocess.run(["zstd", "-d", "-c", "-q"], input=m[8:], capture_output=True,
+                         check=True).stdout
+    assert len(out) == n, (len(out), n)
+    return out
+
+
+def stream_messages(port, lean=True):
+    """Every IngestProfile in every partition's stream; each entry must be
+    lean when `lean` (the agent and the scraper publish lean entries)."""
     pb = ingest_pb()
     out = []
     for p in range(PARTITIONS):
         for _id, fields in resp_command(port, "XRANGE", f"ember:ingest:{p}", "-", "+") or []:
-            kv = dict(zip(fields[::2], fields[1::2]))
-            out.append((p, pb.IngestProfile.FromString(kv[b"m"])))
+            m = dict(zip(fields[::2], fields[1::2]))[b"m"]
+            assert not lean or m[:4] == b"\x00EL\x02", m[:8]
+            out.append((p, pb.IngestProfile.FromString(entry_message(m))))
     return out
 
 

@@ -5,10 +5,12 @@ wrote them) are consumed by the current ember-ingester and queryable.
 The old entries are built here, independently of ember: python protobuf from
 the repo's protos, XADD over RESP (test_agent_redis.py's helpers), before any
 ingester runs. Then an ingester starts (its group is created at id 0, so it
-reads them), the same ingester also receives profiles over HTTP (those it
-publishes as lean entries: zstd behind the 0x00 'E' 'L' 0x02 header, checked
-in Redis), and a querier must count every profile once: the expected totals
-come from testdata's MANIFEST, not from ember.
+reads them), the same ingester also receives profiles over HTTP, half as the
+gzip file, half gunzipped (the raw ones it publishes as lean entries: zstd
+behind the 0x00 'E' 'L' 0x02 header; the gzip ones as bare IngestProfiles
+whose pprof is the very body sent, checked in Redis with python protobuf),
+and a querier must count every profile once: the expected totals come from
+testdata's MANIFEST, not from ember.
 """
 import os
 import struct
@@ -62,7 +64,8 @@ class EntryUpgradeTest(dh.ClusterTestCase):
         dh.wait_members(cls.q, 1)
         for k in range(NEW):
             ts = cls.t0 // 1000 + OLD + k
-            r = cls.ing.ingest(f"{SERVICE}{{pod=new-{k}}}", h.read_testdata(FILE),
+            body = h.read_testdata(FILE) if k % 2 == 0 else raw
+            r = cls.ing.ingest(f"{SERVICE}{{pod=new-{k}}}", body,
                                params={"from": str(ts), "until": str(ts + 1), "format": "pprof"})
             assert r.status == 200, r.describe()
         cls.redis.wait_drained()
@@ -78,22 +81,29 @@ class EntryUpgradeTest(dh.ClusterTestCase):
         self.assertEqual(dh.metric(self.ing, "ember_redis_consumed_total"), OLD + NEW)
 
     def test_new_entries_are_lean(self):
-        raw_len = len(h.gunzip_if(h.read_testdata(FILE)))
-        lean = []
+        gz = h.read_testdata(FILE)
+        raw_len = len(h.gunzip_if(gz))
+        lean, bare = [], []
         for p in range(PARTITIONS):
             for entry_id, fields in resp_command(self.redis.port, "XRANGE", f"ember:ingest:{p}",
                                                  "-", "+") or []:
                 if entry_id in self.old_ids:
                     continue
                 m = dict(zip(fields[::2], fields[1::2]))[b"m"]
+                self.assertLess(len(m), raw_len)
+                if m[:1] != b"\x00":  # a gzip body goes as it came, in a bare message
+                    msg = ingest_pb().IngestProfile()
+                    msg.ParseFromString(m)
+                    self.assertEqual(msg.pprof, gz)
+                    bare.append(m)
+                    continue
                 self.assertEqual(m[:4], b"\x00EL\x02")
                 (length,) = struct.unpack("<I", m[4:8])
                 self.assertGreater(length, raw_len)  # the IngestProfile around the pprof
-                self.assertLess(len(m), raw_len)
                 lean.append(m)
-        self.assertEqual(len(lean), NEW)
+        self.assertEqual((len(lean), len(bare)), (NEW // 2, NEW // 2))
         msg_bytes = dh.metric(self.ing, "ember_stream_entry_bytes_total")
-        self.assertGreater(msg_bytes, sum(len(m) for m in lean))
+        self.assertGreater(msg_bytes, sum(len(m) for m in lean + bare))
 
 
 if __name__ == "__main__":

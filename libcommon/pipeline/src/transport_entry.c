@@ -122,6 +122,24 @@ int lc_entry_encode_pb(const ProtobufCMessage *m, uint8_t *out, size_t cap, size
     return 0;
 }
 
+uint8_t *lc_entry_pack(const ProtobufCMessage *m, bool lean, lc_entry_alloc_fn alloc, void *ctx,
+                       size_t *len)
+{
+    size_t size = protobuf_c_message_get_packed_size(m);
+    if (!lean) {
+        uint8_t *data = alloc(ctx, size ? size : 1);
+        if (data)
+            *len = protobuf_c_message_pack(m, data);
+        return data;
+    }
+    /* The entry reserves its bound (about the packed size), as packing does. */
+    size_t cap = lc_entry_bound(size);
+    uint8_t *data = alloc(ctx, cap);
+    if (!data || lc_entry_encode_pb(m, data, cap, len) != 0)
+        return NULL;
+    return data;
+}
+
 struct lc_entry_decoder_s {
     ZSTD_DCtx *dctx;
     size_t max;

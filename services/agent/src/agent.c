@@ -429,6 +429,7 @@ static void job_drain(agt_t *a, agt_job_t *j)
         .period_ns = a->period_ns,
         .time_ns = j->start_ns,
         .duration_ns = j->end_ns - j->start_ns,
+        .lean = lc_transport_wants_lean(a->tr),
     };
     if (agt_build_profiles(&ctx, &d, &j->msgs) != 0)
         LC_LOG_ERROR("agent: profiles of this interval are incomplete round=%llu",

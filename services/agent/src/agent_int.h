@@ -382,6 +382,7 @@ typedef struct agt_build_ctx_s {
     agt_kube_t *kube; /* NULL outside Kubernetes */
     int64_t period_ns;
     int64_t time_ns, duration_ns; /* the buffer's window */
+    bool lean;                    /* publish lean entries (lc_transport_wants_lean) */
     agt_symstats_t sym;
 } agt_build_ctx_t;
 

@@ -27,6 +27,7 @@
 #include "lc/clock.h"
 #include "lc/log.h"
 #include "lc/pprof.h"
+#include "lc/transport_entry.h"
 
 #define LABEL_VALUE_MAX 1024
 #define PPROF_MAX_BYTES ((size_t)256 << 20)
@@ -313,6 +314,13 @@ void agt_msgs_fini(agt_msgs_t *m)
     memset(m, 0, sizeof(*m));
 }
 
+static void *agt_heap_alloc(void *ctx, size_t size)
+{
+    LC_UNUSED(ctx);
+    return lc_xmalloc(size);
+}
+
+/* The IngestProfile as the transport carries it (lean over Redis). */
 static int encode_message(build_t *bd, group_t *g, const lc_buf_t *pprof, agt_msg_t *out)
 {
     uint8_t id[LC_INGEST_ID_BYTES];
@@ -337,9 +345,12 @@ static int encode_message(build_t *bd, group_t *g, const lc_buf_t *pprof, agt_ms
     m.n_labels = n;
     m.pprof = (ProtobufCBinaryData){pprof->len, pprof->data};
     m.time_nanos = bd->ctx->time_ns;
-    out->len = protobuf_c_message_get_packed_size(&m.base);
-    out->data = lc_xmalloc(out->len ? out->len : 1);
-    protobuf_c_message_pack(&m.base, out->data);
+    out->data = lc_entry_pack(&m.base, bd->ctx->lean, agt_heap_alloc, NULL, &out->len);
+    if (!out->data) {
+        lc_free(pairs);
+        lc_free(ptrs);
+        return LC_EINPUT;
+    }
     out->partition = lc_transport_partition(tenant, &g->labels, bd->ctx->opts->partitions);
     memcpy(out->ingest_id, id, sizeof(out->ingest_id));
     out->samples = g->samples;

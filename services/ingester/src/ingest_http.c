@@ -154,10 +154,13 @@ static int ingest_pprof(ingest_ctx_t *c, const uint8_t *data, size_t len, const 
     }
     changed |= p->n_string_table != strings; /* spy.c renamed functions */
     const ing_stconfig_t *effective = cfg ? cfg : ing_stconfig_builtin();
+    if (!changed) /* over Redis a gzip body goes as it came */
+        pb = ing_job_pprof_bytes(c->ing, data, len, pb, pb_len, &pb_len);
     lc_labels_t ls;
     int rc = ingest_labels(c, &ls, &c->set, ing_metric_name(p, effective), c->set.app_name, false);
     rc = rc < 0 ? fail_422(c, "invalid_labels")
-                : ingest_publish(c, p, &ls, effective, changed ? NULL : pb, pb_len);
+                : ingest_publish(c, p, &ls, cfg, changed ? NULL : pb, pb_len); /* the builtin
+                                                            config is implied: not carried */
     lc_labels_fini(&ls);
     return rc;
 }

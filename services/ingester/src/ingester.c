@@ -66,8 +66,8 @@ static void ing_register_metrics(ing_t *ing)
     ing->m_samples = lc_metrics_counter(ing->metrics, "ember_ingest_samples_total",
                                         "Samples in accepted profiles", "");
     static const char entry_help[] =
-        "Bytes of the messages published (form=message) and of their lean stream entries "
-        "(form=entry, zstd; only with --redis.url)";
+        "Bytes of the messages published (form=message) and of their stream entries "
+        "(form=entry: zstd, or bare with the client's gzip pprof; only with --redis.url)";
     ing->m_entry_bytes[0] = lc_metrics_counter(ing->metrics, "ember_stream_entry_bytes_total",
                                                entry_help, "form=\"message\"");
     ing->m_entry_bytes[1] = lc_metrics_counter(ing->metrics, "ember_stream_entry_bytes_total",

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "lc/clock.h"
+#include "lc/gz.h"
 #include "lc/log.h"
 #include "lc/transport_entry.h"
 #include "opentelemetry/proto/collector/profiles/v1development/profiles_service.pb-c.h"
@@ -63,26 +64,37 @@ static ing_msg_t *job_slot(ing_job_t *job)
     return &job->msgs[job->n_msgs];
 }
 
-/* The message as the transport carries it: over Redis its lean entry, the
- * pprof compressed straight from the receiver's buffer (no packed copy of
- * the raw pprof first); in-process the packed message. NULL past the arena
- * (the entry reserves its bound, about the packed size, as packing did). */
+const uint8_t *ing_job_pprof_bytes(const ing_t *ing, const uint8_t *body, size_t body_len,
+                                   const uint8_t *pb, size_t pb_len, size_t *len)
+{
+    if (body && lc_transport_wants_lean(ing->tr) && lc_gz_is_gzip(body, body_len)) {
+        *len = body_len;
+        return body;
+    }
+    *len = pb_len;
+    return pb;
+}
+
+static void *job_arena_alloc(void *arena, size_t size)
+{
+    return lc_arena_alloc(arena, size);
+}
+
+/* The message as the transport carries it (lc_entry_pack): over Redis its
+ * lean entry, the pprof compressed straight from the receiver's buffer (no
+ * packed copy of the raw pprof first), or the bare message when its pprof is
+ * the client's gzip body (compressed already: zstd would gain little and
+ * cost the most CPU of the path); in-process the packed message. NULL past
+ * the arena. */
 static uint8_t *job_pack(ing_t *ing, const Ember__V1__IngestProfile *m, lc_arena_t *arena,
                          size_t *len)
 {
-    size_t size = protobuf_c_message_get_packed_size(&m->base);
-    lc_metric_add(ing->m_entry_bytes[0], (double)size);
-    if (!lc_transport_wants_lean(ing->tr)) {
-        uint8_t *data = lc_arena_alloc(arena, size ? size : 1);
-        if (data)
-            *len = protobuf_c_message_pack(&m->base, data);
-        return data;
-    }
-    size_t cap = lc_entry_bound(size);
-    uint8_t *data = lc_arena_alloc(arena, cap);
-    if (!data || lc_entry_encode_pb(&m->base, data, cap, len) != 0)
-        return NULL;
-    lc_metric_add(ing->m_entry_bytes[1], (double)*len);
+    lc_metric_add(ing->m_entry_bytes[0], (double)protobuf_c_message_get_packed_size(&m->base));
+    bool wire = lc_transport_wants_lean(ing->tr);
+    bool lean = wire && !lc_gz_is_gzip(m->pprof.data, m->pprof.len);
+    uint8_t *data = lc_entry_pack(&m->base, lean, job_arena_alloc, arena, len);
+    if (data && wire)
+        lc_metric_add(ing->m_entry_bytes[1], (double)*len);
     return data;
 }
 

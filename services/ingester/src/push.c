@@ -74,6 +74,9 @@ static int push_profile(push_ctx_t *c, const lc_labels_t *ls, const Push__V1__Ra
         pb_len = out.len;
     }
     c->total_bytes += pb_len;
+    size_t send_len = pb_len; /* over Redis a gzip body goes as it came */
+    const uint8_t *send =
+        changed ? pb : ing_job_pprof_bytes(c->ing, raw->data, raw->len, pb, pb_len, &send_len);
     if (rc != 0)
         rc = lc_status_set(st, LC_CODE_INTERNAL, "cannot encode the profile: %s", lc_strerror(rc));
     else if (c->total_bytes > ING_PUSH_MAX_TOTAL_BYTES)
@@ -81,8 +84,8 @@ static int push_profile(push_ctx_t *c, const lc_labels_t *ls, const Push__V1__Ra
                            "decompressed profiles of the request exceed %zu bytes",
                            ING_PUSH_MAX_TOTAL_BYTES);
     else
-        rc = ing_job_add(c->job, c->tenant, ls, pb, pb_len, p->time_nanos, NULL, has_id ? id : NULL,
-                         p->n_sample, st);
+        rc = ing_job_add(c->job, c->tenant, ls, send, send_len, p->time_nanos, NULL,
+                         has_id ? id : NULL, p->n_sample, st);
     lc_buf_fini(&out);
     return rc;
 }

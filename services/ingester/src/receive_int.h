@@ -322,7 +322,14 @@ typedef struct ing_job_s {
 } ing_job_t;
 
 ing_job_t *ing_job_new(ing_t *ing, lc_http_req_t *req, ing_route_t route);
-/* Wraps one validated, uncompressed pprof into an IngestProfile for the job.
+/* The pprof bytes to publish for a profile decoded from `body` (as the client
+ * sent it) into `pb` (its protobuf bytes) and not changed since: over a wire
+ * transport a gzip body itself, which the writer gunzips (cheaper than
+ * compressing pb again, and as small); else pb. */
+const uint8_t *ing_job_pprof_bytes(const ing_t *ing, const uint8_t *body, size_t body_len,
+                                   const uint8_t *pb, size_t pb_len, size_t *len);
+/* Wraps one validated pprof (uncompressed, or the gzip body it was decoded
+ * from: ing_job_pprof_bytes) into an IngestProfile for the job.
  * labels must be sorted and checked; profile_id is NULL or
  * LC_STORE_PROFILE_ID_BYTES (Push's RawSample.ID). */
 int ing_job_add(ing_job_t *job, const char *tenant, const lc_labels_t *labels, const uint8_t *pprof,

@@ -17,6 +17,7 @@
 #include "ember/v1/ingest.pb-c.h"
 #include "lc/alloc.h"
 #include "lc/clock.h"
+#include "lc/transport_entry.h"
 #include "process.h"
 
 static int scr_fail(scr_process_out_t *out, const char *kind, const char *prefix,
@@ -69,6 +70,14 @@ int scr_keep_sample_types(lc_pprof_t *p, const scr_value_type_t *keep, size_t n_
 
 /* ---------------------------------------------------------------- the message */
 
+static void *scr_heap_alloc(void *ctx, size_t size)
+{
+    LC_UNUSED(ctx);
+    return lc_xmalloc(size);
+}
+
+/* The IngestProfile as the transport carries it: lean over Redis (zstd; the
+ * pprof here is always re-encoded, never the gzip that was scraped). */
 static int pack_message(const scr_process_in_t *in, const lc_pprof_t *p, const lc_buf_t *pprof,
                         scr_process_out_t *out)
 {
@@ -97,15 +106,13 @@ static int pack_message(const scr_process_in_t *in, const lc_pprof_t *p, const l
     m.pprof = (ProtobufCBinaryData){pprof->len, pprof->data};
     m.time_nanos = p->time_nanos ? p->time_nanos : in->scrape_time_ns;
     m.delta_disabled = true;
-    out->len = protobuf_c_message_get_packed_size(&m.base);
-    out->msg = lc_xmalloc(out->len ? out->len : 1);
-    protobuf_c_message_pack(&m.base, out->msg);
+    out->msg = lc_entry_pack(&m.base, in->lean, scr_heap_alloc, NULL, &out->len);
     out->partition = lc_transport_partition(in->tenant, in->series, in->partitions);
     memcpy(out->ingest_id, id, sizeof(out->ingest_id));
     lc_free(pairs);
     lc_free(ptrs);
     lc_labels_fini(&ls);
-    return 0;
+    return out->msg ? 0 : scr_fail(out, "internal", "", "cannot encode the stream entry");
 }
 
 /* ---------------------------------------------------------------- steps */

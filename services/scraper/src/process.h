@@ -36,12 +36,13 @@ typedef struct scr_process_in_s {
     const lc_labels_t *series; /* sorted, with __name__ */
     const char *tenant;
     uint32_t partitions;    /* transport partitions (>= 1) */
+    bool lean;              /* publish lean entries (lc_transport_wants_lean) */
     int64_t scrape_time_ns; /* used when the profile carries no time */
     lc_pprof_limits_t limits;
 } scr_process_in_t;
 
 typedef struct scr_process_out_s {
-    uint8_t *msg; /* packed IngestProfile (lc_free), NULL = nothing to publish */
+    uint8_t *msg; /* IngestProfile, packed or a lean entry (lc_free); NULL = nothing to publish */
     size_t len;
     uint32_t partition;
     uint8_t ingest_id[LC_INGEST_ID_BYTES]; /* msg's ingest id: the transport's dedupe id */

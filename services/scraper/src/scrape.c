@@ -323,6 +323,7 @@ static scr_work_t *work_new(scr_target_t *t, lc_buf_t *body)
         .series = &w->series,
         .tenant = s->opts.tenant,
         .partitions = s->opts.partitions,
+        .lean = lc_transport_wants_lean(s->opts.transport),
         .scrape_time_ns = t->last_scrape_ns,
     };
     lc_pprof_limits_default(&w->in.limits);

@@ -150,4 +150,50 @@ static void test_malformed_refused(void)
     entry_fixture_fini(&f);
 }
 
-LC_TEST_MAIN(test_round_trip, test_v1_passes_through, test_malformed_refused)
+static void *heap_alloc(void *ctx, size_t size)
+{
+    LC_UNUSED(ctx);
+    return lc_xmalloc(size);
+}
+
+static void *no_alloc(void *ctx, size_t size)
+{
+    LC_UNUSED(ctx);
+    LC_UNUSED(size);
+    return NULL;
+}
+
+/* What producers publish: the packed message (v1) or its lean entry, both
+ * read back as protobuf-c's own packing; no room gives NULL. */
+static void test_pack(void)
+{
+    entry_fixture_t f;
+    entry_fixture(&f);
+    ProtobufCMessage *m = protobuf_c_message_unpack(&ember__v1__ingest_profile__descriptor, NULL,
+                                                    f.packed_len, f.packed);
+    LC_CHECK(m != NULL);
+    if (!m)
+        return;
+    size_t len = 0;
+    uint8_t *bare = lc_entry_pack(m, false, heap_alloc, NULL, &len);
+    LC_ASSERT_EQ(len, f.packed_len);
+    LC_ASSERT_MEM_EQ(bare, f.packed, f.packed_len);
+    uint8_t *lean = lc_entry_pack(m, true, heap_alloc, NULL, &len);
+    LC_CHECK(lc_entry_is_lean(lean, len) && len < f.packed_len / 2);
+    lc_entry_decoder_t *d = lc_entry_decoder_new(0);
+    const uint8_t *msg = NULL;
+    size_t msg_len = 0;
+    const char *why = NULL;
+    LC_ASSERT_OK(lc_entry_decode(d, lean, len, &msg, &msg_len, &why));
+    LC_ASSERT_EQ(msg_len, f.packed_len);
+    LC_ASSERT_MEM_EQ(msg, f.packed, f.packed_len);
+    LC_CHECK(lc_entry_pack(m, true, no_alloc, NULL, &len) == NULL);
+    LC_CHECK(lc_entry_pack(m, false, no_alloc, NULL, &len) == NULL);
+    lc_entry_decoder_free(d);
+    lc_free(bare);
+    lc_free(lean);
+    protobuf_c_message_free_unpacked(m, NULL);
+    entry_fixture_fini(&f);
+}
+
+LC_TEST_MAIN(test_round_trip, test_v1_passes_through, test_malformed_refused, test_pack)

@@ -18,7 +18,7 @@
  * a previous version are still consumed after an upgrade; a version this code
  * does not know is refused (the writer skips it, logged).
  *
- * Threading: lc_entry_encode may run on any thread (a zstd context per
+ * Threading: lc_entry_encode and lc_entry_pack may run on any thread (a zstd context per
  * thread, kept for the thread's life); a decoder belongs to one thread.
  */
 #ifndef LC_TRANSPORT_ENTRY_H
@@ -52,6 +52,18 @@ int lc_entry_encode(const uint8_t *msg, size_t len, uint8_t *out, size_t cap,
  * with no packed copy in between. cap >= lc_entry_bound(packed size). */
 int lc_entry_encode_pb(const ProtobufCMessage *m, uint8_t *out, size_t cap,
                        size_t *out_len) LC_MUST_CHECK;
+
+/* Where lc_entry_pack puts its bytes: size bytes from ctx (an arena, the
+ * heap), NULL when there is no room. */
+typedef void *(*lc_entry_alloc_fn)(void *ctx, size_t size);
+
+/* What every producer (receivers, scraper, agent) publishes for message m:
+ * its lean entry when `lean` (the transport wants them:
+ * lc_transport_wants_lean, and the message is worth compressing), else the
+ * packed message itself (v1). The bytes come from alloc(ctx, ...); *len is
+ * their size. NULL when alloc gave none or encoding failed. */
+uint8_t *lc_entry_pack(const ProtobufCMessage *m, bool lean, lc_entry_alloc_fn alloc, void *ctx,
+                       size_t *len);
 
 /* True when the entry carries the lean header (any version). */
 bool lc_entry_is_lean(const uint8_t *entry, size_t len);
