@@ -22,7 +22,7 @@
 
 #define HOUR_NS 3600000000000LL
 #define T0_NS (472222LL * HOUR_NS) /* an hour boundary in 2023 */
-#define N_BLOCKS 5
+#define N_BLOCKS 9 /* hours 4..12 of 6-hour rollup windows: one window whole */
 #define N_PODS 4
 #define N_FUNCS 24
 #define PT "test:cpu:nanoseconds:cpu:nanoseconds"
@@ -50,6 +50,8 @@ static char func_names[N_FUNCS][16];
 /* ------------------------------------------------------------- writing */
 
 /* Values of pod 3 are whole periods (10^7): stored scaled (STORE_PF_SCALED). */
+static bool with_negatives = true; /* the first blocks only: a rollup window keeps none */
+
 static lc_pprof_t *random_pprof(lc_arena_t *a, int pod, size_t *n_samples)
 {
     lc_pprof_builder_t *b = lc_pprof_builder_new();
@@ -68,7 +70,7 @@ static lc_pprof_t *random_pprof(lc_arena_t *a, int pod, size_t *n_samples)
         size_t depth = 1 + rnd_below(6);
         for (size_t d = 0; d < depth; d++) /* leaf first; a narrow tree: shared prefixes */
             stack[depth - 1 - d] = locs[d == 0 ? 0 : (d * 3 + rnd_below(3)) % N_FUNCS];
-        int64_t v = (int64_t)rnd_below(1000) - (rnd_below(8) == 0 ? 1500 : 0);
+        int64_t v = (int64_t)rnd_below(1000) - (with_negatives && rnd_below(8) == 0 ? 1500 : 0);
         if (pod == 3)
             v *= 10000000;
         lc_pprof_builder_sample(b, stack, depth, &v, NULL, 0);
@@ -124,6 +126,7 @@ static void write_one(lc_store_txn_t *txn, int pod, int64_t t_ns)
 static void write_all(void)
 {
     for (int blk = 0; blk < N_BLOCKS; blk++) {
+        with_negatives = blk < 2;
         lc_store_txn_t *txn = NULL;
         LC_ASSERT_OK(lc_store_write_begin(store, &txn));
         for (int k = 0; k < 12; k++)
@@ -276,6 +279,23 @@ static bool has_summary(int64_t t_ns, uint32_t series)
     return rc == 0;
 }
 
+/* Usable rollups for a merge over [start, end]. */
+static size_t rollups_for(int64_t start, int64_t end)
+{
+    lc_store_reader_t *r = NULL;
+    LC_ASSERT_OK(lc_store_read_begin(store, start, end, &r));
+    lc_rollups_t *rs = NULL;
+    LC_ASSERT_OK(lc_store_rollups_begin(r, start, end, &rs));
+    size_t n = lc_rollups_count(rs);
+    lc_store_rollups_end(rs);
+    lc_store_read_end(r);
+    return n;
+}
+
+/* Window [T0 + 2 h, T0 + 8 h) is whole; the one before holds negative values. */
+#define WIN_B_START (T0_NS + 2 * HOUR_NS)
+#define WIN_B_END (T0_NS + 8 * HOUR_NS - 1)
+
 static void test_summaries_built(void)
 {
     lc_store_summarize_stats_t st;
@@ -284,11 +304,17 @@ static void test_summaries_built(void)
     LC_ASSERT_EQ(st.blocks_done, N_BLOCKS - 1);
     LC_ASSERT_EQ(st.series_done, (N_BLOCKS - 1) * N_PODS);
     LC_ASSERT_EQ(st.blocks_pending, 0);
+    LC_ASSERT_EQ(st.rollups_done, 2); /* one unusable (negative sums), one whole */
+    LC_ASSERT_EQ(rollups_for(WIN_B_START, WIN_B_END), 1);
+    LC_ASSERT_EQ(rollups_for(T0_NS - 4 * HOUR_NS, WIN_B_END), 1);
+    LC_ASSERT_EQ(rollups_for(WIN_B_START + 1, WIN_B_END), 1); /* no profile at the edge */
+    LC_ASSERT_EQ(rollups_for(WIN_B_START, WIN_B_END - HOUR_NS / 2), 0);
     LC_CHECK(has_summary(T0_NS, 1));
     LC_CHECK(!has_summary(T0_NS + (N_BLOCKS - 1) * HOUR_NS, 1));
     /* A second pass finds nothing to do. */
     LC_ASSERT_OK(lc_store_summarize(store, T0_NS + (N_BLOCKS - 1) * HOUR_NS, 0, &st));
     LC_ASSERT_EQ(st.series_done, 0);
+    LC_ASSERT_EQ(st.rollups_done, 0);
     random_queries(300);
 }
 
@@ -299,7 +325,9 @@ static void test_late_write(void)
     lc_store_txn_t *txn = NULL;
     LC_ASSERT_OK(lc_store_write_begin(store, &txn));
     write_one(txn, 0, T0_NS + HOUR_NS + 123);
+    write_one(txn, 1, T0_NS + 3 * HOUR_NS + 123); /* into the rolled-up window */
     LC_ASSERT_OK(lc_store_write_commit(txn));
+    LC_ASSERT_EQ(rollups_for(WIN_B_START, WIN_B_END), 0); /* its block changed */
     int dropped = 0;
     for (uint32_t s = 1; s <= N_PODS; s++)
         dropped += !has_summary(T0_NS + HOUR_NS, s);
@@ -307,7 +335,9 @@ static void test_late_write(void)
     random_queries(150);
     lc_store_summarize_stats_t st;
     LC_ASSERT_OK(lc_store_summarize(store, T0_NS + N_BLOCKS * HOUR_NS, 0, &st));
-    LC_ASSERT_EQ(st.series_done, 1 + N_PODS); /* that series, and the last block's */
+    LC_ASSERT_EQ(st.series_done, 2 + N_PODS); /* those series, and the last block's */
+    LC_ASSERT_EQ(st.rollups_done, 2);          /* both windows rebuilt */
+    LC_ASSERT_EQ(rollups_for(WIN_B_START, WIN_B_END), 1);
     random_queries(150);
 }
 
@@ -321,6 +351,8 @@ static void test_reopen(void)
     lc_store_summarize_stats_t st;
     LC_ASSERT_OK(lc_store_summarize(store, T0_NS + N_BLOCKS * HOUR_NS, 0, &st));
     LC_ASSERT_EQ(st.series_done, 0);
+    LC_ASSERT_EQ(st.rollups_done, 0); /* checked against the blocks, still current */
+    LC_ASSERT_EQ(rollups_for(WIN_B_START, WIN_B_END), 1);
     random_queries(100);
 }
 
