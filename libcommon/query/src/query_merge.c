@@ -384,14 +384,11 @@ static int rollup_map(qm_rollup_t *m, uint32_t node)
     return 0;
 }
 
-static int rollup_series_cb(const char *tenant, const lc_labels_t *labels,
-                            const lc_stored_profile_t *sums, void *data)
+static int rollup_series_cb(const lc_rollup_series_t *se, void *data)
 {
-    LC_UNUSED(tenant);
-    LC_UNUSED(labels);
     qm_rollup_t *m = data;
     lc_sample_iter_t it;
-    lc_sample_iter_init(&it, sums);
+    lc_sample_iter_init(&it, &se->sums);
     for (;;) {
         uint32_t node;
         int64_t value;

@@ -198,6 +198,8 @@ typedef struct rb_series_s {
     uint32_t *node;
     int64_t *val;
     size_t n, cap;
+    int64_t *pt_time, *pt_total; /* every profile's time and total, in time order */
+    size_t n_pts, pts_cap;
 } rb_series_t;
 
 typedef struct rb_s {
@@ -230,6 +232,8 @@ static void rb_fini(rb_t *rb)
     for (size_t i = 0; i < rb->series_cap; i++) {
         lc_free(rb->series[i].node);
         lc_free(rb->series[i].val);
+        lc_free(rb->series[i].pt_time);
+        lc_free(rb->series[i].pt_total);
     }
     lc_store__symtab_fini(&rb->names);
     lc_store__symtab_fini(&rb->keys);
@@ -352,6 +356,19 @@ static int rb_add_summary(rb_t *rb, rb_series_t *se, const lc_stored_profile_t *
     }
 }
 
+static int rb_point(lc_block_t *b, const lc_stored_profile_t *p, void *data)
+{
+    LC_UNUSED(b);
+    rb_series_t *se = data;
+    if (se->n_pts == se->pts_cap) {
+        se->pt_time = lc_xgrow(se->pt_time, &se->pts_cap, se->n_pts + 1, sizeof(*se->pt_time));
+        se->pt_total = lc_xrealloc(se->pt_total, se->pts_cap * sizeof(*se->pt_total));
+    }
+    se->pt_time[se->n_pts] = p->time_ns;
+    se->pt_total[se->n_pts++] = p->total;
+    return 0;
+}
+
 static int rb_any_profile(lc_block_t *b, const lc_stored_profile_t *p, void *data)
 {
     LC_UNUSED(b);
@@ -395,6 +412,8 @@ static int rb_add_block(rb_t *rb, lc_block_t *b)
         rb_series_t *se = rc ? NULL : rb_series(rb, &v, &rc);
         if (se)
             rc = rb_add_summary(rb, se, &p, info.nodes);
+        if (se && !rc) /* its profiles' totals, for SelectSeries: the headers only */
+            rc = lc_block_profiles(b, id, INT64_MIN, INT64_MAX, rb_point, se);
     }
     if (cur)
         mdb_cursor_close(cur);
@@ -477,6 +496,14 @@ static int rb_encode_series(const rb_t *rb, uint32_t id, lc_buf_t *out)
     const uint8_t *key = lc_store__symtab_bytes(&rb->keys, id, &klen);
     out->len = 0;
     rb_put_bytes(out, key, klen, &rc);
+    rb_put_varint(out, se->n_pts, &rc);
+    int64_t prev_t = 0;
+    for (size_t i = 0; i < se->n_pts; i++) {
+        rb_put_varint(out, store_zigzag((int64_t)((uint64_t)se->pt_time[i] - (uint64_t)prev_t)),
+                      &rc);
+        rb_put_varint(out, store_zigzag(se->pt_total[i]), &rc);
+        prev_t = se->pt_time[i];
+    }
     rb_put_varint(out, store_zigzag((int64_t)total), &rc);
     rb_put_varint(out, n, &rc);
     rb_put_varint(out, 0, &rc); /* flags: no span ids, no profile id, not scaled */
@@ -894,11 +921,20 @@ static int series_record(const MDB_val *v, const char *const *tenants, size_t n_
     int hit = sel ? lc_selector_match(sel, &ls) : 1;
     int rc = hit < 0 ? hit : 0;
     if (hit > 0) {
-        MDB_val pv = store_val(p + klen, (size_t)(end - p - klen));
-        lc_stored_profile_t sums = {0};
-        rc = lc_store__profile_value_decode(&pv, &sums);
+        lc_rollup_series_t se = {.tenant = tenant, .labels = &ls};
+        p += klen;
+        uint64_t n;
+        rc = store_get_uvarint(&p, end, &n) || n > (uint64_t)(end - p) / 2 ? LC_ECORRUPT : 0;
+        se.n_points = n;
+        se._pts = p;
         if (!rc)
-            rc = sums.has_profile_id ? LC_ECORRUPT : cb(tenant, &ls, &sums, data);
+            rc = skip_varints(&p, end, n, 2);
+        se._pts_len = (size_t)(p - se._pts);
+        MDB_val pv = store_val(p, (size_t)(end - p));
+        if (!rc)
+            rc = lc_store__profile_value_decode(&pv, &se.sums);
+        if (!rc)
+            rc = se.sums.has_profile_id ? LC_ECORRUPT : cb(&se, data);
     }
     lc_labels_fini(&ls);
     return rc;
@@ -925,4 +961,22 @@ int lc_rollup_series(lc_rollups_t *rs, size_t i, const char *const *tenants, siz
     if (rc && rc != MDB_NOTFOUND)
         return lc_store__mdb_fail(rc, "rollup read");
     return ret;
+}
+
+void lc_rollup_points_init(lc_rollup_points_t *it, const lc_rollup_series_t *se)
+{
+    *it = (lc_rollup_points_t){.p = se->_pts, .end = se->_pts + se->_pts_len};
+}
+
+int lc_rollup_points_next(lc_rollup_points_t *it, int64_t *time_ns, int64_t *total)
+{
+    if (it->p == it->end)
+        return 0;
+    uint64_t dt, v;
+    if (store_get_uvarint(&it->p, it->end, &dt) || store_get_uvarint(&it->p, it->end, &v))
+        return LC_ECORRUPT;
+    it->time_ns = (int64_t)((uint64_t)it->time_ns + (uint64_t)store_unzigzag(dt));
+    *time_ns = it->time_ns;
+    *total = store_unzigzag(v);
+    return 1;
 }

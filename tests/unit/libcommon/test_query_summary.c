@@ -7,8 +7,11 @@
  * one series' summary, and random merges (ranges inside, across and covering
  * blocks; selectors on pods; call sites; span and profile-id selectors) are
  * answered twice: with summaries allowed and with the profile path forced
- * (lc_query_t.no_summaries). The tree bytes and the merged pprof must be
- * byte-identical. The profile path is the oracle: it is what ember answered
+ * (lc_query_t.no_summaries). The tree bytes, the merged pprof and SelectSeries
+ * (random steps, sum or average, by pod) must be byte-identical. From 9
+ * blocks on, 6-hour rollups are built too (the first window holds negative
+ * values and is kept unusable; the second is whole), and a late write into a
+ * rolled-up window must make its rollup unused until it is rebuilt. The profile path is the oracle: it is what ember answered
  * before summaries existed, and it is checked against Go's pprof elsewhere
  * (test_query_merge.c).
  */
@@ -141,8 +144,39 @@ static void write_all(void)
 /* ------------------------------------------------------------- querying */
 
 typedef struct answer_s {
-    lc_buf_t tree, pprof;
+    lc_buf_t tree, pprof, series;
 } answer_t;
+
+static int64_t series_step_ms;
+static bool series_average;
+
+/* SelectSeries by pod over the query's range, every series packed. */
+static void answer_series(lc_store_reader_t *r, const lc_query_t *q, lc_buf_t *out)
+{
+    static const char *const by[] = {"pod"};
+    lc_query_series_opts_t o = {.start_ms = q->start_ns / 1000000,
+                                .end_ms = q->end_ns / 1000000,
+                                .step_ms = series_step_ms,
+                                .group_by = by,
+                                .n_group_by = 1,
+                                .average = series_average};
+    lc_query_series_t *s = lc_query_series_new(&o);
+    lc_status_t st = {0};
+    LC_ASSERT_OK(lc_query_series_collect(r, q, s, &st));
+    lc_arena_t *a = lc_arena_new(64u << 20);
+    Types__V1__Series **ser = NULL;
+    size_t n = 0;
+    LC_ASSERT_OK(lc_query_series_emit(s, a, &ser, &n));
+    lc_buf_init(out, LC_BUF_UNLIMITED);
+    for (size_t i = 0; i < n; i++) {
+        uint8_t *tmp = malloc(types__v1__series__get_packed_size(ser[i]) + 1);
+        size_t len = types__v1__series__pack(ser[i], tmp);
+        LC_ASSERT_OK(lc_buf_append(out, tmp, len));
+        free(tmp);
+    }
+    lc_arena_free(a);
+    lc_query_series_free(s);
+}
 
 static void answer(const lc_query_t *q, answer_t *out)
 {
@@ -160,6 +194,7 @@ static void answer(const lc_query_t *q, answer_t *out)
     lc_buf_init(&out->pprof, LC_BUF_UNLIMITED);
     LC_ASSERT_OK(lc_pprof_builder_encode(b, false, &out->pprof));
     lc_pprof_builder_free(b);
+    answer_series(r, q, &out->series);
     lc_store_read_end(r);
 }
 
@@ -167,12 +202,16 @@ static void answer_fini(answer_t *a)
 {
     lc_buf_fini(&a->tree);
     lc_buf_fini(&a->pprof);
+    lc_buf_fini(&a->series);
 }
 
 /* Both paths, compared; returns the tree size (0 = empty answer). */
 static size_t compare_paths(lc_query_t *q, const char *what)
 {
     answer_t fast, slow;
+    static const int64_t steps[] = {1000, 60000, 420000, 3600000, 86400000};
+    series_step_ms = steps[rnd_below(LC_ARRAY_LEN(steps))];
+    series_average = rnd_below(2);
     q->no_summaries = false;
     answer(q, &fast);
     q->no_summaries = true;
@@ -183,6 +222,9 @@ static size_t compare_paths(lc_query_t *q, const char *what)
     LC_ASSERT_EQ(fast.pprof.len, slow.pprof.len);
     if (fast.pprof.len == slow.pprof.len && fast.pprof.len)
         LC_ASSERT_MEM_EQ(fast.pprof.data, slow.pprof.data, fast.pprof.len);
+    LC_ASSERT_EQ(fast.series.len, slow.series.len);
+    if (fast.series.len == slow.series.len && fast.series.len)
+        LC_ASSERT_MEM_EQ(fast.series.data, slow.series.data, fast.series.len);
     if (fast.tree.len != slow.tree.len)
         fprintf(stderr, "differs: %s [%lld, %lld]\n", what, (long long)q->start_ns,
                 (long long)q->end_ns);

@@ -211,11 +211,27 @@ int lc_rollup_tree(lc_rollups_t *rs, size_t i, lc_rollup_tree_t *out) LC_MUST_CH
 /* A name's bytes (not NUL-terminated); after lc_rollup_tree of the same i. */
 int lc_rollup_name(lc_rollups_t *rs, size_t i, uint32_t name, const char **s,
                    size_t *len) LC_MUST_CHECK;
-/* Calls cb for each series of rollup i of one of the tenants matching sel,
- * with its values summed over the window by tree node (lc_sample_iter_*;
- * node ids are tree nodes, values are never 0 or negative). */
-typedef int (*lc_rollup_series_cb)(const char *tenant, const lc_labels_t *labels,
-                                   const lc_stored_profile_t *sums, void *data);
+/* One series of a rollup: its values summed over the window by tree node
+ * (walk sums with lc_sample_iter_*; node ids are tree nodes, values are never
+ * 0 or negative), and every profile's (time, total) in time order
+ * (lc_rollup_points_*). */
+typedef struct lc_rollup_series_s {
+    const char *tenant;
+    const lc_labels_t *labels;
+    lc_stored_profile_t sums;
+    uint64_t n_points;
+    const uint8_t *_pts;
+    size_t _pts_len;
+} lc_rollup_series_t;
+typedef struct lc_rollup_points_s {
+    const uint8_t *p, *end;
+    int64_t time_ns;
+} lc_rollup_points_t;
+void lc_rollup_points_init(lc_rollup_points_t *it, const lc_rollup_series_t *se);
+/* 1 and the next point, 0 at the end, LC_ECORRUPT on bad data. */
+int lc_rollup_points_next(lc_rollup_points_t *it, int64_t *time_ns, int64_t *total);
+/* Calls cb for each series of rollup i of one of the tenants matching sel. */
+typedef int (*lc_rollup_series_cb)(const lc_rollup_series_t *se, void *data);
 int lc_rollup_series(lc_rollups_t *rs, size_t i, const char *const *tenants, size_t n_tenants,
                      const lc_selector_t *sel, lc_rollup_series_cb cb, void *data) LC_MUST_CHECK;
 
