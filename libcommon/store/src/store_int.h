@@ -254,7 +254,8 @@ typedef struct store_block_s {
      * complete summarising saw (UINT64_MAX = not checked since open). */
     uint64_t write_gen, summarized_gen;
     int64_t last_write_ns; /* monotonic clock of the last commit */
-    uint64_t rollup_seen;  /* store_rollup.c: write_gen + 1 its window was checked at; 0 = not */
+    uint64_t rollup_seen[2]; /* store_rollup.c, per level: write_gen + 1 its window was
+                              * checked at; 0 = not since open */
 } store_block_t;
 
 struct lc_store_s {
@@ -319,7 +320,7 @@ int lc_store__rollup_open(lc_store_t *s) LC_MUST_CHECK;
 void lc_store__rollup_close(lc_store_t *s);
 /* Builds the rollups of windows that are due (from lc_store_summarize). */
 int lc_store__rollup_pass(lc_store_t *s, int64_t now_ns, size_t *built) LC_MUST_CHECK;
-int64_t lc_store__rollup_window(int64_t t_ns);
+int64_t lc_store__rollup_window(int level, int64_t t_ns); /* level 0: 6 h, 1: a day */
 /* A reader block's transaction and registry entry; a reader's store (store_read.c). */
 MDB_txn *lc_store__block_txn(lc_block_t *b);
 store_block_t *lc_store__block_ref(lc_block_t *b);

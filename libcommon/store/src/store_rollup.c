@@ -1,17 +1,17 @@
 /*
- * store_rollup.c — rollups: self-contained flame-graph sums of 6-hour windows.
+ * store_rollup.c — rollups: self-contained flame-graph sums of 6-hour and day windows.
  *
  * A merge over a week touches 168 blocks, and each block costs a few ms
  * whatever its size: its own symbol tables must be read and its names
- * resolved. A rollup sums every series of a window of blocks (6 h,
- * aligned) once, with the names already resolved: one stack tree per window
+ * resolved. A rollup sums every series of a window of blocks (6 h or a
+ * day, UTC-aligned) once, with the names already resolved: one stack tree per window
  * whose nodes are (parent, frame name), the names themselves, and per series
  * (tenant, labels) the summed self values by tree node. A merge whose range
  * covers a window reads the rollup instead of its blocks.
  *
  * Storage: one LMDB environment, <dir>/rollups/, beside blocks/:
- *   windows: window start (BE64, sign flipped) -> header, blocks, names, tree
- *   series:  window start (BE64) + index (BE32) -> series key, summed values
+ *   windows: window start (BE64, sign flipped), level -> header, blocks, names, tree
+ *   series:  window start (BE64), level, index (BE32) -> series key, points, sums
  * (encodings in docs/internals/store.md). A window is rewritten in one write
  * transaction: a crash leaves the old record or the new one.
  *
@@ -38,11 +38,15 @@
 #include "lc/log.h"
 #include "store_int.h"
 
-#define ROLLUP_WINDOW_NS (6 * 3600 * 1000000000LL)
+#define ROLLUP_LEVELS 2 /* 6-hour windows, and days */
+static const int64_t rollup_len_ns[ROLLUP_LEVELS] = {6 * 3600 * 1000000000LL,
+                                                     24 * 3600 * 1000000000LL};
+#define ROLLUP_MAX_BLOCKS 256 /* blocks per window; windows of more keep no rollup */
 #define ROLLUP_VERSION 1
 #define ROLLUP_FLAG_UNUSABLE 1u               /* a negative sum: answer from blocks */
 #define ROLLUP_MAX_NODES ((uint64_t)16 << 20) /* larger windows keep no rollup */
-#define ROLLUP_KEY_LEN 12                     /* window BE64 + series index BE32 */
+#define ROLLUP_WIN_KEY_LEN 9                  /* window start BE64, level */
+#define ROLLUP_KEY_LEN 13                     /* ... + series index BE32 */
 
 struct store_rollup_s {
     MDB_env *env;
@@ -57,26 +61,27 @@ static void key_put_be(uint8_t *p, uint64_t v, int bytes)
         p[i] = (uint8_t)v;
 }
 
-static void rollup_key(uint8_t key[ROLLUP_KEY_LEN], int64_t window, uint32_t idx)
+static void rollup_key(uint8_t key[ROLLUP_KEY_LEN], int level, int64_t window, uint32_t idx)
 {
     key_put_be(key, (uint64_t)window ^ (1ull << 63), 8);
-    key_put_be(key + 8, idx, 4);
+    key[8] = (uint8_t)level;
+    key_put_be(key + 9, idx, 4);
 }
 
-int64_t lc_store__rollup_window(int64_t t_ns)
+int64_t lc_store__rollup_window(int level, int64_t t_ns)
 {
-    int64_t w = t_ns / ROLLUP_WINDOW_NS;
-    if (t_ns % ROLLUP_WINDOW_NS < 0)
+    int64_t len = rollup_len_ns[level], w = t_ns / len;
+    if (t_ns % len < 0)
         w--;
-    return w * ROLLUP_WINDOW_NS;
+    return w * len;
 }
 
 /* ---------------------------------------------------------------- open / close */
 
 int lc_store__rollup_open(lc_store_t *s)
 {
-    if (ROLLUP_WINDOW_NS % s->opts.block_duration_ns)
-        return 0; /* blocks do not tile windows: no rollups */
+    if (rollup_len_ns[0] % s->opts.block_duration_ns)
+        return 0; /* blocks do not tile windows: no rollups (days are whole 6 h) */
     size_t n = strlen(s->dir) + 16;
     char *path = lc_xmalloc(n);
     snprintf(path, n, "%s/rollups", s->dir);
@@ -214,8 +219,8 @@ typedef struct rb_s {
     size_t loc_cap;
     uint32_t *frames;
     size_t n_frames, frames_cap;
-    int64_t starts[64];
-    uint64_t txnids[64];
+    int64_t starts[ROLLUP_MAX_BLOCKS];
+    uint64_t txnids[ROLLUP_MAX_BLOCKS];
     size_t n_blocks;
 } rb_t;
 
@@ -519,11 +524,11 @@ static int rb_encode_series(const rb_t *rb, uint32_t id, lc_buf_t *out)
 }
 
 /* Deletes the window's record and series (in txn). */
-static int rollup_delete(const struct store_rollup_s *ru, MDB_txn *txn, int64_t window)
+static int rollup_delete(const struct store_rollup_s *ru, MDB_txn *txn, int level, int64_t window)
 {
     uint8_t key[ROLLUP_KEY_LEN];
-    rollup_key(key, window, 0);
-    MDB_val k = store_val(key, 8);
+    rollup_key(key, level, window, 0);
+    MDB_val k = store_val(key, ROLLUP_WIN_KEY_LEN);
     int rc = mdb_del(txn, ru->windows, &k, NULL);
     if (rc && rc != MDB_NOTFOUND)
         return lc_store__mdb_fail(rc, "rollup del");
@@ -532,14 +537,14 @@ static int rollup_delete(const struct store_rollup_s *ru, MDB_txn *txn, int64_t 
         return lc_store__mdb_fail(rc, "cursor open (rollup del)");
     MDB_val sk = store_val(key, ROLLUP_KEY_LEN), v;
     for (rc = mdb_cursor_get(cur, &sk, &v, MDB_SET_RANGE);
-         !rc && sk.mv_size == ROLLUP_KEY_LEN && memcmp(sk.mv_data, key, 8) == 0;
+         !rc && sk.mv_size == ROLLUP_KEY_LEN && memcmp(sk.mv_data, key, ROLLUP_WIN_KEY_LEN) == 0;
          rc = mdb_cursor_get(cur, &sk, &v, MDB_NEXT))
         rc = mdb_cursor_del(cur, 0);
     mdb_cursor_close(cur);
     return rc && rc != MDB_NOTFOUND ? lc_store__mdb_fail(rc, "rollup del series") : 0;
 }
 
-static int rb_write(const struct store_rollup_s *ru, const rb_t *rb, int64_t window)
+static int rb_write(const struct store_rollup_s *ru, const rb_t *rb, int level, int64_t window)
 {
     MDB_txn *txn;
     int rc = mdb_txn_begin(ru->env, NULL, 0, &txn);
@@ -547,19 +552,19 @@ static int rb_write(const struct store_rollup_s *ru, const rb_t *rb, int64_t win
         return lc_store__mdb_fail(rc, "txn begin (rollup)");
     lc_buf_t enc;
     lc_buf_init(&enc, LC_BUF_UNLIMITED);
-    rc = rollup_delete(ru, txn, window);
+    rc = rollup_delete(ru, txn, level, window);
     uint8_t key[ROLLUP_KEY_LEN];
-    rollup_key(key, window, 0);
+    rollup_key(key, level, window, 0);
     if (!rc)
         rc = rb_encode_window(rb, &enc);
     if (!rc) {
-        MDB_val k = store_val(key, 8), v = store_val(enc.data, enc.len);
+        MDB_val k = store_val(key, ROLLUP_WIN_KEY_LEN), v = store_val(enc.data, enc.len);
         if ((rc = mdb_put(txn, ru->windows, &k, &v, 0)))
             rc = lc_store__mdb_fail(rc, "rollup put");
     }
     for (uint32_t id = 1; !rc && !rb->negative && id <= rb->keys.count; id++) {
         rc = rb_encode_series(rb, id, &enc);
-        rollup_key(key, window, id);
+        rollup_key(key, level, window, id);
         MDB_val k = store_val(key, ROLLUP_KEY_LEN), v = store_val(enc.data, enc.len);
         if (!rc && (rc = mdb_put(txn, ru->series, &k, &v, 0)))
             rc = lc_store__mdb_fail(rc, "rollup series put");
@@ -574,14 +579,15 @@ static int rb_write(const struct store_rollup_s *ru, const rb_t *rb, int64_t win
 }
 
 /* Whether the stored record already matches the reader's snapshots. */
-static bool rollup_current(const struct store_rollup_s *ru, int64_t window, const rb_t *rb)
+static bool rollup_current(const struct store_rollup_s *ru, int level, int64_t window,
+                           const rb_t *rb)
 {
     MDB_txn *txn;
     if (mdb_txn_begin(ru->env, NULL, MDB_RDONLY, &txn))
         return false;
     uint8_t key[ROLLUP_KEY_LEN];
-    rollup_key(key, window, 0);
-    MDB_val k = store_val(key, 8), v;
+    rollup_key(key, level, window, 0);
+    MDB_val k = store_val(key, ROLLUP_WIN_KEY_LEN), v;
     rollup_rec_t rec;
     bool ok = mdb_get(txn, ru->windows, &k, &v) == 0 && rec_decode(&v, &rec) == 0 &&
               rec_matches(&rec, rb->starts, rb->txnids, rb->n_blocks);
@@ -590,11 +596,11 @@ static bool rollup_current(const struct store_rollup_s *ru, int64_t window, cons
 }
 
 /* Builds (or keeps) the rollup of one window; *done when one was written. */
-static int rollup_window(lc_store_t *s, int64_t window, bool *done)
+static int rollup_window(lc_store_t *s, int level, int64_t window, bool *done)
 {
     *done = false;
     lc_store_reader_t *r;
-    int rc = lc_store_read_begin(s, window, window + ROLLUP_WINDOW_NS - 1, &r);
+    int rc = lc_store_read_begin(s, window, window + rollup_len_ns[level] - 1, &r);
     if (rc)
         return rc;
     rb_t rb;
@@ -605,7 +611,7 @@ static int rollup_window(lc_store_t *s, int64_t window, bool *done)
         rb.starts[i] = lc_store__block_ref(b)->start_ns;
         rb.txnids[i] = mdb_txn_id(lc_store__block_txn(b));
     }
-    if (rb.n_blocks > LC_ARRAY_LEN(rb.starts) || rollup_current(s->rollup, window, &rb))
+    if (rb.n_blocks > LC_ARRAY_LEN(rb.starts) || rollup_current(s->rollup, level, window, &rb))
         goto out;
     for (size_t i = 0; !rc && !rb.not_ready && i < rb.n_blocks; i++) {
         lc_block_t *b = lc_store_reader_block(r, i);
@@ -618,7 +624,7 @@ static int rollup_window(lc_store_t *s, int64_t window, bool *done)
         rc = 0;
     }
     if (!rc && !rb.not_ready) {
-        rc = rb_write(s->rollup, &rb, window);
+        rc = rb_write(s->rollup, &rb, level, window);
         *done = rc == 0;
     }
 out:
@@ -634,24 +640,32 @@ static bool block_settled(const store_block_t *b)
     return !b->dropped && b->summarized_gen == b->write_gen;
 }
 
+typedef struct rollup_todo_s {
+    int level;
+    int64_t window;
+} rollup_todo_t;
+
 /* Windows that ended, whose blocks are all summarised, and one of whose
- * blocks changed (or was not checked) since the last look. */
-static size_t rollup_candidates(lc_store_t *s, int64_t now_ns, int64_t **out)
+ * blocks changed (or was not checked) since the last look at that level. */
+static size_t rollup_candidates(lc_store_t *s, int64_t now_ns, rollup_todo_t **out)
 {
     int64_t oldest = s->opts.retention_ns ? now_ns - s->opts.retention_ns : INT64_MIN;
     pthread_mutex_lock(&s->mu);
-    int64_t *w = lc_xcalloc(s->n_blocks ? s->n_blocks : 1, sizeof(*w));
+    rollup_todo_t *w = lc_xcalloc(s->n_blocks ? 2 * s->n_blocks : 1, sizeof(*w));
     size_t n = 0;
-    for (size_t i = 0; i < s->n_blocks;) {
-        int64_t win = lc_store__rollup_window(s->blocks[i]->start_ns);
-        bool settled = true, changed = false;
-        for (; i < s->n_blocks && lc_store__rollup_window(s->blocks[i]->start_ns) == win; i++) {
-            const store_block_t *b = s->blocks[i];
-            settled &= block_settled(b);
-            changed |= b->rollup_seen != b->write_gen + 1;
+    for (int lv = 0; lv < ROLLUP_LEVELS; lv++) {
+        for (size_t i = 0; i < s->n_blocks;) {
+            int64_t win = lc_store__rollup_window(lv, s->blocks[i]->start_ns);
+            bool settled = true, changed = false;
+            for (; i < s->n_blocks && lc_store__rollup_window(lv, s->blocks[i]->start_ns) == win;
+                 i++) {
+                const store_block_t *b = s->blocks[i];
+                settled &= block_settled(b);
+                changed |= b->rollup_seen[lv] != b->write_gen + 1;
+            }
+            if (settled && changed && win >= oldest && win + rollup_len_ns[lv] <= now_ns)
+                w[n++] = (rollup_todo_t){lv, win};
         }
-        if (settled && changed && win >= oldest && win + ROLLUP_WINDOW_NS <= now_ns)
-            w[n++] = win;
     }
     pthread_mutex_unlock(&s->mu);
     *out = w;
@@ -660,13 +674,13 @@ static size_t rollup_candidates(lc_store_t *s, int64_t now_ns, int64_t **out)
 
 /* Marks the window's blocks as looked at, as of the generations the pass saw
  * settled (a commit since then marks them again). */
-static void rollup_mark(lc_store_t *s, int64_t window)
+static void rollup_mark(lc_store_t *s, int level, int64_t window)
 {
     pthread_mutex_lock(&s->mu);
     for (size_t i = 0; i < s->n_blocks; i++) {
         store_block_t *b = s->blocks[i];
-        if (lc_store__rollup_window(b->start_ns) == window && block_settled(b))
-            b->rollup_seen = b->write_gen + 1;
+        if (lc_store__rollup_window(level, b->start_ns) == window && block_settled(b))
+            b->rollup_seen[level] = b->write_gen + 1;
     }
     pthread_mutex_unlock(&s->mu);
 }
@@ -690,7 +704,7 @@ static int rollup_expire(lc_store_t *s, int64_t now_ns)
         MDB_val k, v;
         rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST);
         mdb_cursor_close(cur);
-        if (rc || k.mv_size != 8)
+        if (rc || k.mv_size != ROLLUP_WIN_KEY_LEN)
             break;
         int64_t win = 0;
         for (int i = 0; i < 8; i++)
@@ -698,7 +712,7 @@ static int rollup_expire(lc_store_t *s, int64_t now_ns)
         win = (int64_t)((uint64_t)win ^ (1ull << 63));
         if (win >= oldest)
             break;
-        if ((rc = rollup_delete(ru, txn, win)))
+        if ((rc = rollup_delete(ru, txn, ((const uint8_t *)k.mv_data)[8], win)))
             break;
         n++;
     }
@@ -720,13 +734,13 @@ int lc_store__rollup_pass(lc_store_t *s, int64_t now_ns, size_t *built)
     if (!s->rollup)
         return 0;
     int rc = rollup_expire(s, now_ns);
-    int64_t *wins;
+    rollup_todo_t *wins;
     size_t n = rollup_candidates(s, now_ns, &wins);
     for (size_t i = 0; i < n && !rc; i++) {
         bool done;
-        rc = rollup_window(s, wins[i], &done);
+        rc = rollup_window(s, wins[i].level, wins[i].window, &done);
         if (!rc)
-            rollup_mark(s, wins[i]);
+            rollup_mark(s, wins[i].level, wins[i].window);
         *built += done;
     }
     lc_free(wins);
@@ -736,6 +750,7 @@ int lc_store__rollup_pass(lc_store_t *s, int64_t now_ns, size_t *built)
 /* ---------------------------------------------------------------- reading */
 
 typedef struct rollup_view_s {
+    int level;
     int64_t window;
     rollup_rec_t rec;
     uint32_t *parents, *names; /* decoded on first use */
@@ -756,8 +771,8 @@ struct lc_rollups_s {
 static bool rollup_usable(lc_rollups_t *rs, lc_store_reader_t *r, size_t lo, size_t hi,
                           int64_t start_ns, int64_t end_ns, rollup_view_t *view)
 {
-    int64_t starts[64];
-    uint64_t txnids[64];
+    int64_t starts[ROLLUP_MAX_BLOCKS];
+    uint64_t txnids[ROLLUP_MAX_BLOCKS];
     if (hi - lo > LC_ARRAY_LEN(starts))
         return false;
     for (size_t i = lo; i < hi; i++) {
@@ -768,11 +783,16 @@ static bool rollup_usable(lc_rollups_t *rs, lc_store_reader_t *r, size_t lo, siz
         txnids[i - lo] = mdb_txn_id(lc_store__block_txn(b));
     }
     uint8_t key[ROLLUP_KEY_LEN];
-    rollup_key(key, view->window, 0);
-    MDB_val k = store_val(key, 8), v;
+    rollup_key(key, view->level, view->window, 0);
+    MDB_val k = store_val(key, ROLLUP_WIN_KEY_LEN), v;
     return mdb_get(rs->txn, rs->ru->windows, &k, &v) == 0 && rec_decode(&v, &view->rec) == 0 &&
            !(view->rec.flags & ROLLUP_FLAG_UNUSABLE) &&
            rec_matches(&view->rec, starts, txnids, hi - lo);
+}
+
+static int64_t rollup_block_start(lc_store_reader_t *r, size_t i)
+{
+    return lc_store__block_ref(lc_store_reader_block(r, i))->start_ns;
 }
 
 int lc_store_rollups_begin(lc_store_reader_t *r, int64_t start_ns, int64_t end_ns,
@@ -795,20 +815,26 @@ int lc_store_rollups_begin(lc_store_reader_t *r, int64_t start_ns, int64_t end_n
     int64_t oldest =
         s->opts.retention_ns ? lc_realtime_ns() - s->opts.retention_ns : INT64_MIN;
     rs->v = lc_xcalloc(nb, sizeof(*rs->v));
-    for (size_t lo = 0; lo < nb;) {
-        int64_t win = lc_store__rollup_window(lc_store__block_ref(lc_store_reader_block(r, lo))->start_ns);
-        size_t hi = lo;
-        while (hi < nb &&
-               lc_store__rollup_window(lc_store__block_ref(lc_store_reader_block(r, hi))->start_ns) ==
-                   win)
-            hi++;
-        rollup_view_t view = {.window = win};
-        if (win >= oldest && rollup_usable(rs, r, lo, hi, start_ns, end_ns, &view)) {
-            rs->v[rs->n++] = view;
-            for (size_t i = lo; i < hi; i++)
-                rs->covered[i] = true;
+    /* Days first; then 6-hour windows among the blocks no day covers. */
+    for (int lv = ROLLUP_LEVELS - 1; lv >= 0; lv--) {
+        for (size_t lo = 0; lo < nb;) {
+            if (rs->covered[lo]) {
+                lo++;
+                continue;
+            }
+            int64_t win = lc_store__rollup_window(lv, rollup_block_start(r, lo));
+            size_t hi = lo;
+            while (hi < nb && !rs->covered[hi] &&
+                   lc_store__rollup_window(lv, rollup_block_start(r, hi)) == win)
+                hi++;
+            rollup_view_t view = {.level = lv, .window = win};
+            if (win >= oldest && rollup_usable(rs, r, lo, hi, start_ns, end_ns, &view)) {
+                rs->v[rs->n++] = view;
+                for (size_t i = lo; i < hi; i++)
+                    rs->covered[i] = true;
+            }
+            lo = hi;
         }
-        lo = hi;
     }
     return 0;
 }
@@ -950,11 +976,12 @@ int lc_rollup_series(lc_rollups_t *rs, size_t i, const char *const *tenants, siz
     if (rc)
         return lc_store__mdb_fail(rc, "cursor open (rollup read)");
     uint8_t key[ROLLUP_KEY_LEN];
-    rollup_key(key, rs->v[i].window, 0);
+    rollup_key(key, rs->v[i].level, rs->v[i].window, 0);
     MDB_val k = store_val(key, ROLLUP_KEY_LEN), v;
     int ret = 0;
     for (rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE);
-         !rc && !ret && k.mv_size == ROLLUP_KEY_LEN && memcmp(k.mv_data, key, 8) == 0;
+         !rc && !ret && k.mv_size == ROLLUP_KEY_LEN &&
+         memcmp(k.mv_data, key, ROLLUP_WIN_KEY_LEN) == 0;
          rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT))
         ret = series_record(&v, tenants, n_tenants, sel, cb, data);
     mdb_cursor_close(cur);

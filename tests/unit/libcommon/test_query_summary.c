@@ -8,10 +8,10 @@
  * blocks; selectors on pods; call sites; span and profile-id selectors) are
  * answered twice: with summaries allowed and with the profile path forced
  * (lc_query_t.no_summaries). The tree bytes, the merged pprof and SelectSeries
- * (random steps, sum or average, by pod) must be byte-identical. From 9
- * blocks on, 6-hour rollups are built too (the first window holds negative
- * values and is kept unusable; the second is whole), and a late write into a
- * rolled-up window must make its rollup unused until it is rebuilt. The profile path is the oracle: it is what ember answered
+ * (random steps, sum or average, by pod) must be byte-identical. Rollups
+ * (6 h and a day) are built too: the first windows hold negative values and
+ * are kept unusable, later ones are whole; a late write into a rolled-up
+ * window must make its rollups unused until they are rebuilt. The profile path is the oracle: it is what ember answered
  * before summaries existed, and it is checked against Go's pprof elsewhere
  * (test_query_merge.c).
  */
@@ -25,7 +25,7 @@
 
 #define HOUR_NS 3600000000000LL
 #define T0_NS (472222LL * HOUR_NS) /* an hour boundary in 2023 */
-#define N_BLOCKS 9 /* hours 4..12 of 6-hour rollup windows: one window whole */
+#define N_BLOCKS 28 /* hours 22..49 of a day: rollup windows of 6 h and a day whole */
 #define N_PODS 4
 #define N_FUNCS 24
 #define PT "test:cpu:nanoseconds:cpu:nanoseconds"
@@ -334,9 +334,11 @@ static size_t rollups_for(int64_t start, int64_t end)
     return n;
 }
 
-/* Window [T0 + 2 h, T0 + 8 h) is whole; the one before holds negative values. */
+/* T0 is hour 22 of a day. Window [T0 + 2 h, T0 + 8 h) is whole, the one
+ * before holds negative values; so is the day [T0 + 2 h, T0 + 26 h). */
 #define WIN_B_START (T0_NS + 2 * HOUR_NS)
 #define WIN_B_END (T0_NS + 8 * HOUR_NS - 1)
+#define DAY_END (T0_NS + 26 * HOUR_NS - 1)
 
 static void test_summaries_built(void)
 {
@@ -346,8 +348,13 @@ static void test_summaries_built(void)
     LC_ASSERT_EQ(st.blocks_done, N_BLOCKS - 1);
     LC_ASSERT_EQ(st.series_done, (N_BLOCKS - 1) * N_PODS);
     LC_ASSERT_EQ(st.blocks_pending, 0);
-    LC_ASSERT_EQ(st.rollups_done, 2); /* one unusable (negative sums), one whole */
+    /* 6 h: hours 18-23 (unusable: negative sums), 24-29 .. 42-47; days: 0-23
+     * (unusable), 24-47 */
+    LC_ASSERT_EQ(st.rollups_done, 7);
     LC_ASSERT_EQ(rollups_for(WIN_B_START, WIN_B_END), 1);
+    LC_ASSERT_EQ(rollups_for(WIN_B_START, DAY_END), 1);                /* the day */
+    LC_ASSERT_EQ(rollups_for(WIN_B_START, DAY_END + 6 * HOUR_NS), 1); /* + hours 48, 49 */
+    LC_ASSERT_EQ(rollups_for(WIN_B_START + HOUR_NS, DAY_END), 3);     /* 30-35 .. 42-47 */
     LC_ASSERT_EQ(rollups_for(T0_NS - 4 * HOUR_NS, WIN_B_END), 1);
     LC_ASSERT_EQ(rollups_for(WIN_B_START + 1, WIN_B_END), 1); /* no profile at the edge */
     LC_ASSERT_EQ(rollups_for(WIN_B_START, WIN_B_END - HOUR_NS / 2), 0);
@@ -370,6 +377,7 @@ static void test_late_write(void)
     write_one(txn, 1, T0_NS + 3 * HOUR_NS + 123); /* into the rolled-up window */
     LC_ASSERT_OK(lc_store_write_commit(txn));
     LC_ASSERT_EQ(rollups_for(WIN_B_START, WIN_B_END), 0); /* its block changed */
+    LC_ASSERT_EQ(rollups_for(WIN_B_START, DAY_END), 3);   /* the day's other windows */
     int dropped = 0;
     for (uint32_t s = 1; s <= N_PODS; s++)
         dropped += !has_summary(T0_NS + HOUR_NS, s);
@@ -378,8 +386,9 @@ static void test_late_write(void)
     lc_store_summarize_stats_t st;
     LC_ASSERT_OK(lc_store_summarize(store, T0_NS + N_BLOCKS * HOUR_NS, 0, &st));
     LC_ASSERT_EQ(st.series_done, 2 + N_PODS); /* those series, and the last block's */
-    LC_ASSERT_EQ(st.rollups_done, 2);          /* both windows rebuilt */
+    LC_ASSERT_EQ(st.rollups_done, 4);          /* both 6-hour windows and both days */
     LC_ASSERT_EQ(rollups_for(WIN_B_START, WIN_B_END), 1);
+    LC_ASSERT_EQ(rollups_for(WIN_B_START, DAY_END), 1);
     random_queries(150);
 }
 
@@ -395,6 +404,7 @@ static void test_reopen(void)
     LC_ASSERT_EQ(st.series_done, 0);
     LC_ASSERT_EQ(st.rollups_done, 0); /* checked against the blocks, still current */
     LC_ASSERT_EQ(rollups_for(WIN_B_START, WIN_B_END), 1);
+    LC_ASSERT_EQ(rollups_for(WIN_B_START, DAY_END), 1);
     random_queries(100);
 }
 
