@@ -435,7 +435,8 @@ int lc_query_merge_tree(lc_store_reader_t *r, const lc_query_t *q, lc_ftree_t *d
     qm_sums_t sums = {0};
     qm_fold_t fold = {0};
     lc_rollups_t *rs = NULL;
-    int rc = r && merge_uses_rollups(q) ? lc_store_rollups_begin(r, q->start_ns, q->end_ns, &rs) : 0;
+    int rc =
+        r && merge_uses_rollups(q) ? lc_store_rollups_begin(r, q->start_ns, q->end_ns, &rs) : 0;
     for (size_t i = 0; rc == 0 && rs && i < lc_rollups_count(rs); i++)
         rc = merge_rollup(rs, i, q, dst);
     for (size_t i = 0; rc == 0 && i < lc_query__blocks(r); i++) {

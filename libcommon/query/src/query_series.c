@@ -449,8 +449,8 @@ int lc_query_series_collect(lc_store_reader_t *r, const lc_query_t *q, lc_query_
 {
     ts_collect_t c = {.s = s, .q = q};
     lc_rollups_t *rs = NULL;
-    int rc = r && collect_uses_rollups(q) ? lc_store_rollups_begin(r, q->start_ns, q->end_ns, &rs)
-                                          : 0;
+    int rc =
+        r && collect_uses_rollups(q) ? lc_store_rollups_begin(r, q->start_ns, q->end_ns, &rs) : 0;
     for (size_t i = 0; rc == 0 && rs && i < lc_rollups_count(rs); i++)
         rc = lc_rollup_series(rs, i, q->tenants, q->n_tenants, q->sel, collect_rollup_cb, &c);
     for (size_t i = 0; rc == 0 && i < lc_query__blocks(r); i++)

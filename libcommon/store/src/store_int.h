@@ -253,7 +253,7 @@ typedef struct store_block_s {
      * counts committed write batches, summarized_gen is the write_gen the last
      * complete summarising saw (UINT64_MAX = not checked since open). */
     uint64_t write_gen, summarized_gen;
-    int64_t last_write_ns; /* monotonic clock of the last commit */
+    int64_t last_write_ns;   /* monotonic clock of the last commit */
     uint64_t rollup_seen[2]; /* store_rollup.c, per level: write_gen + 1 its window was
                               * checked at; 0 = not since open */
 } store_block_t;
@@ -267,7 +267,7 @@ struct lc_store_s {
     size_t n_open;
     uint64_t tick;
     uint64_t trash_seq;
-    bool writing; /* a write batch is open */
+    bool writing;                  /* a write batch is open */
     struct store_rollup_s *rollup; /* store_rollup.c; NULL: no rollups */
 };
 

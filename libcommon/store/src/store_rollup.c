@@ -253,8 +253,7 @@ static void rb_fini(rb_t *rb)
 }
 
 /* The window names of a location's frames, root side first, memoised. */
-static int rb_location(rb_t *rb, lc_block_t *b, uint32_t loc, const uint32_t **frames,
-                       uint32_t *n)
+static int rb_location(rb_t *rb, lc_block_t *b, uint32_t loc, const uint32_t **frames, uint32_t *n)
 {
     if (!rb->loc_first[loc]) {
         lc_store_location_t l;
@@ -393,8 +392,8 @@ static int rb_add_block(rb_t *rb, lc_block_t *b)
     if (!rc)
         rc = rb_map_block(rb, b, &info);
     MDB_cursor *cur = NULL;
-    if (!rc && (rc = mdb_cursor_open(lc_store__block_txn(b),
-                                     lc_store__block_ref(b)->dbi[DB_SERIES], &cur)))
+    if (!rc && (rc = mdb_cursor_open(lc_store__block_txn(b), lc_store__block_ref(b)->dbi[DB_SERIES],
+                                     &cur)))
         rc = lc_store__mdb_fail(rc, "cursor open (rollup series)");
     MDB_val k, v;
     int mrc = rc ? MDB_NOTFOUND : mdb_cursor_get(cur, &k, &v, MDB_FIRST);
@@ -812,8 +811,7 @@ int lc_store_rollups_begin(lc_store_reader_t *r, int64_t start_ns, int64_t end_n
         rs->txn = NULL;
         return lc_store__mdb_fail(rc, "txn begin (rollup read)");
     }
-    int64_t oldest =
-        s->opts.retention_ns ? lc_realtime_ns() - s->opts.retention_ns : INT64_MIN;
+    int64_t oldest = s->opts.retention_ns ? lc_realtime_ns() - s->opts.retention_ns : INT64_MIN;
     rs->v = lc_xcalloc(nb, sizeof(*rs->v));
     /* Days first; then 6-hour windows among the blocks no day covers. */
     for (int lv = ROLLUP_LEVELS - 1; lv >= 0; lv--) {
@@ -885,8 +883,8 @@ static int view_decode(rollup_view_t *v)
     p = r->nodes;
     for (uint64_t i = 1; i < r->n_nodes; i++) {
         uint64_t d, name;
-        if (store_get_uvarint(&p, r->end, &d) || store_get_uvarint(&p, r->end, &name) ||
-            d == 0 || d > i || name == 0 || name > r->n_names)
+        if (store_get_uvarint(&p, r->end, &d) || store_get_uvarint(&p, r->end, &name) || d == 0 ||
+            d > i || name == 0 || name > r->n_names)
             return LC_ECORRUPT;
         v->parents[i] = (uint32_t)(i - d);
         v->names[i] = (uint32_t)name;

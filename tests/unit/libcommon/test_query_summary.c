@@ -11,8 +11,8 @@
  * (random steps, sum or average, by pod) must be byte-identical. Rollups
  * (6 h and a day) are built too: the first windows hold negative values and
  * are kept unusable, later ones are whole; a late write into a rolled-up
- * window must make its rollups unused until they are rebuilt. The profile path is the oracle: it is what ember answered
- * before summaries existed, and it is checked against Go's pprof elsewhere
+ * window must make its rollups unused until they are rebuilt. The profile path is the oracle: it is
+ * what ember answered before summaries existed, and it is checked against Go's pprof elsewhere
  * (test_query_merge.c).
  */
 #include <stdio.h>
@@ -352,7 +352,7 @@ static void test_summaries_built(void)
      * (unusable), 24-47 */
     LC_ASSERT_EQ(st.rollups_done, 7);
     LC_ASSERT_EQ(rollups_for(WIN_B_START, WIN_B_END), 1);
-    LC_ASSERT_EQ(rollups_for(WIN_B_START, DAY_END), 1);                /* the day */
+    LC_ASSERT_EQ(rollups_for(WIN_B_START, DAY_END), 1);               /* the day */
     LC_ASSERT_EQ(rollups_for(WIN_B_START, DAY_END + 6 * HOUR_NS), 1); /* + hours 48, 49 */
     LC_ASSERT_EQ(rollups_for(WIN_B_START + HOUR_NS, DAY_END), 3);     /* 30-35 .. 42-47 */
     LC_ASSERT_EQ(rollups_for(T0_NS - 4 * HOUR_NS, WIN_B_END), 1);
@@ -386,7 +386,7 @@ static void test_late_write(void)
     lc_store_summarize_stats_t st;
     LC_ASSERT_OK(lc_store_summarize(store, T0_NS + N_BLOCKS * HOUR_NS, 0, &st));
     LC_ASSERT_EQ(st.series_done, 2 + N_PODS); /* those series, and the last block's */
-    LC_ASSERT_EQ(st.rollups_done, 4);          /* both 6-hour windows and both days */
+    LC_ASSERT_EQ(st.rollups_done, 4);         /* both 6-hour windows and both days */
     LC_ASSERT_EQ(rollups_for(WIN_B_START, WIN_B_END), 1);
     LC_ASSERT_EQ(rollups_for(WIN_B_START, DAY_END), 1);
     random_queries(150);
