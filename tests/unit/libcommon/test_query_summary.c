@@ -408,6 +408,31 @@ static void test_reopen(void)
     random_queries(100);
 }
 
+/* With retention, a window that begins before now - retention is never used
+ * (its blocks may have been dropped and written again) and the next pass
+ * deletes it; the answers come from the blocks and stay exact. */
+static void test_retention(void)
+{
+    lc_store_close(store);
+    lc_store_opts_t o = {.dir = dir, .retention_ns = 24 * HOUR_NS}; /* the data is from 2023 */
+    LC_ASSERT_OK(lc_store_open(&o, &store));
+    LC_ASSERT_EQ(rollups_for(WIN_B_START, DAY_END), 0);
+    random_queries(60);
+    lc_store_summarize_stats_t st;
+    LC_ASSERT_OK(lc_store_summarize(store, T0_NS + N_BLOCKS * HOUR_NS, 0, &st));
+    LC_ASSERT_EQ(st.rollups_done, 0);
+    /* Back without retention: that pass (now = hour 50, so now - retention is
+     * hour 26) deleted the windows that begin before hour 26 (6 h: 18, 24; days:
+     * 0, 24) and kept 30-35 .. 42-47; the deleted ones are built again. */
+    lc_store_close(store);
+    o.retention_ns = 0;
+    LC_ASSERT_OK(lc_store_open(&o, &store));
+    LC_ASSERT_EQ(rollups_for(WIN_B_START, DAY_END), 3);
+    LC_ASSERT_OK(lc_store_summarize(store, T0_NS + N_BLOCKS * HOUR_NS, 0, &st));
+    LC_ASSERT_EQ(st.rollups_done, 4);
+    LC_ASSERT_EQ(rollups_for(WIN_B_START, DAY_END), 1);
+}
+
 static void test_teardown(void)
 {
     lc_store_close(store);
@@ -417,4 +442,4 @@ static void test_teardown(void)
 }
 
 LC_TEST_MAIN(test_setup, test_before_summaries, test_summaries_built, test_late_write, test_reopen,
-             test_teardown)
+             test_retention, test_teardown)
