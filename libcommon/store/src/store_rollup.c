@@ -91,6 +91,7 @@ int lc_store__rollup_open(lc_store_t *s)
         rc = mdb_env_create(&ru->env);
     if (!rc) {
         (void)mdb_env_set_maxdbs(ru->env, 2);
+        (void)mdb_env_set_maxreaders(ru->env, 512); /* one per query: as many as a block */
         (void)mdb_env_set_mapsize(ru->env, s->opts.map_size_bytes);
         rc = mdb_env_open(ru->env, path, MDB_NOTLS, 0644);
     }
@@ -807,9 +808,10 @@ int lc_store_rollups_begin(lc_store_reader_t *r, int64_t start_ns, int64_t end_n
         return 0;
     rs->ru = s->rollup;
     int rc = mdb_txn_begin(rs->ru->env, NULL, MDB_RDONLY, &rs->txn);
-    if (rc) {
+    if (rc) { /* the blocks still answer: no rollups for this query */
         rs->txn = NULL;
-        return lc_store__mdb_fail(rc, "txn begin (rollup read)");
+        (void)lc_store__mdb_fail(rc, "txn begin (rollup read)");
+        return 0;
     }
     int64_t oldest = s->opts.retention_ns ? lc_realtime_ns() - s->opts.retention_ns : INT64_MIN;
     rs->v = lc_xcalloc(nb, sizeof(*rs->v));
