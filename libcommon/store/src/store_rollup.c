@@ -45,6 +45,7 @@ static const int64_t rollup_len_ns[ROLLUP_LEVELS] = {6 * 3600 * 1000000000LL,
 #define ROLLUP_VERSION 1
 #define ROLLUP_FLAG_UNUSABLE 1u               /* a negative sum: answer from blocks */
 #define ROLLUP_MAX_NODES ((uint64_t)16 << 20) /* larger windows keep no rollup */
+#define ROLLUP_MAX_PAIRS ((size_t)16 << 20)   /* summary entries summed: 192 MiB of scratch */
 #define ROLLUP_WIN_KEY_LEN 9                  /* window start BE64, level */
 #define ROLLUP_KEY_LEN 13                     /* ... + series index BE32 */
 
@@ -214,6 +215,7 @@ typedef struct rb_s {
     rb_series_t *series;        /* by series key id - 1 */
     size_t series_cap;
     bool negative, not_ready;
+    size_t n_pairs;                 /* summary entries added, over all series (ROLLUP_MAX_PAIRS) */
     uint32_t *parents, *locs, *map; /* by block node */
     size_t nodes_cap;
     uint32_t *loc_first, *loc_len; /* by location: offset into frames + 1 */
@@ -352,6 +354,8 @@ static int rb_add_summary(rb_t *rb, rb_series_t *se, const lc_stored_profile_t *
         if (node >= nodes)
             return LC_ECORRUPT;
         rb->negative |= v < 0;
+        if (++rb->n_pairs > ROLLUP_MAX_PAIRS)
+            return LC_ETOOBIG;
         if (se->n == se->cap) {
             se->node = lc_xgrow(se->node, &se->cap, se->n + 1, sizeof(*se->node));
             se->val = lc_xrealloc(se->val, se->cap * sizeof(*se->val));
