@@ -1,15 +1,16 @@
-"""Block summaries: crash safety and exact answers.
+"""Block summaries and 6-hour rollups: crash safety and exact answers.
 
 Copies of one real CPU profile are ingested for many pods into two closed
-(hours-old) blocks. The oracle is the flame graph of one copy, read over a
+blocks, the first and the last hour of the last whole 6-hour window (so the
+window gets a rollup, built right after the blocks' summaries). The oracle is the flame graph of one copy, read over a
 range that holds only it (a partial block, so ember reads the profile itself)
 and whose total must be MANIFEST.jsonl's: the whole range must give the same
 names and every number times the number of copies.
 
 ember is then killed with SIGKILL at random moments while it builds the
-blocks' summaries (it starts on them at once), several times; afterwards it
-must start, finish the summaries, and give the same answers, for the whole
-range (summary path) and for one pod.
+blocks' summaries and the window's rollup (it starts on them at once), several
+times; afterwards it must start, finish them, and give the same answers, for
+the whole range (rollup path) and for one pod.
 """
 import os
 import random
@@ -22,6 +23,7 @@ FILE = "pprof/pyroscope-cpu_go_truncated_1.pb.gz"
 HOUR_MS = 3600_000
 PODS = 24
 PER_POD = 6
+WINDOW_MS = 6 * HOUR_MS
 
 
 def flame_rows(fg):
@@ -48,11 +50,11 @@ class SummariesTest(unittest.TestCase):
         self.srv.cleanup()
 
     def ingest_all(self):
-        base = (h.now_ms() // HOUR_MS - 5) * HOUR_MS     # two whole blocks, hours ago
+        base = (h.now_ms() // WINDOW_MS - 1) * WINDOW_MS  # the last whole 6-hour window
         self.times = []
         conn = self.srv.connection()
         for k in range(PER_POD):
-            for blk in range(2):
+            for blk in (0, 5):                            # its first and last hour
                 t_ms = base + blk * HOUR_MS + 60_000 + k * 300_000
                 body = h.set_time_nanos(self.raw, t_ms * 10**6)
                 for pod in range(PODS):
@@ -62,7 +64,7 @@ class SummariesTest(unittest.TestCase):
                     self.assertEqual(r.status, 200, r.describe())
                 self.times.append(t_ms)
         conn.close()
-        self.window = (base, base + 2 * HOUR_MS - 1)
+        self.window = (base, base + WINDOW_MS - 1)
         self.n = PODS * PER_POD * 2
 
     def flame(self, selector, start, end):
@@ -98,14 +100,15 @@ class SummariesTest(unittest.TestCase):
         for _ in range(5):
             self.srv.stop()
             self.srv.start()
-            time.sleep(rng.uniform(0.0, 0.6))
+            time.sleep(rng.uniform(0.0, 1.2))
             self.srv.proc.kill()          # SIGKILL, our own child, mid-summary or not
             self.srv.proc.wait()
             self.srv.proc = None
         self.srv.start()
         self.check_answers(oracle)        # whichever path each series takes now
         self.wait_summaries()
-        self.check_answers(oracle)        # summaries everywhere
+        self.check_answers(oracle)        # summaries everywhere, the window's rollup
+        self.assertTrue(os.path.exists(os.path.join(self.srv.data_dir, "rollups", "data.mdb")))
         log = open(self.srv.log_path, "rb").read().decode(errors="replace")
         self.assertNotIn("bad block", log)
         self.assertNotIn("summaries failed", log)
@@ -124,6 +127,11 @@ class SummariesTest(unittest.TestCase):
         self.assertEqual(got.total, self.single_total * (self.n + 1))
         pod = self.flame('{service_name="sumtest", pod="p3"}', *self.window)
         self.assertEqual(pod.total, self.single_total * (PER_POD * 2 + 1))
+        # The summary and the rollup are built again and give the same.
+        self.wait_summaries()
+        time.sleep(2.5)
+        got = self.flame('{service_name="sumtest"}', *self.window)
+        self.assertEqual(got.total, self.single_total * (self.n + 1))
 
 
 if __name__ == "__main__":

@@ -338,18 +338,117 @@ static int fold_block(lc_block_t *b, const qm_sums_t *s, qm_fold_t *fo, lc_ftree
     return rc;
 }
 
+/* ------------------------------------------------------------- rollups */
+
+/* A rollup window folded into the name tree: its nodes map to name-tree
+ * nodes on first use (only the paths the matching series reach). */
+typedef struct qm_rollup_s {
+    lc_rollups_t *rs;
+    size_t i;
+    lc_rollup_tree_t tree;
+    uint32_t *ft_node; /* by rollup node; UINT32_MAX = not mapped yet */
+    uint32_t *name_id; /* by rollup name; UINT32_MAX = not interned yet */
+    uint32_t *path;    /* scratch: unmapped ancestors */
+    lc_ftree_t *t;
+} qm_rollup_t;
+
+static int rollup_name_id(qm_rollup_t *m, uint32_t name, uint32_t *out)
+{
+    if (m->name_id[name] == UINT32_MAX) {
+        const char *s;
+        size_t len;
+        int rc = lc_rollup_name(m->rs, m->i, name, &s, &len);
+        if (!rc)
+            rc = lc_ftree_name(m->t, s, len, &m->name_id[name]);
+        if (rc)
+            return rc;
+    }
+    *out = m->name_id[name];
+    return 0;
+}
+
+/* Maps a rollup node and its unmapped ancestors (parents have smaller ids). */
+static int rollup_map(qm_rollup_t *m, uint32_t node)
+{
+    uint32_t n = 0;
+    for (uint32_t x = node; m->ft_node[x] == UINT32_MAX; x = m->tree.parents[x])
+        m->path[n++] = x;
+    while (n--) {
+        uint32_t x = m->path[n], name;
+        int rc = rollup_name_id(m, m->tree.names[x], &name);
+        if (!rc)
+            rc = lc_ftree_child(m->t, m->ft_node[m->tree.parents[x]], name, &m->ft_node[x]);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+static int rollup_series_cb(const lc_rollup_series_t *se, void *data)
+{
+    qm_rollup_t *m = data;
+    lc_sample_iter_t it;
+    lc_sample_iter_init(&it, &se->sums);
+    for (;;) {
+        uint32_t node;
+        int64_t value;
+        int rc = lc_sample_iter_next(&it, &node, &value, NULL);
+        if (rc != 1)
+            return rc;
+        if (node >= m->tree.n_nodes || value <= 0)
+            return LC_ECORRUPT;
+        rc = rollup_map(m, node);
+        if (rc)
+            return rc;
+        lc_ftree_add_self(m->t, m->ft_node[node], value);
+    }
+}
+
+static int merge_rollup(lc_rollups_t *rs, size_t i, const lc_query_t *q, lc_ftree_t *t)
+{
+    qm_rollup_t m = {.rs = rs, .i = i, .t = t};
+    int rc = lc_rollup_tree(rs, i, &m.tree);
+    if (rc)
+        return rc;
+    m.ft_node = lc_xmalloc(m.tree.n_nodes * sizeof(uint32_t));
+    memset(m.ft_node, 0xff, m.tree.n_nodes * sizeof(uint32_t));
+    m.ft_node[0] = LC_FTREE_ROOT;
+    m.name_id = lc_xmalloc((m.tree.n_names + 1) * sizeof(uint32_t));
+    memset(m.name_id, 0xff, (m.tree.n_names + 1) * sizeof(uint32_t));
+    m.path = lc_xmalloc(m.tree.n_nodes * sizeof(uint32_t));
+    rc = lc_rollup_series(rs, i, q->tenants, q->n_tenants, q->sel, rollup_series_cb, &m);
+    lc_free(m.ft_node);
+    lc_free(m.name_id);
+    lc_free(m.path);
+    return rc;
+}
+
+/* Rollups answer what summaries answer, except call sites (they keep names,
+ * not locations). */
+static bool merge_uses_rollups(const lc_query_t *q)
+{
+    return !q->no_summaries && !q->span_ids && !q->profile_ids && !q->n_call_site;
+}
+
 int lc_query_merge_tree(lc_store_reader_t *r, const lc_query_t *q, lc_ftree_t *dst, lc_status_t *st)
 {
     qm_sums_t sums = {0};
     qm_fold_t fold = {0};
-    int rc = 0;
+    lc_rollups_t *rs = NULL;
+    int rc =
+        r && merge_uses_rollups(q) ? lc_store_rollups_begin(r, q->start_ns, q->end_ns, &rs) : 0;
+    for (size_t i = 0; rc == 0 && rs && i < lc_rollups_count(rs); i++)
+        rc = merge_rollup(rs, i, q, dst);
     for (size_t i = 0; rc == 0 && i < lc_query__blocks(r); i++) {
+        if (rs && lc_rollups_cover_block(rs, i))
+            continue;
         lc_block_t *b = lc_store_reader_block(r, i);
         rc = lc_query__block_sum(b, q, &sums);
         if (rc == 0 && sums.n > 0)
             rc = fold_block(b, &sums, &fold, dst);
         lc_block_drop_cache(b); /* long ranges: one block's symbols at a time */
     }
+    lc_store_rollups_end(rs);
     lc_query__sums_fini(&sums);
     lc_free(fold.total);
     lc_free(fold.ft_node);

@@ -419,13 +419,44 @@ static int collect_block(lc_block_t *b, const lc_query_t *q, ts_collect_t *c)
     return rc;
 }
 
+/* A rollup's series: every profile's stored total, as the blocks would give. */
+static int collect_rollup_cb(const lc_rollup_series_t *se, void *data)
+{
+    ts_collect_t *c = data;
+    uint32_t group;
+    int rc = lc_query_series_group(c->s, se->labels, &group);
+    lc_rollup_points_t it;
+    lc_rollup_points_init(&it, se);
+    while (rc == 0) {
+        int64_t t, total;
+        rc = lc_rollup_points_next(&it, &t, &total);
+        if (rc != 1)
+            break;
+        rc = lc_query_series_add(c->s, group, t, total);
+    }
+    return rc;
+}
+
+/* Windows whose rollup holds every profile's total answer without their
+ * blocks, unless something narrows below the series. */
+static bool collect_uses_rollups(const lc_query_t *q)
+{
+    return !q->no_summaries && !q->span_ids && !q->profile_ids && !q->n_call_site;
+}
+
 int lc_query_series_collect(lc_store_reader_t *r, const lc_query_t *q, lc_query_series_t *s,
                             lc_status_t *st)
 {
     ts_collect_t c = {.s = s, .q = q};
-    int rc = 0;
+    lc_rollups_t *rs = NULL;
+    int rc =
+        r && collect_uses_rollups(q) ? lc_store_rollups_begin(r, q->start_ns, q->end_ns, &rs) : 0;
+    for (size_t i = 0; rc == 0 && rs && i < lc_rollups_count(rs); i++)
+        rc = lc_rollup_series(rs, i, q->tenants, q->n_tenants, q->sel, collect_rollup_cb, &c);
     for (size_t i = 0; rc == 0 && i < lc_query__blocks(r); i++)
-        rc = collect_block(lc_store_reader_block(r, i), q, &c);
+        if (!rs || !lc_rollups_cover_block(rs, i))
+            rc = collect_block(lc_store_reader_block(r, i), q, &c);
+    lc_store_rollups_end(rs);
     lc_free(c.refs);
     lc_free(c.keep);
     lc_free(c.parents);

@@ -626,6 +626,8 @@ int lc_store_open(const lc_store_opts_t *opts, lc_store_t **out)
     rc = mkdir_parents(s->blocks_dir);
     if (!rc)
         rc = store_scan(s);
+    if (!rc)
+        rc = lc_store__rollup_open(s); /* store_rollup.c */
     if (rc) {
         lc_store_close(s);
         return rc;
@@ -640,6 +642,7 @@ void lc_store_close(lc_store_t *s)
 {
     if (!s)
         return;
+    lc_store__rollup_close(s); /* store_rollup.c */
     for (size_t i = 0; i < s->n_blocks; i++)
         block_destroy(s, s->blocks[i]);
     lc_free(s->blocks);

@@ -9,6 +9,7 @@
  *   store_wstate.c  the writer's per-block state and its rebuild from LMDB
  *   store_read.c    readers: series selection, profiles, samples, symbols
  *   store_summary.c per-series summaries of closed blocks (pre-summed samples)
+ *   store_rollup.c  6-hour rollups with names resolved (<dir>/rollups/)
  */
 #ifndef LC_STORE_INT_H
 #define LC_STORE_INT_H
@@ -252,7 +253,9 @@ typedef struct store_block_s {
      * counts committed write batches, summarized_gen is the write_gen the last
      * complete summarising saw (UINT64_MAX = not checked since open). */
     uint64_t write_gen, summarized_gen;
-    int64_t last_write_ns; /* monotonic clock of the last commit */
+    int64_t last_write_ns;   /* monotonic clock of the last commit */
+    uint64_t rollup_seen[2]; /* store_rollup.c, per level: write_gen + 1 its window was
+                              * checked at; 0 = not since open */
 } store_block_t;
 
 struct lc_store_s {
@@ -264,7 +267,8 @@ struct lc_store_s {
     size_t n_open;
     uint64_t tick;
     uint64_t trash_seq;
-    bool writing; /* a write batch is open */
+    bool writing;                  /* a write batch is open */
+    struct store_rollup_s *rollup; /* store_rollup.c; NULL: no rollups */
 };
 
 int64_t lc_store__partition(const lc_store_t *s, int64_t time_ns);
@@ -309,6 +313,18 @@ int lc_store__profile_value_decode(const MDB_val *v, lc_stored_profile_t *p) LC_
 /* Drops the series' summary (a profile of it was added or deleted); a no-op
  * for blocks without summaries. Same transaction as the change. */
 int lc_store__summary_drop(MDB_txn *txn, const store_block_t *b, uint32_t series) LC_MUST_CHECK;
+
+/* ---- rollups (store_rollup.c) ---- */
+/* Opens <dir>/rollups (on failure logs and keeps none); closes it. */
+int lc_store__rollup_open(lc_store_t *s) LC_MUST_CHECK;
+void lc_store__rollup_close(lc_store_t *s);
+/* Builds the rollups of windows that are due (from lc_store_summarize). */
+int lc_store__rollup_pass(lc_store_t *s, int64_t now_ns, size_t *built) LC_MUST_CHECK;
+int64_t lc_store__rollup_window(int level, int64_t t_ns); /* level 0: 6 h, 1: a day */
+/* A reader block's transaction and registry entry; a reader's store (store_read.c). */
+MDB_txn *lc_store__block_txn(lc_block_t *b);
+store_block_t *lc_store__block_ref(lc_block_t *b);
+lc_store_t *lc_store__reader_store(lc_store_reader_t *r);
 
 static inline uint64_t store_pair_hash(uint32_t parent, uint32_t location)
 {

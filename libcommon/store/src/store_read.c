@@ -87,6 +87,22 @@ void lc_store_read_end(lc_store_reader_t *r)
     lc_free(r);
 }
 
+/* For store_rollup.c, which reads blocks through readers. */
+MDB_txn *lc_store__block_txn(lc_block_t *b)
+{
+    return b->txn;
+}
+
+store_block_t *lc_store__block_ref(lc_block_t *b)
+{
+    return b->b;
+}
+
+lc_store_t *lc_store__reader_store(lc_store_reader_t *r)
+{
+    return r->s;
+}
+
 void lc_block_drop_cache(lc_block_t *b)
 {
     lc_arena_free(b->arena);

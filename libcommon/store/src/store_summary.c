@@ -325,6 +325,8 @@ int lc_store_summarize(lc_store_t *s, int64_t now_ns, int64_t quiet_ns,
     lc_free(sc.seen);
     lc_buf_fini(&sc.enc);
     st.blocks_pending = summ_pending(s, now_ns);
+    if (!rc)
+        rc = lc_store__rollup_pass(s, now_ns, &st.rollups_done); /* store_rollup.c */
     if (stats)
         *stats = st;
     return rc;

@@ -7,9 +7,12 @@
  * one series' summary, and random merges (ranges inside, across and covering
  * blocks; selectors on pods; call sites; span and profile-id selectors) are
  * answered twice: with summaries allowed and with the profile path forced
- * (lc_query_t.no_summaries). The tree bytes and the merged pprof must be
- * byte-identical. The profile path is the oracle: it is what ember answered
- * before summaries existed, and it is checked against Go's pprof elsewhere
+ * (lc_query_t.no_summaries). The tree bytes, the merged pprof and SelectSeries
+ * (random steps, sum or average, by pod) must be byte-identical. Rollups
+ * (6 h and a day) are built too: the first windows hold negative values and
+ * are kept unusable, later ones are whole; a late write into a rolled-up
+ * window must make its rollups unused until they are rebuilt. The profile path is the oracle: it is
+ * what ember answered before summaries existed, and it is checked against Go's pprof elsewhere
  * (test_query_merge.c).
  */
 #include <stdio.h>
@@ -22,7 +25,7 @@
 
 #define HOUR_NS 3600000000000LL
 #define T0_NS (472222LL * HOUR_NS) /* an hour boundary in 2023 */
-#define N_BLOCKS 5
+#define N_BLOCKS 28 /* hours 22..49 of a day: rollup windows of 6 h and a day whole */
 #define N_PODS 4
 #define N_FUNCS 24
 #define PT "test:cpu:nanoseconds:cpu:nanoseconds"
@@ -50,6 +53,8 @@ static char func_names[N_FUNCS][16];
 /* ------------------------------------------------------------- writing */
 
 /* Values of pod 3 are whole periods (10^7): stored scaled (STORE_PF_SCALED). */
+static bool with_negatives = true; /* the first blocks only: a rollup window keeps none */
+
 static lc_pprof_t *random_pprof(lc_arena_t *a, int pod, size_t *n_samples)
 {
     lc_pprof_builder_t *b = lc_pprof_builder_new();
@@ -68,7 +73,7 @@ static lc_pprof_t *random_pprof(lc_arena_t *a, int pod, size_t *n_samples)
         size_t depth = 1 + rnd_below(6);
         for (size_t d = 0; d < depth; d++) /* leaf first; a narrow tree: shared prefixes */
             stack[depth - 1 - d] = locs[d == 0 ? 0 : (d * 3 + rnd_below(3)) % N_FUNCS];
-        int64_t v = (int64_t)rnd_below(1000) - (rnd_below(8) == 0 ? 1500 : 0);
+        int64_t v = (int64_t)rnd_below(1000) - (with_negatives && rnd_below(8) == 0 ? 1500 : 0);
         if (pod == 3)
             v *= 10000000;
         lc_pprof_builder_sample(b, stack, depth, &v, NULL, 0);
@@ -124,6 +129,7 @@ static void write_one(lc_store_txn_t *txn, int pod, int64_t t_ns)
 static void write_all(void)
 {
     for (int blk = 0; blk < N_BLOCKS; blk++) {
+        with_negatives = blk < 2;
         lc_store_txn_t *txn = NULL;
         LC_ASSERT_OK(lc_store_write_begin(store, &txn));
         for (int k = 0; k < 12; k++)
@@ -138,8 +144,39 @@ static void write_all(void)
 /* ------------------------------------------------------------- querying */
 
 typedef struct answer_s {
-    lc_buf_t tree, pprof;
+    lc_buf_t tree, pprof, series;
 } answer_t;
+
+static int64_t series_step_ms;
+static bool series_average;
+
+/* SelectSeries by pod over the query's range, every series packed. */
+static void answer_series(lc_store_reader_t *r, const lc_query_t *q, lc_buf_t *out)
+{
+    static const char *const by[] = {"pod"};
+    lc_query_series_opts_t o = {.start_ms = q->start_ns / 1000000,
+                                .end_ms = q->end_ns / 1000000,
+                                .step_ms = series_step_ms,
+                                .group_by = by,
+                                .n_group_by = 1,
+                                .average = series_average};
+    lc_query_series_t *s = lc_query_series_new(&o);
+    lc_status_t st = {0};
+    LC_ASSERT_OK(lc_query_series_collect(r, q, s, &st));
+    lc_arena_t *a = lc_arena_new(64u << 20);
+    Types__V1__Series **ser = NULL;
+    size_t n = 0;
+    LC_ASSERT_OK(lc_query_series_emit(s, a, &ser, &n));
+    lc_buf_init(out, LC_BUF_UNLIMITED);
+    for (size_t i = 0; i < n; i++) {
+        uint8_t *tmp = malloc(types__v1__series__get_packed_size(ser[i]) + 1);
+        size_t len = types__v1__series__pack(ser[i], tmp);
+        LC_ASSERT_OK(lc_buf_append(out, tmp, len));
+        free(tmp);
+    }
+    lc_arena_free(a);
+    lc_query_series_free(s);
+}
 
 static void answer(const lc_query_t *q, answer_t *out)
 {
@@ -157,6 +194,7 @@ static void answer(const lc_query_t *q, answer_t *out)
     lc_buf_init(&out->pprof, LC_BUF_UNLIMITED);
     LC_ASSERT_OK(lc_pprof_builder_encode(b, false, &out->pprof));
     lc_pprof_builder_free(b);
+    answer_series(r, q, &out->series);
     lc_store_read_end(r);
 }
 
@@ -164,12 +202,16 @@ static void answer_fini(answer_t *a)
 {
     lc_buf_fini(&a->tree);
     lc_buf_fini(&a->pprof);
+    lc_buf_fini(&a->series);
 }
 
 /* Both paths, compared; returns the tree size (0 = empty answer). */
 static size_t compare_paths(lc_query_t *q, const char *what)
 {
     answer_t fast, slow;
+    static const int64_t steps[] = {1000, 60000, 420000, 3600000, 86400000};
+    series_step_ms = steps[rnd_below(LC_ARRAY_LEN(steps))];
+    series_average = rnd_below(2);
     q->no_summaries = false;
     answer(q, &fast);
     q->no_summaries = true;
@@ -180,6 +222,9 @@ static size_t compare_paths(lc_query_t *q, const char *what)
     LC_ASSERT_EQ(fast.pprof.len, slow.pprof.len);
     if (fast.pprof.len == slow.pprof.len && fast.pprof.len)
         LC_ASSERT_MEM_EQ(fast.pprof.data, slow.pprof.data, fast.pprof.len);
+    LC_ASSERT_EQ(fast.series.len, slow.series.len);
+    if (fast.series.len == slow.series.len && fast.series.len)
+        LC_ASSERT_MEM_EQ(fast.series.data, slow.series.data, fast.series.len);
     if (fast.tree.len != slow.tree.len)
         fprintf(stderr, "differs: %s [%lld, %lld]\n", what, (long long)q->start_ns,
                 (long long)q->end_ns);
@@ -276,6 +321,25 @@ static bool has_summary(int64_t t_ns, uint32_t series)
     return rc == 0;
 }
 
+/* Usable rollups for a merge over [start, end]. */
+static size_t rollups_for(int64_t start, int64_t end)
+{
+    lc_store_reader_t *r = NULL;
+    LC_ASSERT_OK(lc_store_read_begin(store, start, end, &r));
+    lc_rollups_t *rs = NULL;
+    LC_ASSERT_OK(lc_store_rollups_begin(r, start, end, &rs));
+    size_t n = lc_rollups_count(rs);
+    lc_store_rollups_end(rs);
+    lc_store_read_end(r);
+    return n;
+}
+
+/* T0 is hour 22 of a day. Window [T0 + 2 h, T0 + 8 h) is whole, the one
+ * before holds negative values; so is the day [T0 + 2 h, T0 + 26 h). */
+#define WIN_B_START (T0_NS + 2 * HOUR_NS)
+#define WIN_B_END (T0_NS + 8 * HOUR_NS - 1)
+#define DAY_END (T0_NS + 26 * HOUR_NS - 1)
+
 static void test_summaries_built(void)
 {
     lc_store_summarize_stats_t st;
@@ -284,11 +348,22 @@ static void test_summaries_built(void)
     LC_ASSERT_EQ(st.blocks_done, N_BLOCKS - 1);
     LC_ASSERT_EQ(st.series_done, (N_BLOCKS - 1) * N_PODS);
     LC_ASSERT_EQ(st.blocks_pending, 0);
+    /* 6 h: hours 18-23 (unusable: negative sums), 24-29 .. 42-47; days: 0-23
+     * (unusable), 24-47 */
+    LC_ASSERT_EQ(st.rollups_done, 7);
+    LC_ASSERT_EQ(rollups_for(WIN_B_START, WIN_B_END), 1);
+    LC_ASSERT_EQ(rollups_for(WIN_B_START, DAY_END), 1);               /* the day */
+    LC_ASSERT_EQ(rollups_for(WIN_B_START, DAY_END + 6 * HOUR_NS), 1); /* + hours 48, 49 */
+    LC_ASSERT_EQ(rollups_for(WIN_B_START + HOUR_NS, DAY_END), 3);     /* 30-35 .. 42-47 */
+    LC_ASSERT_EQ(rollups_for(T0_NS - 4 * HOUR_NS, WIN_B_END), 1);
+    LC_ASSERT_EQ(rollups_for(WIN_B_START + 1, WIN_B_END), 1); /* no profile at the edge */
+    LC_ASSERT_EQ(rollups_for(WIN_B_START, WIN_B_END - HOUR_NS / 2), 0);
     LC_CHECK(has_summary(T0_NS, 1));
     LC_CHECK(!has_summary(T0_NS + (N_BLOCKS - 1) * HOUR_NS, 1));
     /* A second pass finds nothing to do. */
     LC_ASSERT_OK(lc_store_summarize(store, T0_NS + (N_BLOCKS - 1) * HOUR_NS, 0, &st));
     LC_ASSERT_EQ(st.series_done, 0);
+    LC_ASSERT_EQ(st.rollups_done, 0);
     random_queries(300);
 }
 
@@ -299,7 +374,10 @@ static void test_late_write(void)
     lc_store_txn_t *txn = NULL;
     LC_ASSERT_OK(lc_store_write_begin(store, &txn));
     write_one(txn, 0, T0_NS + HOUR_NS + 123);
+    write_one(txn, 1, T0_NS + 3 * HOUR_NS + 123); /* into the rolled-up window */
     LC_ASSERT_OK(lc_store_write_commit(txn));
+    LC_ASSERT_EQ(rollups_for(WIN_B_START, WIN_B_END), 0); /* its block changed */
+    LC_ASSERT_EQ(rollups_for(WIN_B_START, DAY_END), 3);   /* the day's other windows */
     int dropped = 0;
     for (uint32_t s = 1; s <= N_PODS; s++)
         dropped += !has_summary(T0_NS + HOUR_NS, s);
@@ -307,7 +385,10 @@ static void test_late_write(void)
     random_queries(150);
     lc_store_summarize_stats_t st;
     LC_ASSERT_OK(lc_store_summarize(store, T0_NS + N_BLOCKS * HOUR_NS, 0, &st));
-    LC_ASSERT_EQ(st.series_done, 1 + N_PODS); /* that series, and the last block's */
+    LC_ASSERT_EQ(st.series_done, 2 + N_PODS); /* those series, and the last block's */
+    LC_ASSERT_EQ(st.rollups_done, 4);         /* both 6-hour windows and both days */
+    LC_ASSERT_EQ(rollups_for(WIN_B_START, WIN_B_END), 1);
+    LC_ASSERT_EQ(rollups_for(WIN_B_START, DAY_END), 1);
     random_queries(150);
 }
 
@@ -321,7 +402,35 @@ static void test_reopen(void)
     lc_store_summarize_stats_t st;
     LC_ASSERT_OK(lc_store_summarize(store, T0_NS + N_BLOCKS * HOUR_NS, 0, &st));
     LC_ASSERT_EQ(st.series_done, 0);
+    LC_ASSERT_EQ(st.rollups_done, 0); /* checked against the blocks, still current */
+    LC_ASSERT_EQ(rollups_for(WIN_B_START, WIN_B_END), 1);
+    LC_ASSERT_EQ(rollups_for(WIN_B_START, DAY_END), 1);
     random_queries(100);
+}
+
+/* With retention, a window that begins before now - retention is never used
+ * (its blocks may have been dropped and written again) and the next pass
+ * deletes it; the answers come from the blocks and stay exact. */
+static void test_retention(void)
+{
+    lc_store_close(store);
+    lc_store_opts_t o = {.dir = dir, .retention_ns = 24 * HOUR_NS}; /* the data is from 2023 */
+    LC_ASSERT_OK(lc_store_open(&o, &store));
+    LC_ASSERT_EQ(rollups_for(WIN_B_START, DAY_END), 0);
+    random_queries(60);
+    lc_store_summarize_stats_t st;
+    LC_ASSERT_OK(lc_store_summarize(store, T0_NS + N_BLOCKS * HOUR_NS, 0, &st));
+    LC_ASSERT_EQ(st.rollups_done, 0);
+    /* Back without retention: that pass (now = hour 50, so now - retention is
+     * hour 26) deleted the windows that begin before hour 26 (6 h: 18, 24; days:
+     * 0, 24) and kept 30-35 .. 42-47; the deleted ones are built again. */
+    lc_store_close(store);
+    o.retention_ns = 0;
+    LC_ASSERT_OK(lc_store_open(&o, &store));
+    LC_ASSERT_EQ(rollups_for(WIN_B_START, DAY_END), 3);
+    LC_ASSERT_OK(lc_store_summarize(store, T0_NS + N_BLOCKS * HOUR_NS, 0, &st));
+    LC_ASSERT_EQ(st.rollups_done, 4);
+    LC_ASSERT_EQ(rollups_for(WIN_B_START, DAY_END), 1);
 }
 
 static void test_teardown(void)
@@ -333,4 +442,4 @@ static void test_teardown(void)
 }
 
 LC_TEST_MAIN(test_setup, test_before_summaries, test_summaries_built, test_late_write, test_reopen,
-             test_teardown)
+             test_retention, test_teardown)

@@ -176,6 +176,7 @@ typedef struct lc_store_summarize_stats_s {
     size_t blocks_done;    /* blocks whose summaries were (re)built */
     size_t series_done;    /* series summaries written */
     size_t blocks_pending; /* closed blocks still without complete summaries */
+    size_t rollups_done;   /* 6-hour rollups (re)built (store_rollup.c) */
 } lc_store_summarize_stats_t;
 /* Builds the missing summaries of every block that ended at or before now_ns
  * and had no write for quiet_ns (monotonic clock), one LMDB write transaction
@@ -183,6 +184,56 @@ typedef struct lc_store_summarize_stats_s {
  * a time; it runs beside the writer and readers. */
 int lc_store_summarize(lc_store_t *s, int64_t now_ns, int64_t quiet_ns,
                        lc_store_summarize_stats_t *stats) LC_MUST_CHECK;
+
+/* ---- rollups (store_rollup.c): 6-hour windows summed with names resolved.
+ * lc_store_summarize also builds them (windows that ended and whose blocks
+ * are all summarised). A reader's window is answered by its rollup when the
+ * range holds every profile of the window's blocks and the rollup summed
+ * exactly the reader's snapshots of them; the merge then skips those blocks.
+ * Rollups keep no span ids, profile ids, per-profile times or locations:
+ * merges narrowed by those (or by a call site) read the blocks. */
+typedef struct lc_rollups_s lc_rollups_t;
+/* Finds the usable rollups of the reader for a merge over [start_ns, end_ns];
+ * none when the store keeps none. End it before the reader. */
+int lc_store_rollups_begin(lc_store_reader_t *r, int64_t start_ns, int64_t end_ns,
+                           lc_rollups_t **out) LC_MUST_CHECK;
+void lc_store_rollups_end(lc_rollups_t *rs);
+size_t lc_rollups_count(const lc_rollups_t *rs);
+/* Whether reader block i is answered by one of the rollups (skip it). */
+bool lc_rollups_cover_block(const lc_rollups_t *rs, size_t i);
+/* Rollup i's stack tree: node 0 is the root; parents[n] < n; names[n] is a
+ * name id in 1..n_names (lc_rollup_name). Valid until lc_store_rollups_end. */
+typedef struct lc_rollup_tree_s {
+    const uint32_t *parents, *names;
+    uint32_t n_nodes, n_names;
+} lc_rollup_tree_t;
+int lc_rollup_tree(lc_rollups_t *rs, size_t i, lc_rollup_tree_t *out) LC_MUST_CHECK;
+/* A name's bytes (not NUL-terminated); after lc_rollup_tree of the same i. */
+int lc_rollup_name(lc_rollups_t *rs, size_t i, uint32_t name, const char **s,
+                   size_t *len) LC_MUST_CHECK;
+/* One series of a rollup: its values summed over the window by tree node
+ * (walk sums with lc_sample_iter_*; node ids are tree nodes, values are never
+ * 0 or negative), and every profile's (time, total) in time order
+ * (lc_rollup_points_*). */
+typedef struct lc_rollup_series_s {
+    const char *tenant;
+    const lc_labels_t *labels;
+    lc_stored_profile_t sums;
+    uint64_t n_points;
+    const uint8_t *_pts;
+    size_t _pts_len;
+} lc_rollup_series_t;
+typedef struct lc_rollup_points_s {
+    const uint8_t *p, *end;
+    int64_t time_ns;
+} lc_rollup_points_t;
+void lc_rollup_points_init(lc_rollup_points_t *it, const lc_rollup_series_t *se);
+/* 1 and the next point, 0 at the end, LC_ECORRUPT on bad data. */
+int lc_rollup_points_next(lc_rollup_points_t *it, int64_t *time_ns, int64_t *total);
+/* Calls cb for each series of rollup i of one of the tenants matching sel. */
+typedef int (*lc_rollup_series_cb)(const lc_rollup_series_t *se, void *data);
+int lc_rollup_series(lc_rollups_t *rs, size_t i, const char *const *tenants, size_t n_tenants,
+                     const lc_selector_t *sel, lc_rollup_series_cb cb, void *data) LC_MUST_CHECK;
 
 /* Walks the samples of a stored profile in ascending node id. */
 typedef struct lc_sample_iter_s {
