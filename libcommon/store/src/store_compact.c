@@ -48,9 +48,9 @@
 #include "store_int.h"
 
 #define COMPACT_DICT_BYTES (64u << 10)
-#define COMPACT_TRAIN_MAX (8u << 20)       /* sample bytes given to the trainer at most */
-#define COMPACT_MIN_RAW (256u << 10)       /* fewer sample bytes: no dictionary, no zstd */
-#define COMPACT_TXN_BYTES (256u << 20)     /* the rewrite commits in steps of this */
+#define COMPACT_TRAIN_MAX (8u << 20)        /* sample bytes given to the trainer at most */
+#define COMPACT_MIN_RAW (128u << 10)        /* fewer sample bytes: no dictionary, no zstd */
+#define COMPACT_TXN_BYTES (256u << 20)      /* the rewrite commits in steps of this */
 #define COMPACT_MAX_RAW ((uint64_t)1 << 30) /* an unpacked sample list, at most */
 #define COMPACT_LEVEL 3
 
@@ -98,9 +98,9 @@ int lc_store__unpack(store_unpack_t *u, const uint8_t *src, size_t len, const ui
     if (store_get_uvarint(&p, end, &raw) || raw > COMPACT_MAX_RAW)
         return LC_ECORRUPT;
     u->buf = lc_xgrow(u->buf, &u->cap, raw + 1, 1);
-    size_t got = u->ddict ? ZSTD_decompress_usingDDict(u->dctx, u->buf, raw, p,
-                                                       (size_t)(end - p), u->ddict)
-                          : ZSTD_decompressDCtx(u->dctx, u->buf, raw, p, (size_t)(end - p));
+    size_t got =
+        u->ddict ? ZSTD_decompress_usingDDict(u->dctx, u->buf, raw, p, (size_t)(end - p), u->ddict)
+                 : ZSTD_decompressDCtx(u->dctx, u->buf, raw, p, (size_t)(end - p));
     if (ZSTD_isError(got) || got != raw)
         return LC_ECORRUPT;
     *out = u->buf;
@@ -327,7 +327,8 @@ static int compact_train(compact_t *c)
         return lc_store__mdb_fail(rc, "cursor open (compact)");
     MDB_val k, v;
     uint64_t total = 0;
-    for (rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST); !rc; rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT))
+    for (rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST); !rc;
+         rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT))
         total += pv_raw_len(&v);
     if (total < COMPACT_MIN_RAW) {
         mdb_cursor_close(cur);
@@ -349,9 +350,10 @@ static int compact_train(compact_t *c)
     }
     mdb_cursor_close(cur);
     if (!ret && n >= 8 && n <= UINT32_MAX) {
-        c->dict = lc_xmalloc(COMPACT_DICT_BYTES);
-        size_t got = ZDICT_trainFromBuffer(c->dict, COMPACT_DICT_BYTES, buf.data, sizes,
-                                           (unsigned)n);
+        /* A dictionary of at most a quarter of what it describes. */
+        size_t dcap = total / 4 < COMPACT_DICT_BYTES ? (size_t)total / 4 : COMPACT_DICT_BYTES;
+        c->dict = lc_xmalloc(dcap);
+        size_t got = ZDICT_trainFromBuffer(c->dict, dcap, buf.data, sizes, (unsigned)n);
         if (ZDICT_isError(got)) {
             LC_LOG_DEBUG("store: no dictionary path=%s err=\"%s\"", c->b->path,
                          ZDICT_getErrorName(got));
