@@ -234,7 +234,8 @@ static void dump_all(lc_buf_t *out, size_t *compressed)
     for (int ns = 0; ns < 2; ns++) {
         dump_tree(out, T0_NS, T0_NS + N_BLOCKS * HOUR_NS - 1, ns); /* whole blocks */
         dump_tree(out, T0_NS + HOUR_NS / 3, T0_NS + 2 * HOUR_NS + HOUR_NS / 2, ns);
-        dump_tree(out, T0_NS + HOUR_NS + 7 * 60000000000LL, T0_NS + HOUR_NS + 9 * 60000000000LL, ns);
+        dump_tree(out, T0_NS + HOUR_NS + 7 * 60000000000LL, T0_NS + HOUR_NS + 9 * 60000000000LL,
+                  ns);
     }
     *compressed = d.compressed;
 }
