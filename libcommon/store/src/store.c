@@ -719,6 +719,11 @@ unsigned lc_store__db_flags(int db)
     return store_db_flags[db];
 }
 
+void lc_store__rm_tree(const char *path)
+{
+    rm_tree(path);
+}
+
 int lc_store__block_swap(lc_store_t *s, store_block_t *b, uint64_t gen, const char *ready,
                          char **old_out)
 {

@@ -31,11 +31,9 @@
  * summary work), beside the writer and the readers; it only reads the block
  * it rewrites, and swaps it when the block has no other reference.
  */
-#define _GNU_SOURCE /* nftw's FTW_DEPTH / FTW_PHYS */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -110,22 +108,6 @@ int lc_store__unpack(store_unpack_t *u, const uint8_t *src, size_t len, const ui
 
 /* ---------------------------------------------------------------- files */
 
-static int compact_rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-    LC_UNUSED(sb);
-    LC_UNUSED(flag);
-    LC_UNUSED(ftw);
-    if (remove(path) != 0)
-        LC_LOG_WARN("store: remove failed path=%s err=\"%s\"", path, strerror(errno));
-    return 0;
-}
-
-static void compact_rm_tree(const char *path)
-{
-    if (nftw(path, compact_rm_entry, 16, FTW_DEPTH | FTW_PHYS) != 0 && errno != ENOENT)
-        LC_LOG_WARN("store: delete failed path=%s err=\"%s\"", path, strerror(errno));
-}
-
 static char *compact_path(const char *blocks_dir, const char *prefix, const char *name)
 {
     size_t len = strlen(blocks_dir) + strlen(prefix) + strlen(name) + 2;
@@ -164,7 +146,7 @@ static void recover_ready(const char *blocks_dir, const char *name)
             LC_LOG_ERROR("store: rename failed path=%s err=\"%s\"", ready, strerror(errno));
         compact_sync_dir(blocks_dir);
     } else {
-        compact_rm_tree(ready);
+        lc_store__rm_tree(ready);
     }
     lc_free(ready);
     lc_free(block);
@@ -182,7 +164,7 @@ static void recover_old(const char *blocks_dir, const char *entry)
     if (dot && !compact_exists(block) && rename(old, block) == 0)
         LC_LOG_WARN("store: restored a block from before its compaction path=%s", block);
     else
-        compact_rm_tree(old);
+        lc_store__rm_tree(old);
     lc_free(old);
     lc_free(name);
     lc_free(block);
@@ -200,7 +182,7 @@ static void recover_pass(const char *blocks_dir, const char *prefix)
             continue;
         if (strcmp(prefix, ".compact-") == 0) {
             char *p = compact_path(blocks_dir, "", e->d_name);
-            compact_rm_tree(p); /* a rewrite a crash interrupted */
+            lc_store__rm_tree(p); /* a rewrite a crash interrupted */
             lc_free(p);
         } else if (strcmp(prefix, ".compacted-") == 0) {
             recover_ready(blocks_dir, e->d_name + plen);
@@ -538,8 +520,8 @@ static int compact_build(lc_store_t *s, store_block_t *b, char **ready)
     const char *name = strrchr(b->path, '/') + 1;
     char *tmp = compact_path(s->blocks_dir, ".compact-", name);
     char *done = compact_path(s->blocks_dir, ".compacted-", name);
-    compact_rm_tree(tmp);
-    compact_rm_tree(done);
+    lc_store__rm_tree(tmp);
+    lc_store__rm_tree(done);
     compact_t c = {.b = b};
     lc_buf_init(&c.enc, LC_BUF_UNLIMITED);
     int rc = mkdir(tmp, 0755) == 0 ? 0 : -errno;
@@ -566,7 +548,7 @@ static int compact_build(lc_store_t *s, store_block_t *b, char **ready)
     lc_buf_fini(&c.enc);
     if (rc) {
         LC_LOG_ERROR("store: compaction failed path=%s err=\"%s\"", b->path, lc_strerror(rc));
-        compact_rm_tree(tmp);
+        lc_store__rm_tree(tmp);
         lc_free(done);
         done = NULL;
     }
@@ -646,7 +628,7 @@ static int compact_block(lc_store_t *s, store_block_t *b, uint64_t gen,
     if (rc)
         return rc;
     compact_sync_dir(s->blocks_dir);
-    compact_rm_tree(old);
+    lc_store__rm_tree(old);
     lc_free(old);
     pthread_mutex_lock(&s->mu);
     b->compacted_gen = gen;

@@ -338,6 +338,8 @@ int lc_store__block_swap(lc_store_t *s, store_block_t *b, uint64_t gen, const ch
                          char **old_out) LC_MUST_CHECK;
 const char *lc_store__db_name(int db);
 unsigned lc_store__db_flags(int db);
+/* Deletes a directory tree, logging what it cannot delete. */
+void lc_store__rm_tree(const char *path);
 
 /* Calls fn for each profile of the series with start_ns <= time <= end_ns,
  * in key order, in any transaction (store_read.c). Non-zero from fn stops.
