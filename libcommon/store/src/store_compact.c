@@ -620,11 +620,18 @@ static int compact_block(lc_store_t *s, store_block_t *b, uint64_t gen,
     uint64_t before = block_bytes(b->path);
     char *old = NULL;
     rc = lc_store__block_swap(s, b, gen, ready, &old);
-    lc_free(ready);
     if (rc == -EBUSY) {
-        st->blocks_waiting++;
+        pthread_mutex_lock(&s->mu);
+        bool dropped = b->dropped;
+        pthread_mutex_unlock(&s->mu);
+        if (dropped) /* retention took the block: its rewrite must not come back */
+            lc_store__rm_tree(ready);
+        else
+            st->blocks_waiting++;
+        lc_free(ready);
         return 0;
     }
+    lc_free(ready);
     if (rc)
         return rc;
     compact_sync_dir(s->blocks_dir);
