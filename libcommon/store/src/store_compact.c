@@ -34,6 +34,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -337,7 +338,7 @@ static int compact_train(compact_t *c)
         c->dict = lc_xmalloc(dcap);
         size_t got = ZDICT_trainFromBuffer(c->dict, dcap, buf.data, sizes, (unsigned)n);
         if (ZDICT_isError(got)) {
-            LC_LOG_DEBUG("store: no dictionary path=%s err=\"%s\"", c->b->path,
+            LC_LOG_DEBUG("store: no dictionary block=%" PRId64 " err=\"%s\"", c->b->start_ns,
                          ZDICT_getErrorName(got));
             lc_free(c->dict);
             c->dict = NULL;
@@ -515,9 +516,8 @@ static int compact_write(const lc_store_t *s, compact_t *c, const char *dir)
 }
 
 /* Builds the rewrite of b into blocks/.compacted-<name>; *ready is its path. */
-static int compact_build(lc_store_t *s, store_block_t *b, char **ready)
+static int compact_build(lc_store_t *s, store_block_t *b, const char *name, char **ready)
 {
-    const char *name = strrchr(b->path, '/') + 1;
     char *tmp = compact_path(s->blocks_dir, ".compact-", name);
     char *done = compact_path(s->blocks_dir, ".compacted-", name);
     lc_store__rm_tree(tmp);
@@ -547,7 +547,7 @@ static int compact_build(lc_store_t *s, store_block_t *b, char **ready)
     lc_free(c.zbuf);
     lc_buf_fini(&c.enc);
     if (rc) {
-        LC_LOG_ERROR("store: compaction failed path=%s err=\"%s\"", b->path, lc_strerror(rc));
+        LC_LOG_ERROR("store: compaction failed block=%s err=\"%s\"", name, lc_strerror(rc));
         lc_store__rm_tree(tmp);
         lc_free(done);
         done = NULL;
@@ -596,30 +596,13 @@ static uint64_t block_bytes(const char *path)
     return n;
 }
 
-/* Builds (unless a rewrite of this very state waits) and swaps. */
-static int compact_block(lc_store_t *s, store_block_t *b, uint64_t gen,
-                         lc_store_compact_stats_t *st)
+/* Swaps a built rewrite in; a busy block keeps it for a later pass. */
+static int compact_swap(lc_store_t *s, store_block_t *b, uint64_t gen, const char *path,
+                        const char *ready, lc_store_compact_stats_t *st)
 {
-    const char *name = strrchr(b->path, '/') + 1;
-    char *ready = compact_path(s->blocks_dir, ".compacted-", name);
-    int rc = 0;
-    if (b->compact_ready_gen != gen || !compact_exists(ready)) {
-        lc_free(ready);
-        bool skip = false;
-        rc = compact_not_needed(b, &skip);
-        if (rc || skip) {
-            if (!rc)
-                compact_set(s, b, &b->compacted_gen, gen);
-            return rc;
-        }
-        rc = compact_build(s, b, &ready);
-        if (rc)
-            return rc;
-        compact_set(s, b, &b->compact_ready_gen, gen);
-    }
-    uint64_t before = block_bytes(b->path);
+    uint64_t before = block_bytes(path);
     char *old = NULL;
-    rc = lc_store__block_swap(s, b, gen, ready, &old);
+    int rc = lc_store__block_swap(s, b, gen, ready, &old);
     if (rc == -EBUSY) {
         pthread_mutex_lock(&s->mu);
         bool dropped = b->dropped;
@@ -628,10 +611,8 @@ static int compact_block(lc_store_t *s, store_block_t *b, uint64_t gen,
             lc_store__rm_tree(ready);
         else
             st->blocks_waiting++;
-        lc_free(ready);
         return 0;
     }
-    lc_free(ready);
     if (rc)
         return rc;
     compact_sync_dir(s->blocks_dir);
@@ -643,8 +624,39 @@ static int compact_block(lc_store_t *s, store_block_t *b, uint64_t gen,
     pthread_mutex_unlock(&s->mu);
     st->blocks_done++;
     st->bytes_before += before;
-    st->bytes_after += block_bytes(b->path);
+    st->bytes_after += block_bytes(path);
     return 0;
+}
+
+/* Builds (unless a rewrite of this very state waits) and swaps. */
+static int compact_block(lc_store_t *s, store_block_t *b, uint64_t gen,
+                         lc_store_compact_stats_t *st)
+{
+    /* b->path changes under mu if retention drops the block: the name is made
+     * from the start, as store.c names block directories. */
+    char name[32];
+    snprintf(name, sizeof(name), "%012" PRId64, b->start_ns / 1000000000);
+    char *ready = compact_path(s->blocks_dir, ".compacted-", name);
+    int rc = 0;
+    bool skip = false;
+    if (b->compact_ready_gen != gen || !compact_exists(ready)) {
+        lc_free(ready);
+        ready = NULL;
+        rc = compact_not_needed(b, &skip);
+        if (!rc && skip)
+            compact_set(s, b, &b->compacted_gen, gen);
+        if (!rc && !skip)
+            rc = compact_build(s, b, name, &ready);
+        if (!rc && !skip)
+            compact_set(s, b, &b->compact_ready_gen, gen);
+    }
+    if (!rc && !skip) {
+        char *path = compact_path(s->blocks_dir, "", name);
+        rc = compact_swap(s, b, gen, path, ready, st);
+        lc_free(path);
+    }
+    lc_free(ready);
+    return rc;
 }
 
 typedef struct compact_todo_s {
