@@ -218,8 +218,8 @@ typedef struct pv_s {
 static int pv_split(const MDB_val *v, store_unpack_t *up, pv_t *pv)
 {
     const uint8_t *p = v->mv_data, *end = p + v->mv_size;
-    uint64_t x, scale;
-    if (store_get_uvarint(&p, end, &x) || store_get_uvarint(&p, end, &x))
+    uint64_t total, n, scale;
+    if (store_get_uvarint(&p, end, &total) || store_get_uvarint(&p, end, &n))
         return LC_ECORRUPT;
     pv->head = v->mv_data;
     pv->head_len = (size_t)(p - pv->head);
@@ -247,8 +247,8 @@ static int pv_split(const MDB_val *v, store_unpack_t *up, pv_t *pv)
 static size_t pv_raw_len(const MDB_val *v)
 {
     const uint8_t *p = v->mv_data, *end = p + v->mv_size;
-    uint64_t x, flags, raw;
-    if (store_get_uvarint(&p, end, &x) || store_get_uvarint(&p, end, &x) ||
+    uint64_t total, n, flags, raw, x;
+    if (store_get_uvarint(&p, end, &total) || store_get_uvarint(&p, end, &n) ||
         store_get_uvarint(&p, end, &flags))
         return 0;
     if (flags & STORE_PF_PROFILE_ID)
