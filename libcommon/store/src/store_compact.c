@@ -504,8 +504,11 @@ static int compact_write(const lc_store_t *s, compact_t *c, const char *dir)
         rc = compact_zstd_setup(c);
     if (!rc)
         rc = compact_open_dbs(c);
+    /* Every DB the block has. A DB that older blocks may lack (summaries in
+     * format 2, which is never compacted) must be skipped when absent. */
     for (int i = 0; i < DB_COUNT && !rc; i++)
-        rc = compact_copy_db(c, i);
+        if (i != DB_SUMMARIES || c->b->has_summaries)
+            rc = compact_copy_db(c, i);
     if (!rc)
         rc = compact_finish(c);
     if (c->wtxn)
