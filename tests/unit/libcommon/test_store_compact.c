@@ -13,6 +13,7 @@
  * and the profiles' samples compressed; then after a late write (a block
  * holding both plain and compressed profiles) and its recompaction; after a
  * reopen; and after the states a kill can leave between the swap's renames.
+ * Retention then drops the compacted blocks whole.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -384,6 +385,22 @@ static void test_crash_states(void)
     check_same(&compressed);
 }
 
+/* Retention drops compacted blocks whole, as any block. */
+static void test_retention(void)
+{
+    lc_store_close(store);
+    lc_store_opts_t o = {.dir = dir, .retention_ns = HOUR_NS};
+    LC_ASSERT_OK(lc_store_open(&o, &store));
+    size_t dropped = 0;
+    LC_ASSERT_OK(lc_store_retention(store, NOW_NS, &dropped));
+    LC_ASSERT_EQ(dropped, N_BLOCKS);
+    char blocks[300];
+    snprintf(blocks, sizeof(blocks), "%s/blocks", dir);
+    char cmd[400];
+    snprintf(cmd, sizeof(cmd), "test -z \"$(ls -A '%s')\"", blocks);
+    LC_CHECK(system(cmd) == 0); /* no block, no rewrite, no old copy */
+}
+
 static void test_teardown(void)
 {
     lc_store_close(store);
@@ -394,4 +411,4 @@ static void test_teardown(void)
 }
 
 LC_TEST_MAIN(test_setup, test_compact, test_late_write, test_reopen, test_crash_states,
-             test_teardown)
+             test_retention, test_teardown)
