@@ -133,7 +133,7 @@ int lc_store__meta_get(MDB_txn *txn, MDB_dbi dbi, store_meta_t *m)
     if (v.mv_size < STORE_META_FIELDS * 8)
         return LC_ECORRUPT;
     memcpy(m, v.mv_data, STORE_META_FIELDS * 8);
-    return m->version >= STORE_FORMAT_VERSION_MIN && m->version <= STORE_FORMAT_VERSION
+    return m->version >= STORE_FORMAT_VERSION_MIN && m->version <= STORE_FORMAT_VERSION_COMPACT
                ? 0
                : LC_ECORRUPT;
 }
@@ -231,6 +231,7 @@ static store_block_t *store_block_new(lc_store_t *s, int64_t start_ns)
     b->start_ns = start_ns;
     b->end_ns = start_ns + s->opts.block_duration_ns;
     b->summarized_gen = UINT64_MAX; /* unknown until lc_store_summarize looks */
+    b->compacted_gen = b->compact_ready_gen = UINT64_MAX; /* store_compact.c */
     return b;
 }
 
@@ -625,6 +626,8 @@ int lc_store_open(const lc_store_opts_t *opts, lc_store_t **out)
     lc_free(trash);
     rc = mkdir_parents(s->blocks_dir);
     if (!rc)
+        lc_store__compact_recover(s->blocks_dir); /* before the scan: it may rename blocks */
+    if (!rc)
         rc = store_scan(s);
     if (!rc)
         rc = lc_store__rollup_open(s); /* store_rollup.c */
@@ -703,4 +706,58 @@ int lc_store_retention(lc_store_t *s, int64_t now_ns, size_t *dropped)
     if (*dropped)
         LC_LOG_INFO("store: retention dropped blocks=%zu", *dropped);
     return rc;
+}
+
+/* ---------------------------------------------------------------- compaction hooks */
+
+/* For store_compact.c, which rewrites closed blocks: the DB table and the swap
+ * of a rewritten block, which must close the environment under mu. */
+const char *lc_store__db_name(int db)
+{
+    return store_db_names[db];
+}
+
+unsigned lc_store__db_flags(int db)
+{
+    return store_db_flags[db];
+}
+
+void lc_store__rm_tree(const char *path)
+{
+    rm_tree(path);
+}
+
+int lc_store__block_swap(lc_store_t *s, store_block_t *b, uint64_t gen, const char *ready,
+                         char **old_out)
+{
+    char name[48];
+    int rc = 0;
+    pthread_mutex_lock(&s->mu);
+    snprintf(name, sizeof(name), ".old-%s.%" PRIu64, strrchr(b->path, '/') + 1, ++s->trash_seq);
+    char *old = path_join(s->blocks_dir, name);
+    if (b->refs != 1 || b->dropped || b->write_gen != gen)
+        rc = -EBUSY; /* a reader or the writer holds it, or it changed: later */
+    if (!rc) {
+        block_env_close(s, b); /* our reference stays; the next use opens the new file */
+        if (rename(b->path, old) != 0) {
+            rc = -errno;
+        } else if (rename(ready, b->path) != 0) {
+            rc = -errno;
+            if (rename(old, b->path) != 0) /* put it back; else the next open recovers */
+                LC_LOG_ERROR("store: cannot restore block path=%s", b->path);
+        } else {
+            /* The new file's transaction ids differ, so rollups summed from the old
+             * one are no longer used: have store_rollup.c look at the window again. */
+            b->rollup_seen[0] = b->rollup_seen[1] = 0;
+        }
+    }
+    pthread_mutex_unlock(&s->mu);
+    if (rc && rc != -EBUSY)
+        LC_LOG_ERROR("store: compaction swap failed path=%s err=\"%s\"", b->path, strerror(-rc));
+    if (rc) {
+        lc_free(old);
+        return rc;
+    }
+    *old_out = old;
+    return 0;
 }

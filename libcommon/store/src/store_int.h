@@ -27,6 +27,10 @@
  * Blocks of version 2 are still read and written; they never get summaries. */
 #define STORE_FORMAT_VERSION 3
 #define STORE_FORMAT_VERSION_MIN 2
+/* 4: a compacted block (store_compact.c): rewritten in key order, profiles'
+ * samples may be zstd frames (STORE_PF_ZSTD) with the block's dictionary in
+ * DB_META "zdict". Only compaction makes it; new blocks are still 3. */
+#define STORE_FORMAT_VERSION_COMPACT 4
 #define STORE_NODE_CHUNK 1024     /* (parent, location) pairs per LMDB value */
 #define STORE_POSTING_KEY_MAX 400 /* longer posting keys are replaced by a hash */
 #define STORE_MAX_STRING_BYTES (1u << 20)
@@ -40,7 +44,9 @@
 #define STORE_PF_SPANS 0x1u      /* each sample carries a span id varint */
 #define STORE_PF_PROFILE_ID 0x2u /* 16 bytes of profile id (a UUID) follow the flags */
 #define STORE_PF_SCALED 0x4u     /* varint scale follows (the id): values are value / scale */
-#define STORE_PF_ALL (STORE_PF_SPANS | STORE_PF_PROFILE_ID | STORE_PF_SCALED)
+#define STORE_PF_ZSTD                                                                              \
+    0x8u /* compacted (format 4): the samples are a zstd frame (store_compact.c) */
+#define STORE_PF_ALL (STORE_PF_SPANS | STORE_PF_PROFILE_ID | STORE_PF_SCALED | STORE_PF_ZSTD)
 #define STORE_PF_CORRUPT 0x80000000u /* iterator only: the header did not decode */
 
 /* First byte of a DB_APPLIED value. */
@@ -256,6 +262,10 @@ typedef struct store_block_s {
     int64_t last_write_ns;   /* monotonic clock of the last commit */
     uint64_t rollup_seen[2]; /* store_rollup.c, per level: write_gen + 1 its window was
                               * checked at; 0 = not since open */
+    /* Compaction (store_compact.c), in memory only: the write_gen the block
+     * was last found compact at, and the write_gen of a rewrite that waits
+     * (built, not swapped in yet); UINT64_MAX = none. */
+    uint64_t compacted_gen, compact_ready_gen;
 } store_block_t;
 
 struct lc_store_s {
@@ -302,11 +312,46 @@ int64_t lc_store__profile_key_time(const uint8_t *key);
 uint32_t lc_store__profile_key_series(const uint8_t *key);
 uint32_t lc_store__profile_key_seq(const uint8_t *key);
 
+/* ---- compacted blocks (store_compact.c) ---- */
+
+/* Unpacks STORE_PF_ZSTD samples of one transaction's block: the dictionary is
+ * read from DB_META on first use. One buffer: what it returned is valid until
+ * the next call (a profile callback's duration). One thread at a time. */
+typedef struct store_unpack_s {
+    MDB_txn *txn;
+    MDB_dbi meta;
+    struct ZSTD_DCtx_s *dctx;
+    struct ZSTD_DDict_s *ddict;
+    bool loaded; /* the dictionary was looked up */
+    uint8_t *buf;
+    size_t cap;
+} store_unpack_t;
+
+void lc_store__unpack_init(store_unpack_t *u, MDB_txn *txn, MDB_dbi meta);
+void lc_store__unpack_fini(store_unpack_t *u);
+/* Decompresses [src, src + len) (varint raw length, zstd frame). */
+int lc_store__unpack(store_unpack_t *u, const uint8_t *src, size_t len, const uint8_t **out,
+                     size_t *out_len) LC_MUST_CHECK;
+/* At open: finishes or discards rewrites a crash interrupted (blocks/.compact*). */
+void lc_store__compact_recover(const char *blocks_dir);
+/* Swaps a built rewrite (`ready`, a directory) in for block b when only the
+ * caller holds it and no commit happened since gen: closes the environment,
+ * moves the old directory to *old_out (for the caller to delete) and the new
+ * one into place. -EBUSY when in use or written meanwhile (store.c; takes mu). */
+int lc_store__block_swap(lc_store_t *s, store_block_t *b, uint64_t gen, const char *ready,
+                         char **old_out) LC_MUST_CHECK;
+const char *lc_store__db_name(int db);
+unsigned lc_store__db_flags(int db);
+/* Deletes a directory tree, logging what it cannot delete. */
+void lc_store__rm_tree(const char *path);
+
 /* Calls fn for each profile of the series with start_ns <= time <= end_ns,
- * in key order, in any transaction (store_read.c). Non-zero from fn stops. */
+ * in key order, in any transaction (store_read.c). Non-zero from fn stops.
+ * up (may be NULL for blocks that are not compacted) unpacks their samples. */
 typedef int (*store_profile_fn)(const lc_stored_profile_t *p, void *data);
-int lc_store__profiles_scan(MDB_txn *txn, MDB_dbi dbi, uint32_t series_id, int64_t start_ns,
-                            int64_t end_ns, store_profile_fn fn, void *data) LC_MUST_CHECK;
+int lc_store__profiles_scan(MDB_txn *txn, MDB_dbi dbi, store_unpack_t *up, uint32_t series_id,
+                            int64_t start_ns, int64_t end_ns, store_profile_fn fn,
+                            void *data) LC_MUST_CHECK;
 
 /* Decodes a DB_PROFILES (or DB_SUMMARIES) value's header into p (store_read.c). */
 int lc_store__profile_value_decode(const MDB_val *v, lc_stored_profile_t *p) LC_MUST_CHECK;

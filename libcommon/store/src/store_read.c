@@ -19,6 +19,7 @@ struct lc_block_s {
     store_meta_t meta;               /* snapshot of this transaction */
     lc_arena_t *arena;               /* decoded locations; created on first use */
     lc_store_location_t **loc_cache; /* by location id; in the arena */
+    store_unpack_t unpack;           /* compacted samples (store_compact.c) */
 };
 
 struct lc_store_reader_s {
@@ -37,12 +38,14 @@ static int block_read_begin(lc_block_t *blk, store_block_t *b)
         blk->txn = NULL;
         return lc_store__mdb_fail(rc, "txn begin (read)");
     }
+    lc_store__unpack_init(&blk->unpack, blk->txn, b->dbi[DB_META]);
     rc = lc_store__meta_get(blk->txn, b->dbi[DB_META], &blk->meta);
     return rc == LC_ENOTFOUND ? LC_ECORRUPT : rc;
 }
 
 static void block_read_end(lc_store_t *s, lc_block_t *blk)
 {
+    lc_store__unpack_fini(&blk->unpack);
     if (blk->txn)
         mdb_txn_abort(blk->txn);
     lc_arena_free(blk->arena);
@@ -322,8 +325,8 @@ int lc_block_summary(lc_block_t *b, uint32_t series_id, lc_stored_profile_t *out
     return rc == 0 && out->has_profile_id ? LC_ECORRUPT : rc;
 }
 
-int lc_store__profiles_scan(MDB_txn *txn, MDB_dbi dbi, uint32_t series_id, int64_t start_ns,
-                            int64_t end_ns, store_profile_fn fn, void *data)
+int lc_store__profiles_scan(MDB_txn *txn, MDB_dbi dbi, store_unpack_t *up, uint32_t series_id,
+                            int64_t start_ns, int64_t end_ns, store_profile_fn fn, void *data)
 {
     MDB_cursor *cur;
     int rc = mdb_cursor_open(txn, dbi, &cur);
@@ -341,6 +344,7 @@ int lc_store__profiles_scan(MDB_txn *txn, MDB_dbi dbi, uint32_t series_id, int64
             lc_store__profile_key_time(k.mv_data) > end_ns)
             break;
         ret = profile_decode(&k, &v, &p);
+        p._unpack = up;
         if (!ret)
             ret = fn(&p, data);
     }
@@ -366,8 +370,8 @@ int lc_block_profiles(lc_block_t *b, uint32_t series_id, int64_t start_ns, int64
                       lc_block_profile_cb cb, void *data)
 {
     block_scan_t bs = {.b = b, .cb = cb, .data = data};
-    return lc_store__profiles_scan(b->txn, b->b->dbi[DB_PROFILES], series_id, start_ns, end_ns,
-                                   block_scan_profile, &bs);
+    return lc_store__profiles_scan(b->txn, b->b->dbi[DB_PROFILES], &b->unpack, series_id, start_ns,
+                                   end_ns, block_scan_profile, &bs);
 }
 
 void lc_sample_iter_init(lc_sample_iter_t *it, const lc_stored_profile_t *p)
@@ -391,6 +395,14 @@ void lc_sample_iter_init(lc_sample_iter_t *it, const lc_stored_profile_t *p)
         (store_get_uvarint(&it->p, it->end, &scale) || scale < 2 || scale > INT64_MAX))
         it->flags = STORE_PF_CORRUPT;
     it->scale = (int64_t)scale;
+    if (it->flags & STORE_PF_ZSTD) { /* a compacted block: unpack the samples first */
+        size_t len = 0;
+        if (!p->_unpack ||
+            lc_store__unpack(p->_unpack, it->p, (size_t)(it->end - it->p), &it->p, &len))
+            it->flags = STORE_PF_CORRUPT;
+        else
+            it->end = it->p + len;
+    }
 }
 
 int lc_sample_iter_next(lc_sample_iter_t *it, uint32_t *node, int64_t *value, uint64_t *span_id)

@@ -180,8 +180,11 @@ static int summ_series(MDB_txn *txn, const store_block_t *b, uint32_t series, ui
 {
     *wrote = false;
     summ_walk_t w = {.sc = sc, .nodes = nodes};
-    int ret = lc_store__profiles_scan(txn, b->dbi[DB_PROFILES], series, INT64_MIN, INT64_MAX,
+    store_unpack_t up; /* a late write into a compacted block */
+    lc_store__unpack_init(&up, txn, b->dbi[DB_META]);
+    int ret = lc_store__profiles_scan(txn, b->dbi[DB_PROFILES], &up, series, INT64_MIN, INT64_MAX,
                                       summ_profile, &w);
+    lc_store__unpack_fini(&up);
     if (!ret)
         ret = summ_encode(sc);
     else

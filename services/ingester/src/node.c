@@ -56,6 +56,7 @@ typedef struct ing_node_s {
     uv_work_t summary_work;
     bool summary_started, summary_busy;
     lc_metric_t *blocks_unsummarized;
+    lc_metric_t *blocks_compacted, *blocks_uncompacted;
     lc_metric_t *backlog_bytes, *backlog_msgs, *blocks_dropped, *redis_up;
 } ing_node_t;
 
@@ -112,6 +113,18 @@ static void summary_work(uv_work_t *w)
     else if (st.blocks_done)
         LC_LOG_DEBUG("block summaries built blocks=%zu series=%zu", st.blocks_done, st.series_done);
     lc_metric_set(n->blocks_unsummarized, (double)st.blocks_pending);
+    /* Then the summarised ones are rewritten smaller (store_compact.c). */
+    lc_store_compact_stats_t cs = {0};
+    rc = lc_store_compact(n->store, lc_realtime_ns(), &cs);
+    if (rc)
+        LC_LOG_ERROR("block compaction failed err=\"%s\"", lc_strerror(rc));
+    if (cs.blocks_done) {
+        LC_LOG_INFO("blocks compacted blocks=%zu bytes_before=%llu bytes_after=%llu",
+                    cs.blocks_done, (unsigned long long)cs.bytes_before,
+                    (unsigned long long)cs.bytes_after);
+        lc_metric_add(n->blocks_compacted, (double)cs.blocks_done);
+    }
+    lc_metric_set(n->blocks_uncompacted, (double)cs.blocks_pending);
 }
 
 static void summary_after(uv_work_t *w, int status)
@@ -314,6 +327,10 @@ static void ing_node_register_metrics(ing_node_t *n)
     n->blocks_unsummarized =
         lc_metrics_gauge(m, "ember_store_blocks_unsummarized",
                          "Closed storage blocks whose per-series summaries are not built yet", "");
+    n->blocks_compacted = lc_metrics_counter(m, "ember_store_blocks_compacted_total",
+                                             "Closed storage blocks rewritten smaller", "");
+    n->blocks_uncompacted = lc_metrics_gauge(m, "ember_store_blocks_uncompacted",
+                                             "Closed storage blocks not rewritten smaller yet", "");
     if (n->s->bin == EMBER_BIN_INGESTER && !ember_clustered(n->s))
         n->redis_up = lc_metrics_gauge(m, "ember_redis_up",
                                        "1 while the Redis link is up (0 standalone)", "");

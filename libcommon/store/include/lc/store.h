@@ -150,6 +150,7 @@ typedef struct lc_stored_profile_s {
     uint8_t profile_id[LC_STORE_PROFILE_ID_BYTES];
     const uint8_t *_data; /* encoded samples; valid during the callback */
     size_t _len;
+    void *_unpack; /* the block's unpacker for compacted samples (store_compact.c) */
 } lc_stored_profile_t;
 
 /* Profiles of one series with start_ns <= time <= end_ns, in time order. */
@@ -234,6 +235,19 @@ int lc_rollup_points_next(lc_rollup_points_t *it, int64_t *time_ns, int64_t *tot
 typedef int (*lc_rollup_series_cb)(const lc_rollup_series_t *se, void *data);
 int lc_rollup_series(lc_rollups_t *rs, size_t i, const char *const *tenants, size_t n_tenants,
                      const lc_selector_t *sel, lc_rollup_series_cb cb, void *data) LC_MUST_CHECK;
+/* ---- compaction: closed blocks rewritten smaller (store_compact.c) ---- */
+typedef struct lc_store_compact_stats_s {
+    size_t blocks_done;                 /* rewritten and swapped in */
+    size_t blocks_waiting;              /* rewritten, but in use: swapped in by a later call */
+    uint64_t bytes_before, bytes_after; /* data files of the blocks done */
+    size_t blocks_pending; /* closed blocks not known compact: to summarise, rewrite or check */
+} lc_store_compact_stats_t;
+/* Rewrites every block that ended at or before now_ns and whose summaries are
+ * complete since its last commit (lc_store_summarize) and that is not compact
+ * yet: key order in full LMDB pages, samples zstd-compressed with a per-block
+ * dictionary. A kill at any point leaves the old or the new block (recovered
+ * at open). Call it from the thread that calls lc_store_summarize, after it. */
+int lc_store_compact(lc_store_t *s, int64_t now_ns, lc_store_compact_stats_t *stats) LC_MUST_CHECK;
 
 /* Walks the samples of a stored profile in ascending node id. */
 typedef struct lc_sample_iter_s {
