@@ -64,7 +64,8 @@ struct parca_tree_s {
     size_t n_nodes, cap_nodes;
     slots_t node_slots;
     int32_t max_depth;
-    bool by_address; /* frames keep address and line; else one per function */
+    bool by_address;  /* frames keep address and line; else one per function */
+    lc_arena_t *pool; /* copies of strings read from store blocks; NULL until one is */
 };
 
 struct parca_filter_s {
@@ -125,6 +126,38 @@ static uint32_t intern_string(parca_tree_t *t, const char *s)
         }
         if (strcmp(t->strings[v - 1], s) == 0)
             return v - 1;
+    }
+}
+
+#define PARCA_MAX_STRING_BYTES ((size_t)256 << 20) /* store strings copied per report */
+
+/* A block string (bytes, not NUL-terminated) interned as the C string a
+ * decoded pprof would hold (cut at a NUL byte); new ones are copied into the
+ * tree's pool. NO_FRAME when the pool is full. */
+static uint32_t intern_bytes(parca_tree_t *t, const char *s, size_t len)
+{
+    len = strnlen(s, len);
+    if (len == 0)
+        return 0;
+    if ((t->string_slots.n + 1) * 2 > t->string_slots.cap)
+        parca_slots_grow(&t->string_slots, string_hash, t);
+    size_t mask = t->string_slots.cap - 1;
+    for (size_t j = parca_hash_bytes(s, len) & mask;; j = (j + 1) & mask) {
+        uint32_t v = t->string_slots.v[j];
+        if (v && strncmp(t->strings[v - 1], s, len) == 0 && t->strings[v - 1][len] == '\0')
+            return v - 1;
+        if (v)
+            continue;
+        if (!t->pool)
+            t->pool = lc_arena_new(PARCA_MAX_STRING_BYTES);
+        char *copy = lc_arena_strndup(t->pool, s, len);
+        if (!copy)
+            return NO_FRAME;
+        t->strings = lc_xgrow(t->strings, &t->cap_strings, t->n_strings + 1, sizeof(char *));
+        t->strings[t->n_strings] = copy;
+        t->string_slots.v[j] = (uint32_t)t->n_strings + 1;
+        t->string_slots.n++;
+        return (uint32_t)t->n_strings++;
     }
 }
 
@@ -227,6 +260,7 @@ void parca_tree_free(parca_tree_t *t)
     lc_free(t->frame_slots.v);
     lc_free(t->nodes);
     lc_free(t->node_slots.v);
+    lc_arena_free(t->pool);
     lc_free(t);
 }
 
@@ -439,6 +473,281 @@ int parca_tree_add(parca_tree_t *t, const lc_pprof_t *p, int sign, const parca_f
     loc_cache_fini(&cache);
     lc_arena_free(a);
     return rc;
+}
+
+/* --------------------------------------------- straight from store blocks */
+
+/* One block's symbols resolved to the tree's ids, each once: the frames of a
+ * location (as parca_location_frames makes them from a pprof), a function's
+ * strings, a mapping's. */
+typedef struct block_syms_s {
+    lc_block_t *b;
+    size_t n_locs, n_funcs;
+    uint32_t *loc_off, *loc_len; /* by location id; loc_len UINT32_MAX = not yet */
+    uint32_t *pool;
+    size_t n_pool, cap_pool;
+    frame_t *func; /* by function id: name, system name, file, start line */
+    uint8_t *func_done;
+    frame_t *map; /* by mapping id: file and build id */
+    uint8_t *map_done;
+    size_t n_maps;
+} block_syms_t;
+
+static int block_syms_init(block_syms_t *y, lc_block_t *b)
+{
+    lc_block_info_t info;
+    int rc = lc_block_info(b, &info);
+    if (rc)
+        return rc;
+    if (info.locations >= UINT32_MAX || info.functions >= UINT32_MAX)
+        return LC_ECORRUPT;
+    *y = (block_syms_t){.b = b, .n_locs = info.locations, .n_funcs = info.functions};
+    y->loc_off = lc_xcalloc(y->n_locs + 1, sizeof(uint32_t));
+    y->loc_len = lc_xmalloc((y->n_locs + 1) * sizeof(uint32_t));
+    memset(y->loc_len, 0xff, (y->n_locs + 1) * sizeof(uint32_t));
+    y->func = lc_xcalloc(y->n_funcs + 1, sizeof(frame_t));
+    y->func_done = lc_xcalloc(y->n_funcs + 1, 1);
+    return 0;
+}
+
+static void block_syms_fini(block_syms_t *y)
+{
+    lc_free(y->loc_off);
+    lc_free(y->loc_len);
+    lc_free(y->pool);
+    lc_free(y->func);
+    lc_free(y->func_done);
+    lc_free(y->map);
+    lc_free(y->map_done);
+}
+
+static int block_str(parca_tree_t *t, lc_block_t *b, uint32_t id, uint32_t *out)
+{
+    const char *s;
+    size_t len;
+    int rc = lc_block_string(b, id, &s, &len);
+    if (rc)
+        return rc;
+    *out = intern_bytes(t, s, len);
+    return *out == NO_FRAME ? LC_ETOOBIG : 0;
+}
+
+static int block_function(parca_tree_t *t, block_syms_t *y, uint32_t fid, const frame_t **out)
+{
+    if (fid == 0 || fid > y->n_funcs)
+        return LC_ECORRUPT;
+    frame_t *f = &y->func[fid];
+    if (!y->func_done[fid]) {
+        lc_store_function_t fn;
+        int rc = lc_block_function(y->b, fid, &fn);
+        if (rc == 0)
+            rc = block_str(t, y->b, fn.name, &f->func);
+        if (rc == 0)
+            rc = block_str(t, y->b, fn.system_name, &f->system_name);
+        if (rc == 0)
+            rc = block_str(t, y->b, fn.filename, &f->file);
+        if (rc)
+            return rc;
+        f->start_line = fn.start_line;
+        y->func_done[fid] = 1;
+    }
+    *out = f;
+    return 0;
+}
+
+static int block_mapping(parca_tree_t *t, block_syms_t *y, uint32_t mid, frame_t *f)
+{
+    if (mid == 0)
+        return 0;
+    if (mid >= y->n_maps) {
+        size_t old = y->n_maps, cap = old;
+        y->map = lc_xgrow(y->map, &cap, (size_t)mid + 1, sizeof(frame_t));
+        y->map_done = lc_xrealloc(y->map_done, cap);
+        memset(y->map_done + old, 0, cap - old);
+        y->n_maps = cap;
+    }
+    frame_t *m = &y->map[mid];
+    if (!y->map_done[mid]) {
+        lc_store_mapping_t sm;
+        int rc = lc_block_mapping(y->b, mid, &sm);
+        if (rc == 0)
+            rc = block_str(t, y->b, sm.filename, &m->mapping_file);
+        if (rc == 0)
+            rc = block_str(t, y->b, sm.build_id, &m->build_id);
+        if (rc)
+            return rc;
+        y->map_done[mid] = 1;
+    }
+    f->mapping_file = m->mapping_file;
+    f->build_id = m->build_id;
+    return 0;
+}
+
+/* The frames of store location lid, root side first, computed once per
+ * block: the same frames parca_location_frames makes of the location's
+ * copy in a merged pprof (at most LOC_MAX_LINES). */
+static int block_location_frames(parca_tree_t *t, block_syms_t *y, uint32_t lid,
+                                 const uint32_t **frames, uint32_t *n)
+{
+    if (lid == 0 || lid > y->n_locs)
+        return LC_ECORRUPT;
+    if (y->loc_len[lid] == UINT32_MAX) {
+        lc_store_location_t l;
+        frame_t f = {0};
+        int rc = lc_block_location(y->b, lid, &l);
+        if (rc == 0)
+            rc = block_mapping(t, y, l.mapping_id, &f);
+        if (rc)
+            return rc;
+        f.address = t->by_address || l.n_lines == 0 ? l.address : 0;
+        size_t k = 0, want = l.n_lines ? l.n_lines : 1;
+        if (want > LOC_MAX_LINES)
+            want = LOC_MAX_LINES;
+        y->pool = lc_xgrow(y->pool, &y->cap_pool, y->n_pool + want, sizeof(uint32_t));
+        if (l.n_lines == 0)
+            y->pool[y->n_pool + k++] = intern_frame(t, &f);
+        for (size_t i = l.n_lines; i-- > 0 && k < want;) {
+            const frame_t *fn;
+            rc = block_function(t, y, l.lines[i].function_id, &fn);
+            if (rc)
+                return rc;
+            f.func = fn->func;
+            f.system_name = fn->system_name;
+            f.file = fn->file;
+            f.start_line = fn->start_line;
+            f.line = t->by_address ? l.lines[i].line : 0;
+            y->pool[y->n_pool + k++] = intern_frame(t, &f);
+        }
+        y->loc_off[lid] = (uint32_t)y->n_pool;
+        y->loc_len[lid] = (uint32_t)k;
+        y->n_pool += k;
+    }
+    *frames = y->pool + y->loc_off[lid];
+    *n = y->loc_len[lid];
+    return 0;
+}
+
+/* What a block fold needs beyond the nodes: per block node its subtree sum
+ * (negative values included, as the pprof path adds them), whether any value
+ * lies below it, and the tree node its path ends at. */
+typedef struct fold_scratch_s {
+    int64_t *sum;
+    uint8_t *live;
+    uint32_t *at;
+    size_t cap;
+} fold_scratch_t;
+
+static void fold_scratch_fill(fold_scratch_t *x, const lc_query_nodes_t *nd)
+{
+    if (nd->n > x->cap) {
+        x->sum = lc_xrealloc(x->sum, nd->n * sizeof(*x->sum));
+        x->live = lc_xrealloc(x->live, nd->n);
+        x->at = lc_xrealloc(x->at, nd->n * sizeof(*x->at));
+        x->cap = nd->n;
+    }
+    for (uint32_t i = 0; i < nd->n; i++) {
+        x->sum[i] = nd->self[i];
+        x->live[i] = nd->self[i] != 0;
+    }
+    for (uint32_t i = nd->n - 1; i > 0; i--) {
+        x->sum[nd->parents[i]] += x->sum[i];
+        x->live[nd->parents[i]] |= x->live[i];
+    }
+}
+
+/* Adds v (sign as in add_stack) to one tree node's cumulative side. */
+static void add_cum(node_t *n, int64_t v, int sign)
+{
+    if (sign > 0)
+        n->cum += v;
+    n->diff += sign * v;
+}
+
+static void add_flat(node_t *n, int64_t v, int sign)
+{
+    if (sign > 0)
+        n->flat += v;
+    n->flat_diff += sign * v;
+}
+
+/* The block's nodes folded into the tree: a block node's frames hang under
+ * its parent's tree node; every tree node on that chain gets the block
+ * node's subtree sum (the samples below it pass through each of them once),
+ * its last one the node's own value as flat. Only nodes with a value below
+ * them are visited, as the pprof path only has samples with a value. */
+static int fold_nodes(parca_tree_t *t, const lc_query_nodes_t *nd, block_syms_t *y,
+                      fold_scratch_t *x, int sign, lc_status_t *st)
+{
+    fold_scratch_fill(x, nd);
+    x->at[0] = 0;
+    add_cum(&t->nodes[0], x->sum[0], sign);
+    add_flat(&t->nodes[0], nd->self[0], sign);
+    for (uint32_t i = 1; i < nd->n; i++) {
+        if (!x->live[i])
+            continue;
+        const uint32_t *frames;
+        uint32_t n_frames, cur = x->at[nd->parents[i]];
+        int rc = block_location_frames(t, y, nd->locations[i], &frames, &n_frames);
+        if (rc)
+            return rc;
+        for (uint32_t k = 0; k < n_frames; k++) {
+            cur = child_of(t, cur, frames[k]);
+            if (cur == NO_FRAME)
+                return lc_status_set(st, LC_CODE_RESOURCE_EXHAUSTED,
+                                     "the report passes %zu call-tree nodes; narrow the query",
+                                     PARCA_MAX_NODES);
+            add_cum(&t->nodes[cur], x->sum[i], sign);
+        }
+        x->at[i] = cur;
+        add_flat(&t->nodes[cur], nd->self[i], sign);
+    }
+    return 0;
+}
+
+/* What parca_tree_add_nodes folds into; one per side of a query. */
+struct parca_fold_s {
+    parca_tree_t *t;
+    int sign;
+    int64_t *total;
+    fold_scratch_t x;
+};
+
+parca_fold_t *parca_fold_new(parca_tree_t *t, int sign, int64_t *total)
+{
+    parca_fold_t *f = lc_xcalloc(1, sizeof(*f));
+    *f = (parca_fold_t){.t = t, .sign = sign, .total = total};
+    return f;
+}
+
+void parca_fold_free(parca_fold_t *f)
+{
+    if (!f)
+        return;
+    lc_free(f->x.sum);
+    lc_free(f->x.live);
+    lc_free(f->x.at);
+    lc_free(f);
+}
+
+int parca_fold_nodes(const lc_query_nodes_t *nd, void *data, lc_status_t *st)
+{
+    parca_fold_t *f = data;
+    block_syms_t y;
+    int rc = block_syms_init(&y, nd->block);
+    if (rc)
+        return rc;
+    rc = fold_nodes(f->t, nd, &y, &f->x, f->sign, st);
+    if (rc == 0 && f->sign > 0)
+        *f->total += f->x.sum[0];
+    block_syms_fini(&y);
+    return rc;
+}
+
+int parca_fold_pprof(const lc_pprof_t *p, void *data, lc_status_t *st)
+{
+    parca_fold_t *f = data;
+    int64_t ignored = 0;
+    return parca_tree_add(f->t, p, f->sign, NULL, f->sign > 0 ? f->total : &ignored, &ignored, st);
 }
 
 int parca_filter_new(const Parca__Query__V1alpha1__QueryRequest *r, lc_arena_t *a,
