@@ -53,6 +53,19 @@ typedef struct slots_s {
     size_t n;
 } slots_t;
 
+/* The (parent, frame) -> node table: a slot carries its key, so a probe
+ * reads one slot and never the node array (id 0 = empty: node 0, the
+ * root, is nobody's child). */
+typedef struct node_slot_s {
+    uint32_t parent, frame, id;
+} node_slot_t;
+
+typedef struct node_slots_s {
+    node_slot_t *v;
+    size_t cap; /* power of two */
+    size_t n;
+} node_slots_t;
+
 struct parca_tree_s {
     const char **strings; /* id 0 is "" */
     size_t n_strings, cap_strings;
@@ -62,7 +75,7 @@ struct parca_tree_s {
     slots_t frame_slots;
     node_t *nodes; /* node 0 is the root */
     size_t n_nodes, cap_nodes;
-    slots_t node_slots;
+    node_slots_t node_slots;
     int32_t max_depth;
     bool by_address;  /* frames keep address and line; else one per function */
     lc_arena_t *pool; /* copies of strings read from store blocks; NULL until one is */
@@ -198,22 +211,38 @@ static uint64_t node_key(uint32_t parent, uint32_t frame)
     return lc_mix64(((uint64_t)parent << 32) | frame);
 }
 
-static uint64_t node_hash(const parca_tree_t *t, uint32_t id)
+/* Makes room for `need` children in the node table (load at most 1/2). */
+static void node_slots_reserve(node_slots_t *s, size_t need)
 {
-    return node_key(t->nodes[id].parent, t->nodes[id].frame);
+    if ((need + 1) * 2 <= s->cap)
+        return;
+    size_t cap = s->cap ? s->cap : 1024;
+    while ((need + 1) * 2 > cap)
+        cap *= 2;
+    node_slot_t *v = lc_xcalloc(cap, sizeof(*v));
+    for (size_t i = 0; i < s->cap; i++) {
+        if (!s->v[i].id)
+            continue;
+        size_t j = node_key(s->v[i].parent, s->v[i].frame) & (cap - 1);
+        while (v[j].id)
+            j = (j + 1) & (cap - 1);
+        v[j] = s->v[i];
+    }
+    lc_free(s->v);
+    s->v = v;
+    s->cap = cap;
 }
 
 /* The child of parent for frame, created if new; NO_FRAME past the cap. */
 static uint32_t child_of(parca_tree_t *t, uint32_t parent, uint32_t frame)
 {
-    if ((t->node_slots.n + 1) * 2 > t->node_slots.cap)
-        parca_slots_grow(&t->node_slots, node_hash, t);
+    node_slots_reserve(&t->node_slots, t->node_slots.n + 1);
     size_t mask = t->node_slots.cap - 1;
     for (size_t j = node_key(parent, frame) & mask;; j = (j + 1) & mask) {
-        uint32_t v = t->node_slots.v[j];
-        if (v && t->nodes[v - 1].parent == parent && t->nodes[v - 1].frame == frame)
-            return v - 1;
-        if (v)
+        node_slot_t *sl = &t->node_slots.v[j];
+        if (sl->id && sl->parent == parent && sl->frame == frame)
+            return sl->id;
+        if (sl->id)
             continue;
         if (t->n_nodes >= PARCA_MAX_NODES)
             return NO_FRAME;
@@ -228,7 +257,7 @@ static uint32_t child_of(parca_tree_t *t, uint32_t parent, uint32_t frame)
         t->nodes[parent].first_child = id;
         if ((int32_t)t->nodes[id].depth > t->max_depth)
             t->max_depth = (int32_t)t->nodes[id].depth;
-        t->node_slots.v[j] = id + 1;
+        *sl = (node_slot_t){parent, frame, id};
         t->node_slots.n++;
         return id;
     }
@@ -431,8 +460,7 @@ static void presize_nodes(parca_tree_t *t, const lc_pprof_t *p)
         refs += p->sample[i]->n_location_id;
     if (refs > PARCA_MAX_NODES)
         refs = PARCA_MAX_NODES;
-    while ((refs + 1) * 2 > t->node_slots.cap)
-        parca_slots_grow(&t->node_slots, node_hash, t);
+    node_slots_reserve(&t->node_slots, refs);
 }
 
 int parca_tree_add(parca_tree_t *t, const lc_pprof_t *p, int sign, const parca_filter_t *f,
@@ -637,7 +665,9 @@ typedef struct fold_scratch_s {
     size_t cap;
 } fold_scratch_t;
 
-static void fold_scratch_fill(fold_scratch_t *x, const lc_query_nodes_t *nd)
+/* Returns how many nodes have a value below them (a bound on the tree
+ * nodes the block may add, less inlined frames). */
+static size_t fold_scratch_fill(fold_scratch_t *x, const lc_query_nodes_t *nd)
 {
     if (nd->n > x->cap) {
         x->sum = lc_xrealloc(x->sum, nd->n * sizeof(*x->sum));
@@ -653,6 +683,10 @@ static void fold_scratch_fill(fold_scratch_t *x, const lc_query_nodes_t *nd)
         x->sum[nd->parents[i]] += x->sum[i];
         x->live[nd->parents[i]] |= x->live[i];
     }
+    size_t live = 0;
+    for (uint32_t i = 1; i < nd->n; i++)
+        live += x->live[i];
+    return live;
 }
 
 /* Adds v (sign as in add_stack) to one tree node's cumulative side. */
@@ -678,7 +712,8 @@ static void add_flat(node_t *n, int64_t v, int sign)
 static int fold_nodes(parca_tree_t *t, const lc_query_nodes_t *nd, block_syms_t *y,
                       fold_scratch_t *x, int sign, lc_status_t *st)
 {
-    fold_scratch_fill(x, nd);
+    size_t grow = t->n_nodes + fold_scratch_fill(x, nd);
+    node_slots_reserve(&t->node_slots, grow < PARCA_MAX_NODES ? grow : PARCA_MAX_NODES);
     x->at[0] = 0;
     add_cum(&t->nodes[0], x->sum[0], sign);
     add_flat(&t->nodes[0], nd->self[0], sign);
@@ -1183,15 +1218,15 @@ static void flame_row(arw_batch_t *b, const parca_tree_t *t, uint32_t id, const 
 {
     const node_t *nd = &t->nodes[id];
     const frame_t *f = nd->frame == NO_FRAME ? NULL : &t->frames[nd->frame];
-    arw_put_int(b, FA_MAPPING_FILE, f ? f->mapping_file : 0);
-    arw_put_int(b, FA_BUILD_ID, f ? f->build_id : 0);
-    arw_put_int(b, FA_ADDRESS, f ? (int64_t)f->address : 0);
-    arw_put_int(b, FA_LINE, f ? f->line : 0);
+    arw_put_i32(b, FA_MAPPING_FILE, f ? f->mapping_file : 0);
+    arw_put_i32(b, FA_BUILD_ID, f ? f->build_id : 0);
+    arw_put_i64(b, FA_ADDRESS, f ? (int64_t)f->address : 0);
+    arw_put_i64(b, FA_LINE, f ? f->line : 0);
     arw_put_bool(b, FA_INLINED, false);
-    arw_put_int(b, FA_STARTLINE, f ? f->start_line : 0);
-    arw_put_int(b, FA_NAME, f ? f->func : 0);
-    arw_put_int(b, FA_SYSTEM_NAME, f ? f->system_name : 0);
-    arw_put_int(b, FA_FILE_NAME, f ? f->file : 0);
+    arw_put_i64(b, FA_STARTLINE, f ? f->start_line : 0);
+    arw_put_i32(b, FA_NAME, f ? f->func : 0);
+    arw_put_i32(b, FA_SYSTEM_NAME, f ? f->system_name : 0);
+    arw_put_i32(b, FA_FILE_NAME, f ? f->file : 0);
     size_t n = 0;
     for (uint32_t c = nd->first_child; c != NO_FRAME; c = t->nodes[c].next_sibling) {
         if (row[c] == UINT32_MAX)
@@ -1200,11 +1235,11 @@ static void flame_row(arw_batch_t *b, const parca_tree_t *t, uint32_t id, const 
         (*kids)[n++] = row[c];
     }
     arw_put_list(b, FA_CHILDREN, *kids, n);
-    arw_put_int(b, FA_PARENT, id == 0 ? -1 : (int64_t)row[nd->parent]);
-    arw_put_int(b, FA_CUMULATIVE, nd->cum);
-    arw_put_int(b, FA_FLAT, nd->flat);
-    arw_put_int(b, FA_DIFF, nd->diff);
-    arw_put_int(b, FA_DEPTH, nd->depth);
+    arw_put_i32(b, FA_PARENT, id == 0 ? -1 : (int64_t)row[nd->parent]);
+    arw_put_i64(b, FA_CUMULATIVE, nd->cum);
+    arw_put_i64(b, FA_FLAT, nd->flat);
+    arw_put_i64(b, FA_DIFF, nd->diff);
+    arw_put_i32(b, FA_DEPTH, nd->depth);
 }
 
 static int encode_batch(arw_batch_t *b, lc_arena_t *a, ProtobufCBinaryData *out, lc_status_t *st)
@@ -1233,6 +1268,7 @@ int parca_report_flamegraph_arrow(parca_tree_t *t, const char *unit, double trim
     size_t n = preorder_rows(t, min_cum_of(t, trim), order, row, &trimmed);
     arw_batch_t b;
     arw_batch_init(&b, flame_fields, FA_COLUMNS, PARCA_MAX_REPORT);
+    arw_batch_reserve(&b, n);
     set_string_dicts(&b, t, flame_fields, FA_COLUMNS);
     uint32_t *kids = NULL;
     size_t kids_cap = 0;
@@ -1299,21 +1335,22 @@ int parca_report_table_arrow(parca_tree_t *t, const char *unit, lc_arena_t *a,
     uint32_t *ids = frames_sorted(t, &ft, &n);
     arw_batch_t b;
     arw_batch_init(&b, table_fields, TA_COLUMNS, PARCA_MAX_REPORT);
+    arw_batch_reserve(&b, n);
     set_string_dicts(&b, t, table_fields, TA_COLUMNS);
     for (size_t i = 0; i < n; i++) {
         const frame_t *f = &t->frames[ids[i]];
-        arw_put_int(&b, TA_MAPPING_FILE, f->mapping_file);
-        arw_put_int(&b, TA_BUILD_ID, f->build_id);
-        arw_put_int(&b, TA_ADDRESS, (int64_t)f->address);
-        arw_put_int(&b, TA_LINE, f->line);
-        arw_put_int(&b, TA_STARTLINE, f->start_line);
-        arw_put_int(&b, TA_NAME, f->func);
-        arw_put_int(&b, TA_SYSTEM_NAME, f->system_name);
-        arw_put_int(&b, TA_FILE_NAME, f->file);
-        arw_put_int(&b, TA_CUMULATIVE, ft.cum[ids[i]]);
-        arw_put_int(&b, TA_CUMULATIVE_DIFF, ft.cum_diff[ids[i]]);
-        arw_put_int(&b, TA_FLAT, ft.flat[ids[i]]);
-        arw_put_int(&b, TA_FLAT_DIFF, ft.flat_diff[ids[i]]);
+        arw_put_i32(&b, TA_MAPPING_FILE, f->mapping_file);
+        arw_put_i32(&b, TA_BUILD_ID, f->build_id);
+        arw_put_i64(&b, TA_ADDRESS, (int64_t)f->address);
+        arw_put_i64(&b, TA_LINE, f->line);
+        arw_put_i64(&b, TA_STARTLINE, f->start_line);
+        arw_put_i32(&b, TA_NAME, f->func);
+        arw_put_i32(&b, TA_SYSTEM_NAME, f->system_name);
+        arw_put_i32(&b, TA_FILE_NAME, f->file);
+        arw_put_i64(&b, TA_CUMULATIVE, ft.cum[ids[i]]);
+        arw_put_i64(&b, TA_CUMULATIVE_DIFF, ft.cum_diff[ids[i]]);
+        arw_put_i64(&b, TA_FLAT, ft.flat[ids[i]]);
+        arw_put_i64(&b, TA_FLAT_DIFF, ft.flat_diff[ids[i]]);
     }
     lc_free(ids);
     frame_totals_fini(&ft);

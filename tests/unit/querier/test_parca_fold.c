@@ -73,8 +73,8 @@ static orow_t *orow(const okey_t *k)
 /* ------------------------------------------------------- random profiles */
 
 typedef struct rloc_s {
-    int map;            /* 0..2 */
-    int n_lines;        /* 0..3 */
+    int map;     /* 0..2 */
+    int n_lines; /* 0..3 */
     int funcs[3], lines[3];
     uint64_t address;
 } rloc_t;
@@ -151,7 +151,8 @@ static void write_random(lc_store_txn_t *txn, int64_t time_ns, const char *job, 
     lc_pprof_builder_period(b, "cpu", "nanoseconds", 10);
     uint64_t map_ids[3], loc_ids[N_LOCS], func_ids[N_FUNCS];
     for (int i = 0; i < 3; i++)
-        map_ids[i] = lc_pprof_builder_mapping(b, 0x1000, 0x100000, 0, maps[i], i ? "bid" : "", true);
+        map_ids[i] =
+            lc_pprof_builder_mapping(b, 0x1000, 0x100000, 0, maps[i], i ? "bid" : "", true);
     for (int f = 0; f < N_FUNCS; f++) {
         char name[32], file[32];
         int64_t start;
@@ -255,8 +256,7 @@ static void query_end(query_t *qq)
 }
 
 /* The previous path: merged pprof, encoded, decoded, added. */
-static void add_via_pprof(parca_tree_t *t, const char *job, int sign, int64_t *total,
-                          lc_arena_t *a)
+static void add_via_pprof(parca_tree_t *t, const char *job, int sign, int64_t *total, lc_arena_t *a)
 {
     query_t qq;
     query_begin(&qq, job);
