@@ -217,6 +217,11 @@ static void put_offset(arw_batch_t *b, arw_col_t *c)
     int32_t off = (int32_t)c->items;
     if (c->items > INT32_MAX)
         b->err = LC_ETOOBIG;
+    if (c->offsets.cap - c->offsets.len >= 4 && !b->err) { /* reserved: no call */
+        memcpy(c->offsets.data + c->offsets.len, &off, 4);
+        c->offsets.len += 4;
+        return;
+    }
     put_bytes(b, &c->offsets, &off, 4);
 }
 
@@ -290,7 +295,9 @@ void arw_batch_reserve(arw_batch_t *b, size_t rows)
 void arw_put_bool(arw_batch_t *b, size_t col, bool v)
 {
     arw_col_t *c = &b->cols[col];
-    if (c->n % 8 == 0)
+    if (c->n % 8 == 0 && c->values.cap > c->values.len && !b->err)
+        c->values.data[c->values.len++] = 0;
+    else if (c->n % 8 == 0)
         put_bytes(b, &c->values, "", 1);
     if (!b->err && v)
         c->values.data[c->n / 8] |= (uint8_t)(1u << (c->n % 8));
@@ -301,8 +308,12 @@ void arw_put_list(arw_batch_t *b, size_t col, const uint32_t *items, size_t n)
 {
     arw_col_t *c = &b->cols[col];
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-    if (n)
+    if (n && c->values.cap - c->values.len >= n * 4 && !b->err) {
+        memcpy(c->values.data + c->values.len, items, n * 4);
+        c->values.len += n * 4;
+    } else if (n) {
         put_bytes(b, &c->values, items, n * 4);
+    }
 #else
     for (size_t i = 0; i < n; i++) {
         uint8_t le[4] = {(uint8_t)items[i], (uint8_t)(items[i] >> 8), (uint8_t)(items[i] >> 16),

@@ -519,6 +519,8 @@ typedef struct block_syms_s {
     frame_t *map; /* by mapping id: file and build id */
     uint8_t *map_done;
     size_t n_maps;
+    uint32_t *str; /* by block string id: tree string id + 1; 0 = not yet */
+    size_t n_strs;
 } block_syms_t;
 
 static int block_syms_init(block_syms_t *y, lc_block_t *b)
@@ -527,9 +529,11 @@ static int block_syms_init(block_syms_t *y, lc_block_t *b)
     int rc = lc_block_info(b, &info);
     if (rc)
         return rc;
-    if (info.locations >= UINT32_MAX || info.functions >= UINT32_MAX)
+    if (info.locations >= UINT32_MAX || info.functions >= UINT32_MAX || info.strings >= UINT32_MAX)
         return LC_ECORRUPT;
-    *y = (block_syms_t){.b = b, .n_locs = info.locations, .n_funcs = info.functions};
+    *y = (block_syms_t){
+        .b = b, .n_locs = info.locations, .n_funcs = info.functions, .n_strs = info.strings};
+    y->str = lc_xcalloc(y->n_strs + 1, sizeof(uint32_t));
     y->loc_off = lc_xcalloc(y->n_locs + 1, sizeof(uint32_t));
     y->loc_len = lc_xmalloc((y->n_locs + 1) * sizeof(uint32_t));
     memset(y->loc_len, 0xff, (y->n_locs + 1) * sizeof(uint32_t));
@@ -547,17 +551,28 @@ static void block_syms_fini(block_syms_t *y)
     lc_free(y->func_done);
     lc_free(y->map);
     lc_free(y->map_done);
+    lc_free(y->str);
 }
 
-static int block_str(parca_tree_t *t, lc_block_t *b, uint32_t id, uint32_t *out)
+/* A block string as a tree string id, read once per block (functions share
+ * their files, and name and system name are often one string). */
+static int block_str(parca_tree_t *t, block_syms_t *y, uint32_t id, uint32_t *out)
 {
+    if (id <= y->n_strs && y->str[id]) {
+        *out = y->str[id] - 1;
+        return 0;
+    }
     const char *s;
     size_t len;
-    int rc = lc_block_string(b, id, &s, &len);
+    int rc = lc_block_string(y->b, id, &s, &len);
     if (rc)
         return rc;
     *out = intern_bytes(t, s, len);
-    return *out == NO_FRAME ? LC_ETOOBIG : 0;
+    if (*out == NO_FRAME)
+        return LC_ETOOBIG;
+    if (id <= y->n_strs)
+        y->str[id] = *out + 1;
+    return 0;
 }
 
 static int block_function(parca_tree_t *t, block_syms_t *y, uint32_t fid, const frame_t **out)
@@ -569,11 +584,11 @@ static int block_function(parca_tree_t *t, block_syms_t *y, uint32_t fid, const 
         lc_store_function_t fn;
         int rc = lc_block_function(y->b, fid, &fn);
         if (rc == 0)
-            rc = block_str(t, y->b, fn.name, &f->func);
+            rc = block_str(t, y, fn.name, &f->func);
         if (rc == 0)
-            rc = block_str(t, y->b, fn.system_name, &f->system_name);
+            rc = block_str(t, y, fn.system_name, &f->system_name);
         if (rc == 0)
-            rc = block_str(t, y->b, fn.filename, &f->file);
+            rc = block_str(t, y, fn.filename, &f->file);
         if (rc)
             return rc;
         f->start_line = fn.start_line;
@@ -599,9 +614,9 @@ static int block_mapping(parca_tree_t *t, block_syms_t *y, uint32_t mid, frame_t
         lc_store_mapping_t sm;
         int rc = lc_block_mapping(y->b, mid, &sm);
         if (rc == 0)
-            rc = block_str(t, y->b, sm.filename, &m->mapping_file);
+            rc = block_str(t, y, sm.filename, &m->mapping_file);
         if (rc == 0)
-            rc = block_str(t, y->b, sm.build_id, &m->build_id);
+            rc = block_str(t, y, sm.build_id, &m->build_id);
         if (rc)
             return rc;
         y->map_done[mid] = 1;
