@@ -1395,9 +1395,8 @@ typedef struct edge_s {
 static int by_edge(const void *x, const void *y)
 {
     const edge_t *a = x, *b = y;
-    if (a->from != b->from)
-        return a->from < b->from ? -1 : 1;
-    return a->to < b->to ? -1 : a->to > b->to;
+    uint64_t ka = (uint64_t)a->from << 32 | a->to, kb = (uint64_t)b->from << 32 | b->to;
+    return ka < kb ? -1 : ka > kb;
 }
 
 static size_t callgraph_edges(const parca_tree_t *t, edge_t **out)
@@ -1421,6 +1420,26 @@ static size_t callgraph_edges(const parca_tree_t *t, edge_t **out)
     return m;
 }
 
+/* "<prefix><v>" (decimal) in the arena, without the printf machinery: a
+ * call graph names 100,000s of nodes and edges. */
+static char *cg_id(lc_arena_t *a, char prefix, uint64_t v)
+{
+    char tmp[24];
+    size_t n = 0;
+    do {
+        tmp[n++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    char *s = lc_arena_alloc(a, n + 2);
+    if (!s)
+        return NULL;
+    s[0] = prefix;
+    for (size_t i = 0; i < n; i++)
+        s[1 + i] = tmp[n - 1 - i];
+    s[n + 1] = '\0';
+    return s;
+}
+
 static int callgraph_nodes(const parca_tree_t *t, const frame_totals_t *ft, lc_arena_t *a,
                            Parca__Query__V1alpha1__Callgraph *cg)
 {
@@ -1442,7 +1461,7 @@ static int callgraph_nodes(const parca_tree_t *t, const frame_totals_t *ft, lc_a
         m->function = fm.function;
         m->line = fm.line;
         *n = (Parca__Query__V1alpha1__CallgraphNode)PARCA__QUERY__V1ALPHA1__CALLGRAPH_NODE__INIT;
-        n->id = lc_arena_sprintf(a, "n%u", i);
+        n->id = cg_id(a, 'n', i);
         n->meta = m;
         n->cumulative = ft->cum[i];
         n->flat = ft->flat[i];
@@ -1477,9 +1496,9 @@ int parca_report_callgraph(parca_tree_t *t, lc_arena_t *a,
             break;
         }
         *ed = (Parca__Query__V1alpha1__CallgraphEdge)PARCA__QUERY__V1ALPHA1__CALLGRAPH_EDGE__INIT;
-        ed->id = lc_arena_sprintf(a, "e%zu", i);
-        ed->source = lc_arena_sprintf(a, "n%u", e[i].from);
-        ed->target = lc_arena_sprintf(a, "n%u", e[i].to);
+        ed->id = cg_id(a, 'e', i);
+        ed->source = cg_id(a, 'n', e[i].from);
+        ed->target = cg_id(a, 'n', e[i].to);
         ed->cumulative = e[i].cum;
         if (!ed->id || !ed->source || !ed->target)
             rc = -1;
