@@ -511,11 +511,12 @@ int parca_tree_add(parca_tree_t *t, const lc_pprof_t *p, int sign, const parca_f
 typedef struct block_syms_s {
     lc_block_t *b;
     size_t n_locs, n_funcs;
-    uint32_t *loc_off, *loc_len; /* by location id; loc_len UINT32_MAX = not yet */
+    uint32_t *loc_off, *loc_len; /* by location id; loc_off: offset + 1, 0 = not yet */
     uint32_t *pool;
     size_t n_pool, cap_pool;
-    frame_t *func; /* by function id: name, system name, file, start line */
-    uint8_t *func_done;
+    uint32_t *func_at; /* by function id: index into funcs + 1, 0 = not yet */
+    frame_t *funcs;    /* the resolved ones: name, system name, file, start line */
+    size_t n_funcs_done, cap_funcs;
     frame_t *map; /* by mapping id: file and build id */
     uint8_t *map_done;
     size_t n_maps;
@@ -534,11 +535,11 @@ static int block_syms_init(block_syms_t *y, lc_block_t *b)
     *y = (block_syms_t){
         .b = b, .n_locs = info.locations, .n_funcs = info.functions, .n_strs = info.strings};
     y->str = lc_xcalloc(y->n_strs + 1, sizeof(uint32_t));
+    /* sized by the block (every profile's symbols), touched by the query:
+     * only the zeroed id maps are as large as the block */
     y->loc_off = lc_xcalloc(y->n_locs + 1, sizeof(uint32_t));
     y->loc_len = lc_xmalloc((y->n_locs + 1) * sizeof(uint32_t));
-    memset(y->loc_len, 0xff, (y->n_locs + 1) * sizeof(uint32_t));
-    y->func = lc_xcalloc(y->n_funcs + 1, sizeof(frame_t));
-    y->func_done = lc_xcalloc(y->n_funcs + 1, 1);
+    y->func_at = lc_xcalloc(y->n_funcs + 1, sizeof(uint32_t));
     return 0;
 }
 
@@ -547,8 +548,8 @@ static void block_syms_fini(block_syms_t *y)
     lc_free(y->loc_off);
     lc_free(y->loc_len);
     lc_free(y->pool);
-    lc_free(y->func);
-    lc_free(y->func_done);
+    lc_free(y->func_at);
+    lc_free(y->funcs);
     lc_free(y->map);
     lc_free(y->map_done);
     lc_free(y->str);
@@ -579,8 +580,10 @@ static int block_function(parca_tree_t *t, block_syms_t *y, uint32_t fid, const 
 {
     if (fid == 0 || fid > y->n_funcs)
         return LC_ECORRUPT;
-    frame_t *f = &y->func[fid];
-    if (!y->func_done[fid]) {
+    if (!y->func_at[fid]) {
+        y->funcs = lc_xgrow(y->funcs, &y->cap_funcs, y->n_funcs_done + 1, sizeof(frame_t));
+        frame_t *f = &y->funcs[y->n_funcs_done];
+        *f = (frame_t){0};
         lc_store_function_t fn;
         int rc = lc_block_function(y->b, fid, &fn);
         if (rc == 0)
@@ -592,9 +595,9 @@ static int block_function(parca_tree_t *t, block_syms_t *y, uint32_t fid, const 
         if (rc)
             return rc;
         f->start_line = fn.start_line;
-        y->func_done[fid] = 1;
+        y->func_at[fid] = (uint32_t)++y->n_funcs_done;
     }
-    *out = f;
+    *out = &y->funcs[y->func_at[fid] - 1];
     return 0;
 }
 
@@ -634,7 +637,7 @@ static int block_location_frames(parca_tree_t *t, block_syms_t *y, uint32_t lid,
 {
     if (lid == 0 || lid > y->n_locs)
         return LC_ECORRUPT;
-    if (y->loc_len[lid] == UINT32_MAX) {
+    if (!y->loc_off[lid]) {
         lc_store_location_t l;
         frame_t f = {0};
         int rc = lc_block_location(y->b, lid, &l);
@@ -661,11 +664,11 @@ static int block_location_frames(parca_tree_t *t, block_syms_t *y, uint32_t lid,
             f.line = t->by_address ? l.lines[i].line : 0;
             y->pool[y->n_pool + k++] = intern_frame(t, &f);
         }
-        y->loc_off[lid] = (uint32_t)y->n_pool;
+        y->loc_off[lid] = (uint32_t)y->n_pool + 1;
         y->loc_len[lid] = (uint32_t)k;
         y->n_pool += k;
     }
-    *frames = y->pool + y->loc_off[lid];
+    *frames = y->pool + y->loc_off[lid] - 1;
     *n = y->loc_len[lid];
     return 0;
 }
@@ -694,13 +697,13 @@ static size_t fold_scratch_fill(fold_scratch_t *x, const lc_query_nodes_t *nd)
         x->sum[i] = nd->self[i];
         x->live[i] = nd->self[i] != 0;
     }
+    /* children have larger ids: at i every child has been added */
+    size_t live = 0;
     for (uint32_t i = nd->n - 1; i > 0; i--) {
         x->sum[nd->parents[i]] += x->sum[i];
         x->live[nd->parents[i]] |= x->live[i];
-    }
-    size_t live = 0;
-    for (uint32_t i = 1; i < nd->n; i++)
         live += x->live[i];
+    }
     return live;
 }
 
