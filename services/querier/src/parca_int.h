@@ -53,8 +53,12 @@ typedef struct parca_tree_s parca_tree_t;
  * filter: keep only stacks with a frame whose function name satisfies the
  * request's filters. *filtered grows by what was dropped. */
 typedef struct parca_filter_s parca_filter_t;
-/* by_address: one frame per (location, line); else one per function. */
-parca_tree_t *parca_tree_new(bool by_address);
+/* by_address: one frame per (location, line); else one per function.
+ * strings: where the strings of store blocks are copied (the request
+ * arena: the reports point at them until the reply is packed, after the
+ * tree is freed); a pprof's strings are used in place, and must live as
+ * long. */
+parca_tree_t *parca_tree_new(bool by_address, lc_arena_t *strings);
 void parca_tree_free(parca_tree_t *t);
 int parca_tree_add(parca_tree_t *t, const lc_pprof_t *p, int sign, const parca_filter_t *f,
                    int64_t *total, int64_t *filtered, lc_status_t *st) LC_MUST_CHECK;

@@ -585,7 +585,7 @@ static int tree_report(qry_front_t *fe, lc_http_req_t *req,
     bool by_address = false;
     for (size_t i = 0; r->group_by && i < r->group_by->n_fields; i++)
         by_address |= strcmp(r->group_by->fields[i], "location_address") == 0;
-    parca_tree_t *t = parca_tree_new(by_address);
+    parca_tree_t *t = parca_tree_new(by_address, req->arena);
     parca_query_t q;
     int rc = 0;
     for (int pass = diff ? 0 : 1; pass < 2 && rc == 0; pass++) {

@@ -77,8 +77,10 @@ struct parca_tree_s {
     size_t n_nodes, cap_nodes;
     node_slots_t node_slots;
     int32_t max_depth;
-    bool by_address;  /* frames keep address and line; else one per function */
-    lc_arena_t *pool; /* copies of strings read from store blocks; NULL until one is */
+    bool by_address; /* frames keep address and line; else one per function */
+    /* where strings read from store blocks are copied: the request arena,
+     * since the reports point at them until the reply is packed */
+    lc_arena_t *pool;
 };
 
 struct parca_filter_s {
@@ -142,11 +144,9 @@ static uint32_t intern_string(parca_tree_t *t, const char *s)
     }
 }
 
-#define PARCA_MAX_STRING_BYTES ((size_t)256 << 20) /* store strings copied per report */
-
 /* A block string (bytes, not NUL-terminated) interned as the C string a
  * decoded pprof would hold (cut at a NUL byte); new ones are copied into the
- * tree's pool. NO_FRAME when the pool is full. */
+ * tree's pool (the request arena). NO_FRAME when it is full. */
 static uint32_t intern_bytes(parca_tree_t *t, const char *s, size_t len)
 {
     len = strnlen(s, len);
@@ -161,8 +161,6 @@ static uint32_t intern_bytes(parca_tree_t *t, const char *s, size_t len)
             return v - 1;
         if (v)
             continue;
-        if (!t->pool)
-            t->pool = lc_arena_new(PARCA_MAX_STRING_BYTES);
         char *copy = lc_arena_strndup(t->pool, s, len);
         if (!copy)
             return NO_FRAME;
@@ -265,10 +263,11 @@ static uint32_t child_of(parca_tree_t *t, uint32_t parent, uint32_t frame)
 
 /* ------------------------------------------------------------------- tree */
 
-parca_tree_t *parca_tree_new(bool by_address)
+parca_tree_t *parca_tree_new(bool by_address, lc_arena_t *strings)
 {
     parca_tree_t *t = lc_xcalloc(1, sizeof(*t));
     t->by_address = by_address;
+    t->pool = strings;
     t->strings = lc_xgrow(NULL, &t->cap_strings, 1, sizeof(char *));
     t->strings[0] = ""; /* id 0, never in the slots: intern_string answers it first */
     t->n_strings = 1;
@@ -289,7 +288,6 @@ void parca_tree_free(parca_tree_t *t)
     lc_free(t->frame_slots.v);
     lc_free(t->nodes);
     lc_free(t->node_slots.v);
-    lc_arena_free(t->pool);
     lc_free(t);
 }
 

@@ -383,8 +383,8 @@ static void assert_same_trees(parca_tree_t *x, parca_tree_t *y)
 
 static void check_merge(bool by_address)
 {
-    parca_tree_t *old = parca_tree_new(by_address), *fold = parca_tree_new(by_address);
     lc_arena_t *a = lc_arena_new(64u << 20);
+    parca_tree_t *old = parca_tree_new(by_address, a), *fold = parca_tree_new(by_address, a);
     int64_t t_old = 0, t_fold = 0;
     add_via_pprof(old, "a|b", 1, &t_old, a);
     add_folded(fold, "a|b", 1, &t_fold);
@@ -409,8 +409,8 @@ static void test_merge_by_address_equals_pprof_path(void)
 /* A diff: job a is the base (diff only), job b the compared side. */
 static void test_diff_equals_pprof_path(void)
 {
-    parca_tree_t *old = parca_tree_new(false), *fold = parca_tree_new(false);
     lc_arena_t *a = lc_arena_new(64u << 20);
+    parca_tree_t *old = parca_tree_new(false, a), *fold = parca_tree_new(false, a);
     int64_t t_old = 0, t_fold = 0;
     add_via_pprof(old, "a", -1, &t_old, a);
     add_via_pprof(old, "b", 1, &t_old, a);
@@ -426,10 +426,10 @@ static void test_diff_equals_pprof_path(void)
 /* TOP of the folded tree of job a against the oracle's sums. */
 static void test_top_matches_oracle(void)
 {
-    parca_tree_t *t = parca_tree_new(false);
+    lc_arena_t *a = lc_arena_new(64u << 20);
+    parca_tree_t *t = parca_tree_new(false, a);
     int64_t total = 0;
     add_folded(t, "a", 1, &total);
-    lc_arena_t *a = lc_arena_new(64u << 20);
     Parca__Query__V1alpha1__QueryResponse resp = PARCA__QUERY__V1ALPHA1__QUERY_RESPONSE__INIT;
     lc_status_t st = {0};
     LC_ASSERT_OK(parca_report_top(t, "nanoseconds", a, &resp, &st));
