@@ -454,3 +454,27 @@ int lc_query_merge_tree(lc_store_reader_t *r, const lc_query_t *q, lc_ftree_t *d
     lc_free(fold.ft_node);
     return rc ? lc_query__fail(st, rc, "merging stack traces") : 0;
 }
+
+int lc_query_merge_nodes(lc_store_reader_t *r, const lc_query_t *q, lc_query_nodes_fn fn,
+                         void *data, lc_status_t *st)
+{
+    qm_sums_t sums = {0};
+    int rc = 0;
+    for (size_t i = 0; rc == 0 && i < lc_query__blocks(r); i++) {
+        lc_block_t *b = lc_store_reader_block(r, i);
+        rc = lc_query__block_sum(b, q, &sums);
+        if (rc == 0 && sums.n > 0) {
+            lc_query_nodes_t nodes = {.block = b,
+                                      .n = sums.n,
+                                      .parents = sums.parents,
+                                      .locations = sums.locations,
+                                      .self = sums.self};
+            rc = fn(&nodes, data, st);
+        }
+        lc_block_drop_cache(b); /* long ranges: one block's symbols at a time */
+    }
+    lc_query__sums_fini(&sums);
+    if (rc == -1)
+        return -1; /* fn set st */
+    return rc ? lc_query__fail(st, rc, "merging stack traces") : 0;
+}

@@ -20,6 +20,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "lc/alloc.h"
 
@@ -59,10 +60,44 @@ typedef struct arw_batch_s {
 void arw_batch_init(arw_batch_t *b, const arw_field_t *fields, size_t n, size_t max_bytes);
 void arw_batch_fini(arw_batch_t *b);
 
+/* Makes room for rows more rows in every column (one allocation each
+ * instead of doublings); a hint: a cap passed is reported by arw_encode. */
+void arw_batch_reserve(arw_batch_t *b, size_t rows);
+
 /* One value appended to column col (which must have the matching type). */
 void arw_put_str(arw_batch_t *b, size_t col, const char *s);
 void arw_put_int(arw_batch_t *b, size_t col, int64_t v); /* any integer column */
 void arw_put_bool(arw_batch_t *b, size_t col, bool v);
+/* arw_put_int for a column known to be 4 bytes wide (int32, uint32,
+ * dictionary indices) or 8 (int64, uint64): inline, one store while the
+ * column has room (arw_batch_reserve), for reports of 100,000s of rows. */
+static inline void arw_put_i32(arw_batch_t *b, size_t col, int64_t v)
+{
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    arw_col_t *c = &b->cols[col];
+    if (c->values.cap - c->values.len >= 4 && !b->err) {
+        uint32_t w = (uint32_t)v;
+        memcpy(c->values.data + c->values.len, &w, 4);
+        c->values.len += 4;
+        c->n++;
+        return;
+    }
+#endif
+    arw_put_int(b, col, v);
+}
+static inline void arw_put_i64(arw_batch_t *b, size_t col, int64_t v)
+{
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    arw_col_t *c = &b->cols[col];
+    if (c->values.cap - c->values.len >= 8 && !b->err) {
+        memcpy(c->values.data + c->values.len, &v, 8);
+        c->values.len += 8;
+        c->n++;
+        return;
+    }
+#endif
+    arw_put_int(b, col, v);
+}
 void arw_put_list(arw_batch_t *b, size_t col, const uint32_t *items, size_t n);
 /* ARW_DICT_UTF8: the column's dictionary (borrowed until arw_encode), then
  * one index into it per row with arw_put_int. */

@@ -356,6 +356,7 @@ void qry_fanout_free(qry_fanout_t *f)
 const qry_backend_t fo_backend = {
     .merge_tree = fo_merge_tree,
     .merge_pprof = fo_merge_pprof,
+    .merge_parts = fo_merge_parts,
     .select_series = fo_select_series,
     .profile_types = fo_rpc_profile_types,
     .label_names = fo_rpc_label_names,

@@ -72,6 +72,8 @@ int fo_merge_tree(qry_front_t *fe, lc_http_req_t *req, const ProtobufCMessage *i
                   lc_status_t *st);
 int fo_merge_pprof(qry_front_t *fe, lc_http_req_t *req, const ProtobufCMessage *in, lc_buf_t *out,
                    lc_status_t *st);
+int fo_merge_parts(qry_front_t *fe, lc_http_req_t *req, const ProtobufCMessage *in,
+                   const qry_merge_sink_t *sink, lc_status_t *st);
 int fo_select_series(qry_front_t *fe, lc_http_req_t *req, const Querier__V1__SelectSeriesRequest *r,
                      const lc_query_series_opts_t *o, lc_query_series_t **out, lc_status_t *st);
 /* fanout_list.c; data is fe */

@@ -78,6 +78,30 @@ static int fo_merged_pprof(qry_fanout_t *f, lc_http_req_t *req,
     return rc ? -1 : 0;
 }
 
+/* Every ingester's merged pprof for r, each decoded and handed to the sink
+ * as it is: no merge into one pprof, no encoding of it. */
+int fo_merge_parts(qry_front_t *fe, lc_http_req_t *req, const ProtobufCMessage *in,
+                   const qry_merge_sink_t *sink, lc_status_t *st)
+{
+    fo_answer_t *ans;
+    size_t n;
+    if (fo_call_all(fo_of(fe), req, FO_PUBLIC_SERVICE "SelectMergeProfile", in, &ans, &n, st))
+        return -1;
+    lc_pprof_limits_t lim;
+    lc_pprof_limits_default(&lim);
+    lim.max_decompressed_bytes = SIZE_MAX / 2;
+    lim.max_samples = 0;
+    for (size_t i = 0; i < n; i++) {
+        lc_pprof_t *p;
+        if (lc_pprof_decode(ans[i].body, ans[i].len, &lim, req->arena, &p, st))
+            return -1;
+        int rc = sink->pprof(p, sink->data, st);
+        if (rc)
+            return rc == -1 ? -1 : qry_fail(st, rc, "merging partial profiles");
+    }
+    return 0;
+}
+
 /* The pprof request that matches a SelectMergeStacktraces one. */
 static Querier__V1__SelectMergeProfileRequest
 profile_req_of(const Querier__V1__SelectMergeStacktracesRequest *r)

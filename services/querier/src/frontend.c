@@ -188,6 +188,17 @@ int qry_front_merge_pprof(qry_front_t *fe, lc_http_req_t *req, const ProtobufCMe
     return rc;
 }
 
+int qry_front_merge_parts(qry_front_t *fe, lc_http_req_t *req, const ProtobufCMessage *in,
+                          const qry_merge_sink_t *sink, lc_status_t *st)
+{
+    qry_slots_t s;
+    if (front_enter(fe, req, &s, st))
+        return -1;
+    int rc = fe->be->merge_parts(fe, req, in, sink, st);
+    front_leave(fe, &s);
+    return rc;
+}
+
 static int front_select_series(qry_front_t *fe, lc_http_req_t *req,
                                const Querier__V1__SelectSeriesRequest *r,
                                const lc_query_series_opts_t *o, lc_query_series_t **out,

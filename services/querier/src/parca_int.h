@@ -5,8 +5,10 @@
  *   parca_ql.c      Parca's query strings <-> Pyroscope's profile type ids and
  *                   label selectors; the delta rule for ProfileTypes
  *   parca_report.c  the reports of a Query (TOP, FLAMEGRAPH_TABLE,
- *                   FLAMEGRAPH_ARROW, TABLE_ARROW, CALLGRAPH) built from the
- *                   merged pprof the back end answers
+ *                   FLAMEGRAPH_ARROW, TABLE_ARROW, CALLGRAPH) built from a
+ *                   call tree folded straight from what the back end reads
+ *                   (store blocks, ingesters' partials), or from the merged
+ *                   pprof when the request filters stacks
  *   parca_query.c   the RPCs and their routes (root and /api)
  *
  * Everything runs on the RPC's thread-pool thread, in the request arena.
@@ -51,11 +53,29 @@ typedef struct parca_tree_s parca_tree_t;
  * filter: keep only stacks with a frame whose function name satisfies the
  * request's filters. *filtered grows by what was dropped. */
 typedef struct parca_filter_s parca_filter_t;
-/* by_address: one frame per (location, line); else one per function. */
-parca_tree_t *parca_tree_new(bool by_address);
+/* by_address: one frame per (location, line); else one per function.
+ * strings: where the strings of store blocks are copied (the request
+ * arena: the reports point at them until the reply is packed, after the
+ * tree is freed); a pprof's strings are used in place, and must live as
+ * long. */
+parca_tree_t *parca_tree_new(bool by_address, lc_arena_t *strings);
 void parca_tree_free(parca_tree_t *t);
 int parca_tree_add(parca_tree_t *t, const lc_pprof_t *p, int sign, const parca_filter_t *f,
                    int64_t *total, int64_t *filtered, lc_status_t *st) LC_MUST_CHECK;
+
+/* The fast path: the parts of a merge folded into a tree as the back end
+ * reads them (qry_front_merge_parts), with no merged pprof in between. The
+ * tree is the one parca_tree_add would build from that pprof: the same
+ * nodes and values (sibling order may differ). sign as parca_tree_add's;
+ * *total grows by the values added with sign > 0. No filters: a request
+ * with filters takes the merged pprof. */
+typedef struct parca_fold_s parca_fold_t;
+parca_fold_t *parca_fold_new(parca_tree_t *t, int sign, int64_t *total);
+void parca_fold_free(parca_fold_t *f);
+/* qry_merge_sink_t's callbacks (data = the fold): a store block's summed
+ * nodes; an ingester's partial merged pprof. */
+int parca_fold_nodes(const lc_query_nodes_t *nodes, void *data, lc_status_t *st);
+int parca_fold_pprof(const lc_pprof_t *p, void *data, lc_status_t *st);
 
 /* The request's filter_query and stack filters; NULL when there are none. */
 int parca_filter_new(const Parca__Query__V1alpha1__QueryRequest *r, lc_arena_t *a,

@@ -5,8 +5,10 @@
  * end's own calls: ProfileTypes, Labels, Values and HasProfileData into the
  * back end's listings; QueryRange into SelectSeries (step, sum_by as
  * group_by, limit); Query (merge, single, diff) into merged pprof from the
- * back end, gzipped as PPROF or turned into the other reports
- * (parca_report.c).
+ * back end, gzipped, for PPROF, and for the other reports into a call tree
+ * folded straight from the back end's parts (store blocks, ingesters'
+ * partial pprofs: qry_front_merge_parts), which parca_report.c turns into
+ * the report.
  *
  * Routes: `/parca.query.v1alpha1.QueryService/<Method>` and the same under
  * `/api`, through qry_route_register (tenant first, then lc/connect.h, which
@@ -415,18 +417,42 @@ static int side_of_selection(const Parca__Query__V1alpha1__ProfileDiffSelection 
     return side_single(d->single, s, st);
 }
 
+/* The back end's merge request of one side. */
+static int side_request(lc_http_req_t *req, const side_t *s, parca_query_t *q,
+                        Querier__V1__SelectMergeProfileRequest *mr, lc_status_t *st)
+{
+    if (parca_parse_query(s->query, false, req->arena, q, st))
+        return -1;
+    *mr = (Querier__V1__SelectMergeProfileRequest)QUERIER__V1__SELECT_MERGE_PROFILE_REQUEST__INIT;
+    mr->profile_typeid = (char *)q->type_id;
+    mr->label_selector = (char *)q->selector;
+    mr->start = s->start_ms;
+    mr->end = s->end_ms;
+    return 0;
+}
+
 /* The merged pprof of one side (protobuf bytes, maybe gzip) into out. */
 static int side_pprof(qry_front_t *fe, lc_http_req_t *req, const side_t *s, parca_query_t *q,
                       lc_buf_t *out, lc_status_t *st)
 {
-    if (parca_parse_query(s->query, false, req->arena, q, st))
+    Querier__V1__SelectMergeProfileRequest mr;
+    if (side_request(req, s, q, &mr, st))
         return -1;
-    Querier__V1__SelectMergeProfileRequest mr = QUERIER__V1__SELECT_MERGE_PROFILE_REQUEST__INIT;
-    mr.profile_typeid = (char *)q->type_id;
-    mr.label_selector = (char *)q->selector;
-    mr.start = s->start_ms;
-    mr.end = s->end_ms;
     return qry_front_merge_pprof(fe, req, &mr.base, out, st);
+}
+
+/* One side folded into t straight from what the back end reads. */
+static int side_fold(qry_front_t *fe, lc_http_req_t *req, const side_t *s, parca_query_t *q,
+                     parca_tree_t *t, int sign, int64_t *total, lc_status_t *st)
+{
+    Querier__V1__SelectMergeProfileRequest mr;
+    if (side_request(req, s, q, &mr, st))
+        return -1;
+    parca_fold_t *f = parca_fold_new(t, sign, total);
+    qry_merge_sink_t sink = {.nodes = parca_fold_nodes, .pprof = parca_fold_pprof, .data = f};
+    int rc = qry_front_merge_parts(fe, req, &mr.base, &sink, st);
+    parca_fold_free(f);
+    return rc;
 }
 
 static int decode_merged(lc_http_req_t *req, const lc_buf_t *b, lc_pprof_t **p, lc_status_t *st)
@@ -545,7 +571,9 @@ static int build_report(lc_http_req_t *req, const Parca__Query__V1alpha1__QueryR
     }
 }
 
-/* Merged pprof of each side into one tree, then the report. */
+/* Each side into one tree, then the report: folded straight from the back
+ * end's parts, or through the merged pprof when the request filters stacks
+ * (the filters judge whole stacks; the pprof has them). */
 static int tree_report(qry_front_t *fe, lc_http_req_t *req,
                        const Parca__Query__V1alpha1__QueryRequest *r, const side_t *a,
                        const side_t *b, bool diff, Parca__Query__V1alpha1__QueryResponse *resp,
@@ -557,13 +585,18 @@ static int tree_report(qry_front_t *fe, lc_http_req_t *req,
     bool by_address = false;
     for (size_t i = 0; r->group_by && i < r->group_by->n_fields; i++)
         by_address |= strcmp(r->group_by->fields[i], "location_address") == 0;
-    parca_tree_t *t = parca_tree_new(by_address);
+    parca_tree_t *t = parca_tree_new(by_address, req->arena);
     parca_query_t q;
     int rc = 0;
     for (int pass = diff ? 0 : 1; pass < 2 && rc == 0; pass++) {
+        int64_t ignored = 0;
+        if (!filter) {
+            rc = side_fold(fe, req, pass ? b : a, &q, t, pass ? 1 : -1,
+                           pass ? &resp->total : &ignored, st);
+            continue;
+        }
         lc_buf_t buf;
         lc_pprof_t *p;
-        int64_t ignored = 0;
         lc_buf_init(&buf, LC_BUF_UNLIMITED);
         rc = side_pprof(fe, req, pass ? b : a, &q, &buf, st);
         if (rc == 0)

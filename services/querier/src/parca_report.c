@@ -53,6 +53,19 @@ typedef struct slots_s {
     size_t n;
 } slots_t;
 
+/* The (parent, frame) -> node table: a slot carries its key, so a probe
+ * reads one slot and never the node array (id 0 = empty: node 0, the
+ * root, is nobody's child). */
+typedef struct node_slot_s {
+    uint32_t parent, frame, id;
+} node_slot_t;
+
+typedef struct node_slots_s {
+    node_slot_t *v;
+    size_t cap; /* power of two */
+    size_t n;
+} node_slots_t;
+
 struct parca_tree_s {
     const char **strings; /* id 0 is "" */
     size_t n_strings, cap_strings;
@@ -62,9 +75,12 @@ struct parca_tree_s {
     slots_t frame_slots;
     node_t *nodes; /* node 0 is the root */
     size_t n_nodes, cap_nodes;
-    slots_t node_slots;
+    node_slots_t node_slots;
     int32_t max_depth;
     bool by_address; /* frames keep address and line; else one per function */
+    /* where strings read from store blocks are copied: the request arena,
+     * since the reports point at them until the reply is packed */
+    lc_arena_t *pool;
 };
 
 struct parca_filter_s {
@@ -128,6 +144,34 @@ static uint32_t intern_string(parca_tree_t *t, const char *s)
     }
 }
 
+/* A block string (bytes, not NUL-terminated) interned as the C string a
+ * decoded pprof would hold (cut at a NUL byte); new ones are copied into the
+ * tree's pool (the request arena). NO_FRAME when it is full. */
+static uint32_t intern_bytes(parca_tree_t *t, const char *s, size_t len)
+{
+    len = strnlen(s, len);
+    if (len == 0)
+        return 0;
+    if ((t->string_slots.n + 1) * 2 > t->string_slots.cap)
+        parca_slots_grow(&t->string_slots, string_hash, t);
+    size_t mask = t->string_slots.cap - 1;
+    for (size_t j = parca_hash_bytes(s, len) & mask;; j = (j + 1) & mask) {
+        uint32_t v = t->string_slots.v[j];
+        if (v && strncmp(t->strings[v - 1], s, len) == 0 && t->strings[v - 1][len] == '\0')
+            return v - 1;
+        if (v)
+            continue;
+        char *copy = lc_arena_strndup(t->pool, s, len);
+        if (!copy)
+            return NO_FRAME;
+        t->strings = lc_xgrow(t->strings, &t->cap_strings, t->n_strings + 1, sizeof(char *));
+        t->strings[t->n_strings] = copy;
+        t->string_slots.v[j] = (uint32_t)t->n_strings + 1;
+        t->string_slots.n++;
+        return (uint32_t)t->n_strings++;
+    }
+}
+
 static uint64_t frame_key_hash(const frame_t *f)
 {
     uint64_t h = lc_mix64(f->mapping_file ^ ((uint64_t)f->build_id << 32));
@@ -165,22 +209,38 @@ static uint64_t node_key(uint32_t parent, uint32_t frame)
     return lc_mix64(((uint64_t)parent << 32) | frame);
 }
 
-static uint64_t node_hash(const parca_tree_t *t, uint32_t id)
+/* Makes room for `need` children in the node table (load at most 1/2). */
+static void node_slots_reserve(node_slots_t *s, size_t need)
 {
-    return node_key(t->nodes[id].parent, t->nodes[id].frame);
+    if ((need + 1) * 2 <= s->cap)
+        return;
+    size_t cap = s->cap ? s->cap : 1024;
+    while ((need + 1) * 2 > cap)
+        cap *= 2;
+    node_slot_t *v = lc_xcalloc(cap, sizeof(*v));
+    for (size_t i = 0; i < s->cap; i++) {
+        if (!s->v[i].id)
+            continue;
+        size_t j = node_key(s->v[i].parent, s->v[i].frame) & (cap - 1);
+        while (v[j].id)
+            j = (j + 1) & (cap - 1);
+        v[j] = s->v[i];
+    }
+    lc_free(s->v);
+    s->v = v;
+    s->cap = cap;
 }
 
 /* The child of parent for frame, created if new; NO_FRAME past the cap. */
 static uint32_t child_of(parca_tree_t *t, uint32_t parent, uint32_t frame)
 {
-    if ((t->node_slots.n + 1) * 2 > t->node_slots.cap)
-        parca_slots_grow(&t->node_slots, node_hash, t);
+    node_slots_reserve(&t->node_slots, t->node_slots.n + 1);
     size_t mask = t->node_slots.cap - 1;
     for (size_t j = node_key(parent, frame) & mask;; j = (j + 1) & mask) {
-        uint32_t v = t->node_slots.v[j];
-        if (v && t->nodes[v - 1].parent == parent && t->nodes[v - 1].frame == frame)
-            return v - 1;
-        if (v)
+        node_slot_t *sl = &t->node_slots.v[j];
+        if (sl->id && sl->parent == parent && sl->frame == frame)
+            return sl->id;
+        if (sl->id)
             continue;
         if (t->n_nodes >= PARCA_MAX_NODES)
             return NO_FRAME;
@@ -195,7 +255,7 @@ static uint32_t child_of(parca_tree_t *t, uint32_t parent, uint32_t frame)
         t->nodes[parent].first_child = id;
         if ((int32_t)t->nodes[id].depth > t->max_depth)
             t->max_depth = (int32_t)t->nodes[id].depth;
-        t->node_slots.v[j] = id + 1;
+        *sl = (node_slot_t){parent, frame, id};
         t->node_slots.n++;
         return id;
     }
@@ -203,10 +263,11 @@ static uint32_t child_of(parca_tree_t *t, uint32_t parent, uint32_t frame)
 
 /* ------------------------------------------------------------------- tree */
 
-parca_tree_t *parca_tree_new(bool by_address)
+parca_tree_t *parca_tree_new(bool by_address, lc_arena_t *strings)
 {
     parca_tree_t *t = lc_xcalloc(1, sizeof(*t));
     t->by_address = by_address;
+    t->pool = strings;
     t->strings = lc_xgrow(NULL, &t->cap_strings, 1, sizeof(char *));
     t->strings[0] = ""; /* id 0, never in the slots: intern_string answers it first */
     t->n_strings = 1;
@@ -397,8 +458,7 @@ static void presize_nodes(parca_tree_t *t, const lc_pprof_t *p)
         refs += p->sample[i]->n_location_id;
     if (refs > PARCA_MAX_NODES)
         refs = PARCA_MAX_NODES;
-    while ((refs + 1) * 2 > t->node_slots.cap)
-        parca_slots_grow(&t->node_slots, node_hash, t);
+    node_slots_reserve(&t->node_slots, refs);
 }
 
 int parca_tree_add(parca_tree_t *t, const lc_pprof_t *p, int sign, const parca_filter_t *f,
@@ -439,6 +499,306 @@ int parca_tree_add(parca_tree_t *t, const lc_pprof_t *p, int sign, const parca_f
     loc_cache_fini(&cache);
     lc_arena_free(a);
     return rc;
+}
+
+/* --------------------------------------------- straight from store blocks */
+
+/* One block's symbols resolved to the tree's ids, each once: the frames of a
+ * location (as parca_location_frames makes them from a pprof), a function's
+ * strings, a mapping's. */
+typedef struct block_syms_s {
+    lc_block_t *b;
+    size_t n_locs, n_funcs;
+    uint32_t *loc_off, *loc_len; /* by location id; loc_off: offset + 1, 0 = not yet */
+    uint32_t *pool;
+    size_t n_pool, cap_pool;
+    uint32_t *func_at; /* by function id: index into funcs + 1, 0 = not yet */
+    frame_t *funcs;    /* the resolved ones: name, system name, file, start line */
+    size_t n_funcs_done, cap_funcs;
+    frame_t *map; /* by mapping id: file and build id */
+    uint8_t *map_done;
+    size_t n_maps;
+    uint32_t *str; /* by block string id: tree string id + 1; 0 = not yet */
+    size_t n_strs;
+} block_syms_t;
+
+static int block_syms_init(block_syms_t *y, lc_block_t *b)
+{
+    lc_block_info_t info;
+    int rc = lc_block_info(b, &info);
+    if (rc)
+        return rc;
+    if (info.locations >= UINT32_MAX || info.functions >= UINT32_MAX || info.strings >= UINT32_MAX)
+        return LC_ECORRUPT;
+    *y = (block_syms_t){
+        .b = b, .n_locs = info.locations, .n_funcs = info.functions, .n_strs = info.strings};
+    y->str = lc_xcalloc(y->n_strs + 1, sizeof(uint32_t));
+    /* sized by the block (every profile's symbols), touched by the query:
+     * only the zeroed id maps are as large as the block */
+    y->loc_off = lc_xcalloc(y->n_locs + 1, sizeof(uint32_t));
+    y->loc_len = lc_xmalloc((y->n_locs + 1) * sizeof(uint32_t));
+    y->func_at = lc_xcalloc(y->n_funcs + 1, sizeof(uint32_t));
+    return 0;
+}
+
+static void block_syms_fini(block_syms_t *y)
+{
+    lc_free(y->loc_off);
+    lc_free(y->loc_len);
+    lc_free(y->pool);
+    lc_free(y->func_at);
+    lc_free(y->funcs);
+    lc_free(y->map);
+    lc_free(y->map_done);
+    lc_free(y->str);
+}
+
+/* A block string as a tree string id, read once per block (functions share
+ * their files, and name and system name are often one string). */
+static int block_str(parca_tree_t *t, block_syms_t *y, uint32_t id, uint32_t *out)
+{
+    if (id <= y->n_strs && y->str[id]) {
+        *out = y->str[id] - 1;
+        return 0;
+    }
+    const char *s;
+    size_t len;
+    int rc = lc_block_string(y->b, id, &s, &len);
+    if (rc)
+        return rc;
+    *out = intern_bytes(t, s, len);
+    if (*out == NO_FRAME)
+        return LC_ETOOBIG;
+    if (id <= y->n_strs)
+        y->str[id] = *out + 1;
+    return 0;
+}
+
+static int block_function(parca_tree_t *t, block_syms_t *y, uint32_t fid, const frame_t **out)
+{
+    if (fid == 0 || fid > y->n_funcs)
+        return LC_ECORRUPT;
+    if (!y->func_at[fid]) {
+        y->funcs = lc_xgrow(y->funcs, &y->cap_funcs, y->n_funcs_done + 1, sizeof(frame_t));
+        frame_t *f = &y->funcs[y->n_funcs_done];
+        *f = (frame_t){0};
+        lc_store_function_t fn;
+        int rc = lc_block_function(y->b, fid, &fn);
+        if (rc == 0)
+            rc = block_str(t, y, fn.name, &f->func);
+        if (rc == 0)
+            rc = block_str(t, y, fn.system_name, &f->system_name);
+        if (rc == 0)
+            rc = block_str(t, y, fn.filename, &f->file);
+        if (rc)
+            return rc;
+        f->start_line = fn.start_line;
+        y->func_at[fid] = (uint32_t)++y->n_funcs_done;
+    }
+    *out = &y->funcs[y->func_at[fid] - 1];
+    return 0;
+}
+
+static int block_mapping(parca_tree_t *t, block_syms_t *y, uint32_t mid, frame_t *f)
+{
+    if (mid == 0)
+        return 0;
+    if (mid >= y->n_maps) {
+        size_t old = y->n_maps, cap = old;
+        y->map = lc_xgrow(y->map, &cap, (size_t)mid + 1, sizeof(frame_t));
+        y->map_done = lc_xrealloc(y->map_done, cap);
+        memset(y->map_done + old, 0, cap - old);
+        y->n_maps = cap;
+    }
+    frame_t *m = &y->map[mid];
+    if (!y->map_done[mid]) {
+        lc_store_mapping_t sm;
+        int rc = lc_block_mapping(y->b, mid, &sm);
+        if (rc == 0)
+            rc = block_str(t, y, sm.filename, &m->mapping_file);
+        if (rc == 0)
+            rc = block_str(t, y, sm.build_id, &m->build_id);
+        if (rc)
+            return rc;
+        y->map_done[mid] = 1;
+    }
+    f->mapping_file = m->mapping_file;
+    f->build_id = m->build_id;
+    return 0;
+}
+
+/* The frames of store location lid, root side first, computed once per
+ * block: the same frames parca_location_frames makes of the location's
+ * copy in a merged pprof (at most LOC_MAX_LINES). */
+static int block_location_frames(parca_tree_t *t, block_syms_t *y, uint32_t lid,
+                                 const uint32_t **frames, uint32_t *n)
+{
+    if (lid == 0 || lid > y->n_locs)
+        return LC_ECORRUPT;
+    if (!y->loc_off[lid]) {
+        lc_store_location_t l;
+        frame_t f = {0};
+        int rc = lc_block_location(y->b, lid, &l);
+        if (rc == 0)
+            rc = block_mapping(t, y, l.mapping_id, &f);
+        if (rc)
+            return rc;
+        f.address = t->by_address || l.n_lines == 0 ? l.address : 0;
+        size_t k = 0, want = l.n_lines ? l.n_lines : 1;
+        if (want > LOC_MAX_LINES)
+            want = LOC_MAX_LINES;
+        y->pool = lc_xgrow(y->pool, &y->cap_pool, y->n_pool + want, sizeof(uint32_t));
+        if (l.n_lines == 0)
+            y->pool[y->n_pool + k++] = intern_frame(t, &f);
+        for (size_t i = l.n_lines; i-- > 0 && k < want;) {
+            const frame_t *fn;
+            rc = block_function(t, y, l.lines[i].function_id, &fn);
+            if (rc)
+                return rc;
+            f.func = fn->func;
+            f.system_name = fn->system_name;
+            f.file = fn->file;
+            f.start_line = fn->start_line;
+            f.line = t->by_address ? l.lines[i].line : 0;
+            y->pool[y->n_pool + k++] = intern_frame(t, &f);
+        }
+        y->loc_off[lid] = (uint32_t)y->n_pool + 1;
+        y->loc_len[lid] = (uint32_t)k;
+        y->n_pool += k;
+    }
+    *frames = y->pool + y->loc_off[lid] - 1;
+    *n = y->loc_len[lid];
+    return 0;
+}
+
+/* What a block fold needs beyond the nodes: per block node its subtree sum
+ * (negative values included, as the pprof path adds them), whether any value
+ * lies below it, and the tree node its path ends at. */
+typedef struct fold_scratch_s {
+    int64_t *sum;
+    uint8_t *live;
+    uint32_t *at;
+    size_t cap;
+} fold_scratch_t;
+
+/* Returns how many nodes have a value below them (a bound on the tree
+ * nodes the block may add, less inlined frames). */
+static size_t fold_scratch_fill(fold_scratch_t *x, const lc_query_nodes_t *nd)
+{
+    if (nd->n > x->cap) {
+        x->sum = lc_xrealloc(x->sum, nd->n * sizeof(*x->sum));
+        x->live = lc_xrealloc(x->live, nd->n);
+        x->at = lc_xrealloc(x->at, nd->n * sizeof(*x->at));
+        x->cap = nd->n;
+    }
+    for (uint32_t i = 0; i < nd->n; i++) {
+        x->sum[i] = nd->self[i];
+        x->live[i] = nd->self[i] != 0;
+    }
+    /* children have larger ids: at i every child has been added */
+    size_t live = 0;
+    for (uint32_t i = nd->n - 1; i > 0; i--) {
+        x->sum[nd->parents[i]] += x->sum[i];
+        x->live[nd->parents[i]] |= x->live[i];
+        live += x->live[i];
+    }
+    return live;
+}
+
+/* Adds v (sign as in add_stack) to one tree node's cumulative side. */
+static void add_cum(node_t *n, int64_t v, int sign)
+{
+    if (sign > 0)
+        n->cum += v;
+    n->diff += sign * v;
+}
+
+static void add_flat(node_t *n, int64_t v, int sign)
+{
+    if (sign > 0)
+        n->flat += v;
+    n->flat_diff += sign * v;
+}
+
+/* The block's nodes folded into the tree: a block node's frames hang under
+ * its parent's tree node; every tree node on that chain gets the block
+ * node's subtree sum (the samples below it pass through each of them once),
+ * its last one the node's own value as flat. Only nodes with a value below
+ * them are visited, as the pprof path only has samples with a value. */
+static int fold_nodes(parca_tree_t *t, const lc_query_nodes_t *nd, block_syms_t *y,
+                      fold_scratch_t *x, int sign, lc_status_t *st)
+{
+    size_t grow = t->n_nodes + fold_scratch_fill(x, nd);
+    node_slots_reserve(&t->node_slots, grow < PARCA_MAX_NODES ? grow : PARCA_MAX_NODES);
+    x->at[0] = 0;
+    add_cum(&t->nodes[0], x->sum[0], sign);
+    add_flat(&t->nodes[0], nd->self[0], sign);
+    for (uint32_t i = 1; i < nd->n; i++) {
+        if (!x->live[i])
+            continue;
+        const uint32_t *frames;
+        uint32_t n_frames, cur = x->at[nd->parents[i]];
+        int rc = block_location_frames(t, y, nd->locations[i], &frames, &n_frames);
+        if (rc)
+            return rc;
+        for (uint32_t k = 0; k < n_frames; k++) {
+            cur = child_of(t, cur, frames[k]);
+            if (cur == NO_FRAME)
+                return lc_status_set(st, LC_CODE_RESOURCE_EXHAUSTED,
+                                     "the report passes %zu call-tree nodes; narrow the query",
+                                     PARCA_MAX_NODES);
+            add_cum(&t->nodes[cur], x->sum[i], sign);
+        }
+        x->at[i] = cur;
+        add_flat(&t->nodes[cur], nd->self[i], sign);
+    }
+    return 0;
+}
+
+/* What parca_tree_add_nodes folds into; one per side of a query. */
+struct parca_fold_s {
+    parca_tree_t *t;
+    int sign;
+    int64_t *total;
+    fold_scratch_t x;
+};
+
+parca_fold_t *parca_fold_new(parca_tree_t *t, int sign, int64_t *total)
+{
+    parca_fold_t *f = lc_xcalloc(1, sizeof(*f));
+    *f = (parca_fold_t){.t = t, .sign = sign, .total = total};
+    return f;
+}
+
+void parca_fold_free(parca_fold_t *f)
+{
+    if (!f)
+        return;
+    lc_free(f->x.sum);
+    lc_free(f->x.live);
+    lc_free(f->x.at);
+    lc_free(f);
+}
+
+int parca_fold_nodes(const lc_query_nodes_t *nd, void *data, lc_status_t *st)
+{
+    parca_fold_t *f = data;
+    block_syms_t y;
+    int rc = block_syms_init(&y, nd->block);
+    if (rc)
+        return rc;
+    rc = fold_nodes(f->t, nd, &y, &f->x, f->sign, st);
+    if (rc == 0 && f->sign > 0)
+        *f->total += f->x.sum[0];
+    block_syms_fini(&y);
+    return rc;
+}
+
+int parca_fold_pprof(const lc_pprof_t *p, void *data, lc_status_t *st)
+{
+    parca_fold_t *f = data;
+    int64_t ignored = 0;
+    return parca_tree_add(f->t, p, f->sign, NULL, f->sign > 0 ? f->total : &ignored, &ignored, st);
 }
 
 int parca_filter_new(const Parca__Query__V1alpha1__QueryRequest *r, lc_arena_t *a,
@@ -874,15 +1234,15 @@ static void flame_row(arw_batch_t *b, const parca_tree_t *t, uint32_t id, const 
 {
     const node_t *nd = &t->nodes[id];
     const frame_t *f = nd->frame == NO_FRAME ? NULL : &t->frames[nd->frame];
-    arw_put_int(b, FA_MAPPING_FILE, f ? f->mapping_file : 0);
-    arw_put_int(b, FA_BUILD_ID, f ? f->build_id : 0);
-    arw_put_int(b, FA_ADDRESS, f ? (int64_t)f->address : 0);
-    arw_put_int(b, FA_LINE, f ? f->line : 0);
+    arw_put_i32(b, FA_MAPPING_FILE, f ? f->mapping_file : 0);
+    arw_put_i32(b, FA_BUILD_ID, f ? f->build_id : 0);
+    arw_put_i64(b, FA_ADDRESS, f ? (int64_t)f->address : 0);
+    arw_put_i64(b, FA_LINE, f ? f->line : 0);
     arw_put_bool(b, FA_INLINED, false);
-    arw_put_int(b, FA_STARTLINE, f ? f->start_line : 0);
-    arw_put_int(b, FA_NAME, f ? f->func : 0);
-    arw_put_int(b, FA_SYSTEM_NAME, f ? f->system_name : 0);
-    arw_put_int(b, FA_FILE_NAME, f ? f->file : 0);
+    arw_put_i64(b, FA_STARTLINE, f ? f->start_line : 0);
+    arw_put_i32(b, FA_NAME, f ? f->func : 0);
+    arw_put_i32(b, FA_SYSTEM_NAME, f ? f->system_name : 0);
+    arw_put_i32(b, FA_FILE_NAME, f ? f->file : 0);
     size_t n = 0;
     for (uint32_t c = nd->first_child; c != NO_FRAME; c = t->nodes[c].next_sibling) {
         if (row[c] == UINT32_MAX)
@@ -891,11 +1251,11 @@ static void flame_row(arw_batch_t *b, const parca_tree_t *t, uint32_t id, const 
         (*kids)[n++] = row[c];
     }
     arw_put_list(b, FA_CHILDREN, *kids, n);
-    arw_put_int(b, FA_PARENT, id == 0 ? -1 : (int64_t)row[nd->parent]);
-    arw_put_int(b, FA_CUMULATIVE, nd->cum);
-    arw_put_int(b, FA_FLAT, nd->flat);
-    arw_put_int(b, FA_DIFF, nd->diff);
-    arw_put_int(b, FA_DEPTH, nd->depth);
+    arw_put_i32(b, FA_PARENT, id == 0 ? -1 : (int64_t)row[nd->parent]);
+    arw_put_i64(b, FA_CUMULATIVE, nd->cum);
+    arw_put_i64(b, FA_FLAT, nd->flat);
+    arw_put_i64(b, FA_DIFF, nd->diff);
+    arw_put_i32(b, FA_DEPTH, nd->depth);
 }
 
 static int encode_batch(arw_batch_t *b, lc_arena_t *a, ProtobufCBinaryData *out, lc_status_t *st)
@@ -924,6 +1284,7 @@ int parca_report_flamegraph_arrow(parca_tree_t *t, const char *unit, double trim
     size_t n = preorder_rows(t, min_cum_of(t, trim), order, row, &trimmed);
     arw_batch_t b;
     arw_batch_init(&b, flame_fields, FA_COLUMNS, PARCA_MAX_REPORT);
+    arw_batch_reserve(&b, n);
     set_string_dicts(&b, t, flame_fields, FA_COLUMNS);
     uint32_t *kids = NULL;
     size_t kids_cap = 0;
@@ -990,21 +1351,22 @@ int parca_report_table_arrow(parca_tree_t *t, const char *unit, lc_arena_t *a,
     uint32_t *ids = frames_sorted(t, &ft, &n);
     arw_batch_t b;
     arw_batch_init(&b, table_fields, TA_COLUMNS, PARCA_MAX_REPORT);
+    arw_batch_reserve(&b, n);
     set_string_dicts(&b, t, table_fields, TA_COLUMNS);
     for (size_t i = 0; i < n; i++) {
         const frame_t *f = &t->frames[ids[i]];
-        arw_put_int(&b, TA_MAPPING_FILE, f->mapping_file);
-        arw_put_int(&b, TA_BUILD_ID, f->build_id);
-        arw_put_int(&b, TA_ADDRESS, (int64_t)f->address);
-        arw_put_int(&b, TA_LINE, f->line);
-        arw_put_int(&b, TA_STARTLINE, f->start_line);
-        arw_put_int(&b, TA_NAME, f->func);
-        arw_put_int(&b, TA_SYSTEM_NAME, f->system_name);
-        arw_put_int(&b, TA_FILE_NAME, f->file);
-        arw_put_int(&b, TA_CUMULATIVE, ft.cum[ids[i]]);
-        arw_put_int(&b, TA_CUMULATIVE_DIFF, ft.cum_diff[ids[i]]);
-        arw_put_int(&b, TA_FLAT, ft.flat[ids[i]]);
-        arw_put_int(&b, TA_FLAT_DIFF, ft.flat_diff[ids[i]]);
+        arw_put_i32(&b, TA_MAPPING_FILE, f->mapping_file);
+        arw_put_i32(&b, TA_BUILD_ID, f->build_id);
+        arw_put_i64(&b, TA_ADDRESS, (int64_t)f->address);
+        arw_put_i64(&b, TA_LINE, f->line);
+        arw_put_i64(&b, TA_STARTLINE, f->start_line);
+        arw_put_i32(&b, TA_NAME, f->func);
+        arw_put_i32(&b, TA_SYSTEM_NAME, f->system_name);
+        arw_put_i32(&b, TA_FILE_NAME, f->file);
+        arw_put_i64(&b, TA_CUMULATIVE, ft.cum[ids[i]]);
+        arw_put_i64(&b, TA_CUMULATIVE_DIFF, ft.cum_diff[ids[i]]);
+        arw_put_i64(&b, TA_FLAT, ft.flat[ids[i]]);
+        arw_put_i64(&b, TA_FLAT_DIFF, ft.flat_diff[ids[i]]);
     }
     lc_free(ids);
     frame_totals_fini(&ft);
@@ -1034,9 +1396,8 @@ typedef struct edge_s {
 static int by_edge(const void *x, const void *y)
 {
     const edge_t *a = x, *b = y;
-    if (a->from != b->from)
-        return a->from < b->from ? -1 : 1;
-    return a->to < b->to ? -1 : a->to > b->to;
+    uint64_t ka = (uint64_t)a->from << 32 | a->to, kb = (uint64_t)b->from << 32 | b->to;
+    return ka < kb ? -1 : ka > kb;
 }
 
 static size_t callgraph_edges(const parca_tree_t *t, edge_t **out)
@@ -1060,6 +1421,26 @@ static size_t callgraph_edges(const parca_tree_t *t, edge_t **out)
     return m;
 }
 
+/* "<prefix><v>" (decimal) in the arena, without the printf machinery: a
+ * call graph names 100,000s of nodes and edges. */
+static char *cg_id(lc_arena_t *a, char prefix, uint64_t v)
+{
+    char tmp[24];
+    size_t n = 0;
+    do {
+        tmp[n++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    char *s = lc_arena_alloc(a, n + 2);
+    if (!s)
+        return NULL;
+    s[0] = prefix;
+    for (size_t i = 0; i < n; i++)
+        s[1 + i] = tmp[n - 1 - i];
+    s[n + 1] = '\0';
+    return s;
+}
+
 static int callgraph_nodes(const parca_tree_t *t, const frame_totals_t *ft, lc_arena_t *a,
                            Parca__Query__V1alpha1__Callgraph *cg)
 {
@@ -1081,7 +1462,7 @@ static int callgraph_nodes(const parca_tree_t *t, const frame_totals_t *ft, lc_a
         m->function = fm.function;
         m->line = fm.line;
         *n = (Parca__Query__V1alpha1__CallgraphNode)PARCA__QUERY__V1ALPHA1__CALLGRAPH_NODE__INIT;
-        n->id = lc_arena_sprintf(a, "n%u", i);
+        n->id = cg_id(a, 'n', i);
         n->meta = m;
         n->cumulative = ft->cum[i];
         n->flat = ft->flat[i];
@@ -1116,9 +1497,9 @@ int parca_report_callgraph(parca_tree_t *t, lc_arena_t *a,
             break;
         }
         *ed = (Parca__Query__V1alpha1__CallgraphEdge)PARCA__QUERY__V1ALPHA1__CALLGRAPH_EDGE__INIT;
-        ed->id = lc_arena_sprintf(a, "e%zu", i);
-        ed->source = lc_arena_sprintf(a, "n%u", e[i].from);
-        ed->target = lc_arena_sprintf(a, "n%u", e[i].to);
+        ed->id = cg_id(a, 'e', i);
+        ed->source = cg_id(a, 'n', e[i].from);
+        ed->target = cg_id(a, 'n', e[i].to);
         ed->cumulative = e[i].cum;
         if (!ed->id || !ed->source || !ed->target)
             rc = -1;

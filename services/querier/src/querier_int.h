@@ -89,6 +89,16 @@ typedef struct qry_front_s qry_front_t;
  * struct); results live in the request arena unless said otherwise. On
  * failure st is set and -1 returned. Two implementations: the local store
  * (qry_store_backend, rpc_*.c) and the fan-out to ingesters (fanout*.c). */
+/* Where a merge's parts go when nobody needs them merged into one pprof
+ * (Parca's reports, parca_query.c): a local store hands each block's summed
+ * nodes to nodes, the fan-out each ingester's partial merged pprof to pprof.
+ * Both return 0, an LC_E* error, or -1 with st set. */
+typedef struct qry_merge_sink_s {
+    lc_query_nodes_fn nodes;
+    int (*pprof)(const lc_pprof_t *p, void *data, lc_status_t *st);
+    void *data;
+} qry_merge_sink_t;
+
 typedef struct qry_backend_s {
     /* The merged tree, every node, of a SelectMergeStacktracesRequest or a
      * SelectMergeSpanProfileRequest (told apart by in->descriptor). *out is
@@ -99,6 +109,10 @@ typedef struct qry_backend_s {
      * SelectMergeStacktracesRequest, appended to out (initialised). */
     int (*merge_pprof)(qry_front_t *fe, lc_http_req_t *req, const ProtobufCMessage *in,
                        lc_buf_t *out, lc_status_t *st);
+    /* The parts the merged pprof of a SelectMergeProfileRequest would be
+     * built from, handed to sink as they are read (qry_merge_sink_t). */
+    int (*merge_parts)(qry_front_t *fe, lc_http_req_t *req, const ProtobufCMessage *in,
+                       const qry_merge_sink_t *sink, lc_status_t *st);
     /* The series of r bucketed as o says, none dropped yet: the front end
      * emits them with o's limit. *out is new, the caller's to free. */
     int (*select_series)(qry_front_t *fe, lc_http_req_t *req,
@@ -134,6 +148,9 @@ int qry_front_register(qry_front_t *fe, lc_httpd_t *srv) LC_MUST_CHECK;
  * front end's gate, for callers other than the querier.v1 routes). */
 int qry_front_merge_pprof(qry_front_t *fe, lc_http_req_t *req, const ProtobufCMessage *in,
                           lc_buf_t *out, lc_status_t *st) LC_MUST_CHECK;
+/* The back end's merge_parts holding the tenants' concurrency slots. */
+int qry_front_merge_parts(qry_front_t *fe, lc_http_req_t *req, const ProtobufCMessage *in,
+                          const qry_merge_sink_t *sink, lc_status_t *st) LC_MUST_CHECK;
 /* parca_query.c: parca.query.v1alpha1.QueryService over fe, at the root and
  * under /api. */
 int qry_parca_register(qry_front_t *fe, lc_httpd_t *srv) LC_MUST_CHECK;
@@ -145,6 +162,8 @@ int qry_store_merge_tree(qry_front_t *fe, lc_http_req_t *req, const ProtobufCMes
                          lc_ftree_t **out, lc_status_t *st);
 int qry_store_merge_pprof(qry_front_t *fe, lc_http_req_t *req, const ProtobufCMessage *in,
                           lc_buf_t *out, lc_status_t *st);
+int qry_store_merge_parts(qry_front_t *fe, lc_http_req_t *req, const ProtobufCMessage *in,
+                          const qry_merge_sink_t *sink, lc_status_t *st);
 int qry_store_select_series(qry_front_t *fe, lc_http_req_t *req,
                             const Querier__V1__SelectSeriesRequest *r,
                             const lc_query_series_opts_t *o, lc_query_series_t **out,

@@ -380,6 +380,18 @@ int qry_store_merge_pprof(qry_front_t *fe, lc_http_req_t *req, const ProtobufCMe
     return rc;
 }
 
+int qry_store_merge_parts(qry_front_t *fe, lc_http_req_t *req, const ProtobufCMessage *in,
+                          const qry_merge_sink_t *sink, lc_status_t *st)
+{
+    merge_req_t mr = merge_req_of(in);
+    merge_call_t m;
+    if (merge_begin(&m, qry_of(fe), req, &mr, st))
+        return -1;
+    int rc = lc_query_merge_nodes(m.c.reader, &m.query, sink->nodes, sink->data, st);
+    merge_end(&m);
+    return rc;
+}
+
 /* -------------------------------------------------------------------- Diff */
 
 int qry_diff_answer(lc_http_req_t *req, const ProtobufCMessage *in, ProtobufCMessage **out,

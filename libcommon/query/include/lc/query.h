@@ -121,6 +121,27 @@ int lc_query_merge_tree(lc_store_reader_t *r, const lc_query_t *q, lc_ftree_t *d
 int lc_query_merge_pprof(lc_store_reader_t *r, const lc_query_t *q, lc_pprof_builder_t *b,
                          lc_status_t *st) LC_MUST_CHECK;
 
+/* One block's matching samples summed per stack node, as the merges see them
+ * before they fold the block into a name tree or a pprof: for callers that
+ * build a tree of their own (Parca's reports, keyed by more than function
+ * names) without a merged pprof in between. */
+typedef struct lc_query_nodes_s {
+    lc_block_t *block;         /* its symbols: lc_block_location/function/mapping/string */
+    uint32_t n;                /* nodes [0, n); node 0 is the root (no location) */
+    const uint32_t *parents;   /* parents[i] < i */
+    const uint32_t *locations; /* store location id of each node */
+    const int64_t *self;       /* summed values; 0 where nothing matched, may be < 0 */
+} lc_query_nodes_t;
+
+/* Returns 0, an LC_E* error (mapped to a status by the engine), or -1 with
+ * st already set (kept as it is). */
+typedef int (*lc_query_nodes_fn)(const lc_query_nodes_t *nodes, void *data, lc_status_t *st);
+
+/* Calls fn once per block that has a matching sample, blocks in order; the
+ * nodes and the block's decoded symbols are valid during the call only. */
+int lc_query_merge_nodes(lc_store_reader_t *r, const lc_query_t *q, lc_query_nodes_fn fn,
+                         void *data, lc_status_t *st) LC_MUST_CHECK;
+
 /* ---------------------------------------------------------- time series */
 typedef struct lc_query_series_opts_s {
     int64_t start_ms, end_ms; /* bucket boundaries start, start+step, ... <= end */
