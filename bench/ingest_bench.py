@@ -214,7 +214,8 @@ def run_pyroscope(a, h, tmp, man, mix, base_ns, run_load):
         cpu = cpu_seconds(py.proc.pid) - cpu0
         settle = py.wait_compacted()
         out = {"res": res, "last": last, "drain": drain, "cpu": cpu, "settle": settle,
-               "peak": peak_rss_kib(py.proc.pid), "disk": py.disk(), "live": py.live_disk()}
+               "peak": peak_rss_kib(py.proc.pid), "disk": py.disk(), "live": py.live_disk(),
+               "bucket": py.bucket_disk(), "metastore": py.metastore_disk()}
     finally:
         py.stop()
     return out
@@ -242,10 +243,13 @@ def print_peer(peer, res, row, drain, cpu, peak, ember_disk, samples):
     n = samples + 200 * samples / res["ok"]     # the warm-up's 200 requests are stored too
     print(f"    {'disk, whole data dir (MiB)':<44}{ember_disk / 2**20:>14,.1f}{peer['disk'] / 2**20:>14,.1f}")
     print(f"    {'disk bytes per sample (incl. warm-up)':<44}{ember_disk / n:>14.2f}{peer['disk'] / n:>14.2f}")
+    print(f"    {'  pyroscope object store, bytes/sample':<44}{'':>14}{peer['bucket'] / n:>14.2f}")
     if peer["live"]:
         live, nlive, nobj = peer["live"]
         print(f"    {'  pyroscope live blocks only, bytes/sample':<44}{'':>14}{live / n:>14.2f}"
               f"   ({nlive} live blocks, {nobj} objects on disk)")
+    print(f"    {'  pyroscope metastore (MiB)':<44}{'':>14}{peer['metastore'] / 2**20:>14.1f}"
+          "   (raft WAL preallocated in 64 MiB segments)")
     print(f"    ember's disk measured once stored; pyroscope's once its compaction settled "
           f"({peer['settle']:.0f} s after stored; sources of compactions stay until its fixed "
           f"15-min cleanup delay, 'live blocks only' leaves them out)")

@@ -12,9 +12,10 @@ query length and lookback.
 Disk: the v2 write path flushes a segment object every 500 ms; compaction
 workers merge segments into blocks asynchronously and the sources are deleted
 only after a fixed 15-minute cleanup delay. So `disk()` reports the whole
-directory, and `live_disk()` the objects of the blocks the metastore still
-lists (its /ops/object-store page) plus the metastore's own files, which is what
-the data costs once the cleanup has run.
+directory, `bucket_disk()` the object store alone, `live_disk()` the objects of
+the blocks the metastore still lists (its /ops/object-store page: what the data
+costs once the cleanup has run) and `metastore_disk()` the metastore, whose raft
+WAL is preallocated in 64 MiB segments (a fixed cost, not per sample).
 """
 import http.client
 import os
@@ -123,14 +124,24 @@ class Pyroscope:
         """Everything under the data directory (bucket, metastore, v1 dir), bytes."""
         return dir_bytes(self.dir, skip=(os.path.join(self.dir, "log"),))
 
-    def live_blocks(self):
-        r = self.request("GET", "/ops/object-store/tenants/anonymous/blocks?queryFrom=now-90d&queryTo=now%2B1d")
+    def bucket_disk(self):
+        """The object store alone (segments and blocks), bytes."""
+        return dir_bytes(self.bucket)
+
+    def metastore_disk(self):
+        """The metastore's raft WAL (preallocated in 64 MiB segments), snapshots and BoltDB."""
+        return dir_bytes(os.path.join(self.dir, "metastore"))
+
+    def live_blocks(self, days=90):
+        now = int(time.time())
+        r = self.request("GET", "/ops/object-store/tenants/anonymous/blocks"
+                         f"?queryFrom={now - days * 86400}&queryTo={now + 86400}")
         if r.status != 200:
             return None
         return {m.decode() for m in ULID.findall(r.body)}
 
     def live_disk(self):
-        """(bytes of the objects of live blocks + metastore, live blocks, objects on disk);
+        """(bytes of the objects of live blocks, live blocks, objects on disk);
         None if the metastore's block list cannot be read."""
         live = self.live_blocks()
         if live is None:
@@ -145,7 +156,7 @@ class Pyroscope:
                         on_disk += 1
                         if d in live:
                             total += dir_bytes(os.path.join(root, d))
-        return total + dir_bytes(os.path.join(self.dir, "metastore")), len(live), on_disk
+        return total, len(live), on_disk
 
     def wait_compacted(self, quiet=20, timeout=300):
         """Waits until the set of objects in the bucket has not changed for `quiet` s

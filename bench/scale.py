@@ -348,6 +348,8 @@ def main():
                 res["ingest"] = (ingest_s, waited, total)
                 res["disk"] = py.disk()
                 res["live"] = py.live_disk()
+                res["bucket"] = py.bucket_disk()
+                res["metastore"] = py.metastore_disk()
                 results["pyroscope"] = res
             finally:
                 py.stop()
@@ -391,9 +393,11 @@ def report(results, samples, profiles, a):
     row("SelectSeries, day, by pod, 60 s (ms)", lambda r: f"{r['series'][0]:.1f}")
     row("disk bytes per sample", lambda r: f"{r['disk'] / samples:.2f}")
     row("disk MiB", lambda r: f"{r['disk'] / 2**20:.1f}")
-    if any(r.get("live") for r in results.values()):
+    if "pyroscope" in results:
+        row("  object store, bytes/sample", lambda r: f"{r['bucket'] / samples:.2f}" if "bucket" in r else "-")
         row("  live blocks only, bytes/sample", lambda r: f"{r['live'][0] / samples:.2f}" if r.get("live") else "-")
         row("  live blocks / objects on disk", lambda r: f"{r['live'][1]}/{r['live'][2]}" if r.get("live") else "-")
+        row("  metastore MiB", lambda r: f"{r['metastore'] / 2**20:.1f}" if "metastore" in r else "-")
     row("RSS after queries (MiB)", lambda r: f"{r['mem'][0] / 1024:.0f}" if r["mem"] else "-")
     row("  anonymous (MiB)", lambda r: f"{r['mem'][1] / 1024:.0f}" if r["mem"] else "-")
     row("  file-backed (MiB)", lambda r: f"{r['mem'][2] / 1024:.0f}" if r["mem"] else "-")
@@ -404,7 +408,8 @@ def report(results, samples, profiles, a):
     if "pyroscope" in results:
         print("  pyroscope: v2 storage, filesystem bucket; 'disk' is its whole data dir measured once "
               "compaction settled (compacted sources stay until its fixed 15-min cleanup delay); "
-              "'live blocks only' counts the objects of the blocks its metastore lists, plus the metastore")
+              "'live blocks only' counts the objects of the blocks its metastore lists; the metastore's "
+              "raft WAL is preallocated in 64 MiB segments")
     ratios = {"day/hour": e["day"][0] / e["hour"][0], "week/day": e["week"][0] / e["day"][0],
               "bytes/sample": e["disk"] / samples, "anon MiB": e["mem"][1] / 1024}
     print("targets (ember):")
