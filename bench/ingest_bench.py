@@ -41,6 +41,8 @@ import sys
 import tempfile
 import time
 
+from pyroscope_peer import Pyroscope, dir_bytes   # bench/, beside this script
+
 MIX = ("pprof/pyroscope-go.cpu.labels.pprof",      # B1: small Go CPU, 480 samples, pprof labels
        "pprof/pyroscope-cpu_go_truncated_1.pb.gz",  # B2: medium Go CPU, 647 samples, 1.9k locations
        "pprof/pyroscope-heap",                      # B3: heavy Go heap, 12k samples
@@ -111,21 +113,18 @@ def main():
     srv = h.Ember(log_level="warn")
     srv.start(timeout=120 if a.callgrind else 20)
     try:
-        run_load(srv.port, "warmup", 200)
-        perf = start_perf_stat(srv.proc.pid) if a.perf_stat else None
-        if a.callgrind:
-            callgrind_control(srv.proc.pid, "--instr=on")
-        cpu0 = cpu_seconds(srv.proc.pid)
-        res = run_load(srv.port, "bench-app")
-        t_end = time.monotonic()
-        window = (base_ns // 10**6 - 60_000, h.now_ms() + 60_000)
-        last, drain = wait_stored(h, srv, man, mix, window, res["group_ok"], t_end)
-        cpu = cpu_seconds(srv.proc.pid) - cpu0
+        perf = []
+
+        def instrument():
+            perf.append(start_perf_stat(srv.proc.pid) if a.perf_stat else None)
+            if a.callgrind:
+                callgrind_control(srv.proc.pid, "--instr=on")
+        res, last, drain, cpu = measure(h, srv, run_load, man, mix, base_ns, instrument)
         if a.callgrind:
             callgrind_control(srv.proc.pid, "--instr=off")
-        perf_out = stop_perf_stat(perf)
+        perf_out = stop_perf_stat(perf[0])
         peak = srv.rss_peak_kib()
-        ember_disk = disk_bytes(srv.data_dir)
+        ember_disk = dir_bytes(srv.data_dir)
     finally:
         srv.cleanup()
 
@@ -191,30 +190,31 @@ def wait_stored(h, srv, man, mix, window, expected, t_end, timeout=300):
     return last, time.monotonic() - t_end
 
 
-def disk_bytes(d):
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    from pyroscope_peer import dir_bytes
-    return dir_bytes(d)
+def measure(h, srv, run_load, man, mix, base_ns, on_start=None):
+    """Warm-up, then the measured requests until stored: (load result, stored
+    counts, drain seconds after the last ack, server CPU seconds from the first
+    measured request until stored). on_start runs just before the measured load."""
+    run_load(srv.port, "warmup", 200)
+    if on_start:
+        on_start()
+    cpu0 = cpu_seconds(srv.proc.pid)
+    res = run_load(srv.port, "bench-app")
+    t_end = time.monotonic()
+    window = (base_ns // 10**6 - 60_000, h.now_ms() + 60_000)
+    last, drain = wait_stored(h, srv, man, mix, window, res["group_ok"], t_end)
+    return res, last, drain, cpu_seconds(srv.proc.pid) - cpu0
 
 
 def run_pyroscope(a, h, tmp, man, mix, base_ns, run_load):
     """The same warm-up and measured requests against a Pyroscope single binary
     (bench/pyroscope_peer.py): acknowledged and stored figures, its CPU time,
     peak RSS, and disk once its compaction settled."""
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    from pyroscope_peer import Pyroscope
     py = Pyroscope(a.pyroscope, h, tmp).start()
     try:
-        run_load(py.port, "warmup", 200)
-        cpu0 = cpu_seconds(py.proc.pid)
-        res = run_load(py.port, "bench-app")
-        t_end = time.monotonic()
-        window = (base_ns // 10**6 - 60_000, h.now_ms() + 60_000)
-        last, drain = wait_stored(h, py, man, mix, window, res["group_ok"], t_end)
-        cpu = cpu_seconds(py.proc.pid) - cpu0
+        res, last, drain, cpu = measure(h, py, run_load, man, mix, base_ns)
         settle = py.wait_compacted()
         out = {"res": res, "last": last, "drain": drain, "cpu": cpu, "settle": settle,
-               "peak": peak_rss_kib(py.proc.pid), "disk": py.disk(), "live": py.live_disk(),
+               "peak": h.Ember.rss_peak_kib(py), "disk": py.disk(), "live": py.live_disk(),
                "bucket": py.bucket_disk(), "metastore": py.metastore_disk()}
     finally:
         py.stop()
@@ -229,7 +229,7 @@ def print_peer(peer, res, row, drain, cpu, peak, ember_disk, samples):
           ("" if ok else f"   INCOMPLETE: stored {peer['last']} != acked {r['group_ok']}"))
     if r["non_2xx"] or r["errors"]:
         print(f"  WARNING pyroscope: {r['non_2xx']} non-2xx, {r['errors']} transport errors")
-    print(f"  pyroscope (v2 storage, filesystem bucket, one node) beside ember, same requests:")
+    print("  pyroscope (v2 storage, filesystem bucket, one node) beside ember, same requests:")
     print(f"    {'':<44}{'ember':>14}{'pyroscope':>14}")
     print(f"    {'acknowledged profiles/s':<44}{res['ok'] / res['seconds']:>14,.0f}{r['ok'] / r['seconds']:>14,.0f}")
     print(f"    {'stored profiles/s':<44}{res['ok'] / (res['seconds'] + drain):>14,.0f}"
@@ -253,14 +253,6 @@ def print_peer(peer, res, row, drain, cpu, peak, ember_disk, samples):
     print(f"    ember's disk measured once stored; pyroscope's once its compaction settled "
           f"({peer['settle']:.0f} s after stored; sources of compactions stay until its fixed "
           f"15-min cleanup delay, 'live blocks only' leaves them out)")
-
-
-def peak_rss_kib(pid):
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1])
-    return 0
 
 
 def cpu_seconds(pid):

@@ -39,6 +39,8 @@ import tempfile
 import threading
 import time
 
+from pyroscope_peer import Pyroscope, dir_bytes   # bench/, beside this script
+
 HOUR_MS = 3600_000
 PTYPE = "process_cpu:cpu:nanoseconds:cpu:nanoseconds"
 APP = "scale-app"
@@ -253,15 +255,6 @@ def smaps(pid):
     return rss, anon, rss - anon - vals.get("Shmem", 0) if "Shmem" in vals else rss - anon
 
 
-def disk_bytes(d):
-    total = 0
-    for root, _, files in os.walk(d):
-        for fn in files:
-            try:
-                total += os.lstat(os.path.join(root, fn)).st_blocks * 512
-            except OSError:
-                pass
-    return total
 
 
 # ---------------------------------------------------------------- servers
@@ -326,15 +319,13 @@ def main():
             waited = wait_summaries(h, srv.port, 600)
             res = run_queries(h, srv.port, now_ms, a, srv.proc.pid)
             res["ingest"] = (ingest_s, waited, total)
-            res["disk"] = disk_bytes(data_dir)
+            res["disk"] = dir_bytes(data_dir)
             results["ember"] = res
         finally:
             srv.cleanup()
             if not a.keep:
                 shutil.rmtree(data_dir, ignore_errors=True)
         if a.pyroscope:
-            sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-            from pyroscope_peer import Pyroscope
             py = Pyroscope(a.pyroscope, h, tmp).start()
             try:
                 t0 = time.monotonic()
