@@ -20,8 +20,14 @@ use it with --requests 300 --conns 4).
 --only K sends only the K-th profile of the mix (0 = B1, the small Go CPU
 profile of perf-anchors §7.2).
 
+--pyroscope BIN sends the same warm-up and measured requests to a Grafana
+Pyroscope single binary the user provides (bench/pyroscope_peer.py: free ports
+on 127.0.0.1, filesystem storage in a temporary directory) and prints its
+figures beside ember's: acknowledged and stored rates, latency, CPU per profile,
+peak RSS and disk. Nothing here builds Pyroscope.
+
 usage: bench/ingest_bench.py BUILD_DIR [--conns 16] [--requests 4000] [--variants 20] [--pods 100]
-                             [--perf-stat] [--callgrind OUT] [--only K]
+                             [--perf-stat] [--callgrind OUT] [--only K] [--pyroscope BIN]
 """
 import argparse
 import atexit
@@ -34,6 +40,8 @@ import subprocess
 import sys
 import tempfile
 import time
+
+from pyroscope_peer import Pyroscope, dir_bytes   # bench/, beside this script
 
 MIX = ("pprof/pyroscope-go.cpu.labels.pprof",      # B1: small Go CPU, 480 samples, pprof labels
        "pprof/pyroscope-cpu_go_truncated_1.pb.gz",  # B2: medium Go CPU, 647 samples, 1.9k locations
@@ -54,6 +62,8 @@ def main():
     ap.add_argument("--callgrind", metavar="OUT",
                     help="run ember under callgrind, counting instructions while measuring")
     ap.add_argument("--only", type=int, metavar="K", help="send only profile K of the mix")
+    ap.add_argument("--pyroscope", metavar="BIN",
+                    help="also send the same requests to this Grafana Pyroscope single binary")
     a = ap.parse_args()
     mix = MIX if a.only is None else (MIX[a.only],)
     tmp = tempfile.mkdtemp(prefix="ember-bench-ingest-")
@@ -103,40 +113,22 @@ def main():
     srv = h.Ember(log_level="warn")
     srv.start(timeout=120 if a.callgrind else 20)
     try:
-        run_load(srv.port, "warmup", 200)
-        perf = start_perf_stat(srv.proc.pid) if a.perf_stat else None
-        if a.callgrind:
-            callgrind_control(srv.proc.pid, "--instr=on")
-        cpu0 = cpu_seconds(srv.proc.pid)
-        res = run_load(srv.port, "bench-app")
-        t_end = time.monotonic()
-        window = (base_ns // 10**6 - 60_000, h.now_ms() + 60_000)
+        perf = []
 
-        def stored():
-            out = []
-            for k, rel in enumerate(mix):
-                e = man[rel]
-                name = h.ingest_metric_name([st["type"] for st in e["sample_types"]])
-                st = e["sample_types"][-1]
-                pid = h.profile_type_id(name, st["type"], st["unit"], e)
-                s = srv.series_sum(pid, f'{{service_name="bench-app", file="{k}"}}', *window)
-                out.append(round(s / st["total"]))
-            return out
-        last = None
-        deadline = time.monotonic() + 300
-        while time.monotonic() < deadline:
-            last = stored()
-            if last == res["group_ok"]:
-                break
-            time.sleep(0.1)
-        drain = time.monotonic() - t_end
-        cpu = cpu_seconds(srv.proc.pid) - cpu0
+        def instrument():
+            perf.append(start_perf_stat(srv.proc.pid) if a.perf_stat else None)
+            if a.callgrind:
+                callgrind_control(srv.proc.pid, "--instr=on")
+        res, last, drain, cpu = measure(h, srv, run_load, man, mix, base_ns, instrument)
         if a.callgrind:
             callgrind_control(srv.proc.pid, "--instr=off")
-        perf_out = stop_perf_stat(perf)
+        perf_out = stop_perf_stat(perf[0])
         peak = srv.rss_peak_kib()
+        ember_disk = dir_bytes(srv.data_dir)
     finally:
         srv.cleanup()
+
+    peer = run_pyroscope(a, h, tmp, man, mix, base_ns, run_load) if a.pyroscope else None
 
     def row(label, r, secs=None):
         secs = secs or r["seconds"]
@@ -162,6 +154,8 @@ def main():
     print(f"  ember CPU (user+sys, all threads) from the first request until stored: {cpu:.2f} s = "
           f"{cpu * 1000 / res['ok']:.2f} ms per profile, i.e. {res['ok'] / cpu:,.0f} profiles "
           f"per CPU-second")
+    if peer:
+        print_peer(peer, res, row, drain, cpu, peak, ember_disk, samples)
     if perf_out:
         print("  perf stat on ember for the same window:\n    " + "\n    ".join(perf_out))
     if a.callgrind:
@@ -171,6 +165,94 @@ def main():
     print("  reference (perf-anchors.md §7.3, 2 cores, end to end): B1 target >= 1,000 profiles/s; "
           "Pyroscope v2 ~550 profiles/s on 2 cores; >= 250k samples/s per core")
     return 0 if ok and not res["non_2xx"] and not res["errors"] else 1
+
+
+def wait_stored(h, srv, man, mix, window, expected, t_end, timeout=300):
+    """Polls SelectSeries until every acknowledged profile is counted (per file of
+    the mix); returns (counts last seen, seconds since t_end)."""
+    def stored():
+        out = []
+        for k, rel in enumerate(mix):
+            e = man[rel]
+            name = h.ingest_metric_name([st["type"] for st in e["sample_types"]])
+            st = e["sample_types"][-1]
+            pid = h.profile_type_id(name, st["type"], st["unit"], e)
+            s = srv.series_sum(pid, f'{{service_name="bench-app", file="{k}"}}', *window)
+            out.append(round(s / st["total"]))
+        return out
+    last = None
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        last = stored()
+        if last == expected:
+            break
+        time.sleep(0.1)
+    return last, time.monotonic() - t_end
+
+
+def measure(h, srv, run_load, man, mix, base_ns, on_start=None):
+    """Warm-up, then the measured requests until stored: (load result, stored
+    counts, drain seconds after the last ack, server CPU seconds from the first
+    measured request until stored). on_start runs just before the measured load."""
+    run_load(srv.port, "warmup", 200)
+    if on_start:
+        on_start()
+    cpu0 = cpu_seconds(srv.proc.pid)
+    res = run_load(srv.port, "bench-app")
+    t_end = time.monotonic()
+    window = (base_ns // 10**6 - 60_000, h.now_ms() + 60_000)
+    last, drain = wait_stored(h, srv, man, mix, window, res["group_ok"], t_end)
+    return res, last, drain, cpu_seconds(srv.proc.pid) - cpu0
+
+
+def run_pyroscope(a, h, tmp, man, mix, base_ns, run_load):
+    """The same warm-up and measured requests against a Pyroscope single binary
+    (bench/pyroscope_peer.py): acknowledged and stored figures, its CPU time,
+    peak RSS, and disk once its compaction settled."""
+    py = Pyroscope(a.pyroscope, h, tmp).start()
+    try:
+        res, last, drain, cpu = measure(h, py, run_load, man, mix, base_ns)
+        settle = py.wait_compacted()
+        out = {"res": res, "last": last, "drain": drain, "cpu": cpu, "settle": settle,
+               "peak": h.Ember.rss_peak_kib(py), "disk": py.disk(), "live": py.live_disk(),
+               "bucket": py.bucket_disk(), "metastore": py.metastore_disk()}
+    finally:
+        py.stop()
+    return out
+
+
+def print_peer(peer, res, row, drain, cpu, peak, ember_disk, samples):
+    r = peer["res"]
+    print(row("pyroscope, acknowledged (HTTP 200)", r))
+    ok = peer["last"] == r["group_ok"]
+    print(row("pyroscope, stored (queryable)", r, r["seconds"] + peer["drain"]) +
+          ("" if ok else f"   INCOMPLETE: stored {peer['last']} != acked {r['group_ok']}"))
+    if r["non_2xx"] or r["errors"]:
+        print(f"  WARNING pyroscope: {r['non_2xx']} non-2xx, {r['errors']} transport errors")
+    print("  pyroscope (v2 storage, filesystem bucket, one node) beside ember, same requests:")
+    print(f"    {'':<44}{'ember':>14}{'pyroscope':>14}")
+    print(f"    {'acknowledged profiles/s':<44}{res['ok'] / res['seconds']:>14,.0f}{r['ok'] / r['seconds']:>14,.0f}")
+    print(f"    {'stored profiles/s':<44}{res['ok'] / (res['seconds'] + drain):>14,.0f}"
+          f"{r['ok'] / (r['seconds'] + peer['drain']):>14,.0f}")
+    print(f"    {'p50 / p99 ms':<44}{res['p50_ms']:>7.1f} /{res['p99_ms']:>5.0f}"
+          f"{r['p50_ms']:>7.1f} /{r['p99_ms']:>5.0f}")
+    print(f"    {'drain after the last ack (ms)':<44}{drain * 1000:>14,.0f}{peer['drain'] * 1000:>14,.0f}")
+    print(f"    {'CPU per profile, first request to stored (ms)':<44}{cpu * 1000 / res['ok']:>14.2f}"
+          f"{peer['cpu'] * 1000 / r['ok']:>14.2f}")
+    print(f"    {'peak RSS (MiB)':<44}{peak / 1024:>14,.0f}{peer['peak'] / 1024:>14,.0f}")
+    n = samples + 200 * samples / res["ok"]     # the warm-up's 200 requests are stored too
+    print(f"    {'disk, whole data dir (MiB)':<44}{ember_disk / 2**20:>14,.1f}{peer['disk'] / 2**20:>14,.1f}")
+    print(f"    {'disk bytes per sample (incl. warm-up)':<44}{ember_disk / n:>14.2f}{peer['disk'] / n:>14.2f}")
+    print(f"    {'  pyroscope object store, bytes/sample':<44}{'':>14}{peer['bucket'] / n:>14.2f}")
+    if peer["live"]:
+        live, nlive, nobj = peer["live"]
+        print(f"    {'  pyroscope live blocks only, bytes/sample':<44}{'':>14}{live / n:>14.2f}"
+              f"   ({nlive} live blocks, {nobj} objects on disk)")
+    print(f"    {'  pyroscope metastore (MiB)':<44}{'':>14}{peer['metastore'] / 2**20:>14.1f}"
+          "   (raft WAL preallocated in 64 MiB segments)")
+    print(f"    ember's disk measured once stored; pyroscope's once its compaction settled "
+          f"({peer['settle']:.0f} s after stored; sources of compactions stay until its fixed "
+          f"15-min cleanup delay, 'live blocks only' leaves them out)")
 
 
 def cpu_seconds(pid):

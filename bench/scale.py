@@ -39,6 +39,8 @@ import tempfile
 import threading
 import time
 
+from pyroscope_peer import Pyroscope, dir_bytes   # bench/, beside this script
+
 HOUR_MS = 3600_000
 PTYPE = "process_cpu:cpu:nanoseconds:cpu:nanoseconds"
 APP = "scale-app"
@@ -253,72 +255,9 @@ def smaps(pid):
     return rss, anon, rss - anon - vals.get("Shmem", 0) if "Shmem" in vals else rss - anon
 
 
-def disk_bytes(d):
-    total = 0
-    for root, _, files in os.walk(d):
-        for fn in files:
-            try:
-                total += os.lstat(os.path.join(root, fn)).st_blocks * 512
-            except OSError:
-                pass
-    return total
 
 
 # ---------------------------------------------------------------- servers
-class Pyroscope:
-    """A user-provided Pyroscope single binary on a free port, filesystem storage."""
-
-    def __init__(self, binary, h, tmp):
-        self.dir = os.path.join(tmp, "pyroscope")
-        os.makedirs(self.dir)
-        self.port = h.free_port()
-        grpc = h.free_port()
-        cfg = os.path.join(self.dir, "config.yaml")
-        with open(cfg, "w") as f:
-            f.write(f"""server:
-  http_listen_port: {self.port}
-  grpc_listen_port: {grpc}
-  http_listen_address: 127.0.0.1
-  grpc_listen_address: 127.0.0.1
-storage:
-  backend: filesystem
-  filesystem:
-    dir: {self.dir}/data-shared
-pyroscopedb:
-  data_path: {self.dir}/data
-self_profiling:
-  disable_push: true
-limits:
-  max_query_length: 0
-  max_query_lookback: 0
-  reject_older_than: 0
-""")
-        self.log = open(os.path.join(self.dir, "log"), "wb")
-        self.proc = subprocess.Popen([binary, f"-config.file={cfg}", "-target=all"],
-                                     stdout=self.log, stderr=subprocess.STDOUT, cwd=self.dir)
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline:
-            try:
-                c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=2)
-                c.request("GET", "/ready")
-                if c.getresponse().status == 200:
-                    return
-            except OSError:
-                pass
-            time.sleep(0.5)
-        raise AssertionError("pyroscope did not become ready")
-
-    def stop(self):
-        if self.proc.poll() is None:
-            self.proc.terminate()     # our own child, by pid
-            try:
-                self.proc.wait(60)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        self.log.close()
-
-
 def wait_summaries(h, port, timeout):
     """Waits until ember reports no block waiting for its summaries or its
     compaction (if it exposes the gauges); returns the seconds waited."""
@@ -381,23 +320,28 @@ def main():
             waited = wait_summaries(h, srv.port, 600)
             res = run_queries(h, srv.port, now_ms, a, srv.proc.pid)
             res["ingest"] = (ingest_s, waited, total)
-            res["disk"] = disk_bytes(data_dir)
+            res["disk"] = dir_bytes(data_dir)
             results["ember"] = res
         finally:
             srv.cleanup()
             if not a.keep:
                 shutil.rmtree(data_dir, ignore_errors=True)
         if a.pyroscope:
-            py = Pyroscope(a.pyroscope, h, tmp)
+            py = Pyroscope(a.pyroscope, h, tmp).start()
             try:
                 t0 = time.monotonic()
                 errs = backfill(py.port, ingest_path, jobs, a.conns)
                 if errs:
                     print(f"  pyroscope: {len(errs)} failed requests, first: {errs[0]}")
-                time.sleep(5)
+                total = wait_stored(h, py, now_ms, expected)
+                ingest_s = time.monotonic() - t0
+                waited = py.wait_compacted()   # compaction settled: the blocks queries read
                 res = run_queries(h, py.port, now_ms, a, py.proc.pid)
-                res["ingest"] = (time.monotonic() - t0, 0, None)
-                res["disk"] = disk_bytes(py.dir)
+                res["ingest"] = (ingest_s, waited, total)
+                res["disk"] = py.disk()
+                res["live"] = py.live_disk()
+                res["bucket"] = py.bucket_disk()
+                res["metastore"] = py.metastore_disk()
                 results["pyroscope"] = res
             finally:
                 py.stop()
@@ -412,12 +356,14 @@ def wait_stored(h, srv, now_ms, expected):
     deadline = time.monotonic() + 1800
     step = 3600 * 1000
     start = now_ms - 40 * 24 * HOUR_MS
-    last = None
+    last, changed = None, time.monotonic()
     while time.monotonic() < deadline:
         m = srv.q("SelectSeries", profile_typeID=PTYPE, label_selector=f'{{service_name="{APP}"}}',
                   start=start, end=start + 42 * 24 * step, step=step / 1000.0)
-        last = int(sum(pt.value for s in m.series for pt in s.points))
-        if last == expected:
+        total = int(sum(pt.value for s in m.series for pt in s.points))
+        if total != last:
+            last, changed = total, time.monotonic()
+        if last == expected or time.monotonic() - changed > 120:   # done, or stuck short
             break
         time.sleep(0.5)
     if last != expected:
@@ -439,13 +385,23 @@ def report(results, samples, profiles, a):
     row("SelectSeries, day, by pod, 60 s (ms)", lambda r: f"{r['series'][0]:.1f}")
     row("disk bytes per sample", lambda r: f"{r['disk'] / samples:.2f}")
     row("disk MiB", lambda r: f"{r['disk'] / 2**20:.1f}")
+    if "pyroscope" in results:
+        row("  object store, bytes/sample", lambda r: f"{r['bucket'] / samples:.2f}" if "bucket" in r else "-")
+        row("  live blocks only, bytes/sample", lambda r: f"{r['live'][0] / samples:.2f}" if r.get("live") else "-")
+        row("  live blocks / objects on disk", lambda r: f"{r['live'][1]}/{r['live'][2]}" if r.get("live") else "-")
+        row("  metastore MiB", lambda r: f"{r['metastore'] / 2**20:.1f}" if "metastore" in r else "-")
     row("RSS after queries (MiB)", lambda r: f"{r['mem'][0] / 1024:.0f}" if r["mem"] else "-")
     row("  anonymous (MiB)", lambda r: f"{r['mem'][1] / 1024:.0f}" if r["mem"] else "-")
     row("  file-backed (MiB)", lambda r: f"{r['mem'][2] / 1024:.0f}" if r["mem"] else "-")
     e = results["ember"]
-    day_total = e["day"][1]
-    print(f"  totals: hour {e['hour'][1]:,}, day {day_total:,}, week {e['week'][1]:,}, "
-          f"series sum {e['series'][1]:,}")
+    for n, r in results.items():
+        print(f"  totals ({n}): stored {r['ingest'][2]:,}, hour {r['hour'][1]:,}, day {r['day'][1]:,}, "
+              f"week {r['week'][1]:,}, series sum {r['series'][1]:,}")
+    if "pyroscope" in results:
+        print("  pyroscope: v2 storage, filesystem bucket; 'disk' is its whole data dir measured once "
+              "compaction settled (compacted sources stay until its fixed 15-min cleanup delay); "
+              "'live blocks only' counts the objects of the blocks its metastore lists; the metastore's "
+              "raft WAL is preallocated in 64 MiB segments")
     ratios = {"day/hour": e["day"][0] / e["hour"][0], "week/day": e["week"][0] / e["day"][0],
               "bytes/sample": e["disk"] / samples, "anon MiB": e["mem"][1] / 1024}
     print("targets (ember):")
