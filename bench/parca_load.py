@@ -18,7 +18,10 @@ two jobs, a Go CPU profile (gopprof-large.cpu) and a Go heap profile
 (pyroscope-heap), written with ProfileStoreService.WriteRaw.
 
 Prints, per RPC and range, the median and p90 latency of each path and the
-ratio Parca / Pyroscope of the medians (target: at most 1.2).
+ratio Parca / Pyroscope of the medians (target: at most 1.2). Query merge is
+also compared with SelectMergeStacktraces untruncated ("vs whole"): at
+parca-load's node_trim_threshold Parca keeps nearly every node (hundreds of
+thousands on gopprof-large.cpu), Pyroscope's default answer 16,384.
 
 usage: bench/parca_load.py BUILD_DIR [--rounds 5] [--profiles 30]
        [--url URL (an ember already holding data: no server started)]
@@ -82,7 +85,7 @@ def main():
     print(f"parca-load matrix: {a.rounds} rounds, types {out['types']}, {out['seconds']:.1f} s")
     print(f"{'rpc':<13} {'range':<9} {'parca p50':>10} {'p90':>9} {'mean':>9} {'pyro p50':>10} {'p90':>9} "
           f"{'mean':>9} {'p50 x':>6} {'mean x':>6}  codes")
-    worst = worst_mean = 0.0
+    worst = worst_mean = worst_whole = worst_whole_mean = 0.0
     for rpc, rng in sorted({(k[0], k[1]) for k in rows}):
         p, y = rows.get((rpc, rng, "parca")), rows.get((rpc, rng, "pyroscope"))
         if not p or not y:
@@ -95,7 +98,16 @@ def main():
         ms = lambda v: f"{v * 1000:.2f}ms"
         print(f"{rpc:<13} {rng:<9} {ms(p['p50']):>10} {ms(p['p90']):>9} {ms(p['mean']):>9} "
               f"{ms(y['p50']):>10} {ms(y['p90']):>9} {ms(y['mean']):>9} {ratio:>6.2f} {mean_ratio:>6.2f}  {codes}")
+        w = rows.get((rpc, rng, "pyroscope-whole"))
+        if w and w["p50"] > 0 and w["mean"] > 0:
+            r50, rmean = p["p50"] / w["p50"], p["mean"] / w["mean"]
+            worst_whole = max(worst_whole, r50)
+            worst_whole_mean = max(worst_whole_mean, rmean)
+            print(f"{'  vs whole':<13} {rng:<9} {'':>10} {'':>9} {'':>9} {ms(w['p50']):>10} {ms(w['p90']):>9} "
+                  f"{ms(w['mean']):>9} {r50:>6.2f} {rmean:>6.2f}")
     print(f"worst ratio Parca/Pyroscope: medians {worst:.2f}, means {worst_mean:.2f} (target <= 1.2)")
+    print(f"query_merge against the whole (untruncated) Pyroscope tree, the answer Parca gives at "
+          f"parca-load's threshold: medians {worst_whole:.2f}, means {worst_whole_mean:.2f}")
 
 
 if __name__ == "__main__":

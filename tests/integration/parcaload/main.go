@@ -10,8 +10,9 @@
 // merge FLAMEGRAPH_ARROW per type x range x selector (node_trim_threshold =
 // 1/7680). With -pyroscope every request is followed by its counterpart on
 // ember's Pyroscope API (Connect protocol): ProfileTypes, LabelNames,
-// LabelValues, SelectSeries, SelectMergeStacktraces, so both paths are
-// measured in the same run on the same data.
+// LabelValues, SelectSeries, SelectMergeStacktraces (twice: with the default
+// max_nodes, and whole, api "pyroscope-whole"), so both paths are measured in
+// the same run on the same data.
 //
 // Output: one JSON object on stdout: per API, RPC and range, the count of
 // each status code (connect's names, "ok" on success) and latency
@@ -207,6 +208,14 @@ func (r *runner) mergeRound(ctx context.Context) {
 					_, err = r.pyro.SelectMergeStacktraces(ctx, connect.NewRequest(&querierv1.SelectMergeStacktracesRequest{
 						ProfileTypeID: typeID(typ), LabelSelector: s, Start: now.Add(-d).UnixMilli(), End: now.UnixMilli()}))
 					r.st.record("pyroscope", "query_merge", rangeName(d), t, err)
+					// The same merge without truncation: Parca's answer at
+					// parca-load's threshold keeps (nearly) every node, so this is
+					// the like-for-like reference (max_nodes at ember's maximum).
+					t = time.Now()
+					_, err = r.pyro.SelectMergeStacktraces(ctx, connect.NewRequest(&querierv1.SelectMergeStacktracesRequest{
+						ProfileTypeID: typeID(typ), LabelSelector: s, Start: now.Add(-d).UnixMilli(), End: now.UnixMilli(),
+						MaxNodes: 1 << 20}))
+					r.st.record("pyroscope-whole", "query_merge", rangeName(d), t, err)
 				}
 			}
 		}
