@@ -94,8 +94,11 @@ int lc_store__unpack(store_unpack_t *u, const uint8_t *src, size_t len, const ui
         return rc ? rc : LC_ECORRUPT;
     const uint8_t *p = src, *end = src + len;
     uint64_t raw;
-    if (store_get_uvarint(&p, end, &raw) || raw > COMPACT_MAX_RAW)
-        return LC_ECORRUPT;
+    if (store_get_uvarint(&p, end, &raw) || raw > COMPACT_MAX_RAW ||
+        raw > ((uint64_t)(end - p) / 3 + 1) * ZSTD_BLOCKSIZE_MAX)
+        return LC_ECORRUPT; /* every zstd block of at most 128 KiB takes >= 3 bytes: a
+                             * length no frame of this size can reach is corrupt, and is
+                             * refused before the buffer is grown for it */
     u->buf = lc_xgrow(u->buf, &u->cap, raw + 1, 1);
     size_t got =
         u->ddict ? ZSTD_decompress_usingDDict(u->dctx, u->buf, raw, p, (size_t)(end - p), u->ddict)
