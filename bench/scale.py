@@ -132,7 +132,9 @@ def with_time(body, t_ns):
 
 # ---------------------------------------------------------------- load
 def backfill(port, path_fn, jobs, conns):
-    """Sends jobs [(path, body)] over `conns` keep-alive connections."""
+    """Sends jobs [(pod, t_ms, body)] over `conns` keep-alive connections, each
+    body with its time_nanos set to t_ms (made when sent: a week of 10 pods is
+    hundreds of thousands of profiles, too many to hold as copies)."""
     errors = []
     lock = threading.Lock()
     it = iter(jobs)
@@ -144,7 +146,7 @@ def backfill(port, path_fn, jobs, conns):
                 job = next(it, None)
             if job is None:
                 break
-            path, body = path_fn(*job[:2]), job[2]
+            path, body = path_fn(*job[:2]), with_time(job[2], job[1] * 10**6)
             for attempt in range(50):
                 c.request("POST", path, body, {"Content-Type": "application/octet-stream"})
                 r = c.getresponse()
@@ -177,7 +179,7 @@ def make_jobs(a, now_ms):
         for pod in range(a.pods):
             body, v = rng.choice(variants[pod])
             total += v
-            jobs.append((pod, t_ms, with_time(body, t_ms * 10**6)))
+            jobs.append((pod, t_ms, body))   # the variant's bytes, shared: timed when sent
     return jobs, total
 
 
