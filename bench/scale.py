@@ -6,7 +6,7 @@ seconds, --stacks stacks each, ending now) into a fresh ember, then prints
 from that one run:
   - the flame graph (SelectMergeStacktraces, maxNodes 16384) time over the
     last hour, day and week, and over the day for one pod;
-  - SelectSeries over the day, grouped by pod;
+  - SelectSeries over the day and over the week, grouped by pod;
   - disk bytes per ingested sample (allocated bytes of the data directory);
   - resident memory split into anonymous and file-backed (smaps_rollup),
     after the week's query;
@@ -24,12 +24,18 @@ skewed weights and random values; every pod has its own random variants.
 binary the user provides (filesystem storage, temporary directory) and prints
 its figures beside ember's. Nothing here builds Pyroscope.
 
+--keep DIR keeps ember's data dir and records the backfill beside it
+(DIR.bench.json: its "now", arguments and total); a later run with the same
+--keep DIR and data arguments skips the backfill and queries the same data as
+of that "now", so builds or --ember-arg settings compare on identical blocks.
+
 usage: bench/scale.py BUILD_DIR [--hours 24] [--pods 10] [--interval 15] [--stacks 500]
                       [--variants 32] [--repeat 3] [--conns 4] [--pyroscope BIN]
                       [--ember-arg ARG ...] [--keep DIR]
 """
 import argparse
 import http.client
+import json
 import os
 import random
 import shutil
@@ -234,12 +240,13 @@ def run_queries(h, port, now_ms, a, pid):
         ms, r = timed(lambda: flame(end - 30 * 24 * HOUR_MS, f'{{service_name="{APP}"}}'), 1)
         out["30 days"] = (ms, r.flamegraph.total)
 
-    def series():
+    def series(span):
         req = sreq_cls(profile_typeID=PTYPE, label_selector=f'{{service_name="{APP}"}}',
-                       start=end - 24 * HOUR_MS, end=end, step=60.0, group_by=["pod"])
+                       start=end - span, end=end, step=60.0, group_by=["pod"])
         return connect_call(port, "SelectSeries", req.SerializeToString(), sresp_cls)
-    ms, r = timed(series, a.repeat)
-    out["series"] = (ms, int(sum(pt.value for s in r.series for pt in s.points)))
+    for key, span in (("series", 24 * HOUR_MS), ("series, week", 7 * 24 * HOUR_MS)):
+        ms, r = timed(lambda: series(span), a.repeat)
+        out[key] = (ms, int(sum(pt.value for s in r.series for pt in s.points)))
     del p
     out["mem"] = smaps(pid) if pid else None
     return out
@@ -300,7 +307,8 @@ def main():
 
     tmp = tempfile.mkdtemp(prefix="ember-bench-scale-")
     try:
-        now_ms = h.now_ms()
+        kept = kept_backfill(a)
+        now_ms = kept["now_ms"] if kept else h.now_ms()
         t0 = time.monotonic()
         jobs, expected = make_jobs(a, now_ms)
         samples = len(jobs) * a.stacks
@@ -314,11 +322,17 @@ def main():
         srv.start()
         try:
             t0 = time.monotonic()
-            errs = backfill(srv.port, ingest_path, jobs, a.conns)
-            if errs:
-                print(f"  ember: {len(errs)} failed requests, first: {errs[0]}")
+            if kept:
+                print(f"  ember: reusing the backfill in {a.keep} (times below exclude it)")
+            else:
+                errs = backfill(srv.port, ingest_path, jobs, a.conns)
+                if errs:
+                    print(f"  ember: {len(errs)} failed requests, first: {errs[0]}")
             total = wait_stored(h, srv, now_ms, expected)
             ingest_s = time.monotonic() - t0
+            if a.keep and not kept and total == expected:
+                with open(a.keep + ".bench.json", "w") as f:
+                    json.dump(dict(backfill_key(a), now_ms=now_ms), f)
             waited = wait_summaries(h, srv.port, 600)
             res = run_queries(h, srv.port, now_ms, a, srv.proc.pid)
             res["ingest"] = (ingest_s, waited, total)
@@ -353,6 +367,23 @@ def main():
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+def backfill_key(a):
+    return {k: getattr(a, k) for k in ("hours", "pods", "interval", "stacks", "variants", "seed")}
+
+
+def kept_backfill(a):
+    """The record of a complete earlier backfill into --keep DIR with the same
+    data arguments, or None."""
+    if not a.keep or not os.path.isdir(a.keep):
+        return None
+    try:
+        with open(a.keep + ".bench.json") as f:
+            rec = json.load(f)
+    except (OSError, ValueError):
+        return None
+    return rec if all(rec.get(k) == v for k, v in backfill_key(a).items()) else None
+
+
 def wait_stored(h, srv, now_ms, expected):
     """Waits until SelectSeries sums every profile's value (the writer drained)."""
     deadline = time.monotonic() + 1800
@@ -385,6 +416,7 @@ def report(results, samples, profiles, a):
         if k in results[names[0]]:
             row(f"flame graph, {k} (ms)", lambda r, k=k: f"{r[k][0]:.1f}")
     row("SelectSeries, day, by pod, 60 s (ms)", lambda r: f"{r['series'][0]:.1f}")
+    row("SelectSeries, week, by pod, 60 s (ms)", lambda r: f"{r['series, week'][0]:.1f}")
     row("disk bytes per sample", lambda r: f"{r['disk'] / samples:.2f}")
     row("disk MiB", lambda r: f"{r['disk'] / 2**20:.1f}")
     if "pyroscope" in results:
@@ -398,7 +430,7 @@ def report(results, samples, profiles, a):
     e = results["ember"]
     for n, r in results.items():
         print(f"  totals ({n}): stored {r['ingest'][2]:,}, hour {r['hour'][1]:,}, day {r['day'][1]:,}, "
-              f"week {r['week'][1]:,}, series sum {r['series'][1]:,}")
+              f"week {r['week'][1]:,}, series sum day {r['series'][1]:,}, week {r['series, week'][1]:,}")
     if "pyroscope" in results:
         print("  pyroscope: v2 storage, filesystem bucket; 'disk' is its whole data dir measured once "
               "compaction settled (compacted sources stay until its fixed 15-min cleanup delay); "

@@ -5,6 +5,7 @@
  */
 #include <signal.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "lc/alloc.h"
 #include "lc/auth.h"
@@ -279,9 +280,36 @@ static void finish(proc_t *p)
     }
 }
 
+/* ---------------------------------------------------------------- limits */
+
+/* Raises the soft open-file limit to the hard one (as Redis and nginx do):
+ * the default soft limit, often 1024, is below what a process with thousands
+ * of connections and hundreds of open LMDB blocks needs, and the hard limit
+ * is what the administrator allows. Before the nodes start, so that the store
+ * sizes its open-block cap from the raised limit. */
+static void raise_nofile_limit(void)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl))
+        return;
+    if (rl.rlim_cur == rl.rlim_max) {
+        LC_LOG_DEBUG("open-file limit nofile=%llu", (unsigned long long)rl.rlim_cur);
+        return;
+    }
+    rlim_t was = rl.rlim_cur;
+    rl.rlim_cur = rl.rlim_max;
+    if (setrlimit(RLIMIT_NOFILE, &rl))
+        LC_LOG_WARN("cannot raise the open-file limit nofile=%llu hard=%llu",
+                    (unsigned long long)was, (unsigned long long)rl.rlim_max);
+    else
+        LC_LOG_INFO("raised the open-file limit from=%llu to=%llu", (unsigned long long)was,
+                    (unsigned long long)rl.rlim_max);
+}
+
 int lc_proc_run(const lc_proc_opts_t *opts)
 {
     proc_t p = {.opts = opts};
+    raise_nofile_limit();
     int rc = uv_loop_init(&p.pub.loop);
     if (rc)
         return rc;

@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 
 #include "lc/log.h"
@@ -30,6 +31,13 @@
 #define STORE_MAX_READERS 512
 #define STORE_MAX_DURATION_NS (366LL * 24 * 3600 * NS_PER_SEC)
 #define STORE_MAX_ABS_TIME_NS ((int64_t)1 << 62)
+/* The open-environment cap when none is given: a month of hourly blocks and
+ * more (a query over a range keeps every block of it open until it ends, and
+ * a block closed by the LRU costs an mdb_env_open, mmap and munmap on the
+ * next query that reads it), as far as the open-file limit allows. */
+#define STORE_DEFAULT_OPEN_BLOCKS 1024
+#define STORE_MIN_OPEN_BLOCKS 64
+#define STORE_FDS_PER_ENV 3 /* data.mdb, lock.mdb and LMDB's O_DSYNC meta fd */
 
 static const char *const store_db_names[DB_COUNT] = {
     "meta",   "strings",  "functions", "mappings", "locations",  "nodes",
@@ -532,6 +540,20 @@ void lc_store__release(lc_store_t *s, store_block_t *b)
 
 /* ---------------------------------------------------------------- open / close */
 
+/* At most a quarter of the open-file limit for block environments, the rest
+ * for connections, the rollups and the settings store; never below the old
+ * default of 64, never above STORE_DEFAULT_OPEN_BLOCKS. */
+static size_t default_max_open_blocks(void)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) || rl.rlim_cur == RLIM_INFINITY)
+        return STORE_DEFAULT_OPEN_BLOCKS;
+    rlim_t fit = rl.rlim_cur / 4 / STORE_FDS_PER_ENV;
+    if (fit < STORE_MIN_OPEN_BLOCKS)
+        return STORE_MIN_OPEN_BLOCKS;
+    return fit < STORE_DEFAULT_OPEN_BLOCKS ? (size_t)fit : STORE_DEFAULT_OPEN_BLOCKS;
+}
+
 static int opts_apply(const lc_store_opts_t *in, lc_store_opts_t *o)
 {
     *o = *in;
@@ -542,7 +564,7 @@ static int opts_apply(const lc_store_opts_t *in, lc_store_opts_t *o)
     if (!o->map_size_bytes)
         o->map_size_bytes = (size_t)16 << 30;
     if (!o->max_open_blocks)
-        o->max_open_blocks = 64;
+        o->max_open_blocks = default_max_open_blocks();
     /* Whole seconds: block directories are named by their start in seconds. */
     if (o->block_duration_ns < NS_PER_SEC || o->block_duration_ns % NS_PER_SEC ||
         o->block_duration_ns > STORE_MAX_DURATION_NS || o->retention_ns < 0)
@@ -635,7 +657,8 @@ int lc_store_open(const lc_store_opts_t *opts, lc_store_t **out)
         lc_store_close(s);
         return rc;
     }
-    LC_LOG_INFO("store: opened dir=%s blocks=%zu", s->dir, s->n_blocks);
+    LC_LOG_INFO("store: opened dir=%s blocks=%zu max_open_blocks=%zu", s->dir, s->n_blocks,
+                s->opts.max_open_blocks);
     *out = s;
     return 0;
 }

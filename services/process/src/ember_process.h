@@ -54,6 +54,7 @@ typedef struct ember_settings_s {
     int64_t retention_ns;
     int64_t block_duration_ns;
     int64_t map_size_bytes;
+    int64_t max_open_blocks; /* 0: derived from RLIMIT_NOFILE by the store */
     /* receivers */
     int64_t max_body_bytes;
     int64_t max_connections;

@@ -58,6 +58,9 @@ const ember_setting_t ember_settings_table[] = {
         "time span of one storage block"),
     SET(E | I, "storage.map-size", LC_CFG_BYTES, map_size_bytes, "16GiB",
         "LMDB map size per block (sparse; an upper bound, not an allocation)"),
+    SET_RANGE(E | I, "storage.max-open-blocks", LC_CFG_INT, max_open_blocks, "0", 0, 1000000,
+              "block environments kept open between queries (0: a quarter of the open-file "
+              "limit at 3 files each, 64..1024)"),
     SET(E | I | Q, "http.max-body-bytes", LC_CFG_BYTES, max_body_bytes, "256MiB",
         "largest request body accepted (413 above)"),
     SET(E | I | Q, "http.max-connections", LC_CFG_INT, max_connections, "10000",

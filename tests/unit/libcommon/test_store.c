@@ -9,9 +9,11 @@
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <ftw.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -1476,6 +1478,78 @@ static void test_blocks_and_time_ranges(void)
     tmp_cleanup();
 }
 
+/* Block environments of dir open in this process: one lock.mdb fd each. */
+static size_t open_block_envs(const char *dir)
+{
+    char blocks[PATH_MAX], link[PATH_MAX], path[64];
+    snprintf(blocks, sizeof(blocks), "%s/blocks/", dir);
+    size_t n = 0;
+    DIR *d = opendir("/proc/self/fd");
+    if (!d)
+        abort();
+    for (struct dirent *e; (e = readdir(d));) {
+        snprintf(path, sizeof(path), "/proc/self/fd/%s", e->d_name);
+        ssize_t len = readlink(path, link, sizeof(link) - 1);
+        if (len <= 0)
+            continue;
+        link[len] = 0;
+        size_t bl = strlen(blocks);
+        if (!strncmp(link, blocks, bl) && strstr(link + bl, "/lock.mdb"))
+            n++;
+    }
+    closedir(d);
+    return n;
+}
+
+/* Reads every block, ends the reader; returns the environments left open. */
+static size_t envs_after_reading_all(lc_store_t *s, const char *dir)
+{
+    lc_store_reader_t *r;
+    LC_ASSERT_OK(lc_store_read_begin(s, T0, T0 + 200 * HOUR_NS, &r));
+    LC_ASSERT_EQ(lc_store_reader_count(r), 120);
+    lc_store_read_end(r);
+    return open_block_envs(dir);
+}
+
+/* max_open_blocks 0: a quarter of the soft open-file limit at 3 fds per
+ * environment, 64..1024: a week of blocks stays open after a week's query
+ * under a usual limit, and a low limit keeps fewer. */
+static void test_default_open_cap_follows_nofile(void)
+{
+    struct rlimit was;
+    LC_ASSERT_EQ(getrlimit(RLIMIT_NOFILE, &was), 0);
+    if (was.rlim_max < 1200 || was.rlim_cur < 1200) {
+        printf("  skipped: open-file limit below 1200\n");
+        return;
+    }
+    hand_t h;
+    hand_build(&h);
+    const char *dir = tmp_dir();
+    lc_labels_t ls;
+    labels_of(&ls, "cap", "cpu");
+    lc_store_t *s = store_open_opts(dir, 0, 0);
+    for (int i = 0; i < 120; i++)
+        LC_ASSERT_OK(write_one(s, "t", &ls, T0 + i * HOUR_NS, &h.l, 1, NULL));
+    lc_store_close(s);
+
+    struct rlimit low = {.rlim_cur = 1200, .rlim_max = was.rlim_max};
+    LC_ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &low), 0);
+    s = store_open_opts(dir, 0, 0);
+    LC_ASSERT_EQ(envs_after_reading_all(s, dir), 100); /* 1200 / 4 / 3 */
+    lc_store_close(s);
+    LC_ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &was), 0);
+
+    s = store_open_opts(dir, 0, 0);
+    size_t cap = was.rlim_cur / 12 < 64 ? 64 : was.rlim_cur / 12;
+    cap = cap > 1024 ? 1024 : cap;
+    LC_ASSERT_EQ(envs_after_reading_all(s, dir), cap < 120 ? cap : 120);
+    lc_store_close(s);
+    LC_ASSERT_EQ(open_block_envs(dir), 0);
+    lc_labels_fini(&ls);
+    lc_arena_free(h.l.arena);
+    tmp_cleanup();
+}
+
 /* Before 1970: partitions round down, keys keep time order across zero. */
 static void test_negative_times(void)
 {
@@ -2002,14 +2076,15 @@ static void test_timing_small_cpu_batches(void)
     tmp_cleanup();
 }
 
-LC_TEST_MAIN(test_hand_stacks_render_back, test_hand_symbols_read_back,
-             test_hand_second_type_and_info, test_real_heap_four_types, test_real_heap_pinned,
-             test_pinned_sample_subsets, test_real_large_cpu, test_real_gzip_truncated,
-             test_real_java, test_real_span_ids, test_dedup_same_profile_twice,
-             test_restart_keeps_data_and_ids, test_abort_leaves_nothing,
-             test_stack_cache_profile_after_profile, test_applied_ids, test_forget_by_delivery,
-             test_selectors_and_tenants, test_blocks_and_time_ranges, test_negative_times,
-             test_retention_drops_old_blocks, test_map_full_is_an_error_and_recoverable,
-             test_concurrent_readers_writer_retention, test_sample_iter_rejects_corrupt,
-             test_profile_id_round_trip, test_sample_iter_profile_id, test_timing_large_cpu_x100,
+LC_TEST_MAIN(test_hand_stacks_render_back, test_default_open_cap_follows_nofile,
+             test_hand_symbols_read_back, test_hand_second_type_and_info, test_real_heap_four_types,
+             test_real_heap_pinned, test_pinned_sample_subsets, test_real_large_cpu,
+             test_real_gzip_truncated, test_real_java, test_real_span_ids,
+             test_dedup_same_profile_twice, test_restart_keeps_data_and_ids,
+             test_abort_leaves_nothing, test_stack_cache_profile_after_profile, test_applied_ids,
+             test_forget_by_delivery, test_selectors_and_tenants, test_blocks_and_time_ranges,
+             test_negative_times, test_retention_drops_old_blocks,
+             test_map_full_is_an_error_and_recoverable, test_concurrent_readers_writer_retention,
+             test_sample_iter_rejects_corrupt, test_profile_id_round_trip,
+             test_sample_iter_profile_id, test_timing_large_cpu_x100,
              test_timing_heap_pinned_vs_not, test_timing_small_cpu_batches)

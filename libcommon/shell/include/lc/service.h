@@ -4,10 +4,10 @@
  * SIGTERM/SIGINT as one drain request, and an ordered start and stop of the
  * process's *nodes* (the roles it runs: ingester, querier, scraper, agent).
  *
- * Start: lc_proc_run creates the loop, the registry and the server, starts
- * every node in the order given (each registers its routes and opens its
- * handles), listens, tells each node the server is listening, and runs the
- * loop.
+ * Start: lc_proc_run raises the soft open-file limit to the hard one,
+ * creates the loop, the registry and the server, starts every node in the
+ * order given (each registers its routes and opens its handles), listens,
+ * tells each node the server is listening, and runs the loop.
  * Stop (a signal, or lc_proc_stop): /ready answers 503, each node drains in
  * start order (flush, leave a group: while the server still answers), the
  * server closes (requests in flight finish), then each node closes in reverse

@@ -43,7 +43,8 @@ typedef struct lc_store_opts_s {
     int64_t block_duration_ns; /* default 1 h */
     int64_t retention_ns;      /* 0 = keep forever */
     size_t map_size_bytes;     /* LMDB map size per block (sparse), default 16 GiB */
-    size_t max_open_blocks;    /* environments kept open (LRU), default 64 */
+    size_t max_open_blocks;    /* environments kept open (LRU); 0: a quarter of the
+                                * open-file limit at 3 fds each, 64..1024 */
 } lc_store_opts_t;
 
 int lc_store_open(const lc_store_opts_t *opts, lc_store_t **out) LC_MUST_CHECK;
