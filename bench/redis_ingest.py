@@ -188,6 +188,24 @@ def entry_bytes_total(srv):
                if name == "ember_stream_entry_bytes_total" and ("form", "entry") in labels)
 
 
+def proc_cpu_seconds(srv):
+    """utime + stime of the ember process so far."""
+    with open(f"/proc/{srv.proc.pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+PHASES = (("ember_redis_consumer_phase_seconds_total", ("read", "apply", "ack")),
+          ("ember_writer_phase_seconds_total", ("decode", "write", "commit")))
+
+
+def phase_seconds(srv):
+    """The consumer's and the writer's seconds by phase (wall time)."""
+    m = srv.metrics()
+    return {(name, ph): sum(v for (n, labels), v in m.items() if n == name and ("phase", ph) in labels)
+            for name, phases in PHASES for ph in phases}
+
+
 def mean_entry_bytes(redis, partitions):
     """Mean size of the `m` field of the newest entries left in the streams
     (trimming keeps the tail), or None when every stream is empty."""
@@ -241,7 +259,9 @@ def main():
         srv = h.Ember(log_level="warn").start()
         try:
             run_load(srv.port, "warmup", 200)
+            cpu_direct = proc_cpu_seconds(srv)
             r = run_load(srv.port, "bench-app")
+            cpu_direct = proc_cpu_seconds(srv) - cpu_direct
             results["direct"] = (r, r["seconds"])
         finally:
             srv.cleanup()
@@ -256,10 +276,13 @@ def main():
             cpu0, net0 = redis_cpu_seconds(redis), redis_net_input(redis)
             cmds0 = redis_commandstats(redis)
             lean0 = entry_bytes_total(srv)
+            phases0, ember_cpu0 = phase_seconds(srv), proc_cpu_seconds(srv)
             r = run_load(srv.port, "bench-app")
             t_end = time.monotonic()
             wait_drained(h, dh, redis, a.partitions, timeout=300)
             drain = time.monotonic() - t_end
+            cpu_redis = proc_cpu_seconds(srv) - ember_cpu0
+            phases = {k: v - phases0[k] for k, v in phase_seconds(srv).items()}
             cpu1, net1 = redis_cpu_seconds(redis), redis_net_input(redis)
             cmds1 = redis_commandstats(redis)
             cmd_delta = {k: (c - cmds0.get(k, (0, 0))[0], u - cmds0.get(k, (0, 0))[1])
@@ -346,6 +369,12 @@ def main():
           f"Redis input per profile {net_per_profile / 1024:.1f} KiB")
     print(f"  Redis CPU per profile: redis transport {redis_cpu_ms:.3f} ms, "
           f"raw XADD of the gzip bodies {floors['raw_cpu'] * 1000 / n:.3f} ms")
+    print(f"  ember CPU per profile: direct {cpu_direct * 1000 / n:.2f} ms, redis "
+          f"{cpu_redis * 1000 / n:.2f} ms (direct/redis {cpu_direct / max(cpu_redis, 1e-9):.2f}); "
+          f"load average {os.getloadavg()[0]:.1f}")
+    print("  redis phases, wall ms per profile: " + ", ".join(
+        f"{name.split('_')[1]} {ph} {phases[(name, ph)] * 1000 / n:.2f}"
+        for name, phs in PHASES for ph in phs))
     busiest = sorted(cmd_delta.items(), key=lambda kv: -kv[1][1])[:6]
     print("  Redis commands in the redis phase (calls, usec/call, usec/profile): " + "; ".join(
         f"{k} {c} {u / max(c, 1):.0f} {u / n:.0f}" for k, (c, u) in busiest if c))

@@ -20,6 +20,9 @@
  * batch goes to the consumer thread; the ack follows only a 0 from consume.
  * Steps are strictly sequential, so a batch is never read twice by the same
  * consumer while it is being applied, and a forget never overlaps a batch.
+ * The one overlap: while a batch is applied, the next one is read ahead
+ * (new entries only, into `ahead`, never BLOCK) and taken as a step once the
+ * batch is acked (docs/internals/redis.md, "Read ahead").
  *
  * Claims and acks are Lua scripts (CLAIM_LUA, ACK_LUA; the protocol and why
  * XAUTOCLAIM cannot do it are in docs/internals/redis.md, "Claims"). They
@@ -130,9 +133,10 @@ typedef struct rt_metrics_s {
     lc_metric_t *phase[3], *batch; /* consumer: seconds by phase (rt_phase_t); batch sizes */
 } rt_metrics_t;
 
-/* Where a consumer's time goes: a read (XREADGROUP round trip, including
- * the BLOCK wait for new entries), apply (the consume call), ack (the ack
- * scripts' round trip; a read sent behind them overlaps it). */
+/* Where a consumer's time goes: a read (waiting for an XREADGROUP, its
+ * BLOCK wait included; a read ahead only once the batch is acked), apply
+ * (the consume call), ack (the ack scripts' round trip; a read sent behind
+ * them overlaps it). */
 typedef enum { RT_PHASE_READ, RT_PHASE_APPLY, RT_PHASE_ACK } rt_phase_t;
 
 typedef struct rt_xadd_s rt_xadd_t;
@@ -168,6 +172,9 @@ typedef struct rt_s {
     bool need_setup, recovering, ack_pending;
     bool read_behind;        /* an XREADGROUP was sent right behind the acks */
     bool stashed;            /* that read's batch waits for a forget to finish first */
+    bool ahead_out;          /* a read ahead (into `ahead`) is in flight */
+    bool ahead_wait;         /* the batch is acked: the consumer waits for that read */
+    int ahead_rc;            /* how a read ahead failed, for the step that takes it */
     uint64_t phase_start[3]; /* uv_hrtime() when each phase began */
     int setup_out, acks_out;
     bool setup_failed, acks_failed;
@@ -178,6 +185,7 @@ typedef struct rt_s {
     size_t read_from;         /* batch.n when the current read of new entries was sent */
     uint32_t read_count_sent; /* its COUNT */
     lc_redis_entries_t batch;
+    lc_redis_entries_t ahead; /* new entries read while the batch is applied and acked */
     lc_transport_msg_t *msgs; /* the batch's applicable entries, for the thread */
     size_t n_msgs, cap_msgs;
     char *deliveries; /* msgs[i].delivery strings, delivery_stride bytes each */
@@ -890,6 +898,15 @@ static void cons_setup(rt_t *t)
 
 /* ---------------------------------------------------------------- consumer: apply and ack */
 
+static bool cons_may_read_behind(const rt_t *t);
+static int cons_send_ahead(rt_t *t);
+
+/* Whether entries read ahead are held or on their way. */
+static bool cons_has_ahead(const rt_t *t)
+{
+    return t->ahead_out || t->ahead.n || t->ahead_rc;
+}
+
 /* Hands a batch (or the forget list) to the consumer thread. */
 static void cons_post_job(rt_t *t, bool forget)
 {
@@ -930,6 +947,10 @@ static void cons_apply(rt_t *t)
         lc_metric_observe(t->m.batch, (double)t->n_msgs);
     t->phase_start[RT_PHASE_APPLY] = uv_hrtime();
     cons_post_job(t, false);
+    /* Read ahead: the next batch's entries come while this one is applied,
+     * when a plain read of new entries would follow anyway. */
+    if (!cons_has_ahead(t) && cons_may_read_behind(t))
+        (void)cons_send_ahead(t); /* not sent: the link is going down */
 }
 
 /* Decoded entries of a read or claim: apply them, or take the next step. */
@@ -1101,7 +1122,8 @@ static void cons_ack(rt_t *t)
         }
     }
     lc_free(argv);
-    t->read_behind = !t->acks_failed && cons_may_read_behind(t) && cons_send_read_new(t) == 0;
+    t->read_behind = !t->acks_failed && !cons_has_ahead(t) && cons_may_read_behind(t) &&
+                     cons_send_read_new(t) == 0;
     if (--t->acks_out == 0) /* releases the hold */
         cons_acks_done(t, 0);
 }
@@ -1191,7 +1213,7 @@ static void cons_hdel(rt_t *t)
 
 /* ---------------------------------------------------------------- consumer: reads */
 
-static int cons_decode_read(rt_t *t, int status, const redisReply *reply)
+static int cons_decode_read(rt_t *t, lc_redis_entries_t *into, int status, const redisReply *reply)
 {
     if (status)
         return status;
@@ -1202,10 +1224,10 @@ static int cons_decode_read(rt_t *t, int status, const redisReply *reply)
         t->need_setup = true;
         return LC_ECORRUPT;
     }
-    int rc = lc_redis_entries_from_read(&t->batch, reply, t->names, t->opts.partitions, RT_FIELD);
+    int rc = lc_redis_entries_from_read(into, reply, t->names, t->opts.partitions, RT_FIELD);
     if (rc) {
         LC_LOG_ERROR("redis consumer: malformed XREADGROUP reply");
-        lc_redis_entries_reset(&t->batch);
+        lc_redis_entries_reset(into);
     }
     return rc;
 }
@@ -1223,11 +1245,11 @@ static uint32_t cons_new_count(const rt_t *t)
 
 /* Whether the last read returned COUNT entries from some stream (each
  * stream's entries are contiguous in the reply): more may be waiting. */
-static bool cons_read_was_full(const rt_t *t, size_t from, uint32_t count)
+static bool cons_read_was_full(const lc_redis_entries_t *e, size_t from, uint32_t count)
 {
     size_t run = 0;
-    for (size_t i = from; i < t->batch.n; i++) {
-        run = i > from && t->batch.v[i].stream == t->batch.v[i - 1].stream ? run + 1 : 1;
+    for (size_t i = from; i < e->n; i++) {
+        run = i > from && e->v[i].stream == e->v[i - 1].stream ? run + 1 : 1;
         if (run >= count)
             return true;
     }
@@ -1247,12 +1269,12 @@ static void cons_on_read_new(lc_redis_t *r, int status, const redisReply *reply,
     cons_phase_end(t, RT_PHASE_READ);
     size_t from = t->read_from;
     size_t bytes_before = t->batch.bytes;
-    int rc = cons_decode_read(t, status, reply);
+    int rc = cons_decode_read(t, &t->batch, status, reply);
     if (rc == 0 && t->batch.n > from)
         t->entry_bytes = (t->batch.bytes - bytes_before) / (t->batch.n - from);
     uint32_t count = (uint32_t)t->read_count_sent;
     if (rc == 0 && !t->closing && !t->ack_pending && t->batch.n < t->opts.batch &&
-        cons_read_was_full(t, from, count) && cons_send_read(t, false) == 0)
+        cons_read_was_full(&t->batch, from, count) && cons_send_read(t, false) == 0)
         return; /* busy stays: the fill read answers here again */
     if (rc && t->batch.n && !t->ack_pending) {
         /* A fill read failed: apply what the earlier reads brought. */
@@ -1272,8 +1294,10 @@ static void cons_on_read_new(lc_redis_t *r, int status, const redisReply *reply,
     }
 }
 
-/* XREADGROUP [BLOCK] over every stream: new entries only (">"). 0 when sent. */
-static int cons_send_read(rt_t *t, bool block)
+/* XREADGROUP [BLOCK] over every stream: new entries only (">"), appended to
+ * `into` by cb. 0 when sent. */
+static int cons_send_read_to(rt_t *t, bool block, lc_redis_reply_cb cb,
+                             const lc_redis_entries_t *into)
 {
     uint32_t n = t->opts.partitions;
     const char **argv = lc_xcalloc(9 + 2 * (size_t)n, sizeof(*argv));
@@ -1292,14 +1316,92 @@ static int cons_send_read(rt_t *t, bool block)
         argv[at + n + p] = ">";
     }
     uint32_t timeout = block ? t->opts.block_ms + t->opts.cmd_timeout_ms : 0;
-    int rc = lc_redis_command(t->rd, timeout, cons_on_read_new, t, (int)(at + 2 * n), argv, NULL);
+    int rc = lc_redis_command(t->rd, timeout, cb, t, (int)(at + 2 * n), argv, NULL);
     lc_free(argv);
     if (rc == 0) {
-        t->phase_start[RT_PHASE_READ] = uv_hrtime();
-        t->read_from = t->batch.n;
+        t->read_from = into->n;
         t->read_count_sent = count;
     }
     return rc;
+}
+
+static int cons_send_read(rt_t *t, bool block)
+{
+    int rc = cons_send_read_to(t, block, cons_on_read_new, &t->batch);
+    if (rc == 0)
+        t->phase_start[RT_PHASE_READ] = uv_hrtime();
+    return rc;
+}
+
+static void cons_on_read_ahead(lc_redis_t *r, int status, const redisReply *reply, void *data);
+
+/* A read ahead, without BLOCK (an empty stream answers at once, so the acks
+ * sent behind it on the link are not held up). Never out together with
+ * another read: reads of the batch happen only while nothing is applied. */
+static int cons_send_ahead(rt_t *t)
+{
+    int rc = cons_send_read_to(t, false, cons_on_read_ahead, &t->ahead);
+    t->ahead_out = rc == 0;
+    return rc;
+}
+
+/* A read ahead answered. Like a batch's reads, it is followed by fill reads
+ * while it comes back full and `ahead` is below opts.batch. A failure is
+ * kept for the step that takes the entries (cons_take_ahead), which applies
+ * what earlier reads brought, as a failed fill read does. */
+static void cons_on_read_ahead(lc_redis_t *r, int status, const redisReply *reply, void *data)
+{
+    rt_t *t = data;
+    LC_UNUSED(r);
+    t->ahead_out = false;
+    size_t from = t->read_from;
+    size_t bytes_before = t->ahead.bytes;
+    int rc = cons_decode_read(t, &t->ahead, status, reply);
+    if (rc == 0 && t->ahead.n > from)
+        t->entry_bytes = (t->ahead.bytes - bytes_before) / (t->ahead.n - from);
+    if (t->closing) {
+        /* Abandoned like a blocking read: pending for this consumer id. */
+        lc_redis_entries_reset(&t->ahead);
+    } else if (rc == 0 && t->ahead.n < t->opts.batch &&
+               cons_read_was_full(&t->ahead, from, t->read_count_sent) && cons_send_ahead(t) == 0) {
+        return; /* the fill read answers here again */
+    } else if (rc) {
+        t->ahead_rc = rc;
+    }
+    if (t->ahead_wait) {
+        t->ahead_wait = false;
+        cons_phase_end(t, RT_PHASE_READ);
+        cons_step_done(t); /* cons_next takes the entries (cons_take_ahead) */
+    }
+}
+
+/* The batch is acked and a read ahead is still out: wait for it. The wait is
+ * the consumer's read phase; like a blocking read, close does not wait. */
+static void cons_wait_ahead(rt_t *t)
+{
+    t->ahead_wait = true;
+    t->busy = CB_BLOCK;
+    t->phase_start[RT_PHASE_READ] = uv_hrtime();
+}
+
+/* The entries read ahead become the batch (empty here: taken only once the
+ * previous one is acked, or dropped after a failed apply). */
+static void cons_take_ahead(rt_t *t)
+{
+    int rc = t->ahead_rc;
+    t->ahead_rc = 0;
+    lc_redis_entries_t next = t->ahead;
+    t->ahead = t->batch;
+    t->batch = next;
+    if (rc && !t->batch.n) {
+        cons_step_failed(t, rc, "XREADGROUP");
+        return;
+    }
+    if (rc)
+        LC_LOG_WARN("redis consumer: XREADGROUP failed, applying the entries read so far "
+                    "err=\"%s\"",
+                    lc_strerror(rc));
+    cons_take(t);
 }
 
 static int cons_send_read_new(rt_t *t)
@@ -1318,7 +1420,7 @@ static void cons_on_read_own(lc_redis_t *r, int status, const redisReply *reply,
 {
     rt_t *t = data;
     LC_UNUSED(r);
-    int rc = cons_decode_read(t, status, reply);
+    int rc = cons_decode_read(t, &t->batch, status, reply);
     if (rc) {
         cons_step_failed(t, rc, "reading own pending entries");
         return;
@@ -1459,6 +1561,10 @@ static void cons_next(rt_t *t)
         cons_hdel(t);
     else if (t->stashed)
         cons_apply_stashed(t);
+    else if (t->ahead_out)
+        cons_wait_ahead(t);
+    else if (t->ahead.n || t->ahead_rc)
+        cons_take_ahead(t);
     else if (t->need_claims_load)
         cons_load_claims(t);
     else if (!cons_settled(t) || t->held)
@@ -1484,6 +1590,8 @@ static void rd_on_state(lc_redis_t *r, bool up, void *data)
         t->stashed = false;
         lc_redis_entries_reset(&t->batch);
     }
+    lc_redis_entries_reset(&t->ahead); /* the same (a read ahead failed with the link) */
+    t->ahead_rc = 0;
     t->need_claims_load = t->opts.forget != NULL; /* before reading anything */
     for (uint32_t p = 0; p < t->opts.partitions; p++) {
         snprintf(t->parts[p].cursor, sizeof(t->parts[p].cursor), "0");
@@ -1567,6 +1675,7 @@ static void rt_free(rt_t *t)
     lc_free(t->pubs);
     lc_free(t->pubs_up);
     lc_redis_entries_fini(&t->batch);
+    lc_redis_entries_fini(&t->ahead);
     lc_free(t->msgs);
     lc_free(t->deliveries);
     forget_clear(t);
@@ -1736,8 +1845,9 @@ static void rt_register_metrics(rt_t *t, lc_metrics_t *m)
         snprintf(labels, sizeof(labels), "phase=\"%s\"", phases[i]);
         t->m.phase[i] = lc_metrics_counter(
             m, "ember_redis_consumer_phase_seconds_total",
-            "Consumer time by phase: read (XREADGROUP, with its BLOCK wait), apply (the "
-            "consume call), ack (the ack scripts; a read sent behind them overlaps)",
+            "Consumer time by phase: read (waiting for XREADGROUP, its BLOCK wait "
+            "included; a read ahead counts only after the ack), apply (the consume call), "
+            "ack (the ack scripts; a read sent behind them overlaps)",
             labels);
     }
     static const double bounds[] = {1, 4, 16, 64, 256, 1024};
