@@ -6,7 +6,7 @@ set -euo pipefail
 PKGS=(
   build-essential cmake pkg-config
   libuv1-dev node-llhttp libprotobuf-c-dev protobuf-c-compiler liblmdb-dev lmdb-utils
-  zlib1g-dev libpcre2-dev libyaml-dev libjansson-dev libzstd-dev
+  zlib1g-dev libdeflate-dev libpcre2-dev libyaml-dev libjansson-dev libzstd-dev
   libhiredis-dev libcurl4-openssl-dev libnghttp2-dev
   # HTTP/2 tests: the python h2 library and nghttp/h2load as independent clients
   python3-h2 nghttp2-client
