@@ -1,7 +1,7 @@
 /*
  * test_gz.c — lc_gunzip / lc_gzip: round trips, concatenated members, corrupt
- * and truncated input, and the output cap (a gzip bomb must stop at the cap
- * without allocating past it).
+ * and truncated input, false stated sizes (both inflate paths), and the output
+ * cap (a gzip bomb must stop at the cap without allocating past it).
  */
 #include <string.h>
 
@@ -184,8 +184,47 @@ static void test_size_hint_and_fixed_buffer(void)
     LC_ASSERT_OK(lc_gzip(plain, 100, 1, &gz));
     LC_ASSERT_EQ(lc_gz_size_hint(gz.data, gz.len), 100);
     LC_ASSERT_EQ(lc_gunzip_into(gz.data, gz.len, out, 101, &n), LC_ETOOBIG);
+    /* ... and with room for both, both members come out, one after the other. */
+    uint8_t both[sizeof(plain) + 100];
+    LC_ASSERT_OK(lc_gunzip_into(gz.data, gz.len, both, sizeof(both), &n));
+    LC_ASSERT_EQ(n, sizeof(both));
+    LC_ASSERT_MEM_EQ(both, plain, sizeof(plain));
+    LC_ASSERT_MEM_EQ(both + sizeof(plain), plain, 100);
     lc_buf_fini(&gz);
 }
 
+/* A trailer whose stated size is false: the whole-buffer path (libdeflate)
+ * and the streaming one (zlib) must both call it corrupt, whichever runs. */
+static void test_false_size(void)
+{
+    uint8_t plain[3000], out[4000];
+    fill_pattern(plain, sizeof(plain));
+    lc_buf_t gz, back;
+    lc_buf_init(&gz, LC_BUF_UNLIMITED);
+    lc_buf_init(&back, LC_BUF_UNLIMITED);
+    LC_ASSERT_OK(lc_gzip(plain, sizeof(plain), 6, &gz));
+    size_t n;
+    for (int delta = -1; delta <= 1; delta += 2) {
+        gz.data[gz.len - 4] = (uint8_t)(gz.data[gz.len - 4] + delta); /* ISIZE, low byte */
+        LC_ASSERT_EQ(lc_gunzip(gz.data, gz.len, 1 << 20, &back), LC_ECORRUPT);
+        LC_ASSERT_EQ(back.len, 0);
+        LC_ASSERT_EQ(lc_gunzip_into(gz.data, gz.len, out, sizeof(out), &n), LC_ECORRUPT);
+        gz.data[gz.len - 4] = (uint8_t)(gz.data[gz.len - 4] - delta);
+    }
+    LC_ASSERT_OK(lc_gunzip(gz.data, gz.len, 1 << 20, &back));
+    LC_ASSERT_EQ(back.len, sizeof(plain));
+    /* A stream stating more than the deflate ratio allows is not trusted to size anything. */
+    lc_buf_reset(&gz);
+    LC_ASSERT_OK(lc_gzip(plain, 10, 6, &gz));
+    gz.data[gz.len - 1] = 0x7f; /* claims ~2 GiB */
+    lc_buf_t capped;
+    lc_buf_init(&capped, LC_BUF_UNLIMITED);
+    LC_ASSERT_EQ(lc_gunzip(gz.data, gz.len, (size_t)1 << 32, &capped), LC_ECORRUPT);
+    LC_CHECK(capped.cap < (1u << 20));
+    lc_buf_fini(&capped);
+    lc_buf_fini(&gz);
+    lc_buf_fini(&back);
+}
+
 LC_TEST_MAIN(test_is_gzip, test_round_trip, test_multi_member, test_corrupt, test_cap,
-             test_size_hint_and_fixed_buffer)
+             test_size_hint_and_fixed_buffer, test_false_size)
