@@ -52,8 +52,10 @@ typedef enum {
 typedef struct wr_msg_s wr_msg_t;
 
 /* One message being decoded or written: its arena (everything decoded from
- * it and the write's scratch) and entry decoder. Two of them, so that the
- * decoder thread decodes message i+1 while the writer thread writes i. */
+ * it and the write's scratch) and entry decoder. A ring of them, posted and
+ * decoded in ring order, so that the decoder thread keeps up to
+ * WR_SLOTS - 1 messages ahead of the writes: one ahead was not enough, a
+ * large profile's decode then stalled the writer behind it. */
 typedef struct wr_slot_s {
     lc_arena_t *arena;
     lc_entry_decoder_t *entries;
@@ -63,12 +65,13 @@ typedef struct wr_slot_s {
     struct wr_msg_s *c; /* where the decode goes */
 } wr_slot_t;
 
-#define WR_SLOTS 2
+#define WR_SLOTS 4
 
 struct ing_writer_s {
     lc_store_t *store;
     ing_delta_t *delta;
     wr_slot_t slots[WR_SLOTS];
+    size_t ring; /* messages posted so far: the next one goes to slots[ring % WR_SLOTS] */
     lc_pprof_limits_t limits;
     /* the decoder thread: takes a posted slot, decodes, marks it done */
     uv_thread_t decoder;
@@ -154,18 +157,18 @@ static void wr_phase_add(ing_writer_t *w, wr_phase_t phase, uint64_t since_ns)
 
 static bool wr_decode(wr_msg_t *c, const lc_transport_msg_t *msg);
 
-/* The decoder thread: decodes whichever slot is posted. */
+/* The decoder thread: decodes the posted slots in ring order. */
 static void wr_decoder_main(void *arg)
 {
     ing_writer_t *w = arg;
+    size_t next = 0;
     uv_mutex_lock(&w->mu);
     for (;;) {
-        wr_slot_t *s = NULL;
-        for (int i = 0; i < WR_SLOTS && !s; i++)
-            s = w->slots[i].posted && !w->slots[i].done ? &w->slots[i] : NULL;
-        if (!s && w->quit)
+        wr_slot_t *s = &w->slots[next % WR_SLOTS];
+        bool ready = s->posted && !s->done;
+        if (!ready && w->quit)
             break;
-        if (!s) {
+        if (!ready) {
             uv_cond_wait(&w->cond, &w->mu);
             continue;
         }
@@ -175,6 +178,7 @@ static void wr_decoder_main(void *arg)
         wr_phase_add(w, WR_PHASE_DECODE, t0);
         uv_mutex_lock(&w->mu);
         s->done = true;
+        next++;
         uv_cond_broadcast(&w->cond);
     }
     uv_mutex_unlock(&w->mu);
@@ -440,30 +444,29 @@ static int wr_message(ing_writer_t *w, lc_store_txn_t *txn, wr_slot_t *s, wr_msg
     return rc;
 }
 
-/* Every message of the batch, decoded one ahead on the decoder thread. */
+/* Every message of the batch, decoded up to WR_SLOTS - 1 ahead on the
+ * decoder thread. After a failure nothing more is posted, and what was
+ * posted is waited for (the decoder thread must never touch a slot the
+ * next batch reuses). */
 static int wr_messages(ing_writer_t *w, lc_store_txn_t *txn, const lc_transport_msg_t *msgs,
                        size_t n)
 {
     wr_msg_t cs[WR_SLOTS];
+    size_t posted = 0;
     int rc = 0;
-    if (n)
-        wr_post(w, &w->slots[0], &cs[0], &msgs[0]);
-    for (size_t i = 0; i < n; i++) {
-        wr_slot_t *s = &w->slots[i % WR_SLOTS];
-        wr_wait(w, s);
-        if (rc == 0 && i + 1 < n)
-            wr_post(w, &w->slots[(i + 1) % WR_SLOTS], &cs[(i + 1) % WR_SLOTS], &msgs[i + 1]);
-        if (rc == 0)
-            rc = wr_message(w, txn, s, &cs[i % WR_SLOTS]);
-        else
-            lc_arena_reset(s->arena);
-        if (rc && i + 1 < n) { /* the next one may be in decoding: let it finish */
-            wr_slot_t *next = &w->slots[(i + 1) % WR_SLOTS];
-            wr_wait(w, next);
-            lc_arena_reset(next->arena);
-            break;
+    for (size_t i = 0; i < n && (rc == 0 || i < posted); i++) {
+        for (; rc == 0 && posted < n && posted < i + WR_SLOTS; posted++) {
+            size_t k = (w->ring + posted) % WR_SLOTS;
+            wr_post(w, &w->slots[k], &cs[k], &msgs[posted]);
         }
+        size_t k = (w->ring + i) % WR_SLOTS;
+        wr_wait(w, &w->slots[k]);
+        if (rc == 0)
+            rc = wr_message(w, txn, &w->slots[k], &cs[k]);
+        else
+            lc_arena_reset(w->slots[k].arena);
     }
+    w->ring += posted;
     return rc;
 }
 
