@@ -19,12 +19,15 @@ the same payloads to the same redis-server — all in one run.
 
 The load is bench/ingest_load (C, --conns keep-alive connections, exact
 request count) with the mix of real profiles bench/ingest_bench.py uses.
-redis-server runs as our child on a free loopback port with AOF on and
---appendfsync (default always, the setting the delivery guarantee assumes).
+redis-server runs as our child on a free loopback port as the chart runs it
+(AOF on, no RDB snapshots, --rdbcompression no) with --appendfsync (default
+always, the setting the delivery guarantee assumes); --rdbcompression yes
+measures Redis's default, whose AOF rewrites LZF-compress every entry again.
 
 usage: bench/redis_ingest.py BUILD_DIR [--conns 16] [--requests 4000] [--variants 20]
                              [--pods 100] [--partitions 16] [--pipeline 256]
-                             [--appendfsync always|everysec|no] [--ingesters N]
+                             [--appendfsync always|everysec|no] [--rdbcompression no|yes]
+                             [--ingesters N]
 """
 import argparse
 import atexit
@@ -230,6 +233,7 @@ def main():
     ap.add_argument("--partitions", type=int, default=16)
     ap.add_argument("--pipeline", type=int, default=256)
     ap.add_argument("--appendfsync", default="always", choices=("always", "everysec", "no"))
+    ap.add_argument("--rdbcompression", default="no", choices=("no", "yes"))
     ap.add_argument("--ingesters", type=int, default=0,
                     help="also measure N ember-ingester processes sharing the streams")
     a = ap.parse_args()
@@ -253,6 +257,7 @@ def main():
     redis = dh.Redis()
     redis.start()
     redis.cmd("CONFIG", "SET", "appendfsync", a.appendfsync)
+    redis.cmd("CONFIG", "SET", "rdbcompression", a.rdbcompression)
     results = {}
     try:
         # ---- direct
@@ -339,7 +344,8 @@ def main():
     n = a.requests
     avg_kib = sum(len(p) for p in payloads) / len(payloads) / 1024
     print(f"redis ingest benchmark: {n} profiles ({avg_kib:.1f} KiB gz avg, mix of {len(MIX)} real "
-          f"profiles), {a.conns} connections, {a.partitions} streams, appendfsync {a.appendfsync}")
+          f"profiles), {a.conns} connections, {a.partitions} streams, appendfsync {a.appendfsync}, "
+          f"rdbcompression {a.rdbcompression}")
     print(f"{'':<44}{'profiles/s':>12}{'p50 ms':>9}{'p99 ms':>9}")
     rows = {}
     for name, label in (("direct", "direct transport, end to end"),

@@ -34,7 +34,8 @@ class Redis:
         if self.port is None:
             self.port = h.free_port()
         cmd = [REDIS_SERVER, "--port", str(self.port), "--bind", "127.0.0.1", "--dir", self.dir,
-               "--save", "", "--appendonly", "yes" if self.aof else "no",
+               "--save", "", "--rdbcompression", "no",  # as the chart runs it
+               "--appendonly", "yes" if self.aof else "no",
                "--appendfsync", "always", "--daemonize", "no"]
         self.log = open(os.path.join(self.dir, "redis.log"), "ab")
         self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT,

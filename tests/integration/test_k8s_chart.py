@@ -132,6 +132,8 @@ class ChartTest(unittest.TestCase):
                     self.assertEqual("yes", pairs["--appendonly"])
                     self.assertEqual(r.get("appendfsync", "everysec"), pairs["--appendfsync"])
                     self.assertEqual("noeviction", pairs["--maxmemory-policy"])
+                    self.assertEqual("no", pairs["--rdbcompression"])
+                    self.assertEqual("", pairs["--save"])
                     svc = k.by_name(docs, "Service", "ember-redis")
                     self.assertTrue(k.selects(svc["spec"]["selector"],
                                               redis_sts[0]["spec"]["template"]["metadata"]["labels"]))
