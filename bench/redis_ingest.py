@@ -8,6 +8,9 @@ the same payloads to the same redis-server — all in one run.
   redis  : a fresh `ember --redis.url` (receivers -> XADD -> consumer group
            -> writer -> XACK). End to end = until the last 200 AND the streams
            drained (nothing pending, nothing undelivered): everything stored.
+  Direct and redis alternate --rounds times (3; which goes first alternates
+  too), each on a fresh server after a sync, and the round with the median
+  redis/direct ratio is the one printed in full.
   cluster: with --ingesters N, N `ember-ingester` processes over the same
            streams, the load split evenly between them (N loaders in
            parallel); end to end as for redis.
@@ -24,7 +27,7 @@ redis-server runs as our child on a free loopback port as the chart runs it
 always, the setting the delivery guarantee assumes); --rdbcompression yes
 measures Redis's default, whose AOF rewrites LZF-compress every entry again.
 
-usage: bench/redis_ingest.py BUILD_DIR [--conns 16] [--requests 4000] [--variants 20]
+usage: bench/redis_ingest.py BUILD_DIR [--rounds 3] [--conns 16] [--requests 4000] [--variants 20]
                              [--pods 100] [--partitions 16] [--pipeline 256]
                              [--appendfsync always|everysec|no] [--rdbcompression no|yes]
                              [--ingesters N]
@@ -234,6 +237,8 @@ def main():
     ap.add_argument("--pipeline", type=int, default=256)
     ap.add_argument("--appendfsync", default="always", choices=("always", "everysec", "no"))
     ap.add_argument("--rdbcompression", default="no", choices=("no", "yes"))
+    ap.add_argument("--rounds", type=int, default=3,
+                    help="direct/redis pairs, alternating; the median round is reported")
     ap.add_argument("--ingesters", type=int, default=0,
                     help="also measure N ember-ingester processes sharing the streams")
     a = ap.parse_args()
@@ -258,20 +263,21 @@ def main():
     redis.start()
     redis.cmd("CONFIG", "SET", "appendfsync", a.appendfsync)
     redis.cmd("CONFIG", "SET", "rdbcompression", a.rdbcompression)
-    results = {}
-    try:
-        # ---- direct
+
+    def measure_direct():
+        """A fresh all-in-one on the in-process transport: a 200 means stored."""
         srv = h.Ember(log_level="warn").start()
         try:
             run_load(srv.port, "warmup", 200)
-            cpu_direct = proc_cpu_seconds(srv)
+            cpu0 = proc_cpu_seconds(srv)
             r = run_load(srv.port, "bench-app")
-            cpu_direct = proc_cpu_seconds(srv) - cpu_direct
-            results["direct"] = (r, r["seconds"])
+            return {"r": r, "secs": r["seconds"], "cpu": proc_cpu_seconds(srv) - cpu0}
         finally:
             srv.cleanup()
 
-        # ---- redis (the all-in-one over the streams: the same process shape)
+    def measure_redis():
+        """A fresh all-in-one over the streams (the same process shape): end to
+        end is until the last 200 and the streams drained."""
         srv = h.Ember(log_level="warn",
                       args=[f"--redis.url={redis.url}", f"--ingest.partitions={a.partitions}"])
         srv.start()
@@ -286,22 +292,45 @@ def main():
             t_end = time.monotonic()
             wait_drained(h, dh, redis, a.partitions, timeout=300)
             drain = time.monotonic() - t_end
-            cpu_redis = proc_cpu_seconds(srv) - ember_cpu0
-            phases = {k: v - phases0[k] for k, v in phase_seconds(srv).items()}
-            cpu1, net1 = redis_cpu_seconds(redis), redis_net_input(redis)
             cmds1 = redis_commandstats(redis)
-            cmd_delta = {k: (c - cmds0.get(k, (0, 0))[0], u - cmds0.get(k, (0, 0))[1])
-                         for k, (c, u) in cmds1.items()}
-            results["redis"] = (r, r["seconds"] + drain)
-            added = redis.totals()["added"]
-            lean = (entry_bytes_total(srv) - lean0) / max(1, r["ok"])
-            entry_bytes = lean or mean_entry_bytes(redis, a.partitions)
-            entry_source = ("all published, ember_stream_entry_bytes_total" if lean
-                            else "newest entries, XREVRANGE")
-            redis_cpu_ms = (cpu1 - cpu0) * 1000 / max(1, r["ok"])
-            net_per_profile = (net1 - net0) / max(1, r["ok"])
+            return {"r": r, "secs": r["seconds"] + drain,
+                    "cpu": proc_cpu_seconds(srv) - ember_cpu0,
+                    "phases": {k: v - phases0[k] for k, v in phase_seconds(srv).items()},
+                    "redis_cpu": redis_cpu_seconds(redis) - cpu0,
+                    "net": redis_net_input(redis) - net0,
+                    "cmds": {k: (c - cmds0.get(k, (0, 0))[0], u - cmds0.get(k, (0, 0))[1])
+                             for k, (c, u) in cmds1.items()},
+                    "lean": entry_bytes_total(srv) - lean0}
         finally:
             srv.cleanup()
+
+    rounds = []
+    try:
+        # Direct and redis alternate, a fresh server each time: this host's speed
+        # drifts by 20% within a minute, so each round's ratio compares runs made
+        # seconds apart, and the median round is reported. Which goes first
+        # alternates too, and each starts after a sync, so that neither pays for
+        # the other's writeback (a redis round leaves ~300 MB of AOF behind).
+        for i in range(a.rounds):
+            rd = {}
+            for name in (("direct", "redis") if i % 2 == 0 else ("redis", "direct")):
+                os.sync()
+                rd[name] = measure_direct() if name == "direct" else measure_redis()
+            rounds.append(rd)
+        rounds.sort(key=lambda rd: (rd["redis"]["r"]["ok"] / rd["redis"]["secs"])
+                    / (rd["direct"]["r"]["ok"] / rd["direct"]["secs"]))
+        median = rounds[len(rounds) // 2]
+        results = {k: (median[k]["r"], median[k]["secs"]) for k in ("direct", "redis")}
+        m = median["redis"]
+        cpu_direct, cpu_redis, phases, cmd_delta = (median["direct"]["cpu"], m["cpu"],
+                                                    m["phases"], m["cmds"])
+        added = redis.totals()["added"]
+        lean = m["lean"] / max(1, m["r"]["ok"])
+        entry_bytes = lean or mean_entry_bytes(redis, a.partitions)
+        entry_source = ("all published, ember_stream_entry_bytes_total" if lean
+                        else "newest entries, XREVRANGE")
+        redis_cpu_ms = m["redis_cpu"] * 1000 / max(1, m["r"]["ok"])
+        net_per_profile = m["net"] / max(1, m["r"]["ok"])
 
         # ---- N ingesters sharing the streams
         if a.ingesters > 0:
@@ -346,6 +375,10 @@ def main():
     print(f"redis ingest benchmark: {n} profiles ({avg_kib:.1f} KiB gz avg, mix of {len(MIX)} real "
           f"profiles), {a.conns} connections, {a.partitions} streams, appendfsync {a.appendfsync}, "
           f"rdbcompression {a.rdbcompression}")
+    ratios = [(rd["redis"]["r"]["ok"] / rd["redis"]["secs"])
+              / (rd["direct"]["r"]["ok"] / rd["direct"]["secs"]) for rd in rounds]
+    print(f"  {len(rounds)} rounds of direct and redis; redis/direct end to end by round: "
+          + ", ".join(f"{x:.3f}" for x in ratios) + "; the median round below")
     print(f"{'':<44}{'profiles/s':>12}{'p50 ms':>9}{'p99 ms':>9}")
     rows = {}
     for name, label in (("direct", "direct transport, end to end"),
@@ -400,6 +433,7 @@ def main():
               f"{rows['cluster'] / rows['raw']:.3f}")
     ok = all(res[0]["ok"] == (n // a.ingesters * a.ingesters if k == "cluster" else n)
              for k, res in results.items())
+    ok = ok and all(rd[k]["r"]["ok"] == n for rd in rounds for k in ("direct", "redis"))
     return 0 if ok else 1
 
 
