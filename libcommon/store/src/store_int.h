@@ -366,6 +366,16 @@ void lc_store__rollup_close(lc_store_t *s);
 /* Builds the rollups of windows that are due (from lc_store_summarize). */
 int lc_store__rollup_pass(lc_store_t *s, int64_t now_ns, size_t *built) LC_MUST_CHECK;
 int64_t lc_store__rollup_window(int level, int64_t t_ns); /* level 0: 6 h, 1: a day */
+/* A rollup's records as a reader decodes them, for the fuzz target
+ * (tests/fuzz/fuzz_rollup.c). A window record: header, tree and names
+ * (cb for each name, in id order); its tree's arrays are the caller's to
+ * free (lc_free) on success. A series record: as lc_rollup_series does. */
+typedef void (*lc_rollup_name_cb)(const char *name, size_t len, void *data);
+int lc_store__rollup_window_record(const MDB_val *v, lc_rollup_name_cb cb, void *data,
+                                   lc_rollup_tree_t *tree) LC_MUST_CHECK;
+int lc_store__rollup_series_record(const MDB_val *v, const char *const *tenants, size_t n_tenants,
+                                   const lc_selector_t *sel, lc_rollup_series_cb cb,
+                                   void *data) LC_MUST_CHECK;
 /* A reader block's transaction and registry entry; a reader's store (store_read.c). */
 MDB_txn *lc_store__block_txn(lc_block_t *b);
 store_block_t *lc_store__block_ref(lc_block_t *b);

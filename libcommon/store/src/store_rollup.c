@@ -639,9 +639,12 @@ out:
 
 /* ---------------------------------------------------------------- the pass */
 
-static bool block_settled(const store_block_t *b)
+/* Summarised since its last commit and, in a store that compacts, compact at
+ * it: a rollup summed before the compaction's swap would be summed again. */
+static bool block_settled(const lc_store_t *s, const store_block_t *b)
 {
-    return !b->dropped && b->summarized_gen == b->write_gen;
+    return !b->dropped && b->summarized_gen == b->write_gen &&
+           (!s->opts.compacts || b->compacted_gen == b->write_gen);
 }
 
 typedef struct rollup_todo_s {
@@ -664,7 +667,7 @@ static size_t rollup_candidates(lc_store_t *s, int64_t now_ns, rollup_todo_t **o
             for (; i < s->n_blocks && lc_store__rollup_window(lv, s->blocks[i]->start_ns) == win;
                  i++) {
                 const store_block_t *b = s->blocks[i];
-                settled &= block_settled(b);
+                settled &= block_settled(s, b);
                 changed |= b->rollup_seen[lv] != b->write_gen + 1;
             }
             if (settled && changed && win >= oldest && win + rollup_len_ns[lv] <= now_ns)
@@ -683,7 +686,7 @@ static void rollup_mark(lc_store_t *s, int level, int64_t window)
     pthread_mutex_lock(&s->mu);
     for (size_t i = 0; i < s->n_blocks; i++) {
         store_block_t *b = s->blocks[i];
-        if (lc_store__rollup_window(level, b->start_ns) == window && block_settled(b))
+        if (lc_store__rollup_window(level, b->start_ns) == window && block_settled(s, b))
             b->rollup_seen[level] = b->write_gen + 1;
     }
     pthread_mutex_unlock(&s->mu);
@@ -913,9 +916,8 @@ int lc_rollup_tree(lc_rollups_t *rs, size_t i, lc_rollup_tree_t *out)
     return 0;
 }
 
-int lc_rollup_name(lc_rollups_t *rs, size_t i, uint32_t name, const char **s, size_t *len)
+static int view_name(const rollup_view_t *v, uint32_t name, const char **s, size_t *len)
 {
-    rollup_view_t *v = &rs->v[i];
     if (!v->name_at || name == 0 || name > v->rec.n_names)
         return LC_EINPUT;
     const uint8_t *p = v->name_at[name];
@@ -927,9 +929,41 @@ int lc_rollup_name(lc_rollups_t *rs, size_t i, uint32_t name, const char **s, si
     return 0;
 }
 
+int lc_rollup_name(lc_rollups_t *rs, size_t i, uint32_t name, const char **s, size_t *len)
+{
+    return i < rs->n ? view_name(&rs->v[i], name, s, len) : LC_EINPUT;
+}
+
+int lc_store__rollup_window_record(const MDB_val *v, lc_rollup_name_cb cb, void *data,
+                                   lc_rollup_tree_t *tree)
+{
+    rollup_view_t view = {0};
+    int rc = rec_decode(v, &view.rec);
+    if (rc == 0)
+        rc = view_decode(&view);
+    for (uint32_t i = 1; rc == 0 && i <= view.rec.n_names; i++) {
+        const char *name;
+        size_t len;
+        rc = view_name(&view, i, &name, &len);
+        if (rc == 0)
+            cb(name, len, data);
+    }
+    if (rc == 0) /* the record is the caller's, and so are the arrays */
+        *tree = (lc_rollup_tree_t){.parents = view.parents,
+                                   .names = view.names,
+                                   .n_nodes = (uint32_t)view.rec.n_nodes,
+                                   .n_names = (uint32_t)view.rec.n_names};
+    if (rc != 0) {
+        lc_free(view.parents);
+        lc_free(view.names);
+    }
+    lc_free(view.name_at);
+    return rc;
+}
+
 /* One series record: tenant check, labels, selector, then the callback. */
-static int series_record(const MDB_val *v, const char *const *tenants, size_t n_tenants,
-                         const lc_selector_t *sel, lc_rollup_series_cb cb, void *data)
+int lc_store__rollup_series_record(const MDB_val *v, const char *const *tenants, size_t n_tenants,
+                                   const lc_selector_t *sel, lc_rollup_series_cb cb, void *data)
 {
     const uint8_t *p = v->mv_data, *end = p + v->mv_size;
     uint64_t klen;
@@ -987,7 +1021,7 @@ int lc_rollup_series(lc_rollups_t *rs, size_t i, const char *const *tenants, siz
          !rc && !ret && k.mv_size == ROLLUP_KEY_LEN &&
          memcmp(k.mv_data, key, ROLLUP_WIN_KEY_LEN) == 0;
          rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT))
-        ret = series_record(&v, tenants, n_tenants, sel, cb, data);
+        ret = lc_store__rollup_series_record(&v, tenants, n_tenants, sel, cb, data);
     mdb_cursor_close(cur);
     if (rc && rc != MDB_NOTFOUND)
         return lc_store__mdb_fail(rc, "rollup read");

@@ -282,6 +282,7 @@ static int start_storage(ing_node_t *n)
         .retention_ns = s->retention_ns,
         .map_size_bytes = (size_t)s->map_size_bytes,
         .max_open_blocks = (size_t)s->max_open_blocks,
+        .compacts = true, /* summary_work */
     };
     int rc = lc_store_open(&so, &n->store);
     if (rc) {

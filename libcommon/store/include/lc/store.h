@@ -45,6 +45,8 @@ typedef struct lc_store_opts_s {
     size_t map_size_bytes;     /* LMDB map size per block (sparse), default 16 GiB */
     size_t max_open_blocks;    /* environments kept open (LRU); 0: a quarter of the
                                 * open-file limit at 3 fds each, 64..1024 */
+    bool compacts;             /* the owner calls lc_store_compact: rollups wait for it
+                                * (a compaction makes a window be summed again) */
 } lc_store_opts_t;
 
 int lc_store_open(const lc_store_opts_t *opts, lc_store_t **out) LC_MUST_CHECK;
