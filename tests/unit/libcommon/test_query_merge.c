@@ -14,6 +14,7 @@
 
 #include "lc/query.h"
 #include "lc_test.h"
+#include "lc_test_pprof.h"
 
 #define T0_NS 1700000000000000000LL /* all profiles are written at this time */
 
@@ -76,20 +77,6 @@ static void write_profile(lc_store_txn_t *txn, const lc_pprof_t *p, const char *
     lc_arena_free(a);
 }
 
-static lc_pprof_t *decode(const uint8_t *data, size_t len, lc_arena_t *a)
-{
-    lc_pprof_limits_t lim;
-    lc_pprof_limits_default(&lim);
-    lc_status_t st = {0};
-    lc_pprof_t *p = NULL;
-    LC_ASSERT_OK(lc_pprof_decode(data, len, &lim, a, &p, &st));
-    if (p)
-        LC_ASSERT_OK(lc_pprof_validate(p, &lim, &st));
-    if (!lc_status_ok(&st))
-        fprintf(stderr, "decode: %s\n", st.msg);
-    return p;
-}
-
 static void write_fixture(lc_store_txn_t *txn, const fixture_t *f)
 {
     char path[1024];
@@ -100,7 +87,7 @@ static void write_fixture(lc_store_txn_t *txn, const fixture_t *f)
     if (!data)
         return;
     lc_arena_t *a = lc_arena_new(512u << 20);
-    lc_pprof_t *p = decode(data, len, a);
+    lc_pprof_t *p = lc_test_pprof_decode(data, len, a);
     if (p)
         write_profile(txn, p, f->service);
     lc_arena_free(a);
@@ -133,16 +120,11 @@ static void write_handmade(lc_store_txn_t *txn)
     lc_pprof_builder_sample(b, s2, 2, &v2, NULL, 0);
     lc_pprof_builder_sample(b, s3, 2, &v3, NULL, 0);
     lc_pprof_builder_sample(b, s4, 1, &v4, NULL, 0);
-    lc_buf_t buf;
-    lc_buf_init(&buf, LC_BUF_UNLIMITED);
-    LC_ASSERT_OK(lc_pprof_builder_encode(b, false, &buf));
     lc_arena_t *a = lc_arena_new(16u << 20);
-    lc_pprof_t *p = decode(buf.data, buf.len, a);
+    lc_pprof_t *p = lc_test_pprof_built(b, a);
     if (p)
         write_profile(txn, p, "handmade");
     lc_arena_free(a);
-    lc_buf_fini(&buf);
-    lc_pprof_builder_free(b);
 }
 
 static void setup(void)
@@ -263,7 +245,7 @@ static void merged_pprof(const char *service, const char *pt, const char *type, 
 static int64_t pprof_total(const lc_buf_t *buf)
 {
     lc_arena_t *a = lc_arena_new(512u << 20);
-    lc_pprof_t *p = decode(buf->data, buf->len, a);
+    lc_pprof_t *p = lc_test_pprof_decode(buf->data, buf->len, a);
     int64_t total = 0;
     for (size_t i = 0; p && i < p->n_sample; i++)
         total += p->sample[i]->value[0];
@@ -407,7 +389,7 @@ static void test_pprof_handmade(void)
     lc_buf_t buf;
     merged_pprof("handmade", "test:cpu:nanoseconds:cpu:nanoseconds", "cpu", "nanoseconds", &buf);
     lc_arena_t *a = lc_arena_new(1u << 20);
-    lc_pprof_t *p = decode(buf.data, buf.len, a);
+    lc_pprof_t *p = lc_test_pprof_decode(buf.data, buf.len, a);
     LC_CHECK(p != NULL);
     if (p) {
         LC_ASSERT_EQ(p->n_sample, 4);

@@ -24,6 +24,7 @@
 
 #include "lc/query.h"
 #include "lc_test.h"
+#include "lc_test_pprof.h"
 
 #define HOUR_NS 3600000000000LL
 #define T0_NS (472222LL * HOUR_NS) /* an hour boundary in 2023 */
@@ -74,18 +75,8 @@ static lc_pprof_t *compact_random_pprof(lc_arena_t *a, int pod, size_t *n_sample
             v *= 10000000;
         lc_pprof_builder_sample(b, stack, depth, &v, NULL, 0);
     }
-    lc_buf_t buf;
-    lc_buf_init(&buf, LC_BUF_UNLIMITED);
-    LC_ASSERT_OK(lc_pprof_builder_encode(b, false, &buf));
-    lc_pprof_builder_free(b);
-    lc_pprof_limits_t lim;
-    lc_pprof_limits_default(&lim);
-    lc_status_t st = {0};
-    lc_pprof_t *p = NULL;
-    LC_ASSERT_OK(lc_pprof_decode(buf.data, buf.len, &lim, a, &p, &st));
-    LC_ASSERT_OK(lc_pprof_validate(p, &lim, &st));
-    lc_buf_fini(&buf);
-    *n_samples = p->n_sample;
+    lc_pprof_t *p = lc_test_pprof_built(b, a);
+    *n_samples = p ? p->n_sample : 0;
     return p;
 }
 

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "lc_test.h"
+#include "lc_test_pprof.h"
 #include "querier_int.h"
 
 #define T0_MS 1700000000000LL
@@ -26,18 +27,6 @@ static char dir[] = "/tmp/ember-querier-XXXXXX";
 static qry_t qry;
 
 /* ------------------------------------------------------------------ data */
-
-static lc_pprof_t *decode(const uint8_t *data, size_t len, lc_arena_t *a)
-{
-    lc_pprof_limits_t lim;
-    lc_pprof_limits_default(&lim);
-    lc_status_t st = {0};
-    lc_pprof_t *p = NULL;
-    LC_ASSERT_OK(lc_pprof_decode(data, len, &lim, a, &p, &st));
-    if (p)
-        LC_ASSERT_OK(lc_pprof_validate(p, &lim, &st));
-    return p;
-}
 
 /* Writes every sample type of p as its own series; extra = name/value pairs. */
 static void write_series(lc_store_txn_t *txn, const char *tenant, const lc_pprof_t *p, int64_t t_ms,
@@ -119,7 +108,7 @@ static void write_data(void)
     lc_buf_t hm;
     build_handmade(&hm);
     lc_arena_t *a = lc_arena_new(64u << 20);
-    lc_pprof_t *p = decode(hm.data, hm.len, a);
+    lc_pprof_t *p = lc_test_pprof_decode(hm.data, hm.len, a);
     static const uint64_t spans[] = {0xa, 0xb, 0, 0};
     static const char *const eu[] = {"service_name", "app", "region", "eu", "k8s.pod", "p1"};
     static const char *const us[] = {"service_name", "app", "region", "us", "k8s.pod", "p2"};
@@ -133,7 +122,7 @@ static void write_data(void)
     size_t len = 0;
     uint8_t *raw = lc_test_read_file(LC_TESTDATA_DIR "/pprof/gopprof-sample.cpu", &len);
     LC_CHECK(raw != NULL);
-    lc_pprof_t *gp = raw ? decode(raw, len, a) : NULL;
+    lc_pprof_t *gp = raw ? lc_test_pprof_decode(raw, len, a) : NULL;
     if (gp)
         write_series(txn, "anonymous", gp, T0_MS + 20000, go, 1, NULL);
     LC_ASSERT_OK(lc_store_write_commit(txn));

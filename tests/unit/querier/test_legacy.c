@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "lc_test.h"
+#include "lc_test_pprof.h"
 #include "querier_int.h"
 
 #define DAY_MS (86400LL * 1000)
@@ -283,14 +284,7 @@ static Google__V1__Profile *build_pprof(const char *const *stacks, const int64_t
         }
         lc_pprof_builder_sample(b, locs, depth, &values[i], NULL, 0);
     }
-    lc_buf_t buf;
-    lc_buf_init(&buf, LC_BUF_UNLIMITED);
-    LC_ASSERT_OK(lc_pprof_builder_encode(b, false, &buf));
-    lc_pprof_builder_free(b);
-    ProtobufCAllocator alloc;
-    lc_arena_pb_allocator(a, &alloc);
-    Google__V1__Profile *p = google__v1__profile__unpack(&alloc, buf.len, buf.data);
-    lc_buf_fini(&buf);
+    lc_pprof_t *p = lc_test_pprof_built(b, a);
     LC_CHECK(p != NULL);
     return p;
 }

@@ -18,6 +18,7 @@
 
 #include "lc/query.h"
 #include "lc_test.h"
+#include "lc_test_pprof.h"
 #include "parca_int.h"
 
 #define T0_NS 1700000000000000000LL
@@ -180,17 +181,10 @@ static void write_random(lc_store_txn_t *txn, int64_t time_ns, const char *job, 
         if (oracle)
             oracle_sample(locs, n, v);
     }
-    lc_buf_t buf;
-    lc_buf_init(&buf, LC_BUF_UNLIMITED);
-    LC_ASSERT_OK(lc_pprof_builder_encode(b, false, &buf));
     lc_arena_t *a = lc_arena_new(64u << 20);
-    lc_pprof_limits_t lim;
-    lc_pprof_limits_default(&lim);
-    lc_status_t st = {0};
-    lc_pprof_t *p = NULL;
+    lc_pprof_t *p = lc_test_pprof_built(b, a);
     lc_pprof_index_t *ix = NULL;
-    LC_ASSERT_OK(lc_pprof_decode(buf.data, buf.len, &lim, a, &p, &st));
-    LC_ASSERT_OK(lc_pprof_index_new(p, a, &ix));
+    LC_ASSERT_OK(p ? lc_pprof_index_new(p, a, &ix) : -1);
     lc_labels_t ls;
     lc_labels_init(&ls);
     lc_labels_add(&ls, "__name__", "test");
@@ -202,8 +196,6 @@ static void write_random(lc_store_txn_t *txn, int64_t time_ns, const char *job, 
     LC_ASSERT_OK(lc_store_write_profile(txn, &w));
     lc_labels_fini(&ls);
     lc_arena_free(a);
-    lc_buf_fini(&buf);
-    lc_pprof_builder_free(b);
 }
 
 /* Job "a" (in the oracle) and job "b", spread over hours: several blocks. */
@@ -265,17 +257,10 @@ static void add_via_pprof(parca_tree_t *t, const char *job, int sign, int64_t *t
     lc_status_t st = {0};
     LC_ASSERT_OK(lc_query_merge_pprof(qq.r, &qq.q, b, &st));
     query_end(&qq);
-    lc_buf_t buf;
-    lc_buf_init(&buf, LC_BUF_UNLIMITED);
-    LC_ASSERT_OK(lc_pprof_builder_encode(b, false, &buf));
-    lc_pprof_builder_free(b);
-    lc_pprof_limits_t lim;
-    lc_pprof_limits_default(&lim);
-    lc_pprof_t *p = NULL;
-    LC_ASSERT_OK(lc_pprof_decode(buf.data, buf.len, &lim, a, &p, &st));
+    lc_pprof_t *p = lc_test_pprof_built(b, a);
     int64_t filtered = 0, ignored = 0;
-    LC_ASSERT_OK(parca_tree_add(t, p, sign, NULL, sign > 0 ? total : &ignored, &filtered, &st));
-    lc_buf_fini(&buf);
+    if (p)
+        LC_ASSERT_OK(parca_tree_add(t, p, sign, NULL, sign > 0 ? total : &ignored, &filtered, &st));
 }
 
 static void add_folded(parca_tree_t *t, const char *job, int sign, int64_t *total)
