@@ -86,6 +86,9 @@ class ParcaLoadTest(dh.ClusterTestCase):
         self.check(f"http://127.0.0.1:{self.aio.port}")
 
     def test_02_querier_over_ingesters(self):
+        # Written through Redis: stored once the streams are drained, not when
+        # the querier first answers (this raced under load).
+        self.redis.wait_drained(timeout=60)
         h.wait_for(lambda: self.querier.call(h.QUERIER + "/ProfileTypes",
                                              h.pb().querier.ProfileTypesRequest(start=0, end=h.now_ms() + 60000),
                                              check=False).status == 200, what="querier answers")
