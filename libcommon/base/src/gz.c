@@ -7,10 +7,13 @@
  * front; a gzip stream states its size in its trailer. So a believable hint
  * (lc_gz_size_hint, at most the deflate ratio times the input) decodes with
  * libdeflate into a buffer of that size, and a stream that does not fit (a
- * false hint, several members) takes the streaming path. lc_gunzip grows the output buffer itself,
- * in steps that never pass the caller's cap, instead of going through lc_buf_reserve's doubling: a
- * gzip bomb then costs at most max_out bytes of memory before it is rejected. zlib counts input in
- * uInt, so inputs larger than 4 GiB are fed in slices.
+ * false hint, several members) takes the streaming path.
+ *
+ * The streaming path grows the output buffer itself, in steps that never
+ * pass the caller's cap, instead of going through lc_buf_reserve's doubling:
+ * a gzip bomb then costs at most max_out bytes of memory before it is
+ * rejected. zlib counts input in uInt, so inputs larger than 4 GiB are fed
+ * in slices.
  */
 #include <limits.h>
 #include <string.h>

@@ -948,12 +948,12 @@ int lc_store__rollup_window_record(const MDB_val *v, lc_rollup_name_cb cb, void 
         if (rc == 0)
             cb(name, len, data);
     }
-    if (rc == 0) /* the record is the caller's, and so are the arrays */
+    if (rc == 0) { /* the record is the caller's, and so are the arrays */
         *tree = (lc_rollup_tree_t){.parents = view.parents,
                                    .names = view.names,
                                    .n_nodes = (uint32_t)view.rec.n_nodes,
                                    .n_names = (uint32_t)view.rec.n_names};
-    if (rc != 0) {
+    } else {
         lc_free(view.parents);
         lc_free(view.names);
     }
