@@ -226,6 +226,12 @@ def mean_entry_bytes(redis, partitions):
     return sum(sizes) / len(sizes) if sizes else None
 
 
+def round_ratio(rd):
+    """A round's redis/direct end-to-end profiles per second."""
+    return ((rd["redis"]["r"]["ok"] / rd["redis"]["secs"])
+            / (rd["direct"]["r"]["ok"] / rd["direct"]["secs"]))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("build_dir")
@@ -317,8 +323,7 @@ def main():
                 os.sync()
                 rd[name] = measure_direct() if name == "direct" else measure_redis()
             rounds.append(rd)
-        rounds.sort(key=lambda rd: (rd["redis"]["r"]["ok"] / rd["redis"]["secs"])
-                    / (rd["direct"]["r"]["ok"] / rd["direct"]["secs"]))
+        rounds.sort(key=round_ratio)
         median = rounds[len(rounds) // 2]
         results = {k: (median[k]["r"], median[k]["secs"]) for k in ("direct", "redis")}
         m = median["redis"]
@@ -375,10 +380,8 @@ def main():
     print(f"redis ingest benchmark: {n} profiles ({avg_kib:.1f} KiB gz avg, mix of {len(MIX)} real "
           f"profiles), {a.conns} connections, {a.partitions} streams, appendfsync {a.appendfsync}, "
           f"rdbcompression {a.rdbcompression}")
-    ratios = [(rd["redis"]["r"]["ok"] / rd["redis"]["secs"])
-              / (rd["direct"]["r"]["ok"] / rd["direct"]["secs"]) for rd in rounds]
     print(f"  {len(rounds)} rounds of direct and redis; redis/direct end to end by round: "
-          + ", ".join(f"{x:.3f}" for x in ratios) + "; the median round below")
+          + ", ".join(f"{round_ratio(rd):.3f}" for rd in rounds) + "; the median round below")
     print(f"{'':<44}{'profiles/s':>12}{'p50 ms':>9}{'p99 ms':>9}")
     rows = {}
     for name, label in (("direct", "direct transport, end to end"),
