@@ -608,7 +608,11 @@ static int compact_swap(lc_store_t *s, store_block_t *b, uint64_t gen, const cha
 {
     uint64_t before = block_bytes(path);
     char *old = NULL;
-    int rc = lc_store__block_swap(s, b, gen, ready, &old);
+    /* First, so that no moment (nor a kill) leaves a stale rollup beside the new file. */
+    int rc = lc_store__rollup_forget_block(s, b->start_ns);
+    if (rc)
+        return rc;
+    rc = lc_store__block_swap(s, b, gen, ready, &old);
     if (rc == -EBUSY) {
         pthread_mutex_lock(&s->mu);
         bool dropped = b->dropped;

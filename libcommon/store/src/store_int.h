@@ -366,6 +366,11 @@ void lc_store__rollup_close(lc_store_t *s);
 /* Builds the rollups of windows that are due (from lc_store_summarize). */
 int lc_store__rollup_pass(lc_store_t *s, int64_t now_ns, size_t *built) LC_MUST_CHECK;
 int64_t lc_store__rollup_window(int level, int64_t t_ns); /* level 0: 6 h, 1: a day */
+/* Deletes the rollups of the windows holding the block that starts at
+ * start_ns, before a compaction swaps a rewrite of it in: a rewrite's LMDB
+ * transaction ids start again as a fresh file's do, so a rollup summed from
+ * an earlier rewrite could match them and answer without what came since. */
+int lc_store__rollup_forget_block(lc_store_t *s, int64_t start_ns) LC_MUST_CHECK;
 /* A rollup's records as a reader decodes them, for the fuzz target
  * (tests/fuzz/fuzz_rollup.c). A window record: header, tree and names
  * (cb for each name, in id order); its tree's arrays are the caller's to

@@ -637,6 +637,25 @@ out:
     return rc;
 }
 
+int lc_store__rollup_forget_block(lc_store_t *s, int64_t start_ns)
+{
+    const struct store_rollup_s *ru = s->rollup;
+    if (!ru)
+        return 0;
+    MDB_txn *txn;
+    int rc = mdb_txn_begin(ru->env, NULL, 0, &txn);
+    if (rc)
+        return lc_store__mdb_fail(rc, "txn begin (rollup forget)");
+    for (int lv = 0; lv < ROLLUP_LEVELS && !rc; lv++)
+        rc = rollup_delete(ru, txn, lv, lc_store__rollup_window(lv, start_ns));
+    if (rc) {
+        mdb_txn_abort(txn);
+        return rc;
+    }
+    rc = mdb_txn_commit(txn);
+    return rc ? lc_store__mdb_fail(rc, "txn commit (rollup forget)") : 0;
+}
+
 /* ---------------------------------------------------------------- the pass */
 
 /* Summarised since its last commit and, in a store that compacts, compact at

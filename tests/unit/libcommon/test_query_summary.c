@@ -443,6 +443,36 @@ static void test_compaction(void)
     random_queries(100);
 }
 
+/* In a store that compacts (as the ingester's does), a late write into a
+ * compacted block: its windows wait for the block to be compacted again, and
+ * the rewrite's transaction ids, which start again as the previous rewrite's
+ * did, must not revive the rollups summed without the late profile. */
+static void test_late_write_compacting(void)
+{
+    lc_store_close(store);
+    lc_store_opts_t o = {.dir = dir, .compacts = true};
+    LC_ASSERT_OK(lc_store_open(&o, &store));
+    lc_store_summarize_stats_t st;
+    LC_ASSERT_OK(lc_store_summarize(store, T0_NS + N_BLOCKS * HOUR_NS, 0, &st));
+    LC_ASSERT_EQ(rollups_for(WIN_B_START, WIN_B_END), 1);
+    lc_store_txn_t *txn = NULL;
+    LC_ASSERT_OK(lc_store_write_begin(store, &txn));
+    write_one(txn, 2, T0_NS + 4 * HOUR_NS + 321); /* a compacted block of window B */
+    LC_ASSERT_OK(lc_store_write_commit(txn));
+    LC_ASSERT_EQ(rollups_for(WIN_B_START, WIN_B_END), 0);
+    LC_ASSERT_OK(lc_store_summarize(store, T0_NS + N_BLOCKS * HOUR_NS, 0, &st));
+    LC_ASSERT_EQ(st.rollups_done, 0); /* the block is due for compaction: wait */
+    lc_store_compact_stats_t cs;
+    LC_ASSERT_OK(lc_store_compact(store, T0_NS + N_BLOCKS * HOUR_NS, &cs));
+    LC_ASSERT_EQ(cs.blocks_done, 1);
+    LC_ASSERT_EQ(rollups_for(WIN_B_START, WIN_B_END), 0); /* not the one without it */
+    random_queries(100);
+    LC_ASSERT_OK(lc_store_summarize(store, T0_NS + N_BLOCKS * HOUR_NS, 0, &st));
+    LC_ASSERT_EQ(st.rollups_done, 2); /* window B and its day, once each */
+    LC_ASSERT_EQ(rollups_for(WIN_B_START, WIN_B_END), 1);
+    random_queries(100);
+}
+
 static void test_teardown(void)
 {
     lc_store_close(store);
@@ -452,4 +482,4 @@ static void test_teardown(void)
 }
 
 LC_TEST_MAIN(test_setup, test_before_summaries, test_summaries_built, test_late_write, test_reopen,
-             test_retention, test_compaction, test_teardown)
+             test_retention, test_compaction, test_late_write_compacting, test_teardown)
