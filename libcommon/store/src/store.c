@@ -538,6 +538,50 @@ void lc_store__release(lc_store_t *s, store_block_t *b)
     pthread_mutex_unlock(&s->mu);
 }
 
+/* ---------------------------------------------------------------- passes */
+
+typedef struct pass_todo_s {
+    int64_t start_ns;
+    uint64_t gen;
+} pass_todo_t;
+
+int lc_store__pass(lc_store_t *s, store_due_fn due, const void *arg, store_pass_fn fn, void *ctx)
+{
+    pthread_mutex_lock(&s->mu);
+    pass_todo_t *todo = lc_xcalloc(s->n_blocks ? s->n_blocks : 1, sizeof(*todo));
+    size_t n = 0;
+    for (size_t i = 0; i < s->n_blocks; i++) {
+        if (due(s->blocks[i], arg))
+            todo[n++] = (pass_todo_t){s->blocks[i]->start_ns, s->blocks[i]->write_gen};
+    }
+    pthread_mutex_unlock(&s->mu);
+    int rc = 0;
+    for (size_t i = 0; i < n && !rc; i++) {
+        store_block_t *b;
+        rc = lc_store__acquire(s, todo[i].start_ns, false, &b);
+        if (rc == LC_ENOTFOUND) { /* dropped meanwhile */
+            rc = 0;
+            continue;
+        }
+        if (rc)
+            break;
+        rc = fn(s, b, todo[i].gen, ctx);
+        lc_store__release(s, b);
+    }
+    lc_free(todo);
+    return rc;
+}
+
+size_t lc_store__count(lc_store_t *s, store_due_fn due, const void *arg)
+{
+    size_t n = 0;
+    pthread_mutex_lock(&s->mu);
+    for (size_t i = 0; i < s->n_blocks; i++)
+        n += due(s->blocks[i], arg);
+    pthread_mutex_unlock(&s->mu);
+    return n;
+}
+
 /* ---------------------------------------------------------------- open / close */
 
 /* At most a quarter of the open-file limit for block environments, the rest

@@ -669,48 +669,29 @@ static int compact_block(lc_store_t *s, store_block_t *b, uint64_t gen,
     return rc;
 }
 
-typedef struct compact_todo_s {
-    int64_t start_ns;
-    uint64_t gen;
-} compact_todo_t;
+/* Closed and not compact at its last commit (summarised or not yet). */
+static bool compact_pending(const store_block_t *b, const void *now_ns)
+{
+    return !b->dropped && b->end_ns <= *(const int64_t *)now_ns && b->compacted_gen != b->write_gen;
+}
 
 /* Closed, summarised since their last commit, not compact at that commit. */
-static bool compact_due(const store_block_t *b, int64_t now_ns)
+static bool compact_due(const store_block_t *b, const void *now_ns)
 {
-    return !b->dropped && b->end_ns <= now_ns && b->summarized_gen == b->write_gen &&
-           b->compacted_gen != b->write_gen;
+    return compact_pending(b, now_ns) && b->summarized_gen == b->write_gen;
+}
+
+/* One block of the pass (lc_store__pass). */
+static int compact_one(lc_store_t *s, store_block_t *b, uint64_t gen, void *st)
+{
+    return compact_block(s, b, gen, st);
 }
 
 int lc_store_compact(lc_store_t *s, int64_t now_ns, lc_store_compact_stats_t *stats)
 {
     lc_store_compact_stats_t st = {0};
-    pthread_mutex_lock(&s->mu);
-    compact_todo_t *todo = lc_xcalloc(s->n_blocks ? s->n_blocks : 1, sizeof(*todo));
-    size_t n = 0;
-    for (size_t i = 0; i < s->n_blocks; i++) {
-        if (compact_due(s->blocks[i], now_ns))
-            todo[n++] = (compact_todo_t){s->blocks[i]->start_ns, s->blocks[i]->write_gen};
-    }
-    pthread_mutex_unlock(&s->mu);
-    int rc = 0;
-    for (size_t i = 0; i < n && !rc; i++) {
-        store_block_t *b;
-        rc = lc_store__acquire(s, todo[i].start_ns, false, &b);
-        if (rc == LC_ENOTFOUND) { /* dropped meanwhile */
-            rc = 0;
-            continue;
-        }
-        if (rc)
-            break;
-        rc = compact_block(s, b, todo[i].gen, &st);
-        lc_store__release(s, b);
-    }
-    lc_free(todo);
-    pthread_mutex_lock(&s->mu);
-    for (size_t i = 0; i < s->n_blocks; i++)
-        st.blocks_pending += !s->blocks[i]->dropped && s->blocks[i]->end_ns <= now_ns &&
-                             s->blocks[i]->compacted_gen != s->blocks[i]->write_gen;
-    pthread_mutex_unlock(&s->mu);
+    int rc = lc_store__pass(s, compact_due, &now_ns, compact_one, &st);
+    st.blocks_pending = lc_store__count(s, compact_pending, &now_ns);
     if (stats)
         *stats = st;
     return rc;

@@ -292,6 +292,15 @@ int lc_store__acquire(lc_store_t *s, int64_t start_ns, bool create,
 int lc_store__acquire_range(lc_store_t *s, int64_t start_ns, int64_t end_ns, store_block_t ***out,
                             size_t *n) LC_MUST_CHECK;
 void lc_store__release(lc_store_t *s, store_block_t *b);
+/* The passes over closed blocks (summaries, compaction): due() picks the
+ * blocks under the registry mutex, then fn runs on each in turn, acquired
+ * (a block dropped meanwhile is skipped), with the write_gen it had when
+ * picked, until the first error. lc_store__count counts what due() picks. */
+typedef bool (*store_due_fn)(const store_block_t *b, const void *arg);
+typedef int (*store_pass_fn)(lc_store_t *s, store_block_t *b, uint64_t gen, void *ctx);
+int lc_store__pass(lc_store_t *s, store_due_fn due, const void *arg, store_pass_fn fn,
+                   void *ctx) LC_MUST_CHECK;
+size_t lc_store__count(lc_store_t *s, store_due_fn due, const void *arg);
 
 /* Logs the LMDB failure and returns LC_ESTORE. */
 int lc_store__mdb_fail(int rc, const char *what);

@@ -245,29 +245,23 @@ static int summ_block(store_block_t *b, summ_scratch_t *sc, size_t *series_done)
 
 /* ---------------------------------------------------------------- the pass */
 
-typedef struct summ_todo_s {
-    int64_t start_ns;
-    uint64_t gen;
-} summ_todo_t;
+/* When a summarising pass runs: a block is due once closed and not
+ * summarised since its last commit, and taken once also quiet for quiet_ns
+ * (a block never written is quiet). */
+typedef struct summ_when_s {
+    int64_t now_ns, quiet_ns, mono_ns;
+} summ_when_t;
 
-static bool summ_due(const store_block_t *b, int64_t now_ns)
+static bool summ_due(const store_block_t *b, const void *arg)
 {
-    return !b->dropped && b->end_ns <= now_ns && b->summarized_gen != b->write_gen;
+    const summ_when_t *w = arg;
+    return !b->dropped && b->end_ns <= w->now_ns && b->summarized_gen != b->write_gen;
 }
 
-static summ_todo_t *summ_candidates(lc_store_t *s, int64_t now_ns, int64_t quiet_ns, size_t *n)
+static bool summ_due_quiet(const store_block_t *b, const void *arg)
 {
-    int64_t mono = lc_monotonic_ns();
-    pthread_mutex_lock(&s->mu);
-    summ_todo_t *todo = lc_xcalloc(s->n_blocks ? s->n_blocks : 1, sizeof(*todo));
-    *n = 0;
-    for (size_t i = 0; i < s->n_blocks; i++) {
-        const store_block_t *b = s->blocks[i];
-        if (summ_due(b, now_ns) && (b->write_gen == 0 || mono - b->last_write_ns >= quiet_ns))
-            todo[(*n)++] = (summ_todo_t){b->start_ns, b->write_gen};
-    }
-    pthread_mutex_unlock(&s->mu);
-    return todo;
+    const summ_when_t *w = arg;
+    return summ_due(b, arg) && (b->write_gen == 0 || w->mono_ns - b->last_write_ns >= w->quiet_ns);
 }
 
 /* Also frees the writer's de-dup state of the block when nothing holds it:
@@ -286,48 +280,36 @@ static void summ_mark(lc_store_t *s, store_block_t *b, uint64_t gen)
     pthread_mutex_unlock(&s->mu);
 }
 
-static size_t summ_pending(lc_store_t *s, int64_t now_ns)
+typedef struct summ_pass_s {
+    summ_scratch_t sc;
+    lc_store_summarize_stats_t *st;
+} summ_pass_t;
+
+/* One block of the pass (lc_store__pass). */
+static int summ_one(lc_store_t *s, store_block_t *b, uint64_t gen, void *ctx)
 {
-    size_t n = 0;
-    pthread_mutex_lock(&s->mu);
-    for (size_t i = 0; i < s->n_blocks; i++)
-        n += summ_due(s->blocks[i], now_ns);
-    pthread_mutex_unlock(&s->mu);
-    return n;
+    summ_pass_t *p = ctx;
+    size_t before = p->st->series_done;
+    int rc = b->has_summaries ? summ_block(b, &p->sc, &p->st->series_done) : 0;
+    if (!rc)
+        summ_mark(s, b, gen);
+    p->st->blocks_done += p->st->series_done > before;
+    return rc;
 }
 
 int lc_store_summarize(lc_store_t *s, int64_t now_ns, int64_t quiet_ns,
                        lc_store_summarize_stats_t *stats)
 {
     lc_store_summarize_stats_t st = {0};
-    size_t n;
-    summ_todo_t *todo = summ_candidates(s, now_ns, quiet_ns, &n);
-    summ_scratch_t sc = {0};
-    lc_buf_init(&sc.enc, LC_BUF_UNLIMITED);
-    int rc = 0;
-    for (size_t i = 0; i < n && !rc; i++) {
-        store_block_t *b;
-        rc = lc_store__acquire(s, todo[i].start_ns, false, &b);
-        if (rc == LC_ENOTFOUND) { /* dropped meanwhile */
-            rc = 0;
-            continue;
-        }
-        if (rc)
-            break;
-        size_t before = st.series_done;
-        if (b->has_summaries)
-            rc = summ_block(b, &sc, &st.series_done);
-        if (!rc)
-            summ_mark(s, b, todo[i].gen);
-        st.blocks_done += st.series_done > before;
-        lc_store__release(s, b);
-    }
-    lc_free(todo);
-    lc_free(sc.acc);
-    lc_free(sc.touched);
-    lc_free(sc.seen);
-    lc_buf_fini(&sc.enc);
-    st.blocks_pending = summ_pending(s, now_ns);
+    summ_when_t when = {now_ns, quiet_ns, lc_monotonic_ns()};
+    summ_pass_t pass = {.st = &st};
+    lc_buf_init(&pass.sc.enc, LC_BUF_UNLIMITED);
+    int rc = lc_store__pass(s, summ_due_quiet, &when, summ_one, &pass);
+    lc_free(pass.sc.acc);
+    lc_free(pass.sc.touched);
+    lc_free(pass.sc.seen);
+    lc_buf_fini(&pass.sc.enc);
+    st.blocks_pending = lc_store__count(s, summ_due, &when);
     if (!rc)
         rc = lc_store__rollup_pass(s, now_ns, &st.rollups_done); /* store_rollup.c */
     if (stats)
