@@ -58,16 +58,8 @@ static bool with_negatives = true; /* the first blocks only: a rollup window kee
 
 static lc_pprof_t *random_pprof(lc_arena_t *a, int pod, size_t *n_samples)
 {
-    lc_pprof_builder_t *b = lc_pprof_builder_new();
-    lc_pprof_builder_sample_type(b, "cpu", "nanoseconds");
-    lc_pprof_builder_period(b, "cpu", "nanoseconds", 10);
-    uint64_t map = lc_pprof_builder_mapping(b, 0x1000, 0x9000, 0, "/bin/app", "", true);
     uint64_t locs[N_FUNCS];
-    for (size_t i = 0; i < N_FUNCS; i++) {
-        uint64_t f = lc_pprof_builder_function(b, func_names[i], func_names[i], "app.c", 1);
-        lc_pprof_line_t line = {f, (int64_t)i + 1};
-        locs[i] = lc_pprof_builder_location(b, map, 0x1000 + i * 16, &line, 1);
-    }
+    lc_pprof_builder_t *b = lc_test_pprof_app(func_names, N_FUNCS, locs);
     size_t n = 5 + rnd_below(20);
     for (size_t s = 0; s < n; s++) {
         uint64_t stack[8];
