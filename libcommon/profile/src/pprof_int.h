@@ -4,7 +4,7 @@
  *
  * lc_pprof__decode_pb is the decoder behind lc_pprof_decode (protobuf bytes only,
  * no gzip). lc_pprof__decode_protobuf_c is the decoder it replaced, kept as the
- * oracle of the differential tests (tests/unit/libcommon/test_pprof_decode.c,
+ * oracle of the differential tests (tests/unit/libcommon/profile/test_pprof_decode.c,
  * tests/fuzz/fuzz_pprof_decode.c): both must accept the same inputs, fail with
  * the same messages and yield profiles that pack to the same bytes, except for
  * the differences listed with lc_pprof__decode_err_t.

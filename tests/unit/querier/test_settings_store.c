@@ -16,7 +16,7 @@
 
 #include "lc/settings_store.h"
 #include "lc_test.h"
-#include "libcommon/test_redis_server.h"
+#include "test_redis_server.h"
 
 static char dir[] = "/tmp/ember-settings-XXXXXX";
 static char path[sizeof(dir) + 32];

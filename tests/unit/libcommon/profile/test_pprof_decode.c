@@ -13,7 +13,7 @@
 #include <stdio.h>
 #include <time.h>
 
-#include "../../../libcommon/profile/src/pprof_int.h"
+#include "../../../../libcommon/profile/src/pprof_int.h"
 #include "lc/gz.h"
 #include "lc/pprof.h"
 #include "lc_test.h"

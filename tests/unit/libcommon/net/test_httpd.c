@@ -20,7 +20,7 @@
 #include <uv.h>
 #include <zlib.h>
 
-#include "../../../libcommon/net/src/httpd_int.h"
+#include "../../../../libcommon/net/src/httpd_int.h"
 #include "lc/httpd.h"
 #include "lc/metrics.h"
 #include "lc_test.h"
