@@ -194,21 +194,28 @@ static inline lc_redis_t *rt_pub_link(const rt_t *t, uint32_t p)
 
 /* ---------------------------------------------------------------- across files */
 
-/* transport_redis_publish.c */
+/* transport_redis_publish.c: the ops' publish; a publish link's state
+ * callback (creates its streams' groups, resends what was parked). */
 int lc_rt__publish(lc_transport_t *base, const uint8_t *msg, size_t len, uint32_t partition,
                    const uint8_t *id, size_t id_len, lc_transport_publish_cb cb, void *data);
 void lc_rt__pub_on_state(lc_redis_t *r, bool up, void *data);
 
-/* transport_redis_monitor.c */
+/* transport_redis_monitor.c: the monitor timer's callback (probes, trims). */
 void lc_rt__monitor_on_tick(uv_timer_t *timer);
 
-/* transport_redis_consumer.c */
+/* transport_redis_consumer.c: takes the consumer's next step (if none is
+ * out); the rd link's state callback; the consumer thread's body; the loop
+ * side of done_async. */
 void lc_rt__cons_next(rt_t *t);
 void lc_rt__rd_on_state(lc_redis_t *r, bool up, void *data);
 void lc_rt__cons_thread_main(void *arg);
 void lc_rt__cons_on_done(uv_async_t *a);
 
-/* transport_redis_close.c */
+/* transport_redis_close.c: the ops' close; goes on with a close once the
+ * transport is quiet (a no-op otherwise; every job calls it when something
+ * ends); the close callback of every handle; frees everything (also on a
+ * failed construction); drops the queued forget ids (the consumer after a
+ * forget, lc_rt__free at the end). */
 void lc_rt__close(lc_transport_t *base, void (*cb)(void *data), void *data);
 void lc_rt__close_step(rt_t *t);
 void lc_rt__on_handle_closed(uv_handle_t *h);
