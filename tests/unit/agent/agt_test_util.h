@@ -6,6 +6,9 @@
 #ifndef AGT_TEST_UTIL_H
 #define AGT_TEST_UTIL_H
 
+#include <math.h>
+#include <stdbool.h>
+#include <stdio.h>
 #include <string.h>
 #include <time.h>
 
@@ -88,6 +91,29 @@ static inline double agt_test_now_ms(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+/* CPU time the kernel accounted to the calling thread, in ms: a busy loop
+ * that stops on it gets the same number of samples on an idle or a loaded
+ * machine (it just takes longer on the latter). */
+static inline double agt_test_thread_cpu_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+/* Whether `observed` samples fit `expected` (CPU time x rate). A task that
+ * holds a CPU for a share of the ticks is sampled like a binomial draw, whose
+ * variance is below its mean, so a bound of 4.5 standard deviations of a
+ * Poisson count (plus 2 for tiny counts) holds under any load -- a fixed
+ * +-25 % band is only 1.3 sigma at 26 samples. A rate off by 2x still fails
+ * it once `expected` is above ~100, so callers ask for that many. */
+static inline bool agt_test_count_plausible(double observed, double expected)
+{
+    double bound = 4.5 * sqrt(expected) + 2;
+    fprintf(stderr, "samples %.0f, expected %.1f +- %.1f\n", observed, expected, bound);
+    return observed >= expected - bound && observed <= expected + bound;
 }
 
 #endif

@@ -53,14 +53,20 @@ static void capture_close(lc_transport_t *t, void (*cb)(void *data), void *data)
 
 static const lc_transport_ops_t capture_ops = {capture_publish, capture_stats, capture_close};
 
-static pid_t spawn_burner(const char *name, double seconds)
+#define RATE_HZ 499
+
+/* A child that burns `cpu_s` of CPU time, or stops at `wall_s` if a loaded
+ * machine does not give it that much: it must be gone before the agent's
+ * final drain, and its sample count is judged against what it really ran. */
+static pid_t spawn_burner(const char *name, double cpu_s, double wall_s)
 {
     pid_t pid = fork();
     if (pid == 0) {
         prctl(PR_SET_NAME, name, 0, 0, 0);
-        double end = agt_test_now_ms() + seconds * 1e3;
+        double end = agt_test_now_ms() + wall_s * 1e3;
+        double cpu_end = agt_test_thread_cpu_ms() + cpu_s * 1e3;
         volatile uint64_t x = 0;
-        while (agt_test_now_ms() < end)
+        while (agt_test_now_ms() < end && agt_test_thread_cpu_ms() < cpu_end)
             for (int i = 0; i < 100000; i++)
                 x += (uint64_t)i;
         _exit(0);
@@ -90,7 +96,7 @@ static void test_filter_and_flush(void)
     capture_t cap = {.base = {.ops = &capture_ops}};
     agt_opts_t o;
     agt_opts_default(&o);
-    o.sample_rate_hz = 97;
+    o.sample_rate_hz = RATE_HZ;
     o.interval_ns = 1000000000LL;
     o.filter = "{comm=~\"agt_keep.*\"}";
     o.node = "unit";
@@ -100,7 +106,8 @@ static void test_filter_and_flush(void)
     if (!a)
         return;
     LC_CHECK(agt_ready(a));
-    pid_t keep = spawn_burner("agt_keep_me", 1.6), drop = spawn_burner("agt_drop_me", 1.6);
+    pid_t keep = spawn_burner("agt_keep_me", 0.8, 2.2),
+          drop = spawn_burner("agt_drop_me", 0.8, 2.2);
     uv_timer_t stop;
     uv_timer_init(&loop, &stop);
     stop.data = a;
@@ -133,13 +140,17 @@ static void test_filter_and_flush(void)
         }
         agt_test_decoded_fini(&dec);
     }
-    /* Every sample of the kept child, whatever share of the CPU it got. */
-    double expected = keep_cpu_s * 97;
-    fprintf(stderr, "kept %lld samples for %.3f s of CPU (%.0f expected)\n", (long long)kept,
-            keep_cpu_s, expected);
-    LC_CHECK(expected > 10);
-    LC_CHECK(kept >= 0.75 * expected && kept <= 1.25 * expected);
+    /* Every sample of the kept child, whatever share of the CPU it got: a
+     * statistical bound on its own CPU time (agt_test_count_plausible), not a
+     * band that a busy machine breaks. It needs some CPU to have power. */
+    double expected = keep_cpu_s * RATE_HZ;
+    fprintf(stderr, "kept child ran %.3f s of CPU\n", keep_cpu_s);
+    LC_CHECK(expected > 50);
+    LC_CHECK(agt_test_count_plausible((double)kept, expected));
     LC_ASSERT_EQ(others, 0);
+    /* The published tally is exactly what the transport received. */
+    LC_CHECK(lc_metric_value(lc_metrics_counter(metrics, "ember_agent_samples_published_total", "",
+                                                "")) == (double)kept);
     LC_CHECK(lc_metric_value(lc_metrics_counter(metrics, "ember_agent_samples_skipped_total", "",
                                                 "reason=\"filtered\"")) > 20);
     LC_CHECK(lc_metric_value(lc_metrics_counter(metrics, "ember_agent_profiles_published_total", "",

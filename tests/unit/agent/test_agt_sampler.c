@@ -17,10 +17,12 @@
 
 static volatile uint64_t sink;
 
+/* Burns `ms` of this thread's CPU time (not wall time), so a loaded machine
+ * changes how long it takes but not how many samples it earns. */
 __attribute__((noinline)) static void agt_busy_leaf(double ms)
 {
-    double end = agt_test_now_ms() + ms;
-    while (agt_test_now_ms() < end) {
+    double end = agt_test_thread_cpu_ms() + ms;
+    while (agt_test_thread_cpu_ms() < end) {
         for (int i = 0; i < 20000; i++)
             sink += (uint64_t)i * 2654435761u;
     }
@@ -81,8 +83,9 @@ static double process_cpu_s(void)
 }
 
 /* Two intervals, then stop: every recorded sample comes out of exactly one
- * drain, and our busy loop gets about one sample per period of the CPU time
- * the kernel accounted to us (a loaded host gives us less of the 600 ms). */
+ * drain (exact), and our busy loop gets about one sample per period of the
+ * CPU time the kernel accounted to us (a statistical bound that holds on a
+ * loaded host: the loop burns CPU time, not wall time). */
 static void test_double_buffer_conserves_samples(void)
 {
     agt_sampler_t *s = open_sampler();
@@ -110,10 +113,8 @@ static void test_double_buffer_conserves_samples(void)
     LC_ASSERT_EQ(stats[AGT_STAT_RECORDED], total);
     LC_ASSERT_EQ(stats[AGT_STAT_LOST_COUNTS_FULL] + stats[AGT_STAT_LOST_STACKS_FULL], 0);
     double expected = cpu_s * RATE_HZ;
-    fprintf(stderr, "own samples %llu, cpu %.3fs -> %.0f expected\n", (unsigned long long)own,
-            cpu_s, expected);
-    LC_CHECK(expected > 20);
-    LC_CHECK(own >= 0.75 * expected && own <= 1.25 * expected);
+    LC_CHECK(expected > 100);
+    LC_CHECK(agt_test_count_plausible((double)own, expected));
     agt_sampler_free(s);
 }
 
