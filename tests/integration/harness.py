@@ -75,6 +75,36 @@ def wait_for(fn, timeout=15.0, interval=0.1, what="condition"):
         time.sleep(interval)
 
 
+# Sampling statistics (docs/testing.md). A CPU-bound task holding a share of
+# a CPU's ticks is sampled like a binomial draw, so counts and splits are
+# judged with bounds of Z standard deviations, not fixed percentage bands that
+# hold on an idle machine only. Z = 4.5: a false alarm about once in 150,000.
+SAMPLING_Z = 4.5
+
+
+def split_mismatch(k, n, p, z=SAMPLING_Z):
+    """None if k of n samples is a plausible draw with probability p (e.g. the
+    alpha share of a 3:1 program), else why not. Both sides burn in the same
+    process, so load changes n but not p."""
+    if n <= 0:
+        return f"no samples to split ({k}/{n})"
+    mean, sd = n * p, (n * p * (1 - p)) ** 0.5
+    bound = z * sd + 1  # +1: each phase is off by at most one sample
+    if abs(k - mean) <= bound:
+        return None
+    return f"{k}/{n} = {k / n:.3f}, want {p:.3f} +- {bound / n:.3f} ({z} sd)"
+
+
+def count_mismatch(observed, expected, slack=0.0, z=SAMPLING_Z):
+    """None if `observed` samples fit `expected` (CPU seconds x rate): a
+    Poisson bound (the binomial's variance is below its mean) plus `slack`,
+    a fraction of `expected` for a known systematic effect."""
+    bound = z * max(expected, 1) ** 0.5 + slack * expected + 2
+    if abs(observed - expected) <= bound:
+        return None
+    return f"{observed:.0f} samples, want {expected:.1f} +- {bound:.1f}"
+
+
 def eventually(fn, expected, timeout=10.0, interval=0.2):
     """Polls fn() until it equals expected or the timeout passes; returns the
     last value (or exception) so the caller can assertEqual it. The writer is

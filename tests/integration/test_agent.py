@@ -20,6 +20,7 @@ import harness as h
 
 INTERVAL_S = 2
 RATE_HZ = 97
+PERIOD_NS = 1_000_000_000 // RATE_HZ  # what one sample weighs in the CPU type
 CPU = "process_cpu:cpu:nanoseconds:cpu:nanoseconds"
 SAMPLES = "process_cpu:samples:count:cpu:nanoseconds"
 PROGS = os.path.join(h.HERE, "agentprogs")
@@ -152,7 +153,7 @@ class AgentTest(unittest.TestCase):
     # -- tests
     def test_c_program_ratio_stacks_and_perf(self):
         """Two single-threaded copies of the 75/25 program, also recorded by
-        `perf record -F 99 -g`: the alpha/beta ratio is 3 +-15%, every stack
+        `perf record -F 99 -g`: the alpha share is 3/4 (a binomial bound), every stack
         runs down from main, the top self function is perf's, and the CPU
         time adds up to what the kernel accounted to the children."""
         runs = [Run([self.c_bin, "mix", str(3.5 * INTERVAL_S)]) for _ in range(2)]
@@ -166,8 +167,10 @@ class AgentTest(unittest.TestCase):
         totals = totals_by_name(nodes)
         alpha, beta = totals.get("alpha_work", 0), totals.get("beta_work", 0)
         self.assertGreater(beta, 0, f"no beta_work in {sorted(totals)[:40]}")
-        ratio = alpha / beta
-        self.assertTrue(3 * 0.85 <= ratio <= 3 * 1.15, f"alpha/beta = {ratio:.2f}, want 3 +-15%")
+        a_n, b_n = round(alpha / PERIOD_NS), round(beta / PERIOD_NS)
+        self.assertGreater(a_n + b_n, 100, "too few samples to judge the split")
+        why = h.split_mismatch(a_n, a_n + b_n, 0.75)
+        self.assertIsNone(why, f"alpha/(alpha+beta) samples: {why}")
         for n in nodes:
             if n["name"] in ("alpha_work", "beta_work"):
                 self.assertIn("main", n["path"], f"{n['name']} not below main: {n['path']}")
@@ -178,12 +181,12 @@ class AgentTest(unittest.TestCase):
         if perf_top is not None:
             self.assertEqual(agent_top, perf_top)
         # Sampling attributes whole periods to whoever runs at the tick, so on
-        # a contended host CPU-bound tasks read a few percent high; losing or
-        # repeating an interval would be off by a third or more.
-        profiled_s = sum(n["total"] for n in nodes if not n["path"]) / 1e9
+        # a contended host CPU-bound tasks read a few percent high (the 10 %
+        # slack); losing or repeating an interval would be off by a third.
+        profiled = sum(n["total"] for n in nodes if not n["path"]) / PERIOD_NS
         used_s = sum(r.cpu_s for r in runs)
-        self.assertLess(abs(profiled_s - used_s) / used_s, 0.15,
-                        f"profiled {profiled_s:.3f}s, rusage {used_s:.3f}s")
+        why = h.count_mismatch(profiled, used_s * RATE_HZ, slack=0.10)
+        self.assertIsNone(why, f"profiled vs rusage {used_s:.3f}s: {why}")
         self.assertAlive()
 
     def perf_top_function(self, pids, seconds):
@@ -239,8 +242,9 @@ class AgentTest(unittest.TestCase):
 
     def test_short_lived_process_appears(self):
         before = self.srv.metrics()
+        # cpu_mix ends after 300 ms of wall time by its own clock, well inside
+        # one interval; how long the busy machine took to reap it is no claim.
         run = Run([self.c_bin, "short", "300"]).finish()
-        self.assertLess(run.ended_ms - run.started_ms, INTERVAL_S * 1000)
         nodes = self.settled_nodes(run)
         self.assertIn("short_lived_work", totals_by_name(nodes))
         labels = self.srv.series_labels([f'{{pid="{run.pid}"}}'])

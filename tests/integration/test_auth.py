@@ -11,7 +11,6 @@ import hashlib
 import os
 import signal
 import tempfile
-import time
 import unittest
 from urllib.parse import urlencode
 
@@ -148,14 +147,21 @@ class AuthAllInOneTest(Matrix, unittest.TestCase):
         # a broken file keeps the table that was in force
         with open(self.path, "w") as f:
             f.write("token not-a-hash tenants=a scope=read\n")
+        refused = self.reloads_refused()
         self.srv.proc.send_signal(signal.SIGHUP)
-        time.sleep(0.5)
+        # Wait for ember to say it refused the file, not for a guessed time.
+        h.wait_for(lambda: self.reloads_refused() > refused, timeout=10,
+                   what="the broken tokens file to be refused")
         self.assertEqual(self.read(self.srv, "tok-a-rw", "a", "LabelValues"), 200)
         self.assertTrue(self.srv.alive())
         with open(self.path, "w") as f:
             f.write(FILE)
         self.srv.proc.send_signal(signal.SIGHUP)
         h.wait_for(lambda: self.read(self.srv, "tok-ab-r", "a", "LabelValues") == 200, timeout=10)
+
+    def reloads_refused(self):
+        with open(self.srv.log_path, "rb") as f:
+            return f.read().count(b"SIGHUP reload failed")
 
     def test_3_unprotected_routes(self):
         self.assertEqual(h.http_request(self.srv.port, "GET", "/ready").status, 200)

@@ -414,9 +414,9 @@ class H2AbuseTest(h.ServerTestCase):
         frames = [raw.headers(1 + 2 * i, "/metrics") for i in range(100)]
         raw.send(*frames)
         time.sleep(1)
-        t = time.monotonic()
+        # Served at all is the claim (a blocked loop times out at 10 s inside);
+        # how fast a busy machine answers is not.
         self.assertStillServing("zero-window streams")
-        self.assertLess(time.monotonic() - t, 5)
         raw.close()
 
     def test_streams_past_the_limit_are_refused(self):

