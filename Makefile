@@ -1,12 +1,14 @@
 # Thin wrapper over CMake: `make run` starts ember on :4040 with data in ./data;
-# `make test` builds everything and runs every test (also under ASan+UBSan).
+# `make test` builds everything and runs every test (also under ASan+UBSan);
+# `make test-stress` runs the load-sensitive tests three times with every
+# core held busy (docs/testing.md).
 BUILD ?= build
 JOBS ?= $(shell nproc)
 EMBER_FLAGS ?=
 
 FUZZ_SECONDS ?= 300
 
-.PHONY: deps build run test bench clean fuzz
+.PHONY: deps build run test test-stress bench clean fuzz
 
 deps:
 	./scripts/install-deps.sh
@@ -20,6 +22,9 @@ run: build
 
 test: deps
 	./scripts/test.sh
+
+test-stress: deps
+	./scripts/test-stress.sh
 
 # Fuzzes every target for FUZZ_SECONDS each (clang, instrumented libraries)
 # and folds the finds, minimized, into tests/fuzz/corpus: commit them.

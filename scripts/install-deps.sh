@@ -32,6 +32,8 @@ PKGS=(
   # the container image test: podman builds deploy/docker/Dockerfile from a
   # debootstrap'ed Debian 12 base (no registry is reachable)
   podman runc debootstrap fuse-overlayfs uidmap
+  # make test-stress: holds both cores busy while the load-sensitive suites run
+  stress-ng
 )
 
 missing=()
