@@ -285,9 +285,11 @@ class AgentKubernetesTest(unittest.TestCase):
         try:
             c_bin, _ = ta.build_programs(tmp)
             agent.start()
-            # The shell moves itself into the container's cgroup, then execs the workload.
-            run = ta.Run(["sh", "-c", f'echo $$ > {cg}/cgroup.procs && exec {c_bin} mix 3'])
-            run.finish()
+            # The shell moves itself into the container's cgroup, then execs the
+            # workload, which runs until the agent has labelled it: a busy
+            # machine delays the agent's first look, and a process gone by
+            # then has no cgroup left to read (docs/testing.md: wait for it).
+            run = ta.Run(["sh", "-c", f'echo $$ > {cg}/cgroup.procs && exec {c_bin} mix 120'])
 
             def labelled():
                 for _, m in stream_messages(redis.port):
@@ -296,8 +298,12 @@ class AgentKubernetesTest(unittest.TestCase):
                         return labels
                 return None
 
-            labels = h.wait_for(labelled, timeout=8 * INTERVAL_S, interval=0.5,
-                                what="a profile with pod labels")
+            try:
+                labels = h.wait_for(labelled, timeout=60, interval=0.5,
+                                    what="a profile with pod labels")
+            finally:
+                run.proc.kill()
+                run.finish()
             self.assertEqual(labels["namespace"], "shop")
             self.assertEqual(labels["pod"], "cart-7d9f")
             self.assertEqual(labels["container"], "cart")

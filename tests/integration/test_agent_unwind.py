@@ -295,12 +295,18 @@ class AgentVersusPerfDwarfTest(unittest.TestCase):
             pc = collections.Counter({c: v for (l, c), v in perf_pairs.items() if l == leaf})
             ac = collections.Counter({c: v for (l, c), v in agent_pairs.items() if l == leaf})
             self.assertTrue(ac, f"{leaf}: no samples in the agent\n{report}")
-            want, got = pc.most_common(1)[0][0], ac.most_common(1)[0][0]
-            print(f"{leaf}: caller perf {want!r} agent {got!r}")
+            want = pc.most_common(1)[0][0]
+            known = {c: v for c, v in ac.items() if "unknown" not in c}
+            # The agent's most frequent named callers, ties included: an
+            # unwind cut short ([unknown]) says nothing about which caller.
+            best = {c for c, v in known.items() if v == max(known.values())} if known else set()
+            print(f"{leaf}: caller perf {want!r} agent {sorted(best)!r}")
             if "unknown" in want:
                 continue  # perf's own unwind (or symbols) failed here: nothing to compare
-            self.assertEqual(want, got,
-                             f"{leaf}: callers perf {pc.most_common(3)} agent {ac.most_common(3)}")
+            if sum(pc.values()) < 20:
+                continue  # a handful of samples cannot rank callers (docs/testing.md)
+            self.assertIn(want, best,
+                          f"{leaf}: callers perf {pc.most_common(3)} agent {ac.most_common(3)}")
 
 
 if __name__ == "__main__":

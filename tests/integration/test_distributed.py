@@ -341,7 +341,9 @@ class DistributedTest(dh.ClusterTestCase):
                 self.redis.wait_drained(timeout=30)
                 self.assertEqual(0, self.redis.pending_of(dh.consumer_id(victim)))
             victim.start()
-            time.sleep(0.5)
+            # Enough acknowledged pushes around the kill to judge, counted
+            # rather than assumed from a sleep: a busy machine pushes slower.
+            h.wait_for(lambda: len(acked) > 20, timeout=60, what="20 acknowledged pushes")
         finally:
             stop.set()
             pusher.join()

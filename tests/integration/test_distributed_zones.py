@@ -161,6 +161,8 @@ class ZonesTest(dh.ClusterTestCase):
             self.assertGreater(dh.pending_in_group(self.redis, "zone-a-0", "ingesters.a"), 0)
             victim.kill9()          # and never restarted
             time.sleep(3.0)         # pushes go on
+            # ... until enough were acknowledged to judge (counted, not timed).
+            h.wait_for(lambda: statuses.get(200, 0) > 20, timeout=60, what="20 pushes answered 200")
         finally:
             stop.set()
             pusher.join()
