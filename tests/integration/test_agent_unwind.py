@@ -288,9 +288,13 @@ class AgentVersusPerfDwarfTest(unittest.TestCase):
         report = (f"perf top leaves {pl.most_common(10)}\nagent top leaves {al.most_common(10)}")
         print(report)
         self.assertGreaterEqual(len(top_perf), 5, report)
-        common = set(top_perf) & set(top_agent)
-        self.assertGreaterEqual(len(common), 8 if len(top_perf) == 10 else len(top_perf) - 2,
-                                report)
+        # Ranks of leaves with a handful of samples are noise (and a loaded
+        # machine adds kernel leaves of preemption): every leaf perf saw 20
+        # times or more must be among the agent's top ten (docs/testing.md).
+        solid = [k for k, v in pl.most_common(10) if v >= 20]
+        self.assertGreaterEqual(len(solid), 3, f"too few samples to compare\n{report}")
+        missing = set(solid) - set(top_agent)
+        self.assertFalse(missing, f"perf's leaves {sorted(missing)} not in the agent's\n{report}")
         for leaf in top_perf[:5]:
             pc = collections.Counter({c: v for (l, c), v in perf_pairs.items() if l == leaf})
             ac = collections.Counter({c: v for (l, c), v in agent_pairs.items() if l == leaf})
