@@ -5,7 +5,9 @@
  * The pprof's samples go into a call tree whose nodes are frames: one
  * (location, line) each, inlined lines as frames of their own, root first.
  * A frame is identified by its content (mapping file, build id, address,
- * function name, system name, file, line), interned; unless the request
+ * function name, system name, file, line), interned; a location without
+ * lines is one frame whose function name is "module+0xoffset"
+ * (lc/frame_name.h), as in every other query path; unless the request
  * groups by location_address, address and line are left out, so a function
  * is one frame wherever in it the samples fell (Parca's default grouping,
  * by function name, and the size of Pyroscope's trees), so the two sides of a
@@ -27,6 +29,7 @@
 #include <string.h>
 
 #include "arrow_ipc.h"
+#include "lc/frame_name.h"
 #include "lc/hash.h"
 #include "parca_int.h"
 
@@ -310,6 +313,10 @@ static size_t parca_location_frames(parca_tree_t *t, const lc_pprof_t *p,
                  .build_id = m ? intern_string(t, pstr(p, m->build_id)) : 0,
                  .address = t->by_address || loc->n_line == 0 ? loc->address : 0};
     if (loc->n_line == 0) {
+        char name[LC_FRAME_NAME_MAX];
+        uint32_t func =
+            intern_bytes(t, name, lc_pprof_address_frame_name(p, m, loc->address, name));
+        f.func = func == NO_FRAME ? 0 : func;
         out[0] = intern_frame(t, &f);
         return 1;
     }
@@ -627,6 +634,20 @@ static int block_mapping(parca_tree_t *t, block_syms_t *y, uint32_t mid, frame_t
     return 0;
 }
 
+/* A location without lines is named "module+0xoffset" (lc/frame_name.h),
+ * as every query path names it. */
+static int block_address_func(parca_tree_t *t, block_syms_t *y, const lc_store_location_t *l,
+                              frame_t *f)
+{
+    char scratch[LC_FRAME_NAME_MAX];
+    const char *s;
+    size_t len;
+    int rc = lc_block_frame_name(y->b, l, 0, scratch, &s, &len);
+    if (rc == 0)
+        f->func = intern_bytes(t, s, len);
+    return rc ? rc : f->func == NO_FRAME ? LC_ETOOBIG : 0;
+}
+
 /* The frames of store location lid, root side first, computed once per
  * block: the same frames parca_location_frames makes of the location's
  * copy in a merged pprof (at most LOC_MAX_LINES). */
@@ -648,8 +669,12 @@ static int block_location_frames(parca_tree_t *t, block_syms_t *y, uint32_t lid,
         if (want > LOC_MAX_LINES)
             want = LOC_MAX_LINES;
         y->pool = lc_xgrow(y->pool, &y->cap_pool, y->n_pool + want, sizeof(uint32_t));
-        if (l.n_lines == 0)
+        if (l.n_lines == 0) {
+            rc = block_address_func(t, y, &l, &f);
+            if (rc)
+                return rc;
             y->pool[y->n_pool + k++] = intern_frame(t, &f);
+        }
         for (size_t i = l.n_lines; i-- > 0 && k < want;) {
             const frame_t *fn;
             rc = block_function(t, y, l.lines[i].function_id, &fn);
