@@ -118,28 +118,6 @@ def expected_stacks(p, value_index=1):
     return out
 
 
-def flame_stacks(names, levels, width=4):
-    """{root-first names: self} from a flame graph's levels (Pyroscope's
-    delta-x layout); the root ("total") is left out."""
-    nodes = []  # per level: (x, total, self, name, path)
-    out = collections.Counter()
-    for depth, vals in enumerate(levels):
-        row, prev_end = [], 0
-        for k in range(0, len(vals), width):
-            x = prev_end + vals[k]
-            total, self_, name = vals[k + 1], vals[k + 2], names[vals[k + 3]]
-            prev_end = x + total
-            parent = ()
-            if depth:
-                parent = next(n[4] for n in nodes[depth - 1] if n[0] <= x < n[0] + max(n[1], 1))
-            path = parent + (name,) if depth else ()
-            row.append((x, total, self_, name, path))
-            if self_:
-                out[path] += self_
-        nodes.append(row)
-    return out
-
-
 def self_by_name(stacks):
     c = collections.Counter()
     for st, v in stacks.items():
@@ -185,7 +163,7 @@ class UnsymbolizedTest(h.ServerTestCase):
     def test_flamegraph_stack_by_stack(self):
         fg = self.srv.flamegraph(CPU, SEL, *self.window)
         self.assertEqual(fg.total, self.go_total)
-        got = flame_stacks(list(fg.names), [list(l.values) for l in fg.levels])
+        got = h.flamegraph_stacks(list(fg.names), [list(l.values) for l in fg.levels])
         self.assertEqual(got, self.want)
         self.assertTrue(self.unsymbolized_names() <= set(fg.names))
 
@@ -203,7 +181,7 @@ class UnsymbolizedTest(h.ServerTestCase):
                            call_site=[t.Location(name=n) for n in site]))
         want = {k: v for k, v in self.want.items() if k[:2] == tuple(site)}
         self.assertTrue(want)
-        got = flame_stacks(list(m.flamegraph.names), [list(l.values) for l in m.flamegraph.levels])
+        got = h.flamegraph_stacks(list(m.flamegraph.names), [list(l.values) for l in m.flamegraph.levels])
         self.assertEqual(got, want)
 
     def test_diff(self):
@@ -250,7 +228,7 @@ class UnsymbolizedTest(h.ServerTestCase):
         self.assertStatus(r, 200, "render")
         fb = json.loads(r.body)["flamebearer"]
         self.assertEqual(fb["numTicks"], self.go_total)
-        self.assertEqual(flame_stacks(fb["names"], fb["levels"]), self.want)
+        self.assertEqual(h.flamegraph_stacks(fb["names"], fb["levels"]), self.want)
         r = self.srv.request("GET", "/pyroscope/render?" + urllib.parse.urlencode(dict(q, format="dot")))
         self.assertStatus(r, 200, "render dot")
         text = r.body.decode()
