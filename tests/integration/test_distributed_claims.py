@@ -144,6 +144,8 @@ class ClaimsTest(unittest.TestCase):
             self.assertEqual(17, self.victim.proc.returncode)
             self.assertGreater(self.redis.pending_of(self.cid), 0)  # committed, never acked
             self.wait_claimed_from_victim()
+            # Enough acknowledged pushes to judge, counted rather than timed.
+            h.wait_for(lambda: len(self.acked) > 20, timeout=60, what="20 acknowledged pushes")
         finally:
             self.stop_pushing()
         self.victim.stop()
