@@ -936,7 +936,8 @@ static void cons_apply(rt_t *t)
         char *delivery = t->deliveries + t->n_msgs * t->delivery_stride;
         snprintf(delivery, t->delivery_stride, "%s/%s", t->parts[e->stream].stream, e->id);
         t->msgs = lc_xgrow(t->msgs, &t->cap_msgs, t->n_msgs + 1, sizeof(*t->msgs));
-        t->msgs[t->n_msgs++] = (lc_transport_msg_t){e->data, e->len, e->id, delivery};
+        t->msgs[t->n_msgs++] =
+            (lc_transport_msg_t){.data = e->data, .len = e->len, .id = e->id, .delivery = delivery};
     }
     if (t->n_msgs == 0) {
         t->ack_pending = true;

@@ -21,7 +21,7 @@ typedef struct harness_s {
     atomic_int n_seen;
 } harness_t;
 
-static int consume(const lc_transport_msg_t *msgs, size_t n, void *data)
+static int consume(lc_transport_msg_t *msgs, size_t n, void *data)
 {
     harness_t *h = data;
     if (atomic_load(&h->fail))

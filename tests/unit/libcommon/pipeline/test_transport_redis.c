@@ -51,7 +51,7 @@ static int msg_number(const lc_transport_msg_t *m)
     return sscanf(text, "msg-%d", &n) == 1 && n >= 0 && n < MAX_MSGS ? n : -1;
 }
 
-static int sink_consume(const lc_transport_msg_t *msgs, size_t n, void *data)
+static int sink_consume(lc_transport_msg_t *msgs, size_t n, void *data)
 {
     sink_t *s = data;
     atomic_fetch_add(&s->calls, 1);
