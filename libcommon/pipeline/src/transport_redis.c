@@ -45,6 +45,7 @@
 #include "lc/log.h"
 #include "lc/redis.h"
 #include "lc/transport.h"
+#include "transport_dead_int.h"
 
 #define RT_DEFAULT_PARTITIONS 16
 #define RT_DEFAULT_PREFIX "ember:ingest:"
@@ -196,6 +197,8 @@ typedef struct rt_s {
     char **forget_ids;
     size_t n_forget, cap_forget;
     uv_timer_t retry_timer;
+    lc_dead_t *dead;   /* what consume set aside goes there before the ack */
+    bool dead_pending; /* the applied batch has dead letters to write */
 
     /* consumer thread */
     uv_thread_t thread;
@@ -898,6 +901,23 @@ static void cons_setup(rt_t *t)
 
 /* ---------------------------------------------------------------- consumer: apply and ack */
 
+static void cons_on_dead(int status, void *data)
+{
+    rt_t *t = data;
+    if (status) {
+        cons_step_failed(t, status, "writing dead letters");
+        return;
+    }
+    t->dead_pending = false;
+    cons_step_done(t);
+}
+
+static void cons_dead(rt_t *t)
+{
+    t->busy = CB_CMD;
+    lc_transport__dead_send(t->dead, t->rd, &t->batch, t->names, t->msgs, cons_on_dead, t);
+}
+
 static bool cons_may_read_behind(const rt_t *t);
 static int cons_send_ahead(rt_t *t);
 
@@ -981,6 +1001,7 @@ static void cons_applied(rt_t *t, int rc)
     cons_phase_end(t, RT_PHASE_APPLY);
     if (rc == 0) {
         count(&t->consumed, t->m.consumed, t->n_msgs);
+        t->dead_pending = lc_transport__dead_begin(t->dead, t->msgs, t->n_msgs) > 0;
         t->ack_pending = true;
         cons_step_done(t);
         return;
@@ -1554,6 +1575,8 @@ static void cons_next(rt_t *t)
         return; /* rd_on_state(up) calls again */
     if (t->need_setup)
         cons_setup(t);
+    else if (t->dead_pending) /* before the ack: see transport_redis_dead.c */
+        cons_dead(t);
     else if (t->ack_pending)
         cons_ack(t);
     else if (t->forget_pending)
@@ -1687,6 +1710,7 @@ static void rt_free(rt_t *t)
     lc_free(t->prefix);
     lc_free(t->group);
     lc_free(t->consumer);
+    lc_transport__dead_free(t->dead);
     if (t->consume) {
         uv_mutex_destroy(&t->mu);
         uv_cond_destroy(&t->cond);
@@ -1783,6 +1807,7 @@ int lc_transport_redis_stats(lc_transport_t *base, lc_redis_transport_stats_t *o
         .dropped = atomic_load(&t->dropped),
         .trimmed = atomic_load(&t->trimmed),
         .forgotten = atomic_load(&t->forgotten),
+        .dead_letters = lc_transport__dead_count(t->dead),
         .pending = atomic_load(&t->pending_sum),
         .lag = atomic_load(&t->lag_sum),
         .backlog = atomic_load(&t->backlog_sum),
@@ -1986,6 +2011,9 @@ int lc_transport_redis_new(uv_loop_t *loop, const lc_redis_transport_opts_t *opt
         return rc;
     }
     rt_register_metrics(t, opts->metrics);
+    if (consume)
+        t->dead = lc_transport__dead_new(opts->dead_prefix, opts->dead_max_len, t->consumer,
+                                         opts->metrics);
     uv_timer_init(loop, &t->monitor_timer);
     t->monitor_timer.data = t;
     uint32_t every = t->opts.monitor_interval_ms;
