@@ -12,12 +12,12 @@ counter says 1, and a querier finds every valid profile (MANIFEST totals,
 not ember's) and nothing of the bad one. Today's writer failed the whole
 batch: the stream stayed pending for good and the valid entries with it.
 """
-import os
 import unittest
 
 import distributed_harness as dh
 import harness as h
-from test_agent_redis import ingest_pb, resp_command
+from test_agent_redis import resp_command
+from test_redis_entry_upgrade import bare_entry
 
 FILE = "pprof/gopprof-sample.cpu"
 SERVICE = "dead-letter-app"
@@ -25,19 +25,6 @@ PART = 3
 OLD = 4  # valid entries XADDed directly, the bad one in their midst
 NEW = 3  # valid profiles pushed over HTTP
 INT64_MAX = (1 << 63) - 1
-
-
-def entry(raw, time_ns, pod):
-    m = ingest_pb().IngestProfile()
-    m.tenant = "anonymous"
-    m.ingest_id = os.urandom(16)
-    m.received_unix_nanos = time_ns
-    for name, value in (("__name__", "process_cpu"), ("service_name", SERVICE), ("pod", pod)):
-        lp = m.labels.add()
-        lp.name, lp.value = name, value
-    m.pprof = raw
-    m.time_nanos = time_ns
-    return m.SerializeToString()
 
 
 def overflowing(raw):
@@ -61,9 +48,9 @@ class DeadLetterTest(dh.ClusterTestCase):
         stream = f"ember:ingest:{PART}"
         for k in range(OLD):
             if k == OLD // 2:
-                cls.bad = entry(overflowing(raw), (cls.t0 + 500) * 1_000_000, "bad")
+                cls.bad = bare_entry(overflowing(raw), (cls.t0 + 500) * 1_000_000, SERVICE, "bad")
                 cls.bad_id = resp_command(cls.redis.port, "XADD", stream, "*", "m", cls.bad)
-            body = entry(raw, (cls.t0 + k * 1000) * 1_000_000, f"old-{k}")
+            body = bare_entry(raw, (cls.t0 + k * 1000) * 1_000_000, SERVICE, f"old-{k}")
             resp_command(cls.redis.port, "XADD", stream, "*", "m", body)
         cls.ing = dh.ingester(cls.redis.url)
         cls.q = dh.querier(cls.redis.url)

@@ -27,15 +27,14 @@ NEW = 4  # profiles pushed through the new receivers
 PARTITIONS = 16
 
 
-def old_entry(pb, raw, time_ns, k):
+def bare_entry(raw, time_ns, service, pod):
     """An IngestProfile as the previous receivers packed it (labels as the
-    /ingest route sets them for this name and pprof)."""
-    m = pb.IngestProfile()
+    /ingest route sets them for this name and pprof): a bare stream entry."""
+    m = ingest_pb().IngestProfile()
     m.tenant = "anonymous"
     m.ingest_id = os.urandom(16)
     m.received_unix_nanos = time_ns
-    for name, value in (("__name__", "process_cpu"), ("service_name", SERVICE),
-                        ("pod", f"old-{k}")):
+    for name, value in (("__name__", "process_cpu"), ("service_name", service), ("pod", pod)):
         lp = m.labels.add()
         lp.name, lp.value = name, value
     m.pprof = raw
@@ -50,10 +49,9 @@ class EntryUpgradeTest(dh.ClusterTestCase):
         cls.redis.start()
         raw = h.gunzip_if(h.read_testdata(FILE))
         cls.t0 = (h.now_ms() // 1000 - 1800) * 1000
-        pb = ingest_pb()
         cls.old_ids = []
         for k in range(OLD):
-            body = old_entry(pb, raw, (cls.t0 + k * 1000) * 1_000_000, k)
+            body = bare_entry(raw, (cls.t0 + k * 1000) * 1_000_000, SERVICE, f"old-{k}")
             cls.old_ids.append(resp_command(cls.redis.port, "XADD", f"ember:ingest:{k % PARTITIONS}",
                                             "*", "m", body))
         cls.ing = dh.ingester(cls.redis.url)
