@@ -162,7 +162,7 @@ static void job_transport_status(const ing_job_t *job, lc_status_t *st)
     } else if (lc_transport_rejected(job->status)) {
         lc_status_set_http(st, 400, LC_CODE_INVALID_ARGUMENT,
                            "profile refused by the writer, not stored: %s",
-                           lc_strerror(job->status));
+                           lc_transport_reject_text(job->status));
         ing_count_rejected(job->ing, "unappliable");
     } else {
         lc_status_set_http(st, 503, LC_CODE_UNAVAILABLE, "profile could not be stored: %s",

@@ -444,7 +444,7 @@ static int wr_message(ing_writer_t *w, lc_store_txn_t *txn, wr_slot_t *s, wr_msg
     if (!s->decoded) {
         lc_metric_add(w->m_undecodable, 1);
         s->msg->reject_err = LC_ECORRUPT; /* final: nothing of it was written */
-        s->msg->reject_reason = "the message cannot be decoded (entry, IngestProfile or pprof)";
+        s->msg->reject_reason = lc_transport_reject_text(LC_ECORRUPT);
     } else {
         c->txn = txn;
         uint64_t t0 = (uint64_t)lc_monotonic_ns();
@@ -533,23 +533,10 @@ static bool wr_input_error(int rc)
     return rc == LC_EINPUT || rc == LC_ETOOBIG || rc == LC_EUNSUPPORTED;
 }
 
-static const char *wr_reject_reason(int rc)
-{
-    switch (rc) {
-    case LC_ETOOBIG:
-        return "the store refused it: a size over its limit";
-    case LC_EUNSUPPORTED:
-        return "the store refused it: unsupported";
-    default:
-        return "the store refused it: a value out of range (e.g. a sum over int64) or a "
-               "malformed field";
-    }
-}
-
 static void wr_set_aside(ing_writer_t *w, lc_transport_msg_t *msg, int rc, size_t n)
 {
     msg->reject_err = rc;
-    msg->reject_reason = wr_reject_reason(rc);
+    msg->reject_reason = lc_transport_reject_text(rc);
     lc_metric_add(w->m_rejected, 1);
     LC_LOG_ERROR("writer: setting aside a message that cannot be applied, redoing its batch "
                  "without it id=%s msgs=%zu err=\"%s\"",

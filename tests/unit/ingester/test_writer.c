@@ -24,14 +24,20 @@ typedef struct fixture_s {
     lc_arena_t *arena;
 } fixture_t;
 
-static void fx_open(fixture_t *f)
+/* map_size: LMDB map per block, 0 for the default. */
+static void fx_open_sized(fixture_t *f, size_t map_size)
 {
     snprintf(f->dir, sizeof(f->dir), "/tmp/ember-writer-XXXXXX");
     LC_CHECK(mkdtemp(f->dir) != NULL);
-    lc_store_opts_t o = {.dir = f->dir};
+    lc_store_opts_t o = {.dir = f->dir, .map_size_bytes = map_size};
     LC_ASSERT_OK(lc_store_open(&o, &f->store));
     LC_ASSERT_OK(ing_writer_new(f->store, NULL, &f->w));
     f->arena = lc_arena_new((size_t)1 << 30);
+}
+
+static void fx_open(fixture_t *f)
+{
+    fx_open_sized(f, 0);
 }
 
 static void fx_close(fixture_t *f)
@@ -323,5 +329,24 @@ static void test_forget_by_delivery(void)
     fx_close(&f);
 }
 
+/* A full LMDB map is the store's trouble, not the message's: the whole batch
+ * fails (to be redelivered) and nothing is set aside. */
+static void test_storage_failure_fails_the_batch(void)
+{
+    fixture_t f;
+    fx_open_sized(&f, (size_t)256 << 10);
+    lc_transport_msg_t msgs[] = {
+        message(&f, CPU_LABELS, CPU_LABELS_TIME, cpu_labels, true, 1),
+        message(&f, HEAP, CPU_LABELS_TIME + 2, heap_labels, true, 2),
+    };
+    int rc = ing_writer_consume(msgs, 2, f.w);
+    LC_CHECK(rc < 0);
+    LC_CHECK(!lc_transport_rejected(rc));
+    LC_ASSERT_EQ(msgs[0].reject_err, 0);
+    LC_ASSERT_EQ(msgs[1].reject_err, 0);
+    fx_close(&f);
+}
+
 LC_TEST_MAIN(test_split_totals_and_replay, test_server_side_delta, test_undecodable_message_skipped,
-             test_unappliable_message_set_aside, test_forget_by_delivery)
+             test_unappliable_message_set_aside, test_storage_failure_fails_the_batch,
+             test_forget_by_delivery)

@@ -79,6 +79,10 @@ static inline bool lc_transport_rejected(int status)
            status == LC_ECORRUPT;
 }
 
+/* What a reject error means for the message, for its client or an
+ * operator: static text ("the store refused it: ..."). */
+const char *lc_transport_reject_text(int reject_err);
+
 /* Longest message id accepted (bytes); ingest ids are 16. */
 #define LC_TRANSPORT_ID_MAX 64
 
