@@ -28,7 +28,8 @@
 
 #define DEAD_DEFAULT_PREFIX "ember:dead:"
 #define DEAD_DEFAULT_MAX_LEN 10000
-#define DEAD_FIELDS 21 /* XADD key MAXLEN ~ n * + seven field/value pairs */
+#define DEAD_FIELDS 21   /* XADD key MAXLEN ~ n * + seven field/value pairs, + NULL */
+#define DEAD_ARG_ENTRY 7 /* argv index of the entry's bytes: binary, given its length */
 
 /* The metric's reason labels: a small fixed set, never free text. */
 typedef enum {
@@ -62,6 +63,7 @@ typedef struct dead_xadd_s {
     lc_dead_t *d;
     size_t index; /* into the batch's messages */
     dead_reason_t reason;
+    const char *why;                       /* reject_reason: static text */
     char stream[128], id[LC_REDIS_ID_MAX]; /* for the log line */
     char key[];                            /* <prefix><partition> */
 } dead_xadd_t;
@@ -145,8 +147,8 @@ static void dead_on_reply(lc_redis_t *r, int status, const redisReply *reply, vo
         atomic_fetch_add(&d->total, 1);
         lc_metric_add(d->m_total[x->reason], 1);
         LC_LOG_WARN("redis consumer: an entry the writer cannot apply was moved to a dead-letter "
-                    "stream stream=%s id=%s dead=%s reason=%s",
-                    x->stream, x->id, x->key, dead_labels[x->reason]);
+                    "stream stream=%s id=%s dead=%s reason=%s why=\"%s\"",
+                    x->stream, x->id, x->key, dead_labels[x->reason], x->why);
     } else if (d->status == 0) {
         d->status = status ? status : LC_REDIS_EDOWN;
         if (refused)
@@ -167,18 +169,18 @@ static int dead_xadd(lc_dead_t *d, lc_redis_t *link, const lc_redis_entry_t *e, 
     snprintf(x->key, key_size, "%s%u", d->prefix, e->stream);
     snprintf(x->stream, sizeof(x->stream), "%s", stream);
     snprintf(x->id, sizeof(x->id), "%s", e->id);
+    x->why = msg->reject_reason ? msg->reject_reason : lc_transport_reject_text(msg->reject_err);
     char time_ms[24];
     snprintf(time_ms, sizeof(time_ms), "%lld", (long long)(lc_realtime_ns() / 1000000));
-    const char *reason = msg->reject_reason ? msg->reject_reason : lc_strerror(msg->reject_err);
     const char *argv[DEAD_FIELDS] = {"XADD",     x->key,      "MAXLEN",  "~",
                                      d->max_len, "*",         "m",       (const char *)e->data,
                                      "stream",   stream,      "id",      e->id,
-                                     "reason",   reason,      "error",   dead_labels[x->reason],
+                                     "reason",   x->why,      "error",   dead_labels[x->reason],
                                      "consumer", d->consumer, "time_ms", time_ms,
                                      NULL};
     size_t argvlen[DEAD_FIELDS];
     for (int i = 0; i < DEAD_FIELDS - 1; i++)
-        argvlen[i] = i == 7 ? e->len : strlen(argv[i]);
+        argvlen[i] = i == DEAD_ARG_ENTRY ? e->len : strlen(argv[i]);
     int rc = lc_redis_command(link, 0, dead_on_reply, x, DEAD_FIELDS - 1, argv, argvlen);
     if (rc != 0)
         lc_free(x);
