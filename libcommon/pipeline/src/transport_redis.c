@@ -13,7 +13,8 @@
  * XREADGROUP BLOCK would stall everything queued behind it.
  *
  * The consumer is a loop-thread state machine that does one step at a time
- * (lc_rt__cons_next): create groups after a reconnect, re-send acks that failed,
+ * (lc_rt__cons_next): create groups after a reconnect, write the dead letters
+ * of what consume set aside (transport_redis_dead.c), send or re-send acks,
  * forget what others claimed from it (after a reconnect: its claims record;
  * after an ack: what that ack found claimed away), read its own pending
  * entries (recovery), claim idle entries of others, or block for new ones. A
