@@ -1,0 +1,147 @@
+/*
+ * fuzz_ingest_agree.c — the receivers and the writer agree (issue 25): a pprof
+ * (raw or gzipped) that a receiver accepts — decoded and validated under the
+ * default limits, then lc_store_check_profile — is wrapped in an
+ * IngestProfile and handed to the writer's apply path over a real LMDB store
+ * in a temporary directory. Any writer rejection aborts: a failed batch, or
+ * the message set aside as one that cannot be applied.
+ *
+ * The message's labels make it a memory profile, so the server-side delta
+ * rule runs too (its state lives across inputs, as in a writer). One store
+ * and writer serve the whole run; each input is a batch of its own.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "write_int.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+#define FZ_ARENA_CAP ((size_t)256 << 20)
+#define FZ_TIME 1700000000000000000LL /* what a receiver stamps a profile without a time */
+#define FZ_TENANT "anonymous"
+
+typedef struct fz_writer_s {
+    lc_store_t *store;
+    ing_writer_t *w;
+    lc_metrics_t *metrics;
+    lc_metric_t *written, *duplicate, *undecodable, *dropped;
+    uint64_t next_id;
+} fz_writer_t;
+
+static void fz_die(const char *what, const char *detail)
+{
+    fprintf(stderr, "fuzz_ingest_agree: %s: %s\n", what, detail);
+    abort();
+}
+
+static lc_metric_t *fz_result(lc_metrics_t *m, const char *result)
+{
+    char labels[64];
+    snprintf(labels, sizeof(labels), "result=\"%s\"", result);
+    return lc_metrics_counter(m, "ember_writer_profiles_total",
+                              "Profiles handled by the writer, by result", labels);
+}
+
+/* The store lives in a temporary directory for the process's life. */
+static fz_writer_t *fz_writer(void)
+{
+    static fz_writer_t fw;
+    static char dir[64];
+    if (fw.w)
+        return &fw;
+    snprintf(dir, sizeof(dir), "/tmp/ember-fuzz-agree-XXXXXX");
+    if (!mkdtemp(dir))
+        fz_die("mkdtemp", dir);
+    lc_store_opts_t o = {.dir = dir};
+    fw.metrics = lc_metrics_new();
+    if (lc_store_open(&o, &fw.store) != 0 || ing_writer_new(fw.store, fw.metrics, &fw.w) != 0)
+        fz_die("cannot open the store", dir);
+    fw.written = fz_result(fw.metrics, "written");
+    fw.duplicate = fz_result(fw.metrics, "duplicate");
+    fw.undecodable = fz_result(fw.metrics, "undecodable");
+    fw.dropped = fz_result(fw.metrics, "delta_dropped");
+    return &fw;
+}
+
+/* What a receiver does: decode, validate (normalising), the shared check. */
+static lc_pprof_t *fz_receive(const uint8_t *data, size_t size, lc_arena_t *arena)
+{
+    lc_pprof_limits_t lim;
+    lc_pprof_limits_default(&lim);
+    lim.max_decompressed_bytes = (size_t)16 << 20;
+    lc_pprof_t *p;
+    lc_status_t st = {0};
+    bool changed;
+    if (lc_pprof_decode(data, size, &lim, arena, &p, &st) != 0 ||
+        lc_pprof_validate_normalized(p, &lim, &changed, &st) != 0)
+        return NULL;
+    p->time_nanos = FZ_TIME;
+    if (lc_store_check_profile(p, FZ_TENANT, FZ_TIME, arena, NULL, &st) != 0)
+        return NULL;
+    return p;
+}
+
+/* The accepted profile as the receiver publishes it. */
+static uint8_t *fz_message(fz_writer_t *fw, const lc_buf_t *pprof, lc_arena_t *arena, size_t *len)
+{
+    static const char *const kv[] = {"__name__", "memory", "service_name", "fuzz"};
+    Types__V1__LabelPair pairs[2], *pp[2];
+    for (size_t i = 0; i < 2; i++) {
+        types__v1__label_pair__init(&pairs[i]);
+        pairs[i].name = (char *)kv[2 * i];
+        pairs[i].value = (char *)kv[2 * i + 1];
+        pp[i] = &pairs[i];
+    }
+    uint8_t id[16] = {0};
+    fw->next_id++;
+    memcpy(id, &fw->next_id, sizeof(fw->next_id));
+    Ember__V1__IngestProfile m = EMBER__V1__INGEST_PROFILE__INIT;
+    m.tenant = FZ_TENANT;
+    m.ingest_id = (ProtobufCBinaryData){sizeof(id), id};
+    m.labels = pp;
+    m.n_labels = 2;
+    m.pprof = (ProtobufCBinaryData){pprof->len, pprof->data};
+    m.time_nanos = FZ_TIME;
+    *len = protobuf_c_message_get_packed_size(&m.base);
+    uint8_t *out = lc_arena_alloc(arena, *len ? *len : 1);
+    if (out)
+        protobuf_c_message_pack(&m.base, out);
+    return out;
+}
+
+/* Messages the writer applied: written, or swallowed by the delta rule. */
+static double fz_applied(const fz_writer_t *fw)
+{
+    return lc_metric_value(fw->written) + lc_metric_value(fw->dropped) +
+           lc_metric_value(fw->duplicate);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    fz_writer_t *fw = fz_writer();
+    lc_arena_t *arena = lc_arena_new(FZ_ARENA_CAP);
+    lc_pprof_t *p = fz_receive(data, size, arena);
+    lc_buf_t pprof;
+    lc_buf_init(&pprof, LC_BUF_UNLIMITED);
+    if (p && lc_pprof_encode(p, false, &pprof) != 0)
+        fz_die("encode", "an accepted profile does not encode");
+    size_t len = 0;
+    uint8_t *msg = p ? fz_message(fw, &pprof, arena, &len) : NULL;
+    if (msg) {
+        lc_transport_msg_t m = {msg, len, ""};
+        double undecodable = lc_metric_value(fw->undecodable), applied = fz_applied(fw);
+        int rc = ing_writer_consume(&m, 1, fw->w);
+        if (rc != 0)
+            fz_die("the writer failed a batch the receiver accepted", lc_strerror(rc));
+        if (lc_metric_value(fw->undecodable) != undecodable)
+            fz_die("the writer set aside a message the receiver accepted", "see its log line");
+        if (fz_applied(fw) <= applied)
+            fz_die("the writer did not apply a message the receiver accepted", "no result");
+    }
+    lc_buf_fini(&pprof);
+    lc_arena_free(arena);
+    return 0;
+}
