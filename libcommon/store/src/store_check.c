@@ -29,7 +29,7 @@ static void bounds_add(sum_bounds_t *b, int64_t v)
 }
 
 /* "<what> <i>: <why>" as invalid_argument. */
-static int invalid(lc_status_t *st, const char *what, size_t i, const char *why)
+static int refuse(lc_status_t *st, const char *what, size_t i, const char *why)
 {
     return lc_status_set(st, LC_CODE_INVALID_ARGUMENT, "%s %zu: %s", what, i, why);
 }
@@ -39,9 +39,9 @@ static int check_string(const lc_pprof_t *p, int64_t idx, const char *what, size
                         lc_status_t *st)
 {
     if (idx < 0 || (size_t)idx >= p->n_string_table)
-        return invalid(st, what, i, "references a string outside the string table");
+        return refuse(st, what, i, "references a string outside the string table");
     if (strlen(p->string_table[idx]) > STORE_MAX_STRING_BYTES)
-        return invalid(st, what, i, "has a string longer than 1 MiB");
+        return refuse(st, what, i, "has a string longer than 1 MiB");
     return 0;
 }
 
@@ -69,11 +69,11 @@ static int check_location(const lc_pprof_index_t *ix, const Google__V1__Location
                           lc_status_t *st)
 {
     if (loc->mapping_id && !lc_pprof_mapping(ix, loc->mapping_id))
-        return invalid(st, "location", i, "references an unknown mapping");
+        return refuse(st, "location", i, "references an unknown mapping");
     for (size_t k = 0; k < loc->n_line; k++) {
         uint64_t fn = loc->line[k]->function_id;
         if (fn && !lc_pprof_function(ix, fn))
-            return invalid(st, "location", i, "references an unknown function");
+            return refuse(st, "location", i, "references an unknown function");
     }
     return 0;
 }
@@ -94,22 +94,22 @@ static int check_symbols(const lc_pprof_t *p, const lc_pprof_index_t *ix, lc_sta
 
 /* One sample: a value per sample type, known locations, and values that sum
  * within int64 across its types. */
-static int check_sample(const lc_pprof_t *p, const lc_pprof_index_t *ix, size_t i,
-                        sum_bounds_t *per_type, lc_status_t *st)
+static int check_sample_values(const lc_pprof_t *p, const lc_pprof_index_t *ix, size_t i,
+                               sum_bounds_t *per_type, lc_status_t *st)
 {
     const Google__V1__Sample *s = p->sample[i];
     if (s->n_value < p->n_sample_type)
-        return invalid(st, "sample", i, "has fewer values than sample types");
+        return refuse(st, "sample", i, "has fewer values than sample types");
     for (size_t k = 0; k < s->n_location_id; k++)
         if (!lc_pprof_location(ix, s->location_id[k]))
-            return invalid(st, "sample", i, "references an unknown location");
+            return refuse(st, "sample", i, "references an unknown location");
     sum_bounds_t across = {0};
     for (size_t t = 0; t < p->n_sample_type; t++) {
         bounds_add(&across, s->value[t]);
         bounds_add(&per_type[t], s->value[t]);
     }
     if (across.overflow)
-        return invalid(st, "sample", i, "its values across sample types sum past int64");
+        return refuse(st, "sample", i, "its values across sample types sum past int64");
     return 0;
 }
 
@@ -122,12 +122,12 @@ static int check_values(const lc_pprof_t *p, const lc_pprof_index_t *ix, lc_aren
     if (!per_type)
         return lc_status_set(st, LC_CODE_RESOURCE_EXHAUSTED, "out of memory checking the profile");
     for (size_t i = 0; i < p->n_sample; i++)
-        if (check_sample(p, ix, i, per_type, st) < 0)
+        if (check_sample_values(p, ix, i, per_type, st) < 0)
             return -1;
     for (size_t t = 0; t < p->n_sample_type; t++)
         if (per_type[t].overflow)
-            return invalid(st, "sample type", t,
-                           "the profile's values sum past int64 (per profile and per series)");
+            return refuse(st, "sample type", t,
+                          "the profile's values sum past int64 (per profile and per series)");
     return 0;
 }
 

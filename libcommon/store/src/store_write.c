@@ -14,7 +14,6 @@
 #include "lc/log.h"
 #include "store_int.h"
 
-
 typedef struct txn_block_s {
     store_block_t *b;
     MDB_txn *txn;
