@@ -27,7 +27,7 @@ typedef struct fz_writer_s {
     lc_store_t *store;
     ing_writer_t *w;
     lc_metrics_t *metrics;
-    lc_metric_t *written, *duplicate, *undecodable, *dropped;
+    lc_metric_t *written, *duplicate, *undecodable;
     uint64_t next_id;
 } fz_writer_t;
 
@@ -45,25 +45,48 @@ static lc_metric_t *fz_result(lc_metrics_t *m, const char *result)
                               "Profiles handled by the writer, by result", labels);
 }
 
+static fz_writer_t fz_state;
+static char fz_dir[64];
+
+/* Messages the writer applied: written, or replays of ones it had. */
+static double fz_applied(const fz_writer_t *w)
+{
+    return lc_metric_value(w->written) + lc_metric_value(w->duplicate);
+}
+
+/* At exit: how many inputs reached the writer, and the store removed. */
+static void fz_cleanup(void)
+{
+    fprintf(stderr, "fuzz_ingest_agree: %.0f profiles applied by the writer\n",
+            fz_applied(&fz_state));
+    ing_writer_free(fz_state.w);
+    lc_store_close(fz_state.store);
+    lc_metrics_free(fz_state.metrics);
+    char cmd[96];
+    snprintf(cmd, sizeof(cmd), "rm -rf %s", fz_dir);
+    if (system(cmd) != 0)
+        fprintf(stderr, "fuzz_ingest_agree: could not remove %s\n", fz_dir);
+}
+
 /* The store lives in a temporary directory for the process's life. */
 static fz_writer_t *fz_writer(void)
 {
-    static fz_writer_t fw;
-    static char dir[64];
-    if (fw.w)
-        return &fw;
-    snprintf(dir, sizeof(dir), "/tmp/ember-fuzz-agree-XXXXXX");
+    char *dir = fz_dir;
+    if (fz_state.w)
+        return &fz_state;
+    snprintf(dir, sizeof(fz_dir), "/tmp/ember-fuzz-agree-XXXXXX");
     if (!mkdtemp(dir))
         fz_die("mkdtemp", dir);
     lc_store_opts_t o = {.dir = dir};
-    fw.metrics = lc_metrics_new();
-    if (lc_store_open(&o, &fw.store) != 0 || ing_writer_new(fw.store, fw.metrics, &fw.w) != 0)
+    fz_state.metrics = lc_metrics_new();
+    if (lc_store_open(&o, &fz_state.store) != 0 ||
+        ing_writer_new(fz_state.store, fz_state.metrics, &fz_state.w) != 0)
         fz_die("cannot open the store", dir);
-    fw.written = fz_result(fw.metrics, "written");
-    fw.duplicate = fz_result(fw.metrics, "duplicate");
-    fw.undecodable = fz_result(fw.metrics, "undecodable");
-    fw.dropped = fz_result(fw.metrics, "delta_dropped");
-    return &fw;
+    fz_state.written = fz_result(fz_state.metrics, "written");
+    fz_state.duplicate = fz_result(fz_state.metrics, "duplicate");
+    fz_state.undecodable = fz_result(fz_state.metrics, "undecodable");
+    atexit(fz_cleanup);
+    return &fz_state;
 }
 
 /* What a receiver does: decode, validate (normalising), the shared check. */
@@ -110,13 +133,6 @@ static uint8_t *fz_message(fz_writer_t *fw, const lc_buf_t *pprof, lc_arena_t *a
     if (out)
         protobuf_c_message_pack(&m.base, out);
     return out;
-}
-
-/* Messages the writer applied: written, or swallowed by the delta rule. */
-static double fz_applied(const fz_writer_t *fw)
-{
-    return lc_metric_value(fw->written) + lc_metric_value(fw->dropped) +
-           lc_metric_value(fw->duplicate);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
