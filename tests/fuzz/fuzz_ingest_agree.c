@@ -8,7 +8,9 @@
  *
  * The message's labels make it a memory profile, so the server-side delta
  * rule runs too (its state lives across inputs, as in a writer). One store
- * and writer serve the whole run; each input is a batch of its own.
+ * and writer serve the whole run; each input is a batch of its own. Inputs
+ * starting with 'B' describe a profile's samples instead (fz_build), so that
+ * the sums the store forms are fuzzed directly.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -135,11 +137,60 @@ static uint8_t *fz_message(fz_writer_t *fw, const lc_buf_t *pprof, lc_arena_t *a
     return out;
 }
 
+/* An input starting with 'B' describes a profile instead of being one, so
+ * that most inputs reach the writer with values chosen by the fuzzer: byte 1
+ * picks 1-3 sample types (memory's alloc_* first, so the delta rule runs),
+ * then per sample a stack byte (which of four frames, leaf first), a label
+ * byte (none, k=a, k=b or a trace_id, which does not split series) and one
+ * little-endian int64 per type. Built as a converter builds (a repeated
+ * stack's wrapped sum is refused, as the receivers do), then encoded. */
+static bool fz_build(const uint8_t *data, size_t size, lc_buf_t *out)
+{
+    static const char *const types[][2] = {
+        {"alloc_objects", "count"}, {"alloc_space", "bytes"}, {"cpu", "nanoseconds"}};
+    static const char *const labels[][2] = {{"k", "a"}, {"k", "b"}, {"trace_id", "1"}};
+    if (size < 2 || data[0] != 'B')
+        return false;
+    size_t n_types = 1 + data[1] % 3, width = 2 + 8 * n_types;
+    lc_pprof_builder_t *b = lc_pprof_builder_new();
+    for (size_t t = 0; t < n_types; t++)
+        lc_pprof_builder_sample_type(b, types[t][0], types[t][1]);
+    uint64_t locs[4];
+    char name[2] = {'a', 0};
+    for (size_t i = 0; i < 4; i++, name[0]++) {
+        lc_pprof_line_t line = {lc_pprof_builder_function(b, name, name, "f.c", 1), 1};
+        locs[i] = lc_pprof_builder_location(b, 0, 0, &line, 1);
+    }
+    for (const uint8_t *at = data + 2; at + width <= data + size; at += width) {
+        uint64_t stack[4];
+        size_t depth = 0;
+        for (size_t i = 0; i < 4; i++)
+            if (at[0] & (1u << i))
+                stack[depth++] = locs[i];
+        int64_t values[3];
+        memcpy(values, at + 2, 8 * n_types);
+        size_t label = at[1] % 4;
+        lc_pprof_builder_sample(b, stack, depth, values, label ? labels[label - 1] : NULL,
+                                label ? 1 : 0);
+    }
+    bool ok = !lc_pprof_builder_sum_wrapped(b) && lc_pprof_builder_encode(b, false, out) == 0;
+    lc_pprof_builder_free(b);
+    return ok;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     fz_writer_t *fw = fz_writer();
     lc_arena_t *arena = lc_arena_new(FZ_ARENA_CAP);
-    lc_pprof_t *p = fz_receive(data, size, arena);
+    lc_buf_t built;
+    lc_buf_init(&built, LC_BUF_UNLIMITED);
+    if (fz_build(data, size, &built)) {
+        data = built.data;
+        size = built.len;
+    } else if (size && data[0] == 'B') {
+        size = 0; /* a description the converters would refuse */
+    }
+    lc_pprof_t *p = size ? fz_receive(data, size, arena) : NULL;
     lc_buf_t pprof;
     lc_buf_init(&pprof, LC_BUF_UNLIMITED);
     if (p && lc_pprof_encode(p, false, &pprof) != 0)
@@ -158,6 +209,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             fz_die("the writer did not apply a message the receiver accepted", "no result");
     }
     lc_buf_fini(&pprof);
+    lc_buf_fini(&built);
     lc_arena_free(arena);
     return 0;
 }
