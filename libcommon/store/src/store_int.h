@@ -34,7 +34,9 @@
 #define STORE_NODE_CHUNK 1024     /* (parent, location) pairs per LMDB value */
 #define STORE_POSTING_KEY_MAX 400 /* longer posting keys are replaced by a hash */
 #define STORE_MAX_STRING_BYTES (1u << 20)
-#define STORE_MAX_ID 0xfffffff0u /* ids are u32; leave headroom for sentinels */
+#define STORE_MAX_TENANT_BYTES 1024
+#define STORE_MAX_TIME_NS ((int64_t)1 << 62) /* a profile's time, either side of 1970 */
+#define STORE_MAX_ID 0xfffffff0u             /* ids are u32; leave headroom for sentinels */
 #define STORE_READER_ARENA_MAX ((size_t)1 << 30)
 #define STORE_MAX_APPLIED_ID 64                /* bytes of an ingest id */
 #define STORE_MAX_DELIVERY_ID 400              /* bytes of a transport delivery id */

@@ -29,6 +29,7 @@
 #include "lc/clock.h"
 #include "lc/log.h"
 #include "lc/pprof.h"
+#include "lc/store.h"
 #include "lc/transport_entry.h"
 
 #define LABEL_VALUE_MAX 1024
@@ -353,11 +354,39 @@ static int encode_message(build_t *bd, group_t *g, const lc_buf_t *pprof, agt_ms
     return 0;
 }
 
+/* What the writer would refuse (lc_store_check_profile) is not published,
+ * as every receiver refuses it: the profile is decoded back and checked. */
+static int check_writable(const build_t *bd, const group_t *g, const lc_buf_t *pprof)
+{
+    if (lc_pprof_builder_sum_wrapped(g->b)) {
+        LC_LOG_ERROR("agent: dropping a profile whose sample sums wrap past int64");
+        return LC_EINPUT;
+    }
+    lc_pprof_limits_t lim;
+    lc_pprof_limits_default(&lim);
+    lim.max_decompressed_bytes = SIZE_MAX;
+    lim.max_samples = 0;
+    lc_arena_t *arena = lc_arena_new(SIZE_MAX);
+    lc_pprof_t *p;
+    lc_status_t st = {0};
+    int rc = lc_pprof_decode(pprof->data, pprof->len, &lim, arena, &p, &st) != 0 ||
+                     lc_store_check_profile(p, bd->ctx->opts->tenant, bd->ctx->time_ns, arena, NULL,
+                                            &st) != 0
+                 ? LC_EINPUT
+                 : 0;
+    if (rc)
+        LC_LOG_ERROR("agent: dropping a profile the writer would refuse err=\"%s\"", st.msg);
+    lc_arena_free(arena);
+    return rc;
+}
+
 static int emit_group(build_t *bd, group_t *g, agt_msgs_t *out)
 {
     lc_buf_t pprof;
     lc_buf_init(&pprof, PPROF_MAX_BYTES);
     int rc = lc_pprof_builder_encode(g->b, false, &pprof);
+    if (!rc)
+        rc = check_writable(bd, g, &pprof);
     if (!rc) {
         out->v = lc_xgrow(out->v, &out->cap, out->n + 1, sizeof(*out->v));
         rc = encode_message(bd, g, &pprof, &out->v[out->n]);

@@ -98,7 +98,8 @@ static lc_pprof_limits_t limits(const ingest_ctx_t *c)
     return c->ing->opts.limits;
 }
 
-/* Labels are final; checks the window and queues p for publishing: as pb, the
+/* Labels are final; checks the window and what the writer would refuse
+ * (lc_store_check_profile), and queues p for publishing: as pb, the
  * bytes it was decoded from, when the receiver left it as it was (encoding it
  * again cost ~8% of ingest's CPU), else encoded. */
 static int ingest_publish(ingest_ctx_t *c, lc_pprof_t *p, lc_labels_t *ls,
@@ -106,6 +107,8 @@ static int ingest_publish(ingest_ctx_t *c, lc_pprof_t *p, lc_labels_t *ls,
 {
     if (ing_check_window(c->ing, p->time_nanos, c->now_ns, &c->st) < 0)
         return fail(c, "out_of_window");
+    if (lc_store_check_profile(p, c->tenant, p->time_nanos, c->arena, NULL, &c->st) < 0)
+        return fail_422(c, "invalid_profile"); /* the writer would refuse it */
     lc_buf_t out;
     lc_buf_init(&out, LC_BUF_UNLIMITED);
     int rc = pb ? 0 : lc_pprof_encode(p, false, &out);

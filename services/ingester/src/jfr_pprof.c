@@ -603,6 +603,10 @@ static int encode_all(conv_t *cv, ing_jfr_result_t *out)
         p->kind = (ing_jfr_kind_t)k;
         p->metric = KINDS[k].metric;
         lc_buf_init(&p->pprof, LC_BUF_UNLIMITED);
+        if (lc_pprof_builder_sum_wrapped(cv->b[k]))
+            return lc_status_set(cv->st, LC_CODE_INVALID_ARGUMENT,
+                                 "jfr %s profile: the values of a repeated stack sum past int64",
+                                 KINDS[k].metric);
         if (lc_pprof_builder_encode(cv->b[k], false, &p->pprof) != 0)
             return lc_status_set_http(cv->st, 413, LC_CODE_INVALID_ARGUMENT,
                                       "profile too large: jfr %s profile", KINDS[k].metric);

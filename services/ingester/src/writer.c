@@ -360,8 +360,9 @@ static int wr_profile(wr_msg_t *c)
     return rc;
 }
 
-/* Decodes the entry (either format), the message and its pprof, once each;
- * false (logged) when it never can be. */
+/* Decodes the entry (either format), the message and its pprof, once each,
+ * and checks it as the receivers did; false (logged) when it never can be
+ * applied. */
 static bool wr_decode(wr_msg_t *c, const lc_transport_msg_t *msg)
 {
     ProtobufCAllocator alloc;
@@ -383,8 +384,11 @@ static bool wr_decode(wr_msg_t *c, const lc_transport_msg_t *msg)
     if (!why &&
         lc_pprof_decode(c->m->pprof.data, c->m->pprof.len, &c->w->limits, c->arena, &c->p, &st) < 0)
         why = st.msg;
-    if (!why && (c->p->n_sample_type == 0 || lc_pprof_index_new(c->p, c->arena, &c->ix) < 0))
-        why = "unusable pprof";
+    /* The receivers' own check (lc_store_check_profile): what it refuses
+     * could only fail the write, so it is known here, at decode time. */
+    if (!why &&
+        lc_store_check_profile(c->p, c->m->tenant, c->m->time_nanos, c->arena, &c->ix, &st) < 0)
+        why = st.msg;
     if (why)
         LC_LOG_ERROR("writer: skipping a message that cannot be applied id=%s err=\"%s\"",
                      msg->id ? msg->id : "", why);

@@ -17,6 +17,7 @@
 #include "ember/v1/ingest.pb-c.h"
 #include "lc/alloc.h"
 #include "lc/clock.h"
+#include "lc/store.h"
 #include "lc/transport_entry.h"
 #include "process.h"
 
@@ -152,6 +153,18 @@ static int shape(const scr_process_in_t *in, lc_arena_t *arena, lc_pprof_t *p,
     return 0;
 }
 
+/* What the writer would refuse (lc_store_check_profile) is refused here, as
+ * every receiver does: a published profile is one the writer can apply. */
+static int writable(const scr_process_in_t *in, lc_arena_t *arena, const lc_pprof_t *p,
+                    scr_process_out_t *out)
+{
+    lc_status_t st = {0};
+    int64_t time_ns = p->time_nanos ? p->time_nanos : in->scrape_time_ns;
+    if (lc_store_check_profile(p, in->tenant, time_ns, arena, NULL, &st) != 0)
+        return scr_fail(out, SCR_ERR_INVALID, "invalid pprof: ", st.msg);
+    return 0;
+}
+
 int scr_process(const scr_process_in_t *in, scr_process_out_t *out)
 {
     memset(out, 0, sizeof(*out));
@@ -162,6 +175,8 @@ int scr_process(const scr_process_in_t *in, scr_process_out_t *out)
     int rc = decode(in, arena, &p, out);
     if (!rc)
         rc = shape(in, arena, p, out);
+    if (!rc && out->delta == SCR_DELTA_READY)
+        rc = writable(in, arena, p, out);
     if (!rc && out->delta == SCR_DELTA_READY) {
         lc_buf_t pprof;
         lc_buf_init(&pprof, in->limits.max_decompressed_bytes * 2);

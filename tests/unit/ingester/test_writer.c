@@ -7,48 +7,14 @@
  * cannot apply (undecodable, or refused by the store: a total over int64) is
  * set aside alone with its reason while the rest of its batch is stored.
  */
-#include <unistd.h>
-
 #include "lc_test.h"
 #include "write_int.h"
+#include "writer_fixture.h"
 
 #define CPU_LABELS "pprof/pyroscope-go.cpu.labels.pprof"
 #define CPU_LABELS_TIME 1654798932062349000LL /* MANIFEST time_nanos */
 #define HEAP "pprof/pyroscope-heap"
 #define HEAP_TIME 1659010242910169109LL
-
-typedef struct fixture_s {
-    char dir[64];
-    lc_store_t *store;
-    ing_writer_t *w;
-    lc_arena_t *arena;
-} fixture_t;
-
-/* map_size: LMDB map per block, 0 for the default. */
-static void fx_open_sized(fixture_t *f, size_t map_size)
-{
-    snprintf(f->dir, sizeof(f->dir), "/tmp/ember-writer-XXXXXX");
-    LC_CHECK(mkdtemp(f->dir) != NULL);
-    lc_store_opts_t o = {.dir = f->dir, .map_size_bytes = map_size};
-    LC_ASSERT_OK(lc_store_open(&o, &f->store));
-    LC_ASSERT_OK(ing_writer_new(f->store, NULL, &f->w));
-    f->arena = lc_arena_new((size_t)1 << 30);
-}
-
-static void fx_open(fixture_t *f)
-{
-    fx_open_sized(f, 0);
-}
-
-static void fx_close(fixture_t *f)
-{
-    ing_writer_free(f->w);
-    lc_store_close(f->store);
-    lc_arena_free(f->arena);
-    char cmd[128];
-    snprintf(cmd, sizeof(cmd), "rm -rf %s", f->dir);
-    LC_ASSERT_OK(system(cmd));
-}
 
 /* An encoded IngestProfile of a testdata pprof (re-encoded uncompressed),
  * with every sample value replaced by every_value unless that is 0. */
@@ -72,28 +38,11 @@ static lc_transport_msg_t message_valued(fixture_t *f, const char *rel, int64_t 
     lc_buf_t pprof;
     lc_buf_init(&pprof, LC_BUF_UNLIMITED);
     LC_ASSERT_OK(lc_pprof_encode(p, false, &pprof));
-    Types__V1__LabelPair pairs[16], *pp[16];
-    size_t n = 0;
-    for (; labels[2 * n]; n++) {
-        types__v1__label_pair__init(&pairs[n]);
-        pairs[n].name = (char *)labels[2 * n];
-        pairs[n].value = (char *)labels[2 * n + 1];
-        pp[n] = &pairs[n];
-    }
-    uint8_t ingest_id[16] = {id, 1, 2, 3};
-    Ember__V1__IngestProfile m = EMBER__V1__INGEST_PROFILE__INIT;
-    m.tenant = "anonymous";
-    m.ingest_id = (ProtobufCBinaryData){16, ingest_id};
-    m.labels = pp;
-    m.n_labels = n;
-    m.pprof = (ProtobufCBinaryData){pprof.len, pprof.data};
-    m.time_nanos = time_ns;
-    m.delta_disabled = delta_disabled;
-    size_t size = protobuf_c_message_get_packed_size(&m.base);
-    uint8_t *data = lc_arena_alloc(f->arena, size);
-    protobuf_c_message_pack(&m.base, data);
+    size_t n = pprof.len;
+    uint8_t *copy = lc_arena_alloc(f->arena, n);
+    memcpy(copy, pprof.data, n);
     lc_buf_fini(&pprof);
-    return (lc_transport_msg_t){.data = data, .len = size, .id = ""};
+    return fx_message(f, copy, n, time_ns, labels, delta_disabled, id);
 }
 
 static lc_transport_msg_t message(fixture_t *f, const char *rel, int64_t time_ns,
@@ -302,6 +251,37 @@ static void test_unappliable_message_set_aside(void)
     fx_close(&f);
 }
 
+/* Messages whose values overflow int64 when the store sums them — per
+ * series (two stacks), per merged stack (two samples of one stack that differ
+ * only in trace_id, which does not split series) — are recognised when
+ * decoded and set aside alone: the batch around them commits (issue 25;
+ * before, the store's sum refused them mid-batch and the batch failed). */
+static void test_overflowing_messages_do_not_fail_the_batch(void)
+{
+    fixture_t f;
+    fx_open(&f);
+    const int64_t big[] = {INT64_MAX, 1}, ok[] = {5, 7};
+    const int two_stacks[] = {0, 1}, one_stack[] = {0, 0};
+    const char *const traces[] = {"1", "2"};
+    size_t len[4];
+    const uint8_t *pprof[4] = {
+        fx_pprof(&f, ok, two_stacks, NULL, NULL, 2, &len[0]),
+        fx_pprof(&f, big, two_stacks, NULL, NULL, 2, &len[1]),
+        fx_pprof(&f, big, one_stack, "trace_id", traces, 2, &len[2]),
+        fx_pprof(&f, ok, one_stack, NULL, NULL, 2, &len[3]),
+    };
+    lc_transport_msg_t msgs[4];
+    for (uint8_t i = 0; i < 4; i++)
+        msgs[i] = fx_message(&f, pprof[i], len[i], FX_TIME, cpu_labels, true, (uint8_t)(20 + i));
+    LC_ASSERT_OK(ing_writer_consume(msgs, 4, f.w));
+    readback_t r;
+    readback(&f, &r);
+    size_t series;
+    LC_ASSERT_EQ(total_of(&r, "process_cpu:cpu:nanoseconds:cpu:nanoseconds", &series), 24);
+    LC_ASSERT_EQ(series, 1);
+    fx_close(&f);
+}
+
 /* A message is recorded under its delivery id: forgetting that delivery
  * removes all its series; a second delivery of the same message (the writer
  * claimed it back and owns it) is applied again, once. */
@@ -349,4 +329,4 @@ static void test_storage_failure_fails_the_batch(void)
 
 LC_TEST_MAIN(test_split_totals_and_replay, test_server_side_delta, test_undecodable_message_skipped,
              test_unappliable_message_set_aside, test_storage_failure_fails_the_batch,
-             test_forget_by_delivery)
+             test_overflowing_messages_do_not_fail_the_batch, test_forget_by_delivery)
