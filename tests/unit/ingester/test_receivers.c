@@ -556,9 +556,9 @@ static void test_multitenancy_requires_header(void)
 }
 
 /* Two stacks of 2^63-1 each: the profile's total overflows int64, which the
- * store refuses (issue 25). Whichever side refuses it (writer or receiver),
- * its client gets 400 and nothing of it is stored; the profiles around it
- * are. */
+ * store would refuse (issue 25). The receiver refuses it first (422, /ingest's
+ * code for a profile it cannot use, naming the reason) and nothing of it is
+ * stored; the profiles around it are. */
 static void script_overflow(env_t *e)
 {
     const char *ok = "a;b\na;b\nc\n";
@@ -567,13 +567,13 @@ static void script_overflow(env_t *e)
                 strlen(ok)),
            200, NULL, "valid before");
     expect(http(e, "POST", "/ingest?name=huge-app&sampleRate=0", "text/plain", huge, strlen(huge)),
-           400, "invalid_argument", "total over int64");
+           422, "past int64", "total over int64");
     expect(http(e, "POST", "/ingest?name=after-app&format=lines&sampleRate=0", "text/plain", ok,
                 strlen(ok)),
            200, NULL, "valid after");
 }
 
-static void test_unappliable_profile_is_400(void)
+static void test_overflowing_profile_refused_alone(void)
 {
     env_t e;
     ing_opts_t o;
@@ -587,4 +587,4 @@ static void test_unappliable_profile_is_400(void)
 
 LC_TEST_MAIN(test_ingest_and_push, test_normalised_profiles_are_encoded_again,
              test_window_and_backpressure, test_multitenancy_requires_header,
-             test_unappliable_profile_is_400)
+             test_overflowing_profile_refused_alone)
