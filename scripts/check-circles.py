@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """No circle between the files of one room, read from the build's object files.
 
-Usage: check-circles.py BUILD_DIR [--allow FILE]
+Usage: check-circles.py BUILD_DIR
 
 A room is each libcommon/<room> (objects under
 BUILD_DIR/libcommon/CMakeFiles/lc_<room>.dir/<room>/src/) and each
@@ -11,10 +11,9 @@ that B defines (`nm`). A strongly connected component of two or more files is
 a circle: the files cannot be understood, tested or moved one at a time. Each
 circle is printed with the symbols on its edges, and the check exits 1.
 
-The optional allow-list names rooms (one path such as `services/querier` a
-line, `#` starts a comment) whose circles are reported but tolerated while
-someone else untangles them; an entry whose room has no circle left is
-reported as stale so it gets removed."""
+Object files whose source is gone (a file deleted or renamed since that build
+dir last built it) are left out when BUILD_DIR/CMakeCache.txt names the source
+tree."""
 import glob
 import os
 import subprocess
@@ -22,6 +21,18 @@ import sys
 
 # nm's letters for symbols an object file defines for others to use.
 DEFINED_GLOBAL = set("TDBRCVWGSI")
+
+
+def source_tree(build):
+    """The source directory CMake built BUILD from, or None (no CMakeCache.txt)."""
+    try:
+        with open(os.path.join(build, "CMakeCache.txt"), encoding="utf-8") as f:
+            for line in f:
+                if line.startswith("CMAKE_HOME_DIRECTORY:"):
+                    return line.split("=", 1)[1].strip()
+    except OSError:
+        pass
+    return None
 
 
 def room_objects(build):
@@ -34,7 +45,12 @@ def room_objects(build):
         svc = obj.split(os.sep)[-5]
         if os.path.basename(os.path.dirname(os.path.dirname(obj))) == f"{svc}.dir":
             rooms.setdefault(f"services/{svc}", []).append(obj)
-    return {room: sorted(objs) for room, objs in rooms.items()}
+    src = source_tree(build)
+    if src:
+        rooms = {room: [o for o in objs
+                        if os.path.exists(os.path.join(src, room, "src", source_name(o)))]
+                 for room, objs in rooms.items()}
+    return {room: sorted(objs) for room, objs in rooms.items() if objs}
 
 
 def symbols(obj):
@@ -130,42 +146,21 @@ def describe(room, component, edges):
     return lines
 
 
-def read_allow_list(path):
-    if not path:
-        return set()
-    with open(path, encoding="utf-8") as f:
-        return {line.split("#", 1)[0].strip() for line in f} - {""}
-
-
-def parse_args(argv):
-    if len(argv) not in (2, 4) or (len(argv) == 4 and argv[2] != "--allow"):
-        sys.exit("usage: check-circles.py BUILD_DIR [--allow FILE]")
-    return argv[1], (argv[3] if len(argv) == 4 else None)
-
-
 def main(argv):
-    build, allow_path = parse_args(argv)
-    allowed = read_allow_list(allow_path)
+    if len(argv) != 2 or argv[1].startswith("-"):
+        sys.exit("usage: check-circles.py BUILD_DIR")
+    build = argv[1]
     rooms = room_objects(build)
     if not rooms:
         print(f"check-circles: no object files of any room under {build} (build first)")
         return 1
-    failures, tolerated_rooms = 0, set()
+    failures = 0
     for room, objs in sorted(rooms.items()):
         edges = dependency_edges(objs)
         for component in strongly_connected(edges):
-            if len(component) < 2:
-                continue
-            tolerated = room in allowed
-            prefix = "allowed: " if tolerated else ""
-            for line in describe(room, component, edges):
-                print(prefix + line)
-            if tolerated:
-                tolerated_rooms.add(room)
-            else:
+            if len(component) >= 2:
+                print("\n".join(describe(room, component, edges)))
                 failures += 1
-    for room in sorted(allowed - tolerated_rooms):
-        print(f"check-circles: {room} has no circle left: remove it from {allow_path}")
     if failures:
         print(f"check-circles: {failures} circle(s) between the files of one room; put the "
               f"shared piece one level down or in its own file (docs/architecture.md)")
