@@ -136,6 +136,20 @@ static int block_mapping(parca_tree_t *t, block_syms_t *y, uint32_t mid, frame_t
     return 0;
 }
 
+/* A location without lines is named "module+0xoffset" (lc/frame_name.h),
+ * as every query path names it. */
+static int block_address_func(parca_tree_t *t, block_syms_t *y, const lc_store_location_t *l,
+                              frame_t *f)
+{
+    char scratch[LC_FRAME_NAME_MAX];
+    const char *s;
+    size_t len;
+    int rc = lc_block_frame_name(y->b, l, 0, scratch, &s, &len);
+    if (rc == 0)
+        f->func = parca_intern_bytes(t, s, len);
+    return rc ? rc : f->func == NO_FRAME ? LC_ETOOBIG : 0;
+}
+
 /* The frames of store location lid, root side first, computed once per
  * block: the same frames parca_location_frames makes of the location's
  * copy in a merged pprof (at most LOC_MAX_LINES). */
@@ -157,8 +171,12 @@ static int block_location_frames(parca_tree_t *t, block_syms_t *y, uint32_t lid,
         if (want > LOC_MAX_LINES)
             want = LOC_MAX_LINES;
         y->pool = lc_xgrow(y->pool, &y->cap_pool, y->n_pool + want, sizeof(uint32_t));
-        if (l.n_lines == 0)
+        if (l.n_lines == 0) {
+            rc = block_address_func(t, y, &l, &f);
+            if (rc)
+                return rc;
             y->pool[y->n_pool + k++] = parca_intern_frame(t, &f);
+        }
         for (size_t i = l.n_lines; i-- > 0 && k < want;) {
             const frame_t *fn;
             rc = block_function(t, y, l.lines[i].function_id, &fn);

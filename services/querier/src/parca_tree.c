@@ -6,7 +6,9 @@
  * The pprof's samples go into a call tree whose nodes are frames: one
  * (location, line) each, inlined lines as frames of their own, root first.
  * A frame is identified by its content (mapping file, build id, address,
- * function name, system name, file, line), interned; unless the request
+ * function name, system name, file, line), interned; a location without
+ * lines is one frame whose function name is "module+0xoffset"
+ * (lc/frame_name.h), as in every other query path; unless the request
  * groups by location_address, address and line are left out, so a function
  * is one frame wherever in it the samples fell (Parca's default grouping,
  * by function name, and the size of Pyroscope's trees), so the two sides of a
@@ -16,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lc/frame_name.h"
 #include "lc/hash.h"
 #include "parca_tree_int.h"
 
@@ -239,6 +242,10 @@ static size_t parca_location_frames(parca_tree_t *t, const lc_pprof_t *p,
                  .build_id = m ? intern_string(t, pstr(p, m->build_id)) : 0,
                  .address = t->by_address || loc->n_line == 0 ? loc->address : 0};
     if (loc->n_line == 0) {
+        char name[LC_FRAME_NAME_MAX];
+        uint32_t func =
+            parca_intern_bytes(t, name, lc_pprof_address_frame_name(p, m, loc->address, name));
+        f.func = func == NO_FRAME ? 0 : func;
         out[0] = parca_intern_frame(t, &f);
         return 1;
     }

@@ -147,7 +147,7 @@ static void copy_label(char *dst, size_t len, const Ember__V1__IngestProfile *m,
             snprintf(dst, len, "%s", m->labels[i]->value);
 }
 
-static int consume(const lc_transport_msg_t *msgs, size_t n, void *data)
+static int consume(lc_transport_msg_t *msgs, size_t n, void *data)
 {
     world_t *w = data;
     for (size_t i = 0; i < n; i++) {
