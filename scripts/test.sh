@@ -17,6 +17,7 @@ python3 scripts/check-static-names.py || status=1
 echo "== build (RelWithDebInfo, -Werror)"
 cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DLC_WERROR=ON >/dev/null
 cmake --build build -j "$JOBS"
+python3 scripts/check-circles.py build || status=1  # habits: no circle between the files of a room
 
 echo "== habits: clang-tidy (.clang-tidy)"
 ./scripts/check-tidy.sh build || status=1

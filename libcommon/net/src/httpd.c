@@ -108,7 +108,7 @@ struct lc_httpd_s {
     uint64_t refused_conns;
     char *rbuf; /* READ_CHUNK_BYTES, shared by every connection */
     unsigned max_inflating;
-    lc_httpd__h2_cfg_t h2cfg; /* on_request, respond, user set per connection */
+    lc_httpd__h2_cfg_t h2cfg; /* on_request, respond, answered, user set per connection */
     bool h2_enabled;
     uint64_t h2_settings_timeout_ms;
     bool closing;
@@ -556,6 +556,7 @@ static int conn_new_h2_session(conn_t *c)
     cfg.user = c;
     cfg.on_request = conn_h2_on_request;
     cfg.respond = conn_h2_respond;
+    cfg.answered = lc_httpd__xchg_record_metrics;
     int rc = lc_httpd__h2_new(&cfg, &c->h2);
     if (rc != 0)
         return rc;
@@ -638,22 +639,6 @@ static void conn_upgrade_h2(conn_t *c)
 }
 
 /* ================================================================ handling */
-
-void lc_httpd__xchg_init(xchg_t *x, lc_httpd_t *srv, const lc_httpd__limits_t *lim,
-                         void (*respond)(xchg_t *), void *owner)
-{
-    memset(x, 0, sizeof(*x));
-    x->srv = srv;
-    x->respond = respond;
-    x->owner = owner;
-    lc_httpd__parser_init(&x->parser, lim);
-    x->parser.req._conn = x;
-}
-
-void lc_httpd__xchg_fini(xchg_t *x)
-{
-    lc_httpd__parser_fini(&x->parser);
-}
 
 /* Runs a loop-side callback, then `next` (if any) or the response. A callback
  * returning LC_HTTP_PENDING ends the chain: lc_http_finish sends the reply. */

@@ -283,6 +283,12 @@ struct lc_store_s {
     struct store_rollup_s *rollup; /* store_rollup.c; NULL: no rollups */
 };
 
+/* store.c, for lc_store_open/lc_store_close (store_open.c): the registry of
+ * opts->dir (checked settings, blocks/ made, trash/ emptied), its scan of
+ * blocks/, and its end (every block closed; callers ended every reader). */
+int lc_store__registry_new(const lc_store_opts_t *opts, lc_store_t **out) LC_MUST_CHECK;
+int lc_store__registry_scan(lc_store_t *s) LC_MUST_CHECK;
+void lc_store__registry_free(lc_store_t *s);
 int64_t lc_store__partition(const lc_store_t *s, int64_t time_ns);
 /* Called by the writer after a block's transaction committed (mu not held). */
 void lc_store__block_written(lc_store_t *s, store_block_t *b);
@@ -328,6 +334,9 @@ uint32_t lc_store__profile_key_seq(const uint8_t *key);
 /* Unpacks STORE_PF_ZSTD samples of one transaction's block: the dictionary is
  * read from DB_META on first use. One buffer: what it returned is valid until
  * the next call (a profile callback's duration). One thread at a time. */
+/* An unpacked sample list is at most this long (store_unpack.c refuses more;
+ * store_compact.c packs nothing longer). */
+#define STORE_MAX_UNPACKED ((uint64_t)1 << 30)
 typedef struct store_unpack_s {
     MDB_txn *txn;
     MDB_dbi meta;
@@ -355,6 +364,10 @@ const char *lc_store__db_name(int db);
 unsigned lc_store__db_flags(int db);
 /* Deletes a directory tree, logging what it cannot delete. */
 void lc_store__rm_tree(const char *path);
+/* store_helpers.c: directories (errors logged, -errno returned) and paths. */
+int lc_store__mkdir_one(const char *path);
+int lc_store__mkdir_parents(const char *path);
+char *lc_store__path_join(const char *a, const char *b); /* lc_free it */
 
 /* Calls fn for each profile of the series with start_ns <= time <= end_ns,
  * in key order, in any transaction (store_read.c). Non-zero from fn stops.

@@ -31,36 +31,11 @@
 #include "lc/pprof.h"
 #include "lc/store.h"
 #include "lc/transport_entry.h"
+#include "lc/utf8.h"
 
 #define LABEL_VALUE_MAX 1024
 #define PPROF_MAX_BYTES ((size_t)256 << 20)
 #define KERNEL_MODULE "[kernel.kallsyms]"
-
-void agt_utf8_sanitize(char *s)
-{
-    unsigned char *p = (unsigned char *)s;
-    while (*p) {
-        size_t n = *p < 0x80         ? 1
-                   : (*p >> 5) == 6  ? 2
-                   : (*p >> 4) == 14 ? 3
-                   : (*p >> 3) == 30 ? 4
-                                     : 0;
-        bool ok = n > 0;
-        for (size_t i = 1; ok && i < n; i++)
-            ok = (p[i] & 0xc0) == 0x80;
-        if (ok && n == 2)
-            ok = *p >= 0xc2;
-        if (ok && n == 3)
-            ok = !(*p == 0xe0 && p[1] < 0xa0) && !(*p == 0xed && p[1] >= 0xa0);
-        if (ok && n == 4)
-            ok = *p <= 0xf4 && !(*p == 0xf0 && p[1] < 0x90) && !(*p == 0xf4 && p[1] >= 0x90);
-        if (!ok) {
-            *p++ = '?';
-            continue;
-        }
-        p += n;
-    }
-}
 
 /* ---------------------------------------------------------------- labels */
 
@@ -68,7 +43,7 @@ static void set_label(lc_labels_t *ls, const char *name, const char *value)
 {
     char v[LABEL_VALUE_MAX + 1];
     snprintf(v, sizeof(v), "%s", value);
-    agt_utf8_sanitize(v);
+    lc_utf8_sanitize(v);
     if (*v)
         lc_labels_set(ls, name, v);
 }

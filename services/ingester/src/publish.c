@@ -171,16 +171,6 @@ static void job_transport_status(const ing_job_t *job, lc_status_t *st)
     }
 }
 
-void ing_route_error(lc_http_req_t *req, ing_route_t route, const lc_status_t *st)
-{
-    if (route == ING_ROUTE_INGEST)
-        lc_http_error(req, st);
-    else if (route == ING_ROUTE_OTLP_HTTP)
-        ing_otlp_http_error(req, st);
-    else
-        lc_connect_error(req, st);
-}
-
 /* OTLP answers success with ExportProfilesServiceResponse, whose
  * partial_success counts the profiles rejected and says why (the accepted
  * ones are stored); OTLP/HTTP replies in application/x-protobuf. */
