@@ -13,12 +13,12 @@
 
 #define PB_MAX_DEPTH 100
 
-typedef struct pb_cursor_s {
+typedef struct pbs_cursor_s {
     const uint8_t *p, *end;
-} pb_cursor_t;
+} pbs_cursor_t;
 
 /* false at the end of the input or on a varint longer than 10 bytes */
-static bool pb_varint(pb_cursor_t *c, uint64_t *out)
+static bool pbs_varint(pbs_cursor_t *c, uint64_t *out)
 {
     uint64_t v = 0;
     for (unsigned shift = 0; shift < 70 && c->p < c->end; shift += 7) {
@@ -33,12 +33,12 @@ static bool pb_varint(pb_cursor_t *c, uint64_t *out)
 }
 
 /* Steps over a field's payload; data and len are set for length-delimited ones. */
-static bool pb_skip(pb_cursor_t *c, unsigned wire_type, const uint8_t **data, size_t *len)
+static bool pbs_skip(pbs_cursor_t *c, unsigned wire_type, const uint8_t **data, size_t *len)
 {
     uint64_t n = 0;
     switch (wire_type) {
     case 0:
-        return pb_varint(c, &n);
+        return pbs_varint(c, &n);
     case 1:
         n = 8;
         break;
@@ -46,7 +46,7 @@ static bool pb_skip(pb_cursor_t *c, unsigned wire_type, const uint8_t **data, si
         n = 4;
         break;
     case 2:
-        if (!pb_varint(c, &n))
+        if (!pbs_varint(c, &n))
             return false;
         *data = c->p;
         *len = (size_t)n;
@@ -60,18 +60,18 @@ static bool pb_skip(pb_cursor_t *c, unsigned wire_type, const uint8_t **data, si
     return true;
 }
 
-static int pb_walk(const ProtobufCMessageDescriptor *desc, const uint8_t *data, size_t len,
-                   int depth, lc_status_t *st)
+static int pbs_walk(const ProtobufCMessageDescriptor *desc, const uint8_t *data, size_t len,
+                    int depth, lc_status_t *st)
 {
     if (depth > PB_MAX_DEPTH)
         return lc_status_set(st, LC_CODE_INVALID_ARGUMENT, "%s: messages nested too deep",
                              desc->name);
-    pb_cursor_t c = {data, data + len};
+    pbs_cursor_t c = {data, data + len};
     uint64_t tag;
-    while (c.p < c.end && pb_varint(&c, &tag)) {
+    while (c.p < c.end && pbs_varint(&c, &tag)) {
         const uint8_t *field = NULL;
         size_t field_len = 0;
-        if (!pb_skip(&c, (unsigned)(tag & 7), &field, &field_len))
+        if (!pbs_skip(&c, (unsigned)(tag & 7), &field, &field_len))
             return 0;
         const ProtobufCFieldDescriptor *f =
             field ? protobuf_c_message_descriptor_get_field(desc, (unsigned)(tag >> 3)) : NULL;
@@ -82,7 +82,7 @@ static int pb_walk(const ProtobufCMessageDescriptor *desc, const uint8_t *data, 
                                  "%s.%s: a NUL byte is not allowed in a string", desc->name,
                                  f->name);
         if (f->type == PROTOBUF_C_TYPE_MESSAGE &&
-            pb_walk(f->descriptor, field, field_len, depth + 1, st) != 0)
+            pbs_walk(f->descriptor, field, field_len, depth + 1, st) != 0)
             return -1;
     }
     return 0;
@@ -91,5 +91,5 @@ static int pb_walk(const ProtobufCMessageDescriptor *desc, const uint8_t *data, 
 int lc_pb_strings_check(const ProtobufCMessageDescriptor *desc, const uint8_t *data, size_t len,
                         lc_status_t *st)
 {
-    return pb_walk(desc, data, len, 0, st);
+    return pbs_walk(desc, data, len, 0, st);
 }
