@@ -28,13 +28,14 @@ typedef struct {
 
 #define F(name, type, field, def, min, max)                                                        \
     {                                                                                              \
-        name, type, offsetof(fuzz_cfg_t, field), def, min, max, "fuzz"                             \
+        name, type, offsetof(fuzz_cfg_t, field), def, min, max, "fuzz", NULL                       \
     }
 
 static const lc_cfg_entry_t table[] = {
     F("config.file", LC_CFG_STRING, config_file, NULL, 0, 0),
     F("http.address", LC_CFG_STRING, http_address, ":4040", 0, 0),
-    F("http.port", LC_CFG_INT, port, "4040", 1, 65535),
+    /* with a deprecated alias, so its lookups are fuzzed too */
+    {"http.port", LC_CFG_INT, offsetof(fuzz_cfg_t, port), "4040", 1, 65535, "fuzz", "server.port"},
     F("debug", LC_CFG_BOOL, debug, "false", 0, 0),
     F("retention", LC_CFG_DURATION, retention_ns, "7d", 0, 0),
     F("storage.map-size", LC_CFG_BYTES, map_size_bytes, "16GiB", 0, 0),

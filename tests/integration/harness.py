@@ -10,6 +10,7 @@ Run with Debian's /usr/bin/python3 (python3-protobuf is only visible there).
 """
 import atexit
 import base64
+import collections
 import gzip
 import http.client
 import importlib
@@ -657,6 +658,28 @@ def decode_flamegraph(fg):
             prev_end = x + v[k + 1]
         levels.append(nodes)
     return levels
+
+
+def flamegraph_stacks(names, levels, width=4):
+    """{root-first names: self} from a flame graph's levels (Pyroscope's
+    delta-x layout); the root ("total") is left out."""
+    nodes = []  # per level: (x, total, self, name, path)
+    out = collections.Counter()
+    for depth, vals in enumerate(levels):
+        row, prev_end = [], 0
+        for k in range(0, len(vals), width):
+            x = prev_end + vals[k]
+            total, self_, name = vals[k + 1], vals[k + 2], names[vals[k + 3]]
+            prev_end = x + total
+            parent = ()
+            if depth:
+                parent = next(n[4] for n in nodes[depth - 1] if n[0] <= x < n[0] + max(n[1], 1))
+            path = parent + (name,) if depth else ()
+            row.append((x, total, self_, name, path))
+            if self_:
+                out[path] += self_
+        nodes.append(row)
+    return out
 
 
 def flamegraph_names(fg):

@@ -7,6 +7,7 @@ kernel; a Go program's hot function), the kernel's own accounting of a
 child's CPU time (wait4 rusage), and `perf record -F 99 -g` on the same
 process. Needs root (CI runs as root) and a kernel with BTF.
 """
+import collections
 import os
 import re
 import shutil
@@ -69,6 +70,28 @@ class Run:
         self.cpu_s = ru.ru_utime + ru.ru_stime
         self.ended_ms = h.now_ms()
         return self
+
+
+def function_file_ranges(binary, names):
+    """{name: (start, end) file offsets} of functions, from the binary's
+    symbol table (nm) and its PT_LOAD segments (readelf): what an address's
+    module+0xoffset frame is relative to."""
+    loads = []
+    for line in subprocess.run(["readelf", "-lW", binary], capture_output=True, text=True,
+                               check=True).stdout.splitlines():
+        f = line.split()
+        if f and f[0] == "LOAD":
+            loads.append((int(f[1], 16), int(f[2], 16), int(f[4], 16)))  # offset, vaddr, filesz
+    out = {}
+    for line in subprocess.run(["nm", "-S", "--defined-only", binary], capture_output=True,
+                               text=True, check=True).stdout.splitlines():
+        f = line.split()
+        if len(f) == 4 and f[3] in names:
+            vaddr, size = int(f[0], 16), int(f[1], 16)
+            for off, va, filesz in loads:
+                if va <= vaddr < va + filesz:
+                    out[f[3]] = (vaddr - va + off, vaddr - va + off + size)
+    return out
 
 
 def flame_nodes(fg):
@@ -206,6 +229,38 @@ class AgentTest(unittest.TestCase):
             if m:
                 return m.group(1)
         raise AssertionError(f"no symbol in perf report:\n{report[:2000]}")
+
+    def test_stripped_program_frames_are_module_offsets(self):
+        """cpu_mix with its own build id (so the symbols cached for cpu_mix do
+        not apply), stripped: no .symtab, and alpha_work / beta_work are not in
+        .dynsym, nor is there a debug file. The agent cannot name them, so it
+        sends mapping + address, and the flame graph shows
+        cpu_mix_stripped+0x<file offset> (issue 31). The judge is the
+        unstripped copy's symbol table turned into file offsets (nm, readelf):
+        alpha runs three times as long as beta, so its frames hold more."""
+        built = os.path.join(self.tmp, "cpu_mix_unstripped")
+        subprocess.run(["cc", "-O1", "-fno-omit-frame-pointer", "-fno-ipa-icf", "-pthread",
+                        f"-Wl,--build-id=0x{os.urandom(20).hex()}",
+                        os.path.join(PROGS, "cpu_mix.c"), "-o", built], check=True)
+        stripped = os.path.join(self.tmp, "cpu_mix_stripped")
+        subprocess.run(["strip", "--strip-all", "-o", stripped, built], check=True)
+        ranges = function_file_ranges(built, ("alpha_work", "beta_work"))
+        self.assertEqual(set(ranges), {"alpha_work", "beta_work"})
+        run = Run([stripped, "mix", str(2.5 * INTERVAL_S)]).finish()
+        nodes = self.settled_nodes(run)
+        names = {n["name"] for n in nodes}
+        self.assertFalse(names & {"alpha_work", "beta_work", "mix_worker"}, "named without symbols?")
+        self.assertFalse([n for n in names if n.startswith("[unknown]")], sorted(names)[:40])
+        frame = re.compile(r"^cpu_mix_stripped\+0x([0-9a-f]+)$")
+        selfs = collections.Counter()
+        for n in nodes:
+            m = frame.match(n["name"])
+            for fn, (lo, hi) in ranges.items():
+                if m and lo <= int(m.group(1), 16) < hi:
+                    selfs[fn] += n["self"]
+        self.assertGreater(selfs["beta_work"], 0, f"{selfs} in {sorted(names)[:40]}")
+        self.assertGreater(selfs["alpha_work"], selfs["beta_work"], selfs)
+        self.assertAlive()
 
     def test_syscall_heavy_program_has_kernel_frames(self):
         run = Run([self.c_bin, "sys", str(1.5 * INTERVAL_S)]).finish()

@@ -18,9 +18,9 @@ PRESETS = ("all-in-one", "all-in-one-scraper-agent", "microservices-1zone",
            "microservices-redis-secret")
 NS = "ember-test"
 BINARIES = ("ember", "ember-ingester", "ember-querier", "ember-scraper", "ember-agent")
-# the flag each binary takes for the number of stream partitions
-PARTITIONS_FLAG = {"ember": "--ingest.partitions", "ember-ingester": "--ingest.partitions",
-                   "ember-scraper": "--redis.partitions", "ember-agent": "--redis.partitions"}
+# the flag each binary takes for the number of stream partitions: one name in all
+PARTITIONS_FLAG = {b: "--ingest.partitions" for b in ("ember", "ember-ingester", "ember-scraper",
+                                                      "ember-agent")}
 
 
 def values_of(name):

@@ -62,6 +62,42 @@ def fixture_totals():
     return tot
 
 
+def fixture_offcpu_stacks():
+    """Off-CPU value by stack (root-first frame names) from the fixture's
+    JSON: a location's lines outermost first, and a location without lines
+    (the eBPF profiler's unsymbolized native frames) named as issue 31 says:
+    basename(file)+0x<address - start + file offset>. Also {file base name:
+    GNU build id} of the mappings of those locations."""
+    d = json.loads(fixture("otel-ebpf-profile.pb.json"))
+    dic = d["dictionary"]
+    st, at = dic["stringTable"], dic["attributeTable"]
+    locs, maps, fns = dic["locationTable"], dic["mappingTable"], dic["functionTable"]
+    build_ids = {}
+
+    def frames(loc):
+        if loc.get("lines"):
+            return [st[fns[l.get("functionIndex", 0)].get("nameStrindex", 0)] for l in reversed(loc["lines"])]
+        m = maps[loc.get("mappingIndex", 0)]
+        base = os.path.basename(st[m.get("filenameStrindex", 0)])
+        for k in m.get("attributeIndices", []):
+            if st[at[k].get("keyStrindex", 0)] == "process.executable.build_id.gnu":
+                build_ids[base] = at[k]["value"]["stringValue"]
+        off = int(loc.get("address", "0")) - int(m.get("memoryStart", "0")) + int(m.get("fileOffset", "0"))
+        return [f"{base}+0x{off:x}"]
+
+    stacks = collections.Counter()
+    for rp in d["resourceProfiles"]:
+        for sp in rp["scopeProfiles"]:
+            for p in sp["profiles"]:
+                if st[p["sampleType"].get("typeStrindex", 0)] != "off_cpu":
+                    continue
+                for smp in p["samples"]:
+                    ids = dic["stackTable"][smp.get("stackIndex", 0)].get("locationIndices", [])
+                    names = [n for i in reversed(ids) for n in frames(locs[i])]
+                    stacks[tuple(names)] += sum(int(v) for v in smp.get("values", []))
+    return stacks, build_ids
+
+
 def merged_stacks(srv, ptype):
     raw = srv.merge_profile(ptype, "{}", T_START, T_END)
     p = h.pb().profile.Profile.FromString(raw)
@@ -100,6 +136,31 @@ class OtlpFixtureTest(unittest.TestCase):
             s.request("POST", HTTP_PATH, fixture("otel-ebpf-profile.pb.bin"),
                       {"Content-Type": "application/x-protobuf"})))
         self.check_fixture(srv)
+
+    def test_unsymbolized_frames_named_module_offset(self):
+        """The fixture's native frames without lines (libc, glib, ...) show
+        in the off-CPU flame graph as module+0xoffset, stack by stack, and
+        the merged pprof keeps them as locations with their mapping's file
+        and GNU build id, no line."""
+        srv = self.run_server(lambda s: (lambda r: (r.status, r.body))(
+            s.request("POST", HTTP_PATH, fixture("otel-ebpf-profile.pb.bin"),
+                      {"Content-Type": "application/x-protobuf"})))
+        want, build_ids = fixture_offcpu_stacks()
+        self.assertTrue(any("+0x" in n for st in want for n in st))  # the fixture has some
+        total = fixture_totals()[OFF_CPU]
+        h.wait_for(lambda: srv.flamegraph(OFF_CPU, "{}", T_START, T_END).total == total,
+                   timeout=20, what="the fixture to be queryable")
+        fg = srv.flamegraph(OFF_CPU, "{}", T_START, T_END)
+        got = h.flamegraph_stacks(list(fg.names), [list(l.values) for l in fg.levels])
+        self.assertEqual(got, want)
+        p = h.pb().profile.Profile.FromString(srv.merge_profile(OFF_CPU, "{}", T_START, T_END))
+        maps = {m.id: m for m in p.mapping}
+        seen = {}
+        for loc in p.location:
+            if not loc.line and loc.mapping_id in maps:
+                m = maps[loc.mapping_id]
+                seen[os.path.basename(p.string_table[m.filename])] = p.string_table[m.build_id]
+        self.assertEqual(seen, build_ids)
 
     def test_otlp_http_json(self):
         srv = self.run_server(lambda s: (lambda r: (r.status, r.body))(

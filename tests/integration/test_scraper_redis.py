@@ -10,7 +10,10 @@ so the split is checked where it matters, at the targets:
   - after one replica stops, the other scrapes everything within a few
     intervals;
   - what was scraped is in the ember:ingest:<p> streams as IngestProfile
-    messages with the job, instance and service_name labels.
+    messages with the job, instance and service_name labels, and only in the
+    first PARTITIONS streams: one replica is told the count as
+    --ingest.partitions, the other by the deprecated alias
+    --redis.partitions, which still works and logs one warning.
 """
 import os
 import shutil
@@ -27,6 +30,8 @@ from test_agent_redis import stream_messages
 from test_scraper import targets, write_file
 
 N_TARGETS = 10
+PARTITIONS = 4  # of the 16 streams stream_messages reads: the default would use them all
+PARTITIONS_FLAG = {"scraper-a": "--ingest.partitions", "scraper-b": "--redis.partitions"}
 PATHS = ("/debug/pprof/goroutine", "/debug/pprof/threadcreate")
 
 
@@ -114,7 +119,7 @@ class ScraperReplicasTest(unittest.TestCase):
             cls.replicas[rid] = dh.Role(scraper_binary(), False, args=[
                 f"--config.file={cls.config}", f"--redis.url={cls.redis.url}",
                 f"--member.id={rid}", "--member.heartbeat=300ms", "--member.ttl=2s",
-                "--scrape.handover=1s"])
+                "--scrape.handover=1s", f"{PARTITIONS_FLAG[rid]}={PARTITIONS}"])
         try:
             for r in cls.replicas.values():
                 r.start()
@@ -191,9 +196,18 @@ class ScraperReplicasTest(unittest.TestCase):
                              f"{t.address}{path} after scraper-a left")
         self.assert_no_overlap()
 
-        # What was scraped went to the streams with the expected labels.
+        # What was scraped went to the streams with the expected labels, under
+        # either spelling of the partition count.
         msgs = stream_messages(self.redis.port)
         self.assertGreater(len(msgs), 2 * len(self.keys()))
+        self.assertEqual({p for p, _ in msgs if p >= PARTITIONS}, set(),
+                         "a replica published past its partition count")
+        with open(b.log_path, "rb") as f:
+            log_b = f.read().decode(errors="replace")
+        with open(a.log_path, "rb") as f:
+            log_a = f.read().decode(errors="replace")
+        self.assertEqual(log_b.count("old=redis.partitions new=ingest.partitions"), 1)
+        self.assertNotIn("deprecated setting name", log_a)
         instances = set()
         for _, m in msgs:
             labels = {l.name: l.value for l in m.labels}

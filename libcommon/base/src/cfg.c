@@ -12,6 +12,10 @@
  * its document loader, so aliases are refused outright instead of being
  * expanded (an alias cycle would otherwise recurse forever).
  *
+ * A deprecated alias (lc_cfg_entry_t.alias) is looked up only after the
+ * current names, in each of the three sources, and logs one warning per
+ * process: every source that names it points at the same fix.
+ *
  * Sits on alloc (strings and buffers), err (lc_status_t) and log (lc_cfg_log).
  */
 #include <ctype.h>
@@ -35,6 +39,7 @@
 #define CFG_KEY_MAX 256              /* longest dotted key, env name or source label */
 #define CFG_WHY_MAX 256              /* one parse-error explanation */
 #define CFG_SHOW_MAX 64              /* bytes of a bad value quoted back in errors */
+#define CFG_MAX_ALIASES 32           /* deprecated aliases warned about, per process */
 
 #define NS_PER_US INT64_C(1000)
 #define NS_PER_MS INT64_C(1000000)
@@ -55,6 +60,7 @@ typedef union {
 typedef struct {
     const lc_cfg_entry_t *entry; /* NULL for --config.file when the table lacks it */
     const char *value;           /* points into argv */
+    bool by_alias;               /* named by entry->alias: errors say so */
 } cfg_flag_t;
 
 /* ---- names ---------------------------------------------------------------------------------- */
@@ -72,6 +78,34 @@ static const lc_cfg_entry_t *find_entry_n(const lc_cfg_entry_t *table, size_t n,
 static const lc_cfg_entry_t *find_entry(const lc_cfg_entry_t *table, size_t n, const char *name)
 {
     return find_entry_n(table, n, name, strlen(name));
+}
+
+/* The entry whose deprecated alias is name (len bytes), or NULL. */
+static const lc_cfg_entry_t *find_alias_n(const lc_cfg_entry_t *table, size_t n, const char *name,
+                                          size_t len)
+{
+    for (size_t i = 0; i < n; i++) {
+        const char *alias = table[i].alias;
+        if (alias && strncmp(alias, name, len) == 0 && alias[len] == '\0')
+            return &table[i];
+    }
+    return NULL;
+}
+
+/* Aliases already warned about: one line per process is enough to say what
+ * to rename, however many sources use it (lc_cfg_load runs before threads). */
+static const char *warned_aliases[CFG_MAX_ALIASES];
+static size_t n_warned_aliases;
+
+static void warn_alias(const lc_cfg_entry_t *e, const char *source)
+{
+    for (size_t i = 0; i < n_warned_aliases; i++)
+        if (strcmp(warned_aliases[i], e->alias) == 0)
+            return;
+    if (n_warned_aliases < CFG_MAX_ALIASES)
+        warned_aliases[n_warned_aliases++] = e->alias;
+    LC_LOG_WARN("deprecated setting name, use the new one source=\"%s\" old=%s new=%s", source,
+                e->alias, e->name);
 }
 
 /* "storage.block-duration" -> "EMBER_STORAGE_BLOCK_DURATION". */
@@ -488,17 +522,28 @@ int lc_cfg_defaults(const lc_cfg_entry_t *table, size_t n, void *cfg, lc_status_
     return 0;
 }
 
+/* Applies the variable of e's name (or of its alias), if set. */
+static int apply_env_name(const lc_cfg_entry_t *e, bool by_alias, void *cfg, lc_status_t *st)
+{
+    char var[CFG_KEY_MAX], source[CFG_KEY_MAX + 8];
+    env_name(by_alias ? e->alias : e->name, var, sizeof(var));
+    /* A variable set to "" still counts: it is how a default string is cleared. */
+    const char *value = getenv(var);
+    if (!value)
+        return 0;
+    snprintf(source, sizeof(source), "env %s", var);
+    if (by_alias)
+        warn_alias(e, source);
+    return set_text(e, cfg, value, source, st);
+}
+
 static int apply_env(const lc_cfg_entry_t *table, size_t n, void *cfg, lc_status_t *st)
 {
     for (size_t i = 0; i < n; i++) {
-        char name[CFG_KEY_MAX], source[CFG_KEY_MAX + 8];
-        env_name(table[i].name, name, sizeof(name));
-        /* A variable set to "" still counts: it is how a default string is cleared. */
-        const char *value = getenv(name);
-        if (!value)
-            continue;
-        snprintf(source, sizeof(source), "env %s", name);
-        if (set_text(&table[i], cfg, value, source, st) != 0)
+        /* The alias first, so the current name wins when both are set. */
+        if (table[i].alias && apply_env_name(&table[i], true, cfg, st) != 0)
+            return -1;
+        if (apply_env_name(&table[i], false, cfg, st) != 0)
             return -1;
     }
     return 0;
@@ -528,6 +573,13 @@ static int parse_flag(const lc_cfg_entry_t *table, size_t n, int argc, char **ar
     const char *eq = strchr(name, '=');
     size_t len = eq ? (size_t)(eq - name) : strlen(name);
     out->entry = find_entry_n(table, n, name, len);
+    out->by_alias = false;
+    if (!out->entry && (out->entry = find_alias_n(table, n, name, len)) != NULL) {
+        out->by_alias = true;
+        char source[CFG_KEY_MAX + 8];
+        snprintf(source, sizeof(source), "flag --%s", out->entry->alias);
+        warn_alias(out->entry, source);
+    }
     if (!out->entry && !is_config_file_flag(NULL, name, len))
         return lc_status_set(st, LC_CODE_INVALID_ARGUMENT, "flag --%.*s: unknown (see --help)",
                              (int)(len < CFG_SHOW_MAX ? len : CFG_SHOW_MAX), name);
@@ -569,7 +621,8 @@ static int apply_flags(void *cfg, const cfg_flag_t *flags, size_t n_flags, lc_st
         if (!flags[i].entry)
             continue; /* --config.file outside the table: already used to find the file */
         char source[CFG_KEY_MAX + 16];
-        snprintf(source, sizeof(source), "flag --%s", flags[i].entry->name);
+        const lc_cfg_entry_t *e = flags[i].entry;
+        snprintf(source, sizeof(source), "flag --%s", flags[i].by_alias ? e->alias : e->name);
         if (set_text(flags[i].entry, cfg, flags[i].value, source, st) != 0)
             return -1;
     }
@@ -637,15 +690,32 @@ static bool yaml_is_null(const yaml_event_t *ev)
     return false;
 }
 
-/* True when some entry lives below the current key ("http" for "http.address"). */
+static bool name_below_key(const char *name, const yaml_walk_t *w)
+{
+    return name && strncmp(name, w->key, w->key_len) == 0 && name[w->key_len] == '.';
+}
+
+/* True when some entry (or alias) lives below the current key ("http" for
+ * "http.address"). */
 static bool yaml_key_is_prefix(const yaml_walk_t *w)
 {
     for (size_t i = 0; i < w->n; i++) {
-        const char *name = w->table[i].name;
-        if (strncmp(name, w->key, w->key_len) == 0 && name[w->key_len] == '.')
+        if (name_below_key(w->table[i].name, w) || name_below_key(w->table[i].alias, w))
             return true;
     }
     return false;
+}
+
+/* The entry the current key names, by its name or else its alias (warned). */
+static const lc_cfg_entry_t *yaml_key_entry(const yaml_walk_t *w)
+{
+    const lc_cfg_entry_t *e = find_entry(w->table, w->n, w->key);
+    if (e || !(e = find_alias_n(w->table, w->n, w->key, w->key_len)))
+        return e;
+    char source[LC_STATUS_MSG_MAX];
+    snprintf(source, sizeof(source), "config file %s: key %s", w->source, w->key);
+    warn_alias(e, source);
+    return e;
 }
 
 static int yaml_push_key(yaml_walk_t *w, const yaml_event_t *ev)
@@ -669,7 +739,7 @@ static int yaml_push_key(yaml_walk_t *w, const yaml_event_t *ev)
 
 static int yaml_set_scalar(yaml_walk_t *w, const yaml_event_t *ev)
 {
-    const lc_cfg_entry_t *e = find_entry(w->table, w->n, w->key);
+    const lc_cfg_entry_t *e = yaml_key_entry(w);
     bool null = yaml_is_null(ev);
     if (!e && yaml_key_is_prefix(w))
         return null ? 0 : yaml_fail(w, "key %s: expected a mapping of keys below it", w->key);
@@ -692,7 +762,7 @@ static int yaml_walk_mapping(yaml_walk_t *w, int depth);
 
 static int yaml_enter_mapping(yaml_walk_t *w, int depth)
 {
-    if (find_entry(w->table, w->n, w->key))
+    if (find_entry(w->table, w->n, w->key) || find_alias_n(w->table, w->n, w->key, w->key_len))
         return yaml_fail(w, "key %s: expected a value, found a mapping", w->key);
     if (!yaml_key_is_prefix(w))
         return yaml_fail(w, "key %s: unknown", w->key);
@@ -893,7 +963,7 @@ void lc_cfg_free(const lc_cfg_entry_t *table, size_t n, void *cfg)
 
 /* Shown when the table has no config.file entry of its own: the flag works regardless. */
 static const lc_cfg_entry_t implicit_config_file = {
-    CFG_FILE_KEY, LC_CFG_STRING, 0, NULL, 0, 0, "YAML file with any of these settings",
+    CFG_FILE_KEY, LC_CFG_STRING, 0, NULL, 0, 0, "YAML file with any of these settings", NULL,
 };
 
 /* " (default X, range A..B)" or nothing. */
@@ -934,6 +1004,10 @@ static void help_print_entry(FILE *out, const lc_cfg_entry_t *e)
     fputc('\n', out);
     help_print_text(out, e->help);
     fprintf(out, "        env %s\n", env);
+    if (!e->alias)
+        return;
+    env_name(e->alias, env, sizeof(env));
+    fprintf(out, "        deprecated alias --%s, env %s\n", e->alias, env);
 }
 
 void lc_cfg_help(const lc_cfg_entry_t *table, size_t n, const char *usage, FILE *out)

@@ -3,8 +3,9 @@
  * (types.v1.StackTraceSelector.call_site, pyroscope-api.md §3.2): a sample is
  * kept when its stack, root first, begins with the call-site function names.
  * As in Pyroscope, frames are a location's lines outermost first and names are
- * compared whole; the rest of a kept stack (the call site's callees) is kept
- * as it is.
+ * compared whole (a location without lines is its "module+0xoffset" frame,
+ * lc_block_frame_name, as the flame graph shows it); the rest of a kept stack (the call site's
+ * callees) is kept as it is.
  *
  * A block stores stacks as a parent-pointer tree with parent < child, so one
  * ascending pass decides every node: a node inherits its parent's verdict once
@@ -25,13 +26,12 @@ static int match_location(lc_block_t *b, const lc_query_t *q, uint32_t loc, uint
         return 0; /* the virtual root: no frame */
     lc_store_location_t l;
     int rc = lc_block_location(b, loc, &l);
-    for (size_t j = 0; rc == 0 && j < l.n_lines && *pos < q->n_call_site; j++) {
-        lc_store_function_t fn;
+    size_t n_frames = rc == 0 ? lc_block_frame_count(&l) : 0;
+    for (size_t j = 0; rc == 0 && j < n_frames && *pos < q->n_call_site; j++) {
+        char scratch[LC_FRAME_NAME_MAX];
         const char *name;
         size_t len;
-        rc = lc_block_function(b, l.lines[l.n_lines - 1 - j].function_id, &fn);
-        if (rc == 0)
-            rc = lc_block_string(b, fn.name, &name, &len);
+        rc = lc_block_frame_name(b, &l, j, scratch, &name, &len);
         if (rc)
             break;
         const char *want = q->call_site[*pos];

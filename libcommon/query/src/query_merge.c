@@ -7,8 +7,9 @@
  * Folding maps each block node to a name-tree node: the parent's mapping
  * followed by the frames of the node's location, root side first (a location's
  * lines[n-1] .. lines[0]; lines[0] is the innermost inlined function). A
- * location without lines adds no frame, so its value stays on the parent's
- * path. Nodes whose subtree total is 0 are skipped, so the work is
+ * location without lines (not symbolized) is one frame named
+ * "module+0xoffset" (lc_block_frame_name), so stored stacks never vanish
+ * from a flame graph. Nodes whose subtree total is 0 are skipped, so the work is
  * proportional to the part of the block the query touches. Frame names are
  * resolved once per location per block and interned in the name tree, so
  * blocks with different string ids still share names.
@@ -255,6 +256,16 @@ static int function_name(lc_block_t *b, lc_ftree_t *t, qm_frames_t *f, uint32_t 
     return rc;
 }
 
+/* The "module+0xoffset" frame of a location without lines (lc/frame_name.h). */
+static int address_name(lc_block_t *b, lc_ftree_t *t, const lc_store_location_t *l, uint32_t *name)
+{
+    char scratch[LC_FRAME_NAME_MAX];
+    const char *s;
+    size_t len;
+    int rc = lc_block_frame_name(b, l, 0, scratch, &s, &len);
+    return rc ? rc : lc_ftree_name(t, s, len, name);
+}
+
 static int location_frames(lc_block_t *b, lc_ftree_t *t, qm_frames_t *f, uint32_t loc,
                            const uint32_t **frames, uint32_t *n)
 {
@@ -265,20 +276,21 @@ static int location_frames(lc_block_t *b, lc_ftree_t *t, qm_frames_t *f, uint32_
         int rc = lc_block_location(b, loc, &l);
         if (rc)
             return rc;
-        if (f->n_frames + l.n_lines >= UINT32_MAX)
+        size_t n_frames = lc_block_frame_count(&l);
+        if (f->n_frames + n_frames >= UINT32_MAX)
             return LC_ETOOBIG;
-        f->frames =
-            lc_xgrow(f->frames, &f->frames_cap, f->n_frames + l.n_lines, sizeof(*f->frames));
-        for (size_t j = 0; j < l.n_lines; j++) {
+        f->frames = lc_xgrow(f->frames, &f->frames_cap, f->n_frames + n_frames, sizeof(*f->frames));
+        for (size_t j = 0; j < n_frames; j++) {
             uint32_t name;
-            rc = function_name(b, t, f, l.lines[l.n_lines - 1 - j].function_id, &name);
+            rc = l.n_lines ? function_name(b, t, f, l.lines[l.n_lines - 1 - j].function_id, &name)
+                           : address_name(b, t, &l, &name);
             if (rc)
                 return rc;
             f->frames[f->n_frames + j] = name;
         }
         f->loc_off[loc] = (uint32_t)f->n_frames + 1;
-        f->loc_len[loc] = (uint32_t)l.n_lines;
-        f->n_frames += l.n_lines;
+        f->loc_len[loc] = (uint32_t)n_frames;
+        f->n_frames += n_frames;
     }
     *frames = f->frames + f->loc_off[loc] - 1;
     *n = f->loc_len[loc];

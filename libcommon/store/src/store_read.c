@@ -611,3 +611,40 @@ int lc_block_string(lc_block_t *b, uint32_t id, const char **s, size_t *len)
     *len = v.mv_size;
     return 0;
 }
+
+/* The name of a location without lines, from its mapping (if any). */
+static int address_frame_name(lc_block_t *b, const lc_store_location_t *l,
+                              char scratch[LC_FRAME_NAME_MAX], size_t *len)
+{
+    if (l->mapping_id == 0) {
+        *len = lc_frame_address_name(NULL, l->address, scratch);
+        return 0;
+    }
+    lc_store_mapping_t sm;
+    lc_frame_mapping_t fm;
+    int rc = lc_block_mapping(b, l->mapping_id, &sm);
+    if (!rc)
+        rc = lc_block_string(b, sm.filename, &fm.file, &fm.file_len);
+    if (!rc)
+        rc = lc_block_string(b, sm.build_id, &fm.build_id, &fm.build_id_len);
+    if (rc)
+        return rc;
+    fm.memory_start = sm.memory_start;
+    fm.file_offset = sm.file_offset;
+    *len = lc_frame_address_name(&fm, l->address, scratch);
+    return 0;
+}
+
+int lc_block_frame_name(lc_block_t *b, const lc_store_location_t *l, size_t j,
+                        char scratch[LC_FRAME_NAME_MAX], const char **s, size_t *len)
+{
+    if (l->n_lines == 0) {
+        *s = scratch;
+        return address_frame_name(b, l, scratch, len);
+    }
+    if (j >= l->n_lines)
+        return LC_ECORRUPT;
+    lc_store_function_t fn;
+    int rc = lc_block_function(b, l->lines[l->n_lines - 1 - j].function_id, &fn);
+    return rc ? rc : lc_block_string(b, fn.name, s, len);
+}

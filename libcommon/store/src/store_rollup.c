@@ -263,17 +263,16 @@ static int rb_location(rb_t *rb, lc_block_t *b, uint32_t loc, const uint32_t **f
         int rc = lc_block_location(b, loc, &l);
         if (rc)
             return rc;
+        size_t n_frames = lc_block_frame_count(&l);
         rb->frames =
-            lc_xgrow(rb->frames, &rb->frames_cap, rb->n_frames + l.n_lines, sizeof(*rb->frames));
-        for (size_t j = 0; j < l.n_lines; j++) {
-            lc_store_function_t fn;
+            lc_xgrow(rb->frames, &rb->frames_cap, rb->n_frames + n_frames, sizeof(*rb->frames));
+        for (size_t j = 0; j < n_frames; j++) {
+            char scratch[LC_FRAME_NAME_MAX];
             const char *s;
             size_t len;
             uint32_t id;
             bool added;
-            rc = lc_block_function(b, l.lines[l.n_lines - 1 - j].function_id, &fn);
-            if (!rc)
-                rc = lc_block_string(b, fn.name, &s, &len);
+            rc = lc_block_frame_name(b, &l, j, scratch, &s, &len);
             if (!rc)
                 rc = lc_store__symtab_intern(&rb->names, s, len, &id, &added);
             if (rc)
@@ -281,8 +280,8 @@ static int rb_location(rb_t *rb, lc_block_t *b, uint32_t loc, const uint32_t **f
             rb->frames[rb->n_frames + j] = id;
         }
         rb->loc_first[loc] = (uint32_t)rb->n_frames + 1;
-        rb->loc_len[loc] = (uint32_t)l.n_lines;
-        rb->n_frames += l.n_lines;
+        rb->loc_len[loc] = (uint32_t)n_frames;
+        rb->n_frames += n_frames;
     }
     *frames = rb->frames + rb->loc_first[loc] - 1;
     *n = rb->loc_len[loc];

@@ -11,8 +11,10 @@
  *
  * Symbol sources, by frame: kernel -> kallsyms; user -> the mapping's ELF
  * symbols (file offset -> ELF vaddr through the load segments); anonymous
- * executable memory -> the process' perf map. What stays unresolved is named
- * "[unknown] (<module>)" so it is visible, and counted in the misses.
+ * executable memory -> the process' perf map. What stays unresolved is sent
+ * as it is (issue 31): a location with its mapping (file, build id, offsets)
+ * and address and no line, which the server shows as "module+0xoffset" and
+ * a symbolizer can resolve later; it is counted in the misses.
  * Locations are cached per process and address for the interval.
  */
 #define _GNU_SOURCE /* qsort_r */
@@ -165,12 +167,10 @@ static uint64_t add_location(group_t *g, uint64_t mapping, uint64_t addr, const 
     return lc_pprof_builder_location(g->b, mapping, addr, &line, 1);
 }
 
-static void unknown_name(const char *module, char *out, size_t cap)
+/* A frame no symbol source named: mapping and address, no line. */
+static uint64_t unsymbolized_location(group_t *g, uint64_t mapping, uint64_t addr)
 {
-    if (module && *module)
-        snprintf(out, cap, "[unknown] (%s)", module);
-    else
-        snprintf(out, cap, "[unknown]");
+    return lc_pprof_builder_location(g->b, mapping, addr, NULL, 0);
 }
 
 static void count_symbol(build_t *bd, bool resolved)
@@ -184,14 +184,11 @@ static void count_symbol(build_t *bd, bool resolved)
 static uint64_t kernel_location(build_t *bd, group_t *g, uint64_t addr, uint64_t lookup)
 {
     const char *name = agt_kallsyms_lookup(bd->ctx->kallsyms, lookup);
-    char unknown[64];
     count_symbol(bd, name != NULL);
-    if (!name) {
-        unknown_name(KERNEL_MODULE, unknown, sizeof(unknown));
-        name = unknown;
-    }
     if (!g->kernel_mapping)
         g->kernel_mapping = lc_pprof_builder_mapping(g->b, 0, 0, 0, KERNEL_MODULE, "", true);
+    if (!name)
+        return unsymbolized_location(g, g->kernel_mapping, addr);
     return add_location(g, g->kernel_mapping, addr, name, "");
 }
 
@@ -252,19 +249,17 @@ static uint64_t user_location(build_t *bd, group_t *g, agt_proc_t *p, uint64_t a
                               uint64_t lookup)
 {
     const agt_map_t *m = find_map(bd, p, lookup);
-    const char *name = NULL, *module = m ? map_module(m) : NULL;
+    const char *name = NULL;
     uint64_t vaddr;
     if (m && m->elf && agt_elf_offset_to_vaddr(m->elf, lookup - m->start + m->offset, &vaddr))
         name = agt_elf_symbol(m->elf, vaddr);
     if (!name && (!m || m->kind == AGT_MAP_ANON))
         name = jit_symbol(bd, p, lookup);
     count_symbol(bd, name != NULL);
-    char unknown[300];
-    if (!name) {
-        unknown_name(module, unknown, sizeof(unknown));
-        name = unknown;
-    }
-    return add_location(g, m ? agt_mapping_id(bd, g, m) : 0, addr, name, m ? m->path : "");
+    uint64_t mapping = m ? agt_mapping_id(bd, g, m) : 0;
+    if (!name)
+        return unsymbolized_location(g, mapping, addr);
+    return add_location(g, mapping, addr, name, m ? m->path : "");
 }
 
 static uint64_t frame_location(build_t *bd, group_t *g, agt_proc_t *p, uint64_t addr, bool kernel,
@@ -293,10 +288,9 @@ static void add_sample(build_t *bd, group_t *g, agt_proc_t *p, const agt_drained
         locs[n++] = frame_location(bd, g, p, kf[i], true, i == 0);
     for (size_t i = 0; i < nu; i++)
         locs[n++] = frame_location(bd, g, p, uf[i], false, i == 0);
-    if (n == 0) { /* neither stack was readable: keep the sample, visibly */
-        char name[64];
-        unknown_name(NULL, name, sizeof(name));
-        locs[n++] = add_location(g, 0, 0, name, "");
+    if (n == 0) { /* neither stack was readable: keep the sample, visibly (no
+                     address to send, so a named placeholder) */
+        locs[n++] = add_location(g, 0, 0, "[unknown]", "");
         bd->ctx->sym.misses++;
     }
     int64_t values[2] = {(int64_t)count, (int64_t)count * bd->ctx->period_ns};

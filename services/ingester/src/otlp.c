@@ -50,6 +50,7 @@ typedef Opentelemetry__Proto__Common__V1__AnyValue otlp_any_t;
 #define OTLP_SERVICE_KEY "service.name"
 #define OTLP_EXE_KEY "process.executable.name"
 #define OTLP_ANY_TEXT_MAX 64
+#define OTLP_BUILD_ID_KEY "process.executable.build_id.gnu"
 #define OTLP_MAX_LABELS 256  /* series labels from attributes */
 #define OTLP_MAX_SERVICES 64 /* pprofs one profile splits into (each costs a pass) */
 
@@ -309,6 +310,25 @@ static int otlp_pprof_init(otlp_pprof_t *b, const otlp_dict_t *d, const otlp_pro
     return otlp_pprof_types(b, st);
 }
 
+/* The mapping's GNU build id attribute as a pprof string index, 0 without
+ * one: kept so unsymbolized frames stay resolvable (issue 31). */
+static int64_t
+otlp_mapping_build_id(otlp_pprof_t *b,
+                      const Opentelemetry__Proto__Profiles__V1development__Mapping *om)
+{
+    for (size_t j = 0; j < om->n_attribute_indices; j++) {
+        int32_t k = om->attribute_indices[j];
+        if (k < 0 || (size_t)k >= b->d->n_attribute_table)
+            continue;
+        const char *key = otlp_str(b->d, b->d->attribute_table[k]->key_strindex);
+        char buf[32];
+        const char *v = otlp_any_text(b->d, b->d->attribute_table[k]->value, buf, sizeof(buf));
+        if (key && v && strcmp(key, OTLP_BUILD_ID_KEY) == 0)
+            return otlp_str_add(&b->strings, v);
+    }
+    return 0;
+}
+
 static int otlp_mapping(otlp_pprof_t *b, int32_t i, uint64_t *id, lc_status_t *st)
 {
     if (i < 0 || (size_t)i >= b->d->n_mapping_table)
@@ -326,6 +346,9 @@ static int otlp_mapping(otlp_pprof_t *b, int32_t i, uint64_t *id, lc_status_t *s
         m->memory_limit = om->memory_limit;
         m->file_offset = om->file_offset;
         m->filename = om->filename_strindex;
+        m->build_id = otlp_mapping_build_id(b, om);
+        if (m->build_id < 0)
+            return lc_status_set(st, LC_CODE_RESOURCE_EXHAUSTED, "out of request memory");
         m->has_functions = true;
         b->p.mapping[b->p.n_mapping++] = m;
         b->map_ids[i] = m->id;

@@ -27,14 +27,17 @@
     {                                                                                              \
         mask,                                                                                      \
         {                                                                                          \
-            name, type, offsetof(ember_settings_t, field), def, 0, 0, help                         \
+            name, type, offsetof(ember_settings_t, field), def, 0, 0, help, NULL                   \
         }                                                                                          \
     }
 #define SET_RANGE(mask, name, type, field, def, min, max, help)                                    \
+    SET_RANGE_ALIAS(mask, name, NULL, type, field, def, min, max, help)
+/* alias: the setting's former name, still accepted with a warning (lc/cfg.h). */
+#define SET_RANGE_ALIAS(mask, name, alias, type, field, def, min, max, help)                       \
     {                                                                                              \
         mask,                                                                                      \
         {                                                                                          \
-            name, type, offsetof(ember_settings_t, field), def, min, max, help                     \
+            name, type, offsetof(ember_settings_t, field), def, min, max, help, alias              \
         }                                                                                          \
     }
 
@@ -119,8 +122,9 @@ const ember_setting_t ember_settings_table[] = {
     SET_RANGE(S | A, "redis.publish-retry", LC_CFG_DURATION, publish_retry_ns, "0s", 0,
               600 * NS_PER_S,
               "retry a publish whose outcome is unknown this long, stored once (0: fail at once)"),
-    SET_RANGE(S | A, "redis.partitions", LC_CFG_INT, partitions, "16", 1, 4096,
-              "stream partitions ember:ingest:<p>, as the ingesters are configured"),
+    /* One name in every binary: ember and ember-ingester call it ingest.partitions too. */
+    SET_RANGE_ALIAS(S | A, "ingest.partitions", "redis.partitions", LC_CFG_INT, partitions, "16", 1,
+                    4096, "stream partitions ember:ingest:<p>, as the ingesters are configured"),
     SET(S | A, "tenant", LC_CFG_STRING, tenant, "anonymous", "tenant the profiles belong to"),
     SET(S, "member.id", LC_CFG_STRING, member_id, NULL,
         "this replica's id in the group (default: host name and HTTP port)"),

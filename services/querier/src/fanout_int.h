@@ -1,8 +1,9 @@
 /*
  * fanout_int.h — what the fan-out files share (not a public header).
  *
- *   fanout.c        the ingester set, the parallel shard calls (libcurl multi),
- *                   qry_fanout_new: the front end (frontend.c) over this back end
+ *   fanout.c        the ingester set, qry_fanout_new: the front end (frontend.c)
+ *                   over this back end
+ *   fanout_call.c   the parallel shard calls (libcurl multi) and their answers
  *   fanout_rpc.c    the back end's merges and series: forward, merge, untruncated
  *   fanout_list.c   the listings and AnalyzeQuery: unions and sums
  *   fanout_merge.c  merging partial pprofs, series and listings

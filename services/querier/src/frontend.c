@@ -1,10 +1,11 @@
 /*
  * frontend.c — the query front end: querier.v1.QuerierService and the legacy
- * HTTP endpoints, validated, limited and shaped once, over a back end
+ * HTTP endpoints, validated, limited and shaped once (front_shape.c), over a back end
  * (qry_backend_t) that only gathers: the local store (rpc_*.c) in `ember` and
  * on ingesters, or the fan-out to ingesters (fanout*.c) in `ember-querier`.
  *
- * Every method gets a route of its own here rather than lc_connect_register:
+ * Every method gets a route of its own (qry_route_register, the table in
+ * front_routes.c) rather than lc_connect_register:
  * the two that can answer merged pprof (SelectMergeStacktraces,
  * SelectMergeProfile) may answer protobuf bytes (qry_reply_t) sent with
  * lc_connect_reply_raw, and every route checks the tenant before it reads the
@@ -16,7 +17,7 @@
  * and the answer is truncated once, at the end. SelectSeries: the request's
  * checks and its step here, the bucketing by the back end, the limit when the
  * series are emitted here. The listings are answered by the back end whole.
- * The time-range rules (§5.9, qry_front_range) are the front end's too; the
+ * The time-range rules (§5.9, qry_front_range in shared.c) are the front end's too; the
  * store back end applies them where it opens its snapshot
  * (qry_call_begin_range), after the selectors are parsed, as Pyroscope
  * orders its errors, since they clip the range the store reads. The fan-out
@@ -32,8 +33,6 @@
 
 #include "lc/tenant.h"
 #include "querier_int.h"
-
-#define QRY_SERVICE "/querier.v1.QuerierService/"
 
 /* ------------------------------------------------------------ validation */
 
@@ -70,51 +69,6 @@ static int check_merge(const qry_front_t *fe, size_t n_trace_ids, int64_t reques
                              (long long)requested, (long long)o->max_nodes_default,
                              (long long)o->max_nodes_max);
     *max_nodes = requested ? requested : o->max_nodes_default;
-    return 0;
-}
-
-/* ------------------------------------------------------ time-range rules */
-
-/* The §5.9 rules in Pyroscope's order: clip to the look-back first, then
- * check the length of what is left. A range wholly before the look-back
- * sets *empty. */
-static int apply_range_rules(const qry_opts_t *o, int64_t *start_ms, int64_t end_ms, bool *empty,
-                             lc_status_t *st)
-{
-    if (o->max_query_lookback_ms > 0) {
-        int64_t now = qry_now_ms();
-        int64_t min_start =
-            now > INT64_MIN + o->max_query_lookback_ms ? now - o->max_query_lookback_ms : INT64_MIN;
-        if (end_ms < min_start) {
-            *empty = true;
-            return 0;
-        }
-        if (*start_ms < min_start)
-            *start_ms = min_start;
-    }
-    __int128 len = (__int128)end_ms - *start_ms;
-    if (o->max_query_length_ms > 0 && len > o->max_query_length_ms) {
-        char actual[64], limit[64];
-        qry_format_duration(len > INT64_MAX ? INT64_MAX : (int64_t)len, actual, sizeof(actual));
-        qry_format_duration(o->max_query_length_ms, limit, sizeof(limit));
-        return lc_status_set(st, LC_CODE_INVALID_ARGUMENT,
-                             "the query time range exceeds the limit (max_query_length, actual: "
-                             "%s, limit: %s); query a shorter range",
-                             actual, limit);
-    }
-    return 0;
-}
-
-int qry_front_range(const qry_front_t *fe, int64_t *start_ms, int64_t end_ms,
-                    qry_range_rules_t rules, bool *empty, lc_status_t *st)
-{
-    *empty = false;
-    if (*start_ms > end_ms)
-        return lc_status_set(st, LC_CODE_INVALID_ARGUMENT,
-                             "start (%lld) must not be after end (%lld)", (long long)*start_ms,
-                             (long long)end_ms);
-    if (rules == QRY_RANGE_RULES && apply_range_rules(&fe->opts, start_ms, end_ms, empty, st))
-        return -1;
     return 0;
 }
 
@@ -435,39 +389,6 @@ int qry_rpc_unimplemented(lc_http_req_t *req, const ProtobufCMessage *in, Protob
 
 /* ------------------------------------------------------------- the routes */
 
-typedef struct qry_method_s {
-    const char *path;
-    const ProtobufCMessageDescriptor *in;
-    qry_reply_fn reply;        /* answers a qry_reply_t, or */
-    lc_connect_unary_fn unary; /* answers a message; both NULL: unimplemented */
-} qry_method_t;
-
-static const qry_method_t methods[QRY_METHODS] = {
-    {QRY_SERVICE "SelectMergeStacktraces",
-     &querier__v1__select_merge_stacktraces_request__descriptor, qry_rpc_select_merge_stacktraces,
-     NULL},
-    {QRY_SERVICE "SelectMergeProfile", &querier__v1__select_merge_profile_request__descriptor,
-     qry_rpc_select_merge_profile, NULL},
-    {QRY_SERVICE "ProfileTypes", &querier__v1__profile_types_request__descriptor, NULL,
-     qry_rpc_profile_types},
-    {QRY_SERVICE "LabelValues", &types__v1__label_values_request__descriptor, NULL,
-     qry_rpc_label_values},
-    {QRY_SERVICE "LabelNames", &types__v1__label_names_request__descriptor, NULL,
-     qry_rpc_label_names},
-    {QRY_SERVICE "Series", &querier__v1__series_request__descriptor, NULL, qry_rpc_series},
-    {QRY_SERVICE "SelectMergeSpanProfile",
-     &querier__v1__select_merge_span_profile_request__descriptor, NULL,
-     qry_rpc_select_merge_span_profile},
-    {QRY_SERVICE "SelectSeries", &querier__v1__select_series_request__descriptor, NULL,
-     qry_rpc_select_series},
-    {QRY_SERVICE "GetProfileStats", &types__v1__get_profile_stats_request__descriptor, NULL,
-     qry_rpc_get_profile_stats},
-    {QRY_SERVICE "AnalyzeQuery", &querier__v1__analyze_query_request__descriptor, NULL,
-     qry_rpc_analyze_query},
-    {QRY_SERVICE "Diff", &querier__v1__diff_request__descriptor, NULL, qry_rpc_diff},
-    {QRY_SERVICE "SelectHeatmap", &querier__v1__select_heatmap_request__descriptor, NULL, NULL},
-};
-
 /* Runs the route's handler; its answer lands in out (a message or bytes). */
 static int route_call(const qry_route_t *m, lc_http_req_t *req, const ProtobufCMessage *in,
                       qry_reply_t *out, lc_status_t *st)
@@ -530,25 +451,6 @@ int qry_route_register(lc_httpd_t *srv, const char *path, lc_http_scope_t scope,
     return lc_httpd_route(srv, &route);
 }
 
-static int register_methods(qry_front_t *fe, lc_httpd_t *srv)
-{
-    int rc = 0;
-    for (size_t i = 0; i < QRY_METHODS && rc == 0; i++) {
-        const qry_method_t *m = &methods[i];
-        bool implemented = m->reply || m->unary;
-        fe->routes[i] = (qry_route_t){
-            .in = m->in,
-            .reply = m->reply,
-            .unary = implemented ? m->unary : qry_rpc_unimplemented,
-            /* the unimplemented handler takes the method name, for its message */
-            .data = implemented ? (void *)fe : (void *)(m->path + strlen(QRY_SERVICE)),
-            .multitenancy = fe->opts.multitenancy,
-        };
-        rc = qry_route_register(srv, m->path, LC_HTTP_SCOPE_READ, &fe->routes[i]);
-    }
-    return rc;
-}
-
 void qry_front_init(qry_front_t *fe, const qry_opts_t *opts, const qry_backend_t *be,
                     lc_metrics_t *metrics)
 {
@@ -572,12 +474,4 @@ void qry_front_fini(qry_front_t *fe)
 {
     lc_inflight_free(fe->inflight);
     fe->inflight = NULL;
-}
-
-int qry_front_register(qry_front_t *fe, lc_httpd_t *srv)
-{
-    int rc = register_methods(fe, srv);
-    if (rc == 0)
-        rc = qry_parca_register(fe, srv);
-    return rc ? rc : qry_legacy_register(&fe->legacy, srv);
 }

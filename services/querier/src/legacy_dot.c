@@ -3,7 +3,8 @@
  * merged pprof, the way `go tool pprof -dot` draws one (Pyroscope runs pprof's
  * own report code; ember draws the same kind of graph, not the same bytes).
  *
- * Nodes are functions (inlined frames count as their own functions), with a
+ * Nodes are functions (inlined frames count as their own functions; a
+ * location without lines is its "module+0xoffset" frame, lc/frame_name.h), with a
  * flat value (samples whose leaf they are) and a cumulative one (samples
  * they appear in, once per sample even under recursion). Nodes whose cum is
  * at most 0.5% of the total are dropped, then the node_count largest by cum
@@ -16,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lc/frame_name.h"
 #include "querier_int.h"
 
 #define DOT_NODE_FRACTION 0.005
@@ -23,6 +25,7 @@
 
 typedef struct dot_node_s {
     const char *name;
+    bool owned; /* name was copied here (a "module+0xoffset" frame) */
     int64_t flat, cum;
     size_t seen;   /* sample number + 1 that counted cum last */
     uint32_t rank; /* 1-based output number if kept, else 0 */
@@ -83,15 +86,15 @@ static const Google__V1__Location *find_location(const Google__V1__Profile *p, u
     return NULL;
 }
 
-/* One node per distinct function name. */
-static uint32_t node_of_name(dot_graph_t *g, const char *name)
+/* One node per distinct function name; copy: name does not outlive the call. */
+static uint32_t node_of_name(dot_graph_t *g, const char *name, bool copy)
 {
     size_t len = strlen(name), i = lc_hash64(name, len, 0) & g->mask;
     for (; g->slots[i]; i = (i + 1) & g->mask) {
         if (strcmp(g->nodes[g->slots[i] - 1].name, name) == 0)
             return g->slots[i] - 1;
     }
-    g->nodes[g->n_nodes] = (dot_node_t){.name = name};
+    g->nodes[g->n_nodes] = (dot_node_t){.name = copy ? lc_xstrdup(name) : name, .owned = copy};
     g->slots[i] = (uint32_t)++g->n_nodes;
     return (uint32_t)g->n_nodes - 1;
 }
@@ -108,25 +111,45 @@ static void graph_init(dot_graph_t *g, const Google__V1__Profile *p)
 {
     *g = (dot_graph_t){.p = p};
     g->unit = p->n_sample_type ? pp_str(p, p->sample_type[0]->unit) : "";
-    g->nodes = lc_xcalloc(p->n_function + 1, sizeof(*g->nodes));
+    /* a node per function, and per location without lines at most */
+    g->nodes = lc_xcalloc(p->n_function + p->n_location + 1, sizeof(*g->nodes));
     g->func_node = lc_xcalloc(p->n_function + 1, sizeof(uint32_t));
-    size_t cap = pow2_above(p->n_function + 1);
+    size_t cap = pow2_above(p->n_function + p->n_location + 1);
     g->slots = lc_xcalloc(cap, sizeof(uint32_t));
     g->mask = cap - 1;
     for (size_t i = 0; i < p->n_function; i++)
-        g->func_node[i] = node_of_name(g, pp_str(p, p->function[i]->name));
+        g->func_node[i] = node_of_name(g, pp_str(p, p->function[i]->name), false);
     g->edge_mask = 1023;
     g->edge_slots = lc_xcalloc(g->edge_mask + 1, sizeof(uint32_t));
 }
 
 static void graph_fini(dot_graph_t *g)
 {
+    for (size_t i = 0; i < g->n_nodes; i++) {
+        if (g->nodes[i].owned)
+            lc_free((char *)g->nodes[i].name);
+    }
     lc_free(g->nodes);
     lc_free(g->func_node);
     lc_free(g->slots);
     lc_free(g->edges);
     lc_free(g->edge_slots);
     lc_free(g->frames);
+}
+
+/* The node of a location without lines: its "module+0xoffset" frame. */
+static uint32_t address_node(dot_graph_t *g, const Google__V1__Location *loc)
+{
+    const Google__V1__Profile *p = g->p;
+    uint64_t id = loc->mapping_id;
+    const Google__V1__Mapping *m = NULL;
+    if (id >= 1 && id <= p->n_mapping && p->mapping[id - 1]->id == id)
+        m = p->mapping[id - 1];
+    for (size_t i = 0; id && !m && i < p->n_mapping; i++)
+        m = p->mapping[i]->id == id ? p->mapping[i] : NULL;
+    char name[LC_FRAME_NAME_MAX];
+    lc_pprof_address_frame_name(g->p, m, loc->address, name);
+    return node_of_name(g, name, true);
 }
 
 /* A sample's frames, leaf first (a location's lines innermost first). */
@@ -137,6 +160,10 @@ static int sample_frames(dot_graph_t *g, const Google__V1__Sample *s, size_t *n)
         const Google__V1__Location *loc = find_location(g->p, s->location_id[i]);
         if (!loc)
             return LC_ECORRUPT;
+        if (loc->n_line == 0) {
+            g->frames = lc_xgrow(g->frames, &g->frames_cap, *n + 1, sizeof(*g->frames));
+            g->frames[(*n)++] = address_node(g, loc);
+        }
         for (size_t j = 0; j < loc->n_line; j++) {
             size_t f = find_function(g->p, loc->line[j]->function_id);
             if (f == SIZE_MAX)

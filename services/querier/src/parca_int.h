@@ -4,11 +4,13 @@
  *
  *   parca_ql.c      Parca's query strings <-> Pyroscope's profile type ids and
  *                   label selectors; the delta rule for ProfileTypes
- *   parca_report.c  the reports of a Query (TOP, FLAMEGRAPH_TABLE,
+ *   parca_tree.c, parca_fold.c, parca_report.c, parca_report_arrow.c
+ *                   the reports of a Query (TOP, FLAMEGRAPH_TABLE,
  *                   FLAMEGRAPH_ARROW, TABLE_ARROW, CALLGRAPH) built from a
  *                   call tree folded straight from what the back end reads
  *                   (store blocks, ingesters' partials), or from the merged
- *                   pprof when the request filters stacks
+ *                   pprof when the request filters stacks (the tree and the
+ *                   files' split: parca_tree_int.h)
  *   parca_query.c   the RPCs and their routes (root and /api)
  *
  * Everything runs on the RPC's thread-pool thread, in the request arena.
@@ -44,7 +46,7 @@ bool parca_type_is_delta(const char *name, const char *period_type);
  * matcher Labels and Values send the back end (type_id NULL: the selector). */
 const char *parca_selector_with_type(const char *type_id, const char *selector, lc_arena_t *a);
 
-/* ---- parca_report.c ---- */
+/* ---- the call tree and its reports (parca_tree_int.h) ---- */
 
 typedef struct parca_tree_s parca_tree_t;
 

@@ -7,7 +7,7 @@
  * group_by, limit); Query (merge, single, diff) into merged pprof from the
  * back end, gzipped, for PPROF, and for the other reports into a call tree
  * folded straight from the back end's parts (store blocks, ingesters'
- * partial pprofs: qry_front_merge_parts), which parca_report.c turns into
+ * partial pprofs: qry_front_merge_parts), which parca_fold.c and parca_report.c turn into
  * the report.
  *
  * Routes: `/parca.query.v1alpha1.QueryService/<Method>` and the same under

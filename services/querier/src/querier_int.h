@@ -1,14 +1,18 @@
 /*
  * querier_int.h — what the querier's source files share (not a public header).
  *
- *   frontend.c    the query front end: routes, tenant check, validation, limits,
- *                 shaping and truncation of every querier.v1 RPC, over a back end
+ *   frontend.c    the query front end: routes, tenant check, validation, limits
+ *                 and truncation of every querier.v1 RPC, over a back end
+ *   front_shape.c the front end's shaping: tree/flame graph, pprof wrap, Diff
+ *   front_routes.c every route registered: querier.v1, Parca's, the legacy ones
+ *   shared.c      what the front end and the store back end both use: failure
+ *                 statuses, the clock, durations, the tenant check, §5.9 rules
  *   querier.c     qry_new/qry_free: the front end over the local store
  *   rpc_common.c  the store back end's per-call setup: tenants, time range (§5.9
  *                 rules), selectors, store reader; the series walk and the small
  *                 sets every listing uses
  *   rpc_labels.c  the store back end: ProfileTypes, LabelNames, LabelValues, Series
- *   rpc_merge.c   the store back end: merged trees and pprof; the tree shaping
+ *   rpc_merge.c   the store back end: merged trees and pprof
  *   rpc_series.c  the store back end: SelectSeries' buckets
  *   rpc_stats.c   the store back end: GetProfileStats, AnalyzeQuery
  *   shard.c       the shard API an ingester serves the fan-out (shard.h)
@@ -145,7 +149,7 @@ void qry_front_init(qry_front_t *fe, const qry_opts_t *opts, const qry_backend_t
                     lc_metrics_t *metrics);
 void qry_front_fini(qry_front_t *fe);
 /* Registers every querier.v1 method, Parca's QueryService and the legacy
- * endpoints on srv; fe must live as long as srv's routes. */
+ * endpoints on srv (front_routes.c); fe must live as long as srv's routes. */
 int qry_front_register(qry_front_t *fe, lc_httpd_t *srv) LC_MUST_CHECK;
 /* The back end's merge_pprof holding the tenants' concurrency slots (the
  * front end's gate, for callers other than the querier.v1 routes). */
@@ -223,7 +227,7 @@ static inline qry_range_rules_t qry_listing_rules(int64_t start_ms, int64_t end_
     return start_ms && end_ms ? QRY_RANGE_RULES : QRY_RANGE_OPEN;
 }
 
-/* The front end's §5.9 rules on [*start_ms, end_ms] (frontend.c): start > end
+/* The front end's §5.9 rules on [*start_ms, end_ms] (shared.c): start > end
  * is invalid_argument; with QRY_RANGE_RULES the look-back clips *start_ms, or
  * sets *empty for a range wholly before it, then a range longer than
  * max_query_length_ms is invalid_argument. */
@@ -319,7 +323,9 @@ int qry_analysis_response(lc_arena_t *arena, const char *component, uint64_t com
 
 /* Label pairs for a response, allocated in the arena; NULL when it is full. */
 Types__V1__LabelPair **qry_label_pairs(lc_arena_t *a, const lc_labels_t *ls);
-/* Sets st to resource_exhausted for a full arena and returns -1. */
+/* Sets st to resource_exhausted for a full arena and returns -1 (shared.c,
+ * as are qry_fail, qry_now_ms, qry_range_ns, qry_format_duration and
+ * qry_tenant_first). */
 int qry_fail_arena(lc_status_t *st);
 /* Maps an internal error code to st (internal / resource_exhausted). */
 int qry_fail(lc_status_t *st, int rc, const char *what);
@@ -363,7 +369,7 @@ int qry_series_collect(qry_t *q, lc_http_req_t *req, const Querier__V1__SelectSe
                        const lc_query_series_opts_t *o, lc_query_series_t **sums,
                        lc_query_series_t **counts, lc_status_t *st) LC_MUST_CHECK;
 
-/* ---- tree shaping and Diff (rpc_merge.c), used by the front end ---- */
+/* ---- tree shaping and Diff (front_shape.c), the front end's ---- */
 
 /* A merged tree as SelectMergeStacktraces answers it: the flame graph, or
  * with PROFILE_FORMAT_TREE the tree bytes (§5.7), truncated at max_nodes. */

@@ -1,7 +1,7 @@
 /*
  * rpc_common.c — what the store back end does first for every RPC: resolve
  * tenants (lc/tenant.h), validate the ms time range (the front end's §5.9
- * rules, qry_front_range) and convert it, parse selectors, and open one store
+ * rules, qry_front_range in shared.c) and convert it, parse selectors, and open one store
  * snapshot for the range; plus the series walk behind the
  * listing RPCs and a de-duplicating string set.
  */
@@ -14,79 +14,6 @@
 #include "querier_int.h"
 
 #define QRY_MAX_SELECTORS 256 /* matchers entries per request */
-
-int qry_fail_arena(lc_status_t *st)
-{
-    return lc_status_set(st, LC_CODE_RESOURCE_EXHAUSTED,
-                         "the response passes the per-request memory cap; narrow the query");
-}
-
-int qry_fail(lc_status_t *st, int rc, const char *what)
-{
-    if (rc == LC_ETOOBIG)
-        return lc_status_set(st, LC_CODE_RESOURCE_EXHAUSTED,
-                             "%s: the result passes ember's size caps; narrow the query", what);
-    if (rc == LC_EREGEX) /* never a silent miss: say which part of the query to change */
-        return lc_status_set(st, LC_CODE_INVALID_ARGUMENT,
-                             "%s: a regular expression in the selector needs more backtracking "
-                             "than the match limit on a stored label value; simplify it",
-                             what);
-    return lc_status_set(st, LC_CODE_INTERNAL, "%s: %s", what, lc_strerror(rc));
-}
-
-int64_t qry_now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-/* ms -> ns, saturating at the int64 range; `last` picks the last ns of the ms. */
-static int64_t ms_to_ns(int64_t ms, bool last)
-{
-    if (ms > INT64_MAX / 1000000)
-        return INT64_MAX;
-    if (ms < INT64_MIN / 1000000)
-        return INT64_MIN;
-    int64_t ns = ms * 1000000;
-    return last && ns <= INT64_MAX - 999999 ? ns + 999999 : ns;
-}
-
-void qry_range_ns(int64_t start_ms, int64_t end_ms, int64_t *start_ns, int64_t *end_ns)
-{
-    *start_ns = ms_to_ns(start_ms, false);
-    *end_ns = ms_to_ns(end_ms, true);
-}
-
-/* A duration as Go prints one (25h0m0s, 1m30s, 1.5s, 250ms), so the message
- * reads like Pyroscope's. */
-void qry_format_duration(int64_t ms, char *out, size_t size)
-{
-    if (ms < 1000) {
-        snprintf(out, size, ms == 0 ? "0s" : "%lldms", (long long)ms);
-        return;
-    }
-    long long h = ms / 3600000, m = ms / 60000 % 60, sec = ms / 1000 % 60, frac = ms % 1000;
-    char frac_text[8] = "";
-    if (frac) {
-        snprintf(frac_text, sizeof(frac_text), ".%03lld", frac);
-        for (size_t n = strlen(frac_text); frac_text[n - 1] == '0'; n--)
-            frac_text[n - 1] = '\0';
-    }
-    if (h)
-        snprintf(out, size, "%lldh%lldm%lld%ss", h, m, sec, frac_text);
-    else if (m)
-        snprintf(out, size, "%lldm%lld%ss", m, sec, frac_text);
-    else
-        snprintf(out, size, "%lld%ss", sec, frac_text);
-}
-
-int qry_tenant_first(lc_http_req_t *req, bool multitenancy, lc_status_t *st)
-{
-    const char *const *tenants;
-    size_t n;
-    return lc_tenants_read(req, multitenancy, &tenants, &n, st);
-}
 
 int qry_call_begin_range(qry_call_t *c, qry_t *q, lc_http_req_t *req, int64_t start_ms,
                          int64_t end_ms, qry_range_rules_t rules, lc_status_t *st)

@@ -151,7 +151,7 @@ app.kubernetes.io/part-of: ember
 {{/* Publisher flags (ember-scraper, ember-agent). */}}
 {{- define "ember.publisherArgs" -}}
 - --log.level={{ .Values.logLevel }}
-- --redis.partitions={{ int .Values.ingest.partitions }}
+- --ingest.partitions={{ int .Values.ingest.partitions }}
 - --redis.publish-retry={{ .Values.ingest.publishRetry }}
 - --tenant={{ .Values.multitenancy.tenant }}
 {{- end -}}

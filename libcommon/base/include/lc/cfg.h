@@ -6,6 +6,11 @@
  * A flag `--http.address=X` (or `--http.address X`) maps to the environment
  * variable EMBER_HTTP_ADDRESS and the YAML path http: {address: X} (a flat key
  * "http.address" is accepted too). Unknown flags and keys are errors.
+ * An entry may keep a former name as a deprecated alias: accepted as a flag,
+ * an EMBER_* variable and a YAML key alike, it logs a warning (once per
+ * process and alias) naming the current one. Both names set the same field:
+ * in the environment the current name wins when both are set; flags and
+ * file keys apply in order, the last one winning.
  * Threading: call from main before anything else runs.
  */
 #ifndef LC_CFG_H
@@ -33,6 +38,7 @@ typedef struct lc_cfg_entry_s {
     const char *def;  /* default as text; NULL = empty/0 */
     int64_t min, max; /* for INT/DURATION/BYTES when min < max */
     const char *help;
+    const char *alias; /* a former name, still accepted (deprecated); NULL = none */
 } lc_cfg_entry_t;
 
 /* Fills cfg from the table. Returns 0, 1 if --help was printed (exit 0), or -1

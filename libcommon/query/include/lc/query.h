@@ -88,7 +88,8 @@ typedef struct lc_query_pgo_s {
  *  - with span_ids set, only those carrying one of the span ids;
  *  - with call_site set, only those whose stack, root first, begins with the
  *    call-site function names (a location's lines count outermost first, as
- *    frames; a location without lines adds no frame). */
+ *    frames; a location without lines is one "module+0xoffset" frame,
+ *    lc_block_frame_name). */
 typedef struct lc_query_s {
     const char *const *tenants;
     size_t n_tenants;

@@ -31,6 +31,7 @@
 #include <stdint.h>
 
 #include "lc/err.h"
+#include "lc/frame_name.h"
 #include "lc/labels.h"
 #include "lc/pprof.h"
 
@@ -298,5 +299,19 @@ int lc_block_function(lc_block_t *b, uint32_t id, lc_store_function_t *out) LC_M
 int lc_block_mapping(lc_block_t *b, uint32_t id, lc_store_mapping_t *out) LC_MUST_CHECK;
 /* String id 0 is "". *s is not NUL-terminated; use len. */
 int lc_block_string(lc_block_t *b, uint32_t id, const char **s, size_t *len) LC_MUST_CHECK;
+
+/* A location's frames, root side first: one per line (lines[n_lines-1]
+ * first, each its function's name), or, for a location without lines (not
+ * symbolized), the one name lc_frame_address_name gives ("libc.so.6+0x1f2e0",
+ * lc/frame_name.h). Every query path names frames through this, so block
+ * folds, rollups and call sites agree. */
+static inline size_t lc_block_frame_count(const lc_store_location_t *l)
+{
+    return l->n_lines ? l->n_lines : 1;
+}
+/* Frame j (< lc_block_frame_count) of l: *s points into the block or into
+ * scratch, valid until the block's cache is dropped or scratch reused. */
+int lc_block_frame_name(lc_block_t *b, const lc_store_location_t *l, size_t j,
+                        char scratch[LC_FRAME_NAME_MAX], const char **s, size_t *len) LC_MUST_CHECK;
 
 #endif

@@ -1,7 +1,7 @@
 /*
  * test_cfg.c — the configuration loader: value parsers, precedence of the four
- * sources, YAML shapes, error messages naming their source, --help and the
- * startup log line.
+ * sources, YAML shapes, error messages naming their source, deprecated
+ * aliases, --help and the startup log line.
  */
 #include <stddef.h>
 #include <stdlib.h>
@@ -27,16 +27,17 @@ typedef struct {
 
 static const lc_cfg_entry_t table[] = {
     {"http.address", LC_CFG_STRING, offsetof(test_cfg_t, http_address), ":4040", 0, 0,
-     "HTTP listen address"},
+     "HTTP listen address", NULL},
     {"data.dir", LC_CFG_STRING, offsetof(test_cfg_t, data_dir), "./data", 0, 0,
-     "directory of the blocks"},
-    {"http.port", LC_CFG_INT, offsetof(test_cfg_t, port), "4040", 1, 65535, "TCP port"},
-    {"debug", LC_CFG_BOOL, offsetof(test_cfg_t, debug), NULL, 0, 0, "verbose logging"},
+     "directory of the blocks", NULL},
+    {"http.port", LC_CFG_INT, offsetof(test_cfg_t, port), "4040", 1, 65535, "TCP port", NULL},
+    {"debug", LC_CFG_BOOL, offsetof(test_cfg_t, debug), NULL, 0, 0, "verbose logging", NULL},
     {"retention", LC_CFG_DURATION, offsetof(test_cfg_t, retention_ns), "7d", HOUR, 3650 * DAY,
-     "how long profiles are kept\n(whole blocks are dropped)"},
+     "how long profiles are kept\n(whole blocks are dropped)", NULL},
     {"http.max-body-bytes", LC_CFG_BYTES, offsetof(test_cfg_t, max_body_bytes), "4MiB", 0, 0,
-     "largest request body"},
-    {"auth.token", LC_CFG_STRING, offsetof(test_cfg_t, auth_token), NULL, 0, 0, "bearer token"},
+     "largest request body", NULL},
+    {"auth.token", LC_CFG_STRING, offsetof(test_cfg_t, auth_token), NULL, 0, 0, "bearer token",
+     NULL},
 };
 #define N_TABLE LC_ARRAY_LEN(table)
 
@@ -47,14 +48,29 @@ typedef struct {
 } file_cfg_t;
 
 static const lc_cfg_entry_t file_table[] = {
-    {"config.file", LC_CFG_STRING, offsetof(file_cfg_t, config_file), NULL, 0, 0, "YAML file"},
-    {"data.dir", LC_CFG_STRING, offsetof(file_cfg_t, data_dir), "./data", 0, 0, "blocks"},
+    {"config.file", LC_CFG_STRING, offsetof(file_cfg_t, config_file), NULL, 0, 0, "YAML file",
+     NULL},
+    {"data.dir", LC_CFG_STRING, offsetof(file_cfg_t, data_dir), "./data", 0, 0, "blocks", NULL},
+};
+
+/* A setting renamed: ingest.partitions, formerly redis.partitions. */
+typedef struct {
+    int64_t partitions;
+    char *url;
+} alias_cfg_t;
+
+static const lc_cfg_entry_t alias_table[] = {
+    {"ingest.partitions", LC_CFG_INT, offsetof(alias_cfg_t, partitions), "16", 1, 4096,
+     "stream partitions", "redis.partitions"},
+    {"redis.url", LC_CFG_STRING, offsetof(alias_cfg_t, url), NULL, 0, 0, "Redis", NULL},
 };
 
 static const char *const env_vars[] = {
-    "EMBER_HTTP_ADDRESS", "EMBER_DATA_DIR",    "EMBER_HTTP_PORT",
-    "EMBER_DEBUG",        "EMBER_RETENTION",   "EMBER_HTTP_MAX_BODY_BYTES",
-    "EMBER_AUTH_TOKEN",   "EMBER_CONFIG_FILE",
+    "EMBER_HTTP_ADDRESS",      "EMBER_DATA_DIR",
+    "EMBER_HTTP_PORT",         "EMBER_DEBUG",
+    "EMBER_RETENTION",         "EMBER_HTTP_MAX_BODY_BYTES",
+    "EMBER_AUTH_TOKEN",        "EMBER_CONFIG_FILE",
+    "EMBER_INGEST_PARTITIONS", "EMBER_REDIS_PARTITIONS",
 };
 
 /* The tests own the EMBER_* variables; whatever the runner had set must not leak in. */
@@ -403,7 +419,7 @@ static void test_yaml_depth_limit(void)
     } deep_cfg_t;
     static const lc_cfg_entry_t deep_table[] = {
         {"a.b.c.d.e.f.g.h.i.j.k.l.m.n.o.p.q", LC_CFG_STRING, offsetof(deep_cfg_t, deep), NULL, 0, 0,
-         "deep"},
+         "deep", NULL},
     };
     char text[512] = "";
     size_t used = 0;
@@ -421,6 +437,139 @@ static void test_yaml_depth_limit(void)
     LC_ASSERT_OK(lc_cfg_load_yaml(deep_table, 1, &cfg, "x.yaml", flat, strlen(flat), &st));
     LC_ASSERT_STR_EQ(cfg.deep, "x");
     lc_cfg_free(deep_table, 1, &cfg);
+}
+
+static int load_alias(alias_cfg_t *cfg, lc_status_t *st, char **args)
+{
+    char *argv[8] = {"prog"};
+    int argc = 1;
+    while (args && args[argc - 1])
+        argv[argc] = args[argc - 1], argc++;
+    *st = (lc_status_t){0};
+    return lc_cfg_load(alias_table, LC_ARRAY_LEN(alias_table), cfg, argc, argv, "", st);
+}
+
+/* Loads with args and returns the partitions, or -1 on failure (st says why). */
+static int64_t alias_partitions(lc_status_t *st, char **args)
+{
+    alias_cfg_t cfg;
+    int rc = load_alias(&cfg, st, args);
+    int64_t partitions = rc == 0 ? cfg.partitions : -1;
+    lc_cfg_free(alias_table, LC_ARRAY_LEN(alias_table), &cfg);
+    return partitions;
+}
+
+/* The old name through all three sources at once, in the first load of the
+ * process that names it: one warning, not one per source. */
+static void run_alias_everywhere(void *arg)
+{
+    char path[64], flag_file[96];
+    write_temp(path, sizeof(path), "redis:\n  partitions: 3\n  url: redis://x\n");
+    snprintf(flag_file, sizeof(flag_file), "--config.file=%s", path);
+    setenv("EMBER_REDIS_PARTITIONS", "5", 1);
+    lc_status_t st;
+    *(int64_t *)arg = alias_partitions(&st, (char *[]){flag_file, "--redis.partitions=7", NULL});
+    unlink(path);
+    clear_env();
+}
+
+static void run_alias_again(void *arg)
+{
+    lc_status_t st;
+    *(int64_t *)arg = alias_partitions(&st, (char *[]){"--redis.partitions", "9", NULL});
+}
+
+static size_t count_lines_with(const char *text, const char *needle)
+{
+    size_t n = 0;
+    for (const char *p = text; p && (p = strstr(p, needle)) != NULL; p += strlen(needle))
+        n++;
+    return n;
+}
+
+static void test_alias_warns_once(void)
+{
+    clear_env();
+    int64_t partitions = 0;
+    char *log = capture_fd(STDERR_FILENO, run_alias_everywhere, &partitions);
+    LC_ASSERT_EQ(partitions, 7); /* the flag beats the environment and the file */
+    LC_CHECK(log != NULL);
+    if (log) {
+        LC_ASSERT_EQ(count_lines_with(log, "deprecated setting name"), 1);
+        LC_CHECK(strstr(log, "old=redis.partitions new=ingest.partitions") != NULL);
+    }
+    free(log);
+    log = capture_fd(STDERR_FILENO, run_alias_again, &partitions);
+    LC_ASSERT_EQ(partitions, 9);
+    LC_ASSERT_EQ(count_lines_with(log, "deprecated setting name"), 0); /* once per process */
+    free(log);
+}
+
+static void test_alias_sources(void)
+{
+    clear_env();
+    lc_status_t st;
+    LC_ASSERT_EQ(alias_partitions(&st, NULL), 16);
+    /* Flags: the alias sets the same field, and the last flag wins as usual. */
+    LC_ASSERT_EQ(alias_partitions(&st, (char *[]){"--redis.partitions=8", NULL}), 8);
+    LC_ASSERT_EQ(
+        alias_partitions(&st, (char *[]){"--redis.partitions=8", "--ingest.partitions=4", NULL}),
+        4);
+    /* Environment: the current name wins over the alias. */
+    setenv("EMBER_REDIS_PARTITIONS", "7", 1);
+    LC_ASSERT_EQ(alias_partitions(&st, NULL), 7);
+    setenv("EMBER_INGEST_PARTITIONS", "5", 1);
+    LC_ASSERT_EQ(alias_partitions(&st, NULL), 5);
+    clear_env();
+    /* The file: nested and flat spellings of the alias, beside its siblings. */
+    alias_cfg_t cfg;
+    const char *nested = "redis:\n  url: redis://x\n  partitions: 6\n";
+    LC_ASSERT_OK(lc_cfg_defaults(alias_table, LC_ARRAY_LEN(alias_table), &cfg, &st));
+    LC_ASSERT_OK(lc_cfg_load_yaml(alias_table, LC_ARRAY_LEN(alias_table), &cfg, "a.yaml", nested,
+                                  strlen(nested), &st));
+    LC_ASSERT_EQ(cfg.partitions, 6);
+    LC_ASSERT_STR_EQ(cfg.url, "redis://x");
+    const char *flat = "redis.partitions: 2\n";
+    LC_ASSERT_OK(lc_cfg_load_yaml(alias_table, LC_ARRAY_LEN(alias_table), &cfg, "a.yaml", flat,
+                                  strlen(flat), &st));
+    LC_ASSERT_EQ(cfg.partitions, 2);
+    const char *mapping = "redis:\n  partitions:\n    x: 1\n";
+    LC_ASSERT_EQ(lc_cfg_load_yaml(alias_table, LC_ARRAY_LEN(alias_table), &cfg, "a.yaml", mapping,
+                                  strlen(mapping), &st),
+                 -1);
+    LC_ASSERT_STR_EQ(st.msg, "config file a.yaml: key redis.partitions: expected a value, found a "
+                             "mapping");
+    lc_cfg_free(alias_table, LC_ARRAY_LEN(alias_table), &cfg);
+}
+
+static void test_alias_errors(void)
+{
+    clear_env();
+    lc_status_t st;
+    /* A bad value names the spelling the user wrote, and changes nothing. */
+    LC_ASSERT_EQ(alias_partitions(&st, (char *[]){"--redis.partitions=0", NULL}), -1);
+    LC_ASSERT_STR_EQ(st.msg, "flag --redis.partitions: 0 is out of range [1, 4096]");
+    setenv("EMBER_REDIS_PARTITIONS", "many", 1);
+    LC_ASSERT_EQ(alias_partitions(&st, NULL), -1);
+    LC_CHECK(strncmp(st.msg, "env EMBER_REDIS_PARTITIONS: ", 28) == 0);
+    clear_env();
+    /* Only the exact old name is an alias. */
+    LC_ASSERT_EQ(alias_partitions(&st, (char *[]){"--redis.partition=3", NULL}), -1);
+    LC_ASSERT_STR_EQ(st.msg, "flag --redis.partition: unknown (see --help)");
+    LC_ASSERT_EQ(alias_partitions(&st, (char *[]){"--partitions=3", NULL}), -1);
+    /* --help names the alias under its setting. */
+    char *text = NULL;
+    size_t len = 0;
+    FILE *out = open_memstream(&text, &len);
+    lc_cfg_help(alias_table, LC_ARRAY_LEN(alias_table), "", out);
+    fclose(out);
+    LC_CHECK(strstr(text, "  --ingest.partitions int (default 16, range 1..4096)\n"
+                          "        stream partitions\n"
+                          "        env EMBER_INGEST_PARTITIONS\n"
+                          "        deprecated alias --redis.partitions, env "
+                          "EMBER_REDIS_PARTITIONS\n"
+                          "  --redis.url string\n") != NULL);
+    free(text);
 }
 
 static const char help_golden[] =
@@ -509,4 +658,5 @@ static void test_log_line(void)
 
 LC_TEST_MAIN(test_parse_duration, test_parse_bytes, test_defaults, test_precedence, test_flag_forms,
              test_errors_name_their_source, test_yaml_shapes, test_yaml_errors,
-             test_yaml_depth_limit, test_config_file_entry, test_help, test_log_line)
+             test_yaml_depth_limit, test_config_file_entry, test_alias_warns_once,
+             test_alias_sources, test_alias_errors, test_help, test_log_line)

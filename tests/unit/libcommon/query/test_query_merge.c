@@ -4,7 +4,8 @@
  * name tree, flame graph, SelectSeries sum and merged pprof must all carry the
  * totals Go's pprof library computed (MANIFEST.jsonl), and `go tool pprof -raw`
  * must read the merged pprof. A hand-made profile checks inlined frames and
- * locations without lines, with the flame graph worked out by hand.
+ * locations without lines ("module+0xoffset" frames), with the flame graph
+ * worked out by hand.
  */
 #include <jansson.h>
 #include <stdio.h>
@@ -364,16 +365,22 @@ static void test_inlined_and_lineless(void)
     lc_arena_t *a = lc_arena_new(1u << 20);
     Querier__V1__FlameGraph *fg = NULL;
     LC_ASSERT_OK(lc_ftree_flamegraph(t, 0, a, &fg));
-    static const char *const names[] = {"total", "main", "outer", "inner", "leaf"};
-    static const int64_t want[5][4] = {
-        {0, 11, 1, 0}, {1, 10, 3, 1}, {4, 7, 0, 2}, {4, 7, 2, 3}, {6, 5, 5, 4}};
-    LC_ASSERT_EQ(fg->n_names, 5);
-    for (size_t i = 0; i < 5 && i < fg->n_names; i++)
+    /* L4 has no lines: it is the frame "app+0x400" (/bin/app mapped at
+     * 0x1000 from file offset 0, address 0x1400), under main and at the root */
+    static const char *const names[] = {"total", "main", "outer", "inner", "leaf", "app+0x400"};
+    static const size_t level_values[] = {4, 8, 8, 4, 4};
+    static const int64_t want[5][8] = {{0, 11, 0, 0},
+                                       {0, 1, 1, 5, 0, 10, 0, 1},
+                                       {1, 3, 3, 5, 0, 7, 0, 2},
+                                       {4, 7, 2, 3},
+                                       {6, 5, 5, 4}};
+    LC_ASSERT_EQ(fg->n_names, 6);
+    for (size_t i = 0; i < 6 && i < fg->n_names; i++)
         LC_ASSERT_STR_EQ(fg->names[i], names[i]);
     LC_ASSERT_EQ(fg->n_levels, 5);
     for (size_t l = 0; l < 5 && l < fg->n_levels; l++) {
-        LC_ASSERT_EQ(fg->levels[l]->n_values, 4);
-        for (size_t k = 0; k < 4 && k < fg->levels[l]->n_values; k++)
+        LC_ASSERT_EQ(fg->levels[l]->n_values, level_values[l]);
+        for (size_t k = 0; k < level_values[l] && k < fg->levels[l]->n_values; k++)
             LC_ASSERT_EQ(fg->levels[l]->values[k], want[l][k]);
     }
     LC_ASSERT_EQ(fg->total, 11);
@@ -395,8 +402,17 @@ static void test_pprof_handmade(void)
         LC_ASSERT_EQ(p->n_sample, 4);
         LC_ASSERT_EQ(p->n_location, 4);
         LC_ASSERT_EQ(p->n_function, 4);
-        size_t two_lines = 0;
+        size_t two_lines = 0, lineless = 0;
         for (size_t i = 0; i < p->n_location; i++) {
+            const Google__V1__Location *l = p->location[i];
+            if (l->n_line == 0) { /* kept as it is: mapping and address, no made-up name */
+                lineless++;
+                LC_ASSERT_EQ(l->address, 0x1400);
+                LC_CHECK(l->mapping_id >= 1 && l->mapping_id <= p->n_mapping);
+                if (l->mapping_id >= 1 && l->mapping_id <= p->n_mapping)
+                    LC_ASSERT_STR_EQ(lc_pprof_str(p, p->mapping[l->mapping_id - 1]->filename),
+                                     "/bin/app");
+            }
             if (p->location[i]->n_line == 2) {
                 two_lines++;
                 const Google__V1__Function *fn =
@@ -405,6 +421,7 @@ static void test_pprof_handmade(void)
             }
         }
         LC_ASSERT_EQ(two_lines, 1);
+        LC_ASSERT_EQ(lineless, 1);
     }
     LC_ASSERT_EQ(pprof_total(&buf), 11);
     lc_arena_free(a);

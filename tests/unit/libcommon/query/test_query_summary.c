@@ -15,6 +15,7 @@
  * what ember answered before summaries existed, and it is checked against Go's pprof elsewhere
  * (test_query_merge.c).
  */
+#define _GNU_SOURCE /* memmem */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -60,12 +61,19 @@ static lc_pprof_t *random_pprof(lc_arena_t *a, int pod, size_t *n_samples)
 {
     uint64_t locs[N_FUNCS];
     lc_pprof_builder_t *b = lc_test_pprof_app(func_names, N_FUNCS, locs);
+    /* unsymbolized frames (no line): "app+0x800" in the app's mapping, and
+     * "0x77" in none; both paths must name them alike (issue 31) */
+    uint64_t map = lc_pprof_builder_mapping(b, 0x1000, 0x9000, 0, "/bin/app", "", true);
+    uint64_t raw[2] = {lc_pprof_builder_location(b, map, 0x1800, NULL, 0),
+                       lc_pprof_builder_location(b, 0, 0x77, NULL, 0)};
     size_t n = 5 + rnd_below(20);
     for (size_t s = 0; s < n; s++) {
         uint64_t stack[8];
         size_t depth = 1 + rnd_below(6);
         for (size_t d = 0; d < depth; d++) /* leaf first; a narrow tree: shared prefixes */
-            stack[depth - 1 - d] = locs[d == 0 ? 0 : (d * 3 + rnd_below(3)) % N_FUNCS];
+            stack[depth - 1 - d] = rnd_below(6) == 0
+                                       ? raw[rnd_below(2)]
+                                       : locs[d == 0 ? 0 : (d * 3 + rnd_below(3)) % N_FUNCS];
         int64_t v = (int64_t)rnd_below(1000) - (with_negatives && rnd_below(8) == 0 ? 1500 : 0);
         if (pod == 3)
             v *= 10000000;
@@ -188,6 +196,8 @@ static void answer_fini(answer_t *a)
     lc_buf_fini(&a->series);
 }
 
+static size_t answers_with_address_frames; /* trees naming "app+0x800" */
+
 /* Both paths, compared; returns the tree size (0 = empty answer). */
 static size_t compare_paths(lc_query_t *q, const char *what)
 {
@@ -208,6 +218,8 @@ static size_t compare_paths(lc_query_t *q, const char *what)
     LC_ASSERT_EQ(fast.series.len, slow.series.len);
     if (fast.series.len == slow.series.len && fast.series.len)
         LC_ASSERT_MEM_EQ(fast.series.data, slow.series.data, fast.series.len);
+    if (fast.tree.len && memmem(fast.tree.data, fast.tree.len, "app+0x800", 9))
+        answers_with_address_frames++;
     if (fast.tree.len != slow.tree.len)
         fprintf(stderr, "differs: %s [%lld, %lld]\n", what, (long long)q->start_ns,
                 (long long)q->end_ns);
@@ -347,7 +359,9 @@ static void test_summaries_built(void)
     LC_ASSERT_OK(lc_store_summarize(store, T0_NS + (N_BLOCKS - 1) * HOUR_NS, 0, &st));
     LC_ASSERT_EQ(st.series_done, 0);
     LC_ASSERT_EQ(st.rollups_done, 0);
+    answers_with_address_frames = 0;
     random_queries(300);
+    LC_CHECK(answers_with_address_frames > 0); /* the unsymbolized frames were compared */
 }
 
 /* A late profile drops its series' summary in the same transaction; the
