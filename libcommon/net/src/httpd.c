@@ -52,6 +52,8 @@ typedef struct lc_httpd__route_s {
     void *data;
     size_t max_inflated;  /* effective gzip output cap (see lc_http_route_t) */
     lc_metric_t *latency; /* NULL without metrics */
+    lc_http_scope_t scope;
+    lc_http_deny_fn deny;
 } route_t;
 typedef lc_httpd__xchg_t xchg_t;
 
@@ -115,6 +117,7 @@ struct lc_httpd_s {
     bool listener_closed;
     void (*close_cb)(void *data);
     void *close_data;
+    lc_http_guard_fn guard;
 };
 
 static void conn_on_alloc(uv_handle_t *h, size_t hint, uv_buf_t *out);
@@ -211,9 +214,29 @@ static bool label_value_ok(const char *s)
     return strpbrk(s, "\"\\\n") == NULL;
 }
 
+const char *lc_http_scope_name(lc_http_scope_t scope)
+{
+    switch (scope) {
+    case LC_HTTP_SCOPE_PUBLIC:
+        return "public";
+    case LC_HTTP_SCOPE_READ:
+        return "read";
+    case LC_HTTP_SCOPE_WRITE:
+        return "write";
+    default:
+        return "unset";
+    }
+}
+
+static bool scope_valid(lc_http_scope_t scope)
+{
+    return scope == LC_HTTP_SCOPE_PUBLIC || scope == LC_HTTP_SCOPE_READ ||
+           scope == LC_HTTP_SCOPE_WRITE;
+}
+
 int lc_httpd_route(lc_httpd_t *srv, const lc_http_route_t *route)
 {
-    if (!route->path || !route->path[0] || !route->work)
+    if (!route->path || !route->path[0] || !route->work || !scope_valid(route->scope))
         return LC_EINPUT;
     const char *label = route->metric_name ? route->metric_name : route->path;
     if (!label_value_ok(label))
@@ -238,6 +261,20 @@ int lc_httpd_route(lc_httpd_t *srv, const lc_http_route_t *route)
         r->max_inflated = route->max_decompressed_bytes;
     r->data = route->data;
     r->latency = srv_latency_metric(srv, r->metric_name);
+    r->scope = route->scope;
+    r->deny = route->deny;
+    return 0;
+}
+
+int lc_httpd_routes_text(const lc_httpd_t *srv, lc_buf_t *out)
+{
+    for (size_t i = 0; i < srv->n_routes; i++) {
+        const route_t *r = &srv->routes[i];
+        int rc = lc_buf_printf(out, "%s%s\t%s\t%s\n", r->path, r->prefix ? "*" : "",
+                               r->methods ? r->methods : "*", lc_http_scope_name(r->scope));
+        if (rc)
+            return rc;
+    }
     return 0;
 }
 
@@ -727,6 +764,23 @@ static void xchg_start_handler(xchg_t *x)
     xchg_run_on_loop(x, r->work, r->after);
 }
 
+/* The credential against the route's scope, before the body is gunzipped or
+ * parsed: a caller without the scope costs no decoding. On a refusal the
+ * response is written and sent. */
+static bool xchg_guard_passes(xchg_t *x)
+{
+    const route_t *r = x->route;
+    lc_status_t st = {0};
+    if (!x->srv->guard || x->srv->guard(&x->parser.req, r->scope, &st) == 0)
+        return true;
+    if (r->deny)
+        r->deny(&x->parser.req, &st);
+    else
+        lc_http_error(&x->parser.req, &st);
+    x->respond(x);
+    return false;
+}
+
 void lc_httpd__xchg_dispatch(xchg_t *x)
 {
     lc_http_req_t *req = &x->parser.req;
@@ -735,7 +789,8 @@ void lc_httpd__xchg_dispatch(xchg_t *x)
         x->started_ns = uv_hrtime(); /* the whole request came at once */
     x->route = srv_find_route(x->srv, req->path, req->method, &path_known);
     if (x->route) {
-        xchg_start_handler(x);
+        if (xchg_guard_passes(x))
+            xchg_start_handler(x);
         return;
     }
     if (path_known) {
@@ -1061,6 +1116,7 @@ int lc_httpd_new(uv_loop_t *loop, const lc_httpd_opts_t *opts, lc_httpd_t **out)
     srv->rbuf = lc_xmalloc(READ_CHUNK_BYTES);
     srv->metrics = opts->metrics;
     srv->unrouted_latency = srv_latency_metric(srv, "none");
+    srv->guard = opts->guard;
     *out = srv;
     return 0;
 }

@@ -77,8 +77,23 @@ static uint32_t parse_sample_rate(const char *s)
     return *s == '+' && !s[1] ? DEFAULT_SAMPLE_RATE : (uint32_t)v;
 }
 
+/* A "%00" decodes to a NUL, which would end the C string the parameter
+ * becomes: `name=app{k=a%00b}` would lose k. No parameter may hold one. */
+static bool query_has_nul(const char *q)
+{
+    for (const char *p = q ? strchr(q, '%') : NULL; p; p = strchr(p + 1, '%'))
+        if (p[1] == '0' && p[2] == '0')
+            return true;
+    return false;
+}
+
 static int ingest_params(ingest_ctx_t *c)
 {
+    if (query_has_nul(c->req->query)) {
+        lc_status_set(&c->st, LC_CODE_INVALID_ARGUMENT,
+                      "a NUL byte (%%00) is not allowed in the query string");
+        return fail(c, "invalid_name");
+    }
     if (ing_labelset_parse(lc_http_query(c->req, "name"), c->arena, &c->set, &c->st) < 0)
         return fail(c, "invalid_name");
     const char *from = lc_http_query(c->req, "from");

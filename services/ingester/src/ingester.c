@@ -45,25 +45,27 @@ static int ing_routes(ing_t *ing, lc_httpd_t *srv)
      * the server's own 256 MiB default would let a 1 MB bomb cost 256 MiB. */
     const size_t cap = ing->opts.limits.max_decompressed_bytes;
     const lc_http_route_t routes[] = {
-        {"/ingest", "POST", ing_ingest_work, ing_publish_after, true, "/ingest", ing, cap},
-        {"/pyroscope/ingest", "POST", ing_ingest_work, ing_publish_after, true, "/ingest", ing,
-         cap},
+        {"/ingest", "POST", ing_ingest_work, ing_publish_after, true, "/ingest", ing, cap,
+         LC_HTTP_SCOPE_WRITE, NULL},
+        {"/pyroscope/ingest", "POST", ing_ingest_work, ing_publish_after, true, "/ingest", ing, cap,
+         LC_HTTP_SCOPE_WRITE, NULL},
         /* methods NULL: the Connect layer answers 405 with its own headers. */
-        {PUSH_PATH, NULL, ing_push_work, ing_publish_after, true, PUSH_PATH, ing, cap},
+        {PUSH_PATH, NULL, ing_push_work, ing_publish_after, true, PUSH_PATH, ing, cap,
+         LC_HTTP_SCOPE_WRITE, lc_connect_error},
         /* Parca's writers, at the root and under /api as Parca serves them */
         {ING_PARCA_STORE "WriteRaw", NULL, ing_parca_write_raw_work, ing_publish_after, true,
-         ING_PARCA_STORE "WriteRaw", ing, cap},
+         ING_PARCA_STORE "WriteRaw", ing, cap, LC_HTTP_SCOPE_WRITE, lc_connect_error},
         {"/api" ING_PARCA_STORE "WriteRaw", NULL, ing_parca_write_raw_work, ing_publish_after, true,
-         ING_PARCA_STORE "WriteRaw", ing, cap},
+         ING_PARCA_STORE "WriteRaw", ing, cap, LC_HTTP_SCOPE_WRITE, lc_connect_error},
         /* OTLP profiles: gRPC/gRPC-Web/Connect, and OTLP/HTTP */
         {ING_OTLP_EXPORT, NULL, ing_otlp_export_work, ing_publish_after, true, ING_OTLP_EXPORT, ing,
-         cap},
+         cap, LC_HTTP_SCOPE_WRITE, lc_connect_error},
         {ING_OTLP_HTTP, "POST", ing_otlp_http_work, ing_publish_after, true, ING_OTLP_HTTP, ing,
-         cap},
+         cap, LC_HTTP_SCOPE_WRITE, NULL},
         {ING_PARCA_STORE "*", NULL, ing_parca_write_unimplemented, NULL, false, ING_PARCA_STORE "*",
-         ing, 0},
+         ing, 0, LC_HTTP_SCOPE_WRITE, lc_connect_error},
         {"/api" ING_PARCA_STORE "*", NULL, ing_parca_write_unimplemented, NULL, false,
-         ING_PARCA_STORE "*", ing, 0},
+         ING_PARCA_STORE "*", ing, 0, LC_HTTP_SCOPE_WRITE, lc_connect_error},
     };
     for (size_t i = 0; i < LC_ARRAY_LEN(routes); i++) {
         int rc = lc_httpd_route(srv, &routes[i]);

@@ -34,6 +34,7 @@
 #include <strings.h>
 
 #include "lc/pbjson.h"
+#include "lc/pbstrings.h"
 #include "opentelemetry/proto/collector/profiles/v1development/profiles_service.pb-c.h"
 #include "receive_int.h"
 
@@ -772,6 +773,8 @@ static int otlp_decode_http(lc_http_req_t *req, const Push__V1__PushRequest **ou
         if (!msg)
             return lc_status_set(st, LC_CODE_INVALID_ARGUMENT,
                                  "unmarshal into %s: invalid protobuf data", desc->name);
+        if (lc_pb_strings_check(desc, req->body, req->body_len, st) != 0)
+            return -1;
     } else if (ct && len == 16 && !strncasecmp(ct, "application/json", len)) {
         *codec = LC_CONNECT_JSON;
         if (lc_pbjson_decode(desc, req->body, req->body_len, &alloc, &msg, st) != 0)
