@@ -39,11 +39,22 @@
 
 /* ---------------------------------------------------------------- labels */
 
+/* A process's names are the kernel's bytes, not ours to refuse: they are
+ * made to meet the label rules (lc_label_check) instead. Bytes that are not
+ * UTF-8 become '?', and so does a U+FFFD already in them (the rules refuse
+ * it: it is what decoders leave where bytes were lost). */
 static void set_label(lc_labels_t *ls, const char *name, const char *value)
 {
     char v[LABEL_VALUE_MAX + 1];
     snprintf(v, sizeof(v), "%s", value);
     lc_utf8_sanitize(v);
+    char *r = v, *w = v;
+    while (*r) {
+        bool replacement = strncmp(r, "\xef\xbf\xbd", 3) == 0;
+        *w++ = replacement ? '?' : *r;
+        r += replacement ? 3 : 1;
+    }
+    *w = '\0';
     if (*v)
         lc_labels_set(ls, name, v);
 }

@@ -77,6 +77,19 @@ static void *scr_heap_alloc(void *ctx, size_t size)
     return lc_xmalloc(size);
 }
 
+/* The target's labels (after relabelling) meet the rules every receiver
+ * applies (lc_label_check: no NUL, valid UTF-8, ...): a target whose
+ * discovered labels break them is never scraped into a merged or cut name. */
+static int series_labels_check(const lc_labels_t *ls, lc_status_t *st)
+{
+    for (size_t i = 0; i < ls->n; i++) {
+        const lc_label_t *l = &ls->v[i];
+        if (lc_label_check(l->name, strlen(l->name), l->value, strlen(l->value), st) != 0)
+            return -1;
+    }
+    return 0;
+}
+
 /* The IngestProfile as the transport carries it: lean over Redis (zstd; the
  * pprof here is always re-encoded, never the gzip that was scraped). */
 static int pack_message(const scr_process_in_t *in, const lc_pprof_t *p, const lc_buf_t *pprof,
@@ -90,6 +103,11 @@ static int pack_message(const scr_process_in_t *in, const lc_pprof_t *p, const l
     lc_labels_copy(&ls, in->series);
     lc_labels_set(&ls, "__delta__", "false");
     lc_labels_sort(&ls);
+    lc_status_t st = {0};
+    if (series_labels_check(&ls, &st) != 0) {
+        lc_labels_fini(&ls);
+        return scr_fail(out, SCR_ERR_INVALID, "target labels: ", st.msg);
+    }
     Types__V1__LabelPair *pairs = lc_xcalloc(ls.n + 1, sizeof(*pairs));
     Types__V1__LabelPair **ptrs = lc_xcalloc(ls.n + 1, sizeof(*ptrs));
     for (size_t i = 0; i < ls.n; i++) {
