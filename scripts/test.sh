@@ -36,6 +36,7 @@ tools=$!
 echo "== build (RelWithDebInfo, -Werror)"
 cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DLC_WERROR=ON >/dev/null
 cmake --build build -j "$JOBS"
+python3 scripts/check-circles.py build || status=1  # habits: no circle between the files of a room
 
 # The side work, niced so the integration tests get the CPU when they want
 # it. Its log is printed once it is done.

@@ -27,20 +27,49 @@ NEW = 4  # profiles pushed through the new receivers
 PARTITIONS = 16
 
 
-def old_entry(pb, raw, time_ns, k):
+def bare_entry(raw, time_ns, service, pod):
     """An IngestProfile as the previous receivers packed it (labels as the
-    /ingest route sets them for this name and pprof)."""
-    m = pb.IngestProfile()
+    /ingest route sets them for this name and pprof): a bare stream entry."""
+    m = ingest_pb().IngestProfile()
     m.tenant = "anonymous"
     m.ingest_id = os.urandom(16)
     m.received_unix_nanos = time_ns
-    for name, value in (("__name__", "process_cpu"), ("service_name", SERVICE),
-                        ("pod", f"old-{k}")):
+    for name, value in (("__name__", "process_cpu"), ("service_name", service), ("pod", pod)):
         lp = m.labels.add()
         lp.name, lp.value = name, value
     m.pprof = raw
     m.time_nanos = time_ns
     return m.SerializeToString()
+
+
+def start_and_push(cls, service, new, body_of):
+    """Starts an ingester and a querier on cls.redis, then pushes new profiles
+    of FILE (body_of(k): the body) as service{pod=new-<k>}, one second apart
+    after cls.t0 + OLD s, and waits until the streams are drained."""
+    cls.ing = dh.ingester(cls.redis.url)
+    cls.q = dh.querier(cls.redis.url)
+    for p in (cls.ing, cls.q):
+        cls.procs.append(p)
+        p.start()
+    dh.wait_members(cls.q, 1)
+    for k in range(new):
+        ts = cls.t0 // 1000 + OLD + k
+        r = cls.ing.ingest(f"{service}{{pod=new-{k}}}", body_of(k),
+                           params={"from": str(ts), "until": str(ts + 1), "format": "pprof"})
+        assert r.status == 200, r.describe()
+    cls.redis.wait_drained()
+
+
+def assert_stored(tc, service, counts):
+    """Per pod regex, the querier's total is that many times FILE's MANIFEST
+    cpu total (around tc.t0)."""
+    entry = h.manifest()[FILE]
+    cpu = h.expected_totals(entry)[("cpu", "nanoseconds")]
+    ptype = h.profile_type_id("process_cpu", "cpu", "nanoseconds", entry)
+    start, end = tc.t0 - 60_000, tc.t0 + 60_000
+    for pods, want in counts:
+        sel = f'{{service_name="{service}",pod=~"{pods}"}}'
+        h.eventually(lambda: tc.q.series_sum(ptype, sel, start, end), want * cpu)
 
 
 class EntryUpgradeTest(dh.ClusterTestCase):
@@ -50,34 +79,16 @@ class EntryUpgradeTest(dh.ClusterTestCase):
         cls.redis.start()
         raw = h.gunzip_if(h.read_testdata(FILE))
         cls.t0 = (h.now_ms() // 1000 - 1800) * 1000
-        pb = ingest_pb()
         cls.old_ids = []
         for k in range(OLD):
-            body = old_entry(pb, raw, (cls.t0 + k * 1000) * 1_000_000, k)
+            body = bare_entry(raw, (cls.t0 + k * 1000) * 1_000_000, SERVICE, f"old-{k}")
             cls.old_ids.append(resp_command(cls.redis.port, "XADD", f"ember:ingest:{k % PARTITIONS}",
                                             "*", "m", body))
-        cls.ing = dh.ingester(cls.redis.url)
-        cls.q = dh.querier(cls.redis.url)
-        for p in (cls.ing, cls.q):
-            cls.procs.append(p)
-            p.start()
-        dh.wait_members(cls.q, 1)
-        for k in range(NEW):
-            ts = cls.t0 // 1000 + OLD + k
-            body = h.read_testdata(FILE) if k % 2 == 0 else raw
-            r = cls.ing.ingest(f"{SERVICE}{{pod=new-{k}}}", body,
-                               params={"from": str(ts), "until": str(ts + 1), "format": "pprof"})
-            assert r.status == 200, r.describe()
-        cls.redis.wait_drained()
+        start_and_push(cls, SERVICE, NEW,
+                       lambda k: h.read_testdata(FILE) if k % 2 == 0 else raw)
 
     def test_old_and_new_entries_are_stored_once_each(self):
-        entry = h.manifest()[FILE]
-        cpu = h.expected_totals(entry)[("cpu", "nanoseconds")]
-        ptype = h.profile_type_id("process_cpu", "cpu", "nanoseconds", entry)
-        start, end = self.t0 - 60_000, self.t0 + 60_000
-        for pods, want in ((".*", OLD + NEW), ("old-.*", OLD), ("new-.*", NEW)):
-            sel = f'{{service_name="{SERVICE}",pod=~"{pods}"}}'
-            h.eventually(lambda: self.q.series_sum(ptype, sel, start, end), want * cpu)
+        assert_stored(self, SERVICE, ((".*", OLD + NEW), ("old-.*", OLD), ("new-.*", NEW)))
         self.assertEqual(dh.metric(self.ing, "ember_redis_consumed_total"), OLD + NEW)
 
     def test_new_entries_are_lean(self):

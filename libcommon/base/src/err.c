@@ -4,7 +4,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#include <lmdb.h>
 #include <uv.h>
 
 #include "lc/err.h"

@@ -1,5 +1,5 @@
 /*
- * utf8.c — UTF-8 validation (lc/utf8.h).
+ * utf8.c — UTF-8 validation and repair (lc/utf8.h).
  */
 #include <string.h>
 
@@ -48,4 +48,19 @@ bool lc_utf8_valid(const char *s, size_t len)
 bool lc_utf8_valid_str(const char *s)
 {
     return lc_utf8_valid(s, strlen(s));
+}
+
+void lc_utf8_sanitize(char *s)
+{
+    uint8_t *p = (uint8_t *)s;
+    size_t left = strlen(s);
+    while (left) {
+        size_t n = lc_utf8_decode(p, left, NULL);
+        if (!n) {
+            *p = '?';
+            n = 1;
+        }
+        p += n;
+        left -= n;
+    }
 }

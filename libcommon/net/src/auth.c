@@ -417,3 +417,10 @@ int lc_auth_check(lc_http_req_t *req, bool write, const char *const *tenants, si
     pthread_rwlock_unlock(&auth_lock);
     return rc;
 }
+
+int lc_auth_guard(lc_http_req_t *req, lc_http_scope_t scope, lc_status_t *st)
+{
+    if (scope == LC_HTTP_SCOPE_PUBLIC)
+        return 0;
+    return lc_auth_check(req, scope != LC_HTTP_SCOPE_READ, NULL, 0, st);
+}

@@ -21,6 +21,7 @@
 #include "lc/grpc.h"
 #include "lc/gz.h"
 #include "lc/pbjson.h"
+#include "lc/pbstrings.h"
 
 #define CONNECT_ACCEPT_POST "application/json, application/proto"
 #define CONNECT_DEFAULT_MAX_RESPONSE ((size_t)512 << 20) /* when req->resp_body has no cap */
@@ -366,7 +367,8 @@ static int unmarshal_body(lc_http_req_t *req, const ProtobufCMessageDescriptor *
     if (!*out)
         return lc_status_set(st, LC_CODE_INVALID_ARGUMENT,
                              "unmarshal into %s: invalid protobuf data", desc->name);
-    return 0;
+    /* the unpacked strings are C strings: one cut short at a NUL must not pass */
+    return lc_pb_strings_check(desc, body, len, st);
 }
 
 int lc_connect_decode(lc_http_req_t *req, const ProtobufCMessageDescriptor *desc,
@@ -616,11 +618,13 @@ static lc_http_result_t connect_on_work(lc_http_req_t *req, void *data)
     return LC_HTTP_DONE;
 }
 
-int lc_connect_register(lc_httpd_t *srv, const char *path, const ProtobufCMessageDescriptor *in,
-                        lc_connect_unary_fn fn, void *data)
+int lc_connect_register(lc_httpd_t *srv, const char *path, lc_http_scope_t scope,
+                        const ProtobufCMessageDescriptor *in, lc_connect_unary_fn fn, void *data)
 {
     lc_http_route_t route = {
         .path = path,
+        .scope = scope,
+        .deny = lc_connect_error,
         .methods = NULL, /* any: lc_connect_decode answers 405 itself, with Allow */
         .work = connect_on_work,
         .offload = true,

@@ -52,6 +52,8 @@ typedef struct lc_httpd__route_s {
     void *data;
     size_t max_inflated;  /* effective gzip output cap (see lc_http_route_t) */
     lc_metric_t *latency; /* NULL without metrics */
+    lc_http_scope_t scope;
+    lc_http_deny_fn deny;
 } route_t;
 typedef lc_httpd__xchg_t xchg_t;
 
@@ -108,13 +110,14 @@ struct lc_httpd_s {
     uint64_t refused_conns;
     char *rbuf; /* READ_CHUNK_BYTES, shared by every connection */
     unsigned max_inflating;
-    lc_httpd__h2_cfg_t h2cfg; /* on_request, respond, user set per connection */
+    lc_httpd__h2_cfg_t h2cfg; /* on_request, respond, answered, user set per connection */
     bool h2_enabled;
     uint64_t h2_settings_timeout_ms;
     bool closing;
     bool listener_closed;
     void (*close_cb)(void *data);
     void *close_data;
+    lc_http_guard_fn guard;
 };
 
 static void conn_on_alloc(uv_handle_t *h, size_t hint, uv_buf_t *out);
@@ -211,9 +214,29 @@ static bool label_value_ok(const char *s)
     return strpbrk(s, "\"\\\n") == NULL;
 }
 
+const char *lc_http_scope_name(lc_http_scope_t scope)
+{
+    switch (scope) {
+    case LC_HTTP_SCOPE_PUBLIC:
+        return "public";
+    case LC_HTTP_SCOPE_READ:
+        return "read";
+    case LC_HTTP_SCOPE_WRITE:
+        return "write";
+    default:
+        return "unset";
+    }
+}
+
+static bool scope_valid(lc_http_scope_t scope)
+{
+    return scope == LC_HTTP_SCOPE_PUBLIC || scope == LC_HTTP_SCOPE_READ ||
+           scope == LC_HTTP_SCOPE_WRITE;
+}
+
 int lc_httpd_route(lc_httpd_t *srv, const lc_http_route_t *route)
 {
-    if (!route->path || !route->path[0] || !route->work)
+    if (!route->path || !route->path[0] || !route->work || !scope_valid(route->scope))
         return LC_EINPUT;
     const char *label = route->metric_name ? route->metric_name : route->path;
     if (!label_value_ok(label))
@@ -238,6 +261,20 @@ int lc_httpd_route(lc_httpd_t *srv, const lc_http_route_t *route)
         r->max_inflated = route->max_decompressed_bytes;
     r->data = route->data;
     r->latency = srv_latency_metric(srv, r->metric_name);
+    r->scope = route->scope;
+    r->deny = route->deny;
+    return 0;
+}
+
+int lc_httpd_routes_text(const lc_httpd_t *srv, lc_buf_t *out)
+{
+    for (size_t i = 0; i < srv->n_routes; i++) {
+        const route_t *r = &srv->routes[i];
+        int rc = lc_buf_printf(out, "%s%s\t%s\t%s\n", r->path, r->prefix ? "*" : "",
+                               r->methods ? r->methods : "*", lc_http_scope_name(r->scope));
+        if (rc)
+            return rc;
+    }
     return 0;
 }
 
@@ -556,6 +593,7 @@ static int conn_new_h2_session(conn_t *c)
     cfg.user = c;
     cfg.on_request = conn_h2_on_request;
     cfg.respond = conn_h2_respond;
+    cfg.answered = lc_httpd__xchg_record_metrics;
     int rc = lc_httpd__h2_new(&cfg, &c->h2);
     if (rc != 0)
         return rc;
@@ -638,22 +676,6 @@ static void conn_upgrade_h2(conn_t *c)
 }
 
 /* ================================================================ handling */
-
-void lc_httpd__xchg_init(xchg_t *x, lc_httpd_t *srv, const lc_httpd__limits_t *lim,
-                         void (*respond)(xchg_t *), void *owner)
-{
-    memset(x, 0, sizeof(*x));
-    x->srv = srv;
-    x->respond = respond;
-    x->owner = owner;
-    lc_httpd__parser_init(&x->parser, lim);
-    x->parser.req._conn = x;
-}
-
-void lc_httpd__xchg_fini(xchg_t *x)
-{
-    lc_httpd__parser_fini(&x->parser);
-}
 
 /* Runs a loop-side callback, then `next` (if any) or the response. A callback
  * returning LC_HTTP_PENDING ends the chain: lc_http_finish sends the reply. */
@@ -742,6 +764,23 @@ static void xchg_start_handler(xchg_t *x)
     xchg_run_on_loop(x, r->work, r->after);
 }
 
+/* The credential against the route's scope, before the body is gunzipped or
+ * parsed: a caller without the scope costs no decoding. On a refusal the
+ * response is written and sent. */
+static bool xchg_guard_passes(xchg_t *x)
+{
+    const route_t *r = x->route;
+    lc_status_t st = {0};
+    if (!x->srv->guard || x->srv->guard(&x->parser.req, r->scope, &st) == 0)
+        return true;
+    if (r->deny)
+        r->deny(&x->parser.req, &st);
+    else
+        lc_http_error(&x->parser.req, &st);
+    x->respond(x);
+    return false;
+}
+
 void lc_httpd__xchg_dispatch(xchg_t *x)
 {
     lc_http_req_t *req = &x->parser.req;
@@ -750,7 +789,8 @@ void lc_httpd__xchg_dispatch(xchg_t *x)
         x->started_ns = uv_hrtime(); /* the whole request came at once */
     x->route = srv_find_route(x->srv, req->path, req->method, &path_known);
     if (x->route) {
-        xchg_start_handler(x);
+        if (xchg_guard_passes(x))
+            xchg_start_handler(x);
         return;
     }
     if (path_known) {
@@ -1076,6 +1116,7 @@ int lc_httpd_new(uv_loop_t *loop, const lc_httpd_opts_t *opts, lc_httpd_t **out)
     srv->rbuf = lc_xmalloc(READ_CHUNK_BYTES);
     srv->metrics = opts->metrics;
     srv->unrouted_latency = srv_latency_metric(srv, "none");
+    srv->guard = opts->guard;
     *out = srv;
     return 0;
 }

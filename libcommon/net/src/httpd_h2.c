@@ -212,7 +212,8 @@ static void h2_submit_response(h2_stream_t *s)
         nva[nv++] = h2_nv("content-length", length);
     nghttp2_data_provider body = {.source.ptr = s, .read_callback = h2_read_body};
     bool has_data = (!bodyless && req->resp_body.len > 0) || req->_n_trailers > 0;
-    lc_httpd__xchg_record_metrics(&s->x);
+    if (s->h2->cfg.answered)
+        s->h2->cfg.answered(&s->x);
     if (nghttp2_submit_response(s->h2->session, s->id, nva, nv, has_data ? &body : NULL) != 0)
         nghttp2_submit_rst_stream(s->h2->session, NGHTTP2_FLAG_NONE, s->id, NGHTTP2_INTERNAL_ERROR);
 }

@@ -89,10 +89,11 @@ int lc_httpd__parser_add_body(lc_httpd__parser_t *p, const uint8_t *data, size_t
 /* The body is complete: req.body points at it. */
 void lc_httpd__parser_end_body(lc_httpd__parser_t *p);
 
-/* ---- one request/response exchange (httpd.c): an HTTP/1.1 connection owns
- * one, each HTTP/2 stream one. req._conn points at it. dispatch routes the
- * complete request and runs its handlers (loop or pool); when the response is
- * ready, `respond` is called on the loop thread. */
+/* ---- one request/response exchange (init/fini in httpd_xchg.c, the rest in
+ * httpd.c): an HTTP/1.1 connection owns one, each HTTP/2 stream one.
+ * req._conn points at it. dispatch routes the complete request and runs its
+ * handlers (loop or pool); when the response is ready, `respond` is called on
+ * the loop thread. */
 typedef struct lc_httpd__route_s lc_httpd__route_t;
 typedef struct lc_httpd__xchg_s lc_httpd__xchg_t;
 struct lc_httpd__xchg_s {
@@ -137,6 +138,9 @@ typedef struct lc_httpd__h2_cfg_s {
     lc_httpd_t *srv;            /* for the exchanges (NULL in the fuzz target) */
     void (*on_request)(void *user, lc_httpd__xchg_t *x);
     void (*respond)(lc_httpd__xchg_t *x); /* x->respond of every stream */
+    /* A response is handed to the session (NULL: nothing to do); the server
+     * counts it in its metrics. */
+    void (*answered)(lc_httpd__xchg_t *x);
     void *user;
 } lc_httpd__h2_cfg_t;
 

@@ -9,7 +9,9 @@
  *
  * A batch that fails to apply is retried a few times with back-off; if it
  * still fails, its publishers get the error (their clients get 503 and know
- * nothing was acknowledged) rather than waiting forever.
+ * nothing was acknowledged) rather than waiting forever. A message the
+ * consumer set aside (reject_err) fails alone: its publisher gets that
+ * error (a 4xx for its client), the rest of the batch is durable.
  */
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -87,6 +89,7 @@ static direct_item_t *queue_take(direct_queue_t *q, size_t max, size_t *n)
     return k ? first : NULL;
 }
 
+/* Applies a batch and sets each item's status; returns the batch's. */
 static int apply_batch(direct_t *d, direct_item_t *batch, size_t n)
 {
     lc_transport_msg_t *msgs = lc_xcalloc(n, sizeof(*msgs));
@@ -102,6 +105,9 @@ static int apply_batch(direct_t *d, direct_item_t *batch, size_t n)
                     attempt + 1);
         uv_sleep(DIRECT_RETRY_DELAY_MS << attempt);
     }
+    i = 0;
+    for (direct_item_t *it = batch; it; it = it->next, i++)
+        it->status = rc ? rc : msgs[i].reject_err;
     lc_free(msgs);
     return rc;
 }
@@ -123,7 +129,6 @@ static void consumer_main(void *arg)
         uv_mutex_lock(&d->mu);
         for (direct_item_t *it = batch, *next; it; it = next) {
             next = it->next;
-            it->status = rc;
             queue_push(&d->done, it);
         }
         uv_async_send(&d->done_async);

@@ -13,7 +13,8 @@
  * XREADGROUP BLOCK would stall everything queued behind it.
  *
  * The consumer is a loop-thread state machine that does one step at a time
- * (lc_rt__cons_next): create groups after a reconnect, re-send acks that failed,
+ * (lc_rt__cons_next): create groups after a reconnect, write the dead letters
+ * of what consume set aside (transport_redis_dead.c), send or re-send acks,
  * forget what others claimed from it (after a reconnect: its claims record;
  * after an ack: what that ack found claimed away), read its own pending
  * entries (recovery), claim idle entries of others, or block for new ones. A
@@ -94,6 +95,7 @@ int lc_transport_redis_stats(lc_transport_t *base, lc_redis_transport_stats_t *o
         .dropped = atomic_load(&t->dropped),
         .trimmed = atomic_load(&t->trimmed),
         .forgotten = atomic_load(&t->forgotten),
+        .dead_letters = lc_transport__dead_count(t->dead),
         .pending = atomic_load(&t->pending_sum),
         .lag = atomic_load(&t->lag_sum),
         .backlog = atomic_load(&t->backlog_sum),
@@ -297,6 +299,9 @@ int lc_transport_redis_new(uv_loop_t *loop, const lc_redis_transport_opts_t *opt
         return rc;
     }
     rt_register_metrics(t, opts->metrics);
+    if (consume)
+        t->dead = lc_transport__dead_new(opts->dead_prefix, opts->dead_max_len, t->consumer,
+                                         opts->metrics);
     uv_timer_init(loop, &t->monitor_timer);
     t->monitor_timer.data = t;
     uint32_t every = t->opts.monitor_interval_ms;

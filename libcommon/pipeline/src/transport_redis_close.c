@@ -48,6 +48,7 @@ void lc_rt__free(rt_t *t)
     lc_free(t->prefix);
     lc_free(t->group);
     lc_free(t->consumer);
+    lc_transport__dead_free(t->dead);
     if (t->consume) {
         uv_mutex_destroy(&t->mu);
         uv_cond_destroy(&t->cond);

@@ -131,6 +131,23 @@ static void cons_setup(rt_t *t)
 
 /* ---------------------------------------------------------------- consumer: apply and ack */
 
+static void cons_on_dead(int status, void *data)
+{
+    rt_t *t = data;
+    if (status) {
+        cons_step_failed(t, status, "writing dead letters");
+        return;
+    }
+    t->dead_pending = false;
+    cons_step_done(t);
+}
+
+static void cons_dead(rt_t *t)
+{
+    t->busy = CB_CMD;
+    lc_transport__dead_send(t->dead, t->rd, &t->batch, t->names, t->msgs, cons_on_dead, t);
+}
+
 static bool cons_may_read_behind(const rt_t *t);
 static int cons_send_ahead(rt_t *t);
 
@@ -169,7 +186,8 @@ static void cons_apply(rt_t *t)
         char *delivery = t->deliveries + t->n_msgs * t->delivery_stride;
         snprintf(delivery, t->delivery_stride, "%s/%s", t->parts[e->stream].stream, e->id);
         t->msgs = lc_xgrow(t->msgs, &t->cap_msgs, t->n_msgs + 1, sizeof(*t->msgs));
-        t->msgs[t->n_msgs++] = (lc_transport_msg_t){e->data, e->len, e->id, delivery};
+        t->msgs[t->n_msgs++] =
+            (lc_transport_msg_t){.data = e->data, .len = e->len, .id = e->id, .delivery = delivery};
     }
     if (t->n_msgs == 0) {
         t->ack_pending = true;
@@ -213,6 +231,7 @@ static void cons_applied(rt_t *t, int rc)
     cons_phase_end(t, RT_PHASE_APPLY);
     if (rc == 0) {
         count(&t->consumed, t->m.consumed, t->n_msgs);
+        t->dead_pending = lc_transport__dead_begin(t->dead, t->msgs, t->n_msgs) > 0;
         t->ack_pending = true;
         cons_step_done(t);
         return;
@@ -779,6 +798,8 @@ void lc_rt__cons_next(rt_t *t)
         return; /* lc_rt__rd_on_state(up) calls again */
     if (t->need_setup)
         cons_setup(t);
+    else if (t->dead_pending) /* before the ack: see transport_redis_dead.c */
+        cons_dead(t);
     else if (t->ack_pending)
         cons_ack(t);
     else if (t->forget_pending)

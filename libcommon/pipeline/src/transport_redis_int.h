@@ -9,6 +9,8 @@
  *   transport_redis_monitor.c   monitor + trim: backlog probes and XTRIM
  *   transport_redis_consumer.c  the consumer state machine and its thread
  *   transport_redis_close.c     closing and freeing
+ *   transport_redis_dead.c      dead letters (transport_dead_int.h; the consumer's step
+ *                               before an ack, with no access to rt_t)
  *
  * Calls only go down: transport_redis.c uses the three jobs, and every job
  * uses transport_redis_close.c (a step that ends may let a close go on).
@@ -25,6 +27,7 @@
 
 #include "lc/redis.h"
 #include "lc/transport.h"
+#include "transport_dead_int.h"
 
 #define RT_DEFAULT_PARTITIONS 16
 #define RT_DEFAULT_PREFIX "ember:ingest:"
@@ -137,6 +140,8 @@ typedef struct rt_s {
     char **forget_ids;
     size_t n_forget, cap_forget;
     uv_timer_t retry_timer;
+    lc_dead_t *dead;   /* what consume set aside goes there before the ack */
+    bool dead_pending; /* the applied batch has dead letters to write */
 
     /* consumer thread */
     uv_thread_t thread;

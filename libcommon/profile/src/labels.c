@@ -11,6 +11,7 @@
 
 #include "lc/hash.h"
 #include "lc/labels.h"
+#include "lc/utf8.h"
 
 #define FNV64_OFFSET 0xcbf29ce484222325ULL
 #define FNV64_PRIME 0x100000001b3ULL
@@ -239,4 +240,48 @@ int lc_labels_decode(const uint8_t *p, size_t len, lc_labels_t *out)
     if (rc)
         lc_labels_fini(out);
     return rc;
+}
+
+/* Why text is not a label's, or NULL. */
+static const char *label_text_fault(const char *s, size_t len, bool name)
+{
+    const uint8_t *p = (const uint8_t *)s;
+    for (size_t i = 0; i < len;) {
+        uint32_t cp = 0;
+        size_t n = lc_utf8_decode(p + i, len - i, &cp);
+        if (n == 0)
+            return "invalid UTF-8";
+        if (cp == 0)
+            return "a NUL byte";
+        if (cp == 0xfffd)
+            return "U+FFFD (bytes that were not text)";
+        if (name && (cp < 0x20 || cp == 0x7f))
+            return "a control character";
+        i += n;
+    }
+    return NULL;
+}
+
+/* At most 64 bytes of s for a message, cut before a NUL (what %s prints). */
+static int label_shown(const char *s, size_t len)
+{
+    size_t n = len < 64 ? len : 64;
+    const char *nul = memchr(s, 0, n);
+    return (int)(nul ? (size_t)(nul - s) : n);
+}
+
+int lc_label_check(const char *name, size_t name_len, const char *value, size_t value_len,
+                   lc_status_t *st)
+{
+    if (name_len == 0)
+        return lc_status_set(st, LC_CODE_INVALID_ARGUMENT, "label with an empty name");
+    const char *why = label_text_fault(name, name_len, true);
+    if (why)
+        return lc_status_set(st, LC_CODE_INVALID_ARGUMENT, "label name %.*s...: %s is not allowed",
+                             label_shown(name, name_len), name, why);
+    why = label_text_fault(value, value_len, false);
+    if (why)
+        return lc_status_set(st, LC_CODE_INVALID_ARGUMENT, "value of label %.*s: %s is not allowed",
+                             label_shown(name, name_len), name, why);
+    return 0;
 }

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "lc/gz.h"
+#include "lc/labels.h"
 #include "lc/pprof.h"
 #include "lc/utf8.h"
 #include "pprof_int.h"
@@ -371,6 +372,21 @@ static int check_locations(const lc_pprof_t *p, const id_sets_t *ids, lc_status_
 
 /* ---------------------------------------------------------------- samples */
 
+/* A string label becomes a series label (the writer splits on them), so it
+ * meets the label rules (lc_label_check): a NUL the decoder turned into
+ * U+FFFD is refused here, not stored as a changed name. Numeric labels and
+ * empty ones (the writer ignores them) are not names. */
+static int check_string_label(const lc_pprof_t *p, const Google__V1__Label *l, size_t i,
+                              lc_status_t *st)
+{
+    const char *key = lc_pprof_str(p, l->key), *value = lc_pprof_str(p, l->str);
+    if (!l->str || !*key || !*value)
+        return 0;
+    if (lc_label_check(key, strlen(key), value, strlen(value), st) == 0)
+        return 0;
+    return invalid(st, "sample %zu: %s", i, st->msg);
+}
+
 static int check_sample_labels(const lc_pprof_t *p, const Google__V1__Sample *s, size_t i,
                                const lc_pprof_limits_t *lim, lc_status_t *st)
 {
@@ -381,6 +397,8 @@ static int check_sample_labels(const lc_pprof_t *p, const Google__V1__Sample *s,
         const Google__V1__Label *l = s->label[k];
         int64_t idx[] = {l->key, l->str, l->num_unit};
         if (check_str_refs(p, idx, 3, "label of sample", i, st))
+            return -1;
+        if (check_string_label(p, l, i, st))
             return -1;
     }
     return 0;

@@ -159,6 +159,7 @@ typedef struct bsample_s {
 
 struct lc_pprof_builder_s {
     int err;           /* sticky: reported by encode */
+    bool sum_wrapped;  /* a repeated sample's sum wrapped (lc_pprof_builder_sum_wrapped) */
     lc_arena_t *bytes; /* string bytes */
     BARRAY(bstr_t) strs;
     BARRAY(bfunc_t) funcs;
@@ -466,8 +467,16 @@ void lc_pprof_builder_sample(lc_pprof_builder_t *b, const uint64_t *location_ids
     }
     size_t width = b->types.n / 2;
     int64_t *sum = &b->values.v[(size_t)i * width];
-    for (size_t t = 0; t < width; t++)
+    for (size_t t = 0; t < width; t++) {
+        int64_t ignored;
+        b->sum_wrapped |= __builtin_add_overflow(sum[t], values[t], &ignored);
         sum[t] = add_wrapping(sum[t], values[t]);
+    }
+}
+
+bool lc_pprof_builder_sum_wrapped(const lc_pprof_builder_t *b)
+{
+    return b->sum_wrapped;
 }
 
 /* ---------------------------------------------------------------- encoding */

@@ -178,16 +178,38 @@ static lc_http_result_t metrics_handler(lc_http_req_t *req, void *data)
     return LC_HTTP_DONE;
 }
 
+/* Every route the server has, with the scope it needs (lc_httpd_routes_text):
+ * what docs/operations.md's route table must cover (tests/integration/
+ * test_scopes.py walks it). Public like the docs that list the same. */
+static lc_http_result_t routes_handler(lc_http_req_t *req, void *data)
+{
+    proc_t *p = data;
+    lc_buf_t text;
+    lc_buf_init(&text, LC_BUF_UNLIMITED);
+    if (lc_httpd_routes_text(p->pub.httpd, &text) == 0)
+        lc_http_reply(req, 200, "text/plain", text.data, text.len);
+    else
+        lc_http_reply(req, 500, "text/plain", "out of memory", 13);
+    lc_buf_fini(&text);
+    return LC_HTTP_DONE;
+}
+
 static int register_ops_routes(proc_t *p)
 {
-    lc_http_route_t ready = {.path = "/ready", .methods = "GET", .work = ready_handler, .data = p};
-    lc_http_route_t metrics = {
-        .path = "/metrics", .methods = "GET", .work = metrics_handler, .data = p};
-    lc_http_route_t live = {.path = "/live", .methods = "GET", .work = live_handler, .data = p};
-    int rc = lc_httpd_route(p->pub.httpd, &ready);
-    if (!rc)
-        rc = lc_httpd_route(p->pub.httpd, &live);
-    return rc ? rc : lc_httpd_route(p->pub.httpd, &metrics);
+    const lc_http_route_t routes[] = {
+        {.path = "/ready", .methods = "GET", .work = ready_handler, .data = p},
+        {.path = "/live", .methods = "GET", .work = live_handler, .data = p},
+        {.path = "/metrics", .methods = "GET", .work = metrics_handler, .data = p},
+        {.path = "/debug/routes", .methods = "GET", .work = routes_handler, .data = p},
+    };
+    for (size_t i = 0; i < LC_ARRAY_LEN(routes); i++) {
+        lc_http_route_t r = routes[i];
+        r.scope = LC_HTTP_SCOPE_PUBLIC; /* probes and scrapers carry no credential */
+        int rc = lc_httpd_route(p->pub.httpd, &r);
+        if (rc)
+            return rc;
+    }
+    return 0;
 }
 
 /* ---------------------------------------------------------------- start */
@@ -223,7 +245,8 @@ static int start_http(proc_t *p)
                           .max_connections = p->opts->max_connections,
                           .h2_disable = p->opts->h2_disable,
                           .h2_max_streams = p->opts->h2_max_streams,
-                          .metrics = p->pub.metrics};
+                          .metrics = p->pub.metrics,
+                          .guard = lc_auth_guard};
     /* Credentials first: no route may answer before they are in force. */
     int rc = lc_auth_init(&p->pub.loop, p->opts->auth_tokens_file);
     if (!rc)

@@ -3,18 +3,18 @@
  * <dir>/blocks/<start seconds>/, opened on demand, kept open up to
  * max_open_blocks (least recently used closed first), reference counted so
  * that neither the LRU nor retention closes an environment a reader or the
- * writer still uses. Also the block meta record and the key encodings shared
- * by the writer and the readers. Layout: docs/internals/store.md.
+ * writer still uses. The helpers every part shares (meta record, keys, DB
+ * table) are in store_helpers.c, below it; opening and closing the whole
+ * store (which also drives the passes) in store_open.c, above it.
+ * Layout: docs/internals/store.md.
  *
  * Dropped blocks are first renamed into <dir>/trash/ (an open environment
  * keeps working after a rename) and deleted from there once unused, so a new
  * block for the same partition never collides with one still being read, and
  * a crash halfway through a delete never leaves a half block in blocks/.
  */
-#define _GNU_SOURCE /* nftw's FTW_DEPTH / FTW_PHYS */
 #include <dirent.h>
 #include <errno.h>
-#include <ftw.h>
 #include <inttypes.h>
 #include <malloc.h>
 #include <pthread.h>
@@ -22,7 +22,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
-#include <sys/stat.h>
 
 #include "lc/log.h"
 #include "store_int.h"
@@ -38,195 +37,6 @@
 #define STORE_DEFAULT_OPEN_BLOCKS 1024
 #define STORE_MIN_OPEN_BLOCKS 64
 #define STORE_FDS_PER_ENV 3 /* data.mdb, lock.mdb and LMDB's O_DSYNC meta fd */
-
-static const char *const store_db_names[DB_COUNT] = {
-    "meta",   "strings",  "functions", "mappings", "locations",  "nodes",
-    "series", "postings", "profiles",  "applied",  "deliveries", "summaries",
-};
-
-static const unsigned store_db_flags[DB_COUNT] = {
-    [DB_STRINGS] = MDB_INTEGERKEY,
-    [DB_FUNCTIONS] = MDB_INTEGERKEY,
-    [DB_MAPPINGS] = MDB_INTEGERKEY,
-    [DB_LOCATIONS] = MDB_INTEGERKEY,
-    [DB_NODES] = MDB_INTEGERKEY,
-    [DB_SERIES] = MDB_INTEGERKEY,
-    [DB_POSTINGS] = MDB_DUPSORT | MDB_DUPFIXED | MDB_INTEGERDUP,
-    [DB_SUMMARIES] = MDB_INTEGERKEY,
-};
-
-int lc_store__mdb_fail(int rc, const char *what)
-{
-    if (rc <= LC_EBASE && rc >= LC_ELAST)
-        return rc; /* already ours: pass through */
-    LC_LOG_ERROR("store: %s failed err=\"%s\"", what, mdb_strerror(rc));
-    return LC_ESTORE;
-}
-
-/* ---------------------------------------------------------------- files */
-
-static int mkdir_one(const char *path)
-{
-    if (mkdir(path, 0755) == 0 || errno == EEXIST)
-        return 0;
-    int err = -errno;
-    LC_LOG_ERROR("store: mkdir failed path=%s err=\"%s\"", path, strerror(-err));
-    return err;
-}
-
-static int mkdir_parents(const char *path)
-{
-    char *p = lc_xstrdup(path);
-    int rc = 0;
-    for (char *c = p + 1; *c && !rc; c++) {
-        if (*c != '/')
-            continue;
-        *c = '\0';
-        rc = mkdir_one(p);
-        *c = '/';
-    }
-    if (!rc)
-        rc = mkdir_one(p);
-    lc_free(p);
-    return rc;
-}
-
-static char *path_join(const char *a, const char *b)
-{
-    size_t len = strlen(a) + strlen(b) + 2;
-    char *p = lc_xmalloc(len);
-    snprintf(p, len, "%s/%s", a, b);
-    return p;
-}
-
-static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-    LC_UNUSED(sb);
-    LC_UNUSED(flag);
-    LC_UNUSED(ftw);
-    if (remove(path) != 0)
-        LC_LOG_WARN("store: remove failed path=%s err=\"%s\"", path, strerror(errno));
-    return 0;
-}
-
-static void rm_tree(const char *path)
-{
-    if (nftw(path, rm_entry, 16, FTW_DEPTH | FTW_PHYS) != 0 && errno != ENOENT)
-        LC_LOG_WARN("store: delete failed path=%s err=\"%s\"", path, strerror(errno));
-}
-
-/* ---------------------------------------------------------------- meta */
-
-void lc_store__meta_init(store_meta_t *m, int64_t start_ns, int64_t duration_ns)
-{
-    memset(m, 0, sizeof(*m));
-    m->version = STORE_FORMAT_VERSION;
-    m->start_ns = start_ns;
-    m->duration_ns = duration_ns;
-    m->min_time_ns = INT64_MAX;
-    m->max_time_ns = INT64_MIN;
-    m->nodes = 1;   /* the root */
-    m->strings = 1; /* "" */
-}
-
-/* The record is the struct's fields as native u64s, in declaration order. */
-int lc_store__meta_get(MDB_txn *txn, MDB_dbi dbi, store_meta_t *m)
-{
-    MDB_val k = store_val("info", 4), v;
-    int rc = mdb_get(txn, dbi, &k, &v);
-    if (rc == MDB_NOTFOUND)
-        return LC_ENOTFOUND;
-    if (rc)
-        return lc_store__mdb_fail(rc, "meta get");
-    if (v.mv_size < STORE_META_FIELDS * 8)
-        return LC_ECORRUPT;
-    memcpy(m, v.mv_data, STORE_META_FIELDS * 8);
-    return m->version >= STORE_FORMAT_VERSION_MIN && m->version <= STORE_FORMAT_VERSION_COMPACT
-               ? 0
-               : LC_ECORRUPT;
-}
-
-int lc_store__meta_put(MDB_txn *txn, MDB_dbi dbi, const store_meta_t *m)
-{
-    _Static_assert(sizeof(store_meta_t) == STORE_META_FIELDS * 8, "meta is packed u64s");
-    MDB_val k = store_val("info", 4), v = store_val(m, sizeof(*m));
-    int rc = mdb_put(txn, dbi, &k, &v, 0);
-    return rc ? lc_store__mdb_fail(rc, "meta put") : 0;
-}
-
-/* ---------------------------------------------------------------- keys */
-
-size_t lc_store__posting_key(uint8_t *buf, const char *tenant, const char *name, const char *value)
-{
-    size_t tl = strlen(tenant), nl = strlen(name), vl = strlen(value);
-    if (tl + nl + vl + 2 <= STORE_POSTING_KEY_MAX) {
-        memcpy(buf, tenant, tl + 1);
-        memcpy(buf + tl + 1, name, nl + 1);
-        memcpy(buf + tl + nl + 2, value, vl);
-        return tl + nl + vl + 2;
-    }
-    /* Too long for an LMDB key: 0xff (never valid UTF-8, so no raw key starts
-     * with it) and 128 bits of hash. Readers verify every hit anyway. */
-    uint64_t h[2];
-    for (int i = 0; i < 2; i++) {
-        h[i] = lc_store__hash(tenant, tl, 0x51ed2701u + (uint64_t)i);
-        h[i] = lc_store__hash(name, nl, h[i]);
-        h[i] = lc_store__hash(value, vl, h[i]);
-    }
-    buf[0] = 0xff;
-    memcpy(buf + 1, h, sizeof(h));
-    return 1 + sizeof(h);
-}
-
-static void put_be(uint8_t *p, uint64_t v, int bytes)
-{
-    for (int i = bytes - 1; i >= 0; i--, v >>= 8)
-        p[i] = (uint8_t)v;
-}
-
-static uint64_t get_be(const uint8_t *p, int bytes)
-{
-    uint64_t v = 0;
-    for (int i = 0; i < bytes; i++)
-        v = v << 8 | p[i];
-    return v;
-}
-
-/* Big-endian with the time's sign bit flipped, so memcmp order is
- * (series, time, seq) order, negative times included. */
-void lc_store__profile_key(uint8_t key[STORE_PROFILE_KEY_LEN], uint32_t series, int64_t time_ns,
-                           uint32_t seq)
-{
-    put_be(key, series, 4);
-    put_be(key + 4, (uint64_t)time_ns ^ (1ULL << 63), 8);
-    put_be(key + 12, seq, 4);
-}
-
-int64_t lc_store__profile_key_time(const uint8_t *key)
-{
-    return (int64_t)(get_be(key + 4, 8) ^ (1ULL << 63));
-}
-
-uint32_t lc_store__profile_key_series(const uint8_t *key)
-{
-    return (uint32_t)get_be(key, 4);
-}
-
-uint32_t lc_store__profile_key_seq(const uint8_t *key)
-{
-    return (uint32_t)get_be(key + 12, 4);
-}
-
-/* ---------------------------------------------------------------- partitions */
-
-int64_t lc_store__partition(const lc_store_t *s, int64_t time_ns)
-{
-    int64_t d = s->opts.block_duration_ns;
-    int64_t q = time_ns / d;
-    if (time_ns % d < 0)
-        q--;
-    return q * d;
-}
 
 static store_block_t *store_block_new(lc_store_t *s, int64_t start_ns)
 {
@@ -283,7 +93,8 @@ static int block_dbis_in(store_block_t *b, MDB_txn *txn, unsigned create, store_
 {
     b->has_summaries = false;
     for (int i = 0; i < DB_COUNT; i++) {
-        int rc = mdb_dbi_open(txn, store_db_names[i], create | store_db_flags[i], &b->dbi[i]);
+        int rc =
+            mdb_dbi_open(txn, lc_store__db_name(i), create | lc_store__db_flags(i), &b->dbi[i]);
         if (rc == MDB_NOTFOUND && i == DB_SUMMARIES)
             continue; /* a format 2 block: no summaries, ever */
         if (rc)
@@ -391,8 +202,8 @@ static int block_create(const lc_store_t *s, const store_block_t *b)
     size_t len = strlen(s->blocks_dir) + strlen(name) + 8;
     char *tmp = lc_xmalloc(len);
     snprintf(tmp, len, "%s/.new-%s", s->blocks_dir, name);
-    rm_tree(tmp);
-    int rc = mkdir_one(tmp);
+    lc_store__rm_tree(tmp);
+    int rc = lc_store__mkdir_one(tmp);
     if (!rc)
         rc = block_init(s, b, tmp);
     if (!rc && rename(tmp, b->path) != 0) {
@@ -400,7 +211,7 @@ static int block_create(const lc_store_t *s, const store_block_t *b)
         LC_LOG_ERROR("store: rename failed path=%s err=\"%s\"", b->path, strerror(errno));
     }
     if (rc)
-        rm_tree(tmp);
+        lc_store__rm_tree(tmp);
     lc_free(tmp);
     return rc;
 }
@@ -420,7 +231,7 @@ static void block_destroy(lc_store_t *s, store_block_t *b)
 {
     block_env_close(s, b);
     if (b->dropped)
-        rm_tree(b->path);
+        lc_store__rm_tree(b->path);
     lc_free(b->path);
     lc_free(b);
 }
@@ -641,8 +452,8 @@ static int store_scan(lc_store_t *s)
     while ((e = readdir(d))) {
         int64_t start;
         if (strncmp(e->d_name, ".new-", 5) == 0) {
-            char *p = path_join(s->blocks_dir, e->d_name);
-            rm_tree(p); /* a block whose creation was interrupted */
+            char *p = lc_store__path_join(s->blocks_dir, e->d_name);
+            lc_store__rm_tree(p); /* a block whose creation was interrupted */
             lc_free(p);
         }
         if (e->d_name[0] == '.')
@@ -673,7 +484,9 @@ static void store_malloc_setup(void)
         LC_LOG_WARN("store: mallopt(M_MMAP_THRESHOLD) failed; memory may fragment");
 }
 
-int lc_store_open(const lc_store_opts_t *opts, lc_store_t **out)
+/* The registry of an opened directory, before the passes (store_open.c) look
+ * at it: settings checked, blocks/ created, trash/ emptied; not yet scanned. */
+int lc_store__registry_new(const lc_store_opts_t *opts, lc_store_t **out)
 {
     lc_store_t *s = lc_xcalloc(1, sizeof(*s));
     int rc = opts_apply(opts, &s->opts);
@@ -685,34 +498,27 @@ int lc_store_open(const lc_store_opts_t *opts, lc_store_t **out)
     pthread_once(&malloc_once, store_malloc_setup);
     s->dir = lc_xstrdup(opts->dir);
     s->opts.dir = s->dir;
-    s->blocks_dir = path_join(s->dir, "blocks");
+    s->blocks_dir = lc_store__path_join(s->dir, "blocks");
     pthread_mutex_init(&s->mu, NULL);
-    char *trash = path_join(s->dir, "trash");
-    rm_tree(trash); /* blocks dropped before a crash or restart */
+    char *trash = lc_store__path_join(s->dir, "trash");
+    lc_store__rm_tree(trash); /* blocks dropped before a crash or restart */
     lc_free(trash);
-    rc = mkdir_parents(s->blocks_dir);
-    if (!rc)
-        lc_store__compact_recover(s->blocks_dir); /* before the scan: it may rename blocks */
-    if (!rc)
-        rc = store_scan(s);
-    if (!rc)
-        rc = lc_store__rollup_open(s); /* store_rollup.c */
+    rc = lc_store__mkdir_parents(s->blocks_dir);
     if (rc) {
-        lc_store_close(s);
+        lc_store__registry_free(s);
         return rc;
     }
-    LC_LOG_INFO("store: opened dir=%s blocks=%zu max_open_blocks=%zu", s->dir, s->n_blocks,
-                s->opts.max_open_blocks);
     *out = s;
     return 0;
 }
 
-/* Callers must have ended every reader and write batch. */
-void lc_store_close(lc_store_t *s)
+int lc_store__registry_scan(lc_store_t *s)
 {
-    if (!s)
-        return;
-    lc_store__rollup_close(s); /* store_rollup.c */
+    return store_scan(s);
+}
+
+void lc_store__registry_free(lc_store_t *s)
+{
     for (size_t i = 0; i < s->n_blocks; i++)
         block_destroy(s, s->blocks[i]);
     lc_free(s->blocks);
@@ -727,11 +533,11 @@ void lc_store_close(lc_store_t *s)
 /* Moves the block out of blocks/ at once; mu held. */
 static int block_to_trash(lc_store_t *s, store_block_t *b)
 {
-    char *trash = path_join(s->dir, "trash");
-    int rc = mkdir_one(trash);
+    char *trash = lc_store__path_join(s->dir, "trash");
+    int rc = lc_store__mkdir_one(trash);
     char name[48];
     snprintf(name, sizeof(name), "%" PRId64 ".%" PRIu64, b->start_ns / NS_PER_SEC, ++s->trash_seq);
-    char *to = path_join(trash, name);
+    char *to = lc_store__path_join(trash, name);
     lc_free(trash);
     if (!rc && rename(b->path, to) != 0) {
         rc = -errno;
@@ -779,20 +585,6 @@ int lc_store_retention(lc_store_t *s, int64_t now_ns, size_t *dropped)
 
 /* For store_compact.c, which rewrites closed blocks: the DB table and the swap
  * of a rewritten block, which must close the environment under mu. */
-const char *lc_store__db_name(int db)
-{
-    return store_db_names[db];
-}
-
-unsigned lc_store__db_flags(int db)
-{
-    return store_db_flags[db];
-}
-
-void lc_store__rm_tree(const char *path)
-{
-    rm_tree(path);
-}
 
 int lc_store__block_swap(lc_store_t *s, store_block_t *b, uint64_t gen, const char *ready,
                          char **old_out)
@@ -801,7 +593,7 @@ int lc_store__block_swap(lc_store_t *s, store_block_t *b, uint64_t gen, const ch
     int rc = 0;
     pthread_mutex_lock(&s->mu);
     snprintf(name, sizeof(name), ".old-%s.%" PRIu64, strrchr(b->path, '/') + 1, ++s->trash_seq);
-    char *old = path_join(s->blocks_dir, name);
+    char *old = lc_store__path_join(s->blocks_dir, name);
     if (b->refs != 1 || b->dropped || b->write_gen != gen)
         rc = -EBUSY; /* a reader or the writer holds it, or it changed: later */
     if (!rc) {

@@ -47,68 +47,10 @@
 #include "store_int.h"
 
 #define COMPACT_DICT_BYTES (64u << 10)
-#define COMPACT_TRAIN_MAX (8u << 20)        /* sample bytes given to the trainer at most */
-#define COMPACT_MIN_RAW (128u << 10)        /* fewer sample bytes: no dictionary, no zstd */
-#define COMPACT_TXN_BYTES (256u << 20)      /* the rewrite commits in steps of this */
-#define COMPACT_MAX_RAW ((uint64_t)1 << 30) /* an unpacked sample list, at most */
+#define COMPACT_TRAIN_MAX (8u << 20)   /* sample bytes given to the trainer at most */
+#define COMPACT_MIN_RAW (128u << 10)   /* fewer sample bytes: no dictionary, no zstd */
+#define COMPACT_TXN_BYTES (256u << 20) /* the rewrite commits in steps of this */
 #define COMPACT_LEVEL 3
-
-/* ---------------------------------------------------------------- unpacking */
-
-void lc_store__unpack_init(store_unpack_t *u, MDB_txn *txn, MDB_dbi meta)
-{
-    memset(u, 0, sizeof(*u));
-    u->txn = txn;
-    u->meta = meta;
-}
-
-void lc_store__unpack_fini(store_unpack_t *u)
-{
-    ZSTD_freeDCtx(u->dctx);
-    ZSTD_freeDDict(u->ddict);
-    lc_free(u->buf);
-    memset(u, 0, sizeof(*u));
-}
-
-static int unpack_load(store_unpack_t *u)
-{
-    u->loaded = true;
-    u->dctx = ZSTD_createDCtx();
-    if (!u->dctx)
-        return LC_ECORRUPT;
-    MDB_val k = store_val("zdict", 5), v;
-    int rc = mdb_get(u->txn, u->meta, &k, &v);
-    if (rc == MDB_NOTFOUND)
-        return 0; /* frames without a dictionary */
-    if (rc)
-        return lc_store__mdb_fail(rc, "zdict get");
-    u->ddict = ZSTD_createDDict(v.mv_data, v.mv_size);
-    return u->ddict ? 0 : LC_ECORRUPT;
-}
-
-int lc_store__unpack(store_unpack_t *u, const uint8_t *src, size_t len, const uint8_t **out,
-                     size_t *out_len)
-{
-    int rc = u->loaded ? 0 : unpack_load(u);
-    if (rc || !u->dctx)
-        return rc ? rc : LC_ECORRUPT;
-    const uint8_t *p = src, *end = src + len;
-    uint64_t raw;
-    if (store_get_uvarint(&p, end, &raw) || raw > COMPACT_MAX_RAW ||
-        raw > ((uint64_t)(end - p) / 3 + 1) * ZSTD_BLOCKSIZE_MAX)
-        return LC_ECORRUPT; /* every zstd block of at most 128 KiB takes >= 3 bytes: a
-                             * length no frame of this size can reach is corrupt, and is
-                             * refused before the buffer is grown for it */
-    u->buf = lc_xgrow(u->buf, &u->cap, raw + 1, 1);
-    size_t got =
-        u->ddict ? ZSTD_decompress_usingDDict(u->dctx, u->buf, raw, p, (size_t)(end - p), u->ddict)
-                 : ZSTD_decompressDCtx(u->dctx, u->buf, raw, p, (size_t)(end - p));
-    if (ZSTD_isError(got) || got != raw)
-        return LC_ECORRUPT;
-    *out = u->buf;
-    *out_len = raw;
-    return 0;
-}
 
 /* ---------------------------------------------------------------- files */
 
@@ -261,7 +203,7 @@ static size_t pv_raw_len(const MDB_val *v)
         return 0;
     if (!(flags & STORE_PF_ZSTD))
         return (size_t)(end - p);
-    return store_get_uvarint(&p, end, &raw) || raw > COMPACT_MAX_RAW ? 0 : (size_t)raw;
+    return store_get_uvarint(&p, end, &raw) || raw > STORE_MAX_UNPACKED ? 0 : (size_t)raw;
 }
 
 /* ---------------------------------------------------------------- the rewrite */

@@ -34,7 +34,9 @@
 #define STORE_NODE_CHUNK 1024     /* (parent, location) pairs per LMDB value */
 #define STORE_POSTING_KEY_MAX 400 /* longer posting keys are replaced by a hash */
 #define STORE_MAX_STRING_BYTES (1u << 20)
-#define STORE_MAX_ID 0xfffffff0u /* ids are u32; leave headroom for sentinels */
+#define STORE_MAX_TENANT_BYTES 1024
+#define STORE_MAX_TIME_NS ((int64_t)1 << 62) /* a profile's time, either side of 1970 */
+#define STORE_MAX_ID 0xfffffff0u             /* ids are u32; leave headroom for sentinels */
 #define STORE_READER_ARENA_MAX ((size_t)1 << 30)
 #define STORE_MAX_APPLIED_ID 64                /* bytes of an ingest id */
 #define STORE_MAX_DELIVERY_ID 400              /* bytes of a transport delivery id */
@@ -281,6 +283,12 @@ struct lc_store_s {
     struct store_rollup_s *rollup; /* store_rollup.c; NULL: no rollups */
 };
 
+/* store.c, for lc_store_open/lc_store_close (store_open.c): the registry of
+ * opts->dir (checked settings, blocks/ made, trash/ emptied), its scan of
+ * blocks/, and its end (every block closed; callers ended every reader). */
+int lc_store__registry_new(const lc_store_opts_t *opts, lc_store_t **out) LC_MUST_CHECK;
+int lc_store__registry_scan(lc_store_t *s) LC_MUST_CHECK;
+void lc_store__registry_free(lc_store_t *s);
 int64_t lc_store__partition(const lc_store_t *s, int64_t time_ns);
 /* Called by the writer after a block's transaction committed (mu not held). */
 void lc_store__block_written(lc_store_t *s, store_block_t *b);
@@ -326,6 +334,9 @@ uint32_t lc_store__profile_key_seq(const uint8_t *key);
 /* Unpacks STORE_PF_ZSTD samples of one transaction's block: the dictionary is
  * read from DB_META on first use. One buffer: what it returned is valid until
  * the next call (a profile callback's duration). One thread at a time. */
+/* An unpacked sample list is at most this long (store_unpack.c refuses more;
+ * store_compact.c packs nothing longer). */
+#define STORE_MAX_UNPACKED ((uint64_t)1 << 30)
 typedef struct store_unpack_s {
     MDB_txn *txn;
     MDB_dbi meta;
@@ -353,6 +364,10 @@ const char *lc_store__db_name(int db);
 unsigned lc_store__db_flags(int db);
 /* Deletes a directory tree, logging what it cannot delete. */
 void lc_store__rm_tree(const char *path);
+/* store_helpers.c: directories (errors logged, -errno returned) and paths. */
+int lc_store__mkdir_one(const char *path);
+int lc_store__mkdir_parents(const char *path);
+char *lc_store__path_join(const char *a, const char *b); /* lc_free it */
 
 /* Calls fn for each profile of the series with start_ns <= time <= end_ns,
  * in key order, in any transaction (store_read.c). Non-zero from fn stops.

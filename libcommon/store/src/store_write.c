@@ -14,9 +14,6 @@
 #include "lc/log.h"
 #include "store_int.h"
 
-#define STORE_MAX_TENANT_BYTES 1024
-#define STORE_MAX_TIME_NS ((int64_t)1 << 62)
-
 typedef struct txn_block_s {
     store_block_t *b;
     MDB_txn *txn;

@@ -408,7 +408,5 @@ void agt_msgs_fini(agt_msgs_t *m);
 int agt_build_profiles(agt_build_ctx_t *ctx, const agt_drained_t *d, agt_msgs_t *out) LC_MUST_CHECK;
 /* Fills p->labels from what is known about it. */
 void agt_proc_labels(const agt_opts_t *opts, agt_kube_t *kube, agt_proc_t *p);
-/* Replaces bytes that are not valid UTF-8 with '?' (in place). */
-void agt_utf8_sanitize(char *s);
 
 #endif

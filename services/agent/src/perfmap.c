@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "agent_int.h"
+#include "lc/utf8.h"
 
 #define PERFMAP_MAX_ENTRIES (4u << 20)
 
@@ -105,7 +106,7 @@ int agt_perfmap_parse(agt_perfmap_t *pm, const char *text, size_t len)
         if (pm_parse_line(p, line_end, &start, &size, &name, &name_len) && start) {
             memcpy(names + used, name, name_len);
             names[used + name_len] = '\0';
-            agt_utf8_sanitize(names + used);
+            lc_utf8_sanitize(names + used);
             v = lc_xgrow(v, &cap, n + 1, sizeof(*v));
             v[n] = (pm_entry_t){start, size, (uint32_t)used, (uint32_t)n};
             n++;

@@ -29,45 +29,32 @@
 #include "lc/clock.h"
 #include "lc/log.h"
 #include "lc/pprof.h"
+#include "lc/store.h"
 #include "lc/transport_entry.h"
+#include "lc/utf8.h"
 
 #define LABEL_VALUE_MAX 1024
 #define PPROF_MAX_BYTES ((size_t)256 << 20)
 #define KERNEL_MODULE "[kernel.kallsyms]"
 
-void agt_utf8_sanitize(char *s)
-{
-    unsigned char *p = (unsigned char *)s;
-    while (*p) {
-        size_t n = *p < 0x80         ? 1
-                   : (*p >> 5) == 6  ? 2
-                   : (*p >> 4) == 14 ? 3
-                   : (*p >> 3) == 30 ? 4
-                                     : 0;
-        bool ok = n > 0;
-        for (size_t i = 1; ok && i < n; i++)
-            ok = (p[i] & 0xc0) == 0x80;
-        if (ok && n == 2)
-            ok = *p >= 0xc2;
-        if (ok && n == 3)
-            ok = !(*p == 0xe0 && p[1] < 0xa0) && !(*p == 0xed && p[1] >= 0xa0);
-        if (ok && n == 4)
-            ok = *p <= 0xf4 && !(*p == 0xf0 && p[1] < 0x90) && !(*p == 0xf4 && p[1] >= 0x90);
-        if (!ok) {
-            *p++ = '?';
-            continue;
-        }
-        p += n;
-    }
-}
-
 /* ---------------------------------------------------------------- labels */
 
+/* A process's names are the kernel's bytes, not ours to refuse: they are
+ * made to meet the label rules (lc_label_check) instead. Bytes that are not
+ * UTF-8 become '?', and so does a U+FFFD already in them (the rules refuse
+ * it: it is what decoders leave where bytes were lost). */
 static void set_label(lc_labels_t *ls, const char *name, const char *value)
 {
     char v[LABEL_VALUE_MAX + 1];
     snprintf(v, sizeof(v), "%s", value);
-    agt_utf8_sanitize(v);
+    lc_utf8_sanitize(v);
+    char *r = v, *w = v;
+    while (*r) {
+        bool replacement = strncmp(r, "\xef\xbf\xbd", 3) == 0;
+        *w++ = replacement ? '?' : *r;
+        r += replacement ? 3 : 1;
+    }
+    *w = '\0';
     if (*v)
         lc_labels_set(ls, name, v);
 }
@@ -353,11 +340,39 @@ static int encode_message(build_t *bd, group_t *g, const lc_buf_t *pprof, agt_ms
     return 0;
 }
 
+/* What the writer would refuse (lc_store_check_profile) is not published,
+ * as every receiver refuses it: the profile is decoded back and checked. */
+static int check_writable(const build_t *bd, const group_t *g, const lc_buf_t *pprof)
+{
+    if (lc_pprof_builder_sum_wrapped(g->b)) {
+        LC_LOG_ERROR("agent: dropping a profile whose sample sums wrap past int64");
+        return LC_EINPUT;
+    }
+    lc_pprof_limits_t lim;
+    lc_pprof_limits_default(&lim);
+    lim.max_decompressed_bytes = SIZE_MAX;
+    lim.max_samples = 0;
+    lc_arena_t *arena = lc_arena_new(SIZE_MAX);
+    lc_pprof_t *p;
+    lc_status_t st = {0};
+    int rc = lc_pprof_decode(pprof->data, pprof->len, &lim, arena, &p, &st) != 0 ||
+                     lc_store_check_profile(p, bd->ctx->opts->tenant, bd->ctx->time_ns, arena, NULL,
+                                            &st) != 0
+                 ? LC_EINPUT
+                 : 0;
+    if (rc)
+        LC_LOG_ERROR("agent: dropping a profile the writer would refuse err=\"%s\"", st.msg);
+    lc_arena_free(arena);
+    return rc;
+}
+
 static int emit_group(build_t *bd, group_t *g, agt_msgs_t *out)
 {
     lc_buf_t pprof;
     lc_buf_init(&pprof, PPROF_MAX_BYTES);
     int rc = lc_pprof_builder_encode(g->b, false, &pprof);
+    if (!rc)
+        rc = check_writable(bd, g, &pprof);
     if (!rc) {
         out->v = lc_xgrow(out->v, &out->cap, out->n + 1, sizeof(*out->v));
         rc = encode_message(bd, g, &pprof, &out->v[out->n]);

@@ -132,6 +132,9 @@ int ing_cv_stack(const char *stack, size_t len, int64_t value, void *data)
 
 int ing_cv_encode(ing_cv_t *cv, lc_buf_t *out)
 {
+    if (lc_pprof_builder_sum_wrapped(cv->b))
+        return lc_status_set(cv->st, LC_CODE_INVALID_ARGUMENT,
+                             "the values of a repeated stack sum past int64");
     if (lc_pprof_builder_encode(cv->b, false, out) != 0)
         return lc_status_set(cv->st, LC_CODE_INVALID_ARGUMENT, "profile too large");
     return 0;

@@ -138,8 +138,9 @@ static dl_baseline_t dl_aggregate(uint64_t fp, const uint64_t *keys, const int64
         b.points[i] = (dl_point_t){keys[i], values[i]};
     qsort(b.points, n, sizeof(*b.points), dl_point_cmp);
     for (size_t i = 0; i < n; i++) {
-        if (b.n > 0 && b.points[b.n - 1].key == b.points[i].key)
-            b.points[b.n - 1].value += b.points[i].value;
+        if (b.n > 0 && b.points[b.n - 1].key == b.points[i].key) /* bounded: checked profile */
+            b.points[b.n - 1].value =
+                (int64_t)((uint64_t)b.points[b.n - 1].value + (uint64_t)b.points[i].value);
         else
             b.points[b.n++] = b.points[i];
     }
@@ -159,9 +160,14 @@ static bool dl_deltas(const dl_baseline_t *cur, const dl_baseline_t *prev, const
 {
     int64_t *delta = lc_xmalloc((cur->n ? cur->n : 1) * sizeof(*delta));
     bool ok = true;
+    /* A negative cumulative value (in either profile) counts as a reset:
+     * then every delta lies in [0, its current value], so the deltas sum no
+     * further than the profile's own values, which lc_store_check_profile
+     * bounded. */
     for (size_t i = 0; i < cur->n && ok; i++) {
-        delta[i] = cur->points[i].value - dl_value(prev, cur->points[i].key);
-        ok = delta[i] >= 0;
+        int64_t was = dl_value(prev, cur->points[i].key);
+        ok = was >= 0 && cur->points[i].value >= was;
+        delta[i] = ok ? cur->points[i].value - was : 0;
     }
     for (size_t i = 0; i < n && ok; i++) {
         dl_point_t probe = {keys[i], 0};

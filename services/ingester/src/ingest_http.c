@@ -77,8 +77,23 @@ static uint32_t parse_sample_rate(const char *s)
     return *s == '+' && !s[1] ? DEFAULT_SAMPLE_RATE : (uint32_t)v;
 }
 
+/* A "%00" decodes to a NUL, which would end the C string the parameter
+ * becomes: `name=app{k=a%00b}` would lose k. No parameter may hold one. */
+static bool query_has_nul(const char *q)
+{
+    for (const char *p = q ? strchr(q, '%') : NULL; p; p = strchr(p + 1, '%'))
+        if (p[1] == '0' && p[2] == '0')
+            return true;
+    return false;
+}
+
 static int ingest_params(ingest_ctx_t *c)
 {
+    if (query_has_nul(c->req->query)) {
+        lc_status_set(&c->st, LC_CODE_INVALID_ARGUMENT,
+                      "a NUL byte (%%00) is not allowed in the query string");
+        return fail(c, "invalid_name");
+    }
     if (ing_labelset_parse(lc_http_query(c->req, "name"), c->arena, &c->set, &c->st) < 0)
         return fail(c, "invalid_name");
     const char *from = lc_http_query(c->req, "from");
@@ -98,7 +113,8 @@ static lc_pprof_limits_t limits(const ingest_ctx_t *c)
     return c->ing->opts.limits;
 }
 
-/* Labels are final; checks the window and queues p for publishing: as pb, the
+/* Labels are final; checks the window and what the writer would refuse
+ * (lc_store_check_profile), and queues p for publishing: as pb, the
  * bytes it was decoded from, when the receiver left it as it was (encoding it
  * again cost ~8% of ingest's CPU), else encoded. */
 static int ingest_publish(ingest_ctx_t *c, lc_pprof_t *p, lc_labels_t *ls,
@@ -106,6 +122,8 @@ static int ingest_publish(ingest_ctx_t *c, lc_pprof_t *p, lc_labels_t *ls,
 {
     if (ing_check_window(c->ing, p->time_nanos, c->now_ns, &c->st) < 0)
         return fail(c, "out_of_window");
+    if (lc_store_check_profile(p, c->tenant, p->time_nanos, c->arena, NULL, &c->st) < 0)
+        return fail_422(c, "invalid_profile"); /* the writer would refuse it */
     lc_buf_t out;
     lc_buf_init(&out, LC_BUF_UNLIMITED);
     int rc = pb ? 0 : lc_pprof_encode(p, false, &out);

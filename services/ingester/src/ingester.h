@@ -75,8 +75,10 @@ typedef struct ing_writer_s ing_writer_t;
 int ing_writer_new(lc_store_t *store, lc_metrics_t *metrics, ing_writer_t **out) LC_MUST_CHECK;
 void ing_writer_free(ing_writer_t *w);
 /* An lc_transport_consume_fn; data is the ing_writer_t. Records each
- * message's delivery id with its ingest id and what it wrote. */
-int ing_writer_consume(const lc_transport_msg_t *msgs, size_t n, void *data);
+ * message's delivery id with its ingest id and what it wrote. Sets aside
+ * (reject_err, reject_reason) each message it can never apply and commits
+ * the others; <0 only for storage failures. */
+int ing_writer_consume(lc_transport_msg_t *msgs, size_t n, void *data);
 /* An lc_transport_forget_fn: removes what the given deliveries wrote, in
  * one committed batch (lc_store_write_forget). data is the ing_writer_t. */
 int ing_writer_forget(const char *const *deliveries, size_t n, void *data);

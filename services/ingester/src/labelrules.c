@@ -9,7 +9,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "lc/utf8.h"
 #include "receive_int.h"
 
 #define GODELTAPROF_PREFIX "godeltaprof_"
@@ -86,11 +85,8 @@ int ing_push_labels_normalize(lc_labels_t *ls, const ing_label_limits_t *lim, lc
 
 static int check_one(const lc_label_t *l, const ing_label_limits_t *lim, lc_status_t *st)
 {
-    if (!*l->name)
-        return lc_status_set(st, LC_CODE_INVALID_ARGUMENT, "label with an empty name");
-    if (!lc_utf8_valid_str(l->name) || !lc_utf8_valid_str(l->value))
-        return lc_status_set(st, LC_CODE_INVALID_ARGUMENT, "label %.64s: invalid UTF-8",
-                             lc_utf8_valid_str(l->name) ? l->name : "(name)");
+    if (lc_label_check(l->name, strlen(l->name), l->value, strlen(l->value), st) < 0)
+        return -1;
     if (strlen(l->name) > lim->max_name_bytes)
         return lc_status_set(st, LC_CODE_INVALID_ARGUMENT,
                              "label name %.64s... is longer than %zu bytes", l->name,

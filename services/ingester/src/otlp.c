@@ -33,8 +33,8 @@
 #include <string.h>
 #include <strings.h>
 
-#include "google/rpc/status.pb-c.h"
 #include "lc/pbjson.h"
+#include "lc/pbstrings.h"
 #include "opentelemetry/proto/collector/profiles/v1development/profiles_service.pb-c.h"
 #include "receive_int.h"
 
@@ -773,6 +773,8 @@ static int otlp_decode_http(lc_http_req_t *req, const Push__V1__PushRequest **ou
         if (!msg)
             return lc_status_set(st, LC_CODE_INVALID_ARGUMENT,
                                  "unmarshal into %s: invalid protobuf data", desc->name);
+        if (lc_pb_strings_check(desc, req->body, req->body_len, st) != 0)
+            return -1;
     } else if (ct && len == 16 && !strncasecmp(ct, "application/json", len)) {
         *codec = LC_CONNECT_JSON;
         if (lc_pbjson_decode(desc, req->body, req->body_len, &alloc, &msg, st) != 0)
@@ -784,34 +786,6 @@ static int otlp_decode_http(lc_http_req_t *req, const Push__V1__PushRequest **ou
                                   ct ? ct : "");
     }
     return ing_otlp_to_push((const otlp_request_t *)msg, req->arena, out, st);
-}
-
-void ing_otlp_http_error(lc_http_req_t *req, const lc_status_t *st)
-{
-    const char *ct = lc_http_header(req, "content-type");
-    lc_connect_codec_t codec =
-        ct && !strncasecmp(ct, "application/json", 16) ? LC_CONNECT_JSON : LC_CONNECT_PROTO;
-    Google__Rpc__Status status = GOOGLE__RPC__STATUS__INIT;
-    status.code = (int32_t)st->code;
-    status.message = (char *)st->msg;
-    lc_buf_t body;
-    lc_buf_init(&body, LC_BUF_UNLIMITED);
-    int rc;
-    if (codec == LC_CONNECT_JSON) {
-        rc = lc_pbjson_encode(&status.base, &body);
-    } else {
-        size_t n = protobuf_c_message_get_packed_size(&status.base);
-        rc = lc_buf_reserve(&body, n ? n : 1);
-        if (rc == 0)
-            body.len = protobuf_c_message_pack(&status.base, body.data);
-    }
-    if (rc == 0)
-        lc_http_reply(req, lc_connect_error_status(st),
-                      codec == LC_CONNECT_JSON ? "application/json" : "application/x-protobuf",
-                      body.data, body.len);
-    else
-        lc_connect_error(req, st);
-    lc_buf_fini(&body);
 }
 
 lc_http_result_t ing_otlp_export_work(lc_http_req_t *req, void *data)

@@ -6,9 +6,11 @@
  * arena (ing_job_add). Its `after` (loop) publishes them all; the client is
  * answered when the last publish callback reports, so a 200 means every
  * profile of the request is durable. Back-pressure (LC_EFULL) becomes 429 with
- * Retry-After, any other transport failure 503 (Push: resource_exhausted /
- * unavailable). The job counts its callbacks; `publishing` keeps a callback
- * that runs inside lc_transport_publish from answering too early.
+ * Retry-After, a profile the writer set aside as unappliable (a status for
+ * which lc_transport_rejected holds; all-in-one only: over Redis the writer
+ * runs after the 200, and dead-letters it) 400 naming the reason, any other
+ * transport failure 503 (Push: resource_exhausted / unavailable). The job counts its callbacks;
+ * `publishing` keeps a callback that runs inside lc_transport_publish from answering too early.
  */
 #include <errno.h>
 #include <string.h>
@@ -157,21 +159,16 @@ static void job_transport_status(const ing_job_t *job, lc_status_t *st)
                            "ingestion backlog is full, retry later");
         lc_http_set_header(job->req, "Retry-After", "1");
         ing_count_rejected(job->ing, "backpressure");
+    } else if (lc_transport_rejected(job->status)) {
+        lc_status_set_http(st, 400, LC_CODE_INVALID_ARGUMENT,
+                           "profile refused by the writer, not stored: %s",
+                           lc_transport_reject_text(job->status));
+        ing_count_rejected(job->ing, "unappliable");
     } else {
         lc_status_set_http(st, 503, LC_CODE_UNAVAILABLE, "profile could not be stored: %s",
                            lc_strerror(job->status));
         ing_count_rejected(job->ing, "unavailable");
     }
-}
-
-void ing_route_error(lc_http_req_t *req, ing_route_t route, const lc_status_t *st)
-{
-    if (route == ING_ROUTE_INGEST)
-        lc_http_error(req, st);
-    else if (route == ING_ROUTE_OTLP_HTTP)
-        ing_otlp_http_error(req, st);
-    else
-        lc_connect_error(req, st);
 }
 
 /* OTLP answers success with ExportProfilesServiceResponse, whose

@@ -64,8 +64,9 @@ static int push_profile(push_ctx_t *c, const lc_labels_t *ls, const Push__V1__Ra
         p->time_nanos = c->now_ns;
         changed = true;
     }
-    if (ing_check_window(c->ing, p->time_nanos, c->now_ns, st) < 0)
-        return -1;
+    if (ing_check_window(c->ing, p->time_nanos, c->now_ns, st) < 0 ||
+        lc_store_check_profile(p, c->tenant, p->time_nanos, c->req->arena, NULL, st) < 0)
+        return -1; /* the second: what the writer would refuse */
     lc_buf_t out;
     lc_buf_init(&out, LC_BUF_UNLIMITED);
     int rc = changed ? lc_pprof_encode(p, false, &out) : 0;

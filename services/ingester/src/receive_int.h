@@ -275,6 +275,7 @@ struct ing_s {
     lc_serieslimit_t *series;      /* NULL: no per-tenant series limit */
 };
 
+/* ---------------------------------------------------------------- admit.c */
 /* Per-tenant ingestion rate (--ingest.rate-*): 0, or 429 with Retry-After set
  * on req and in st (the caller counts the rejection as "rate_limited"). */
 int ing_rate_check(ing_t *ing, lc_http_req_t *req, const char *tenant, double profiles,
@@ -337,7 +338,7 @@ int ing_job_add(ing_job_t *job, const char *tenant, const lc_labels_t *labels, c
                 size_t n_samples, lc_status_t *st) LC_MUST_CHECK;
 /* The routes' `after` (loop thread): publishes req->user's job, if any. */
 lc_http_result_t ing_publish_after(lc_http_req_t *req, void *data);
-/* An error answer in the route's form: /ingest plain HTTP, OTLP/HTTP a
+/* otlp_error.c: an error answer in the route's form: /ingest plain HTTP, OTLP/HTTP a
  * google.rpc.Status, Push and OTLP's Export a Connect/gRPC error. */
 void ing_route_error(lc_http_req_t *req, ing_route_t route, const lc_status_t *st);
 

@@ -9,10 +9,17 @@
  * its ingest id was applied before (replays are idempotent), split its samples into groups by
  * string sample labels (split.c), and write one series per group and sample type with the internal
  * labels of series.c; each of them keeps the message's profile id (Push's RawSample.ID), if any.
- * The server-side delta rule (delta.c) may replace values or drop a profile. A message that cannot
- * be decoded can never succeed, so it is logged and skipped instead of blocking the stream; a store
- * failure aborts the batch and returns <0 so the transport redelivers it, and the delta state
- * staged by the batch is discarded.
+ * The server-side delta rule (delta.c) may replace values or drop a profile.
+ *
+ * One message never fails the others. A message that cannot be decoded, or
+ * that the store refuses (an input-class error: a sum over int64, a time out
+ * of range...; whatever the receivers let through, from this ember or
+ * another version), can never succeed: it is set aside alone (reject_err,
+ * lc/transport.h) and the batch is redone without it, at most once per
+ * message; the transport answers its publisher or moves it to a dead-letter
+ * stream. A storage failure (LMDB, I/O) aborts the batch and returns <0 so
+ * the transport redelivers all of it. Every abort discards the delta state
+ * the batch staged.
  *
  * Each applied id is recorded with the message's delivery id (stream and
  * entry) and the keys of what it wrote, so that a consumer that lost the
@@ -59,10 +66,10 @@ typedef struct wr_msg_s wr_msg_t;
 typedef struct wr_slot_s {
     lc_arena_t *arena;
     lc_entry_decoder_t *entries;
-    const lc_transport_msg_t *msg;
-    bool decoded;       /* wr_decode's verdict */
-    bool posted, done;  /* guarded by the writer's mu */
-    struct wr_msg_s *c; /* where the decode goes */
+    lc_transport_msg_t *msg; /* its reject fields are set here, the rest is read */
+    bool decoded;            /* wr_decode's verdict */
+    bool posted, done;       /* guarded by the writer's mu */
+    struct wr_msg_s *c;      /* where the decode goes */
 } wr_slot_t;
 
 #define WR_SLOTS 4
@@ -78,7 +85,8 @@ struct ing_writer_s {
     uv_mutex_t mu;
     uv_cond_t cond;
     bool quit; /* guarded by mu */
-    lc_metric_t *m_written, *m_duplicate, *m_undecodable, *m_delta_dropped, *m_forgotten;
+    lc_metric_t *m_written, *m_duplicate, *m_undecodable, *m_rejected, *m_delta_dropped;
+    lc_metric_t *m_forgotten;
     lc_metric_t *m_phase[WR_PHASES], *m_batch;
     wr_failpoint_t failpoint; /* fires once */
     size_t batch_written;     /* messages written by the current batch */
@@ -221,6 +229,7 @@ int ing_writer_new(lc_store_t *store, lc_metrics_t *metrics, ing_writer_t **out)
     w->m_written = wr_counter(metrics, "written");
     w->m_duplicate = wr_counter(metrics, "duplicate");
     w->m_undecodable = wr_counter(metrics, "undecodable");
+    w->m_rejected = wr_counter(metrics, "rejected");
     w->m_delta_dropped = wr_counter(metrics, "delta_dropped");
     w->m_forgotten = wr_counter(metrics, "forgotten");
     w->failpoint = wr_failpoint_from_env();
@@ -351,8 +360,9 @@ static int wr_profile(wr_msg_t *c)
     return rc;
 }
 
-/* Decodes the entry (either format), the message and its pprof, once each;
- * false (logged) when it never can be. */
+/* Decodes the entry (either format), the message and its pprof, once each,
+ * and checks it as the receivers did; false (logged) when it never can be
+ * applied. */
 static bool wr_decode(wr_msg_t *c, const lc_transport_msg_t *msg)
 {
     ProtobufCAllocator alloc;
@@ -374,8 +384,11 @@ static bool wr_decode(wr_msg_t *c, const lc_transport_msg_t *msg)
     if (!why &&
         lc_pprof_decode(c->m->pprof.data, c->m->pprof.len, &c->w->limits, c->arena, &c->p, &st) < 0)
         why = st.msg;
-    if (!why && (c->p->n_sample_type == 0 || lc_pprof_index_new(c->p, c->arena, &c->ix) < 0))
-        why = "unusable pprof";
+    /* The receivers' own check (lc_store_check_profile): what it refuses
+     * could only fail the write, so it is known here, at decode time. */
+    if (!why &&
+        lc_store_check_profile(c->p, c->m->tenant, c->m->time_nanos, c->arena, &c->ix, &st) < 0)
+        why = st.msg;
     if (why)
         LC_LOG_ERROR("writer: skipping a message that cannot be applied id=%s err=\"%s\"",
                      msg->id ? msg->id : "", why);
@@ -406,7 +419,7 @@ static int wr_apply(ing_writer_t *w, lc_store_txn_t *txn, wr_msg_t *cp,
 }
 
 /* Hands message msg to the decoder thread, into slot s. */
-static void wr_post(ing_writer_t *w, wr_slot_t *s, wr_msg_t *c, const lc_transport_msg_t *msg)
+static void wr_post(ing_writer_t *w, wr_slot_t *s, wr_msg_t *c, lc_transport_msg_t *msg)
 {
     *c = (wr_msg_t){.w = w, .arena = s->arena, .entries = s->entries};
     uv_mutex_lock(&w->mu);
@@ -434,6 +447,8 @@ static int wr_message(ing_writer_t *w, lc_store_txn_t *txn, wr_slot_t *s, wr_msg
     int rc = 0;
     if (!s->decoded) {
         lc_metric_add(w->m_undecodable, 1);
+        s->msg->reject_err = LC_ECORRUPT; /* final: nothing of it was written */
+        s->msg->reject_reason = lc_transport_reject_text(LC_ECORRUPT);
     } else {
         c->txn = txn;
         uint64_t t0 = (uint64_t)lc_monotonic_ns();
@@ -444,49 +459,65 @@ static int wr_message(ing_writer_t *w, lc_store_txn_t *txn, wr_slot_t *s, wr_msg
     return rc;
 }
 
-/* Every message of the batch, decoded up to WR_SLOTS - 1 ahead on the
- * decoder thread. After a failure nothing more is posted, and what was
- * posted is waited for (the decoder thread must never touch a slot the
- * next batch reuses). */
-static int wr_messages(ing_writer_t *w, lc_store_txn_t *txn, const lc_transport_msg_t *msgs,
-                       size_t n)
+/* The messages of the batch not set aside yet, in order. */
+static size_t wr_todo(const lc_transport_msg_t *msgs, size_t n, size_t *todo)
 {
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++)
+        if (!msgs[i].reject_err)
+            todo[m++] = i;
+    return m;
+}
+
+/* Every message of the batch not set aside, decoded up to WR_SLOTS - 1
+ * ahead on the decoder thread. After a failure (*failed: its message)
+ * nothing more is posted, and what was posted is waited for (the decoder
+ * thread must never touch a slot the next batch reuses). */
+static int wr_messages(ing_writer_t *w, lc_store_txn_t *txn, lc_transport_msg_t *msgs, size_t n,
+                       size_t *failed)
+{
+    size_t *todo = lc_xmalloc((n ? n : 1) * sizeof(*todo));
+    size_t m = wr_todo(msgs, n, todo);
     wr_msg_t cs[WR_SLOTS];
     size_t posted = 0;
     int rc = 0;
-    for (size_t i = 0; i < n && (rc == 0 || i < posted); i++) {
-        for (; rc == 0 && posted < n && posted < i + WR_SLOTS; posted++) {
+    for (size_t i = 0; i < m && (rc == 0 || i < posted); i++) {
+        for (; rc == 0 && posted < m && posted < i + WR_SLOTS; posted++) {
             size_t k = (w->ring + posted) % WR_SLOTS;
-            wr_post(w, &w->slots[k], &cs[k], &msgs[posted]);
+            wr_post(w, &w->slots[k], &cs[k], &msgs[todo[posted]]);
         }
         size_t k = (w->ring + i) % WR_SLOTS;
         wr_wait(w, &w->slots[k]);
-        if (rc == 0)
+        if (rc == 0) {
             rc = wr_message(w, txn, &w->slots[k], &cs[k]);
-        else
+            if (rc)
+                *failed = todo[i];
+        } else {
             lc_arena_reset(w->slots[k].arena);
+        }
     }
     w->ring += posted;
+    lc_free(todo);
     return rc;
 }
 
-int ing_writer_consume(const lc_transport_msg_t *msgs, size_t n, void *data)
+/* One transaction over the batch's messages not set aside. On failure,
+ * *failed names the message being applied, or stays SIZE_MAX (the
+ * transaction itself failed). */
+static int wr_batch(ing_writer_t *w, lc_transport_msg_t *msgs, size_t n, size_t *failed)
 {
-    ing_writer_t *w = data;
     lc_store_txn_t *txn;
     int rc = lc_store_write_begin(w->store, &txn);
     if (rc)
         return rc;
     w->batch_written = 0;
-    if (w->m_batch)
-        lc_metric_observe(w->m_batch, (double)n);
-    rc = wr_messages(w, txn, msgs, n);
+    rc = wr_messages(w, txn, msgs, n, failed);
     if (rc == 0) {
+        *failed = SIZE_MAX;
         uint64_t t0 = (uint64_t)lc_monotonic_ns();
         rc = lc_store_write_commit(txn);
         wr_phase_add(w, WR_PHASE_COMMIT, t0);
     } else {
-        LC_LOG_ERROR("writer: batch aborted msgs=%zu err=\"%s\"", n, lc_strerror(rc));
         lc_store_write_abort(txn);
     }
     if (rc == 0)
@@ -495,6 +526,47 @@ int ing_writer_consume(const lc_transport_msg_t *msgs, size_t n, void *data)
         ing_delta_discard(w->delta);
     if (rc == 0)
         wr_failpoint_hit(w);
+    return rc;
+}
+
+/* Errors that say the message itself is wrong: it would fail the same way
+ * in any batch, on any retry. Storage errors (LC_ESTORE: LMDB, a full map;
+ * -errno) say nothing about the message. */
+static bool wr_input_error(int rc)
+{
+    return rc == LC_EINPUT || rc == LC_ETOOBIG || rc == LC_EUNSUPPORTED;
+}
+
+static void wr_set_aside(ing_writer_t *w, lc_transport_msg_t *msg, int rc, size_t n)
+{
+    msg->reject_err = rc;
+    msg->reject_reason = lc_transport_reject_text(rc);
+    lc_metric_add(w->m_rejected, 1);
+    LC_LOG_ERROR("writer: setting aside a message that cannot be applied, redoing its batch "
+                 "without it id=%s msgs=%zu err=\"%s\"",
+                 msg->id ? msg->id : "", n, lc_strerror(rc));
+}
+
+int ing_writer_consume(lc_transport_msg_t *msgs, size_t n, void *data)
+{
+    ing_writer_t *w = data;
+    for (size_t i = 0; i < n; i++) {
+        msgs[i].reject_err = 0;
+        msgs[i].reject_reason = NULL;
+    }
+    if (w->m_batch)
+        lc_metric_observe(w->m_batch, (double)n);
+    int rc = 0;
+    /* Each redo sets one more message aside: at most n + 1 transactions. */
+    for (size_t tries = 0; tries <= n; tries++) {
+        size_t failed = SIZE_MAX;
+        rc = wr_batch(w, msgs, n, &failed);
+        if (rc == 0 || failed == SIZE_MAX || !wr_input_error(rc))
+            break;
+        wr_set_aside(w, &msgs[failed], rc, n);
+    }
+    if (rc)
+        LC_LOG_ERROR("writer: batch aborted msgs=%zu err=\"%s\"", n, lc_strerror(rc));
     return rc;
 }
 

@@ -57,7 +57,7 @@ static int register_methods(qry_front_t *fe, lc_httpd_t *srv)
             .data = implemented ? (void *)fe : (void *)(m->path + strlen(QRY_SERVICE)),
             .multitenancy = fe->opts.multitenancy,
         };
-        rc = qry_route_register(srv, m->path, &fe->routes[i]);
+        rc = qry_route_register(srv, m->path, LC_HTTP_SCOPE_READ, &fe->routes[i]);
     }
     return rc;
 }

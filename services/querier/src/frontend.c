@@ -398,6 +398,18 @@ static int route_call(const qry_route_t *m, lc_http_req_t *req, const ProtobufCM
     return m->unary(req, in, &out->msg, st, m->data);
 }
 
+/* The tenant check made first, with the route's scope: a write route needs
+ * its one tenant with write, a public one (version.v1) no credential. */
+static int route_tenant(const qry_route_t *m, lc_http_req_t *req, lc_status_t *st)
+{
+    const char *tenant;
+    if (m->scope == LC_HTTP_SCOPE_PUBLIC)
+        return 0;
+    if (m->scope == LC_HTTP_SCOPE_WRITE)
+        return lc_tenant_write(req, m->multitenancy, &tenant, st);
+    return qry_tenant_first(req, m->multitenancy, st);
+}
+
 /* A Connect unary route (thread pool): tenant, decode, handler, reply. The
  * same steps as lc_connect_register, with the tenant checked first and
  * answers that may come as bytes. */
@@ -410,8 +422,7 @@ static lc_http_result_t route_work(lc_http_req_t *req, void *data)
     lc_connect_codec_t codec;
     qry_reply_t out = {0};
 
-    if (qry_tenant_first(req, m->multitenancy, &st) != 0 ||
-        lc_connect_decode(req, m->in, &in, &codec, &st) != 0 ||
+    if (route_tenant(m, req, &st) != 0 || lc_connect_decode(req, m->in, &in, &codec, &st) != 0 ||
         route_call(m, req, in, &out, &st) != 0 || lc_connect_deadline_passed(req, started, &st))
         lc_connect_error(req, &st);
     else if (out.desc)
@@ -425,10 +436,13 @@ static lc_http_result_t route_work(lc_http_req_t *req, void *data)
     return LC_HTTP_DONE;
 }
 
-int qry_route_register(lc_httpd_t *srv, const char *path, qry_route_t *r)
+int qry_route_register(lc_httpd_t *srv, const char *path, lc_http_scope_t scope, qry_route_t *r)
 {
+    r->scope = scope;
     lc_http_route_t route = {
         .path = path,
+        .scope = scope,
+        .deny = lc_connect_error,
         .methods = NULL, /* lc_connect_decode answers 405 itself, with Allow */
         .work = route_work,
         .offload = true,

@@ -559,6 +559,7 @@ int qry_legacy_register(const qry_rpcs_t *rpcs, lc_httpd_t *srv)
         lc_http_route_t route = {
             .path = routes[i].path,
             .methods = "GET",
+            .scope = LC_HTTP_SCOPE_READ,
             .work = routes[i].work,
             .offload = true, /* merging and LMDB reads: the thread pool */
             .data = (void *)rpcs,

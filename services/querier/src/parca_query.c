@@ -714,13 +714,17 @@ int qry_parca_register(qry_front_t *fe, lc_httpd_t *srv)
         for (size_t p = 0; p < 2 && rc == 0; p++) {
             char path[128];
             snprintf(path, sizeof(path), "%s" PARCA_QUERY_SERVICE "%s", prefixes[p], m->name);
-            rc = qry_route_register(srv, path, &fe->parca[i]);
+            rc = qry_route_register(srv, path, LC_HTTP_SCOPE_READ, &fe->parca[i]);
         }
     }
     for (size_t p = 0; p < 2 && rc == 0; p++) {
         char path[128];
         snprintf(path, sizeof(path), "%s" PARCA_QUERY_SERVICE "*", prefixes[p]);
-        lc_http_route_t route = {.path = path, .work = unknown_method, .data = fe};
+        lc_http_route_t route = {.path = path,
+                                 .scope = LC_HTTP_SCOPE_READ,
+                                 .deny = lc_connect_error,
+                                 .work = unknown_method,
+                                 .data = fe};
         rc = lc_httpd_route(srv, &route);
     }
     return rc;

@@ -70,14 +70,17 @@ typedef struct qry_route_s {
     const ProtobufCMessageDescriptor *in;
     qry_reply_fn reply;
     lc_connect_unary_fn unary;
-    void *data;        /* the handler's */
-    bool multitenancy; /* for the tenant check made first */
+    void *data;            /* the handler's */
+    bool multitenancy;     /* for the tenant check made first */
+    lc_http_scope_t scope; /* set by qry_route_register: the tenant check's scope */
 } qry_route_t;
 
-/* Registers a Connect unary route at path (offloaded): the tenant check
- * (qry_tenant_first), decode, handler, reply, as lc_connect_register but with
- * the tenant first. route must live as long as the server. */
-int qry_route_register(lc_httpd_t *srv, const char *path, qry_route_t *route) LC_MUST_CHECK;
+/* Registers a Connect unary route at path (offloaded), callable with a
+ * credential of the given scope (checked before the body is read): the tenant
+ * check (qry_tenant_first), decode, handler, reply, as lc_connect_register but
+ * with the tenant first. route must live as long as the server. */
+int qry_route_register(lc_httpd_t *srv, const char *path, lc_http_scope_t scope,
+                       qry_route_t *route) LC_MUST_CHECK;
 
 #define QRY_METHODS 12 /* every querier.v1.QuerierService method */
 

@@ -22,18 +22,21 @@ typedef struct extra_method_s {
     const ProtobufCMessageDescriptor *in;
     lc_connect_unary_fn fn;
     bool needs_tenant; /* version.v1 has no auth in Pyroscope either */
+    lc_http_scope_t scope;
 } extra_method_t;
 
 static const extra_method_t methods[] = {
     {"/settings.v1.SettingsService/Get", &settings__v1__get_settings_request__descriptor,
-     qry_settings_get, true},
+     qry_settings_get, true, LC_HTTP_SCOPE_READ},
     {"/settings.v1.SettingsService/Set", &settings__v1__set_settings_request__descriptor,
-     qry_settings_set, true},
+     qry_settings_set, true, LC_HTTP_SCOPE_WRITE},
     {"/settings.v1.SettingsService/Delete", &settings__v1__delete_settings_request__descriptor,
-     qry_settings_delete, true},
-    {"/version.v1.Version/Version", &version__v1__version_request__descriptor, qry_version, false},
+     qry_settings_delete, true, LC_HTTP_SCOPE_WRITE},
+    {"/version.v1.Version/Version", &version__v1__version_request__descriptor, qry_version, false,
+     LC_HTTP_SCOPE_PUBLIC},
     {"/capabilities.v1.FeatureFlagsService/GetFeatureFlags",
-     &capabilities__v1__get_feature_flags_request__descriptor, qry_feature_flags, true},
+     &capabilities__v1__get_feature_flags_request__descriptor, qry_feature_flags, true,
+     LC_HTTP_SCOPE_READ},
 };
 
 static int open_settings(qry_extra_t *x, const qry_extra_opts_t *opts)
@@ -74,7 +77,7 @@ int qry_extra_new(uv_loop_t *loop, const qry_extra_opts_t *opts, lc_httpd_t *srv
             /* without multitenancy the check always passes (anonymous) */
             .multitenancy = methods[i].needs_tenant && x->multitenancy,
         };
-        rc = qry_route_register(srv, methods[i].path, &x->routes[i]);
+        rc = qry_route_register(srv, methods[i].path, methods[i].scope, &x->routes[i]);
     }
     if (rc) { /* start-up fails: routes registered so far are never served */
         LC_LOG_ERROR("cannot start the settings/version/capabilities services err=\"%s\"",

@@ -23,8 +23,8 @@
 
 /* Settings are per tenant: exactly one, even on reads. Without a store every
  * call is unimplemented, whoever asks. */
-static int settings_tenant(lc_http_req_t *req, const qry_extra_t *x, const char **tenant,
-                           lc_status_t *st)
+static int settings_tenant(lc_http_req_t *req, const qry_extra_t *x, bool write,
+                           const char **tenant, lc_status_t *st)
 {
     const char *const *tenants;
     size_t n;
@@ -32,6 +32,8 @@ static int settings_tenant(lc_http_req_t *req, const qry_extra_t *x, const char 
         return lc_status_set(st, LC_CODE_UNIMPLEMENTED,
                              "settings need a store shared by every querier: start "
                              "ember-querier with --redis.url");
+    if (write) /* Set and Delete change the tenant's settings: write scope */
+        return lc_tenant_write(req, x->multitenancy, tenant, st);
     if (lc_tenants_read(req, x->multitenancy, &tenants, &n, st))
         return -1;
     if (n != 1)
@@ -88,7 +90,7 @@ int qry_settings_get(lc_http_req_t *req, const ProtobufCMessage *in, ProtobufCMe
     const qry_extra_t *x = data;
     const char *tenant;
     LC_UNUSED(in);
-    if (settings_tenant(req, x, &tenant, st))
+    if (settings_tenant(req, x, false, &tenant, st))
         return -1;
     lc_setting_t *list;
     size_t n;
@@ -131,7 +133,7 @@ int qry_settings_set(lc_http_req_t *req, const ProtobufCMessage *in, ProtobufCMe
     const qry_extra_t *x = data;
     const Settings__V1__SetSettingsRequest *r = (const Settings__V1__SetSettingsRequest *)in;
     const char *tenant;
-    if (settings_tenant(req, x, &tenant, st) || check_setting(r->setting, st))
+    if (settings_tenant(req, x, true, &tenant, st) || check_setting(r->setting, st))
         return -1;
     lc_setting_t s = {.name = r->setting->name,
                       .value = r->setting->value,
@@ -157,7 +159,7 @@ int qry_settings_delete(lc_http_req_t *req, const ProtobufCMessage *in, Protobuf
     const qry_extra_t *x = data;
     const Settings__V1__DeleteSettingsRequest *r = (const Settings__V1__DeleteSettingsRequest *)in;
     const char *tenant;
-    if (settings_tenant(req, x, &tenant, st))
+    if (settings_tenant(req, x, true, &tenant, st))
         return -1;
     if (!r->name[0])
         return lc_status_set(st, LC_CODE_INVALID_ARGUMENT, "no setting name provided");

@@ -175,9 +175,9 @@ int qry_shard_new(uv_loop_t *loop, lc_httpd_t *srv, lc_store_t *store, lc_metric
                                       .data = sh,
                                       .multitenancy = multitenancy};
     if (rc == 0)
-        rc = qry_route_register(srv, SHARD_SERIES_PATH, &sh->series_route);
+        rc = qry_route_register(srv, SHARD_SERIES_PATH, LC_HTTP_SCOPE_READ, &sh->series_route);
     if (rc == 0)
-        rc = qry_route_register(srv, SHARD_ANALYZE_PATH, &sh->analyze_route);
+        rc = qry_route_register(srv, SHARD_ANALYZE_PATH, LC_HTTP_SCOPE_READ, &sh->analyze_route);
     if (rc) {
         qry_shard_free(sh);
         return rc;

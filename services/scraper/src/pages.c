@@ -122,6 +122,7 @@ int scr_pages_register(scr_t *s, lc_httpd_t *httpd)
     lc_http_route_t route = {
         .path = "/targets",
         .methods = "GET",
+        .scope = LC_HTTP_SCOPE_READ, /* the targets' labels are tenant data */
         .work = targets_handler,
         .data = s,
     };

@@ -17,6 +17,7 @@
 #include "ember/v1/ingest.pb-c.h"
 #include "lc/alloc.h"
 #include "lc/clock.h"
+#include "lc/store.h"
 #include "lc/transport_entry.h"
 #include "process.h"
 
@@ -76,6 +77,19 @@ static void *scr_heap_alloc(void *ctx, size_t size)
     return lc_xmalloc(size);
 }
 
+/* The target's labels (after relabelling) meet the rules every receiver
+ * applies (lc_label_check: no NUL, valid UTF-8, ...): a target whose
+ * discovered labels break them is never scraped into a merged or cut name. */
+static int series_labels_check(const lc_labels_t *ls, lc_status_t *st)
+{
+    for (size_t i = 0; i < ls->n; i++) {
+        const lc_label_t *l = &ls->v[i];
+        if (lc_label_check(l->name, strlen(l->name), l->value, strlen(l->value), st) != 0)
+            return -1;
+    }
+    return 0;
+}
+
 /* The IngestProfile as the transport carries it: lean over Redis (zstd; the
  * pprof here is always re-encoded, never the gzip that was scraped). */
 static int pack_message(const scr_process_in_t *in, const lc_pprof_t *p, const lc_buf_t *pprof,
@@ -89,6 +103,11 @@ static int pack_message(const scr_process_in_t *in, const lc_pprof_t *p, const l
     lc_labels_copy(&ls, in->series);
     lc_labels_set(&ls, "__delta__", "false");
     lc_labels_sort(&ls);
+    lc_status_t st = {0};
+    if (series_labels_check(&ls, &st) != 0) {
+        lc_labels_fini(&ls);
+        return scr_fail(out, SCR_ERR_INVALID, "target labels: ", st.msg);
+    }
     Types__V1__LabelPair *pairs = lc_xcalloc(ls.n + 1, sizeof(*pairs));
     Types__V1__LabelPair **ptrs = lc_xcalloc(ls.n + 1, sizeof(*ptrs));
     for (size_t i = 0; i < ls.n; i++) {
@@ -152,6 +171,18 @@ static int shape(const scr_process_in_t *in, lc_arena_t *arena, lc_pprof_t *p,
     return 0;
 }
 
+/* What the writer would refuse (lc_store_check_profile) is refused here, as
+ * every receiver does: a published profile is one the writer can apply. */
+static int writable(const scr_process_in_t *in, lc_arena_t *arena, const lc_pprof_t *p,
+                    scr_process_out_t *out)
+{
+    lc_status_t st = {0};
+    int64_t time_ns = p->time_nanos ? p->time_nanos : in->scrape_time_ns;
+    if (lc_store_check_profile(p, in->tenant, time_ns, arena, NULL, &st) != 0)
+        return scr_fail(out, SCR_ERR_INVALID, "invalid pprof: ", st.msg);
+    return 0;
+}
+
 int scr_process(const scr_process_in_t *in, scr_process_out_t *out)
 {
     memset(out, 0, sizeof(*out));
@@ -162,6 +193,8 @@ int scr_process(const scr_process_in_t *in, scr_process_out_t *out)
     int rc = decode(in, arena, &p, out);
     if (!rc)
         rc = shape(in, arena, p, out);
+    if (!rc && out->delta == SCR_DELTA_READY)
+        rc = writable(in, arena, p, out);
     if (!rc && out->delta == SCR_DELTA_READY) {
         lc_buf_t pprof;
         lc_buf_init(&pprof, in->limits.max_decompressed_bytes * 2);

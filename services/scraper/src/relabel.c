@@ -11,8 +11,7 @@
  *
  * hashmod must give Prometheus's numbers, or targets sharded by hashmod would
  * move when a config is moved between Prometheus and ember; it therefore uses
- * MD5 (written here from RFC 1321: no crypto library is linked, and only the
- * digest function is needed).
+ * MD5 (lc/md5.h, base).
  *
  * Sits on alloc, labels and libyaml's document API (the caller loads the
  * document; this module reads one sequence node of it).
@@ -23,6 +22,7 @@
 #include <strings.h>
 
 #include "lc/alloc.h"
+#include "lc/md5.h"
 #include "lc/regex.h"
 #include "relabel.h"
 
@@ -35,103 +35,6 @@ typedef struct relabel_re_s {
     uint32_t n_groups;  /* capture groups + 1 (the whole match) */
     const char **names; /* n_groups entries (owned by rx); NULL for unnamed groups */
 } relabel_re_t;
-
-/* ---------------------------------------------------------------- MD5 (RFC 1321) */
-
-typedef struct md5_s {
-    uint32_t state[4];
-    uint64_t bytes;
-    uint8_t block[64];
-} md5_t;
-
-/* Per-round shift amounts and the sine-derived constants of RFC 1321 §3.4. */
-static const uint8_t md5_shift[64] = {7, 12, 17, 22, 7, 12, 17, 22, 7, 12, 17, 22, 7, 12, 17, 22,
-                                      5, 9,  14, 20, 5, 9,  14, 20, 5, 9,  14, 20, 5, 9,  14, 20,
-                                      4, 11, 16, 23, 4, 11, 16, 23, 4, 11, 16, 23, 4, 11, 16, 23,
-                                      6, 10, 15, 21, 6, 10, 15, 21, 6, 10, 15, 21, 6, 10, 15, 21};
-
-static const uint32_t md5_k[64] = {
-    0xd76aa478, 0xe8c7b756, 0x242070db, 0xc1bdceee, 0xf57c0faf, 0x4787c62a, 0xa8304613, 0xfd469501,
-    0x698098d8, 0x8b44f7af, 0xffff5bb1, 0x895cd7be, 0x6b901122, 0xfd987193, 0xa679438e, 0x49b40821,
-    0xf61e2562, 0xc040b340, 0x265e5a51, 0xe9b6c7aa, 0xd62f105d, 0x02441453, 0xd8a1e681, 0xe7d3fbc8,
-    0x21e1cde6, 0xc33707d6, 0xf4d50d87, 0x455a14ed, 0xa9e3e905, 0xfcefa3f8, 0x676f02d9, 0x8d2a4c8a,
-    0xfffa3942, 0x8771f681, 0x6d9d6122, 0xfde5380c, 0xa4beea44, 0x4bdecfa9, 0xf6bb4b60, 0xbebfbc70,
-    0x289b7ec6, 0xeaa127fa, 0xd4ef3085, 0x04881d05, 0xd9d4d039, 0xe6db99e5, 0x1fa27cf8, 0xc4ac5665,
-    0xf4292244, 0x432aff97, 0xab9423a7, 0xfc93a039, 0x655b59c3, 0x8f0ccc92, 0xffeff47d, 0x85845dd1,
-    0x6fa87e4f, 0xfe2ce6e0, 0xa3014314, 0x4e0811a1, 0xf7537e82, 0xbd3af235, 0x2ad7d2bb, 0xeb86d391};
-
-static uint32_t rotl32(uint32_t x, unsigned n)
-{
-    return (x << n) | (x >> (32 - n));
-}
-
-static void md5_block(md5_t *m, const uint8_t *p)
-{
-    uint32_t w[16];
-    for (int i = 0; i < 16; i++)
-        w[i] = (uint32_t)p[4 * i] | (uint32_t)p[4 * i + 1] << 8 | (uint32_t)p[4 * i + 2] << 16 |
-               (uint32_t)p[4 * i + 3] << 24;
-    uint32_t a = m->state[0], b = m->state[1], c = m->state[2], d = m->state[3];
-    for (int i = 0; i < 64; i++) {
-        uint32_t f;
-        int g;
-        if (i < 16) {
-            f = (b & c) | (~b & d);
-            g = i;
-        } else if (i < 32) {
-            f = (d & b) | (~d & c);
-            g = (5 * i + 1) % 16;
-        } else if (i < 48) {
-            f = b ^ c ^ d;
-            g = (3 * i + 5) % 16;
-        } else {
-            f = c ^ (b | ~d);
-            g = (7 * i) % 16;
-        }
-        uint32_t t = d;
-        d = c;
-        c = b;
-        b = b + rotl32(a + f + md5_k[i] + w[g], md5_shift[i]);
-        a = t;
-    }
-    m->state[0] += a;
-    m->state[1] += b;
-    m->state[2] += c;
-    m->state[3] += d;
-}
-
-static void md5_update(md5_t *m, const uint8_t *p, size_t len)
-{
-    size_t used = (size_t)(m->bytes % 64);
-    m->bytes += len;
-    while (len > 0) {
-        size_t take = 64 - used < len ? 64 - used : len;
-        memcpy(m->block + used, p, take);
-        used += take;
-        p += take;
-        len -= take;
-        if (used == 64) {
-            md5_block(m, m->block);
-            used = 0;
-        }
-    }
-}
-
-void lc_md5(const void *data, size_t len, uint8_t digest[16])
-{
-    md5_t m = {.state = {0x67452301, 0xefcdab89, 0x98badcfe, 0x10325476}};
-    md5_update(&m, data, len);
-    uint64_t bits = m.bytes * 8;
-    uint8_t pad[72] = {0x80};
-    size_t used = (size_t)(m.bytes % 64);
-    size_t pad_len = used < 56 ? 56 - used : 120 - used;
-    for (int i = 0; i < 8; i++)
-        pad[pad_len + (size_t)i] = (uint8_t)(bits >> (8 * i));
-    md5_update(&m, pad, pad_len + 8);
-    for (int i = 0; i < 4; i++)
-        for (int j = 0; j < 4; j++)
-            digest[4 * i + j] = (uint8_t)(m.state[i] >> (8 * j));
-}
 
 /* Prometheus's sum64: the digest's last 8 bytes, big-endian (the shifts of the
  * first 8 bytes are 64 or more and vanish in Go). */

@@ -93,7 +93,4 @@ const char *scr_relabel_action_name(scr_relabel_action_t a);
 int scr_relabel_expand(const char *tmpl, const char *subject, const long *groups, size_t n_groups,
                        const char *const *names, lc_buf_t *out) LC_MUST_CHECK;
 
-/* MD5 digest (RFC 1321) of len bytes; hashmod needs exactly Prometheus's hash. */
-void lc_md5(const void *data, size_t len, uint8_t digest[16]);
-
 #endif

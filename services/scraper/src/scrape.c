@@ -19,6 +19,7 @@
 #include <time.h>
 
 #include "lc/alloc.h"
+#include "lc/clock.h"
 #include "lc/log.h"
 #include "lc/members.h"
 #include "process.h"
@@ -38,13 +39,6 @@ struct scr_work_s {
     scr_process_in_t in;
     scr_process_out_t out;
 };
-
-int64_t scr_now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * SCR_NS_PER_S + ts.tv_nsec;
-}
 
 /* ---------------------------------------------------------------- ownership */
 
@@ -375,7 +369,7 @@ static void start_scrape(scr_target_t *t)
         .on_done = on_response,
         .data = t,
     };
-    t->last_scrape_ns = scr_now_ns();
+    t->last_scrape_ns = lc_realtime_ns();
     t->scrapes++;
     int rc = scr_http_start(s->http, &o, &t->req);
     if (rc != 0) {
@@ -396,7 +390,7 @@ static void schedule(scr_target_t *t)
 {
     int64_t interval = t->pool->job->interval_ns;
     int64_t offset = (int64_t)(t->spec.key % (uint64_t)interval);
-    int64_t now = scr_now_ns();
+    int64_t now = lc_realtime_ns();
     int64_t next = ((now - offset) / interval + 1) * interval + offset;
     if (t->interval_ns == interval && next <= t->next_slot_ns)
         next = t->next_slot_ns + interval;
@@ -414,7 +408,7 @@ static void scr_on_tick(uv_timer_t *timer)
     schedule(t);
     if (s->closing || !t->owned || t->req || t->work)
         return;
-    if (s->opts.handover_ns > 0 && scr_now_ns() - t->owned_since_ns < s->opts.handover_ns)
+    if (s->opts.handover_ns > 0 && lc_realtime_ns() - t->owned_since_ns < s->opts.handover_ns)
         return; /* the previous owner may not have heard of the new member yet */
     start_scrape(t);
 }
@@ -433,7 +427,7 @@ scr_target_t *scr_target_new(scr_pool_t *pool, scr_target_spec_t *spec)
     uv_timer_init(pool->scr->loop, &t->timer);
     t->timer.data = t;
     t->owned = scr_owns(pool->scr, t->spec.key);
-    t->owned_since_ns = pool->scr->opts.membership ? scr_now_ns() : 0;
+    t->owned_since_ns = pool->scr->opts.membership ? lc_realtime_ns() : 0;
     target_metrics(t);
     schedule(t);
     return t;

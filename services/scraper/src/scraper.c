@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "lc/alloc.h"
+#include "lc/clock.h"
 #include "lc/log.h"
 #include "lc/members.h"
 #include "scraper_int.h"
@@ -40,27 +41,6 @@ void scr_opts_default(scr_opts_t *o)
 }
 
 /* ---------------------------------------------------------------- pending work */
-
-static void scr_free(scr_t *s)
-{
-    scr_config_free(s->config);
-    scr_strings_free(s->members, s->n_members);
-    lc_free(s->live);
-    lc_free((char *)s->opts.config_file);
-    lc_free((char *)s->opts.tenant);
-    lc_free((char *)s->opts.replica_id);
-    void (*cb)(void *) = s->close_cb;
-    void *data = s->close_data;
-    lc_free(s);
-    if (cb)
-        cb(data);
-}
-
-void scr_pending_done(scr_t *s)
-{
-    if (--s->pending == 0 && s->closing)
-        scr_free(s);
-}
 
 static void scr_on_handle_closed(uv_handle_t *h)
 {
@@ -165,7 +145,7 @@ static bool pool_ready(const scr_pool_t *p, int64_t now)
 static void on_sync_timer(uv_timer_t *timer)
 {
     scr_t *s = timer->data;
-    int64_t now = scr_now_ns();
+    int64_t now = lc_realtime_ns();
     bool waiting = false;
     for (size_t i = 0; i < s->n_pools; i++) {
         scr_pool_t *p = s->pools[i];
@@ -323,7 +303,7 @@ static void apply_config(scr_t *s, scr_config_t *config)
     size_t n_old = s->n_pools;
     s->pools = lc_xcalloc(config->n_jobs + 1, sizeof(*s->pools));
     s->n_pools = 0;
-    int64_t now = scr_now_ns();
+    int64_t now = lc_realtime_ns();
     for (size_t i = 0; i < config->n_jobs; i++) {
         const scr_job_t *job = &config->jobs[i];
         scr_pool_t *p = take_pool(old, n_old, job->name);
@@ -357,7 +337,7 @@ static void reload_metrics(scr_t *s, bool ok)
 {
     lc_metric_set(s->m_reload_ok, ok ? 1 : 0);
     if (ok)
-        lc_metric_set(s->m_reload_ts, (double)scr_now_ns() / 1e9);
+        lc_metric_set(s->m_reload_ts, (double)lc_realtime_ns() / 1e9);
 }
 
 int scr_reload(scr_t *s, lc_status_t *st)
@@ -417,7 +397,7 @@ void scr_set_members(scr_t *s, const char *const *ids, size_t n)
         s->members[i] = lc_xstrdup(ids[i]);
         s->live[i].id = s->members[i];
     }
-    int64_t now = scr_now_ns();
+    int64_t now = lc_realtime_ns();
     size_t mine = 0, total = 0;
     for (size_t i = 0; i < s->n_pools; i++) {
         for (size_t j = 0; j < s->pools[i]->n_targets; j++) {

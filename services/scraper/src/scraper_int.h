@@ -162,11 +162,10 @@ void scr_target_remove(scr_target_t *t);
 /* Ownership changed (or not): stops scraping here, or starts after the handover. */
 void scr_target_set_owned(scr_target_t *t, bool owned, int64_t now_ns);
 bool scr_owns(const scr_t *s, uint64_t key);
-int64_t scr_now_ns(void);
 /* Counts an error for the pool's job: ember_scrape_errors_total{job,kind}. */
 void scr_count_error(scr_pool_t *pool, const char *kind);
 
-/* scraper.c: lets the scraper free itself once everything pending is done. */
+/* pending.c: lets the scraper free itself once everything pending is done. */
 void scr_pending_done(scr_t *s);
 
 /* pages.c: GET /targets. */

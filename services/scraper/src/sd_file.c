@@ -20,6 +20,7 @@
 #include <sys/stat.h>
 
 #include "lc/alloc.h"
+#include "lc/clock.h"
 #include "lc/log.h"
 #include "scraper_int.h"
 
@@ -170,7 +171,7 @@ static void file_work(uv_work_t *w)
     char **paths;
     uint64_t sig;
     size_t n = list_files(fd, &paths, &sig);
-    bool refresh_due = scr_now_ns() - fd->last_parse_ns >= fd->refresh_ns;
+    bool refresh_due = lc_realtime_ns() - fd->last_parse_ns >= fd->refresh_ns;
     fd->parsed = false;
     fd->error[0] = '\0';
     if (sig != fd->signature || refresh_due || !fd->d.reported) {
@@ -188,7 +189,7 @@ static void file_work(uv_work_t *w)
         fd->files = next;
         fd->n_files = n;
         fd->signature = sig;
-        fd->last_parse_ns = scr_now_ns();
+        fd->last_parse_ns = lc_realtime_ns();
         fd->parsed = true;
     }
     scr_strings_free(paths, n);

@@ -101,14 +101,18 @@ int ui_register(lc_httpd_t *srv)
 {
     static const char *const pages[] = {"/", "/comparison-diff", "/comparison"};
     for (size_t i = 0; i < sizeof(pages) / sizeof(pages[0]); i++) {
-        lc_http_route_t r = {
-            .path = pages[i], .methods = "GET", .work = page_handler, .metric_name = "/ui"};
+        lc_http_route_t r = {.path = pages[i],
+                             .methods = "GET",
+                             .scope = LC_HTTP_SCOPE_PUBLIC, /* static pages, no data */
+                             .work = page_handler,
+                             .metric_name = "/ui"};
         int rc = lc_httpd_route(srv, &r);
         if (rc)
             return rc;
     }
     lc_http_route_t assets = {.path = ASSET_PREFIX "*",
                               .methods = "GET",
+                              .scope = LC_HTTP_SCOPE_PUBLIC,
                               .work = asset_handler,
                               .metric_name = "/assets"};
     return lc_httpd_route(srv, &assets);

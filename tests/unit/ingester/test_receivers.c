@@ -3,7 +3,8 @@
  * lc_httpd on loopback, the direct transport, the writer and an LMDB store in
  * a mkdtemp directory. A client thread sends requests over a socket (status
  * codes and error bodies of pyroscope-api.md §2.11 and §3.3); afterwards the
- * store is read back to see what was (and was not) stored.
+ * store is read back to see what was (and was not) stored. A profile the
+ * writer cannot apply is answered 400, never 200.
  */
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -554,5 +555,36 @@ static void test_multitenancy_requires_header(void)
     env_free(&e);
 }
 
+/* Two stacks of 2^63-1 each: the profile's total overflows int64, which the
+ * store would refuse (issue 25). The receiver refuses it first (422, /ingest's
+ * code for a profile it cannot use, naming the reason) and nothing of it is
+ * stored; the profiles around it are. */
+static void script_overflow(env_t *e)
+{
+    const char *ok = "a;b\na;b\nc\n";
+    const char *huge = "a;b 9223372036854775807\na;c 9223372036854775807\n";
+    expect(http(e, "POST", "/ingest?name=before-app&format=lines&sampleRate=0", "text/plain", ok,
+                strlen(ok)),
+           200, NULL, "valid before");
+    expect(http(e, "POST", "/ingest?name=huge-app&sampleRate=0", "text/plain", huge, strlen(huge)),
+           422, "past int64", "total over int64");
+    expect(http(e, "POST", "/ingest?name=after-app&format=lines&sampleRate=0", "text/plain", ok,
+                strlen(ok)),
+           200, NULL, "valid after");
+}
+
+static void test_overflowing_profile_refused_alone(void)
+{
+    env_t e;
+    ing_opts_t o;
+    ing_opts_default(&o);
+    env_run(&e, &o, 256u << 20, script_overflow);
+    LC_ASSERT_EQ(stored(&e, "before-app", "process_cpu:samples:count::"), 3);
+    LC_ASSERT_EQ(stored(&e, "after-app", "process_cpu:samples:count::"), 3);
+    LC_ASSERT_EQ(stored(&e, "huge-app", NULL), -1);
+    env_free(&e);
+}
+
 LC_TEST_MAIN(test_ingest_and_push, test_normalised_profiles_are_encoded_again,
-             test_window_and_backpressure, test_multitenancy_requires_header)
+             test_window_and_backpressure, test_multitenancy_requires_header,
+             test_overflowing_profile_refused_alone)

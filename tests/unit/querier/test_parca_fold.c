@@ -45,7 +45,7 @@ static uint32_t rnd(uint32_t n)
 /* ------------------------------------------------------------- the oracle */
 
 /* A frame as TOP reports it: mapping file, address (lineless locations),
- * function name, file and start line. */
+ * function name (module+0xoffset for lineless ones), file and start line. */
 typedef struct okey_s {
     char mapping[32], name[32], file[32];
     uint64_t address;
@@ -108,9 +108,12 @@ static void make_locations(void)
 /* The oracle keys of one location's frames (innermost first). */
 static size_t loc_keys(const rloc_t *l, okey_t *out)
 {
-    if (l->n_lines == 0) {
+    if (l->n_lines == 0) { /* named module+0xoffset: every mapping starts at 0x1000, offset 0 */
         memset(&out[0], 0, sizeof(out[0]));
         snprintf(out[0].mapping, 32, "%s", maps[l->map]);
+        const char *slash = strrchr(maps[l->map], '/');
+        snprintf(out[0].name, 32, "%s+0x%llx", slash ? slash + 1 : maps[l->map],
+                 (unsigned long long)(l->address - 0x1000));
         out[0].address = l->address;
         return 1;
     }

@@ -179,17 +179,19 @@ run_stacktraces(const char *sel, int64_t max_nodes, int format, char **spans, si
     return (const void *)merge_call.out;
 }
 
+/* levels[l] holds width[l] values (4 per node). */
 static void check_fg(const Querier__V1__FlameGraph *fg, const char *const *names,
-                     const int64_t (*levels)[4], size_t n, int64_t total, int64_t max_self)
+                     const int64_t (*levels)[8], const size_t *width, size_t n_names, size_t n,
+                     int64_t total, int64_t max_self)
 {
     LC_CHECK(fg != NULL);
     if (!fg)
         return;
-    check_strings(fg->names, fg->n_names, names, n);
+    check_strings(fg->names, fg->n_names, names, n_names);
     LC_ASSERT_EQ(fg->n_levels, n);
     for (size_t l = 0; l < n && l < fg->n_levels; l++) {
-        LC_ASSERT_EQ(fg->levels[l]->n_values, 4);
-        for (size_t k = 0; k < 4 && k < fg->levels[l]->n_values; k++)
+        LC_ASSERT_EQ(fg->levels[l]->n_values, width[l]);
+        for (size_t k = 0; k < width[l] && k < fg->levels[l]->n_values; k++)
             LC_ASSERT_EQ(fg->levels[l]->values[k], levels[l][k]);
     }
     LC_ASSERT_EQ(fg->total, total);
@@ -197,37 +199,52 @@ static void check_fg(const Querier__V1__FlameGraph *fg, const char *const *names
 }
 
 /*
- * Both app profiles (eu + us) merge: root self 2, main 20 (self 6), outer 14,
- * inner 14 (self 4), leaf 10. x: main at 2, outer at 2+6 = 8, inner at 8,
- * leaf at 8+4 = 12.
+ * Both app profiles (eu + us) merge. L4 has no lines: it is the frame
+ * "app+0x400" (/bin/app mapped at 0x1000 from offset 0, address 0x1400).
+ * Stacks: main;outer;inner;leaf 10, main;outer;inner 4, main;app+0x400 6,
+ * app+0x400 2. Root total 22 self 0; its children by name: app+0x400 (2,
+ * self 2) at x 0, main (20) at x 2; main's: app+0x400 (6, self 6) at x 2,
+ * outer (14) at x 8; inner (14, self 4) at 8; leaf (10) at 12. x is given
+ * relative to the end of the node before it in its level; names are numbered
+ * in the walk's order (main's subtree first, the root's app+0x400 last).
  */
 static void test_merge_flamegraph(void)
 {
-    static const char *const names[] = {"total", "main", "outer", "inner", "leaf"};
-    static const int64_t levels[5][4] = {
-        {0, 22, 2, 0}, {2, 20, 6, 1}, {8, 14, 0, 2}, {8, 14, 4, 3}, {12, 10, 10, 4}};
+    static const char *const names[] = {"total", "main", "outer", "inner", "leaf", "app+0x400"};
+    static const size_t width[] = {4, 8, 8, 4, 4};
+    static const int64_t levels[5][8] = {{0, 22, 0, 0},
+                                         {0, 2, 2, 5, 0, 20, 0, 1},
+                                         {2, 6, 6, 5, 0, 14, 0, 2},
+                                         {8, 14, 4, 3},
+                                         {12, 10, 10, 4}};
     const Querier__V1__SelectMergeStacktracesResponse *resp =
         run_stacktraces("{service_name=\"app\"}", 0, 0, NULL, 0);
     LC_ASSERT_OK(merge_call.rc);
     if (resp)
-        check_fg(resp->flamegraph, names, levels, 5, 22, 10);
+        check_fg(resp->flamegraph, names, levels, width, 6, 5, 22, 10);
     call_fini(&merge_call);
 }
 
 /*
- * max_nodes 2 (4 nodes): heap walk main(20), outer(14), inner(14) not > 14
- * -> minVal 14; leaf (10) becomes "other" at x 12.
+ * max_nodes 2 (6 nodes): the heap walk (children popped by name, descending)
+ * meets main (20), outer (14); inner (14) is not > 14 -> minVal 14. Below 14
+ * and folded into "other" after the kept siblings: the root's app+0x400 (2,
+ * at x 20), main's app+0x400 (6, at x 14), leaf (10, at x 4 under inner).
  */
 static void test_merge_truncated(void)
 {
-    static const char *const names[] = {"total", "main", "outer", "inner", "other"};
-    static const int64_t levels[5][4] = {
-        {0, 22, 2, 0}, {2, 20, 6, 1}, {8, 14, 0, 2}, {8, 14, 4, 3}, {12, 10, 10, 4}};
+    static const char *const names[] = {"total", "other", "main", "outer", "inner"};
+    static const size_t width[] = {4, 8, 8, 4, 4};
+    static const int64_t levels[5][8] = {{0, 22, 0, 0},
+                                         {0, 20, 0, 2, 0, 2, 2, 1},
+                                         {0, 14, 0, 3, 0, 6, 6, 1},
+                                         {0, 14, 4, 4},
+                                         {4, 10, 10, 1}};
     const Querier__V1__SelectMergeStacktracesResponse *resp =
         run_stacktraces("{service_name=\"app\"}", 2, 0, NULL, 0);
     LC_ASSERT_OK(merge_call.rc);
     if (resp)
-        check_fg(resp->flamegraph, names, levels, 5, 22, 10);
+        check_fg(resp->flamegraph, names, levels, width, 5, 5, 22, 10);
     call_fini(&merge_call);
 }
 
@@ -244,12 +261,16 @@ static void test_merge_max_nodes_invalid(void)
     call_fini(&merge_call);
 }
 
-/* Tree bytes: root "" self 2 with main; main 6; outer 0; inner 4; leaf 10. */
+/* Tree bytes, children by name descending: root "" self 0 with main and
+ * app+0x400 (self 2); main 0 with outer and app+0x400 (self 6); outer 0;
+ * inner 4; leaf 10. */
 static void test_merge_tree_format(void)
 {
-    static const uint8_t want[] = {0,   2,   1,   4,   'm', 'a', 'i', 'n', 6,   1,   5,
-                                   'o', 'u', 't', 'e', 'r', 0,   1,   5,   'i', 'n', 'n',
-                                   'e', 'r', 4,   1,   4,   'l', 'e', 'a', 'f', 10,  0};
+    static const uint8_t want[] = {0,   0,   2,   4,   'm', 'a', 'i', 'n', 0,   2,   5,   'o',
+                                   'u', 't', 'e', 'r', 0,   1,   5,   'i', 'n', 'n', 'e', 'r',
+                                   4,   1,   4,   'l', 'e', 'a', 'f', 10,  0,   9,   'a', 'p',
+                                   'p', '+', '0', 'x', '4', '0', '0', 6,   0,   9,   'a', 'p',
+                                   'p', '+', '0', 'x', '4', '0', '0', 2,   0};
     const Querier__V1__SelectMergeStacktracesResponse *resp = run_stacktraces(
         "{service_name=\"app\"}", 0, QUERIER__V1__PROFILE_FORMAT__PROFILE_FORMAT_TREE, NULL, 0);
     LC_ASSERT_OK(merge_call.rc);
@@ -405,9 +426,11 @@ static void test_tenancy(void)
 }
 
 /*
- * Diff: left = app/eu (11: root self 1, main 10 self 3, outer 7, inner 7 self
- * 2, leaf 5); right = app/us restricted to span a (leaf path only, 5). Same
- * shape; left x follows the root self (1), right x stays 0.
+ * Diff: left = app/eu (11: main;outer;inner;leaf 5, main;outer;inner 2,
+ * main;app+0x400 3, app+0x400 1); right = app/us restricted to span a (leaf
+ * path only, 5). Per node: left x, total, self, right x, total, self, name;
+ * each x relative to the end of the node before it on that side. app+0x400
+ * has nothing on the right.
  */
 static void test_diff(void)
 {
@@ -433,16 +456,17 @@ static void test_diff(void)
     const Querier__V1__FlameGraphDiff *fg =
         c.out ? ((Querier__V1__DiffResponse *)c.out)->flamegraph : NULL;
     LC_CHECK(fg != NULL);
-    static const int64_t want[5][7] = {{0, 11, 1, 0, 5, 0, 0},
-                                       {1, 10, 3, 0, 5, 0, 1},
-                                       {4, 7, 0, 0, 5, 0, 2},
-                                       {4, 7, 2, 0, 5, 0, 3},
-                                       {6, 5, 5, 0, 5, 5, 4}};
+    static const size_t width[] = {7, 14, 14, 7, 7};
+    static const int64_t want[5][14] = {{0, 11, 0, 0, 5, 0, 0},
+                                        {0, 1, 1, 0, 0, 0, 5, 0, 10, 0, 0, 5, 0, 1},
+                                        {1, 3, 3, 0, 0, 0, 5, 0, 7, 0, 0, 5, 0, 2},
+                                        {4, 7, 2, 0, 5, 0, 3},
+                                        {6, 5, 5, 0, 5, 5, 4}};
     if (fg) {
         LC_ASSERT_EQ(fg->n_levels, 5);
         for (size_t l = 0; l < 5 && l < fg->n_levels; l++) {
-            LC_ASSERT_EQ(fg->levels[l]->n_values, 7);
-            for (size_t k = 0; k < 7 && k < fg->levels[l]->n_values; k++)
+            LC_ASSERT_EQ(fg->levels[l]->n_values, width[l]);
+            for (size_t k = 0; k < width[l] && k < fg->levels[l]->n_values; k++)
                 LC_ASSERT_EQ(fg->levels[l]->values[k], want[l][k]);
         }
         LC_ASSERT_EQ(fg->total, 16);

@@ -328,6 +328,19 @@ static void test_process_errors(void)
     LC_CHECK(scr_process(&in, &out) != 0);
     LC_CHECK(strstr(out.error, "keep_sample_type") != NULL);
 
+    /* A target whose (discovered, relabelled) labels break the label rules
+     * is refused whole, never published with the name cut or merged. */
+    lc_labels_t bad;
+    lc_labels_init(&bad);
+    lc_labels_add(&bad, "__name__", "memory");
+    lc_labels_add(&bad, "pod", "web-\xef\xbf\xbd");
+    in = process_input(&raw, &bad);
+    LC_CHECK(scr_process(&in, &out) != 0);
+    LC_ASSERT_STR_EQ(out.error_kind, SCR_ERR_INVALID);
+    LC_CHECK(strstr(out.error, "target labels") && strstr(out.error, "pod"));
+    LC_CHECK(out.msg == NULL);
+    lc_labels_fini(&bad);
+
     lc_buf_fini(&raw);
     lc_buf_fini(&junk);
     lc_buf_fini(&zeros);

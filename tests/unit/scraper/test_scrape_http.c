@@ -137,7 +137,7 @@ static void setup(world_t *w)
     uv_loop_init(&w->loop);
     lc_httpd_opts_t ho = {.address = "127.0.0.1:0"};
     LC_ASSERT_OK(lc_httpd_new(&w->loop, &ho, &w->srv));
-    lc_http_route_t r = {.path = "/*", .work = handler, .data = w};
+    lc_http_route_t r = {.path = "/*", .scope = LC_HTTP_SCOPE_PUBLIC, .work = handler, .data = w};
     LC_ASSERT_OK(lc_httpd_route(w->srv, &r));
     LC_ASSERT_OK(lc_httpd_listen(w->srv));
     w->port = lc_httpd_port(w->srv);

@@ -147,7 +147,7 @@ static void copy_label(char *dst, size_t len, const Ember__V1__IngestProfile *m,
             snprintf(dst, len, "%s", m->labels[i]->value);
 }
 
-static int consume(const lc_transport_msg_t *msgs, size_t n, void *data)
+static int consume(lc_transport_msg_t *msgs, size_t n, void *data)
 {
     world_t *w = data;
     for (size_t i = 0; i < n; i++) {
@@ -280,7 +280,8 @@ static void start(world_t *w)
     w->metrics = lc_metrics_new();
     lc_httpd_opts_t ho = {.address = "127.0.0.1:0"};
     LC_ASSERT_OK(lc_httpd_new(&w->loop, &ho, &w->target));
-    lc_http_route_t r = {.path = "/debug/pprof/*", .work = target_handler, .data = w};
+    lc_http_route_t r = {
+        .path = "/debug/pprof/*", .scope = LC_HTTP_SCOPE_PUBLIC, .work = target_handler, .data = w};
     LC_ASSERT_OK(lc_httpd_route(w->target, &r));
     LC_ASSERT_OK(lc_httpd_listen(w->target));
     w->port = lc_httpd_port(w->target);

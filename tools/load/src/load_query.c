@@ -222,6 +222,10 @@ static lc_http_result_t query_route(lc_http_req_t *req, void *data)
 
 int ld_query_register(ld_run_t *run)
 {
-    lc_http_route_t r = {.path = "/emberquery", .methods = "GET", .work = query_route, .data = run};
+    lc_http_route_t r = {.path = "/emberquery",
+                         .methods = "GET",
+                         .scope = LC_HTTP_SCOPE_PUBLIC,
+                         .work = query_route,
+                         .data = run};
     return lc_httpd_route(run->httpd, &r);
 }

@@ -660,8 +660,11 @@ static int start_httpd(ld_run_t *run)
     if (!run->cfg->http_address[0])
         return 0;
     lc_httpd_opts_t o = {.address = run->cfg->http_address};
-    lc_http_route_t metrics = {
-        .path = "/metrics", .methods = "GET", .work = metrics_route, .data = run};
+    lc_http_route_t metrics = {.path = "/metrics",
+                               .methods = "GET",
+                               .scope = LC_HTTP_SCOPE_PUBLIC,
+                               .work = metrics_route,
+                               .data = run};
     if (lc_httpd_new(run->loop, &o, &run->httpd) || lc_httpd_route(run->httpd, &metrics) ||
         ld_query_register(run) || lc_httpd_listen(run->httpd)) {
         fprintf(stderr, "ember-load: cannot serve on --http.address=%s\n", run->cfg->http_address);

@@ -20,4 +20,8 @@ bool lc_utf8_valid(const char *s, size_t len);
 /* A NUL-terminated string is valid UTF-8. */
 bool lc_utf8_valid_str(const char *s);
 
+/* Makes a NUL-terminated string valid UTF-8 in place: every byte that does not
+ * start a valid sequence becomes '?' (so "\xed\xa0\x80", a surrogate, is "???"). */
+void lc_utf8_sanitize(char *s);
+
 #endif

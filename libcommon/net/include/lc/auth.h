@@ -57,4 +57,9 @@ bool lc_auth_enabled(void);
 int lc_auth_check(lc_http_req_t *req, bool write, const char *const *tenants, size_t n,
                   lc_status_t *st) LC_MUST_CHECK;
 
+/* The server's guard (lc_httpd_opts_t.guard): a credential with the route's
+ * scope, whatever the tenant (the handler checks tenants as it resolves
+ * them). Public routes and auth off always pass. */
+int lc_auth_guard(lc_http_req_t *req, lc_http_scope_t scope, lc_status_t *st) LC_MUST_CHECK;
+
 #endif

@@ -53,10 +53,12 @@ void lc_connect_error(lc_http_req_t *req, const lc_status_t *st);
 typedef int (*lc_connect_unary_fn)(lc_http_req_t *req, const ProtobufCMessage *in,
                                    ProtobufCMessage **out, lc_status_t *st, void *data);
 
-/* Registers `/<package>.<Service>/<Method>` (path given whole).
+/* Registers `/<package>.<Service>/<Method>` (path given whole), callable
+ * with a credential of the given scope (lc/httpd.h).
  * @note The (in, fn, data) triple is kept for the life of the process. */
-int lc_connect_register(lc_httpd_t *srv, const char *path, const ProtobufCMessageDescriptor *in,
-                        lc_connect_unary_fn fn, void *data) LC_MUST_CHECK;
+int lc_connect_register(lc_httpd_t *srv, const char *path, lc_http_scope_t scope,
+                        const ProtobufCMessageDescriptor *in, lc_connect_unary_fn fn,
+                        void *data) LC_MUST_CHECK;
 
 /* ---- the protocol decisions, exposed for handlers and tests ---- */
 

@@ -65,6 +65,26 @@ typedef enum { LC_HTTP_DONE = 0, LC_HTTP_PENDING = 1 } lc_http_result_t;
 
 typedef lc_http_result_t (*lc_http_handler_cb)(lc_http_req_t *req, void *data);
 
+/* What a credential must allow before a route's handler runs (lc/auth.h).
+ * Every route states one: lc_httpd_route refuses LC_HTTP_SCOPE_UNSET, so a
+ * route cannot be added without deciding who may call it. */
+typedef enum {
+    LC_HTTP_SCOPE_UNSET = 0,
+    LC_HTTP_SCOPE_PUBLIC = 1, /* probes, metrics, the UI's static pages: no credential */
+    LC_HTTP_SCOPE_READ = 2,   /* reads: a credential with scope=read */
+    LC_HTTP_SCOPE_WRITE = 3,  /* anything that changes state: scope=write */
+} lc_http_scope_t;
+
+/* "public", "read", "write" ("unset" for UNSET). */
+const char *lc_http_scope_name(lc_http_scope_t scope);
+
+/* Checks the request's credential against a route's scope before the body is
+ * decoded or the handler runs (opts.guard). Returns 0, or -1 with st set
+ * (401 / 403). */
+typedef int (*lc_http_guard_fn)(lc_http_req_t *req, lc_http_scope_t scope, lc_status_t *st);
+/* Writes a refusal in the route's protocol (e.g. lc_connect_error). */
+typedef void (*lc_http_deny_fn)(lc_http_req_t *req, const lc_status_t *st);
+
 typedef struct lc_http_route_s {
     const char *path;    /* exact match, or a prefix when it ends with '*' */
     const char *methods; /* e.g. "POST" or "GET,POST"; NULL = any (handler checks) */
@@ -78,6 +98,8 @@ typedef struct lc_http_route_s {
      * smallest of this, opts.max_decompressed_bytes and opts.max_body_bytes,
      * enforced while inflating. */
     size_t max_decompressed_bytes;
+    lc_http_scope_t scope; /* required: see lc_http_scope_t */
+    lc_http_deny_fn deny;  /* how a guard refusal is written; NULL = lc_http_error */
 } lc_http_route_t;
 
 typedef struct lc_httpd_opts_s {
@@ -99,11 +121,19 @@ typedef struct lc_httpd_opts_s {
     uint32_t h2_connection_window;   /* per-connection receive window, default 16 MiB */
     uint32_t h2_max_frame_bytes;     /* SETTINGS_MAX_FRAME_SIZE, default 16 KiB */
     uint64_t h2_settings_timeout_ms; /* our SETTINGS must be acknowledged within, default 10 s */
+    /* Runs on the loop once a request is routed, before its body is gunzipped
+     * or handed to the route: NULL = every scope passes. */
+    lc_http_guard_fn guard;
 } lc_httpd_opts_t;
 
 int lc_httpd_new(uv_loop_t *loop, const lc_httpd_opts_t *opts, lc_httpd_t **out) LC_MUST_CHECK;
-/* Registers a route (copied). Call before lc_httpd_listen. */
+/* Registers a route (copied). Call before lc_httpd_listen. LC_EINPUT for a
+ * route without a path, a handler or a scope. */
 int lc_httpd_route(lc_httpd_t *srv, const lc_http_route_t *route) LC_MUST_CHECK;
+/* Appends one line per registered route, in registration order:
+ * "<path>\t<methods or *>\t<scope>\n" (a prefix route's path ends in '*').
+ * What /debug/routes serves, so tests can walk every route. */
+int lc_httpd_routes_text(const lc_httpd_t *srv, lc_buf_t *out) LC_MUST_CHECK;
 /* Binds and starts accepting. */
 int lc_httpd_listen(lc_httpd_t *srv) LC_MUST_CHECK;
 /* The bound port (after listen). */

@@ -42,21 +42,46 @@ typedef struct lc_transport_msg_s {
     /* Unique across the transport: "<stream>/<entry id>" for redis (entry ids
      * repeat across streams); NULL for direct. What forget names. */
     const char *delivery;
+    /* Set by consume on every call (the transport passes 0/NULL): a message
+     * it can never apply (malformed, refused by the store) is set aside alone
+     * with an input-class error (LC_EINPUT, LC_ETOOBIG, LC_EUNSUPPORTED;
+     * LC_ECORRUPT when it cannot even be decoded) and a static text naming the
+     * check, while the rest of the batch is committed without it. When consume
+     * returns 0 such a message is final: `direct` hands reject_err to its
+     * publisher (a 4xx, never 200), `redis` writes it to the dead-letter
+     * stream and acks it. */
+    int reject_err;
+    const char *reject_reason;
 } lc_transport_msg_t;
 
-/* Applies a batch; returns 0 when all are durable, <0 to have them redelivered. */
-typedef int (*lc_transport_consume_fn)(const lc_transport_msg_t *msgs, size_t n, void *data);
+/* Applies a batch; returns 0 when all are durable or set aside (reject_err),
+ * <0 (a storage or infrastructure failure) to have them all redelivered. */
+typedef int (*lc_transport_consume_fn)(lc_transport_msg_t *msgs, size_t n, void *data);
 /* Removes what consume applied for these deliveries (another consumer took
  * them over); 0 once that is durable, <0 to be asked again. Deliveries never
  * applied here are no error. Same thread and data as consume. */
 typedef int (*lc_transport_forget_fn)(const char *const *deliveries, size_t n, void *data);
-/* status 0 = durable; LC_EFULL = backlog full (429); other <0 = failed (503). */
+/* status 0 = durable; LC_EFULL = backlog full (429); an input-class error
+ * (lc_transport_rejected) = the consumer set the message aside, never to be
+ * stored (4xx); other <0 = failed (503). */
 typedef void (*lc_transport_publish_cb)(int status, void *data);
 
 typedef struct lc_transport_stats_s {
     uint64_t published, consumed, failed;
     uint64_t backlog_msgs, backlog_bytes;
 } lc_transport_stats_t;
+
+/* Whether a publish status or reject_err says the message itself can never
+ * be stored (as opposed to a failure worth retrying). */
+static inline bool lc_transport_rejected(int status)
+{
+    return status == LC_EINPUT || status == LC_ETOOBIG || status == LC_EUNSUPPORTED ||
+           status == LC_ECORRUPT;
+}
+
+/* What a reject error means for the message, for its client or an
+ * operator: static text ("the store refused it: ..."). */
+const char *lc_transport_reject_text(int reject_err);
 
 /* Longest message id accepted (bytes); ingest ids are 16. */
 #define LC_TRANSPORT_ID_MAX 64
@@ -153,6 +178,13 @@ int lc_transport_direct_new(uv_loop_t *loop, const lc_direct_opts_t *opts,
  * Only a consuming transport creates its group (at id 0, on every
  * reconnect); a publish-only one creates none.
  *
+ * A message consume set aside (reject_err) is first added to the
+ * dead-letter stream <dead_prefix><p> of its partition (XADD MAXLEN ~
+ * dead_max_len: the entry's bytes, its stream and id, the reason, the
+ * consumer and the time), then acked with its batch, so it is never claimed
+ * again and the stream trims past it; counted in
+ * ember_ingest_dead_letter_total{reason} (transport_redis_dead.c).
+ *
  * Claims stay inside the group: a dead consumer's entries go to another
  * consumer of the same group (zone), never across zones.
  *
@@ -189,6 +221,8 @@ typedef struct lc_redis_transport_opts_s {
      * consumer also stored). Loop thread. */
     void (*on_settled)(void *data);
     void *state_data;
+    const char *dead_prefix; /* consumers: dead letters; default "ember:dead:" (+ partition) */
+    uint32_t dead_max_len;   /* consumers: entries per dead-letter stream, about; default 10000 */
 } lc_redis_transport_opts_t;
 
 /* consume may be NULL (publish only). LC_EINPUT for bad opts (URL, no consumer_id). */
@@ -201,6 +235,7 @@ typedef struct lc_redis_transport_stats_s {
     uint64_t published, rejected_full, rejected_down, publish_failed;
     uint64_t publish_retries, publish_duplicates; /* scripts sent again; ids already there */
     uint64_t consumed, consume_failed, claimed, dropped, trimmed, forgotten;
+    uint64_t dead_letters;          /* set aside by consume, written to the dead-letter streams */
     uint64_t pending, lag, backlog; /* sums over the streams of their slowest group's */
     uint64_t xadd_count;
     double xadd_seconds_sum, xadd_seconds_max;

@@ -50,6 +50,17 @@ int lc_labels_cmp(const lc_labels_t *a, const lc_labels_t *b);
 /* Legacy Prometheus label name rule [a-zA-Z_][a-zA-Z0-9_]*. */
 bool lc_label_name_is_legacy(const char *name);
 
+/* The rule every label name and value meets wherever it enters ember (Push,
+ * /ingest, pprof sample labels, OTLP attributes, JFR contexts, Parca writes,
+ * scraper targets; docs/internals/ingest.md "Names are exact"): valid UTF-8
+ * without a NUL byte and without U+FFFD (what a decoder put where bytes were
+ * not text: the original is lost); a name is also non-empty and holds no
+ * control character (U+0001..U+001F, U+007F). Length-aware, so that bytes can
+ * be checked before they become a C string that a NUL would cut. Returns 0,
+ * or -1 with st invalid_argument naming the label and what is wrong. */
+int lc_label_check(const char *name, size_t name_len, const char *value, size_t value_len,
+                   lc_status_t *st) LC_MUST_CHECK;
+
 /* 64-bit hash used across ember (FNV-1a finished with a mixer). */
 uint64_t lc_hash64(const void *p, size_t len, uint64_t seed);
 

@@ -110,6 +110,10 @@ void lc_pprof_builder_times(lc_pprof_builder_t *b, int64_t time_nanos, int64_t d
 void lc_pprof_builder_sample(lc_pprof_builder_t *b, const uint64_t *location_ids,
                              size_t n_locations, const int64_t *values, const char *const *label_kv,
                              size_t n_labels);
+/* True once summing a repeated sample wrapped past int64 (the sums wrap, as
+ * Go's pprof merge does): a receiver refuses such a profile rather than store
+ * a wrapped value. */
+bool lc_pprof_builder_sum_wrapped(const lc_pprof_builder_t *b);
 /* Errors: LC_EINPUT without sample types or when a sample type was added after
  * the first sample; LC_ETOOBIG when a table passed 2^31 entries (the add
  * calls then return 0) or out's cap would be passed. */

@@ -73,6 +73,22 @@ typedef struct lc_store_write_s {
     const uint8_t *profile_id; /* optional: LC_STORE_PROFILE_ID_BYTES (a UUID) */
 } lc_store_write_t;
 
+/* A message's samples are indexed by uint32 (the writer's split). */
+#define LC_STORE_MAX_SAMPLES ((size_t)UINT32_MAX - 1)
+
+/* Everything writing one message (its tenant, time and decoded profile, split
+ * into series by the writer) can refuse, checked without writing: the
+ * receivers call it before they acknowledge a profile, the writer when it
+ * decodes one, so the two never disagree (docs/internals/ingest.md lists the
+ * checks). Among them: the tenant's length and the time's range, sample
+ * types, unknown locations, mappings and functions, string references and
+ * lengths, and values whose sum could overflow int64 per sample across
+ * types, per series or per profile. On success *ix (optional) is the
+ * profile's index, in arena. Errors: invalid_argument naming the reason;
+ * resource_exhausted past the arena's cap. Pure; any thread. */
+int lc_store_check_profile(const lc_pprof_t *p, const char *tenant, int64_t time_ns,
+                           lc_arena_t *arena, lc_pprof_index_t **ix, lc_status_t *st) LC_MUST_CHECK;
+
 /* Starts a write batch. Each touched block gets one LMDB write transaction;
  * commit commits them all (a profile touches exactly one block, so each
  * profile is atomic). */

@@ -469,9 +469,9 @@ static void e2e_start(void)
     memset(&e2e, 0, sizeof(e2e));
     LC_ASSERT_OK(uv_loop_init(&e2e.loop));
     LC_ASSERT_OK(lc_httpd_new(&e2e.loop, &o, &e2e.srv));
-    LC_ASSERT_OK(lc_connect_register(e2e.srv, "/querier.v1.QuerierService/ProfileTypes",
-                                     &querier__v1__profile_types_request__descriptor,
-                                     e2e_profile_types, NULL));
+    LC_ASSERT_OK(lc_connect_register(
+        e2e.srv, "/querier.v1.QuerierService/ProfileTypes", LC_HTTP_SCOPE_READ,
+        &querier__v1__profile_types_request__descriptor, e2e_profile_types, NULL));
     LC_ASSERT_OK(lc_httpd_listen(e2e.srv));
     e2e.port = lc_httpd_port(e2e.srv);
     LC_ASSERT_OK(uv_async_init(&e2e.loop, &e2e.stop, e2e_on_stop));

@@ -1,8 +1,9 @@
 /*
  * test_transport_direct.c — the direct transport delivers every message to the
  * consumer once, reports durability only after the consumer returned, refuses
- * past the backlog cap, hands consumer failures back to publishers, and drains
- * on close.
+ * past the backlog cap, hands consumer failures back to publishers, gives a
+ * message the consumer set aside its reject error (and only that message),
+ * and drains on close.
  */
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -21,7 +22,7 @@ typedef struct harness_s {
     atomic_int n_seen;
 } harness_t;
 
-static int consume(const lc_transport_msg_t *msgs, size_t n, void *data)
+static int consume(lc_transport_msg_t *msgs, size_t n, void *data)
 {
     harness_t *h = data;
     if (atomic_load(&h->fail))
@@ -30,6 +31,9 @@ static int consume(const lc_transport_msg_t *msgs, size_t n, void *data)
         int k = atomic_fetch_add(&h->n_seen, 1);
         if (k < 64)
             h->seen[k] = (char)msgs[i].data[0];
+        bool reject = msgs[i].data[0] == 'X'; /* "unappliable" */
+        msgs[i].reject_err = reject ? LC_EINPUT : 0;
+        msgs[i].reject_reason = reject ? "test: unappliable" : NULL;
     }
     atomic_fetch_add(&h->consumed, (int)n);
     return 0;
@@ -138,5 +142,35 @@ static void test_publish_after_close_is_refused(void)
     LC_ASSERT_OK(uv_loop_close(&loop));
 }
 
+static void on_status(int status, void *data)
+{
+    *(int *)data = status;
+}
+
+/* One batch: a, X, b. X's publisher learns its reject error, a's and b's
+ * that they are durable. */
+static void test_set_aside_message_fails_alone(void)
+{
+    uv_loop_t loop;
+    uv_loop_init(&loop);
+    harness_t h = {0};
+    lc_transport_t *t;
+    LC_ASSERT_OK(lc_transport_direct_new(&loop, NULL, consume, &h, &t));
+    int status[3] = {1, 1, 1};
+    const char *msgs = "aXb";
+    for (int i = 0; i < 3; i++)
+        LC_ASSERT_OK(lc_transport_publish(t, (const uint8_t *)&msgs[i], 1, 0, (const uint8_t *)"id",
+                                          2, on_status, &status[i]));
+    lc_transport_close(t, on_closed, &h);
+    uv_run(&loop, UV_RUN_DEFAULT);
+    LC_CHECK(h.closed);
+    LC_ASSERT_EQ(status[0], 0);
+    LC_ASSERT_EQ(status[1], LC_EINPUT);
+    LC_CHECK(lc_transport_rejected(status[1]));
+    LC_ASSERT_EQ(status[2], 0);
+    LC_ASSERT_OK(uv_loop_close(&loop));
+}
+
 LC_TEST_MAIN(test_delivers_in_order_and_acks_after_apply, test_backlog_cap,
-             test_consumer_failure_reaches_publisher, test_publish_after_close_is_refused)
+             test_set_aside_message_fails_alone, test_consumer_failure_reaches_publisher,
+             test_publish_after_close_is_refused)

@@ -12,7 +12,10 @@
  * claims record forgets it before reading); a message id is stored once
  * however often it is published; publishes in flight when Redis freezes or
  * crashes are retried after it is back and land exactly once, and fail (503)
- * only past publish_retry_ms, which also bounds close. Every test ends with
+ * only past publish_retry_ms, which also bounds close; an entry consume sets
+ * aside goes to ember:dead:<p> with its reason before it is acked (never
+ * acked while that XADD fails), is counted, and its stream trims as usual.
+ * Every test ends with
  * uv_loop_close() == 0.
  */
 #include <stdatomic.h>
@@ -37,6 +40,7 @@ typedef struct sink_s {
     atomic_int hold_ms;        /* the next batch returns only after this (then 0) */
     atomic_int forgets, forgotten[MAX_MSGS];
     atomic_int calls_at_first_forget; /* consume calls before the first forget: -1 = none */
+    atomic_int reject_plus1;          /* message number + 1 that consume sets aside; 0: none */
     char delivery[MAX_MSGS][64];      /* per message: its delivery id (consumer thread) */
 } sink_t;
 
@@ -51,7 +55,7 @@ static int msg_number(const lc_transport_msg_t *m)
     return sscanf(text, "msg-%d", &n) == 1 && n >= 0 && n < MAX_MSGS ? n : -1;
 }
 
-static int sink_consume(const lc_transport_msg_t *msgs, size_t n, void *data)
+static int sink_consume(lc_transport_msg_t *msgs, size_t n, void *data)
 {
     sink_t *s = data;
     atomic_fetch_add(&s->calls, 1);
@@ -64,6 +68,9 @@ static int sink_consume(const lc_transport_msg_t *msgs, size_t n, void *data)
             atomic_fetch_add(&s->bad, 1);
         else
             atomic_fetch_add(&s->seen[k], 1);
+        bool reject = k >= 0 && k + 1 == atomic_load(&s->reject_plus1);
+        msgs[i].reject_err = reject ? LC_EINPUT : 0;
+        msgs[i].reject_reason = reject ? "test: a sum over int64" : NULL;
     }
     atomic_fetch_add(&s->applied, (int)n);
     for (size_t i = 0; i < n; i++) {
@@ -1076,6 +1083,90 @@ static void test_trim_keeps_unacked(void)
     test_redis_finish(&srv);
 }
 
+static bool nothing_pending(void *arg)
+{
+    return pending_total(arg, 1) == 0;
+}
+
+/* The one dead letter of ember:dead:0 has the entry, its origin and why. */
+static void check_dead_letter(const test_redis_t *srv)
+{
+    redisContext *c = test_redis_connect(srv);
+    redisReply *r = redisCommand(c, "XRANGE ember:dead:0 - +");
+    LC_ASSERT_EQ(r->elements, 1);
+    const redisReply *f = r->elements == 1 ? r->element[0]->element[1] : NULL;
+    const char *want[][2] = {{"m", "msg-42"},
+                             {"stream", "ember:ingest:0"},
+                             {"reason", "test: a sum over int64"},
+                             {"error", "invalid"},
+                             {"consumer", "ingester-0"}};
+    for (size_t k = 0; f && k < LC_ARRAY_LEN(want); k++) {
+        bool found = false;
+        for (size_t i = 0; i + 1 < f->elements; i += 2)
+            if (strcmp(f->element[i]->str, want[k][0]) == 0) {
+                LC_ASSERT_STR_EQ(f->element[i + 1]->str, want[k][1]);
+                found = true;
+            }
+        LC_CHECK(found);
+    }
+    freeReplyObject(r);
+    redisFree(c);
+}
+
+/* consume sets msg-42 aside. While its dead letter cannot be written (the
+ * key holds a string: WRONGTYPE) nothing of the batch is acked; once it
+ * can, the dead letter is there with its reason, nothing is pending, the
+ * counter says 1 and the stream trims past it. */
+static void test_set_aside_entry_goes_to_dead_letters(void)
+{
+    test_redis_t srv = {0};
+    LC_ASSERT_OK(test_redis_start(&srv, false));
+    LC_ASSERT_EQ(test_redis_int(&srv, "CONFIG SET stream-node-max-entries 10"), -1); /* +OK */
+    LC_ASSERT_EQ(test_redis_int(&srv, "SET ember:dead:0 blocked"), -1);
+    uv_loop_t loop;
+    uv_loop_init(&loop);
+    sink_t s = {0};
+    atomic_store(&s.reject_plus1, 43);
+    pubs_t pubs = {0};
+    lc_metrics_t *metrics = lc_metrics_new();
+    lc_redis_transport_opts_t o = fast_opts(&srv, "ingester-0");
+    o.partitions = 1;
+    o.claim_idle_ms = 600000; /* the consumer's own retries, no claims */
+    o.metrics = metrics;
+    lc_transport_t *t = open_transport(&loop, &o, &s);
+    for (int i = 0; i < 100; i++)
+        LC_ASSERT_OK(publish_n(t, &pubs, i, 0));
+    wait_t w = {&pubs, &s, 43, t};
+    LC_CHECK(test_run_until(&loop, all_applied, &w, 5000));
+    /* Its batch stays unacked, and the consumer on it: its dead letter is
+     * retried (every 200 ms) meanwhile, never skipped. */
+    uint64_t until = uv_hrtime() + 700 * 1000000ull;
+    while (uv_hrtime() < until)
+        uv_run(&loop, UV_RUN_NOWAIT);
+    LC_CHECK(pending_total(&srv, 1) > 0);
+    lc_redis_transport_stats_t st;
+    LC_ASSERT_OK(lc_transport_redis_stats(t, &st));
+    LC_ASSERT_EQ(st.dead_letters, 0);
+
+    LC_ASSERT_EQ(test_redis_int(&srv, "DEL ember:dead:0"), 1);
+    w.want = 100;
+    LC_CHECK(test_run_until(&loop, all_applied, &w, 5000));
+    LC_CHECK(test_run_until(&loop, nothing_pending, &srv, 5000));
+    check_dead_letter(&srv);
+    LC_ASSERT_OK(lc_transport_redis_stats(t, &st));
+    LC_ASSERT_EQ(st.dead_letters, 1);
+    LC_CHECK(metrics_show(metrics, "ember_ingest_dead_letter_total{reason=\"invalid\"} 1"));
+    uint64_t end = uv_hrtime() + 3000 * 1000000ull;
+    while (test_redis_int(&srv, "XLEN ember:ingest:0") > 10 && uv_hrtime() < end)
+        uv_run(&loop, UV_RUN_ONCE);
+    LC_CHECK(test_redis_int(&srv, "XLEN ember:ingest:0") <= 10); /* `~`: whole nodes only */
+    close_transport(&loop, t);
+    LC_ASSERT_EQ(test_redis_int(&srv, "XLEN ember:dead:0"), 1);
+    LC_ASSERT_OK(uv_loop_close(&loop));
+    lc_metrics_free(metrics);
+    test_redis_finish(&srv);
+}
+
 /* hold_consume: nothing is read (so nothing pending) until released. */
 static void test_hold_until_release(void)
 {
@@ -1305,11 +1396,11 @@ static void test_publish_while_down(void)
 }
 
 LC_TEST_MAIN(test_bad_options, test_publish_while_down, test_publish_consume_ack,
-             test_callback_only_after_xadd_confirmed, test_failed_batch_is_claimed_by_another,
-             test_stopped_consumer_entries_are_claimed, test_dead_consumer_entries_are_claimed,
-             test_restart_recovers_own_pending, test_redis_restart_under_load,
-             test_trim_keeps_unacked, test_trim_and_backlog_wait_for_every_zone,
-             test_hold_until_release, test_backlog_limit,
+             test_set_aside_entry_goes_to_dead_letters, test_callback_only_after_xadd_confirmed,
+             test_failed_batch_is_claimed_by_another, test_stopped_consumer_entries_are_claimed,
+             test_dead_consumer_entries_are_claimed, test_restart_recovers_own_pending,
+             test_redis_restart_under_load, test_trim_keeps_unacked,
+             test_trim_and_backlog_wait_for_every_zone, test_hold_until_release, test_backlog_limit,
              test_paused_consumer_forgets_what_was_claimed, test_claims_record_forgotten_at_start,
              test_claim_records_previous_owner, test_same_id_stored_once,
              test_error_reply_not_retried, test_outage_in_flight_retried_once,
