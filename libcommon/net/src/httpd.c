@@ -24,7 +24,6 @@
 #define PENDING_MAX_BYTES (2 * READ_CHUNK_BYTES) /* unparsed pipelined bytes */
 #define LISTEN_BACKLOG 511
 #define ADDRESS_MAX 256
-#define METRIC_LABELS_MAX 512
 #define DRAIN_READ_GRACE_MS 5000 /* a half-received request during lc_httpd_close */
 
 #define DEFAULT_MAX_HEADER_BYTES (64u * 1024)
@@ -41,20 +40,7 @@
 
 static const char continue_response[] = "HTTP/1.1 100 Continue\r\n\r\n";
 
-typedef struct lc_httpd__route_s {
-    char *path; /* without the trailing '*' of a prefix route */
-    size_t path_len;
-    bool prefix;
-    char *methods; /* NULL = any */
-    char *metric_name;
-    lc_http_handler_cb work, after;
-    bool offload;
-    void *data;
-    size_t max_inflated;  /* effective gzip output cap (see lc_http_route_t) */
-    lc_metric_t *latency; /* NULL without metrics */
-    lc_http_scope_t scope;
-    lc_http_deny_fn deny;
-} route_t;
+typedef lc_httpd__route_t route_t;
 typedef lc_httpd__xchg_t xchg_t;
 
 typedef enum {
@@ -100,8 +86,7 @@ struct lc_httpd_s {
     lc_metrics_t *metrics;
     lc_metric_t *unrouted_latency;
     char address[ADDRESS_MAX];
-    route_t *routes;
-    size_t n_routes, cap_routes;
+    lc_httpd__routes_t routes;
     conn_t *conns;
     size_t n_conns;
     atomic_uint inflating; /* gzip bodies being inflated now (any thread) */
@@ -134,148 +119,17 @@ static void srv_maybe_trim(lc_httpd_t *srv);
 
 /* ================================================================ routes */
 
-static bool route_path_matches(const route_t *r, const char *path)
-{
-    if (r->prefix)
-        return strncmp(path, r->path, r->path_len) == 0;
-    return strcmp(path, r->path) == 0;
-}
-
-/* methods is a comma-separated list such as "GET,POST" (spaces allowed). */
-static bool method_listed(const char *methods, const char *method)
-{
-    if (!methods)
-        return true;
-    size_t mlen = strlen(method);
-    for (const char *s = methods; *s;) {
-        while (*s == ' ' || *s == ',')
-            s++;
-        size_t n = strcspn(s, ", ");
-        if (n == mlen && n > 0 && strncmp(s, method, n) == 0)
-            return true;
-        s += n;
-    }
-    return false;
-}
-
-/* Exact routes win over prefixes, and longer prefixes over shorter ones.
- * *path_known tells a 405 (path served, other method) from a 404. */
-static const route_t *srv_find_route(const lc_httpd_t *srv, const char *path, const char *method,
-                                     bool *path_known)
-{
-    const route_t *best = NULL;
-    *path_known = false;
-    for (size_t i = 0; i < srv->n_routes; i++) {
-        const route_t *r = &srv->routes[i];
-        if (!route_path_matches(r, path))
-            continue;
-        *path_known = true;
-        if (!method_listed(r->methods, method))
-            continue;
-        if (!r->prefix)
-            return r;
-        if (!best || r->path_len > best->path_len)
-            best = r;
-    }
-    return best;
-}
-
-/* The Allow header of a 405: the methods of every route serving the path. */
-static void srv_set_allow(const lc_httpd_t *srv, lc_http_req_t *req)
-{
-    lc_buf_t allow;
-    lc_buf_init(&allow, 4096);
-    for (size_t i = 0; i < srv->n_routes; i++) {
-        const route_t *r = &srv->routes[i];
-        if (!r->methods || !route_path_matches(r, req->path))
-            continue;
-        if ((allow.len && lc_buf_puts(&allow, ", ") != 0) || lc_buf_puts(&allow, r->methods) != 0)
-            break;
-    }
-    if (lc_buf_putc(&allow, '\0') == 0)
-        lc_http_set_header(req, "Allow", (const char *)allow.data);
-    lc_buf_fini(&allow);
-}
-
-static lc_metric_t *srv_latency_metric(lc_httpd_t *srv, const char *route_label)
-{
-    char labels[METRIC_LABELS_MAX];
-    if (!srv->metrics)
-        return NULL;
-    snprintf(labels, sizeof(labels), "route=\"%s\"", route_label);
-    return lc_metrics_histogram(srv->metrics, "ember_http_request_duration_seconds",
-                                "Time from the first byte of a request to its response.", labels,
-                                NULL, 0);
-}
-
-/* Route names are chosen by the program, but keep the label text valid anyway. */
-static bool label_value_ok(const char *s)
-{
-    return strpbrk(s, "\"\\\n") == NULL;
-}
-
-const char *lc_http_scope_name(lc_http_scope_t scope)
-{
-    switch (scope) {
-    case LC_HTTP_SCOPE_PUBLIC:
-        return "public";
-    case LC_HTTP_SCOPE_READ:
-        return "read";
-    case LC_HTTP_SCOPE_WRITE:
-        return "write";
-    default:
-        return "unset";
-    }
-}
-
-static bool scope_valid(lc_http_scope_t scope)
-{
-    return scope == LC_HTTP_SCOPE_PUBLIC || scope == LC_HTTP_SCOPE_READ ||
-           scope == LC_HTTP_SCOPE_WRITE;
-}
-
 int lc_httpd_route(lc_httpd_t *srv, const lc_http_route_t *route)
 {
-    if (!route->path || !route->path[0] || !route->work || !scope_valid(route->scope))
-        return LC_EINPUT;
-    const char *label = route->metric_name ? route->metric_name : route->path;
-    if (!label_value_ok(label))
-        return LC_EINPUT;
-    srv->routes = lc_xgrow(srv->routes, &srv->cap_routes, srv->n_routes + 1, sizeof(route_t));
-    route_t *r = &srv->routes[srv->n_routes++];
-    memset(r, 0, sizeof(*r));
-    r->path_len = strlen(route->path);
-    r->prefix = route->path[r->path_len - 1] == '*';
-    if (r->prefix)
-        r->path_len--;
-    r->path = lc_xstrndup(route->path, r->path_len);
-    r->methods = route->methods ? lc_xstrdup(route->methods) : NULL;
-    r->metric_name = lc_xstrdup(label);
-    r->work = route->work;
-    r->after = route->after;
-    r->offload = route->offload;
-    r->max_inflated = srv->lim.max_decompressed_bytes < srv->lim.max_body_bytes
-                          ? srv->lim.max_decompressed_bytes
-                          : srv->lim.max_body_bytes;
-    if (route->max_decompressed_bytes && route->max_decompressed_bytes < r->max_inflated)
-        r->max_inflated = route->max_decompressed_bytes;
-    r->data = route->data;
-    r->latency = srv_latency_metric(srv, r->metric_name);
-    r->scope = route->scope;
-    r->deny = route->deny;
-    return 0;
+    size_t max_inflated = srv->lim.max_decompressed_bytes < srv->lim.max_body_bytes
+                              ? srv->lim.max_decompressed_bytes
+                              : srv->lim.max_body_bytes;
+    return lc_httpd__routes_add(&srv->routes, route, max_inflated, srv->metrics);
 }
 
 int lc_httpd_routes_text(const lc_httpd_t *srv, lc_buf_t *out)
 {
-    for (size_t i = 0; i < srv->n_routes; i++) {
-        const route_t *r = &srv->routes[i];
-        int rc = lc_buf_printf(out, "%s%s\t%s\t%s\n", r->path, r->prefix ? "*" : "",
-                               r->methods ? r->methods : "*", lc_http_scope_name(r->scope));
-        if (rc)
-            return rc;
-    }
-    return 0;
+    return lc_httpd__routes_text(&srv->routes, out);
 }
 
 /* ================================================================ metrics */
@@ -284,7 +138,7 @@ void lc_httpd__xchg_record_metrics(xchg_t *x)
 {
     lc_httpd_t *srv = x->srv;
     const lc_http_req_t *req = &x->parser.req;
-    char labels[METRIC_LABELS_MAX];
+    char labels[LC_HTTPD__METRIC_LABELS_MAX];
     if (!srv || !srv->metrics)
         return;
     const char *route = x->route ? x->route->metric_name : "none";
@@ -787,14 +641,14 @@ void lc_httpd__xchg_dispatch(xchg_t *x)
     bool path_known = false;
     if (!x->started_ns)
         x->started_ns = uv_hrtime(); /* the whole request came at once */
-    x->route = srv_find_route(x->srv, req->path, req->method, &path_known);
+    x->route = lc_httpd__routes_find(&x->srv->routes, req->path, req->method, &path_known);
     if (x->route) {
         if (xchg_guard_passes(x))
             xchg_start_handler(x);
         return;
     }
     if (path_known) {
-        srv_set_allow(x->srv, req);
+        lc_httpd__routes_allow(&x->srv->routes, req);
         lc_httpd__reply_status(req, 405, "method not allowed");
     } else {
         lc_httpd__reply_status(req, 404, "not found");
@@ -1115,7 +969,7 @@ int lc_httpd_new(uv_loop_t *loop, const lc_httpd_opts_t *opts, lc_httpd_t **out)
     srv_set_h2(srv, opts);
     srv->rbuf = lc_xmalloc(READ_CHUNK_BYTES);
     srv->metrics = opts->metrics;
-    srv->unrouted_latency = srv_latency_metric(srv, "none");
+    srv->unrouted_latency = lc_httpd__route_latency_metric(srv->metrics, "none");
     srv->guard = opts->guard;
     *out = srv;
     return 0;
@@ -1175,12 +1029,7 @@ int lc_httpd_port(const lc_httpd_t *srv)
 
 static void srv_free(lc_httpd_t *srv)
 {
-    for (size_t i = 0; i < srv->n_routes; i++) {
-        lc_free(srv->routes[i].path);
-        lc_free(srv->routes[i].methods);
-        lc_free(srv->routes[i].metric_name);
-    }
-    lc_free(srv->routes);
+    lc_httpd__routes_fini(&srv->routes);
     lc_free(srv->rbuf);
     lc_free(srv);
 }

@@ -17,6 +17,7 @@
 #include <llhttp.h>
 
 #include "lc/httpd.h"
+#include "lc/metrics.h"
 
 #define LC_HTTPD__MAX_RESP_HEAD (256 * 1024) /* status line + response headers */
 
@@ -118,6 +119,44 @@ void lc_httpd__xchg_fini(lc_httpd__xchg_t *x);
 void lc_httpd__xchg_dispatch(lc_httpd__xchg_t *x);
 /* Counts the response in the request metrics (call when it is handed over). */
 void lc_httpd__xchg_record_metrics(lc_httpd__xchg_t *x);
+
+/* ---- the route table (httpd_routes.c) of a server: what lc_httpd_route
+ * registered, searched for each request. */
+#define LC_HTTPD__METRIC_LABELS_MAX 512
+struct lc_httpd__route_s {
+    char *path; /* without the trailing '*' of a prefix route */
+    size_t path_len;
+    bool prefix;
+    char *methods; /* NULL = any */
+    char *metric_name;
+    lc_http_handler_cb work, after;
+    bool offload;
+    void *data;
+    size_t max_inflated;  /* effective gzip output cap (see lc_http_route_t) */
+    lc_metric_t *latency; /* NULL without metrics */
+    lc_http_scope_t scope;
+    lc_http_deny_fn deny;
+};
+
+typedef struct lc_httpd__routes_s {
+    lc_httpd__route_t *v;
+    size_t n, cap;
+} lc_httpd__routes_t;
+
+/* Adds a route (LC_EINPUT without path, handler or scope, or with a label
+ * that is not valid metric text); max_inflated is the server's gzip cap. */
+int lc_httpd__routes_add(lc_httpd__routes_t *t, const lc_http_route_t *route, size_t max_inflated,
+                         lc_metrics_t *metrics) LC_MUST_CHECK;
+/* The route of a request, or NULL; *path_known tells a 405 from a 404. */
+const lc_httpd__route_t *lc_httpd__routes_find(const lc_httpd__routes_t *t, const char *path,
+                                               const char *method, bool *path_known);
+/* Sets the Allow header of a 405: the methods of every route serving the path. */
+void lc_httpd__routes_allow(const lc_httpd__routes_t *t, lc_http_req_t *req);
+/* One line per route: path, methods, scope (tab-separated). */
+int lc_httpd__routes_text(const lc_httpd__routes_t *t, lc_buf_t *out) LC_MUST_CHECK;
+/* The request-latency histogram of a route label; NULL without metrics. */
+lc_metric_t *lc_httpd__route_latency_metric(lc_metrics_t *metrics, const char *route_label);
+void lc_httpd__routes_fini(lc_httpd__routes_t *t);
 
 /* ---- HTTP/2 (httpd_h2.c): an nghttp2 server session with no sockets. Bytes
  * in go to lc_httpd__h2_recv; bytes out come from lc_httpd__h2_pull. A
