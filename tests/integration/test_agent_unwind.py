@@ -286,17 +286,21 @@ class AgentVersusPerfDwarfTest(unittest.TestCase):
 
         pl, al = leaves(perf_pairs), leaves(agent_pairs)
         top_perf = [k for k, _ in pl.most_common(10)]
-        top_agent = [k for k, _ in al.most_common(10)]
         report = (f"perf top leaves {pl.most_common(10)}\nagent top leaves {al.most_common(10)}")
         print(report)
         self.assertGreaterEqual(len(top_perf), 5, report)
-        # Ranks of leaves with a handful of samples are noise (and a loaded
-        # machine adds kernel leaves of preemption): every leaf perf saw 20
-        # times or more must be among the agent's top ten (docs/testing.md).
+        # Ranks of leaves with a handful of samples are noise (perf and the
+        # agent sample different windows, and a loaded machine adds kernel
+        # leaves of preemption), so no rank is compared: every leaf perf saw
+        # 20 times or more must hold at least a third of its perf share in the
+        # agent's profile (a leaf the agent misses or names wrong holds none;
+        # docs/testing.md).
         solid = [k for k, v in pl.most_common(10) if v >= 20]
         self.assertGreaterEqual(len(solid), 3, f"too few samples to compare\n{report}")
-        missing = set(solid) - set(top_agent)
-        self.assertFalse(missing, f"perf's leaves {sorted(missing)} not in the agent's\n{report}")
+        perf_total, agent_total = sum(pl.values()), sum(al.values())
+        missing = {k for k in solid
+                   if al[k] * perf_total * 3 < pl[k] * agent_total}
+        self.assertFalse(missing, f"perf's leaves {sorted(missing)} hardly in the agent's\n{report}")
         for leaf in top_perf[:5]:
             pc = collections.Counter({c: v for (l, c), v in perf_pairs.items() if l == leaf})
             ac = collections.Counter({c: v for (l, c), v in agent_pairs.items() if l == leaf})
