@@ -34,7 +34,8 @@
 #define DEFAULT_MAX_CONNECTIONS 10000
 #define TRIM_AFTER_CONNS 256 /* a drained peak this high is given back (malloc_trim) */
 #define TRIM_LOW_CONNS 8
-#define DEFAULT_MAX_INFLATING 2 /* of libuv's 4 pool threads: queries keep the others */
+#define DEFAULT_MAX_INFLATING 2  /* of libuv's 4 pool threads: queries keep the others */
+#define MAX_INFLATE_WAITING 1024 /* gzip bodies parked for a slot; past it -> 503 */
 #define DEFAULT_IDLE_TIMEOUT_MS 120000
 #define DEFAULT_READ_TIMEOUT_MS 60000
 
@@ -89,7 +90,9 @@ struct lc_httpd_s {
     lc_httpd__routes_t routes;
     conn_t *conns;
     size_t n_conns;
-    atomic_uint inflating; /* gzip bodies being inflated now (any thread) */
+    unsigned inflating; /* offloaded gzip bodies holding an inflate slot (loop only) */
+    xchg_t *inflate_wait_head, *inflate_wait_tail; /* parked for a slot, FIFO */
+    unsigned inflate_waiting;
     size_t max_conns;
     size_t peak_conns; /* since the last malloc_trim */
     uint64_t refused_conns;
@@ -552,25 +555,12 @@ static void xchg_run_on_loop(xchg_t *x, lc_http_handler_cb cb, lc_http_handler_c
         x->respond(x);
 }
 
-/* Gunzips the body under the route's cap. At most srv->max_inflating bodies
- * inflate at once: the rest are refused at once (503 + Retry-After) rather
- * than queued, so compressed bombs cannot hold every pool thread while
- * queries wait behind them. */
+/* Gunzips the body under the route's cap, on the thread that runs `work`. */
 static int xchg_decode_body(xchg_t *x)
 {
-    lc_httpd_t *srv = x->srv;
     if (!lc_httpd__parser_body_gzipped(&x->parser))
         return 0;
-    if (atomic_fetch_add(&srv->inflating, 1) >= srv->max_inflating) {
-        atomic_fetch_sub(&srv->inflating, 1);
-        lc_httpd__reply_status(&x->parser.req, 503,
-                               "too many compressed request bodies are being inflated; retry");
-        lc_http_set_header(&x->parser.req, "Retry-After", "1");
-        return -1;
-    }
-    int rc = lc_httpd__parser_decode_body(&x->parser, x->route->max_inflated);
-    atomic_fetch_sub(&srv->inflating, 1);
-    return rc;
+    return lc_httpd__parser_decode_body(&x->parser, x->route->max_inflated);
 }
 
 /* Thread pool: the body is gunzipped here too, off the loop. */
@@ -587,9 +577,12 @@ static void xchg_on_work(uv_work_t *w)
     }
 }
 
+static void xchg_release_inflate_slot(xchg_t *x);
+
 static void xchg_on_work_done(uv_work_t *w, int status)
 {
     xchg_t *x = w->data;
+    xchg_release_inflate_slot(x);
     if (status != 0) {
         lc_httpd__reply_status(&x->parser.req, 503, "request canceled");
         x->respond(x);
@@ -600,17 +593,80 @@ static void xchg_on_work_done(uv_work_t *w, int status)
     }
 }
 
+static void xchg_queue_work(xchg_t *x)
+{
+    x->work_req.data = x;
+    if (uv_queue_work(x->srv->loop, &x->work_req, xchg_on_work, xchg_on_work_done) != 0) {
+        xchg_release_inflate_slot(x);
+        lc_httpd__reply_status(&x->parser.req, 503, "cannot schedule the request");
+        x->respond(x);
+    }
+}
+
+/* At most srv->max_inflating offloaded gzip bodies inflate at once, so
+ * compressed bombs cannot hold every pool thread while queries wait behind
+ * them. The rest wait here, on the loop, in arrival order (a pool thread is
+ * not held while waiting); only past MAX_INFLATE_WAITING is one refused with
+ * 503 + Retry-After. A parked exchange is owned by its handler like one in
+ * the pool queue, so its connection or stream waits for it. */
+static void xchg_park_or_queue(xchg_t *x)
+{
+    lc_httpd_t *srv = x->srv;
+    if (!lc_httpd__parser_body_gzipped(&x->parser)) {
+        xchg_queue_work(x);
+        return;
+    }
+    if (srv->inflating < srv->max_inflating) {
+        srv->inflating++;
+        x->holds_inflate_slot = true;
+        xchg_queue_work(x);
+        return;
+    }
+    if (srv->inflate_waiting >= MAX_INFLATE_WAITING) {
+        lc_httpd__reply_status(
+            &x->parser.req, 503,
+            "too many compressed request bodies are waiting to be inflated; retry");
+        lc_http_set_header(&x->parser.req, "Retry-After", "1");
+        x->respond(x);
+        return;
+    }
+    x->next_waiting = NULL;
+    if (srv->inflate_wait_tail)
+        srv->inflate_wait_tail->next_waiting = x;
+    else
+        srv->inflate_wait_head = x;
+    srv->inflate_wait_tail = x;
+    srv->inflate_waiting++;
+}
+
+/* Hands a freed slot to the longest-waiting exchange, if any. */
+static void xchg_release_inflate_slot(xchg_t *x)
+{
+    lc_httpd_t *srv = x->srv;
+    if (!x->holds_inflate_slot)
+        return;
+    x->holds_inflate_slot = false;
+    xchg_t *next = srv->inflate_wait_head;
+    if (!next) {
+        srv->inflating--;
+        return;
+    }
+    srv->inflate_wait_head = next->next_waiting;
+    if (!srv->inflate_wait_head)
+        srv->inflate_wait_tail = NULL;
+    srv->inflate_waiting--;
+    next->holds_inflate_slot = true; /* the slot passes on: inflating is unchanged */
+    xchg_queue_work(next);
+}
+
 static void xchg_start_handler(xchg_t *x)
 {
     const route_t *r = x->route;
     if (r->offload) {
-        x->work_req.data = x;
-        if (uv_queue_work(x->srv->loop, &x->work_req, xchg_on_work, xchg_on_work_done) != 0) {
-            lc_httpd__reply_status(&x->parser.req, 503, "cannot schedule the request");
-            x->respond(x);
-        }
+        xchg_park_or_queue(x);
         return;
     }
+    /* On the loop, one body at a time: no slot needed. */
     if (xchg_decode_body(x) != 0) {
         x->respond(x);
         return;

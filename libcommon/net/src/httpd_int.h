@@ -104,11 +104,13 @@ struct lc_httpd__xchg_s {
     uv_work_t work_req;
     uint64_t started_ns;
     void (*respond)(lc_httpd__xchg_t *x);
-    void *owner;          /* the connection or stream */
-    bool in_handler;      /* a loop-side handler is on the stack */
-    bool finish_called;   /* ... and it called lc_http_finish already */
-    bool awaiting_finish; /* a handler returned LC_HTTP_PENDING */
-    bool work_failed;     /* set on the pool thread, read after it */
+    void *owner;                    /* the connection or stream */
+    bool in_handler;                /* a loop-side handler is on the stack */
+    bool finish_called;             /* ... and it called lc_http_finish already */
+    bool awaiting_finish;           /* a handler returned LC_HTTP_PENDING */
+    bool work_failed;               /* set on the pool thread, read after it */
+    bool holds_inflate_slot;        /* an offloaded gzip body (loop only) */
+    lc_httpd__xchg_t *next_waiting; /* parked for an inflate slot (loop only) */
 };
 
 /* srv may be NULL (the fuzz targets): no routes, no metrics. */

@@ -107,7 +107,7 @@ typedef struct lc_httpd_opts_s {
     size_t max_header_bytes;       /* default 64 KiB -> 431 */
     size_t max_body_bytes;         /* as sent on the wire, default 256 MiB -> 413 */
     size_t max_decompressed_bytes; /* Content-Encoding: gzip output cap, default 256 MiB -> 413 */
-    unsigned max_inflating;        /* gzip bodies inflated at once, default 2; past it -> 503 */
+    unsigned max_inflating;        /* offloaded gzip-body requests at once, default 2; more wait */
     size_t max_connections;        /* open connections, default 10000; past it -> 503 + close */
     size_t max_response_bytes;     /* default 512 MiB */
     size_t arena_cap_bytes;        /* per request, default 1 GiB */

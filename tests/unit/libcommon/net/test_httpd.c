@@ -488,6 +488,42 @@ static void test_gzip_bomb(void)
     server_stop();
 }
 
+/* More gzip bodies than inflate slots wait for one (in order) instead of
+ * being refused: with one slot, four offloaded requests that each hold it
+ * for 100 ms all succeed, and take at least 400 ms between them, because the
+ * slot covers the request's whole offloaded work. */
+static void test_gzip_waits_for_a_slot(void)
+{
+    lc_httpd_opts_t o = small_opts();
+    o.max_inflating = 1;
+    server_start(&o);
+    uint8_t gz[256];
+    const char text[] = "a compressed body";
+    size_t gz_len = zlib_gzip(text, sizeof(text) - 1, gz, sizeof(gz));
+    char head[256];
+    int hl = snprintf(head, sizeof(head),
+                      "POST /slow?sleep_ms=100 HTTP/1.1\r\nHost: t\r\nContent-Encoding: gzip\r\n"
+                      "Content-Length: %zu\r\n\r\n",
+                      gz_len);
+    enum { N = 4 };
+    client_t *c[N];
+    uint64_t t0 = uv_hrtime();
+    for (int i = 0; i < N; i++) {
+        c[i] = client_open();
+        client_send(c[i], head, (size_t)hl);
+        client_send(c[i], gz, gz_len);
+    }
+    for (int i = 0; i < N; i++) {
+        resp_t r;
+        LC_CHECK(client_read(c[i], &r));
+        LC_ASSERT_EQ(r.status, 200);
+        LC_ASSERT_STR_EQ(r.body, "work_on_loop=0 after_on_loop=1 user=from-work");
+        client_close(c[i]);
+    }
+    LC_CHECK(uv_hrtime() - t0 >= (uint64_t)N * 100 * 1000000ull);
+    server_stop();
+}
+
 static void test_expect_continue(void)
 {
     lc_httpd_opts_t o = small_opts();
@@ -981,8 +1017,8 @@ static void test_decode_body(void)
 }
 
 LC_TEST_MAIN(test_query_and_headers, test_response_head, test_decode_body, test_get_and_post,
-             test_chunked_post, test_gzip_post, test_gzip_bomb, test_expect_continue,
-             test_keep_alive_and_pipelining, test_http10, test_body_too_large,
+             test_chunked_post, test_gzip_post, test_gzip_bomb, test_gzip_waits_for_a_slot,
+             test_expect_continue, test_keep_alive_and_pipelining, test_http10, test_body_too_large,
              test_headers_too_large, test_bad_request, test_routing, test_head_request,
              test_offload_and_after, test_pending_finish, test_read_timeout, test_idle_timeout,
              test_graceful_close, test_metrics)
