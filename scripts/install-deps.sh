@@ -8,6 +8,8 @@ PKGS=(
   libuv1-dev node-llhttp libprotobuf-c-dev protobuf-c-compiler liblmdb-dev lmdb-utils
   zlib1g-dev libdeflate-dev libpcre2-dev libyaml-dev libjansson-dev libzstd-dev
   libhiredis-dev libcurl4-openssl-dev libnghttp2-dev
+  # the object store (libcommon/objstore): SHA-256 of every object from libcrypto
+  libssl-dev
   # HTTP/2 tests: the python h2 library and nghttp/h2load as independent clients
   python3-h2 nghttp2-client
   # tests and benchmarks: go tool pprof as the judge, a real redis-server,
@@ -40,7 +42,17 @@ missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
 done
+# SeaweedFS's weed for the object-store tests, built from the Go module proxy
+# into ~/.cache/ember (skipped when cached; several minutes the first time).
+build_weed() {
+  if command -v go >/dev/null || [ -x /usr/local/go/bin/go ]; then
+    PATH="$PATH:/usr/local/go/bin" "$(dirname "$0")/build-seaweedfs.sh" >/dev/null ||
+      echo "install-deps: building weed failed; test_objstore will skip (fail in CI)" >&2
+  fi
+}
+
 if [ ${#missing[@]} -eq 0 ]; then
+  build_weed
   exit 0
 fi
 if [ "$(id -u)" -ne 0 ]; then
@@ -51,3 +63,4 @@ fi
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
 apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+build_weed
