@@ -138,6 +138,41 @@ class FilesystemTest(StoreCases, unittest.TestCase):
         self.assertEqual(self.p.ok("list", ""), "k\n")
 
 
+class FlagsTest(unittest.TestCase):
+    """--storage.* in every binary that stores or queries: checked at start
+    (exit 2 with the reason), from flags, the config file and AWS_* alike."""
+
+    def start(self, binary, *args, env=None, cfg=None):
+        cmd = [os.path.join(h.BIN_DIR, "services", *binary), "--http.address=127.0.0.1:0", *args]
+        if cfg is not None:
+            path = os.path.join(h.temp_dir("ember-objcfg-"), "c.yaml")
+            with open(path, "w") as f:
+                f.write(cfg)
+            cmd.append(f"--config.file={path}")
+        clean = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+        return subprocess.run(cmd, env=dict(clean, **(env or {})), capture_output=True,
+                              text=True, timeout=60)
+
+    def test_refusals(self):
+        for binary in (("ember", "ember"), ("ingester", "ember-ingester"),
+                       ("querier", "ember-querier")):
+            r = self.start(binary, "--storage.backend=gcs")
+            self.assertEqual(r.returncode, 2, binary)
+            self.assertIn("--storage.backend", r.stderr)
+        r = self.start(("ember", "ember"), cfg="storage:\n  backend: s3\n  s3:\n"
+                       "    endpoint: 127.0.0.1:1\n    bucket-name: b\n")
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("AWS_ACCESS_KEY_ID", r.stderr)
+        r = self.start(("ember", "ember"), "--storage.backend=s3",
+                       "--storage.s3.endpoint=127.0.0.1:1",
+                       env={"AWS_ACCESS_KEY_ID": "a", "AWS_SECRET_ACCESS_KEY": "b"})
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("bucket-name is required", r.stderr)
+        r = self.start(("ember", "ember"), "--storage.backend=filesystem")
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("--storage.filesystem.dir", r.stderr)
+
+
 class S3Test(StoreCases, unittest.TestCase):
     @classmethod
     def setUpClass(cls):
