@@ -37,11 +37,13 @@ static int put_single(lc_objstore_t *s, const char *key, const void *data, size_
     return rc;
 }
 
+/* "uploads=", not "uploads": curl 7.88 signs the query as sent, and SigV4's
+ * canonical form of a valueless parameter has the '='. */
 static int mp_create(lc_objstore_t *s, const char *key, const char *sha, char *upload_id)
 {
     s3_req_t req = {.method = "POST",
                     .key = key,
-                    .query = "uploads",
+                    .query = "uploads=",
                     .body = "",
                     .body_len = 0,
                     .sha256_meta = sha,
