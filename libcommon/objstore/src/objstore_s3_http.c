@@ -77,13 +77,13 @@ static struct curl_slist *add_header(struct curl_slist *h, const char *name, con
 
 /* Headers we sign and send: the payload hash (which S3 requires and curl 7.88
  * does not add by itself), Content-MD5 on bodies (the server checks it),
- * our digest metadata, the range. "Expect:" off: no 100-continue round trip. */
+ * our digest metadata, the range. No "Expect:" to turn 100-continue off:
+ * curl 7.88 signs the empty header it then does not send (a 403). */
 static struct curl_slist *request_headers(const s3_req_t *req)
 {
     char sha[LC_SHA256_HEX];
     objstore_sha256_hex(req->body ? req->body : "", req->body_len, sha);
     struct curl_slist *h = add_header(NULL, "x-amz-content-sha256", sha);
-    h = curl_slist_append(h, "Expect:");
     if (req->body) {
         uint8_t md5[LC_MD5_BYTES];
         lc_buf_t b64;
