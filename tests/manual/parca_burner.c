@@ -9,25 +9,25 @@ static volatile uint64_t sink;
 
 static uint64_t burn(uint64_t state, int iterations)
 {
-	for (int i = 0; i < iterations; i++)
-		state = state * 6364136223846793005ULL + 1442695040888963407ULL;
-	return state;
+    for (int i = 0; i < iterations; i++)
+        state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+    return state;
 }
 
 __attribute__((noinline)) void burn_three_quarters(void)
 {
-	sink = burn(sink, 30000000);
+    sink = burn(sink, 30000000);
 }
 
 __attribute__((noinline)) void burn_one_quarter(void)
 {
-	sink = burn(sink, 10000000);
+    sink = burn(sink, 10000000);
 }
 
 int main(void)
 {
-	for (;;) {
-		burn_three_quarters();
-		burn_one_quarter();
-	}
+    for (;;) {
+        burn_three_quarters();
+        burn_one_quarter();
+    }
 }

@@ -38,14 +38,14 @@ SERVICE = "parca.profilestore.v1alpha1.ProfileStoreService"
 
 
 def read_varint(buf, pos):
-    shift = value = 0
-    while True:
-        byte = buf[pos]
+    """(value, next position); a varint is at most 10 bytes, so a longer one is an error."""
+    value = 0
+    for shift in range(0, 70, 7):
+        value |= (buf[pos] & 0x7F) << shift
         pos += 1
-        value |= (byte & 0x7F) << shift
-        if byte < 0x80:
+        if buf[pos - 1] < 0x80:
             return value, pos
-        shift += 7
+    raise ValueError("varint longer than 10 bytes at %d" % pos)
 
 
 def bytes_field_1(message):
