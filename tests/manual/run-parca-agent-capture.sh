@@ -5,6 +5,8 @@
 # usage: run-parca-agent-capture.sh AGENT_BINARY OUT_DIR [v2|v1] [SECONDS]
 #   v2 (default): the agent's default path, unary ProfileStoreService/WriteArrow.
 #   v1: --remote-store-use-v2-schema=false, the bidirectional Write stream.
+#   SECONDS (default 30): the agent needs about 10 s on this loaded machine to load its BPF
+#   programs before its first push (a 12 s run captured nothing); pushes then come every ~5 s.
 # OUT_DIR gets the proxy's capture (calls.jsonl, *.bin), agent.log (debug level: it logs
 # "Sent v2 profile with N samples" per push), agent-metrics.txt (its /metrics at the end),
 # burner (the binary that ran; its symbols are the oracle's function names) and run.json.
