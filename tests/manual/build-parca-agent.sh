@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds the real Parca Agent (github.com/parca-dev/parca-agent) on this machine, whose Go
-# module proxy refuses two modules the agent needs (issue 28):
+# module proxy refuses several modules the agent needs (issue 28). Run here on 2026-11-28:
+# agent cb46a8ea (v0.49.0-3), 6.5 min cold on the shared 2 cores, about 1 min with Go's caches warm.
 #
 #  1. go.opentelemetry.io/ebpf-profiler is replaced in the agent's go.mod by Parca's fork,
 #     github.com/parca-dev/opentelemetry-ebpf-profiler at a pseudo-version whose last 12 hex
@@ -10,8 +11,8 @@
 #  2. buf.build/gen/go/parca-dev/parca/{protocolbuffers,grpc}/go (BSR commit 5fda07223114,
 #     2026-02-25 10:28) answer 403 "This module version is not available" on the proxy.
 #     They are generated here from Parca's own .proto files at git commit 40b4cd18414d
-#     (2026-02-25 10:27:46 UTC, "profilestore: Add unimplemented WriteArrow RPC", the commit
-#     that BSR snapshot was cut from) with protoc-gen-go v1.36.11 and protoc-gen-go-grpc
+#     (2026-02-25 10:27:46 UTC, "profilestore: Add unimplemented WriteArrow RPC": the BSR
+#     version's timestamp, 20260225102827, is that commit's) with protoc-gen-go v1.36.11 and protoc-gen-go-grpc
 #     v1.6.1 (the versions the BSR module versions name). buf puts the gRPC stubs of package
 #     X in a sub-package Xgrpc; protoc-gen-go-grpc has no option for that, so the stubs are
 #     generated into X and then moved into Xgrpc with a dot import of X (the stubs name the
@@ -48,7 +49,8 @@
 #   (sass-table and usdt are read from SASS_GIT / USDT_GIT, default the /work/.mirror copies)
 #   the git dirs default to the `fetch` tool's mirrors under /work/.mirror; AGENT_COMMIT
 #   (default HEAD of the mirror) picks the agent commit.
-# needs: go, git, protoc (Debian protobuf-compiler), pip. Nothing is installed system-wide.
+# needs: go, git, protoc (Debian protobuf-compiler), pip, clang, libbpf-dev. Nothing is
+# installed system-wide.
 set -euo pipefail
 OUT=$(realpath -m "$1")
 AGENT_GIT=${2:-/work/.mirror/parca-dev+parca-agent/repo}
