@@ -130,23 +130,23 @@ int lc_objstore_opts_check(const lc_objstore_opts_t *in, char *why, size_t why_l
     return 0;
 }
 
-static char *dup_or_null(const char *s)
+static char *opt_strdup(const char *s)
 {
     return s ? lc_xstrdup(s) : NULL;
 }
 
 /* The store keeps its own copies so the caller's config may go away. */
-static void copy_opts(lc_objstore_t *s, const lc_objstore_opts_t *o)
+static void objstore_copy_opts(lc_objstore_t *s, const lc_objstore_opts_t *o)
 {
     s->o = *o;
     resolve_limits(&s->o);
     s->o.prefix = s->prefix = (o->prefix && *o->prefix) ? lc_xstrdup(o->prefix) : NULL;
-    s->o.fs_dir = s->fs_dir = dup_or_null(o->fs_dir);
-    s->o.endpoint = s->endpoint = dup_or_null(o->endpoint);
-    s->o.bucket = s->bucket = dup_or_null(o->bucket);
+    s->o.fs_dir = s->fs_dir = opt_strdup(o->fs_dir);
+    s->o.endpoint = s->endpoint = opt_strdup(o->endpoint);
+    s->o.bucket = s->bucket = opt_strdup(o->bucket);
     s->o.region = s->region = lc_xstrdup(s->o.region);
-    s->o.access_key_id = s->access_key_id = dup_or_null(o->access_key_id);
-    s->o.secret_access_key = s->secret_access_key = dup_or_null(o->secret_access_key);
+    s->o.access_key_id = s->access_key_id = opt_strdup(o->access_key_id);
+    s->o.secret_access_key = s->secret_access_key = opt_strdup(o->secret_access_key);
 }
 
 static void free_store(lc_objstore_t *s)
@@ -168,7 +168,7 @@ int lc_objstore_open(const lc_objstore_opts_t *o, lc_objstore_t **out)
     if (o->backend == LC_OBJSTORE_NONE || lc_objstore_opts_check(o, why, sizeof why) != 0)
         return LC_EINPUT;
     lc_objstore_t *s = lc_xcalloc(1, sizeof *s);
-    copy_opts(s, o);
+    objstore_copy_opts(s, o);
     int rc = o->backend == LC_OBJSTORE_S3 ? objstore_s3_open(s) : objstore_fs_open(s);
     if (rc != 0) {
         free_store(s);

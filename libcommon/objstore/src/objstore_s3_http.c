@@ -18,7 +18,7 @@
 
 #define HDR_LINE_MAX 1024
 
-static size_t on_body(char *p, size_t size, size_t n, void *arg)
+static size_t s3_on_body(char *p, size_t size, size_t n, void *arg)
 {
     lc_buf_t *b = arg;
     return lc_buf_append(b, p, size * n) == 0 ? size * n : 0; /* 0 aborts: cap passed */
@@ -65,7 +65,7 @@ static char *request_url(const lc_objstore_t *s, const s3_req_t *req)
     return url;
 }
 
-static struct curl_slist *add_header(struct curl_slist *h, const char *name, const char *value)
+static struct curl_slist *s3_header_add(struct curl_slist *h, const char *name, const char *value)
 {
     char line[HDR_LINE_MAX];
     snprintf(line, sizeof line, "%s: %s", name, value);
@@ -83,21 +83,21 @@ static struct curl_slist *request_headers(const s3_req_t *req)
 {
     char sha[LC_SHA256_HEX];
     objstore_sha256_hex(req->body ? req->body : "", req->body_len, sha);
-    struct curl_slist *h = add_header(NULL, "x-amz-content-sha256", sha);
+    struct curl_slist *h = s3_header_add(NULL, "x-amz-content-sha256", sha);
     if (req->body) {
         uint8_t md5[LC_MD5_BYTES];
         lc_buf_t b64;
         lc_buf_init(&b64, 64);
         lc_md5(req->body, req->body_len, md5);
         if (lc_base64_encode(md5, sizeof md5, &b64) == 0 && lc_buf_putc(&b64, '\0') == 0)
-            h = add_header(h, "Content-MD5", (const char *)b64.data);
+            h = s3_header_add(h, "Content-MD5", (const char *)b64.data);
         lc_buf_fini(&b64);
-        h = add_header(h, "Content-Type", "application/octet-stream");
+        h = s3_header_add(h, "Content-Type", "application/octet-stream");
     }
     if (req->sha256_meta)
-        h = add_header(h, "x-amz-meta-ember-sha256", req->sha256_meta);
+        h = s3_header_add(h, "x-amz-meta-ember-sha256", req->sha256_meta);
     if (req->range)
-        h = add_header(h, "Range", req->range);
+        h = s3_header_add(h, "Range", req->range);
     return h;
 }
 
@@ -129,7 +129,7 @@ static CURLcode perform_once(lc_objstore_t *s, const s3_req_t *req, s3_resp_t *r
     curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, (long)s->o.timeout_ms);
     curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, (long)s->o.connect_timeout_ms);
     curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, s3_on_body);
     curl_easy_setopt(c, CURLOPT_WRITEDATA, &resp->body);
     curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
     curl_easy_setopt(c, CURLOPT_HEADERDATA, resp);
