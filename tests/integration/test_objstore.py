@@ -6,10 +6,13 @@ that was put, hashlib, and the server itself (curl's own SigV4 client for the
 raw requests that plant bad objects). Without weed the S3 half skips, except
 in CI (CI=1), where it fails."""
 import hashlib
+import http.client
 import json
 import os
 import signal
+import socketserver
 import subprocess
+import threading
 import time
 import unittest
 
@@ -58,6 +61,68 @@ class Probe:
         if r.returncode != 0:
             raise AssertionError(f"objstore_probe {args}: rc {r.returncode}: {r.stderr}")
         return r.stdout
+
+
+class FaultProxy:
+    """A keep-alive HTTP/1.1 relay in front of the real weed that answers the
+    requests whose numbers are in fail_at with a 503 instead of passing them on,
+    and counts client connections and requests: how retries and connection
+    reuse are seen from outside."""
+
+    def __init__(self, upstream_port, fail_at):
+        proxy = self
+        self.fail_at, self.requests, self.connections = set(fail_at), 0, 0
+        self.lock = threading.Lock()
+
+        class Handler(socketserver.StreamRequestHandler):
+            def handle(self):
+                with proxy.lock:
+                    proxy.connections += 1
+                up = http.client.HTTPConnection("127.0.0.1", upstream_port, timeout=60)
+                while proxy.relay_one(self.rfile, self.wfile, up):
+                    pass
+                up.close()
+
+        self.server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.port = self.server.server_address[1]
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def relay_one(self, rfile, wfile, up):
+        line = rfile.readline()
+        if not line:
+            return False
+        method, path, _ = line.decode().split(" ", 2)
+        headers = []
+        while (hl := rfile.readline()) not in (b"\r\n", b""):
+            name, value = hl.decode().split(":", 1)
+            headers.append((name.strip(), value.strip()))
+        length = int(next((v for n, v in headers if n.lower() == "content-length"), "0"))
+        body = rfile.read(length) if length else b""
+        with self.lock:
+            self.requests += 1
+            fail = self.requests in self.fail_at
+        if fail:
+            wfile.write(b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\n\r\n")
+            return True
+        up.putrequest(method, path, skip_host=True, skip_accept_encoding=True)
+        for n, v in headers:
+            up.putheader(n, v)
+        up.endheaders(body)
+        resp = up.getresponse()
+        data = resp.read()
+        out = [f"HTTP/1.1 {resp.status} {resp.reason}\r\n"]
+        for n, v in resp.getheaders():
+            if n.lower() not in ("transfer-encoding", "content-length", "connection"):
+                out.append(f"{n}: {v}\r\n")
+        clen = resp.getheader("Content-Length") if method == "HEAD" else str(len(data))
+        out.append(f"Content-Length: {clen}\r\n\r\n")
+        wfile.write("".join(out).encode() + data)
+        return True
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
 
 
 class StoreCases:
@@ -243,6 +308,23 @@ class S3Test(StoreCases, unittest.TestCase):
                         "OBJ_BUCKET": BUCKET, "OBJ_PREFIX": prefix,
                         "AWS_ACCESS_KEY_ID": ACCESS, "AWS_SECRET_ACCESS_KEY": SECRET,
                         "OBJ_PART_MIB": str(PART_MIB)})
+
+    def test_retries_and_one_connection(self):
+        # A multipart put (create, 3 parts, complete) through a relay that
+        # answers its 1st and 3rd requests with 503: both are retried, the
+        # object arrives whole, and every request rides one connection.
+        proxy = FaultProxy(self.s3_port, fail_at=(1, 3))
+        try:
+            p = Probe(dict(self.p.env, OBJ_ENDPOINT=f"http://127.0.0.1:{proxy.port}"))
+            src = random_file(self.d, "r", 12 * 1024 * 1024)
+            p.ok("put", "r", src)
+            self.assertEqual((proxy.requests, proxy.connections), (5 + 2, 1))
+        finally:
+            proxy.close()
+        out = os.path.join(self.d, "o")
+        self.p.ok("get", "r", out)
+        with open(src, "rb") as a, open(out, "rb") as b:
+            self.assertEqual(a.read(), b.read())
 
     def test_raw_object_without_digest_refused(self):
         src = random_file(self.d, "raw", 3000)
