@@ -252,20 +252,24 @@ class S3Test(StoreCases, unittest.TestCase):
         cls.s3_port = ports["s3"]
         data = os.path.join(cls.d0, "data")
         os.makedirs(data)
-        # gRPC ports default to port+10000: name them, all free, too.
+        # gRPC ports default to port+10000 and the Iceberg and Lance catalogs
+        # to fixed ports (8181, 9101): name the first, all free, and turn the
+        # others off, so two runs on one machine never collide.
         cmd = [weed, "server", "-ip=127.0.0.1", "-ip.bind=127.0.0.1", f"-dir={data}",
                f"-master.port={ports['master']}", f"-master.port.grpc={h.free_port()}",
                f"-volume.port={ports['volume']}", f"-volume.port.grpc={h.free_port()}",
                f"-filer.port={ports['filer']}", f"-filer.port.grpc={h.free_port()}",
-               "-s3", f"-s3.port={ports['s3']}", f"-s3.config={cfg}",
+               "-s3", f"-s3.port={ports['s3']}", f"-s3.port.grpc={h.free_port()}",
+               "-s3.port.iceberg=0", "-s3.port.lance=0", f"-s3.config={cfg}",
                "-master.volumeSizeLimitMB=64", "-volume.max=20"]
         cls.log = open(os.path.join(cls.d0, "weed.log"), "w")
         cls.weed = subprocess.Popen(cmd, stdout=cls.log, stderr=subprocess.STDOUT)
         try:
             h.wait_for(cls.make_bucket, timeout=180, interval=1.0, what="weed's S3 port")
-        except Exception:
+        except Exception as e:
             cls.tearDownClass()
-            raise
+            with open(os.path.join(cls.d0, "weed.log")) as f:
+                raise AssertionError(f"{e}; weed's log ends: {f.read()[-3000:]}") from e
 
     @classmethod
     def tearDownClass(cls):
