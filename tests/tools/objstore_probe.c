@@ -35,10 +35,13 @@ static void stall_after(void *arg, int part)
     }
 }
 
+/* A small non-negative number from the environment; 0 when unset or bad. */
 static int env_int(const char *name)
 {
     const char *v = getenv(name);
-    return v ? atoi(v) : 0;
+    char *end = NULL;
+    long n = v ? strtol(v, &end, 10) : 0;
+    return v && *v && *end == '\0' && n >= 0 && n <= 1 << 20 ? (int)n : 0;
 }
 
 static uint8_t *read_file(const char *path, size_t *len)
