@@ -261,6 +261,7 @@ class S3Test(StoreCases, unittest.TestCase):
                f"-filer.port={ports['filer']}", f"-filer.port.grpc={h.free_port()}",
                "-s3", f"-s3.port={ports['s3']}", f"-s3.port.grpc={h.free_port()}",
                "-s3.port.iceberg=0", "-s3.port.lance=0", f"-s3.config={cfg}",
+               "-s3.domainName=localhost",  # bucket.localhost: virtual-host style
                "-master.volumeSizeLimitMB=64", "-volume.max=20"]
         cls.log = open(os.path.join(cls.d0, "weed.log"), "w")
         cls.weed = subprocess.Popen(cmd, stdout=cls.log, stderr=subprocess.STDOUT)
@@ -327,6 +328,19 @@ class S3Test(StoreCases, unittest.TestCase):
             proxy.close()
         out = os.path.join(self.d, "o")
         self.p.ok("get", "r", out)
+        with open(src, "rb") as a, open(out, "rb") as b:
+            self.assertEqual(a.read(), b.read())
+
+    def test_virtual_host_addressing(self):
+        # ember-test.localhost:<port>/key (curl resolves *.localhost to the
+        # loopback itself), read back path-style: the same object.
+        p = Probe(dict(self.p.env, OBJ_ENDPOINT=f"http://localhost:{self.s3_port}",
+                       OBJ_VIRTUAL_HOST="1"))
+        src = random_file(self.d, "v", 2000)
+        p.ok("put", "v", src)
+        self.assertEqual(p.ok("list", ""), "v\n")
+        out = os.path.join(self.d, "o")
+        self.p.ok("get", "v", out)
         with open(src, "rb") as a, open(out, "rb") as b:
             self.assertEqual(a.read(), b.read())
 

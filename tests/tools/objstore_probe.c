@@ -8,7 +8,8 @@
  *
  * The store comes from the environment: OBJ_BACKEND (filesystem|s3), OBJ_DIR,
  * OBJ_ENDPOINT, OBJ_BUCKET, OBJ_PREFIX, OBJ_PAGE_KEYS, AWS_ACCESS_KEY_ID,
- * AWS_SECRET_ACCESS_KEY, OBJ_PART_MIB (part size and multipart threshold),
+ * AWS_SECRET_ACCESS_KEY, OBJ_VIRTUAL_HOST (1: bucket.endpoint, else path-style),
+ * OBJ_PART_MIB (part size and multipart threshold),
  * OBJ_STALL_AFTER_PART (after that part, print "stalled" and wait to be
  * killed). Exit: 0 ok, 2 not found, 3 corrupt, 1 any other error.
  */
@@ -135,7 +136,7 @@ int main(int argc, char **argv)
     o.prefix = getenv("OBJ_PREFIX");
     o.access_key_id = getenv("AWS_ACCESS_KEY_ID");
     o.secret_access_key = getenv("AWS_SECRET_ACCESS_KEY");
-    o.force_path_style = true;
+    o.force_path_style = env_int("OBJ_VIRTUAL_HOST") == 0;
     o.list_page_keys = env_int("OBJ_PAGE_KEYS");
     o.part_bytes = o.multipart_threshold = (size_t)env_int("OBJ_PART_MIB") << 20;
     stall_part = env_int("OBJ_STALL_AFTER_PART");
