@@ -306,7 +306,8 @@ int objstore_list_push(lc_objstore_t *s, lc_objstore_list_t *l, const char *key,
         objstore_set_error(s, "listing passed %zu keys", s->o.max_list_keys);
         return LC_ETOOBIG;
     }
-    l->keys = lc_xrealloc(l->keys, (l->n + 1) * sizeof *l->keys);
+    if ((l->n & (l->n - 1)) == 0) /* n is 0 or a power of two: full, double */
+        l->keys = lc_xrealloc(l->keys, (l->n ? 2 * l->n : 16) * sizeof *l->keys);
     l->keys[l->n++] = lc_xstrndup(key, len);
     return 0;
 }

@@ -2,7 +2,8 @@
  * objstore_fs.c — the filesystem backend: one file per object under fs_dir,
  * key segments as directories. Each file starts with a fixed-size header line
  * carrying the SHA-256 of the bytes after it. Writes go to a hidden temp file
- * in the same directory, are fsynced and renamed over the key, so a reader
+ * in the same directory, are fsynced and renamed over the key (the directory
+ * synced after), so a reader
  * (or a crash) never sees half an object. Threading: as lc/objstore.h.
  */
 #include <dirent.h>
@@ -74,6 +75,19 @@ static int write_temp(int fd, const void *data, size_t len)
     return rc;
 }
 
+/* The rename is durable only once the directory is synced too. */
+static int sync_parent(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    char *dir = lc_xstrndup(path, (size_t)(slash - path));
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    int rc = fd < 0 || fsync(fd) != 0 ? -errno : 0;
+    if (fd >= 0)
+        close(fd);
+    lc_free(dir);
+    return rc;
+}
+
 static int fs_put(lc_objstore_t *s, const char *key, const void *data, size_t len)
 {
     char *path = fs_path(s, key);
@@ -90,6 +104,8 @@ static int fs_put(lc_objstore_t *s, const char *key, const void *data, size_t le
         close(fd);
         if (rc == 0 && rename(tmp, path) != 0)
             rc = -errno;
+        if (rc == 0)
+            rc = sync_parent(path);
         if (rc != 0)
             unlink(tmp);
     }

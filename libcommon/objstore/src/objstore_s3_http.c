@@ -5,6 +5,7 @@
  * is reset between requests, which keeps its connection cache, so
  * connections are reused. Threading: as lc/objstore.h.
  */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -234,13 +235,17 @@ static void make_base(lc_objstore_t *s, s3_state_t *st)
         st->base[--len] = '\0';
 }
 
+static pthread_once_t objstore_curl_once = PTHREAD_ONCE_INIT;
+
+static void objstore_curl_global_init(void)
+{
+    curl_global_init(CURL_GLOBAL_DEFAULT);
+}
+
 int s3_http_open(lc_objstore_t *s)
 {
-    static bool global_done; /* curl_global_init before any thread uses curl */
-    if (!global_done) {
-        curl_global_init(CURL_GLOBAL_DEFAULT);
-        global_done = true;
-    }
+    pthread_once(&objstore_curl_once,
+                 objstore_curl_global_init); /* stores may open on several threads */
     s3_state_t *st = lc_xcalloc(1, sizeof *st);
     st->curl = curl_easy_init();
     if (!st->curl) {
