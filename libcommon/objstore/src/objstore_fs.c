@@ -3,8 +3,8 @@
  * key segments as directories. Each file starts with a fixed-size header line
  * carrying the SHA-256 of the bytes after it. Writes go to a hidden temp file
  * in the same directory, are fsynced and renamed over the key (the directory
- * synced after), so a reader
- * (or a crash) never sees half an object. Threading: as lc/objstore.h.
+ * synced after), so a reader (or a crash) never sees half an object.
+ * Threading: as lc/objstore.h.
  */
 #include <dirent.h>
 #include <errno.h>
