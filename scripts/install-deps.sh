@@ -8,6 +8,8 @@ PKGS=(
   libuv1-dev node-llhttp libprotobuf-c-dev protobuf-c-compiler liblmdb-dev lmdb-utils
   zlib1g-dev libdeflate-dev libpcre2-dev libyaml-dev libjansson-dev libzstd-dev
   libhiredis-dev libcurl4-openssl-dev libnghttp2-dev
+  # the Arrow IPC reader (libcommon/arrow): LZ4_FRAME body compression
+  liblz4-dev
   # HTTP/2 tests: the python h2 library and nghttp/h2load as independent clients
   python3-h2 nghttp2-client
   # tests and benchmarks: go tool pprof as the judge, a real redis-server,
