@@ -31,7 +31,7 @@ typedef struct buffer_s {
     size_t len;
 } buffer_t;
 
-static int bad(batch_cursor_t *c, const lc_arrow_field_t *f, const char *why)
+static int column_error(batch_cursor_t *c, const lc_arrow_field_t *f, const char *why)
 {
     return lc_status_set(c->st, LC_CODE_INVALID_ARGUMENT, "arrow: column \"%s\": %s", f->name, why);
 }
@@ -110,7 +110,7 @@ static int take_node(batch_cursor_t *c, const lc_arrow_field_t *f, lc_arrow_arra
                              "arrow: column \"%s\" has %lld rows (limit %lld)", f->name,
                              (long long)a->length, (long long)c->s->lim.max_rows);
     if (a->null_count < 0 || a->null_count > a->length)
-        return bad(c, f, "null count outside 0..length");
+        return column_error(c, f, "null count outside 0..length");
     return 0;
 }
 
@@ -123,7 +123,7 @@ static int take_validity(batch_cursor_t *c, lc_arrow_array_t *a)
     if (a->null_count == 0)
         return 0;
     if (b.len < ((size_t)a->length + 7) / 8)
-        return bad(c, a->field, "validity bitmap shorter than the column");
+        return column_error(c, a->field, "validity bitmap shorter than the column");
     a->validity = b.p;
     return 0;
 }
@@ -136,7 +136,7 @@ static int take_fixed(batch_cursor_t *c, lc_arrow_array_t *a, size_t bits, const
     if (take_buffer(c, &b) != 0)
         return -1;
     if (b.len < ((size_t)a->length * bits + 7) / 8)
-        return bad(c, a->field, "buffer shorter than the column");
+        return column_error(c, a->field, "buffer shorter than the column");
     *out = b.p;
     if (out_len)
         *out_len = b.len;
@@ -151,15 +151,15 @@ static int check_offsets(batch_cursor_t *c, lc_arrow_array_t *a, size_t width, i
         return 0;
     int64_t prev = afb_read_le(a->offsets, width, true);
     if (prev < 0)
-        return bad(c, a->field, "negative offset");
+        return column_error(c, a->field, "negative offset");
     for (int64_t i = 1; i <= a->length; i++) {
         int64_t next = afb_read_le(a->offsets + (size_t)i * width, width, true);
         if (next < prev)
-            return bad(c, a->field, "offsets decrease");
+            return column_error(c, a->field, "offsets decrease");
         prev = next;
     }
     if (prev > limit)
-        return bad(c, a->field, "offsets point past the data");
+        return column_error(c, a->field, "offsets point past the data");
     return 0;
 }
 
@@ -188,13 +188,13 @@ static int check_views(batch_cursor_t *c, lc_arrow_array_t *a)
         const uint8_t *v = a->values + 16 * (size_t)i;
         int64_t len = afb_read_le(v, 4, true);
         if (len < 0)
-            return bad(c, a->field, "negative view length");
+            return column_error(c, a->field, "negative view length");
         if (len <= 12)
             continue;
         int64_t idx = afb_read_le(v + 8, 4, true), off = afb_read_le(v + 12, 4, true);
         if (idx < 0 || (size_t)idx >= a->n_variadic || off < 0 ||
             (uint64_t)off + (uint64_t)len > a->variadic_len[idx])
-            return bad(c, a->field, "a view points outside its data buffers");
+            return column_error(c, a->field, "a view points outside its data buffers");
     }
     return 0;
 }
@@ -204,10 +204,10 @@ static int read_views(batch_cursor_t *c, lc_arrow_array_t *a)
     if (take_fixed(c, a, 128, &a->values, NULL) != 0)
         return -1;
     if (c->next_variadic >= c->variadic.n)
-        return bad(c, a->field, "no variadic buffer count for a view column");
+        return column_error(c, a->field, "no variadic buffer count for a view column");
     int64_t n = afb_read_le(c->variadic.buf + c->variadic.start + 8 * c->next_variadic++, 8, true);
     if (n < 0 || (uint64_t)n > c->buffers.n - c->next_buffer)
-        return bad(c, a->field, "variadic buffer count past the batch's buffers");
+        return column_error(c, a->field, "variadic buffer count past the batch's buffers");
     a->n_variadic = (size_t)n;
     a->variadic = lc_arena_calloc(c->s->arena, a->n_variadic + 1, sizeof(*a->variadic));
     a->variadic_len = lc_arena_calloc(c->s->arena, a->n_variadic + 1, sizeof(size_t));
@@ -262,7 +262,7 @@ static int read_list(batch_cursor_t *c, lc_arrow_array_t *a, size_t width, bool 
         int64_t off = afb_read_le(a->offsets + (size_t)i * width, width, true);
         int64_t size = afb_read_le(a->sizes + (size_t)i * width, width, true);
         if (off < 0 || size < 0 || off > child_len || size > child_len - off)
-            return bad(c, a->field, "a list view points outside its child");
+            return column_error(c, a->field, "a list view points outside its child");
     }
     return 0;
 }
@@ -274,27 +274,27 @@ static int read_run_end(batch_cursor_t *c, lc_arrow_array_t *a, size_t depth)
         return -1;
     const lc_arrow_array_t *ends = &a->children[0], *vals = &a->children[1];
     if (ends->null_count != 0 || vals->length < ends->length)
-        return bad(c, a->field, "run ends with nulls or more runs than values");
+        return column_error(c, a->field, "run ends with nulls or more runs than values");
     size_t width = (size_t)ends->field->bit_width / 8;
     int64_t prev = 0;
     for (int64_t i = 0; i < ends->length; i++) {
         int64_t end = afb_read_le(ends->values + (size_t)i * width, width, true);
         if (end <= prev)
-            return bad(c, a->field, "run ends do not increase");
+            return column_error(c, a->field, "run ends do not increase");
         prev = end;
     }
     if (prev < a->length)
-        return bad(c, a->field, "run ends stop before the column does");
+        return column_error(c, a->field, "run ends stop before the column does");
     return 0;
 }
 
-static int read_struct(batch_cursor_t *c, lc_arrow_array_t *a, size_t depth)
+static int read_struct_array(batch_cursor_t *c, lc_arrow_array_t *a, size_t depth)
 {
     if (read_children(c, a, depth) != 0)
         return -1;
     for (size_t i = 0; i < a->n_children; i++)
         if (a->children[i].length < a->length)
-            return bad(c, a->field, "a struct child is shorter than the struct");
+            return column_error(c, a->field, "a struct child is shorter than the struct");
     return 0;
 }
 
@@ -323,18 +323,18 @@ static int read_layout(batch_cursor_t *c, lc_arrow_array_t *a, size_t depth)
     case LC_ARROW_LARGE_LIST_VIEW:
         return read_list(c, a, 8, true, depth);
     case LC_ARROW_STRUCT:
-        return read_struct(c, a, depth);
+        return read_struct_array(c, a, depth);
     case LC_ARROW_RUN_END:
         return read_run_end(c, a, depth);
     }
-    return bad(c, f, "unsupported type");
+    return column_error(c, f, "unsupported type");
 }
 
 static int read_array(batch_cursor_t *c, const lc_arrow_field_t *f, lc_arrow_array_t *a,
                       size_t depth)
 {
     if (depth > c->s->lim.max_depth)
-        return bad(c, f, "nested too deep");
+        return column_error(c, f, "nested too deep");
     if (take_node(c, f, a) != 0)
         return -1;
     if (f->dict_encoded) {
@@ -349,7 +349,7 @@ static int read_array(batch_cursor_t *c, const lc_arrow_field_t *f, lc_arrow_arr
     }
     if (f->kind == LC_ARROW_RUN_END) {
         if (a->null_count != 0)
-            return bad(c, f, "a run-end encoded array has its own null count");
+            return column_error(c, f, "a run-end encoded array has its own null count");
         return read_layout(c, a, depth);
     }
     if (take_validity(c, a) != 0)
@@ -403,7 +403,7 @@ int arrow_batch_read(lc_arrow_stream_t *s, const afb_table_t *rb, const uint8_t 
         if (read_array(&c, &fields[i], &(*arrays)[i], 1) != 0)
             return -1;
         if ((*arrays)[i].length < *length)
-            return bad(&c, &fields[i], "column shorter than the batch");
+            return column_error(&c, &fields[i], "column shorter than the batch");
     }
     return 0;
 }

@@ -70,7 +70,7 @@ static int expected_children(lc_arrow_kind_t kind)
     }
 }
 
-static int int_type(const afb_table_t *type, lc_arrow_field_t *f)
+static int int_type_of(const afb_table_t *type, lc_arrow_field_t *f)
 {
     int64_t bits = 0, is_signed = 0;
     if (afb_int(type, 0, 4, &bits) < 0 || afb_int(type, 1, 1, &is_signed) < 0)
@@ -115,7 +115,7 @@ static int field_type(int64_t tag, const afb_table_t *type, lc_arrow_field_t *f)
     }
     switch (tag) {
     case TYPE_INT:
-        return int_type(type, f);
+        return int_type_of(type, f);
     case TYPE_TIMESTAMP:
         if (afb_int(type, 0, 2, &v) < 0 || v < 0 || v > 3)
             return -1;
@@ -156,7 +156,7 @@ static int field_dictionary(const afb_table_t *field, lc_arrow_field_t *f)
         return -1;
     if (rc == 0) {
         lc_arrow_field_t idx = {0};
-        if (int_type(&index, &idx) != 0)
+        if (int_type_of(&index, &idx) != 0)
             return -1;
         f->index_bit_width = idx.bit_width;
         f->index_signed = idx.is_signed;
@@ -186,10 +186,10 @@ static int field_extension(lc_arena_t *arena, const afb_table_t *field, lc_arrow
     return 0;
 }
 
-static int read_fields(schema_walk_t *w, const afb_table_t *parent, unsigned id,
-                       lc_arrow_field_t **out, size_t *n_out, size_t depth);
+static int schema_fields(schema_walk_t *w, const afb_table_t *parent, unsigned id,
+                         lc_arrow_field_t **out, size_t *n_out, size_t depth);
 
-static int read_field(schema_walk_t *w, const afb_table_t *t, lc_arrow_field_t *f, size_t depth)
+static int schema_field(schema_walk_t *w, const afb_table_t *t, lc_arrow_field_t *f, size_t depth)
 {
     int rc;
     int64_t nullable = 0, tag = 0;
@@ -209,7 +209,7 @@ static int read_field(schema_walk_t *w, const afb_table_t *t, lc_arrow_field_t *
                              f->name, (long long)tag);
     if (rc < 0 || field_dictionary(t, f) < 0 || field_extension(w->s->arena, t, f) < 0)
         return corrupt(w->st, "field type");
-    if (read_fields(w, t, 5, &f->children, &f->n_children, depth + 1) != 0)
+    if (schema_fields(w, t, 5, &f->children, &f->n_children, depth + 1) != 0)
         return -1;
     int want = expected_children(f->kind);
     if (want >= 0 && f->n_children != (size_t)want)
@@ -225,8 +225,8 @@ static int read_field(schema_walk_t *w, const afb_table_t *t, lc_arrow_field_t *
     return 0;
 }
 
-static int read_fields(schema_walk_t *w, const afb_table_t *parent, unsigned id,
-                       lc_arrow_field_t **out, size_t *n_out, size_t depth)
+static int schema_fields(schema_walk_t *w, const afb_table_t *parent, unsigned id,
+                         lc_arrow_field_t **out, size_t *n_out, size_t depth)
 {
     afb_vector_t v;
     int rc = afb_vector(parent, id, 4, &v);
@@ -248,7 +248,7 @@ static int read_fields(schema_walk_t *w, const afb_table_t *parent, unsigned id,
         afb_table_t t;
         if (afb_vector_table(&v, i, &t) != 0)
             return corrupt(w->st, "field");
-        if (read_field(w, &t, &fields[i], depth) != 0)
+        if (schema_field(w, &t, &fields[i], depth) != 0)
             return -1;
     }
     *out = fields;
@@ -256,7 +256,7 @@ static int read_fields(schema_walk_t *w, const afb_table_t *parent, unsigned id,
     return 0;
 }
 
-static int read_metadata(lc_arrow_stream_t *s, const afb_table_t *schema, lc_status_t *st)
+static int schema_metadata(lc_arrow_stream_t *s, const afb_table_t *schema, lc_status_t *st)
 {
     afb_vector_t meta;
     int rc = afb_vector(schema, 2, 4, &meta);
@@ -311,8 +311,8 @@ int arrow_schema_read(lc_arrow_stream_t *s, const afb_table_t *schema, lc_status
     if (endianness != 0)
         return lc_status_set(st, LC_CODE_INVALID_ARGUMENT,
                              "arrow: big-endian streams are not supported");
-    if (read_fields(&w, schema, 1, &s->schema.fields, &s->schema.n_fields, 1) != 0 ||
-        read_metadata(s, schema, st) != 0)
+    if (schema_fields(&w, schema, 1, &s->schema.fields, &s->schema.n_fields, 1) != 0 ||
+        schema_metadata(s, schema, st) != 0)
         return -1;
     s->dict_fields = lc_arena_calloc(s->arena, w.n_fields + 1, sizeof(*s->dict_fields));
     s->dicts = lc_arena_calloc(s->arena, w.n_fields + 1, sizeof(*s->dicts));
