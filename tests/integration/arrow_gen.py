@@ -35,8 +35,8 @@ import pyarrow as pa
 REE32 = pa.int32()
 
 
-def ree(values, typ, run_type=REE32):
-    """Run-end encodes a python list (runs of equal values)."""
+def runs(values):
+    """(run ends, run values) of a python list: runs of equal values."""
     ends, vals = [], []
     for i, v in enumerate(values):
         if vals and vals[-1] == v:
@@ -44,6 +44,12 @@ def ree(values, typ, run_type=REE32):
         else:
             vals.append(v)
             ends.append(i + 1)
+    return ends, vals
+
+
+def ree(values, typ, run_type=REE32):
+    """Run-end encodes a python list."""
+    ends, vals = runs(values)
     return pa.RunEndEncodedArray.from_arrays(pa.array(ends, run_type), pa.array(vals, typ))
 
 
@@ -64,14 +70,7 @@ def ree_dict_strings(rng, pool, n):
     while len(vals) < n:
         v = rng.randrange(len(pool)) if rng.random() > 0.1 else None
         vals.extend([v] * rng.randint(1, 5))
-    vals = vals[:n]
-    ends, idx = [], []
-    for i, v in enumerate(vals):
-        if idx and idx[-1] == v:
-            ends[-1] = i + 1
-        else:
-            idx.append(v)
-            ends.append(i + 1)
+    ends, idx = runs(vals[:n])
     values = pa.DictionaryArray.from_arrays(pa.array(idx, pa.uint32()), pool)
     return pa.RunEndEncodedArray.from_arrays(pa.array(ends, REE32), values)
 

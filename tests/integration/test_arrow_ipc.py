@@ -25,20 +25,7 @@ FIXTURES = os.path.join(h.HERE, "..", "fixtures", "parca-agent")
 
 
 def python_with_pyarrow():
-    venv = os.path.join(su.cache_dir("arrow-python"), "venv")
-    py = os.path.join(venv, "bin", "python")
-    stamp = os.path.join(venv, ".installed")
-    if os.path.exists(stamp) and open(stamp).read().strip() == PYARROW_VERSION:
-        return py
-    if not os.path.exists(py):
-        subprocess.run(["/usr/bin/python3", "-m", "venv", venv], check=True, capture_output=True)
-    r = subprocess.run([py, "-m", "pip", "install", "-q", "--disable-pip-version-check",
-                        f"pyarrow=={PYARROW_VERSION}"], capture_output=True, text=True, timeout=900)
-    if r.returncode != 0:
-        raise unittest.SkipTest(f"pip install pyarrow failed: {r.stderr[-400:]}")
-    with open(stamp, "w") as f:
-        f.write(PYARROW_VERSION)
-    return py
+    return su.python_with("arrow-python", "pyarrow", PYARROW_VERSION)
 
 
 def dump(path, *args):

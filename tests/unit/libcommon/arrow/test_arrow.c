@@ -7,6 +7,7 @@
  * cleanly. Value-for-value checks against pyarrow are in
  * integration/test_arrow_ipc.py.
  */
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -130,51 +131,37 @@ static void test_agent_push(void)
     lc_arena_free(arena);
 }
 
-/* Each limit set just below what the push needs stops it, naming why. */
+/* Each limit set just below what the push needs stops it, naming why. Every
+ * limit is a 64-bit field (int64_t or size_t), so one setter serves all. */
 static void test_limits(void)
 {
     static const struct {
-        const char *what;
+        size_t field;
+        uint64_t value;
         size_t arena_cap;
         const char *msg;
     } cases[] = {
-        {"rows", 64u << 20, "past 432"},
-        {"decompressed", 64u << 20, "decompressed buffers pass the limit"},
-        {"depth", 64u << 20, "nests deeper than 3"},
-        {"fields", 64u << 20, "more than 10 fields"},
-        {"dictionary", 64u << 20, "passes 1 entries"},
-        {"messages", 64u << 20, "more than 5 messages"},
-        {"body", 64u << 20, "past the limit (64)"},
-        {"metadata", 64u << 20, "past the limit (64)"},
-        {"buffers", 64u << 20, "more than 8 buffers"},
-        {"arena", 4096, "out of memory"},
+        {offsetof(lc_arrow_limits_t, max_rows), 432, 64u << 20, "past 432"},
+        {offsetof(lc_arrow_limits_t, max_decompressed_bytes), 1000, 64u << 20,
+         "decompressed buffers pass the limit"},
+        {offsetof(lc_arrow_limits_t, max_depth), 3, 64u << 20, "nests deeper than 3"},
+        {offsetof(lc_arrow_limits_t, max_fields), 10, 64u << 20, "more than 10 fields"},
+        {offsetof(lc_arrow_limits_t, max_dictionary_rows), 1, 64u << 20, "passes 1 entries"},
+        {offsetof(lc_arrow_limits_t, max_messages), 5, 64u << 20, "more than 5 messages"},
+        {offsetof(lc_arrow_limits_t, max_body_bytes), 64, 64u << 20, "past the limit (64)"},
+        {offsetof(lc_arrow_limits_t, max_metadata_bytes), 64, 64u << 20, "past the limit (64)"},
+        {offsetof(lc_arrow_limits_t, max_buffers), 8, 64u << 20, "more than 8 buffers"},
+        {offsetof(lc_arrow_limits_t, max_rows), 16 << 20, 4096, "out of memory"},
     };
+    _Static_assert(sizeof(size_t) == 8 && sizeof(int64_t) == 8, "64-bit limits");
     for (size_t i = 0; i < LC_ARRAY_LEN(cases); i++) {
         lc_arrow_limits_t lim;
         lc_arrow_limits_default(&lim);
-        const char *w = cases[i].what;
-        if (!strcmp(w, "rows"))
-            lim.max_rows = 432;
-        if (!strcmp(w, "decompressed"))
-            lim.max_decompressed_bytes = 1000;
-        if (!strcmp(w, "depth"))
-            lim.max_depth = 3;
-        if (!strcmp(w, "fields"))
-            lim.max_fields = 10;
-        if (!strcmp(w, "dictionary"))
-            lim.max_dictionary_rows = 1;
-        if (!strcmp(w, "messages"))
-            lim.max_messages = 5;
-        if (!strcmp(w, "body"))
-            lim.max_body_bytes = 64;
-        if (!strcmp(w, "metadata"))
-            lim.max_metadata_bytes = 64;
-        if (!strcmp(w, "buffers"))
-            lim.max_buffers = 8;
+        memcpy((char *)&lim + cases[i].field, &cases[i].value, sizeof(uint64_t));
         lc_status_t st = {0};
         LC_ASSERT_EQ(read_all(&lim, cases[i].arena_cap, &st), -1);
         if (!strstr(st.msg, cases[i].msg))
-            LC_FAIL_("limit %s: \"%s\" does not say \"%s\"", w, st.msg, cases[i].msg);
+            LC_FAIL_("case %zu: \"%s\" does not say \"%s\"", i, st.msg, cases[i].msg);
     }
     lc_arrow_limits_t lim;
     lc_arrow_limits_default(&lim);
