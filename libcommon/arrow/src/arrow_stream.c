@@ -96,14 +96,6 @@ static int next_message(lc_arrow_stream_t *s, arrow_msg_t *m, lc_status_t *st)
     return 1;
 }
 
-lc_arrow_dict_t *arrow_dict_find(const lc_arrow_stream_t *s, int64_t id)
-{
-    for (size_t i = 0; i < s->n_dicts; i++)
-        if (s->dict_fields[i]->dict_id == id)
-            return s->dicts[i];
-    return NULL;
-}
-
 /* A new dictionary (replacement) or the current one grown by a chunk (delta).
  * A replacement is a new object so batches already read keep their values. */
 static lc_arrow_dict_t *dict_for_update(lc_arrow_stream_t *s, size_t k, bool delta)
