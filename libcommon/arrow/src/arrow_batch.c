@@ -135,6 +135,9 @@ static int take_fixed(batch_cursor_t *c, lc_arrow_array_t *a, size_t bits, const
     buffer_t b;
     if (take_buffer(c, &b) != 0)
         return -1;
+    /* max_rows is the caller's; keep length * bits from wrapping whatever it is */
+    if (bits && (uint64_t)a->length > (SIZE_MAX - 7) / bits)
+        return column_error(c, a->field, "column too long for its width");
     if (b.len < ((size_t)a->length * bits + 7) / 8)
         return column_error(c, a->field, "buffer shorter than the column");
     *out = b.p;
