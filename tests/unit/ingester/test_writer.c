@@ -17,11 +17,8 @@
 #define HEAP "pprof/pyroscope-heap"
 #define HEAP_TIME 1659010242910169109LL
 
-/* An encoded IngestProfile of a testdata pprof (re-encoded uncompressed),
- * with every sample value replaced by every_value unless that is 0. */
-static lc_transport_msg_t message_valued(fixture_t *f, const char *rel, int64_t time_ns,
-                                         const char *const *labels, bool delta_disabled, uint8_t id,
-                                         int64_t every_value)
+/* A testdata pprof, decoded into f->arena. */
+static lc_pprof_t *testdata_pprof(fixture_t *f, const char *rel)
 {
     char path[512];
     snprintf(path, sizeof(path), "%s/%s", LC_TESTDATA_DIR, rel);
@@ -33,6 +30,16 @@ static lc_transport_msg_t message_valued(fixture_t *f, const char *rel, int64_t 
     lc_status_t st = {0};
     LC_CHECK(raw && lc_pprof_decode(raw, len, &lim, f->arena, &p, &st) == 0);
     free(raw);
+    return p;
+}
+
+/* An encoded IngestProfile of a testdata pprof (re-encoded uncompressed),
+ * with every sample value replaced by every_value unless that is 0. */
+static lc_transport_msg_t message_valued(fixture_t *f, const char *rel, int64_t time_ns,
+                                         const char *const *labels, bool delta_disabled, uint8_t id,
+                                         int64_t every_value)
+{
+    lc_pprof_t *p = testdata_pprof(f, rel);
     for (size_t i = 0; every_value && i < p->n_sample; i++)
         for (size_t k = 0; k < p->sample[i]->n_value; k++)
             p->sample[i]->value[k] = every_value;
@@ -168,17 +175,9 @@ static void test_receivers_decoded_form_is_stored(void)
 {
     fixture_t f;
     fx_open(&f);
-    char path[512];
-    snprintf(path, sizeof(path), "%s/%s", LC_TESTDATA_DIR, CPU_LABELS);
-    size_t len;
-    unsigned char *raw = lc_test_read_file(path, &len);
-    lc_pprof_limits_t lim;
-    lc_pprof_limits_default(&lim);
-    lc_pprof_t *p = NULL;
+    lc_pprof_t *p = testdata_pprof(&f, CPU_LABELS);
     lc_pprof_index_t *ix = NULL;
     lc_status_t st = {0};
-    LC_CHECK(raw && lc_pprof_decode(raw, len, &lim, f.arena, &p, &st) == 0);
-    free(raw);
     LC_ASSERT_OK(lc_store_check_profile(p, "anonymous", CPU_LABELS_TIME, f.arena, &ix, &st));
     ing_decoded_t decoded = {p, ix};
     lc_transport_msg_t msgs[] = {
