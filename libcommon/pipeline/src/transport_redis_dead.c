@@ -67,7 +67,7 @@ typedef struct dead_xadd_s {
     dead_reason_t reason;
     const char *why;                       /* reject_reason: static text */
     char stream[128], id[LC_REDIS_ID_MAX]; /* for the log line */
-    char key[];                            /* <prefix><partition> */
+    char key[];                            /* <prefix><partition> or <prefix>{<stream>} */
 } dead_xadd_t;
 
 static dead_reason_t dead_reason_of(int err)
