@@ -119,6 +119,7 @@ typedef struct rt_s {
     bool need_setup, recovering, ack_pending;
     bool read_behind;        /* an XREADGROUP was sent right behind the acks */
     bool stashed;            /* that read's batch waits for a forget to finish first */
+    bool wait_pending;       /* the batch waits for WAIT (wait_replicas) before it is applied */
     bool ahead_out;          /* a read ahead (into `ahead`) is in flight */
     bool ahead_wait;         /* the batch is acked: the consumer waits for that read */
     int ahead_rc;            /* how a read ahead failed, for the step that takes it */

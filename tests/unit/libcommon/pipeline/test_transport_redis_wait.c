@@ -5,10 +5,13 @@
  * thaws, every publish is acknowledged (each entry once: the resends find
  * their dedupe key), and after the master is killed (SIGKILL) the replica
  * holds every acknowledged message. Without retries, a WAIT that finds too
- * few replicas fails the publish. The oracle is the replica's own stream,
- * read with a plain hiredis client.
+ * few replicas fails the publish. A consumer with wait_replicas applies a
+ * batch only once a replica has its deliveries: nothing while the replica
+ * is frozen, everything (once) after it thaws. The oracle is the replica's
+ * own stream, read with a plain hiredis client.
  */
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
@@ -78,13 +81,21 @@ static void on_closed(void *data)
     closed = true;
 }
 
-static void close_transport(uv_loop_t *loop, lc_transport_t *t)
+/* Closes t; the loop runs until its handles are gone only when it was the
+ * last transport (others keep timers running). */
+static void close_one(uv_loop_t *loop, lc_transport_t *t, bool last)
 {
     closed = false;
     lc_transport_close(t, on_closed, NULL);
     while (!closed)
         uv_run(loop, UV_RUN_ONCE);
-    uv_run(loop, UV_RUN_DEFAULT);
+    if (last)
+        uv_run(loop, UV_RUN_DEFAULT);
+}
+
+static void close_transport(uv_loop_t *loop, lc_transport_t *t)
+{
+    close_one(loop, t, true);
 }
 
 /* Whether the master counts one replica online (the handshake is done). */
@@ -211,4 +222,91 @@ static void test_short_wait_without_retries_fails(void)
     test_redis_finish(&master);
 }
 
-LC_TEST_MAIN(test_short_wait_without_retries_fails, test_ack_waits_for_the_replica)
+static atomic_int applied[N_MSGS];
+
+static int count_consume(lc_transport_msg_t *msgs, size_t n, void *data)
+{
+    (void)data;
+    for (size_t i = 0; i < n; i++) {
+        int k = -1;
+        char text[16] = {0};
+        memcpy(text, msgs[i].data, msgs[i].len < 15 ? msgs[i].len : 15);
+        if (sscanf(text, "msg-%d", &k) == 1 && k >= 0 && k < N_MSGS)
+            atomic_fetch_add(&applied[k], 1);
+    }
+    return 0;
+}
+
+static int applied_total(void)
+{
+    int sum = 0;
+    for (int i = 0; i < N_MSGS; i++)
+        sum += atomic_load(&applied[i]);
+    return sum;
+}
+
+static bool all_applied(void *arg)
+{
+    (void)arg;
+    return applied_total() >= N_MSGS;
+}
+
+/* Deliveries unknown to the replica are not applied: a failover would hand
+ * them out again (maybe to another consumer) and they would be stored twice. */
+static void test_consumer_applies_after_the_replica(void)
+{
+    test_redis_t master = {0}, replica = {0};
+    start_pair(&master, &replica);
+    uv_loop_t loop;
+    uv_loop_init(&loop);
+    lc_redis_transport_opts_t po = wait_opts(&master);
+    po.wait_replicas = 0; /* publish while the replica is frozen */
+    lc_transport_t *pub = NULL;
+    LC_ASSERT_OK(lc_transport_redis_new(&loop, &po, NULL, NULL, &pub));
+    lc_redis_transport_opts_t co = wait_opts(&master);
+    co.consumer_id = "c";
+    co.block_ms = 50;
+    lc_transport_t *cons = NULL;
+    LC_ASSERT_OK(lc_transport_redis_new(&loop, &co, count_consume, NULL, &cons));
+    LC_CHECK(test_run_until(&loop, link_up, pub, 3000));
+    LC_CHECK(test_run_until(&loop, link_up, cons, 3000));
+    kill(replica.pid, SIGSTOP);
+    pubs_t pubs = {0};
+    for (int i = 0; i < N_MSGS; i++)
+        LC_ASSERT_OK(publish(pub, &pubs, i));
+    answered_t a = {&pubs, N_MSGS};
+    LC_CHECK(test_run_until(&loop, all_answered, &a, 5000));
+    LC_ASSERT_EQ(pubs.ok, N_MSGS);
+    /* The consumer reads them (the master's group shows them pending) ... */
+    for (int i = 0; i < 500 && test_redis_int(&master, "XPENDING ember:ingest:0 ingesters") >= 0;
+         i++) {
+        redisContext *c = test_redis_connect(&master);
+        redisReply *r = redisCommand(c, "XPENDING ember:ingest:0 ingesters");
+        long long pending = r && r->type == REDIS_REPLY_ARRAY && r->elements > 0 &&
+                                    r->element[0]->type == REDIS_REPLY_INTEGER
+                                ? r->element[0]->integer
+                                : 0;
+        freeReplyObject(r);
+        redisFree(c);
+        if (pending > 0)
+            break;
+        uv_run(&loop, UV_RUN_NOWAIT);
+        usleep(10000);
+    }
+    uint64_t end = uv_hrtime() + 300 * 1000000ull;
+    while (uv_hrtime() < end)
+        uv_run(&loop, UV_RUN_NOWAIT);
+    LC_ASSERT_EQ(applied_total(), 0); /* ... but applies nothing */
+    kill(replica.pid, SIGCONT);
+    LC_CHECK(test_run_until(&loop, all_applied, NULL, 20000));
+    for (int i = 0; i < N_MSGS; i++)
+        LC_ASSERT_EQ(atomic_load(&applied[i]), 1);
+    close_one(&loop, cons, false);
+    close_transport(&loop, pub);
+    LC_ASSERT_OK(uv_loop_close(&loop));
+    test_redis_finish(&replica);
+    test_redis_finish(&master);
+}
+
+LC_TEST_MAIN(test_short_wait_without_retries_fails, test_ack_waits_for_the_replica,
+             test_consumer_applies_after_the_replica)
