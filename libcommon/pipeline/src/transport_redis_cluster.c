@@ -176,11 +176,24 @@ static void stats_add(lc_redis_transport_stats_t *sum, const lc_redis_transport_
 {
     sum->up &= one->up;
     sum->consumer_up &= one->consumer_up;
-    uint64_t *s = &sum->published, *o = (uint64_t *)&one->published;
-    /* every uint64_t counter from published to xadd_count, in declaration order */
-    size_t n = (size_t)((const uint64_t *)&one->xadd_count - o) + 1;
-    for (size_t i = 0; i < n; i++)
-        s[i] += o[i];
+    sum->published += one->published;
+    sum->rejected_full += one->rejected_full;
+    sum->rejected_down += one->rejected_down;
+    sum->publish_failed += one->publish_failed;
+    sum->publish_retries += one->publish_retries;
+    sum->publish_duplicates += one->publish_duplicates;
+    sum->wait_short += one->wait_short;
+    sum->consumed += one->consumed;
+    sum->consume_failed += one->consume_failed;
+    sum->claimed += one->claimed;
+    sum->dropped += one->dropped;
+    sum->trimmed += one->trimmed;
+    sum->forgotten += one->forgotten;
+    sum->dead_letters += one->dead_letters;
+    sum->pending += one->pending;
+    sum->lag += one->lag;
+    sum->backlog += one->backlog;
+    sum->xadd_count += one->xadd_count;
     sum->xadd_seconds_sum += one->xadd_seconds_sum;
     if (one->xadd_seconds_max > sum->xadd_seconds_max)
         sum->xadd_seconds_max = one->xadd_seconds_max;
@@ -202,8 +215,7 @@ int lc_rt__cluster_stats(lc_transport_t *base, lc_redis_transport_stats_t *out)
 }
 
 /* A shard's options: the caller's, for one partition, through the router. */
-static lc_redis_transport_opts_t rc_shard_opts(rc_t *rc, const lc_redis_transport_opts_t *o,
-                                               rc_shard_t *s)
+static lc_redis_transport_opts_t rc_shard_opts(const lc_redis_transport_opts_t *o, rc_shard_t *s)
 {
     lc_redis_transport_opts_t so = *o;
     uint32_t parts = o->partitions ? o->partitions : 16;
@@ -216,7 +228,6 @@ static lc_redis_transport_opts_t rc_shard_opts(rc_t *rc, const lc_redis_transpor
     so.on_state = rc_on_shard_state;
     so.on_settled = rc_on_shard_settled;
     so.state_data = s;
-    LC_UNUSED(rc);
     return so;
 }
 
@@ -226,7 +237,7 @@ static int rc_start_shards(rc_t *rc, uv_loop_t *loop, const lc_redis_transport_o
     for (uint32_t p = 0; p < rc->n; p++) {
         rc_shard_t *s = &rc->shards[p];
         s->rc = rc;
-        lc_redis_transport_opts_t so = rc_shard_opts(rc, o, s);
+        lc_redis_transport_opts_t so = rc_shard_opts(o, s);
         so.url = url;
         int r = lc_rt__new(loop, &so, p, rc->cl, rc->consume ? rc_consume : NULL, rc, &s->t);
         if (r)
@@ -266,7 +277,9 @@ int lc_rt__cluster_new(uv_loop_t *loop, const lc_redis_transport_opts_t *opts,
     size_t len = comma ? (size_t)(comma - opts->url) : strlen(opts->url);
     snprintf(first, sizeof(first), "%.*s", (int)len, opts->url);
     r = rc_start_shards(rc, loop, opts, first);
-    LC_ASSERT(r == 0); /* the options were checked above and by the cluster */
+    /* The options were checked above and by the cluster; what is left is a
+     * consumer thread that could not start, like a failed allocation. */
+    LC_ASSERT(r == 0);
     *out = &rc->base;
     return 0;
 }
