@@ -7,9 +7,10 @@
  * one read; otherwise reads of (byte % 32) + 1 bytes), so llhttp spans split
  * across reads are exercised; the rest is the stream. Pipelined requests are
  * handled one after another exactly as the server does. Beyond "no crash, no
- * sanitizer report" it checks that a response head never gains lines from
- * request data (header injection).
+ * sanitizer report" it checks that a response head, or the trailer section of
+ * a chunked response, never gains lines from request data (header injection).
  */
+#define _GNU_SOURCE /* memmem */
 #include <stdlib.h>
 #include <string.h>
 
@@ -29,6 +30,29 @@ static size_t count_crlf(const lc_buf_t *b)
     for (size_t i = 0; i + 1 < b->len; i++)
         n += b->data[i] == '\r' && b->data[i + 1] == '\n';
     return n;
+}
+
+/* The chunked form of the same response with client text in a trailer (as
+ * grpc-message carries it): the trailer must stay one line, and the chunk
+ * size line must name the body's length. */
+static void exercise_chunked(lc_httpd__parser_t *p, const char *echo)
+{
+    lc_http_req_t *req = &p->req;
+    lc_http_set_trailer(req, "grpc-message", echo);
+    if (req->status != 200 || !lc_httpd__chunked(req, true))
+        return;
+    size_t body_at = 0;
+    if (lc_httpd__format_chunked(req, p->keep_alive, &p->head, &body_at) != 0)
+        abort();
+    size_t len = req->resp_body.len;
+    /* head: 6 lines with Transfer-Encoding for Content-Length, plus the size
+     * line; after the body: its CRLF, "0", the trailer, the blank line */
+    if (count_crlf(&p->head) != 6 + 3 + (len > 0 ? 2 : 0))
+        abort();
+    const char *head = (const char *)p->head.data;
+    const char *blank = memmem(head, body_at, "\r\n\r\n", 4);
+    if (!blank || (len > 0 && strtoull(blank + 4, NULL, 16) != len))
+        abort();
 }
 
 /* Does what a handler might: read headers and parameters, echo client text
@@ -57,6 +81,7 @@ static void exercise_request(lc_httpd__parser_t *p)
     /* status line, Content-Type, X-Echo, Content-Length, Connection, blank line */
     if (req->status == 200 && count_crlf(&p->head) != 6)
         abort();
+    exercise_chunked(p, ua ? ua : req->path);
 }
 
 static void run_stream(lc_httpd__parser_t *p, const uint8_t *data, size_t size, size_t slice)

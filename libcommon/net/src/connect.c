@@ -252,58 +252,11 @@ static lc_grpc_kind_t codec_grpc_kind(lc_connect_codec_t codec)
     }
 }
 
-/* Finishes a gRPC-Web body (frames so far, then the trailer frame for st) as
- * the reply, base64 for -text. Returns 0 or an lc_buf error (cap passed). */
-static int grpc_web_finish(lc_http_req_t *req, lc_grpc_kind_t kind, lc_buf_t *frames,
-                           const lc_status_t *st)
-{
-    int rc = lc_grpc_append_trailers(frames, st);
-    if (rc == 0 && kind == LC_GRPC_WEB_TEXT) {
-        lc_buf_t text;
-        lc_buf_init(&text, frames->max);
-        rc = lc_base64_encode(frames->data, frames->len, &text);
-        if (rc == 0)
-            lc_http_reply(req, 200, lc_grpc_content_type(kind), text.data, text.len);
-        lc_buf_fini(&text);
-        return rc;
-    }
-    if (rc == 0)
-        lc_http_reply(req, 200, lc_grpc_content_type(kind), frames->data, frames->len);
-    return rc;
-}
-
-/* A gRPC error: HTTP 200 (the status travels in grpc-status). gRPC-Web puts
- * it in a trailer frame, the whole body; native gRPC answers Trailers-Only,
- * grpc-status in the headers, which HTTP/1.1 and HTTP/2 both deliver. */
-static void grpc_error(lc_http_req_t *req, lc_grpc_kind_t kind, const lc_status_t *st)
-{
-    lc_status_t s = *st;
-    if (s.code == LC_CODE_OK)
-        s.code = LC_CODE_UNKNOWN;
-    if (kind != LC_GRPC_NATIVE) {
-        lc_buf_t frames;
-        lc_buf_init(&frames, LC_BUF_UNLIMITED); /* bounded: one trailer frame */
-        if (grpc_web_finish(req, kind, &frames, &s) != 0)
-            lc_http_reply(req, 500, "text/plain", "", 0);
-        lc_buf_fini(&frames);
-        return;
-    }
-    char code[16];
-    lc_buf_t msg;
-    snprintf(code, sizeof(code), "%d", (int)s.code);
-    lc_buf_init(&msg, LC_BUF_UNLIMITED);
-    lc_http_reply(req, 200, lc_grpc_content_type(kind), "", 0);
-    lc_http_set_header(req, "grpc-status", code);
-    if (s.msg[0] && lc_grpc_percent_encode(s.msg, &msg) == 0 && lc_buf_putc(&msg, 0) == 0)
-        lc_http_set_header(req, "grpc-message", (const char *)msg.data);
-    lc_buf_fini(&msg);
-}
-
 void lc_connect_error(lc_http_req_t *req, const lc_status_t *st)
 {
     lc_grpc_kind_t kind = lc_grpc_kind_of(lc_http_header(req, "content-type"));
     if (kind != LC_GRPC_NONE) {
-        grpc_error(req, kind, st);
+        lc_grpc_reply_error(req, kind, st);
         return;
     }
     lc_buf_t body;
@@ -431,12 +384,12 @@ static void grpc_reply(lc_http_req_t *req, lc_grpc_kind_t kind, const lc_buf_t *
         lc_http_reply(req, 200, lc_grpc_content_type(kind), frames.data, frames.len);
         lc_http_set_trailer(req, "grpc-status", "0");
     } else if (rc == 0) {
-        rc = grpc_web_finish(req, kind, &frames, &ok);
+        rc = lc_grpc_web_reply(req, kind, &frames, &ok);
     }
     lc_buf_fini(&frames);
     if (rc != 0) {
         lc_status_set(&ok, LC_CODE_RESOURCE_EXHAUSTED, "response exceeds %zu bytes", msg->max);
-        grpc_error(req, kind, &ok);
+        lc_grpc_reply_error(req, kind, &ok);
     }
 }
 
@@ -449,7 +402,7 @@ static void reply_body(lc_http_req_t *req, lc_connect_codec_t codec, lc_buf_t *b
             grpc_reply(req, kind, body);
         } else {
             lc_status_set(&st, LC_CODE_RESOURCE_EXHAUSTED, "response exceeds %zu bytes", body->max);
-            grpc_error(req, kind, &st);
+            lc_grpc_reply_error(req, kind, &st);
         }
         return;
     }
@@ -496,7 +449,7 @@ static void grpc_reply_direct(lc_http_req_t *req, lc_grpc_kind_t kind, const Pro
     }
     if (rc != 0) {
         lc_status_set(&ok, LC_CODE_RESOURCE_EXHAUSTED, "response exceeds %zu bytes", out->max);
-        grpc_error(req, kind, &ok);
+        lc_grpc_reply_error(req, kind, &ok);
         return;
     }
     req->status = 200;

@@ -1,11 +1,13 @@
 /*
  * grpc.c — gRPC / gRPC-Web unary framing (lc/grpc.h): content types, base64
- * for -text, request unwrapping, frames, trailers, grpc-timeout.
+ * for -text, request unwrapping, frames, trailers, grpc-timeout, and the
+ * replies (success and error) written onto an lc_http_req_t.
  *
  * Every length comes from the client, so each is checked against what is
  * actually there before it is used; the only allocation it drives is the
  * inflated message, capped at LC_GRPC_MAX_INFLATED.
  */
+#include <stdio.h>
 #include <string.h>
 #include <strings.h>
 
@@ -271,4 +273,50 @@ int lc_grpc_parse_timeout(const char *v, uint64_t *ms, lc_status_t *st)
     uint64_t out = (value * per_ms_num + per_ms_den - 1) / per_ms_den;
     *ms = out ? out : 1;
     return 0;
+}
+
+/* --------------------------------------------------------------- responses */
+
+int lc_grpc_web_reply(lc_http_req_t *req, lc_grpc_kind_t kind, lc_buf_t *frames,
+                      const lc_status_t *st)
+{
+    int rc = lc_grpc_append_trailers(frames, st);
+    if (rc == 0 && kind == LC_GRPC_WEB_TEXT) {
+        lc_buf_t text;
+        lc_buf_init(&text, frames->max);
+        rc = lc_base64_encode(frames->data, frames->len, &text);
+        if (rc == 0)
+            lc_http_reply(req, 200, lc_grpc_content_type(kind), text.data, text.len);
+        lc_buf_fini(&text);
+        return rc;
+    }
+    if (rc == 0)
+        lc_http_reply(req, 200, lc_grpc_content_type(kind), frames->data, frames->len);
+    return rc;
+}
+
+/* Native gRPC's error is Trailers-Only: no message, grpc-status in the
+ * headers, which HTTP/1.1 and HTTP/2 both deliver without trailers. */
+void lc_grpc_reply_error(lc_http_req_t *req, lc_grpc_kind_t kind, const lc_status_t *st)
+{
+    lc_status_t s = *st;
+    if (s.code == LC_CODE_OK)
+        s.code = LC_CODE_UNKNOWN;
+    if (kind != LC_GRPC_NATIVE) {
+        lc_buf_t frames;
+        lc_buf_init(&frames, LC_BUF_UNLIMITED); /* bounded: one trailer frame */
+        if (lc_grpc_web_reply(req, kind, &frames, &s) != 0)
+            lc_http_reply(req, 500, "text/plain", "", 0);
+        lc_buf_fini(&frames);
+        return;
+    }
+    char code[16];
+    lc_buf_t msg;
+    snprintf(code, sizeof(code), "%d", (int)s.code);
+    lc_buf_init(&msg, LC_BUF_UNLIMITED);
+    lc_http_reply(req, 200, lc_grpc_content_type(kind), "", 0);
+    lc_http_set_header(req, "grpc-status", code);
+    if (s.msg[0] && lc_grpc_percent_encode(s.msg, &msg) == 0 && lc_buf_putc(&msg, 0) == 0)
+        lc_http_set_header(req, "grpc-message", (const char *)msg.data);
+    lc_buf_fini(&msg);
 }

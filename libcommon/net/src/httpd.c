@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "httpd_int.h"
+#include "lc/grpc.h"
 #include "lc/log.h"
 #include "lc/metrics.h"
 
@@ -691,6 +692,21 @@ static bool xchg_guard_passes(xchg_t *x)
     return false;
 }
 
+/* A gRPC call (by its Content-Type) of a method nobody serves is answered
+ * the way every gRPC client expects, HTTP 200 with grpc-status 12
+ * (UNIMPLEMENTED), not a 404/405 with JSON, which gRPC clients misread as a
+ * transport failure. Returns false for any other request. */
+static bool xchg_reply_unrouted_grpc(lc_http_req_t *req)
+{
+    lc_grpc_kind_t kind = lc_grpc_kind_of(lc_http_header(req, "content-type"));
+    if (kind == LC_GRPC_NONE)
+        return false;
+    lc_status_t st;
+    lc_status_set(&st, LC_CODE_UNIMPLEMENTED, "%s %s is not served", req->method, req->path);
+    lc_grpc_reply_error(req, kind, &st);
+    return true;
+}
+
 void lc_httpd__xchg_dispatch(xchg_t *x)
 {
     lc_http_req_t *req = &x->parser.req;
@@ -703,11 +719,13 @@ void lc_httpd__xchg_dispatch(xchg_t *x)
             xchg_start_handler(x);
         return;
     }
-    if (path_known) {
-        lc_httpd__routes_allow(&x->srv->routes, req);
-        lc_httpd__reply_status(req, 405, "method not allowed");
-    } else {
-        lc_httpd__reply_status(req, 404, "not found");
+    if (!xchg_reply_unrouted_grpc(req)) {
+        if (path_known) {
+            lc_httpd__routes_allow(&x->srv->routes, req);
+            lc_httpd__reply_status(req, 405, "method not allowed");
+        } else {
+            lc_httpd__reply_status(req, 404, "not found");
+        }
     }
     x->respond(x);
 }
@@ -750,22 +768,47 @@ static void conn_dispatch(conn_t *c)
 
 /* ================================================================ writing */
 
+/* Whether the client spoke HTTP/1.1 (or later): it can take a chunked body. */
+static bool conn_client_http11(const conn_t *c)
+{
+    const llhttp_t *h = &c->x.parser.llhttp;
+    return h->http_major > 1 || (h->http_major == 1 && h->http_minor >= 1);
+}
+
+/* Formats the response around its body into head; the body goes at
+ * *body_at (the end of head unless the response is chunked). */
+static int conn_format_response(conn_t *c, bool keep_alive, size_t *body_at)
+{
+    lc_http_req_t *req = &c->x.parser.req;
+    lc_buf_t *head = &c->x.parser.head;
+    if (lc_httpd__chunked(req, conn_client_http11(c)))
+        return lc_httpd__format_chunked(req, keep_alive, head, body_at);
+    int rc = lc_httpd__format_head(req, keep_alive, head);
+    *body_at = head->len;
+    return rc;
+}
+
 static void conn_send_response(conn_t *c)
 {
     lc_http_req_t *req = &c->x.parser.req;
+    lc_buf_t *head = &c->x.parser.head;
     bool keep_alive = c->x.parser.keep_alive && !c->close_after_write && !c->srv->closing;
     c->close_after_write = !keep_alive;
-    if (lc_httpd__format_head(req, keep_alive, &c->x.parser.head) != 0) {
+    size_t body_at = 0;
+    if (conn_format_response(c, keep_alive, &body_at) != 0) {
         req->_n_resp_headers = 0; /* handler headers too big: say so, plainly */
         lc_httpd__reply_status(req, 500, "response headers too large");
-        if (lc_httpd__format_head(req, keep_alive, &c->x.parser.head) != 0)
+        if (conn_format_response(c, keep_alive, &body_at) != 0)
             LC_LOG_ERROR("cannot format a 500 response head");
     }
-    uv_buf_t bufs[2];
+    /* A chunked body's closing bytes sit in head after body_at. */
+    uv_buf_t bufs[3];
     unsigned n = 0;
-    bufs[n++] = uv_buf_init((char *)c->x.parser.head.data, (unsigned)c->x.parser.head.len);
+    bufs[n++] = uv_buf_init((char *)head->data, (unsigned)body_at);
     if (!lc_httpd__bodyless(req) && req->resp_body.len > 0)
         bufs[n++] = uv_buf_init((char *)req->resp_body.data, (unsigned)req->resp_body.len);
+    if (head->len > body_at)
+        bufs[n++] = uv_buf_init((char *)head->data + body_at, (unsigned)(head->len - body_at));
     lc_httpd__xchg_record_metrics(&c->x);
     c->state = CONN_WRITING;
     conn_arm_timer(c, c->srv->idle_timeout_ms); /* a peer that stops reading is gone */

@@ -221,8 +221,19 @@ int lc_httpd__b64url_decode(const char *s, uint8_t *out, size_t max, size_t *len
 void lc_httpd__resp_reset(lc_http_req_t *req, size_t max_response_bytes);
 /* Replaces the response with a JSON error for an HTTP status (legacy shape). */
 void lc_httpd__reply_status(lc_http_req_t *req, int status, const char *msg);
-/* Serializes the status line and headers into head (reset first). */
+/* Serializes the status line and headers into head (reset first), with
+ * Content-Length; the body follows as it is. */
 int lc_httpd__format_head(const lc_http_req_t *req, bool keep_alive, lc_buf_t *head) LC_MUST_CHECK;
+/* True when an HTTP/1.1 response goes out chunked: only to carry its
+ * trailers (native gRPC's grpc-status), and only to an HTTP/1.1 client (an
+ * HTTP/1.0 one cannot take chunks: its trailers are dropped). */
+bool lc_httpd__chunked(const lc_http_req_t *req, bool client_http11);
+/* A chunked response without its body bytes, in out (reset first): the
+ * status line, headers with Transfer-Encoding: chunked and the body's chunk
+ * size line; then, from *body_at on, what follows the body: the end of its
+ * chunk, the last chunk and the trailer section. The body goes at *body_at. */
+int lc_httpd__format_chunked(const lc_http_req_t *req, bool keep_alive, lc_buf_t *out,
+                             size_t *body_at) LC_MUST_CHECK;
 /* True if the response must not carry a body (HEAD requests, 1xx/204/304). */
 bool lc_httpd__bodyless(const lc_http_req_t *req);
 

@@ -226,6 +226,7 @@ static int error_body(lc_buf_t *b, lc_code_t code, const char *msg)
 static void reply_error(lc_http_req_t *req, int status, lc_code_t code, const char *msg)
 {
     req->status = status;
+    req->_n_trailers = 0; /* a JSON error is the whole answer */
     resp_header_put(req, "Content-Type", "application/json", true);
     lc_buf_reset(&req->resp_body);
     if (error_body(&req->resp_body, code, msg) != 0) {
@@ -336,7 +337,15 @@ static bool header_is_framing(const char *name)
            strcasecmp(name, "transfer-encoding") == 0;
 }
 
-int lc_httpd__format_head(const lc_http_req_t *req, bool keep_alive, lc_buf_t *head)
+bool lc_httpd__chunked(const lc_http_req_t *req, bool client_http11)
+{
+    return req->_n_trailers > 0 && client_http11 && !lc_httpd__bodyless(req);
+}
+
+/* The status line and headers; the body is announced by Content-Length, or
+ * by Transfer-Encoding: chunked when it carries trailers. */
+static int format_head_lines(const lc_http_req_t *req, bool keep_alive, bool chunked,
+                             lc_buf_t *head)
 {
     int status = req->status >= 100 && req->status <= 999 ? req->status : 500;
     lc_buf_reset(head);
@@ -346,10 +355,39 @@ int lc_httpd__format_head(const lc_http_req_t *req, bool keep_alive, lc_buf_t *h
         if (!header_is_framing(h->name))
             rc = lc_buf_printf(head, "%s: %s\r\n", h->name, h->value);
     }
-    if (rc == 0 && status != 204 && status != 304 && status >= 200)
+    if (rc == 0 && chunked)
+        rc = lc_buf_puts(head, "Transfer-Encoding: chunked\r\n");
+    else if (rc == 0 && status != 204 && status != 304 && status >= 200)
         rc = lc_buf_printf(head, "Content-Length: %zu\r\n", req->resp_body.len);
     if (rc == 0)
         rc = lc_buf_printf(head, "Connection: %s\r\n\r\n", keep_alive ? "keep-alive" : "close");
+    return rc;
+}
+
+int lc_httpd__format_head(const lc_http_req_t *req, bool keep_alive, lc_buf_t *head)
+{
+    return format_head_lines(req, keep_alive, false, head);
+}
+
+/* RFC 9112 §7.1: the body as one chunk (none when empty), the last chunk
+ * "0", then the trailer fields and the empty line that ends the message. */
+int lc_httpd__format_chunked(const lc_http_req_t *req, bool keep_alive, lc_buf_t *out,
+                             size_t *body_at)
+{
+    size_t len = req->resp_body.len;
+    int rc = format_head_lines(req, keep_alive, true, out);
+    if (rc == 0 && len > 0)
+        rc = lc_buf_printf(out, "%zx\r\n", len);
+    *body_at = out->len;
+    if (rc == 0)
+        rc = lc_buf_puts(out, len > 0 ? "\r\n0\r\n" : "0\r\n");
+    for (size_t i = 0; rc == 0 && i < req->_n_trailers; i++) {
+        const lc_http_header_t *t = &req->_trailers[i];
+        if (!header_is_framing(t->name))
+            rc = lc_buf_printf(out, "%s: %s\r\n", t->name, t->value);
+    }
+    if (rc == 0)
+        rc = lc_buf_puts(out, "\r\n");
     return rc;
 }
 

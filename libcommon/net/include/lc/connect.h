@@ -24,7 +24,7 @@ typedef enum {
     LC_CONNECT_JSON = 1,
     LC_CONNECT_GRPC_WEB = 2,      /* protobuf in gRPC-Web frames */
     LC_CONNECT_GRPC_WEB_TEXT = 3, /* the same, base64 */
-    LC_CONNECT_GRPC = 4,          /* native gRPC (trailers need HTTP/2) */
+    LC_CONNECT_GRPC = 4,          /* native gRPC (status in HTTP trailers) */
 } lc_connect_codec_t;
 
 /* Checks method, content type and protocol version, then decodes the body into

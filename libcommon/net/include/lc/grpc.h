@@ -8,13 +8,15 @@
  * 0x80 trailers) and a 4-byte big-endian length. gRPC-Web ends its response
  * with a trailer frame holding "grpc-status" and "grpc-message" as HTTP/1
  * header lines; -text bodies are base64 of the same bytes. Native gRPC
- * (application/grpc) sends the trailers as HTTP/2 trailers, so over lc_httpd's
- * HTTP/1.1 only its errors (Trailers-Only: grpc-status in the headers) reach
- * the client whole; a success needs the HTTP/2 path.
+ * (application/grpc) sends them as HTTP trailers (lc_http_set_trailer): HTTP/2
+ * trailers, or over HTTP/1.1 the trailer section of a chunked body; its
+ * errors are Trailers-Only (grpc-status in the headers, no body).
  *
- * These are pure functions (no server), exported for connect.c, the unit
- * tests and the fuzz target. Threading: none; memory in the caller's arena or
- * buffer.
+ * The framing functions are pure (no server), exported for connect.c, the
+ * unit tests and the fuzz target; the reply functions write onto a request
+ * (connect.c's replies, and httpd's answer to a gRPC call of a path nobody
+ * serves). Threading: none; memory in the caller's arena or buffer, or the
+ * request's.
  */
 #ifndef LC_GRPC_H
 #define LC_GRPC_H
@@ -25,6 +27,7 @@
 
 #include "lc/alloc.h"
 #include "lc/err.h"
+#include "lc/httpd.h"
 
 typedef enum {
     LC_GRPC_NONE = 0,     /* not a gRPC content type */
@@ -77,5 +80,18 @@ int lc_grpc_append_trailers(lc_buf_t *out, const lc_status_t *st) LC_MUST_CHECK;
 /* Parses a grpc-timeout value ("1-8 digits" and one of H M S m u n) into
  * milliseconds, rounded up, at least 1. Returns 0, or -1 with st. */
 int lc_grpc_parse_timeout(const char *v, uint64_t *ms, lc_status_t *st) LC_MUST_CHECK;
+
+/* ---- replies (on the thread that owns req) ---- */
+
+/* Ends a gRPC-Web reply: the frames so far, then the trailer frame for st,
+ * as an HTTP 200 body (base64 of the whole for LC_GRPC_WEB_TEXT). Returns 0,
+ * or an lc_buf error when frames passed its cap (nothing is written then). */
+int lc_grpc_web_reply(lc_http_req_t *req, lc_grpc_kind_t kind, lc_buf_t *frames,
+                      const lc_status_t *st) LC_MUST_CHECK;
+/* A gRPC error: HTTP 200, st's code as grpc-status (an OK code is sent as
+ * UNKNOWN) and its message percent-encoded as grpc-message: the only
+ * (trailer) frame of a gRPC-Web body, or headers of an empty Trailers-Only
+ * answer for native gRPC. Replaces any reply written so far. */
+void lc_grpc_reply_error(lc_http_req_t *req, lc_grpc_kind_t kind, const lc_status_t *st);
 
 #endif

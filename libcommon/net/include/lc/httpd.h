@@ -4,7 +4,8 @@
  * each stream is a request of its own, routed and handled exactly like an
  * HTTP/1.1 one (docs/internals/httpd.md).
  *
- * Features: keep-alive, chunked request bodies, gzip request bodies
+ * Features: keep-alive, chunked request bodies, chunked responses with
+ * trailers (lc_http_set_trailer), gzip request bodies
  * (Content-Encoding: gzip, decompressed with a cap), header/body caps (431/413),
  * idle and read timeouts, graceful drain (lc_httpd_close stops accepting,
  * finishes in-flight requests, closes idle connections).
@@ -57,7 +58,7 @@ typedef struct lc_http_req_s {
     void *_conn;
     lc_http_header_t *_resp_headers;
     size_t _n_resp_headers, _cap_resp_headers;
-    lc_http_header_t *_trailers; /* lc_http_set_trailer; sent by HTTP/2 only */
+    lc_http_header_t *_trailers; /* lc_http_set_trailer */
     size_t _n_trailers, _cap_trailers;
 } lc_http_req_t;
 
@@ -151,10 +152,10 @@ size_t lc_http_query_all(lc_http_req_t *req, const char *name, const char ***out
 /* Adds a response header (both strings copied into the arena). */
 void lc_http_set_header(lc_http_req_t *req, const char *name, const char *value);
 /* Adds a response trailer (both strings copied into the arena), kept like
- * the response headers. HTTP/1.1 cannot send trailers after a body that is
- * not chunked, and lc_httpd never chunks, so over HTTP/1.1 they are dropped:
- * gRPC-Web carries its trailers in the body instead (lc/grpc.h); native gRPC
- * (grpc-status after the message) needs the HTTP/2 path, which sends them. */
+ * the response headers and sent after the body: as HTTP/2 trailers, or over
+ * HTTP/1.1 in the trailer section of a chunked body (a response with
+ * trailers is sent chunked; to an HTTP/1.0 client, which cannot take chunks,
+ * they are dropped). Native gRPC's grpc-status travels this way. */
 void lc_http_set_trailer(lc_http_req_t *req, const char *name, const char *value);
 /* Legacy JSON error: status from st (http_status or the code's), body
  * {"code":"...","message":"..."}. Replaces any body written so far. */

@@ -711,6 +711,30 @@ static void test_routing(void)
     roundtrip(longer, sizeof(longer) - 1, &r);
     LC_ASSERT_EQ(r.status, 404);
 
+    /* A gRPC call of a path nobody serves, or with a method the path does
+     * not take: HTTP 200 and grpc-status 12, in the headers for native gRPC
+     * (Trailers-Only), in a trailer frame for gRPC-Web (issue 28). */
+    const char grpc_nf[] = "POST /parca.debuginfo.v1alpha1.DebuginfoService/Upload HTTP/1.1\r\n"
+                           "Host: t\r\nContent-Type: application/grpc\r\n"
+                           "Content-Length: 5\r\n\r\n\0\0\0\0\0";
+    roundtrip(grpc_nf, sizeof(grpc_nf) - 1, &r);
+    LC_ASSERT_EQ(r.status, 200);
+    LC_CHECK(resp_header_is(&r, "grpc-status", "12"));
+    LC_CHECK(resp_header_is(&r, "content-type", "application/grpc+proto"));
+    LC_CHECK(resp_header_is(&r, "content-length", "0"));
+    const char grpc_405[] = "GET /only-post HTTP/1.1\r\nHost: t\r\n"
+                            "Content-Type: application/grpc+proto\r\nContent-Length: 0\r\n\r\n";
+    roundtrip(grpc_405, sizeof(grpc_405) - 1, &r);
+    LC_ASSERT_EQ(r.status, 200);
+    LC_CHECK(resp_header_is(&r, "grpc-status", "12"));
+    const char web_nf[] = "POST /nope.v1.Nope/Call HTTP/1.1\r\nHost: t\r\n"
+                          "Content-Type: application/grpc-web+proto\r\nContent-Length: 0\r\n\r\n";
+    roundtrip(web_nf, sizeof(web_nf) - 1, &r);
+    LC_ASSERT_EQ(r.status, 200);
+    LC_CHECK(resp_header_is(&r, "content-type", "application/grpc-web+proto"));
+    LC_CHECK((unsigned char)r.body[0] == 0x80);
+    LC_CHECK(strstr(r.body + 5, "grpc-status: 12\r\n") != NULL);
+
     const char err[] = "GET /error HTTP/1.1\r\nHost: t\r\n\r\n";
     roundtrip(err, sizeof(err) - 1, &r);
     LC_ASSERT_EQ(r.status, 400);
@@ -972,6 +996,47 @@ static void test_response_head(void)
     lc_httpd__parser_fini(&p);
 }
 
+/* A response with trailers goes out chunked (RFC 9112 §7.1), to an
+ * HTTP/1.1 client only, and never for a bodyless answer. */
+static void test_chunked_response(void)
+{
+    lc_httpd__parser_t p;
+    lc_httpd__parser_init(&p, &test_limits);
+    feed_request(&p, "POST /g HTTP/1.1\r\n\r\n");
+    lc_http_req_t *req = &p.req;
+    lc_http_reply(req, 200, "application/grpc", "0123456789abcdefg", 17);
+    LC_CHECK(!lc_httpd__chunked(req, true)); /* no trailers: Content-Length */
+    lc_http_set_trailer(req, "grpc-status", "0");
+    lc_http_set_trailer(req, "grpc-message", "a\r\nInjected: yes");
+    lc_http_set_trailer(req, "Content-Length", "3"); /* framing is the server's */
+    LC_CHECK(lc_httpd__chunked(req, true));
+    LC_CHECK(!lc_httpd__chunked(req, false));
+    size_t body_at = 0;
+    LC_ASSERT_OK(lc_httpd__format_chunked(req, true, &p.head, &body_at));
+    const char head[] = "HTTP/1.1 200 OK\r\nContent-Type: application/grpc\r\n"
+                        "Transfer-Encoding: chunked\r\nConnection: keep-alive\r\n\r\n11\r\n";
+    const char tail[] = "\r\n0\r\ngrpc-status: 0\r\ngrpc-message: a  Injected: yes\r\n\r\n";
+    LC_ASSERT_EQ(body_at, sizeof(head) - 1);
+    LC_ASSERT_EQ(p.head.len, body_at + sizeof(tail) - 1);
+    LC_CHECK(memcmp(p.head.data, head, body_at) == 0);
+    LC_CHECK(memcmp(p.head.data + body_at, tail, sizeof(tail) - 1) == 0);
+
+    /* An empty body has no data chunk: the last chunk follows the head. */
+    lc_http_reply(req, 200, NULL, "", 0);
+    LC_ASSERT_OK(lc_httpd__format_chunked(req, false, &p.head, &body_at));
+    const char empty_tail[] = "0\r\ngrpc-status: 0\r\ngrpc-message: a  Injected: yes\r\n\r\n";
+    LC_ASSERT_EQ(p.head.len - body_at, sizeof(empty_tail) - 1);
+    LC_CHECK(memcmp(p.head.data + body_at, empty_tail, sizeof(empty_tail) - 1) == 0);
+    LC_CHECK(memcmp(p.head.data + body_at - 4, "\r\n\r\n", 4) == 0);
+
+    /* A JSON error replaces the whole answer, trailers included. */
+    lc_status_t st;
+    lc_status_set(&st, LC_CODE_INTERNAL, "boom");
+    lc_http_error(req, &st);
+    LC_CHECK(!lc_httpd__chunked(req, true));
+    lc_httpd__parser_fini(&p);
+}
+
 static void feed_gzip_request(lc_httpd__parser_t *p, const uint8_t *gz, size_t len)
 {
     char head[128];
@@ -1016,9 +1081,9 @@ static void test_decode_body(void)
     lc_httpd__parser_fini(&p);
 }
 
-LC_TEST_MAIN(test_query_and_headers, test_response_head, test_decode_body, test_get_and_post,
-             test_chunked_post, test_gzip_post, test_gzip_bomb, test_gzip_waits_for_a_slot,
-             test_expect_continue, test_keep_alive_and_pipelining, test_http10, test_body_too_large,
-             test_headers_too_large, test_bad_request, test_routing, test_head_request,
-             test_offload_and_after, test_pending_finish, test_read_timeout, test_idle_timeout,
-             test_graceful_close, test_metrics)
+LC_TEST_MAIN(test_query_and_headers, test_response_head, test_chunked_response, test_decode_body,
+             test_get_and_post, test_chunked_post, test_gzip_post, test_gzip_bomb,
+             test_gzip_waits_for_a_slot, test_expect_continue, test_keep_alive_and_pipelining,
+             test_http10, test_body_too_large, test_headers_too_large, test_bad_request,
+             test_routing, test_head_request, test_offload_and_after, test_pending_finish,
+             test_read_timeout, test_idle_timeout, test_graceful_close, test_metrics)
