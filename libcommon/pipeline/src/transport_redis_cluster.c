@@ -226,7 +226,8 @@ static lc_redis_transport_opts_t rc_shard_opts(const lc_redis_transport_opts_t *
     so.batch = (batch + parts - 1) / parts; /* the batches of all shards together */
     so.forget = o->forget ? rc_forget : NULL;
     so.on_state = rc_on_shard_state;
-    so.on_settled = rc_on_shard_settled;
+    /* Only with the caller's: a shard that calls on_settled waits for a release. */
+    so.on_settled = o->on_settled ? rc_on_shard_settled : NULL;
     so.state_data = s;
     return so;
 }
