@@ -19,7 +19,6 @@ rdbcompression). --wait-replicas N also gives the cluster run
 usage: bench/redis_cluster_ingest.py BUILD_DIR [--rounds 3] [--conns 16] [--requests 2000]
                                      [--variants 20] [--pods 100] [--wait-replicas 0]
 """
-import argparse
 import atexit
 import json
 import os
@@ -33,33 +32,24 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("build_dir")
-    ap.add_argument("--conns", type=int, default=16)
-    ap.add_argument("--requests", type=int, default=2000)
-    ap.add_argument("--variants", type=int, default=20)
-    ap.add_argument("--pods", type=int, default=100)
+    sys.path.insert(0, HERE)
+    import redis_ingest as ri
+    ap = ri.load_args(2000)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--wait-replicas", type=int, default=0)
     a = ap.parse_args()
     os.environ["EMBER_BIN_DIR"] = os.path.abspath(a.build_dir)
     sys.path.insert(0, os.path.join(HERE, "..", "tests", "integration"))
-    sys.path.insert(0, HERE)
     import distributed_harness as dh
     import harness as h
-    import redis_ingest as ri
     import test_redis_cluster as trc
 
     tmp = tempfile.mkdtemp(prefix="ember-bench-cluster-")
     atexit.register(shutil.rmtree, tmp, True)
     bodies = ri.make_bodies(h, tmp, a.variants)
-    load_bin = os.path.join(a.build_dir, "bench", "ingest_load")
 
     def run_load(port, app, n):
-        r = subprocess.run([load_bin, str(port), str(a.conns), str(n), str(len(ri.MIX)),
-                            str(a.pods), app, *bodies], capture_output=True, text=True,
-                           check=True)
-        return json.loads(r.stdout)
+        return ri.ingest_load(a, bodies, port, app, n)
 
     single = dh.Redis().start()
     nodes = []
@@ -103,18 +93,15 @@ def main():
         finally:
             srv.cleanup()
 
-    rounds = []
+    def report(i, rd):
+        rd["ratio"] = rd["single"]["secs"] / rd["cluster"]["secs"]
+        print(f"round {i + 1}: single {a.requests / rd['single']['secs']:.0f}/s, cluster "
+              f"{a.requests / rd['cluster']['secs']:.0f}/s, cluster/single "
+              f"{rd['ratio']:.2f}", flush=True)
+
     try:
-        for i in range(a.rounds):
-            rd = {}
-            for kind in (("single", "cluster") if i % 2 == 0 else ("cluster", "single")):
-                os.sync()
-                rd[kind] = measure(kind, a.requests)
-            rd["ratio"] = rd["single"]["secs"] / rd["cluster"]["secs"]
-            print(f"round {i + 1}: single {a.requests / rd['single']['secs']:.0f}/s, cluster "
-                  f"{a.requests / rd['cluster']['secs']:.0f}/s, cluster/single "
-                  f"{rd['ratio']:.2f}", flush=True)
-            rounds.append(rd)
+        rounds = ri.alternate(a.rounds, ("single", "cluster"),
+                              lambda kind: measure(kind, a.requests), report)
     finally:
         for n in nodes:
             n.cleanup()
