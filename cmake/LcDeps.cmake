@@ -14,6 +14,7 @@ pkg_check_modules(HIREDIS REQUIRED IMPORTED_TARGET hiredis)
 # the HTTP/2 framing of lc/httpd.h.
 pkg_check_modules(NGHTTP2 REQUIRED IMPORTED_TARGET libnghttp2>=1.52)
 pkg_check_modules(ZSTD REQUIRED IMPORTED_TARGET libzstd)
+pkg_check_modules(LZ4 REQUIRED IMPORTED_TARGET liblz4)
 find_library(LMDB_LIB lmdb REQUIRED)
 find_path(LMDB_INCLUDE lmdb.h REQUIRED)
 find_package(Threads REQUIRED)

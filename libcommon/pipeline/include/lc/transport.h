@@ -52,6 +52,12 @@ typedef struct lc_transport_msg_s {
      * stream and acks it. */
     int reject_err;
     const char *reject_reason;
+    /* What the publisher attached for a consumer in its own process
+     * (lc_transport_publish_local): `direct` passes it, a transport that
+     * crosses a wire passes NULL. Read-only, valid during the consume call;
+     * it describes data, so the consumer may use it instead of decoding data
+     * again (the writer: the receiver's decoded, checked pprof). */
+    const void *local;
 } lc_transport_msg_t;
 
 /* Applies a batch; returns 0 when all are durable or set aside (reject_err),
@@ -94,6 +100,12 @@ typedef struct lc_transport_ops_s {
     /* Messages cross a wire: producers should publish lean entries
      * (lc/transport_entry.h), which every consumer decodes. */
     bool lean_entries;
+    /* Optional: publish with an in-process attachment (msg.local); NULL when
+     * the transport cannot carry one, and lc_transport_publish_local then
+     * publishes without it. */
+    int (*publish_local)(lc_transport_t *t, const uint8_t *msg, size_t len, uint32_t partition,
+                         const uint8_t *id, size_t id_len, const void *local,
+                         lc_transport_publish_cb cb, void *data);
 } lc_transport_ops_t;
 
 struct lc_transport_s {
@@ -107,6 +119,18 @@ static inline int lc_transport_publish(lc_transport_t *t, const uint8_t *msg, si
                                        lc_transport_publish_cb cb, void *data)
 {
     return t->ops->publish(t, msg, len, partition, id, id_len, cb, data);
+}
+/* As lc_transport_publish, and hands `local` to a consumer in the same
+ * process as lc_transport_msg_t.local; it must stay valid and unchanged until
+ * cb runs. Transports that cross a wire drop it (their consumers decode). */
+static inline int lc_transport_publish_local(lc_transport_t *t, const uint8_t *msg, size_t len,
+                                             uint32_t partition, const uint8_t *id, size_t id_len,
+                                             const void *local, lc_transport_publish_cb cb,
+                                             void *data)
+{
+    if (!t->ops->publish_local)
+        return t->ops->publish(t, msg, len, partition, id, id_len, cb, data);
+    return t->ops->publish_local(t, msg, len, partition, id, id_len, local, cb, data);
 }
 static inline void lc_transport_stats(lc_transport_t *t, lc_transport_stats_t *out)
 {
