@@ -108,6 +108,7 @@ typedef struct ember_settings_s {
     char *tenant; /* the tenant a scraper or an agent publishes as */
     /* Redis streams */
     char *redis_url;
+    bool redis_cluster; /* redis_url lists Redis Cluster seed nodes */
     char *advertise_url;
     char *ingester_id;
     char *zone;
@@ -115,6 +116,7 @@ typedef struct ember_settings_s {
     int64_t redis_max_backlog;
     int64_t claim_idle_ns;
     int64_t publish_retry_ns;
+    int64_t wait_replicas; /* WAIT for this many Redis replicas before acknowledging */
 } ember_settings_t;
 
 typedef struct ember_binary_s {

@@ -141,9 +141,15 @@ const ember_setting_t ember_settings_table[] = {
         "redis://host:port where ingesters announce themselves (and queriers keep settings)"),
     SET(S | A, "redis.url", LC_CFG_STRING, redis_url, NULL,
         "Redis the ingesters consume: redis://HOST:PORT[/DB] (required)"),
+    SET(E | I | Q | S | A, "redis.cluster", LC_CFG_BOOL, redis_cluster, "false",
+        "Redis Cluster: --redis.url lists seed nodes, comma-separated (each partition's keys "
+        "in one slot)"),
     SET_RANGE(S | A, "redis.publish-retry", LC_CFG_DURATION, publish_retry_ns, "0s", 0,
               600 * NS_PER_S,
               "retry a publish whose outcome is unknown this long, stored once (0: fail at once)"),
+    SET_RANGE(S | A, "redis.wait-replicas", LC_CFG_INT, wait_replicas, "0", 0, 64,
+              "acknowledge a publish once this many Redis replicas have it (WAIT; 0: the "
+              "master's answer)"),
     /* One name in every binary: ember and ember-ingester call it ingest.partitions too. */
     SET_RANGE_ALIAS(S | A, "ingest.partitions", "redis.partitions", LC_CFG_INT, partitions, "16", 1,
                     4096, "stream partitions ember:ingest:<p>, as the ingesters are configured"),
@@ -197,6 +203,9 @@ const ember_setting_t ember_settings_table[] = {
               600 * NS_PER_S,
               "retry a publish whose outcome is unknown this long, stored once (0: answer 503 "
               "at once)"),
+    SET_RANGE(E | I, "redis.wait-replicas", LC_CFG_INT, wait_replicas, "0", 0, 64,
+              "answer 200 once this many Redis replicas have the profile (WAIT; 0: the "
+              "master's answer; use with --redis.publish-retry)"),
 };
 const size_t ember_settings_table_len = LC_ARRAY_LEN(ember_settings_table);
 

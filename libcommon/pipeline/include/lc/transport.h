@@ -247,6 +247,21 @@ typedef struct lc_redis_transport_opts_s {
     void *state_data;
     const char *dead_prefix; /* consumers: dead letters; default "ember:dead:" (+ partition) */
     uint32_t dead_max_len;   /* consumers: entries per dead-letter stream, about; default 10000 */
+    /* Publishers: acknowledge a message only once WAIT says this many
+     * replicas have it (0, the default: the master's answer is enough). Fewer
+     * within wait_timeout_ms is an unknown outcome: retried with
+     * publish_retry_ms (the dedupe script finds the entry and WAITs again),
+     * else LC_REDIS_EDOWN at once. */
+    uint32_t wait_replicas;
+    uint32_t wait_timeout_ms; /* WAIT's own timeout; default cmd_timeout_ms / 2 */
+    /* Redis Cluster: url lists seed nodes ("redis://a:7000,redis://b:7001").
+     * Each partition gets its own publish link, consumer link and consumer
+     * thread, to the master owning its stream's slot (lc/redis_cluster.h);
+     * the claims record and the dead letters of partition p are
+     * ember:claimed:{<stream>}:<group>:<consumer> and <dead_prefix>{<stream>}
+     * (the stream's slot, for the scripts); consume and forget are called
+     * one at a time. docs/internals/redis.md, "Redis Cluster". */
+    bool cluster;
 } lc_redis_transport_opts_t;
 
 /* consume may be NULL (publish only). LC_EINPUT for bad opts (URL, no consumer_id). */
@@ -258,6 +273,7 @@ typedef struct lc_redis_transport_stats_s {
     bool up, consumer_up; /* publish link; consume link (false if not consuming) */
     uint64_t published, rejected_full, rejected_down, publish_failed;
     uint64_t publish_retries, publish_duplicates; /* scripts sent again; ids already there */
+    uint64_t wait_short; /* WAITs that found fewer replicas than wait_replicas */
     uint64_t consumed, consume_failed, claimed, dropped, trimmed, forgotten;
     uint64_t dead_letters;          /* set aside by consume, written to the dead-letter streams */
     uint64_t pending, lag, backlog; /* sums over the streams of their slowest group's */
