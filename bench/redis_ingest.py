@@ -232,13 +232,46 @@ def round_ratio(rd):
             / (rd["direct"]["r"]["ok"] / rd["direct"]["secs"]))
 
 
-def main():
+def load_args(requests):
+    """The load's options, shared with bench/redis_cluster_ingest.py."""
     ap = argparse.ArgumentParser()
     ap.add_argument("build_dir")
     ap.add_argument("--conns", type=int, default=16)
-    ap.add_argument("--requests", type=int, default=4000)
+    ap.add_argument("--requests", type=int, default=requests)
     ap.add_argument("--variants", type=int, default=20)
     ap.add_argument("--pods", type=int, default=100)
+    return ap
+
+
+def ingest_load(a, bodies, port, app, n):
+    """bench/ingest_load: n requests over a.conns connections; its JSON summary."""
+    load_bin = os.path.join(a.build_dir, "bench", "ingest_load")
+    r = subprocess.run([load_bin, str(port), str(a.conns), str(n), str(len(MIX)), str(a.pods),
+                        app, *bodies], capture_output=True, text=True, check=True)
+    return json.loads(r.stdout)
+
+
+def alternate(n_rounds, kinds, measure, report=None):
+    """n_rounds rounds measuring both kinds, a fresh server each time: this
+    host's speed drifts by 20% within a minute, so each round's ratio compares
+    runs made seconds apart (report the median round). Which goes first
+    alternates too, and each starts after a sync, so that neither pays for the
+    other's writeback (a redis round leaves ~300 MB of AOF behind). report(i,
+    round) is called after each round."""
+    rounds = []
+    for i in range(n_rounds):
+        rd = {}
+        for kind in (kinds if i % 2 == 0 else kinds[::-1]):
+            os.sync()
+            rd[kind] = measure(kind)
+        rounds.append(rd)
+        if report:
+            report(i, rd)
+    return rounds
+
+
+def main():
+    ap = load_args(4000)
     ap.add_argument("--partitions", type=int, default=16)
     ap.add_argument("--pipeline", type=int, default=256)
     ap.add_argument("--appendfsync", default="always", choices=("always", "everysec", "no"))
@@ -258,12 +291,9 @@ def main():
     bodies = make_bodies(h, tmp, a.variants)
     if a.requests > len(bodies) * a.pods:
         sys.exit(f"--requests must be <= {len(bodies) * a.pods} (distinct series,time)")
-    load_bin = os.path.join(a.build_dir, "bench", "ingest_load")
 
     def run_load(port, app, n=a.requests):
-        r = subprocess.run([load_bin, str(port), str(a.conns), str(n), str(len(MIX)), str(a.pods),
-                            app, *bodies], capture_output=True, text=True, check=True)
-        return json.loads(r.stdout)
+        return ingest_load(a, bodies, port, app, n)
 
     redis = dh.Redis()
     redis.start()
@@ -310,19 +340,9 @@ def main():
         finally:
             srv.cleanup()
 
-    rounds = []
     try:
-        # Direct and redis alternate, a fresh server each time: this host's speed
-        # drifts by 20% within a minute, so each round's ratio compares runs made
-        # seconds apart, and the median round is reported. Which goes first
-        # alternates too, and each starts after a sync, so that neither pays for
-        # the other's writeback (a redis round leaves ~300 MB of AOF behind).
-        for i in range(a.rounds):
-            rd = {}
-            for name in (("direct", "redis") if i % 2 == 0 else ("redis", "direct")):
-                os.sync()
-                rd[name] = measure_direct() if name == "direct" else measure_redis()
-            rounds.append(rd)
+        rounds = alternate(a.rounds, ("direct", "redis"),
+                           lambda name: measure_direct() if name == "direct" else measure_redis())
         rounds.sort(key=round_ratio)
         median = rounds[len(rounds) // 2]
         results = {k: (median[k]["r"], median[k]["secs"]) for k in ("direct", "redis")}

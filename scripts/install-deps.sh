@@ -8,6 +8,10 @@ PKGS=(
   libuv1-dev node-llhttp libprotobuf-c-dev protobuf-c-compiler liblmdb-dev lmdb-utils
   zlib1g-dev libdeflate-dev libpcre2-dev libyaml-dev libjansson-dev libzstd-dev
   libhiredis-dev libcurl4-openssl-dev libnghttp2-dev
+  # the Arrow IPC reader (libcommon/arrow): LZ4_FRAME body compression
+  liblz4-dev
+  # the object store (libcommon/objstore): SHA-256 of every object from libcrypto
+  libssl-dev
   # HTTP/2 tests: the python h2 library and nghttp/h2load as independent clients
   python3-h2 nghttp2-client
   # tests and benchmarks: go tool pprof as the judge, a real redis-server,
@@ -40,14 +44,35 @@ missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
 done
-if [ ${#missing[@]} -eq 0 ]; then
-  exit 0
+# SeaweedFS's weed for the object-store tests, built from the Go module proxy
+# into ~/.cache/ember (skipped when cached; several minutes the first time).
+build_weed() {
+  if command -v go >/dev/null || [ -x /usr/local/go/bin/go ]; then
+    PATH="$PATH:/usr/local/go/bin" "$(dirname "$0")/build-seaweedfs.sh" >/dev/null ||
+      echo "install-deps: building weed failed; test_objstore will skip (fail in CI)" >&2
+  fi
+}
+
+if [ ${#missing[@]} -ne 0 ]; then
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "ember needs these Debian packages; run as root:" >&2
+    echo "  apt-get update && apt-get install -y ${missing[*]}" >&2
+    exit 1
+  fi
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
-if [ "$(id -u)" -ne 0 ]; then
-  echo "ember needs these Debian packages; run as root:" >&2
-  echo "  apt-get update && apt-get install -y ${missing[*]}" >&2
-  exit 1
+
+# PyPI, pinned: pyarrow is the independent Arrow IPC writer of
+# tests/integration/test_arrow_ipc.py, in the venv that test uses (it installs
+# the same pin itself when missing; PYARROW_VERSION there must match).
+PYARROW_VERSION=26.0.1
+venv="$HOME/.cache/ember-sdk/arrow-python/venv"
+if [ "$(cat "$venv/.installed" 2>/dev/null)" != "$PYARROW_VERSION" ]; then
+  [ -x "$venv/bin/python" ] || /usr/bin/python3 -m venv "$venv"
+  "$venv/bin/python" -m pip install -q --disable-pip-version-check "pyarrow==$PYARROW_VERSION" &&
+    echo "$PYARROW_VERSION" > "$venv/.installed" ||
+    echo "install-deps: pyarrow from PyPI failed; test_arrow_ipc will try again" >&2
 fi
-export DEBIAN_FRONTEND=noninteractive
-apt-get update -qq
-apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+build_weed

@@ -2,9 +2,12 @@
  * fuzz_redis_entry.c — arbitrary RESP bytes through hiredis's reply reader
  * into the stream entry decoders the redis transport uses on XREADGROUP and
  * XAUTOCLAIM replies (lc_redis_entries_from_read / _from_array), and into
- * lc_redis_id_parse. Whatever the bytes, decoding must not crash or leak, and
- * what it accepts must be sane: every entry names a known stream and carries
- * an id that parses and formats back to itself; the byte count adds up.
+ * lc_redis_id_parse; and, for Redis Cluster (lc/redis_cluster.h), into the
+ * CLUSTER SLOTS map parser and the MOVED / ASK parser. Whatever the bytes,
+ * decoding must not crash or leak, and what it accepts must be sane: every
+ * entry names a known stream and carries an id that parses and formats back
+ * to itself; the byte count adds up; every slot's owner is a node of the map
+ * with a non-empty host and a port; a redirection names a slot below 16384.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +16,7 @@
 #include <hiredis/hiredis.h>
 
 #include "lc/redis.h"
+#include "lc/redis_cluster.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -40,8 +44,34 @@ static void check_entries(const lc_redis_entries_t *e)
     require(bytes == e->bytes, "byte count adds up");
 }
 
+static void check_slot_map(const redisReply *reply)
+{
+    lc_redis_slot_map_t m = {0};
+    if (lc_redis_slot_map_parse(&m, reply) == 0) {
+        require(m.n_nodes <= LC_REDIS_CLUSTER_NODES_MAX, "node count within its limit");
+        for (size_t i = 0; i < m.n_nodes; i++)
+            require(m.nodes[i].host[0] && m.nodes[i].port, "a node has a host and a port");
+        for (size_t s = 0; s < LC_REDIS_SLOTS; s++)
+            require(m.owner[s] <= m.n_nodes, "a slot's owner is a node of the map");
+    } else {
+        require(m.n_nodes == 0 && !m.nodes, "a refused map is empty");
+    }
+    lc_redis_slot_map_fini(&m);
+}
+
+static void check_redirect(const uint8_t *data, size_t size)
+{
+    uint16_t slot;
+    lc_redis_node_t to;
+    bool ask;
+    if (lc_redis_redirect_parse((const char *)data, size, &slot, &to, &ask) == 0)
+        require(slot < LC_REDIS_SLOTS && to.host[0] && to.port, "a redirection is sane");
+    require(lc_redis_key_slot((const char *)data, size) < LC_REDIS_SLOTS, "a slot is in range");
+}
+
 static void decode_reply(const redisReply *reply)
 {
+    check_slot_map(reply);
     lc_redis_entries_t e = {0};
     if (lc_redis_entries_from_read(&e, reply, names, LC_ARRAY_LEN(names), "m") == 0)
         check_entries(&e);
@@ -89,6 +119,7 @@ static bool declares_huge_array(const uint8_t *data, size_t size)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     check_id(data, size);
+    check_redirect(data, size);
     if (declares_huge_array(data, size))
         return 0;
     redisReader *reader = redisReaderCreate();

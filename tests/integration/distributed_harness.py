@@ -19,12 +19,13 @@ REDIS_SERVER = os.environ.get("EMBER_REDIS_SERVER", "/usr/bin/redis-server")
 class Redis:
     """redis-server with AOF on (appendfsync always), our own child."""
 
-    def __init__(self, aof=True):
+    def __init__(self, aof=True, args=()):
         self.dir = tempfile.mkdtemp(prefix="ember-redis-")
         self.port = None
         self.proc = None
         self.log = None
         self.aof = aof
+        self.args = list(args)  # more redis-server options (cluster mode)
 
     @property
     def url(self):
@@ -36,7 +37,7 @@ class Redis:
         cmd = [REDIS_SERVER, "--port", str(self.port), "--bind", "127.0.0.1", "--dir", self.dir,
                "--save", "", "--rdbcompression", "no",  # as the chart runs it
                "--appendonly", "yes" if self.aof else "no",
-               "--appendfsync", "always", "--daemonize", "no"]
+               "--appendfsync", "always", "--daemonize", "no", *self.args]
         self.log = open(os.path.join(self.dir, "redis.log"), "ab")
         self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT,
                                      stdin=subprocess.DEVNULL)

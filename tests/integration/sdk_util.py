@@ -18,6 +18,7 @@ import subprocess
 import tempfile
 import threading
 import time
+import unittest
 from urllib.parse import parse_qs, urlsplit
 
 import harness as h
@@ -31,6 +32,26 @@ def cache_dir(lang):
     d = os.path.join(CACHE, lang)
     os.makedirs(d, exist_ok=True)
     return d
+
+
+def python_with(name, package, version):
+    """A venv under cache_dir(name) (Debian's python3) with package==version
+    from PyPI, reused while its stamp says that version; skips the test when
+    pip cannot install it (no registry)."""
+    venv = os.path.join(cache_dir(name), "venv")
+    py = os.path.join(venv, "bin", "python")
+    stamp = os.path.join(venv, ".installed")
+    if os.path.exists(stamp) and open(stamp).read().strip() == version:
+        return py
+    if not os.path.exists(py):
+        subprocess.run(["/usr/bin/python3", "-m", "venv", venv], check=True, capture_output=True)
+    r = subprocess.run([py, "-m", "pip", "install", "-q", "--disable-pip-version-check",
+                        f"{package}=={version}"], capture_output=True, text=True, timeout=900)
+    if r.returncode != 0:
+        raise unittest.SkipTest(f"pip install {package} failed: {r.stderr[-400:]}")
+    with open(stamp, "w") as f:
+        f.write(version)
+    return py
 
 
 # ----------------------------------------------------------------- proxy

@@ -59,20 +59,7 @@ def build_collector():
 
 
 def python_with_proto():
-    venv = os.path.join(su.cache_dir("otlp-python"), "venv")
-    py = os.path.join(venv, "bin", "python")
-    stamp = os.path.join(venv, ".installed")
-    if os.path.exists(stamp) and open(stamp).read() == PROTO_VERSION:
-        return py
-    if not os.path.exists(py):
-        subprocess.run(["/usr/bin/python3", "-m", "venv", venv], check=True, capture_output=True)
-    r = subprocess.run([py, "-m", "pip", "install", "-q", "--disable-pip-version-check",
-                        f"opentelemetry-proto=={PROTO_VERSION}"], capture_output=True, text=True, timeout=600)
-    if r.returncode != 0:
-        raise unittest.SkipTest(f"pip install opentelemetry-proto failed: {r.stderr[-400:]}")
-    with open(stamp, "w") as f:
-        f.write(PROTO_VERSION)
-    return py
+    return su.python_with("otlp-python", "opentelemetry-proto", PROTO_VERSION)
 
 
 class CollectorRelayTest(unittest.TestCase):

@@ -35,6 +35,8 @@ typedef struct test_redis_s {
     int port;
     bool aof;
     const char *password; /* NULL = no requirepass */
+    int replica_of;       /* a port on 127.0.0.1: start as its replica (0 = a master) */
+    bool cluster;         /* cluster-enabled yes (nodes.conf in dir) */
     char dir[64];
     char url[128];
 } test_redis_t;
@@ -86,10 +88,11 @@ static bool test_redis_ping(const test_redis_t *s)
 
 static void test_redis_exec(const test_redis_t *s)
 {
-    char port[16], log[128];
+    char port[16], log[128], master[16], nodes[128];
     snprintf(port, sizeof(port), "%d", s->port);
+    snprintf(master, sizeof(master), "%d", s->replica_of);
     snprintf(log, sizeof(log), "%s/redis.log", s->dir);
-    const char *argv[24] = {"redis-server",
+    const char *argv[32] = {"redis-server",
                             "--port",
                             port,
                             "--bind",
@@ -108,6 +111,20 @@ static void test_redis_exec(const test_redis_t *s)
     if (s->password) {
         argv[n++] = "--requirepass";
         argv[n++] = s->password;
+    }
+    if (s->cluster) {
+        snprintf(nodes, sizeof(nodes), "%s/nodes.conf", s->dir);
+        argv[n++] = "--cluster-enabled";
+        argv[n++] = "yes";
+        argv[n++] = "--cluster-config-file";
+        argv[n++] = nodes;
+        argv[n++] = "--cluster-announce-ip"; /* a lone node does not know its address */
+        argv[n++] = "127.0.0.1";
+    }
+    if (s->replica_of) {
+        argv[n++] = "--replicaof";
+        argv[n++] = "127.0.0.1";
+        argv[n++] = master;
     }
     argv[n] = NULL;
     prctl(PR_SET_PDEATHSIG, SIGKILL); /* a crashed test must not leave its server behind */

@@ -110,6 +110,14 @@ static void cmd_answer(redis_cmd_t *c, int status, const redisReply *reply)
 
 static void link_lost(lc_redis_t *r, const char *why, const char *detail);
 
+/* A Redis Cluster redirection: the key's slot is served elsewhere. */
+static bool is_redirect(const redisReply *reply)
+{
+    return reply->type == REDIS_REPLY_ERROR &&
+           ((reply->len > 6 && strncmp(reply->str, "MOVED ", 6) == 0) ||
+            (reply->len > 4 && strncmp(reply->str, "ASK ", 4) == 0));
+}
+
 /* hiredis callback: a reply, or NULL when the context is going away. */
 static void cmd_on_reply(redisAsyncContext *ac, void *reply, void *privdata)
 {
@@ -122,6 +130,9 @@ static void cmd_on_reply(redisAsyncContext *ac, void *reply, void *privdata)
         link_lost(r, "disconnected", ac->errstr);
     }
     cmd_unlink(c);
+    if (reply && r->opts.redirect && is_redirect(reply))
+        r->opts.redirect(r, ((redisReply *)reply)->str, ((redisReply *)reply)->len,
+                         r->opts.cluster_data);
     int status = 0;
     if (!reply)
         status = r->state == RS_CLOSING ? LC_ECLOSED : LC_REDIS_ELOST;
@@ -223,6 +234,12 @@ static void link_drop(lc_redis_t *r, const char *why)
     r->ac = NULL;
     redisAsyncFree(ac); /* deferred by hiredis when inside its callback */
     link_lost(r, why, NULL);
+}
+
+void lc_redis_reconnect(lc_redis_t *r, const char *why)
+{
+    if (r->state == RS_UP || r->state == RS_CONNECTING || r->state == RS_HANDSHAKE)
+        link_drop(r, why);
 }
 
 static void sweep_on_tick(uv_timer_t *t)
@@ -517,6 +534,11 @@ static void resolve_on_done(uv_getaddrinfo_t *req, int status, struct addrinfo *
 
 static void attempt_start(lc_redis_t *r)
 {
+    if (r->opts.target && r->opts.target(r->opts.cluster_data, r->url.host, &r->url.port) != 0) {
+        r->state = RS_RESOLVING; /* link_lost backs off from any attempt state */
+        link_lost(r, "no address for its slot yet", NULL);
+        return;
+    }
     r->state = RS_RESOLVING;
     uv_timer_start(&r->retry_timer, retry_on_timer, r->opts.connect_timeout_ms, 0);
     struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM};

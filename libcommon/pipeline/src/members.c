@@ -21,6 +21,7 @@
 #include "lc/log.h"
 #include "lc/members.h"
 #include "lc/redis.h"
+#include "lc/redis_cluster.h"
 
 #define MEMBERS_DEFAULT_HEARTBEAT_MS 1000
 #define MEMBERS_DEFAULT_TTL_MS 5000
@@ -62,6 +63,7 @@ struct lc_members_s {
     lc_members_opts_t opts; /* strings point at the copies below */
     char *role, *self_id, *self_addr, *zone, *key, *registry_key;
     lc_redis_t *redis;
+    lc_redis_cluster_t *cluster; /* opts.cluster: routes redis to the key's master */
     uv_timer_t timer;
     uint64_t next_beat, next_list; /* uv_now() ms */
     bool beat_out, list_out, listed_once, beat_failing;
@@ -388,10 +390,19 @@ static void members_on_state(lc_redis_t *r, bool up, void *data)
 
 /* ---------------------------------------------------------------- lifecycle */
 
+static void members_on_cluster_closed(void *data);
+
 static void members_unref(lc_members_t *m)
 {
     if (--m->refs > 0)
         return;
+    if (m->cluster) { /* the link is closed: its router goes last */
+        lc_redis_cluster_t *cl = m->cluster;
+        m->cluster = NULL;
+        m->refs = 1;
+        lc_redis_cluster_close(cl, members_on_cluster_closed, m);
+        return;
+    }
     void (*cb)(void *) = m->close_cb;
     void *data = m->close_data;
     list_free(m->live, m->n_live);
@@ -405,6 +416,11 @@ static void members_unref(lc_members_t *m)
     lc_free(m);
     if (cb)
         cb(data);
+}
+
+static void members_on_cluster_closed(void *data)
+{
+    members_unref(data);
 }
 
 static void members_on_timer_closed(uv_handle_t *h)
@@ -474,8 +490,10 @@ size_t lc_members_rendezvous(const lc_member_t *live, size_t n, const void *key,
 static bool members_opts_valid(const lc_members_opts_t *o)
 {
     lc_redis_url_t url;
-    if (!o || lc_redis_url_parse(o->url, &url) != 0 || !o->role || !o->role[0])
+    if (!o || !o->role || !o->role[0])
         return false;
+    if (!o->cluster && lc_redis_url_parse(o->url, &url) != 0)
+        return false; /* a cluster's seeds are checked by lc_redis_cluster_new */
     if (o->self_id && (!o->self_id[0] || !o->self_addr || !o->self_addr[0]))
         return false;
     if (o->zone && (!o->self_id || strlen(o->zone) > LC_MEMBERS_ZONE_MAX))
@@ -513,8 +531,12 @@ int lc_members_new(uv_loop_t *loop, const lc_members_opts_t *opts, lc_members_t 
     size_t klen = strlen(prefix) + strlen(opts->role) + sizeof(MEMBERS_REGISTRY_SUFFIX);
     m->key = lc_xmalloc(klen);
     snprintf(m->key, klen, "%s%s", prefix, opts->role);
-    m->registry_key = lc_xmalloc(klen);
-    snprintf(m->registry_key, klen, "%s%s" MEMBERS_REGISTRY_SUFFIX, prefix, opts->role);
+    m->registry_key = lc_xmalloc(klen + 2);
+    /* Redis Cluster: the scripts touch both keys, so the registry carries
+     * the list's name as its hash tag (the same slot). */
+    snprintf(m->registry_key, klen + 2,
+             opts->cluster ? "{%s%s}" MEMBERS_REGISTRY_SUFFIX : "%s%s" MEMBERS_REGISTRY_SUFFIX,
+             prefix, opts->role);
     m->opts.url = m->opts.role = m->opts.self_id = m->opts.self_addr = m->opts.key_prefix = NULL;
     m->opts.zone = NULL;
     char name[128];
@@ -524,6 +546,16 @@ int lc_members_new(uv_loop_t *loop, const lc_members_opts_t *opts, lc_members_t 
                           .cmd_timeout_ms = m->opts.cmd_timeout_ms,
                           .on_state = members_on_state,
                           .state_data = m};
+    if (opts->cluster) {
+        lc_redis_cluster_opts_t co = {
+            .seeds = opts->url, .name = name, .cmd_timeout_ms = m->opts.cmd_timeout_ms};
+        if (lc_redis_cluster_new(loop, &co, &m->cluster) != 0) {
+            m->refs = 1;
+            members_unref(m);
+            return LC_EINPUT;
+        }
+        lc_redis_cluster_route(m->cluster, m->key, &ro);
+    }
     LC_ASSERT(lc_redis_new(loop, &ro, &m->redis) == 0); /* the URL was validated */
     uv_timer_init(loop, &m->timer);
     m->timer.data = m;

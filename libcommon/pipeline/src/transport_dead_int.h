@@ -28,6 +28,9 @@ typedef struct lc_dead_s lc_dead_t;
 lc_dead_t *lc_transport__dead_new(const char *prefix, uint32_t max_len, const char *consumer,
                                   lc_metrics_t *metrics);
 void lc_transport__dead_free(lc_dead_t *d);
+/* Where dead letters go: <prefix><first + stream index>, or with tagged
+ * (Redis Cluster) <prefix>{<stream name>}, in the source stream's slot. */
+void lc_transport__dead_place(lc_dead_t *d, uint32_t first, bool tagged);
 
 /* A batch came back from consume: how many of its n messages were set
  * aside (0: there is nothing to write). Forgets what the last batch wrote. */

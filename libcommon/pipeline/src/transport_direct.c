@@ -28,6 +28,7 @@ typedef struct direct_item_s {
     struct direct_item_s *next;
     uint8_t *data;
     size_t len;
+    const void *local; /* the publisher's attachment (lc_transport_publish_local) */
     int status;
     lc_transport_publish_cb cb;
     void *cb_data;
@@ -95,7 +96,8 @@ static int apply_batch(direct_t *d, direct_item_t *batch, size_t n)
     lc_transport_msg_t *msgs = lc_xcalloc(n, sizeof(*msgs));
     size_t i = 0;
     for (direct_item_t *it = batch; it; it = it->next, i++)
-        msgs[i] = (lc_transport_msg_t){.data = it->data, .len = it->len, .id = ""};
+        msgs[i] =
+            (lc_transport_msg_t){.data = it->data, .len = it->len, .id = "", .local = it->local};
     int rc = -1;
     for (int attempt = 0; attempt < DIRECT_RETRIES; attempt++) {
         rc = d->consume(msgs, n, d->consume_data);
@@ -176,9 +178,11 @@ static void direct_on_done(uv_async_t *a)
     }
 }
 
-/* The id is not needed: a message handed over in process is never retried. */
-static int direct_publish(lc_transport_t *t, const uint8_t *msg, size_t len, uint32_t partition,
-                          const uint8_t *id, size_t id_len, lc_transport_publish_cb cb, void *data)
+/* The id is not needed: a message handed over in process is never retried.
+ * `local` goes to the consumer beside the copy of msg. */
+static int direct_publish_local(lc_transport_t *t, const uint8_t *msg, size_t len,
+                                uint32_t partition, const uint8_t *id, size_t id_len,
+                                const void *local, lc_transport_publish_cb cb, void *data)
 {
     direct_t *d = (direct_t *)t;
     LC_UNUSED(partition);
@@ -198,6 +202,7 @@ static int direct_publish(lc_transport_t *t, const uint8_t *msg, size_t len, uin
     it->data = lc_xmalloc(len);
     memcpy(it->data, msg, len);
     it->len = len;
+    it->local = local;
     it->cb = cb;
     it->cb_data = data;
     queue_push(&d->pending, it);
@@ -207,6 +212,12 @@ static int direct_publish(lc_transport_t *t, const uint8_t *msg, size_t len, uin
     uv_mutex_unlock(&d->mu);
     atomic_fetch_add(&d->published, 1);
     return 0;
+}
+
+static int direct_publish(lc_transport_t *t, const uint8_t *msg, size_t len, uint32_t partition,
+                          const uint8_t *id, size_t id_len, lc_transport_publish_cb cb, void *data)
+{
+    return direct_publish_local(t, msg, len, partition, id, id_len, NULL, cb, data);
 }
 
 static void direct_stats(lc_transport_t *t, lc_transport_stats_t *out)
@@ -236,6 +247,7 @@ static const lc_transport_ops_t direct_ops = {
     .publish = direct_publish,
     .stats = direct_stats,
     .close = direct_close,
+    .publish_local = direct_publish_local,
 };
 
 int lc_transport_direct_new(uv_loop_t *loop, const lc_direct_opts_t *opts,

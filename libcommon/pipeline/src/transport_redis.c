@@ -53,7 +53,7 @@ static const lc_transport_ops_t rt_ops;
 
 void lc_transport_redis_release(lc_transport_t *base)
 {
-    if (!base || base->ops != &rt_ops)
+    if (!base || lc_rt__cluster_release(base) || base->ops != &rt_ops)
         return;
     rt_t *t = (rt_t *)base;
     if (!t->held)
@@ -77,6 +77,8 @@ static void rt_stats(lc_transport_t *base, lc_transport_stats_t *out)
 
 int lc_transport_redis_stats(lc_transport_t *base, lc_redis_transport_stats_t *out)
 {
+    if (base && lc_rt__cluster_stats(base, out) == 0)
+        return 0;
     if (!base || base->ops != &rt_ops)
         return LC_EINPUT;
     rt_t *t = (rt_t *)base;
@@ -89,6 +91,7 @@ int lc_transport_redis_stats(lc_transport_t *base, lc_redis_transport_stats_t *o
         .publish_failed = atomic_load(&t->publish_failed),
         .publish_retries = atomic_load(&t->publish_retries),
         .publish_duplicates = atomic_load(&t->publish_duplicates),
+        .wait_short = atomic_load(&t->wait_short),
         .consumed = atomic_load(&t->consumed),
         .consume_failed = atomic_load(&t->consume_failed),
         .claimed = atomic_load(&t->claimed),
@@ -133,6 +136,10 @@ static void rt_register_metrics(rt_t *t, lc_metrics_t *m)
     t->m.publish_duplicates =
         lc_metrics_counter(m, "ember_redis_publish_duplicates_total",
                            "Publishes whose message id was already in the stream", "");
+    if (t->opts.wait_replicas)
+        t->m.wait_short =
+            lc_metrics_counter(m, "ember_redis_wait_short_total",
+                               "XADDs that WAIT found on fewer replicas than required", "");
     t->m.consumed = lc_metrics_counter(m, "ember_redis_consumed_total",
                                        "Messages applied and acknowledged", "");
     t->m.consume_failed = lc_metrics_counter(m, "ember_redis_consume_failed_total",
@@ -185,6 +192,10 @@ static void rt_defaults(lc_redis_transport_opts_t *o)
     o->trim_interval_ms = o->trim_interval_ms ? o->trim_interval_ms : RT_DEFAULT_TRIM_MS;
     o->consume_retry_ms = o->consume_retry_ms ? o->consume_retry_ms : RT_DEFAULT_CONSUME_RETRY_MS;
     o->cmd_timeout_ms = o->cmd_timeout_ms ? o->cmd_timeout_ms : 5000;
+    /* WAIT holds the link's later replies: half a command timeout, so that a
+     * missing replica shows as a short count, not a stuck link. */
+    if (o->wait_replicas && !o->wait_timeout_ms)
+        o->wait_timeout_ms = o->cmd_timeout_ms / 2 ? o->cmd_timeout_ms / 2 : 1;
     /* publish_retry_ms 0: bare XADDs, no retry, no dedupe key. */
     /* A retry runs at most publish_retry_ms + cmd_timeout_ms after the first
      * attempt (later, its caller was already told 503): twice that is ample. */
@@ -211,7 +222,7 @@ static void rt_make_streams(rt_t *t)
     for (uint32_t p = 0; p < n; p++) {
         size_t len = strlen(t->prefix) + 12;
         t->parts[p].stream = lc_xmalloc(len);
-        snprintf(t->parts[p].stream, len, "%s%u", t->prefix, p);
+        snprintf(t->parts[p].stream, len, "%s%u", t->prefix, t->first + p);
         t->names[p] = t->parts[p].stream;
     }
     /* COUNT is per stream in XREADGROUP: spread the batch over the streams. */
@@ -222,9 +233,13 @@ static void rt_make_streams(rt_t *t)
 /* Claims records are per group (zones have their own) and per consumer. */
 static void rt_make_claim_keys(rt_t *t)
 {
-    size_t len = strlen(RT_CLAIMED_PREFIX) + strlen(t->group) + 2;
+    size_t len = strlen(RT_CLAIMED_PREFIX) + strlen(t->group) + strlen(t->parts[0].stream) + 5;
     t->claimed_prefix = lc_xmalloc(len);
-    snprintf(t->claimed_prefix, len, "%s%s:", RT_CLAIMED_PREFIX, t->group);
+    if (t->cluster) /* the scripts touch it with the stream: one slot */
+        snprintf(t->claimed_prefix, len, "%s{%s}:%s:", RT_CLAIMED_PREFIX, t->parts[0].stream,
+                 t->group);
+    else
+        snprintf(t->claimed_prefix, len, "%s%s:", RT_CLAIMED_PREFIX, t->group);
     const char *me = t->consumer ? t->consumer : "";
     len += strlen(me);
     t->claimed_key = lc_xmalloc(len);
@@ -242,6 +257,8 @@ static lc_redis_t *rt_link(rt_t *t, const char *role, lc_redis_state_cb on_state
                           .cmd_timeout_ms = t->opts.cmd_timeout_ms,
                           .on_state = on_state,
                           .state_data = t};
+    if (t->cluster)
+        lc_redis_cluster_route(t->cluster, t->parts[0].stream, &ro);
     lc_redis_t *r = NULL;
     LC_ASSERT(lc_redis_new(t->loop, &ro, &r) == 0); /* the URL was validated */
     return r;
@@ -275,11 +292,22 @@ static void rt_start_consumer(rt_t *t)
 int lc_transport_redis_new(uv_loop_t *loop, const lc_redis_transport_opts_t *opts,
                            lc_transport_consume_fn consume, void *data, lc_transport_t **out)
 {
-    if (!rt_opts_valid(opts, consume != NULL))
+    if (opts && opts->cluster)
+        return lc_rt__cluster_new(loop, opts, consume, data, out);
+    return lc_rt__new(loop, opts, 0, NULL, consume, data, out);
+}
+
+int lc_rt__new(uv_loop_t *loop, const lc_redis_transport_opts_t *opts, uint32_t first,
+               lc_redis_cluster_t *cluster, lc_transport_consume_fn consume, void *data,
+               lc_transport_t **out)
+{
+    if (!rt_opts_valid(opts, consume != NULL) || (cluster && opts->partitions != 1))
         return LC_EINPUT;
     rt_t *t = lc_xcalloc(1, sizeof(*t));
     t->base.ops = &rt_ops;
     t->loop = loop;
+    t->first = first;
+    t->cluster = cluster;
     t->opts = *opts;
     rt_defaults(&t->opts);
     t->url = lc_xstrdup(opts->url);
@@ -302,6 +330,8 @@ int lc_transport_redis_new(uv_loop_t *loop, const lc_redis_transport_opts_t *opt
     if (consume)
         t->dead = lc_transport__dead_new(opts->dead_prefix, opts->dead_max_len, t->consumer,
                                          opts->metrics);
+    if (t->dead)
+        lc_transport__dead_place(t->dead, first, cluster != NULL);
     uv_timer_init(loop, &t->monitor_timer);
     t->monitor_timer.data = t;
     uint32_t every = t->opts.monitor_interval_ms;

@@ -204,13 +204,51 @@ static void cons_apply(rt_t *t)
         (void)cons_send_ahead(t); /* not sent: the link is going down */
 }
 
-/* Decoded entries of a read or claim: apply them, or take the next step. */
+static void cons_wait_replicas(rt_t *t);
+
+/* Decoded entries of a read or claim: apply them, or take the next step.
+ * With wait_replicas, the deliveries must reach a replica first. */
 static void cons_take(rt_t *t)
 {
-    if (t->batch.n)
-        cons_apply(t);
-    else
+    if (!t->batch.n) {
         cons_step_done(t);
+    } else if (t->opts.wait_replicas) {
+        t->wait_pending = true;
+        cons_wait_replicas(t);
+    } else {
+        cons_apply(t);
+    }
+}
+
+/* WAIT's answer for a batch read (or claimed) but not applied yet. */
+static void cons_on_wait(lc_redis_t *r, int status, const redisReply *reply, void *data)
+{
+    rt_t *t = data;
+    LC_UNUSED(r);
+    if (status == 0 && reply->type == REDIS_REPLY_INTEGER &&
+        reply->integer >= (long long)t->opts.wait_replicas) {
+        t->wait_pending = false;
+        t->busy = CB_NONE;
+        cons_apply(t);
+        return;
+    }
+    /* Too few replicas, or the link dropped: retried after a pause; after a
+     * reconnect the batch is dropped and read again (lc_rt__rd_on_state). */
+    count(&t->wait_short, t->m.wait_short, 1);
+    cons_step_failed(t, status ? status : LC_ETIMEOUT, "waiting for replicas");
+}
+
+/* The deliveries of the batch (XREADGROUP's or the claim script's writes to
+ * the group) must be on a replica before it is applied: a failover that lost
+ * them would deliver the entries again, maybe to another consumer, and the
+ * profile would be stored twice. The link's earlier writes are all covered. */
+static void cons_wait_replicas(rt_t *t)
+{
+    char n[16], ms[16];
+    snprintf(n, sizeof(n), "%u", t->opts.wait_replicas);
+    snprintf(ms, sizeof(ms), "%u", t->opts.wait_timeout_ms);
+    const char *argv[] = {"WAIT", n, ms};
+    cons_send(t, CB_CMD, t->opts.wait_timeout_ms + t->opts.cmd_timeout_ms, cons_on_wait, 3, argv);
 }
 
 static void cons_forgot(rt_t *t, int rc);
@@ -310,13 +348,27 @@ static bool cons_may_read_behind(const rt_t *t)
            uv_now(t->loop) < t->claim_due;
 }
 
+/* Redis Cluster refuses commands while a master is being failed over
+ * (CLUSTERDOWN, TRYAGAIN) or when the link reached a node that no longer
+ * owns the slot (MOVED; the link reconnects), and any Redis while it loads
+ * its data (LOADING): the ack did not run and must be sent again, or the
+ * entries would be claimed by another consumer and applied twice. */
+static bool ack_refused_for_now(const redisReply *reply)
+{
+    static const char *const transient[] = {"CLUSTERDOWN", "TRYAGAIN", "MOVED", "ASK", "LOADING"};
+    for (size_t i = 0; i < LC_ARRAY_LEN(transient); i++)
+        if (lc_redis_reply_is_error(reply, transient[i]))
+            return true;
+    return false;
+}
+
 static void cons_on_ack(lc_redis_t *r, int status, const redisReply *reply, void *data)
 {
     rt_ack_t *a = data;
     rt_t *t = a->t;
     LC_UNUSED(r);
-    if (status)
-        t->acks_failed = true;
+    if (status || ack_refused_for_now(reply))
+        t->acks_failed = true;            /* sent again: the entries are still ours */
     else if (lc_redis_reply_error(reply)) /* NOGROUP: Redis lost the group, nothing to ack */
         LC_LOG_WARN("redis consumer: ack refused err=\"%s\"", lc_redis_reply_error(reply));
     else
@@ -806,6 +858,8 @@ void lc_rt__cons_next(rt_t *t)
         cons_post_job(t, true);
     else if (t->hdel_pending)
         cons_hdel(t);
+    else if (t->wait_pending)
+        cons_wait_replicas(t);
     else if (t->stashed)
         cons_apply_stashed(t);
     else if (t->ahead_out)
@@ -835,6 +889,10 @@ void lc_rt__rd_on_state(lc_redis_t *r, bool up, void *data)
     t->recovering = true;
     if (t->stashed) { /* still pending for us: recovery reads them again */
         t->stashed = false;
+        lc_redis_entries_reset(&t->batch);
+    }
+    if (t->wait_pending) { /* the same: a batch not applied yet */
+        t->wait_pending = false;
         lc_redis_entries_reset(&t->batch);
     }
     lc_redis_entries_reset(&t->ahead); /* the same (a read ahead failed with the link) */

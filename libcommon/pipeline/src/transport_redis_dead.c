@@ -47,6 +47,8 @@ static const char *const dead_labels[DEAD_REASONS] = {"undecodable", "invalid", 
 struct lc_dead_s {
     char *prefix, *consumer;
     char max_len[16];
+    uint32_t first; /* the partition of stream 0 */
+    bool tagged;    /* Redis Cluster: <prefix>{<stream>}, in the stream's slot */
     lc_metric_t *m_total[DEAD_REASONS];
     atomic_uint_fast64_t total;
     /* the current batch: which set-aside messages are in Redis already */
@@ -65,7 +67,7 @@ typedef struct dead_xadd_s {
     dead_reason_t reason;
     const char *why;                       /* reject_reason: static text */
     char stream[128], id[LC_REDIS_ID_MAX]; /* for the log line */
-    char key[];                            /* <prefix><partition> */
+    char key[];                            /* <prefix><partition> or <prefix>{<stream>} */
 } dead_xadd_t;
 
 static dead_reason_t dead_reason_of(int err)
@@ -99,6 +101,12 @@ lc_dead_t *lc_transport__dead_new(const char *prefix, uint32_t max_len, const ch
             "Stream entries the writer could not apply, moved to ember:dead:<partition>", labels);
     }
     return d;
+}
+
+void lc_transport__dead_place(lc_dead_t *d, uint32_t first, bool tagged)
+{
+    d->first = first;
+    d->tagged = tagged;
 }
 
 void lc_transport__dead_free(lc_dead_t *d)
@@ -163,10 +171,13 @@ static void dead_on_reply(lc_redis_t *r, int status, const redisReply *reply, vo
 static int dead_xadd(lc_dead_t *d, lc_redis_t *link, const lc_redis_entry_t *e, const char *stream,
                      const lc_transport_msg_t *msg, size_t index)
 {
-    size_t key_size = strlen(d->prefix) + 12;
+    size_t key_size = strlen(d->prefix) + strlen(stream) + 12;
     dead_xadd_t *x = lc_xmalloc(sizeof(*x) + key_size);
     *x = (dead_xadd_t){.d = d, .index = index, .reason = dead_reason_of(msg->reject_err)};
-    snprintf(x->key, key_size, "%s%u", d->prefix, e->stream);
+    if (d->tagged)
+        snprintf(x->key, key_size, "%s{%s}", d->prefix, stream);
+    else
+        snprintf(x->key, key_size, "%s%u", d->prefix, d->first + e->stream);
     snprintf(x->stream, sizeof(x->stream), "%s", stream);
     snprintf(x->id, sizeof(x->id), "%s", e->id);
     x->why = msg->reject_reason ? msg->reject_reason : lc_transport_reject_text(msg->reject_err);

@@ -26,6 +26,7 @@
 #include <stdatomic.h>
 
 #include "lc/redis.h"
+#include "lc/redis_cluster.h"
 #include "lc/transport.h"
 #include "transport_dead_int.h"
 
@@ -73,7 +74,7 @@ typedef struct rt_metrics_s {
     lc_metric_t *published, *rejected_full, *rejected_down, *publish_failed;
     lc_metric_t *consumed, *consume_failed, *claimed, *trimmed, *forgotten;
     lc_metric_t *pending, *lag, *up, *xadd_seconds;
-    lc_metric_t *publish_retries, *publish_duplicates;
+    lc_metric_t *publish_retries, *publish_duplicates, *wait_short;
     lc_metric_t *phase[3], *batch; /* consumer: seconds by phase (rt_phase_t); batch sizes */
 } rt_metrics_t;
 
@@ -91,6 +92,8 @@ typedef struct rt_s {
     lc_redis_transport_opts_t opts; /* strings point at the copies below */
     char *url, *prefix, *group, *consumer;
     char *claimed_prefix, *claimed_key; /* ember:claimed:<group>: and ...<consumer> */
+    uint32_t first;                     /* the partition of parts[0] (a cluster shard's) */
+    lc_redis_cluster_t *cluster;        /* borrowed: a shard of transport_redis_cluster.c */
     rt_part_t *parts;
     const char **names; /* parts[i].stream, for the decoder */
     lc_redis_t **pubs;  /* stream p publishes on pubs[p % n_pubs] (rt_pub_link) */
@@ -116,6 +119,7 @@ typedef struct rt_s {
     bool need_setup, recovering, ack_pending;
     bool read_behind;        /* an XREADGROUP was sent right behind the acks */
     bool stashed;            /* that read's batch waits for a forget to finish first */
+    bool wait_pending;       /* the batch waits for WAIT (wait_replicas) before it is applied */
     bool ahead_out;          /* a read ahead (into `ahead`) is in flight */
     bool ahead_wait;         /* the batch is acked: the consumer waits for that read */
     int ahead_rc;            /* how a read ahead failed, for the step that takes it */
@@ -161,7 +165,7 @@ typedef struct rt_s {
 
     /* stats: written on the loop thread, read from any */
     atomic_uint_fast64_t published, rejected_full, rejected_down, publish_failed;
-    atomic_uint_fast64_t publish_retries, publish_duplicates;
+    atomic_uint_fast64_t publish_retries, publish_duplicates, wait_short;
     atomic_uint_fast64_t consumed, consume_failed, claimed, dropped, trimmed, forgotten;
     atomic_uint_fast64_t pending_sum, lag_sum, backlog_sum, xadd_count, xadd_ns_sum, xadd_ns_max;
     atomic_bool pub_up, rd_up;
@@ -215,6 +219,21 @@ void lc_rt__cons_next(rt_t *t);
 void lc_rt__rd_on_state(lc_redis_t *r, bool up, void *data);
 void lc_rt__cons_thread_main(void *arg);
 void lc_rt__cons_on_done(uv_async_t *a);
+
+/* transport_redis.c: builds a transport over partitions [first, first +
+ * opts->partitions); with cluster, every link goes to the owner of the first
+ * stream's slot, and the claims and dead-letter keys carry that stream as
+ * their hash tag (so opts->partitions must then be 1). */
+int lc_rt__new(uv_loop_t *loop, const lc_redis_transport_opts_t *opts, uint32_t first,
+               lc_redis_cluster_t *cluster, lc_transport_consume_fn consume, void *data,
+               lc_transport_t **out);
+
+/* transport_redis_cluster.c: the transport over Redis Cluster (opts->cluster);
+ * its release and stats (LC_EINPUT when base is not one). */
+int lc_rt__cluster_new(uv_loop_t *loop, const lc_redis_transport_opts_t *opts,
+                       lc_transport_consume_fn consume, void *data, lc_transport_t **out);
+bool lc_rt__cluster_release(lc_transport_t *base);
+int lc_rt__cluster_stats(lc_transport_t *base, lc_redis_transport_stats_t *out);
 
 /* transport_redis_close.c: the ops' close; goes on with a close once the
  * transport is quiet (a no-op otherwise; every job calls it when something

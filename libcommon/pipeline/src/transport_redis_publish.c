@@ -205,21 +205,66 @@ static void pub_on_retry_tick(uv_timer_t *timer)
     xadd_retry_parked(LC_CONTAINER_OF(timer, rt_t, pub_retry_timer));
 }
 
+/* The outcome is unknown: Redis may hold the message, or it is not yet on
+ * enough replicas. With retries it is parked and sent again (the dedupe
+ * script then finds it); without, the caller gets 503. */
+static void xadd_unknown(rt_xadd_t *x, int status)
+{
+    rt_t *t = x->t;
+    if (!t->opts.publish_retry_ms) {
+        xadd_finish(x, LC_REDIS_EDOWN); /* no retries: 503, maybe for a stored message */
+    } else if (uv_now(t->loop) < x->deadline_ms) {
+        LC_LOG_DEBUG("redis: XADD outcome unknown, will retry err=\"%s\"", lc_strerror(status));
+        x->last_status = status;
+        xadd_park(t, x);
+    } else {
+        xadd_give_up(x, status);
+    }
+}
+
+/* WAIT's answer: the number of replicas that have every write this link
+ * sent before it, the XADD included. Fewer than asked for within the WAIT
+ * timeout: a failover now could lose the entry, so it is not acknowledged. */
+static void xadd_on_wait(lc_redis_t *r, int status, const redisReply *reply, void *data)
+{
+    rt_xadd_t *x = data;
+    LC_UNUSED(r);
+    if (xadd_outcome_unknown(status)) {
+        xadd_unknown(x, status);
+    } else if (status || lc_redis_reply_error(reply) || reply->type != REDIS_REPLY_INTEGER) {
+        xadd_finish(x, status ? status : LC_REDIS_EDOWN);
+    } else if (reply->integer < (long long)x->t->opts.wait_replicas) {
+        count(&x->t->wait_short, x->t->m.wait_short, 1);
+        LC_LOG_DEBUG("redis: XADD confirmed by too few replicas stream=%s replicas=%lld",
+                     x->t->parts[x->part].stream, reply->integer);
+        xadd_unknown(x, LC_ETIMEOUT);
+    } else {
+        xadd_finish(x, 0);
+    }
+}
+
+/* WAIT <replicas> <timeout> on the XADD's link, right behind it. */
+static void xadd_wait_replicas(rt_xadd_t *x)
+{
+    rt_t *t = x->t;
+    char n[16], ms[16];
+    snprintf(n, sizeof(n), "%u", t->opts.wait_replicas);
+    snprintf(ms, sizeof(ms), "%u", t->opts.wait_timeout_ms);
+    const char *argv[] = {"WAIT", n, ms};
+    int rc =
+        lc_redis_command(rt_pub_link(t, x->part), t->opts.wait_timeout_ms + t->opts.cmd_timeout_ms,
+                         xadd_on_wait, x, 3, argv, NULL);
+    if (rc)
+        xadd_unknown(x, LC_REDIS_ELOST); /* the link went down after the XADD */
+}
+
 static void xadd_on_reply(lc_redis_t *r, int status, const redisReply *reply, void *data)
 {
     rt_xadd_t *x = data;
     rt_t *t = x->t;
     LC_UNUSED(r);
     if (xadd_outcome_unknown(status)) {
-        if (!t->opts.publish_retry_ms) {
-            xadd_finish(x, LC_REDIS_EDOWN); /* no retries: 503, maybe for a stored message */
-        } else if (uv_now(t->loop) < x->deadline_ms) {
-            LC_LOG_DEBUG("redis: XADD outcome unknown, will retry err=\"%s\"", lc_strerror(status));
-            x->last_status = status;
-            xadd_park(t, x);
-        } else {
-            xadd_give_up(x, status);
-        }
+        xadd_unknown(x, status);
         return;
     }
     int rc = xadd_status(status, reply);
@@ -228,7 +273,10 @@ static void xadd_on_reply(lc_redis_t *r, int status, const redisReply *reply, vo
         LC_LOG_DEBUG("redis: message already in the stream stream=%s entry=%s",
                      t->parts[x->part].stream, reply->element[0]->str);
     }
-    xadd_finish(x, rc);
+    if (rc == 0 && t->opts.wait_replicas)
+        xadd_wait_replicas(x);
+    else
+        xadd_finish(x, rc);
 }
 
 static bool part_full(const rt_t *t, const rt_part_t *part)

@@ -27,13 +27,16 @@
 
 #include <hiredis/hiredis.h>
 
+#include "lc/alloc.h"
 #include "lc/log.h"
 #include "lc/redis.h"
+#include "lc/redis_cluster.h"
 #include "lc/settings_store.h"
 
 #define KEY_PREFIX "ember:settings:"
 #define KEY_MAX (sizeof(KEY_PREFIX) + LC_SETTINGS_TENANT_MAX_BYTES)
 #define STAMP_DIGITS 20
+#define SETTINGS_MAX_REDIRECTS 5 /* a failover moves a slot once; more is a loop */
 #define SET_NEWER_EXISTS 1
 #define SET_FULL 2
 
@@ -61,6 +64,12 @@ typedef struct redis_settings_s {
     struct timeval timeout;
     pthread_mutex_t lock; /* guards ctx: one command at a time */
     redisContext *ctx;    /* NULL until first use and after an I/O error */
+    /* Redis Cluster (a list of seed URLs): the tenant hashes live on
+     * different masters; a MOVED reply names the right one (followed here,
+     * synchronously), and a node that cannot be reached is replaced by the
+     * next seed. */
+    char *seeds; /* NULL on a single Redis */
+    size_t next_seed;
 } redis_settings_t;
 
 /* ------------------------------------------------------------ encoding */
@@ -115,6 +124,45 @@ static int send_setup(redisContext *c, const lc_redis_url_t *u)
     return ok && !c->err ? 0 : -ENOTCONN;
 }
 
+/* Cluster: aim the next connection at the seed after the last one tried. */
+static void next_seed_locked(redis_settings_t *s)
+{
+    const char *at = s->seeds;
+    for (size_t i = 0; i < s->next_seed && at; i++) {
+        at = strchr(at, ',');
+        at = at ? at + 1 : NULL;
+    }
+    if (!at) {
+        at = s->seeds;
+        s->next_seed = 0;
+    }
+    s->next_seed++;
+    char one[1024];
+    size_t len = strcspn(at, ",");
+    snprintf(one, sizeof(one), "%.*s", (int)(len < sizeof(one) ? len : sizeof(one) - 1), at);
+    lc_redis_url_t u;
+    if (lc_redis_url_parse(one, &u) == 0) {
+        memcpy(s->url.host, u.host, sizeof(u.host));
+        s->url.port = u.port;
+    }
+}
+
+/* Cluster: a MOVED reply retargets the connection (true: send again). */
+static bool follow_moved_locked(redis_settings_t *s, redisReply *r)
+{
+    uint16_t slot;
+    lc_redis_node_t to;
+    bool ask;
+    if (!s->seeds || r->type != REDIS_REPLY_ERROR ||
+        lc_redis_redirect_parse(r->str, r->len, &slot, &to, &ask) != 0 || ask)
+        return false;
+    memcpy(s->url.host, to.host, sizeof(to.host));
+    s->url.port = to.port;
+    redisFree(s->ctx);
+    s->ctx = NULL;
+    return true;
+}
+
 static int connect_locked(redis_settings_t *s)
 {
     redisContext *c = redisConnectWithTimeout(s->url.host, s->url.port, s->timeout);
@@ -143,14 +191,24 @@ static int command(redis_settings_t *s, int argc, const char **argv, const size_
     *out = NULL;
     pthread_mutex_lock(&s->lock);
     int rc = 0;
+    int redirects = 0;
     for (bool fresh = false; !*out && rc == 0;) {
         if (!s->ctx) {
             rc = connect_locked(s);
             fresh = true;
+            if (rc && s->seeds)
+                next_seed_locked(s); /* the next call tries another node */
             if (rc)
                 break;
         }
         *out = redisCommandArgv(s->ctx, argc, argv, lens);
+        if (*out && redirects < SETTINGS_MAX_REDIRECTS && follow_moved_locked(s, *out)) {
+            freeReplyObject(*out);
+            *out = NULL;
+            redirects++;
+            fresh = false;
+            continue;
+        }
         if (!*out) {
             LC_LOG_WARN("settings: redis command failed err=\"%s\"", s->ctx->errstr);
             redisFree(s->ctx);
@@ -282,6 +340,7 @@ static void redis_free(lc_settings_store_t *base)
     redis_settings_t *s = (redis_settings_t *)base;
     if (s->ctx)
         redisFree(s->ctx);
+    lc_free(s->seeds);
     pthread_mutex_destroy(&s->lock);
     lc_free(s);
 }
@@ -292,10 +351,19 @@ static const lc_settings_ops_t redis_ops = {
 int lc_settings_store_open_redis(const char *url, uint32_t timeout_ms, lc_settings_store_t **out)
 {
     redis_settings_t *s = lc_xcalloc(1, sizeof(*s));
-    if (lc_redis_url_parse(url, &s->url) != 0) {
+    char first[1024];
+    size_t len = url ? strcspn(url, ",") : 0;
+    if (!url || len >= sizeof(first)) {
         lc_free(s);
         return LC_EINPUT;
     }
+    snprintf(first, sizeof(first), "%.*s", (int)len, url);
+    if (lc_redis_url_parse(first, &s->url) != 0 || (url[len] && s->url.db != 0)) {
+        lc_free(s);
+        return LC_EINPUT;
+    }
+    if (url[len])
+        s->seeds = lc_xstrdup(url);
     s->base.ops = &redis_ops;
     uint32_t ms = timeout_ms ? timeout_ms : 2000;
     s->timeout = (struct timeval){.tv_sec = ms / 1000, .tv_usec = (ms % 1000) * 1000};

@@ -116,22 +116,25 @@ static lc_pprof_limits_t limits(const ingest_ctx_t *c)
 /* Labels are final; checks the window and what the writer would refuse
  * (lc_store_check_profile), and queues p for publishing: as pb, the
  * bytes it was decoded from, when the receiver left it as it was (encoding it
- * again cost ~8% of ingest's CPU), else encoded. */
+ * again cost ~8% of ingest's CPU), else encoded; with p itself and the
+ * check's index for a writer in this process, which then uses them instead
+ * of decoding and checking pb again (issue 32). */
 static int ingest_publish(ingest_ctx_t *c, lc_pprof_t *p, lc_labels_t *ls,
                           const ing_stconfig_t *cfg, const uint8_t *pb, size_t pb_len)
 {
     if (ing_check_window(c->ing, p->time_nanos, c->now_ns, &c->st) < 0)
         return fail(c, "out_of_window");
-    if (lc_store_check_profile(p, c->tenant, p->time_nanos, c->arena, NULL, &c->st) < 0)
+    lc_pprof_index_t *ix;
+    if (lc_store_check_profile(p, c->tenant, p->time_nanos, c->arena, &ix, &c->st) < 0)
         return fail_422(c, "invalid_profile"); /* the writer would refuse it */
     lc_buf_t out;
     lc_buf_init(&out, LC_BUF_UNLIMITED);
     int rc = pb ? 0 : lc_pprof_encode(p, false, &out);
-    if (rc == 0)
-        rc = ing_job_add(c->job, c->tenant, ls, pb ? pb : out.data, pb ? pb_len : out.len,
-                         p->time_nanos, cfg, NULL, p->n_sample, &c->st);
-    else
+    if (rc != 0)
         lc_status_set(&c->st, LC_CODE_INTERNAL, "cannot encode the profile: %s", lc_strerror(rc));
+    else if ((rc = ing_job_add(c->job, c->tenant, ls, pb ? pb : out.data, pb ? pb_len : out.len,
+                               p->time_nanos, cfg, NULL, p->n_sample, &c->st)) == 0)
+        ing_job_attach_decoded(c->job, p, ix);
     lc_buf_fini(&out);
     return rc == 0 ? 0 : fail(c, "too_large");
 }

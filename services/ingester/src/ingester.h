@@ -69,12 +69,24 @@ void ing_free(ing_t *ing);
 
 typedef struct ing_writer_s ing_writer_t;
 
+/* What a receiver hands the writer of its own process with a message
+ * (lc_transport_msg_t.local, the `direct` transport only): the pprof it
+ * decoded and checked with lc_store_check_profile, and that check's index,
+ * so that the writer neither decodes nor checks it again (issue 32). Both
+ * live in the request's arena, which outlives the publish; the message's
+ * pprof bytes decode to this same profile. */
+typedef struct ing_decoded_s {
+    const lc_pprof_t *profile;
+    const lc_pprof_index_t *index;
+} ing_decoded_t;
+
 /* Reads EMBER_FAILPOINT once (test-only, docs/internals/redis.md):
  * "exit-after-commit" _exit()s, "stop-after-commit" raises SIGSTOP, right
  * after the first batch that wrote a profile is durable (before its ack). */
 int ing_writer_new(lc_store_t *store, lc_metrics_t *metrics, ing_writer_t **out) LC_MUST_CHECK;
 void ing_writer_free(ing_writer_t *w);
-/* An lc_transport_consume_fn; data is the ing_writer_t. Records each
+/* An lc_transport_consume_fn; data is the ing_writer_t. A message's local,
+ * when set, is its ing_decoded_t. Records each
  * message's delivery id with its ingest id and what it wrote. Sets aside
  * (reject_err, reject_reason) each message it can never apply and commits
  * the others; <0 only for storage failures. */

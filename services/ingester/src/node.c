@@ -185,6 +185,7 @@ static void ing_on_members_change(lc_members_t *m, const lc_member_t *live, size
 static int ing_join(ing_node_t *n)
 {
     lc_members_opts_t mo = {.url = n->s->redis_url,
+                            .cluster = n->s->redis_cluster,
                             .role = "ingester",
                             .self_id = n->consumer_id,
                             .self_addr = n->advertise,
@@ -256,6 +257,8 @@ static int start_redis_transport(ing_node_t *n)
         /* forget what others claimed after it was applied here */
         .forget = ing_writer_forget,
         .publish_retry_ms = (uint32_t)(s->publish_retry_ns / 1000000),
+        .wait_replicas = (uint32_t)s->wait_replicas,
+        .cluster = s->redis_cluster,
         .metrics = n->p->metrics,
         .hold_consume = n->announce, /* until registered in the zone: ing_on_members_change */
         .on_state = ing_on_transport_state,

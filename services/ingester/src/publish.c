@@ -135,10 +135,22 @@ int ing_job_add(ing_job_t *job, const char *tenant, const lc_labels_t *labels, c
                         lc_transport_partition(tenant, labels, job->ing->opts.partitions),
                         n_samples,
                         lc_labels_hash(labels),
-                        {0}};
+                        {0},
+                        NULL};
     memcpy(slot->id, id, sizeof(slot->id));
     job->n_msgs++;
     return 0;
+}
+
+void ing_job_attach_decoded(ing_job_t *job, const lc_pprof_t *p, const lc_pprof_index_t *ix)
+{
+    if (job->n_msgs == 0 || lc_transport_wants_lean(job->ing->tr))
+        return; /* over a wire the writer decodes what arrives */
+    ing_decoded_t *d = lc_arena_alloc(job->req->arena, sizeof(*d));
+    if (!d)
+        return;
+    *d = (ing_decoded_t){p, ix};
+    job->msgs[job->n_msgs - 1].decoded = d;
 }
 
 /* ---------------------------------------------------------------- answering */
@@ -253,8 +265,8 @@ lc_http_result_t ing_publish_after(lc_http_req_t *req, void *data)
     for (size_t i = 0; i < job->n_msgs && job->status == 0; i++) {
         const ing_msg_t *m = &job->msgs[i];
         job->pending++;
-        int rc = lc_transport_publish(job->ing->tr, m->data, m->len, m->partition, m->id,
-                                      sizeof(m->id), job_on_published, job);
+        int rc = lc_transport_publish_local(job->ing->tr, m->data, m->len, m->partition, m->id,
+                                            sizeof(m->id), m->decoded, job_on_published, job);
         if (rc != 0) {
             job->pending--;
             job->status = rc;

@@ -64,8 +64,9 @@ static int push_profile(push_ctx_t *c, const lc_labels_t *ls, const Push__V1__Ra
         p->time_nanos = c->now_ns;
         changed = true;
     }
+    lc_pprof_index_t *ix;
     if (ing_check_window(c->ing, p->time_nanos, c->now_ns, st) < 0 ||
-        lc_store_check_profile(p, c->tenant, p->time_nanos, c->req->arena, NULL, st) < 0)
+        lc_store_check_profile(p, c->tenant, p->time_nanos, c->req->arena, &ix, st) < 0)
         return -1; /* the second: what the writer would refuse */
     lc_buf_t out;
     lc_buf_init(&out, LC_BUF_UNLIMITED);
@@ -87,6 +88,8 @@ static int push_profile(push_ctx_t *c, const lc_labels_t *ls, const Push__V1__Ra
     else
         rc = ing_job_add(c->job, c->tenant, ls, send, send_len, p->time_nanos, NULL,
                          has_id ? id : NULL, p->n_sample, st);
+    if (rc == 0) /* the all-in-one's writer uses p and ix as they are */
+        ing_job_attach_decoded(c->job, p, ix);
     lc_buf_fini(&out);
     return rc;
 }

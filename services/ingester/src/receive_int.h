@@ -304,6 +304,7 @@ typedef struct ing_msg_s {
     size_t samples;
     uint64_t series;                /* lc_labels_hash of its series */
     uint8_t id[LC_INGEST_ID_BYTES]; /* its ingest id: the transport's dedupe id */
+    const ing_decoded_t *decoded;   /* for a writer in this process; NULL: it decodes */
 } ing_msg_t;
 
 typedef struct ing_job_s {
@@ -336,6 +337,11 @@ const uint8_t *ing_job_pprof_bytes(const ing_t *ing, const uint8_t *body, size_t
 int ing_job_add(ing_job_t *job, const char *tenant, const lc_labels_t *labels, const uint8_t *pprof,
                 size_t len, int64_t time_ns, const ing_stconfig_t *cfg, const uint8_t *profile_id,
                 size_t n_samples, lc_status_t *st) LC_MUST_CHECK;
+/* Hands the writer of this process the decoded form of the job's last
+ * message (ing_decoded_t): p as checked by lc_store_check_profile, which
+ * built ix; neither may change until the job is answered. Without it (or
+ * past the arena) the writer decodes the message's bytes. */
+void ing_job_attach_decoded(ing_job_t *job, const lc_pprof_t *p, const lc_pprof_index_t *ix);
 /* The routes' `after` (loop thread): publishes req->user's job, if any. */
 lc_http_result_t ing_publish_after(lc_http_req_t *req, void *data);
 /* otlp_error.c: an error answer in the route's form: /ingest plain HTTP, OTLP/HTTP a

@@ -98,8 +98,8 @@ struct wr_msg_s {
     lc_entry_decoder_t *entries;
     lc_store_txn_t *txn;
     const Ember__V1__IngestProfile *m;
-    lc_pprof_t *p;
-    lc_pprof_index_t *ix;
+    const lc_pprof_t *p;
+    const lc_pprof_index_t *ix;
     const char *metric;
 };
 
@@ -360,6 +360,28 @@ static int wr_profile(wr_msg_t *c)
     return rc;
 }
 
+/* The message's pprof and its index: what the receiver of this process
+ * decoded and checked (msg->local), else decoded here from the message and
+ * checked as the receivers do, since what the check refuses could only fail
+ * the write. NULL, or why it can never be applied. */
+static const char *wr_decode_pprof(wr_msg_t *c, const lc_transport_msg_t *msg, lc_status_t *st)
+{
+    const ing_decoded_t *local = msg->local;
+    if (local) {
+        c->p = local->profile;
+        c->ix = local->index;
+        return NULL;
+    }
+    lc_pprof_t *p;
+    lc_pprof_index_t *ix;
+    if (lc_pprof_decode(c->m->pprof.data, c->m->pprof.len, &c->w->limits, c->arena, &p, st) < 0 ||
+        lc_store_check_profile(p, c->m->tenant, c->m->time_nanos, c->arena, &ix, st) < 0)
+        return st->msg;
+    c->p = p;
+    c->ix = ix;
+    return NULL;
+}
+
 /* Decodes the entry (either format), the message and its pprof, once each,
  * and checks it as the receivers did; false (logged) when it never can be
  * applied. */
@@ -381,14 +403,8 @@ static bool wr_decode(wr_msg_t *c, const lc_transport_msg_t *msg)
           : c->m->profile_id.len && c->m->profile_id.len != LC_STORE_PROFILE_ID_BYTES
               ? "profile id is not 16 bytes"
               : NULL;
-    if (!why &&
-        lc_pprof_decode(c->m->pprof.data, c->m->pprof.len, &c->w->limits, c->arena, &c->p, &st) < 0)
-        why = st.msg;
-    /* The receivers' own check (lc_store_check_profile): what it refuses
-     * could only fail the write, so it is known here, at decode time. */
-    if (!why &&
-        lc_store_check_profile(c->p, c->m->tenant, c->m->time_nanos, c->arena, &c->ix, &st) < 0)
-        why = st.msg;
+    if (!why)
+        why = wr_decode_pprof(c, msg, &st);
     if (why)
         LC_LOG_ERROR("writer: skipping a message that cannot be applied id=%s err=\"%s\"",
                      msg->id ? msg->id : "", why);

@@ -23,6 +23,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "lc/objstore.h"
 #include "lc/service.h"
 
 /* The binaries; an entry's mask says which of them take it. */
@@ -55,6 +56,17 @@ typedef struct ember_settings_s {
     int64_t block_duration_ns;
     int64_t map_size_bytes;
     int64_t max_open_blocks; /* 0: derived from RLIMIT_NOFILE by the store */
+    /* object storage of history (issue 27): validated, not used yet */
+    char *storage_backend; /* "", "filesystem" or "s3" */
+    char *storage_prefix;
+    char *storage_fs_dir;
+    char *s3_endpoint;
+    char *s3_bucket;
+    char *s3_region;
+    char *s3_access_key_id;     /* else $AWS_ACCESS_KEY_ID */
+    char *s3_secret_access_key; /* else $AWS_SECRET_ACCESS_KEY */
+    bool s3_insecure;
+    bool s3_force_path_style;
     /* receivers */
     int64_t max_body_bytes;
     int64_t max_connections;
@@ -96,6 +108,7 @@ typedef struct ember_settings_s {
     char *tenant; /* the tenant a scraper or an agent publishes as */
     /* Redis streams */
     char *redis_url;
+    bool redis_cluster; /* redis_url lists Redis Cluster seed nodes */
     char *advertise_url;
     char *ingester_id;
     char *zone;
@@ -103,6 +116,7 @@ typedef struct ember_settings_s {
     int64_t redis_max_backlog;
     int64_t claim_idle_ns;
     int64_t publish_retry_ns;
+    int64_t wait_replicas; /* WAIT for this many Redis replicas before acknowledging */
 } ember_settings_t;
 
 typedef struct ember_binary_s {
@@ -116,6 +130,11 @@ typedef struct ember_binary_s {
 /* The whole of main(): 0 after a clean stop, 2 for bad settings, 1 when the
  * process could not start. */
 int ember_main(const ember_binary_t *b, int argc, char **argv);
+
+/* The object-store options of the --storage.* settings, with the AWS_*
+ * variables filling empty credentials and region. The strings point into s
+ * and the environment. */
+void ember_objstore_opts(const ember_settings_t *s, lc_objstore_opts_t *o);
 
 /* True when the settings name a Redis (the distributed path). */
 bool ember_clustered(const ember_settings_t *s);

@@ -39,9 +39,30 @@ static char *take_config_file(int *argc, char **argv)
     return copy;
 }
 
+/* --storage.backend and what it needs (lc/objstore.h's rules). */
+static int check_objstore(const ember_binary_t *b, const ember_settings_t *s)
+{
+    lc_objstore_opts_t o;
+    lc_objstore_backend_t backend;
+    if (lc_objstore_backend_parse(s->storage_backend, &backend) != 0) {
+        fprintf(stderr, "%s: --storage.backend: want filesystem or s3\n", b->name);
+        return -1;
+    }
+    ember_objstore_opts(s, &o);
+    char why[256];
+    if (lc_objstore_opts_check(&o, why, sizeof why) != 0) {
+        fprintf(stderr, "%s: %s\n", b->name, why);
+        return -1;
+    }
+    return 0;
+}
+
 /* The rules between settings, for the binaries that take them. */
 static int check_settings(const ember_binary_t *b, const ember_settings_t *s)
 {
+    if ((b->bin & (EMBER_BIN_EMBER | EMBER_BIN_INGESTER | EMBER_BIN_QUERIER)) &&
+        check_objstore(b, s) != 0)
+        return -1;
     if (!(b->bin & (EMBER_BIN_EMBER | EMBER_BIN_INGESTER)))
         return 0;
     char group[32 + EMBER_ZONE_MAX];

@@ -30,6 +30,8 @@ static int publisher_node_start(lc_proc_t *p, const void *settings, void **state
         .url = s->redis_url,
         .partitions = (uint32_t)s->partitions,
         .publish_retry_ms = (uint32_t)(s->publish_retry_ns / NS_PER_MS),
+        .wait_replicas = (uint32_t)s->wait_replicas,
+        .cluster = s->redis_cluster,
         .metrics = p->metrics,
     };
     int rc = lc_transport_redis_new(&p->loop, &ro, NULL, NULL, &n->transport);

@@ -9,6 +9,7 @@
  */
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -64,6 +65,27 @@ const ember_setting_t ember_settings_table[] = {
     SET_RANGE(E | I, "storage.max-open-blocks", LC_CFG_INT, max_open_blocks, "0", 0, 1000000,
               "block environments kept open between queries (0: a quarter of the open-file "
               "limit at 3 files each, 64..1024)"),
+    /* Pyroscope's names (issue 27). Checked at start; nothing is stored there yet. */
+    SET(E | I | Q, "storage.backend", LC_CFG_STRING, storage_backend, "",
+        "object store for history: filesystem or s3 ('' = local blocks only); checked at "
+        "start, nothing is written there yet"),
+    SET(E | I | Q, "storage.prefix", LC_CFG_STRING, storage_prefix, "",
+        "key prefix of every object in the object store"),
+    SET(E | I | Q, "storage.filesystem.dir", LC_CFG_STRING, storage_fs_dir, "",
+        "directory of the filesystem object store"),
+    SET(E | I | Q, "storage.s3.endpoint", LC_CFG_STRING, s3_endpoint, "",
+        "S3 endpoint: host[:port] or a URL"),
+    SET(E | I | Q, "storage.s3.bucket-name", LC_CFG_STRING, s3_bucket, "", "S3 bucket"),
+    SET(E | I | Q, "storage.s3.region", LC_CFG_STRING, s3_region, "",
+        "S3 region for request signing ('' = $AWS_REGION, else us-east-1)"),
+    SET(E | I | Q, "storage.s3.access-key-id", LC_CFG_STRING, s3_access_key_id, "",
+        "S3 access key ('' = $AWS_ACCESS_KEY_ID)"),
+    SET(E | I | Q, "storage.s3.secret-access-key", LC_CFG_STRING, s3_secret_access_key, "",
+        "S3 secret key ('' = $AWS_SECRET_ACCESS_KEY)"),
+    SET(E | I | Q, "storage.s3.insecure", LC_CFG_BOOL, s3_insecure, "false",
+        "plain HTTP to an endpoint given without a scheme"),
+    SET(E | I | Q, "storage.s3.force-path-style", LC_CFG_BOOL, s3_force_path_style, "false",
+        "address the bucket in the path (endpoint/bucket/key), not the host name"),
     SET(E | I | Q, "http.max-body-bytes", LC_CFG_BYTES, max_body_bytes, "256MiB",
         "largest request body accepted (413 above)"),
     SET(E | I | Q, "http.max-connections", LC_CFG_INT, max_connections, "10000",
@@ -119,9 +141,15 @@ const ember_setting_t ember_settings_table[] = {
         "redis://host:port where ingesters announce themselves (and queriers keep settings)"),
     SET(S | A, "redis.url", LC_CFG_STRING, redis_url, NULL,
         "Redis the ingesters consume: redis://HOST:PORT[/DB] (required)"),
+    SET(E | I | Q | S | A, "redis.cluster", LC_CFG_BOOL, redis_cluster, "false",
+        "Redis Cluster: --redis.url lists seed nodes, comma-separated (each partition's keys "
+        "in one slot)"),
     SET_RANGE(S | A, "redis.publish-retry", LC_CFG_DURATION, publish_retry_ns, "0s", 0,
               600 * NS_PER_S,
               "retry a publish whose outcome is unknown this long, stored once (0: fail at once)"),
+    SET_RANGE(S | A, "redis.wait-replicas", LC_CFG_INT, wait_replicas, "0", 0, 64,
+              "acknowledge a publish once this many Redis replicas have it (WAIT; 0: the "
+              "master's answer)"),
     /* One name in every binary: ember and ember-ingester call it ingest.partitions too. */
     SET_RANGE_ALIAS(S | A, "ingest.partitions", "redis.partitions", LC_CFG_INT, partitions, "16", 1,
                     4096, "stream partitions ember:ingest:<p>, as the ingesters are configured"),
@@ -175,6 +203,9 @@ const ember_setting_t ember_settings_table[] = {
               600 * NS_PER_S,
               "retry a publish whose outcome is unknown this long, stored once (0: answer 503 "
               "at once)"),
+    SET_RANGE(E | I, "redis.wait-replicas", LC_CFG_INT, wait_replicas, "0", 0, 64,
+              "answer 200 once this many Redis replicas have the profile (WAIT; 0: the "
+              "master's answer; use with --redis.publish-retry)"),
 };
 const size_t ember_settings_table_len = LC_ARRAY_LEN(ember_settings_table);
 
@@ -188,6 +219,28 @@ size_t ember_settings_select(ember_bin_t bin, lc_cfg_entry_t *out, size_t cap)
 }
 
 /* ---------------------------------------------------------------- shared rules */
+
+static const char *setting_or_env(const char *setting, const char *env)
+{
+    const char *v = setting && *setting ? setting : getenv(env);
+    return v ? v : "";
+}
+
+void ember_objstore_opts(const ember_settings_t *s, lc_objstore_opts_t *o)
+{
+    memset(o, 0, sizeof *o);
+    if (lc_objstore_backend_parse(s->storage_backend, &o->backend) != 0)
+        o->backend = LC_OBJSTORE_NONE; /* main's check has refused it already */
+    o->prefix = s->storage_prefix;
+    o->fs_dir = s->storage_fs_dir;
+    o->endpoint = s->s3_endpoint;
+    o->bucket = s->s3_bucket;
+    o->region = setting_or_env(s->s3_region, "AWS_REGION");
+    o->access_key_id = setting_or_env(s->s3_access_key_id, "AWS_ACCESS_KEY_ID");
+    o->secret_access_key = setting_or_env(s->s3_secret_access_key, "AWS_SECRET_ACCESS_KEY");
+    o->insecure = s->s3_insecure;
+    o->force_path_style = s->s3_force_path_style;
+}
 
 bool ember_clustered(const ember_settings_t *s)
 {

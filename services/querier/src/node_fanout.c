@@ -159,6 +159,7 @@ static int start_watch(fanout_node_t *q)
     if (!ember_clustered(q->s))
         return 0;
     lc_members_opts_t mo = {.url = q->s->redis_url,
+                            .cluster = q->s->redis_cluster,
                             .role = "ingester",
                             .ttl_ms = MEMBER_TTL_MS,
                             .cmd_timeout_ms = REDIS_CMD_TIMEOUT_MS,

@@ -73,6 +73,7 @@ static int scr_join(scr_node_t *sn)
 {
     lc_members_opts_t mo = {
         .url = sn->s->redis_url,
+        .cluster = sn->s->redis_cluster,
         .role = "scraper",
         .self_id = sn->member_id,
         .self_addr = sn->member_addr,

@@ -161,6 +161,18 @@ static void test_unresolvable_references_and_message_fields(void)
     LC_CHECK(strstr(refusal(&f, p, "t", (int64_t)1 << 62 | 1), "outside") != NULL);
     p->sample[0]->location_id[0] = 999;
     LC_CHECK(refused_for(&f, p, "unknown location"));
+    p->sample[0]->location_id[0] = 0; /* no location has id 0 */
+    LC_CHECK(refused_for(&f, p, "unknown location"));
+    /* Ids not 1..n in order (looked up in the index, not by range). */
+    p = cpu_profile(&f, v, stacks, NULL, NULL, 2);
+    for (size_t i = 0; i < p->n_location; i++)
+        p->location[i]->id += 100;
+    for (size_t i = 0; i < p->n_sample; i++)
+        for (size_t k = 0; k < p->sample[i]->n_location_id; k++)
+            p->sample[i]->location_id[k] += 100;
+    LC_CHECK(refusal(&f, p, "anonymous", FX_TIME) == NULL);
+    p->sample[1]->location_id[0] = 1; /* in 1..n, but no such id */
+    LC_CHECK(refused_for(&f, p, "unknown location"));
     p = cpu_profile(&f, v, stacks, NULL, NULL, 2);
     p->location[0]->mapping_id = 999;
     LC_CHECK(refused_for(&f, p, "unknown mapping"));

@@ -5,7 +5,8 @@
  * batch changes nothing (ingest ids); the server-side delta rule applies to
  * memory alloc_* series unless __delta__="false"; a message the writer
  * cannot apply (undecodable, or refused by the store: a total over int64) is
- * set aside alone with its reason while the rest of its batch is stored.
+ * set aside alone with its reason while the rest of its batch is stored; a
+ * message with the receiver's decoded form (msg.local) is stored from it.
  */
 #include "lc_test.h"
 #include "write_int.h"
@@ -16,11 +17,8 @@
 #define HEAP "pprof/pyroscope-heap"
 #define HEAP_TIME 1659010242910169109LL
 
-/* An encoded IngestProfile of a testdata pprof (re-encoded uncompressed),
- * with every sample value replaced by every_value unless that is 0. */
-static lc_transport_msg_t message_valued(fixture_t *f, const char *rel, int64_t time_ns,
-                                         const char *const *labels, bool delta_disabled, uint8_t id,
-                                         int64_t every_value)
+/* A testdata pprof, decoded into f->arena. */
+static lc_pprof_t *testdata_pprof(fixture_t *f, const char *rel)
 {
     char path[512];
     snprintf(path, sizeof(path), "%s/%s", LC_TESTDATA_DIR, rel);
@@ -32,6 +30,16 @@ static lc_transport_msg_t message_valued(fixture_t *f, const char *rel, int64_t 
     lc_status_t st = {0};
     LC_CHECK(raw && lc_pprof_decode(raw, len, &lim, f->arena, &p, &st) == 0);
     free(raw);
+    return p;
+}
+
+/* An encoded IngestProfile of a testdata pprof (re-encoded uncompressed),
+ * with every sample value replaced by every_value unless that is 0. */
+static lc_transport_msg_t message_valued(fixture_t *f, const char *rel, int64_t time_ns,
+                                         const char *const *labels, bool delta_disabled, uint8_t id,
+                                         int64_t every_value)
+{
+    lc_pprof_t *p = testdata_pprof(f, rel);
     for (size_t i = 0; every_value && i < p->n_sample; i++)
         for (size_t k = 0; k < p->sample[i]->n_value; k++)
             p->sample[i]->value[k] = every_value;
@@ -157,6 +165,33 @@ static void test_split_totals_and_replay(void)
     LC_ASSERT_EQ(total_of(&r, "process_cpu:samples:count:cpu:nanoseconds", NULL), 873);
     LC_ASSERT_EQ(total_of(&r, "process_cpu:cpu:nanoseconds:cpu:nanoseconds", &series_cpu),
                  8730000000LL);
+    fx_close(&f);
+}
+
+/* The all-in-one's receiver hands the writer its decoded, checked profile
+ * (msg.local): the writer stores that one, not the message's pprof bytes —
+ * here an empty pprof, which alone it would set aside (no sample types). */
+static void test_receivers_decoded_form_is_stored(void)
+{
+    fixture_t f;
+    fx_open(&f);
+    lc_pprof_t *p = testdata_pprof(&f, CPU_LABELS);
+    lc_pprof_index_t *ix = NULL;
+    lc_status_t st = {0};
+    LC_ASSERT_OK(lc_store_check_profile(p, "anonymous", CPU_LABELS_TIME, f.arena, &ix, &st));
+    ing_decoded_t decoded = {p, ix};
+    lc_transport_msg_t msgs[] = {
+        fx_message(&f, (const uint8_t *)"", 0, CPU_LABELS_TIME, cpu_labels, true, 1),
+        fx_message(&f, (const uint8_t *)"", 0, CPU_LABELS_TIME, cpu_labels, true, 2)};
+    msgs[0].local = &decoded;
+    LC_ASSERT_OK(ing_writer_consume(msgs, 2, f.w));
+    LC_ASSERT_EQ(msgs[0].reject_err, 0);
+    LC_CHECK(msgs[1].reject_err != 0); /* no local: its own (empty) pprof */
+    readback_t r;
+    readback(&f, &r);
+    /* MANIFEST totals of pyroscope-go.cpu.labels.pprof */
+    LC_ASSERT_EQ(total_of(&r, "process_cpu:samples:count:cpu:nanoseconds", NULL), 873);
+    LC_ASSERT_EQ(total_of(&r, "process_cpu:cpu:nanoseconds:cpu:nanoseconds", NULL), 8730000000LL);
     fx_close(&f);
 }
 
@@ -327,6 +362,7 @@ static void test_storage_failure_fails_the_batch(void)
     fx_close(&f);
 }
 
-LC_TEST_MAIN(test_split_totals_and_replay, test_server_side_delta, test_undecodable_message_skipped,
+LC_TEST_MAIN(test_split_totals_and_replay, test_receivers_decoded_form_is_stored,
+             test_server_side_delta, test_undecodable_message_skipped,
              test_unappliable_message_set_aside, test_storage_failure_fails_the_batch,
              test_overflowing_messages_do_not_fail_the_batch, test_forget_by_delivery)

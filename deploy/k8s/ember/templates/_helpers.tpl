@@ -85,6 +85,17 @@ app.kubernetes.io/part-of: ember
 {{- else }}
   value: {{ required "redis.enabled=false needs redis.url or redis.existingSecret" .Values.redis.url | quote }}
 {{- end }}
+{{- if .Values.redis.cluster.enabled }}
+{{- if .Values.redis.enabled }}
+{{- fail "redis.cluster.enabled needs an external cluster: redis.enabled=false and its seed nodes in redis.url" }}
+{{- end }}
+- name: EMBER_REDIS_CLUSTER
+  value: "true"
+{{- end }}
+{{- if .Values.redis.waitReplicas }}
+- name: EMBER_REDIS_WAIT_REPLICAS
+  value: {{ .Values.redis.waitReplicas | int | quote }}
+{{- end }}
 {{- end }}
 {{- end -}}
 

@@ -66,6 +66,14 @@ typedef void (*lc_redis_state_cb)(lc_redis_t *r, bool up, void *data);
 /* reply is NULL unless status == 0; it is freed when the callback returns. */
 typedef void (*lc_redis_reply_cb)(lc_redis_t *r, int status, const redisReply *reply, void *data);
 
+/* Where the next connection attempt goes (Redis Cluster: the current owner of
+ * a slot, lc/redis_cluster.h): fills host and port, or returns non-zero when
+ * there is no address yet (the attempt then fails and backs off). */
+typedef int (*lc_redis_target_cb)(void *data, char host[LC_REDIS_HOST_MAX], uint16_t *port);
+/* An error reply "MOVED <slot> <host>:<port>" or "ASK ..." arrived (before the
+ * command's own callback sees it). */
+typedef void (*lc_redis_redirect_cb)(lc_redis_t *r, const char *error, size_t len, void *data);
+
 typedef struct lc_redis_opts_s {
     const char *url;             /* required: redis://host:port[/db] */
     const char *name;            /* for logs (and CLIENT SETNAME when it has no space) */
@@ -75,6 +83,9 @@ typedef struct lc_redis_opts_s {
     uint32_t backoff_max_ms;     /* cap of the doubling delay; default 5000 */
     lc_redis_state_cb on_state;  /* optional */
     void *state_data;
+    lc_redis_target_cb target;     /* optional: overrides the URL's host and port */
+    lc_redis_redirect_cb redirect; /* optional: MOVED / ASK replies */
+    void *cluster_data;            /* for target and redirect */
 } lc_redis_opts_t;
 
 /* Parses redis://[[user]:password@]host[:port][/db]; host may be [v6]. LC_EINPUT if bad. */
@@ -89,6 +100,10 @@ int lc_redis_new(uv_loop_t *loop, const lc_redis_opts_t *opts, lc_redis_t **out)
 void lc_redis_close(lc_redis_t *r, void (*cb)(void *data), void *data);
 
 bool lc_redis_is_up(const lc_redis_t *r);
+/* Drops the connection (commands in flight fail with LC_REDIS_ELOST) and
+ * connects again after the back-off: to opts.target's new answer. No-op
+ * unless connected or connecting. */
+void lc_redis_reconnect(lc_redis_t *r, const char *why);
 const char *lc_redis_name(const lc_redis_t *r);
 
 /* Sends one command given as argv (binary-safe; copied before this returns).

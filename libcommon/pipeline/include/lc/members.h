@@ -56,17 +56,18 @@ typedef void (*lc_members_change_cb)(lc_members_t *m, const lc_member_t *live, s
                                      void *data);
 
 typedef struct lc_members_opts_s {
-    const char *url;                /* required: redis://... */
-    const char *role;               /* required: the group */
-    const char *self_id;            /* join under this id (e.g. the pod name); NULL = watch only */
-    const char *self_addr;          /* how others reach this member (host:port); required to join */
-    const char *zone;               /* join: register self_id in this zone ("" = default);
-                                       NULL = no registry (e.g. scrapers) */
-    uint32_t heartbeat_ms;          /* default 1000 */
-    uint32_t ttl_ms;                /* gone when unseen this long; default 5000; > heartbeat_ms */
-    uint32_t refresh_ms;            /* list read interval; default heartbeat_ms */
-    uint32_t cmd_timeout_ms;        /* default 2000 */
-    const char *key_prefix;         /* default "ember:members:" */
+    const char *url;         /* required: redis://... */
+    const char *role;        /* required: the group */
+    const char *self_id;     /* join under this id (e.g. the pod name); NULL = watch only */
+    const char *self_addr;   /* how others reach this member (host:port); required to join */
+    const char *zone;        /* join: register self_id in this zone ("" = default);
+                                NULL = no registry (e.g. scrapers) */
+    uint32_t heartbeat_ms;   /* default 1000 */
+    uint32_t ttl_ms;         /* gone when unseen this long; default 5000; > heartbeat_ms */
+    uint32_t refresh_ms;     /* list read interval; default heartbeat_ms */
+    uint32_t cmd_timeout_ms; /* default 2000 */
+    const char *key_prefix;  /* default "ember:members:" */
+    bool cluster;            /* Redis Cluster: url lists seeds; the registry is {<key>}:registry */
     lc_members_change_cb on_change; /* optional */
     void *change_data;
     void (*on_state)(bool up, void *data); /* optional: the Redis link went up/down */

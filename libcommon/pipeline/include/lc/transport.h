@@ -52,6 +52,12 @@ typedef struct lc_transport_msg_s {
      * stream and acks it. */
     int reject_err;
     const char *reject_reason;
+    /* What the publisher attached for a consumer in its own process
+     * (lc_transport_publish_local): `direct` passes it, a transport that
+     * crosses a wire passes NULL. Read-only, valid during the consume call;
+     * it describes data, so the consumer may use it instead of decoding data
+     * again (the writer: the receiver's decoded, checked pprof). */
+    const void *local;
 } lc_transport_msg_t;
 
 /* Applies a batch; returns 0 when all are durable or set aside (reject_err),
@@ -94,6 +100,12 @@ typedef struct lc_transport_ops_s {
     /* Messages cross a wire: producers should publish lean entries
      * (lc/transport_entry.h), which every consumer decodes. */
     bool lean_entries;
+    /* Optional: publish with an in-process attachment (msg.local); NULL when
+     * the transport cannot carry one, and lc_transport_publish_local then
+     * publishes without it. */
+    int (*publish_local)(lc_transport_t *t, const uint8_t *msg, size_t len, uint32_t partition,
+                         const uint8_t *id, size_t id_len, const void *local,
+                         lc_transport_publish_cb cb, void *data);
 } lc_transport_ops_t;
 
 struct lc_transport_s {
@@ -107,6 +119,18 @@ static inline int lc_transport_publish(lc_transport_t *t, const uint8_t *msg, si
                                        lc_transport_publish_cb cb, void *data)
 {
     return t->ops->publish(t, msg, len, partition, id, id_len, cb, data);
+}
+/* As lc_transport_publish, and hands `local` to a consumer in the same
+ * process as lc_transport_msg_t.local; it must stay valid and unchanged until
+ * cb runs. Transports that cross a wire drop it (their consumers decode). */
+static inline int lc_transport_publish_local(lc_transport_t *t, const uint8_t *msg, size_t len,
+                                             uint32_t partition, const uint8_t *id, size_t id_len,
+                                             const void *local, lc_transport_publish_cb cb,
+                                             void *data)
+{
+    if (!t->ops->publish_local)
+        return t->ops->publish(t, msg, len, partition, id, id_len, cb, data);
+    return t->ops->publish_local(t, msg, len, partition, id, id_len, local, cb, data);
 }
 static inline void lc_transport_stats(lc_transport_t *t, lc_transport_stats_t *out)
 {
@@ -223,6 +247,21 @@ typedef struct lc_redis_transport_opts_s {
     void *state_data;
     const char *dead_prefix; /* consumers: dead letters; default "ember:dead:" (+ partition) */
     uint32_t dead_max_len;   /* consumers: entries per dead-letter stream, about; default 10000 */
+    /* Publishers: acknowledge a message only once WAIT says this many
+     * replicas have it (0, the default: the master's answer is enough). Fewer
+     * within wait_timeout_ms is an unknown outcome: retried with
+     * publish_retry_ms (the dedupe script finds the entry and WAITs again),
+     * else LC_REDIS_EDOWN at once. */
+    uint32_t wait_replicas;
+    uint32_t wait_timeout_ms; /* WAIT's own timeout; default cmd_timeout_ms / 2 */
+    /* Redis Cluster: url lists seed nodes ("redis://a:7000,redis://b:7001").
+     * Each partition gets its own publish link, consumer link and consumer
+     * thread, to the master owning its stream's slot (lc/redis_cluster.h);
+     * the claims record and the dead letters of partition p are
+     * ember:claimed:{<stream>}:<group>:<consumer> and <dead_prefix>{<stream>}
+     * (the stream's slot, for the scripts); consume and forget are called
+     * one at a time. docs/internals/redis.md, "Redis Cluster". */
+    bool cluster;
 } lc_redis_transport_opts_t;
 
 /* consume may be NULL (publish only). LC_EINPUT for bad opts (URL, no consumer_id). */
@@ -234,6 +273,7 @@ typedef struct lc_redis_transport_stats_s {
     bool up, consumer_up; /* publish link; consume link (false if not consuming) */
     uint64_t published, rejected_full, rejected_down, publish_failed;
     uint64_t publish_retries, publish_duplicates; /* scripts sent again; ids already there */
+    uint64_t wait_short; /* WAITs that found fewer replicas than wait_replicas */
     uint64_t consumed, consume_failed, claimed, dropped, trimmed, forgotten;
     uint64_t dead_letters;          /* set aside by consume, written to the dead-letter streams */
     uint64_t pending, lag, backlog; /* sums over the streams of their slowest group's */

@@ -18,7 +18,8 @@ typedef struct harness_s {
     int acks_ok, acks_err, last_err;
     int applied_at_ack; /* consumed count seen by the first ack */
     bool closed;
-    char seen[64]; /* first byte of every message, in order */
+    char seen[64];         /* first byte of every message, in order */
+    const void *local[64]; /* every message's local, in order */
     atomic_int n_seen;
 } harness_t;
 
@@ -29,8 +30,10 @@ static int consume(lc_transport_msg_t *msgs, size_t n, void *data)
         return atomic_load(&h->fail);
     for (size_t i = 0; i < n; i++) {
         int k = atomic_fetch_add(&h->n_seen, 1);
-        if (k < 64)
+        if (k < 64) {
             h->seen[k] = (char)msgs[i].data[0];
+            h->local[k] = msgs[i].local;
+        }
         bool reject = msgs[i].data[0] == 'X'; /* "unappliable" */
         msgs[i].reject_err = reject ? LC_EINPUT : 0;
         msgs[i].reject_reason = reject ? "test: unappliable" : NULL;
@@ -171,6 +174,31 @@ static void test_set_aside_message_fails_alone(void)
     LC_ASSERT_OK(uv_loop_close(&loop));
 }
 
+/* What a publisher attaches reaches the consumer with its message (the
+ * writer then skips decoding); a plain publish attaches nothing. */
+static void test_local_reaches_the_consumer(void)
+{
+    uv_loop_t loop;
+    uv_loop_init(&loop);
+    harness_t h = {0};
+    lc_transport_t *t;
+    LC_ASSERT_OK(lc_transport_direct_new(&loop, NULL, consume, &h, &t));
+    static const int decoded[2];
+    const uint8_t *id = (const uint8_t *)"id";
+    LC_ASSERT_OK(
+        lc_transport_publish_local(t, (const uint8_t *)"a", 1, 0, id, 2, &decoded[0], on_ack, &h));
+    LC_ASSERT_OK(lc_transport_publish(t, (const uint8_t *)"b", 1, 0, id, 2, on_ack, &h));
+    LC_ASSERT_OK(
+        lc_transport_publish_local(t, (const uint8_t *)"c", 1, 0, id, 2, &decoded[1], on_ack, &h));
+    lc_transport_close(t, on_closed, &h);
+    uv_run(&loop, UV_RUN_DEFAULT);
+    LC_ASSERT_EQ(h.acks_ok, 3);
+    LC_CHECK(h.local[0] == &decoded[0]);
+    LC_CHECK(h.local[1] == NULL);
+    LC_CHECK(h.local[2] == &decoded[1]);
+    LC_ASSERT_OK(uv_loop_close(&loop));
+}
+
 LC_TEST_MAIN(test_delivers_in_order_and_acks_after_apply, test_backlog_cap,
-             test_set_aside_message_fails_alone, test_consumer_failure_reaches_publisher,
-             test_publish_after_close_is_refused)
+             test_local_reaches_the_consumer, test_set_aside_message_fails_alone,
+             test_consumer_failure_reaches_publisher, test_publish_after_close_is_refused)
