@@ -296,7 +296,8 @@ class GoConnectClientTest(h.ServerTestCase):
         r = subprocess.run([go, "build", "-o", out, "."], cwd=os.path.join(h.HERE, "grpcclient"),
                            env=env, capture_output=True, text=True, timeout=1800)
         if r.returncode != 0:
-            if "proxy.golang.org" in r.stderr or "dial tcp" in r.stderr:
+            unreachable = "dial tcp" in r.stderr or "no such host" in r.stderr
+            if unreachable and not os.environ.get("CI"):
                 raise unittest.SkipTest(f"no Go module proxy: {r.stderr[-300:]}")
             raise AssertionError(f"go build grpcclient failed:\n{r.stderr[-3000:]}")
         return out
