@@ -536,6 +536,10 @@ class SingleView {
     const stepSec = Math.max(1, (r.until - r.from) / 1000 / 240);
     const fgP = this.api.flamegraph(type, selector, r.from, r.until, maxNodes, sig);
     const seriesP = this.api.series(type, selector, r.from, r.until, groupBy ? [groupBy] : [], stepSec, sig);
+    // Handled below (after the flame graph) or dropped when that fails; marked
+    // handled now, because a refusal that arrives before the flame graph's
+    // would otherwise be reported as an unhandled rejection.
+    seriesP.catch(() => {});
     const servicesP = this.api.labelValues('service_name', [`{__profile_type__="${type}"}`], r.from, r.until, sig).catch(() => []);
     const namesP = this.api.labelNames([`{__profile_type__="${type}"}`], r.from, r.until, sig).catch(() => []);
     let fg;
@@ -543,7 +547,6 @@ class SingleView {
       fg = await fgP;
     } catch (e) {
       if (e.name === 'AbortError') throw e;
-      seriesP.catch(() => {});
       if (e instanceof ApiError && e.status === 400) {
         showMessage(`The query ${joinQuery(type, selector)} was refused: ${e.message}`);
         this.clear();
