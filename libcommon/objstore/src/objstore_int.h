@@ -30,6 +30,8 @@ struct lc_objstore {
     char last_error[512];
 };
 
+/* objstore_util.c: shared by the front and both backends. */
+bool objstore_key_char_ok(char c); /* a character a key may hold */
 void objstore_sha256_hex(const void *data, size_t len, char hex[LC_SHA256_HEX]);
 void objstore_set_error(lc_objstore_t *s, const char *fmt, ...) LC_PRINTF(2, 3);
 /* Appends one key to a list, enforcing o.max_list_keys. */

@@ -51,9 +51,9 @@
 
 static const lc_transport_ops_t rt_ops;
 
-void lc_transport_redis_release(lc_transport_t *base)
+void lc_rt__release_one(lc_transport_t *base)
 {
-    if (!base || lc_rt__cluster_release(base) || base->ops != &rt_ops)
+    if (!base || base->ops != &rt_ops)
         return;
     rt_t *t = (rt_t *)base;
     if (!t->held)
@@ -75,10 +75,8 @@ static void rt_stats(lc_transport_t *base, lc_transport_stats_t *out)
     out->backlog_bytes = 0; /* Redis does not tell cheaply */
 }
 
-int lc_transport_redis_stats(lc_transport_t *base, lc_redis_transport_stats_t *out)
+int lc_rt__stats_one(lc_transport_t *base, lc_redis_transport_stats_t *out)
 {
-    if (base && lc_rt__cluster_stats(base, out) == 0)
-        return 0;
     if (!base || base->ops != &rt_ops)
         return LC_EINPUT;
     rt_t *t = (rt_t *)base;
@@ -287,14 +285,6 @@ static void rt_start_consumer(rt_t *t)
     uv_async_init(t->loop, &t->done_async, lc_rt__cons_on_done);
     t->retry_timer.data = t->done_async.data = t;
     t->rd = rt_link(t, "consumer", lc_rt__rd_on_state);
-}
-
-int lc_transport_redis_new(uv_loop_t *loop, const lc_redis_transport_opts_t *opts,
-                           lc_transport_consume_fn consume, void *data, lc_transport_t **out)
-{
-    if (opts && opts->cluster)
-        return lc_rt__cluster_new(loop, opts, consume, data, out);
-    return lc_rt__new(loop, opts, 0, NULL, consume, data, out);
 }
 
 int lc_rt__new(uv_loop_t *loop, const lc_redis_transport_opts_t *opts, uint32_t first,

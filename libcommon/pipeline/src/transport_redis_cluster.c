@@ -167,7 +167,7 @@ bool lc_rt__cluster_release(lc_transport_t *base)
         return false;
     rc_t *rc = (rc_t *)base;
     for (uint32_t i = 0; i < rc->n; i++)
-        lc_transport_redis_release(rc->shards[i].t);
+        lc_rt__release_one(rc->shards[i].t);
     return true;
 }
 
@@ -207,7 +207,7 @@ int lc_rt__cluster_stats(lc_transport_t *base, lc_redis_transport_stats_t *out)
     *out = (lc_redis_transport_stats_t){.up = true, .consumer_up = true};
     for (uint32_t i = 0; i < rc->n; i++) {
         lc_redis_transport_stats_t one;
-        if (lc_transport_redis_stats(rc->shards[i].t, &one) == 0)
+        if (lc_rt__stats_one(rc->shards[i].t, &one) == 0)
             stats_add(out, &one);
     }
     out->consumer_up &= rc->consume != NULL;

@@ -228,6 +228,11 @@ int lc_rt__new(uv_loop_t *loop, const lc_redis_transport_opts_t *opts, uint32_t 
                lc_redis_cluster_t *cluster, lc_transport_consume_fn consume, void *data,
                lc_transport_t **out);
 
+/* transport_redis.c: release (opts.hold_consume) and stats of one
+ * single-Redis transport; a no-op / LC_EINPUT for anything else. */
+void lc_rt__release_one(lc_transport_t *base);
+int lc_rt__stats_one(lc_transport_t *base, lc_redis_transport_stats_t *out);
+
 /* transport_redis_cluster.c: the transport over Redis Cluster (opts->cluster);
  * its release and stats (LC_EINPUT when base is not one). */
 int lc_rt__cluster_new(uv_loop_t *loop, const lc_redis_transport_opts_t *opts,
