@@ -39,3 +39,6 @@ target_compile_definitions(llhttp PUBLIC LLHTTP_STRICT_MODE=1)
 # symbol tables of profiled binaries.
 pkg_check_modules(LIBBPF REQUIRED IMPORTED_TARGET libbpf>=1.0)
 pkg_check_modules(LIBELF REQUIRED IMPORTED_TARGET libelf)
+# server-side symbols (issue 31): DWARF and debuginfod lookups
+pkg_check_modules(LIBDW REQUIRED IMPORTED_TARGET libdw)
+pkg_check_modules(DEBUGINFOD REQUIRED IMPORTED_TARGET libdebuginfod)

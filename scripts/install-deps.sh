@@ -27,6 +27,9 @@ PKGS=(
   # the eBPF agent: libbpf + libelf, bpftool (vmlinux.h, skeletons), llvm-strip;
   # linux-perf is the agent tests' independent oracle
   libbpf-dev libelf-dev bpftool llvm linux-perf
+  # server-side symbols (issue 31): libdw (DWARF), libdebuginfod, and Debian's
+  # debuginfod server and elfutils as the tests' independent parts
+  libdw-dev libdebuginfod-dev debuginfod elfutils
   # the web UI's browser tests and benchmark: headless Chromium driven by
   # playwright-core from npm (no browser download)
   chromium

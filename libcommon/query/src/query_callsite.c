@@ -26,7 +26,7 @@ static int match_location(lc_block_t *b, const lc_query_t *q, uint32_t loc, uint
         return 0; /* the virtual root: no frame */
     lc_store_location_t l;
     int rc = lc_block_location(b, loc, &l);
-    size_t n_frames = rc == 0 ? lc_block_frame_count(&l) : 0;
+    size_t n_frames = rc == 0 ? lc_block_frame_count(b, &l) : 0;
     for (size_t j = 0; rc == 0 && j < n_frames && *pos < q->n_call_site; j++) {
         char scratch[LC_FRAME_NAME_MAX];
         const char *name;

@@ -256,13 +256,15 @@ static int function_name(lc_block_t *b, lc_ftree_t *t, qm_frames_t *f, uint32_t 
     return rc;
 }
 
-/* The "module+0xoffset" frame of a location without lines (lc/frame_name.h). */
-static int address_name(lc_block_t *b, lc_ftree_t *t, const lc_store_location_t *l, uint32_t *name)
+/* Frame j of a location without lines: a function the symbolizer found, or
+ * "module+0xoffset" (lc/frame_name.h). */
+static int address_name(lc_block_t *b, lc_ftree_t *t, const lc_store_location_t *l, size_t j,
+                        uint32_t *name)
 {
     char scratch[LC_FRAME_NAME_MAX];
     const char *s;
     size_t len;
-    int rc = lc_block_frame_name(b, l, 0, scratch, &s, &len);
+    int rc = lc_block_frame_name(b, l, j, scratch, &s, &len);
     return rc ? rc : lc_ftree_name(t, s, len, name);
 }
 
@@ -276,14 +278,14 @@ static int location_frames(lc_block_t *b, lc_ftree_t *t, qm_frames_t *f, uint32_
         int rc = lc_block_location(b, loc, &l);
         if (rc)
             return rc;
-        size_t n_frames = lc_block_frame_count(&l);
+        size_t n_frames = lc_block_frame_count(b, &l);
         if (f->n_frames + n_frames >= UINT32_MAX)
             return LC_ETOOBIG;
         f->frames = lc_xgrow(f->frames, &f->frames_cap, f->n_frames + n_frames, sizeof(*f->frames));
         for (size_t j = 0; j < n_frames; j++) {
             uint32_t name;
             rc = l.n_lines ? function_name(b, t, f, l.lines[l.n_lines - 1 - j].function_id, &name)
-                           : address_name(b, t, &l, &name);
+                           : address_name(b, t, &l, j, &name);
             if (rc)
                 return rc;
             f->frames[f->n_frames + j] = name;

@@ -281,6 +281,7 @@ struct lc_store_s {
     uint64_t trash_seq;
     bool writing;                  /* a write batch is open */
     struct store_rollup_s *rollup; /* store_rollup.c; NULL: no rollups */
+    lc_symbolizer_t *symbolizer;   /* not owned; NULL: no server-side symbols */
 };
 
 /* store.c, for lc_store_open/lc_store_close (store_open.c): the registry of

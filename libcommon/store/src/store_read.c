@@ -20,12 +20,14 @@ struct lc_block_s {
     lc_arena_t *arena;               /* decoded locations; created on first use */
     lc_store_location_t **loc_cache; /* by location id; in the arena */
     store_unpack_t unpack;           /* compacted samples (store_compact.c) */
+    const lc_symbol_scope_t *scope;  /* the reader's; NULL: frames stay module+0xoffset */
 };
 
 struct lc_store_reader_s {
     lc_store_t *s;
     lc_block_t *blocks;
     size_t n;
+    lc_symbol_scope_t scope; /* lc_store_reader_symbolize */
 };
 
 /* ---------------------------------------------------------------- readers */
@@ -111,6 +113,20 @@ void lc_block_drop_cache(lc_block_t *b)
     lc_arena_free(b->arena);
     b->arena = NULL;
     b->loc_cache = NULL;
+}
+
+void lc_store_set_symbolizer(lc_store_t *s, lc_symbolizer_t *sym)
+{
+    s->symbolizer = sym;
+}
+
+void lc_store_reader_symbolize(lc_store_reader_t *r, const char *const *tenants, size_t n_tenants)
+{
+    if (!r->s->symbolizer)
+        return;
+    lc_symbol_scope_init(&r->scope, r->s->symbolizer, tenants, n_tenants);
+    for (size_t i = 0; i < r->n; i++)
+        r->blocks[i].scope = &r->scope;
 }
 
 size_t lc_store_reader_count(const lc_store_reader_t *r)
@@ -612,6 +628,37 @@ int lc_block_string(lc_block_t *b, uint32_t id, const char **s, size_t *len)
     return 0;
 }
 
+/* The mapping of a location without lines, as lc/frame_name.h reads it. */
+static int frame_mapping(lc_block_t *b, const lc_store_location_t *l, lc_frame_mapping_t *fm)
+{
+    lc_store_mapping_t sm;
+    int rc = lc_block_mapping(b, l->mapping_id, &sm);
+    if (!rc)
+        rc = lc_block_string(b, sm.filename, &fm->file, &fm->file_len);
+    if (!rc)
+        rc = lc_block_string(b, sm.build_id, &fm->build_id, &fm->build_id_len);
+    fm->memory_start = sm.memory_start;
+    fm->file_offset = sm.file_offset;
+    return rc;
+}
+
+/* The frames the reader's symbolizer finds for a location without lines
+ * (out->n = 0: none, or no symbolizer), in the block's arena. */
+static int location_symbols(lc_block_t *b, const lc_store_location_t *l, lc_symbols_t *out)
+{
+    out->n = 0;
+    if (!b->scope || l->mapping_id == 0)
+        return 0;
+    lc_frame_mapping_t fm;
+    int rc = frame_mapping(b, l, &fm);
+    if (rc || fm.build_id_len == 0)
+        return rc;
+    if (!b->arena)
+        b->arena = lc_arena_new(STORE_READER_ARENA_MAX);
+    return lc_symbolize(b->scope, fm.build_id, fm.build_id_len,
+                        lc_frame_file_offset(&fm, l->address), b->arena, out);
+}
+
 /* The name of a location without lines, from its mapping (if any). */
 static int address_frame_name(lc_block_t *b, const lc_store_location_t *l,
                               char scratch[LC_FRAME_NAME_MAX], size_t *len)
@@ -620,25 +667,33 @@ static int address_frame_name(lc_block_t *b, const lc_store_location_t *l,
         *len = lc_frame_address_name(NULL, l->address, scratch);
         return 0;
     }
-    lc_store_mapping_t sm;
     lc_frame_mapping_t fm;
-    int rc = lc_block_mapping(b, l->mapping_id, &sm);
-    if (!rc)
-        rc = lc_block_string(b, sm.filename, &fm.file, &fm.file_len);
-    if (!rc)
-        rc = lc_block_string(b, sm.build_id, &fm.build_id, &fm.build_id_len);
+    int rc = frame_mapping(b, l, &fm);
     if (rc)
         return rc;
-    fm.memory_start = sm.memory_start;
-    fm.file_offset = sm.file_offset;
     *len = lc_frame_address_name(&fm, l->address, scratch);
     return 0;
+}
+
+size_t lc_block_frame_count(lc_block_t *b, const lc_store_location_t *l)
+{
+    if (l->n_lines)
+        return l->n_lines;
+    lc_symbols_t sy;
+    return location_symbols(b, l, &sy) == 0 && sy.n ? sy.n : 1;
 }
 
 int lc_block_frame_name(lc_block_t *b, const lc_store_location_t *l, size_t j,
                         char scratch[LC_FRAME_NAME_MAX], const char **s, size_t *len)
 {
     if (l->n_lines == 0) {
+        lc_symbols_t sy;
+        int rc = location_symbols(b, l, &sy);
+        if (rc == 0 && j < sy.n) {
+            *s = sy.frames[sy.n - 1 - j].function;
+            *len = strlen(*s);
+            return 0;
+        }
         *s = scratch;
         return address_frame_name(b, l, scratch, len);
     }

@@ -263,7 +263,7 @@ static int rb_location(rb_t *rb, lc_block_t *b, uint32_t loc, const uint32_t **f
         int rc = lc_block_location(b, loc, &l);
         if (rc)
             return rc;
-        size_t n_frames = lc_block_frame_count(&l);
+        size_t n_frames = lc_block_frame_count(b, &l);
         rb->frames =
             lc_xgrow(rb->frames, &rb->frames_cap, rb->n_frames + n_frames, sizeof(*rb->frames));
         for (size_t j = 0; j < n_frames; j++) {

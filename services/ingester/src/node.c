@@ -29,6 +29,7 @@
 #include "lc/log.h"
 #include "lc/members.h"
 #include "lc/store.h"
+#include "symbols_int.h"
 
 #define RETENTION_INTERVAL_MS (60 * 1000)
 #define SUMMARY_INTERVAL_MS 2000
@@ -43,9 +44,10 @@ typedef struct ing_node_s {
     ing_writer_t *writer;
     lc_transport_t *transport;
     ing_t *receivers;
-    bool announce;         /* ember-ingester with --redis.url */
-    lc_members_t *members; /* joined as "ingester" */
-    bool registered;       /* seen live (so registered): consuming */
+    ing_symbols_t *symbols; /* debug files, symbolizer, upload APIs */
+    bool announce;          /* ember-ingester with --redis.url */
+    lc_members_t *members;  /* joined as "ingester" */
+    bool registered;        /* seen live (so registered): consuming */
     char *advertise;
     char consumer_id[EMBER_CONSUMER_ID_MAX];
     char group[32 + EMBER_ZONE_MAX];
@@ -355,6 +357,8 @@ static int ing_node_start(lc_proc_t *p, const void *settings, void **state)
     if (!rc)
         rc = start_receivers(n);
     if (!rc)
+        rc = ing_symbols_start(n->s, p->httpd, n->store, &n->symbols);
+    if (!rc)
         rc = start_retention(n);
     if (!rc)
         rc = start_summaries(n);
@@ -464,6 +468,7 @@ static void ing_node_free(void *state)
     ing_free(n->receivers);
     ing_writer_free(n->writer);
     lc_store_close(n->store);
+    ing_symbols_free(n->symbols); /* after the store: no query reads it any more */
     lc_free(n->advertise);
     lc_free(n);
 }

@@ -81,6 +81,11 @@ typedef struct ember_settings_s {
     char *auth_tokens_file; /* credentials bound to tenants; "" = none */
     int64_t rate_bytes, rate_burst_bytes, rate_profiles, rate_burst_profiles;
     int64_t max_series_per_tenant;
+    /* debug files and server-side symbols (issue 31) */
+    int64_t debuginfo_max_file_bytes, debuginfo_max_tenant_bytes, debuginfo_max_inflated_bytes;
+    char *debuginfod_urls; /* "" = $DEBUGINFOD_URLS, "none" = no server */
+    int64_t symbolizer_cache_bytes;
+    int64_t debuginfod_timeout_ns, symbolizer_wait_ns, symbolizer_negative_ttl_ns;
     /* querier */
     int64_t max_query_length_ns;
     int64_t max_query_lookback_ns;

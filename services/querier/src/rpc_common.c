@@ -45,6 +45,8 @@ int qry_call_begin_back(qry_call_t *c, qry_t *q, lc_http_req_t *req, int64_t sta
         c->reader = NULL;
         return qry_fail(st, rc, "opening the store");
     }
+    /* frames stored without lines get names from the tenants' debug files */
+    lc_store_reader_symbolize(c->reader, c->tenants, c->n_tenants);
     return 0;
 }
 

@@ -34,6 +34,7 @@
 #include "lc/frame_name.h"
 #include "lc/labels.h"
 #include "lc/pprof.h"
+#include "lc/symbolizer.h"
 
 typedef struct lc_store_s lc_store_t;
 
@@ -144,6 +145,14 @@ size_t lc_store_reader_count(const lc_store_reader_t *r);
  * the block stays readable (it decodes again on demand). */
 void lc_block_drop_cache(lc_block_t *b);
 lc_block_t *lc_store_reader_block(lc_store_reader_t *r, size_t i);
+/* Server-side symbols (issue 31): the store's symbolizer (not owned; NULL =
+ * none) names the frames stored without lines for readers that ask with
+ * lc_store_reader_symbolize: a query's, with its tenants, whose uploaded debug
+ * files it may use. Readers that do not ask (rollups, built for every tenant
+ * in the background) keep module+0xoffset. Set before queries run. */
+void lc_store_set_symbolizer(lc_store_t *s, lc_symbolizer_t *sym);
+/* tenants must outlive the reader. */
+void lc_store_reader_symbolize(lc_store_reader_t *r, const char *const *tenants, size_t n_tenants);
 
 typedef struct lc_block_info_s {
     int64_t start_ns, end_ns;         /* the block's time partition */
@@ -318,13 +327,12 @@ int lc_block_string(lc_block_t *b, uint32_t id, const char **s, size_t *len) LC_
 
 /* A location's frames, root side first: one per line (lines[n_lines-1]
  * first, each its function's name), or, for a location without lines (not
- * symbolized), the one name lc_frame_address_name gives ("libc.so.6+0x1f2e0",
+ * symbolized), the frames the reader's symbolizer finds for its mapping's
+ * build id and offset (lc_store_reader_symbolize, lc/symbolizer.h), else the
+ * one name lc_frame_address_name gives ("libc.so.6+0x1f2e0",
  * lc/frame_name.h). Every query path names frames through this, so block
  * folds, rollups and call sites agree. */
-static inline size_t lc_block_frame_count(const lc_store_location_t *l)
-{
-    return l->n_lines ? l->n_lines : 1;
-}
+size_t lc_block_frame_count(lc_block_t *b, const lc_store_location_t *l);
 /* Frame j (< lc_block_frame_count) of l: *s points into the block or into
  * scratch, valid until the block's cache is dropped or scratch reused. */
 int lc_block_frame_name(lc_block_t *b, const lc_store_location_t *l, size_t j,

@@ -1,0 +1,81 @@
+/*
+ * symbols.c — symbols_int.h: the debug-file store and the symbolizer of an
+ * ingester node, from its settings.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lc/log.h"
+#include "symbols_int.h"
+
+#define NS_PER_MS 1000000LL
+/* Answers (build id, offset) kept in memory. */
+#define SYMBOLIZER_MAX_ANSWERS 1000000
+
+/* --symbolizer.debuginfod-urls, else $DEBUGINFOD_URLS; "none" turns both off. */
+static const char *debuginfod_urls(const ember_settings_t *s)
+{
+    const char *urls =
+        s->debuginfod_urls && *s->debuginfod_urls ? s->debuginfod_urls : getenv("DEBUGINFOD_URLS");
+    if (!urls || strcmp(urls, "none") == 0)
+        return "";
+    return urls;
+}
+
+static int open_files(const ember_settings_t *s, ing_symbols_t *y)
+{
+    char dir[LC_DEBUGINFO_PATH_MAX];
+    snprintf(dir, sizeof(dir), "%s/debuginfo", s->data_dir);
+    lc_debuginfo_limits_t lim = {
+        .max_file_bytes = (uint64_t)s->debuginfo_max_file_bytes,
+        .max_tenant_bytes = (uint64_t)s->debuginfo_max_tenant_bytes,
+        .max_inflated_bytes = (uint64_t)s->debuginfo_max_inflated_bytes,
+    };
+    return lc_debuginfo_open(dir, &lim, &y->files);
+}
+
+static int open_symbolizer(const ember_settings_t *s, ing_symbols_t *y)
+{
+    char cache[LC_DEBUGINFO_PATH_MAX];
+    snprintf(cache, sizeof(cache), "%s/debuginfod-cache", s->data_dir);
+    lc_symbolizer_opts_t o = {
+        .files = y->files,
+        .debuginfod_urls = debuginfod_urls(s),
+        .cache_dir = cache,
+        .cache_max_bytes = (uint64_t)s->symbolizer_cache_bytes,
+        .fetch_timeout_ms = (uint64_t)(s->debuginfod_timeout_ns / NS_PER_MS),
+        .wait_ms = (uint64_t)(s->symbolizer_wait_ns / NS_PER_MS),
+        .negative_ttl_ms = (uint64_t)(s->symbolizer_negative_ttl_ns / NS_PER_MS),
+        .max_cached_addresses = SYMBOLIZER_MAX_ANSWERS,
+    };
+    int rc = lc_symbolizer_new(&o, &y->sym);
+    if (rc == 0)
+        LC_LOG_INFO("symbolizer debuginfod=\"%s\" cache=%s", o.debuginfod_urls, cache);
+    return rc;
+}
+
+int ing_symbols_start(const ember_settings_t *s, lc_httpd_t *srv, lc_store_t *store,
+                      ing_symbols_t **out)
+{
+    ing_symbols_t *y = lc_xcalloc(1, sizeof(*y));
+    y->multitenancy = s->multitenancy;
+    *out = y;
+    int rc = open_files(s, y);
+    if (!rc)
+        rc = open_symbolizer(s, y);
+    if (!rc)
+        rc = ing_debuginfo_routes(y, srv);
+    if (!rc)
+        lc_store_set_symbolizer(store, y->sym);
+    return rc;
+}
+
+void ing_symbols_free(ing_symbols_t *y)
+{
+    if (!y)
+        return;
+    lc_symbolizer_free(y->sym);
+    lc_debuginfo_close(y->files);
+    lc_free(y);
+}

@@ -1,0 +1,44 @@
+/*
+ * symbols_int.h — the ingester's debug files and server-side symbols
+ * (issue 31): symbols.c opens the debug-file store (<data.dir>/debuginfo),
+ * the symbolizer (debuginfod downloads in <data.dir>/debuginfod-cache) and
+ * hands the symbolizer to the store, so every query reading this store names
+ * frames stored without lines; debuginfo_api.c and debuginfo_upload.c serve
+ * the upload APIs of Pyroscope and Parca on the node's HTTP server.
+ *
+ * Ownership: ing_symbols_t owns the store of debug files and the symbolizer;
+ * free it after the block store is closed (no query runs any more).
+ * Threading: start and free on the loop thread; the handlers on the pool.
+ */
+#ifndef ING_SYMBOLS_INT_H
+#define ING_SYMBOLS_INT_H
+
+#include "ember_process.h"
+#include "lc/debuginfo.h"
+#include "lc/httpd.h"
+#include "lc/store.h"
+#include "lc/symbolizer.h"
+
+typedef struct ing_symbols_s {
+    lc_debuginfo_t *files;
+    lc_symbolizer_t *sym;
+    bool multitenancy;
+} ing_symbols_t;
+
+int ing_symbols_start(const ember_settings_t *s, lc_httpd_t *srv, lc_store_t *store,
+                      ing_symbols_t **out) LC_MUST_CHECK;
+void ing_symbols_free(ing_symbols_t *y);
+
+/* debuginfo_api.c: registers both services' routes. */
+int ing_debuginfo_routes(ing_symbols_t *y, lc_httpd_t *srv) LC_MUST_CHECK;
+
+/* debuginfo_upload.c: the uploads' bodies. */
+#define ING_PARCA_DEBUGINFO "/parca.debuginfo.v1alpha1.DebuginfoService/"
+#define ING_PYROSCOPE_DEBUGINFO "/debuginfo.v1alpha1.DebuginfoService/"
+/* Parca's Upload: a client stream (an UploadInfo, then chunk_data frames),
+ * which httpd hands over whole once the stream ends. */
+lc_http_result_t ing_parca_upload_work(lc_http_req_t *req, void *data);
+/* Pyroscope's Upload: POST of the file's bytes to .../Upload/<gnu_build_id>. */
+lc_http_result_t ing_pyroscope_upload_work(lc_http_req_t *req, void *data);
+
+#endif

@@ -1,0 +1,362 @@
+"""Symbols on the server (issue 31): frames stored without lines get names at
+query time from debug files a debuginfod server has or a client uploaded.
+
+A C program is compiled here with debug information, its debug file split
+off (`objcopy --only-keep-debug`) and the binary stripped. A pprof (python
+protobuf, not ember) samples addresses in the program's mapping without any
+function or line, plus one frame in a mapping whose build id nobody has.
+The expected names come from binutils, independently of libdw:
+`addr2line -f -i` on the unstripped binary, innermost first. Then:
+  - Debian's `debuginfod` serves the debug file: the flame graph has the
+    program's functions (inlined ones too), stack by stack, and the unknown
+    module stays module+0xoffset;
+  - debuginfod down (nothing listens): module+0xoffset, and the query answers;
+  - no debuginfod, the debug file uploaded through Pyroscope's API
+    (ShouldInitiateUpload, POST .../Upload/<id>, UploadFinished, List,
+    Delete) and through Parca's over gRPC on HTTP/2 (ShouldInitiateUpload,
+    InitiateUpload, the Upload client stream, MarkUploadFinished): names;
+    deleted: module+0xoffset again;
+  - bad uploads (another build id, a truncated ELF, a decompression bomb, not
+    ELF at all) are refused and nothing is stored."""
+import collections
+import os
+import re
+import struct
+import subprocess
+import time
+import unittest
+
+import debuginfod_util
+import h2client
+import harness as h
+
+CPU = "process_cpu:cpu:nanoseconds:cpu:nanoseconds"
+PERIOD = 10_000_000
+BASE = 0x555555554000
+UNKNOWN_BUILD_ID = "c0ffee0123456789"
+PYRO = "/debuginfo.v1alpha1.DebuginfoService"
+PARCA = "/parca.debuginfo.v1alpha1.DebuginfoService"
+
+PROGRAM = r"""
+#include <stdio.h>
+static volatile unsigned long sink;
+static inline __attribute__((always_inline)) void mix(unsigned long i) { sink ^= i * 2654435761u; sink += i >> 3; }
+__attribute__((noinline)) void burn_a(unsigned long n) { for (unsigned long i = 0; i < n; i++) sink += i * i; }
+__attribute__((noinline)) void burn_b(unsigned long n) { for (unsigned long i = 0; i < n; i++) mix(i); }
+int main(int argc, char **argv) { (void)argv; burn_a(1000u * argc); burn_b(1000u * argc); printf("%lu\n", sink); return 0; }
+"""
+
+
+def run(*cmd, **kw):
+    return subprocess.run(cmd, check=True, capture_output=True, text=True, **kw).stdout
+
+
+class Program:
+    """The test program, its debug file, and binutils' answers about it."""
+
+    def __init__(self):
+        d = h.temp_dir("ember-symbols-prog-")
+        src = os.path.join(d, "burner.c")
+        with open(src, "w") as f:
+            f.write(PROGRAM)
+        self.full = os.path.join(d, "burner")
+        run("gcc", "-g", "-O2", "-Wl,--build-id", "-o", self.full, src)
+        self.debug_dir = os.path.join(d, "debug")
+        os.makedirs(self.debug_dir)
+        self.debug = os.path.join(self.debug_dir, "burner.debug")
+        run("objcopy", "--only-keep-debug", self.full, self.debug)
+        self.stripped = os.path.join(d, "burner.stripped")
+        run("strip", "-o", self.stripped, self.full)
+        self.build_id = re.search(r"Build ID: ([0-9a-f]+)", run("readelf", "-n", self.full)).group(1)
+        self.loads = [(int(m[0], 16), int(m[1], 16), int(m[2], 16)) for m in re.findall(
+            r"LOAD\s+(0x[0-9a-f]+)\s+(0x[0-9a-f]+)\s+0x[0-9a-f]+\s+(0x[0-9a-f]+)",
+            run("readelf", "-lW", self.full))]     # (offset, vaddr, filesz)
+        self.symbols = {}
+        for line in run("nm", "-S", "--defined-only", self.full).splitlines():
+            parts = line.split()
+            if len(parts) == 4 and parts[2] in "Tt":
+                self.symbols[parts[3]] = (int(parts[0], 16), int(parts[1], 16))
+
+    def file_offset(self, vaddr):
+        for off, va, size in self.loads:
+            if va <= vaddr < va + size:
+                return vaddr - va + off
+        raise AssertionError(f"0x{vaddr:x} in no PT_LOAD")
+
+    def addr2line(self, vaddr):
+        """Function names at vaddr, innermost first (binutils)."""
+        out = run("addr2line", "-f", "-i", "-e", self.full, f"0x{vaddr:x}").splitlines()
+        return out[0::2]
+
+    def inlined_address(self):
+        """An address in burn_b where binutils sees mix() inlined."""
+        start, size = self.symbols["burn_b"]
+        for a in range(start, start + size):
+            if len(self.addr2line(a)) > 1:
+                return a
+        return start
+
+
+def build_profile(prog, now_ns):
+    """(pprof bytes, {root-first frames: cpu}, the unknown module's name)."""
+    pb = h.pb().profile
+    p = pb.Profile()
+    strings = [""]
+
+    def s(v):
+        if v not in strings:
+            strings.append(v)
+        return strings.index(v)
+
+    p.sample_type.add(type=s("cpu"), unit=s("nanoseconds"))
+    p.period_type.type, p.period_type.unit, p.period = s("cpu"), s("nanoseconds"), PERIOD
+    p.time_nanos, p.duration_nanos = now_ns, 10_000_000_000
+    p.mapping.add(id=1, memory_start=BASE, memory_limit=BASE + 0x100000, file_offset=0,
+                  filename=s("/opt/burner/burner"), build_id=s(prog.build_id))
+    p.mapping.add(id=2, memory_start=0x7F0000000000, memory_limit=0x7F0000100000, file_offset=0,
+                  filename=s("/usr/lib/libmystery.so"), build_id=s(UNKNOWN_BUILD_ID))
+    vaddrs = {"main": prog.symbols["main"][0] + 4, "burn_a": prog.symbols["burn_a"][0] + 4,
+              "burn_b": prog.inlined_address()}
+    frames = {}
+    for i, (name, va) in enumerate(vaddrs.items(), 1):
+        p.location.add(id=i, mapping_id=1, address=BASE + prog.file_offset(va))
+        frames[i] = list(reversed(prog.addr2line(va)))      # root side first
+    p.location.add(id=4, mapping_id=2, address=0x7F0000001234)
+    frames[4] = ["libmystery.so+0x1234"]
+    stacks = [([2, 1], 30), ([3, 1], 10), ([4, 1], 5)]      # leaf first
+    want = collections.Counter()
+    for ids, n in stacks:
+        p.sample.add(location_id=ids, value=[n * PERIOD])
+        want[tuple(f for lid in reversed(ids) for f in frames[lid])] += n * PERIOD
+    p.string_table.extend(strings)
+    return p.SerializeToString(), want
+
+
+def unsymbolized(want, prog):
+    """The stacks as they show with no debug file: module+offset frames."""
+    out = collections.Counter()
+    names = {}
+    for name in ("main", "burn_a"):
+        names[name] = f"burner+0x{prog.file_offset(prog.symbols[name][0] + 4):x}"
+    names["burn_b"] = f"burner+0x{prog.file_offset(prog.inlined_address()):x}"
+    for stack, v in want.items():
+        out[tuple(f for f in stack if f != "mix")] += v
+    return collections.Counter({tuple(names.get(f, f) for f in k): v for k, v in out.items()})
+
+
+class SymbolsCase(h.ServerTestCase):
+    """One ember; the program's profile pushed once."""
+    extra_args = ()
+
+    @classmethod
+    def setUpClass(cls):
+        cls.prog = Program()
+        cls.setUpDebuginfod()
+        cls.server_args = tuple(cls.extra_args) + cls.symbol_args()
+        super().setUpClass()
+        now_ns = time.time_ns() - 60_000_000_000
+        cls.raw, cls.want = build_profile(cls.prog, now_ns)
+        cls.window = (now_ns // 1_000_000 - 60_000, now_ns // 1_000_000 + 60_000)
+        r = cls.srv.push([({"__name__": "process_cpu", "service_name": "burner"}, [cls.raw])])
+        assert r.status == 200, r.describe()
+        cls.total = sum(cls.want.values())
+
+    @classmethod
+    def setUpDebuginfod(cls):
+        pass
+
+    @classmethod
+    def symbol_args(cls):
+        return ("--symbolizer.debuginfod-urls=none",)
+
+    def stacks(self, headers=None):
+        req = h.pb().querier.SelectMergeStacktracesRequest(
+            profile_typeID=CPU, label_selector='{service_name="burner"}',
+            start=self.window[0], end=self.window[1])
+        fg = self.srv.call(f"{h.QUERIER}/SelectMergeStacktraces", req, headers=headers).msg.flamegraph
+        self.assertEqual(fg.total, self.total)
+        return h.flamegraph_stacks(list(fg.names), [list(l.values) for l in fg.levels])
+
+    def test_binutils_oracle_sees_the_functions(self):
+        names = {f for st in self.want for f in st}
+        self.assertTrue({"main", "burn_a", "burn_b"} <= names, names)
+
+
+class DebuginfodTest(SymbolsCase):
+    @classmethod
+    def setUpDebuginfod(cls):
+        cls.dfd = debuginfod_util.Debuginfod(cls.prog.debug_dir)
+        cls.dfd.wait_serving(cls.prog.build_id)
+
+    @classmethod
+    def symbol_args(cls):
+        return (f"--symbolizer.debuginfod-urls={cls.dfd.url}", "--symbolizer.query-wait=60s")
+
+    @classmethod
+    def tearDownClass(cls):
+        super().tearDownClass()
+        cls.dfd.stop()
+
+    def test_flamegraph_names_the_stripped_programs_frames(self):
+        self.assertEqual(self.stacks(), self.want)
+
+    def test_inlined_function_is_its_own_frame(self):
+        inlined = [st for st in self.want if "burn_b" in st]
+        self.assertTrue(inlined)
+        if "mix" not in inlined[0]:
+            self.skipTest("gcc inlined nothing binutils can see here")
+        self.assertIn(inlined[0], self.stacks())
+
+    def test_download_kept_in_the_cache(self):
+        self.stacks()
+        cache = os.path.join(self.srv.data_dir, "debuginfod-cache", self.prog.build_id, "debuginfo")
+        self.assertTrue(os.path.exists(cache), os.listdir(os.path.dirname(os.path.dirname(cache))))
+
+
+class DebuginfodDownTest(SymbolsCase):
+    @classmethod
+    def symbol_args(cls):
+        return (f"--symbolizer.debuginfod-urls=http://127.0.0.1:{h.free_port()}",)
+
+    def test_frames_stay_module_plus_offset(self):
+        self.assertEqual(self.stacks(), unsymbolized(self.want, self.prog))
+        # asked again: the failure is remembered, the answer the same
+        self.assertEqual(self.stacks(), unsymbolized(self.want, self.prog))
+
+
+def grpc_frames(*messages):
+    return b"".join(b"\x00" + struct.pack(">I", len(m)) + m for m in messages)
+
+
+class UploadTest(SymbolsCase):
+    extra_args = ("--debuginfo.max-inflated-bytes=16MiB",)
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        cls.dpb = h.compile_protos("debuginfo/v1alpha1/debuginfo.proto",
+                                   "parca/debuginfo/v1alpha1/debuginfo.proto")
+        with open(cls.prog.debug, "rb") as f:
+            cls.debug_bytes = f.read()
+
+    def pyro(self, method, msg, resp_cls, check=True):
+        r = self.srv.request("POST", f"{PYRO}/{method}", msg.SerializeToString(),
+                             {"Content-Type": "application/proto", "Connect-Protocol-Version": "1"})
+        if check:
+            self.assertEqual(r.status, 200, r.describe())
+            return resp_cls.FromString(r.body)
+        return r
+
+    def listed(self):
+        m = self.dpb["debuginfo.v1alpha1"]
+        resp = self.pyro("ListDebuginfo", m.ListDebuginfoRequest(), m.ListDebuginfoResponse)
+        return {o.file.gnu_build_id: o.size_bytes for o in resp.object}
+
+    def should_upload(self, build_id):
+        m = self.dpb["debuginfo.v1alpha1"]
+        req = m.ShouldInitiateUploadRequest(file=m.FileMetadata(gnu_build_id=build_id))
+        return self.pyro("ShouldInitiateUpload", req, m.ShouldInitiateUploadResponse)
+
+    def delete(self, build_id):
+        m = self.dpb["debuginfo.v1alpha1"]
+        self.pyro("DeleteDebuginfo", m.DeleteDebuginfoRequest(gnu_build_id=build_id),
+                  m.DeleteDebuginfoResponse)
+
+    def pyro_upload(self, build_id, body):
+        return self.srv.request("POST", f"{PYRO}/Upload/{build_id}", body,
+                                {"Content-Type": "application/octet-stream"})
+
+    def grpc(self, client, method, msg_bytes):
+        r = client.request("POST", f"{PARCA}/{method}",
+                           [("content-type", "application/grpc"), ("te", "trailers")], msg_bytes)
+        status = r.trailers.get("grpc-status", r.header("grpc-status"))
+        return r, status
+
+    def test_1_pyroscope_upload_names_frames_then_delete_unnames_them(self):
+        bid = self.prog.build_id
+        self.assertEqual(self.stacks(), unsymbolized(self.want, self.prog))
+        self.assertTrue(self.should_upload(bid).should_initiate_upload)
+        r = self.pyro_upload(bid, self.debug_bytes)
+        self.assertEqual(r.status, 200, r.describe())
+        m = self.dpb["debuginfo.v1alpha1"]
+        self.pyro("UploadFinished", m.UploadFinishedRequest(gnu_build_id=bid), m.UploadFinishedResponse)
+        self.assertFalse(self.should_upload(bid).should_initiate_upload)
+        self.assertEqual(self.listed(), {bid: len(self.debug_bytes)})
+        self.assertEqual(self.stacks(), self.want)
+        self.delete(bid)
+        self.assertEqual(self.listed(), {})
+        self.assertEqual(self.stacks(), unsymbolized(self.want, self.prog))
+
+    def test_2_parca_grpc_upload_names_frames(self):
+        bid = self.prog.build_id
+        p = self.dpb["parca.debuginfo.v1alpha1"]
+        c = h2client.H2Client(self.srv.port)
+        try:
+            r, st = self.grpc(c, "ShouldInitiateUpload", grpc_frames(
+                p.ShouldInitiateUploadRequest(build_id=bid).SerializeToString()))
+            self.assertEqual(st, "0", r)
+            self.assertTrue(p.ShouldInitiateUploadResponse.FromString(bytes(r.body[5:])).should_initiate_upload)
+            r, st = self.grpc(c, "InitiateUpload", grpc_frames(
+                p.InitiateUploadRequest(build_id=bid, size=len(self.debug_bytes)).SerializeToString()))
+            self.assertEqual(st, "0", r)
+            ins = p.InitiateUploadResponse.FromString(bytes(r.body[5:])).upload_instructions
+            self.assertEqual(ins.upload_strategy, p.UploadInstructions.UPLOAD_STRATEGY_GRPC)
+            chunks = [p.UploadRequest(info=p.UploadInfo(build_id=bid, upload_id=ins.upload_id))]
+            for i in range(0, len(self.debug_bytes), 64 << 10):
+                chunks.append(p.UploadRequest(chunk_data=self.debug_bytes[i:i + (64 << 10)]))
+            r, st = self.grpc(c, "Upload", grpc_frames(*(m.SerializeToString() for m in chunks)))
+            self.assertEqual(st, "0", r)
+            self.assertEqual(p.UploadResponse.FromString(bytes(r.body[5:])).size, len(self.debug_bytes))
+            r, st = self.grpc(c, "MarkUploadFinished", grpc_frames(
+                p.MarkUploadFinishedRequest(build_id=bid, upload_id=ins.upload_id).SerializeToString()))
+            self.assertEqual(st, "0", r)
+        finally:
+            c.close()
+        self.assertEqual(self.stacks(), self.want)
+        self.delete(bid)
+
+    def assertRefused(self, r, statuses=(400,)):
+        self.assertIn(r.status, statuses, r.describe())
+        self.assertEqual(self.listed(), {})
+        debuginfo = os.path.join(self.srv.data_dir, "debuginfo")
+        leftovers = [f for _, _, fs in os.walk(debuginfo) for f in fs]
+        self.assertEqual(leftovers, [])
+
+    def test_3_wrong_build_id_refused(self):
+        self.assertRefused(self.pyro_upload("ab" * 20, self.debug_bytes))
+
+    def test_3_truncated_elf_refused(self):
+        self.assertRefused(self.pyro_upload(self.prog.build_id, self.debug_bytes[:len(self.debug_bytes) // 2]))
+
+    def test_3_not_elf_refused(self):
+        self.assertRefused(self.pyro_upload(self.prog.build_id, b"hello, not an ELF file" * 100))
+
+    def test_3_decompression_bomb_refused(self):
+        d = h.temp_dir("ember-bomb-")
+        zeros = os.path.join(d, "zeros")
+        with open(zeros, "wb") as f:
+            f.truncate(64 << 20)
+        bomb = os.path.join(d, "bomb")
+        run("objcopy", "--add-section", f".debug_bomb={zeros}", "--set-section-flags",
+            ".debug_bomb=readonly,debug", self.prog.debug, bomb)
+        run("objcopy", "--compress-debug-sections=zlib", bomb)
+        with open(bomb, "rb") as f:
+            body = f.read()
+        self.assertLess(len(body), 16 << 20)       # small on the wire, 64 MiB inflated
+        self.assertRefused(self.pyro_upload(self.prog.build_id, body), (413,))
+
+    def test_3_parca_upload_of_another_build_id_refused(self):
+        p = self.dpb["parca.debuginfo.v1alpha1"]
+        c = h2client.H2Client(self.srv.port)
+        try:
+            r, st = self.grpc(c, "Upload", grpc_frames(
+                p.UploadRequest(info=p.UploadInfo(build_id="ab" * 20)).SerializeToString(),
+                p.UploadRequest(chunk_data=self.debug_bytes).SerializeToString()))
+        finally:
+            c.close()
+        self.assertEqual(st, "3", r)       # INVALID_ARGUMENT
+        self.assertEqual(self.listed(), {})
+
+
+if __name__ == "__main__":
+    unittest.main()
