@@ -184,7 +184,7 @@ int lc_debuginfo_delete(lc_debuginfo_t *d, const char *tenant, const char *build
     return 0;
 }
 
-static int write_all(int fd, const uint8_t *p, size_t len)
+static int write_fully(int fd, const uint8_t *p, size_t len)
 {
     while (len) {
         ssize_t n = write(fd, p, len);
@@ -207,7 +207,7 @@ static int write_file_atomically(const char *path, const uint8_t *data, size_t l
     if (fd < 0)
         return lc_status_set(st, LC_CODE_INTERNAL, "cannot write the debug file: %s",
                              strerror(errno));
-    int rc = write_all(fd, data, len);
+    int rc = write_fully(fd, data, len);
     if (rc == 0)
         rc = fsync(fd);
     int e = errno;

@@ -178,7 +178,7 @@ static bool lookup(symfetch_t *f, debuginfod_client *c, const char *build_id,
     return true;
 }
 
-static void finish(symfetch_t *f, size_t idx, bool ok, const char *path)
+static void lookup_done(symfetch_t *f, size_t idx, bool ok, const char *path)
 {
     fetch_entry_t *e = &f->entries[idx];
     f->fetches++;
@@ -215,7 +215,7 @@ static void *worker(void *arg)
         if (ok)
             cache_trim(f);
         pthread_mutex_lock(&f->lock);
-        finish(f, idx, ok && access(path, R_OK) == 0, path);
+        lookup_done(f, idx, ok && access(path, R_OK) == 0, path);
     }
     pthread_mutex_unlock(&f->lock);
     if (c)

@@ -24,13 +24,8 @@
 #include "parca/debuginfo/v1alpha1/debuginfo.pb-c.h"
 #include "symbols_int.h"
 
-typedef struct upload_s {
-    const char *build_id; /* from the UploadInfo */
-    lc_buf_t file;
-} upload_t;
-
 /* One message of the stream into u. */
-static int upload_message(const uint8_t *msg, size_t len, lc_arena_t *a, upload_t *u,
+static int upload_message(const uint8_t *msg, size_t len, lc_arena_t *a, ing_upload_t *u,
                           lc_status_t *st)
 {
     ProtobufCAllocator alloc;
@@ -58,11 +53,9 @@ static int upload_message(const uint8_t *msg, size_t len, lc_arena_t *a, upload_
     return 0;
 }
 
-/* The stream's frames, in order. */
-static int upload_frames(lc_http_req_t *req, lc_grpc_kind_t kind, const uint8_t *body, size_t len,
-                         upload_t *u, lc_status_t *st)
+int ing_parca_upload_decode(lc_grpc_kind_t kind, const uint8_t *body, size_t len,
+                            const char *encoding, lc_arena_t *a, ing_upload_t *u, lc_status_t *st)
 {
-    const char *encoding = lc_http_header(req, "grpc-encoding");
     lc_grpc_kind_t frame_kind = kind == LC_GRPC_WEB_TEXT ? LC_GRPC_WEB : kind;
     size_t off = 0;
     while (off < len) {
@@ -75,9 +68,9 @@ static int upload_frames(lc_http_req_t *req, lc_grpc_kind_t kind, const uint8_t 
         const uint8_t *msg;
         size_t msg_len;
         if (!(h[0] & LC_GRPC_FLAG_TRAILERS) &&
-            (lc_grpc_unwrap_request(frame_kind, h, LC_GRPC_FRAME_HEADER + n, encoding, req->arena,
-                                    &msg, &msg_len, st) ||
-             upload_message(msg, msg_len, req->arena, u, st)))
+            (lc_grpc_unwrap_request(frame_kind, h, LC_GRPC_FRAME_HEADER + n, encoding, a, &msg,
+                                    &msg_len, st) ||
+             upload_message(msg, msg_len, a, u, st)))
             return -1;
         off += LC_GRPC_FRAME_HEADER + n;
     }
@@ -107,9 +100,10 @@ static int parca_upload(lc_http_req_t *req, ing_symbols_t *y, lc_grpc_kind_t kin
             return -1;
         body = decoded;
     }
-    upload_t u = {0};
+    ing_upload_t u = {0};
     lc_buf_init(&u.file, (size_t)lc_debuginfo_limits(y->files)->max_file_bytes);
-    int rc = upload_frames(req, kind, body, len, &u, st);
+    int rc = ing_parca_upload_decode(kind, body, len, lc_http_header(req, "grpc-encoding"),
+                                     req->arena, &u, st);
     if (rc == 0)
         rc = lc_debuginfo_put(y->files, tenant, u.build_id, u.file.data, u.file.len, st);
     resp->build_id = (char *)(u.build_id ? u.build_id : "");

@@ -15,6 +15,7 @@
 
 #include "ember_process.h"
 #include "lc/debuginfo.h"
+#include "lc/grpc.h"
 #include "lc/httpd.h"
 #include "lc/store.h"
 #include "lc/symbolizer.h"
@@ -38,6 +39,19 @@ int ing_debuginfo_routes(ing_symbols_t *y, lc_httpd_t *srv) LC_MUST_CHECK;
 /* Parca's Upload: a client stream (an UploadInfo, then chunk_data frames),
  * which httpd hands over whole once the stream ends. */
 lc_http_result_t ing_parca_upload_work(lc_http_req_t *req, void *data);
+/* What the stream carried: the build id of its UploadInfo (in the arena)
+ * and the file, its chunks appended (file.max caps it: init it first). */
+typedef struct ing_upload_s {
+    const char *build_id;
+    lc_buf_t file;
+} ing_upload_t;
+/* The stream's gRPC frames (base64-decoded already for gRPC-Web-text;
+ * encoding: grpc-encoding, NULL = identity), in order. Returns 0, or -1
+ * with st (invalid_argument, resource_exhausted past file.max). Exported for
+ * the fuzz target. */
+int ing_parca_upload_decode(lc_grpc_kind_t kind, const uint8_t *body, size_t len,
+                            const char *encoding, lc_arena_t *a, ing_upload_t *u,
+                            lc_status_t *st) LC_MUST_CHECK;
 /* Pyroscope's Upload: POST of the file's bytes to .../Upload/<gnu_build_id>. */
 lc_http_result_t ing_pyroscope_upload_work(lc_http_req_t *req, void *data);
 
