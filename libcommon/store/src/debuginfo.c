@@ -231,11 +231,12 @@ static int put_locked(lc_debuginfo_t *d, const char *tenant, const char *id, con
     if (lc_debuginfo_list(d, tenant, add_size, &total) != 0)
         return lc_status_set(st, LC_CODE_INTERNAL, "cannot list the tenant's debug files");
     (void)lc_debuginfo_has(d, tenant, id, &previous);
-    if (total - previous + len > d->limits.max_tenant_bytes)
+    uint64_t need = total - previous + len;
+    if (need > d->limits.max_tenant_bytes)
         return lc_status_set(st, LC_CODE_RESOURCE_EXHAUSTED,
                              "the tenant's debug files would take %llu bytes, over the limit of "
                              "%llu; nothing was stored (delete some first)",
-                             (unsigned long long)(total - previous + len),
+                             (unsigned long long)need,
                              (unsigned long long)d->limits.max_tenant_bytes);
     if (mkdir(dir, 0755) != 0 && errno != EEXIST)
         return lc_status_set(st, LC_CODE_INTERNAL, "cannot create %s: %s", dir, strerror(errno));

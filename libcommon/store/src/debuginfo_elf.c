@@ -67,10 +67,11 @@ static int scan_section(Elf_Scn *scn, size_t len, elf_scan_t *sc, lc_status_t *s
     if (!gelf_getshdr(scn, &sh))
         return lc_status_set(st, LC_CODE_INVALID_ARGUMENT, "unreadable section header: %s",
                              elf_errmsg(-1));
+    uint64_t end = sh.sh_offset + sh.sh_size;
     if (sh.sh_type != SHT_NOBITS && (sh.sh_offset > len || sh.sh_size > len - sh.sh_offset))
         return lc_status_set(st, LC_CODE_INVALID_ARGUMENT,
                              "truncated ELF: section %zu ends at byte %llu of %zu", elf_ndxscn(scn),
-                             (unsigned long long)(sh.sh_offset + sh.sh_size), len);
+                             (unsigned long long)end, len);
     if (sh.sh_flags & SHF_COMPRESSED && sh.sh_type != SHT_NOBITS) {
         GElf_Chdr ch;
         if (!gelf_getchdr(scn, &ch))
