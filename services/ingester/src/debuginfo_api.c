@@ -223,20 +223,23 @@ static int list_one(const lc_debuginfo_entry_t *e, void *data)
     return 0;
 }
 
+/* A read: the files of every tenant the request may read. */
 static int pyro_list(lc_http_req_t *req, const ProtobufCMessage *in, ProtobufCMessage **out,
                      lc_status_t *st, void *data)
 {
     (void)in;
     ing_symbols_t *y = data;
-    const char *tenant;
-    if (lc_tenant_write(req, y->multitenancy, &tenant, st))
+    const char *const *tenants;
+    size_t n_tenants;
+    if (lc_tenants_read(req, y->multitenancy, &tenants, &n_tenants, st))
         return -1;
     list_ctx_t c = {.req = req};
     c.resp = reply_alloc(req, &debuginfo__v1alpha1__list_debuginfo_response__descriptor, st);
     if (!c.resp)
         return -1;
-    if (lc_debuginfo_list(y->files, tenant, list_one, &c) != 0)
-        return lc_status_set(st, LC_CODE_RESOURCE_EXHAUSTED, "out of request memory");
+    for (size_t i = 0; i < n_tenants; i++)
+        if (lc_debuginfo_list(y->files, tenants[i], list_one, &c) != 0)
+            return lc_status_set(st, LC_CODE_RESOURCE_EXHAUSTED, "out of request memory");
     *out = &c.resp->base;
     return 0;
 }
