@@ -11,63 +11,10 @@ import socket
 import subprocess
 import sys
 import threading
-import time
 import urllib.request
 
+import debuginfod_relay
 import harness as h
-
-NS_RELAY = r'''
-import os, socket, subprocess, sys, threading
-sock_path, port, argv = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
-server = subprocess.Popen(argv)
-def pipe(a, b):
-    try:
-        while True:
-            d = a.recv(65536)
-            if not d:
-                break
-            b.sendall(d)
-    except OSError:
-        pass
-    finally:
-        for s in (a, b):
-            try:
-                s.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
-def serve(c):
-    try:
-        t = socket.create_connection(("127.0.0.1", port))
-    except OSError:
-        c.close()
-        return
-    threading.Thread(target=pipe, args=(c, t), daemon=True).start()
-    pipe(t, c)
-ls = socket.socket(socket.AF_UNIX)
-ls.bind(sock_path)
-ls.listen(64)
-threading.Thread(target=lambda: server.wait() or os._exit(0), daemon=True).start()
-while True:
-    c, _ = ls.accept()
-    threading.Thread(target=serve, args=(c,), daemon=True).start()
-'''
-
-
-def _pipe(a, b):
-    try:
-        while True:
-            d = a.recv(65536)
-            if not d:
-                break
-            b.sendall(d)
-    except OSError:
-        pass
-    finally:
-        for s in (a, b):
-            try:
-                s.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
 
 
 class Debuginfod:
@@ -76,9 +23,7 @@ class Debuginfod:
     def __init__(self, directory):
         self.dir = h.temp_dir("ember-debuginfod-")
         self.sock_path = os.path.join(self.dir, "relay.sock")
-        relay = os.path.join(self.dir, "relay.py")
-        with open(relay, "w") as f:
-            f.write(NS_RELAY)
+        relay = os.path.join(os.path.dirname(os.path.abspath(__file__)), "debuginfod_relay.py")
         cmd = ["unshare", "-n", "sh", "-c", 'ip link set lo up && exec "$@"', "sh",
                sys.executable, relay, self.sock_path, "8002",
                "debuginfod", "-F", "-p", "8002", "-d", os.path.join(self.dir, "db.sqlite"),
@@ -101,14 +46,11 @@ class Debuginfod:
             threading.Thread(target=self._serve, args=(c,), daemon=True).start()
 
     def _serve(self, c):
-        u = socket.socket(socket.AF_UNIX)
-        try:
+        def connect():
+            u = socket.socket(socket.AF_UNIX)
             u.connect(self.sock_path)
-        except OSError:
-            c.close()
-            return
-        threading.Thread(target=_pipe, args=(c, u), daemon=True).start()
-        _pipe(u, c)
+            return u
+        debuginfod_relay.relay(c, connect)
 
     def wait_serving(self, build_id, timeout=60):
         """Until the server has indexed build_id's debug file."""
