@@ -166,6 +166,19 @@ static int front_select_series(qry_front_t *fe, lc_http_req_t *req,
     return rc;
 }
 
+int qry_front_select_profiles(qry_front_t *fe, lc_http_req_t *req,
+                              const Querier__V1__SelectSeriesRequest *r,
+                              const lc_query_series_opts_t *o,
+                              Ember__V1__ProfileRefsResponse **out, lc_status_t *st)
+{
+    qry_slots_t s;
+    if (front_enter(fe, req, &s, st))
+        return -1;
+    int rc = fe->be->select_profiles(fe, req, r, o, out, st);
+    front_leave(fe, &s);
+    return rc;
+}
+
 /* The back end's untruncated tree of in, shaped as format and truncated at
  * max_nodes into a new response (the one place a flame graph is cut); a
  * span profile's answer has the same two fields. */
@@ -304,9 +317,12 @@ static int check_series_request(const Querier__V1__SelectSeriesRequest *r, lc_st
 {
     if (!r->profile_typeid || !*r->profile_typeid)
         return lc_status_set(st, LC_CODE_INVALID_ARGUMENT, "profile_typeID is required");
-    if (r->exemplar_type == TYPES__V1__EXEMPLAR_TYPE__EXEMPLAR_TYPE_INDIVIDUAL ||
-        r->exemplar_type == TYPES__V1__EXEMPLAR_TYPE__EXEMPLAR_TYPE_SPAN)
-        return lc_status_set(st, LC_CODE_UNIMPLEMENTED, "exemplars are not supported by ember yet");
+    if (r->exemplar_type != TYPES__V1__EXEMPLAR_TYPE__EXEMPLAR_TYPE_UNSPECIFIED &&
+        r->exemplar_type != TYPES__V1__EXEMPLAR_TYPE__EXEMPLAR_TYPE_NONE &&
+        r->exemplar_type != TYPES__V1__EXEMPLAR_TYPE__EXEMPLAR_TYPE_INDIVIDUAL &&
+        r->exemplar_type != TYPES__V1__EXEMPLAR_TYPE__EXEMPLAR_TYPE_SPAN)
+        return lc_status_set(st, LC_CODE_INVALID_ARGUMENT, "unknown exemplar_type %d",
+                             (int)r->exemplar_type);
     if (r->aggregation !=
             TYPES__V1__TIME_SERIES_AGGREGATION_TYPE__TIME_SERIES_AGGREGATION_TYPE_SUM &&
         r->aggregation !=
@@ -314,6 +330,12 @@ static int check_series_request(const Querier__V1__SelectSeriesRequest *r, lc_st
         return lc_status_set(st, LC_CODE_INVALID_ARGUMENT, "unknown aggregation %d",
                              (int)r->aggregation);
     return 0;
+}
+
+static bool wants_exemplars(const Querier__V1__SelectSeriesRequest *r)
+{
+    return r->exemplar_type == TYPES__V1__EXEMPLAR_TYPE__EXEMPLAR_TYPE_INDIVIDUAL ||
+           r->exemplar_type == TYPES__V1__EXEMPLAR_TYPE__EXEMPLAR_TYPE_SPAN;
 }
 
 /* The series as answered: the limit (top N by total) is applied here. */
@@ -351,6 +373,10 @@ int qry_rpc_select_series(lc_http_req_t *req, const ProtobufCMessage *in, Protob
         return -1;
     int rc = front_series_reply(s, req->arena, out, st);
     lc_query_series_free(s);
+    if (rc == 0 && wants_exemplars(r)) {
+        Querier__V1__SelectSeriesResponse *resp = (Querier__V1__SelectSeriesResponse *)*out;
+        rc = qry_series_exemplars(fe, req, r, &o, resp->series, resp->n_series, st);
+    }
     return rc ? -1 : 0;
 }
 

@@ -28,6 +28,7 @@
 #ifndef EMBER_QUERIER_INT_H
 #define EMBER_QUERIER_INT_H
 
+#include "ember/v1/shard.pb-c.h"
 #include "lc/connect.h"
 #include "lc/labels.h"
 #include "lc/query.h"
@@ -125,6 +126,15 @@ typedef struct qry_backend_s {
     int (*select_series)(qry_front_t *fe, lc_http_req_t *req,
                          const Querier__V1__SelectSeriesRequest *r, const lc_query_series_opts_t *o,
                          lc_query_series_t **out, lc_status_t *st);
+    /* The stored profiles of r's selection in the range o buckets (from
+     * start - step), one reference each, or with exemplar_type SPAN one per
+     * (profile, span id); at most QRY_MAX_PROFILE_REFS, else
+     * resource_exhausted (rpc_exemplars.c). Exemplars and heatmaps are built
+     * from them by the front end (front_exemplars.c). */
+    int (*select_profiles)(qry_front_t *fe, lc_http_req_t *req,
+                           const Querier__V1__SelectSeriesRequest *r,
+                           const lc_query_series_opts_t *o, Ember__V1__ProfileRefsResponse **out,
+                           lc_status_t *st);
     /* The listings and AnalyzeQuery, answered whole (data = fe). */
     lc_connect_unary_fn profile_types, label_names, label_values, series, get_profile_stats,
         analyze_query;
@@ -175,6 +185,10 @@ int qry_store_select_series(qry_front_t *fe, lc_http_req_t *req,
                             const Querier__V1__SelectSeriesRequest *r,
                             const lc_query_series_opts_t *o, lc_query_series_t **out,
                             lc_status_t *st);
+int qry_store_select_profiles(qry_front_t *fe, lc_http_req_t *req,
+                              const Querier__V1__SelectSeriesRequest *r,
+                              const lc_query_series_opts_t *o, Ember__V1__ProfileRefsResponse **out,
+                              lc_status_t *st);
 int qry_store_profile_types(lc_http_req_t *req, const ProtobufCMessage *in, ProtobufCMessage **out,
                             lc_status_t *st, void *data);
 int qry_store_label_names(lc_http_req_t *req, const ProtobufCMessage *in, ProtobufCMessage **out,
@@ -368,6 +382,35 @@ int qry_step_ms(double step, int64_t *out, lc_status_t *st) LC_MUST_CHECK;
 int qry_series_collect(qry_t *q, lc_http_req_t *req, const Querier__V1__SelectSeriesRequest *r,
                        const lc_query_series_opts_t *o, lc_query_series_t **sums,
                        lc_query_series_t **counts, lc_status_t *st) LC_MUST_CHECK;
+
+/* ---- exemplars and heatmaps (rpc_exemplars.c, front_exemplars.c) ---- */
+
+#define QRY_MAX_PROFILE_REFS 200000u  /* profile references one answer may list */
+#define QRY_EXEMPLARS_PER_POINT 3u    /* a point's (a heatmap slot's) top profiles */
+#define QRY_EXEMPLARS_PER_ANSWER 2000u /* the answer's, the highest valued kept */
+#define QRY_HEATMAP_ROWS 20u          /* value ranges of a heatmap's y axis */
+
+/* The store's profile references (qry_backend_t.select_profiles) of q's
+ * store; also the shard API's answer. */
+int qry_profile_refs(qry_t *q, lc_http_req_t *req, const Querier__V1__SelectSeriesRequest *r,
+                     const lc_query_series_opts_t *o, Ember__V1__ProfileRefsResponse **out,
+                     lc_status_t *st) LC_MUST_CHECK;
+/* The failure status of a reference walk: over_cap says the walk passed
+ * QRY_MAX_PROFILE_REFS (resource_exhausted naming it), else rc as qry_fail. */
+int qry_refs_fail(lc_status_t *st, int rc, bool over_cap);
+/* The back end's select_profiles, holding the tenants' slots (frontend.c). */
+int qry_front_select_profiles(qry_front_t *fe, lc_http_req_t *req,
+                              const Querier__V1__SelectSeriesRequest *r,
+                              const lc_query_series_opts_t *o,
+                              Ember__V1__ProfileRefsResponse **out, lc_status_t *st) LC_MUST_CHECK;
+/* Attaches r's exemplars (exemplar_type INDIVIDUAL or SPAN) to the points
+ * of the answered series, bucketed as o (front_exemplars.c). */
+int qry_series_exemplars(qry_front_t *fe, lc_http_req_t *req,
+                         const Querier__V1__SelectSeriesRequest *r, const lc_query_series_opts_t *o,
+                         Types__V1__Series **series, size_t n, lc_status_t *st) LC_MUST_CHECK;
+/* querier.v1 SelectHeatmap (front_exemplars.c); data is the front end. */
+int qry_rpc_select_heatmap(lc_http_req_t *req, const ProtobufCMessage *in, ProtobufCMessage **out,
+                           lc_status_t *st, void *data);
 
 /* ---- tree shaping and Diff (front_shape.c), the front end's ---- */
 
