@@ -98,6 +98,15 @@ static int group_key(const lc_query_series_opts_t *o, Types__V1__LabelPair *cons
     return 0;
 }
 
+/* Sums of values from many profiles (or ingesters) saturate, never wrap. */
+static int64_t add_sat(int64_t a, int64_t b)
+{
+    int64_t r;
+    if (!__builtin_add_overflow(a, b, &r))
+        return r;
+    return b > 0 ? INT64_MAX : INT64_MIN;
+}
+
 static int key_cmp(const char *a, size_t al, const char *b, size_t bl)
 {
     int c = memcmp(a, b, al < bl ? al : bl);
@@ -208,7 +217,7 @@ static void xm_cell(xm_t *x, size_t *i)
         const Ember__V1__ProfileRef *r = x->refs[*i].ref;
         xm_entry_t *last = x->n_entries > c->first ? &x->entries[x->n_entries - 1] : NULL;
         if (last && same_profile(last->ref, r))
-            last->value += r->value;
+            last->value = add_sat(last->value, r->value);
         else
             x->entries[x->n_entries++] = (xm_entry_t){.ref = r, .value = r->value};
     }
@@ -227,7 +236,8 @@ static void xm_choose(xm_t *x)
     xm_entry_t **chosen = lc_xcalloc(x->n_entries + 1, sizeof(*chosen));
     size_t n = 0;
     for (size_t c = 0; c < x->n_cells; c++) {
-        size_t k = x->cells[c].n < QRY_EXEMPLARS_PER_POINT ? x->cells[c].n : QRY_EXEMPLARS_PER_POINT;
+        size_t k =
+            x->cells[c].n < QRY_EXEMPLARS_PER_POINT ? x->cells[c].n : QRY_EXEMPLARS_PER_POINT;
         for (size_t j = 0; j < k; j++) {
             chosen[n] = &x->entries[x->cells[c].first + j];
             chosen[n++]->chosen = true;
@@ -351,8 +361,9 @@ static int attach_series(const xm_t *x, Types__V1__Series *se)
     return rc;
 }
 
-static int front_refs(qry_front_t *fe, lc_http_req_t *req, const Querier__V1__SelectSeriesRequest *r,
-                      const lc_query_series_opts_t *o, xm_t *x, lc_status_t *st)
+static int front_refs(qry_front_t *fe, lc_http_req_t *req,
+                      const Querier__V1__SelectSeriesRequest *r, const lc_query_series_opts_t *o,
+                      xm_t *x, lc_status_t *st)
 {
     Ember__V1__ProfileRefsResponse *refs;
     *x = (xm_t){.arena = req->arena, .o = *o};
@@ -476,7 +487,7 @@ static int heatmap_series(const xm_t *x, const xm_axis_t *ax, size_t *i, xm_seri
     for (size_t j = 0; j < n; j++) {
         const xm_cell_t *c = &x->cells[*i + j];
         for (size_t e = 0; e < c->n; e++)
-            out->total += x->entries[c->first + e].value;
+            out->total = add_sat(out->total, x->entries[c->first + e].value);
         if (!(slots[j] = slot_of(x, ax, c)))
             return LC_ETOOBIG;
     }

@@ -168,8 +168,8 @@ static int front_select_series(qry_front_t *fe, lc_http_req_t *req,
 
 int qry_front_select_profiles(qry_front_t *fe, lc_http_req_t *req,
                               const Querier__V1__SelectSeriesRequest *r,
-                              const lc_query_series_opts_t *o,
-                              Ember__V1__ProfileRefsResponse **out, lc_status_t *st)
+                              const lc_query_series_opts_t *o, Ember__V1__ProfileRefsResponse **out,
+                              lc_status_t *st)
 {
     qry_slots_t s;
     if (front_enter(fe, req, &s, st))

@@ -385,10 +385,10 @@ int qry_series_collect(qry_t *q, lc_http_req_t *req, const Querier__V1__SelectSe
 
 /* ---- exemplars and heatmaps (rpc_exemplars.c, front_exemplars.c) ---- */
 
-#define QRY_MAX_PROFILE_REFS 200000u  /* profile references one answer may list */
-#define QRY_EXEMPLARS_PER_POINT 3u    /* a point's (a heatmap slot's) top profiles */
+#define QRY_MAX_PROFILE_REFS 200000u   /* profile references one answer may list */
+#define QRY_EXEMPLARS_PER_POINT 3u     /* a point's (a heatmap slot's) top profiles */
 #define QRY_EXEMPLARS_PER_ANSWER 2000u /* the answer's, the highest valued kept */
-#define QRY_HEATMAP_ROWS 20u          /* value ranges of a heatmap's y axis */
+#define QRY_HEATMAP_ROWS 20u           /* value ranges of a heatmap's y axis */
 
 /* The store's profile references (qry_backend_t.select_profiles) of q's
  * store; also the shard API's answer. */
@@ -401,8 +401,8 @@ int qry_refs_fail(lc_status_t *st, int rc, bool over_cap);
 /* The back end's select_profiles, holding the tenants' slots (frontend.c). */
 int qry_front_select_profiles(qry_front_t *fe, lc_http_req_t *req,
                               const Querier__V1__SelectSeriesRequest *r,
-                              const lc_query_series_opts_t *o,
-                              Ember__V1__ProfileRefsResponse **out, lc_status_t *st) LC_MUST_CHECK;
+                              const lc_query_series_opts_t *o, Ember__V1__ProfileRefsResponse **out,
+                              lc_status_t *st) LC_MUST_CHECK;
 /* Attaches r's exemplars (exemplar_type INDIVIDUAL or SPAN) to the points
  * of the answered series, bucketed as o (front_exemplars.c). */
 int qry_series_exemplars(qry_front_t *fe, lc_http_req_t *req,

@@ -35,8 +35,7 @@ typedef struct refs_walk_s {
 
 /* ------------------------------------------------------------ the entries */
 
-static int ref_append(refs_walk_t *w, const lc_stored_profile_t *p, int64_t value,
-                      uint64_t span_id)
+static int ref_append(refs_walk_t *w, const lc_stored_profile_t *p, int64_t value, uint64_t span_id)
 {
     if (w->n >= QRY_MAX_PROFILE_REFS) {
         w->over_cap = true;

@@ -12,9 +12,9 @@
  * the sums (with every sample filter), and a second walk of the same profiles
  * counts them (qry_series_collect, rpc_series.c). Another is the list of
  * profile references exemplars and heatmaps are built from
- * (/ember.v1.ShardService/SelectProfiles, rpc_exemplars.c). The last is AnalyzeQuery with the keys of the
- * series it counted (/ember.v1.ShardService/AnalyzeQuery), so the querier can count a series held
- * by several ingesters once.
+ * (/ember.v1.ShardService/SelectProfiles, rpc_exemplars.c). The last is AnalyzeQuery with the keys
+ * of the series it counted (/ember.v1.ShardService/AnalyzeQuery), so the querier can count a series
+ * held by several ingesters once.
  */
 #include <math.h>
 #include <string.h>
@@ -28,9 +28,9 @@
 #define SHARD_PROFILES_PATH "/ember.v1.ShardService/SelectProfiles"
 
 struct qry_shard_s {
-    qry_t *qry;                /* the querier role on this store, truncating nothing */
-    qry_route_t series_route;  /* SelectSeries with counts; tenant checked first */
-    qry_route_t analyze_route; /* AnalyzeQuery with series keys */
+    qry_t *qry;                 /* the querier role on this store, truncating nothing */
+    qry_route_t series_route;   /* SelectSeries with counts; tenant checked first */
+    qry_route_t analyze_route;  /* AnalyzeQuery with series keys */
     qry_route_t profiles_route; /* the profile references of exemplars and heatmaps */
 };
 
