@@ -71,8 +71,8 @@ static const char *pair_value(Types__V1__LabelPair *const *v, size_t n, const ch
 
 /* The group key of labels, as lc_query_series_group keys a group: every
  * group_by label present with a non-empty value, name\0value\0, in order. */
-static int group_key(const lc_query_series_opts_t *o, Types__V1__LabelPair *const *v, size_t n,
-                     lc_arena_t *a, const char **key, size_t *len)
+static int xm_group_key(const lc_query_series_opts_t *o, Types__V1__LabelPair *const *v, size_t n,
+                        lc_arena_t *a, const char **key, size_t *len)
 {
     size_t total = 0;
     for (size_t i = 0; i < o->n_group_by; i++) {
@@ -161,7 +161,7 @@ static bool same_profile(const Ember__V1__ProfileRef *x, const Ember__V1__Profil
 
 /* Series labels in order, for a total order of entries: the store and the
  * fan-out must rank ties alike. */
-static int labels_cmp(const Ember__V1__ProfileRef *x, const Ember__V1__ProfileRef *y)
+static int ref_labels_cmp(const Ember__V1__ProfileRef *x, const Ember__V1__ProfileRef *y)
 {
     for (size_t i = 0; i < x->n_labels && i < y->n_labels; i++) {
         int c = strcmp(x->labels[i]->name, y->labels[i]->name);
@@ -179,7 +179,7 @@ static int entry_by_value(const void *a, const void *b)
     if (x->value != y->value)
         return x->value > y->value ? -1 : 1;
     int c = profile_cmp(x->ref, y->ref); /* by id, span, then time */
-    return c ? c : labels_cmp(x->ref, y->ref);
+    return c ? c : ref_labels_cmp(x->ref, y->ref);
 }
 
 /* The references in their buckets, keyed and sorted; those outside every
@@ -192,7 +192,7 @@ static int xm_keys(xm_t *x, const Ember__V1__ProfileRefsResponse *refs)
         xm_ref_t *k = &x->refs[x->n_refs];
         if (!lc_query_series_bucket(&x->o, r->time_ns, &k->boundary_ms))
             continue;
-        int rc = group_key(&x->o, r->labels, r->n_labels, x->arena, &k->key, &k->key_len);
+        int rc = xm_group_key(&x->o, r->labels, r->n_labels, x->arena, &k->key, &k->key_len);
         if (rc)
             return rc;
         k->ref = r;
@@ -351,7 +351,7 @@ static int attach_series(const xm_t *x, Types__V1__Series *se)
 {
     const char *key;
     size_t key_len;
-    int rc = group_key(&x->o, se->labels, se->n_labels, x->arena, &key, &key_len);
+    int rc = xm_group_key(&x->o, se->labels, se->n_labels, x->arena, &key, &key_len);
     for (size_t i = 0; rc == 0 && i < se->n_points; i++) {
         Types__V1__Point *p = se->points[i];
         const xm_cell_t *c = find_cell(x, key, key_len, p->timestamp);
@@ -415,7 +415,7 @@ static size_t row_of(const xm_axis_t *ax, int64_t v)
 }
 
 /* One slot: the cell's entries counted per row, non-empty rows only. */
-static Types__V1__HeatmapSlot *slot_of(const xm_t *x, const xm_axis_t *ax, const xm_cell_t *c)
+static Types__V1__HeatmapSlot *heatmap_slot(const xm_t *x, const xm_axis_t *ax, const xm_cell_t *c)
 {
     int32_t counts[QRY_HEATMAP_ROWS] = {0};
     for (size_t j = 0; j < c->n; j++)
@@ -488,7 +488,7 @@ static int heatmap_series(const xm_t *x, const xm_axis_t *ax, size_t *i, xm_seri
         const xm_cell_t *c = &x->cells[*i + j];
         for (size_t e = 0; e < c->n; e++)
             out->total = add_sat(out->total, x->entries[c->first + e].value);
-        if (!(slots[j] = slot_of(x, ax, c)))
+        if (!(slots[j] = heatmap_slot(x, ax, c)))
             return LC_ETOOBIG;
     }
     se->slots = slots;
