@@ -251,8 +251,13 @@ static void xm_choose(xm_t *x)
     lc_free(chosen);
 }
 
-static int xm_build(xm_t *x, const Ember__V1__ProfileRefsResponse *refs)
+/* The cells of refs bucketed as o, from where the back end's look-back
+ * clipped the start (refs->start_ms); call xm_fini whatever it returns. */
+static int xm_build(xm_t *x, const Ember__V1__ProfileRefsResponse *refs,
+                    const lc_query_series_opts_t *o, lc_arena_t *a)
 {
+    *x = (xm_t){.arena = a, .o = *o};
+    x->o.start_ms = refs->start_ms;
     int rc = xm_keys(x, refs);
     if (rc)
         return rc;
@@ -361,30 +366,27 @@ static int attach_series(const xm_t *x, Types__V1__Series *se)
     return rc;
 }
 
-static int front_refs(qry_front_t *fe, lc_http_req_t *req,
-                      const Querier__V1__SelectSeriesRequest *r, const lc_query_series_opts_t *o,
-                      xm_t *x, lc_status_t *st)
+int qry_exemplars_series(const Ember__V1__ProfileRefsResponse *refs,
+                         const lc_query_series_opts_t *o, lc_arena_t *a, Types__V1__Series **series,
+                         size_t n)
 {
-    Ember__V1__ProfileRefsResponse *refs;
-    *x = (xm_t){.arena = req->arena, .o = *o};
-    if (qry_front_select_profiles(fe, req, r, o, &refs, st))
-        return -1;
-    x->o.start_ms = refs->start_ms;
-    int rc = xm_build(x, refs);
-    return rc ? qry_fail(st, rc, "choosing exemplars") : 0;
+    xm_t x;
+    int rc = xm_build(&x, refs, o, a);
+    for (size_t i = 0; rc == 0 && i < n; i++)
+        rc = attach_series(&x, series[i]);
+    xm_fini(&x);
+    return rc;
 }
 
 int qry_series_exemplars(qry_front_t *fe, lc_http_req_t *req,
                          const Querier__V1__SelectSeriesRequest *r, const lc_query_series_opts_t *o,
                          Types__V1__Series **series, size_t n, lc_status_t *st)
 {
-    xm_t x;
-    int rc = front_refs(fe, req, r, o, &x, st);
-    for (size_t i = 0; rc == 0 && i < n; i++)
-        if (attach_series(&x, series[i]))
-            rc = qry_fail_arena(st);
-    xm_fini(&x);
-    return rc;
+    Ember__V1__ProfileRefsResponse *refs;
+    if (qry_front_select_profiles(fe, req, r, o, &refs, st))
+        return -1;
+    int rc = qry_exemplars_series(refs, o, req->arena, series, n);
+    return rc ? qry_fail(st, rc, "choosing exemplars") : 0;
 }
 
 /* -------------------------------------------------------------- heatmap */
@@ -575,24 +577,36 @@ static void drop_exemplars(Querier__V1__SelectHeatmapResponse *resp)
             resp->series[i]->slots[j]->n_exemplars = 0;
 }
 
+int qry_exemplars_heatmap(const Ember__V1__ProfileRefsResponse *refs,
+                          const lc_query_series_opts_t *o, int64_t limit, lc_arena_t *a,
+                          Querier__V1__SelectHeatmapResponse **out)
+{
+    Querier__V1__SelectHeatmapResponse *resp = lc_arena_calloc(a, 1, sizeof(*resp));
+    if (!resp)
+        return LC_ETOOBIG;
+    *resp = (Querier__V1__SelectHeatmapResponse)QUERIER__V1__SELECT_HEATMAP_RESPONSE__INIT;
+    xm_t x;
+    int rc = xm_build(&x, refs, o, a);
+    if (rc == 0)
+        rc = heatmap_reply(&x, limit, resp);
+    xm_fini(&x);
+    *out = resp;
+    return rc;
+}
+
 int qry_rpc_select_heatmap(lc_http_req_t *req, const ProtobufCMessage *in, ProtobufCMessage **out,
                            lc_status_t *st, void *data)
 {
     const Querier__V1__SelectHeatmapRequest *h = (const Querier__V1__SelectHeatmapRequest *)in;
     Querier__V1__SelectSeriesRequest r;
     lc_query_series_opts_t o;
-    xm_t x;
-    if (heatmap_request(h, &r, &o, st) || front_refs(data, req, &r, &o, &x, st))
+    Ember__V1__ProfileRefsResponse *refs;
+    Querier__V1__SelectHeatmapResponse *resp;
+    if (heatmap_request(h, &r, &o, st) || qry_front_select_profiles(data, req, &r, &o, &refs, st))
         return -1;
-    Querier__V1__SelectHeatmapResponse *resp = lc_arena_calloc(req->arena, 1, sizeof(*resp));
-    int rc = resp ? 0 : LC_ETOOBIG;
-    if (resp) {
-        *resp = (Querier__V1__SelectHeatmapResponse)QUERIER__V1__SELECT_HEATMAP_RESPONSE__INIT;
-        rc = heatmap_reply(&x, h->limit > 0 ? h->limit : 0, resp);
-    }
-    xm_fini(&x);
+    int rc = qry_exemplars_heatmap(refs, &o, h->limit > 0 ? h->limit : 0, req->arena, &resp);
     if (rc)
-        return qry_fail_arena(st);
+        return qry_fail(st, rc, "building the heatmap");
     if (h->exemplar_type == TYPES__V1__EXEMPLAR_TYPE__EXEMPLAR_TYPE_NONE)
         drop_exemplars(resp);
     *out = &resp->base;

@@ -408,6 +408,15 @@ int qry_front_select_profiles(qry_front_t *fe, lc_http_req_t *req,
 int qry_series_exemplars(qry_front_t *fe, lc_http_req_t *req,
                          const Querier__V1__SelectSeriesRequest *r, const lc_query_series_opts_t *o,
                          Types__V1__Series **series, size_t n, lc_status_t *st) LC_MUST_CHECK;
+/* The pure parts, on refs already listed (also what fuzz_exemplars drives):
+ * exemplars onto the series' points, and the heatmap with `limit` (0: every
+ * series), bucketed as o from refs->start_ms. 0 or LC_ETOOBIG (arena full). */
+int qry_exemplars_series(const Ember__V1__ProfileRefsResponse *refs,
+                         const lc_query_series_opts_t *o, lc_arena_t *a, Types__V1__Series **series,
+                         size_t n) LC_MUST_CHECK;
+int qry_exemplars_heatmap(const Ember__V1__ProfileRefsResponse *refs,
+                          const lc_query_series_opts_t *o, int64_t limit, lc_arena_t *a,
+                          Querier__V1__SelectHeatmapResponse **out) LC_MUST_CHECK;
 /* querier.v1 SelectHeatmap (front_exemplars.c); data is the front end. */
 int qry_rpc_select_heatmap(lc_http_req_t *req, const ProtobufCMessage *in, ProtobufCMessage **out,
                            lc_status_t *st, void *data);
