@@ -333,7 +333,8 @@ const uint8_t *ing_job_pprof_bytes(const ing_t *ing, const uint8_t *body, size_t
 /* Wraps one validated pprof (uncompressed, or the gzip body it was decoded
  * from: ing_job_pprof_bytes) into an IngestProfile for the job.
  * labels must be sorted and checked; profile_id is NULL or
- * LC_STORE_PROFILE_ID_BYTES (Push's RawSample.ID). */
+ * LC_STORE_PROFILE_ID_BYTES (Push's RawSample.ID); NULL gets a random UUID
+ * (every stored profile has an id: exemplars name it). */
 int ing_job_add(ing_job_t *job, const char *tenant, const lc_labels_t *labels, const uint8_t *pprof,
                 size_t len, int64_t time_ns, const ing_stconfig_t *cfg, const uint8_t *profile_id,
                 size_t n_samples, lc_status_t *st) LC_MUST_CHECK;

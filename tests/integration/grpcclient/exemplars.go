@@ -200,7 +200,38 @@ func (r *run) checkProfileIDs(ctx context.Context, in []sent) {
 	}
 }
 
+// The run's first profile was pushed without an ID: ember assigns one, which
+// its exemplar names and profile_id_selector then finds (the whole profile).
+func (r *run) checkAssignedID(ctx context.Context) {
+	where := r.where + " assigned profile id"
+	s, err := r.querier.SelectSeries(ctx, connect.NewRequest(&querierv1.SelectSeriesRequest{
+		ProfileTypeID: cpuType, LabelSelector: r.selector(), Start: r.start, End: r.end,
+		Step: stepS, ExemplarType: typesv1.ExemplarType_EXEMPLAR_TYPE_INDIVIDUAL}))
+	if !r.ok(err, "SelectSeries INDIVIDUAL (no ID pushed)") {
+		return
+	}
+	var ids []string
+	for _, se := range s.Msg.Series {
+		for _, p := range se.Points {
+			for _, e := range p.Exemplars {
+				ids = append(ids, e.ProfileId)
+			}
+		}
+	}
+	if !r.c.check(len(ids) == 1 && len(ids[0]) == 36, where, "want one exemplar with a UUID, got %v", ids) {
+		return
+	}
+	st, err := r.querier.SelectMergeStacktraces(ctx, connect.NewRequest(&querierv1.SelectMergeStacktracesRequest{
+		ProfileTypeID: cpuType, LabelSelector: r.selector(), Start: r.start, End: r.end,
+		ProfileIdSelector: ids}))
+	if r.ok(err, "SelectMergeStacktraces by assigned id") {
+		fg := st.Msg.Flamegraph
+		r.c.check(fg != nil && fg.Total == totalNs(), where, "total %v, want %d", fg, totalNs())
+	}
+}
+
 func (r *run) exemplars(ctx context.Context) {
+	r.checkAssignedID(ctx)
 	in := exemplarInputs()
 	if !r.pushExemplars(ctx, in) {
 		return
