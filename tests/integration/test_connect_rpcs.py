@@ -292,6 +292,9 @@ class ConnectRpcsTest(h.ServerTestCase):
             call("tree", Q, "SelectMergeStacktraces", smst(format="PROFILE_FORMAT_TREE")),
             call("pprof", Q, "SelectMergeStacktraces", smst(format="PROFILE_FORMAT_PPROF")),
             call("fg-span", Q, "SelectMergeStacktraces", smst(spanSelector=[SPAN_B])),
+            call("fg-async", Q, "SelectMergeStacktraces", smst(**{"async": {"type": "ASYNC_QUERY_TYPE_FORCE"}})),
+            call("fg-async-unknown", Q, "SelectMergeStacktraces",
+                 smst(**{"async": {"requestId": str(uuid.uuid4())}})),
             call("fg-callsite", Q, "SelectMergeStacktraces",
                  smst(stackTraceSelector={"callSite": [{"name": "main"}, {"name": "a"}]})),
             call("fg-profile-id", Q, "SelectMergeStacktraces",
@@ -369,6 +372,12 @@ class ConnectRpcsTest(h.ServerTestCase):
         fg = self.ok(r, "fg-samples")["flamegraph"]
         self.assertEqual(fg_levels(fg), (names, levels))
         self.assertEqual((fg["total"], fg["maxSelf"]), ("6", "3"))
+        # async FORCE: the same answer, with a request id and SUCCESS
+        got = self.ok(r, "fg-async")
+        self.assertEqual(fg_levels(got["flamegraph"]), (names, levels))
+        self.assertEqual(got["async"]["status"], "ASYNC_QUERY_STATUS_SUCCESS")
+        self.assertEqual(str(uuid.UUID(got["async"]["requestId"])), got["async"]["requestId"])
+        self.err(r, "fg-async-unknown", "not_found")
         fg = self.ok(r, "fg-cpu")["flamegraph"]
         self.assertEqual(fg_levels(fg), (names, scaled(levels, PERIOD_NS)))
         self.assertEqual((int(fg["total"]), int(fg["maxSelf"])), (6 * PERIOD_NS, 3 * PERIOD_NS))

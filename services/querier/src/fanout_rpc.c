@@ -135,6 +135,7 @@ int fo_merge_tree(qry_front_t *fe, lc_http_req_t *req, const ProtobufCMessage *i
         *(const Querier__V1__SelectMergeStacktracesRequest *)in;
     shard.format = QUERIER__V1__PROFILE_FORMAT__PROFILE_FORMAT_TREE;
     shard.max_nodes = 0;
+    shard.async = NULL; /* this querier keeps async answers; an ingester answers now */
     return merged_tree(fo_of(fe), req, "SelectMergeStacktraces", &shard.base, out, st);
 }
 

@@ -215,23 +215,42 @@ static int stacktraces_pprof(qry_front_t *fe, lc_http_req_t *req, const Protobuf
     return 0;
 }
 
+static int stacktraces_answer(qry_front_t *fe, lc_http_req_t *req,
+                              const Querier__V1__SelectMergeStacktracesRequest *r, qry_reply_t *out,
+                              lc_status_t *st)
+{
+    int64_t max_nodes = 0;
+    if (check_format(r->format, st) ||
+        check_merge(fe, r->n_trace_id_selector, r->max_nodes, &max_nodes, st))
+        return -1;
+    if (r->format == QUERIER__V1__PROFILE_FORMAT__PROFILE_FORMAT_PPROF)
+        return stacktraces_pprof(fe, req, &r->base, out, st);
+    Querier__V1__SelectMergeStacktracesResponse *resp;
+    if (tree_answer(fe, req, &r->base, r->format, max_nodes, &resp, st))
+        return -1;
+    out->msg = &resp->base;
+    return 0;
+}
+
+/* async: a request id polls (async.c); FORCE answers and keeps the answer. */
 int qry_rpc_select_merge_stacktraces(lc_http_req_t *req, const ProtobufCMessage *in,
                                      qry_reply_t *out, lc_status_t *st, void *data)
 {
     qry_front_t *fe = data;
     const Querier__V1__SelectMergeStacktracesRequest *r =
         (const Querier__V1__SelectMergeStacktracesRequest *)in;
-    int64_t max_nodes = 0;
+    const Querier__V1__AsyncQueryRequest *async = r->async;
     *out = (qry_reply_t){0};
-    if (check_format(r->format, st) ||
-        check_merge(fe, r->n_trace_id_selector, r->max_nodes, &max_nodes, st))
+    if (async && async->request_id && *async->request_id)
+        return qry_async_poll(fe, req, async->request_id, out, st);
+    if (async && async->type != QUERIER__V1__ASYNC_QUERY_TYPE__ASYNC_QUERY_TYPE_DISABLED &&
+        async->type != QUERIER__V1__ASYNC_QUERY_TYPE__ASYNC_QUERY_TYPE_FORCE)
+        return lc_status_set(st, LC_CODE_INVALID_ARGUMENT, "unknown async type %d",
+                             (int)async->type);
+    if (stacktraces_answer(fe, req, r, out, st))
         return -1;
-    if (r->format == QUERIER__V1__PROFILE_FORMAT__PROFILE_FORMAT_PPROF)
-        return stacktraces_pprof(fe, req, in, out, st);
-    Querier__V1__SelectMergeStacktracesResponse *resp;
-    if (tree_answer(fe, req, in, r->format, max_nodes, &resp, st))
-        return -1;
-    out->msg = &resp->base;
+    if (async && async->type == QUERIER__V1__ASYNC_QUERY_TYPE__ASYNC_QUERY_TYPE_FORCE)
+        return qry_async_submit(fe, req, out, st);
     return 0;
 }
 
@@ -483,7 +502,8 @@ void qry_front_init(qry_front_t *fe, const qry_opts_t *opts, const qry_backend_t
     *fe = (qry_front_t){.opts = *opts,
                         .be = be,
                         .inflight = lc_inflight_new(opts->max_concurrent_per_tenant),
-                        .metrics = metrics};
+                        .metrics = metrics,
+                        .async = qry_async_new()};
     fe->legacy = (qry_rpcs_t){
         .select_merge_stacktraces = qry_rpc_select_merge_stacktraces,
         .select_merge_profile = qry_rpc_select_merge_profile,
@@ -500,4 +520,6 @@ void qry_front_fini(qry_front_t *fe)
 {
     lc_inflight_free(fe->inflight);
     fe->inflight = NULL;
+    qry_async_free(fe->async);
+    fe->async = NULL;
 }

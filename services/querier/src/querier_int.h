@@ -3,6 +3,9 @@
  *
  *   frontend.c    the query front end: routes, tenant check, validation, limits
  *                 and truncation of every querier.v1 RPC, over a back end
+ *   front_exemplars.c the front end's exemplars and SelectHeatmap, built from the
+ *                 back end's profile references (rpc_exemplars.c lists the store's)
+ *   async.c       the kept answers of async SelectMergeStacktraces
  *   front_shape.c the front end's shaping: tree/flame graph, pprof wrap, Diff
  *   front_routes.c every route registered: querier.v1, Parca's, the legacy ones
  *   shared.c      what the front end and the store back end both use: failure
@@ -142,6 +145,8 @@ typedef struct qry_backend_s {
 
 #define QRY_PARCA_METHODS 8 /* parca.query.v1alpha1.QueryService (parca_query.c) */
 
+typedef struct qry_async_s qry_async_t; /* async.c */
+
 /* The front end: the limits, the back end, and what it registered. */
 struct qry_front_s {
     qry_opts_t opts;
@@ -150,7 +155,8 @@ struct qry_front_s {
     lc_metrics_t *metrics;   /* may be NULL: the refusals are counted there */
     qry_route_t routes[QRY_METHODS];
     qry_route_t parca[QRY_PARCA_METHODS];
-    qry_rpcs_t legacy; /* what the legacy endpoints call: the qry_rpc_* below */
+    qry_rpcs_t legacy;  /* what the legacy endpoints call: the qry_rpc_* below */
+    qry_async_t *async; /* owned: kept answers of async queries */
 };
 
 /* Sets fe up over be (a static table); registers nothing. metrics may be
@@ -382,6 +388,24 @@ int qry_step_ms(double step, int64_t *out, lc_status_t *st) LC_MUST_CHECK;
 int qry_series_collect(qry_t *q, lc_http_req_t *req, const Querier__V1__SelectSeriesRequest *r,
                        const lc_query_series_opts_t *o, lc_query_series_t **sums,
                        lc_query_series_t **counts, lc_status_t *st) LC_MUST_CHECK;
+
+/* ---- async SelectMergeStacktraces (async.c) ---- */
+
+#define QRY_ASYNC_TTL_MS (10 * 60 * 1000) /* how long an answer is kept */
+#define QRY_ASYNC_PER_TENANT 16u          /* answers kept per tenant set */
+#define QRY_ASYNC_MAX 1024u               /* answers kept in all */
+#define QRY_ASYNC_MAX_BYTES (64u << 20)   /* one kept answer */
+
+qry_async_t *qry_async_new(void);
+void qry_async_free(qry_async_t *a); /* NULL-safe */
+/* Keeps the answer in out (a message or bytes; made bytes) under a new
+ * request id and adds async {request_id, SUCCESS} to it. */
+int qry_async_submit(qry_front_t *fe, lc_http_req_t *req, qry_reply_t *out,
+                     lc_status_t *st) LC_MUST_CHECK;
+/* The kept answer of id for the request's tenants into out, with async
+ * {id, SUCCESS}; not_found when unknown or expired. */
+int qry_async_poll(qry_front_t *fe, lc_http_req_t *req, const char *id, qry_reply_t *out,
+                   lc_status_t *st) LC_MUST_CHECK;
 
 /* ---- exemplars and heatmaps (rpc_exemplars.c, front_exemplars.c) ---- */
 

@@ -8,7 +8,8 @@
 // querier.v1.QuerierService RPC, checking each answer against what it sent:
 // the totals of the stacks, the labels, the span's share; then, with three
 // profiles of known ids, values and times (exemplars.go), SelectSeries'
-// exemplars (INDIVIDUAL and SPAN), SelectHeatmap and profile_id_selector.
+// exemplars (INDIVIDUAL and SPAN), SelectHeatmap and profile_id_selector;
+// and an async SelectMergeStacktraces submitted and polled (async.go).
 // Parca's DebuginfoService, a path ember has no route for, must fail with
 // UNIMPLEMENTED. Each response's
 // HTTP version is checked too, so a transport that quietly fell back to
@@ -436,6 +437,7 @@ func main() {
 			r.merges(ctx)
 			r.series(ctx)
 			r.exemplars(ctx)
+			r.async(ctx)
 			r.unimplemented(ctx)
 			cancel()
 			want := "HTTP/1.1"
