@@ -9,7 +9,7 @@
  * (its id; with SPAN, of one span id) are one entry with their values summed:
  * a profile whose samples were split into several series of one group counts
  * once, a span seen in several profiles too. A cell's entries are ranked by
- * value (ties: span, time, id, labels, so every back end ranks alike); its first
+ * value (ties: span, time, labels, id, so every back end ranks alike); its first
  * QRY_EXEMPLARS_PER_POINT are its exemplars, and an answer holds at most
  * QRY_EXEMPLARS_PER_ANSWER of them (the highest valued kept).
  *
@@ -178,8 +178,13 @@ static int entry_by_value(const void *a, const void *b)
     const xm_entry_t *x = a, *y = b;
     if (x->value != y->value)
         return x->value > y->value ? -1 : 1;
-    int c = profile_cmp(x->ref, y->ref); /* by id, span, then time */
-    return c ? c : ref_labels_cmp(x->ref, y->ref);
+    const Ember__V1__ProfileRef *p = x->ref, *q = y->ref;
+    if (p->span_id != q->span_id)
+        return p->span_id < q->span_id ? -1 : 1;
+    int c = time_cmp(p, q);
+    if (!c)
+        c = ref_labels_cmp(p, q);
+    return c ? c : id_cmp(p, q); /* ids last: those given at ingest are random */
 }
 
 /* The references in their buckets, keyed and sorted; those outside every
