@@ -380,6 +380,13 @@ int qry_rpc_unimplemented(lc_http_req_t *req, const ProtobufCMessage *in, Protob
 
 /* SelectSeries' step (seconds) -> ms; invalid_argument below 1 ms (frontend.c). */
 int qry_step_ms(double step, int64_t *out, lc_status_t *st) LC_MUST_CHECK;
+/* What a SelectSeries-shaped call of the store begins with (rpc_series.c):
+ * r's selector (with its profile type) into *sel and the call over r's range
+ * with step_ms of look-back; on success the caller ends both
+ * (qry_call_end, lc_selector_fini), on failure nothing is left open. */
+int qry_series_begin(qry_t *q, lc_http_req_t *req, const Querier__V1__SelectSeriesRequest *r,
+                     int64_t step_ms, lc_selector_t *sel, qry_call_t *c,
+                     lc_status_t *st) LC_MUST_CHECK;
 /* The store's series for r (rpc_series.c): selector, §5.9 range, stack-trace
  * selector, then the engine's sums bucketed as o (from where the look-back
  * clipped) into *sums and, when counts is not NULL, the profiles per bucket

@@ -169,13 +169,9 @@ int qry_profile_refs(qry_t *qry, lc_http_req_t *req, const Querier__V1__SelectSe
                      lc_status_t *st)
 {
     lc_selector_t sel;
-    if (qry_selector(r->label_selector, r->profile_typeid, &sel, st))
-        return -1;
     qry_call_t c;
-    if (qry_call_begin_back(&c, qry, req, r->start, r->end, QRY_RANGE_RULES, o->step_ms, st)) {
-        lc_selector_fini(&sel);
+    if (qry_series_begin(qry, req, r, o->step_ms, &sel, &c, st))
         return -1;
-    }
     lc_query_series_opts_t clipped = *o;
     clipped.start_ms = c.start_ms; /* the buckets start where the look-back clipped */
     refs_walk_t w = {.arena = req->arena,
