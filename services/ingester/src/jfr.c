@@ -329,7 +329,7 @@ static uint64_t jr_be(jr_t *r, size_t n)
 }
 
 /* JFR's LEB128: at most 9 bytes, the 9th contributing all its 8 bits. */
-static uint64_t jr_varint_long(jr_t *r)
+static uint64_t jr_varint_checked(jr_t *r)
 {
     uint64_t v = 0;
     for (unsigned shift = 0; shift < 56; shift += 7) {
@@ -343,6 +343,25 @@ static uint64_t jr_varint_long(jr_t *r)
             return v;
     }
     return v | (uint64_t)jr_u8(r) << 56;
+}
+
+/* With 9 bytes left no byte needs its own bounds check (method and stack
+ * ids of the JDK are long varints, one per frame). */
+static uint64_t jr_varint_long(jr_t *r)
+{
+    if (r->p > r->end || r->end - r->p < 9)
+        return jr_varint_checked(r);
+    const uint8_t *p = r->p;
+    uint64_t v = 0;
+    for (unsigned i = 0; i < 8; i++) {
+        v |= (uint64_t)(p[i] & 0x7f) << (7 * i);
+        if (p[i] < 0x80) {
+            r->p = p + i + 1;
+            return v;
+        }
+    }
+    r->p = p + 9;
+    return v | (uint64_t)p[8] << 56;
 }
 
 /* Most values (pool references in small pools, line numbers, flags) take
