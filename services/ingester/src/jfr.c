@@ -166,6 +166,10 @@ struct jclass_s {
     jrole_t role;
     jfr_event_kind_t event;
     bool flat; /* every field W_U8 or W_VARINT */
+    /* StackFrame only: every field W_VARINT (as the JDK and async-profiler
+     * write it), and which fields hold the method and the line (-1: none) */
+    bool all_varint;
+    int method_at, line_at;
     bool lazy; /* a Symbol of one string field: read_lazy_symbol */
 };
 
@@ -573,6 +577,58 @@ static void read_flat(jr_t *r, const jclass_t *c)
     }
 }
 
+/* Unchecked LEB128 for the frame loop: the caller made sure 9 bytes remain. */
+static const uint8_t *varint_at(const uint8_t *p, uint64_t *v)
+{
+    uint64_t x = 0;
+    for (unsigned i = 0; i < 8; i++) {
+        x |= (uint64_t)(p[i] & 0x7f) << (7 * i);
+        if (p[i] < 0x80) {
+            *v = x;
+            return p + i + 1;
+        }
+    }
+    *v = x | (uint64_t)p[8] << 56;
+    return p + 9;
+}
+
+static const uint8_t *varint_skip(const uint8_t *p)
+{
+    for (unsigned i = 0; i < 8; i++) {
+        if (p[i] < 0x80)
+            return p + i + 1;
+    }
+    return p + 9;
+}
+
+/* One frame of an all-varint StackFrame with 9 bytes per field left: no
+ * bounds check per byte, the fields nobody reads skipped undecoded. */
+static void read_frame_unchecked(jr_t *r, const jclass_t *frame, uint64_t *method, uint64_t *line)
+{
+    const uint8_t *p = r->p;
+    for (int i = 0; i < (int)frame->n_fields; i++) {
+        if (i == frame->method_at)
+            p = varint_at(p, method);
+        else if (i == frame->line_at)
+            p = varint_at(p, line);
+        else
+            p = varint_skip(p);
+    }
+    r->p = p;
+}
+
+static void read_frame_checked(jr_t *r, const jclass_t *frame, uint64_t *method, uint64_t *line)
+{
+    for (size_t i = 0; i < frame->n_fields; i++) {
+        const jfield_t *f = &frame->fields[i];
+        uint64_t v = f->wire == W_U8 ? jr_u8(r) : jr_varint(r);
+        if (f->slot == S_FRAME_METHOD)
+            *method = v;
+        else if (f->slot == S_FRAME_LINE)
+            *line = v;
+    }
+}
+
 /* A stack trace's frames when StackFrame is flat: the bulk of a recording,
  * so read straight into the frame array, method and line by their slots. */
 static void read_flat_frames(jr_t *r, const jclass_t *frame, size_t n)
@@ -585,16 +641,13 @@ static void read_flat_frames(jr_t *r, const jclass_t *frame, size_t n)
     }
     j->frames = lc_xgrow(j->frames, &j->cap_frames, j->n_frames + n, sizeof(*j->frames));
     jfr_frame_t *out = j->frames + j->n_frames;
+    size_t room = 9 * frame->n_fields; /* n_fields <= ING_JFR_MAX_FIELDS */
     for (size_t k = 0; k < n; k++) {
         uint64_t method = 0, line = 0;
-        for (size_t i = 0; i < frame->n_fields; i++) {
-            const jfield_t *f = &frame->fields[i];
-            uint64_t v = f->wire == W_U8 ? jr_u8(r) : jr_varint(r);
-            if (f->slot == S_FRAME_METHOD)
-                method = v;
-            else if (f->slot == S_FRAME_LINE)
-                line = v;
-        }
+        if (frame->all_varint && r->p <= r->end && (size_t)(r->end - r->p) >= room)
+            read_frame_unchecked(r, frame, &method, &line);
+        else
+            read_frame_checked(r, frame, &method, &line);
         if (r->err)
             return;
         /* as frame_push: lineNumber read as uint32 */
@@ -936,6 +989,15 @@ static int bind_fields(jfr_t *j)
         for (size_t k = 0; k < c->n_fields; k++)
             c->flat = c->flat && c->fields[k].wire != W_OTHER;
         c->lazy = c->role == C_SYMBOL && c->n_fields == 1 && c->fields[0].slot == S_SYMBOL_STRING;
+        c->all_varint = c->flat;
+        c->method_at = c->line_at = -1;
+        for (size_t k = 0; k < c->n_fields; k++) {
+            c->all_varint = c->all_varint && c->fields[k].wire == W_VARINT;
+            if (c->fields[k].slot == S_FRAME_METHOD)
+                c->method_at = (int)k;
+            else if (c->fields[k].slot == S_FRAME_LINE)
+                c->line_at = (int)k;
+        }
     }
     return 0;
 }
