@@ -594,11 +594,13 @@ static size_t sample_size(const builder_t *b, size_t i)
     return n;
 }
 
-static uint8_t *put_sample(const builder_t *b, size_t i, uint8_t *p)
+/* len: sample_size(b, i), kept from the sizing pass (a sample's size is
+ * the one that costs: a pass over its stack). */
+static uint8_t *put_sample(const builder_t *b, size_t i, size_t len, uint8_t *p)
 {
     const bsample_t *s = &b->samples.v[i];
     size_t width = b->types.n / 2;
-    p = put_len(p, 2, sample_size(b, i));
+    p = put_len(p, 2, len);
     p = put_packed(p, 1, &b->stack_ids.v[s->loc_off], s->n_locs);
     p = put_packed(p, 2, (const uint64_t *)&b->values.v[i * width], width);
     for (size_t k = 0; k < s->n_labels; k++) {
@@ -685,13 +687,13 @@ static uint8_t *put_function(const builder_t *b, size_t i, uint8_t *p)
 /* Profile: sample_type = 1, sample = 2, mapping = 3, location = 4,
  * function = 5, string_table = 6, time_nanos = 9, duration_nanos = 10,
  * period_type = 11, period = 12. */
-static size_t profile_size(const builder_t *b)
+static size_t profile_size(const builder_t *b, size_t *sample_len)
 {
     size_t n = 0;
     for (size_t i = 0; i < b->types.n / 2; i++)
         n += len_size(value_type_size(b->types.v[2 * i], b->types.v[2 * i + 1]));
     for (size_t i = 0; i < b->samples.n; i++)
-        n += len_size(sample_size(b, i));
+        n += len_size(sample_len[i] = sample_size(b, i));
     for (size_t i = 0; i < b->maps.n; i++)
         n += len_size(mapping_size(b, i));
     for (size_t i = 0; i < b->locs.n; i++)
@@ -707,12 +709,12 @@ static size_t profile_size(const builder_t *b)
     return n;
 }
 
-static uint8_t *put_profile(const builder_t *b, uint8_t *p)
+static uint8_t *put_profile(const builder_t *b, const size_t *sample_len, uint8_t *p)
 {
     for (size_t i = 0; i < b->types.n / 2; i++)
         p = put_value_type(p, 1, b->types.v[2 * i], b->types.v[2 * i + 1]);
     for (size_t i = 0; i < b->samples.n; i++)
-        p = put_sample(b, i, p);
+        p = put_sample(b, i, sample_len[i], p);
     for (size_t i = 0; i < b->maps.n; i++)
         p = put_mapping(b, i, p);
     for (size_t i = 0; i < b->locs.n; i++)
@@ -740,7 +742,8 @@ int lc_pprof_builder_encode(lc_pprof_builder_t *b, bool gzip, lc_buf_t *out)
         return b->err;
     if (b->types.n == 0)
         return LC_EINPUT; /* a pprof without sample types is invalid */
-    size_t n = profile_size(b);
+    size_t *sample_len = lc_xmalloc((b->samples.n ? b->samples.n : 1) * sizeof(*sample_len));
+    size_t n = profile_size(b, sample_len);
     lc_buf_t raw;
     lc_buf_t *dst = out;
     if (gzip) {
@@ -749,12 +752,13 @@ int lc_pprof_builder_encode(lc_pprof_builder_t *b, bool gzip, lc_buf_t *out)
     }
     int rc = lc_buf_reserve(dst, n);
     if (rc == 0) {
-        uint8_t *end = put_profile(b, dst->data + dst->len);
+        uint8_t *end = put_profile(b, sample_len, dst->data + dst->len);
         dst->len += (size_t)(end - (dst->data + dst->len));
         if (gzip)
             rc = lc_gzip(raw.data, raw.len, LC_PPROF__GZIP_LEVEL, out);
     }
     if (gzip)
         lc_buf_fini(&raw);
+    lc_free(sample_len);
     return rc;
 }
