@@ -639,6 +639,8 @@ static void read_flat_frames(jr_t *r, const jclass_t *frame, size_t n)
         jr_fail(r);
         return;
     }
+    if (n == 0)
+        return;
     j->frames = lc_xgrow(j->frames, &j->cap_frames, j->n_frames + n, sizeof(*j->frames));
     jfr_frame_t *out = j->frames + j->n_frames;
     size_t room = 9 * frame->n_fields; /* n_fields <= ING_JFR_MAX_FIELDS */
@@ -1341,7 +1343,10 @@ const jfr_frame_t *jfr_stack(jfr_t *j, uint64_t id, size_t *n)
     if (ix == UINT32_MAX)
         return NULL;
     *n = j->stacks[ix].n;
-    return j->frames + j->stacks[ix].off;
+    /* an empty stack is known too (its sample is kept), even before any
+     * frame array exists */
+    static const jfr_frame_t no_frames[1];
+    return *n ? j->frames + j->stacks[ix].off : no_frames;
 }
 
 /* A symbol, its text decoded on first use (jsym_t); NULL when unknown. */
