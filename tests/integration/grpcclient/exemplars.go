@@ -177,6 +177,33 @@ func (r *run) checkHeatmap(ctx context.Context, in []sent) {
 	r.c.check(len(want) == 0, where, "buckets without a slot: %v", want)
 }
 
+// The SPAN heatmap: per bucket one span (spanID, in every profile), counted
+// once, its value the span's samples summed over the bucket's profiles.
+func (r *run) checkSpanHeatmap(ctx context.Context, in []sent) {
+	where := r.where + " SelectHeatmap SPAN"
+	h, err := r.querier.SelectHeatmap(ctx, connect.NewRequest(&querierv1.SelectHeatmapRequest{
+		ProfileTypeID: cpuType, LabelSelector: r.exSelector(), Start: r.start, End: r.end,
+		Step: stepS, QueryType: querierv1.HeatmapQueryType_HEATMAP_QUERY_TYPE_SPAN,
+		ExemplarType: typesv1.ExemplarType_EXEMPLAR_TYPE_SPAN}))
+	if !r.ok(err, "SelectHeatmap SPAN") || !r.c.check(len(h.Msg.Series) == 1, where,
+		"want 1 series, got %d", len(h.Msg.Series)) {
+		return
+	}
+	want := map[int64]int64{}
+	for _, p := range in {
+		want[r.boundary(r.start+p.after)] += stacks[spanStack] * periodNs * p.scale
+	}
+	for _, slot := range h.Msg.Series[0].Slots {
+		r.c.check(len(slot.Counts) == 1 && slot.Counts[0] == 1 && len(slot.Exemplars) == 1 &&
+			slot.Exemplars[0].SpanId == spanID && slot.Exemplars[0].Value == want[slot.Timestamp] &&
+			slot.YMin[0] <= float64(want[slot.Timestamp]), where,
+			"slot %d: counts %v rows %v exemplars %v, want one span %s of %d", slot.Timestamp,
+			slot.Counts, slot.YMin, slot.Exemplars, spanID, want[slot.Timestamp])
+		delete(want, slot.Timestamp)
+	}
+	r.c.check(len(want) == 0, where, "buckets without a slot: %v", want)
+}
+
 // profile_id_selector: the merge holds exactly the profiles named.
 func (r *run) checkProfileIDs(ctx context.Context, in []sent) {
 	st, err := r.querier.SelectMergeStacktraces(ctx, connect.NewRequest(&querierv1.SelectMergeStacktracesRequest{
@@ -243,5 +270,6 @@ func (r *run) exemplars(ctx context.Context) {
 		r.checkSpan(s, in)
 	}
 	r.checkHeatmap(ctx, in)
+	r.checkSpanHeatmap(ctx, in)
 	r.checkProfileIDs(ctx, in)
 }
