@@ -299,7 +299,8 @@ class UiSingleTest(UiMixin, h.ServerTestCase):
     def test_exemplar_list_opens_one_profile(self):
         """Under the chart, the profiles of the range by value (eu: 470
         samples, us: 170); a click shows that profile alone (the flame graph's
-        total is its samples), and 'show all profiles' goes back."""
+        total is its samples), and 'show all profiles' goes back. With
+        chart=heatmap, the two profiles are two cells of the heatmap."""
         out = drive(self.srv_url(), [
             {"do": "goto", "url": self.single_url()},
             {"do": "text", "sel": "#exemplar-table", "key": "list"},
@@ -312,6 +313,10 @@ class UiSingleTest(UiMixin, h.ServerTestCase):
             {"do": "click", "sel": "#all-profiles"},
             {"do": "settle"},
             {"do": "text", "sel": "#flame", "key": "all"},
+            {"do": "goto", "url": self.single_url(extra="&chart=heatmap")},
+            {"do": "text", "sel": "#heatmap", "key": "heat"},
+            {"do": "canvas", "sel": "#heatmap canvas", "key": "heat_canvas"},
+            {"do": "shot", "file": "single-heatmap.png"},
         ])
         self.assertNoConsoleErrors(out)
         R = out["results"]
@@ -323,6 +328,10 @@ class UiSingleTest(UiMixin, h.ServerTestCase):
         self.assertIn("profile=", R["state"]["url"])
         self.assertIn("Flame graph of profile", R["note"]["text"])
         self.assertEqual(str(640 * NS), R["all"]["data"]["total"], R["all"])
+        # the heatmap: the two profiles, a minute apart, in two cells
+        self.assertEqual({"cells": "2", "count": "2"},
+                         {k: R["heat"]["data"].get(k) for k in ("cells", "count")}, R["heat"])
+        self.assertGreater(R["heat_canvas"]["nonBlank"], 100, "the heatmap is drawn")
 
     def test_dark_theme(self):
         out = drive(self.srv_url(), [

@@ -83,6 +83,13 @@ export class Api {
         .sort((a, b) => b.value - a.value));
   }
 
+  // Profile values bucketed over time x value (SelectHeatmap, individual profiles).
+  heatmap(profileTypeID, labelSelector, start, end, groupBy, step, signal) {
+    return this.call('SelectHeatmap', { profileTypeID, labelSelector, start, end, groupBy, step,
+      queryType: 'HEATMAP_QUERY_TYPE_INDIVIDUAL', exemplarType: 'EXEMPLAR_TYPE_NONE' }, signal)
+      .then((r) => r.series || []);
+  }
+
   diff(left, right, signal) {
     return this.call('Diff', { left, right }, signal).then((r) => r.flamegraph || null);
   }

@@ -5,6 +5,7 @@
 import { Api, ApiError } from './api.js';
 import { FlameGraph, decodeFlamegraph, topTable, sandwich, diffChange } from './flame.js';
 import { TimeChart } from './chart.js';
+import { HeatmapChart } from './heatmap.js';
 import {
   parseTime, splitQuery, joinQuery, setMatcher, matcherValue, formatValue, formatPct, formatTime,
   formatDuration, el, download,
@@ -336,6 +337,11 @@ class SingleView {
       onRange: (a, b) => navigate({ from: String(a), until: String(b) }),
       format: (v) => formatValue(v, unitOf(this.type)),
     });
+    this.heatBox = el('div', { class: 'chart', id: 'heatmap', hidden: true });
+    this.heatmap = new HeatmapChart(this.heatBox, { format: (v) => formatValue(v, unitOf(this.type)) });
+    this.chartSel = el('select', { id: 'chart-kind', 'aria-label': 'Chart' },
+      el('option', { value: '' }, 'time series'), el('option', { value: 'heatmap' }, 'heatmap'));
+    this.chartSel.addEventListener('change', () => navigate({ chart: this.chartSel.value || null }));
 
     this.modeBtns = ['both', 'table', 'flame', 'sandwich'].map((m) => {
       const b = el('button', { type: 'button', class: 'mode', 'data-mode': m, 'aria-pressed': 'false' },
@@ -390,8 +396,10 @@ class SingleView {
     this.root.append(
       form,
       el('section', { class: 'chart-box', 'aria-label': 'Time series' },
-        el('div', { class: 'row' }, el('label', { for: 'group-by' }, 'Group by'), this.groupSel, el('span', { class: 'muted hint' }, 'drag across the chart to zoom into a range')),
-        chartBox),
+        el('div', { class: 'row' }, el('label', { for: 'group-by' }, 'Group by'), this.groupSel,
+          el('label', { for: 'chart-kind' }, 'Chart'), this.chartSel,
+          el('span', { class: 'muted hint' }, 'drag across the chart to zoom into a range')),
+        chartBox, this.heatBox),
       this.exemplarBox,
       this.profileNote,
       el('div', { class: 'toolbar2' }, el('div', { class: 'modes', role: 'group', 'aria-label': 'View' }, this.modeBtns),
@@ -505,7 +513,7 @@ class SingleView {
     const mode = ['table', 'flame', 'sandwich'].includes(p.get('view')) ? p.get('view') : 'both';
     this.setMode(mode);
     if (document.activeElement !== this.search) this.search.value = p.get('search') || '';
-    const key = JSON.stringify([p.get('query'), p.get('from'), p.get('until'), p.get('groupBy'), p.get('maxNodes'), p.get('profile'), tenant()]);
+    const key = JSON.stringify([p.get('query'), p.get('from'), p.get('until'), p.get('groupBy'), p.get('maxNodes'), p.get('profile'), p.get('chart'), tenant()]);
     if (key === this.key && this.flame.data) {
       this.applySearch();
       this.drawSandwich();
@@ -570,6 +578,10 @@ class SingleView {
     const stepSec = Math.max(1, (r.until - r.from) / 1000 / 240);
     const profile = p.get('profile') || '';
     this.showProfileNote(profile);
+    const heat = p.get('chart') === 'heatmap';
+    this.chartSel.value = heat ? 'heatmap' : '';
+    this.heatBox.hidden = !heat;
+    document.getElementById('chart').hidden = heat;
     const fgP = this.api.flamegraph(type, selector, r.from, r.until, maxNodes, sig, profile ? [profile] : []);
     const seriesP = this.api.series(type, selector, r.from, r.until, groupBy ? [groupBy] : [], stepSec, sig);
     // Exemplars are extra: a refusal (too many profiles in the range) only empties their list.
@@ -628,6 +640,7 @@ class SingleView {
       const series = await seriesP;
       this.chart.setData(series, r.from, r.until);
       this.showExemplars(await exemplarsP, profile);
+      if (heat) this.heatmap.setData(await this.api.heatmap(type, selector, r.from, r.until, groupBy ? [groupBy] : [], stepSec, sig), r.from, r.until, stepSec * 1000);
     } catch (e) {
       if (e.name === 'AbortError') throw e;
       showMessage(explain(e, 'The time series query'));
