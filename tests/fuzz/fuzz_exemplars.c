@@ -103,7 +103,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         (Ember__V1__ProfileRefsResponse *)protobuf_c_message_unpack(
             &ember__v1__profile_refs_response__descriptor, &alloc, size - 1, data + 1);
     Querier__V1__SelectHeatmapResponse *h;
-    if (refs && qry_exemplars_heatmap(refs, &o, data[0] >> 6, a, &h) == 0) {
+    if (refs && qry_exemplars_heatmap(refs, &o, data[0] >> 6, true, a, &h) == 0) {
         size_t counted = 0, exemplars = 0;
         for (size_t i = 0; i < h->n_series; i++)
             for (size_t j = 0; j < h->series[i]->n_slots; j++)

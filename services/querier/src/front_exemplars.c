@@ -2,7 +2,8 @@
  * front_exemplars.c — the front end's exemplars and heatmaps (docs/api.md
  * "Exemplars and heatmaps"), built from the back end's profile references
  * (qry_backend_t.select_profiles: the store's, or every ingester's through the
- * fan-out), so both back ends answer alike.
+ * fan-out, fetched by frontend.c), so both back ends answer alike. Pure
+ * functions of the references: no back end, no request.
  *
  * The references are put in cells: (group, bucket) as SelectSeries buckets
  * them (lc_query_series_bucket). Within a cell, references of one profile
@@ -383,17 +384,6 @@ int qry_exemplars_series(const Ember__V1__ProfileRefsResponse *refs,
     return rc;
 }
 
-int qry_series_exemplars(qry_front_t *fe, lc_http_req_t *req,
-                         const Querier__V1__SelectSeriesRequest *r, const lc_query_series_opts_t *o,
-                         Types__V1__Series **series, size_t n, lc_status_t *st)
-{
-    Ember__V1__ProfileRefsResponse *refs;
-    if (qry_front_select_profiles(fe, req, r, o, &refs, st))
-        return -1;
-    int rc = qry_exemplars_series(refs, o, req->arena, series, n);
-    return rc ? qry_fail(st, rc, "choosing exemplars") : 0;
-}
-
 /* -------------------------------------------------------------- heatmap */
 
 typedef struct xm_axis_s {
@@ -542,39 +532,7 @@ static int heatmap_reply(const xm_t *x, int64_t limit, Querier__V1__SelectHeatma
     return rc;
 }
 
-/* The heatmap's request as the back end takes it: a SelectSeries whose
- * exemplar_type says individual profiles or spans. */
-static int heatmap_request(const Querier__V1__SelectHeatmapRequest *h,
-                           Querier__V1__SelectSeriesRequest *r, lc_query_series_opts_t *o,
-                           lc_status_t *st)
-{
-    if (!h->profile_typeid || !*h->profile_typeid)
-        return lc_status_set(st, LC_CODE_INVALID_ARGUMENT, "profile_typeID is required");
-    if (h->query_type != QUERIER__V1__HEATMAP_QUERY_TYPE__HEATMAP_QUERY_TYPE_INDIVIDUAL &&
-        h->query_type != QUERIER__V1__HEATMAP_QUERY_TYPE__HEATMAP_QUERY_TYPE_SPAN &&
-        h->query_type != QUERIER__V1__HEATMAP_QUERY_TYPE__HEATMAP_QUERY_TYPE_UNSPECIFIED)
-        return lc_status_set(st, LC_CODE_INVALID_ARGUMENT, "unknown heatmap query_type %d",
-                             (int)h->query_type);
-    *r = (Querier__V1__SelectSeriesRequest)QUERIER__V1__SELECT_SERIES_REQUEST__INIT;
-    r->profile_typeid = h->profile_typeid;
-    r->label_selector = h->label_selector;
-    r->start = h->start;
-    r->end = h->end;
-    r->step = h->step;
-    r->group_by = h->group_by;
-    r->n_group_by = h->n_group_by;
-    r->exemplar_type = h->query_type == QUERIER__V1__HEATMAP_QUERY_TYPE__HEATMAP_QUERY_TYPE_SPAN
-                           ? TYPES__V1__EXEMPLAR_TYPE__EXEMPLAR_TYPE_SPAN
-                           : TYPES__V1__EXEMPLAR_TYPE__EXEMPLAR_TYPE_INDIVIDUAL;
-    *o = (lc_query_series_opts_t){.start_ms = h->start,
-                                  .end_ms = h->end,
-                                  .group_by = (const char *const *)h->group_by,
-                                  .n_group_by = h->n_group_by};
-    return qry_step_ms(h->step, &o->step_ms, st);
-}
-
-/* Exemplars are attached unless the request says NONE (UNSPECIFIED attaches
- * them, as a heatmap's cells are profiles anyway). */
+/* A heatmap asked with exemplar_type NONE has none. */
 static void drop_exemplars(Querier__V1__SelectHeatmapResponse *resp)
 {
     for (size_t i = 0; i < resp->n_series; i++)
@@ -583,8 +541,8 @@ static void drop_exemplars(Querier__V1__SelectHeatmapResponse *resp)
 }
 
 int qry_exemplars_heatmap(const Ember__V1__ProfileRefsResponse *refs,
-                          const lc_query_series_opts_t *o, int64_t limit, lc_arena_t *a,
-                          Querier__V1__SelectHeatmapResponse **out)
+                          const lc_query_series_opts_t *o, int64_t limit, bool exemplars,
+                          lc_arena_t *a, Querier__V1__SelectHeatmapResponse **out)
 {
     Querier__V1__SelectHeatmapResponse *resp = lc_arena_calloc(a, 1, sizeof(*resp));
     if (!resp)
@@ -595,25 +553,8 @@ int qry_exemplars_heatmap(const Ember__V1__ProfileRefsResponse *refs,
     if (rc == 0)
         rc = heatmap_reply(&x, limit, resp);
     xm_fini(&x);
+    if (!exemplars)
+        drop_exemplars(resp);
     *out = resp;
     return rc;
-}
-
-int qry_rpc_select_heatmap(lc_http_req_t *req, const ProtobufCMessage *in, ProtobufCMessage **out,
-                           lc_status_t *st, void *data)
-{
-    const Querier__V1__SelectHeatmapRequest *h = (const Querier__V1__SelectHeatmapRequest *)in;
-    Querier__V1__SelectSeriesRequest r;
-    lc_query_series_opts_t o;
-    Ember__V1__ProfileRefsResponse *refs;
-    Querier__V1__SelectHeatmapResponse *resp;
-    if (heatmap_request(h, &r, &o, st) || qry_front_select_profiles(data, req, &r, &o, &refs, st))
-        return -1;
-    int rc = qry_exemplars_heatmap(refs, &o, h->limit > 0 ? h->limit : 0, req->arena, &resp);
-    if (rc)
-        return qry_fail(st, rc, "building the heatmap");
-    if (h->exemplar_type == TYPES__V1__EXEMPLAR_TYPE__EXEMPLAR_TYPE_NONE)
-        drop_exemplars(resp);
-    *out = &resp->base;
-    return 0;
 }

@@ -166,10 +166,10 @@ static int front_select_series(qry_front_t *fe, lc_http_req_t *req,
     return rc;
 }
 
-int qry_front_select_profiles(qry_front_t *fe, lc_http_req_t *req,
-                              const Querier__V1__SelectSeriesRequest *r,
-                              const lc_query_series_opts_t *o, Ember__V1__ProfileRefsResponse **out,
-                              lc_status_t *st)
+static int front_select_profiles(qry_front_t *fe, lc_http_req_t *req,
+                                 const Querier__V1__SelectSeriesRequest *r,
+                                 const lc_query_series_opts_t *o,
+                                 Ember__V1__ProfileRefsResponse **out, lc_status_t *st)
 {
     qry_slots_t s;
     if (front_enter(fe, req, &s, st))
@@ -372,6 +372,19 @@ static int front_series_reply(lc_query_series_t *s, lc_arena_t *a, ProtobufCMess
     return 0;
 }
 
+/* The exemplars of r's profiles onto the answered points (front_exemplars.c). */
+static int series_exemplars(qry_front_t *fe, lc_http_req_t *req,
+                            const Querier__V1__SelectSeriesRequest *r,
+                            const lc_query_series_opts_t *o,
+                            Querier__V1__SelectSeriesResponse *resp, lc_status_t *st)
+{
+    Ember__V1__ProfileRefsResponse *refs;
+    if (front_select_profiles(fe, req, r, o, &refs, st))
+        return -1;
+    int rc = qry_exemplars_series(refs, o, req->arena, resp->series, resp->n_series);
+    return rc ? qry_fail(st, rc, "choosing exemplars") : 0;
+}
+
 int qry_rpc_select_series(lc_http_req_t *req, const ProtobufCMessage *in, ProtobufCMessage **out,
                           lc_status_t *st, void *data)
 {
@@ -392,11 +405,61 @@ int qry_rpc_select_series(lc_http_req_t *req, const ProtobufCMessage *in, Protob
         return -1;
     int rc = front_series_reply(s, req->arena, out, st);
     lc_query_series_free(s);
-    if (rc == 0 && wants_exemplars(r)) {
-        Querier__V1__SelectSeriesResponse *resp = (Querier__V1__SelectSeriesResponse *)*out;
-        rc = qry_series_exemplars(fe, req, r, &o, resp->series, resp->n_series, st);
-    }
+    if (rc == 0 && wants_exemplars(r))
+        rc = series_exemplars(fe, req, r, &o, (Querier__V1__SelectSeriesResponse *)*out, st);
     return rc ? -1 : 0;
+}
+
+/* ----------------------------------------------------------- SelectHeatmap */
+
+/* The heatmap's request as the back end takes it: a SelectSeries whose
+ * exemplar_type says individual profiles or spans. */
+static int heatmap_request(const Querier__V1__SelectHeatmapRequest *h,
+                           Querier__V1__SelectSeriesRequest *r, lc_query_series_opts_t *o,
+                           lc_status_t *st)
+{
+    if (!h->profile_typeid || !*h->profile_typeid)
+        return lc_status_set(st, LC_CODE_INVALID_ARGUMENT, "profile_typeID is required");
+    if (h->query_type != QUERIER__V1__HEATMAP_QUERY_TYPE__HEATMAP_QUERY_TYPE_INDIVIDUAL &&
+        h->query_type != QUERIER__V1__HEATMAP_QUERY_TYPE__HEATMAP_QUERY_TYPE_SPAN &&
+        h->query_type != QUERIER__V1__HEATMAP_QUERY_TYPE__HEATMAP_QUERY_TYPE_UNSPECIFIED)
+        return lc_status_set(st, LC_CODE_INVALID_ARGUMENT, "unknown heatmap query_type %d",
+                             (int)h->query_type);
+    *r = (Querier__V1__SelectSeriesRequest)QUERIER__V1__SELECT_SERIES_REQUEST__INIT;
+    r->profile_typeid = h->profile_typeid;
+    r->label_selector = h->label_selector;
+    r->start = h->start;
+    r->end = h->end;
+    r->step = h->step;
+    r->group_by = h->group_by;
+    r->n_group_by = h->n_group_by;
+    r->exemplar_type = h->query_type == QUERIER__V1__HEATMAP_QUERY_TYPE__HEATMAP_QUERY_TYPE_SPAN
+                           ? TYPES__V1__EXEMPLAR_TYPE__EXEMPLAR_TYPE_SPAN
+                           : TYPES__V1__EXEMPLAR_TYPE__EXEMPLAR_TYPE_INDIVIDUAL;
+    *o = (lc_query_series_opts_t){.start_ms = h->start,
+                                  .end_ms = h->end,
+                                  .group_by = (const char *const *)h->group_by,
+                                  .n_group_by = h->n_group_by};
+    return qry_step_ms(h->step, &o->step_ms, st);
+}
+
+int qry_rpc_select_heatmap(lc_http_req_t *req, const ProtobufCMessage *in, ProtobufCMessage **out,
+                           lc_status_t *st, void *data)
+{
+    const Querier__V1__SelectHeatmapRequest *h = (const Querier__V1__SelectHeatmapRequest *)in;
+    Querier__V1__SelectSeriesRequest r;
+    lc_query_series_opts_t o;
+    Ember__V1__ProfileRefsResponse *refs;
+    Querier__V1__SelectHeatmapResponse *resp;
+    if (heatmap_request(h, &r, &o, st) || front_select_profiles(data, req, &r, &o, &refs, st))
+        return -1;
+    bool exemplars = h->exemplar_type != TYPES__V1__EXEMPLAR_TYPE__EXEMPLAR_TYPE_NONE;
+    int rc =
+        qry_exemplars_heatmap(refs, &o, h->limit > 0 ? h->limit : 0, exemplars, req->arena, &resp);
+    if (rc)
+        return qry_fail(st, rc, "building the heatmap");
+    *out = &resp->base;
+    return 0;
 }
 
 /* ------------------------------------------------------- the listings */

@@ -429,26 +429,17 @@ int qry_profile_refs(qry_t *q, lc_http_req_t *req, const Querier__V1__SelectSeri
 /* The failure status of a reference walk: over_cap says the walk passed
  * QRY_MAX_PROFILE_REFS (resource_exhausted naming it), else rc as qry_fail. */
 int qry_refs_fail(lc_status_t *st, int rc, bool over_cap);
-/* The back end's select_profiles, holding the tenants' slots (frontend.c). */
-int qry_front_select_profiles(qry_front_t *fe, lc_http_req_t *req,
-                              const Querier__V1__SelectSeriesRequest *r,
-                              const lc_query_series_opts_t *o, Ember__V1__ProfileRefsResponse **out,
-                              lc_status_t *st) LC_MUST_CHECK;
-/* Attaches r's exemplars (exemplar_type INDIVIDUAL or SPAN) to the points
- * of the answered series, bucketed as o (front_exemplars.c). */
-int qry_series_exemplars(qry_front_t *fe, lc_http_req_t *req,
-                         const Querier__V1__SelectSeriesRequest *r, const lc_query_series_opts_t *o,
-                         Types__V1__Series **series, size_t n, lc_status_t *st) LC_MUST_CHECK;
-/* The pure parts, on refs already listed (also what fuzz_exemplars drives):
- * exemplars onto the series' points, and the heatmap with `limit` (0: every
- * series), bucketed as o from refs->start_ms. 0 or LC_ETOOBIG (arena full). */
+/* Built from refs already listed (front_exemplars.c; also what fuzz_exemplars
+ * drives): exemplars onto the series' points, and the heatmap with `limit`
+ * (0: every series) and, unless !exemplars, each slot's exemplars; bucketed as
+ * o from refs->start_ms. 0 or LC_ETOOBIG (arena full). */
 int qry_exemplars_series(const Ember__V1__ProfileRefsResponse *refs,
                          const lc_query_series_opts_t *o, lc_arena_t *a, Types__V1__Series **series,
                          size_t n) LC_MUST_CHECK;
 int qry_exemplars_heatmap(const Ember__V1__ProfileRefsResponse *refs,
-                          const lc_query_series_opts_t *o, int64_t limit, lc_arena_t *a,
-                          Querier__V1__SelectHeatmapResponse **out) LC_MUST_CHECK;
-/* querier.v1 SelectHeatmap (front_exemplars.c); data is the front end. */
+                          const lc_query_series_opts_t *o, int64_t limit, bool exemplars,
+                          lc_arena_t *a, Querier__V1__SelectHeatmapResponse **out) LC_MUST_CHECK;
+/* querier.v1 SelectHeatmap (frontend.c); data is the front end. */
 int qry_rpc_select_heatmap(lc_http_req_t *req, const ProtobufCMessage *in, ProtobufCMessage **out,
                            lc_status_t *st, void *data);
 
