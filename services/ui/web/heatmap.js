@@ -2,7 +2,7 @@
 // up (the server's rows, y_min their lower bounds), darker for more profiles.
 // Every series of the answer is drawn on one grid (their counts added).
 
-import { formatTime } from './util.js';
+import { el, formatTime } from './util.js';
 
 const PAD = { l: 64, r: 12, t: 8, b: 22 };
 
@@ -27,10 +27,7 @@ export class HeatmapChart {
   constructor(container, { format }) {
     this.container = container;
     this.format = format || String;
-    this.canvas = document.createElement('canvas');
-    this.canvas.className = 'chart-canvas';
-    this.canvas.setAttribute('role', 'img');
-    this.canvas.setAttribute('aria-label', 'Heatmap of profile values over time');
+    this.canvas = el('canvas', { class: 'chart-canvas', role: 'img', 'aria-label': 'Heatmap of profile values over time' });
     container.append(this.canvas);
     this.cells = [];
     new ResizeObserver(() => this.render()).observe(container);
