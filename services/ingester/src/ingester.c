@@ -57,6 +57,10 @@ static int ing_routes(ing_t *ing, lc_httpd_t *srv)
          ING_PARCA_STORE "WriteRaw", ing, cap, LC_HTTP_SCOPE_WRITE, lc_connect_error},
         {"/api" ING_PARCA_STORE "WriteRaw", NULL, ing_parca_write_raw_work, ing_publish_after, true,
          ING_PARCA_STORE "WriteRaw", ing, cap, LC_HTTP_SCOPE_WRITE, lc_connect_error},
+        {ING_PARCA_STORE "WriteArrow", NULL, ing_parca_write_arrow_work, ing_publish_after, true,
+         ING_PARCA_STORE "WriteArrow", ing, cap, LC_HTTP_SCOPE_WRITE, lc_connect_error},
+        {"/api" ING_PARCA_STORE "WriteArrow", NULL, ing_parca_write_arrow_work, ing_publish_after,
+         true, ING_PARCA_STORE "WriteArrow", ing, cap, LC_HTTP_SCOPE_WRITE, lc_connect_error},
         /* OTLP profiles: gRPC/gRPC-Web/Connect, and OTLP/HTTP */
         {ING_OTLP_EXPORT, NULL, ing_otlp_export_work, ing_publish_after, true, ING_OTLP_EXPORT, ing,
          cap, LC_HTTP_SCOPE_WRITE, lc_connect_error},

@@ -364,8 +364,16 @@ lc_http_result_t ing_push_serve_as(lc_http_req_t *req, ing_t *ing, ing_push_deco
                                    ing_route_t route);
 
 /* parca_write.c: parca.profilestore.v1alpha1.ProfileStoreService. WriteRaw
- * goes through ing_push_serve; Write and WriteArrow answer unimplemented. */
+ * and WriteArrow go through ing_push_serve; Write answers unimplemented. */
 lc_http_result_t ing_parca_write_raw_work(lc_http_req_t *req, void *data);
+lc_http_result_t ing_parca_write_arrow_work(lc_http_req_t *req, void *data);
+/* parca_arrow.c: WriteArrow's Arrow IPC stream (the Parca Agent's v2 schema)
+ * as a Push request in arena: one pprof per (series, profile type, period,
+ * 10 s window). Pure (fuzzed); errors are invalid_argument saying the row and
+ * what is wrong, or resource_exhausted past the arena. */
+int ing_parca_arrow_to_push(const uint8_t *ipc, size_t len, const lc_pprof_limits_t *lim,
+                            lc_arena_t *a, Push__V1__PushRequest *out,
+                            lc_status_t *st) LC_MUST_CHECK;
 lc_http_result_t ing_parca_write_unimplemented(lc_http_req_t *req, void *data);
 
 /* otlp.c: OTLP profiles (opentelemetry.proto.collector.profiles.v1development).
