@@ -14,7 +14,9 @@ nothing."""
 import collections
 import json
 import os
+import random
 import struct
+import subprocess
 import unittest
 
 import harness as h
@@ -208,6 +210,34 @@ class WriteArrowFixtures(h.ServerTestCase):
         self.assertEqual(code, 3, msg)
         after = self.srv.flamegraph(PTYPE, "{}", self.start_ms, self.end_ms).total
         self.assertEqual(after, before)
+
+
+class WriteArrowGenerated(h.ServerTestCase):
+    """Property: random v2 requests written by pyarrow (parca_write_gen.py)
+    come back, per service, with the generator's total and per-stack sums."""
+
+    def test_random_requests_sum_as_generated(self):
+        import test_arrow_ipc
+        py = test_arrow_ipc.python_with_pyarrow()
+        seed = random.randrange(1 << 30)
+        out = h.temp_dir("ember-parca-gen-")
+        r = subprocess.run([py, os.path.join(h.HERE, "parca_write_gen.py"), out, str(seed), "12"],
+                           capture_output=True, text=True, timeout=600, cwd=h.HERE)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        with open(os.path.join(out, "expected.json")) as f:
+            want = json.load(f)
+        for i in range(want["count"]):
+            with open(os.path.join(out, f"req-{i:03d}.bin"), "rb") as f:
+                code, msg, _ = grpc(self.srv, "WriteArrow", f.read())
+            self.assertEqual(code, 0, f"seed {seed} request {i}: {msg}")
+        now_ms = want["now_ns"] // 10**6
+        for service, w in want["services"].items():
+            fg = self.srv.flamegraph(PTYPE, f'{{service_name="{service}"}}', now_ms - 600_000,
+                                     now_ms + 60_000)
+            self.assertEqual(fg.total, w["total"], f"seed {seed} service {service}")
+            stacks = h.flamegraph_stacks(list(fg.names), [list(l.values) for l in fg.levels])
+            got = {";".join(p): v for p, v in stacks.items()}
+            self.assertEqual(got, w["stacks"], f"seed {seed} service {service}")
 
 
 if __name__ == "__main__":

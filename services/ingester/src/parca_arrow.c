@@ -247,7 +247,7 @@ static int row_labels(pa_conv_t *cv, int64_t row, lc_status_t *st)
 
 /* ---------------------------------------------------------------- groups */
 
-static uint64_t key_hash(const uint8_t *p, size_t n)
+static uint64_t pa_key_hash(const uint8_t *p, size_t n)
 {
     uint64_t h = 0xcbf29ce484222325ULL;
     for (size_t i = 0; i < n; i++)
@@ -301,7 +301,7 @@ static int group_init(pa_conv_t *cv, pa_group_t *g, uint64_t h, lc_status_t *st)
 /* The group of the current row's key, made on first sight. */
 static pa_group_t *row_group(pa_conv_t *cv, int64_t row, lc_status_t *st)
 {
-    uint64_t h = key_hash(cv->key.data, cv->key.len);
+    uint64_t h = pa_key_hash(cv->key.data, cv->key.len);
     size_t mask = cv->n_slots - 1;
     for (size_t i = h & mask;; i = (i + 1) & mask) {
         uint32_t slot = cv->slots[i];
@@ -379,8 +379,8 @@ static int frame_lines(pa_conv_t *cv, pa_group_t *g, const lc_arrow_array_t *f, 
 }
 
 /* Frame i of the frames array: its location in g's builder. */
-static int frame_location(pa_conv_t *cv, pa_group_t *g, const lc_arrow_array_t *frames, int64_t i,
-                          int64_t row, uint64_t *loc, lc_status_t *st)
+static int pa_frame_location(pa_conv_t *cv, pa_group_t *g, const lc_arrow_array_t *frames,
+                             int64_t i, int64_t row, uint64_t *loc, lc_status_t *st)
 {
     const lc_arrow_array_t *f;
     int64_t fr;
@@ -420,7 +420,7 @@ static int row_stack(pa_conv_t *cv, pa_group_t *g, int64_t row, size_t *n, lc_st
     }
     for (int64_t i = 0; i < count; i++)
         if (count_visit(cv, row, st) ||
-            frame_location(cv, g, frames, start + i, row, &cv->locs[i], st))
+            pa_frame_location(cv, g, frames, start + i, row, &cv->locs[i], st))
             return -1;
     *n = (size_t)count;
     return 0;
@@ -479,7 +479,7 @@ static bool has_label(const pa_group_t *g, const char *name)
     return false;
 }
 
-static const char *label_value(const pa_group_t *g, const char *name)
+static const char *pa_label_value(const pa_group_t *g, const char *name)
 {
     for (size_t i = 0; i < g->n_series; i++)
         if (strcmp(g->series[2 * i], name) == 0)
@@ -500,7 +500,7 @@ static int add_pair(lc_arena_t *a, Types__V1__LabelPair **pairs, size_t *n, cons
     return 0;
 }
 
-static int group_labels(lc_arena_t *a, const pa_group_t *g, Push__V1__RawProfileSeries *s)
+static int pa_group_labels(lc_arena_t *a, const pa_group_t *g, Push__V1__RawProfileSeries *s)
 {
     Types__V1__LabelPair **pairs = lc_arena_calloc(a, g->n_series + 3, sizeof(*pairs));
     if (!pairs)
@@ -508,7 +508,7 @@ static int group_labels(lc_arena_t *a, const pa_group_t *g, Push__V1__RawProfile
     size_t n = 0;
     if (add_pair(a, pairs, &n, "__name__", g->type[0]))
         return -1;
-    const char *comm = label_value(g, "comm");
+    const char *comm = pa_label_value(g, "comm");
     if (!has_label(g, "service_name") &&
         add_pair(a, pairs, &n, "service_name", comm ? comm : "parca_agent"))
         return -1;
@@ -544,7 +544,7 @@ static int group_series(lc_arena_t *a, size_t max_bytes, pa_group_t *g,
                              "WriteArrow: a profile too large to encode; nothing was stored");
     Push__V1__RawSample *sample = lc_arena_calloc(a, 1, sizeof(*sample));
     Push__V1__RawSample **samples = lc_arena_calloc(a, 1, sizeof(*samples));
-    if (!data || !sample || !samples || group_labels(a, g, s))
+    if (!data || !sample || !samples || pa_group_labels(a, g, s))
         return out_of_memory(st);
     *sample = (Push__V1__RawSample)PUSH__V1__RAW_SAMPLE__INIT;
     sample->raw_profile.data = data;
@@ -575,7 +575,7 @@ static int conv_output(pa_conv_t *cv, Push__V1__PushRequest *push, lc_status_t *
 
 /* ---------------------------------------------------------------- entry */
 
-static int conv_init(pa_conv_t *cv, lc_arena_t *a, const lc_pprof_limits_t *lim, lc_status_t *st)
+static int pa_conv_init(pa_conv_t *cv, lc_arena_t *a, const lc_pprof_limits_t *lim, lc_status_t *st)
 {
     cv->a = a;
     cv->max_depth = lim->max_stack_depth ? lim->max_stack_depth : 1024;
@@ -590,7 +590,7 @@ static int conv_init(pa_conv_t *cv, lc_arena_t *a, const lc_pprof_limits_t *lim,
     return 0;
 }
 
-static void conv_fini(pa_conv_t *cv)
+static void pa_conv_fini(pa_conv_t *cv)
 {
     for (size_t i = 0; i < cv->n_groups; i++)
         lc_pprof_builder_free(cv->groups[i].b);
@@ -634,7 +634,7 @@ int ing_parca_arrow_to_push(const uint8_t *ipc, size_t len, const lc_pprof_limit
     if (!cv)
         return out_of_memory(st);
     lc_arrow_stream_t *s = NULL;
-    int rc = conv_init(cv, a, lim, st);
+    int rc = pa_conv_init(cv, a, lim, st);
     if (rc == 0)
         rc = lc_arrow_stream_open(&s, ipc, len, &alim, a, st);
     if (rc == 0)
@@ -645,6 +645,6 @@ int ing_parca_arrow_to_push(const uint8_t *ipc, size_t len, const lc_pprof_limit
         rc = conv_output(cv, out, st);
     if (s)
         lc_arrow_stream_close(s);
-    conv_fini(cv);
+    pa_conv_fini(cv);
     return rc ? -1 : 0;
 }

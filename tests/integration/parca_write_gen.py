@@ -1,0 +1,211 @@
+"""WriteArrow requests in the Parca Agent's v2 schema with random shapes,
+written by pyarrow, and what they add up to: the oracle of
+test_parca_agent_write.py's property test and seeds for
+tests/fuzz/corpus/parca_arrow.
+
+Unlike arrow_gen.py (which checks every decoded value), the data here is
+what an agent could send and ember must store: positive counts, timestamps in
+the last minutes, label names Prometheus accepts, a few extra label fields
+(Kubernetes metadata), frames with and without lines, shared list_view
+ranges, LZ4 or not. The oracle is computed from the rows as generated:
+per service (comm, or "parca_agent" without one) the value sum and the sum
+per stack as Pyroscope's flame graph names it, root first: a location's
+lines outermost first, a frame without lines "<mapping file>+0x<address>"
+(the build id when the file is empty).
+
+Usage: parca_write_gen.py OUT_DIR SEED COUNT   writes req-N.bin (a
+WriteArrowRequest) and expected.json; parca_write_gen.py corpus OUT_DIR SEED
+COUNT writes bare IPC streams."""
+import json
+import os
+import random
+import sys
+import time
+import uuid
+
+import pyarrow as pa
+
+from arrow_gen import FRAME_TYPE, FUNCTION_TYPE, LINE_TYPE, REE32, ree
+
+BASE_LABELS = ("comm", "cpu", "node", "thread_id", "thread_name")
+EXTRA_LABELS = ("namespace", "pod", "container")
+
+
+def word(rng, lo=3, hi=10):
+    return "".join(rng.choice("abcdefghijklmnopqrstuvwxyz_0123456789") for _ in range(rng.randint(lo, hi)))
+
+
+class Shape:
+    """Pools of one request: label values, functions, frames."""
+
+    def __init__(self, rng):
+        self.rng = rng
+        self.label_names = list(BASE_LABELS) + rng.sample(EXTRA_LABELS, rng.randint(0, 3))
+        self.label_pools = {k: [word(rng) for _ in range(rng.randint(1, 4))] for k in self.label_names}
+        self.files = [word(rng) for _ in range(rng.randint(1, 4))] + [""]
+        self.build_ids = ["%032x" % rng.getrandbits(128) for _ in range(3)]
+        self.filenames = [word(rng) + ".c" for _ in range(3)]
+        self.functions = [(word(rng, 3, 30), rng.randrange(3), rng.randint(0, 1000))
+                          for _ in range(rng.randint(1, 8))]
+        self.frames = []
+        for _ in range(rng.randint(1, 20)):
+            lines = None
+            if rng.random() < 0.5:
+                lines = [(rng.randint(0, 5000), rng.randrange(len(self.functions)))
+                         for _ in range(rng.randint(1, 3))]
+            self.frames.append((rng.getrandbits(rng.choice([12, 32, 47])), rng.randrange(len(self.files)),
+                                rng.randrange(len(self.build_ids)), lines))
+
+    def frame_names(self, i):
+        """The flame graph names of frame i, outermost first."""
+        addr, f, b, lines = self.frames[i]
+        if lines:
+            return [self.functions[fn][0] for _, fn in reversed(lines)]
+        module = self.files[f] or self.build_ids[b]
+        return [f"{module}+0x{addr:x}"]
+
+
+def frames_dict(s):
+    functions = pa.StructArray.from_arrays([
+        pa.array([f[0] for f in s.functions], pa.string_view()),
+        pa.DictionaryArray.from_arrays(pa.array([f[1] for f in s.functions], pa.uint32()),
+                                       pa.array(s.filenames, pa.string())),
+        pa.array([f[2] for f in s.functions], pa.uint64())], fields=list(FUNCTION_TYPE))
+    flat, offsets, sizes, mask = [], [], [], []
+    for fr in s.frames:
+        offsets.append(len(flat))
+        sizes.append(len(fr[3] or []))
+        mask.append(fr[3] is None)
+        flat.extend(fr[3] or [])
+    lines = pa.StructArray.from_arrays([
+        pa.array([ln[0] for ln in flat], pa.uint64()),
+        pa.array([0] * len(flat), pa.uint64()),
+        pa.DictionaryArray.from_arrays(pa.array([ln[1] for ln in flat], pa.uint32()), functions)],
+        fields=list(LINE_TYPE))
+    lines_view = pa.ListViewArray.from_arrays(pa.array(offsets, pa.int32()), pa.array(sizes, pa.int32()),
+                                              lines, mask=pa.array(mask, pa.bool_()))
+
+    def d(col, pool):
+        return pa.DictionaryArray.from_arrays(pa.array(col, pa.uint32()), pa.array(pool, pa.string()))
+    return pa.StructArray.from_arrays([
+        pa.array([fr[0] for fr in s.frames], pa.uint64()),
+        d([0] * len(s.frames), ["native"]),
+        d([fr[1] for fr in s.frames], s.files),
+        d([fr[2] for fr in s.frames], s.build_ids),
+        lines_view], fields=list(FRAME_TYPE))
+
+
+def schema_of(s):
+    label_type = pa.run_end_encoded(REE32, pa.dictionary(pa.uint32(), pa.string()))
+    ree_str = pa.run_end_encoded(REE32, pa.string())
+    return pa.schema([
+        pa.field("labels", pa.struct([(k, label_type) for k in s.label_names]), nullable=False),
+        pa.field("stacktrace", pa.list_view(pa.dictionary(pa.uint32(), FRAME_TYPE))),
+        pa.field("stacktrace_id", pa.uuid(), nullable=False),
+        pa.field("value", pa.int64(), nullable=False),
+        pa.field("producer", ree_str, nullable=False),
+        pa.field("sample_type", ree_str, nullable=False),
+        pa.field("sample_unit", ree_str, nullable=False),
+        pa.field("period_type", ree_str, nullable=False),
+        pa.field("period_unit", ree_str, nullable=False),
+        pa.field("temporality", ree_str),
+        pa.field("period", pa.run_end_encoded(REE32, pa.int64()), nullable=False),
+        pa.field("duration", pa.run_end_encoded(REE32, pa.uint64()), nullable=False),
+        pa.field("timestamp", pa.timestamp("ns", tz="UTC"), nullable=False),
+    ], metadata={"parca_write_schema_version": "v2"})
+
+
+def label_column(rng, pool, n, nullable):
+    vals = []
+    while len(vals) < n:
+        v = None if nullable and rng.random() < 0.1 else rng.randrange(len(pool))
+        vals.extend([v] * rng.randint(1, 6))
+    vals = vals[:n]
+    arr = ree(vals, pa.uint32())
+    values = pa.DictionaryArray.from_arrays(arr.values, pa.array(pool, pa.string()))
+    return pa.RunEndEncodedArray.from_arrays(arr.run_ends, values), vals
+
+
+def batch(rng, s, schema, now_ns, totals):
+    n = rng.randint(1, 400)
+    label_cols, label_vals = [], {}
+    for k in s.label_names:
+        col, vals = label_column(rng, s.label_pools[k], n, nullable=k != "comm" or rng.random() < 0.3)
+        label_cols.append(col)
+        label_vals[k] = vals
+    labels = pa.StructArray.from_arrays(label_cols, fields=list(schema.field("labels").type))
+    stacks, offsets, sizes, flat, mask = [], [], [], [], []
+    values = [rng.randint(1, 1000) for _ in range(n)]
+    for row in range(n):
+        if stacks and rng.random() < 0.5:
+            o, sz, frames = rng.choice(stacks)
+        else:
+            frames = [rng.randrange(len(s.frames)) for _ in range(rng.randint(1, 8))]
+            o, sz = len(flat), len(frames)
+            flat.extend(frames)
+            stacks.append((o, sz, frames))
+        offsets.append(o)
+        sizes.append(sz)
+        mask.append(False)
+        comm = label_vals["comm"][row]
+        service = s.label_pools["comm"][comm] if comm is not None else "parca_agent"
+        path = ";".join(name for i in reversed(frames) for name in s.frame_names(i))
+        svc = totals.setdefault(service, {"total": 0, "stacks": {}})
+        svc["total"] += values[row]
+        svc["stacks"][path] = svc["stacks"].get(path, 0) + values[row]
+    stack_col = pa.ListViewArray.from_arrays(
+        pa.array(offsets, pa.int32()), pa.array(sizes, pa.int32()),
+        pa.DictionaryArray.from_arrays(pa.array(flat, pa.uint32()), frames_dict(s)))
+    ids = pa.array([uuid.UUID(int=rng.getrandbits(128)).bytes for _ in range(n)], pa.binary(16))
+    const = lambda v, t=pa.string(): ree([v] * n, t)
+    stamps = [now_ns - rng.randrange(120 * 10**9) for _ in range(n)]
+    cols = [labels, stack_col, pa.ExtensionArray.from_storage(pa.uuid(), ids), pa.array(values, pa.int64()),
+            const("parca_agent"), const("samples"), const("count"), const("cpu"), const("nanoseconds"),
+            const("delta"), const(10309278, pa.int64()), const(10**9, pa.uint64()),
+            pa.array(stamps, pa.timestamp("ns", tz="UTC"))]
+    return pa.record_batch(cols, schema=schema)
+
+
+def stream(rng, now_ns, totals):
+    s = Shape(rng)
+    schema = schema_of(s)
+    sink = pa.BufferOutputStream()
+    opts = pa.ipc.IpcWriteOptions(compression="lz4" if rng.random() < 0.7 else None)
+    with pa.ipc.new_stream(sink, schema, options=opts) as w:
+        for _ in range(rng.randint(1, 2)):
+            w.write_batch(batch(rng, s, schema, now_ns, totals))
+    return sink.getvalue().to_pybytes()
+
+
+def varint(v):
+    out = bytearray()
+    while True:
+        b = v & 0x7F
+        v >>= 7
+        out.append(b | 0x80 if v else b)
+        if not v:
+            return bytes(out)
+
+
+def main():
+    if sys.argv[1] == "corpus":
+        out, seed, count = sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+        rng = random.Random(seed)
+        os.makedirs(out, exist_ok=True)
+        for i in range(count):
+            with open(os.path.join(out, f"gen-v2-{seed}-{i:03d}"), "wb") as f:
+                f.write(stream(rng, time.time_ns(), {}))
+        return
+    out, seed, count = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+    rng, totals, now_ns = random.Random(seed), {}, time.time_ns()
+    os.makedirs(out, exist_ok=True)
+    for i in range(count):
+        ipc = stream(rng, now_ns, totals)
+        with open(os.path.join(out, f"req-{i:03d}.bin"), "wb") as f:
+            f.write(b"\x0a" + varint(len(ipc)) + ipc)
+    with open(os.path.join(out, "expected.json"), "w") as f:
+        json.dump({"count": count, "now_ns": now_ns, "services": totals}, f)
+
+
+if __name__ == "__main__":
+    main()
