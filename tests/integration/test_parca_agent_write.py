@@ -75,6 +75,33 @@ def grpc(srv, method, msg):
     return int(status), message, bytes(r.body[5:])
 
 
+def query_response_pprof(body):
+    """QueryResponse.pprof (field 6, bytes), read field by field; None if absent."""
+    i, raw = 0, None
+    while i < len(body):
+        key, i = read_varint(body, i)
+        if key & 7 == 0:
+            _, i = read_varint(body, i)
+        elif key & 7 == 2:
+            n, i = read_varint(body, i)
+            if key >> 3 == 6:
+                raw = body[i:i + n]
+            i += n
+        else:
+            raise AssertionError(f"QueryResponse: unexpected wire type {key & 7}")
+    return raw
+
+
+def read_varint(b, i):
+    n, shift = 0, 0
+    while True:
+        n |= (b[i] & 0x7F) << shift
+        shift += 7
+        i += 1
+        if b[i - 1] < 0x80:
+            return n, i
+
+
 def burner_function(frame, symbols):
     """The nm name of a "burner+0x<addr>" frame, else None."""
     if not frame.startswith("burner+0x"):
@@ -145,23 +172,7 @@ class WriteArrowFixtures(h.ServerTestCase):
         req = pb_int(1, 2) + pb_bytes(3, merge) + pb_int(5, 1)  # MODE_MERGE, REPORT_TYPE_PPROF
         r = self.srv.request("POST", f"{QS}/Query", req, {"content-type": "application/proto"})
         self.assertEqual(r.status, 200, r.describe())
-        # pprof bytes are in QueryResponse.pprof (field 6): parse the response by hand
-        body, i, raw = r.body, 0, None
-        while i < len(body):
-            key = body[i]
-            i += 1
-            n, shift = 0, 0
-            while True:
-                b = body[i]
-                i += 1
-                n |= (b & 0x7F) << shift
-                shift += 7
-                if b < 0x80:
-                    break
-            if key & 7 == 2:
-                if key >> 3 == 6:
-                    raw = body[i:i + n]
-                i += n
+        raw = query_response_pprof(r.body)
         self.assertIsNotNone(raw, "no pprof in QueryResponse")
         path = os.path.join(h.temp_dir("ember-parca-agent-"), "merged.pb")
         with open(path, "wb") as f:
