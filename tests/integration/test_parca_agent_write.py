@@ -223,6 +223,25 @@ class WriteArrowFixtures(h.ServerTestCase):
         self.assertEqual(after, before)
 
 
+class WriteArrowOtherProtocols(h.ServerTestCase):
+    """The same unary call over gRPC-Web (under /api, as Parca serves it) and
+    Connect: stored alike."""
+
+    def test_grpc_web_and_connect(self):
+        m = meta()["v2"]
+        body = fixture("v2", m["files"][0])
+        r = self.srv.request("POST", f"/api{PS}/WriteArrow", b"\x00" + struct.pack(">I", len(body)) + body,
+                             {"content-type": "application/grpc-web+proto"})
+        self.assertEqual(r.status, 200, r.describe())
+        self.assertIn(b"grpc-status:0", r.body.replace(b" ", b""))
+        r = self.srv.request("POST", f"{PS}/WriteArrow", fixture("v2", m["files"][1]),
+                             {"content-type": "application/proto"})
+        self.assertEqual(r.status, 200, r.describe())
+        start = h.now_ms() - 10 * 365 * 86400_000
+        fg = self.srv.flamegraph(PTYPE, "{}", start, h.now_ms() + 3600_000)
+        self.assertEqual(fg.total, sum(x["value_sum"] for x in m["pyarrow"]["messages"][:2]))
+
+
 class WriteArrowGenerated(h.ServerTestCase):
     """Property: random v2 requests written by pyarrow (parca_write_gen.py)
     come back, per service, with the generator's total and per-stack sums."""
