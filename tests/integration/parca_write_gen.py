@@ -15,7 +15,8 @@ lines outermost first, a frame without lines "<mapping file>+0x<address>"
 
 Usage: parca_write_gen.py OUT_DIR SEED COUNT   writes req-N.bin (a
 WriteArrowRequest) and expected.json; parca_write_gen.py corpus OUT_DIR SEED
-COUNT writes bare IPC streams."""
+COUNT writes bare IPC streams; parca_write_gen.py bad OUT_DIR writes requests
+ember must refuse (bad-*.bin) and prints their comm labels as JSON."""
 import json
 import os
 import random
@@ -187,7 +188,43 @@ def varint(v):
             return bytes(out)
 
 
+def bad_requests(out):
+    """Requests ember must refuse whole, each with its own comm (to show
+    nothing was stored): bad-<what>.bin."""
+    rng = random.Random(28)
+    cases = {}
+    for what in ("nul_label", "string_value", "no_stacktrace", "null_timestamp"):
+        s = Shape(rng)
+        s.label_pools = {k: ["bad_" + what] for k in s.label_names}
+        if what == "nul_label":
+            s.label_pools["comm"] = ["bad_nul\x00label"]
+        schema = schema_of(s)
+        b = batch(rng, s, schema, time.time_ns(), {})
+        cols = {name: b.column(name) for name in schema.names}
+        if what == "string_value":
+            cols["value"] = pa.array([str(v) for v in cols["value"].to_pylist()], pa.string())
+        elif what == "no_stacktrace":
+            del cols["stacktrace"]
+        elif what == "null_timestamp":
+            ts = cols["timestamp"].cast(pa.int64()).to_pylist()
+            ts[len(ts) // 2] = None
+            cols["timestamp"] = pa.array(ts, pa.int64()).cast(pa.timestamp("ns", tz="UTC"))
+        b = pa.record_batch(list(cols.values()), names=list(cols))
+        sink = pa.BufferOutputStream()
+        with pa.ipc.new_stream(sink, b.schema.with_metadata(schema.metadata)) as w:
+            w.write_batch(b)
+        ipc = sink.getvalue().to_pybytes()
+        with open(os.path.join(out, f"bad-{what}.bin"), "wb") as f:
+            f.write(b"\x0a" + varint(len(ipc)) + ipc)
+        cases[what] = "bad_nul\x00label" if what == "nul_label" else "bad_" + what
+    return cases
+
+
 def main():
+    if sys.argv[1] == "bad":
+        os.makedirs(sys.argv[2], exist_ok=True)
+        print(json.dumps(bad_requests(sys.argv[2])))
+        return
     if sys.argv[1] == "corpus":
         out, seed, count = sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
         rng = random.Random(seed)

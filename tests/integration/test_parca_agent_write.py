@@ -261,13 +261,32 @@ class WriteArrowGenerated(h.ServerTestCase):
                 code, msg, _ = grpc(self.srv, "WriteArrow", f.read())
             self.assertEqual(code, 0, f"seed {seed} request {i}: {msg}")
         now_ms = want["now_ns"] // 10**6
+        self.check_bad_requests(py, out)
         for service, w in want["services"].items():
+            if service.startswith("bad_"):
+                continue
             fg = self.srv.flamegraph(PTYPE, f'{{service_name="{service}"}}', now_ms - 600_000,
                                      now_ms + 60_000)
             self.assertEqual(fg.total, w["total"], f"seed {seed} service {service}")
             stacks = h.flamegraph_stacks(list(fg.names), [list(l.values) for l in fg.levels])
             got = {";".join(p): v for p, v in stacks.items()}
             self.assertEqual(got, w["stacks"], f"seed {seed} service {service}")
+
+
+    def check_bad_requests(self, py, out):
+        """NUL in a label, a string `value`, no `stacktrace`, a null timestamp:
+        invalid_argument, and none of their comm values stored."""
+        r = subprocess.run([py, os.path.join(h.HERE, "parca_write_gen.py"), "bad", out],
+                           capture_output=True, text=True, timeout=600, cwd=h.HERE)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        cases = json.loads(r.stdout)
+        for what in cases:
+            with open(os.path.join(out, f"bad-{what}.bin"), "rb") as f:
+                code, msg, _ = grpc(self.srv, "WriteArrow", f.read())
+            self.assertEqual(code, 3, f"{what}: {msg}")
+            self.assertIn("nothing was stored", msg, what)
+        stored = self.srv.label_values("comm", start=0, end=h.now_ms() + 3600_000)
+        self.assertFalse([c for c in stored if c.startswith("bad_")], stored)
 
 
 if __name__ == "__main__":

@@ -24,6 +24,7 @@
  * Every size the input drives is bounded: lc/arrow.h's limits, and here the
  * pprofs per request, the frames walked per request (list_view rows may all
  * name the same long range), the lines per frame and the string bytes.
+ * Strings are kept exactly or refused (a NUL byte, past 65535 bytes).
  *
  * Threading: the thread pool (offloaded route); everything lives in the
  * request arena but the pprof builders, freed before returning.
@@ -157,7 +158,20 @@ static int find_columns(const lc_arrow_batch_t *b, pa_cols_t *c, lc_status_t *st
 
 /* ---------------------------------------------------------------- values */
 
-/* A string cell into out (cut, NUL-terminated): 0, 1 for null, -1. */
+/* Names are stored exactly or refused (docs/internals/ingest.md, "Names are
+ * exact"): a NUL would end the C string early, a cut would change it. */
+static int check_text(const lc_arrow_array_t *a, const uint8_t *p, size_t n, lc_status_t *st)
+{
+    const char *why = n > PA_MAX_STRING ? "a string longer than 65535 bytes"
+                      : memchr(p, 0, n) ? "a string with a NUL byte"
+                                        : NULL;
+    if (!why)
+        return 0;
+    return lc_status_set(st, LC_CODE_INVALID_ARGUMENT,
+                         "WriteArrow: column \"%s\": %s; nothing was stored", a->field->name, why);
+}
+
+/* A string cell into out (NUL-terminated): 0, 1 for null, -1. */
 static int get_str(const lc_arrow_array_t *a, int64_t row, pa_str_t *out, lc_status_t *st)
 {
     const uint8_t *p;
@@ -167,7 +181,8 @@ static int get_str(const lc_arrow_array_t *a, int64_t row, pa_str_t *out, lc_sta
         out->s[0] = '\0';
         return rc;
     }
-    n = n > PA_MAX_STRING ? PA_MAX_STRING : n;
+    if (check_text(a, p, n, st))
+        return -1;
     memcpy(out->s, p, n);
     out->s[n] = '\0';
     return 0;
@@ -225,10 +240,11 @@ static int row_labels(pa_conv_t *cv, int64_t row, lc_status_t *st)
             return -1;
         if (rc == 1 || n == 0)
             continue;
+        if (check_text(col, v, n, st))
+            return -1;
         const char *name = col->field->name;
         if (is_sample_label(name, strlen(name), &which)) {
             pa_str_t *out = &cv->sample_value[cv->n_sample];
-            n = n > PA_MAX_STRING ? PA_MAX_STRING : n;
             memcpy(out->s, v, n);
             out->s[n] = '\0';
             cv->sample_kv[2 * cv->n_sample] = SAMPLE_LABELS[which];
