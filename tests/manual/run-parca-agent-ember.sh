@@ -6,6 +6,8 @@
 #
 # usage: run-parca-agent-ember.sh AGENT_BINARY EMBER_BINARY OUT_DIR [SECONDS] [extra agent args]
 #   SECONDS (default 60): the agent needs ~10 s to load its BPF programs, then pushes every ~5 s.
+#   DEBUGINFO=1 leaves the agent's debuginfo uploads on (ember answers DebuginfoService with
+#   gRPC unimplemented until issue 31 lands; the pushes must succeed regardless).
 # The agent sends native frames unsymbolized (it leaves symbolization to the server and its
 # debuginfo uploads, disabled here with --debuginfo-upload-disable), so the checker names the
 # burner's frames "burner+0x<address>" by the burner's own symbol table (`nm`).
@@ -33,8 +35,10 @@ trap cleanup EXIT
 PIDS+=($!)
 "$OUT/burner" & PIDS+=($!)
 STARTED_MS=$(date +%s%3N)
+DEBUGINFO_ARGS=(--debuginfo-upload-disable)
+[[ ${DEBUGINFO:-0} == 1 ]] && DEBUGINFO_ARGS=()
 "$AGENT" --remote-store-address="127.0.0.1:$EMBER_PORT" --remote-store-insecure \
-  --debuginfo-upload-disable --http-address="127.0.0.1:$HTTP_PORT" --node=ember-check \
+  "${DEBUGINFO_ARGS[@]}" --http-address="127.0.0.1:$HTTP_PORT" --node=ember-check \
   --profiling-cpu-sampling-frequency=97 --log-level=debug --analytics-opt-out "$@" \
   > "$OUT/agent.log" 2>&1 & AGENT_PID=$!; PIDS+=($AGENT_PID)
 sleep "$SECS"
