@@ -7,9 +7,7 @@
  * agent's pushes (tests/fixtures/parca-agent/v2, unwrapped) and arrow_gen.py's
  * v2 streams.
  */
-#include <stdlib.h>
-
-#include "../../services/ingester/src/receive_int.h"
+#include "fuzz_push_check.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -20,16 +18,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     lc_pprof_limits_default(&lim);
     Push__V1__PushRequest push;
     lc_status_t st = {0};
-    if (ing_parca_arrow_to_push(size ? data : (const uint8_t *)"", size, &lim, a, &push, &st) ==
-        0) {
-        for (size_t i = 0; i < push.n_series; i++) {
-            const ProtobufCBinaryData *raw = &push.series[i]->samples[0]->raw_profile;
-            ProtobufCMessage *p = protobuf_c_message_unpack(&google__v1__profile__descriptor,
-                                                            &alloc, raw->len, raw->data);
-            if (!p && raw->len > 0)
-                abort(); /* a pprof we built must decode */
-        }
-    }
+    if (ing_parca_arrow_to_push(size ? data : (const uint8_t *)"", size, &lim, a, &push, &st) == 0)
+        fuzz_check_push_pprofs(&push, &alloc);
     lc_arena_free(a);
     return 0;
 }

@@ -13,10 +13,11 @@ per stack as Pyroscope's flame graph names it, root first: a location's
 lines outermost first, a frame without lines "<mapping file>+0x<address>"
 (the build id when the file is empty).
 
-Usage: parca_write_gen.py OUT_DIR SEED COUNT   writes req-N.bin (a
-WriteArrowRequest) and expected.json; parca_write_gen.py corpus OUT_DIR SEED
-COUNT writes bare IPC streams; parca_write_gen.py bad OUT_DIR writes requests
-ember must refuse (bad-*.bin) and prints their comm labels as JSON."""
+Usage: parca_write_gen.py OUT_DIR SEED COUNT   writes req-N.arrows (the
+ipc_buffer of a WriteArrowRequest) and expected.json; parca_write_gen.py
+corpus OUT_DIR SEED COUNT writes streams for the fuzz corpus;
+parca_write_gen.py bad OUT_DIR writes streams ember must refuse
+(bad-*.arrows) and prints their comm labels as JSON."""
 import json
 import os
 import random
@@ -26,7 +27,7 @@ import uuid
 
 import pyarrow as pa
 
-from arrow_gen import FRAME_TYPE, FUNCTION_TYPE, LINE_TYPE, REE32, ree
+from arrow_gen import REE32, ree, v2_frames_dict, v2_schema
 
 BASE_LABELS = ("comm", "cpu", "node", "thread_id", "thread_name")
 EXTRA_LABELS = ("namespace", "pod", "container")
@@ -48,72 +49,29 @@ class Shape:
         self.filenames = [word(rng) + ".c" for _ in range(3)]
         self.functions = [(word(rng, 3, 30), rng.randrange(3), rng.randint(0, 1000))
                           for _ in range(rng.randint(1, 8))]
+        self.frame_types = ["native"]
+        # arrow_gen.V2Pools' layout: (address, frame type, file, build id, lines
+        # [(line, column, function)] or None), so v2_frames_dict writes them
         self.frames = []
         for _ in range(rng.randint(1, 20)):
             lines = None
             if rng.random() < 0.5:
-                lines = [(rng.randint(0, 5000), rng.randrange(len(self.functions)))
+                lines = [(rng.randint(0, 5000), 0, rng.randrange(len(self.functions)))
                          for _ in range(rng.randint(1, 3))]
-            self.frames.append((rng.getrandbits(rng.choice([12, 32, 47])), rng.randrange(len(self.files)),
+            self.frames.append((rng.getrandbits(rng.choice([12, 32, 47])), 0, rng.randrange(len(self.files)),
                                 rng.randrange(len(self.build_ids)), lines))
 
     def frame_names(self, i):
         """The flame graph names of frame i, outermost first."""
-        addr, f, b, lines = self.frames[i]
+        addr, _, f, b, lines = self.frames[i]
         if lines:
-            return [self.functions[fn][0] for _, fn in reversed(lines)]
+            return [self.functions[fn][0] for _, _, fn in reversed(lines)]
         module = self.files[f] or self.build_ids[b]
         return [f"{module}+0x{addr:x}"]
 
 
-def frames_dict(s):
-    functions = pa.StructArray.from_arrays([
-        pa.array([f[0] for f in s.functions], pa.string_view()),
-        pa.DictionaryArray.from_arrays(pa.array([f[1] for f in s.functions], pa.uint32()),
-                                       pa.array(s.filenames, pa.string())),
-        pa.array([f[2] for f in s.functions], pa.uint64())], fields=list(FUNCTION_TYPE))
-    flat, offsets, sizes, mask = [], [], [], []
-    for fr in s.frames:
-        offsets.append(len(flat))
-        sizes.append(len(fr[3] or []))
-        mask.append(fr[3] is None)
-        flat.extend(fr[3] or [])
-    lines = pa.StructArray.from_arrays([
-        pa.array([ln[0] for ln in flat], pa.uint64()),
-        pa.array([0] * len(flat), pa.uint64()),
-        pa.DictionaryArray.from_arrays(pa.array([ln[1] for ln in flat], pa.uint32()), functions)],
-        fields=list(LINE_TYPE))
-    lines_view = pa.ListViewArray.from_arrays(pa.array(offsets, pa.int32()), pa.array(sizes, pa.int32()),
-                                              lines, mask=pa.array(mask, pa.bool_()))
-
-    def d(col, pool):
-        return pa.DictionaryArray.from_arrays(pa.array(col, pa.uint32()), pa.array(pool, pa.string()))
-    return pa.StructArray.from_arrays([
-        pa.array([fr[0] for fr in s.frames], pa.uint64()),
-        d([0] * len(s.frames), ["native"]),
-        d([fr[1] for fr in s.frames], s.files),
-        d([fr[2] for fr in s.frames], s.build_ids),
-        lines_view], fields=list(FRAME_TYPE))
-
-
 def schema_of(s):
-    label_type = pa.run_end_encoded(REE32, pa.dictionary(pa.uint32(), pa.string()))
-    ree_str = pa.run_end_encoded(REE32, pa.string())
-    return pa.schema([
-        pa.field("labels", pa.struct([(k, label_type) for k in s.label_names]), nullable=False),
-        pa.field("stacktrace", pa.list_view(pa.dictionary(pa.uint32(), FRAME_TYPE))),
-        pa.field("stacktrace_id", pa.uuid(), nullable=False),
-        pa.field("value", pa.int64(), nullable=False),
-        pa.field("producer", ree_str, nullable=False),
-        pa.field("sample_type", ree_str, nullable=False),
-        pa.field("sample_unit", ree_str, nullable=False),
-        pa.field("period_type", ree_str, nullable=False),
-        pa.field("period_unit", ree_str, nullable=False),
-        pa.field("temporality", ree_str),
-        pa.field("period", pa.run_end_encoded(REE32, pa.int64()), nullable=False),
-        pa.field("duration", pa.run_end_encoded(REE32, pa.uint64()), nullable=False),
-        pa.field("timestamp", pa.timestamp("ns", tz="UTC"), nullable=False),
-    ], metadata={"parca_write_schema_version": "v2"})
+    return v2_schema(tuple(s.label_names))
 
 
 def label_column(rng, pool, n, nullable):
@@ -156,7 +114,7 @@ def batch(rng, s, schema, now_ns, totals):
         svc["stacks"][path] = svc["stacks"].get(path, 0) + values[row]
     stack_col = pa.ListViewArray.from_arrays(
         pa.array(offsets, pa.int32()), pa.array(sizes, pa.int32()),
-        pa.DictionaryArray.from_arrays(pa.array(flat, pa.uint32()), frames_dict(s)))
+        pa.DictionaryArray.from_arrays(pa.array(flat, pa.uint32()), v2_frames_dict(s)))
     ids = pa.array([uuid.UUID(int=rng.getrandbits(128)).bytes for _ in range(n)], pa.binary(16))
     const = lambda v, t=pa.string(): ree([v] * n, t)
     stamps = [now_ns - rng.randrange(120 * 10**9) for _ in range(n)]
@@ -176,16 +134,6 @@ def stream(rng, now_ns, totals):
         for _ in range(rng.randint(1, 2)):
             w.write_batch(batch(rng, s, schema, now_ns, totals))
     return sink.getvalue().to_pybytes()
-
-
-def varint(v):
-    out = bytearray()
-    while True:
-        b = v & 0x7F
-        v >>= 7
-        out.append(b | 0x80 if v else b)
-        if not v:
-            return bytes(out)
 
 
 def bad_requests(out):
@@ -214,8 +162,8 @@ def bad_requests(out):
         with pa.ipc.new_stream(sink, b.schema.with_metadata(schema.metadata)) as w:
             w.write_batch(b)
         ipc = sink.getvalue().to_pybytes()
-        with open(os.path.join(out, f"bad-{what}.bin"), "wb") as f:
-            f.write(b"\x0a" + varint(len(ipc)) + ipc)
+        with open(os.path.join(out, f"bad-{what}.arrows"), "wb") as f:
+            f.write(ipc)
         cases[what] = "bad_nul\x00label" if what == "nul_label" else "bad_" + what
     return cases
 
@@ -238,8 +186,8 @@ def main():
     os.makedirs(out, exist_ok=True)
     for i in range(count):
         ipc = stream(rng, now_ns, totals)
-        with open(os.path.join(out, f"req-{i:03d}.bin"), "wb") as f:
-            f.write(b"\x0a" + varint(len(ipc)) + ipc)
+        with open(os.path.join(out, f"req-{i:03d}.arrows"), "wb") as f:
+            f.write(ipc)
     with open(os.path.join(out, "expected.json"), "w") as f:
         json.dump({"count": count, "now_ns": now_ns, "services": totals}, f)
 

@@ -21,6 +21,8 @@ import unittest
 
 import harness as h
 from h2client import H2Client
+from test_parca_api import pb_bytes, pb_int, ts
+from test_sdk_java import fields
 
 FIXTURES = os.path.join(h.HERE, "..", "fixtures", "parca-agent")
 PS = "/parca.profilestore.v1alpha1.ProfileStoreService"
@@ -36,28 +38,6 @@ def fixture(mode, name):
 def meta():
     with open(os.path.join(FIXTURES, "fixtures.json")) as f:
         return json.load(f)
-
-
-def varint(v):
-    out = bytearray()
-    while True:
-        b = v & 0x7F
-        v >>= 7
-        out.append(b | 0x80 if v else b)
-        if not v:
-            return bytes(out)
-
-
-def pb_bytes(field, data):
-    return varint(field << 3 | 2) + varint(len(data)) + data
-
-
-def pb_int(field, v):
-    return varint(field << 3) + varint(v)
-
-
-def ts(ms):
-    return pb_int(1, ms // 1000) + pb_int(2, (ms % 1000) * 1000000)
 
 
 def grpc(srv, method, msg):
@@ -76,30 +56,8 @@ def grpc(srv, method, msg):
 
 
 def query_response_pprof(body):
-    """QueryResponse.pprof (field 6, bytes), read field by field; None if absent."""
-    i, raw = 0, None
-    while i < len(body):
-        key, i = read_varint(body, i)
-        if key & 7 == 0:
-            _, i = read_varint(body, i)
-        elif key & 7 == 2:
-            n, i = read_varint(body, i)
-            if key >> 3 == 6:
-                raw = body[i:i + n]
-            i += n
-        else:
-            raise AssertionError(f"QueryResponse: unexpected wire type {key & 7}")
-    return raw
-
-
-def read_varint(b, i):
-    n, shift = 0, 0
-    while True:
-        n |= (b[i] & 0x7F) << shift
-        shift += 7
-        i += 1
-        if b[i - 1] < 0x80:
-            return n, i
+    """QueryResponse.pprof (field 6, bytes); None if absent."""
+    return dict(fields(body)).get(6)
 
 
 def burner_function(frame, symbols):
@@ -257,8 +215,8 @@ class WriteArrowGenerated(h.ServerTestCase):
         with open(os.path.join(out, "expected.json")) as f:
             want = json.load(f)
         for i in range(want["count"]):
-            with open(os.path.join(out, f"req-{i:03d}.bin"), "rb") as f:
-                code, msg, _ = grpc(self.srv, "WriteArrow", f.read())
+            with open(os.path.join(out, f"req-{i:03d}.arrows"), "rb") as f:
+                code, msg, _ = grpc(self.srv, "WriteArrow", pb_bytes(1, f.read()))
             self.assertEqual(code, 0, f"seed {seed} request {i}: {msg}")
         now_ms = want["now_ns"] // 10**6
         self.check_bad_requests(py, out)
@@ -281,8 +239,8 @@ class WriteArrowGenerated(h.ServerTestCase):
         self.assertEqual(r.returncode, 0, r.stderr)
         cases = json.loads(r.stdout)
         for what in cases:
-            with open(os.path.join(out, f"bad-{what}.bin"), "rb") as f:
-                code, msg, _ = grpc(self.srv, "WriteArrow", f.read())
+            with open(os.path.join(out, f"bad-{what}.arrows"), "rb") as f:
+                code, msg, _ = grpc(self.srv, "WriteArrow", pb_bytes(1, f.read()))
             self.assertEqual(code, 3, f"{what}: {msg}")
             self.assertIn("nothing was stored", msg, what)
         stored = self.srv.label_values("comm", start=0, end=h.now_ms() + 3600_000)

@@ -21,15 +21,8 @@ set -euo pipefail
 AGENT=$(realpath "$1"); EMBER=$(realpath "$2"); OUT=$(realpath -m "$3"); SECS=${4:-60}
 shift $(( $# < 4 ? $# : 4 ))
 HERE=$(cd "$(dirname "$0")" && pwd)
-[[ $(id -u) == 0 ]] || { echo "must run as root (the agent loads eBPF programs)" >&2; exit 1; }
-mountpoint -q /sys/kernel/tracing || mount -t tracefs nodev /sys/kernel/tracing
-mkdir -p "$OUT"
-cc -g -O1 -o "$OUT/burner" "$HERE/parca_burner.c"
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+. "$HERE/parca-agent-env.sh"
 EMBER_PORT=$(free_port); HTTP_PORT=$(free_port)
-PIDS=()
-cleanup() { for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; }
-trap cleanup EXIT
 
 "$EMBER" --http.address="127.0.0.1:$EMBER_PORT" --data.dir="$OUT/data" > "$OUT/ember.log" 2>&1 &
 PIDS+=($!)
