@@ -181,6 +181,118 @@ class WriteArrowFixtures(h.ServerTestCase):
         self.assertEqual(after, before)
 
 
+def write_v1(srv, first, second, path=f"{PS}/Write"):
+    """The agent's Write exchange over h2c, as parca_reporter.go does it: the
+    samples record, read ember's answer (the ids it asks for) with the stream
+    still open, then the stack trace record, and read until ember ends the
+    call. first and second are WriteRequest messages. Returns (grpc-status,
+    grpc-message, the asked-for record)."""
+    c = H2Client(srv.port)
+    try:
+        hdrs = [("content-type", "application/grpc"), ("te", "trailers")]
+        grpc_frame = lambda m: b"\x00" + struct.pack(">I", len(m)) + m
+        sid = c.send("POST", path, hdrs, grpc_frame(first), end=False)
+        r = c.replies[sid]
+        while not r.done and (len(r.body) < 5 or len(r.body) < 5 + struct.unpack(">I", r.body[1:5])[0]):
+            c._read_once()
+        asked = None
+        if len(r.body) >= 5:
+            asked = dict(fields(bytes(r.body[5:5 + struct.unpack(">I", r.body[1:5])[0]]))).get(1, b"")
+        if not r.done:
+            c._send_body(sid, grpc_frame(second), False)
+            c.wait([sid])
+    finally:
+        c.close()
+    status = r.trailers.get("grpc-status", r.headers.get("grpc-status"))
+    return int(status), r.trailers.get("grpc-message", r.headers.get("grpc-message", "")), asked
+
+
+class WriteV1Fixtures(h.ServerTestCase):
+    """ProfileStoreService/Write (the agent's v1 schema): the captured
+    exchanges replayed as the agent makes them; totals against pyarrow's."""
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        cls.meta = meta()["v1"]
+        cls.pushes = sorted({f.rsplit("-", 1)[0] for f in cls.meta["files"]})
+        cls.replies = [write_v1(cls.srv, fixture("v1", f"{p}-0.bin"), fixture("v1", f"{p}-1.bin"))
+                       for p in cls.pushes]
+
+    def test_01_every_call_ends_ok_after_asking_for_the_stacks(self):
+        import test_arrow_ipc
+        py = test_arrow_ipc.python_with_pyarrow()
+        for p, (code, msg, asked) in zip(self.pushes, self.replies):
+            self.assertEqual(code, 0, f"{p}: {msg}\n{self.srv.log_tail()}")
+            self.assertTrue(asked, p)
+            # pyarrow: ember asked for exactly the distinct ids of the samples record
+            d = h.temp_dir("ember-parca-v1-")
+            with open(os.path.join(d, "asked.arrows"), "wb") as f:
+                f.write(asked)
+            with open(os.path.join(d, "samples.arrows"), "wb") as f:
+                f.write(dict(fields(fixture("v1", f"{p}-0.bin")))[1])
+            r = subprocess.run([py, "-c", ASKED_CHECK, d], capture_output=True, text=True, timeout=120)
+            self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+
+    def test_02_totals_match_pyarrow_through_both_apis(self):
+        burner = self.meta["pyarrow"]["burner"]
+        start, end = 0, h.now_ms() + 3600_000
+        fg = self.srv.flamegraph(PTYPE, "{}", start, end)
+        self.assertEqual(fg.total, sum(m["value_sum"] or 0 for m in self.meta["pyarrow"]["messages"]))
+        fg = self.srv.flamegraph(PTYPE, '{service_name="burner"}', start, end)
+        self.assertEqual(fg.total, burner["value_total"])
+        stacks = h.flamegraph_stacks(list(fg.names), [list(l.values) for l in fg.levels])
+        per = collections.Counter()
+        for path, v in stacks.items():
+            inner = [n for n in (burner_function(f, self.meta["burner_symbols"]) for f in path) if n]
+            per[inner[-1] if inner else None] += v
+        self.assertEqual(dict(per), burner["per_innermost_burner_function"])
+        merge = (pb_bytes(1, f'{PTYPE}:delta{{comm="burner"}}'.encode()) + pb_bytes(2, ts(1)) +
+                 pb_bytes(3, ts(end)))
+        r = self.srv.request("POST", f"{QS}/Query", pb_int(1, 2) + pb_bytes(3, merge) + pb_int(5, 1),
+                             {"content-type": "application/proto"})
+        self.assertEqual(r.status, 200, r.describe())
+        path = os.path.join(h.temp_dir("ember-parca-v1-"), "merged.pb")
+        with open(path, "wb") as f:
+            f.write(h.gunzip_if(query_response_pprof(r.body)))
+        self.assertEqual(sum(h.pprof_raw(path)["totals"].values()), burner["value_total"])
+
+    def test_03_unary_transports_and_bad_streams_store_nothing(self):
+        before = self.srv.flamegraph(PTYPE, "{}", 0, h.now_ms() + 3600_000).total
+        first = fixture("v1", "write-000-0.bin")
+        # gRPC-Web cannot answer mid-call: unimplemented, said so
+        r = self.srv.request("POST", f"/api{PS}/Write", b"\x00" + struct.pack(">I", len(first)) + first,
+                             {"content-type": "application/grpc-web+proto"})
+        self.assertIn(b"grpc-status:12", r.body.replace(b" ", b""))
+        # the stack trace record missing an asked id (an empty record), a v2 record as samples
+        empty = dict(fields(fixture("v1", "write-000-1.bin")))[1]
+        code, msg, _ = write_v1(self.srv, first, pb_bytes(1, empty[:len(empty) // 2]))
+        self.assertEqual(code, 3, msg)
+        code, msg, asked = write_v1(self.srv, fixture("v2", meta()["v2"]["files"][0]), b"")
+        self.assertEqual(code, 3, msg)
+        self.assertEqual(self.srv.flamegraph(PTYPE, "{}", 0, h.now_ms() + 3600_000).total, before)
+
+
+# pyarrow's reading: the asked record is one binary column stacktrace_id with
+# the samples record's distinct ids, each once
+ASKED_CHECK = """
+import sys, pyarrow as pa
+d = sys.argv[1]
+asked = pa.ipc.open_stream(open(d + "/asked.arrows", "rb").read()).read_all()
+assert asked.schema.names == ["stacktrace_id"], asked.schema
+assert asked.schema.field(0).type == pa.binary(), asked.schema
+got = asked.column(0).to_pylist()
+samples = pa.ipc.open_stream(open(d + "/samples.arrows", "rb").read()).read_all()
+col = samples.column("stacktrace_id")
+ids = set()
+for chunk in col.chunks:
+    ids.update(chunk.values.dictionary_decode().to_pylist() if hasattr(chunk.values, "dictionary_decode") else chunk.values.to_pylist())
+assert len(got) == len(set(got)), "asked twice"
+assert set(got) == ids, (len(got), len(ids))
+print(len(got), "ids")
+"""
+
+
 class WriteArrowOtherProtocols(h.ServerTestCase):
     """The same unary call over gRPC-Web (under /api, as Parca serves it) and
     Connect: stored alike."""

@@ -99,14 +99,19 @@ def main():
             log = f.readlines()
         out["agent_log_errors"] = [l.strip()[:300] for l in log if "level=error" in l.lower()][:10]
         out["agent_rows_sent"] = sum(int(m.group(1)) for l in log
-                                     for m in [re.search(r"Sent v2 profile with (\d+) samples", l)] if m)
+                                     for m in [re.search(r"Sent (?:v2 )?profile with (\d+) samples", l)] if m)
     out["pyroscope_total"], out["pyroscope"] = pyroscope(srv, symbols, a.start_ms - 60_000, end)
     out["parca_total"], out["parca"] = parca(srv, symbols, a.start_ms - 60_000, end)
     # every row the agent logged as sent (the agent sends value 1 per row) is stored
     out["stored_total_all_processes"] = srv.flamegraph(t.PTYPE, "{}", a.start_ms - 60_000, end).total
     out["pyroscope_ratio"], out["parca_ratio"] = ratio(out["pyroscope"]), ratio(out["parca"])
     counts = out["agent_write_requests"]
-    ok = (counts.get("OK", 0) > 0 and all(v == 0 for k, v in counts.items() if k != "OK") and
+    # v2 counts its pushes; v1 (Write) does not: there no error may be logged
+    # and every row sent must be stored
+    pushes_ok = (counts.get("OK", 0) > 0 and all(v == 0 for k, v in counts.items() if k != "OK")
+                 if counts else not out.get("agent_log_errors", [None]) and
+                 out.get("agent_rows_sent") == out["stored_total_all_processes"] > 0)
+    ok = (pushes_ok and
           all(abs(r / 3 - 1) <= 0.15 for r in (out["pyroscope_ratio"], out["parca_ratio"])))
     out["ok"] = ok
     print(json.dumps(out, indent=1))

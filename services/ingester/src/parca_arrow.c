@@ -50,9 +50,20 @@ static const char *const TYPE_COLUMNS[PA_TYPE_COLUMNS] = {"producer", "sample_ty
 static const char *const SAMPLE_LABELS[] = {"cpu", "thread_id", "thread_name"};
 
 typedef struct pa_cols_s {
-    const lc_arrow_array_t *labels, *stacktrace, *value, *timestamp, *period, *duration;
+    const lc_arrow_array_t *labels, *stacktrace;       /* v2: a struct, a list of frames */
+    const lc_arrow_array_t *label_cols[PA_MAX_LABELS]; /* v1: the labels.<name> columns */
+    size_t n_label_cols;
+    const lc_arrow_array_t *stacktrace_id; /* v1: names a row of the stack trace record */
+    const lc_arrow_array_t *value, *timestamp, *period, *duration;
     const lc_arrow_array_t *type[PA_TYPE_COLUMNS];
 } pa_cols_t;
+
+/* v1's stack trace record: its rows by stack trace id. */
+typedef struct pa_stacks_s {
+    const lc_arrow_array_t *ids, *locations;
+    uint32_t *slots; /* open addressing: row + 1, 0 empty */
+    size_t n_slots;
+} pa_stacks_t;
 
 /* One pprof being built: a series in a time window. */
 typedef struct pa_group_s {
@@ -81,7 +92,8 @@ typedef struct pa_conv_s {
     uint32_t *slots; /* open addressing over groups: index + 1, 0 empty */
     size_t n_slots;
     int64_t frame_visits;
-    lc_buf_t key; /* the current row's group key */
+    const pa_stacks_t *stacks; /* v1: where stacktrace_id leads; NULL for v2 */
+    lc_buf_t key;              /* the current row's group key */
     /* the current row's labels: series (name, value), sample (name, value) */
     const uint8_t *series_name[PA_MAX_LABELS], *series_value[PA_MAX_LABELS];
     size_t series_name_len[PA_MAX_LABELS], series_value_len[PA_MAX_LABELS];
@@ -99,7 +111,7 @@ typedef struct pa_conv_s {
 static int bad_row(lc_status_t *st, int64_t row, const char *what)
 {
     return lc_status_set(st, LC_CODE_INVALID_ARGUMENT,
-                         "WriteArrow: row %" PRId64 ": %s; nothing was stored", row, what);
+                         "Parca write: row %" PRId64 ": %s; nothing was stored", row, what);
 }
 
 static int out_of_memory(lc_status_t *st)
@@ -122,34 +134,59 @@ static int need_column(const lc_arrow_batch_t *b, const char *name, lc_arrow_kin
 {
     *out = column(b, name);
     if (!*out)
-        return lc_status_set(st, LC_CODE_INVALID_ARGUMENT,
-                             "WriteArrow: the record has no \"%s\" column (Parca's v2 schema "
-                             "wants it); nothing was stored",
-                             name);
+        return lc_status_set(
+            st, LC_CODE_INVALID_ARGUMENT,
+            "Parca write: the record has no \"%s\" column (the Parca Agent's schema "
+            "wants it); nothing was stored",
+            name);
     const lc_arrow_field_t *f = (*out)->field;
     while (f->kind == LC_ARROW_RUN_END && !f->dict_encoded)
         f = &f->children[1];
     if (!f->dict_encoded && f->kind != kind)
         return lc_status_set(st, LC_CODE_INVALID_ARGUMENT,
-                             "WriteArrow: column \"%s\" has the wrong type; nothing was stored",
+                             "Parca write: column \"%s\" has the wrong type; nothing was stored",
                              name);
     return 0;
 }
 
-static int find_columns(const lc_arrow_batch_t *b, pa_cols_t *c, lc_status_t *st)
+/* v1: one column per label, named labels.<name>. */
+static int find_label_columns(const lc_arrow_batch_t *b, pa_cols_t *c, lc_status_t *st)
 {
+    c->n_label_cols = 0;
+    for (size_t i = 0; i < b->n_columns; i++) {
+        if (strncmp(b->columns[i].field->name, "labels.", 7) != 0)
+            continue;
+        if (c->n_label_cols == PA_MAX_LABELS)
+            return lc_status_set(st, LC_CODE_INVALID_ARGUMENT,
+                                 "Write: more than 64 label columns; nothing was stored");
+        c->label_cols[c->n_label_cols++] = &b->columns[i];
+    }
+    return 0;
+}
+
+static int find_stack_columns(const lc_arrow_batch_t *b, pa_cols_t *c, bool v1, lc_status_t *st)
+{
+    if (v1)
+        return find_label_columns(b, c, st) ||
+               need_column(b, "stacktrace_id", LC_ARROW_BINARY, &c->stacktrace_id, st);
     if (need_column(b, "labels", LC_ARROW_STRUCT, &c->labels, st) ||
-        need_column(b, "stacktrace", LC_ARROW_LIST_VIEW, &c->stacktrace, st) ||
-        need_column(b, "value", LC_ARROW_INT, &c->value, st) ||
-        need_column(b, "timestamp", LC_ARROW_INT, &c->timestamp, st) ||
-        need_column(b, "period", LC_ARROW_INT, &c->period, st) ||
-        need_column(b, "duration", LC_ARROW_INT, &c->duration, st))
+        need_column(b, "stacktrace", LC_ARROW_LIST_VIEW, &c->stacktrace, st))
         return -1;
     lc_arrow_kind_t k = c->stacktrace->field->kind;
     if (k != LC_ARROW_LIST && k != LC_ARROW_LIST_VIEW && k != LC_ARROW_LARGE_LIST &&
         k != LC_ARROW_LARGE_LIST_VIEW)
         return lc_status_set(st, LC_CODE_INVALID_ARGUMENT,
                              "WriteArrow: column \"stacktrace\" is not a list; nothing was stored");
+    return 0;
+}
+
+static int find_columns(const lc_arrow_batch_t *b, pa_cols_t *c, bool v1, lc_status_t *st)
+{
+    if (find_stack_columns(b, c, v1, st) || need_column(b, "value", LC_ARROW_INT, &c->value, st) ||
+        need_column(b, "timestamp", LC_ARROW_INT, &c->timestamp, st) ||
+        need_column(b, "period", LC_ARROW_INT, &c->period, st) ||
+        need_column(b, "duration", LC_ARROW_INT, &c->duration, st))
+        return -1;
     for (size_t i = 0; i < PA_TYPE_COLUMNS; i++)
         if (need_column(b, TYPE_COLUMNS[i], LC_ARROW_BINARY, &c->type[i], st))
             return -1;
@@ -168,7 +205,7 @@ static int check_text(const lc_arrow_array_t *a, const uint8_t *p, size_t n, lc_
     if (!why)
         return 0;
     return lc_status_set(st, LC_CODE_INVALID_ARGUMENT,
-                         "WriteArrow: column \"%s\": %s; nothing was stored", a->field->name, why);
+                         "Parca write: column \"%s\": %s; nothing was stored", a->field->name, why);
 }
 
 /* A string cell into out (NUL-terminated): 0, 1 for null, -1. */
@@ -219,45 +256,58 @@ static bool is_sample_label(const char *name, size_t len, size_t *which)
     return false;
 }
 
-/* The row's labels, split into series and sample labels; nulls and empty
- * values are no label. */
+/* Label column col at row r, named name: a series or a sample label; a null
+ * or an empty value is no label. */
+static int row_label(pa_conv_t *cv, const char *name, const lc_arrow_array_t *col, int64_t r,
+                     lc_status_t *st)
+{
+    const uint8_t *v;
+    size_t n, which;
+    int rc = lc_arrow_get_bytes(col, r, &v, &n, st);
+    if (rc != 0 || n == 0)
+        return rc < 0 ? -1 : 0;
+    if (check_text(col, v, n, st))
+        return -1;
+    if (is_sample_label(name, strlen(name), &which)) {
+        pa_str_t *out = &cv->sample_value[cv->n_sample];
+        memcpy(out->s, v, n);
+        out->s[n] = '\0';
+        cv->sample_kv[2 * cv->n_sample] = SAMPLE_LABELS[which];
+        cv->sample_kv[2 * cv->n_sample + 1] = out->s;
+        cv->n_sample++;
+        return 0;
+    }
+    cv->series_name[cv->n_series] = (const uint8_t *)name;
+    cv->series_name_len[cv->n_series] = strlen(name);
+    cv->series_value[cv->n_series] = v;
+    cv->series_value_len[cv->n_series] = n;
+    cv->n_series++;
+    return 0;
+}
+
+/* The row's labels (v2: the labels struct's fields; v1: the labels.*
+ * columns), split into series and sample labels. */
 static int row_labels(pa_conv_t *cv, int64_t row, lc_status_t *st)
 {
+    cv->n_series = cv->n_sample = 0;
+    if (cv->stacks) {
+        for (size_t i = 0; i < cv->c.n_label_cols; i++) {
+            const lc_arrow_array_t *col = cv->c.label_cols[i];
+            if (row_label(cv, col->field->name + 7, col, row, st))
+                return -1;
+        }
+        return 0;
+    }
     const lc_arrow_array_t *s;
     int64_t r;
-    cv->n_series = cv->n_sample = 0;
     int rc = lc_arrow_get_struct(cv->c.labels, row, &s, &r, st);
     if (rc != 0)
         return rc < 0 ? -1 : 0;
     if (s->n_children > PA_MAX_LABELS)
         return bad_row(st, row, "more than 64 labels");
-    for (size_t i = 0; i < s->n_children; i++) {
-        const lc_arrow_array_t *col = &s->children[i];
-        const uint8_t *v;
-        size_t n, which;
-        rc = lc_arrow_get_bytes(col, r, &v, &n, st);
-        if (rc < 0)
+    for (size_t i = 0; i < s->n_children; i++)
+        if (row_label(cv, s->children[i].field->name, &s->children[i], r, st))
             return -1;
-        if (rc == 1 || n == 0)
-            continue;
-        if (check_text(col, v, n, st))
-            return -1;
-        const char *name = col->field->name;
-        if (is_sample_label(name, strlen(name), &which)) {
-            pa_str_t *out = &cv->sample_value[cv->n_sample];
-            memcpy(out->s, v, n);
-            out->s[n] = '\0';
-            cv->sample_kv[2 * cv->n_sample] = SAMPLE_LABELS[which];
-            cv->sample_kv[2 * cv->n_sample + 1] = out->s;
-            cv->n_sample++;
-            continue;
-        }
-        cv->series_name[cv->n_series] = (const uint8_t *)name;
-        cv->series_name_len[cv->n_series] = strlen(name);
-        cv->series_value[cv->n_series] = v;
-        cv->series_value_len[cv->n_series] = n;
-        cv->n_series++;
-    }
     return 0;
 }
 
@@ -337,12 +387,80 @@ static pa_group_t *row_group(pa_conv_t *cv, int64_t row, lc_status_t *st)
     }
 }
 
+/* ---------------------------------------------------------------- v1 stacks */
+
+/* The row of id in the stack trace record, -2 when it has none, -1 on a
+ * read error. */
+static int64_t stacks_find(const pa_stacks_t *sx, const uint8_t *id, size_t n, lc_status_t *st)
+{
+    size_t mask = sx->n_slots - 1;
+    for (size_t i = pa_key_hash(id, n) & mask;; i = (i + 1) & mask) {
+        uint32_t slot = sx->slots[i];
+        if (slot == 0)
+            return -2;
+        const uint8_t *p;
+        size_t len;
+        if (lc_arrow_get_bytes(sx->ids, slot - 1, &p, &len, st) < 0)
+            return -1;
+        if (len == n && memcmp(p, id, n) == 0)
+            return slot - 1;
+    }
+}
+
+/* Indexes the record's rows by stacktrace_id; a repeated id keeps its first. */
+static int stacks_index(pa_stacks_t *sx, const lc_arrow_batch_t *b, lc_arena_t *a, lc_status_t *st)
+{
+    if (need_column(b, "stacktrace_id", LC_ARROW_BINARY, &sx->ids, st) ||
+        need_column(b, "locations", LC_ARROW_LIST, &sx->locations, st))
+        return -1;
+    sx->n_slots = 16;
+    while (sx->n_slots < 2 * (size_t)b->length)
+        sx->n_slots *= 2;
+    if (!(sx->slots = lc_arena_calloc(a, sx->n_slots, sizeof(*sx->slots))))
+        return out_of_memory(st);
+    size_t mask = sx->n_slots - 1;
+    for (int64_t row = 0; row < b->length; row++) {
+        const uint8_t *id;
+        size_t n;
+        int rc = lc_arrow_get_bytes(sx->ids, row, &id, &n, st);
+        if (rc < 0)
+            return -1;
+        if (rc == 1 || stacks_find(sx, id, n, st) != -2)
+            continue;
+        size_t i = pa_key_hash(id, n) & mask;
+        while (sx->slots[i])
+            i = (i + 1) & mask;
+        sx->slots[i] = (uint32_t)row + 1;
+    }
+    return 0;
+}
+
 /* ---------------------------------------------------------------- frames */
 
 static int count_visit(pa_conv_t *cv, int64_t row, lc_status_t *st)
 {
     if (++cv->frame_visits > PA_MAX_FRAME_VISITS)
         return bad_row(st, row, "more than 16777216 frames and lines in one request");
+    return 0;
+}
+
+/* A v1 line: function_name, function_system_name, function_filename and
+ * function_start_line beside line and column. */
+static int frame_line_v1(pa_conv_t *cv, pa_group_t *g, const lc_arrow_array_t *l, int64_t lr,
+                         int64_t line, lc_pprof_line_t *out, lc_status_t *st)
+{
+    int64_t start_line = 0;
+    const lc_arrow_array_t *start = lc_arrow_child(l, "function_start_line");
+    if (start && lc_arrow_get_int(start, lr, &start_line, st) < 0)
+        return -1;
+    if (get_str(lc_arrow_child(l, "function_name"), lr, &cv->name, st) < 0 ||
+        get_str(lc_arrow_child(l, "function_system_name"), lr, &cv->build_id, st) < 0 ||
+        get_str(lc_arrow_child(l, "function_filename"), lr, &cv->filename, st) < 0)
+        return -1;
+    const char *name = cv->name.s[0] ? cv->name.s : cv->build_id.s;
+    out->function_id =
+        lc_pprof_builder_function(g->b, name, cv->build_id.s, cv->filename.s, start_line);
+    out->line = line;
     return 0;
 }
 
@@ -359,7 +477,9 @@ static int frame_line(pa_conv_t *cv, pa_group_t *g, const lc_arrow_array_t *line
     if (line_col && lc_arrow_get_int(line_col, lr, &line, st) < 0)
         return -1;
     const lc_arrow_array_t *fn_col = lc_arrow_child(l, "function");
-    rc = fn_col ? lc_arrow_get_struct(fn_col, lr, &fn, &fr, st) : 1;
+    if (!fn_col) /* v1: the function's columns are the line's */
+        return frame_line_v1(cv, g, l, lr, line, out, st);
+    rc = lc_arrow_get_struct(fn_col, lr, &fn, &fr, st);
     if (rc != 0)
         return rc < 0 ? -1 : bad_row(st, row, "a line without a function");
     const lc_arrow_array_t *start = lc_arrow_child(fn, "start_line");
@@ -394,6 +514,20 @@ static int frame_lines(pa_conv_t *cv, pa_group_t *g, const lc_arrow_array_t *f, 
     return 0;
 }
 
+/* v1's mapping_start, mapping_limit and mapping_offset (absent or null: 0). */
+static int frame_mapping_range(const lc_arrow_array_t *f, int64_t fr, uint64_t *start,
+                               uint64_t *limit, uint64_t *offset, lc_status_t *st)
+{
+    const char *names[] = {"mapping_start", "mapping_limit", "mapping_offset"};
+    uint64_t *out[] = {start, limit, offset};
+    for (size_t i = 0; i < 3; i++) {
+        const lc_arrow_array_t *col = lc_arrow_child(f, names[i]);
+        if (col && lc_arrow_get_uint(col, fr, out[i], st) < 0)
+            return -1;
+    }
+    return 0;
+}
+
 /* Frame i of the frames array: its location in g's builder. */
 static int pa_frame_location(pa_conv_t *cv, pa_group_t *g, const lc_arrow_array_t *frames,
                              int64_t i, int64_t row, uint64_t *loc, lc_status_t *st)
@@ -412,13 +546,32 @@ static int pa_frame_location(pa_conv_t *cv, pa_group_t *g, const lc_arrow_array_
     if (get_str(lc_arrow_child(f, "mapping_file"), fr, &cv->file, st) < 0 ||
         get_str(lc_arrow_child(f, "mapping_build_id"), fr, &cv->build_id, st) < 0)
         return -1;
+    uint64_t start = 0, limit = 0, offset = 0; /* v1 only; v2 addresses are the file's */
+    if (frame_mapping_range(f, fr, &start, &limit, &offset, st))
+        return -1;
     size_t n_lines;
     if (frame_lines(cv, g, f, fr, row, &n_lines, st))
         return -1;
-    uint64_t mapping =
-        lc_pprof_builder_mapping(g->b, 0, 0, 0, cv->file.s, cv->build_id.s, n_lines > 0);
+    uint64_t mapping = lc_pprof_builder_mapping(g->b, start, limit, offset, cv->file.s,
+                                                cv->build_id.s, n_lines > 0);
     *loc = lc_pprof_builder_location(g->b, mapping, address, cv->lines, n_lines);
     return 0;
+}
+
+/* v1: the locations of the stack trace record row named by the row's
+ * stacktrace_id. */
+static int stack_by_id(pa_conv_t *cv, int64_t row, const lc_arrow_array_t **frames, int64_t *start,
+                       int64_t *count, lc_status_t *st)
+{
+    const uint8_t *id;
+    size_t n;
+    int rc = lc_arrow_get_bytes(cv->c.stacktrace_id, row, &id, &n, st);
+    if (rc != 0)
+        return rc < 0 ? -1 : bad_row(st, row, "no stacktrace_id");
+    int64_t r = stacks_find(cv->stacks, id, n, st);
+    if (r < 0)
+        return r == -1 ? -1 : bad_row(st, row, "a stacktrace_id the stack trace record lacks");
+    return lc_arrow_get_list(cv->stacks->locations, r, frames, start, count, st);
 }
 
 /* The row's stack, leaf first; deeper than max_depth keeps the root side. */
@@ -427,7 +580,8 @@ static int row_stack(pa_conv_t *cv, pa_group_t *g, int64_t row, size_t *n, lc_st
     const lc_arrow_array_t *frames;
     int64_t start, count;
     *n = 0;
-    int rc = lc_arrow_get_list(cv->c.stacktrace, row, &frames, &start, &count, st);
+    int rc = cv->stacks ? stack_by_id(cv, row, &frames, &start, &count, st)
+                        : lc_arrow_get_list(cv->c.stacktrace, row, &frames, &start, &count, st);
     if (rc != 0)
         return rc < 0 ? -1 : 0;
     if ((uint64_t)count > cv->max_depth) {
@@ -545,7 +699,7 @@ static int group_series(lc_arena_t *a, size_t max_bytes, pa_group_t *g,
     lc_pprof_builder_times(g->b, g->time_min, span > g->duration ? span : g->duration);
     if (lc_pprof_builder_sum_wrapped(g->b))
         return lc_status_set(st, LC_CODE_INVALID_ARGUMENT,
-                             "WriteArrow: the values of one stack add up past 2^63; nothing was "
+                             "Parca write: the values of one stack add up past 2^63; nothing was "
                              "stored");
     lc_buf_t out;
     lc_buf_init(&out, max_bytes);
@@ -557,7 +711,7 @@ static int group_series(lc_arena_t *a, size_t max_bytes, pa_group_t *g,
     lc_buf_fini(&out);
     if (rc)
         return lc_status_set(st, LC_CODE_INVALID_ARGUMENT,
-                             "WriteArrow: a profile too large to encode; nothing was stored");
+                             "Parca write: a profile too large to encode; nothing was stored");
     Push__V1__RawSample *sample = lc_arena_calloc(a, 1, sizeof(*sample));
     Push__V1__RawSample **samples = lc_arena_calloc(a, 1, sizeof(*samples));
     if (!data || !sample || !samples || pa_group_labels(a, g, s))
@@ -613,16 +767,17 @@ static void pa_conv_fini(pa_conv_t *cv)
     lc_buf_fini(&cv->key);
 }
 
-static int check_schema(const lc_arrow_schema_t *s, lc_status_t *st)
+static int check_schema(const lc_arrow_schema_t *s, const char *want, lc_status_t *st)
 {
     for (size_t i = 0; i < s->n_meta; i++)
         if (strcmp(s->meta_keys[i], "parca_write_schema_version") == 0) {
-            if (strcmp(s->meta_values[i], "v2") == 0)
+            if (strcmp(s->meta_values[i], want) == 0)
                 return 0;
             return lc_status_set(st, LC_CODE_INVALID_ARGUMENT,
-                                 "WriteArrow: schema version \"%s\", ember reads v2 (use Write "
-                                 "for v1 records); nothing was stored",
-                                 s->meta_values[i]);
+                                 "%s: schema version \"%s\", this method reads %s (WriteArrow "
+                                 "v2, Write v1); nothing was stored",
+                                 strcmp(want, "v2") == 0 ? "WriteArrow" : "Write",
+                                 s->meta_values[i], want);
         }
     return 0; /* no version: read by column names, as Parca does */
 }
@@ -632,7 +787,7 @@ static int convert_batches(pa_conv_t *cv, lc_arrow_stream_t *s, lc_status_t *st)
     const lc_arrow_batch_t *b;
     int rc;
     while ((rc = lc_arrow_stream_next(s, &b, st)) == 1) {
-        if (find_columns(b, &cv->c, st))
+        if (find_columns(b, &cv->c, cv->stacks != NULL, st))
             return -1;
         for (int64_t row = 0; row < b->length; row++)
             if (convert_row(cv, row, st))
@@ -641,20 +796,24 @@ static int convert_batches(pa_conv_t *cv, lc_arrow_stream_t *s, lc_status_t *st)
     return rc;
 }
 
-int ing_parca_arrow_to_push(const uint8_t *ipc, size_t len, const lc_pprof_limits_t *lim,
-                            lc_arena_t *a, Push__V1__PushRequest *out, lc_status_t *st)
+/* The samples stream of ipc into out; stacks is v1's stack trace record
+ * (NULL: v2, stacks inline). */
+static int arrow_to_push(const uint8_t *ipc, size_t len, const pa_stacks_t *stacks,
+                         const lc_pprof_limits_t *lim, lc_arena_t *a, Push__V1__PushRequest *out,
+                         lc_status_t *st)
 {
     lc_arrow_limits_t alim;
     lc_arrow_limits_default(&alim);
     pa_conv_t *cv = lc_arena_calloc(a, 1, sizeof(*cv));
     if (!cv)
         return out_of_memory(st);
+    cv->stacks = stacks;
     lc_arrow_stream_t *s = NULL;
     int rc = pa_conv_init(cv, a, lim, st);
     if (rc == 0)
         rc = lc_arrow_stream_open(&s, ipc, len, &alim, a, st);
     if (rc == 0)
-        rc = check_schema(lc_arrow_stream_schema(s), st);
+        rc = check_schema(lc_arrow_stream_schema(s), stacks ? "v1" : "v2", st);
     if (rc == 0)
         rc = convert_batches(cv, s, st);
     if (rc == 0)
@@ -663,4 +822,42 @@ int ing_parca_arrow_to_push(const uint8_t *ipc, size_t len, const lc_pprof_limit
         lc_arrow_stream_close(s);
     pa_conv_fini(cv);
     return rc ? -1 : 0;
+}
+
+int ing_parca_arrow_to_push(const uint8_t *ipc, size_t len, const lc_pprof_limits_t *lim,
+                            lc_arena_t *a, Push__V1__PushRequest *out, lc_status_t *st)
+{
+    return arrow_to_push(ipc, len, NULL, lim, a, out, st);
+}
+
+/* The stack trace record (v1's second message): one batch, indexed by id. */
+static int stacks_read(const uint8_t *ipc, size_t len, lc_arena_t *a, pa_stacks_t *sx,
+                       lc_arrow_stream_t **s, lc_status_t *st)
+{
+    lc_arrow_limits_t alim;
+    lc_arrow_limits_default(&alim);
+    const lc_arrow_batch_t *b;
+    if (lc_arrow_stream_open(s, ipc, len, &alim, a, st))
+        return -1;
+    int rc = lc_arrow_stream_next(*s, &b, st);
+    if (rc == 0)
+        return lc_status_set(st, LC_CODE_INVALID_ARGUMENT,
+                             "Write: the stack trace record holds no batch; nothing was stored");
+    return rc < 0 ? -1 : stacks_index(sx, b, a, st);
+}
+
+int ing_parca_v1_to_push(const uint8_t *samples, size_t samples_len, const uint8_t *stacks,
+                         size_t stacks_len, const lc_pprof_limits_t *lim, lc_arena_t *a,
+                         Push__V1__PushRequest *out, lc_status_t *st)
+{
+    pa_stacks_t *sx = lc_arena_calloc(a, 1, sizeof(*sx));
+    if (!sx)
+        return out_of_memory(st);
+    lc_arrow_stream_t *s = NULL;
+    int rc = stacks_read(stacks, stacks_len, a, sx, &s, st);
+    if (rc == 0)
+        rc = arrow_to_push(samples, samples_len, sx, lim, a, out, st);
+    if (s)
+        lc_arrow_stream_close(s);
+    return rc;
 }

@@ -17,8 +17,8 @@
  * WriteArrow (the Parca Agent's default): its Arrow IPC stream becomes one
  * pprof per series and window (parca_arrow.c), served the same way.
  *
- * Write (a bidirectional stream of Arrow records, the agent's v1 schema)
- * answers unimplemented without reading the body.
+ * Write (a bidirectional stream of Arrow records, the agent's v1 schema) is
+ * parca_write_v1.c's; any other method answers unimplemented.
  */
 #include <string.h>
 
