@@ -270,6 +270,25 @@ class WriteV1Fixtures(h.ServerTestCase):
         self.assertEqual(code, 3, msg)
         code, msg, asked = write_v1(self.srv, fixture("v2", meta()["v2"]["files"][0]), b"")
         self.assertEqual(code, 3, msg)
+        # a client that resets the stream once asked, and one that ends it instead of answering
+        c = H2Client(self.srv.port)
+        try:
+            hdrs = [("content-type", "application/grpc"), ("te", "trailers")]
+            body = b"\x00" + struct.pack(">I", len(first)) + first
+            sid = c.send("POST", f"{PS}/Write", hdrs, body, end=False)
+            while len(c.replies[sid].body) < 5:
+                c._read_once()
+            c.conn.reset_stream(sid)
+            c.flush()
+            sid = c.send("POST", f"{PS}/Write", hdrs, body, end=False)
+            while len(c.replies[sid].body) < 5:
+                c._read_once()
+            c.conn.end_stream(sid)
+            c.flush()
+            (r,) = c.wait([sid])
+            self.assertEqual(r.trailers.get("grpc-status"), "3", r)
+        finally:
+            c.close()
         self.assertEqual(self.srv.flamegraph(PTYPE, "{}", 0, h.now_ms() + 3600_000).total, before)
 
 
