@@ -292,6 +292,24 @@ class WriteV1Fixtures(h.ServerTestCase):
         self.assertEqual(self.srv.flamegraph(PTYPE, "{}", 0, h.now_ms() + 3600_000).total, before)
 
 
+class WriteV1BodyCap(unittest.TestCase):
+    """A Write whose stack trace record passes the body cap after ember asked
+    for it: a gRPC error in the trailers (not an HTTP error body), nothing stored."""
+
+    def test_cap_passed_mid_call(self):
+        first = fixture("v1", "write-000-0.bin")
+        srv = h.Ember(args=[f"--http.max-body-bytes={len(first) + 4096}"])
+        srv.start()
+        try:
+            code, msg, asked = write_v1(srv, first, fixture("v1", "write-000-1.bin"))
+            self.assertTrue(asked)
+            self.assertNotEqual(code, 0, msg)
+            self.assertIn("413", msg)
+            self.assertEqual(srv.flamegraph(PTYPE, "{}", 0, h.now_ms() + 3600_000).total, 0)
+        finally:
+            srv.cleanup()
+
+
 # pyarrow's reading: the asked record is one binary column stacktrace_id with
 # the samples record's distinct ids, each once
 ASKED_CHECK = """

@@ -249,16 +249,20 @@ static void h2_finish_stream(h2_stream_t *s)
 {
     lc_http_req_t *req = &s->x.parser.req;
     s->answered = true;
-    if (req->_n_trailers == 0) { /* a Trailers-Only answer */
-        const char *status = h2_resp_header(req, "grpc-status");
+    const char *status = h2_resp_header(req, "grpc-status");
+    bool grpc_body = req->_n_trailers > 0 || status;
+    if (req->_n_trailers == 0) { /* a Trailers-Only answer, or a plain HTTP refusal (413) */
         const char *message = h2_resp_header(req, "grpc-message");
+        char text[64];
+        snprintf(text, sizeof(text), "HTTP %d during the call", req->status);
         lc_http_set_trailer(req, "grpc-status", status ? status : "13");
         if (message || !status)
-            lc_http_set_trailer(req, "grpc-message", message ? message : "no gRPC status");
+            lc_http_set_trailer(req, "grpc-message", message ? message : text);
     }
     if (s->h2->cfg.answered)
         s->h2->cfg.answered(&s->x);
-    if (lc_buf_append(&s->out, req->resp_body.data, req->resp_body.len) != 0) {
+    /* a plain HTTP body (an error's JSON) is no gRPC message: not sent */
+    if (grpc_body && lc_buf_append(&s->out, req->resp_body.data, req->resp_body.len) != 0) {
         nghttp2_submit_rst_stream(s->h2->session, NGHTTP2_FLAG_NONE, s->id, NGHTTP2_INTERNAL_ERROR);
         return;
     }
