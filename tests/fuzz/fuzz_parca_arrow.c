@@ -11,15 +11,6 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    lc_arena_t *a = lc_arena_new(64u << 20);
-    ProtobufCAllocator alloc;
-    lc_arena_pb_allocator(a, &alloc);
-    lc_pprof_limits_t lim;
-    lc_pprof_limits_default(&lim);
-    Push__V1__PushRequest push;
-    lc_status_t st = {0};
-    if (ing_parca_arrow_to_push(size ? data : (const uint8_t *)"", size, &lim, a, &push, &st) == 0)
-        fuzz_check_push_pprofs(&push, &alloc);
-    lc_arena_free(a);
+    fuzz_push_convert(data, size, ing_parca_arrow_to_push);
     return 0;
 }

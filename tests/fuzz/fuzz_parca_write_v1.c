@@ -10,24 +10,22 @@
 
 #include "fuzz_push_check.h"
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+/* The input split into its two records (a 4-byte little-endian length first). */
+static int fuzz_v1_convert(const uint8_t *data, size_t size, const lc_pprof_limits_t *lim,
+                           lc_arena_t *a, Push__V1__PushRequest *out, lc_status_t *st)
 {
-    if (size < 4)
-        return 0;
     uint32_t first;
+    if (size < 4)
+        return -1;
     memcpy(&first, data, 4);
     if (first > size - 4)
-        return 0;
-    lc_arena_t *a = lc_arena_new(64u << 20);
-    ProtobufCAllocator alloc;
-    lc_arena_pb_allocator(a, &alloc);
-    lc_pprof_limits_t lim;
-    lc_pprof_limits_default(&lim);
-    Push__V1__PushRequest push;
-    lc_status_t st = {0};
-    const uint8_t *samples = data + 4, *stacks = data + 4 + first;
-    if (ing_parca_v1_to_push(samples, first, stacks, size - 4 - first, &lim, a, &push, &st) == 0)
-        fuzz_check_push_pprofs(&push, &alloc);
-    lc_arena_free(a);
+        return -1;
+    return ing_parca_v1_to_push(data + 4, first, data + 4 + first, size - 4 - first, lim, a, out,
+                                st);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    fuzz_push_convert(data, size, fuzz_v1_convert);
     return 0;
 }
