@@ -2,9 +2,8 @@
 // up (the server's rows, y_min their lower bounds), darker for more profiles.
 // Every series of the answer is drawn on one grid (their counts added).
 
+import { clearChart, PAD } from './chart.js';
 import { el, formatTime } from './util.js';
-
-const PAD = { l: 64, r: 12, t: 8, b: 22 };
 
 // {timestamp, yMin, count} cells of every series, equal cells added.
 export function heatmapCells(series) {
@@ -43,15 +42,7 @@ export class HeatmapChart {
 
   render() {
     if (this.container.hidden) return;
-    const W = Math.max(200, this.container.clientWidth);
-    const H = 140;
-    const dpr = window.devicePixelRatio || 1;
-    this.canvas.width = W * dpr; this.canvas.height = H * dpr;
-    this.canvas.style.width = `${W}px`; this.canvas.style.height = `${H}px`;
-    const ctx = this.canvas.getContext('2d');
-    const cs = getComputedStyle(this.container);
-    ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
-    ctx.clearRect(0, 0, W, H);
+    const { W, H, ctx, cs } = clearChart(this.canvas, this.container);
     ctx.font = '11px system-ui, sans-serif';
     ctx.fillStyle = cs.getPropertyValue('--muted').trim() || '#666';
     if (!this.cells.length) {
