@@ -26,6 +26,11 @@ SECONDS = 6
 CPU = "process_cpu:cpu:nanoseconds:cpu:nanoseconds"
 PROGS = os.path.join(h.HERE, "agentprogs")
 PYTHON = "/usr/bin/python3.11"
+# Other CPythons on the build host (pyenv): 3.12 is read too (libpython
+# build), 3.13 has no offsets yet and must be skipped cleanly and counted.
+PYENV = "/root/.pyenv/versions"
+PYTHON_312 = os.path.join(PYENV, "3.12.1/bin/python3.12")
+PYTHON_313 = os.path.join(PYENV, "3.13.0/bin/python3.13")
 
 # The layout python.c's 3.11 row states, read back from a live interpreter:
 # every number here is found by searching the interpreter's memory for
@@ -79,9 +84,13 @@ class AgentPythonTest(unittest.TestCase):
                                 f"--agent.sample-rate={RATE_HZ}"])
         cls.srv.start()
         cls.prog = os.path.join(PROGS, "py_split.py")
-        cls.py_run = Run([PYTHON, cls.prog, str(SECONDS)])
-        cls.split_line = cls.py_run.proc.stdout.readline().decode()
-        cls.py_run.finish(timeout=60)
+        # all at once: each split is in the program's own thread CPU time
+        pythons = {"3.11": PYTHON, "3.12": PYTHON_312, "3.13": PYTHON_313}
+        cls.runs = {v: Run([exe, cls.prog, str(SECONDS)])
+                    for v, exe in pythons.items() if os.path.exists(exe)}
+        cls.split_lines = {v: r.proc.stdout.readline().decode() for v, r in cls.runs.items()}
+        for r in cls.runs.values():
+            r.finish(timeout=60)
         target = cls.intervals() + 2
         h.wait_for(lambda: cls.intervals() >= target, timeout=4 * INTERVAL_S + 30,
                    interval=0.2, what="two drains")
@@ -95,18 +104,19 @@ class AgentPythonTest(unittest.TestCase):
     def intervals(cls):
         return cls.srv.metrics().get(("ember_agent_intervals_total", frozenset()), 0)
 
-    def nodes(self):
+    def nodes(self, version):
         seen = []
+        run = self.runs[version]
 
         def stable():
-            fg = self.srv.flamegraph(CPU, f'{{pid="{self.py_run.pid}"}}',
-                                     self.py_run.started_ms - 60_000, h.now_ms() + 60_000)
+            fg = self.srv.flamegraph(CPU, f'{{pid="{run.pid}"}}',
+                                     run.started_ms - 60_000, h.now_ms() + 60_000)
             nodes = flame_nodes(fg)
             seen.append(sum(n["total"] for n in nodes if not n["path"]))
             done = len(seen) >= 3 and seen[-1] == seen[-2] == seen[-3] and seen[-1] > 0
             return nodes if done else None
 
-        return h.wait_for(stable, timeout=20, interval=0.5, what="the Python profile")
+        return h.wait_for(stable, timeout=20, interval=0.5, what=f"the Python {version} profile")
 
     def test_offsets_match_the_interpreter(self):
         r = subprocess.run([PYTHON, "-c", PROBE], capture_output=True, text=True, check=True)
@@ -116,12 +126,30 @@ class AgentPythonTest(unittest.TestCase):
                 "co_linetable": 136, "co_firstlineno": 72, "co_code_adaptive": 184}
         self.assertEqual(got, want)
 
-    def test_split_and_paths(self):
-        m = re.match(r"split ([\d.]+) ([\d.]+)", self.split_line)
-        self.assertTrue(m, f"no split line from the program: {self.split_line!r}")
+    def test_split_and_paths_3_11(self):
+        self.assert_split_and_paths("3.11")
+
+    @unittest.skipUnless(os.path.exists(PYTHON_312), "no CPython 3.12 (pyenv) here")
+    def test_split_and_paths_3_12(self):
+        self.assert_split_and_paths("3.12")
+
+    @unittest.skipUnless(os.path.exists(PYTHON_313), "no CPython 3.13 (pyenv) here")
+    def test_unsupported_version_is_skipped_and_counted(self):
+        nodes = self.nodes("3.13")  # still profiled, natively
+        self.assertGreater(sum(n["total"] for n in nodes if not n["path"]), 0)
+        m = self.srv.metrics()
+        skipped = m.get(("ember_agent_python_interpreters_total",
+                         frozenset({("result", "unsupported_version")})), 0)
+        self.assertGreaterEqual(skipped, 1)
+        self.assertTrue(self.srv.alive(), self.srv.log_tail())
+
+    def assert_split_and_paths(self, version):
+        line = self.split_lines[version]
+        m = re.match(r"split ([\d.]+) ([\d.]+)", line)
+        self.assertTrue(m, f"no split line from the program: {line!r}")
         alpha_s, beta_s = float(m.group(1)), float(m.group(2))
         want = alpha_s / (alpha_s + beta_s)  # the program's own measure, not assumed
-        nodes = self.nodes()
+        nodes = self.nodes(version)
         for n in sorted(nodes, key=lambda n: -n["self"])[:6]:
             print(f"{n['self'] / PERIOD_NS:7.0f}  {';'.join(n['path'] + [n['name']])}")
         totals = totals_by_name(nodes)
@@ -157,7 +185,7 @@ class AgentPythonTest(unittest.TestCase):
         self.assertGreater(m.get(("ember_agent_python_frames_total", frozenset()), 0), 0)
         recognised = m.get(("ember_agent_python_interpreters_total",
                             frozenset({("result", "recognised")})), 0)
-        self.assertGreaterEqual(recognised, 1)
+        self.assertGreaterEqual(recognised, 1 + os.path.exists(PYTHON_312))
         self.assertIn(("ember_agent_python_code_bytes", frozenset()), m)
         print("python walks by result:", walks)
 

@@ -512,11 +512,14 @@ static __always_inline __u64 py_current_frame(const struct agt_py_proc *pp, __u6
     return frame;
 }
 
-/* One frame's word (sampler.h); 0 when the frame cannot be read. */
+#define PY_SHIM_FRAME 1 /* py_frame_word: an eval call's base, not a Python frame */
+
+/* One frame's word (sampler.h); 0 when the frame cannot be read,
+ * PY_SHIM_FRAME for the base frame of an eval call (3.12+). */
 static __always_inline __u64 py_frame_word(struct py_walk *w, __u64 frame, __u64 *previous)
 {
     __u64 code, instr;
-    __u8 entry = 0;
+    __u8 entry = 0, owner = 0;
     if (py_read(frame, w->off.frame_code, &code) != 0 ||
         py_read(frame, w->off.frame_previous, previous) != 0 ||
         py_read(frame, w->off.frame_prev_instr, &instr) != 0)
@@ -524,6 +527,11 @@ static __always_inline __u64 py_frame_word(struct py_walk *w, __u64 frame, __u64
     if (w->off.frame_is_entry != AGT_PY_NO_FIELD &&
         bpf_probe_read_user(&entry, 1, (void *)(frame + w->off.frame_is_entry)) != 0)
         return 0;
+    if (w->off.frame_owner != AGT_PY_NO_FIELD &&
+        bpf_probe_read_user(&owner, 1, (void *)(frame + w->off.frame_owner)) != 0)
+        return 0;
+    if (owner == AGT_PY_OWNED_BY_CSTACK)
+        return PY_SHIM_FRAME;
     __u64 word = (code & AGT_PY_FRAME_ADDR_MASK) | AGT_PY_FRAME_TAG;
     __u64 first = code + w->off.code_adaptive;
     if (instr >= first) {
@@ -555,7 +563,11 @@ static long py_step(__u64 index, void *ctx)
         w->result = AGT_STAT_PY_READ_ERR;
         return 1;
     }
-    if ((word & AGT_PY_FRAME_ADDR_MASK) != 0 && n < AGT_MAX_FRAMES) {
+    if (word == PY_SHIM_FRAME) {
+        /* the frame recorded last was the first this eval call ran */
+        if (n > 0 && n <= AGT_MAX_FRAMES)
+            buf->ips[n - 1] |= AGT_PY_FRAME_ENTRY;
+    } else if ((word & AGT_PY_FRAME_ADDR_MASK) != 0 && n < AGT_MAX_FRAMES) {
         buf->ips[n] = word;
         w->n = n + 1;
     }

@@ -136,8 +136,12 @@ struct agt_py_offsets {
     __u16 frame_prev_instr;
     __u16 frame_is_entry; /* 3.11: bool is_entry */
     __u16 code_adaptive;  /* PyCodeObject.co_code_adaptive */
-    __u16 pad[5];
+    __u16 frame_owner;    /* 3.12+: char owner (AGT_PY_OWNED_BY_CSTACK marks an eval call's base) */
+    __u16 pad[4];
 };
+
+/* 3.12+: the shim frame each eval call pushes below the frames it runs. */
+#define AGT_PY_OWNED_BY_CSTACK 3
 
 struct agt_py_proc {
     __u64 start_ns; /* the process incarnation it describes */
