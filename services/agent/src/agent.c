@@ -56,6 +56,7 @@ typedef struct agt_metrics_s {
     lc_metric_t *py_walks, *py_frames, *py_no_thread, *py_no_frame, *py_read_err, *py_depth;
     lc_metric_t *py_procs, *py_recognised, *py_unsupported, *py_failed, *py_code_err;
     lc_metric_t *py_codes, *py_code_bytes;
+    lc_metric_t *jvm_ok, *jvm_failed;
 } agt_metrics_t;
 
 struct agt_s {
@@ -74,6 +75,7 @@ struct agt_s {
     agt_unwind_t *unwind; /* NULL when the maps cannot be mapped: frame pointers only */
     agt_python_t *python;
     agt_python_stats_t last_py;
+    agt_jvm_stats_t jvm, last_jvm;
     agt_unwind_stats_t last_unw;
     agt_kallsyms_t kallsyms;
     agt_kube_t *kube;
@@ -162,6 +164,10 @@ static void register_python_metrics(agt_metrics_t *m, lc_metrics_t *reg)
                                    "Code objects cached (names, files, line tables)", "");
     m->py_code_bytes = lc_metrics_gauge(reg, "ember_agent_python_code_bytes",
                                         "Memory of the cached code objects", "");
+    const char *jvm = "Perf map requests to JVMs (attach mechanism), by result";
+    m->jvm_ok = counter(reg, "ember_agent_jvm_perfmap_requests_total", jvm, "result=\"ok\"");
+    m->jvm_failed =
+        counter(reg, "ember_agent_jvm_perfmap_requests_total", jvm, "result=\"failed\"");
 }
 
 static void register_metrics(agt_t *a, lc_metrics_t *reg)
@@ -325,6 +331,8 @@ static void update_python_metrics(agt_t *a)
     add_delta(a->m.py_unsupported, now.unsupported_total, &a->last_py.unsupported_total);
     add_delta(a->m.py_failed, now.failed_total, &a->last_py.failed_total);
     add_delta(a->m.py_code_err, now.code_reads_failed, &a->last_py.code_reads_failed);
+    add_delta(a->m.jvm_ok, a->jvm.requests_ok, &a->last_jvm.requests_ok);
+    add_delta(a->m.jvm_failed, a->jvm.requests_failed, &a->last_jvm.requests_failed);
 }
 
 /* ---------------------------------------------------------------- worker: unwind tables */
@@ -336,6 +344,7 @@ static void on_proc_maps(void *data, agt_proc_t *p)
     if (a->unwind && agt_unwind_set_proc(a->unwind, p) != 0)
         LC_LOG_DEBUG("agent: no unwind entry (map full) pid=%u", p->pid);
     agt_python_on_maps(a->python, p);
+    p->jvm = agt_jvm_maps_jvm(p);
 }
 
 static void on_proc_forget(void *data, agt_proc_t *p)
@@ -374,6 +383,18 @@ static void unwind_refresh_pending(agt_t *a)
             a->procs.by_pid.keys[i] ? (agt_proc_t *)(uintptr_t)a->procs.by_pid.vals[i] : NULL;
         if (p && p->unwind_pending)
             unwind_refresh(a, p);
+    }
+}
+
+/* JVMs with samples this interval: a fresh perf map when one is due. */
+static void jvm_refresh_sampled(agt_t *a)
+{
+    int64_t now = clock_ns(CLOCK_MONOTONIC);
+    for (size_t i = 0; i < a->procs.by_pid.cap; i++) {
+        agt_proc_t *p =
+            a->procs.by_pid.keys[i] ? (agt_proc_t *)(uintptr_t)a->procs.by_pid.vals[i] : NULL;
+        if (p && p->jvm && !p->excluded && p->last_sample_round == a->round)
+            agt_jvm_refresh(a->procfs, p, now, &a->jvm);
     }
 }
 
@@ -474,6 +495,7 @@ static void job_drain(agt_t *a, agt_job_t *j)
     uint64_t filtered = 0;
     job_ensure_procs(a, &d, &filtered);
     lc_metric_add(a->m.skip_filtered, (double)filtered);
+    jvm_refresh_sampled(a);
     agt_build_ctx_t ctx = {
         .opts = &a->opts,
         .procs = &a->procs,

@@ -291,6 +291,9 @@ typedef struct agt_proc_s {
     uint64_t last_sample_round;
     uint64_t created_round;
     struct agt_py_state_s *py; /* CPython state (python.c); NULL for other processes */
+    bool jvm;                  /* maps libjvm.so: its perf map is asked for (jvm.c) */
+    int64_t jvm_asked_ns;      /* CLOCK_MONOTONIC of the last perf map request, 0 = never */
+    int64_t jvm_signalled_ns;  /* SIGQUIT sent, listener awaited since; 0 = not waiting */
 } agt_proc_t;
 
 typedef struct agt_procs_s {
@@ -389,6 +392,18 @@ const agt_py_code_t *agt_python_code(agt_python_t *py, agt_proc_t *p, uint64_t w
 void agt_python_stats(const agt_python_t *py, agt_python_stats_t *out);
 /* The line of code unit `unit` in a 3.11+ location table (first if none). */
 int64_t agt_python_line(const uint8_t *table, size_t len, int64_t first_line, uint32_t unit);
+
+/* ---------------------------------------------------------------- jvm */
+
+typedef struct agt_jvm_stats_s {
+    uint64_t requests_ok, requests_failed; /* perf map requests answered / given up */
+} agt_jvm_stats_t;
+
+/* Whether p maps HotSpot (libjvm.so). */
+bool agt_jvm_maps_jvm(const agt_proc_t *p);
+/* Takes the next step of asking the JVM p for a fresh perf map when one is
+ * due (jvm.c): never waits for the JVM beyond one request's reply. */
+void agt_jvm_refresh(const char *procfs, agt_proc_t *p, int64_t now_ns, agt_jvm_stats_t *stats);
 
 /* ---------------------------------------------------------------- container */
 

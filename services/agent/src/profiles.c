@@ -75,8 +75,8 @@ void agt_proc_labels(const agt_opts_t *opts, agt_kube_t *kube, agt_proc_t *p)
     set_label(&p->labels, "cgroup", p->cgroup);
     set_label(&p->labels, "container_id", p->container_id);
     set_label(&p->labels, "node", opts->node);
-    if (p->py)
-        set_label(&p->labels, "__runtime__", "python");
+    if (p->py || p->jvm)
+        set_label(&p->labels, "__runtime__", p->py ? "python" : "java");
     if (pod) {
         set_label(&p->labels, "namespace", pod->namespace_);
         set_label(&p->labels, "pod", pod->pod);
