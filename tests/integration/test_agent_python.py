@@ -8,7 +8,6 @@ program's source (function names, first lines). Debian's /usr/bin/python3.11
 has no frame pointers, so without the agent's Python walk these stacks are
 _PyEval_EvalFrameDefault all the way down. Needs root and a kernel with BTF.
 """
-import ctypes  # noqa: F401  (the probe below runs in the child)
 import os
 import re
 import shutil
