@@ -187,7 +187,8 @@ def load_window(name, profiler_pid, argvs, bpf_name=None):
     cpu0 = task_cpu_ns(profiler_pid)
     bpf0 = bpf_prog_stats(bpf_name) if bpf_name else None
     t0 = time.monotonic()
-    ps = [subprocess.Popen(argv, stdout=subprocess.DEVNULL) for argv in argvs]
+    ps = [subprocess.Popen(argv, stdout=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
+          for argv in argvs]
     peak, parts = 0, {}
     while any(p.poll() is None for p in ps):
         now = rss_parts_kib(profiler_pid)

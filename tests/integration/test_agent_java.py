@@ -18,13 +18,12 @@ import tempfile
 import unittest
 
 import harness as h
-from test_agent import Run, flame_nodes
+from test_agent import Run, settled_nodes, wait_two_drains
 
 INTERVAL_S = 2
 RATE_HZ = 997
 PERIOD_NS = 1_000_000_000 // RATE_HZ
 SECONDS = 8
-CPU = "process_cpu:cpu:nanoseconds:cpu:nanoseconds"
 PROGS = os.path.join(h.HERE, "agentprogs")
 JAVA, JAVAC = shutil.which("java"), shutil.which("javac")
 
@@ -47,14 +46,16 @@ class AgentJavaTest(unittest.TestCase):
                                 f"--agent.sample-rate={RATE_HZ}"])
         cls.srv.start()
         variants = {"plain": [], "fp": ["-XX:+PreserveFramePointer"]}
-        cls.runs = {k: Run([JAVA, *flags, "-cp", cls.tmp, "Split", str(SECONDS)])
+        cls.runs = {k: Run([JAVA, *flags, "-cp", cls.tmp, "Split", str(SECONDS)],
+                           stdin=subprocess.PIPE)
                     for k, flags in variants.items()}
         cls.split_lines = {k: r.proc.stdout.readline().decode() for k, r in cls.runs.items()}
+        # alive until the agent has drained their samples: names are read
+        # from live processes (the JVM's perf map, code objects)
+        wait_two_drains(cls.srv, INTERVAL_S)
         for r in cls.runs.values():
-            r.finish(timeout=90)
-        target = cls.intervals() + 2
-        h.wait_for(lambda: cls.intervals() >= target, timeout=4 * INTERVAL_S + 30,
-                   interval=0.2, what="two drains")
+            r.proc.stdin.close()
+            r.finish(timeout=60)
 
     @classmethod
     def tearDownClass(cls):
@@ -67,23 +68,9 @@ class AgentJavaTest(unittest.TestCase):
                 except OSError:
                     pass
 
-    @classmethod
-    def intervals(cls):
-        return cls.srv.metrics().get(("ember_agent_intervals_total", frozenset()), 0)
 
     def nodes(self, key):
-        seen = []
-        run = self.runs[key]
-
-        def stable():
-            fg = self.srv.flamegraph(CPU, f'{{pid="{run.pid}"}}', run.started_ms - 60_000,
-                                     h.now_ms() + 60_000)
-            nodes = flame_nodes(fg)
-            seen.append(sum(n["total"] for n in nodes if not n["path"]))
-            done = len(seen) >= 3 and seen[-1] == seen[-2] == seen[-3] and seen[-1] > 0
-            return nodes if done else None
-
-        return h.wait_for(stable, timeout=20, interval=0.5, what=f"the {key} JVM's profile")
+        return settled_nodes(self.srv, self.runs[key], f"the {key} JVM's profile")
 
     def assert_split(self, key):
         """The alpha share of the named leaves against the program's own

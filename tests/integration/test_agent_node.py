@@ -16,13 +16,12 @@ import shutil
 import unittest
 
 import harness as h
-from test_agent import Run, flame_nodes
+from test_agent import Run, settled_nodes, wait_two_drains
 
 INTERVAL_S = 2
 RATE_HZ = 997
 PERIOD_NS = 1_000_000_000 // RATE_HZ
 SECONDS = 6
-CPU = "process_cpu:cpu:nanoseconds:cpu:nanoseconds"
 PROGS = os.path.join(h.HERE, "agentprogs")
 NODE = shutil.which("node")
 
@@ -45,9 +44,7 @@ class AgentNodeTest(unittest.TestCase):
                             str(SECONDS)])
         cls.split_line = cls.node_run.proc.stdout.readline().decode()
         cls.node_run.finish(timeout=60)
-        target = cls.intervals() + 2
-        h.wait_for(lambda: cls.intervals() >= target, timeout=4 * INTERVAL_S + 30,
-                   interval=0.2, what="two drains")
+        wait_two_drains(cls.srv, INTERVAL_S)
 
     @classmethod
     def tearDownClass(cls):
@@ -57,23 +54,9 @@ class AgentNodeTest(unittest.TestCase):
         except OSError:
             pass
 
-    @classmethod
-    def intervals(cls):
-        return cls.srv.metrics().get(("ember_agent_intervals_total", frozenset()), 0)
 
     def nodes(self):
-        seen = []
-        run = self.node_run
-
-        def stable():
-            fg = self.srv.flamegraph(CPU, f'{{pid="{run.pid}"}}', run.started_ms - 60_000,
-                                     h.now_ms() + 60_000)
-            nodes = flame_nodes(fg)
-            seen.append(sum(n["total"] for n in nodes if not n["path"]))
-            done = len(seen) >= 3 and seen[-1] == seen[-2] == seen[-3] and seen[-1] > 0
-            return nodes if done else None
-
-        return h.wait_for(stable, timeout=20, interval=0.5, what="the Node profile")
+        return settled_nodes(self.srv, self.node_run, "the Node profile")
 
     def test_split_and_paths(self):
         m = re.match(r"split ([\d.]+) ([\d.]+)", self.split_line)

@@ -454,8 +454,40 @@ struct py_walk {
     __u64 frame; /* the next _PyInterpreterFrame to read; 0 at the end */
     __u32 n;     /* frames written */
     __u32 result;
+    __u32 tgid, pad;
+    __u64 start_ns;
     struct agt_py_offsets off;
 };
+
+/* (process, code object) pairs user space was told about: a code object is
+ * announced once (AGT_EVENT_PYCODE) so that it is read while the process
+ * lives, not at the drain, when a short-lived program may be gone. */
+struct py_code_key {
+    __u32 tgid;
+    __u32 pad;
+    __u64 code;
+};
+
+struct {
+    __uint(type, BPF_MAP_TYPE_LRU_HASH);
+    __uint(max_entries, 65536);
+    __type(key, struct py_code_key);
+    __type(value, __u64); /* the process incarnation (start_ns) */
+} py_codes_seen SEC(".maps");
+
+static __always_inline void py_announce(const struct py_walk *w, __u64 code)
+{
+    struct py_code_key k = {.tgid = w->tgid, .code = code};
+    __u64 *seen = bpf_map_lookup_elem(&py_codes_seen, &k);
+    if (seen && *seen == w->start_ns)
+        return;
+    __u64 start = w->start_ns;
+    bpf_map_update_elem(&py_codes_seen, &k, &start, BPF_ANY);
+    struct agt_event ev = {
+        .tgid = w->tgid, .kind = AGT_EVENT_PYCODE, .start_ns = start, .addr = code};
+    if (bpf_ringbuf_output(&events, &ev, sizeof(ev), 0) != 0)
+        stat_inc(AGT_STAT_EVENTS_LOST);
+}
 
 struct {
     __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -570,6 +602,7 @@ static long py_step(__u64 index, void *ctx)
     } else if ((word & AGT_PY_FRAME_ADDR_MASK) != 0 && n < AGT_MAX_FRAMES) {
         buf->ips[n] = word;
         w->n = n + 1;
+        py_announce(w, word & AGT_PY_FRAME_ADDR_MASK);
     }
     w->frame = previous;
     return 0;
@@ -599,6 +632,8 @@ static __always_inline long take_py_stack(__u32 tgid, __u64 start_ns, void *stac
     w->frame = frame;
     w->n = 0;
     w->result = 0;
+    w->tgid = tgid;
+    w->start_ns = start_ns;
     w->off = pp->off;
     bpf_loop(AGT_PY_MAX_FRAMES + 1, py_step, NULL, 0);
     if (w->result)

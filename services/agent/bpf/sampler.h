@@ -50,9 +50,10 @@ struct agt_proc {
 };
 
 enum agt_event_kind {
-    AGT_EVENT_NEW = 1,  /* first sample of a process: snapshot its maps now */
-    AGT_EVENT_EXEC = 2, /* a sampled process exec'd: its maps changed */
-    AGT_EVENT_MAPS = 3, /* the unwinder met code outside the known mappings (dlopen, mmap) */
+    AGT_EVENT_NEW = 1,    /* first sample of a process: snapshot its maps now */
+    AGT_EVENT_EXEC = 2,   /* a sampled process exec'd: its maps changed */
+    AGT_EVENT_MAPS = 3,   /* the unwinder met code outside the known mappings (dlopen, mmap) */
+    AGT_EVENT_PYCODE = 4, /* a Python code object seen for the first time: name it while it lives */
 };
 
 /* ---- .eh_frame unwinding (x86-64) ----
@@ -154,6 +155,7 @@ struct agt_event {
     __u32 tgid;
     __u32 kind;
     __u64 start_ns;
+    __u64 addr; /* AGT_EVENT_PYCODE: the code object */
 };
 
 /* Per-CPU counters (slot index), summed by user space. */

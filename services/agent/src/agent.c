@@ -427,6 +427,11 @@ static void job_take_events(agt_t *a, agt_job_t *j)
                 unwind_refresh(a, known);
             continue;
         }
+        if (ev->kind == AGT_EVENT_PYCODE) {
+            if (known && known->start_ns == ev->start_ns)
+                agt_python_prefetch(a->python, known, ev->addr);
+            continue;
+        }
         bool fresh = !known || known->start_ns != ev->start_ns;
         agt_proc_t *p = agt_procs_upsert(&a->procs, ev->tgid, ev->start_ns, a->round);
         if (fresh)

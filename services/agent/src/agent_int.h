@@ -389,6 +389,9 @@ bool agt_python_is_eval(const agt_proc_t *p, uint64_t addr);
 /* The code object of a Python frame word (sampler.h) and the line it ran
  * (*line; the first line when the table says nothing). NULL if unreadable. */
 const agt_py_code_t *agt_python_code(agt_python_t *py, agt_proc_t *p, uint64_t word, int64_t *line);
+/* Reads and caches the code object at addr now (its first sighting), while
+ * the process is alive. */
+void agt_python_prefetch(agt_python_t *py, agt_proc_t *p, uint64_t addr);
 void agt_python_stats(const agt_python_t *py, agt_python_stats_t *out);
 /* The line of code unit `unit` in a 3.11+ location table (first if none). */
 int64_t agt_python_line(const uint8_t *table, size_t len, int64_t first_line, uint32_t unit);

@@ -17,7 +17,10 @@
  * co_qualname, co_linetable, co_code_adaptive}.
  *
  * Naming: the BPF program sends (code object address, instruction offset)
- * per frame; the code object is read here with process_vm_readv, checked to
+ * per frame, and announces each code object the first time it sees it
+ * (AGT_EVENT_PYCODE), so that it is read while the process lives: a
+ * program that exits before the drain keeps its names. The code object is
+ * read here with process_vm_readv, checked to
  * be a code object (its type is PyCode_Type), and cached per process until
  * the cache holds PY_MAX_CODES entries (then it starts over: the memory is
  * capped, a long-lived process only pays the reads again). The line comes
@@ -390,6 +393,12 @@ static const agt_py_code_t *code_at(agt_python_t *py, agt_proc_t *p, uint64_t ad
     py->stats.codes++;
     py->stats.code_bytes += code_size(&c);
     return &s->codes[s->n_codes - 1];
+}
+
+void agt_python_prefetch(agt_python_t *py, agt_proc_t *p, uint64_t addr)
+{
+    if (p->py)
+        (void)code_at(py, p, addr);
 }
 
 const agt_py_code_t *agt_python_code(agt_python_t *py, agt_proc_t *p, uint64_t word, int64_t *line)

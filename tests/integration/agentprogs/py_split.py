@@ -3,7 +3,9 @@ beta's, so about 3/4 of the CPU goes to alpha. The program measures its own
 split (time.thread_time around each call) and prints it at the end: the
 oracle the agent's profile is compared with.
 
-Usage: py_split.py SECONDS. Prints "pid N" first, "split ALPHA_S BETA_S" last.
+Usage: py_split.py SECONDS. Prints "pid N" first, "split ALPHA_S BETA_S" when
+done, then exits at the end of its standard input (tests keep it alive until
+the profiler has read it).
 """
 import os
 import sys
@@ -37,6 +39,7 @@ def main(seconds):
             fn()
             spent[name] += time.thread_time() - t0
     print("split %.6f %.6f" % (spent["alpha"], spent["beta"]), flush=True)
+    sys.stdin.read()
 
 
 if __name__ == "__main__":

@@ -3,7 +3,9 @@
 // split (the thread's CPU time around each call) and prints it at the end:
 // the oracle the agent's profile is compared with.
 //
-// Usage: java Split SECONDS. Prints "pid N" first, "split ALPHA_S BETA_S" last.
+// Usage: java Split SECONDS. Prints "pid N" first, "split ALPHA_S BETA_S" when
+// done, then exits at the end of its standard input (tests keep it alive
+// until the profiler has read it).
 import java.lang.management.ManagementFactory;
 import java.lang.management.ThreadMXBean;
 
@@ -24,7 +26,7 @@ public class Split {
         return total;
     }
 
-    public static void main(String[] args) {
+    public static void main(String[] args) throws java.io.IOException {
         System.out.println("pid " + ProcessHandle.current().pid());
         System.out.flush();
         ThreadMXBean mx = ManagementFactory.getThreadMXBean();
@@ -40,5 +42,8 @@ public class Split {
             spentBeta += t2 - t1;
         }
         System.out.printf("split %.6f %.6f %d%n", spentAlpha / 1e9, spentBeta / 1e9, sink & 1);
+        System.out.flush();
+        while (System.in.read() >= 0) {
+        }
     }
 }
