@@ -182,12 +182,12 @@ def nofp_window(name, profiler_pid, exe, a, bpf_name=None):
                        bpf_name)
 
 
-def load_window(name, profiler_pid, argvs, bpf_name=None):
-    """One process per argv while the profiler runs; returns a row."""
+def load_window(name, profiler_pid, argvs, bpf_name=None, cwd=None):
+    """One process per argv (in cwd) while the profiler runs; returns a row."""
     cpu0 = task_cpu_ns(profiler_pid)
     bpf0 = bpf_prog_stats(bpf_name) if bpf_name else None
     t0 = time.monotonic()
-    ps = [subprocess.Popen(argv, stdout=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
+    ps = [subprocess.Popen(argv, stdout=subprocess.DEVNULL, stdin=subprocess.DEVNULL, cwd=cwd)
           for argv in argvs]
     peak, parts = 0, {}
     while any(p.poll() is None for p in ps):
@@ -297,7 +297,9 @@ def run_mixed_case(dh, build, a, tmp):
                     "-o", exe, "-lz", "-ldl"], check=True)
     argvs, counts = mixed_argvs(exe, a, tmp)
     with running_agent(dh, build, 19, a) as agent:
-        r = load_window("ember-agent 19 Hz", agent.proc.pid, argvs, bpf_name="agt_on_sample")
+        # in tmp: node --perf-basic-prof writes an isolate log into its cwd
+        r = load_window("ember-agent 19 Hz", agent.proc.pid, argvs, bpf_name="agt_on_sample",
+                        cwd=tmp)
         time.sleep(a.interval_s + 1)  # one more drain: the window's walks are counted
         m = agent.metrics()
     bpf = r.get("bpf_ms_s", 0.0)

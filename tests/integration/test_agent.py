@@ -45,9 +45,9 @@ def build_programs(out_dir):
 class Run:
     """A child process; .finish() waits and records its CPU time (rusage)."""
 
-    def __init__(self, argv, stdin=subprocess.DEVNULL):
+    def __init__(self, argv, stdin=subprocess.DEVNULL, cwd=None):
         self.started_ms = h.now_ms()
-        self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stdin=stdin)
+        self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stdin=stdin, cwd=cwd)
         line = self.proc.stdout.readline().decode()
         m = re.match(r"pid (\d+)", line)
         if not m:

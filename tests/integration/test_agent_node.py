@@ -13,6 +13,7 @@ and those must be most of spin's. Needs root and a kernel with BTF.
 import os
 import re
 import shutil
+import tempfile
 import unittest
 
 import harness as h
@@ -40,8 +41,10 @@ class AgentNodeTest(unittest.TestCase):
         cls.srv = h.Ember(args=["--agent", f"--agent.interval={INTERVAL_S}s",
                                 f"--agent.sample-rate={RATE_HZ}"])
         cls.srv.start()
+        cls.tmp = tempfile.mkdtemp(prefix="ember-agent-node-")
+        # cwd: V8 writes its isolate log there as well
         cls.node_run = Run([NODE, "--perf-basic-prof", os.path.join(PROGS, "node_split.js"),
-                            str(SECONDS)])
+                            str(SECONDS)], cwd=cls.tmp)
         cls.split_line = cls.node_run.proc.stdout.readline().decode()
         cls.node_run.finish(timeout=60)
         wait_two_drains(cls.srv, INTERVAL_S)
@@ -49,6 +52,7 @@ class AgentNodeTest(unittest.TestCase):
     @classmethod
     def tearDownClass(cls):
         cls.srv.cleanup()
+        shutil.rmtree(cls.tmp, ignore_errors=True)
         try:
             os.unlink(f"/tmp/perf-{cls.node_run.pid}.map")
         except OSError:

@@ -324,7 +324,7 @@ static char *read_str(uint32_t pid, const py_layout_t *l, uint64_t addr)
     return out;
 }
 
-static uint8_t *read_bytes(uint32_t pid, const py_layout_t *l, uint64_t addr, size_t *len)
+static uint8_t *read_bytes_object(uint32_t pid, const py_layout_t *l, uint64_t addr, size_t *len)
 {
     uint8_t head[PY_UNICODE_HEADER];
     *len = 0;
@@ -360,7 +360,8 @@ static bool read_code(uint32_t pid, const agt_py_state_t *s, uint64_t addr, agt_
     if (!out->file)
         out->file = lc_xstrdup("");
     out->first_line = first;
-    out->linetable = read_bytes(pid, l, word_at(head, l->code_linetable), &out->linetable_len);
+    out->linetable =
+        read_bytes_object(pid, l, word_at(head, l->code_linetable), &out->linetable_len);
     return true;
 }
 
