@@ -17,6 +17,16 @@ import debuginfod_relay
 import harness as h
 
 
+def available():
+    """Why the server cannot run here, or None."""
+    import shutil
+    if not shutil.which("debuginfod"):
+        return "no debuginfod (scripts/install-deps.sh installs it)"
+    if subprocess.run(["unshare", "-n", "true"], capture_output=True).returncode != 0:
+        return "cannot make a network namespace (unshare -n) for debuginfod"
+    return None
+
+
 class Debuginfod:
     """debuginfod -F serving `directory`; .url is http://127.0.0.1:<port>."""
 

@@ -185,6 +185,9 @@ class SymbolsCase(h.ServerTestCase):
 class DebuginfodTest(SymbolsCase):
     @classmethod
     def setUpDebuginfod(cls):
+        why = debuginfod_util.available()
+        if why:
+            raise unittest.SkipTest(why)
         cls.dfd = debuginfod_util.Debuginfod(cls.prog.debug_dir)
         cls.dfd.wait_serving(cls.prog.build_id)
 
