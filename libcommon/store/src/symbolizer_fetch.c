@@ -117,7 +117,7 @@ static size_t cache_list(const char *dir, cached_t **out, uint64_t *total)
             stat(p, &sb) != 0)
             continue;
         *out = lc_xgrow(*out, &cap, n + 1, sizeof(**out));
-        snprintf((*out)[n].name, sizeof((*out)[n].name), "%s", de->d_name);
+        memcpy((*out)[n].name, de->d_name, strlen(de->d_name) + 1); /* length checked above */
         (*out)[n].mtime = sb.st_mtime;
         (*out)[n].size = (uint64_t)sb.st_size;
         *total += (uint64_t)sb.st_size;
