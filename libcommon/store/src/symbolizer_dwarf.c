@@ -3,10 +3,13 @@
  * (elfutils): the offset becomes a virtual address through the PT_LOAD
  * segment holding it (debug files made by `objcopy --only-keep-debug` keep
  * the program headers), then
- *   - DWARF: the scopes at the address (dwarf_getscopes), innermost first;
- *     each inlined subroutine is a frame at the line the line table gives
- *     (for the innermost) or at the call site its inner frame records
- *     (DW_AT_call_file / DW_AT_call_line), up to the enclosing subprogram;
+ *   - DWARF: the subprogram holding the address, found by binary search in
+ *     an index of its compile unit's function ranges (built once per unit:
+ *     dwarf_getscopes would walk the whole unit for every address), then the
+ *     inlined subroutines holding it, descending from the subprogram; each is
+ *     a frame, innermost first, at the line the line table gives (for the
+ *     innermost) or at the call site its inner frame records
+ *     (DW_AT_call_file / DW_AT_call_line);
  *   - else the ELF symbol table (.symtab, else .dynsym): one frame, no line.
  */
 #include <dwarf.h>
@@ -21,9 +24,25 @@
 /* Inline depth kept for one address: deeper nests keep their innermost. */
 #define MAX_FRAMES 64
 
+/* One function's code range in a compile unit. */
+typedef struct func_range_s {
+    Dwarf_Addr low, high; /* [low, high) */
+    Dwarf_Off die;        /* the DW_TAG_subprogram */
+} func_range_t;
+
+/* The functions of one compile unit, sorted by low: found by binary search,
+ * where dwarf_getscopes walks the whole unit for every address. */
+typedef struct cu_index_s {
+    Dwarf_Off cu;
+    func_range_t *ranges;
+    size_t n, cap;
+} cu_index_t;
+
 struct symfile_s {
     Dwfl *dwfl;
     Dwfl_Module *mod;
+    cu_index_t *cus; /* built on first use of each unit */
+    size_t n_cus, cap_cus;
 };
 
 /* Never look anywhere else for the DWARF: the file given is the debug file. */
@@ -62,6 +81,9 @@ void symfile_close(symfile_t *f)
 {
     if (!f)
         return;
+    for (size_t i = 0; i < f->n_cus; i++)
+        lc_free(f->cus[i].ranges);
+    lc_free(f->cus);
     dwfl_end(f->dwfl);
     lc_free(f);
 }
@@ -135,57 +157,119 @@ static void frames_push(frames_t *fr, const char *fn, const char *file, int line
         fr->f[fr->n++] = (lc_symbol_frame_t){fn, file ? file : "", line};
 }
 
-static bool is_function(Dwarf_Die *die)
+static int range_cmp(const void *a, const void *b)
 {
-    int tag = dwarf_tag(die);
-    return tag == DW_TAG_subprogram || tag == DW_TAG_inlined_subroutine;
+    const func_range_t *x = a, *y = b;
+    return (x->low > y->low) - (x->low < y->low);
 }
 
-/* The function an inlined subroutine's code sits in: its nearest enclosing
- * function scope (dwarf_getscopes_die walks the concrete tree, where
- * dwarf_getscopes continues through the abstract origin). */
-static bool enclosing_function(Dwarf_Die *die, Dwarf_Die *out)
+static void index_add(cu_index_t *ix, Dwarf_Die *sub)
 {
-    Dwarf_Die *scopes = NULL;
-    int n = dwarf_getscopes_die(die, &scopes);
-    bool found = false;
-    for (int i = 1; i < n && !found; i++)
-        if (is_function(&scopes[i])) {
-            *out = scopes[i];
-            found = true;
+    Dwarf_Addr base, low, high;
+    ptrdiff_t off = 0;
+    while ((off = dwarf_ranges(sub, off, &base, &low, &high)) > 0)
+        if (high > low) {
+            ix->ranges = lc_xgrow(ix->ranges, &ix->cap, ix->n + 1, sizeof(*ix->ranges));
+            ix->ranges[ix->n++] = (func_range_t){low, high, dwarf_dieoffset(sub)};
         }
-    free(scopes);
-    return found;
+}
+
+/* The unit's subprograms with code, at any depth outside functions (C++
+ * namespaces and classes hold theirs). */
+static void index_scan(cu_index_t *ix, Dwarf_Die *parent, int depth)
+{
+    Dwarf_Die child;
+    if (depth > MAX_FRAMES || dwarf_child(parent, &child) != 0)
+        return;
+    do {
+        int tag = dwarf_tag(&child);
+        if (tag == DW_TAG_subprogram)
+            index_add(ix, &child);
+        else if (tag == DW_TAG_namespace || tag == DW_TAG_class_type ||
+                 tag == DW_TAG_structure_type || tag == DW_TAG_module)
+            index_scan(ix, &child, depth + 1);
+    } while (dwarf_siblingof(&child, &child) == 0);
+}
+
+static cu_index_t *cu_index(symfile_t *f, Dwarf_Die *cu)
+{
+    Dwarf_Off off = dwarf_dieoffset(cu);
+    for (size_t i = 0; i < f->n_cus; i++)
+        if (f->cus[i].cu == off)
+            return &f->cus[i];
+    f->cus = lc_xgrow(f->cus, &f->cap_cus, f->n_cus + 1, sizeof(*f->cus));
+    cu_index_t *ix = &f->cus[f->n_cus++];
+    *ix = (cu_index_t){.cu = off};
+    index_scan(ix, cu, 0);
+    if (ix->n)
+        qsort(ix->ranges, ix->n, sizeof(*ix->ranges), range_cmp);
+    return ix;
+}
+
+/* The subprogram whose code holds addr (a unit address), by binary search. */
+static bool find_subprogram(symfile_t *f, Dwarf_Die *cu, Dwarf_Addr addr, Dwarf_Die *out)
+{
+    cu_index_t *ix = cu_index(f, cu);
+    size_t lo = 0, hi = ix->n;
+    while (lo < hi) { /* the first range starting after addr */
+        size_t mid = lo + (hi - lo) / 2;
+        if (ix->ranges[mid].low <= addr)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    for (size_t i = lo; i-- > 0;) /* nested ranges are rare: look back a little */
+        if (ix->ranges[i].high > addr)
+            return dwarf_offdie(dwarf_cu_getdwarf(cu->cu), ix->ranges[i].die, out) != NULL;
+        else if (lo - i > 8)
+            break;
+    return false;
+}
+
+/* The inlined subroutines holding addr below die, outermost first, into
+ * path (path[0] is die itself). Returns the path's length. */
+static size_t inline_path(Dwarf_Die *die, Dwarf_Addr addr, Dwarf_Die path[MAX_FRAMES])
+{
+    size_t n = 1;
+    path[0] = *die;
+    Dwarf_Die scope = *die, child;
+    for (int depth = 0; depth < 4 * MAX_FRAMES && n < MAX_FRAMES; depth++) {
+        bool deeper = false;
+        if (dwarf_child(&scope, &child) == 0)
+            do {
+                int tag = dwarf_tag(&child);
+                if ((tag == DW_TAG_inlined_subroutine || tag == DW_TAG_lexical_block) &&
+                    dwarf_haspc(&child, addr) == 1) {
+                    if (tag == DW_TAG_inlined_subroutine)
+                        path[n++] = child;
+                    scope = child;
+                    deeper = true;
+                }
+            } while (!deeper && dwarf_siblingof(&child, &child) == 0);
+        if (!deeper)
+            break;
+    }
+    return n;
 }
 
 static void dwarf_frames(symfile_t *f, Dwarf_Addr addr, frames_t *fr)
 {
     Dwarf_Addr bias;
     Dwarf_Die *cu = dwfl_module_addrdie(f->mod, addr, &bias);
-    if (!cu)
+    Dwarf_Die sub;
+    if (!cu || !find_subprogram(f, cu, addr - bias, &sub))
         return;
     const char *file = NULL;
     int line = 0;
     Dwfl_Line *ln = dwfl_module_getsrc(f->mod, addr);
     if (ln)
         file = dwfl_lineinfo(ln, NULL, &line, NULL, NULL, NULL);
-    Dwarf_Die *scopes = NULL, die;
-    int n = dwarf_getscopes(cu, addr - bias, &scopes);
-    bool found = false;
-    for (int i = 0; i < n && !found; i++)
-        if (is_function(&scopes[i])) {
-            die = scopes[i];
-            found = true;
-        }
-    free(scopes);
-    while (found && fr->n < MAX_FRAMES) {
-        frames_push(fr, die_name(&die), file, line);
-        if (dwarf_tag(&die) == DW_TAG_subprogram)
-            break;
-        call_site(cu, &die, &file, &line);
-        Dwarf_Die outer;
-        found = enclosing_function(&die, &outer);
-        die = outer;
+    Dwarf_Die path[MAX_FRAMES];
+    size_t n = inline_path(&sub, addr - bias, path);
+    for (size_t i = n; i-- > 0;) {
+        frames_push(fr, die_name(&path[i]), file, line);
+        if (i > 0)
+            call_site(cu, &path[i], &file, &line);
     }
 }
 
