@@ -75,15 +75,14 @@ static void note_failure(ing_bucket_t *b, const char *what, const char *key, int
 static char *meta_json(const ing_bucket_t *b, const bkt_candidate_t *c, const char *data_key,
                        uint64_t bytes)
 {
-    json_t *j = json_pack("{s:s, s:s, s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:s, s:s}",
-                          "format", BKT_FORMAT, "ingester", b->id, "zone", b->zone, "block",
-                          c->start, "start_ns", (json_int_t)c->info.start_ns, "end_ns",
-                          (json_int_t)c->info.end_ns, "min_time_ns",
-                          (json_int_t)c->info.min_time_ns, "max_time_ns",
-                          (json_int_t)c->info.max_time_ns, "series", (json_int_t)c->info.series,
-                          "profiles", (json_int_t)c->info.profiles, "samples",
-                          (json_int_t)c->info.samples, "bytes", (json_int_t)bytes, "data",
-                          data_key, "version", c->version);
+    json_t *j =
+        json_pack("{s:s, s:s, s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:s, s:s}",
+                  "format", BKT_FORMAT, "ingester", b->id, "zone", b->zone, "block", c->start,
+                  "start_ns", (json_int_t)c->info.start_ns, "end_ns", (json_int_t)c->info.end_ns,
+                  "min_time_ns", (json_int_t)c->info.min_time_ns, "max_time_ns",
+                  (json_int_t)c->info.max_time_ns, "series", (json_int_t)c->info.series, "profiles",
+                  (json_int_t)c->info.profiles, "samples", (json_int_t)c->info.samples, "bytes",
+                  (json_int_t)bytes, "data", data_key, "version", c->version);
     char *s = j ? json_dumps(j, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
     json_decref(j);
     return s;
@@ -110,9 +109,9 @@ static int snapshot(ing_bucket_t *b, const bkt_candidate_t *c, uint8_t **data, s
     if (fd >= 0)
         close(fd);
     if (!rc)
-        rc = bkt_file_read(tmp, b->o.store.max_object_bytes ? b->o.store.max_object_bytes
-                                                             : (size_t)1 << 30,
-                           data, len);
+        rc = bkt_file_read(
+            tmp, b->o.store.max_object_bytes ? b->o.store.max_object_bytes : (size_t)1 << 30, data,
+            len);
     unlink(tmp);
     return rc;
 }
@@ -299,7 +298,7 @@ static void *uploader_main(void *arg)
     return NULL;
 }
 
-static void register_metrics(ing_bucket_t *b, lc_metrics_t *m)
+static void bucket_register_metrics(ing_bucket_t *b, lc_metrics_t *m)
 {
     b->uploaded = lc_metrics_counter(m, "ember_bucket_blocks_uploaded_total",
                                      "Closed blocks uploaded to the object store", "");
@@ -322,7 +321,7 @@ int ing_bucket_start(const ing_bucket_opts_t *o, lc_store_t *store, ing_bucket_t
     b->id = lc_xstrdup(o->ingester_id);
     b->zone = lc_xstrdup(o->zone ? o->zone : "");
     bkt_ingester_key(o->ingester_id, b->ing);
-    register_metrics(b, o->metrics);
+    bucket_register_metrics(b, o->metrics);
     int rc = bkt_uploads_dir(o->data_dir, b->uploads, sizeof b->uploads);
     if (!rc)
         rc = bkt_life(b->uploads, b->life);

@@ -94,8 +94,7 @@ static int restore_one(const ing_bucket_opts_t *o, lc_objstore_t *os, const char
     }
     char path[4096];
     snprintf(path, sizeof path, "%s/blocks/%s", o->data_dir, m.start);
-    if (exists(path) ||
-        (o->retention_ns > 0 && m.end_ns < lc_realtime_ns() - o->retention_ns))
+    if (exists(path) || (o->retention_ns > 0 && m.end_ns < lc_realtime_ns() - o->retention_ns))
         return LC_ENOTFOUND;
     rc = lc_objstore_get(os, m.data, &data, &len);
     if (rc)

@@ -26,8 +26,8 @@ static uint32_t fnv1a(const char *s)
 
 static bool key_char(char c)
 {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-           c == '.' || c == '_' || c == '-';
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
+           c == '_' || c == '-';
 }
 
 void bkt_ingester_key(const char *id, char out[BKT_ING_MAX])
@@ -113,8 +113,7 @@ int bkt_record_read(const char *uploads, const char *start, char name[BKT_NAME_M
     return 0;
 }
 
-int bkt_record_write(const char *uploads, const char *start, const char *name,
-                     const char *version)
+int bkt_record_write(const char *uploads, const char *start, const char *name, const char *version)
 {
     char path[4096], text[BKT_NAME_MAX + BKT_VERSION_MAX + 4];
     snprintf(path, sizeof path, "%s/%s", uploads, start);
@@ -150,7 +149,7 @@ int bkt_file_read(const char *path, size_t max, uint8_t **data, size_t *len)
     return 0;
 }
 
-static int write_all(int fd, const uint8_t *p, size_t len)
+static int bkt_write_all(int fd, const uint8_t *p, size_t len)
 {
     while (len > 0) {
         ssize_t w = write(fd, p, len);
@@ -164,7 +163,7 @@ static int write_all(int fd, const uint8_t *p, size_t len)
     return 0;
 }
 
-static void sync_parent(const char *path)
+static void bkt_sync_parent(const char *path)
 {
     char copy[4096];
     snprintf(copy, sizeof copy, "%s", path);
@@ -182,13 +181,13 @@ int bkt_file_write(const char *path, const void *data, size_t len)
     int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0)
         return LC_ESTORE;
-    bool ok = write_all(fd, data, len) == 0 && fsync(fd) == 0;
+    bool ok = bkt_write_all(fd, data, len) == 0 && fsync(fd) == 0;
     ok = close(fd) == 0 && ok;
     if (!ok || rename(tmp, path) != 0) {
         LC_LOG_ERROR("cannot write path=%s err=\"%s\"", path, strerror(errno));
         unlink(tmp);
         return LC_ESTORE;
     }
-    sync_parent(path);
+    bkt_sync_parent(path);
     return 0;
 }
