@@ -23,6 +23,7 @@ import weed_harness as wh
 HOUR_MS = 3600 * 1000
 NAME = 'app.cpu{svc="%s"}'
 SERVICES = ("api", "db", "worker")
+NS_PER_SAMPLE = 10_000_000
 
 
 def folded_total(body):
@@ -66,9 +67,11 @@ class BucketBlocksTest(dh.ClusterTestCase):
             body = dh.folded(i)
             r = rnd.choice(self.ingesters).ingest(
                 NAME % SERVICES[i % 3], body,
-                params={"from": str(ts), "until": str(ts + 10), "format": "folded"})
+                params={"from": str(ts), "until": str(ts + 10), "format": "folded",
+                        "sampleRate": "100"})
             self.assertEqual(200, r.status, r.describe())
-            BucketBlocksTest.sent += folded_total(body)
+            # a folded count is samples; at 100 Hz each one is 10 ms of CPU in ns
+            BucketBlocksTest.sent += folded_total(body) * NS_PER_SAMPLE
 
     def total(self):
         pt = self.querier.q("ProfileTypes", start=self.t0, end=self.t1).profile_types
