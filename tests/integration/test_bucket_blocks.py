@@ -14,6 +14,7 @@ answers every profile sent."""
 import os
 import random
 import shutil
+import subprocess
 import time
 
 import distributed_harness as dh
@@ -35,18 +36,17 @@ class BucketBlocksTest(dh.ClusterTestCase):
     def set_up(cls):
         cls.weed = wh.Weed()
         cls.weed.start()
-        cls.redis = dh.Redis()
-        cls.redis.start()
+        redis_url, redis_flags = cls.start_redis()
         prefix = f"t{time.monotonic_ns()}"
         cls.bucket_args = ["--storage.backend=s3", f"--storage.s3.endpoint={cls.weed.endpoint}",
                            f"--storage.s3.bucket-name={wh.BUCKET}", "--storage.s3.force-path-style",
                            f"--storage.s3.access-key-id={wh.ACCESS}",
                            f"--storage.s3.secret-access-key={wh.SECRET}",
                            f"--storage.prefix={prefix}"]
-        ing_args = [*cls.bucket_args, "--storage.block-duration=1h"]
-        cls.ingesters = [dh.zoned_ingester(cls.redis.url, z, f"{z}-{i}", ing_args)
+        ing_args = [*cls.bucket_args, *redis_flags, "--storage.block-duration=1h"]
+        cls.ingesters = [dh.zoned_ingester(redis_url, z, f"{z}-{i}", ing_args)
                          for z, i in (("a", 0), ("a", 1), ("b", 0))]
-        cls.querier = dh.querier(cls.redis.url, cls.bucket_args)
+        cls.querier = dh.querier(redis_url, [*cls.bucket_args, *redis_flags])
         for p in [*cls.ingesters, cls.querier]:
             cls.procs.append(p)
             p.start()
@@ -57,12 +57,18 @@ class BucketBlocksTest(dh.ClusterTestCase):
         cls.sent = 0
         cls.n = 0
 
+    @classmethod
+    def start_redis(cls):
+        cls.redis = dh.Redis()
+        cls.redis.start()
+        return cls.redis.url, []
+
     def push(self, count, hours):
         """count profiles spread over the given hours (offsets from t0)."""
-        rnd = random.Random(len(hours) * 1000 + BucketBlocksTest.n)
+        rnd = random.Random(len(hours) * 1000 + type(self).n)
         for _ in range(count):
-            i = BucketBlocksTest.n
-            BucketBlocksTest.n += 1
+            i = type(self).n
+            type(self).n += 1
             ts = (self.t0 + rnd.choice(hours) * HOUR_MS) // 1000 + rnd.randint(0, 3599)
             body = dh.folded(i)
             r = rnd.choice(self.ingesters).ingest(
@@ -71,7 +77,7 @@ class BucketBlocksTest(dh.ClusterTestCase):
                         "sampleRate": "100"})
             self.assertEqual(200, r.status, r.describe())
             # a folded count is samples; at 100 Hz each one is 10 ms of CPU in ns
-            BucketBlocksTest.sent += folded_total(body) * NS_PER_SAMPLE
+            type(self).sent += folded_total(body) * NS_PER_SAMPLE
 
     def total(self):
         pt = self.querier.q("ProfileTypes", start=self.t0, end=self.t1).profile_types
@@ -131,6 +137,11 @@ class BucketBlocksTest(dh.ClusterTestCase):
         self.assertTrue(any(dh.gauge(i, "ember_bucket_blocks_pending") > 0
                             for i in self.ingesters))
         self.assertEqual(self.sent, self.total(), "answered locally while the bucket is down")
+        # an intact data dir restarts while the bucket is down (it has nothing to restore)
+        self.ingesters[0].stop()
+        self.ingesters[0].start(timeout=120)
+        dh.wait_zones(self.querier, live=3, complete=2, asked=2, timeout=60)
+        self.assertEqual(self.sent, self.total(), "after a restart while the bucket is down")
         self.weed.start()
         self.uploads_settled()
         self.wipe_and_restart()
@@ -141,3 +152,36 @@ class BucketBlocksTest(dh.ClusterTestCase):
         super().tearDownClass()
         if getattr(cls, "weed", None):
             cls.weed.stop()
+
+
+class BucketBlocksClusterTest(BucketBlocksTest):
+    """The same wipe-and-restart scenario with the streams on a Redis Cluster (3 masters
+    + 3 replicas, test_redis_cluster's way)."""
+    test_2_bucket_down_loses_nothing = None  # the outage case runs once, above
+
+    @classmethod
+    def start_redis(cls):
+        import test_redis_cluster as rc
+        cls.nodes = []
+        for _ in range(6):
+            n = dh.Redis()
+            n.port = rc.cluster_port()
+            n.args = rc.node_args(n)
+            cls.nodes.append(n)
+            cls.procs.append(n)
+            n.start()
+        addrs = [f"127.0.0.1:{n.port}" for n in cls.nodes]
+        subprocess.run([rc.REDIS_CLI, "--cluster", "create", *addrs, "--cluster-replicas", "1",
+                        "--cluster-yes"], check=True, stdout=subprocess.DEVNULL,
+                       stderr=subprocess.STDOUT, timeout=60)
+        h.wait_for(lambda: all(rc.info(n, ["CLUSTER", "INFO"]).get("cluster_state") == "ok"
+                               for n in cls.nodes), timeout=30, what="cluster_state:ok")
+        cls.masters = [n for n in cls.nodes
+                       if rc.info(n, ["INFO", "replication"]).get("role") == "master"]
+        seeds = ",".join(f"redis://127.0.0.1:{n.port}" for n in cls.nodes[:3])
+        return seeds, ["--redis.cluster"]
+
+    def drained(self):
+        groups = ["ingesters.a", "ingesters.b"]
+        h.wait_for(lambda: all(dh.groups_drained(m, groups) for m in self.masters),
+                   timeout=60, what="every master's streams drained")

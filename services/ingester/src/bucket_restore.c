@@ -112,6 +112,14 @@ static int restore_one(const ing_bucket_opts_t *o, lc_objstore_t *os, const char
     return rc;
 }
 
+/* The data dir has a life id: it is the volume that uploaded, not a new one. */
+static bool volume_known(const char *uploads)
+{
+    char path[4200];
+    snprintf(path, sizeof path, "%s/life", uploads);
+    return exists(path);
+}
+
 int ing_bucket_restore(const ing_bucket_opts_t *o, size_t *restored)
 {
     *restored = 0;
@@ -136,10 +144,18 @@ int ing_bucket_restore(const ing_bucket_opts_t *o, size_t *restored)
         if (rc == LC_ENOTFOUND)
             rc = 0;
     }
-    if (rc)
-        LC_LOG_ERROR("bucket: cannot restore this ingester's blocks prefix=%s err=\"%s\" "
-                     "detail=\"%s\"",
+    if (rc && volume_known(uploads)) {
+        /* This volume uploaded before: blocks leave it only through
+         * --retention, so there is nothing to miss. Ingest may go on. */
+        LC_LOG_WARN("bucket: cannot check the bucket for missing blocks; this data dir is "
+                    "intact (it has uploaded before), starting err=\"%s\" detail=\"%s\"",
+                    lc_strerror(rc), os ? lc_objstore_last_error(os) : "");
+        rc = 0;
+    } else if (rc) {
+        LC_LOG_ERROR("bucket: cannot restore this ingester's blocks into a new data dir "
+                     "prefix=%s err=\"%s\" detail=\"%s\"",
                      prefix, lc_strerror(rc), os ? lc_objstore_last_error(os) : "");
+    }
     lc_objstore_list_free(&l);
     lc_objstore_close(os);
     return rc;
