@@ -11,11 +11,14 @@
 #include <stdint.h>
 
 #include "bucket.h"
+#include "lc/objstore.h"
 
 #define BKT_NAME_MAX 64    /* "<start>-<life>" */
 #define BKT_VERSION_MAX 96 /* what a block held when uploaded */
 #define BKT_ING_MAX 96     /* the ingester id as a key segment */
 #define BKT_FORMAT "ember-lmdb-block/1"
+#define BKT_META_MAX_BYTES 4096 /* an index entry (a few hundred bytes) */
+#define BKT_RECORD_MAX_BYTES 512
 
 /* The ingester id as one key segment: [A-Za-z0-9._-] kept, anything else
  * '_', then '-' and 8 hex digits of the id's hash (two ids that differ only
@@ -36,6 +39,20 @@ int bkt_record_read(const char *uploads, const char *start, char name[BKT_NAME_M
                     char version[BKT_VERSION_MAX]) LC_MUST_CHECK;
 int bkt_record_write(const char *uploads, const char *start, const char *name,
                      const char *version) LC_MUST_CHECK;
+
+/* The fields of an index entry (meta object) that the restore needs. */
+typedef struct bkt_meta_s {
+    char start[32];
+    char data[LC_OBJSTORE_KEY_MAX + 1];
+    char version[BKT_VERSION_MAX];
+    int64_t end_ns;
+} bkt_meta_t;
+/* Parses an index entry (JSON, at most BKT_META_MAX_BYTES): LC_ECORRUPT unless it is
+ * our format with a block name of digits, a valid data key and a version. */
+int bkt_meta_parse(const uint8_t *text, size_t len, bkt_meta_t *m) LC_MUST_CHECK;
+/* Parses an upload record "<name> <version>\n" (NUL-terminated text). */
+int bkt_record_parse(const char *text, char name[BKT_NAME_MAX],
+                     char version[BKT_VERSION_MAX]) LC_MUST_CHECK;
 
 /* A whole file into memory (lc_free), at most max bytes. */
 int bkt_file_read(const char *path, size_t max, uint8_t **data, size_t *len) LC_MUST_CHECK;

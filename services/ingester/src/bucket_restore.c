@@ -15,45 +15,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <jansson.h>
-
 #include "bucket_int.h"
 #include "lc/alloc.h"
 #include "lc/clock.h"
 #include "lc/log.h"
-
-#define META_MAX_BYTES 4096
-
-/* The fields of an index entry that the restore needs. */
-typedef struct bkt_meta_s {
-    char start[32];
-    char data[LC_OBJSTORE_KEY_MAX + 1];
-    char version[BKT_VERSION_MAX];
-    int64_t end_ns;
-} bkt_meta_t;
-
-static int meta_parse(const uint8_t *text, size_t len, bkt_meta_t *m)
-{
-    json_t *j = json_loadb((const char *)text, len, 0, NULL);
-    const char *format = NULL, *start = NULL, *data = NULL, *version = NULL;
-    json_int_t end_ns = 0;
-    int rc = j && json_unpack(j, "{s:s, s:s, s:s, s:s, s:I}", "format", &format, "block", &start,
-                              "data", &data, "version", &version, "end_ns", &end_ns) == 0
-                 ? 0
-                 : LC_ECORRUPT;
-    if (!rc && (strcmp(format, BKT_FORMAT) != 0 || strlen(start) >= sizeof m->start ||
-                strspn(start, "-0123456789") != strlen(start) || !lc_objstore_key_valid(data) ||
-                strlen(version) >= sizeof m->version))
-        rc = LC_ECORRUPT;
-    if (!rc) {
-        snprintf(m->start, sizeof m->start, "%s", start);
-        snprintf(m->data, sizeof m->data, "%s", data);
-        snprintf(m->version, sizeof m->version, "%s", version);
-        m->end_ns = (int64_t)end_ns;
-    }
-    json_decref(j);
-    return rc;
-}
 
 static bool exists(const char *path)
 {
@@ -86,7 +51,7 @@ static int restore_one(const ing_bucket_opts_t *o, lc_objstore_t *os, const char
     int rc = lc_objstore_get(os, index_key, &text, &len);
     if (rc)
         return rc;
-    rc = len <= META_MAX_BYTES ? meta_parse(text, len, &m) : LC_ETOOBIG;
+    rc = len <= BKT_META_MAX_BYTES ? bkt_meta_parse(text, len, &m) : LC_ETOOBIG;
     lc_free(text);
     if (rc) {
         LC_LOG_WARN("bucket: index entry skipped key=%s err=\"%s\"", index_key, lc_strerror(rc));

@@ -12,6 +12,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <jansson.h>
+
 #include "bucket_int.h"
 #include "lc/alloc.h"
 #include "lc/log.h"
@@ -88,20 +90,8 @@ int bkt_life(const char *uploads, char out[17])
     return bkt_file_write(path, out, 16);
 }
 
-int bkt_record_read(const char *uploads, const char *start, char name[BKT_NAME_MAX],
-                    char version[BKT_VERSION_MAX])
+int bkt_record_parse(const char *text, char name[BKT_NAME_MAX], char version[BKT_VERSION_MAX])
 {
-    char path[4096];
-    snprintf(path, sizeof path, "%s/%s", uploads, start);
-    uint8_t *data;
-    size_t len;
-    int rc = bkt_file_read(path, 512, &data, &len);
-    if (rc)
-        return rc;
-    char text[513];
-    memcpy(text, data, len);
-    text[len] = '\0';
-    lc_free(data);
     size_t n_name = strcspn(text, " "), n_version;
     if (text[n_name] != ' ')
         return LC_ECORRUPT;
@@ -111,6 +101,23 @@ int bkt_record_read(const char *uploads, const char *start, char name[BKT_NAME_M
     snprintf(name, BKT_NAME_MAX, "%.*s", (int)n_name, text);
     snprintf(version, BKT_VERSION_MAX, "%.*s", (int)n_version, text + n_name + 1);
     return 0;
+}
+
+int bkt_record_read(const char *uploads, const char *start, char name[BKT_NAME_MAX],
+                    char version[BKT_VERSION_MAX])
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", uploads, start);
+    uint8_t *data;
+    size_t len;
+    int rc = bkt_file_read(path, BKT_RECORD_MAX_BYTES, &data, &len);
+    if (rc)
+        return rc;
+    char text[BKT_RECORD_MAX_BYTES + 1];
+    memcpy(text, data, len);
+    text[len] = '\0';
+    lc_free(data);
+    return bkt_record_parse(text, name, version);
 }
 
 int bkt_record_write(const char *uploads, const char *start, const char *name, const char *version)
@@ -190,4 +197,27 @@ int bkt_file_write(const char *path, const void *data, size_t len)
     }
     bkt_sync_parent(path);
     return 0;
+}
+
+int bkt_meta_parse(const uint8_t *text, size_t len, bkt_meta_t *m)
+{
+    json_t *j = json_loadb((const char *)text, len, 0, NULL);
+    const char *format = NULL, *start = NULL, *data = NULL, *version = NULL;
+    json_int_t end_ns = 0;
+    int rc = j && json_unpack(j, "{s:s, s:s, s:s, s:s, s:I}", "format", &format, "block", &start,
+                              "data", &data, "version", &version, "end_ns", &end_ns) == 0
+                 ? 0
+                 : LC_ECORRUPT;
+    if (!rc && (strcmp(format, BKT_FORMAT) != 0 || strlen(start) >= sizeof m->start ||
+                strspn(start, "-0123456789") != strlen(start) || !lc_objstore_key_valid(data) ||
+                strlen(version) >= sizeof m->version))
+        rc = LC_ECORRUPT;
+    if (!rc) {
+        snprintf(m->start, sizeof m->start, "%s", start);
+        snprintf(m->data, sizeof m->data, "%s", data);
+        snprintf(m->version, sizeof m->version, "%s", version);
+        m->end_ns = (int64_t)end_ns;
+    }
+    json_decref(j);
+    return rc;
 }
