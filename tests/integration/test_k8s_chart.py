@@ -304,6 +304,11 @@ class ChartTest(unittest.TestCase):
             self.assertEqual("true", env_value(c, "EMBER_REDIS_CLUSTER"), b)
             if b != "ember-ingester":
                 self.assertIsNone(env_value(c, "AWS_SECRET_ACCESS_KEY"), b)
+        (q,) = [c for _, c, b in ember_containers(docs) if b == "ember-querier"]
+        self.assertEqual("10GiB", arg(q, "--storage.cache-size"))
+        self.assertIn({"name": "cache", "mountPath": "/cache"}, q["volumeMounts"])
+        for c, _ in stores:
+            self.assertEqual("6h", arg(c, "--storage.local-retention"))
         for s in ("storage.backend=s3", "storage.backend=filesystem", "storage.backend=gcs"):
             r = k.helm("template", "x", k.CHART, "--set", s, check=False)
             self.assertNotEqual(0, r.returncode, f"--set {s} rendered")
