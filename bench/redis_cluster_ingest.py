@@ -46,7 +46,7 @@ def main():
 
     tmp = tempfile.mkdtemp(prefix="ember-bench-cluster-")
     atexit.register(shutil.rmtree, tmp, True)
-    bodies = ri.make_bodies(h, tmp, a.variants)
+    bodies = ri.make_bodies(h, tmp, a.variants, a.mix)
 
     def run_load(port, app, n):
         return ri.ingest_load(a, bodies, port, app, n)

@@ -30,7 +30,7 @@ measures Redis's default, whose AOF rewrites LZF-compress every entry again.
 usage: bench/redis_ingest.py BUILD_DIR [--rounds 3] [--conns 16] [--requests 4000] [--variants 20]
                              [--pods 100] [--partitions 16] [--pipeline 256]
                              [--appendfsync always|everysec|no] [--rdbcompression no|yes]
-                             [--ingesters N]
+                             [--ingesters N] [--mix FILE,FILE,...]
 """
 import argparse
 import atexit
@@ -54,18 +54,26 @@ MIX = ("pprof/pyroscope-go.cpu.labels.pprof",
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def make_bodies(h, tmp, variants):
+def make_bodies(h, tmp, variants, mix=MIX):
     """Each file of the mix re-timed into `variants` distinct bodies."""
     base_ns = time.time_ns() - 30 * 60 * 10**9
     paths = []
     for v in range(variants):
-        for k, rel in enumerate(MIX):
-            raw = h.set_time_nanos(h.read_testdata(rel), base_ns + (v * len(MIX) + k) * 10**9)
+        for k, rel in enumerate(mix):
+            raw = h.set_time_nanos(read_mix_file(h, rel), base_ns + (v * len(mix) + k) * 10**9)
             p = os.path.join(tmp, f"v{v}-{k}.pb.gz")
             with open(p, "wb") as f:
                 f.write(gzip.compress(raw, compresslevel=1))
             paths.append(p)
     return paths
+
+
+def read_mix_file(h, rel):
+    """A mix entry: a path under testdata, or any pprof file (gzip or not)."""
+    if os.path.isabs(rel) or os.path.exists(rel):
+        data = open(rel, "rb").read()
+        return gzip.decompress(data) if data[:2] == b"\x1f\x8b" else data
+    return h.read_testdata(rel)
 
 
 # The publish script of libcommon/pipeline/src/transport_redis.c (PUBLISH_LUA), kept equal by hand.
@@ -240,13 +248,16 @@ def load_args(requests):
     ap.add_argument("--requests", type=int, default=requests)
     ap.add_argument("--variants", type=int, default=20)
     ap.add_argument("--pods", type=int, default=100)
+    ap.add_argument("--mix", type=lambda v: tuple(x for x in v.split(",") if x), default=MIX,
+                    help="comma-separated pprof files (paths under testdata, or any path); "
+                         "default: the five of bench/ingest_bench.py")
     return ap
 
 
 def ingest_load(a, bodies, port, app, n):
     """bench/ingest_load: n requests over a.conns connections; its JSON summary."""
     load_bin = os.path.join(a.build_dir, "bench", "ingest_load")
-    r = subprocess.run([load_bin, str(port), str(a.conns), str(n), str(len(MIX)), str(a.pods),
+    r = subprocess.run([load_bin, str(port), str(a.conns), str(n), str(len(a.mix)), str(a.pods),
                         app, *bodies], capture_output=True, text=True, check=True)
     return json.loads(r.stdout)
 
@@ -288,7 +299,7 @@ def main():
 
     tmp = tempfile.mkdtemp(prefix="ember-bench-redis-")
     atexit.register(shutil.rmtree, tmp, True)  # profiles and data dirs: many MB
-    bodies = make_bodies(h, tmp, a.variants)
+    bodies = make_bodies(h, tmp, a.variants, a.mix)
     if a.requests > len(bodies) * a.pods:
         sys.exit(f"--requests must be <= {len(bodies) * a.pods} (distinct series,time)")
 
@@ -373,7 +384,7 @@ def main():
                 per = a.requests // a.ingesters
                 conns = max(1, a.conns // a.ingesters)
                 t0 = time.monotonic()
-                procs = [subprocess.Popen([load_bin, str(i.port), str(conns), str(per), str(len(MIX)),
+                procs = [subprocess.Popen([load_bin, str(i.port), str(conns), str(per), str(len(a.mix)),
                                            str(a.pods), f"bench-app-{k}", *bodies],
                                           stdout=subprocess.PIPE, text=True)
                          for k, i in enumerate(ings)]
@@ -400,7 +411,7 @@ def main():
 
     n = a.requests
     avg_kib = sum(len(p) for p in payloads) / len(payloads) / 1024
-    print(f"redis ingest benchmark: {n} profiles ({avg_kib:.1f} KiB gz avg, mix of {len(MIX)} real "
+    print(f"redis ingest benchmark: {n} profiles ({avg_kib:.1f} KiB gz avg, mix of {len(a.mix)} real "
           f"profiles), {a.conns} connections, {a.partitions} streams, appendfsync {a.appendfsync}, "
           f"rdbcompression {a.rdbcompression}")
     print(f"  {len(rounds)} rounds of direct and redis; redis/direct end to end by round "

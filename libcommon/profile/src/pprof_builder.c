@@ -7,14 +7,15 @@
  * Variable-length parts (location lines, sample stacks, labels, values) are
  * kept in flat side arrays addressed by offset, so adding an element costs one
  * hash probe and a few appends, and merged query output with tens of
- * thousands of locations stays cheap. Encoding points protobuf-c structs at
- * these arrays rather than copying them.
+ * thousands of locations stays cheap. Encoding writes the protobuf bytes
+ * straight from these arrays (see "encoding" below).
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "lc/gz.h"
 #include "lc/pprof.h"
+#include "pprof_int.h"
 
 /* Entries are addressed by uint32 in the hash maps; stay well below that. */
 #define BUILDER_MAX_ENTRIES (UINT32_MAX / 2)
@@ -481,204 +482,258 @@ bool lc_pprof_builder_sum_wrapped(const lc_pprof_builder_t *b)
 
 /* ---------------------------------------------------------------- encoding */
 
-/* protobuf-c wants arrays of pointers to messages; this allocates the
- * messages in one block and the pointer array beside it. */
-static void **msg_array(lc_arena_t *a, size_t n, size_t size, void *(*init)(void *))
+/*
+ * The profile is written straight from the builder's tables, in the form
+ * protobuf-c packs the same message (profile.proto is proto3: fields in
+ * number order, zero scalars left out, repeated scalars packed, repeated
+ * messages and strings always written) — without first building protobuf-c's
+ * pointer-per-element structs and walking its descriptors twice, which took
+ * most of the encoding time of a large profile. Each element's size is
+ * computed by the same function in the sizing and the writing pass, so the
+ * length prefixes cannot disagree with what follows them. Every field number
+ * here is below 16: a tag is one byte.
+ */
+
+enum { WT_VARINT = 0, WT_LEN = 2 };
+
+static size_t varint_len(uint64_t v)
 {
-    void **ptrs = lc_arena_calloc(a, n ? n : 1, sizeof(void *));
-    char *block = lc_arena_calloc(a, n ? n : 1, size);
-    if (!ptrs || !block)
-        return NULL;
+    size_t n = 1;
+    for (; v >= 0x80; v >>= 7)
+        n++;
+    return n;
+}
+
+static uint8_t *put_varint(uint8_t *p, uint64_t v)
+{
+    for (; v >= 0x80; v >>= 7)
+        *p++ = (uint8_t)(v | 0x80);
+    *p++ = (uint8_t)v;
+    return p;
+}
+
+static uint8_t *put_tag(uint8_t *p, unsigned field, unsigned wire_type)
+{
+    *p++ = (uint8_t)(field << 3 | wire_type);
+    return p;
+}
+
+/* A scalar field: nothing when zero, as proto3 wants. */
+static size_t u64_size(uint64_t v)
+{
+    return v ? 1 + varint_len(v) : 0;
+}
+
+static uint8_t *put_u64(uint8_t *p, unsigned field, uint64_t v)
+{
+    return v ? put_varint(put_tag(p, field, WT_VARINT), v) : p;
+}
+
+/* A length-delimited field of len bytes, tag and prefix included. */
+static size_t len_size(size_t len)
+{
+    return 1 + varint_len(len) + len;
+}
+
+static uint8_t *put_len(uint8_t *p, unsigned field, size_t len)
+{
+    return put_varint(put_tag(p, field, WT_LEN), len);
+}
+
+static size_t packed_payload(const uint64_t *v, size_t n)
+{
+    size_t len = 0;
     for (size_t i = 0; i < n; i++)
-        ptrs[i] = init(block + i * size);
-    return ptrs;
+        len += varint_len(v[i]);
+    return len;
 }
 
-static void *init_value_type(void *m)
+/* A packed repeated varint field (int64 values as their two's complement). */
+static size_t packed_size(const uint64_t *v, size_t n)
 {
-    google__v1__value_type__init(m);
-    return m;
+    return n ? len_size(packed_payload(v, n)) : 0;
 }
 
-static void *init_sample(void *m)
+static uint8_t *put_packed(uint8_t *p, unsigned field, const uint64_t *v, size_t n)
 {
-    google__v1__sample__init(m);
-    return m;
+    if (!n)
+        return p;
+    p = put_len(p, field, packed_payload(v, n));
+    for (size_t i = 0; i < n; i++)
+        p = put_varint(p, v[i]);
+    return p;
 }
 
-static void *init_label(void *m)
+/* ValueType {type = 1, unit = 2} */
+static size_t value_type_size(int64_t type, int64_t unit)
 {
-    google__v1__label__init(m);
-    return m;
+    return u64_size((uint64_t)type) + u64_size((uint64_t)unit);
 }
 
-static void *init_mapping(void *m)
+static uint8_t *put_value_type(uint8_t *p, unsigned field, int64_t type, int64_t unit)
 {
-    google__v1__mapping__init(m);
-    return m;
+    p = put_len(p, field, value_type_size(type, unit));
+    return put_u64(put_u64(p, 1, (uint64_t)type), 2, (uint64_t)unit);
 }
 
-static void *init_location(void *m)
+/* Label {key = 1, str = 2}: the builder keeps string labels only. */
+static size_t label_size(const int64_t *kv)
 {
-    google__v1__location__init(m);
-    return m;
+    return u64_size((uint64_t)kv[0]) + u64_size((uint64_t)kv[1]);
 }
 
-static void *init_line(void *m)
+/* Sample {location_id = 1 packed, value = 2 packed, label = 3} */
+static size_t sample_size(const builder_t *b, size_t i)
 {
-    google__v1__line__init(m);
-    return m;
-}
-
-static void *init_function(void *m)
-{
-    google__v1__function__init(m);
-    return m;
-}
-
-static int emit_value_types(builder_t *b, lc_pprof_t *p, lc_arena_t *a)
-{
-    p->n_sample_type = b->types.n / 2;
-    p->sample_type = (Google__V1__ValueType **)msg_array(
-        a, p->n_sample_type, sizeof(Google__V1__ValueType), init_value_type);
-    if (!p->sample_type)
-        return LC_ETOOBIG;
-    for (size_t i = 0; i < p->n_sample_type; i++) {
-        p->sample_type[i]->type = b->types.v[2 * i];
-        p->sample_type[i]->unit = b->types.v[2 * i + 1];
-    }
-    if (b->has_period) {
-        void *vt = lc_arena_alloc(a, sizeof(Google__V1__ValueType));
-        if (!vt)
-            return LC_ETOOBIG;
-        p->period_type = init_value_type(vt);
-        p->period_type->type = b->period_type;
-        p->period_type->unit = b->period_unit;
-        p->period = b->period;
-    }
-    return 0;
-}
-
-static int emit_sample_labels(builder_t *b, Google__V1__Sample *s, const bsample_t *bs,
-                              lc_arena_t *a)
-{
-    if (!bs->n_labels)
-        return 0;
-    s->label =
-        (Google__V1__Label **)msg_array(a, bs->n_labels, sizeof(Google__V1__Label), init_label);
-    if (!s->label)
-        return LC_ETOOBIG;
-    s->n_label = bs->n_labels;
-    for (size_t k = 0; k < bs->n_labels; k++) {
-        s->label[k]->key = b->label_idx.v[2 * (bs->label_off + k)];
-        s->label[k]->str = b->label_idx.v[2 * (bs->label_off + k) + 1];
-    }
-    return 0;
-}
-
-static int emit_samples(builder_t *b, lc_pprof_t *p, lc_arena_t *a)
-{
+    const bsample_t *s = &b->samples.v[i];
     size_t width = b->types.n / 2;
-    p->n_sample = b->samples.n;
-    p->sample =
-        (Google__V1__Sample **)msg_array(a, p->n_sample, sizeof(Google__V1__Sample), init_sample);
-    if (!p->sample)
-        return LC_ETOOBIG;
-    for (size_t i = 0; i < p->n_sample; i++) {
-        const bsample_t *bs = &b->samples.v[i];
-        Google__V1__Sample *s = p->sample[i];
-        s->n_location_id = bs->n_locs;
-        s->location_id = bs->n_locs ? &b->stack_ids.v[bs->loc_off] : NULL;
-        s->n_value = width;
-        s->value = width ? &b->values.v[i * width] : NULL;
-        if (emit_sample_labels(b, s, bs, a))
-            return LC_ETOOBIG;
-    }
-    return 0;
+    size_t n = packed_size(&b->stack_ids.v[s->loc_off], s->n_locs) +
+               packed_size((const uint64_t *)&b->values.v[i * width], width);
+    for (size_t k = 0; k < s->n_labels; k++)
+        n += len_size(label_size(&b->label_idx.v[2 * (s->label_off + k)]));
+    return n;
 }
 
-static int emit_mappings(builder_t *b, lc_pprof_t *p, lc_arena_t *a)
+/* len: sample_size(b, i), kept from the sizing pass (a sample's size is
+ * the one that costs: a pass over its stack). */
+static uint8_t *put_sample(const builder_t *b, size_t i, size_t len, uint8_t *p)
 {
-    p->n_mapping = b->maps.n;
-    p->mapping = (Google__V1__Mapping **)msg_array(a, p->n_mapping, sizeof(Google__V1__Mapping),
-                                                   init_mapping);
-    if (!p->mapping)
-        return LC_ETOOBIG;
-    for (size_t i = 0; i < p->n_mapping; i++) {
-        const bmapping_t *bm = &b->maps.v[i];
-        Google__V1__Mapping *m = p->mapping[i];
-        m->id = i + 1;
-        m->memory_start = bm->memory_start;
-        m->memory_limit = bm->memory_limit;
-        m->file_offset = bm->file_offset;
-        m->filename = bm->filename;
-        m->build_id = bm->build_id;
-        m->has_functions = bm->has_functions != 0;
+    const bsample_t *s = &b->samples.v[i];
+    size_t width = b->types.n / 2;
+    p = put_len(p, 2, len);
+    p = put_packed(p, 1, &b->stack_ids.v[s->loc_off], s->n_locs);
+    p = put_packed(p, 2, (const uint64_t *)&b->values.v[i * width], width);
+    for (size_t k = 0; k < s->n_labels; k++) {
+        const int64_t *kv = &b->label_idx.v[2 * (s->label_off + k)];
+        p = put_len(p, 3, label_size(kv));
+        p = put_u64(put_u64(p, 1, (uint64_t)kv[0]), 2, (uint64_t)kv[1]);
     }
-    return 0;
+    return p;
 }
 
-static int emit_lines(builder_t *b, Google__V1__Location *l, const bloc_t *bl, lc_arena_t *a)
+/* Mapping {id = 1, memory_start = 2, memory_limit = 3, file_offset = 4,
+ * filename = 5, build_id = 6, has_functions = 7} */
+static size_t mapping_size(const builder_t *b, size_t i)
 {
-    if (!bl->n_lines)
-        return 0;
-    l->line = (Google__V1__Line **)msg_array(a, bl->n_lines, sizeof(Google__V1__Line), init_line);
-    if (!l->line)
-        return LC_ETOOBIG;
-    l->n_line = bl->n_lines;
-    for (size_t k = 0; k < bl->n_lines; k++) {
-        l->line[k]->function_id = b->lines.v[bl->line_off + k].function_id;
-        l->line[k]->line = b->lines.v[bl->line_off + k].line;
-    }
-    return 0;
+    const bmapping_t *m = &b->maps.v[i];
+    return u64_size(i + 1) + u64_size(m->memory_start) + u64_size(m->memory_limit) +
+           u64_size(m->file_offset) + u64_size((uint64_t)m->filename) +
+           u64_size((uint64_t)m->build_id) + u64_size(m->has_functions != 0);
 }
 
-static int emit_locations(builder_t *b, lc_pprof_t *p, lc_arena_t *a)
+static uint8_t *put_mapping(const builder_t *b, size_t i, uint8_t *p)
 {
-    p->n_location = b->locs.n;
-    p->location = (Google__V1__Location **)msg_array(a, p->n_location, sizeof(Google__V1__Location),
-                                                     init_location);
-    if (!p->location)
-        return LC_ETOOBIG;
-    for (size_t i = 0; i < p->n_location; i++) {
-        const bloc_t *bl = &b->locs.v[i];
-        p->location[i]->id = i + 1;
-        p->location[i]->mapping_id = bl->mapping_id;
-        p->location[i]->address = bl->address;
-        if (emit_lines(b, p->location[i], bl, a))
-            return LC_ETOOBIG;
-    }
-    return 0;
+    const bmapping_t *m = &b->maps.v[i];
+    p = put_len(p, 3, mapping_size(b, i));
+    p = put_u64(p, 1, i + 1);
+    p = put_u64(p, 2, m->memory_start);
+    p = put_u64(p, 3, m->memory_limit);
+    p = put_u64(p, 4, m->file_offset);
+    p = put_u64(p, 5, (uint64_t)m->filename);
+    p = put_u64(p, 6, (uint64_t)m->build_id);
+    return put_u64(p, 7, m->has_functions != 0);
 }
 
-static int emit_functions(builder_t *b, lc_pprof_t *p, lc_arena_t *a)
+/* Line {function_id = 1, line = 2} */
+static size_t line_size(const lc_pprof_line_t *l)
 {
-    p->n_function = b->funcs.n;
-    p->function = (Google__V1__Function **)msg_array(a, p->n_function, sizeof(Google__V1__Function),
-                                                     init_function);
-    if (!p->function)
-        return LC_ETOOBIG;
-    for (size_t i = 0; i < p->n_function; i++) {
-        const bfunc_t *bf = &b->funcs.v[i];
-        Google__V1__Function *f = p->function[i];
-        f->id = i + 1;
-        f->name = bf->name;
-        f->system_name = bf->system_name;
-        f->filename = bf->filename;
-        f->start_line = bf->start_line;
-    }
-    return 0;
+    return u64_size(l->function_id) + u64_size((uint64_t)l->line);
 }
 
-static int emit_strings(builder_t *b, lc_pprof_t *p, lc_arena_t *a)
+/* Location {id = 1, mapping_id = 2, address = 3, line = 4} */
+static size_t location_size(const builder_t *b, size_t i)
 {
-    p->n_string_table = b->strs.n;
-    p->string_table = lc_arena_calloc(a, b->strs.n, sizeof(char *));
-    if (!p->string_table)
-        return LC_ETOOBIG;
+    const bloc_t *l = &b->locs.v[i];
+    size_t n = u64_size(i + 1) + u64_size(l->mapping_id) + u64_size(l->address);
+    for (size_t k = 0; k < l->n_lines; k++)
+        n += len_size(line_size(&b->lines.v[l->line_off + k]));
+    return n;
+}
+
+static uint8_t *put_location(const builder_t *b, size_t i, uint8_t *p)
+{
+    const bloc_t *l = &b->locs.v[i];
+    p = put_len(p, 4, location_size(b, i));
+    p = put_u64(p, 1, i + 1);
+    p = put_u64(p, 2, l->mapping_id);
+    p = put_u64(p, 3, l->address);
+    for (size_t k = 0; k < l->n_lines; k++) {
+        const lc_pprof_line_t *line = &b->lines.v[l->line_off + k];
+        p = put_len(p, 4, line_size(line));
+        p = put_u64(put_u64(p, 1, line->function_id), 2, (uint64_t)line->line);
+    }
+    return p;
+}
+
+/* Function {id = 1, name = 2, system_name = 3, filename = 4, start_line = 5} */
+static size_t function_size(const builder_t *b, size_t i)
+{
+    const bfunc_t *f = &b->funcs.v[i];
+    return u64_size(i + 1) + u64_size((uint64_t)f->name) + u64_size((uint64_t)f->system_name) +
+           u64_size((uint64_t)f->filename) + u64_size((uint64_t)f->start_line);
+}
+
+static uint8_t *put_function(const builder_t *b, size_t i, uint8_t *p)
+{
+    const bfunc_t *f = &b->funcs.v[i];
+    p = put_len(p, 5, function_size(b, i));
+    p = put_u64(p, 1, i + 1);
+    p = put_u64(p, 2, (uint64_t)f->name);
+    p = put_u64(p, 3, (uint64_t)f->system_name);
+    p = put_u64(p, 4, (uint64_t)f->filename);
+    return put_u64(p, 5, (uint64_t)f->start_line);
+}
+
+/* Profile: sample_type = 1, sample = 2, mapping = 3, location = 4,
+ * function = 5, string_table = 6, time_nanos = 9, duration_nanos = 10,
+ * period_type = 11, period = 12. */
+static size_t profile_size(const builder_t *b, size_t *sample_len)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < b->types.n / 2; i++)
+        n += len_size(value_type_size(b->types.v[2 * i], b->types.v[2 * i + 1]));
+    for (size_t i = 0; i < b->samples.n; i++)
+        n += len_size(sample_len[i] = sample_size(b, i));
+    for (size_t i = 0; i < b->maps.n; i++)
+        n += len_size(mapping_size(b, i));
+    for (size_t i = 0; i < b->locs.n; i++)
+        n += len_size(location_size(b, i));
+    for (size_t i = 0; i < b->funcs.n; i++)
+        n += len_size(function_size(b, i));
     for (size_t i = 0; i < b->strs.n; i++)
-        p->string_table[i] = b->strs.v[i].s;
-    return 0;
+        n += len_size(b->strs.v[i].len);
+    n += u64_size((uint64_t)b->time_nanos) + u64_size((uint64_t)b->duration_nanos);
+    if (b->has_period)
+        n += len_size(value_type_size(b->period_type, b->period_unit)) +
+             u64_size((uint64_t)b->period);
+    return n;
+}
+
+static uint8_t *put_profile(const builder_t *b, const size_t *sample_len, uint8_t *p)
+{
+    for (size_t i = 0; i < b->types.n / 2; i++)
+        p = put_value_type(p, 1, b->types.v[2 * i], b->types.v[2 * i + 1]);
+    for (size_t i = 0; i < b->samples.n; i++)
+        p = put_sample(b, i, sample_len[i], p);
+    for (size_t i = 0; i < b->maps.n; i++)
+        p = put_mapping(b, i, p);
+    for (size_t i = 0; i < b->locs.n; i++)
+        p = put_location(b, i, p);
+    for (size_t i = 0; i < b->funcs.n; i++)
+        p = put_function(b, i, p);
+    for (size_t i = 0; i < b->strs.n; i++) {
+        p = put_len(p, 6, b->strs.v[i].len);
+        if (b->strs.v[i].len)
+            memcpy(p, b->strs.v[i].s, b->strs.v[i].len);
+        p += b->strs.v[i].len;
+    }
+    p = put_u64(p, 9, (uint64_t)b->time_nanos);
+    p = put_u64(p, 10, (uint64_t)b->duration_nanos);
+    if (b->has_period) {
+        p = put_value_type(p, 11, b->period_type, b->period_unit);
+        p = put_u64(p, 12, (uint64_t)b->period);
+    }
+    return p;
 }
 
 int lc_pprof_builder_encode(lc_pprof_builder_t *b, bool gzip, lc_buf_t *out)
@@ -687,24 +742,23 @@ int lc_pprof_builder_encode(lc_pprof_builder_t *b, bool gzip, lc_buf_t *out)
         return b->err;
     if (b->types.n == 0)
         return LC_EINPUT; /* a pprof without sample types is invalid */
-    lc_arena_t *a = lc_arena_new(SIZE_MAX);
-    lc_pprof_t p;
-    google__v1__profile__init(&p);
-    p.time_nanos = b->time_nanos;
-    p.duration_nanos = b->duration_nanos;
-    int rc = emit_value_types(b, &p, a);
-    if (!rc)
-        rc = emit_samples(b, &p, a);
-    if (!rc)
-        rc = emit_mappings(b, &p, a);
-    if (!rc)
-        rc = emit_locations(b, &p, a);
-    if (!rc)
-        rc = emit_functions(b, &p, a);
-    if (!rc)
-        rc = emit_strings(b, &p, a);
-    if (!rc)
-        rc = lc_pprof_encode(&p, gzip, out);
-    lc_arena_free(a);
+    size_t *sample_len = lc_xmalloc((b->samples.n ? b->samples.n : 1) * sizeof(*sample_len));
+    size_t n = profile_size(b, sample_len);
+    lc_buf_t raw;
+    lc_buf_t *dst = out;
+    if (gzip) {
+        lc_buf_init(&raw, LC_BUF_UNLIMITED);
+        dst = &raw;
+    }
+    int rc = lc_buf_reserve(dst, n);
+    if (rc == 0) {
+        uint8_t *end = put_profile(b, sample_len, dst->data + dst->len);
+        dst->len += (size_t)(end - (dst->data + dst->len));
+        if (gzip)
+            rc = lc_gzip(raw.data, raw.len, LC_PPROF__GZIP_LEVEL, out);
+    }
+    if (gzip)
+        lc_buf_fini(&raw);
+    lc_free(sample_len);
     return rc;
 }

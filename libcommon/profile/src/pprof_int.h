@@ -51,4 +51,8 @@ char *lc_pprof__copy_replacing_nuls(const uint8_t *s, size_t n, lc_arena_t *aren
     "failed to parse pprof: malformed protobuf message (or larger than the decode budget)"
 #define LC_PPROF__MSG_FIELD_ZERO "failed to parse pprof: invalid field number 0"
 
+/* gzip level 1: on pprof it is about 3x faster than the default level for
+ * output only ~6% larger, and encoding sits on the query response path. */
+#define LC_PPROF__GZIP_LEVEL 1
+
 #endif

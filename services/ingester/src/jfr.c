@@ -130,12 +130,19 @@ enum {
 
 typedef struct jclass_s jclass_t;
 
+/* How a field is laid out in the chunk, decided once its type is known:
+ * most fields are one LEB128 (a pool reference or a compressed integer) or
+ * one byte, and a class made only of those is read without the generic walk
+ * (read_flat): that is every event, Method, Class and StackFrame. */
+typedef enum { W_OTHER = 0, W_U8, W_VARINT } jwire_t;
+
 typedef struct jfield_s {
     const char *name;
     uint64_t type;
     const jclass_t *t; /* the type, resolved once the metadata is read */
     bool cp, array;
     uint8_t slot;
+    uint8_t wire; /* jwire_t */
 } jfield_t;
 
 /* What a class is to the converter. */
@@ -158,6 +165,12 @@ struct jclass_s {
     jkind_t kind;
     jrole_t role;
     jfr_event_kind_t event;
+    bool flat; /* every field W_U8 or W_VARINT */
+    /* StackFrame only: every field W_VARINT (as the JDK and async-profiler
+     * write it), and which fields hold the method and the line (-1: none) */
+    bool all_varint;
+    int method_at, line_at;
+    bool lazy; /* a Symbol of one string field: read_lazy_symbol */
 };
 
 typedef struct jstr_s {
@@ -165,10 +178,12 @@ typedef struct jstr_s {
     uint32_t len;
 } jstr_t;
 
+/* A value is set when its gen is the reader's current one: starting the
+ * next entry or event is one increment, not a clear of every slot. */
 typedef struct jval_s {
     uint64_t u;
     jstr_t s;
-    bool set;
+    uint32_t gen;
 } jval_t;
 
 /* ---------------------------------------------------------------- pools */
@@ -177,6 +192,16 @@ typedef struct jmethod_s {
     uint64_t cls, name;
     const char *full; /* cached "Class.method", NULL until asked */
 } jmethod_t;
+
+/* A Symbol pool entry. Most symbols (descriptors, packages, classes of no
+ * sampled method) are never named in a profile, so a UTF-8 or Latin-1
+ * string is only located when the pool is read and decoded (and its
+ * generated part merged) the first time a frame asks: s is NULL until then. */
+typedef struct jsym_s {
+    const char *s;
+    uint32_t len;
+    uint32_t pos, end; /* the encoded string in the recording, while s is NULL */
+} jsym_t;
 
 typedef struct jstack_s {
     uint32_t off, n;
@@ -192,12 +217,13 @@ struct jfr_s {
     size_t chunk_start, chunk_end, cp_off, meta_off;
     bool compressed;
     jclass_t *classes;
-    size_t n_classes;
+    size_t n_classes, cap_classes;
     jmap_t class_ix;
     uint64_t t_frame; /* class id of jdk.types.StackFrame */
     /* pools: id -> index into the arrays below */
     jmap_t sym_ix, str_ix, cls_ix, meth_ix, state_ix, stack_ix;
-    jstr_t *syms, *strs, *states;
+    jsym_t *syms;
+    jstr_t *strs, *states;
     size_t n_syms, cap_syms, n_strs, cap_strs, n_states, cap_states;
     uint64_t *clss; /* class -> name symbol */
     size_t n_clss, cap_clss;
@@ -211,7 +237,29 @@ struct jfr_s {
     size_t events;
     /* scratch while reading */
     jval_t vals[S_COUNT_];
+    uint32_t gen; /* of the entry or event being read; 0 is never current */
 };
+
+/* ---------------------------------------------------------------- scratch values */
+
+/* Every slot unset, for the next pool entry or event. */
+static void vals_next(jfr_t *j)
+{
+    if (++j->gen == 0) { /* wrapped: old gens could read as current */
+        memset(j->vals, 0, sizeof(j->vals));
+        j->gen = 1;
+    }
+}
+
+static bool val_set(const jfr_t *j, int slot)
+{
+    return j->vals[slot].gen == j->gen;
+}
+
+static uint64_t val_u(const jfr_t *j, int slot, uint64_t unset)
+{
+    return val_set(j, slot) ? j->vals[slot].u : unset;
+}
 
 /* ---------------------------------------------------------------- errors */
 
@@ -285,7 +333,7 @@ static uint64_t jr_be(jr_t *r, size_t n)
 }
 
 /* JFR's LEB128: at most 9 bytes, the 9th contributing all its 8 bits. */
-static uint64_t jr_varint(jr_t *r)
+static uint64_t jr_varint_checked(jr_t *r)
 {
     uint64_t v = 0;
     for (unsigned shift = 0; shift < 56; shift += 7) {
@@ -299,6 +347,34 @@ static uint64_t jr_varint(jr_t *r)
             return v;
     }
     return v | (uint64_t)jr_u8(r) << 56;
+}
+
+/* With 9 bytes left no byte needs its own bounds check (method and stack
+ * ids of the JDK are long varints, one per frame). */
+static uint64_t jr_varint_long(jr_t *r)
+{
+    if (r->p > r->end || r->end - r->p < 9)
+        return jr_varint_checked(r);
+    const uint8_t *p = r->p;
+    uint64_t v = 0;
+    for (unsigned i = 0; i < 8; i++) {
+        v |= (uint64_t)(p[i] & 0x7f) << (7 * i);
+        if (p[i] < 0x80) {
+            r->p = p + i + 1;
+            return v;
+        }
+    }
+    r->p = p + 9;
+    return v | (uint64_t)p[8] << 56;
+}
+
+/* Most values (pool references in small pools, line numbers, flags) take
+ * one byte: that case without the loop. */
+static inline uint64_t jr_varint(jr_t *r)
+{
+    if (r->p < r->end && *r->p < 0x80)
+        return *r->p++;
+    return jr_varint_long(r);
 }
 
 static uint64_t jr_long(jr_t *r)
@@ -439,7 +515,7 @@ static void jfr_read_value(jr_t *r, const jfield_t *f, int depth)
     if (f->cp) {
         uint64_t v = jr_long(r);
         if (out)
-            *out = (jval_t){.u = v, .set = true};
+            *out = (jval_t){.u = v, .gen = r->j->gen};
         return;
     }
     const jclass_t *t = f->t ? f->t : class_of(r->j, f->type);
@@ -473,7 +549,7 @@ static void jfr_read_value(jr_t *r, const jfield_t *f, int depth)
     case K_STRING: {
         jstr_t s = jr_string(r);
         if (out)
-            *out = (jval_t){.s = s, .set = true};
+            *out = (jval_t){.s = s, .gen = r->j->gen};
         return;
     }
     case K_STRUCT:
@@ -485,11 +561,109 @@ static void jfr_read_value(jr_t *r, const jfield_t *f, int depth)
         return;
     }
     if (out)
-        *out = (jval_t){.u = v, .set = true};
+        *out = (jval_t){.u = v, .gen = r->j->gen};
+}
+
+/* A class whose fields are all W_U8 or W_VARINT (c->flat), read without
+ * the generic walk: the same values land in the same slots. */
+static void read_flat(jr_t *r, const jclass_t *c)
+{
+    jfr_t *j = r->j;
+    for (size_t i = 0; i < c->n_fields; i++) {
+        const jfield_t *f = &c->fields[i];
+        uint64_t v = f->wire == W_U8 ? jr_u8(r) : jr_varint(r);
+        if (f->slot)
+            j->vals[f->slot] = (jval_t){.u = v, .gen = j->gen};
+    }
+}
+
+/* Unchecked LEB128 for the frame loop: the caller made sure 9 bytes remain. */
+static const uint8_t *varint_at(const uint8_t *p, uint64_t *v)
+{
+    uint64_t x = 0;
+    for (unsigned i = 0; i < 8; i++) {
+        x |= (uint64_t)(p[i] & 0x7f) << (7 * i);
+        if (p[i] < 0x80) {
+            *v = x;
+            return p + i + 1;
+        }
+    }
+    *v = x | (uint64_t)p[8] << 56;
+    return p + 9;
+}
+
+static const uint8_t *varint_skip(const uint8_t *p)
+{
+    for (unsigned i = 0; i < 8; i++) {
+        if (p[i] < 0x80)
+            return p + i + 1;
+    }
+    return p + 9;
+}
+
+/* One frame of an all-varint StackFrame with 9 bytes per field left: no
+ * bounds check per byte, the fields nobody reads skipped undecoded. */
+static void read_frame_unchecked(jr_t *r, const jclass_t *frame, uint64_t *method, uint64_t *line)
+{
+    const uint8_t *p = r->p;
+    for (int i = 0; i < (int)frame->n_fields; i++) {
+        if (i == frame->method_at)
+            p = varint_at(p, method);
+        else if (i == frame->line_at)
+            p = varint_at(p, line);
+        else
+            p = varint_skip(p);
+    }
+    r->p = p;
+}
+
+static void read_frame_checked(jr_t *r, const jclass_t *frame, uint64_t *method, uint64_t *line)
+{
+    for (size_t i = 0; i < frame->n_fields; i++) {
+        const jfield_t *f = &frame->fields[i];
+        uint64_t v = f->wire == W_U8 ? jr_u8(r) : jr_varint(r);
+        if (f->slot == S_FRAME_METHOD)
+            *method = v;
+        else if (f->slot == S_FRAME_LINE)
+            *line = v;
+    }
+}
+
+/* A stack trace's frames when StackFrame is flat: the bulk of a recording,
+ * so read straight into the frame array, method and line by their slots. */
+static void read_flat_frames(jr_t *r, const jclass_t *frame, size_t n)
+{
+    jfr_t *j = r->j;
+    if (n > ING_JFR_MAX_FRAMES - j->n_frames) {
+        too_big(j, "stack frames", ING_JFR_MAX_FRAMES);
+        jr_fail(r);
+        return;
+    }
+    if (n == 0)
+        return;
+    j->frames = lc_xgrow(j->frames, &j->cap_frames, j->n_frames + n, sizeof(*j->frames));
+    jfr_frame_t *out = j->frames + j->n_frames;
+    size_t room = 9 * frame->n_fields; /* n_fields <= ING_JFR_MAX_FIELDS */
+    for (size_t k = 0; k < n; k++) {
+        uint64_t method = 0, line = 0;
+        if (frame->all_varint && r->p <= r->end && (size_t)(r->end - r->p) >= room)
+            read_frame_unchecked(r, frame, &method, &line);
+        else
+            read_frame_checked(r, frame, &method, &line);
+        if (r->err)
+            return;
+        /* as frame_push: lineNumber read as uint32 */
+        out[k] = (jfr_frame_t){.method = method, .line = (int64_t)(uint32_t)line};
+    }
+    j->n_frames += n;
 }
 
 static void read_struct(jr_t *r, const jclass_t *c, int depth)
 {
+    if (c->flat) {
+        read_flat(r, c);
+        return;
+    }
     if (depth > ING_JFR_MAX_NESTING) {
         bad(r->j, "values nested deeper than %d", ING_JFR_MAX_NESTING);
         jr_fail(r);
@@ -506,6 +680,10 @@ static void read_struct(jr_t *r, const jclass_t *c, int depth)
             too_big(r->j, "stack depth", ING_JFR_MAX_STACK_DEPTH);
             jr_fail(r);
             return;
+        }
+        if (f->slot == S_FRAMES && f->t->flat) {
+            read_flat_frames(r, f->t, n);
+            continue;
         }
         for (size_t k = 0; k < n && !r->err; k++)
             jfr_read_value(r, f, depth);
@@ -734,7 +912,7 @@ static bool read_class(jr_t *r, const char **strs, size_t n_strs)
         }
         return true;
     }
-    if (j->n_classes >= ING_JFR_MAX_CLASSES)
+    if (j->n_classes >= j->cap_classes)
         return too_big(j, "classes", ING_JFR_MAX_CLASSES), jr_fail(r);
     jclass_t *c = &j->classes[j->n_classes];
     memset(c, 0, sizeof(*c));
@@ -771,6 +949,26 @@ static const char **read_meta_strings(jr_t *r, size_t *n)
     return r->err ? NULL : strs;
 }
 
+static jwire_t wire_of(const jfr_t *j, const jfield_t *f)
+{
+    if (f->array)
+        return W_OTHER;
+    if (f->cp)
+        return j->compressed ? W_VARINT : W_OTHER;
+    switch (f->t->kind) {
+    case K_BOOL:
+    case K_BYTE:
+        return W_U8;
+    case K_CHAR:
+    case K_SHORT:
+    case K_INT:
+    case K_LONG:
+        return j->compressed ? W_VARINT : W_OTHER;
+    default:
+        return W_OTHER;
+    }
+}
+
 /* Binds every field now that all classes (their kinds) are known. */
 static int bind_fields(jfr_t *j)
 {
@@ -787,8 +985,41 @@ static int bind_fields(jfr_t *j)
             c->fields[k].t = class_of(j, c->fields[k].type);
             if (!c->fields[k].cp && !c->fields[k].t)
                 return bad(j, "field %s.%s has unknown type", c->name, c->fields[k].name);
+            c->fields[k].wire = (uint8_t)wire_of(j, &c->fields[k]);
+        }
+        c->flat = c->kind == K_STRUCT;
+        for (size_t k = 0; k < c->n_fields; k++)
+            c->flat = c->flat && c->fields[k].wire != W_OTHER;
+        c->lazy = c->role == C_SYMBOL && c->n_fields == 1 && c->fields[0].slot == S_SYMBOL_STRING;
+        c->all_varint = c->flat;
+        c->method_at = c->line_at = -1;
+        for (size_t k = 0; k < c->n_fields; k++) {
+            c->all_varint = c->all_varint && c->fields[k].wire == W_VARINT;
+            if (c->fields[k].slot == S_FRAME_METHOD)
+                c->method_at = (int)k;
+            else if (c->fields[k].slot == S_FRAME_LINE)
+                c->line_at = (int)k;
         }
     }
+    return 0;
+}
+
+/* Room for n more classes (a metadata element's children), up to the cap;
+ * sized by the element, not the cap, so a chunk does not clear megabytes. */
+static int class_room(jfr_t *j, size_t n)
+{
+    size_t cap = j->n_classes + (n < ING_JFR_MAX_CLASSES ? n : ING_JFR_MAX_CLASSES);
+    if (cap > ING_JFR_MAX_CLASSES)
+        cap = ING_JFR_MAX_CLASSES;
+    if (cap <= j->cap_classes)
+        return 0;
+    jclass_t *c = lc_arena_calloc(j->meta_arena, cap, sizeof(*c));
+    if (!c)
+        return too_big(j, "metadata", ING_JFR_MEMORY);
+    if (j->n_classes)
+        memcpy(c, j->classes, j->n_classes * sizeof(*c));
+    j->classes = c;
+    j->cap_classes = cap;
     return 0;
 }
 
@@ -798,7 +1029,8 @@ static int read_metadata(jfr_t *j, size_t pos)
     lc_arena_reset(j->meta_arena);
     jmap_free(&j->class_ix);
     memset(&j->class_ix, 0, sizeof(j->class_ix));
-    j->n_classes = 0;
+    j->n_classes = j->cap_classes = 0;
+    j->classes = NULL;
     jr_long(&r); /* size */
     if (jr_long(&r) != T_METADATA && !r.err)
         return bad(j, "metadata offset does not point at a metadata event");
@@ -812,14 +1044,13 @@ static int read_metadata(jfr_t *j, size_t pos)
         return -1;
     if (strcmp(root.name, "root") != 0)
         return bad(j, "metadata root element is %s", root.name);
-    j->classes = lc_arena_calloc(j->meta_arena, ING_JFR_MAX_CLASSES, sizeof(*j->classes));
-    if (!j->classes)
-        return too_big(j, "metadata", ING_JFR_MEMORY);
     for (size_t i = 0; i < root.n_children; i++) {
         jelem_t e;
         if (!read_element(&r, strs, n_strs, &e))
             return -1;
         bool meta = !strcmp(e.name, "metadata");
+        if (meta && class_room(j, e.n_children) < 0)
+            return -1;
         for (size_t k = 0; k < e.n_children; k++) {
             if (!(meta ? read_class(&r, strs, n_strs) : skip_element(&r, strs, n_strs, 2)))
                 return -1;
@@ -851,26 +1082,26 @@ static void keep_entry(jfr_t *j, const jclass_t *c, uint64_t id, size_t frames_b
     jval_t *v = j->vals;
     switch (c->role) {
     case C_SYMBOL: {
-        jstr_t *s = POOL_SLOT(j, sym_ix, id, syms, n_syms, cap_syms);
+        jsym_t *s = POOL_SLOT(j, sym_ix, id, syms, n_syms, cap_syms);
         size_t len = v[S_SYMBOL_STRING].s.len;
-        const char *m = v[S_SYMBOL_STRING].set
+        const char *m = val_set(j, S_SYMBOL_STRING)
                             ? ing_jfr_merge_generated(v[S_SYMBOL_STRING].s.s, len, j->arena, &len)
                             : "";
-        *s = (jstr_t){m, (uint32_t)len};
+        *s = (jsym_t){m, (uint32_t)len, 0, 0};
         break;
     }
     case C_CLASS:
         *(uint64_t *)POOL_SLOT(j, cls_ix, id, clss, n_clss, cap_clss) =
-            v[S_CLASS_NAME].set ? v[S_CLASS_NAME].u : UINT64_MAX;
+            val_u(j, S_CLASS_NAME, UINT64_MAX);
         break;
     case C_METHOD:
         *(jmethod_t *)POOL_SLOT(j, meth_ix, id, meths, n_meths, cap_meths) =
-            (jmethod_t){.cls = v[S_METHOD_TYPE].set ? v[S_METHOD_TYPE].u : UINT64_MAX,
-                        .name = v[S_METHOD_NAME].set ? v[S_METHOD_NAME].u : UINT64_MAX};
+            (jmethod_t){.cls = val_u(j, S_METHOD_TYPE, UINT64_MAX),
+                        .name = val_u(j, S_METHOD_NAME, UINT64_MAX)};
         break;
     case C_STATE:
         *(jstr_t *)POOL_SLOT(j, state_ix, id, states, n_states, cap_states) =
-            v[S_STATE_NAME].set ? v[S_STATE_NAME].s : (jstr_t){"", 0};
+            val_set(j, S_STATE_NAME) ? v[S_STATE_NAME].s : (jstr_t){"", 0};
         break;
     case C_STACKTRACE:
         *(jstack_t *)POOL_SLOT(j, stack_ix, id, stacks, n_stacks, cap_stacks) =
@@ -881,11 +1112,32 @@ static void keep_entry(jfr_t *j, const jclass_t *c, uint64_t id, size_t frames_b
     }
 }
 
+/* A Symbol entry that is one UTF-8 (3) or Latin-1 (5) string, located and
+ * skipped (jsym_t); false leaves r untouched for the generic read. Other
+ * encodings depend on the chunk (its string pool, compressed integers) and
+ * are decoded now. */
+static bool read_lazy_symbol(jr_t *r, const jclass_t *c, uint64_t id)
+{
+    if (!c->lazy || r->p >= r->end || (*r->p != 3 && *r->p != 5))
+        return false;
+    const uint8_t *at = r->p++;
+    size_t n = jr_count(r);
+    if (r->err)
+        return true;
+    r->p += n;
+    jfr_t *j = r->j;
+    *(jsym_t *)POOL_SLOT(j, sym_ix, id, syms, n_syms, cap_syms) =
+        (jsym_t){NULL, 0, (uint32_t)(at - r->base), (uint32_t)(r->p - r->base)};
+    return true;
+}
+
 /* A String pool entry is a bare string, not a struct. */
 static void read_pool_entry(jr_t *r, const jclass_t *c, uint64_t id)
 {
     jfr_t *j = r->j;
-    memset(j->vals, 0, sizeof(j->vals));
+    if (read_lazy_symbol(r, c, id))
+        return;
+    vals_next(j);
     size_t frames_before = j->n_frames;
     if (c->kind == K_STRING) {
         jstr_t s = jr_string(r);
@@ -968,20 +1220,20 @@ static int read_event(jfr_t *j, jr_t *r, const jclass_t *c, jfr_event_cb cb, voi
 {
     if (++j->events > ING_JFR_MAX_EVENTS)
         return too_big(j, "events", ING_JFR_MAX_EVENTS);
-    memset(j->vals, 0, sizeof(j->vals));
+    vals_next(j);
     read_struct(r, c, 0);
     if (r->err)
         return -1;
     jval_t *v = j->vals;
     jfr_event_t ev = {.kind = c->event,
-                      .stack = v[S_EV_STACK].set ? v[S_EV_STACK].u : UINT64_MAX,
-                      .state = v[S_EV_STATE].set ? v[S_EV_STATE].u : UINT64_MAX,
-                      .context_id = v[S_EV_CONTEXT].u,
-                      .span_id = v[S_EV_SPAN_ID].u,
-                      .span_name = v[S_EV_SPAN_NAME].u,
-                      .value = (int64_t)v[S_EV_VALUE].u,
-                      .name = v[S_EV_NAME].set ? v[S_EV_NAME].s.s : "",
-                      .setting = v[S_EV_SETTING].set ? v[S_EV_SETTING].s.s : ""};
+                      .stack = val_u(j, S_EV_STACK, UINT64_MAX),
+                      .state = val_u(j, S_EV_STATE, UINT64_MAX),
+                      .context_id = val_u(j, S_EV_CONTEXT, 0),
+                      .span_id = val_u(j, S_EV_SPAN_ID, 0),
+                      .span_name = val_u(j, S_EV_SPAN_NAME, 0),
+                      .value = (int64_t)val_u(j, S_EV_VALUE, 0),
+                      .name = val_set(j, S_EV_NAME) ? v[S_EV_NAME].s.s : "",
+                      .setting = val_set(j, S_EV_SETTING) ? v[S_EV_SETTING].s.s : ""};
     return cb(j, &ev, data);
 }
 
@@ -1091,13 +1343,29 @@ const jfr_frame_t *jfr_stack(jfr_t *j, uint64_t id, size_t *n)
     if (ix == UINT32_MAX)
         return NULL;
     *n = j->stacks[ix].n;
-    return j->frames + j->stacks[ix].off;
+    /* an empty stack is known too (its sample is kept), even before any
+     * frame array exists */
+    static const jfr_frame_t no_frames[1];
+    return *n ? j->frames + j->stacks[ix].off : no_frames;
 }
 
-static const jstr_t *symbol(jfr_t *j, uint64_t id)
+/* A symbol, its text decoded on first use (jsym_t); NULL when unknown. */
+static const jsym_t *symbol(jfr_t *j, uint64_t id)
 {
     uint32_t ix = jmap_get(&j->sym_ix, id);
-    return ix == UINT32_MAX ? NULL : &j->syms[ix];
+    if (ix == UINT32_MAX)
+        return NULL;
+    jsym_t *sym = &j->syms[ix];
+    if (!sym->s) {
+        /* the bytes were bounds-checked when located; UTF-8 and Latin-1
+         * decode the same in any chunk */
+        jr_t r = jr_at(j, sym->pos, sym->end);
+        jstr_t raw = jr_string(&r);
+        size_t len = raw.len;
+        sym->s = r.err ? "" : ing_jfr_merge_generated(raw.s, len, j->arena, &len);
+        sym->len = r.err ? 0 : (uint32_t)len;
+    }
+    return sym;
 }
 
 const char *jfr_method_name(jfr_t *j, uint64_t method)
@@ -1112,8 +1380,18 @@ const char *jfr_method_name(jfr_t *j, uint64_t method)
     if (cix == UINT32_MAX)
         return NULL;
     /* an unknown symbol reads as "", as in Pyroscope */
-    const jstr_t *cls = symbol(j, j->clss[cix]), *name = symbol(j, m->name);
-    m->full = lc_arena_sprintf(j->arena, "%s.%s", cls ? cls->s : "", name ? name->s : "");
+    const jsym_t *cls = symbol(j, j->clss[cix]), *name = symbol(j, m->name);
+    size_t cl = cls ? cls->len : 0, nl = name ? name->len : 0;
+    char *full = lc_arena_alloc(j->arena, cl + nl + 2);
+    if (!full)
+        return NULL;
+    if (cl)
+        memcpy(full, cls->s, cl);
+    full[cl] = '.';
+    if (nl)
+        memcpy(full + cl + 1, name->s, nl);
+    full[cl + 1 + nl] = 0;
+    m->full = full;
     return m->full;
 }
 

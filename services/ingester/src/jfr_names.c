@@ -97,6 +97,16 @@ static const char *merge_lib(const char *s)
     return NULL;
 }
 
+static bool has_so(const char *s, size_t len)
+{
+    const char *end = s + len;
+    for (const char *p = s; (p = memchr(p, '.', (size_t)(end - p))) != NULL; p++) {
+        if (end - p >= 3 && p[1] == 's' && p[2] == 'o')
+            return true;
+    }
+    return false;
+}
+
 const char *ing_jfr_merge_generated(const char *s, size_t len, lc_arena_t *arena, size_t *out_len)
 {
     static const char accessor[] = "jdk/internal/reflect/GeneratedMethodAccessor";
@@ -123,7 +133,9 @@ const char *ing_jfr_merge_generated(const char *s, size_t len, lc_arena_t *arena
             len = *out_len = cglib + 1;
         }
     }
-    const char *lib = len > 12 && !memchr(s, 0, len) ? merge_lib(s) : NULL;
+    /* every library pattern ends in ".so" (then maybe " (deleted)"): one
+     * scan rules out the class and method names that are nearly all symbols */
+    const char *lib = len > 12 && has_so(s, len) && !memchr(s, 0, len) ? merge_lib(s) : NULL;
     if (lib)
         *out_len = strlen(lib);
     return lib ? lib : s;

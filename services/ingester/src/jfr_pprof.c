@@ -313,6 +313,65 @@ typedef struct agg_s {
     int64_t v[2];
 } agg_t;
 
+/* ---------------------------------------------------------------- id cache */
+
+/* (method, line) -> a builder id, one map per kind; id 0 marks a free
+ * slot. 16 bytes a slot, so the lookup done for every frame of every
+ * sample touches one cache line. (Lines are the uint32 Pyroscope reads.) */
+typedef struct identry_s {
+    uint64_t method;
+    uint32_t line;
+    uint32_t id; /* builder ids stay below UINT32_MAX / 2 */
+} identry_t;
+
+typedef struct idmap_s {
+    identry_t *e;
+    size_t cap, n;
+} idmap_t;
+
+static size_t idmap_slot(const idmap_t *m, uint64_t method, uint32_t line)
+{
+    uint64_t h = (method * 0x9E3779B97F4A7C15ull) ^ (line * 0xff51afd7ed558ccdull);
+    size_t i = (size_t)(h >> 20) & (m->cap - 1);
+    while (m->e[i].id && (m->e[i].method != method || m->e[i].line != line))
+        i = (i + 1) & (m->cap - 1);
+    return i;
+}
+
+static void idmap_grow(idmap_t *m)
+{
+    idmap_t old = *m;
+    m->cap = old.cap ? old.cap * 2 : 1024;
+    m->e = lc_xcalloc(m->cap, sizeof(*m->e));
+    for (size_t i = 0; i < old.cap; i++) {
+        if (old.e[i].id)
+            m->e[idmap_slot(m, old.e[i].method, old.e[i].line)] = old.e[i];
+    }
+    lc_free(old.e);
+}
+
+/* The entry of (method, line): its id 0 when absent, for the caller to
+ * fill with idmap_set; room for one more. */
+static identry_t *idmap_find(idmap_t *m, uint64_t method, uint32_t line)
+{
+    if ((m->n + 1) * 2 > m->cap)
+        idmap_grow(m);
+    return &m->e[idmap_slot(m, method, line)];
+}
+
+static void idmap_set(idmap_t *m, identry_t *at, uint64_t method, uint32_t line, uint64_t id)
+{
+    *at = (identry_t){method, line, (uint32_t)id};
+    m->n++;
+}
+
+static void idmap_clear(idmap_t *m)
+{
+    if (m->cap)
+        memset(m->e, 0, m->cap * sizeof(*m->e));
+    m->n = 0;
+}
+
 typedef struct conv_s {
     const ing_jfr_params_t *params;
     int64_t period;
@@ -329,11 +388,11 @@ typedef struct conv_s {
     size_t cap_locs;
     const char **kv;
     size_t cap_kv;
-    /* (kind, method) -> pprof function id, for the current chunk: a frame's
-     * name is hashed by the builder once per chunk, not once per frame */
-    uint64_t *fn_keys, *fn_vals;
-    uint8_t *fn_kinds;
-    size_t cap_fn, n_fn;
+    /* For the current chunk (method ids belong to it): (kind, method) ->
+     * pprof function id and (kind, method, line) -> location id, so the
+     * builder hashes a frame's name and location once per chunk, not once
+     * per frame of every sample. */
+    idmap_t fns[ING_JFR_KINDS_], locs_of[ING_JFR_KINDS_];
 } conv_t;
 
 static uint64_t agg_hash(const agg_t *k)
@@ -489,53 +548,34 @@ static size_t sample_labels(conv_t *cv, const agg_t *a)
     return k;
 }
 
-static size_t fn_slot(const conv_t *cv, uint64_t method, uint8_t kind)
-{
-    size_t i = (size_t)(((method ^ kind) * 0x9E3779B97F4A7C15ull) >> 17) & (cv->cap_fn - 1);
-    while (cv->fn_vals[i] && (cv->fn_keys[i] != method || cv->fn_kinds[i] != kind))
-        i = (i + 1) & (cv->cap_fn - 1);
-    return i;
-}
-
-static void fn_grow(conv_t *cv)
-{
-    uint64_t *keys = cv->fn_keys, *vals = cv->fn_vals;
-    uint8_t *kinds = cv->fn_kinds;
-    size_t cap = cv->cap_fn;
-    cv->cap_fn = cap ? cap * 2 : 1024;
-    cv->fn_keys = lc_xcalloc(cv->cap_fn, sizeof(*keys));
-    cv->fn_vals = lc_xcalloc(cv->cap_fn, sizeof(*vals));
-    cv->fn_kinds = lc_xcalloc(cv->cap_fn, sizeof(*kinds));
-    for (size_t i = 0; i < cap; i++) {
-        if (vals[i]) {
-            size_t k = fn_slot(cv, keys[i], kinds[i]);
-            cv->fn_keys[k] = keys[i];
-            cv->fn_vals[k] = vals[i];
-            cv->fn_kinds[k] = kinds[i];
-        }
-    }
-    lc_free(keys);
-    lc_free(vals);
-    lc_free(kinds);
-}
-
 /* The builder's function id of a method for a kind; 0 when the method or
  * its class is unknown (the frame is dropped, as in Pyroscope). */
 static uint64_t function_of(conv_t *cv, jfr_t *j, uint32_t kind, uint64_t method)
 {
-    if ((cv->n_fn + 1) * 2 > cv->cap_fn)
-        fn_grow(cv);
-    size_t i = fn_slot(cv, method, (uint8_t)kind);
-    if (cv->fn_vals[i])
-        return cv->fn_vals[i];
+    identry_t *at = idmap_find(&cv->fns[kind], method, 0);
+    if (at->id)
+        return at->id;
     const char *name = jfr_method_name(j, method);
     uint64_t id = name ? lc_pprof_builder_function(cv->b[kind], name, "", "", 0) : 0;
-    if (id) {
-        cv->fn_keys[i] = method;
-        cv->fn_kinds[i] = (uint8_t)kind;
-        cv->fn_vals[i] = id;
-        cv->n_fn++;
-    }
+    if (id)
+        idmap_set(&cv->fns[kind], at, method, 0, id);
+    return id;
+}
+
+/* The builder's location id of a frame; 0 when its method is unknown. */
+static uint64_t location_of(conv_t *cv, jfr_t *j, uint32_t kind, const jfr_frame_t *fr)
+{
+    uint32_t ln = (uint32_t)fr->line;
+    identry_t *at = idmap_find(&cv->locs_of[kind], fr->method, ln);
+    if (at->id)
+        return at->id;
+    uint64_t fn = function_of(cv, j, kind, fr->method);
+    if (!fn)
+        return 0;
+    lc_pprof_line_t line = {fn, fr->line};
+    uint64_t id = lc_pprof_builder_location(cv->b[kind], cv->mapping[kind], 0, &line, 1);
+    /* function_of may have grown its own map, never this one: at still holds */
+    idmap_set(&cv->locs_of[kind], at, fr->method, ln, id);
     return id;
 }
 
@@ -549,11 +589,9 @@ static void resolve_sample(conv_t *cv, jfr_t *j, const agg_t *a)
     cv->locs = lc_xgrow(cv->locs, &cv->cap_locs, n ? n : 1, sizeof(*cv->locs));
     size_t k = 0;
     for (size_t i = 0; i < n; i++) {
-        uint64_t fn = function_of(cv, j, a->kind, fr[i].method);
-        if (!fn)
-            continue; /* unknown method or class: the frame is dropped */
-        lc_pprof_line_t line = {fn, fr[i].line};
-        cv->locs[k++] = lc_pprof_builder_location(b, cv->mapping[a->kind], 0, &line, 1);
+        uint64_t loc = location_of(cv, j, a->kind, &fr[i]);
+        if (loc) /* else an unknown method or class: the frame is dropped */
+            cv->locs[k++] = loc;
     }
     size_t pairs = sample_labels(cv, a);
     lc_pprof_builder_sample(b, cv->locs, k, a->v, pairs ? cv->kv : NULL, pairs);
@@ -568,9 +606,11 @@ static int on_chunk_end(jfr_t *j, void *data)
     }
     if (cv->cap_agg)
         memset(cv->agg, 0, cv->cap_agg * sizeof(*cv->agg));
-    if (cv->cap_fn) /* method ids belong to the chunk */
-        memset(cv->fn_vals, 0, cv->cap_fn * sizeof(*cv->fn_vals));
-    cv->n_agg = cv->n_fn = 0;
+    for (size_t k = 0; k < ING_JFR_KINDS_; k++) { /* method ids belong to the chunk */
+        idmap_clear(&cv->fns[k]);
+        idmap_clear(&cv->locs_of[k]);
+    }
+    cv->n_agg = 0;
     return 0;
 }
 
@@ -620,9 +660,10 @@ static void conv_fini(conv_t *cv)
     lc_free(cv->agg);
     lc_free(cv->locs);
     lc_free(cv->kv);
-    lc_free(cv->fn_keys);
-    lc_free(cv->fn_vals);
-    lc_free(cv->fn_kinds);
+    for (size_t k = 0; k < ING_JFR_KINDS_; k++) {
+        lc_free(cv->fns[k].e);
+        lc_free(cv->locs_of[k].e);
+    }
 }
 
 int ing_jfr_to_pprof(const uint8_t *jfr, size_t jfr_len, const uint8_t *labels, size_t labels_len,
