@@ -80,12 +80,7 @@ class BucketBlocksTest(dh.ClusterTestCase):
             type(self).sent += folded_total(body) * NS_PER_SAMPLE
 
     def total(self):
-        pt = self.querier.q("ProfileTypes", start=self.t0, end=self.t1).profile_types
-        if not pt:
-            return 0
-        raw = self.querier.merge_profile(pt[0].ID, "{}", self.t0, self.t1)
-        p = h.pb().profile.Profile.FromString(h.gunzip_if(raw))
-        return sum(s.value[0] for s in p.sample)
+        return dh.merged_total(self.querier, self.t0, self.t1)
 
     def uploads_settled(self):
         """Every ingester uploaded something and has nothing pending, twice

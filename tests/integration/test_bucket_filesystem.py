@@ -71,12 +71,7 @@ class BucketFilesystemTest(unittest.TestCase):
         return sorted(glob.glob(os.path.join(cls.bucket, "p1", "index", "*", "*.json")))
 
     def total(self):
-        pt = self.e.q("ProfileTypes", start=self.t0, end=self.t1).profile_types
-        if not pt:
-            return 0
-        raw = self.e.merge_profile(pt[0].ID, "{}", self.t0, self.t1)
-        p = h.pb().profile.Profile.FromString(h.gunzip_if(raw))
-        return sum(s.value[0] for s in p.sample)
+        return dh.merged_total(self.e, self.t0, self.t1)
 
     def test_1_objects_checksummed_and_restored_byte_identical(self):
         self.assertEqual(self.sent, self.total())
