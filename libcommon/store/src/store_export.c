@@ -1,11 +1,31 @@
 /*
  * store_export.c — closed blocks copied out whole, for the ingester's
- * uploader to the object store (issue 27): whether a block has settled (its
+ * uploader to the object store (issue 27): which blocks exist and how often
+ * each was written since the store opened (without opening them), whether a
+ * block has settled (its
  * latest commit is summarised and compacted, so the bytes will not be
  * rewritten soon) and a consistent copy of its LMDB file. Runs on any
  * thread beside the writer and readers.
  */
+#include "lc/alloc.h"
 #include "store_int.h"
+
+int lc_store_block_states(lc_store_t *s, lc_store_block_state_t **out, size_t *n)
+{
+    pthread_mutex_lock(&s->mu);
+    size_t k = 0;
+    lc_store_block_state_t *v = lc_xcalloc(s->n_blocks ? s->n_blocks : 1, sizeof(*v));
+    for (size_t i = 0; i < s->n_blocks; i++) {
+        const store_block_t *b = s->blocks[i];
+        if (!b->dropped)
+            v[k++] = (lc_store_block_state_t){
+                .start_ns = b->start_ns, .end_ns = b->end_ns, .write_gen = b->write_gen};
+    }
+    pthread_mutex_unlock(&s->mu);
+    *out = v;
+    *n = k;
+    return 0;
+}
 
 bool lc_block_settled(lc_store_reader_t *r, size_t i)
 {

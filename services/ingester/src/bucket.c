@@ -44,6 +44,10 @@ struct ing_bucket_s {
     bool stop;
     bool failing; /* the last transfer failed: logged once per outage */
     int64_t retention_done_ns;
+    /* Blocks found in the bucket as they are (uploaded, or the record matched, or
+     * empty) at a write count: skipped until the count changes. Sorted by start. */
+    lc_store_block_state_t *verified;
+    size_t n_verified;
     lc_metric_t *uploaded, *failures, *pending, *uploaded_bytes, *deleted;
 };
 
@@ -167,57 +171,79 @@ static int upload_block(ing_bucket_t *b, const bkt_candidate_t *c, const char *o
 
 /* ---------------------------------------------------------------- one pass */
 
-/* The ended blocks holding profiles whose content differs from their last
- * upload; *settled of them are ready to go up now (compacted). */
-static size_t candidates(ing_bucket_t *b, int64_t now_ns, bkt_candidate_t **out, size_t *settled)
+/* Whether block st was verified at its current write count. */
+static bool verified_at(const ing_bucket_t *b, const lc_store_block_state_t *st)
 {
-    *out = NULL;
-    *settled = 0;
-    lc_store_reader_t *r;
-    if (lc_store_read_begin(b->store, INT64_MIN, now_ns, &r) != 0)
-        return 0;
-    size_t n = lc_store_reader_count(r), k = 0;
-    bkt_candidate_t *v = lc_xcalloc(n ? n : 1, sizeof(*v));
-    for (size_t i = 0; i < n; i++) {
-        bkt_candidate_t *c = &v[k];
-        char name[BKT_NAME_MAX], version[BKT_VERSION_MAX];
-        if (lc_block_info(lc_store_reader_block(r, i), &c->info) != 0 || c->info.profiles == 0 ||
-            c->info.end_ns > now_ns)
-            continue;
-        bkt_start_name(c->info.start_ns, c->start);
-        version_of(&c->info, c->version);
-        if (bkt_record_read(b->uploads, c->start, name, version) == 0 &&
-            strcmp(version, c->version) == 0)
-            continue;
-        if (!lc_block_settled(r, i)) {
-            c->info.profiles = 0; /* pending, not ready: counted, not uploaded */
-        } else {
-            (*settled)++;
-        }
-        k++;
+    size_t lo = 0, hi = b->n_verified;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (b->verified[mid].start_ns < st->start_ns)
+            lo = mid + 1;
+        else
+            hi = mid;
     }
-    lc_store_read_end(r);
-    *out = v;
-    return k;
+    return lo < b->n_verified && b->verified[lo].start_ns == st->start_ns &&
+           b->verified[lo].write_gen == st->write_gen;
 }
 
+typedef enum { BKT_IN_BUCKET, BKT_NOT_READY, BKT_FAILED } bkt_outcome_t;
+
+/* One ended block: what it holds now against its last upload; uploads it
+ * when it changed and is settled. */
+static bkt_outcome_t check_block(ing_bucket_t *b, const lc_store_block_state_t *st)
+{
+    lc_store_reader_t *r;
+    if (lc_store_read_begin(b->store, st->start_ns, st->start_ns, &r) != 0)
+        return BKT_FAILED;
+    bkt_candidate_t c = {0};
+    bool found = false, settled = false;
+    for (size_t i = 0; i < lc_store_reader_count(r) && !found; i++) {
+        found = lc_block_info(lc_store_reader_block(r, i), &c.info) == 0 &&
+                c.info.start_ns == st->start_ns;
+        settled = found && lc_block_settled(r, i);
+    }
+    lc_store_read_end(r);
+    if (!found || c.info.profiles == 0)
+        return BKT_IN_BUCKET; /* dropped meanwhile, or nothing to keep */
+    bkt_start_name(c.info.start_ns, c.start);
+    version_of(&c.info, c.version);
+    char name[BKT_NAME_MAX] = "", version[BKT_VERSION_MAX] = "";
+    if (bkt_record_read(b->uploads, c.start, name, version) != 0)
+        name[0] = '\0';
+    else if (strcmp(version, c.version) == 0)
+        return BKT_IN_BUCKET;
+    if (!settled)
+        return BKT_NOT_READY;
+    return upload_block(b, &c, name) == 0 ? BKT_IN_BUCKET : BKT_FAILED;
+}
+
+/* Every ended block whose write count changed since it was last verified;
+ * stops at the first failure (the bucket or the disk is down: next pass). */
 static void upload_pass(ing_bucket_t *b)
 {
-    bkt_candidate_t *v;
-    size_t settled, n = candidates(b, lc_realtime_ns(), &v, &settled);
-    size_t left = n;
+    int64_t now_ns = lc_realtime_ns();
+    lc_store_block_state_t *states;
+    size_t n, kept = 0, pending = 0;
+    if (lc_store_block_states(b->store, &states, &n) != 0)
+        return;
+    bool failed = false;
     for (size_t i = 0; i < n; i++) {
-        if (v[i].info.profiles == 0)
-            continue;
-        char name[BKT_NAME_MAX] = "", version[BKT_VERSION_MAX];
-        if (bkt_record_read(b->uploads, v[i].start, name, version) != 0)
-            name[0] = '\0';
-        if (upload_block(b, &v[i], name) != 0)
-            break; /* the bucket is down or the disk is: next pass */
-        left--;
+        const lc_store_block_state_t *st = &states[i];
+        bool ok = st->end_ns <= now_ns && verified_at(b, st);
+        if (!ok && st->end_ns <= now_ns && !failed) {
+            bkt_outcome_t o = check_block(b, st);
+            ok = o == BKT_IN_BUCKET;
+            failed = o == BKT_FAILED;
+        }
+        if (ok)
+            states[kept++] = *st; /* sorted still: a subsequence */
+        else if (st->end_ns <= now_ns)
+            pending++;
     }
-    lc_metric_set(b->pending, (double)left);
-    lc_free(v);
+    lc_free(b->verified);
+    b->verified = states;
+    b->n_verified = kept;
+    lc_metric_set(b->pending, (double)pending);
 }
 
 /* ---------------------------------------------------------------- retention */
@@ -359,6 +385,7 @@ void ing_bucket_stop(ing_bucket_t *b)
         pthread_cond_destroy(&b->cv);
     }
     lc_objstore_close(b->os);
+    lc_free(b->verified);
     lc_free(b->id);
     lc_free(b->zone);
     lc_free(b);
