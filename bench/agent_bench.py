@@ -36,8 +36,16 @@ agent), memory (RSS, plus the agent's BPF maps: bytes_memlock of every map
 its sampler uses), and the unwinder's own figures (rows loaded, walks by
 result). Targets (issue 17): at most 1% of one core and 128 MiB.
 
+A third case (--mixed-procs, default 50; issue 30) mixes runtimes: native
+(unwind_tree), CPython 3.11 (agentprogs/py_split.py: Python frames read in
+BPF), Java (agentprogs/java/Split.java: perf map asked of the JVM) and Node
+(agentprogs/node_split.js --perf-basic-prof), in shares 2:2:1:1 (runtimes
+that are missing are left out), at 19 Hz: agent CPU, memory, and the Python
+and JVM counters. Target: agent CPU <= 1% of one core.
+
 usage: bench/agent_bench.py BUILD_DIR [--seconds 20] [--procs N] [--interval 5s]
-                                      [--nofp-procs 50] [--only nofp]
+                                      [--nofp-procs 50] [--mixed-procs 50]
+                                      [--only nofp|mixed]
 Needs root. Use a RelWithDebInfo build (ASan inflates everything).
 """
 import argparse
@@ -170,11 +178,17 @@ def bpf_maps_bytes(prog_name):
 def nofp_window(name, profiler_pid, exe, a, bpf_name=None):
     """--nofp-procs processes of the frame-pointer-less program for
     --seconds while the profiler runs; returns a row."""
+    return load_window(name, profiler_pid, [[exe, "busy", str(a.seconds)]] * a.nofp_procs,
+                       bpf_name)
+
+
+def load_window(name, profiler_pid, argvs, bpf_name=None, cwd=None):
+    """One process per argv (in cwd) while the profiler runs; returns a row."""
     cpu0 = task_cpu_ns(profiler_pid)
     bpf0 = bpf_prog_stats(bpf_name) if bpf_name else None
     t0 = time.monotonic()
-    ps = [subprocess.Popen([exe, "busy", str(a.seconds)], stdout=subprocess.DEVNULL)
-          for _ in range(a.nofp_procs)]
+    ps = [subprocess.Popen(argv, stdout=subprocess.DEVNULL, stdin=subprocess.DEVNULL, cwd=cwd)
+          for argv in argvs]
     peak, parts = 0, {}
     while any(p.poll() is None for p in ps):
         now = rss_parts_kib(profiler_pid)
@@ -254,6 +268,59 @@ def run_nofp_case(dh, build, a, tmp):
             print(f"{r['name']}: wrote {r['data_mib']:.1f} MiB of perf.data (user stacks "
                   f"copied per sample, unwound later by perf report)")
     print("targets (issue 17): agent CPU <= 1% of one core (10 ms/s), memory <= 128 MiB")
+
+
+def mixed_argvs(exe, a, tmp):
+    """--mixed-procs command lines: native, Python, Java, Node in shares 2:2:1:1."""
+    progs = os.path.join(SRC, "tests", "integration", "agentprogs")
+    secs = str(a.seconds)
+    kinds = [("native", [exe, "busy", secs]), ("native", [exe, "busy", secs])]
+    if os.path.exists("/usr/bin/python3.11"):
+        kinds += [("python", ["/usr/bin/python3.11", os.path.join(progs, "py_split.py"), secs])] * 2
+    if shutil.which("javac") and shutil.which("java"):
+        subprocess.run(["javac", "-d", tmp, os.path.join(progs, "java", "Split.java")], check=True)
+        kinds.append(("java", ["java", "-XX:+PreserveFramePointer", "-cp", tmp, "Split", secs]))
+    if shutil.which("node"):
+        kinds.append(("node", ["node", "--perf-basic-prof", os.path.join(progs, "node_split.js"),
+                               secs]))
+    picked = [kinds[i % len(kinds)] for i in range(a.mixed_procs)]
+    counts = {}
+    for k, _ in picked:
+        counts[k] = counts.get(k, 0) + 1
+    return [argv for _, argv in picked], counts
+
+
+def run_mixed_case(dh, build, a, tmp):
+    exe = os.path.join(tmp, "unwind_tree")
+    subprocess.run(["cc", "-O2", "-fomit-frame-pointer",
+                    os.path.join(SRC, "tests", "integration", "agentprogs", "unwind_tree.c"),
+                    "-o", exe, "-lz", "-ldl"], check=True)
+    argvs, counts = mixed_argvs(exe, a, tmp)
+    with running_agent(dh, build, 19, a) as agent:
+        # in tmp: node --perf-basic-prof writes an isolate log into its cwd
+        r = load_window("ember-agent 19 Hz", agent.proc.pid, argvs, bpf_name="agt_on_sample",
+                        cwd=tmp)
+        time.sleep(a.interval_s + 1)  # one more drain: the window's walks are counted
+        m = agent.metrics()
+    bpf = r.get("bpf_ms_s", 0.0)
+    total = r["cpu_ms_s"] + bpf
+    maps = r.get("bpf_map_bytes", 0) / 2**20
+    rss = r["rss_kib"] / 1024
+    print(f"\nmixed runtimes: {counts} on {os.cpu_count()} CPUs, {a.seconds:.0f} s, 19 Hz")
+    print(f"ember-agent: CPU {r['cpu_ms_s']:.2f} ms/s + BPF {bpf:.2f} ms/s = {total:.2f} ms/s "
+          f"({total / 10:.2f}% of one core); RSS peak {rss:.1f} MiB + BPF maps {maps:.1f} MiB; "
+          f"BPF {r.get('bpf_ns_run', 0):.0f} ns per sample")
+
+    def metric(name):
+        return {dict(k[1]).get("result", ""): v for k, v in m.items() if k[0] == name}
+    print(f"python walks {metric('ember_agent_python_walks_total')}, interpreters "
+          f"{metric('ember_agent_python_interpreters_total')}, code cache "
+          f"{m.get(('ember_agent_python_code_bytes', frozenset()), 0) / 1024:.0f} KiB; "
+          f"JVM perf map requests {metric('ember_agent_jvm_perfmap_requests_total')}")
+    print("target (issue 30): agent CPU <= 1% of one core (10 ms/s), memory reported")
+    for pid in {p for p in os.listdir("/tmp") if re.match(r"^perf-\d+\.map$", p)}:
+        with contextlib.suppress(OSError):
+            os.unlink(os.path.join("/tmp", pid))  # the Java and Node programs' perf maps
 
 
 def phase_cpu(m):
@@ -339,7 +406,8 @@ def main():
     ap.add_argument("--procs", type=int, default=os.cpu_count())
     ap.add_argument("--interval", default="5s")
     ap.add_argument("--nofp-procs", type=int, default=50)
-    ap.add_argument("--only", choices=["nofp"], help="run only the frame-pointer-less case")
+    ap.add_argument("--mixed-procs", type=int, default=50)
+    ap.add_argument("--only", choices=["nofp", "mixed"], help="run only that case")
     a = ap.parse_args()
     if os.geteuid() != 0:
         raise SystemExit("the agent benchmark needs root (eBPF, perf -a)")
@@ -360,9 +428,9 @@ def main():
     with open(stats_path, "w") as f:
         f.write("1")
     rows = []
-    if a.only == "nofp":
+    if a.only:
         try:
-            run_nofp_case(dh, build, a, tmp)
+            (run_nofp_case if a.only == "nofp" else run_mixed_case)(dh, build, a, tmp)
         finally:
             with open(stats_path, "w") as f:
                 f.write(stats_before)
@@ -378,6 +446,8 @@ def main():
                          base=True))
         if a.nofp_procs:
             run_nofp_case(dh, build, a, tmp)
+        if a.mixed_procs:
+            run_mixed_case(dh, build, a, tmp)
     finally:
         with open(stats_path, "w") as f:
             f.write(stats_before)

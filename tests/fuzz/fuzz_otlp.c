@@ -5,9 +5,7 @@
  * services, links, attributes. Every pprof it builds must decode again with
  * protobuf-c.
  */
-#include <stdlib.h>
-
-#include "../../services/ingester/src/receive_int.h"
+#include "fuzz_push_check.h"
 #include "opentelemetry/proto/collector/profiles/v1development/profiles_service.pb-c.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -20,15 +18,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         &alloc, size, size ? data : (const uint8_t *)"");
     const Push__V1__PushRequest *push = NULL;
     lc_status_t st = {0};
-    if (msg && ing_otlp_to_push((const void *)msg, a, &push, &st) == 0) {
-        for (size_t i = 0; i < push->n_series; i++) {
-            const ProtobufCBinaryData *raw = &push->series[i]->samples[0]->raw_profile;
-            ProtobufCMessage *p = protobuf_c_message_unpack(&google__v1__profile__descriptor,
-                                                            &alloc, raw->len, raw->data);
-            if (!p && raw->len > 0)
-                abort(); /* a pprof we built must decode */
-        }
-    }
+    if (msg && ing_otlp_to_push((const void *)msg, a, &push, &st) == 0)
+        fuzz_check_push_pprofs(push, &alloc);
     lc_arena_free(a);
     return 0;
 }

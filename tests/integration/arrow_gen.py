@@ -125,8 +125,8 @@ FRAME_TYPE = pa.struct([pa.field("address", pa.uint64(), nullable=False),
                         ("lines", pa.list_view(LINE_TYPE))])
 
 
-def v2_schema():
-    labels = pa.struct([(k, LABEL_TYPE) for k in ("comm", "cpu", "node", "thread_id", "thread_name")])
+def v2_schema(label_names=("comm", "cpu", "node", "thread_id", "thread_name")):
+    labels = pa.struct([(k, LABEL_TYPE) for k in label_names])
     ree_str = pa.run_end_encoded(REE32, pa.string())
     return pa.schema([
         pa.field("labels", labels, nullable=False),

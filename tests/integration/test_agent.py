@@ -45,9 +45,9 @@ def build_programs(out_dir):
 class Run:
     """A child process; .finish() waits and records its CPU time (rusage)."""
 
-    def __init__(self, argv):
+    def __init__(self, argv, stdin=subprocess.DEVNULL, cwd=None):
         self.started_ms = h.now_ms()
-        self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stdin=subprocess.DEVNULL)
+        self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stdin=stdin, cwd=cwd)
         line = self.proc.stdout.readline().decode()
         m = re.match(r"pid (\d+)", line)
         if not m:
@@ -113,6 +113,33 @@ def flame_nodes(fg):
             out.append(node)
         parents = current
     return out
+
+
+def agent_intervals(srv):
+    return srv.metrics().get(("ember_agent_intervals_total", frozenset()), 0)
+
+
+def wait_two_drains(srv, interval_s):
+    """Two drains after now: every sample of processes that ended is out."""
+    target = agent_intervals(srv) + 2
+    h.wait_for(lambda: agent_intervals(srv) >= target, timeout=4 * interval_s + 30,
+               interval=0.2, what="two drains")
+
+
+def settled_nodes(srv, run, what):
+    """run's CPU flame graph nodes once the writer applied the last of it
+    (three reads half a second apart agree)."""
+    seen = []
+
+    def stable():
+        fg = srv.flamegraph("process_cpu:cpu:nanoseconds:cpu:nanoseconds", f'{{pid="{run.pid}"}}',
+                            run.started_ms - 60_000, h.now_ms() + 60_000)
+        nodes = flame_nodes(fg)
+        seen.append(sum(n["total"] for n in nodes if not n["path"]))
+        done = len(seen) >= 3 and seen[-1] == seen[-2] == seen[-3] and seen[-1] > 0
+        return nodes if done else None
+
+    return h.wait_for(stable, timeout=20, interval=0.5, what=what)
 
 
 def totals_by_name(nodes, key="total"):

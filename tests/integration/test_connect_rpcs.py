@@ -292,6 +292,9 @@ class ConnectRpcsTest(h.ServerTestCase):
             call("tree", Q, "SelectMergeStacktraces", smst(format="PROFILE_FORMAT_TREE")),
             call("pprof", Q, "SelectMergeStacktraces", smst(format="PROFILE_FORMAT_PPROF")),
             call("fg-span", Q, "SelectMergeStacktraces", smst(spanSelector=[SPAN_B])),
+            call("fg-async", Q, "SelectMergeStacktraces", smst(**{"async": {"type": "ASYNC_QUERY_TYPE_FORCE"}})),
+            call("fg-async-unknown", Q, "SelectMergeStacktraces",
+                 smst(**{"async": {"requestId": str(uuid.uuid4())}})),
             call("fg-callsite", Q, "SelectMergeStacktraces",
                  smst(stackTraceSelector={"callSite": [{"name": "main"}, {"name": "a"}]})),
             call("fg-profile-id", Q, "SelectMergeStacktraces",
@@ -312,7 +315,12 @@ class ConnectRpcsTest(h.ServerTestCase):
             call("stats", Q, "GetProfileStats", {}),
             call("analyze", Q, "AnalyzeQuery", {"query": SAMPLES + sel_a, **rng}),
             call("heatmap", Q, "SelectHeatmap",
-                 dict(profileTypeID=SAMPLES, labelSelector=sel_a, step=60, **rng)),
+                 dict(profileTypeID=SAMPLES, labelSelector=sel_a, step=60, **rng,
+                      queryType="HEATMAP_QUERY_TYPE_INDIVIDUAL",
+                      exemplarType="EXEMPLAR_TYPE_INDIVIDUAL")),
+            call("select-series-exemplars", Q, "SelectSeries",
+                 dict(profileTypeID=SAMPLES, labelSelector=sel_mode, groupBy=["service_name"], step=60,
+                      exemplarType="EXEMPLAR_TYPE_INDIVIDUAL", **series_range)),
             call("bad-selector", Q, "SelectMergeStacktraces", smst(labelSelector="{service_name=")),
             call("version", "version.v1.Version", "Version", {}),
             call("flags", "capabilities.v1.FeatureFlagsService", "GetFeatureFlags", {}),
@@ -364,6 +372,12 @@ class ConnectRpcsTest(h.ServerTestCase):
         fg = self.ok(r, "fg-samples")["flamegraph"]
         self.assertEqual(fg_levels(fg), (names, levels))
         self.assertEqual((fg["total"], fg["maxSelf"]), ("6", "3"))
+        # async FORCE: the same answer, with a request id and SUCCESS
+        got = self.ok(r, "fg-async")
+        self.assertEqual(fg_levels(got["flamegraph"]), (names, levels))
+        self.assertEqual(got["async"]["status"], "ASYNC_QUERY_STATUS_SUCCESS")
+        self.assertEqual(str(uuid.UUID(got["async"]["requestId"])), got["async"]["requestId"])
+        self.err(r, "fg-async-unknown", "not_found")
         fg = self.ok(r, "fg-cpu")["flamegraph"]
         self.assertEqual(fg_levels(fg), (names, scaled(levels, PERIOD_NS)))
         self.assertEqual((int(fg["total"]), int(fg["maxSelf"])), (6 * PERIOD_NS, 3 * PERIOD_NS))
@@ -426,6 +440,21 @@ class ConnectRpcsTest(h.ServerTestCase):
         self.assertEqual((fg["total"], fg["maxSelf"], fg["leftTicks"], fg["rightTicks"]),
                          ("11", "4", "6", "5"))
 
+    def check_exemplars(self, mode, r):
+        # each service's one point holds its one profile: id, time, value as
+        # pushed, labels without the grouped service_name and internal ones
+        got = self.ok(r, "select-series-exemplars")["series"]
+        want = {self.svc(mode, "a"): (self.ids["a"], 6), self.svc(mode, "b"): (self.ids["b"], 5)}
+        self.assertEqual(len(got), 2, got)
+        for s in got:
+            svc = s["labels"][0]["value"]
+            ex = s["points"][0]["exemplars"]
+            self.assertEqual([(e["profileId"], int(e["value"]), e["timestamp"]) for e in ex],
+                             [(*want[svc], str(self.t0))])
+            labels = {l["name"]: l["value"] for l in ex[0]["labels"]}
+            self.assertEqual(labels.get("env"), "test")
+            self.assertFalse([n for n in labels if n == "service_name" or n.startswith("__")])
+
     def check_stats_and_misc(self, r):
         stats = self.ok(r, "stats")
         self.assertEqual(stats, {"dataIngested": True, "oldestProfileTime": str(self.t0),
@@ -439,12 +468,21 @@ class ConnectRpcsTest(h.ServerTestCase):
             self.assertEqual(sum(int(s.get("seriesCount", 0)) for s in scopes), 1)
             self.assertEqual(sum(int(s.get("profileCount", 0)) for s in scopes), 1)
             self.assertEqual(sum(int(s.get("sampleCount", 0)) for s in scopes), 3)
-        self.err(r, "heatmap", "unimplemented")
+        # A's one profile (6 samples at t0) is the heatmap's one count, in the
+        # slot at t0 (step 60 s from t0 - 60 s), and its exemplar
+        hm = self.ok(r, "heatmap")["series"]
+        self.assertEqual(len(hm), 1, hm)
+        slots = hm[0]["slots"]
+        self.assertEqual([(s["timestamp"], [int(c) for c in s["counts"]]) for s in slots],
+                         [(str(self.t0), [1])])
+        self.assertLessEqual(float(slots[0]["yMin"][0]), 6.0)
+        self.assertEqual([(e["profileId"], int(e["value"])) for e in slots[0]["exemplars"]],
+                         [(self.ids["a"], 6)])
         self.err(r, "bad-selector", "invalid_argument")
         self.assertEqual(self.ok(r, "version"), {"QuerierAPI": "1"})
         flags = {f["name"]: f.get("enabled", False) for f in self.ok(r, "flags")["featureFlags"]}
         self.assertEqual(flags, {"pyroscopeRuler": False, "pyroscopeRulerFunctions": False,
-                                 "utf8LabelNames": True, "v2StorageLayer": False})
+                                 "utf8LabelNames": True, "v2StorageLayer": True})
         self.assertEqual([f["name"] for f in self.ok(r, "flags")["featureFlags"]], sorted(flags))
 
     def check_settings(self, mode, r, before_ms, after_ms):
@@ -475,6 +513,7 @@ class ConnectRpcsTest(h.ServerTestCase):
                             ("tree and pprof", lambda: self.check_tree_and_pprof(r)),
                             ("series", lambda: self.check_series(mode, r)),
                             ("diff", lambda: self.check_diff(r)),
+                            ("exemplars", lambda: self.check_exemplars(mode, r)),
                             ("stats, version, flags", lambda: self.check_stats_and_misc(r))):
             with self.subTest(mode=mode, rpcs=name):
                 check()
@@ -686,8 +725,8 @@ class ConnectEdgeCasesTest(h.ServerTestCase):
             ("older setting", self.post_json(f"{s}/Set", {"setting": {"name": "edge", "modifiedAt": "49"}}),
              "already_exists", None),
             ("Set without a setting", self.post_json(f"{s}/Set", {}), "invalid_argument", None),
-            ("SelectHeatmap", self.post_json(f"{Q}/SelectHeatmap", dict(
-                rng, profileTypeID=SAMPLES, labelSelector=sel, step=15)), "unimplemented", None),
+            ("SelectHeatmap without a step", self.post_json(f"{Q}/SelectHeatmap", dict(
+                rng, profileTypeID=SAMPLES, labelSelector=sel)), "invalid_argument", None),
             ("unknown request encoding", self.post(f"{s}/Get", b"{}", "application/json",
                                                    {"Content-Encoding": "br"}), "unimplemented", None),
         ]

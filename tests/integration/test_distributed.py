@@ -10,7 +10,7 @@ the one that stores it.
 
 The rest of what an all-in-one serves is answered too, and the same:
 AnalyzeQuery (figures summed over ingesters; SplitSeriesAnalyzeTest: a series
-held by two ingesters counted once), SelectHeatmap's error, the legacy /pyroscope/render (JSON with timeline
+held by two ingesters counted once), SelectHeatmap and SelectSeries exemplars, the legacy /pyroscope/render (JSON with timeline
 and groups, DOT), render-diff and label-values, version and feature flags;
 settings written through one querier are read through the other (they live
 in Redis). MultiTenantSettingsTest: settings per tenant across queriers and a
@@ -28,6 +28,7 @@ import random
 import signal
 import time
 import unittest
+import uuid
 from urllib.parse import urlencode
 
 import distributed_harness as dh
@@ -185,12 +186,46 @@ class DistributedTest(dh.ClusterTestCase):
         self.same_json(path, {"query": self.ptype + "{svc=", **rng})
         self.same_json(path, {"query": "nonsense", **rng})
 
-    def test_select_heatmap_same_error(self):
+    def same_but_ids(self, path, body):
+        """As same_json, but profile ids are compared only as UUIDs: ember
+        gives /ingest profiles random ids, so the all-in-one's and the
+        cluster's copies differ."""
+        def strip(x):
+            if isinstance(x, dict):
+                if "profileId" in x:
+                    self.assertEqual(str(uuid.UUID(x["profileId"])), x["profileId"])
+                return {k: ("uuid" if k == "profileId" else strip(v)) for k, v in x.items()}
+            return [strip(v) for v in x] if isinstance(x, list) else x
+        want = connect_json(self.aio, path, body)
+        for q in self.queriers:
+            got = connect_json(q, path, body)
+            self.assertEqual((want.status, strip(want.json)), (got.status, strip(got.json)),
+                             f"{path} {body} via querier {q.port}: {got.describe()}")
+        return want
+
+    def test_heatmap_and_exemplars_through_the_fanout(self):
+        """Built from every ingester's profiles (ShardService/SelectProfiles):
+        the all-in-one's answer (ids aside), and the heatmap counts the 60
+        profiles sent."""
+        rng = {"start": str(self.t0), "end": str(self.t1), "step": 300}
+        for group_by in ([], ["region"], ["svc", "region"]):
+            r = self.same_but_ids(f"/{h.QUERIER}/SelectHeatmap",
+                                  {"profileTypeID": self.ptype, "labelSelector": "{}", **rng,
+                                   "groupBy": group_by, "queryType": "HEATMAP_QUERY_TYPE_INDIVIDUAL",
+                                   "exemplarType": "EXEMPLAR_TYPE_INDIVIDUAL"})
+            self.assertEqual(r.status, 200, r.describe())
+            counts = [int(c) for s in r.json["series"] for sl in s["slots"] for c in sl["counts"]]
+            self.assertEqual(sum(counts), 60, (group_by, r.json))
+            r = self.same_but_ids(f"/{h.QUERIER}/SelectSeries",
+                                  {"profileTypeID": self.ptype, "labelSelector": "{}", **rng,
+                                   "groupBy": group_by, "exemplarType": "EXEMPLAR_TYPE_INDIVIDUAL"})
+            self.assertEqual(r.status, 200, r.describe())
+            self.assertTrue(all(p.get("exemplars") for s in r.json["series"] for p in s["points"]),
+                            r.json)
+        # a bad request is the same error everywhere
         r = self.same_json(f"/{h.QUERIER}/SelectHeatmap",
-                           {"profileTypeID": self.ptype, "labelSelector": "{}",
-                            "start": str(self.t0), "end": str(self.t1)})
-        self.assertEqual(r.status, 501)
-        self.assertEqual(r.json["code"], "unimplemented")
+                           {"profileTypeID": self.ptype, "labelSelector": "{", **rng})
+        self.assertEqual(r.json["code"], "invalid_argument")
 
     def same_get(self, path, params):
         """GET path?params: status, content type and body equal the
@@ -275,7 +310,7 @@ class DistributedTest(dh.ClusterTestCase):
         self.assertEqual(r.status, 200)
         flags = {f["name"]: f.get("enabled", False) for f in r.json["featureFlags"]}
         self.assertEqual(flags.get("utf8LabelNames"), True)
-        self.assertEqual(flags.get("v2StorageLayer"), False)
+        self.assertEqual(flags.get("v2StorageLayer"), True)
 
     def test_settings_shared_between_queriers(self):
         q0, q1 = self.queriers

@@ -296,6 +296,43 @@ class UiSingleTest(UiMixin, h.ServerTestCase):
         self.assertLess(f, u)
         self.assertLess(u, (self.B + 300) * 1000)
 
+    def test_exemplar_list_opens_one_profile(self):
+        """Under the chart, the profiles of the range by value (eu: 470
+        samples, us: 170); a click shows that profile alone (the flame graph's
+        total is its samples), and 'show all profiles' goes back. With
+        chart=heatmap, the two profiles are two cells of the heatmap."""
+        out = drive(self.srv_url(), [
+            {"do": "goto", "url": self.single_url()},
+            {"do": "text", "sel": "#exemplar-table", "key": "list"},
+            {"do": "click", "sel": "#exemplar-table button.exemplar"},
+            {"do": "settle"},
+            {"do": "text", "sel": "#flame", "key": "one"},
+            {"do": "text", "sel": "#profile-note", "key": "note"},
+            {"do": "state", "key": "state"},
+            {"do": "shot", "file": "single-exemplar.png"},
+            {"do": "click", "sel": "#all-profiles"},
+            {"do": "settle"},
+            {"do": "text", "sel": "#flame", "key": "all"},
+            {"do": "goto", "url": self.single_url(extra="&chart=heatmap")},
+            {"do": "text", "sel": "#heatmap", "key": "heat"},
+            {"do": "canvas", "sel": "#heatmap canvas", "key": "heat_canvas"},
+            {"do": "shot", "file": "single-heatmap.png"},
+        ])
+        self.assertNoConsoleErrors(out)
+        R = out["results"]
+        text = R["list"]["text"]
+        self.assertIn("region=eu", text)
+        self.assertIn("region=us", text)
+        self.assertLess(text.index("4.70 s"), text.index("1.70 s"), "highest value first")
+        self.assertEqual(str(470 * NS), R["one"]["data"]["total"], R["one"])
+        self.assertIn("profile=", R["state"]["url"])
+        self.assertIn("Flame graph of profile", R["note"]["text"])
+        self.assertEqual(str(640 * NS), R["all"]["data"]["total"], R["all"])
+        # the heatmap: the two profiles, a minute apart, in two cells
+        self.assertEqual({"cells": "2", "count": "2"},
+                         {k: R["heat"]["data"].get(k) for k in ("cells", "count")}, R["heat"])
+        self.assertGreater(R["heat_canvas"]["nonBlank"], 100, "the heatmap is drawn")
+
     def test_dark_theme(self):
         out = drive(self.srv_url(), [
             {"do": "goto", "url": self.single_url(extra="&search=shop")},

@@ -20,15 +20,8 @@
 set -euo pipefail
 AGENT=$(realpath "$1"); OUT=$(realpath -m "$2"); MODE=${3:-v2}; SECONDS_TO_RUN=${4:-30}
 HERE=$(cd "$(dirname "$0")" && pwd)
-[[ $(id -u) == 0 ]] || { echo "must run as root (the agent loads eBPF programs)" >&2; exit 1; }
-mountpoint -q /sys/kernel/tracing || mount -t tracefs nodev /sys/kernel/tracing
-mkdir -p "$OUT"
-cc -g -O1 -o "$OUT/burner" "$HERE/parca_burner.c"
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+. "$HERE/parca-agent-env.sh"
 STORE_PORT=$(free_port); HTTP_PORT=$(free_port)
-PIDS=()
-cleanup() { for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; }
-trap cleanup EXIT
 
 python3 "$HERE/parca_capture_proxy.py" --listen "127.0.0.1:$STORE_PORT" --out "$OUT" \
   > "$OUT/proxy.log" 2>&1 &

@@ -131,6 +131,18 @@ int lc_httpd_route(lc_httpd_t *srv, const lc_http_route_t *route)
     return lc_httpd__routes_add(&srv->routes, route, max_inflated, srv->metrics);
 }
 
+int lc_httpd_route_interim(lc_httpd_t *srv, const char *path, lc_http_interim_fn fn)
+{
+    for (size_t i = 0; i < srv->routes.n; i++) {
+        route_t *r = &srv->routes.v[i];
+        if (!r->prefix && strcmp(r->path, path) == 0) {
+            r->interim = fn;
+            return 0;
+        }
+    }
+    return LC_ENOTFOUND;
+}
+
 int lc_httpd_routes_text(const lc_httpd_t *srv, lc_buf_t *out)
 {
     return lc_httpd__routes_text(&srv->routes, out);
@@ -690,6 +702,21 @@ static bool xchg_guard_passes(xchg_t *x)
         lc_http_error(&x->parser.req, &st);
     x->respond(x);
     return false;
+}
+
+const route_t *lc_httpd__xchg_interim_route(xchg_t *x)
+{
+    lc_http_req_t *req = &x->parser.req;
+    bool path_known = false;
+    if (!x->srv || lc_httpd__parser_body_gzipped(&x->parser))
+        return NULL;
+    const route_t *r = lc_httpd__routes_find(&x->srv->routes, req->path, req->method, &path_known);
+    if (!r || !r->interim)
+        return NULL;
+    lc_status_t st = {0};
+    if (x->srv->guard && x->srv->guard(req, r->scope, &st) != 0)
+        return NULL;
+    return r;
 }
 
 /* A gRPC call (by its Content-Type) of a method nobody serves is answered

@@ -51,6 +51,11 @@ struct h2_stream_s {
     bool closed;         /* nghttp2 closed the stream */
     bool busy;           /* a handler owns the exchange */
     bool answered;       /* a response was submitted */
+    /* a bidirectional route (lc_http_route_t.interim): */
+    const lc_httpd__route_t *interim; /* until the request is complete */
+    lc_buf_t out;                     /* every byte of the response body, interim and final */
+    bool streaming;                   /* response headers sent, body deferred while open */
+    bool final;                       /* the handler's answer is in out: end after it */
 };
 
 struct lc_httpd__h2_s {
@@ -98,6 +103,7 @@ static void h2_stream_free(h2_stream_t *s)
     if (s->next)
         s->next->prev = s->prev;
     h2->body_bytes -= s->body_counted;
+    lc_buf_fini(&s->out);
     lc_httpd__xchg_fini(&s->x);
     lc_free(s);
 }
@@ -189,8 +195,87 @@ static ssize_t h2_read_body(nghttp2_session *session, int32_t stream_id, uint8_t
     return (ssize_t)n;
 }
 
+/* ---- bidirectional routes: the body is sent as it grows, then trailers */
+
+static ssize_t h2_read_stream(nghttp2_session *session, int32_t stream_id, uint8_t *buf,
+                              size_t length, uint32_t *flags, nghttp2_data_source *source,
+                              void *user)
+{
+    LC_UNUSED(session);
+    LC_UNUSED(stream_id);
+    LC_UNUSED(user);
+    h2_stream_t *s = source->ptr;
+    size_t avail = s->out.len - s->sent;
+    if (avail == 0 && !s->final)
+        return NGHTTP2_ERR_DEFERRED; /* resumed by h2_stream_send */
+    size_t n = avail < length ? avail : length;
+    if (n > 0)
+        memcpy(buf, s->out.data + s->sent, n);
+    s->sent += n;
+    if (s->final && s->sent == s->out.len) {
+        *flags |= NGHTTP2_DATA_FLAG_EOF | NGHTTP2_DATA_FLAG_NO_END_STREAM;
+        h2_submit_trailers(s);
+    }
+    return (ssize_t)n;
+}
+
+/* Sends what s->out holds beyond what was sent: the response headers
+ * first, then the deferred body resumes. */
+static void h2_stream_send(h2_stream_t *s)
+{
+    nghttp2_session *session = s->h2->session;
+    if (s->streaming) {
+        nghttp2_session_resume_data(session, s->id);
+        return;
+    }
+    s->streaming = true;
+    nghttp2_nv nva[] = {h2_nv(":status", "200"), h2_nv("content-type", "application/grpc")};
+    nghttp2_data_provider body = {.source.ptr = s, .read_callback = h2_read_stream};
+    if (nghttp2_submit_response(session, s->id, nva, 2, &body) != 0)
+        nghttp2_submit_rst_stream(session, NGHTTP2_FLAG_NONE, s->id, NGHTTP2_INTERNAL_ERROR);
+}
+
+static const char *h2_resp_header(const lc_http_req_t *req, const char *name)
+{
+    for (size_t i = 0; i < req->_n_resp_headers; i++)
+        if (strcasecmp(req->_resp_headers[i].name, name) == 0)
+            return req->_resp_headers[i].value;
+    return NULL;
+}
+
+/* The handler's answer after interim messages: its body follows them, its
+ * status goes in the trailers (headers were sent long ago). */
+static void h2_finish_stream(h2_stream_t *s)
+{
+    lc_http_req_t *req = &s->x.parser.req;
+    s->answered = true;
+    const char *status = h2_resp_header(req, "grpc-status");
+    bool grpc_body = req->_n_trailers > 0 || status;
+    if (req->_n_trailers == 0) { /* a Trailers-Only answer, or a plain HTTP refusal (413) */
+        const char *message = h2_resp_header(req, "grpc-message");
+        char text[64];
+        snprintf(text, sizeof(text), "HTTP %d during the call", req->status);
+        lc_http_set_trailer(req, "grpc-status", status ? status : "13");
+        if (message || !status)
+            lc_http_set_trailer(req, "grpc-message", message ? message : text);
+    }
+    if (s->h2->cfg.answered)
+        s->h2->cfg.answered(&s->x);
+    /* a plain HTTP body (an error's JSON) is no gRPC message: not sent */
+    if (grpc_body && lc_buf_append(&s->out, req->resp_body.data, req->resp_body.len) != 0) {
+        nghttp2_submit_rst_stream(s->h2->session, NGHTTP2_FLAG_NONE, s->id, NGHTTP2_INTERNAL_ERROR);
+        return;
+    }
+    s->final = true;
+    h2_stream_send(s);
+}
+
 static void h2_submit_response(h2_stream_t *s)
 {
+    if (s->streaming) {
+        h2_finish_stream(s);
+        return;
+    }
     lc_http_req_t *req = &s->x.parser.req;
     lc_arena_t *a = req->arena;
     char status[STATUS_TEXT_BYTES], length[32];
@@ -310,9 +395,27 @@ static void h2_on_request_headers(lc_httpd__h2_t *h2, h2_stream_t *s, bool end_s
     } else if (lc_httpd__parser_end_headers(p, h2_declared_length(p)) != 0) {
         h2_answer_early(s);
         return;
+    } else if (!end_stream) {
+        s->interim = lc_httpd__xchg_interim_route(&s->x);
+        lc_buf_init(&s->out, h2->cfg.lim.max_body_bytes);
     }
     if (end_stream)
         h2_request_complete(h2, s);
+}
+
+/* A bidirectional route's hook on the body so far. */
+static void h2_interim(lc_httpd__h2_t *h2, h2_stream_t *s)
+{
+    lc_http_req_t *req = &s->x.parser.req;
+    lc_httpd__parser_end_body(&s->x.parser); /* req->body: what came so far */
+    size_t before = s->out.len;
+    lc_http_interim_t want = s->interim->interim(req, s->interim->data, &s->out);
+    if (want == LC_HTTP_INTERIM_COMPLETE) {
+        s->interim = NULL;
+        h2_request_complete(h2, s);
+    } else if (want == LC_HTTP_INTERIM_REPLY && s->out.len > before) {
+        h2_stream_send(s);
+    }
 }
 
 static int h2_on_frame_recv(nghttp2_session *session, const nghttp2_frame *frame, void *user)
@@ -351,7 +454,7 @@ static int h2_on_data_chunk(nghttp2_session *session, uint8_t flags, int32_t str
     LC_UNUSED(flags);
     lc_httpd__h2_t *h2 = user;
     h2_stream_t *s = h2_stream_get(h2, stream_id);
-    if (!s || s->answered)
+    if (!s || s->answered || s->busy) /* busy: a bidirectional request completed early */
         return 0;
     lc_httpd__parser_t *p = &s->x.parser;
     if (lc_httpd__parser_add_body(p, data, len) != 0) {
@@ -367,6 +470,8 @@ static int h2_on_data_chunk(nghttp2_session *session, uint8_t flags, int32_t str
     }
     h2->body_bytes += len;
     s->body_counted += len;
+    if (s->interim)
+        h2_interim(h2, s);
     return 0;
 }
 

@@ -119,6 +119,10 @@ void lc_httpd__xchg_init(lc_httpd__xchg_t *x, lc_httpd_t *srv, const lc_httpd__l
 void lc_httpd__xchg_fini(lc_httpd__xchg_t *x);
 /* Routes x->parser.req and runs its handlers; x->respond follows (maybe at once). */
 void lc_httpd__xchg_dispatch(lc_httpd__xchg_t *x);
+/* The route of x's request (headers complete) when it has an interim hook
+ * (a bidirectional route) and the guard passes; NULL otherwise, and the
+ * request then goes the unary way (where a guard refusal is answered). */
+const lc_httpd__route_t *lc_httpd__xchg_interim_route(lc_httpd__xchg_t *x);
 /* Counts the response in the request metrics (call when it is handed over). */
 void lc_httpd__xchg_record_metrics(lc_httpd__xchg_t *x);
 
@@ -138,6 +142,7 @@ struct lc_httpd__route_s {
     lc_metric_t *latency; /* NULL without metrics */
     lc_http_scope_t scope;
     lc_http_deny_fn deny;
+    lc_http_interim_fn interim; /* NULL: unary */
 };
 
 typedef struct lc_httpd__routes_s {

@@ -524,7 +524,7 @@ static size_t u64_size(uint64_t v)
     return v ? 1 + varint_len(v) : 0;
 }
 
-static uint8_t *put_u64(uint8_t *p, unsigned field, uint64_t v)
+static uint8_t *put_varint_field(uint8_t *p, unsigned field, uint64_t v)
 {
     return v ? put_varint(put_tag(p, field, WT_VARINT), v) : p;
 }
@@ -573,7 +573,7 @@ static size_t value_type_size(int64_t type, int64_t unit)
 static uint8_t *put_value_type(uint8_t *p, unsigned field, int64_t type, int64_t unit)
 {
     p = put_len(p, field, value_type_size(type, unit));
-    return put_u64(put_u64(p, 1, (uint64_t)type), 2, (uint64_t)unit);
+    return put_varint_field(put_varint_field(p, 1, (uint64_t)type), 2, (uint64_t)unit);
 }
 
 /* Label {key = 1, str = 2}: the builder keeps string labels only. */
@@ -606,7 +606,7 @@ static uint8_t *put_sample(const builder_t *b, size_t i, size_t len, uint8_t *p)
     for (size_t k = 0; k < s->n_labels; k++) {
         const int64_t *kv = &b->label_idx.v[2 * (s->label_off + k)];
         p = put_len(p, 3, label_size(kv));
-        p = put_u64(put_u64(p, 1, (uint64_t)kv[0]), 2, (uint64_t)kv[1]);
+        p = put_varint_field(put_varint_field(p, 1, (uint64_t)kv[0]), 2, (uint64_t)kv[1]);
     }
     return p;
 }
@@ -625,13 +625,13 @@ static uint8_t *put_mapping(const builder_t *b, size_t i, uint8_t *p)
 {
     const bmapping_t *m = &b->maps.v[i];
     p = put_len(p, 3, mapping_size(b, i));
-    p = put_u64(p, 1, i + 1);
-    p = put_u64(p, 2, m->memory_start);
-    p = put_u64(p, 3, m->memory_limit);
-    p = put_u64(p, 4, m->file_offset);
-    p = put_u64(p, 5, (uint64_t)m->filename);
-    p = put_u64(p, 6, (uint64_t)m->build_id);
-    return put_u64(p, 7, m->has_functions != 0);
+    p = put_varint_field(p, 1, i + 1);
+    p = put_varint_field(p, 2, m->memory_start);
+    p = put_varint_field(p, 3, m->memory_limit);
+    p = put_varint_field(p, 4, m->file_offset);
+    p = put_varint_field(p, 5, (uint64_t)m->filename);
+    p = put_varint_field(p, 6, (uint64_t)m->build_id);
+    return put_varint_field(p, 7, m->has_functions != 0);
 }
 
 /* Line {function_id = 1, line = 2} */
@@ -650,17 +650,17 @@ static size_t location_size(const builder_t *b, size_t i)
     return n;
 }
 
-static uint8_t *put_location(const builder_t *b, size_t i, uint8_t *p)
+static uint8_t *put_location_msg(const builder_t *b, size_t i, uint8_t *p)
 {
     const bloc_t *l = &b->locs.v[i];
     p = put_len(p, 4, location_size(b, i));
-    p = put_u64(p, 1, i + 1);
-    p = put_u64(p, 2, l->mapping_id);
-    p = put_u64(p, 3, l->address);
+    p = put_varint_field(p, 1, i + 1);
+    p = put_varint_field(p, 2, l->mapping_id);
+    p = put_varint_field(p, 3, l->address);
     for (size_t k = 0; k < l->n_lines; k++) {
         const lc_pprof_line_t *line = &b->lines.v[l->line_off + k];
         p = put_len(p, 4, line_size(line));
-        p = put_u64(put_u64(p, 1, line->function_id), 2, (uint64_t)line->line);
+        p = put_varint_field(put_varint_field(p, 1, line->function_id), 2, (uint64_t)line->line);
     }
     return p;
 }
@@ -677,11 +677,11 @@ static uint8_t *put_function(const builder_t *b, size_t i, uint8_t *p)
 {
     const bfunc_t *f = &b->funcs.v[i];
     p = put_len(p, 5, function_size(b, i));
-    p = put_u64(p, 1, i + 1);
-    p = put_u64(p, 2, (uint64_t)f->name);
-    p = put_u64(p, 3, (uint64_t)f->system_name);
-    p = put_u64(p, 4, (uint64_t)f->filename);
-    return put_u64(p, 5, (uint64_t)f->start_line);
+    p = put_varint_field(p, 1, i + 1);
+    p = put_varint_field(p, 2, (uint64_t)f->name);
+    p = put_varint_field(p, 3, (uint64_t)f->system_name);
+    p = put_varint_field(p, 4, (uint64_t)f->filename);
+    return put_varint_field(p, 5, (uint64_t)f->start_line);
 }
 
 /* Profile: sample_type = 1, sample = 2, mapping = 3, location = 4,
@@ -718,7 +718,7 @@ static uint8_t *put_profile(const builder_t *b, const size_t *sample_len, uint8_
     for (size_t i = 0; i < b->maps.n; i++)
         p = put_mapping(b, i, p);
     for (size_t i = 0; i < b->locs.n; i++)
-        p = put_location(b, i, p);
+        p = put_location_msg(b, i, p);
     for (size_t i = 0; i < b->funcs.n; i++)
         p = put_function(b, i, p);
     for (size_t i = 0; i < b->strs.n; i++) {
@@ -727,11 +727,11 @@ static uint8_t *put_profile(const builder_t *b, const size_t *sample_len, uint8_
             memcpy(p, b->strs.v[i].s, b->strs.v[i].len);
         p += b->strs.v[i].len;
     }
-    p = put_u64(p, 9, (uint64_t)b->time_nanos);
-    p = put_u64(p, 10, (uint64_t)b->duration_nanos);
+    p = put_varint_field(p, 9, (uint64_t)b->time_nanos);
+    p = put_varint_field(p, 10, (uint64_t)b->duration_nanos);
     if (b->has_period) {
         p = put_value_type(p, 11, b->period_type, b->period_unit);
-        p = put_u64(p, 12, (uint64_t)b->period);
+        p = put_varint_field(p, 12, (uint64_t)b->period);
     }
     return p;
 }

@@ -171,10 +171,15 @@ static bool bucket_of(const lc_query_series_opts_t *o, int64_t t_ms, int64_t *bo
     return true;
 }
 
+bool lc_query_series_bucket(const lc_query_series_opts_t *o, int64_t time_ns, int64_t *boundary_ms)
+{
+    return o->step_ms >= 1 && bucket_of(o, floor_div(time_ns, 1000000), boundary_ms);
+}
+
 int lc_query_series_add(lc_query_series_t *s, uint32_t group, int64_t time_ns, int64_t value)
 {
     int64_t boundary;
-    if (s->o.step_ms < 1 || !bucket_of(&s->o, floor_div(time_ns, 1000000), &boundary))
+    if (!lc_query_series_bucket(&s->o, time_ns, &boundary))
         return 0;
     if (s->n_raw >= LC_QUERY_MAX_SERIES_POINTS)
         return LC_ETOOBIG;

@@ -95,6 +95,16 @@ struct {
     __type(value, struct agt_unwind_proc);
 } unwind_procs SEC(".maps");
 
+/* tgid -> where its CPython runtime is and the version's offsets; written by
+ * user space once it recognised the interpreter (python.c). */
+struct {
+    __uint(type, BPF_MAP_TYPE_HASH);
+    __uint(map_flags, BPF_F_NO_PREALLOC);
+    __uint(max_entries, 4096);
+    __type(key, __u32);
+    __type(value, struct agt_py_proc);
+} py_procs SEC(".maps");
+
 struct {
     __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
     __uint(max_entries, AGT_STAT_N);
@@ -104,11 +114,16 @@ struct {
 
 /* Per-CPU slots and no nesting (the kernel does not re-enter a perf_event
  * program on a CPU where one runs), so a plain increment is exact. */
-static __always_inline void stat_inc(__u32 which)
+static __always_inline void stat_add(__u32 which, __u64 n)
 {
     __u64 *v = bpf_map_lookup_elem(&stats, &which);
     if (v)
-        (*v)++;
+        *v += n;
+}
+
+static __always_inline void stat_inc(__u32 which)
+{
+    stat_add(which, 1);
 }
 
 /* A 64-bit hash of the first n frames; never 0 (0 means "no stack"). */
@@ -432,6 +447,207 @@ static __always_inline long take_table_stack(struct bpf_perf_event_data *ctx, __
     return store_stack(stacks, buf, n, hash);
 }
 
+/* ---------------------------------------------------------------- Python frames */
+
+/* The frame walk's state, per CPU in a map (like unwind_walk). */
+struct py_walk {
+    __u64 frame; /* the next _PyInterpreterFrame to read; 0 at the end */
+    __u32 n;     /* frames written */
+    __u32 result;
+    __u32 tgid, pad;
+    __u64 start_ns;
+    struct agt_py_offsets off;
+};
+
+/* (process, code object) pairs user space was told about: a code object is
+ * announced once (AGT_EVENT_PYCODE) so that it is read while the process
+ * lives, not at the drain, when a short-lived program may be gone. */
+struct py_code_key {
+    __u32 tgid;
+    __u32 pad;
+    __u64 code;
+};
+
+struct {
+    __uint(type, BPF_MAP_TYPE_LRU_HASH);
+    __uint(max_entries, 65536);
+    __type(key, struct py_code_key);
+    __type(value, __u64); /* the process incarnation (start_ns) */
+} py_codes_seen SEC(".maps");
+
+static __always_inline void py_announce(const struct py_walk *w, __u64 code)
+{
+    struct py_code_key k = {.tgid = w->tgid, .code = code};
+    __u64 *seen = bpf_map_lookup_elem(&py_codes_seen, &k);
+    if (seen && *seen == w->start_ns)
+        return;
+    __u64 start = w->start_ns;
+    bpf_map_update_elem(&py_codes_seen, &k, &start, BPF_ANY);
+    struct agt_event ev = {
+        .tgid = w->tgid, .kind = AGT_EVENT_PYCODE, .start_ns = start, .addr = code};
+    if (bpf_ringbuf_output(&events, &ev, sizeof(ev), 0) != 0)
+        stat_inc(AGT_STAT_EVENTS_LOST);
+}
+
+struct {
+    __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+    __uint(max_entries, 1);
+    __type(key, __u32);
+    __type(value, struct py_walk);
+} py_walks SEC(".maps");
+
+/* Reads the pointer-sized field at base + off; nonzero when it cannot. */
+static __always_inline long py_read(__u64 base, __u16 off, __u64 *out)
+{
+    *out = 0;
+    if (off == AGT_PY_NO_FIELD)
+        return -1;
+    return bpf_probe_read_user(out, sizeof(*out), (void *)(base + off));
+}
+
+/* The sampled thread's PyThreadState, searched by native thread id in the
+ * main interpreter's thread list (the thread holding the GIL need not be the
+ * one on this CPU). 0 with *result set when there is none. */
+static __always_inline __u64 py_thread_state(const struct agt_py_proc *pp, __u32 tid, __u32 *result)
+{
+    __u64 interp, ts;
+    if (py_read(pp->runtime, pp->off.runtime_interp_head, &interp) != 0 || interp == 0 ||
+        py_read(interp, pp->off.interp_threads_head, &ts) != 0) {
+        *result = AGT_STAT_PY_READ_ERR;
+        return 0;
+    }
+    for (int i = 0; i < AGT_PY_MAX_THREADS && ts; i++) {
+        __u64 native;
+        if (py_read(ts, pp->off.tstate_native_tid, &native) != 0) {
+            *result = AGT_STAT_PY_READ_ERR;
+            return 0;
+        }
+        if ((__u32)native == tid)
+            return ts;
+        if (py_read(ts, pp->off.tstate_next, &ts) != 0) {
+            *result = AGT_STAT_PY_READ_ERR;
+            return 0;
+        }
+    }
+    *result = AGT_STAT_PY_NO_THREAD;
+    return 0;
+}
+
+/* The thread's innermost frame: tstate->cframe->current_frame (3.11, 3.12). */
+static __always_inline __u64 py_current_frame(const struct agt_py_proc *pp, __u64 ts)
+{
+    __u64 holder = ts, frame;
+    if (pp->off.tstate_cframe != AGT_PY_NO_FIELD && py_read(ts, pp->off.tstate_cframe, &holder))
+        return 0;
+    if (holder == 0 || py_read(holder, pp->off.cframe_current_frame, &frame) != 0)
+        return 0;
+    return frame;
+}
+
+#define PY_SHIM_FRAME 1 /* py_frame_word: an eval call's base, not a Python frame */
+
+/* One frame's word (sampler.h); 0 when the frame cannot be read,
+ * PY_SHIM_FRAME for the base frame of an eval call (3.12+). */
+static __always_inline __u64 py_frame_word(struct py_walk *w, __u64 frame, __u64 *previous)
+{
+    __u64 code, instr;
+    __u8 entry = 0, owner = 0;
+    if (py_read(frame, w->off.frame_code, &code) != 0 ||
+        py_read(frame, w->off.frame_previous, previous) != 0 ||
+        py_read(frame, w->off.frame_prev_instr, &instr) != 0)
+        return 0;
+    if (w->off.frame_is_entry != AGT_PY_NO_FIELD &&
+        bpf_probe_read_user(&entry, 1, (void *)(frame + w->off.frame_is_entry)) != 0)
+        return 0;
+    if (w->off.frame_owner != AGT_PY_NO_FIELD &&
+        bpf_probe_read_user(&owner, 1, (void *)(frame + w->off.frame_owner)) != 0)
+        return 0;
+    if (owner == AGT_PY_OWNED_BY_CSTACK)
+        return PY_SHIM_FRAME;
+    __u64 word = (code & AGT_PY_FRAME_ADDR_MASK) | AGT_PY_FRAME_TAG;
+    __u64 first = code + w->off.code_adaptive;
+    if (instr >= first) {
+        __u64 units = (instr - first) / 2;
+        word |= (units > AGT_PY_FRAME_OFF_MAX ? AGT_PY_FRAME_OFF_MAX : units)
+                << AGT_PY_FRAME_OFF_SHIFT;
+    }
+    return entry ? word | AGT_PY_FRAME_ENTRY : word;
+}
+
+/* bpf_loop body: records one frame, steps to its caller. Returns 1 to stop. */
+static long py_step(__u64 index, void *ctx)
+{
+    __u32 zero = 0;
+    struct py_walk *w = bpf_map_lookup_elem(&py_walks, &zero);
+    struct agt_stack *buf = bpf_map_lookup_elem(&scratch, &zero);
+    if (!w || !buf)
+        return 1;
+    if (w->frame == 0)
+        return 1;
+    __u32 n = w->n;
+    if (n >= AGT_PY_MAX_FRAMES) {
+        w->result = AGT_STAT_PY_DEPTH;
+        return 1;
+    }
+    __u64 previous;
+    __u64 word = py_frame_word(w, w->frame, &previous);
+    if (word == 0) {
+        w->result = AGT_STAT_PY_READ_ERR;
+        return 1;
+    }
+    if (word == PY_SHIM_FRAME) {
+        /* the frame recorded last was the first this eval call ran */
+        if (n > 0 && n <= AGT_MAX_FRAMES)
+            buf->ips[n - 1] |= AGT_PY_FRAME_ENTRY;
+    } else if ((word & AGT_PY_FRAME_ADDR_MASK) != 0 && n < AGT_MAX_FRAMES) {
+        buf->ips[n] = word;
+        w->n = n + 1;
+        py_announce(w, word & AGT_PY_FRAME_ADDR_MASK);
+    }
+    w->frame = previous;
+    return 0;
+}
+
+/* The sampled thread's Python frames into `stacks` when the process is a
+ * recognised CPython: returns as store_stack (hash 0 when there are none). */
+static __always_inline long take_py_stack(__u32 tgid, __u64 start_ns, void *stacks, __u64 *hash)
+{
+    *hash = 0;
+    struct agt_py_proc *pp = bpf_map_lookup_elem(&py_procs, &tgid);
+    if (!pp || pp->start_ns != start_ns)
+        return 0;
+    __u32 zero = 0;
+    struct agt_stack *buf = bpf_map_lookup_elem(&scratch, &zero);
+    struct py_walk *w = bpf_map_lookup_elem(&py_walks, &zero);
+    if (!buf || !w)
+        return 0;
+    __u32 result = 0;
+    __u64 ts = py_thread_state(pp, (__u32)bpf_get_current_pid_tgid(), &result);
+    __u64 frame = ts ? py_current_frame(pp, ts) : 0;
+    if (!frame) {
+        stat_inc(result ? result : AGT_STAT_PY_NO_FRAME);
+        return 0;
+    }
+    __builtin_memset(buf, 0, sizeof(*buf)); /* stacks are zero-padded */
+    w->frame = frame;
+    w->n = 0;
+    w->result = 0;
+    w->tgid = tgid;
+    w->start_ns = start_ns;
+    w->off = pp->off;
+    bpf_loop(AGT_PY_MAX_FRAMES + 1, py_step, NULL, 0);
+    if (w->result)
+        stat_inc(w->result);
+    __u32 n = w->n;
+    if (n == 0)
+        return 0;
+    if (n > AGT_MAX_FRAMES)
+        n = AGT_MAX_FRAMES;
+    stat_inc(AGT_STAT_PY_WALKS);
+    stat_add(AGT_STAT_PY_FRAMES, n);
+    return store_stack(stacks, buf, n, hash);
+}
+
 static __always_inline int record(struct bpf_perf_event_data *ctx, __u32 tgid, __u64 start_ns,
                                   void *counts, void *stacks)
 {
@@ -441,6 +657,8 @@ static __always_inline int record(struct bpf_perf_event_data *ctx, __u32 tgid, _
     long rc = take_table_stack(ctx, tgid, start_ns, stacks, &key.user_stack);
     if (rc > 0)
         rc = take_stack(ctx, stacks, BPF_F_USER_STACK, AGT_STAT_USER_STACK_ERR, &key.user_stack);
+    if (rc >= 0)
+        rc = take_py_stack(tgid, start_ns, stacks, &key.py_stack);
     if (rc < 0)
         return 0;
     __u64 *count = bpf_map_lookup_elem(counts, &key);
@@ -513,6 +731,7 @@ int agt_on_exec(void *ctx)
 {
     __u32 tgid = bpf_get_current_pid_tgid() >> 32;
     bpf_map_delete_elem(&unwind_procs, &tgid); /* its mappings are gone */
+    bpf_map_delete_elem(&py_procs, &tgid);     /* and its interpreter, if any */
     struct agt_proc *p = bpf_map_lookup_elem(&procs, &tgid);
     if (!p)
         return 0;

@@ -28,6 +28,7 @@ struct agt_count_key {
     __u32 pad;
     __u64 kernel_stack; /* hash of the kernel stack in stacksN; 0 = none */
     __u64 user_stack;   /* hash of the user stack in stacksN; 0 = none */
+    __u64 py_stack;     /* hash of the thread's Python frames in stacksN; 0 = none */
 };
 
 /* Instruction pointers, leaf first, zero-padded after the last frame. */
@@ -49,9 +50,10 @@ struct agt_proc {
 };
 
 enum agt_event_kind {
-    AGT_EVENT_NEW = 1,  /* first sample of a process: snapshot its maps now */
-    AGT_EVENT_EXEC = 2, /* a sampled process exec'd: its maps changed */
-    AGT_EVENT_MAPS = 3, /* the unwinder met code outside the known mappings (dlopen, mmap) */
+    AGT_EVENT_NEW = 1,    /* first sample of a process: snapshot its maps now */
+    AGT_EVENT_EXEC = 2,   /* a sampled process exec'd: its maps changed */
+    AGT_EVENT_MAPS = 3,   /* the unwinder met code outside the known mappings (dlopen, mmap) */
+    AGT_EVENT_PYCODE = 4, /* a Python code object seen for the first time: name it while it lives */
 };
 
 /* ---- .eh_frame unwinding (x86-64) ----
@@ -103,11 +105,57 @@ struct agt_unwind_proc {
     struct agt_unwind_map maps[AGT_UNWIND_MAX_MAPS];
 };
 
+/* ---- Python (CPython) frames ----
+ *
+ * For a process user space recognised as CPython (python.c), the program
+ * finds the sampled thread's PyThreadState (interpreter's thread list,
+ * matched by native thread id) and walks its frame chain, leaf first, into
+ * a second stack of the same stacks map. Each frame is one encoded word
+ * (AGT_PY_FRAME_*): the code object's address, the instruction offset in
+ * code units, and whether the frame is the first one its C-level eval call
+ * ran (user space splices each run of frames in place of that eval call's
+ * native frame). Every offset the walk needs comes from user space, per
+ * interpreter version; 0xffff marks a field the version does not have. */
+#define AGT_PY_MAX_FRAMES 96
+#define AGT_PY_MAX_THREADS 64 /* thread states searched for the sampled thread */
+#define AGT_PY_FRAME_ADDR_MASK 0x0000ffffffffffffULL
+#define AGT_PY_FRAME_OFF_SHIFT 48
+#define AGT_PY_FRAME_OFF_MAX 0x3fffULL
+#define AGT_PY_FRAME_TAG (1ULL << 62)   /* set on every Python frame word (never 0) */
+#define AGT_PY_FRAME_ENTRY (1ULL << 63) /* the eval call's first frame */
+#define AGT_PY_NO_FIELD 0xffff
+
+struct agt_py_offsets {
+    __u16 runtime_interp_head; /* _PyRuntime.interpreters.head */
+    __u16 interp_threads_head; /* PyInterpreterState.threads.head */
+    __u16 tstate_next;
+    __u16 tstate_native_tid;
+    __u16 tstate_cframe;        /* 3.11/3.12: PyThreadState.cframe */
+    __u16 cframe_current_frame; /* _PyCFrame.current_frame (or tstate's, without cframe) */
+    __u16 frame_code;
+    __u16 frame_previous;
+    __u16 frame_prev_instr;
+    __u16 frame_is_entry; /* 3.11: bool is_entry */
+    __u16 code_adaptive;  /* PyCodeObject.co_code_adaptive */
+    __u16 frame_owner;    /* 3.12+: char owner (AGT_PY_OWNED_BY_CSTACK marks an eval call's base) */
+    __u16 pad[4];
+};
+
+/* 3.12+: the shim frame each eval call pushes below the frames it runs. */
+#define AGT_PY_OWNED_BY_CSTACK 3
+
+struct agt_py_proc {
+    __u64 start_ns; /* the process incarnation it describes */
+    __u64 runtime;  /* address of _PyRuntime in the process */
+    struct agt_py_offsets off;
+};
+
 /* Ring buffer record. */
 struct agt_event {
     __u32 tgid;
     __u32 kind;
     __u64 start_ns;
+    __u64 addr; /* AGT_EVENT_PYCODE: the code object */
 };
 
 /* Per-CPU counters (slot index), summed by user space. */
@@ -132,6 +180,13 @@ enum agt_stat {
     AGT_STAT_UNW_FP_END,      /* a frame-pointer step met rbp = 0 (usual end of FP code) */
     AGT_STAT_UNW_FP_FRAMES,   /* frames stepped by frame pointer (no table for the code) */
     AGT_STAT_UNW_UNKNOWN_MAP, /* frames outside every known mapping (maps re-read) */
+    /* Python frame walks (processes user space recognised as CPython): */
+    AGT_STAT_PY_WALKS,     /* walks that emitted frames */
+    AGT_STAT_PY_FRAMES,    /* Python frames emitted */
+    AGT_STAT_PY_NO_THREAD, /* the sampled thread has no thread state (not a Python thread) */
+    AGT_STAT_PY_NO_FRAME,  /* its thread state had no current frame (not running Python) */
+    AGT_STAT_PY_READ_ERR,  /* interpreter memory could not be read (page not present) */
+    AGT_STAT_PY_DEPTH,     /* the chain was longer than AGT_PY_MAX_FRAMES (leaf side kept) */
     AGT_STAT_N
 };
 

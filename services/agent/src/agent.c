@@ -53,6 +53,10 @@ typedef struct agt_metrics_s {
     lc_metric_t *unw[AGT_STAT_UNW_FP_END - AGT_STAT_UNW_END + 1];
     lc_metric_t *unw_fp_frames, *unw_unknown_map, *unw_rows, *unw_rows_cap, *unw_bytes;
     lc_metric_t *unw_objects, *unw_loaded, *unw_full, *unw_procs;
+    lc_metric_t *py_walks, *py_frames, *py_no_thread, *py_no_frame, *py_read_err, *py_depth;
+    lc_metric_t *py_procs, *py_recognised, *py_unsupported, *py_failed, *py_code_err;
+    lc_metric_t *py_codes, *py_code_bytes;
+    lc_metric_t *jvm_ok, *jvm_failed;
 } agt_metrics_t;
 
 struct agt_s {
@@ -69,6 +73,9 @@ struct agt_s {
     agt_procs_t procs;
     agt_elfcache_t *elfs;
     agt_unwind_t *unwind; /* NULL when the maps cannot be mapped: frame pointers only */
+    agt_python_t *python;
+    agt_python_stats_t last_py;
+    agt_jvm_stats_t jvm, last_jvm;
     agt_unwind_stats_t last_unw;
     agt_kallsyms_t kallsyms;
     agt_kube_t *kube;
@@ -131,6 +138,36 @@ bool agt_ready(const agt_t *a)
 static lc_metric_t *counter(lc_metrics_t *m, const char *name, const char *help, const char *labels)
 {
     return lc_metrics_counter(m, name, help, labels);
+}
+
+static void register_python_metrics(agt_metrics_t *m, lc_metrics_t *reg)
+{
+    const char *walks = "Python frame walks in BPF (recognised interpreters), by result";
+    m->py_walks = counter(reg, "ember_agent_python_walks_total", walks, "result=\"ok\"");
+    m->py_no_thread = counter(reg, "ember_agent_python_walks_total", walks, "result=\"no_thread\"");
+    m->py_no_frame = counter(reg, "ember_agent_python_walks_total", walks, "result=\"no_frame\"");
+    m->py_read_err = counter(reg, "ember_agent_python_walks_total", walks, "result=\"read_error\"");
+    m->py_depth = counter(reg, "ember_agent_python_walks_total", walks, "result=\"depth\"");
+    m->py_frames = counter(reg, "ember_agent_python_frames_total", "Python frames read in BPF", "");
+    m->py_procs = lc_metrics_gauge(reg, "ember_agent_python_processes",
+                                   "Python processes whose frames are read", "");
+    const char *procs = "Python interpreters found in processes, by outcome";
+    m->py_recognised =
+        counter(reg, "ember_agent_python_interpreters_total", procs, "result=\"recognised\"");
+    m->py_unsupported = counter(reg, "ember_agent_python_interpreters_total", procs,
+                                "result=\"unsupported_version\"");
+    m->py_failed =
+        counter(reg, "ember_agent_python_interpreters_total", procs, "result=\"map_full\"");
+    m->py_code_err = counter(reg, "ember_agent_python_code_read_errors_total",
+                             "Code objects that could not be read from the process", "");
+    m->py_codes = lc_metrics_gauge(reg, "ember_agent_python_code_objects",
+                                   "Code objects cached (names, files, line tables)", "");
+    m->py_code_bytes = lc_metrics_gauge(reg, "ember_agent_python_code_bytes",
+                                        "Memory of the cached code objects", "");
+    const char *jvm = "Perf map requests to JVMs (attach mechanism), by result";
+    m->jvm_ok = counter(reg, "ember_agent_jvm_perfmap_requests_total", jvm, "result=\"ok\"");
+    m->jvm_failed =
+        counter(reg, "ember_agent_jvm_perfmap_requests_total", jvm, "result=\"failed\"");
 }
 
 static void register_metrics(agt_t *a, lc_metrics_t *reg)
@@ -207,6 +244,7 @@ static void register_metrics(agt_t *a, lc_metrics_t *reg)
                           "Objects left to frame pointers because the rows map was full", "");
     m->unw_procs =
         lc_metrics_gauge(reg, "ember_agent_unwind_processes", "Processes unwound with tables", "");
+    register_python_metrics(m, reg);
 }
 
 static void add_delta(lc_metric_t *m, uint64_t now, uint64_t *last)
@@ -235,6 +273,12 @@ static void update_stat_metrics(agt_t *a)
         add_delta(a->m.unw[i - AGT_STAT_UNW_END], s[i], &l[i]);
     add_delta(a->m.unw_fp_frames, s[AGT_STAT_UNW_FP_FRAMES], &l[AGT_STAT_UNW_FP_FRAMES]);
     add_delta(a->m.unw_unknown_map, s[AGT_STAT_UNW_UNKNOWN_MAP], &l[AGT_STAT_UNW_UNKNOWN_MAP]);
+    add_delta(a->m.py_walks, s[AGT_STAT_PY_WALKS], &l[AGT_STAT_PY_WALKS]);
+    add_delta(a->m.py_frames, s[AGT_STAT_PY_FRAMES], &l[AGT_STAT_PY_FRAMES]);
+    add_delta(a->m.py_no_thread, s[AGT_STAT_PY_NO_THREAD], &l[AGT_STAT_PY_NO_THREAD]);
+    add_delta(a->m.py_no_frame, s[AGT_STAT_PY_NO_FRAME], &l[AGT_STAT_PY_NO_FRAME]);
+    add_delta(a->m.py_read_err, s[AGT_STAT_PY_READ_ERR], &l[AGT_STAT_PY_READ_ERR]);
+    add_delta(a->m.py_depth, s[AGT_STAT_PY_DEPTH], &l[AGT_STAT_PY_DEPTH]);
     uint64_t lost = s[AGT_STAT_LOST_COUNTS_FULL] + s[AGT_STAT_LOST_STACKS_FULL];
     if (lost > a->lost_reported) {
         LC_LOG_WARN("agent: samples lost, BPF maps full (raise --agent.max-stacks) counts=%llu "
@@ -276,6 +320,21 @@ static void update_unwind_metrics(agt_t *a)
     add_delta(a->m.unw_full, now.objects_full, &a->last_unw.objects_full);
 }
 
+static void update_python_metrics(agt_t *a)
+{
+    agt_python_stats_t now;
+    agt_python_stats(a->python, &now);
+    lc_metric_set(a->m.py_procs, (double)now.procs);
+    lc_metric_set(a->m.py_codes, (double)now.codes);
+    lc_metric_set(a->m.py_code_bytes, (double)now.code_bytes);
+    add_delta(a->m.py_recognised, now.recognised_total, &a->last_py.recognised_total);
+    add_delta(a->m.py_unsupported, now.unsupported_total, &a->last_py.unsupported_total);
+    add_delta(a->m.py_failed, now.failed_total, &a->last_py.failed_total);
+    add_delta(a->m.py_code_err, now.code_reads_failed, &a->last_py.code_reads_failed);
+    add_delta(a->m.jvm_ok, a->jvm.requests_ok, &a->last_jvm.requests_ok);
+    add_delta(a->m.jvm_failed, a->jvm.requests_failed, &a->last_jvm.requests_failed);
+}
+
 /* ---------------------------------------------------------------- worker: unwind tables */
 
 static void on_proc_maps(void *data, agt_proc_t *p)
@@ -284,6 +343,8 @@ static void on_proc_maps(void *data, agt_proc_t *p)
     p->unwind_pending = false;
     if (a->unwind && agt_unwind_set_proc(a->unwind, p) != 0)
         LC_LOG_DEBUG("agent: no unwind entry (map full) pid=%u", p->pid);
+    agt_python_on_maps(a->python, p);
+    p->jvm = agt_jvm_maps_jvm(p);
 }
 
 static void on_proc_forget(void *data, agt_proc_t *p)
@@ -291,6 +352,7 @@ static void on_proc_forget(void *data, agt_proc_t *p)
     agt_t *a = data;
     if (a->unwind)
         agt_unwind_forget_proc(a->unwind, p);
+    agt_python_forget(a->python, p);
 }
 
 static void on_elf_release(void *data, agt_elf_t *e)
@@ -324,6 +386,18 @@ static void unwind_refresh_pending(agt_t *a)
     }
 }
 
+/* JVMs with samples this interval: a fresh perf map when one is due. */
+static void jvm_refresh_sampled(agt_t *a)
+{
+    int64_t now = clock_ns(CLOCK_MONOTONIC);
+    for (size_t i = 0; i < a->procs.by_pid.cap; i++) {
+        agt_proc_t *p =
+            a->procs.by_pid.keys[i] ? (agt_proc_t *)(uintptr_t)a->procs.by_pid.vals[i] : NULL;
+        if (p && p->jvm && !p->excluded && p->last_sample_round == a->round)
+            agt_jvm_refresh(a->procfs, p, now, &a->jvm);
+    }
+}
+
 /* ---------------------------------------------------------------- worker: processes */
 
 /* Reads /proc/PID, labels the process and applies the filter. */
@@ -351,6 +425,11 @@ static void job_take_events(agt_t *a, agt_job_t *j)
         if (ev->kind == AGT_EVENT_MAPS) {
             if (known && known->start_ns == ev->start_ns && !known->needs_snapshot)
                 unwind_refresh(a, known);
+            continue;
+        }
+        if (ev->kind == AGT_EVENT_PYCODE) {
+            if (known && known->start_ns == ev->start_ns)
+                agt_python_prefetch(a->python, known, ev->addr);
             continue;
         }
         bool fresh = !known || known->start_ns != ev->start_ns;
@@ -421,11 +500,13 @@ static void job_drain(agt_t *a, agt_job_t *j)
     uint64_t filtered = 0;
     job_ensure_procs(a, &d, &filtered);
     lc_metric_add(a->m.skip_filtered, (double)filtered);
+    jvm_refresh_sampled(a);
     agt_build_ctx_t ctx = {
         .opts = &a->opts,
         .procs = &a->procs,
         .kallsyms = job_kallsyms(a),
         .kube = a->kube,
+        .python = a->python,
         .period_ns = a->period_ns,
         .time_ns = j->start_ns,
         .duration_ns = j->end_ns - j->start_ns,
@@ -442,6 +523,7 @@ static void job_drain(agt_t *a, agt_job_t *j)
     update_stat_metrics(a);
     update_elf_metrics(a);
     update_unwind_metrics(a);
+    update_python_metrics(a);
     lc_metric_add(a->m.intervals, 1);
     lc_metric_observe(a->m.drain_seconds, (double)(clock_ns(CLOCK_MONOTONIC) - t0) / 1e9);
 }
@@ -602,6 +684,7 @@ static void agt_destroy(agt_t *a)
     agt_unwind_free(a->unwind);
     agt_sampler_free(a->sampler);
     agt_procs_fini(&a->procs);
+    agt_python_free(a->python);
     agt_elfcache_free(a->elfs);
     agt_kallsyms_fini(&a->kallsyms);
     agt_kube_free(a->kube);
@@ -739,14 +822,16 @@ static void start_unwinder(agt_t *a)
     int rows_fd, procs_fd;
     uint32_t rows_cap;
     agt_sampler_unwind_maps(a->sampler, &rows_fd, &rows_cap, &procs_fd);
+    /* The process hooks serve the Python reader too, tables or not. */
+    a->python = agt_python_new(agt_sampler_py_procs_fd(a->sampler));
+    a->procs.on_maps = on_proc_maps;
+    a->procs.on_forget = on_proc_forget;
+    a->procs.hook_data = a;
     int rc = agt_unwind_new(rows_fd, rows_cap, procs_fd, &a->unwind);
     if (rc) { /* degraded, not fatal */
         LC_LOG_WARN("agent: no unwind tables, frame pointers only err=\"%s\"", lc_strerror(rc));
         return;
     }
-    a->procs.on_maps = on_proc_maps;
-    a->procs.on_forget = on_proc_forget;
-    a->procs.hook_data = a;
     agt_elfcache_set_release(a->elfs, on_elf_release, a);
 }
 

@@ -109,6 +109,9 @@ void agt_sampler_quiesce(void);
 void agt_sampler_unwind_maps(const agt_sampler_t *s, int *rows_fd, uint32_t *rows_cap,
                              int *procs_fd);
 
+/* The map of recognised CPython processes (python.c writes it). */
+int agt_sampler_py_procs_fd(const agt_sampler_t *s);
+
 /* ---------------------------------------------------------------- kallsyms */
 
 typedef struct agt_kallsyms_s {
@@ -158,6 +161,14 @@ typedef struct agt_elf_seg_s {
     uint64_t offset, vaddr, filesz;
 } agt_elf_seg_t;
 
+/* Where an object keeps CPython's landmarks (ELF vaddrs; 0 = absent). */
+typedef struct agt_elf_python_s {
+    uint64_t runtime;         /* _PyRuntime */
+    uint64_t version;         /* Py_Version (3.11+): PY_VERSION_HEX */
+    uint64_t code_type;       /* PyCode_Type: what a code object's ob_type points at */
+    uint64_t eval, eval_size; /* _PyEval_EvalFrameDefault */
+} agt_elf_python_t;
+
 typedef struct agt_elf_s {
     uint64_t dev, inode; /* cache key (0, 0 for the vDSO) */
     char build_id[65];   /* lower-case hex, "" if none */
@@ -170,6 +181,7 @@ typedef struct agt_elf_s {
     char *names;
     size_t n_syms;
     bool has_symtab;      /* symbols came from a .symtab (else .dynsym or none) */
+    agt_elf_python_t py;  /* set when the object is a CPython interpreter */
     const char *basename; /* into path */
     int refs;             /* mappings pointing here (elfcache) */
     uint64_t last_used_round;
@@ -278,6 +290,10 @@ typedef struct agt_proc_s {
     agt_perfmap_t perfmap;
     uint64_t last_sample_round;
     uint64_t created_round;
+    struct agt_py_state_s *py; /* CPython state (python.c); NULL for other processes */
+    bool jvm;                  /* maps libjvm.so: its perf map is asked for (jvm.c) */
+    int64_t jvm_asked_ns;      /* CLOCK_MONOTONIC of the last perf map request, 0 = never */
+    int64_t jvm_signalled_ns;  /* SIGQUIT sent, listener awaited since; 0 = not waiting */
 } agt_proc_t;
 
 typedef struct agt_procs_s {
@@ -301,6 +317,9 @@ int agt_proc_snapshot(agt_procs_t *t, agt_proc_t *p) LC_MUST_CHECK;
 /* Re-reads only the mappings (after an address fell outside all of them). */
 int agt_proc_refresh_maps(agt_procs_t *t, agt_proc_t *p) LC_MUST_CHECK;
 const agt_map_t *agt_proc_find_map(const agt_proc_t *p, uint64_t addr);
+/* ELF vaddr = address - bias for the mapping m (file offset m->offset at
+ * m->start), through the PT_LOAD segment holding that offset; m->elf set. */
+bool agt_map_bias(const agt_map_t *m, uint64_t *bias);
 /* Forgets processes without samples for `idle_rounds` that are gone, and any
  * without samples for 4 x idle_rounds. */
 void agt_procs_evict(agt_procs_t *t, uint64_t round, uint64_t idle_rounds);
@@ -333,6 +352,61 @@ void agt_unwind_release_object(agt_unwind_t *u, agt_elf_t *e);
 /* No BPF program still reads what was released before this call. */
 void agt_unwind_quiesced(agt_unwind_t *u);
 void agt_unwind_stats(const agt_unwind_t *u, agt_unwind_stats_t *out);
+
+/* ---------------------------------------------------------------- python */
+
+typedef struct agt_python_s agt_python_t;
+
+/* One code object as the profile names it. */
+typedef struct agt_py_code_s {
+    char *name; /* co_qualname */
+    char *file; /* co_filename */
+    int64_t first_line;
+    uint8_t *linetable; /* co_linetable bytes (the version's format) */
+    size_t linetable_len;
+} agt_py_code_t;
+
+typedef struct agt_python_stats_s {
+    uint64_t procs;             /* processes with a BPF entry now */
+    uint64_t recognised_total;  /* interpreters recognised since start */
+    uint64_t unsupported_total; /* interpreters of a version without offsets: skipped */
+    uint64_t failed_total;      /* recognised, but the BPF entry could not be written */
+    uint64_t code_reads_failed; /* code objects that could not be read */
+    uint64_t codes, code_bytes; /* the code object caches now (all processes) */
+} agt_python_stats_t;
+
+agt_python_t *agt_python_new(int py_procs_fd);
+void agt_python_free(agt_python_t *py);
+/* Recognises a CPython in p's mappings (once) and writes its BPF entry. */
+void agt_python_on_maps(agt_python_t *py, agt_proc_t *p);
+/* Deletes p's BPF entry and its cached code objects. */
+void agt_python_forget(agt_python_t *py, agt_proc_t *p);
+/* Frees a process' Python state (procs.c, when an entry goes). */
+void agt_python_proc_free(struct agt_py_state_s *s);
+/* Whether a native frame's lookup address is in the eval loop (the frames
+ * it ran are spliced in its place). */
+bool agt_python_is_eval(const agt_proc_t *p, uint64_t addr);
+/* The code object of a Python frame word (sampler.h) and the line it ran
+ * (*line; the first line when the table says nothing). NULL if unreadable. */
+const agt_py_code_t *agt_python_code(agt_python_t *py, agt_proc_t *p, uint64_t word, int64_t *line);
+/* Reads and caches the code object at addr now (its first sighting), while
+ * the process is alive. */
+void agt_python_prefetch(agt_python_t *py, agt_proc_t *p, uint64_t addr);
+void agt_python_stats(const agt_python_t *py, agt_python_stats_t *out);
+/* The line of code unit `unit` in a 3.11+ location table (first if none). */
+int64_t agt_python_line(const uint8_t *table, size_t len, int64_t first_line, uint32_t unit);
+
+/* ---------------------------------------------------------------- jvm */
+
+typedef struct agt_jvm_stats_s {
+    uint64_t requests_ok, requests_failed; /* perf map requests answered / given up */
+} agt_jvm_stats_t;
+
+/* Whether p maps HotSpot (libjvm.so). */
+bool agt_jvm_maps_jvm(const agt_proc_t *p);
+/* Takes the next step of asking the JVM p for a fresh perf map when one is
+ * due (jvm.c): never waits for the JVM beyond one request's reply. */
+void agt_jvm_refresh(const char *procfs, agt_proc_t *p, int64_t now_ns, agt_jvm_stats_t *stats);
 
 /* ---------------------------------------------------------------- container */
 
@@ -379,7 +453,8 @@ typedef struct agt_build_ctx_s {
     const agt_opts_t *opts;
     agt_procs_t *procs;
     agt_kallsyms_t *kallsyms;
-    agt_kube_t *kube; /* NULL outside Kubernetes */
+    agt_kube_t *kube;     /* NULL outside Kubernetes */
+    agt_python_t *python; /* names Python frames; NULL: none are spliced */
     int64_t period_ns;
     int64_t time_ns, duration_ns; /* the buffer's window */
     bool lean;                    /* publish lean entries (lc_transport_wants_lean) */

@@ -158,9 +158,27 @@ static Elf_Scn *find_section(Elf *elf, Elf64_Word type, GElf_Shdr *shdr)
     return NULL;
 }
 
+/* Remembers the symbols that make an object a CPython interpreter (its
+ * runtime state, version word, code type and eval loop: python.c). */
+static void note_python_symbol(agt_elf_t *e, const char *name, const GElf_Sym *sym)
+{
+    if (name[0] != '_' && name[0] != 'P')
+        return;
+    if (strcmp(name, "_PyRuntime") == 0)
+        e->py.runtime = sym->st_value;
+    else if (strcmp(name, "Py_Version") == 0)
+        e->py.version = sym->st_value;
+    else if (strcmp(name, "PyCode_Type") == 0)
+        e->py.code_type = sym->st_value;
+    else if (strcmp(name, "_PyEval_EvalFrameDefault") == 0) {
+        e->py.eval = sym->st_value;
+        e->py.eval_size = sym->st_size;
+    }
+}
+
 /* Collects FUNC/IFUNC symbols with an address from one symbol table. */
 static int collect_symbols(Elf *elf, Elf_Scn *scn, const GElf_Shdr *shdr, elf_sym_t **out,
-                           size_t *n_out, lc_buf_t *names)
+                           size_t *n_out, lc_buf_t *names, agt_elf_t *e)
 {
     Elf_Data *data = elf_getdata(scn, NULL);
     if (!data)
@@ -172,11 +190,13 @@ static int collect_symbols(Elf *elf, Elf_Scn *scn, const GElf_Shdr *shdr, elf_sy
         if (!gelf_getsym(data, (int)i, &sym))
             break;
         int type = GELF_ST_TYPE(sym.st_info);
-        if ((type != STT_FUNC && type != STT_GNU_IFUNC) || sym.st_shndx == SHN_UNDEF ||
-            sym.st_value == 0)
+        if (sym.st_shndx == SHN_UNDEF || sym.st_value == 0)
             continue;
         const char *name = elf_strptr(elf, shdr->sh_link, sym.st_name);
         if (!name || !*name)
+            continue;
+        note_python_symbol(e, name, &sym);
+        if (type != STT_FUNC && type != STT_GNU_IFUNC)
             continue;
         uint32_t off = (uint32_t)names->len;
         if (lc_buf_append(names, name, strlen(name) + 1) != 0)
@@ -230,7 +250,7 @@ static int elf_symbols(Elf *elf, agt_elf_t *e, bool *had_symtab)
     lc_buf_init(&names, ELF_MAX_NAME_BYTES);
     elf_sym_t *v = NULL;
     size_t n = 0;
-    int rc = collect_symbols(elf, scn, &shdr, &v, &n, &names);
+    int rc = collect_symbols(elf, scn, &shdr, &v, &n, &names, e);
     if (!rc)
         install_symbols(e, v, n, &names);
     lc_free(v);

@@ -75,6 +75,8 @@ void agt_proc_labels(const agt_opts_t *opts, agt_kube_t *kube, agt_proc_t *p)
     set_label(&p->labels, "cgroup", p->cgroup);
     set_label(&p->labels, "container_id", p->container_id);
     set_label(&p->labels, "node", opts->node);
+    if (p->py || p->jvm)
+        set_label(&p->labels, "__runtime__", p->py ? "python" : "java");
     if (pod) {
         set_label(&p->labels, "namespace", pod->namespace_);
         set_label(&p->labels, "pod", pod->pod);
@@ -263,18 +265,75 @@ static uint64_t frame_location(build_t *bd, group_t *g, agt_proc_t *p, uint64_t 
 
 /* ---------------------------------------------------------------- samples */
 
+/* A Python frame (sampler.h word): its code object's name, file and line. */
+static uint64_t python_location(build_t *bd, group_t *g, agt_proc_t *p, uint64_t word)
+{
+    bool added;
+    uint64_t *loc = agt_u64map_put(&bd->locs, word & ~AGT_PY_FRAME_ENTRY, &added);
+    if (!added)
+        return *loc;
+    int64_t line;
+    const agt_py_code_t *c = agt_python_code(bd->ctx->python, p, word, &line);
+    count_symbol(bd, c != NULL);
+    if (!c) {
+        *loc = add_location(g, 0, 0, "[unknown python frame]", "");
+        return *loc;
+    }
+    uint64_t fn = lc_pprof_builder_function(g->b, c->name, c->name, c->file, c->first_line);
+    lc_pprof_line_t l = {fn, line};
+    *loc = lc_pprof_builder_location(g->b, 0, 0, &l, 1);
+    return *loc;
+}
+
+/* One sample's locations, leaf first: kernel frames, then user frames with
+ * each eval-loop frame replaced by the Python frames it ran. Python frames
+ * come leaf first in runs, each ending with its eval call's entry frame;
+ * frames left when the native stack ends (cut short) go on top of it. */
+typedef struct frames_s {
+    const uint64_t *kernel, *user, *python;
+    size_t n_kernel, n_user, n_python;
+} frames_t;
+
+static size_t splice_python(build_t *bd, group_t *g, agt_proc_t *p, const frames_t *f, size_t *next,
+                            uint64_t *locs, size_t n)
+{
+    while (*next < f->n_python) {
+        uint64_t word = f->python[(*next)++];
+        locs[n++] = python_location(bd, g, p, word);
+        if (word & AGT_PY_FRAME_ENTRY)
+            break;
+    }
+    return n;
+}
+
+static size_t sample_locations(build_t *bd, group_t *g, agt_proc_t *p, const frames_t *f,
+                               uint64_t *locs)
+{
+    size_t n = 0, next_py = 0;
+    bool splice = f->n_python && bd->ctx->python && p->py;
+    for (size_t i = 0; i < f->n_kernel; i++)
+        locs[n++] = frame_location(bd, g, p, f->kernel[i], true, i == 0);
+    for (size_t i = 0; i < f->n_user; i++) {
+        uint64_t lookup = i == 0 ? f->user[i] : f->user[i] - 1;
+        if (splice && next_py < f->n_python && agt_python_is_eval(p, lookup))
+            n = splice_python(bd, g, p, f, &next_py, locs, n);
+        else
+            locs[n++] = frame_location(bd, g, p, f->user[i], false, i == 0);
+    }
+    while (splice && next_py < f->n_python)
+        n = splice_python(bd, g, p, f, &next_py, locs, n);
+    return n;
+}
+
 static void add_sample(build_t *bd, group_t *g, agt_proc_t *p, const agt_drained_t *d,
                        const struct agt_count_key *key, uint64_t count)
 {
-    size_t nk, nu;
-    const uint64_t *kf = agt_drained_stack(d, key->kernel_stack, &nk);
-    const uint64_t *uf = agt_drained_stack(d, key->user_stack, &nu);
-    uint64_t locs[2 * AGT_MAX_FRAMES + 1];
-    size_t n = 0;
-    for (size_t i = 0; i < nk; i++)
-        locs[n++] = frame_location(bd, g, p, kf[i], true, i == 0);
-    for (size_t i = 0; i < nu; i++)
-        locs[n++] = frame_location(bd, g, p, uf[i], false, i == 0);
+    frames_t f;
+    f.kernel = agt_drained_stack(d, key->kernel_stack, &f.n_kernel);
+    f.user = agt_drained_stack(d, key->user_stack, &f.n_user);
+    f.python = agt_drained_stack(d, key->py_stack, &f.n_python);
+    uint64_t locs[3 * AGT_MAX_FRAMES + 1];
+    size_t n = sample_locations(bd, g, p, &f, locs);
     if (n == 0) { /* neither stack was readable: keep the sample, visibly (no
                      address to send, so a named placeholder) */
         locs[n++] = add_location(g, 0, 0, "[unknown]", "");

@@ -437,3 +437,8 @@ void agt_sampler_unwind_maps(const agt_sampler_t *s, int *rows_fd, uint32_t *row
     *rows_cap = bpf_map__max_entries(s->skel->maps.unwind_rows);
     *procs_fd = bpf_map__fd(s->skel->maps.unwind_procs);
 }
+
+int agt_sampler_py_procs_fd(const agt_sampler_t *s)
+{
+    return bpf_map__fd(s->skel->maps.py_procs);
+}

@@ -181,23 +181,6 @@ void agt_unwind_release_object(agt_unwind_t *u, agt_elf_t *e)
 
 /* ---------------------------------------------------------------- processes */
 
-/* ELF vaddr = address - bias for the mapping of m (file offset m->offset at
- * m->start), through the PT_LOAD segment that contains that offset. */
-static bool mapping_bias(const agt_map_t *m, uint64_t *bias)
-{
-    const agt_elf_t *e = m->elf;
-    for (size_t i = 0; i < e->n_segs; i++) {
-        const agt_elf_seg_t *s = &e->segs[i];
-        uint64_t page_start = s->offset & ~(uint64_t)0xfff;
-        if (m->offset >= page_start && m->offset < s->offset + s->filesz) {
-            uint64_t vaddr = s->vaddr - (s->offset - m->offset);
-            *bias = m->start - vaddr;
-            return true;
-        }
-    }
-    return false;
-}
-
 int agt_unwind_set_proc(agt_unwind_t *u, agt_proc_t *p)
 {
     struct agt_unwind_proc *v = u->scratch;
@@ -208,7 +191,7 @@ int agt_unwind_set_proc(agt_unwind_t *u, agt_proc_t *p)
         struct agt_unwind_map *o = &v->maps[v->n_maps++];
         *o = (struct agt_unwind_map){.start = m->start, .end = m->end};
         uint64_t bias;
-        if (m->elf && load_object(u, m->elf) && mapping_bias(m, &bias)) {
+        if (m->elf && load_object(u, m->elf) && agt_map_bias(m, &bias)) {
             o->bias = bias;
             o->table_start = m->elf->unw_start;
             o->table_len = (uint32_t)m->elf->cfi.n;

@@ -57,11 +57,19 @@ static int ing_routes(ing_t *ing, lc_httpd_t *srv)
          ING_PARCA_STORE "WriteRaw", ing, cap, LC_HTTP_SCOPE_WRITE, lc_connect_error},
         {"/api" ING_PARCA_STORE "WriteRaw", NULL, ing_parca_write_raw_work, ing_publish_after, true,
          ING_PARCA_STORE "WriteRaw", ing, cap, LC_HTTP_SCOPE_WRITE, lc_connect_error},
+        {ING_PARCA_STORE "WriteArrow", NULL, ing_parca_write_arrow_work, ing_publish_after, true,
+         ING_PARCA_STORE "WriteArrow", ing, cap, LC_HTTP_SCOPE_WRITE, lc_connect_error},
+        {"/api" ING_PARCA_STORE "WriteArrow", NULL, ing_parca_write_arrow_work, ing_publish_after,
+         true, ING_PARCA_STORE "WriteArrow", ing, cap, LC_HTTP_SCOPE_WRITE, lc_connect_error},
         /* OTLP profiles: gRPC/gRPC-Web/Connect, and OTLP/HTTP */
         {ING_OTLP_EXPORT, NULL, ing_otlp_export_work, ing_publish_after, true, ING_OTLP_EXPORT, ing,
          cap, LC_HTTP_SCOPE_WRITE, lc_connect_error},
         {ING_OTLP_HTTP, "POST", ing_otlp_http_work, ing_publish_after, true, ING_OTLP_HTTP, ing,
          cap, LC_HTTP_SCOPE_WRITE, NULL},
+        {ING_PARCA_STORE "Write", NULL, ing_parca_write_v1_work, ing_publish_after, true,
+         ING_PARCA_STORE "Write", ing, cap, LC_HTTP_SCOPE_WRITE, lc_connect_error},
+        {"/api" ING_PARCA_STORE "Write", NULL, ing_parca_write_v1_work, ing_publish_after, true,
+         ING_PARCA_STORE "Write", ing, cap, LC_HTTP_SCOPE_WRITE, lc_connect_error},
         {ING_PARCA_STORE "*", NULL, ing_parca_write_unimplemented, NULL, false, ING_PARCA_STORE "*",
          ing, 0, LC_HTTP_SCOPE_WRITE, lc_connect_error},
         {"/api" ING_PARCA_STORE "*", NULL, ing_parca_write_unimplemented, NULL, false,
@@ -72,7 +80,11 @@ static int ing_routes(ing_t *ing, lc_httpd_t *srv)
         if (rc)
             return rc;
     }
-    return 0;
+    /* Parca's Write asks the agent for stack traces mid-call (parca_write_v1.c) */
+    int rc = lc_httpd_route_interim(srv, ING_PARCA_STORE "Write", ing_parca_write_interim);
+    return rc ? rc
+              : lc_httpd_route_interim(srv, "/api" ING_PARCA_STORE "Write",
+                                       ing_parca_write_interim);
 }
 
 int ing_new(uv_loop_t *loop, const ing_opts_t *opts, lc_httpd_t *srv, lc_transport_t *tr,

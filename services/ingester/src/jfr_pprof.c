@@ -324,12 +324,12 @@ typedef struct identry_s {
     uint32_t id; /* builder ids stay below UINT32_MAX / 2 */
 } identry_t;
 
-typedef struct idmap_s {
+typedef struct methods_map_s {
     identry_t *e;
     size_t cap, n;
-} idmap_t;
+} methods_map_t;
 
-static size_t idmap_slot(const idmap_t *m, uint64_t method, uint32_t line)
+static size_t methods_slot(const methods_map_t *m, uint64_t method, uint32_t line)
 {
     uint64_t h = (method * 0x9E3779B97F4A7C15ull) ^ (line * 0xff51afd7ed558ccdull);
     size_t i = (size_t)(h >> 20) & (m->cap - 1);
@@ -338,34 +338,35 @@ static size_t idmap_slot(const idmap_t *m, uint64_t method, uint32_t line)
     return i;
 }
 
-static void idmap_grow(idmap_t *m)
+static void methods_grow(methods_map_t *m)
 {
-    idmap_t old = *m;
+    methods_map_t old = *m;
     m->cap = old.cap ? old.cap * 2 : 1024;
     m->e = lc_xcalloc(m->cap, sizeof(*m->e));
     for (size_t i = 0; i < old.cap; i++) {
         if (old.e[i].id)
-            m->e[idmap_slot(m, old.e[i].method, old.e[i].line)] = old.e[i];
+            m->e[methods_slot(m, old.e[i].method, old.e[i].line)] = old.e[i];
     }
     lc_free(old.e);
 }
 
 /* The entry of (method, line): its id 0 when absent, for the caller to
- * fill with idmap_set; room for one more. */
-static identry_t *idmap_find(idmap_t *m, uint64_t method, uint32_t line)
+ * fill with methods_set; room for one more. */
+static identry_t *methods_find(methods_map_t *m, uint64_t method, uint32_t line)
 {
     if ((m->n + 1) * 2 > m->cap)
-        idmap_grow(m);
-    return &m->e[idmap_slot(m, method, line)];
+        methods_grow(m);
+    return &m->e[methods_slot(m, method, line)];
 }
 
-static void idmap_set(idmap_t *m, identry_t *at, uint64_t method, uint32_t line, uint64_t id)
+static void methods_set(methods_map_t *m, identry_t *at, uint64_t method, uint32_t line,
+                        uint64_t id)
 {
     *at = (identry_t){method, line, (uint32_t)id};
     m->n++;
 }
 
-static void idmap_clear(idmap_t *m)
+static void methods_clear(methods_map_t *m)
 {
     if (m->cap)
         memset(m->e, 0, m->cap * sizeof(*m->e));
@@ -392,7 +393,7 @@ typedef struct conv_s {
      * pprof function id and (kind, method, line) -> location id, so the
      * builder hashes a frame's name and location once per chunk, not once
      * per frame of every sample. */
-    idmap_t fns[ING_JFR_KINDS_], locs_of[ING_JFR_KINDS_];
+    methods_map_t fns[ING_JFR_KINDS_], locs_of[ING_JFR_KINDS_];
 } conv_t;
 
 static uint64_t agg_hash(const agg_t *k)
@@ -552,13 +553,13 @@ static size_t sample_labels(conv_t *cv, const agg_t *a)
  * its class is unknown (the frame is dropped, as in Pyroscope). */
 static uint64_t function_of(conv_t *cv, jfr_t *j, uint32_t kind, uint64_t method)
 {
-    identry_t *at = idmap_find(&cv->fns[kind], method, 0);
+    identry_t *at = methods_find(&cv->fns[kind], method, 0);
     if (at->id)
         return at->id;
     const char *name = jfr_method_name(j, method);
     uint64_t id = name ? lc_pprof_builder_function(cv->b[kind], name, "", "", 0) : 0;
     if (id)
-        idmap_set(&cv->fns[kind], at, method, 0, id);
+        methods_set(&cv->fns[kind], at, method, 0, id);
     return id;
 }
 
@@ -566,7 +567,7 @@ static uint64_t function_of(conv_t *cv, jfr_t *j, uint32_t kind, uint64_t method
 static uint64_t location_of(conv_t *cv, jfr_t *j, uint32_t kind, const jfr_frame_t *fr)
 {
     uint32_t ln = (uint32_t)fr->line;
-    identry_t *at = idmap_find(&cv->locs_of[kind], fr->method, ln);
+    identry_t *at = methods_find(&cv->locs_of[kind], fr->method, ln);
     if (at->id)
         return at->id;
     uint64_t fn = function_of(cv, j, kind, fr->method);
@@ -575,7 +576,7 @@ static uint64_t location_of(conv_t *cv, jfr_t *j, uint32_t kind, const jfr_frame
     lc_pprof_line_t line = {fn, fr->line};
     uint64_t id = lc_pprof_builder_location(cv->b[kind], cv->mapping[kind], 0, &line, 1);
     /* function_of may have grown its own map, never this one: at still holds */
-    idmap_set(&cv->locs_of[kind], at, fr->method, ln, id);
+    methods_set(&cv->locs_of[kind], at, fr->method, ln, id);
     return id;
 }
 
@@ -607,8 +608,8 @@ static int on_chunk_end(jfr_t *j, void *data)
     if (cv->cap_agg)
         memset(cv->agg, 0, cv->cap_agg * sizeof(*cv->agg));
     for (size_t k = 0; k < ING_JFR_KINDS_; k++) { /* method ids belong to the chunk */
-        idmap_clear(&cv->fns[k]);
-        idmap_clear(&cv->locs_of[k]);
+        methods_clear(&cv->fns[k]);
+        methods_clear(&cv->locs_of[k]);
     }
     cv->n_agg = 0;
     return 0;

@@ -14,8 +14,11 @@
  * addresses as sent either way, so it changes nothing. executable_info is
  * accepted and not kept.
  *
- * Write (a bidirectional stream of Arrow records) and WriteArrow answer
- * unimplemented without reading the body.
+ * WriteArrow (the Parca Agent's default): its Arrow IPC stream becomes one
+ * pprof per series and window (parca_arrow.c), served the same way.
+ *
+ * Write (a bidirectional stream of Arrow records, the agent's v1 schema) is
+ * parca_write_v1.c's; any other method answers unimplemented.
  */
 #include <string.h>
 
@@ -98,6 +101,34 @@ lc_http_result_t ing_parca_write_raw_work(lc_http_req_t *req, void *data)
     return ing_push_serve(req, data, write_raw_decode);
 }
 
+static int write_arrow_decode(lc_http_req_t *req, const Push__V1__PushRequest **out,
+                              lc_connect_codec_t *codec, lc_status_t *st)
+{
+    ProtobufCMessage *msg;
+    if (lc_connect_decode(req, &parca__profilestore__v1alpha1__write_arrow_request__descriptor,
+                          &msg, codec, st) != 0)
+        return -1;
+    const Parca__Profilestore__V1alpha1__WriteArrowRequest *in =
+        (const Parca__Profilestore__V1alpha1__WriteArrowRequest *)msg;
+    Push__V1__PushRequest *push = lc_arena_calloc(req->arena, 1, sizeof(*push));
+    if (!push)
+        return lc_status_set(st, LC_CODE_RESOURCE_EXHAUSTED, "out of request memory");
+    /* The pprofs built here are checked again, with the ingester's own
+     * limits, by ing_push_serve; the defaults bound the stack depth. */
+    lc_pprof_limits_t lim;
+    lc_pprof_limits_default(&lim);
+    if (ing_parca_arrow_to_push(in->ipc_buffer.data, in->ipc_buffer.len, &lim, req->arena, push,
+                                st))
+        return -1;
+    *out = push;
+    return 0;
+}
+
+lc_http_result_t ing_parca_write_arrow_work(lc_http_req_t *req, void *data)
+{
+    return ing_push_serve(req, data, write_arrow_decode);
+}
+
 lc_http_result_t ing_parca_write_unimplemented(lc_http_req_t *req, void *data)
 {
     LC_UNUSED(data);
@@ -105,7 +136,8 @@ lc_http_result_t ing_parca_write_unimplemented(lc_http_req_t *req, void *data)
     lc_status_t st;
     lc_status_set(&st, LC_CODE_UNIMPLEMENTED,
                   "%s is not implemented by ember: write profiles with "
-                  "ProfileStoreService/WriteRaw (pprof), or Pyroscope's push API",
+                  "ProfileStoreService/WriteArrow (the Parca Agent's default v2 schema), "
+                  "WriteRaw (pprof), or Pyroscope's push API",
                   method ? method + 1 : req->path);
     lc_connect_error(req, &st);
     return LC_HTTP_DONE;

@@ -100,15 +100,31 @@ static uint8_t *job_pack(ing_t *ing, const Ember__V1__IngestProfile *m, lc_arena
     return data;
 }
 
+/* A profile sent without an id gets one here, once, before it is published:
+ * a random UUID (version 4 bits), so exemplars can name it and
+ * profile_id_selector find it, and a replayed message keeps it. */
+static int assigned_profile_id(uint8_t id[LC_STORE_PROFILE_ID_BYTES])
+{
+    _Static_assert(LC_INGEST_ID_BYTES == LC_STORE_PROFILE_ID_BYTES, "one random source");
+    int rc = lc_ingest_id_new(id);
+    id[6] = (uint8_t)((id[6] & 0x0f) | 0x40);
+    id[8] = (uint8_t)((id[8] & 0x3f) | 0x80);
+    return rc;
+}
+
 int ing_job_add(ing_job_t *job, const char *tenant, const lc_labels_t *labels, const uint8_t *pprof,
                 size_t len, int64_t time_ns, const ing_stconfig_t *cfg, const uint8_t *profile_id,
                 size_t n_samples, lc_status_t *st)
 {
     lc_arena_t *arena = job->req->arena;
-    uint8_t id[LC_INGEST_ID_BYTES];
+    uint8_t id[LC_INGEST_ID_BYTES], assigned[LC_STORE_PROFILE_ID_BYTES];
     int rc = lc_ingest_id_new(id);
+    if (rc == 0 && !profile_id)
+        rc = assigned_profile_id(assigned);
     if (rc)
         return lc_status_set(st, LC_CODE_INTERNAL, "no random ingest id: %s", lc_strerror(rc));
+    if (!profile_id)
+        profile_id = assigned;
     Ember__V1__IngestProfile m = EMBER__V1__INGEST_PROFILE__INIT;
     m.tenant = (char *)tenant;
     m.ingest_id = (ProtobufCBinaryData){LC_INGEST_ID_BYTES, id};
@@ -121,8 +137,7 @@ int ing_job_add(ing_job_t *job, const char *tenant, const lc_labels_t *labels, c
     m.delta_disabled = delta && strcmp(delta, "false") == 0;
     m.sample_type_config = cfg ? cfg->v : NULL;
     m.n_sample_type_config = cfg ? cfg->n : 0;
-    if (profile_id)
-        m.profile_id = (ProtobufCBinaryData){LC_STORE_PROFILE_ID_BYTES, (uint8_t *)profile_id};
+    m.profile_id = (ProtobufCBinaryData){LC_STORE_PROFILE_ID_BYTES, (uint8_t *)profile_id};
     job->tenant = tenant;
     ing_msg_t *slot = job_slot(job);
     size_t size;

@@ -333,7 +333,8 @@ const uint8_t *ing_job_pprof_bytes(const ing_t *ing, const uint8_t *body, size_t
 /* Wraps one validated pprof (uncompressed, or the gzip body it was decoded
  * from: ing_job_pprof_bytes) into an IngestProfile for the job.
  * labels must be sorted and checked; profile_id is NULL or
- * LC_STORE_PROFILE_ID_BYTES (Push's RawSample.ID). */
+ * LC_STORE_PROFILE_ID_BYTES (Push's RawSample.ID); NULL gets a random UUID
+ * (every stored profile has an id: exemplars name it). */
 int ing_job_add(ing_job_t *job, const char *tenant, const lc_labels_t *labels, const uint8_t *pprof,
                 size_t len, int64_t time_ns, const ing_stconfig_t *cfg, const uint8_t *profile_id,
                 size_t n_samples, lc_status_t *st) LC_MUST_CHECK;
@@ -364,8 +365,27 @@ lc_http_result_t ing_push_serve_as(lc_http_req_t *req, ing_t *ing, ing_push_deco
                                    ing_route_t route);
 
 /* parca_write.c: parca.profilestore.v1alpha1.ProfileStoreService. WriteRaw
- * goes through ing_push_serve; Write and WriteArrow answer unimplemented. */
+ * and WriteArrow go through ing_push_serve; other methods answer
+ * unimplemented. */
 lc_http_result_t ing_parca_write_raw_work(lc_http_req_t *req, void *data);
+lc_http_result_t ing_parca_write_arrow_work(lc_http_req_t *req, void *data);
+/* parca_write_v1.c: Write, the bidirectional stream of the agent's v1 schema:
+ * the interim hook asks for the stack traces, the handler stores both. */
+lc_http_interim_t ing_parca_write_interim(const lc_http_req_t *req, void *data, lc_buf_t *out);
+lc_http_result_t ing_parca_write_v1_work(lc_http_req_t *req, void *data);
+/* parca_arrow.c: WriteArrow's Arrow IPC stream (the Parca Agent's v2 schema)
+ * as a Push request in arena: one pprof per (series, profile type, period,
+ * 10 s window). Pure (fuzzed); errors are invalid_argument saying the row and
+ * what is wrong, or resource_exhausted past the arena. */
+/* Write's two records (the Parca Agent's v1 schema): samples naming their
+ * stacks by stacktrace_id, and the stack trace record holding them; the
+ * same pprofs as WriteArrow's. */
+int ing_parca_v1_to_push(const uint8_t *samples, size_t samples_len, const uint8_t *stacks,
+                         size_t stacks_len, const lc_pprof_limits_t *lim, lc_arena_t *a,
+                         Push__V1__PushRequest *out, lc_status_t *st) LC_MUST_CHECK;
+int ing_parca_arrow_to_push(const uint8_t *ipc, size_t len, const lc_pprof_limits_t *lim,
+                            lc_arena_t *a, Push__V1__PushRequest *out,
+                            lc_status_t *st) LC_MUST_CHECK;
 lc_http_result_t ing_parca_write_unimplemented(lc_http_req_t *req, void *data);
 
 /* otlp.c: OTLP profiles (opentelemetry.proto.collector.profiles.v1development).

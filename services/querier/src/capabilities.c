@@ -7,9 +7,10 @@
  *                                 take quoted names ({"service.name"="x"}), and
  *                                 LabelNames returns them to callers that send
  *                                 `Accept: …; allow-utf8-labelnames=true`.
- *   v2StorageLayer           off: ember's store is its own, not Pyroscope's v2
- *                                 layer; v2-only calls (SelectHeatmap, exemplars)
- *                                 are not served.
+ *   v2StorageLayer           on:  what clients ask of Pyroscope's v2 layer is
+ *                                 served from ember's own store: SelectHeatmap,
+ *                                 SelectSeries exemplars, profile_id_selector
+ *                                 (front_exemplars.c).
  *   pyroscopeRuler           off: no recording rules / metrics export.
  *   pyroscopeRulerFunctions  off: no recording rules per function.
  * Like Pyroscope (auth interceptor on this service), multi-tenant mode wants
@@ -32,9 +33,9 @@ static const flag_t flags[] = {
     {"utf8LabelNames", true,
      "UTF-8 label names on push and in selectors; LabelNames returns them when the "
      "request's Accept carries allow-utf8-labelnames=true."},
-    {"v2StorageLayer", false,
-     "ember's own storage, not Pyroscope's v2 layer: SelectHeatmap and exemplars are not "
-     "served."},
+    {"v2StorageLayer", true,
+     "ember's own storage answers the v2 layer's queries: SelectHeatmap, SelectSeries "
+     "exemplars (INDIVIDUAL and SPAN) and profile_id_selector."},
 };
 
 int qry_feature_flags(lc_http_req_t *req, const ProtobufCMessage *in, ProtobufCMessage **out,

@@ -108,6 +108,7 @@ const qry_backend_t fo_backend = {
     .merge_pprof = fo_merge_pprof,
     .merge_parts = fo_merge_parts,
     .select_series = fo_select_series,
+    .select_profiles = fo_select_profiles,
     .profile_types = fo_rpc_profile_types,
     .label_names = fo_rpc_label_names,
     .label_values = fo_rpc_label_values,

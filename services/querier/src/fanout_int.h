@@ -77,6 +77,10 @@ int fo_merge_parts(qry_front_t *fe, lc_http_req_t *req, const ProtobufCMessage *
                    const qry_merge_sink_t *sink, lc_status_t *st);
 int fo_select_series(qry_front_t *fe, lc_http_req_t *req, const Querier__V1__SelectSeriesRequest *r,
                      const lc_query_series_opts_t *o, lc_query_series_t **out, lc_status_t *st);
+/* Every ingester's profile references (ShardService/SelectProfiles), joined. */
+int fo_select_profiles(qry_front_t *fe, lc_http_req_t *req,
+                       const Querier__V1__SelectSeriesRequest *r, const lc_query_series_opts_t *o,
+                       Ember__V1__ProfileRefsResponse **out, lc_status_t *st);
 /* fanout_list.c; data is fe */
 int fo_rpc_profile_types(lc_http_req_t *req, const ProtobufCMessage *in, ProtobufCMessage **out,
                          lc_status_t *st, void *data);

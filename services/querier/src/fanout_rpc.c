@@ -135,6 +135,7 @@ int fo_merge_tree(qry_front_t *fe, lc_http_req_t *req, const ProtobufCMessage *i
         *(const Querier__V1__SelectMergeStacktracesRequest *)in;
     shard.format = QUERIER__V1__PROFILE_FORMAT__PROFILE_FORMAT_TREE;
     shard.max_nodes = 0;
+    shard.async = NULL; /* this querier keeps async answers; an ingester answers now */
     return merged_tree(fo_of(fe), req, "SelectMergeStacktraces", &shard.base, out, st);
 }
 
@@ -198,4 +199,48 @@ int fo_select_series(qry_front_t *fe, lc_http_req_t *req, const Querier__V1__Sel
     }
     *out = s;
     return 0;
+}
+
+/* --------------------------------------------------------- SelectProfiles */
+
+/* Every ingester's profile references, one list: a zone holds each profile
+ * once, so they only add up (capped as one store's). */
+static int join_refs(lc_arena_t *a, ProtobufCMessage **parts, size_t n,
+                     Ember__V1__ProfileRefsResponse **out, lc_status_t *st)
+{
+    size_t total = 0;
+    for (size_t i = 0; i < n; i++)
+        total += ((const Ember__V1__ProfileRefsResponse *)parts[i])->n_profiles;
+    if (total > QRY_MAX_PROFILE_REFS)
+        return qry_refs_fail(st, LC_ETOOBIG, true);
+    Ember__V1__ProfileRefsResponse *resp = lc_arena_calloc(a, 1, sizeof(*resp));
+    Ember__V1__ProfileRef **v = lc_arena_calloc(a, total + 1, sizeof(*v));
+    if (!resp || !v)
+        return qry_fail_arena(st);
+    *resp = (Ember__V1__ProfileRefsResponse)EMBER__V1__PROFILE_REFS_RESPONSE__INIT;
+    for (size_t i = 0; i < n; i++) {
+        const Ember__V1__ProfileRefsResponse *p = (const Ember__V1__ProfileRefsResponse *)parts[i];
+        if (p->n_profiles)
+            memcpy(v + resp->n_profiles, p->profiles, p->n_profiles * sizeof(*v));
+        resp->n_profiles += p->n_profiles;
+        /* every ingester clips with the same look-back; the latest start wins */
+        resp->start_ms = i == 0 || p->start_ms > resp->start_ms ? p->start_ms : resp->start_ms;
+    }
+    resp->profiles = v;
+    *out = resp;
+    return 0;
+}
+
+int fo_select_profiles(qry_front_t *fe, lc_http_req_t *req,
+                       const Querier__V1__SelectSeriesRequest *r, const lc_query_series_opts_t *o,
+                       Ember__V1__ProfileRefsResponse **out, lc_status_t *st)
+{
+    LC_UNUSED(o); /* each ingester buckets the range itself from r */
+    fo_answer_t *ans;
+    size_t n;
+    ProtobufCMessage **parts;
+    if (fo_call_all(fo_of(fe), req, FO_SHARD_SERVICE "SelectProfiles", &r->base, &ans, &n, st) ||
+        fo_unpack_all(req, &ember__v1__profile_refs_response__descriptor, ans, n, &parts, st))
+        return -1;
+    return join_refs(req->arena, parts, n, out, st);
 }

@@ -40,7 +40,8 @@ static const qry_method_t methods[QRY_METHODS] = {
     {QRY_SERVICE "AnalyzeQuery", &querier__v1__analyze_query_request__descriptor, NULL,
      qry_rpc_analyze_query},
     {QRY_SERVICE "Diff", &querier__v1__diff_request__descriptor, NULL, qry_rpc_diff},
-    {QRY_SERVICE "SelectHeatmap", &querier__v1__select_heatmap_request__descriptor, NULL, NULL},
+    {QRY_SERVICE "SelectHeatmap", &querier__v1__select_heatmap_request__descriptor, NULL,
+     qry_rpc_select_heatmap},
 };
 
 static int register_methods(qry_front_t *fe, lc_httpd_t *srv)

@@ -166,6 +166,19 @@ static int front_select_series(qry_front_t *fe, lc_http_req_t *req,
     return rc;
 }
 
+static int front_select_profiles(qry_front_t *fe, lc_http_req_t *req,
+                                 const Querier__V1__SelectSeriesRequest *r,
+                                 const lc_query_series_opts_t *o,
+                                 Ember__V1__ProfileRefsResponse **out, lc_status_t *st)
+{
+    qry_slots_t s;
+    if (front_enter(fe, req, &s, st))
+        return -1;
+    int rc = fe->be->select_profiles(fe, req, r, o, out, st);
+    front_leave(fe, &s);
+    return rc;
+}
+
 /* The back end's untruncated tree of in, shaped as format and truncated at
  * max_nodes into a new response (the one place a flame graph is cut); a
  * span profile's answer has the same two fields. */
@@ -202,23 +215,42 @@ static int stacktraces_pprof(qry_front_t *fe, lc_http_req_t *req, const Protobuf
     return 0;
 }
 
+static int stacktraces_answer(qry_front_t *fe, lc_http_req_t *req,
+                              const Querier__V1__SelectMergeStacktracesRequest *r, qry_reply_t *out,
+                              lc_status_t *st)
+{
+    int64_t max_nodes = 0;
+    if (check_format(r->format, st) ||
+        check_merge(fe, r->n_trace_id_selector, r->max_nodes, &max_nodes, st))
+        return -1;
+    if (r->format == QUERIER__V1__PROFILE_FORMAT__PROFILE_FORMAT_PPROF)
+        return stacktraces_pprof(fe, req, &r->base, out, st);
+    Querier__V1__SelectMergeStacktracesResponse *resp;
+    if (tree_answer(fe, req, &r->base, r->format, max_nodes, &resp, st))
+        return -1;
+    out->msg = &resp->base;
+    return 0;
+}
+
+/* async: a request id polls (async.c); FORCE answers and keeps the answer. */
 int qry_rpc_select_merge_stacktraces(lc_http_req_t *req, const ProtobufCMessage *in,
                                      qry_reply_t *out, lc_status_t *st, void *data)
 {
     qry_front_t *fe = data;
     const Querier__V1__SelectMergeStacktracesRequest *r =
         (const Querier__V1__SelectMergeStacktracesRequest *)in;
-    int64_t max_nodes = 0;
+    const Querier__V1__AsyncQueryRequest *async = r->async;
     *out = (qry_reply_t){0};
-    if (check_format(r->format, st) ||
-        check_merge(fe, r->n_trace_id_selector, r->max_nodes, &max_nodes, st))
+    if (async && async->request_id && *async->request_id)
+        return qry_async_poll(fe, req, async->request_id, out, st);
+    if (async && async->type != QUERIER__V1__ASYNC_QUERY_TYPE__ASYNC_QUERY_TYPE_DISABLED &&
+        async->type != QUERIER__V1__ASYNC_QUERY_TYPE__ASYNC_QUERY_TYPE_FORCE)
+        return lc_status_set(st, LC_CODE_INVALID_ARGUMENT, "unknown async type %d",
+                             (int)async->type);
+    if (stacktraces_answer(fe, req, r, out, st))
         return -1;
-    if (r->format == QUERIER__V1__PROFILE_FORMAT__PROFILE_FORMAT_PPROF)
-        return stacktraces_pprof(fe, req, in, out, st);
-    Querier__V1__SelectMergeStacktracesResponse *resp;
-    if (tree_answer(fe, req, in, r->format, max_nodes, &resp, st))
-        return -1;
-    out->msg = &resp->base;
+    if (async && async->type == QUERIER__V1__ASYNC_QUERY_TYPE__ASYNC_QUERY_TYPE_FORCE)
+        return qry_async_submit(fe, req, out, st);
     return 0;
 }
 
@@ -304,9 +336,12 @@ static int check_series_request(const Querier__V1__SelectSeriesRequest *r, lc_st
 {
     if (!r->profile_typeid || !*r->profile_typeid)
         return lc_status_set(st, LC_CODE_INVALID_ARGUMENT, "profile_typeID is required");
-    if (r->exemplar_type == TYPES__V1__EXEMPLAR_TYPE__EXEMPLAR_TYPE_INDIVIDUAL ||
-        r->exemplar_type == TYPES__V1__EXEMPLAR_TYPE__EXEMPLAR_TYPE_SPAN)
-        return lc_status_set(st, LC_CODE_UNIMPLEMENTED, "exemplars are not supported by ember yet");
+    if (r->exemplar_type != TYPES__V1__EXEMPLAR_TYPE__EXEMPLAR_TYPE_UNSPECIFIED &&
+        r->exemplar_type != TYPES__V1__EXEMPLAR_TYPE__EXEMPLAR_TYPE_NONE &&
+        r->exemplar_type != TYPES__V1__EXEMPLAR_TYPE__EXEMPLAR_TYPE_INDIVIDUAL &&
+        r->exemplar_type != TYPES__V1__EXEMPLAR_TYPE__EXEMPLAR_TYPE_SPAN)
+        return lc_status_set(st, LC_CODE_INVALID_ARGUMENT, "unknown exemplar_type %d",
+                             (int)r->exemplar_type);
     if (r->aggregation !=
             TYPES__V1__TIME_SERIES_AGGREGATION_TYPE__TIME_SERIES_AGGREGATION_TYPE_SUM &&
         r->aggregation !=
@@ -314,6 +349,12 @@ static int check_series_request(const Querier__V1__SelectSeriesRequest *r, lc_st
         return lc_status_set(st, LC_CODE_INVALID_ARGUMENT, "unknown aggregation %d",
                              (int)r->aggregation);
     return 0;
+}
+
+static bool wants_exemplars(const Querier__V1__SelectSeriesRequest *r)
+{
+    return r->exemplar_type == TYPES__V1__EXEMPLAR_TYPE__EXEMPLAR_TYPE_INDIVIDUAL ||
+           r->exemplar_type == TYPES__V1__EXEMPLAR_TYPE__EXEMPLAR_TYPE_SPAN;
 }
 
 /* The series as answered: the limit (top N by total) is applied here. */
@@ -329,6 +370,19 @@ static int front_series_reply(lc_query_series_t *s, lc_arena_t *a, ProtobufCMess
         return qry_fail(st, rc, "building series");
     *out = &resp->base;
     return 0;
+}
+
+/* The exemplars of r's profiles onto the answered points (front_exemplars.c). */
+static int series_exemplars(qry_front_t *fe, lc_http_req_t *req,
+                            const Querier__V1__SelectSeriesRequest *r,
+                            const lc_query_series_opts_t *o,
+                            Querier__V1__SelectSeriesResponse *resp, lc_status_t *st)
+{
+    Ember__V1__ProfileRefsResponse *refs;
+    if (front_select_profiles(fe, req, r, o, &refs, st))
+        return -1;
+    int rc = qry_exemplars_series(refs, o, req->arena, resp->series, resp->n_series);
+    return rc ? qry_fail(st, rc, "choosing exemplars") : 0;
 }
 
 int qry_rpc_select_series(lc_http_req_t *req, const ProtobufCMessage *in, ProtobufCMessage **out,
@@ -351,7 +405,61 @@ int qry_rpc_select_series(lc_http_req_t *req, const ProtobufCMessage *in, Protob
         return -1;
     int rc = front_series_reply(s, req->arena, out, st);
     lc_query_series_free(s);
+    if (rc == 0 && wants_exemplars(r))
+        rc = series_exemplars(fe, req, r, &o, (Querier__V1__SelectSeriesResponse *)*out, st);
     return rc ? -1 : 0;
+}
+
+/* ----------------------------------------------------------- SelectHeatmap */
+
+/* The heatmap's request as the back end takes it: a SelectSeries whose
+ * exemplar_type says individual profiles or spans. */
+static int heatmap_request(const Querier__V1__SelectHeatmapRequest *h,
+                           Querier__V1__SelectSeriesRequest *r, lc_query_series_opts_t *o,
+                           lc_status_t *st)
+{
+    if (!h->profile_typeid || !*h->profile_typeid)
+        return lc_status_set(st, LC_CODE_INVALID_ARGUMENT, "profile_typeID is required");
+    if (h->query_type != QUERIER__V1__HEATMAP_QUERY_TYPE__HEATMAP_QUERY_TYPE_INDIVIDUAL &&
+        h->query_type != QUERIER__V1__HEATMAP_QUERY_TYPE__HEATMAP_QUERY_TYPE_SPAN &&
+        h->query_type != QUERIER__V1__HEATMAP_QUERY_TYPE__HEATMAP_QUERY_TYPE_UNSPECIFIED)
+        return lc_status_set(st, LC_CODE_INVALID_ARGUMENT, "unknown heatmap query_type %d",
+                             (int)h->query_type);
+    *r = (Querier__V1__SelectSeriesRequest)QUERIER__V1__SELECT_SERIES_REQUEST__INIT;
+    r->profile_typeid = h->profile_typeid;
+    r->label_selector = h->label_selector;
+    r->start = h->start;
+    r->end = h->end;
+    r->step = h->step;
+    r->group_by = h->group_by;
+    r->n_group_by = h->n_group_by;
+    r->exemplar_type = h->query_type == QUERIER__V1__HEATMAP_QUERY_TYPE__HEATMAP_QUERY_TYPE_SPAN
+                           ? TYPES__V1__EXEMPLAR_TYPE__EXEMPLAR_TYPE_SPAN
+                           : TYPES__V1__EXEMPLAR_TYPE__EXEMPLAR_TYPE_INDIVIDUAL;
+    *o = (lc_query_series_opts_t){.start_ms = h->start,
+                                  .end_ms = h->end,
+                                  .group_by = (const char *const *)h->group_by,
+                                  .n_group_by = h->n_group_by};
+    return qry_step_ms(h->step, &o->step_ms, st);
+}
+
+int qry_rpc_select_heatmap(lc_http_req_t *req, const ProtobufCMessage *in, ProtobufCMessage **out,
+                           lc_status_t *st, void *data)
+{
+    const Querier__V1__SelectHeatmapRequest *h = (const Querier__V1__SelectHeatmapRequest *)in;
+    Querier__V1__SelectSeriesRequest r;
+    lc_query_series_opts_t o;
+    Ember__V1__ProfileRefsResponse *refs;
+    Querier__V1__SelectHeatmapResponse *resp;
+    if (heatmap_request(h, &r, &o, st) || front_select_profiles(data, req, &r, &o, &refs, st))
+        return -1;
+    bool exemplars = h->exemplar_type != TYPES__V1__EXEMPLAR_TYPE__EXEMPLAR_TYPE_NONE;
+    int rc =
+        qry_exemplars_heatmap(refs, &o, h->limit > 0 ? h->limit : 0, exemplars, req->arena, &resp);
+    if (rc)
+        return qry_fail(st, rc, "building the heatmap");
+    *out = &resp->base;
+    return 0;
 }
 
 /* ------------------------------------------------------- the listings */
@@ -457,7 +565,8 @@ void qry_front_init(qry_front_t *fe, const qry_opts_t *opts, const qry_backend_t
     *fe = (qry_front_t){.opts = *opts,
                         .be = be,
                         .inflight = lc_inflight_new(opts->max_concurrent_per_tenant),
-                        .metrics = metrics};
+                        .metrics = metrics,
+                        .async = qry_async_new()};
     fe->legacy = (qry_rpcs_t){
         .select_merge_stacktraces = qry_rpc_select_merge_stacktraces,
         .select_merge_profile = qry_rpc_select_merge_profile,
@@ -474,4 +583,6 @@ void qry_front_fini(qry_front_t *fe)
 {
     lc_inflight_free(fe->inflight);
     fe->inflight = NULL;
+    qry_async_free(fe->async);
+    fe->async = NULL;
 }

@@ -11,6 +11,7 @@ const qry_backend_t qry_store_backend = {
     .merge_pprof = qry_store_merge_pprof,
     .merge_parts = qry_store_merge_parts,
     .select_series = qry_store_select_series,
+    .select_profiles = qry_store_select_profiles,
     .profile_types = qry_store_profile_types,
     .label_names = qry_store_label_names,
     .label_values = qry_store_label_values,

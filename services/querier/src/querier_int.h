@@ -3,6 +3,9 @@
  *
  *   frontend.c    the query front end: routes, tenant check, validation, limits
  *                 and truncation of every querier.v1 RPC, over a back end
+ *   front_exemplars.c the front end's exemplars and SelectHeatmap, built from the
+ *                 back end's profile references (rpc_exemplars.c lists the store's)
+ *   async.c       the kept answers of async SelectMergeStacktraces
  *   front_shape.c the front end's shaping: tree/flame graph, pprof wrap, Diff
  *   front_routes.c every route registered: querier.v1, Parca's, the legacy ones
  *   shared.c      what the front end and the store back end both use: failure
@@ -28,6 +31,7 @@
 #ifndef EMBER_QUERIER_INT_H
 #define EMBER_QUERIER_INT_H
 
+#include "ember/v1/shard.pb-c.h"
 #include "lc/connect.h"
 #include "lc/labels.h"
 #include "lc/query.h"
@@ -125,12 +129,23 @@ typedef struct qry_backend_s {
     int (*select_series)(qry_front_t *fe, lc_http_req_t *req,
                          const Querier__V1__SelectSeriesRequest *r, const lc_query_series_opts_t *o,
                          lc_query_series_t **out, lc_status_t *st);
+    /* The stored profiles of r's selection in the range o buckets (from
+     * start - step), one reference each, or with exemplar_type SPAN one per
+     * (profile, span id); at most QRY_MAX_PROFILE_REFS, else
+     * resource_exhausted (rpc_exemplars.c). Exemplars and heatmaps are built
+     * from them by the front end (front_exemplars.c). */
+    int (*select_profiles)(qry_front_t *fe, lc_http_req_t *req,
+                           const Querier__V1__SelectSeriesRequest *r,
+                           const lc_query_series_opts_t *o, Ember__V1__ProfileRefsResponse **out,
+                           lc_status_t *st);
     /* The listings and AnalyzeQuery, answered whole (data = fe). */
     lc_connect_unary_fn profile_types, label_names, label_values, series, get_profile_stats,
         analyze_query;
 } qry_backend_t;
 
 #define QRY_PARCA_METHODS 8 /* parca.query.v1alpha1.QueryService (parca_query.c) */
+
+typedef struct qry_async_s qry_async_t; /* async.c */
 
 /* The front end: the limits, the back end, and what it registered. */
 struct qry_front_s {
@@ -140,7 +155,8 @@ struct qry_front_s {
     lc_metrics_t *metrics;   /* may be NULL: the refusals are counted there */
     qry_route_t routes[QRY_METHODS];
     qry_route_t parca[QRY_PARCA_METHODS];
-    qry_rpcs_t legacy; /* what the legacy endpoints call: the qry_rpc_* below */
+    qry_rpcs_t legacy;  /* what the legacy endpoints call: the qry_rpc_* below */
+    qry_async_t *async; /* owned: kept answers of async queries */
 };
 
 /* Sets fe up over be (a static table); registers nothing. metrics may be
@@ -175,6 +191,10 @@ int qry_store_select_series(qry_front_t *fe, lc_http_req_t *req,
                             const Querier__V1__SelectSeriesRequest *r,
                             const lc_query_series_opts_t *o, lc_query_series_t **out,
                             lc_status_t *st);
+int qry_store_select_profiles(qry_front_t *fe, lc_http_req_t *req,
+                              const Querier__V1__SelectSeriesRequest *r,
+                              const lc_query_series_opts_t *o, Ember__V1__ProfileRefsResponse **out,
+                              lc_status_t *st);
 int qry_store_profile_types(lc_http_req_t *req, const ProtobufCMessage *in, ProtobufCMessage **out,
                             lc_status_t *st, void *data);
 int qry_store_label_names(lc_http_req_t *req, const ProtobufCMessage *in, ProtobufCMessage **out,
@@ -360,6 +380,13 @@ int qry_rpc_unimplemented(lc_http_req_t *req, const ProtobufCMessage *in, Protob
 
 /* SelectSeries' step (seconds) -> ms; invalid_argument below 1 ms (frontend.c). */
 int qry_step_ms(double step, int64_t *out, lc_status_t *st) LC_MUST_CHECK;
+/* What a SelectSeries-shaped call of the store begins with (rpc_series.c):
+ * r's selector (with its profile type) into *sel and the call over r's range
+ * with step_ms of look-back; on success the caller ends both
+ * (qry_call_end, lc_selector_fini), on failure nothing is left open. */
+int qry_series_begin(qry_t *q, lc_http_req_t *req, const Querier__V1__SelectSeriesRequest *r,
+                     int64_t step_ms, lc_selector_t *sel, qry_call_t *c,
+                     lc_status_t *st) LC_MUST_CHECK;
 /* The store's series for r (rpc_series.c): selector, §5.9 range, stack-trace
  * selector, then the engine's sums bucketed as o (from where the look-back
  * clipped) into *sums and, when counts is not NULL, the profiles per bucket
@@ -368,6 +395,53 @@ int qry_step_ms(double step, int64_t *out, lc_status_t *st) LC_MUST_CHECK;
 int qry_series_collect(qry_t *q, lc_http_req_t *req, const Querier__V1__SelectSeriesRequest *r,
                        const lc_query_series_opts_t *o, lc_query_series_t **sums,
                        lc_query_series_t **counts, lc_status_t *st) LC_MUST_CHECK;
+
+/* ---- async SelectMergeStacktraces (async.c) ---- */
+
+#define QRY_ASYNC_TTL_MS (10 * 60 * 1000) /* how long an answer is kept */
+#define QRY_ASYNC_PER_TENANT 16u          /* answers kept per tenant set */
+#define QRY_ASYNC_MAX 1024u               /* answers kept in all */
+#define QRY_ASYNC_MAX_BYTES (64u << 20)   /* one kept answer */
+
+qry_async_t *qry_async_new(void);
+void qry_async_free(qry_async_t *a); /* NULL-safe */
+/* Keeps the answer in out (a message or bytes; made bytes) under a new
+ * request id and adds async {request_id, SUCCESS} to it. */
+int qry_async_submit(qry_front_t *fe, lc_http_req_t *req, qry_reply_t *out,
+                     lc_status_t *st) LC_MUST_CHECK;
+/* The kept answer of id for the request's tenants into out, with async
+ * {id, SUCCESS}; not_found when unknown or expired. */
+int qry_async_poll(qry_front_t *fe, lc_http_req_t *req, const char *id, qry_reply_t *out,
+                   lc_status_t *st) LC_MUST_CHECK;
+
+/* ---- exemplars and heatmaps (rpc_exemplars.c, front_exemplars.c) ---- */
+
+#define QRY_MAX_PROFILE_REFS 200000u   /* profile references one answer may list */
+#define QRY_EXEMPLARS_PER_POINT 3u     /* a point's (a heatmap slot's) top profiles */
+#define QRY_EXEMPLARS_PER_ANSWER 2000u /* the answer's, the highest valued kept */
+#define QRY_HEATMAP_ROWS 20u           /* value ranges of a heatmap's y axis */
+
+/* The store's profile references (qry_backend_t.select_profiles) of q's
+ * store; also the shard API's answer. */
+int qry_profile_refs(qry_t *q, lc_http_req_t *req, const Querier__V1__SelectSeriesRequest *r,
+                     const lc_query_series_opts_t *o, Ember__V1__ProfileRefsResponse **out,
+                     lc_status_t *st) LC_MUST_CHECK;
+/* The failure status of a reference walk: over_cap says the walk passed
+ * QRY_MAX_PROFILE_REFS (resource_exhausted naming it), else rc as qry_fail. */
+int qry_refs_fail(lc_status_t *st, int rc, bool over_cap);
+/* Built from refs already listed (front_exemplars.c; also what fuzz_exemplars
+ * drives): exemplars onto the series' points, and the heatmap with `limit`
+ * (0: every series) and, unless !exemplars, each slot's exemplars; bucketed as
+ * o from refs->start_ms. 0 or LC_ETOOBIG (arena full). */
+int qry_exemplars_series(const Ember__V1__ProfileRefsResponse *refs,
+                         const lc_query_series_opts_t *o, lc_arena_t *a, Types__V1__Series **series,
+                         size_t n) LC_MUST_CHECK;
+int qry_exemplars_heatmap(const Ember__V1__ProfileRefsResponse *refs,
+                          const lc_query_series_opts_t *o, int64_t limit, bool exemplars,
+                          lc_arena_t *a, Querier__V1__SelectHeatmapResponse **out) LC_MUST_CHECK;
+/* querier.v1 SelectHeatmap (frontend.c); data is the front end. */
+int qry_rpc_select_heatmap(lc_http_req_t *req, const ProtobufCMessage *in, ProtobufCMessage **out,
+                           lc_status_t *st, void *data);
 
 /* ---- tree shaping and Diff (front_shape.c), the front end's ---- */
 

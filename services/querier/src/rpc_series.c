@@ -71,6 +71,18 @@ static int collect_sums_counts(qry_call_t *c, lc_query_t *q, const lc_query_seri
     return 0;
 }
 
+int qry_series_begin(qry_t *qry, lc_http_req_t *req, const Querier__V1__SelectSeriesRequest *r,
+                     int64_t step_ms, lc_selector_t *sel, qry_call_t *c, lc_status_t *st)
+{
+    if (qry_selector(r->label_selector, r->profile_typeid, sel, st))
+        return -1;
+    if (qry_call_begin_back(c, qry, req, r->start, r->end, QRY_RANGE_RULES, step_ms, st)) {
+        lc_selector_fini(sel);
+        return -1;
+    }
+    return 0;
+}
+
 int qry_series_collect(qry_t *qry, lc_http_req_t *req, const Querier__V1__SelectSeriesRequest *r,
                        const lc_query_series_opts_t *o, lc_query_series_t **sums,
                        lc_query_series_t **counts, lc_status_t *st)
@@ -79,13 +91,9 @@ int qry_series_collect(qry_t *qry, lc_http_req_t *req, const Querier__V1__Select
     *sums = NULL;
     if (counts)
         *counts = NULL;
-    if (qry_selector(r->label_selector, r->profile_typeid, &sel, st))
-        return -1;
     qry_call_t c;
-    if (qry_call_begin_back(&c, qry, req, r->start, r->end, QRY_RANGE_RULES, o->step_ms, st)) {
-        lc_selector_fini(&sel);
+    if (qry_series_begin(qry, req, r, o->step_ms, &sel, &c, st))
         return -1;
-    }
     lc_query_t q = {.tenants = c.tenants,
                     .n_tenants = c.n_tenants,
                     .sel = &sel,

@@ -10,9 +10,11 @@
  * with per-bucket COUNTS next to the sums (an average of averages is wrong),
  * so /ember.v1.ShardService/SelectSeries is served here: the engine computes
  * the sums (with every sample filter), and a second walk of the same profiles
- * counts them (qry_series_collect, rpc_series.c). The other is AnalyzeQuery with the keys of the
- * series it counted (/ember.v1.ShardService/AnalyzeQuery), so the querier can count a series held
- * by several ingesters once.
+ * counts them (qry_series_collect, rpc_series.c). Another is the list of
+ * profile references exemplars and heatmaps are built from
+ * (/ember.v1.ShardService/SelectProfiles, rpc_exemplars.c). The last is AnalyzeQuery with the keys
+ * of the series it counted (/ember.v1.ShardService/AnalyzeQuery), so the querier can count a series
+ * held by several ingesters once.
  */
 #include <math.h>
 #include <string.h>
@@ -23,11 +25,13 @@
 
 #define SHARD_SERIES_PATH "/ember.v1.ShardService/SelectSeries"
 #define SHARD_ANALYZE_PATH "/ember.v1.ShardService/AnalyzeQuery"
+#define SHARD_PROFILES_PATH "/ember.v1.ShardService/SelectProfiles"
 
 struct qry_shard_s {
-    qry_t *qry;                /* the querier role on this store, truncating nothing */
-    qry_route_t series_route;  /* SelectSeries with counts; tenant checked first */
-    qry_route_t analyze_route; /* AnalyzeQuery with series keys */
+    qry_t *qry;                 /* the querier role on this store, truncating nothing */
+    qry_route_t series_route;   /* SelectSeries with counts; tenant checked first */
+    qry_route_t analyze_route;  /* AnalyzeQuery with series keys */
+    qry_route_t profiles_route; /* the profile references of exemplars and heatmaps */
 };
 
 /* ----------------------------------------------------------- the answer */
@@ -120,6 +124,21 @@ static int shard_select_series(lc_http_req_t *req, const ProtobufCMessage *in,
     return rc ? -1 : 0;
 }
 
+/* The profile references this store holds for a selection (rpc_exemplars.c):
+ * the querier's front end builds exemplars and heatmaps from all of them. */
+static int shard_select_profiles(lc_http_req_t *req, const ProtobufCMessage *in,
+                                 ProtobufCMessage **out, lc_status_t *st, void *data)
+{
+    qry_shard_t *sh = data;
+    const Querier__V1__SelectSeriesRequest *r = (const Querier__V1__SelectSeriesRequest *)in;
+    lc_query_series_opts_t o;
+    Ember__V1__ProfileRefsResponse *resp;
+    if (series_opts(r, &o, st) || qry_profile_refs(sh->qry, req, r, &o, &resp, st))
+        return -1;
+    *out = &resp->base;
+    return 0;
+}
+
 /* ----------------------------------------------------------- AnalyzeQuery */
 
 static int analyze_reply(const qry_analysis_t *a, lc_arena_t *arena, ProtobufCMessage **out,
@@ -176,8 +195,14 @@ int qry_shard_new(uv_loop_t *loop, lc_httpd_t *srv, lc_store_t *store, lc_metric
                                       .multitenancy = multitenancy};
     if (rc == 0)
         rc = qry_route_register(srv, SHARD_SERIES_PATH, LC_HTTP_SCOPE_READ, &sh->series_route);
+    sh->profiles_route = (qry_route_t){.in = &querier__v1__select_series_request__descriptor,
+                                       .unary = shard_select_profiles,
+                                       .data = sh,
+                                       .multitenancy = multitenancy};
     if (rc == 0)
         rc = qry_route_register(srv, SHARD_ANALYZE_PATH, LC_HTTP_SCOPE_READ, &sh->analyze_route);
+    if (rc == 0)
+        rc = qry_route_register(srv, SHARD_PROFILES_PATH, LC_HTTP_SCOPE_READ, &sh->profiles_route);
     if (rc) {
         qry_shard_free(sh);
         return rc;

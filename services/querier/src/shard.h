@@ -2,7 +2,8 @@
  * shard.h — the shard query API (shard.c): what the distributed querier's
  * fan-out (fanout*.c) asks every ingester. It is the querier role mounted on
  * one ingester's store with nothing truncated, plus
- * /ember.v1.ShardService/SelectSeries (per-bucket sums and counts) and
+ * /ember.v1.ShardService/SelectSeries (per-bucket sums and counts),
+ * /ember.v1.ShardService/SelectProfiles (profile references for exemplars) and
  * /ember.v1.ShardService/AnalyzeQuery (figures and series keys).
  *
  * Ownership: the qry_shard_t borrows srv, store and metrics, which must

@@ -61,13 +61,32 @@ export class Api {
     return this.call('LabelValues', { name, matchers, start, end }, signal).then((r) => r.names || []);
   }
 
-  flamegraph(profileTypeID, labelSelector, start, end, maxNodes, signal) {
-    return this.call('SelectMergeStacktraces', { profileTypeID, labelSelector, start, end, maxNodes }, signal)
+  // profileIds (optional): only those profiles (profile_id_selector).
+  flamegraph(profileTypeID, labelSelector, start, end, maxNodes, signal, profileIds = []) {
+    const req = { profileTypeID, labelSelector, start, end, maxNodes };
+    if (profileIds.length) req.profileIdSelector = profileIds;
+    return this.call('SelectMergeStacktraces', req, signal)
       .then((r) => r.flamegraph || { names: [], levels: [], total: '0', maxSelf: '0' });
   }
 
   series(profileTypeID, labelSelector, start, end, groupBy, step, signal) {
     return this.call('SelectSeries', { profileTypeID, labelSelector, start, end, groupBy, step }, signal)
+      .then((r) => r.series || []);
+  }
+
+  // The top profiles of each point (SelectSeries exemplars), flattened:
+  // [{profileId, timestamp, value, labels}], highest value first.
+  exemplars(profileTypeID, labelSelector, start, end, groupBy, step, signal) {
+    return this.call('SelectSeries', { profileTypeID, labelSelector, start, end, groupBy, step, exemplarType: 'EXEMPLAR_TYPE_INDIVIDUAL' }, signal)
+      .then((r) => (r.series || []).flatMap((s) => (s.points || []).flatMap((p) => p.exemplars || []))
+        .map((e) => ({ profileId: e.profileId || '', timestamp: Number(e.timestamp || 0), value: Number(e.value || 0), labels: e.labels || [] }))
+        .sort((a, b) => b.value - a.value));
+  }
+
+  // Profile values bucketed over time x value (SelectHeatmap, individual profiles).
+  heatmap(profileTypeID, labelSelector, start, end, groupBy, step, signal) {
+    return this.call('SelectHeatmap', { profileTypeID, labelSelector, start, end, groupBy, step,
+      queryType: 'HEATMAP_QUERY_TYPE_INDIVIDUAL', exemplarType: 'EXEMPLAR_TYPE_NONE' }, signal)
       .then((r) => r.series || []);
   }
 

@@ -5,12 +5,14 @@
 import { Api, ApiError } from './api.js';
 import { FlameGraph, decodeFlamegraph, topTable, sandwich, diffChange } from './flame.js';
 import { TimeChart } from './chart.js';
+import { HeatmapChart } from './heatmap.js';
 import {
   parseTime, splitQuery, joinQuery, setMatcher, matcherValue, formatValue, formatPct, formatTime,
   formatDuration, el, download,
 } from './util.js';
 
 const MAX_NODES = 16384;
+const MAX_EXEMPLARS = 20; // rows of the exemplar list under the chart
 const TABLE_ROWS = 1000;
 const PRESETS = [['now-5m', 'Last 5 minutes'], ['now-15m', 'Last 15 minutes'], ['now-1h', 'Last hour'],
   ['now-6h', 'Last 6 hours'], ['now-12h', 'Last 12 hours'], ['now-24h', 'Last 24 hours']];
@@ -335,6 +337,11 @@ class SingleView {
       onRange: (a, b) => navigate({ from: String(a), until: String(b) }),
       format: (v) => formatValue(v, unitOf(this.type)),
     });
+    this.heatBox = el('div', { class: 'chart', id: 'heatmap', hidden: true });
+    this.heatmap = new HeatmapChart(this.heatBox, { format: (v) => formatValue(v, unitOf(this.type)) });
+    this.chartSel = el('select', { id: 'chart-kind', 'aria-label': 'Chart' },
+      el('option', { value: '' }, 'time series'), el('option', { value: 'heatmap' }, 'heatmap'));
+    this.chartSel.addEventListener('change', () => navigate({ chart: this.chartSel.value || null }));
 
     this.modeBtns = ['both', 'table', 'flame', 'sandwich'].map((m) => {
       const b = el('button', { type: 'button', class: 'mode', 'data-mode': m, 'aria-pressed': 'false' },
@@ -383,16 +390,50 @@ class SingleView {
       },
     });
     this.sandwichBox = el('section', { class: 'pane sandwich-pane', id: 'sandwich', 'aria-label': 'Sandwich view' });
+    this.exemplarBox = el('section', { class: 'exemplars', id: 'exemplars', 'aria-label': 'Exemplars' });
+    this.profileNote = el('div', { class: 'msg info', id: 'profile-note', hidden: true });
 
     this.root.append(
       form,
       el('section', { class: 'chart-box', 'aria-label': 'Time series' },
-        el('div', { class: 'row' }, el('label', { for: 'group-by' }, 'Group by'), this.groupSel, el('span', { class: 'muted hint' }, 'drag across the chart to zoom into a range')),
-        chartBox),
+        el('div', { class: 'row' }, el('label', { for: 'group-by' }, 'Group by'), this.groupSel,
+          el('label', { for: 'chart-kind' }, 'Chart'), this.chartSel,
+          el('span', { class: 'muted hint' }, 'drag across the chart to zoom into a range')),
+        chartBox, this.heatBox),
+      this.exemplarBox,
+      this.profileNote,
       el('div', { class: 'toolbar2' }, el('div', { class: 'modes', role: 'group', 'aria-label': 'View' }, this.modeBtns),
         this.search, this.searchInfo, el('span', { class: 'spacer' }), resetBtn, svgBtn, pprofBtn),
       el('div', { class: 'panes', id: 'panes' }, this.tableBox, this.flameBox, this.sandwichBox),
       this.live);
+  }
+
+  // The exemplars under the chart: the highest-valued profiles of the range,
+  // each a button showing that one profile's flame graph (?profile=<id>).
+  showExemplars(list, shown) {
+    const u = unitOf(this.type);
+    const rows = list.filter((e) => e.profileId).slice(0, MAX_EXEMPLARS);
+    if (!rows.length) { this.exemplarBox.replaceChildren(); return; }
+    const labelText = (ls) => ls.map((l) => `${l.name}=${l.value}`).join(', ');
+    this.exemplarBox.replaceChildren(
+      el('h2', {}, 'Exemplars'),
+      el('table', { class: 'exemplar-table', id: 'exemplar-table' },
+        el('thead', {}, el('tr', {}, el('th', {}, 'Time'), el('th', {}, 'Value'), el('th', {}, 'Labels'), el('th', {}, 'Profile'))),
+        el('tbody', {}, ...rows.map((e) => {
+          const b = el('button', { type: 'button', class: 'link exemplar', 'data-profile': e.profileId, 'aria-pressed': e.profileId === shown ? 'true' : 'false', title: 'Show this profile\'s flame graph' }, e.profileId);
+          b.addEventListener('click', () => navigate({ profile: e.profileId }));
+          return el('tr', {}, el('td', {}, formatTime(e.timestamp)), el('td', { class: 'num', 'data-value': String(e.value) }, formatValue(e.value, u)),
+            el('td', {}, labelText(e.labels)), el('td', {}, b));
+        }))));
+  }
+
+  // Above the flame graph when it shows one profile: which, and the way back.
+  showProfileNote(id) {
+    this.profileNote.hidden = !id;
+    if (!id) return;
+    const back = el('button', { type: 'button', class: 'link', id: 'all-profiles' }, 'show all profiles');
+    back.addEventListener('click', () => navigate({ profile: null }));
+    this.profileNote.replaceChildren(`Flame graph of profile ${id} only — `, back);
   }
 
   sandwichLink(name) {
@@ -472,7 +513,7 @@ class SingleView {
     const mode = ['table', 'flame', 'sandwich'].includes(p.get('view')) ? p.get('view') : 'both';
     this.setMode(mode);
     if (document.activeElement !== this.search) this.search.value = p.get('search') || '';
-    const key = JSON.stringify([p.get('query'), p.get('from'), p.get('until'), p.get('groupBy'), p.get('maxNodes'), tenant()]);
+    const key = JSON.stringify([p.get('query'), p.get('from'), p.get('until'), p.get('groupBy'), p.get('maxNodes'), p.get('profile'), p.get('chart'), tenant()]);
     if (key === this.key && this.flame.data) {
       this.applySearch();
       this.drawSandwich();
@@ -503,6 +544,7 @@ class SingleView {
     this.flame.setData({ names: [], n: 0, nLevels: 0, levelStart: new Int32Array(1), numTicks: 0 });
     this.table.setRows([]);
     this.chart.setData([], 0, 0);
+    this.exemplarBox.replaceChildren();
   }
 
   async load(type, selector, r, p, sig) {
@@ -534,8 +576,16 @@ class SingleView {
     const maxNodes = Number(p.get('maxNodes') || p.get('max-nodes')) || MAX_NODES;
     const groupBy = p.get('groupBy') || '';
     const stepSec = Math.max(1, (r.until - r.from) / 1000 / 240);
-    const fgP = this.api.flamegraph(type, selector, r.from, r.until, maxNodes, sig);
+    const profile = p.get('profile') || '';
+    this.showProfileNote(profile);
+    const heat = p.get('chart') === 'heatmap';
+    this.chartSel.value = heat ? 'heatmap' : '';
+    this.heatBox.hidden = !heat;
+    document.getElementById('chart').hidden = heat;
+    const fgP = this.api.flamegraph(type, selector, r.from, r.until, maxNodes, sig, profile ? [profile] : []);
     const seriesP = this.api.series(type, selector, r.from, r.until, groupBy ? [groupBy] : [], stepSec, sig);
+    // Exemplars are extra: a refusal (too many profiles in the range) only empties their list.
+    const exemplarsP = this.api.exemplars(type, selector, r.from, r.until, groupBy ? [groupBy] : [], stepSec, sig).catch(() => []);
     // Handled below (after the flame graph) or dropped when that fails; marked
     // handled now, because a refusal that arrives before the flame graph's
     // would otherwise be reported as an unhandled rejection.
@@ -589,6 +639,8 @@ class SingleView {
     try {
       const series = await seriesP;
       this.chart.setData(series, r.from, r.until);
+      this.showExemplars(await exemplarsP, profile);
+      if (heat) this.heatmap.setData(await this.api.heatmap(type, selector, r.from, r.until, groupBy ? [groupBy] : [], stepSec, sig), r.from, r.until, stepSec * 1000);
     } catch (e) {
       if (e.name === 'AbortError') throw e;
       showMessage(explain(e, 'The time series query'));

@@ -3,7 +3,21 @@
 import { formatTime } from './util.js';
 
 const PALETTE = ['#3b82f6', '#ef4444', '#10b981', '#f59e0b', '#8b5cf6', '#ec4899', '#14b8a6', '#84cc16', '#f97316', '#6366f1'];
-const PAD = { l: 64, r: 12, t: 8, b: 22 };
+export const PAD = { l: 64, r: 12, t: 8, b: 22 };
+
+// Sizes a chart's canvas to its container (140 px high, device pixels) and
+// clears it: {W, H, ctx, cs} (cs: the container's computed style).
+export function clearChart(canvas, container) {
+  const W = Math.max(200, container.clientWidth);
+  const H = 140;
+  const dpr = window.devicePixelRatio || 1;
+  canvas.width = W * dpr; canvas.height = H * dpr;
+  canvas.style.width = `${W}px`; canvas.style.height = `${H}px`;
+  const ctx = canvas.getContext('2d');
+  ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+  ctx.clearRect(0, 0, W, H);
+  return { W, H, ctx, cs: getComputedStyle(container) };
+}
 
 export class TimeChart {
   constructor(container, { onRange, format }) {
@@ -60,16 +74,8 @@ export class TimeChart {
   }
 
   render() {
-    const W = Math.max(200, this.container.clientWidth);
-    const H = 140;
-    const dpr = window.devicePixelRatio || 1;
+    const { W, H, ctx, cs } = clearChart(this.canvas, this.container);
     this.w = W;
-    this.canvas.width = W * dpr; this.canvas.height = H * dpr;
-    this.canvas.style.width = `${W}px`; this.canvas.style.height = `${H}px`;
-    const ctx = this.canvas.getContext('2d');
-    const cs = getComputedStyle(this.container);
-    ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
-    ctx.clearRect(0, 0, W, H);
     const fg = cs.getPropertyValue('--muted').trim() || '#666';
     const grid = cs.getPropertyValue('--border').trim() || '#ddd';
     if (!this.series.length) {

@@ -6,9 +6,12 @@
 // For every protocol and transport it pushes a CPU profile of its own
 // (service_name grpcclient-<protocol>-<transport>) and then calls every
 // querier.v1.QuerierService RPC, checking each answer against what it sent:
-// the totals of the stacks, the labels, the span's share. SelectHeatmap,
-// which ember does not serve, must fail with UNIMPLEMENTED, and so must
-// Parca's DebuginfoService, a path ember has no route for. Each response's
+// the totals of the stacks, the labels, the span's share; then, with three
+// profiles of known ids, values and times (exemplars.go), SelectSeries'
+// exemplars (INDIVIDUAL and SPAN), SelectHeatmap and profile_id_selector;
+// and an async SelectMergeStacktraces submitted and polled (async.go).
+// Parca's DebuginfoService, a path ember has no route for, must fail with
+// UNIMPLEMENTED. Each response's
 // HTTP version is checked too, so a transport that quietly fell back to
 // another is a failure.
 //
@@ -74,14 +77,15 @@ type checker struct {
 	passed int
 }
 
-func (c *checker) check(ok bool, where, format string, args ...any) {
+func (c *checker) check(ok bool, where, format string, args ...any) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if ok {
 		c.passed++
-		return
+		return true
 	}
 	c.failed = append(c.failed, where+": "+fmt.Sprintf(format, args...))
+	return false
 }
 
 // ------------------------------------------------------------ transports
@@ -131,7 +135,10 @@ var protocols = []protocol{
 
 // ------------------------------------------------------------- profiles
 
-func cpuProfile(timeNs int64) []byte {
+func cpuProfile(timeNs int64) []byte { return scaledProfile(timeNs, 1) }
+
+// scaledProfile is cpuProfile with every sample's value multiplied by scale.
+func scaledProfile(timeNs, scale int64) []byte {
 	p := &profilev1.Profile{StringTable: []string{""}, Period: periodNs, TimeNanos: timeNs}
 	str := func(s string) int64 {
 		for i, t := range p.StringTable {
@@ -165,7 +172,8 @@ func cpuProfile(timeNs int64) []byte {
 			}
 			locs[len(frames)-1-i] = ids[f] // leaf first
 		}
-		s := &profilev1.Sample{LocationId: locs, Value: []int64{stacks[stack], stacks[stack] * periodNs}}
+		n := stacks[stack] * scale
+		s := &profilev1.Sample{LocationId: locs, Value: []int64{n, n * periodNs}}
 		if stack == spanStack {
 			s.Label = []*profilev1.Label{{Key: str("span_id"), Str: str(spanID)}}
 		}
@@ -383,11 +391,7 @@ func (r *run) series(ctx context.Context) {
 }
 
 func (r *run) unimplemented(ctx context.Context) {
-	_, err := r.querier.SelectHeatmap(ctx, connect.NewRequest(&querierv1.SelectHeatmapRequest{
-		ProfileTypeID: cpuType, LabelSelector: r.selector(), Start: r.start, End: r.end}))
-	r.c.check(connect.CodeOf(err) == connect.CodeUnimplemented, r.where+" SelectHeatmap",
-		"want unimplemented, got %v", err)
-	_, err = r.unknown.CallUnary(ctx, connect.NewRequest(&emptypb.Empty{}))
+	_, err := r.unknown.CallUnary(ctx, connect.NewRequest(&emptypb.Empty{}))
 	var ce *connect.Error
 	r.c.check(errors.As(err, &ce) && ce.Code() == connect.CodeUnimplemented,
 		r.where+" parca DebuginfoService/Upload", "want unimplemented, got %v", err)
@@ -432,6 +436,8 @@ func main() {
 			r.labels(ctx)
 			r.merges(ctx)
 			r.series(ctx)
+			r.exemplars(ctx)
+			r.async(ctx)
 			r.unimplemented(ctx)
 			cancel()
 			want := "HTTP/1.1"

@@ -138,6 +138,7 @@ static void test_setup(void)
     LC_ASSERT_OK(lc_store_open(&o, &store));
     qry_opts_default(&qry.front.opts);
     qry.front.be = &qry_store_backend;
+    qry.front.async = qry_async_new();                       /* as qry_front_init; freed at exit */
     LC_ASSERT_EQ(qry.front.opts.max_query_length_ms, 0);     /* ember's default: no limit */
     qry.front.opts.max_query_length_ms = 24LL * 3600 * 1000; /* the rule under test, as Pyroscope */
     qry.store = store;

@@ -483,6 +483,60 @@ static void test_diff(void)
     call_fini(&c);
 }
 
+/* One async call: FORCE, or a poll of id; the answer in c. */
+static void run_async(call_t *c, const char *id)
+{
+    Querier__V1__SelectMergeStacktracesRequest r =
+        QUERIER__V1__SELECT_MERGE_STACKTRACES_REQUEST__INIT;
+    Querier__V1__AsyncQueryRequest a = QUERIER__V1__ASYNC_QUERY_REQUEST__INIT;
+    a.type = id ? QUERIER__V1__ASYNC_QUERY_TYPE__ASYNC_QUERY_TYPE_DISABLED
+                : QUERIER__V1__ASYNC_QUERY_TYPE__ASYNC_QUERY_TYPE_FORCE;
+    a.request_id = (char *)(id ? id : "");
+    r.profile_typeid = CPU_ID;
+    r.label_selector = "{service_name=\"app\"}";
+    r.start = T0_MS;
+    r.end = T0_MS + 60000;
+    r.async = &a;
+    call_init(c, NULL, NULL);
+    call_run_reply(c, qry_rpc_select_merge_stacktraces, &r, NULL);
+}
+
+/* Each submit is answered (the merge of test_merge_flamegraph: 22) and
+ * kept; a poll gets the kept answer; past QRY_ASYNC_PER_TENANT kept answers
+ * a submit is refused; an unknown id is not_found. */
+static void test_async(void)
+{
+    char first[64] = "";
+    for (unsigned i = 0; i <= QRY_ASYNC_PER_TENANT; i++) {
+        call_t c;
+        run_async(&c, NULL);
+        if (i == QRY_ASYNC_PER_TENANT) {
+            LC_ASSERT_EQ(c.st.code, LC_CODE_RESOURCE_EXHAUSTED);
+        } else {
+            LC_ASSERT_OK(c.rc);
+            const Querier__V1__SelectMergeStacktracesResponse *resp = (const void *)c.out;
+            LC_CHECK(resp && resp->async && resp->flamegraph && resp->flamegraph->total == 22);
+            if (resp && resp->async) {
+                LC_ASSERT_EQ(resp->async->status,
+                             QUERIER__V1__ASYNC_QUERY_STATUS__ASYNC_QUERY_STATUS_SUCCESS);
+                if (i == 0)
+                    snprintf(first, sizeof(first), "%s", resp->async->request_id);
+            }
+        }
+        call_fini(&c);
+    }
+    call_t c;
+    run_async(&c, first);
+    LC_ASSERT_OK(c.rc);
+    const Querier__V1__SelectMergeStacktracesResponse *resp = (const void *)c.out;
+    LC_CHECK(resp && resp->async && !strcmp(resp->async->request_id, first) && resp->flamegraph &&
+             resp->flamegraph->total == 22);
+    call_fini(&c);
+    run_async(&c, "00000000-0000-4000-8000-000000000000");
+    LC_ASSERT_EQ(c.st.code, LC_CODE_NOT_FOUND);
+    call_fini(&c);
+}
+
 static void test_unimplemented(void)
 {
     Querier__V1__SelectHeatmapRequest r = QUERIER__V1__SELECT_HEATMAP_REQUEST__INIT;
@@ -498,4 +552,4 @@ LC_TEST_MAIN(test_setup, test_profile_types, test_label_names, test_label_values
              test_merge_flamegraph, test_merge_truncated, test_merge_max_nodes_invalid,
              test_merge_tree_format, test_merge_pprof_format, test_merge_span_selector,
              test_merge_profile, test_select_series, test_profile_stats, test_tenancy, test_diff,
-             test_unimplemented, test_teardown)
+             test_async, test_unimplemented, test_teardown)

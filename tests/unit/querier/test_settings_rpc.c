@@ -288,7 +288,7 @@ static void test_feature_flags(void)
     const Capabilities__V1__GetFeatureFlagsResponse *f = (void *)c.out;
     static const char *const names[] = {"pyroscopeRuler", "pyroscopeRulerFunctions",
                                         "utf8LabelNames", "v2StorageLayer"};
-    static const bool enabled[] = {false, false, true, false};
+    static const bool enabled[] = {false, false, true, true};
     LC_ASSERT_EQ(f->n_feature_flags, 4);
     for (size_t i = 0; i < f->n_feature_flags && i < 4; i++) {
         LC_ASSERT_STR_EQ(f->feature_flags[i]->name, names[i]);

@@ -86,6 +86,17 @@ typedef int (*lc_http_guard_fn)(lc_http_req_t *req, lc_http_scope_t scope, lc_st
 /* Writes a refusal in the route's protocol (e.g. lc_connect_error). */
 typedef void (*lc_http_deny_fn)(lc_http_req_t *req, const lc_status_t *st);
 
+/* What a bidirectional route's interim hook (lc_http_route_t.interim) wants. */
+typedef enum {
+    LC_HTTP_INTERIM_MORE = 0,     /* wait for more body bytes */
+    LC_HTTP_INTERIM_REPLY = 1,    /* send the bytes appended to out now, keep the stream open */
+    LC_HTTP_INTERIM_COMPLETE = 2, /* the request is whole: run the route's handlers now */
+} lc_http_interim_t;
+/* req->body / body_len hold the body received so far (read-only); out
+ * collects everything sent before the final answer. Loop thread. */
+typedef lc_http_interim_t (*lc_http_interim_fn)(const lc_http_req_t *req, void *data,
+                                                lc_buf_t *out);
+
 typedef struct lc_http_route_s {
     const char *path;    /* exact match, or a prefix when it ends with '*' */
     const char *methods; /* e.g. "POST" or "GET,POST"; NULL = any (handler checks) */
@@ -131,6 +142,16 @@ int lc_httpd_new(uv_loop_t *loop, const lc_httpd_opts_t *opts, lc_httpd_t **out)
 /* Registers a route (copied). Call before lc_httpd_listen. LC_EINPUT for a
  * route without a path, a handler or a scope. */
 int lc_httpd_route(lc_httpd_t *srv, const lc_http_route_t *route) LC_MUST_CHECK;
+/* Makes the registered route of exactly this path (and methods) bidirectional
+ * gRPC (HTTP/2 only). Once the guard has passed, fn is called each time body
+ * bytes arrive before the client ends the stream; its REPLY bytes go out at
+ * once (response headers 200 application/grpc first), COMPLETE runs the
+ * route's work/after on the body so far, whose answer then follows: its body
+ * as more messages, its grpc-status (a Trailers-Only one too) in the
+ * trailers. Over HTTP/1.1, with a gzip body, or when the client ends the
+ * stream first, the route stays unary. A stalled stream ends with its
+ * connection's idle timeout. LC_ENOTFOUND without such a route. */
+int lc_httpd_route_interim(lc_httpd_t *srv, const char *path, lc_http_interim_fn fn) LC_MUST_CHECK;
 /* Appends one line per registered route, in registration order:
  * "<path>\t<methods or *>\t<scope>\n" (a prefix route's path ends in '*').
  * What /debug/routes serves, so tests can walk every route. */

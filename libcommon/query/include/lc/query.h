@@ -178,6 +178,9 @@ int lc_query_series_group(lc_query_series_t *s, const lc_labels_t *labels,
  * the boundaries are ignored. */
 int lc_query_series_add(lc_query_series_t *s, uint32_t group, int64_t time_ns,
                         int64_t value) LC_MUST_CHECK;
+/* The boundary (ms) of the bucket a profile at time_ns falls in, as
+ * lc_query_series_add buckets it; false outside every bucket. */
+bool lc_query_series_bucket(const lc_query_series_opts_t *o, int64_t time_ns, int64_t *boundary_ms);
 /* Adds every matching profile's total: the stored one (no sample reads), or,
  * with a span or call-site filter, the sum of the samples that pass it. */
 int lc_query_series_collect(lc_store_reader_t *r, const lc_query_t *q, lc_query_series_t *s,

@@ -1,5 +1,5 @@
 /*
- * arrow_ipc.c — the Arrow IPC stream writer of arrow_ipc.h.
+ * arrow_write.c — the Arrow IPC stream writer of lc/arrow_write.h.
  *
  * Layout written (Arrow columnar format, "Encapsulated message format"):
  * for each of the Schema and the RecordBatch message, 0xFFFFFFFF, the
@@ -15,7 +15,7 @@
  */
 #include <string.h>
 
-#include "arrow_ipc.h"
+#include "lc/arrow_write.h"
 
 /* ------------------------------------------------------ flatbuffer builder */
 
@@ -177,42 +177,43 @@ static int fbb_finish(fbb_t *b, size_t root, lc_buf_t *out, size_t *len)
 
 /* -------------------------------------------------------------- columns */
 
-enum { TYPE_INT = 2, TYPE_UTF8 = 5, TYPE_BOOL = 6, TYPE_LIST = 12 };
+enum { TYPE_INT = 2, TYPE_BINARY = 4, TYPE_UTF8 = 5, TYPE_BOOL = 6, TYPE_LIST = 12 };
 enum { HEADER_SCHEMA = 1, HEADER_DICTIONARY_BATCH = 2, HEADER_RECORD_BATCH = 3 };
 #define METADATA_V5 4
 
-void arw_batch_init(arw_batch_t *b, const arw_field_t *fields, size_t n, size_t max_bytes)
+void lc_arw_batch_init(lc_arw_batch_t *b, const lc_arw_field_t *fields, size_t n, size_t max_bytes)
 {
-    *b = (arw_batch_t){.cols = lc_xcalloc(n ? n : 1, sizeof(arw_col_t)), .n_cols = n};
+    *b = (lc_arw_batch_t){.cols = lc_xcalloc(n ? n : 1, sizeof(lc_arw_col_t)), .n_cols = n};
     for (size_t i = 0; i < n; i++) {
-        arw_col_t *c = &b->cols[i];
+        lc_arw_col_t *c = &b->cols[i];
         c->field = fields[i];
         lc_buf_init(&c->values, max_bytes);
         lc_buf_init(&c->offsets, max_bytes);
         int32_t zero = 0;
-        if ((c->field.type == ARW_UTF8 || c->field.type == ARW_LIST_UINT32) &&
+        if ((c->field.type == LC_ARW_UTF8 || c->field.type == LC_ARW_BINARY ||
+             c->field.type == LC_ARW_LIST_UINT32) &&
             lc_buf_append(&c->offsets, &zero, 4) != 0)
             b->err = LC_ETOOBIG;
     }
 }
 
-void arw_batch_fini(arw_batch_t *b)
+void lc_arw_batch_fini(lc_arw_batch_t *b)
 {
     for (size_t i = 0; i < b->n_cols; i++) {
         lc_buf_fini(&b->cols[i].values);
         lc_buf_fini(&b->cols[i].offsets);
     }
     lc_free(b->cols);
-    *b = (arw_batch_t){0};
+    *b = (lc_arw_batch_t){0};
 }
 
-static void put_bytes(arw_batch_t *b, lc_buf_t *to, const void *p, size_t n)
+static void put_bytes(lc_arw_batch_t *b, lc_buf_t *to, const void *p, size_t n)
 {
     if (!b->err && lc_buf_append(to, p, n) != 0)
         b->err = LC_ETOOBIG;
 }
 
-static void put_offset(arw_batch_t *b, arw_col_t *c)
+static void put_offset(lc_arw_batch_t *b, lc_arw_col_t *c)
 {
     int32_t off = (int32_t)c->items;
     if (c->items > INT32_MAX)
@@ -225,23 +226,27 @@ static void put_offset(arw_batch_t *b, arw_col_t *c)
     put_bytes(b, &c->offsets, &off, 4);
 }
 
-void arw_put_str(arw_batch_t *b, size_t col, const char *s)
+void lc_arw_put_str(lc_arw_batch_t *b, size_t col, const char *s)
 {
-    arw_col_t *c = &b->cols[col];
-    size_t n = s ? strlen(s) : 0;
-    put_bytes(b, &c->values, s, n);
+    lc_arw_put_bytes(b, col, s, s ? strlen(s) : 0);
+}
+
+void lc_arw_put_bytes(lc_arw_batch_t *b, size_t col, const void *p, size_t n)
+{
+    lc_arw_col_t *c = &b->cols[col];
+    put_bytes(b, &c->values, p, n);
     c->items += n;
     c->n++;
     put_offset(b, c);
 }
 
-void arw_put_int(arw_batch_t *b, size_t col, int64_t v)
+void lc_arw_put_int(lc_arw_batch_t *b, size_t col, int64_t v)
 {
-    arw_col_t *c = &b->cols[col];
-    size_t width =
-        c->field.type == ARW_INT32 || c->field.type == ARW_UINT32 || c->field.type == ARW_DICT_UTF8
-            ? 4
-            : 8;
+    lc_arw_col_t *c = &b->cols[col];
+    size_t width = c->field.type == LC_ARW_INT32 || c->field.type == LC_ARW_UINT32 ||
+                           c->field.type == LC_ARW_DICT_UTF8
+                       ? 4
+                       : 8;
     c->n++;
     if (c->values.cap - c->values.len < width && !b->err && lc_buf_reserve(&c->values, width) != 0)
         b->err = LC_ETOOBIG;
@@ -262,26 +267,27 @@ void arw_put_int(arw_batch_t *b, size_t col, int64_t v)
     c->values.len += width;
 }
 
-void arw_batch_reserve(arw_batch_t *b, size_t rows)
+void lc_arw_batch_reserve(lc_arw_batch_t *b, size_t rows)
 {
     for (size_t i = 0; i < b->n_cols && !b->err; i++) {
-        arw_col_t *c = &b->cols[i];
+        lc_arw_col_t *c = &b->cols[i];
         size_t width = 0;
         switch (c->field.type) {
-        case ARW_INT32:
-        case ARW_UINT32:
-        case ARW_DICT_UTF8:
+        case LC_ARW_INT32:
+        case LC_ARW_UINT32:
+        case LC_ARW_DICT_UTF8:
             width = 4;
             break;
-        case ARW_INT64:
-        case ARW_UINT64:
+        case LC_ARW_INT64:
+        case LC_ARW_UINT64:
             width = 8;
             break;
-        case ARW_BOOL:
+        case LC_ARW_BOOL:
             width = 1; /* over-reserves bits; bounded by rows bytes */
             break;
-        case ARW_UTF8:
-        case ARW_LIST_UINT32:
+        case LC_ARW_UTF8:
+        case LC_ARW_BINARY:
+        case LC_ARW_LIST_UINT32:
             if (lc_buf_reserve(&c->offsets, (rows + 1) * 4) != 0)
                 b->err = LC_ETOOBIG;
             width = 4;
@@ -292,9 +298,9 @@ void arw_batch_reserve(arw_batch_t *b, size_t rows)
     }
 }
 
-void arw_put_bool(arw_batch_t *b, size_t col, bool v)
+void lc_arw_put_bool(lc_arw_batch_t *b, size_t col, bool v)
 {
-    arw_col_t *c = &b->cols[col];
+    lc_arw_col_t *c = &b->cols[col];
     if (c->n % 8 == 0 && c->values.cap > c->values.len && !b->err)
         c->values.data[c->values.len++] = 0;
     else if (c->n % 8 == 0)
@@ -304,9 +310,9 @@ void arw_put_bool(arw_batch_t *b, size_t col, bool v)
     c->n++;
 }
 
-void arw_put_list(arw_batch_t *b, size_t col, const uint32_t *items, size_t n)
+void lc_arw_put_list(lc_arw_batch_t *b, size_t col, const uint32_t *items, size_t n)
 {
-    arw_col_t *c = &b->cols[col];
+    lc_arw_col_t *c = &b->cols[col];
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
     if (n && c->values.cap - c->values.len >= n * 4 && !b->err) {
         memcpy(c->values.data + c->values.len, items, n * 4);
@@ -326,7 +332,7 @@ void arw_put_list(arw_batch_t *b, size_t col, const uint32_t *items, size_t n)
     put_offset(b, c);
 }
 
-void arw_set_dict(arw_batch_t *b, size_t col, const char *const *strings, size_t n)
+void lc_arw_set_dict(lc_arw_batch_t *b, size_t col, const char *const *strings, size_t n)
 {
     b->cols[col].dict = strings;
     b->cols[col].n_dict = n;
@@ -380,26 +386,28 @@ static size_t field_table(fbb_t *f, const char *name, int type_type, size_t type
 }
 
 /* Column col's field; a dictionary column's id is its column index. */
-static size_t column_field(fbb_t *f, const arw_field_t *c, size_t col)
+static size_t column_field(fbb_t *f, const lc_arw_field_t *c, size_t col)
 {
     size_t none = fbb_offset_vector(f, NULL, 0);
     switch (c->type) {
-    case ARW_DICT_UTF8: {
+    case LC_ARW_DICT_UTF8: {
         size_t dict = dict_encoding(f, (int64_t)col);
         return field_table_dict(f, c->name, TYPE_UTF8, empty_table(f), none, dict);
     }
-    case ARW_UTF8:
+    case LC_ARW_UTF8:
         return field_table(f, c->name, TYPE_UTF8, empty_table(f), none);
-    case ARW_BOOL:
+    case LC_ARW_BINARY:
+        return field_table(f, c->name, TYPE_BINARY, empty_table(f), none);
+    case LC_ARW_BOOL:
         return field_table(f, c->name, TYPE_BOOL, empty_table(f), none);
-    case ARW_LIST_UINT32: {
+    case LC_ARW_LIST_UINT32: {
         size_t item = field_table(f, "item", TYPE_INT, int_type(f, 32, false), none);
         size_t children = fbb_offset_vector(f, &item, 1);
         return field_table(f, c->name, TYPE_LIST, empty_table(f), children);
     }
     default: {
-        bool wide = c->type == ARW_INT64 || c->type == ARW_UINT64;
-        bool is_signed = c->type == ARW_INT32 || c->type == ARW_INT64;
+        bool wide = c->type == LC_ARW_INT64 || c->type == LC_ARW_UINT64;
+        bool is_signed = c->type == LC_ARW_INT32 || c->type == LC_ARW_INT64;
         return field_table(f, c->name, TYPE_INT, int_type(f, wide ? 64 : 32, is_signed), none);
     }
     }
@@ -460,7 +468,7 @@ static int write_message(fbb_t *f, int header_type, size_t header, const body_t 
     return rc;
 }
 
-static int write_schema(const arw_batch_t *b, lc_buf_t *out)
+static int write_schema(const lc_arw_batch_t *b, lc_buf_t *out)
 {
     fbb_t f;
     fbb_init(&f);
@@ -500,16 +508,17 @@ static void body_node(body_t *d, size_t length)
     d->n_nodes++;
 }
 
-static int body_column(body_t *d, const arw_col_t *c)
+static int body_column(body_t *d, const lc_arw_col_t *c)
 {
     body_node(d, c->n);
     int rc = body_buffer(d, NULL, 0); /* validity: absent, no nulls */
     switch (c->field.type) {
-    case ARW_UTF8:
+    case LC_ARW_UTF8:
+    case LC_ARW_BINARY:
         if (rc == 0)
             rc = body_buffer(d, c->offsets.data, c->offsets.len);
         return rc ? rc : body_buffer(d, c->values.data, c->values.len);
-    case ARW_LIST_UINT32:
+    case LC_ARW_LIST_UINT32:
         if (rc == 0)
             rc = body_buffer(d, c->offsets.data, c->offsets.len);
         body_node(d, c->items);
@@ -534,7 +543,7 @@ static size_t batch_table(fbb_t *f, const body_t *d, size_t rows)
 }
 
 /* A DictionaryBatch with column col's strings (id = col). */
-static int write_dictionary(const arw_col_t *c, size_t col, size_t max, lc_buf_t *out)
+static int write_dictionary(const lc_arw_col_t *c, size_t col, size_t max, lc_buf_t *out)
 {
     body_t d = {0};
     lc_buf_t offsets, values;
@@ -575,7 +584,7 @@ static int write_dictionary(const arw_col_t *c, size_t col, size_t max, lc_buf_t
     return rc;
 }
 
-static int write_batch(const arw_batch_t *b, size_t rows, lc_buf_t *out)
+static int write_batch(const lc_arw_batch_t *b, size_t rows, lc_buf_t *out)
 {
     body_t d = {0};
     int rc = 0;
@@ -592,7 +601,7 @@ static int write_batch(const arw_batch_t *b, size_t rows, lc_buf_t *out)
     return rc;
 }
 
-int arw_encode(const arw_batch_t *b, lc_buf_t *out)
+int lc_arw_encode(const lc_arw_batch_t *b, lc_buf_t *out)
 {
     if (b->err)
         return b->err;
@@ -602,7 +611,7 @@ int arw_encode(const arw_batch_t *b, lc_buf_t *out)
             return LC_EINPUT;
     int rc = write_schema(b, out);
     for (size_t i = 0; i < b->n_cols && rc == 0; i++)
-        if (b->cols[i].field.type == ARW_DICT_UTF8)
+        if (b->cols[i].field.type == LC_ARW_DICT_UTF8)
             rc = write_dictionary(&b->cols[i], i, out->max, out);
     if (rc == 0)
         rc = write_batch(b, rows, out);

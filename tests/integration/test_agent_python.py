@@ -1,0 +1,183 @@
+"""ember --agent inside CPython: Python frames in place of the eval loop.
+
+Oracles outside the agent: agentprogs/py_split.py, whose main() calls alpha()
+and beta() with a 3:1 split of loop iterations and measures its own split
+with time.thread_time (printed at exit); the interpreter's own structures,
+probed from inside with ctypes (the offsets python.c uses for 3.11); and the
+program's source (function names, first lines). Debian's /usr/bin/python3.11
+has no frame pointers, so without the agent's Python walk these stacks are
+_PyEval_EvalFrameDefault all the way down. Needs root and a kernel with BTF.
+"""
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+import unittest
+
+import harness as h
+from test_agent import Run, settled_nodes, totals_by_name, wait_two_drains
+
+INTERVAL_S = 2
+RATE_HZ = 997  # many samples per CPU-second: the machine may be shared
+PERIOD_NS = 1_000_000_000 // RATE_HZ
+SECONDS = 6
+PROGS = os.path.join(h.HERE, "agentprogs")
+PYTHON = "/usr/bin/python3.11"
+# Other CPythons on the build host (pyenv): 3.12 is read too (libpython
+# build), 3.13 has no offsets yet and must be skipped cleanly and counted.
+PYENV = "/root/.pyenv/versions"
+PYTHON_312 = os.path.join(PYENV, "3.12.1/bin/python3.12")
+PYTHON_313 = os.path.join(PYENV, "3.13.0/bin/python3.13")
+
+# The layout python.c's 3.11 row states, read back from a live interpreter:
+# every number here is found by searching the interpreter's memory for
+# pointers and values it must hold, not copied from the agent.
+PROBE = r"""
+import ctypes, sys, threading
+api = ctypes.pythonapi
+api.PyThreadState_Get.restype = ctypes.c_void_p
+U = ctypes.c_uint64
+ts = api.PyThreadState_Get()
+rt = ctypes.addressof(ctypes.c_char.in_dll(api, "_PyRuntime"))
+interp = U.from_address(ts + 16).value
+out = {}
+out["runtime_interp_head"] = min(o for o in range(0, 1024, 8) if U.from_address(rt + o).value == interp)
+out["interp_threads_head"] = min(o for o in range(0, 256, 8) if U.from_address(interp + o).value == ts)
+out["tstate_native_tid"] = min(o for o in range(0, 400, 8) if U.from_address(ts + o).value == threading.get_native_id())
+class K:  # a method: its qualified name (K.probe) is not its name
+  def probe(self):
+    cur = U.from_address(U.from_address(ts + 56).value + 8).value
+    code = sys._getframe().f_code
+    out["frame_code_ok"] = U.from_address(cur + 32).value == id(code)
+    c = id(code)
+    for name in ("co_filename", "co_qualname", "co_linetable"):
+        out[name] = min(o for o in range(0, 400, 8) if U.from_address(c + o).value == id(getattr(code, name)))
+    out["co_firstlineno"] = min(o for o in range(0, 400, 4) if ctypes.c_int32.from_address(c + o).value == code.co_firstlineno)
+    raw = code.co_code
+    out["co_code_adaptive"] = min(o for o in range(100, 400) if ctypes.string_at(c + o, len(raw))[2:] == raw[2:])
+K().probe()
+print(out)
+"""
+
+
+def source_lines(path, names):
+    """{function name: line of its def} from the program's source."""
+    out = {}
+    with open(path) as f:
+        for i, line in enumerate(f, 1):
+            m = re.match(r"def (\w+)\(", line)
+            if m and m.group(1) in names:
+                out[m.group(1)] = i
+    return out
+
+
+@unittest.skipUnless(os.geteuid() == 0, "the eBPF agent needs root")
+@unittest.skipUnless(os.path.exists(PYTHON), "Debian's python3.11 is not installed")
+class AgentPythonTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="ember-agent-py-")
+        cls.srv = h.Ember(args=["--agent", f"--agent.interval={INTERVAL_S}s",
+                                f"--agent.sample-rate={RATE_HZ}"])
+        cls.srv.start()
+        cls.prog = os.path.join(PROGS, "py_split.py")
+        # all at once: each split is in the program's own thread CPU time
+        pythons = {"3.11": PYTHON, "3.12": PYTHON_312, "3.13": PYTHON_313}
+        cls.runs = {v: Run([exe, cls.prog, str(SECONDS)], stdin=subprocess.PIPE)
+                    for v, exe in pythons.items() if os.path.exists(exe)}
+        cls.split_lines = {v: r.proc.stdout.readline().decode() for v, r in cls.runs.items()}
+        # alive until the agent has drained their samples: names are read
+        # from live processes (the JVM's perf map, code objects)
+        wait_two_drains(cls.srv, INTERVAL_S)
+        for r in cls.runs.values():
+            r.proc.stdin.close()
+            r.finish(timeout=60)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.srv.cleanup()
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+
+
+    def nodes(self, version):
+        return settled_nodes(self.srv, self.runs[version], f"the Python {version} profile")
+
+    def test_offsets_match_the_interpreter(self):
+        r = subprocess.run([PYTHON, "-c", PROBE], capture_output=True, text=True, check=True)
+        got = eval(r.stdout)  # a dict literal printed by the probe
+        want = {"runtime_interp_head": 40, "interp_threads_head": 16, "tstate_native_tid": 160,
+                "frame_code_ok": True, "co_filename": 112, "co_qualname": 128,
+                "co_linetable": 136, "co_firstlineno": 72, "co_code_adaptive": 184}
+        self.assertEqual(got, want)
+
+    def test_split_and_paths_3_11(self):
+        self.assert_split_and_paths("3.11")
+
+    @unittest.skipUnless(os.path.exists(PYTHON_312), "no CPython 3.12 (pyenv) here")
+    def test_split_and_paths_3_12(self):
+        self.assert_split_and_paths("3.12")
+
+    @unittest.skipUnless(os.path.exists(PYTHON_313), "no CPython 3.13 (pyenv) here")
+    def test_unsupported_version_is_skipped_and_counted(self):
+        nodes = self.nodes("3.13")  # still profiled, natively
+        self.assertGreater(sum(n["total"] for n in nodes if not n["path"]), 0)
+        m = self.srv.metrics()
+        skipped = m.get(("ember_agent_python_interpreters_total",
+                         frozenset({("result", "unsupported_version")})), 0)
+        self.assertGreaterEqual(skipped, 1)
+        self.assertTrue(self.srv.alive(), self.srv.log_tail())
+
+    def assert_split_and_paths(self, version):
+        line = self.split_lines[version]
+        m = re.match(r"split ([\d.]+) ([\d.]+)", line)
+        self.assertTrue(m, f"no split line from the program: {line!r}")
+        alpha_s, beta_s = float(m.group(1)), float(m.group(2))
+        want = alpha_s / (alpha_s + beta_s)  # the program's own measure, not assumed
+        nodes = self.nodes(version)
+        for n in sorted(nodes, key=lambda n: -n["self"])[:6]:
+            print(f"{n['self'] / PERIOD_NS:7.0f}  {';'.join(n['path'] + [n['name']])}")
+        totals = totals_by_name(nodes)
+        top = sorted(totals.items(), key=lambda kv: -kv[1])[:15]
+        # code objects are read while the process lives: its exit loses no names
+        everything = sum(n["total"] for n in nodes if not n["path"])
+        unnamed = totals.get("[unknown python frame]", 0)
+        self.assertLess(unnamed, 0.05 * everything, f"unnamed Python frames; top {top}")
+        self.assertGreater(totals.get("beta", 0), 0, f"no Python frame beta: {top}")
+        a_n, b_n = round(totals.get("alpha", 0) / PERIOD_NS), round(totals["beta"] / PERIOD_NS)
+        self.assertGreater(a_n + b_n, 100, "too few samples to judge the split")
+        share = a_n / (a_n + b_n)
+        self.assertLess(abs(share - want) / want, 0.15,
+                        f"alpha share {share:.3f}, the program measured {want:.3f}; top {top}")
+        why = h.split_mismatch(a_n, a_n + b_n, want)
+        self.assertIsNone(why, f"alpha share: {why}; top {top}")
+        # main above both, <module> above main, the eval loop gone from between them
+        for n in nodes:
+            if n["name"] in ("alpha", "beta"):
+                self.assertEqual(n["path"][-1], "main", f"{n['name']} not called by main: {n['path']}")
+                self.assertIn("<module>", n["path"])
+                self.assertNotIn("_PyEval_EvalFrameDefault", n["path"])
+        spin = [n for n in nodes if n["name"] == "spin"]
+        under = sum(n["total"] for n in spin if n["path"] and n["path"][-1] in ("alpha", "beta"))
+        self.assertGreaterEqual(under, 0.9 * sum(n["total"] for n in spin), "spin not under alpha/beta")
+        # the process' native entry stays below the Python frames
+        main_nodes = [n for n in nodes if n["name"] == "main" and n["total"]]
+        self.assertTrue(any("Py_RunMain" in n["path"] or "Py_BytesMain" in n["path"]
+                            for n in main_nodes),
+                        f"no native caller below main: {[n['path'] for n in main_nodes][:3]}")
+
+    def test_metrics(self):
+        m = self.srv.metrics()
+        walks = {dict(k[1]).get("result"): v for k, v in m.items()
+                 if k[0] == "ember_agent_python_walks_total"}
+        self.assertGreater(walks.get("ok", 0), 0, walks)
+        self.assertGreater(m.get(("ember_agent_python_frames_total", frozenset()), 0), 0)
+        recognised = m.get(("ember_agent_python_interpreters_total",
+                            frozenset({("result", "recognised")})), 0)
+        self.assertGreaterEqual(recognised, 1 + os.path.exists(PYTHON_312))
+        self.assertIn(("ember_agent_python_code_bytes", frozenset()), m)
+        print("python walks by result:", walks)
+
+
+if __name__ == "__main__":
+    unittest.main()

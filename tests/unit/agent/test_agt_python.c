@@ -1,0 +1,112 @@
+/*
+ * test_agt_python.c — the CPython pieces that need no live target: the
+ * location table reader and the interpreter's landmarks in its ELF file.
+ *
+ * Oracles: a location table and the line of each of its code units as
+ * CPython 3.11 itself reports them (code.co_linetable and co_positions() of
+ * a function with branches, a multi-line expression and a try block, dumped
+ * by /usr/bin/python3.11), and `nm -D` on Debian's python3.11.
+ */
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "agt_test_util.h"
+
+/* sample.__code__.co_linetable (co_firstlineno 1) */
+static const uint8_t LINETABLE[] = {
+    0x80, 0x00, 0xd8, 0x0c, 0x0d, 0x80, 0x45, 0xdd, 0x0d, 0x12, 0x90, 0x31, 0x89, 0x58, 0x8c, 0x58,
+    0xf0, 0x00, 0x05, 0x05, 0x17, 0xf0, 0x00, 0x05, 0x05, 0x17, 0x88, 0x01, 0xd8, 0x0b, 0x0c, 0x88,
+    0x71, 0x89, 0x35, 0x90, 0x41, 0x8a, 0x3a, 0x88, 0x3a, 0xd8, 0x0c, 0x11, 0x90, 0x51, 0x89, 0x4a,
+    0x88, 0x45, 0x88, 0x45, 0xf0, 0x06, 0x00, 0x0d, 0x12, 0x90, 0x51, 0x89, 0x4a, 0x88, 0x45, 0x88,
+    0x45, 0xf0, 0x02, 0x04, 0x05, 0x11, 0xf0, 0x02, 0x01, 0x0d, 0x20, 0xf0, 0x00, 0x01, 0x0d, 0x20,
+    0xdd, 0x16, 0x1b, 0x98, 0x41, 0x91, 0x68, 0x94, 0x68, 0xf0, 0x03, 0x01, 0x0d, 0x20, 0xf1, 0x00,
+    0x01, 0x0d, 0x20, 0xf4, 0x00, 0x01, 0x0d, 0x20, 0x88, 0x01, 0x88, 0x01, 0xf8, 0xe5, 0x0b, 0x15,
+    0xf0, 0x00, 0x01, 0x05, 0x11, 0xf0, 0x00, 0x01, 0x05, 0x11, 0xf0, 0x00, 0x01, 0x05, 0x11, 0xd8,
+    0x0c, 0x10, 0x88, 0x01, 0x88, 0x01, 0x88, 0x01, 0xf0, 0x03, 0x01, 0x05, 0x11, 0xf8, 0xf8, 0xf8,
+    0xe0, 0x0b, 0x10, 0x90, 0x21, 0x88, 0x38, 0x80, 0x4f};
+
+/* [line for unit in co_positions()]; -1 where CPython has no location */
+static const int LINES[] = {1,  2,  2,  3,  3,  3,  3,  3,  3,  3,  3,  3,  3,  3,  3,  3,  3,  3,
+                            3,  3,  4,  4,  4,  4,  4,  4,  4,  4,  4,  5,  5,  5,  5,  5,  5,  8,
+                            8,  8,  8,  8,  8,  9,  10, 10, 11, 11, 11, 11, 11, 11, 11, 11, 11, 11,
+                            11, 11, 11, 11, 10, 10, 10, 10, 10, 10, 10, 10, 10, 10, -1, 12, 12, 12,
+                            12, 12, 12, 12, 12, 12, 13, 13, 13, 13, 12, -1, -1, -1, 14, 14, 14, 14};
+
+static void test_line_table_matches_cpython(void)
+{
+    for (uint32_t unit = 0; unit < LC_ARRAY_LEN(LINES); unit++) {
+        if (LINES[unit] < 0)
+            continue; /* no location: any line of the function will do */
+        int64_t line = agt_python_line(LINETABLE, sizeof(LINETABLE), 1, unit);
+        if (line != LINES[unit])
+            fprintf(stderr, "unit %u: line %lld, CPython says %d\n", unit, (long long)line,
+                    LINES[unit]);
+        LC_CHECK(line == LINES[unit]);
+    }
+    /* past the table: the first line, never a made-up one */
+    LC_CHECK(agt_python_line(LINETABLE, sizeof(LINETABLE), 1, 5000) == 1);
+}
+
+static void test_line_table_bad_input_stays_in_bounds(void)
+{
+    /* truncated mid-entry, a byte that starts no entry, an empty table */
+    LC_CHECK(agt_python_line(LINETABLE, 3, 7, 40) == 7);
+    static const uint8_t junk[] = {0x01, 0x02};
+    LC_CHECK(agt_python_line(junk, sizeof(junk), 7, 0) == 7);
+    LC_CHECK(agt_python_line(NULL, 0, 7, 0) == 7);
+    static const uint8_t endless[] = {0xf0, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
+    LC_CHECK(agt_python_line(endless, sizeof(endless), 7, 0) == 7);
+}
+
+/* The value of `name` in `nm -D` output for path, or 0. */
+static uint64_t nm_value(const char *path, const char *name)
+{
+    char cmd[512], line[512];
+    snprintf(cmd, sizeof(cmd), "nm -D --defined-only %s", path);
+    FILE *f = popen(cmd, "r");
+    uint64_t found = 0;
+    while (f && fgets(line, sizeof(line), f)) {
+        unsigned long long v;
+        char type, sym[256];
+        if (sscanf(line, "%llx %c %255s", &v, &type, sym) == 3 && strcmp(sym, name) == 0)
+            found = v;
+    }
+    if (f)
+        pclose(f);
+    return found;
+}
+
+static void test_interpreter_landmarks_in_its_elf(void)
+{
+    const char *path = "/usr/bin/python3.11";
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        fprintf(stderr, "skipped: %s not installed\n", path);
+        return;
+    }
+    agt_elf_t e = {0};
+    LC_ASSERT_OK(agt_elf_load(fd, NULL, 0, &e));
+    close(fd);
+    LC_CHECK(e.py.runtime != 0 && e.py.runtime == nm_value(path, "_PyRuntime"));
+    LC_CHECK(e.py.version == nm_value(path, "Py_Version"));
+    LC_CHECK(e.py.code_type == nm_value(path, "PyCode_Type"));
+    LC_CHECK(e.py.eval == nm_value(path, "_PyEval_EvalFrameDefault"));
+    LC_CHECK(e.py.eval_size > 0);
+    agt_elf_fini(&e);
+}
+
+static void test_other_objects_are_no_interpreter(void)
+{
+    int fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
+    LC_CHECK(fd >= 0);
+    agt_elf_t e = {0};
+    LC_ASSERT_OK(agt_elf_load(fd, NULL, 0, &e));
+    close(fd);
+    LC_CHECK(e.py.runtime == 0 && e.py.eval == 0);
+    agt_elf_fini(&e);
+}
+
+LC_TEST_MAIN(test_line_table_matches_cpython, test_line_table_bad_input_stays_in_bounds,
+             test_interpreter_landmarks_in_its_elf, test_other_objects_are_no_interpreter)
