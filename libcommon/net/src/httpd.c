@@ -464,6 +464,7 @@ static int conn_new_h2_session(conn_t *c)
     cfg.on_request = conn_h2_on_request;
     cfg.respond = conn_h2_respond;
     cfg.answered = lc_httpd__xchg_record_metrics;
+    cfg.interim_route = lc_httpd__xchg_interim_route;
     int rc = lc_httpd__h2_new(&cfg, &c->h2);
     if (rc != 0)
         return rc;

@@ -396,7 +396,7 @@ static void h2_on_request_headers(lc_httpd__h2_t *h2, h2_stream_t *s, bool end_s
         h2_answer_early(s);
         return;
     } else if (!end_stream) {
-        s->interim = lc_httpd__xchg_interim_route(&s->x);
+        s->interim = h2->cfg.interim_route ? h2->cfg.interim_route(&s->x) : NULL;
         lc_buf_init(&s->out, h2->cfg.lim.max_body_bytes);
     }
     if (end_stream)

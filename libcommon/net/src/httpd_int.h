@@ -187,6 +187,10 @@ typedef struct lc_httpd__h2_cfg_s {
     /* A response is handed to the session (NULL: nothing to do); the server
      * counts it in its metrics. */
     void (*answered)(lc_httpd__xchg_t *x);
+    /* The interim route of a request whose body has not ended
+     * (lc_httpd__xchg_interim_route; NULL: none is looked up), a callback so
+     * the session does not reach back into httpd.c. */
+    const lc_httpd__route_t *(*interim_route)(lc_httpd__xchg_t *x);
     void *user;
 } lc_httpd__h2_cfg_t;
 

@@ -358,3 +358,20 @@ const char *agt_elf_symbol(const agt_elf_t *e, uint64_t vaddr)
         return NULL; /* in a gap: PLT stubs, padding, code without a symbol */
     return e->names + e->sym_names[lo];
 }
+
+/* The load bias of a mapping of this object: its start minus the virtual
+ * address of the PT_LOAD segment its file offset falls in. */
+bool agt_map_bias(const agt_map_t *m, uint64_t *bias)
+{
+    const agt_elf_t *e = m->elf;
+    for (size_t i = 0; i < e->n_segs; i++) {
+        const agt_elf_seg_t *s = &e->segs[i];
+        uint64_t page_start = s->offset & ~(uint64_t)0xfff;
+        if (m->offset >= page_start && m->offset < s->offset + s->filesz) {
+            uint64_t vaddr = s->vaddr - (s->offset - m->offset);
+            *bias = m->start - vaddr;
+            return true;
+        }
+    }
+    return false;
+}

@@ -359,21 +359,6 @@ const agt_map_t *agt_proc_find_map(const agt_proc_t *p, uint64_t addr)
     return NULL;
 }
 
-bool agt_map_bias(const agt_map_t *m, uint64_t *bias)
-{
-    const agt_elf_t *e = m->elf;
-    for (size_t i = 0; i < e->n_segs; i++) {
-        const agt_elf_seg_t *s = &e->segs[i];
-        uint64_t page_start = s->offset & ~(uint64_t)0xfff;
-        if (m->offset >= page_start && m->offset < s->offset + s->filesz) {
-            uint64_t vaddr = s->vaddr - (s->offset - m->offset);
-            *bias = m->start - vaddr;
-            return true;
-        }
-    }
-    return false;
-}
-
 static bool proc_alive(const agt_procs_t *t, const agt_proc_t *p)
 {
     char path[64];
