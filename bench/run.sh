@@ -1,6 +1,6 @@
 #!/bin/sh
 # Runs ember's benchmarks against an existing build (builds nothing).
-# usage: bench/run.sh [BUILD_DIR] [ingest|merge|redis|ui|jfr|query|parca|h2|auth|agent|all]
+# usage: bench/run.sh [BUILD_DIR] [ingest|merge|redis|ui|jfr|query|parca|h2|auth|bucket|agent|all]
 # Each benchmark prints its figure beside a reference measured in the same run.
 set -eu
 BUILD=$(cd "${1:-build}" && pwd)
@@ -21,6 +21,7 @@ case "$WHAT" in query|all) "$PY" "$HERE/query_load.py" "$BUILD" || rc=1; echo ;;
 case "$WHAT" in parca|all) "$PY" "$HERE/parca_load.py" "$BUILD" || rc=1; echo ;; esac
 case "$WHAT" in h2|all) "$PY" "$HERE/h2_bench.py" "$BUILD" || rc=1; echo ;; esac
 case "$WHAT" in auth|all) "$BUILD/bench/auth_bench" || rc=1; echo ;; esac
+case "$WHAT" in bucket|all) "$PY" "$HERE/bucket_restore.py" "$BUILD" || rc=1; echo ;; esac
 # The agent benchmark loads eBPF: root only.
 case "$WHAT" in agent|all) "$PY" "$HERE/agent_bench.py" "$BUILD" || rc=1 ;; esac
 exit $rc

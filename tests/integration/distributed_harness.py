@@ -344,3 +344,14 @@ class ClusterTestCase(unittest.TestCase):
             p.cleanup()
         if cls.redis:
             cls.redis.cleanup()
+
+
+def merged_total(e, t0, t1):
+    """Sum of the samples of SelectMergeProfile over [t0, t1] (ms) of the first
+    profile type, 0 when there is none yet."""
+    pt = e.q("ProfileTypes", start=t0, end=t1).profile_types
+    if not pt:
+        return 0
+    raw = e.merge_profile(pt[0].ID, "{}", t0, t1)
+    p = h.pb().profile.Profile.FromString(h.gunzip_if(raw))
+    return sum(s.value[0] for s in p.sample)

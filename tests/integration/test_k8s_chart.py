@@ -15,7 +15,7 @@ import k8s_harness as k
 
 PRESETS = ("all-in-one", "all-in-one-scraper-agent", "microservices-1zone",
            "microservices-2zones", "microservices-3zones-external-redis",
-           "microservices-redis-secret")
+           "microservices-redis-secret", "microservices-s3-redis-cluster")
 NS = "ember-test"
 BINARIES = ("ember", "ember-ingester", "ember-querier", "ember-scraper", "ember-agent")
 # the flag each binary takes for the number of stream partitions: one name in all
@@ -286,6 +286,36 @@ class ChartTest(unittest.TestCase):
                 self.assertEqual("true", arg(c, "--auth.multitenancy-enabled"))
             if b in PARTITIONS_FLAG:
                 self.assertEqual("5", arg(c, PARTITIONS_FLAG[b]))
+
+    def test_object_storage_and_redis_cluster(self):
+        docs = self.rendered["microservices-s3-redis-cluster"]
+        stores = [(c, b) for _, c, b in ember_containers(docs) if b == "ember-ingester"]
+        self.assertEqual(2, len(stores))  # one StatefulSet per zone
+        for c, b in stores:
+            self.assertEqual("s3", arg(c, "--storage.backend"))
+            self.assertEqual("ember-blocks", arg(c, "--storage.s3.bucket-name"))
+            self.assertEqual("https://s3.eu-west-1.amazonaws.com", arg(c, "--storage.s3.endpoint"))
+            self.assertEqual("prod", arg(c, "--storage.prefix"))
+            for var, key in (("AWS_ACCESS_KEY_ID", "AWS_ACCESS_KEY_ID"),
+                             ("AWS_SECRET_ACCESS_KEY", "AWS_SECRET_ACCESS_KEY")):
+                self.assertEqual({"secretKeyRef": {"name": "ember-s3", "key": key}},
+                                 env_value(c, var))
+        for _, c, b in ember_containers(docs):
+            self.assertEqual("true", env_value(c, "EMBER_REDIS_CLUSTER"), b)
+            if b != "ember-ingester":
+                self.assertIsNone(env_value(c, "AWS_SECRET_ACCESS_KEY"), b)
+        (q,) = [c for _, c, b in ember_containers(docs) if b == "ember-querier"]
+        self.assertEqual("10GiB", arg(q, "--storage.cache-size"))
+        self.assertIn({"name": "cache", "mountPath": "/cache"}, q["volumeMounts"])
+        for c, _ in stores:
+            self.assertEqual("6h", arg(c, "--storage.local-retention"))
+        for s in ("storage.backend=s3", "storage.backend=filesystem", "storage.backend=gcs"):
+            r = k.helm("template", "x", k.CHART, "--set", s, check=False)
+            self.assertNotEqual(0, r.returncode, f"--set {s} rendered")
+        docs = k.render(["all-in-one"], namespace=NS, sets=[
+            "storage.backend=filesystem", "storage.filesystem.dir=/blocks"])
+        (_, c, _), = ember_containers(docs)
+        self.assertEqual("/blocks", arg(c, "--storage.filesystem.dir"))
 
     def test_schema_refuses_bad_values(self):
         bad = ["mode=cluster", "ingester.zones={A_1}", "ingester.replicas=0", "redis.appendfsync=sometimes",

@@ -7,7 +7,6 @@ raw requests that plant bad objects). Without weed the S3 half skips, except
 in CI (CI=1), where it fails."""
 import hashlib
 import http.client
-import json
 import os
 import signal
 import socketserver
@@ -17,25 +16,14 @@ import time
 import unittest
 
 import harness as h
+import weed_harness as wh
 
-ACCESS, SECRET, BUCKET = "emberak", "embersecret", "ember-test"
+from weed_harness import ACCESS, BUCKET, SECRET
 PART_MIB = 5  # S3's minimum part size, so a 12 MiB object has 3 parts
 
 
 def probe_path():
     return os.path.join(h.BIN_DIR, "tests", "objstore_probe")
-
-
-def weed_binary():
-    script = os.path.join(h.SRC_DIR, "scripts", "build-seaweedfs.sh")
-    r = subprocess.run([script], capture_output=True, text=True)
-    path = r.stdout.strip().splitlines()[-1] if r.returncode == 0 and r.stdout.strip() else ""
-    if os.access(path, os.X_OK):
-        return path
-    msg = "weed (SeaweedFS) could not be built: " + r.stderr[-500:]
-    if os.environ.get("CI"):
-        raise AssertionError(msg)
-    raise unittest.SkipTest(msg)
 
 
 def random_file(d, name, size):
@@ -241,69 +229,17 @@ class FlagsTest(unittest.TestCase):
 class S3Test(StoreCases, unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        weed = weed_binary()
-        cls.d0 = h.temp_dir("ember-weed-")
-        cfg = os.path.join(cls.d0, "s3.json")
-        with open(cfg, "w") as f:
-            json.dump({"identities": [{"name": "ember", "credentials": [
-                {"accessKey": ACCESS, "secretKey": SECRET}],
-                "actions": ["Admin", "Read", "Write", "List", "Tagging"]}]}, f)
-        ports = {n: h.free_port() for n in ("master", "volume", "filer", "s3")}
-        cls.s3_port = ports["s3"]
-        data = os.path.join(cls.d0, "data")
-        os.makedirs(data)
-        # gRPC ports default to port+10000 and the Iceberg and Lance catalogs
-        # to fixed ports (8181, 9101): name the first, all free, and turn the
-        # others off, so two runs on one machine never collide.
-        cmd = [weed, "server", "-ip=127.0.0.1", "-ip.bind=127.0.0.1", f"-dir={data}",
-               f"-master.port={ports['master']}", f"-master.port.grpc={h.free_port()}",
-               f"-volume.port={ports['volume']}", f"-volume.port.grpc={h.free_port()}",
-               f"-filer.port={ports['filer']}", f"-filer.port.grpc={h.free_port()}",
-               "-s3", f"-s3.port={ports['s3']}", f"-s3.port.grpc={h.free_port()}",
-               "-s3.port.iceberg=0", "-s3.port.lance=0", f"-s3.config={cfg}",
-               "-s3.domainName=localhost",  # bucket.localhost: virtual-host style
-               "-master.volumeSizeLimitMB=64", "-volume.max=20"]
-        cls.log = open(os.path.join(cls.d0, "weed.log"), "w")
-        cls.weed = subprocess.Popen(cmd, stdout=cls.log, stderr=subprocess.STDOUT)
-        try:
-            h.wait_for(cls.make_bucket, timeout=180, interval=1.0, what="weed's S3 port")
-        except Exception as e:
-            cls.tearDownClass()
-            with open(os.path.join(cls.d0, "weed.log")) as f:
-                raise AssertionError(f"{e}; weed's log ends: {f.read()[-3000:]}") from e
+        cls.w = wh.Weed().start()
+        cls.s3_port = cls.w.s3_port
 
     @classmethod
     def tearDownClass(cls):
-        cls.weed.send_signal(signal.SIGTERM)
-        try:
-            cls.weed.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            cls.weed.kill()
-            cls.weed.wait()
-        cls.log.close()
+        cls.w.stop()
 
     @classmethod
     def raw(cls, method, path, data_file=None, headers=()):
         """curl's own SigV4 client: the independent way in."""
-        cmd = ["curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "-X", method,
-               "--aws-sigv4", "aws:amz:us-east-1:s3", "--user", f"{ACCESS}:{SECRET}"]
-        body = b""
-        if data_file:
-            with open(data_file, "rb") as f:
-                body = f.read()
-            cmd += ["--data-binary", f"@{data_file}"]
-        cmd += ["-H", "x-amz-content-sha256: " + hashlib.sha256(body).hexdigest()]
-        for hd in headers:
-            cmd += ["-H", hd]
-        cmd.append(f"http://127.0.0.1:{cls.s3_port}{path}")
-        r = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
-        return int(r.stdout or 0)
-
-    @classmethod
-    def make_bucket(cls):
-        if cls.weed.poll() is not None:
-            raise AssertionError("weed exited; see its log")
-        return cls.raw("PUT", f"/{BUCKET}") in (200, 409)
+        return cls.w.raw(method, path, data_file, headers)
 
     def setUp(self):
         self.d = h.temp_dir("ember-objs3-")

@@ -157,7 +157,7 @@ static void frames_push(frames_t *fr, const char *fn, const char *file, int line
         fr->f[fr->n++] = (lc_symbol_frame_t){fn, file ? file : "", line};
 }
 
-static int range_cmp(const void *a, const void *b)
+static int func_range_cmp(const void *a, const void *b)
 {
     const func_range_t *x = a, *y = b;
     return (x->low > y->low) - (x->low < y->low);
@@ -202,7 +202,7 @@ static cu_index_t *cu_index(symfile_t *f, Dwarf_Die *cu)
     *ix = (cu_index_t){.cu = off};
     index_scan(ix, cu, 0);
     if (ix->n)
-        qsort(ix->ranges, ix->n, sizeof(*ix->ranges), range_cmp);
+        qsort(ix->ranges, ix->n, sizeof(*ix->ranges), func_range_cmp);
     return ix;
 }
 

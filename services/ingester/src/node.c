@@ -23,6 +23,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "bucket.h"
 #include "ember_process.h"
 #include "ingester.h"
 #include "lc/clock.h"
@@ -36,6 +37,7 @@
 #define SUMMARY_QUIET_NS (5 * NS_PER_S) /* a closed block gets summaries once writes pause */
 #define REDIS_CMD_TIMEOUT_MS 2000
 #define NS_PER_S 1000000000LL
+#define BUCKET_INTERVAL_MS 2000 /* between upload passes: a closed block goes up within it */
 
 typedef struct ing_node_s {
     lc_proc_t *p;
@@ -47,6 +49,7 @@ typedef struct ing_node_s {
     ing_symbols_t *symbols; /* debug files, symbolizer, upload APIs */
     bool announce;          /* ember-ingester with --redis.url */
     lc_members_t *members;  /* joined as "ingester" */
+    ing_bucket_t *bucket;   /* --storage.backend: the uploader */
     bool registered;        /* seen live (so registered): consuming */
     char *advertise;
     char consumer_id[EMBER_CONSUMER_ID_MAX];
@@ -243,7 +246,6 @@ static void set_consumer_id(ing_node_t *n)
 static int start_redis_transport(ing_node_t *n)
 {
     const ember_settings_t *s = n->s;
-    set_consumer_id(n);
     if (!ember_zone_group(s->zone, n->group, sizeof(n->group)))
         return LC_EINPUT; /* ember_main checked it */
     uint32_t idle_ms = (uint32_t)(s->claim_idle_ns / 1000000);
@@ -278,9 +280,51 @@ static int start_redis_transport(ing_node_t *n)
     return rc;
 }
 
+/* --storage.backend: what the uploader and the restore are told. */
+static bool bucket_opts(ing_node_t *n, ing_bucket_opts_t *o)
+{
+    const ember_settings_t *s = n->s;
+    *o = (ing_bucket_opts_t){.data_dir = s->data_dir,
+                             .ingester_id = n->consumer_id,
+                             .zone = s->zone,
+                             .block_duration_ns = s->block_duration_ns,
+                             .retention_ns = s->retention_ns,
+                             .interval_ms = BUCKET_INTERVAL_MS,
+                             .metrics = n->p->metrics};
+    ember_objstore_opts(s, &o->store);
+    return o->store.backend != LC_OBJSTORE_NONE;
+}
+
+/* Before the store opens: what the bucket holds for this id and the data
+ * dir lacks (a lost volume) comes back first, so no query and no writer
+ * ever sees the store without it. */
+static int restore_from_bucket(ing_node_t *n)
+{
+    ing_bucket_opts_t bo;
+    if (!bucket_opts(n, &bo))
+        return 0;
+    size_t restored = 0;
+    int rc = ing_bucket_restore(&bo, &restored);
+    if (!rc)
+        LC_LOG_INFO("bucket: restore done blocks=%zu ingester=%s", restored, n->consumer_id);
+    return rc;
+}
+
+static int start_uploader(ing_node_t *n)
+{
+    ing_bucket_opts_t bo;
+    return bucket_opts(n, &bo) ? ing_bucket_start(&bo, n->store, &n->bucket) : 0;
+}
+
 static int start_storage(ing_node_t *n)
 {
     const ember_settings_t *s = n->s;
+    ing_bucket_opts_t bo;
+    if (ember_clustered(s) || bucket_opts(n, &bo))
+        set_consumer_id(n); /* the id the streams and the bucket know it by */
+    int rc = restore_from_bucket(n);
+    if (rc)
+        return rc;
     lc_store_opts_t so = {
         .dir = s->data_dir,
         .block_duration_ns = s->block_duration_ns,
@@ -289,11 +333,14 @@ static int start_storage(ing_node_t *n)
         .max_open_blocks = (size_t)s->max_open_blocks,
         .compacts = true, /* summary_work */
     };
-    int rc = lc_store_open(&so, &n->store);
+    rc = lc_store_open(&so, &n->store);
     if (rc) {
         LC_LOG_ERROR("cannot open the store dir=%s err=\"%s\"", s->data_dir, lc_strerror(rc));
         return rc;
     }
+    rc = start_uploader(n);
+    if (rc)
+        return rc;
     rc = ing_writer_new(n->store, n->p->metrics, &n->writer);
     if (rc)
         return rc;
@@ -467,6 +514,7 @@ static void ing_node_free(void *state)
     ing_node_t *n = state;
     ing_free(n->receivers);
     ing_writer_free(n->writer);
+    ing_bucket_stop(n->bucket); /* before the store it reads */
     lc_store_close(n->store);
     ing_symbols_free(n->symbols); /* after the store: no query reads it any more */
     lc_free(n->advertise);

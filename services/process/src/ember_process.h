@@ -56,8 +56,11 @@ typedef struct ember_settings_s {
     int64_t block_duration_ns;
     int64_t map_size_bytes;
     int64_t max_open_blocks; /* 0: derived from RLIMIT_NOFILE by the store */
-    /* object storage of history (issue 27): validated, not used yet */
-    char *storage_backend; /* "", "filesystem" or "s3" */
+    /* object storage of closed blocks (issue 27): the ingester node's uploader */
+    char *storage_backend;      /* "", "filesystem" or "s3" */
+    int64_t local_retention_ns; /* accepted, not used yet (queriers do not read the bucket) */
+    char *cache_dir;            /* accepted, not used yet */
+    int64_t cache_size_bytes;   /* accepted, not used yet */
     char *storage_prefix;
     char *storage_fs_dir;
     char *s3_endpoint;

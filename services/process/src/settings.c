@@ -65,10 +65,18 @@ const ember_setting_t ember_settings_table[] = {
     SET_RANGE(E | I, "storage.max-open-blocks", LC_CFG_INT, max_open_blocks, "0", 0, 1000000,
               "block environments kept open between queries (0: a quarter of the open-file "
               "limit at 3 files each, 64..1024)"),
-    /* Pyroscope's names (issue 27). Checked at start; nothing is stored there yet. */
+    /* Pyroscope's names (issue 27): ember and ember-ingester upload closed blocks and
+     * restore them into an empty data dir (services/ingester/src/bucket.h). */
     SET(E | I | Q, "storage.backend", LC_CFG_STRING, storage_backend, "",
-        "object store for history: filesystem or s3 ('' = local blocks only); checked at "
-        "start, nothing is written there yet"),
+        "object store for closed blocks: filesystem or s3 ('' = local blocks only); "
+        "ingesters upload every closed block and restore them into an empty data dir"),
+    SET(E | I, "storage.local-retention", LC_CFG_DURATION, local_retention_ns, "0",
+        "accepted, not used yet: uploaded blocks stay local for --retention (queriers do "
+        "not read the object store yet)"),
+    SET(E | Q, "storage.cache-dir", LC_CFG_STRING, cache_dir, "",
+        "accepted, not used yet: the querier's cache of blocks from the object store"),
+    SET(E | Q, "storage.cache-size", LC_CFG_BYTES, cache_size_bytes, "0",
+        "accepted, not used yet: bound of --storage.cache-dir"),
     SET(E | I | Q, "storage.prefix", LC_CFG_STRING, storage_prefix, "",
         "key prefix of every object in the object store"),
     SET(E | I | Q, "storage.filesystem.dir", LC_CFG_STRING, storage_fs_dir, "",

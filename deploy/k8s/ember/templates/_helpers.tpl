@@ -92,10 +92,15 @@ app.kubernetes.io/part-of: ember
 - name: EMBER_REDIS_CLUSTER
   value: "true"
 {{- end }}
-{{- if .Values.redis.waitReplicas }}
+{{- end }}
+{{- end -}}
+
+{{/* --redis.wait-replicas, for the publishers that take it (ember-ingester, ember-scraper,
+ember-agent; `ember` and ember-querier have no such flag). */}}
+{{- define "ember.waitReplicasEnv" -}}
+{{- if and (include "ember.redisUsed" .) .Values.redis.waitReplicas }}
 - name: EMBER_REDIS_WAIT_REPLICAS
   value: {{ .Values.redis.waitReplicas | int | quote }}
-{{- end }}
 {{- end }}
 {{- end -}}
 
@@ -148,6 +153,51 @@ app.kubernetes.io/part-of: ember
 - --ingest.reject-older-than={{ .Values.limits.rejectOlderThan }}
 - --ingest.reject-newer-than={{ .Values.limits.rejectNewerThan }}
 - --ingest.max-backlog-bytes={{ .Values.limits.maxBacklogBytes }}
+{{- include "ember.bucketArgs" . }}
+{{- if and .Values.storage.backend (ne (toString .Values.storage.localRetention) "0") }}
+- --storage.local-retention={{ .Values.storage.localRetention }}
+{{- end }}
+{{- end -}}
+
+{{/* Object storage of closed blocks (--storage.backend): ember and ember-ingester. */}}
+{{- define "ember.bucketArgs" -}}
+{{- with .Values.storage }}
+{{- if .backend }}
+- --storage.backend={{ .backend }}
+{{- with .prefix }}
+- --storage.prefix={{ . }}
+{{- end }}
+{{- if eq .backend "s3" }}
+- --storage.s3.endpoint={{ required "storage.backend=s3 needs storage.s3.endpoint" .s3.endpoint }}
+- --storage.s3.bucket-name={{ required "storage.backend=s3 needs storage.s3.bucketName" .s3.bucketName }}
+{{- with .s3.region }}
+- --storage.s3.region={{ . }}
+{{- end }}
+- --storage.s3.insecure={{ .s3.insecure }}
+- --storage.s3.force-path-style={{ .s3.forcePathStyle }}
+{{- else }}
+- --storage.filesystem.dir={{ required "storage.backend=filesystem needs storage.filesystem.dir" .filesystem.dir }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- end -}}
+
+{{/* The S3 credentials from an existing Secret, as the AWS_* variables the binaries read. */}}
+{{- define "ember.bucketEnv" -}}
+{{- with .Values.storage }}
+{{- if and (eq .backend "s3") .s3.existingSecret }}
+- name: AWS_ACCESS_KEY_ID
+  valueFrom:
+    secretKeyRef:
+      name: {{ .s3.existingSecret }}
+      key: {{ .s3.accessKeyIdKey }}
+- name: AWS_SECRET_ACCESS_KEY
+  valueFrom:
+    secretKeyRef:
+      name: {{ .s3.existingSecret }}
+      key: {{ .s3.secretAccessKeyKey }}
+{{- end }}
+{{- end }}
 {{- end -}}
 
 {{/* Redis-stream flags of a consumer (ember, ember-ingester). */}}

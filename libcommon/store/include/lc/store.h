@@ -278,6 +278,24 @@ typedef struct lc_store_compact_stats_s {
  * at open). Call it from the thread that calls lc_store_summarize, after it. */
 int lc_store_compact(lc_store_t *s, int64_t now_ns, lc_store_compact_stats_t *stats) LC_MUST_CHECK;
 
+/* ---- export (store_export.c): closed blocks copied out whole ---- */
+/* Every block's partition and write count (write batches committed since the
+ * store opened: a block whose count is unchanged holds what it held), no
+ * environment opened: for passes over many blocks that only want the ones
+ * that changed. *out is the caller's (lc_free), sorted by start_ns. */
+typedef struct lc_store_block_state_s {
+    int64_t start_ns, end_ns;
+    uint64_t write_gen;
+} lc_store_block_state_t;
+int lc_store_block_states(lc_store_t *s, lc_store_block_state_t **out, size_t *n) LC_MUST_CHECK;
+/* Whether reader block i is settled: its latest commit is summarised and
+ * compacted (lc_store_compact), so its bytes stay as they are until a late
+ * write. The uploader to the object store waits for this. */
+bool lc_block_settled(lc_store_reader_t *r, size_t i);
+/* Writes a consistent copy of the block's LMDB file (one snapshot, taken
+ * now: it holds at least what the reader sees) to fd. */
+int lc_block_copy(lc_block_t *b, int fd) LC_MUST_CHECK;
+
 /* Walks the samples of a stored profile in ascending node id. */
 typedef struct lc_sample_iter_s {
     const uint8_t *p, *end;

@@ -1,0 +1,63 @@
+/*
+ * bucket_int.h — what the uploader (bucket.c) and the restore
+ * (bucket_restore.c) share, in bucket_util.c: the bucket's key names, the
+ * local record of what was uploaded, whole-file reads and writes.
+ */
+#ifndef EMBER_ING_BUCKET_INT_H
+#define EMBER_ING_BUCKET_INT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "bucket.h"
+#include "lc/objstore.h"
+
+#define BKT_NAME_MAX 64    /* "<start>-<life>" */
+#define BKT_VERSION_MAX 96 /* what a block held when uploaded */
+#define BKT_ING_MAX 96     /* the ingester id as a key segment */
+#define BKT_FORMAT "ember-lmdb-block/1"
+#define BKT_META_MAX_BYTES 4096 /* an index entry (a few hundred bytes) */
+#define BKT_RECORD_MAX_BYTES 512
+
+/* The ingester id as one key segment: [A-Za-z0-9._-] kept, anything else
+ * '_', then '-' and 8 hex digits of the id's hash (two ids that differ only
+ * in replaced characters stay apart). */
+void bkt_ingester_key(const char *id, char out[BKT_ING_MAX]);
+/* The store's directory name of a block starting at start_ns. */
+void bkt_start_name(int64_t start_ns, char out[32]);
+/* "index/<ing>/<name>.json" and "blocks/<ing>/<name>/block.mdb". */
+void bkt_index_key(const char *ing, const char *name, char *out, size_t size);
+void bkt_data_key(const char *ing, const char *name, char *out, size_t size);
+
+/* <data_dir>/uploads (made if missing) and the data dir's life id (made
+ * once: 16 hex digits). */
+int bkt_uploads_dir(const char *data_dir, char *out, size_t size) LC_MUST_CHECK;
+int bkt_life(const char *uploads, char out[17]) LC_MUST_CHECK;
+/* The record of block <start>'s last upload; LC_ENOTFOUND if none. */
+int bkt_record_read(const char *uploads, const char *start, char name[BKT_NAME_MAX],
+                    char version[BKT_VERSION_MAX]) LC_MUST_CHECK;
+int bkt_record_write(const char *uploads, const char *start, const char *name,
+                     const char *version) LC_MUST_CHECK;
+
+/* The fields of an index entry (meta object) that the restore needs. */
+typedef struct bkt_meta_s {
+    char start[32];
+    char data[LC_OBJSTORE_KEY_MAX + 1];
+    char version[BKT_VERSION_MAX];
+    int64_t end_ns;
+} bkt_meta_t;
+/* Parses an index entry (JSON, at most BKT_META_MAX_BYTES): LC_ECORRUPT unless it is
+ * our format with a block name of digits, a valid data key and a version. */
+int bkt_meta_parse(const uint8_t *text, size_t len, bkt_meta_t *m) LC_MUST_CHECK;
+/* Parses an upload record "<name> <version>\n" (NUL-terminated text). */
+int bkt_record_parse(const char *text, char name[BKT_NAME_MAX],
+                     char version[BKT_VERSION_MAX]) LC_MUST_CHECK;
+
+/* A whole file into memory (lc_free), at most max bytes. */
+int bkt_file_read(const char *path, size_t max, uint8_t **data, size_t *len) LC_MUST_CHECK;
+/* Writes data to path durably: a temp file beside it, fsync, rename, the
+ * directory synced. */
+int bkt_file_write(const char *path, const void *data, size_t len) LC_MUST_CHECK;
+
+#endif

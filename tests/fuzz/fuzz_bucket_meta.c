@@ -1,0 +1,47 @@
+/*
+ * fuzz_bucket_meta.c — what the ingester reads back from the bucket and its
+ * data dir (services/ingester/src/bucket_int.h): an index entry (meta
+ * object, JSON) and an upload record. Checks that an accepted entry names a
+ * block of digits, a valid object key and a version within their caps, and
+ * that an accepted record's name and version are non-empty and fit.
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bucket_int.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static void check_meta(const uint8_t *data, size_t size)
+{
+    bkt_meta_t m;
+    if (bkt_meta_parse(data, size, &m) != 0)
+        return;
+    size_t n = strlen(m.start);
+    if (n == 0 || n >= sizeof m.start || strspn(m.start, "-0123456789") != n)
+        abort();
+    if (!lc_objstore_key_valid(m.data) || strlen(m.version) >= sizeof m.version)
+        abort();
+}
+
+static void check_record(const uint8_t *data, size_t size)
+{
+    char text[BKT_RECORD_MAX_BYTES + 1], name[BKT_NAME_MAX], version[BKT_VERSION_MAX];
+    size_t n = size < BKT_RECORD_MAX_BYTES ? size : BKT_RECORD_MAX_BYTES;
+    memcpy(text, data, n);
+    text[n] = '\0';
+    if (bkt_record_parse(text, name, version) != 0)
+        return;
+    if (!name[0] || !version[0] || strlen(name) >= BKT_NAME_MAX ||
+        strlen(version) >= BKT_VERSION_MAX || strchr(name, ' '))
+        abort();
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    if (size <= BKT_META_MAX_BYTES)
+        check_meta(data, size);
+    check_record(data, size);
+    return 0;
+}
