@@ -147,6 +147,7 @@ static void test_refused_requests_never_reach_the_back_end(void)
     LC_ASSERT_EQ(c.st.code, LC_CODE_INVALID_ARGUMENT);
     call_fini(&c);
     LC_ASSERT_EQ(backend_calls, 0);
+    qry_front_fini(&fe);
 }
 
 /* The back end gives every node; the front end keeps max_nodes of them. */
@@ -170,6 +171,7 @@ static void test_tree_truncated_once_by_the_front_end(void)
     }
     call_fini(&whole);
     call_fini(&cut);
+    qry_front_fini(&fe);
 }
 
 /* The back end gives every series; the front end keeps the top `limit`. */
@@ -198,6 +200,7 @@ static void test_series_limit_applied_by_the_front_end(void)
             LC_ASSERT_STR_EQ(resp->series[0]->labels[0]->value, "c");
     }
     call_fini(&c);
+    qry_front_fini(&fe);
 }
 
 static void nested_series_call(void)
