@@ -582,12 +582,18 @@ static size_t label_size(const int64_t *kv)
     return u64_size((uint64_t)kv[0]) + u64_size((uint64_t)kv[1]);
 }
 
+/* A sample's location ids; NULL when it has none (the array may not exist). */
+static const uint64_t *sample_locs(const builder_t *b, const bsample_t *s)
+{
+    return s->n_locs ? &b->stack_ids.v[s->loc_off] : NULL;
+}
+
 /* Sample {location_id = 1 packed, value = 2 packed, label = 3} */
 static size_t sample_size(const builder_t *b, size_t i)
 {
     const bsample_t *s = &b->samples.v[i];
     size_t width = b->types.n / 2;
-    size_t n = packed_size(&b->stack_ids.v[s->loc_off], s->n_locs) +
+    size_t n = packed_size(sample_locs(b, s), s->n_locs) +
                packed_size((const uint64_t *)&b->values.v[i * width], width);
     for (size_t k = 0; k < s->n_labels; k++)
         n += len_size(label_size(&b->label_idx.v[2 * (s->label_off + k)]));
@@ -601,7 +607,7 @@ static uint8_t *put_sample(const builder_t *b, size_t i, size_t len, uint8_t *p)
     const bsample_t *s = &b->samples.v[i];
     size_t width = b->types.n / 2;
     p = put_len(p, 2, len);
-    p = put_packed(p, 1, &b->stack_ids.v[s->loc_off], s->n_locs);
+    p = put_packed(p, 1, sample_locs(b, s), s->n_locs);
     p = put_packed(p, 2, (const uint64_t *)&b->values.v[i * width], width);
     for (size_t k = 0; k < s->n_labels; k++) {
         const int64_t *kv = &b->label_idx.v[2 * (s->label_off + k)];

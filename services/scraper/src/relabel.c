@@ -566,6 +566,8 @@ static int ysource_labels(const yaml_ctx_t *c, yaml_node_t *n, scr_relabel_rule_
     size_t count = (size_t)(n->data.sequence.items.top - n->data.sequence.items.start);
     if (count > SCR_RELABEL_MAX_SOURCE_LABELS)
         return yfail(c, n, "too many source labels", "source_labels");
+    if (r->source_labels) /* as Prometheus' YAML: a key once per rule */
+        return yfail(c, n, "given twice in one rule", "source_labels");
     r->source_labels = lc_xcalloc(count ? count : 1, sizeof(char *));
     for (size_t i = 0; i < count; i++) {
         yaml_node_t *item = yaml_document_get_node(c->doc, n->data.sequence.items.start[i]);
