@@ -2,8 +2,10 @@
 """Checks what the real Parca Agent pushed into ember (run-parca-agent-ember.sh, issue 28):
 every WriteArrow acknowledged (the agent's own parca_agent_write_requests_total), and the
 burner's two functions 3:1 within 15% through Pyroscope's querier (SelectMergeStacktraces)
-and Parca's QueryService (a merged pprof). Burner frames are unsymbolized ("burner+0x<addr>",
-or a pprof location's address): they are named from the burner's symbol table (`nm`).
+and Parca's QueryService (a merged pprof). A burner frame the server could not symbolize
+("burner+0x<addr>", or a pprof location's address) is named from the burner's symbol table
+(`nm`); with DEBUGINFO=1 the agent uploads the burner's debug file and the flame graph names
+the functions itself ("named by the server" counts those samples).
 Prints JSON; exits 1 when a check fails.
 
 usage: parca_agent_check.py --port P --burner ELF --start-ms MS --agent-metrics FILE"""
@@ -50,8 +52,12 @@ def pyroscope(srv, symbols, start, end):
     stacks = h.flamegraph_stacks(list(fg.names), [list(l.values) for l in fg.levels])
     per = collections.Counter()
     for path, v in stacks.items():
-        inner = [n for n in (t.burner_function(f, symbols) for f in path) if n]
+        # a frame the server symbolized (from the agent's debuginfo upload) carries the
+        # function's own name; one it could not shows as burner+0x<address>
+        inner = [n for n in (f if f in symbols else t.burner_function(f, symbols) for f in path) if n]
         per[inner[-1] if inner else "other"] += v
+        if inner and inner[-1] in path:
+            per["named by the server"] += v
     return fg.total, dict(per)
 
 

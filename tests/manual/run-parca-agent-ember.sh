@@ -6,8 +6,8 @@
 #
 # usage: run-parca-agent-ember.sh AGENT_BINARY EMBER_BINARY OUT_DIR [SECONDS] [extra agent args]
 #   SECONDS (default 60): the agent needs ~10 s to load its BPF programs, then pushes every ~5 s.
-#   DEBUGINFO=1 leaves the agent's debuginfo uploads on (ember answers DebuginfoService with
-#   gRPC unimplemented until issue 31 lands; the pushes must succeed regardless).
+#   DEBUGINFO=1 leaves the agent's debuginfo uploads on: it uploads the burner's debug file
+#   through Parca's DebuginfoService and ember names the burner's frames at query time.
 # The agent sends native frames unsymbolized (it leaves symbolization to the server and its
 # debuginfo uploads, disabled here with --debuginfo-upload-disable), so the checker names the
 # burner's frames "burner+0x<address>" by the burner's own symbol table (`nm`).

@@ -243,8 +243,9 @@ static int put_locked(lc_debuginfo_t *d, const char *tenant, const char *id, con
     return write_file_atomically(path, data, len, st);
 }
 
-int lc_debuginfo_put(lc_debuginfo_t *d, const char *tenant, const char *build_id,
-                     const uint8_t *data, size_t len, lc_status_t *st)
+/* gnu: the id must be the file's NT_GNU_BUILD_ID note. */
+static int put_checked(lc_debuginfo_t *d, const char *tenant, const char *build_id, bool gnu,
+                       const uint8_t *data, size_t len, lc_status_t *st)
 {
     char id[LC_BUILD_ID_HEX_MAX + 1];
     if (lc_build_id_normalize(build_id, id, st))
@@ -254,7 +255,7 @@ int lc_debuginfo_put(lc_debuginfo_t *d, const char *tenant, const char *build_id
                              "debug file of %zu bytes is over the limit of %llu; nothing was "
                              "stored",
                              len, (unsigned long long)d->limits.max_file_bytes);
-    if (lc_debuginfo_check_elf(data, len, id, d->limits.max_inflated_bytes, st))
+    if (lc_debuginfo_check_elf(data, len, gnu ? id : NULL, d->limits.max_inflated_bytes, st))
         return -1;
     pthread_mutex_lock(&d->put_lock);
     int rc = put_locked(d, tenant, id, data, len, st);
@@ -262,4 +263,16 @@ int lc_debuginfo_put(lc_debuginfo_t *d, const char *tenant, const char *build_id
     if (rc == 0)
         LC_LOG_INFO("debuginfo: stored %s for tenant %s (%zu bytes)", id, tenant, len);
     return rc;
+}
+
+int lc_debuginfo_put(lc_debuginfo_t *d, const char *tenant, const char *build_id,
+                     const uint8_t *data, size_t len, lc_status_t *st)
+{
+    return put_checked(d, tenant, build_id, true, data, len, st);
+}
+
+int lc_debuginfo_put_file_hash(lc_debuginfo_t *d, const char *tenant, const char *file_hash,
+                               const uint8_t *data, size_t len, lc_status_t *st)
+{
+    return put_checked(d, tenant, file_hash, false, data, len, st);
 }

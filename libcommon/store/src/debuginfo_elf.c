@@ -55,7 +55,7 @@ static void scan_notes(Elf_Scn *scn, elf_scan_t *sc)
         char hex[LC_BUILD_ID_HEX_MAX + 1];
         hex_of((const uint8_t *)data->d_buf + desc_off, nh.n_descsz, hex);
         sc->found_build_id = true;
-        if (strcmp(hex, sc->want) == 0)
+        if (sc->want && strcmp(hex, sc->want) == 0)
             sc->build_id_matches = true;
     }
 }
@@ -119,10 +119,10 @@ int lc_debuginfo_check_elf(const uint8_t *data, size_t len, const char *build_id
     elf_end(elf);
     if (rc)
         return -1;
-    if (!sc.found_build_id)
+    if (build_id && !sc.found_build_id)
         return lc_status_set(st, LC_CODE_INVALID_ARGUMENT,
                              "the ELF file has no GNU build id note; nothing was stored");
-    if (!sc.build_id_matches)
+    if (build_id && !sc.build_id_matches)
         return lc_status_set(st, LC_CODE_INVALID_ARGUMENT,
                              "the ELF file's build id is not %s; nothing was stored", build_id);
     if (sc.inflated_bytes > max_inflated_bytes)

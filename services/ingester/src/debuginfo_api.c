@@ -68,13 +68,17 @@ static int parca_should_initiate(lc_http_req_t *req, const ProtobufCMessage *in,
     return 0;
 }
 
-static char *new_upload_id(lc_arena_t *a)
+/* A fresh upload id. One for a BUILD_ID_TYPE_HASH id starts with
+ * ING_UPLOAD_ID_FILE_HASH: the Upload stream that follows names only the
+ * build id and this upload id, so the kind travels in it (no state between
+ * the two calls, whichever ingester serves them). */
+static char *new_upload_id(lc_arena_t *a, bool file_hash)
 {
     uint8_t raw[LC_UUID_BYTES];
     char text[LC_UUID_TEXT_LEN + 1];
     uv_random(NULL, NULL, raw, sizeof(raw), 0, NULL);
     lc_uuid_format(raw, text);
-    return lc_arena_strdup(a, text);
+    return lc_arena_sprintf(a, "%s%s", file_hash ? ING_UPLOAD_ID_FILE_HASH : "", text);
 }
 
 static int parca_initiate(lc_http_req_t *req, const ProtobufCMessage *in, ProtobufCMessage **out,
@@ -100,7 +104,9 @@ static int parca_initiate(lc_http_req_t *req, const ProtobufCMessage *in, Protob
     if (!resp || !ins)
         return -1;
     ins->build_id = lc_arena_strdup(req->arena, id);
-    ins->upload_id = new_upload_id(req->arena);
+    ins->upload_id =
+        new_upload_id(req->arena, r->build_id_type ==
+                                      PARCA__DEBUGINFO__V1ALPHA1__BUILD_IDTYPE__BUILD_ID_TYPE_HASH);
     ins->upload_strategy =
         PARCA__DEBUGINFO__V1ALPHA1__UPLOAD_INSTRUCTIONS__UPLOAD_STRATEGY__UPLOAD_STRATEGY_GRPC;
     ins->type = r->type;

@@ -38,6 +38,8 @@ static int upload_message(const uint8_t *msg, size_t len, lc_arena_t *a, ing_upl
         if (u->build_id || !r->info)
             return lc_status_set(st, LC_CODE_INVALID_ARGUMENT, "a second UploadInfo");
         u->build_id = r->info->build_id;
+        u->file_hash = r->info->upload_id && strncmp(r->info->upload_id, ING_UPLOAD_ID_FILE_HASH,
+                                                     strlen(ING_UPLOAD_ID_FILE_HASH)) == 0;
         return 0;
     }
     if (r->data_case != PARCA__DEBUGINFO__V1ALPHA1__UPLOAD_REQUEST__DATA_CHUNK_DATA)
@@ -105,7 +107,10 @@ static int parca_upload(lc_http_req_t *req, ing_symbols_t *y, lc_grpc_kind_t kin
     int rc = ing_parca_upload_decode(kind, body, len, lc_http_header(req, "grpc-encoding"),
                                      req->arena, &u, st);
     if (rc == 0)
-        rc = lc_debuginfo_put(y->files, tenant, u.build_id, u.file.data, u.file.len, st);
+        rc = u.file_hash
+                 ? lc_debuginfo_put_file_hash(y->files, tenant, u.build_id, u.file.data, u.file.len,
+                                              st)
+                 : lc_debuginfo_put(y->files, tenant, u.build_id, u.file.data, u.file.len, st);
     resp->build_id = (char *)(u.build_id ? u.build_id : "");
     resp->size = u.file.len;
     lc_buf_fini(&u.file);

@@ -43,8 +43,12 @@ lc_http_result_t ing_parca_upload_work(lc_http_req_t *req, void *data);
  * and the file, its chunks appended (file.max caps it: init it first). */
 typedef struct ing_upload_s {
     const char *build_id;
+    bool file_hash; /* the upload id says InitiateUpload named a file hash */
     lc_buf_t file;
 } ing_upload_t;
+/* The prefix of an upload id whose build id is the uploader's file hash
+ * (Parca's BUILD_ID_TYPE_HASH), not a GNU build id. */
+#define ING_UPLOAD_ID_FILE_HASH "hash-"
 /* The stream's gRPC frames (base64-decoded already for gRPC-Web-text;
  * encoding: grpc-encoding, NULL = identity), in order. Returns 0, or -1
  * with st (invalid_argument, resource_exhausted past file.max). Exported for

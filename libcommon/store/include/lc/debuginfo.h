@@ -57,7 +57,8 @@ int lc_build_id_normalize(const char *in, char out[LC_BUILD_ID_HEX_MAX + 1],
                           lc_status_t *st) LC_MUST_CHECK;
 
 /* Checks that data is a whole ELF file whose NT_GNU_BUILD_ID note is
- * build_id (normalised hex), and that its compressed sections declare at
+ * build_id (normalised hex; NULL: any note or none, see
+ * lc_debuginfo_put_file_hash), and that its compressed sections declare at
  * most max_inflated_bytes in total. Pure: nothing is stored. Returns 0, or -1
  * with st invalid_argument (not ELF, truncated, no or another build id) or
  * resource_exhausted (a bomb). */
@@ -70,6 +71,15 @@ int lc_debuginfo_check_elf(const uint8_t *data, size_t len, const char *build_id
  * stored. */
 int lc_debuginfo_put(lc_debuginfo_t *d, const char *tenant, const char *build_id,
                      const uint8_t *data, size_t len, lc_status_t *st) LC_MUST_CHECK;
+
+/* As lc_debuginfo_put for a file named by its uploader's own hash of the
+ * binary instead of a GNU build id (Parca's BUILD_ID_TYPE_HASH: the
+ * OpenTelemetry profiler's file id, the id its frames carry). The upload is
+ * the binary's symbols only (the agent strips its text), so the hash cannot
+ * be checked against it: everything else is (whole ELF, limits, bombs), and
+ * the file only ever names frames of the tenant that uploaded it. */
+int lc_debuginfo_put_file_hash(lc_debuginfo_t *d, const char *tenant, const char *file_hash,
+                               const uint8_t *data, size_t len, lc_status_t *st) LC_MUST_CHECK;
 
 /* Whether tenant has the file of build_id; its size when it has. */
 bool lc_debuginfo_has(lc_debuginfo_t *d, const char *tenant, const char *build_id, uint64_t *size);
