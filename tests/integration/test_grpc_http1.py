@@ -31,7 +31,7 @@ from test_connect_rpcs import cpu_profile
 
 Q = "querier.v1.QuerierService"
 CPU = "process_cpu:cpu:nanoseconds:cpu:nanoseconds"
-PARCA_DEBUGINFO = "/parca.debuginfo.v1alpha1.DebuginfoService/Upload"
+PARCA_UNSERVED = "/parca.share.v1alpha1.ShareService/Upload"  # a Parca service ember does not serve
 
 
 # ------------------------------------------------ an independent HTTP/1.1 reader
@@ -240,7 +240,7 @@ class GrpcHttp1Test(h.ServerTestCase):
         self.assertEqual(int(r.header("content-length")), len(r.body))
 
     def test_unknown_method_is_unimplemented_over_http1(self):
-        for path in (PARCA_DEBUGINFO, "/nope.v1.NopeService/Call", f"/{Q}/NoSuchMethod"):
+        for path in (PARCA_UNSERVED, "/nope.v1.NopeService/Call", f"/{Q}/NoSuchMethod"):
             for ct in ("application/grpc", "application/grpc+proto", "application/grpc-web+proto",
                        "application/grpc-web-text"):
                 with self.subTest(path=path, content_type=ct):
@@ -259,7 +259,7 @@ class GrpcHttp1Test(h.ServerTestCase):
                         self.assertIn(path.encode(), r.header("grpc-message").encode())
         # other protocols keep the JSON 404
         sock, rd = self.connect()
-        sock.sendall(raw_request("POST", PARCA_DEBUGINFO, {"Content-Type": "application/proto"}))
+        sock.sendall(raw_request("POST", PARCA_UNSERVED, {"Content-Type": "application/proto"}))
         r = rd.response()
         self.assertEqual((r.status, r.header("content-type")), (404, "application/json"))
 
@@ -268,7 +268,7 @@ class GrpcHttp1Test(h.ServerTestCase):
         self.addCleanup(c.close)
         for ct in ("application/grpc", "application/grpc-web+proto"):
             with self.subTest(content_type=ct):
-                r = c.request("POST", PARCA_DEBUGINFO, [("content-type", ct), ("te", "trailers")],
+                r = c.request("POST", PARCA_UNSERVED, [("content-type", ct), ("te", "trailers")],
                               frame(b""))
                 self.assertEqual(r.status, 200)
                 if ct == "application/grpc":

@@ -10,7 +10,7 @@
 // profiles of known ids, values and times (exemplars.go), SelectSeries'
 // exemplars (INDIVIDUAL and SPAN), SelectHeatmap and profile_id_selector;
 // and an async SelectMergeStacktraces submitted and polled (async.go).
-// Parca's DebuginfoService, a path ember has no route for, must fail with
+// Parca's ShareService, a path ember has no route for, must fail with
 // UNIMPLEMENTED. Each response's
 // HTTP version is checked too, so a transport that quietly fell back to
 // another is a failure.
@@ -394,7 +394,7 @@ func (r *run) unimplemented(ctx context.Context) {
 	_, err := r.unknown.CallUnary(ctx, connect.NewRequest(&emptypb.Empty{}))
 	var ce *connect.Error
 	r.c.check(errors.As(err, &ce) && ce.Code() == connect.CodeUnimplemented,
-		r.where+" parca DebuginfoService/Upload", "want unimplemented, got %v", err)
+		r.where+" parca ShareService/Upload", "want unimplemented, got %v", err)
 }
 
 func newRun(c *checker, base string, p protocol, h2c bool, start, end int64) (*run, *protoRecorder) {
@@ -412,7 +412,7 @@ func newRun(c *checker, base string, p protocol, h2c bool, start, end int64) (*r
 		push:    pushv1connect.NewPusherServiceClient(client, base, p.opts...),
 		querier: querierv1connect.NewQuerierServiceClient(client, base, p.opts...),
 		unknown: connect.NewClient[emptypb.Empty, emptypb.Empty](client,
-			base+"/parca.debuginfo.v1alpha1.DebuginfoService/Upload", p.opts...),
+			base+"/parca.share.v1alpha1.ShareService/Upload", p.opts...),
 	}
 	rec.where = where
 	return r, rec
