@@ -19,6 +19,7 @@ The expected names come from binutils, independently of libdw:
   - bad uploads (another build id, a truncated ELF, a decompression bomb, not
     ELF at all) are refused and nothing is stored."""
 import collections
+import hashlib
 import os
 import re
 import struct
@@ -317,6 +318,38 @@ class UploadTest(SymbolsCase):
             c.close()
         self.assertEqual(self.stacks(), self.want)
         self.delete(bid)
+
+    def parca_upload(self, build_id, body, build_id_type):
+        """InitiateUpload then the Upload stream; the Upload's grpc-status."""
+        p = self.dpb["parca.debuginfo.v1alpha1"]
+        c = h2client.H2Client(self.srv.port)
+        try:
+            r, st = self.grpc(c, "InitiateUpload", grpc_frames(p.InitiateUploadRequest(
+                build_id=build_id, size=len(body), build_id_type=build_id_type).SerializeToString()))
+            self.assertEqual(st, "0", r)
+            ins = p.InitiateUploadResponse.FromString(bytes(r.body[5:])).upload_instructions
+            chunks = [p.UploadRequest(info=p.UploadInfo(build_id=build_id, upload_id=ins.upload_id)),
+                      p.UploadRequest(chunk_data=body)]
+            return self.grpc(c, "Upload", grpc_frames(*(m.SerializeToString() for m in chunks)))[1]
+        finally:
+            c.close()
+
+    def test_2_parca_file_hash_upload_stored_under_the_hash(self):
+        """The Parca Agent names a binary by the OpenTelemetry profiler's file id (its frames
+        carry the same id) with BUILD_ID_TYPE_HASH: stored under it; the same id claimed as a
+        GNU build id is refused (the file's note says otherwise)."""
+        p = self.dpb["parca.debuginfo.v1alpha1"]
+        with open(self.prog.stripped, "rb") as f:
+            binary = f.read()
+        # the profiler's file id: SHA-256 of the first and last 4 KiB and the size (big-endian
+        # 64 bits), its first 16 bytes (opentelemetry-ebpf-profiler libpf/fileid.go)
+        file_id = hashlib.sha256(binary[:4096] + binary[-min(len(binary), 4096):]
+                                 + struct.pack(">Q", len(binary))).digest()[:16].hex()
+        self.assertNotEqual(self.parca_upload(file_id, self.debug_bytes, p.BUILD_ID_TYPE_GNU), "0")
+        self.assertEqual(self.listed(), {})
+        self.assertEqual(self.parca_upload(file_id, self.debug_bytes, p.BUILD_ID_TYPE_HASH), "0")
+        self.assertEqual(self.listed(), {file_id: len(self.debug_bytes)})
+        self.delete(file_id)
 
     def assertRefused(self, r, statuses=(400,)):
         self.assertIn(r.status, statuses, r.describe())
