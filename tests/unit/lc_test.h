@@ -133,4 +133,38 @@ static inline unsigned char *lc_test_read_file(const char *path, size_t *len)
     return d;
 }
 
+/* Every file of LC_TESTDATA_DIR/<rel> (not dot files, not .json), read whole
+ * and handed to fn(name, bytes, len); returns how many. */
+#ifdef LC_TESTDATA_DIR
+#include <dirent.h>
+static inline int lc_test_each_testdata_file(const char *rel,
+                                             void (*fn)(const char *name, const unsigned char *d,
+                                                        size_t len))
+{
+    char dir[1024];
+    snprintf(dir, sizeof(dir), "%s/%s", LC_TESTDATA_DIR, rel);
+    DIR *dh = opendir(dir);
+    LC_CHECK(dh != NULL);
+    if (!dh)
+        return 0;
+    int files = 0;
+    struct dirent *e;
+    while ((e = readdir(dh))) {
+        if (e->d_name[0] == '.' || strstr(e->d_name, ".json"))
+            continue;
+        char path[2048];
+        snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+        size_t len = 0;
+        unsigned char *d = lc_test_read_file(path, &len);
+        LC_CHECK(d != NULL);
+        if (d)
+            fn(e->d_name, d, len);
+        free(d);
+        files++;
+    }
+    closedir(dh);
+    return files;
+}
+#endif
+
 #endif

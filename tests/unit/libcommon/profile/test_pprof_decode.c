@@ -9,7 +9,6 @@
  * pprof_int.h are checked one by one. Also: lc_pprof_decode_keep and
  * lc_pprof_validate_normalized, which let the ingester forward the bytes it got.
  */
-#include <dirent.h>
 #include <stdio.h>
 #include <time.h>
 
@@ -88,36 +87,24 @@ static uint8_t *read_plain(const char *path, size_t *len)
 
 /* ---------------------------------------------------------------- real profiles */
 
-static int check_dir(const char *rel)
+/* A file of testdata as it is (gzip'ed or not): its protobuf bytes, compared. */
+static void check_file(const char *name, const unsigned char *d, size_t n)
 {
-    char dir[1024];
-    snprintf(dir, sizeof(dir), "%s/%s", LC_TESTDATA_DIR, rel);
-    DIR *dh = opendir(dir);
-    LC_CHECK(dh != NULL);
-    if (!dh)
-        return 0;
-    int files = 0;
-    struct dirent *e;
-    while ((e = readdir(dh))) {
-        if (e->d_name[0] == '.' || strstr(e->d_name, ".json"))
-            continue;
-        char path[2048];
-        snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
-        size_t len;
-        uint8_t *d = read_plain(path, &len);
-        LC_CHECK(d != NULL);
-        if (d)
-            check_same(e->d_name, d, len);
-        lc_free(d);
-        files++;
+    if (!lc_gz_is_gzip(d, n)) {
+        check_same(name, d, n);
+        return;
     }
-    closedir(dh);
-    return files;
+    lc_buf_t plain;
+    lc_buf_init(&plain, LC_BUF_UNLIMITED);
+    LC_ASSERT_OK(lc_gunzip(d, n, 256u << 20, &plain));
+    check_same(name, plain.data, plain.len);
+    lc_buf_fini(&plain);
 }
 
 static void test_every_testdata_pprof_packs_the_same(void)
 {
-    int files = check_dir("pprof") + check_dir("ingest");
+    int files = lc_test_each_testdata_file("pprof", check_file) +
+                lc_test_each_testdata_file("ingest", check_file);
     LC_CHECK(files >= 26);
 }
 

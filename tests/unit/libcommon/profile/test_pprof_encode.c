@@ -11,7 +11,6 @@
  * period (the builder merges duplicate locations and functions, so their
  * counts can only shrink).
  */
-#include <dirent.h>
 #include <stdio.h>
 
 #include "../../../../libcommon/profile/src/pprof_int.h"
@@ -142,7 +141,7 @@ static void totals(const lc_pprof_t *p, int64_t *out)
     }
 }
 
-static void check_rebuilt(const char *name, const uint8_t *d, size_t len)
+static void check_rebuilt(const char *name, const unsigned char *d, size_t len)
 {
     lc_arena_t *a = lc_arena_new(ARENA_CAP);
     lc_pprof_limits_t lim;
@@ -185,50 +184,11 @@ static void check_rebuilt(const char *name, const uint8_t *d, size_t len)
     lc_arena_free(a);
 }
 
-static uint8_t *read_file(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    uint8_t *d = malloc((size_t)n + 1);
-    *len = fread(d, 1, (size_t)n, f);
-    fclose(f);
-    return d;
-}
-
-static int check_dir(const char *rel)
-{
-    char dir[1024];
-    snprintf(dir, sizeof(dir), "%s/%s", LC_TESTDATA_DIR, rel);
-    DIR *dh = opendir(dir);
-    LC_CHECK(dh != NULL);
-    if (!dh)
-        return 0;
-    int files = 0;
-    struct dirent *e;
-    while ((e = readdir(dh))) {
-        if (e->d_name[0] == '.' || strstr(e->d_name, ".json"))
-            continue;
-        char path[2048];
-        snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
-        size_t len;
-        uint8_t *d = read_file(path, &len);
-        LC_CHECK(d != NULL);
-        if (d)
-            check_rebuilt(e->d_name, d, len);
-        free(d);
-        files++;
-    }
-    closedir(dh);
-    return files;
-}
-
 static void test_every_testdata_pprof_rebuilt_packs_as_protobuf_c(void)
 {
-    LC_CHECK(check_dir("pprof") + check_dir("ingest") >= 26);
+    LC_CHECK(lc_test_each_testdata_file("pprof", check_rebuilt) +
+                 lc_test_each_testdata_file("ingest", check_rebuilt) >=
+             26);
 }
 
 /* ---------------------------------------------------------------- crafted */
