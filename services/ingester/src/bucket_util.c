@@ -208,7 +208,7 @@ int bkt_meta_parse(const uint8_t *text, size_t len, bkt_meta_t *m)
                               "data", &data, "version", &version, "end_ns", &end_ns) == 0
                  ? 0
                  : LC_ECORRUPT;
-    if (!rc && (strcmp(format, BKT_FORMAT) != 0 || strlen(start) >= sizeof m->start ||
+    if (!rc && (strcmp(format, BKT_FORMAT) != 0 || !start[0] || strlen(start) >= sizeof m->start ||
                 strspn(start, "-0123456789") != strlen(start) || !lc_objstore_key_valid(data) ||
                 strlen(version) >= sizeof m->version))
         rc = LC_ECORRUPT;
