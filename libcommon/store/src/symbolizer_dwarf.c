@@ -94,7 +94,7 @@ void symfile_close(symfile_t *f)
  * but not their file offsets (p_offset and p_filesz are 0); then the offset is
  * taken relative to the image base (the lowest segment, which maps offset 0),
  * as GNU ld lays out the segments before the writable one: the code's offsets
- * equal its addresses minus the base. */
+ * equal its addresses minus the base. Without any PT_LOAD the base is 0. */
 static bool offset_address(symfile_t *f, uint64_t off, Dwarf_Addr *addr)
 {
     Dwarf_Addr bias;
@@ -117,8 +117,10 @@ static bool offset_address(symfile_t *f, uint64_t off, Dwarf_Addr *addr)
             base = page;
         have_base = true;
     }
+    /* no PT_LOAD at all (the Parca Agent's extraction keeps only the note
+     * segments): the sections' addresses are the link-time ones, base 0 */
     *addr = off + base + bias;
-    return have_base;
+    return true;
 }
 
 static const char *die_name(Dwarf_Die *die)
