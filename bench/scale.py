@@ -44,6 +44,7 @@ import sys
 import tempfile
 import threading
 import time
+import urllib.parse
 
 from pyroscope_peer import Pyroscope, dir_bytes   # bench/, beside this script
 
@@ -98,9 +99,16 @@ class Corpus:
                 stacks.append(s)
         self.stacks = stacks
         self.weights = [1.0 / (i + 1) ** 0.8 for i in range(len(stacks))]
-        self.header = (_field(1, _int_field(1, 1) + _int_field(2, 2)) +  # sample_type {type, unit}
-                       _field(11, _int_field(1, 1) + _int_field(2, 2)) +  # period_type
-                       _int_field(12, 10_000_000) + _int_field(10, 15 * 10**9))  # period, duration
+        self.header = Corpus.header_bytes()
+
+    @staticmethod
+    def header_bytes():
+        return (_field(1, _int_field(1, 1) + _int_field(2, 2)) +  # sample_type {type, unit}
+                _field(11, _int_field(1, 1) + _int_field(2, 2)) +  # period_type
+                _int_field(12, 10_000_000) + _int_field(10, 15 * 10**9))  # period, duration
+
+    def value(self, rng):
+        return rng.randint(1, 50) * 10_000_000
 
     def symbols(self, used):
         """Functions and locations (id = function id) of `used`, and the string
@@ -126,10 +134,62 @@ class Corpus:
         for i in sorted(picked):
             used.update(self.stacks[i])
             leaf_first = list(reversed(self.stacks[i]))
-            v = rng.randint(1, 50) * 10_000_000
+            v = self.value(rng)
             total += v
             samples.append(_field(2, _packed(1, leaf_first) + _packed(2, [v])))
         return self.header + self.symbols(used) + b"".join(samples), total
+
+
+class RandomCorpus(Corpus):
+    """The held-out shape (issue 32), unlike Corpus on purpose: a big pool of
+    functions with random names, a pool of stacks of 10-60 frames drawn
+    independently from it (no shared prefixes beyond chance), several
+    locations per function (distinct addresses and lines), and sample counts
+    with a long tail instead of Corpus's uniform 1-50 periods."""
+
+    def __init__(self, rng, n_funcs=6000, n_stacks=3000, locs_per_func=1):
+        alphabet = "abcdefghijklmnopqrstuvwxyz0123456789_"
+
+        def word(lo, hi):
+            return "".join(rng.choice(alphabet) for _ in range(rng.randint(lo, hi)))
+        mods = [f"{word(3, 10)}.{rng.choice(['io', 'com', 'org', 'net'])}/{word(3, 12)}/{word(2, 10)}"
+                for _ in range(100)]
+        self.strings = ["", "cpu", "nanoseconds"]
+        self.funcs = []
+        for i in range(n_funcs):
+            mod = rng.choice(mods)
+            self.strings.append(f"{mod}.{word(4, 20)}")
+            self.strings.append(f"/build/{mod}/{word(3, 12)}.go")
+            self.funcs.append((i + 1, len(self.strings) - 2, len(self.strings) - 1))
+        self.locs_per_func = locs_per_func
+        n_locs = n_funcs * locs_per_func
+        self.loc_lines = [rng.randint(1, 4000) for _ in range(n_locs)]
+        self.stacks = [[rng.randint(1, n_locs) for _ in range(rng.randint(10, 60))]
+                       for _ in range(n_stacks)]
+        self.weights = [1.0] * n_stacks     # every stack equally likely
+        self.loc_bytes = [_field(4, _int_field(1, lid) + _int_field(3, 0x400000 + 16 * lid) +
+                                 _field(4, _int_field(1, (lid - 1) // locs_per_func + 1) +
+                                        _int_field(2, self.loc_lines[lid - 1])))
+                          for lid in range(1, n_locs + 1)]
+        self.header = Corpus.header_bytes()
+
+    def symbols(self, used):
+        strings = ["", "cpu", "nanoseconds"]
+        out, funcs = [], {}
+        for lid in sorted(used):
+            fid = (lid - 1) // self.locs_per_func + 1
+            if fid not in funcs:
+                _, name, fname = self.funcs[fid - 1]
+                funcs[fid] = len(strings)
+                strings += [self.strings[name], self.strings[fname]]
+                out.append(_field(5, _int_field(1, fid) + _int_field(2, funcs[fid]) +
+                                  _int_field(4, funcs[fid] + 1)))
+            out.append(self.loc_bytes[lid - 1])
+        out.extend(_field(6, x.encode()) for x in strings)
+        return b"".join(out)
+
+    def value(self, rng):
+        return min(int(rng.expovariate(1 / 4.0)) + 1, 2000) * 10_000_000
 
 
 def with_time(body, t_ns):
@@ -173,10 +233,15 @@ def backfill(port, path_fn, jobs, conns):
     return errors
 
 
-def make_jobs(a, now_ms):
+def make_jobs(a, now_ms, shape):
+    """[(labels, t_ms, body)] and the total value sent. `tree` is Corpus with
+    the pod as the only label; `random` is RandomCorpus, each pod with a
+    random uid and every profile with one of --label-values endpoints."""
     rng = random.Random(a.seed)
-    corpus = Corpus(rng)
+    corpus = (Corpus if shape == "tree" else RandomCorpus)(rng)
     variants = [[corpus.variant(rng, a.stacks) for _ in range(a.variants)] for _ in range(a.pods)]
+    uids = ["%032x" % rng.getrandbits(128) for _ in range(a.pods)]
+    endpoints = [f"/api/v{rng.randint(1, 3)}/{rng.getrandbits(40):010x}" for _ in range(a.label_values)]
     n = a.hours * 3600 // a.interval
     first_ms = now_ms - n * a.interval * 1000
     jobs, total = [], 0
@@ -185,13 +250,16 @@ def make_jobs(a, now_ms):
         for pod in range(a.pods):
             body, v = rng.choice(variants[pod])
             total += v
-            jobs.append((pod, t_ms, body))   # the variant's bytes, shared: timed when sent
+            labels = f"pod=pod-{pod}"
+            if shape == "random":
+                labels += f",pod_uid={uids[pod]},endpoint={rng.choice(endpoints)}"
+            jobs.append((labels, t_ms, body))   # the variant's bytes, shared: timed when sent
     return jobs, total
 
 
-def ingest_path(pod, t_ms):
+def ingest_path(labels, t_ms):
     s = t_ms // 1000
-    return (f"/ingest?name={APP}%7Bpod%3Dpod-{pod}%7D&format=pprof"
+    return (f"/ingest?name={APP}{urllib.parse.quote('{' + labels + '}', safe='')}&format=pprof"
             f"&from={s}&until={s + 15}&spyName=gospy")
 
 
@@ -285,6 +353,83 @@ def wait_summaries(h, port, timeout):
     return time.monotonic() - t0
 
 
+def block_breakdown(data_dir):
+    """Bytes per table summed over every block (and the rollups), from
+    `mdb_stat -a -f -e`: pages of each named DB, LMDB's own (main DB,
+    freelist and free pages), and the allocated bytes beyond the pages in use."""
+    out = {}
+    dirs = [os.path.join(data_dir, "rollups")]
+    blocks = os.path.join(data_dir, "blocks")
+    dirs += [os.path.join(blocks, d) for d in sorted(os.listdir(blocks)) if not d.startswith(".")]
+    for d in dirs:
+        if not os.path.exists(os.path.join(d, "data.mdb")):
+            continue
+        r = subprocess.run(["mdb_stat", "-a", "-f", "-e", d], capture_output=True, text=True)
+        if r.returncode != 0:
+            raise AssertionError(f"mdb_stat {d}: {r.stderr}")
+        prefix = "rollups: " if d.endswith("rollups") else ""
+        name, psize, used = None, 4096, 0
+        for line in r.stdout.splitlines():
+            line = line.strip()
+            if line.startswith("Page size:"):
+                psize = int(line.split()[-1])
+            elif line.startswith("Number of pages used:"):
+                used = int(line.split()[-1])
+            elif line == "Freelist Status":
+                name = "(lmdb: freelist)"
+            elif line.startswith("Status of "):
+                name = prefix + line[len("Status of "):]
+                name = "(lmdb: main DB)" if name.endswith("Main DB") else name
+            elif line.startswith(("Branch pages:", "Leaf pages:", "Overflow pages:")) and name:
+                out[name] = out.get(name, 0) + int(line.split()[-1]) * psize
+            elif line.startswith("Free pages:"):
+                out["(lmdb: free pages)"] = out.get("(lmdb: free pages)", 0) + int(line.split()[-1]) * psize
+        in_pages = (used + 2) * psize     # + the two meta pages
+        alloc = dir_bytes(d)
+        out["(file beyond used pages, lock.mdb)"] = out.get("(file beyond used pages, lock.mdb)", 0) + alloc - in_pages
+    return out
+
+
+def run_ember(h, a, shape, tmp):
+    """Backfills one generator's data into a fresh ember and measures it."""
+    kept = kept_backfill(a)
+    now_ms = kept["now_ms"] if kept else h.now_ms()
+    t0 = time.monotonic()
+    jobs, expected = make_jobs(a, now_ms, shape)
+    samples = len(jobs) * a.stacks
+    print(f"[{shape}] {a.hours} h x {a.pods} pods, one profile per pod every {a.interval} s, "
+          f"{a.stacks} stacks each: {len(jobs):,} profiles, {samples:,} samples "
+          f"(generated in {time.monotonic() - t0:.1f} s)", flush=True)
+    data_dir = a.keep or os.path.join(tmp, f"ember-data-{shape}")
+    srv = h.Ember(data_dir=data_dir, log_level="warn", args=a.ember_arg)
+    srv.owns_dir = False
+    srv.start()
+    try:
+        t0 = time.monotonic()
+        if kept:
+            print(f"  ember: reusing the backfill in {a.keep} (times below exclude it)")
+        else:
+            errs = backfill(srv.port, ingest_path, jobs, a.conns)
+            if errs:
+                print(f"  ember: {len(errs)} failed requests, first: {errs[0]}")
+        total = wait_stored(h, srv, now_ms, expected)
+        ingest_s = time.monotonic() - t0
+        if a.keep and not kept and total == expected:
+            with open(a.keep + ".bench.json", "w") as f:
+                json.dump(dict(backfill_key(a), now_ms=now_ms), f)
+        waited = wait_summaries(h, srv.port, 600)
+        res = run_queries(h, srv.port, now_ms, a, srv.proc.pid)
+        res["ingest"] = (ingest_s, waited, total)
+        res["disk"] = dir_bytes(data_dir)
+        res["tables"] = block_breakdown(data_dir)
+        res["samples"] = samples
+        return res, jobs, expected, now_ms
+    finally:
+        srv.cleanup()
+        if not a.keep:
+            shutil.rmtree(data_dir, ignore_errors=True)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("build_dir")
@@ -293,56 +438,33 @@ def main():
     ap.add_argument("--interval", type=int, default=15, help="seconds between a pod's profiles")
     ap.add_argument("--stacks", type=int, default=500)
     ap.add_argument("--variants", type=int, default=32, help="distinct random profiles per pod")
+    ap.add_argument("--shape", choices=("tree", "random", "both"), default="tree",
+                    help="tree: shared-prefix stacks (Corpus); random: the held-out generator "
+                         "(RandomCorpus, high-cardinality labels); both: one after the other")
+    ap.add_argument("--label-values", type=int, default=200,
+                    help="random shape: distinct values of its per-profile `endpoint` label")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--conns", type=int, default=4)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--month", action="store_true", help="also time a 30-day flame graph")
     ap.add_argument("--pyroscope", metavar="BIN")
     ap.add_argument("--ember-arg", action="append", default=[], metavar="ARG")
-    ap.add_argument("--keep", metavar="DIR", help="use this data dir and keep it")
+    ap.add_argument("--keep", metavar="DIR", help="use this data dir and keep it (one shape only)")
     a = ap.parse_args()
+    shapes = ["tree", "random"] if a.shape == "both" else [a.shape]
+    if a.keep and len(shapes) > 1:
+        ap.error("--keep takes one --shape")
     os.environ["EMBER_BIN_DIR"] = os.path.abspath(a.build_dir)
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "integration"))
     import harness as h
 
     tmp = tempfile.mkdtemp(prefix="ember-bench-scale-")
     try:
-        kept = kept_backfill(a)
-        now_ms = kept["now_ms"] if kept else h.now_ms()
-        t0 = time.monotonic()
-        jobs, expected = make_jobs(a, now_ms)
-        samples = len(jobs) * a.stacks
-        print(f"scale benchmark: {a.hours} h x {a.pods} pods, one profile per pod every {a.interval} s, "
-              f"{a.stacks} stacks each: {len(jobs):,} profiles, {samples:,} samples "
-              f"(generated in {time.monotonic() - t0:.1f} s)")
         results = {}
-        data_dir = a.keep or os.path.join(tmp, "ember-data")
-        srv = h.Ember(data_dir=data_dir, log_level="warn", args=a.ember_arg)
-        srv.owns_dir = False
-        srv.start()
-        try:
-            t0 = time.monotonic()
-            if kept:
-                print(f"  ember: reusing the backfill in {a.keep} (times below exclude it)")
-            else:
-                errs = backfill(srv.port, ingest_path, jobs, a.conns)
-                if errs:
-                    print(f"  ember: {len(errs)} failed requests, first: {errs[0]}")
-            total = wait_stored(h, srv, now_ms, expected)
-            ingest_s = time.monotonic() - t0
-            if a.keep and not kept and total == expected:
-                with open(a.keep + ".bench.json", "w") as f:
-                    json.dump(dict(backfill_key(a), now_ms=now_ms), f)
-            waited = wait_summaries(h, srv.port, 600)
-            res = run_queries(h, srv.port, now_ms, a, srv.proc.pid)
-            res["ingest"] = (ingest_s, waited, total)
-            res["disk"] = dir_bytes(data_dir)
-            results["ember"] = res
-        finally:
-            srv.cleanup()
-            if not a.keep:
-                shutil.rmtree(data_dir, ignore_errors=True)
-        if a.pyroscope:
+        for shape in shapes:
+            res, jobs, expected, now_ms = run_ember(h, a, shape, tmp)
+            results[f"ember {shape}"] = res
+        if a.pyroscope:   # the last shape's requests
             py = Pyroscope(a.pyroscope, h, tmp).start()
             try:
                 t0 = time.monotonic()
@@ -358,17 +480,19 @@ def main():
                 res["live"] = py.live_disk()
                 res["bucket"] = py.bucket_disk()
                 res["metastore"] = py.metastore_disk()
-                results["pyroscope"] = res
+                res["samples"] = len(jobs) * a.stacks
+                results[f"pyroscope {shapes[-1]}"] = res
             finally:
                 py.stop()
-        report(results, samples, len(jobs), a)
+        report(results, a)
         return 0
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
 def backfill_key(a):
-    return {k: getattr(a, k) for k in ("hours", "pods", "interval", "stacks", "variants", "seed")}
+    return {k: getattr(a, k) for k in ("hours", "pods", "interval", "stacks", "variants", "seed",
+                                       "shape", "label_values")}
 
 
 def kept_backfill(a):
@@ -404,12 +528,13 @@ def wait_stored(h, srv, now_ms, expected):
     return last
 
 
-def report(results, samples, profiles, a):
+def report(results, a):
     names = list(results)
-    print(f"{'':<36}" + "".join(f"{n:>16}" for n in names))
+    width = max(18, max(len(n) for n in names) + 2)
+    print(f"{'':<36}" + "".join(f"{n:>{width}}" for n in names))
 
     def row(label, fn):
-        print(f"{label:<36}" + "".join(f"{fn(results[n]):>16}" for n in names))
+        print(f"{label:<36}" + "".join(f"{fn(results[n]):>{width}}" for n in names))
     row("backfill + drain (s)", lambda r: f"{r['ingest'][0]:.1f}")
     row("  then summaries, compaction (s)", lambda r: f"{r['ingest'][1]:.1f}")
     for k in ("hour", "day", "week", "day, one pod", "30 days"):
@@ -417,31 +542,40 @@ def report(results, samples, profiles, a):
             row(f"flame graph, {k} (ms)", lambda r, k=k: f"{r[k][0]:.1f}")
     row("SelectSeries, day, by pod, 60 s (ms)", lambda r: f"{r['series'][0]:.1f}")
     row("SelectSeries, week, by pod, 60 s (ms)", lambda r: f"{r['series, week'][0]:.1f}")
-    row("disk bytes per sample", lambda r: f"{r['disk'] / samples:.2f}")
+    row("disk bytes per sample", lambda r: f"{r['disk'] / r['samples']:.2f}")
     row("disk MiB", lambda r: f"{r['disk'] / 2**20:.1f}")
-    if "pyroscope" in results:
-        row("  object store, bytes/sample", lambda r: f"{r['bucket'] / samples:.2f}" if "bucket" in r else "-")
-        row("  live blocks only, bytes/sample", lambda r: f"{r['live'][0] / samples:.2f}" if r.get("live") else "-")
+    if any(n.startswith("pyroscope") for n in names):
+        row("  object store, bytes/sample", lambda r: f"{r['bucket'] / r['samples']:.2f}" if "bucket" in r else "-")
+        row("  live blocks only, bytes/sample",
+            lambda r: f"{r['live'][0] / r['samples']:.2f}" if r.get("live") else "-")
         row("  live blocks / objects on disk", lambda r: f"{r['live'][1]}/{r['live'][2]}" if r.get("live") else "-")
         row("  metastore MiB", lambda r: f"{r['metastore'] / 2**20:.1f}" if "metastore" in r else "-")
     row("RSS after queries (MiB)", lambda r: f"{r['mem'][0] / 1024:.0f}" if r["mem"] else "-")
     row("  anonymous (MiB)", lambda r: f"{r['mem'][1] / 1024:.0f}" if r["mem"] else "-")
     row("  file-backed (MiB)", lambda r: f"{r['mem'][2] / 1024:.0f}" if r["mem"] else "-")
-    e = results["ember"]
+    tables = sorted({t for r in results.values() for t in r.get("tables", {})})
+    if tables:
+        print("where ember's bytes go (bytes per ingested sample, mdb_stat over every block):")
+        for t in sorted(tables, key=lambda t: -max(r.get("tables", {}).get(t, 0) / r["samples"]
+                                                   for r in results.values())):
+            row(f"  {t}", lambda r, t=t: f"{r['tables'].get(t, 0) / r['samples']:.3f}" if "tables" in r else "-")
     for n, r in results.items():
         print(f"  totals ({n}): stored {r['ingest'][2]:,}, hour {r['hour'][1]:,}, day {r['day'][1]:,}, "
               f"week {r['week'][1]:,}, series sum day {r['series'][1]:,}, week {r['series, week'][1]:,}")
-    if "pyroscope" in results:
+    if any(n.startswith("pyroscope") for n in names):
         print("  pyroscope: v2 storage, filesystem bucket; 'disk' is its whole data dir measured once "
               "compaction settled (compacted sources stay until its fixed 15-min cleanup delay); "
               "'live blocks only' counts the objects of the blocks its metastore lists; the metastore's "
               "raft WAL is preallocated in 64 MiB segments")
-    ratios = {"day/hour": e["day"][0] / e["hour"][0], "week/day": e["week"][0] / e["day"][0],
-              "bytes/sample": e["disk"] / samples, "anon MiB": e["mem"][1] / 1024}
-    print("targets (ember):")
-    for k, v in ratios.items():
-        ok = v <= TARGETS[k]
-        print(f"  {k:<14} {v:8.2f}   target <= {TARGETS[k]:g}   {'ok' if ok else 'MISSED'}")
+    for n, e in results.items():
+        if not n.startswith("ember"):
+            continue
+        ratios = {"day/hour": e["day"][0] / e["hour"][0], "week/day": e["week"][0] / e["day"][0],
+                  "bytes/sample": e["disk"] / e["samples"], "anon MiB": e["mem"][1] / 1024}
+        print(f"targets ({n}):")
+        for k, v in ratios.items():
+            ok = v <= TARGETS[k]
+            print(f"  {k:<14} {v:8.2f}   target <= {TARGETS[k]:g}   {'ok' if ok else 'MISSED'}")
     if a.hours < 168:
         print(f"  note: {a.hours} h of data; week/day is meaningful with --hours 168")
 
