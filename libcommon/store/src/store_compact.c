@@ -223,7 +223,8 @@ typedef struct compact_s {
     lc_buf_t enc;
     uint8_t *zbuf;
     size_t zcap;
-    uint64_t packed; /* profiles whose samples were compressed */
+    uint64_t packed;           /* profiles and summaries whose samples were compressed */
+    uint64_t packed_summaries; /* of which summaries: format 5 */
 } compact_t;
 
 static int compact_env_open(const lc_store_t *s, const char *path, MDB_env **out)
@@ -385,8 +386,11 @@ static int compact_copy_db(compact_t *c, int db)
         MDB_val out = v;
         if (db == DB_META && compact_meta_own(&k))
             continue;
-        if (db == DB_PROFILES)
+        uint64_t packed = c->packed;
+        if (db == DB_PROFILES || db == DB_SUMMARIES) /* the same encoding */
             ret = compact_profile(c, &v, &out);
+        if (db == DB_SUMMARIES)
+            c->packed_summaries += c->packed - packed;
         if (!ret && (ret = mdb_put(c->wtxn, c->dbi[db], &k, &out, flags)) != 0)
             ret = lc_store__mdb_fail(ret, "put (compact)");
         if (!ret)
@@ -406,8 +410,10 @@ static int compact_finish(compact_t *c)
     int rc = lc_store__meta_get(c->rtxn, c->b->dbi[DB_META], &m);
     if (rc)
         return rc == LC_ENOTFOUND ? LC_ECORRUPT : rc;
-    if (c->packed)
+    if (c->packed && m.version < STORE_FORMAT_VERSION_COMPACT)
         m.version = STORE_FORMAT_VERSION_COMPACT;
+    if (c->packed_summaries)
+        m.version = STORE_FORMAT_VERSION_COMPACT_SUMMARIES;
     rc = lc_store__meta_put(c->wtxn, c->dbi[DB_META], &m);
     if (!rc && c->packed) {
         MDB_val k = store_val("zdict", 5), v = store_val(c->dict, c->dict_len);

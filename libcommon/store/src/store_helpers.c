@@ -119,7 +119,7 @@ int lc_store__meta_get(MDB_txn *txn, MDB_dbi dbi, store_meta_t *m)
     if (v.mv_size < STORE_META_FIELDS * 8)
         return LC_ECORRUPT;
     memcpy(m, v.mv_data, STORE_META_FIELDS * 8);
-    return m->version >= STORE_FORMAT_VERSION_MIN && m->version <= STORE_FORMAT_VERSION_COMPACT
+    return m->version >= STORE_FORMAT_VERSION_MIN && m->version <= STORE_FORMAT_VERSION_MAX
                ? 0
                : LC_ECORRUPT;
 }

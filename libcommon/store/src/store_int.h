@@ -31,6 +31,12 @@
  * samples may be zstd frames (STORE_PF_ZSTD) with the block's dictionary in
  * DB_META "zdict". Only compaction makes it; new blocks are still 3. */
 #define STORE_FORMAT_VERSION_COMPACT 4
+/* 5: a compacted block whose DB_SUMMARIES values may be zstd frames too
+ * (issue 32: with many series per block the summaries rival the profiles).
+ * A separate number so that an ember of version 4 refuses the block instead
+ * of failing on each summary it reads. */
+#define STORE_FORMAT_VERSION_COMPACT_SUMMARIES 5
+#define STORE_FORMAT_VERSION_MAX STORE_FORMAT_VERSION_COMPACT_SUMMARIES
 #define STORE_NODE_CHUNK 1024     /* (parent, location) pairs per LMDB value */
 #define STORE_POSTING_KEY_MAX 400 /* longer posting keys are replaced by a hash */
 #define STORE_MAX_STRING_BYTES (1u << 20)

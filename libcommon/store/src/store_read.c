@@ -336,7 +336,9 @@ int lc_block_summary(lc_block_t *b, uint32_t series_id, lc_stored_profile_t *out
         return LC_ENOTFOUND;
     if (rc)
         return lc_store__mdb_fail(rc, "summary get");
-    *out = (lc_stored_profile_t){.series_id = series_id, .time_ns = b->meta.min_time_ns};
+    /* A compacted block's summaries are compressed like its profiles. */
+    *out = (lc_stored_profile_t){
+        .series_id = series_id, .time_ns = b->meta.min_time_ns, ._unpack = &b->unpack};
     rc = lc_store__profile_value_decode(&v, out);
     return rc == 0 && out->has_profile_id ? LC_ECORRUPT : rc;
 }

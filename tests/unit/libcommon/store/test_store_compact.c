@@ -225,6 +225,32 @@ static void dump_all(lc_buf_t *out, size_t *compressed)
     *compressed = d.compressed;
 }
 
+/* How many series summaries are stored compressed, and how many there are.
+ * Their sums are checked by dump_tree over whole blocks against the oracle,
+ * which was taken before any summary existed (so from the profiles). */
+static size_t summaries_compressed(size_t *total)
+{
+    dump_t d = {0};
+    size_t zs = 0;
+    *total = 0;
+    lc_store_reader_t *r = NULL;
+    LC_ASSERT_OK(lc_store_read_begin(store, T0_NS, T0_NS + N_BLOCKS * HOUR_NS - 1, &r));
+    for (size_t i = 0; i < lc_store_reader_count(r); i++) {
+        lc_block_t *b = lc_store_reader_block(r, i);
+        d.n_ids = 0;
+        LC_ASSERT_OK(lc_block_series(b, tenants, 1, NULL, dump_series_cb, &d));
+        for (size_t k = 0; k < d.n_ids; k++) {
+            lc_stored_profile_t p;
+            if (lc_block_summary(b, d.ids[k], &p) != 0)
+                continue;
+            (*total)++;
+            zs += p._len > 0 && (p._data[0] & 0x8); /* flags, as in dump_profile_cb */
+        }
+    }
+    lc_store_read_end(r);
+    return zs;
+}
+
 static lc_buf_t oracle;
 
 static void check_same(size_t *compressed)
@@ -303,6 +329,10 @@ static void test_compact(void)
     size_t compressed;
     check_same(&compressed);
     LC_ASSERT_EQ(compressed, (size_t)N_BLOCKS * N_PODS * PER_POD);
+    size_t n_summaries, zsummaries = summaries_compressed(&n_summaries);
+    fprintf(stderr, "summaries: %zu of %zu compressed\n", zsummaries, n_summaries);
+    LC_ASSERT_EQ(n_summaries, (size_t)N_BLOCKS * N_PODS);
+    LC_ASSERT_EQ(zsummaries, n_summaries); /* a summary sums 40 profiles: it compresses */
     /* Nothing left to do but the rollups, once each. */
     LC_ASSERT_EQ(compact_pass(&cs), 3);
     LC_ASSERT_EQ(cs.blocks_done, 0);
