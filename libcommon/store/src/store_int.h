@@ -355,6 +355,8 @@ typedef struct store_unpack_s {
 } store_unpack_t;
 
 void lc_store__unpack_init(store_unpack_t *u, MDB_txn *txn, MDB_dbi meta);
+/* An unpacker for frames made without a dictionary (the rollups' series). */
+void lc_store__unpack_init_plain(store_unpack_t *u);
 void lc_store__unpack_fini(store_unpack_t *u);
 /* Decompresses [src, src + len) (varint raw length, zstd frame). */
 int lc_store__unpack(store_unpack_t *u, const uint8_t *src, size_t len, const uint8_t **out,
@@ -405,13 +407,14 @@ int lc_store__rollup_forget_block(lc_store_t *s, int64_t start_ns) LC_MUST_CHECK
 /* A rollup's records as a reader decodes them, for the fuzz target
  * (tests/fuzz/fuzz_rollup.c). A window record: header, tree and names
  * (cb for each name, in id order); its tree's arrays are the caller's to
- * free (lc_free) on success. A series record: as lc_rollup_series does. */
+ * free (lc_free) on success. A series record: as lc_rollup_series does; up
+ * (lc_store__unpack_init_plain) unpacks its compressed sums. */
 typedef void (*lc_rollup_name_cb)(const char *name, size_t len, void *data);
 int lc_store__rollup_window_record(const MDB_val *v, lc_rollup_name_cb cb, void *data,
                                    lc_rollup_tree_t *tree) LC_MUST_CHECK;
 int lc_store__rollup_series_record(const MDB_val *v, const char *const *tenants, size_t n_tenants,
-                                   const lc_selector_t *sel, lc_rollup_series_cb cb,
-                                   void *data) LC_MUST_CHECK;
+                                   const lc_selector_t *sel, store_unpack_t *up,
+                                   lc_rollup_series_cb cb, void *data) LC_MUST_CHECK;
 /* A reader block's transaction and registry entry; a reader's store (store_read.c). */
 MDB_txn *lc_store__block_txn(lc_block_t *b);
 store_block_t *lc_store__block_ref(lc_block_t *b);

@@ -37,12 +37,18 @@
 #include "lc/clock.h"
 #include "lc/log.h"
 #include "store_int.h"
+#include <zstd.h>
 
 #define ROLLUP_LEVELS 2 /* 6-hour windows, and days */
 static const int64_t rollup_len_ns[ROLLUP_LEVELS] = {6 * 3600 * 1000000000LL,
                                                      24 * 3600 * 1000000000LL};
 #define ROLLUP_MAX_BLOCKS 256 /* blocks per window; windows of more keep no rollup */
-#define ROLLUP_VERSION 1
+/* 2 (issue 32): a series record's sums may be a zstd frame without a
+ * dictionary (flag STORE_PF_ZSTD); an ember that knows only 1 then answers
+ * from the blocks instead of misreading them. Both are read. */
+#define ROLLUP_VERSION 2
+#define ROLLUP_VERSION_PLAIN 1
+#define ROLLUP_ZSTD_LEVEL 3
 #define ROLLUP_FLAG_UNUSABLE 1u               /* a negative sum: answer from blocks */
 #define ROLLUP_MAX_NODES ((uint64_t)16 << 20) /* larger windows keep no rollup */
 #define ROLLUP_MAX_PAIRS ((size_t)16 << 20)   /* summary entries summed: 192 MiB of scratch */
@@ -160,7 +166,7 @@ static int rec_decode(const MDB_val *v, rollup_rec_t *r)
     const uint8_t *p = v->mv_data, *end = p + v->mv_size;
     uint64_t ver, flags;
     *r = (rollup_rec_t){.end = end};
-    if (store_get_uvarint(&p, end, &ver) || ver != ROLLUP_VERSION ||
+    if (store_get_uvarint(&p, end, &ver) || ver < ROLLUP_VERSION_PLAIN || ver > ROLLUP_VERSION ||
         store_get_uvarint(&p, end, &flags) || store_get_uvarint(&p, end, &r->n_blocks) ||
         r->n_blocks > (uint64_t)(end - p))
         return LC_ECORRUPT;
@@ -477,7 +483,7 @@ static int u32_val_cmp(const void *a, const void *b)
 }
 
 /* The series key, then its sums by window node as a profile value. */
-static int rb_encode_series(const rb_t *rb, uint32_t id, lc_buf_t *out)
+static int rb_encode_series(const rb_t *rb, uint32_t id, lc_buf_t *out, size_t *flags_at)
 {
     const rb_series_t *se = &rb->series[id - 1];
     uint64_t *pairs = lc_xmalloc((se->n ? se->n : 1) * sizeof(uint64_t));
@@ -514,6 +520,7 @@ static int rb_encode_series(const rb_t *rb, uint32_t id, lc_buf_t *out)
     }
     rb_put_varint(out, store_zigzag((int64_t)total), &rc);
     rb_put_varint(out, n, &rc);
+    *flags_at = out->len;
     rb_put_varint(out, 0, &rc); /* flags: no span ids, no profile id, not scaled */
     uint32_t prev = 0;
     for (size_t i = 0; i < n; i++) {
@@ -523,6 +530,32 @@ static int rb_encode_series(const rb_t *rb, uint32_t id, lc_buf_t *out)
     }
     lc_free(pairs);
     lc_free(vals);
+    return rc;
+}
+
+/* The series record's sums as a zstd frame (flag STORE_PF_ZSTD, varint raw
+ * length, frame) when that is smaller: with many series per window the
+ * rollups' sums were the largest table (bench/scale.py --shape random). */
+static int rb_pack_series(ZSTD_CCtx *cctx, lc_buf_t *out, size_t flags_at, lc_buf_t *scratch)
+{
+    const uint8_t *samples = out->data + flags_at + 1; /* flags 0: one byte */
+    size_t raw = out->len - flags_at - 1, bound = ZSTD_compressBound(raw);
+    if (!cctx || raw < 64 || raw > STORE_MAX_UNPACKED)
+        return 0;
+    lc_buf_reset(scratch);
+    int rc = lc_buf_reserve(scratch, bound);
+    if (rc)
+        return rc;
+    size_t z = ZSTD_compressCCtx(cctx, scratch->data, bound, samples, raw, ROLLUP_ZSTD_LEVEL);
+    if (ZSTD_isError(z) || z + 10 >= raw)
+        return 0;
+    out->len = flags_at;
+    uint8_t tmp[10];
+    rb_put_varint(out, STORE_PF_ZSTD, &rc);
+    if (!rc)
+        rc = lc_buf_append(out, tmp, (size_t)(store_put_uvarint(tmp, raw) - tmp));
+    if (!rc)
+        rc = lc_buf_append(out, scratch->data, z);
     return rc;
 }
 
@@ -565,13 +598,21 @@ static int rb_write(const struct store_rollup_s *ru, const rb_t *rb, int level, 
         if ((rc = mdb_put(txn, ru->windows, &k, &v, 0)))
             rc = lc_store__mdb_fail(rc, "rollup put");
     }
+    ZSTD_CCtx *cctx = rb->negative ? NULL : ZSTD_createCCtx();
+    lc_buf_t zbuf;
+    lc_buf_init(&zbuf, LC_BUF_UNLIMITED);
     for (uint32_t id = 1; !rc && !rb->negative && id <= rb->keys.count; id++) {
-        rc = rb_encode_series(rb, id, &enc);
+        size_t flags_at = 0;
+        rc = rb_encode_series(rb, id, &enc, &flags_at);
+        if (!rc)
+            rc = rb_pack_series(cctx, &enc, flags_at, &zbuf);
         rollup_key(key, level, window, id);
         MDB_val k = store_val(key, ROLLUP_KEY_LEN), v = store_val(enc.data, enc.len);
         if (!rc && (rc = mdb_put(txn, ru->series, &k, &v, 0)))
             rc = lc_store__mdb_fail(rc, "rollup series put");
     }
+    ZSTD_freeCCtx(cctx);
+    lc_buf_fini(&zbuf);
     lc_buf_fini(&enc);
     if (rc) {
         mdb_txn_abort(txn);
@@ -789,6 +830,7 @@ struct lc_rollups_s {
     size_t n;
     bool *covered; /* by reader block */
     size_t n_blocks;
+    store_unpack_t unpack; /* compressed sums, valid during a series callback */
 };
 
 /* Whether window [w, w + W) of the reader (blocks lo..hi-1) has a usable
@@ -828,6 +870,7 @@ int lc_store_rollups_begin(lc_store_reader_t *r, int64_t start_ns, int64_t end_n
     lc_rollups_t *rs = lc_xcalloc(1, sizeof(*rs));
     rs->covered = lc_xcalloc(nb ? nb : 1, sizeof(bool));
     rs->n_blocks = nb;
+    lc_store__unpack_init_plain(&rs->unpack);
     *out = rs;
     if (!s->rollup || nb == 0)
         return 0;
@@ -875,6 +918,7 @@ void lc_store_rollups_end(lc_rollups_t *rs)
     }
     if (rs->txn)
         mdb_txn_abort(rs->txn);
+    lc_store__unpack_fini(&rs->unpack);
     lc_free(rs->v);
     lc_free(rs->covered);
     lc_free(rs);
@@ -981,7 +1025,8 @@ int lc_store__rollup_window_record(const MDB_val *v, lc_rollup_name_cb cb, void 
 
 /* One series record: tenant check, labels, selector, then the callback. */
 int lc_store__rollup_series_record(const MDB_val *v, const char *const *tenants, size_t n_tenants,
-                                   const lc_selector_t *sel, lc_rollup_series_cb cb, void *data)
+                                   const lc_selector_t *sel, store_unpack_t *up,
+                                   lc_rollup_series_cb cb, void *data)
 {
     const uint8_t *p = v->mv_data, *end = p + v->mv_size;
     uint64_t klen;
@@ -1015,6 +1060,7 @@ int lc_store__rollup_series_record(const MDB_val *v, const char *const *tenants,
         MDB_val pv = store_val(p, (size_t)(end - p));
         if (!rc)
             rc = lc_store__profile_value_decode(&pv, &se.sums);
+        se.sums._unpack = up;
         if (!rc)
             rc = se.sums.has_profile_id ? LC_ECORRUPT : cb(&se, data);
     }
@@ -1039,7 +1085,7 @@ int lc_rollup_series(lc_rollups_t *rs, size_t i, const char *const *tenants, siz
          !rc && !ret && k.mv_size == ROLLUP_KEY_LEN &&
          memcmp(k.mv_data, key, ROLLUP_WIN_KEY_LEN) == 0;
          rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT))
-        ret = lc_store__rollup_series_record(&v, tenants, n_tenants, sel, cb, data);
+        ret = lc_store__rollup_series_record(&v, tenants, n_tenants, sel, &rs->unpack, cb, data);
     mdb_cursor_close(cur);
     if (rc && rc != MDB_NOTFOUND)
         return lc_store__mdb_fail(rc, "rollup read");

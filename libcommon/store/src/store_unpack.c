@@ -18,6 +18,13 @@ void lc_store__unpack_init(store_unpack_t *u, MDB_txn *txn, MDB_dbi meta)
     u->meta = meta;
 }
 
+void lc_store__unpack_init_plain(store_unpack_t *u)
+{
+    memset(u, 0, sizeof(*u));
+    u->loaded = true; /* no dictionary to look up */
+    u->dctx = ZSTD_createDCtx();
+}
+
 void lc_store__unpack_fini(store_unpack_t *u)
 {
     ZSTD_freeDCtx(u->dctx);

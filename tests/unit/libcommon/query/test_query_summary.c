@@ -329,6 +329,36 @@ static size_t rollups_for(int64_t start, int64_t end)
     return n;
 }
 
+typedef struct sums_seen_s {
+    size_t series, packed;
+} sums_seen_t;
+
+static int count_sums(const lc_rollup_series_t *se, void *data)
+{
+    sums_seen_t *seen = data;
+    seen->series++;
+    /* flags are the first varint of _data; 8 = a zstd frame (one byte: < 0x80) */
+    seen->packed += se->sums._len > 0 && (se->sums._data[0] & 0x8);
+    return 0;
+}
+
+/* The series records of the usable rollups over [start, end], and how many
+ * hold their sums compressed. Their values are checked by random_queries
+ * against merges that read the blocks. */
+static sums_seen_t rollup_sums(int64_t start, int64_t end)
+{
+    sums_seen_t seen = {0};
+    lc_store_reader_t *r = NULL;
+    LC_ASSERT_OK(lc_store_read_begin(store, start, end, &r));
+    lc_rollups_t *rs = NULL;
+    LC_ASSERT_OK(lc_store_rollups_begin(r, start, end, &rs));
+    for (size_t i = 0; i < lc_rollups_count(rs); i++)
+        LC_ASSERT_OK(lc_rollup_series(rs, i, tenants, 1, NULL, count_sums, &seen));
+    lc_store_rollups_end(rs);
+    lc_store_read_end(r);
+    return seen;
+}
+
 /* T0 is hour 22 of a day. Window [T0 + 2 h, T0 + 8 h) is whole, the one
  * before holds negative values; so is the day [T0 + 2 h, T0 + 26 h). */
 #define WIN_B_START (T0_NS + 2 * HOUR_NS)
@@ -355,6 +385,10 @@ static void test_summaries_built(void)
     LC_ASSERT_EQ(rollups_for(WIN_B_START, WIN_B_END - HOUR_NS / 2), 0);
     LC_CHECK(has_summary(T0_NS, 1));
     LC_CHECK(!has_summary(T0_NS + (N_BLOCKS - 1) * HOUR_NS, 1));
+    sums_seen_t day = rollup_sums(WIN_B_START, DAY_END);
+    fprintf(stderr, "day rollup: %zu of %zu series sums compressed\n", day.packed, day.series);
+    LC_ASSERT_EQ(day.series, N_PODS);
+    LC_ASSERT_EQ(day.packed, day.series);
     /* A second pass finds nothing to do. */
     LC_ASSERT_OK(lc_store_summarize(store, T0_NS + (N_BLOCKS - 1) * HOUR_NS, 0, &st));
     LC_ASSERT_EQ(st.series_done, 0);
