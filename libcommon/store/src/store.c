@@ -581,6 +581,27 @@ int lc_store_retention(lc_store_t *s, int64_t now_ns, size_t *dropped)
     return rc;
 }
 
+int lc_store_drop_block(lc_store_t *s, int64_t start_ns, uint64_t write_gen)
+{
+    pthread_mutex_lock(&s->mu);
+    store_block_t *b = registry_find(s, start_ns);
+    int rc = b ? 0 : LC_ENOTFOUND;
+    /* An open write batch may hold this block and commit into it after the
+     * rename: it would commit into the trash. The caller tries again later. */
+    if (!rc && (b->write_gen != write_gen || s->writing))
+        rc = -EBUSY;
+    if (!rc)
+        rc = block_to_trash(s, b);
+    if (!rc) {
+        registry_remove(s, b);
+        b->dropped = true;
+        if (!b->refs)
+            block_destroy(s, b);
+    }
+    pthread_mutex_unlock(&s->mu);
+    return rc;
+}
+
 /* ---------------------------------------------------------------- compaction hooks */
 
 /* For store_compact.c, which rewrites closed blocks: the DB table and the swap

@@ -289,6 +289,7 @@ static bool bucket_opts(ing_node_t *n, ing_bucket_opts_t *o)
                              .zone = s->zone,
                              .block_duration_ns = s->block_duration_ns,
                              .retention_ns = s->retention_ns,
+                             .local_retention_ns = s->local_retention_ns,
                              .interval_ms = BUCKET_INTERVAL_MS,
                              .metrics = n->p->metrics};
     ember_objstore_opts(s, &o->store);

@@ -58,7 +58,7 @@ typedef struct ember_settings_s {
     int64_t max_open_blocks; /* 0: derived from RLIMIT_NOFILE by the store */
     /* object storage of closed blocks (issue 27): the ingester node's uploader */
     char *storage_backend;      /* "", "filesystem" or "s3" */
-    int64_t local_retention_ns; /* accepted, not used yet (queriers do not read the bucket) */
+    int64_t local_retention_ns; /* uploaded blocks older than this leave the data dir */
     char *cache_dir;            /* accepted, not used yet */
     int64_t cache_size_bytes;   /* accepted, not used yet */
     char *storage_prefix;

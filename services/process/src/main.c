@@ -49,12 +49,15 @@ static int check_objstore(const ember_binary_t *b, const ember_settings_t *s)
         return -1;
     }
     ember_objstore_opts(s, &o);
-    if (s->local_retention_ns > 0 || (s->cache_dir && *s->cache_dir) || s->cache_size_bytes > 0)
+    if ((s->cache_dir && *s->cache_dir) || s->cache_size_bytes > 0)
         fprintf(stderr,
-                "%s: warning: --storage.local-retention, --storage.cache-dir and "
-                "--storage.cache-size are accepted but not used yet: blocks stay on the "
-                "ingesters for --retention, and queriers ask them (issue 27)\n",
+                "%s: warning: --storage.cache-dir and --storage.cache-size are accepted but "
+                "not used yet: queriers ask the ingesters (issue 27)\n",
                 b->name);
+    if (s->local_retention_ns > 0 && backend == LC_OBJSTORE_NONE) {
+        fprintf(stderr, "%s: --storage.local-retention needs --storage.backend\n", b->name);
+        return -1;
+    }
     char why[256];
     if (lc_objstore_opts_check(&o, why, sizeof why) != 0) {
         fprintf(stderr, "%s: %s\n", b->name, why);

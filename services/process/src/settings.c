@@ -71,8 +71,8 @@ const ember_setting_t ember_settings_table[] = {
         "object store for closed blocks: filesystem or s3 ('' = local blocks only); "
         "ingesters upload every closed block and restore them into an empty data dir"),
     SET(E | I, "storage.local-retention", LC_CFG_DURATION, local_retention_ns, "0",
-        "accepted, not used yet: uploaded blocks stay local for --retention (queriers do "
-        "not read the object store yet)"),
+        "with --storage.backend: delete a local block this long after its end once the "
+        "object store is confirmed to hold its content (0 keeps blocks for --retention)"),
     SET(E | Q, "storage.cache-dir", LC_CFG_STRING, cache_dir, "",
         "accepted, not used yet: the querier's cache of blocks from the object store"),
     SET(E | Q, "storage.cache-size", LC_CFG_BYTES, cache_size_bytes, "0",

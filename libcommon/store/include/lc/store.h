@@ -57,6 +57,13 @@ void lc_store_close(lc_store_t *s);
  * run: a block in use is removed when its last reader ends. */
 int lc_store_retention(lc_store_t *s, int64_t now_ns, size_t *dropped) LC_MUST_CHECK;
 
+/* Drops the block of partition start_ns if it was written exactly write_gen
+ * times (lc_store_block_states) and no write batch is open: the caller has
+ * confirmed that content is kept elsewhere (the object store). -EBUSY when it
+ * changed or a batch is open (try later), LC_ENOTFOUND when there is none.
+ * Safe while readers run, as lc_store_retention. */
+int lc_store_drop_block(lc_store_t *s, int64_t start_ns, uint64_t write_gen) LC_MUST_CHECK;
+
 /* ---------------------------------------------------------------- writing */
 typedef struct lc_store_txn_s lc_store_txn_t;
 
