@@ -103,6 +103,7 @@ class BucketLocalRetentionTest(unittest.TestCase):
         self.assertEqual(0, dh.metric(self.e, "ember_bucket_local_blocks_dropped_total"))
         self.assertEqual(hour_starts, self.local_starts())
         self.assertEqual(self.sent_total(range(PUSHES)), dh.merged_total(self.e, self.t0, self.t1))
+        all_local = self.merged_bytes()
 
         # 2. the bucket works: the four old blocks go, once they are in the bucket
         os.unlink(self.bucket)
@@ -113,9 +114,11 @@ class BucketLocalRetentionTest(unittest.TestCase):
         metas = self.metas()
         by_start = {m["start_ns"] // 1_000_000: m["profiles"] for m in metas}
         self.assertEqual(dict(zip(hour_starts, self.per_hour)), by_start)
-        recent = [i for i in range(PUSHES) if i % HOURS == 4]
-        self.assertEqual(self.sent_total(recent), dh.merged_total(self.e, self.t0, self.t1),
-                         "the ember answers from the blocks it holds")
+        cold = self.merged_bytes()
+        self.assertEqual(self.sent_total(range(PUSHES)), dh.merged_total(self.e, self.t0, self.t1),
+                         "dropped hours answered from the bucket")
+        self.assertEqual(all_local, cold, "cold cache: the same bytes as all-local")
+        self.assertEqual(all_local, self.merged_bytes(), "warm cache: the same bytes")
         objects = {p: read_object(p)[1] for p in
                    glob.glob(os.path.join(self.bucket, "**", "*.*"), recursive=True)}
 
@@ -129,6 +132,38 @@ class BucketLocalRetentionTest(unittest.TestCase):
         self.assertEqual(2, len(first), first)
         self.assertEqual(sorted([self.per_hour[0], 1]), sorted(m["profiles"] for m in first))
         self.assertEqual(2, len({m["data"] for m in first}))
+        late = self.sent_total([*range(PUSHES), 1000])
+        self.assertEqual(late, dh.merged_total(self.e, self.t0, self.t1), "old + late, once each")
+
+        # 4. a cache of two blocks' room: hour by hour right, never over the bound; a
+        # query that needs more at once fails and changes nothing
+        biggest = max(m["bytes"] for m in self.metas())
+        limit = 2 * (biggest + 64 * 1024)
+        self.e.stop()
+        self.e.start(args=[*self.args, f"--storage.cache-size={limit}"], timeout=60)
+        cache = os.path.join(self.e.data_dir, "bucket-cache")
+        for k, hs in enumerate(hour_starts):
+            want = self.sent_total([i for i in range(PUSHES) if i % HOURS == k] +
+                                   ([1000] if k == 0 else []))
+            self.assertEqual(want, dh.merged_total(self.e, hs, hs + HOUR_MS - 1), f"hour {k}")
+            self.assertLessEqual(self.disk_bytes(cache), limit, f"cache after hour {k}")
+        ptype = self.e.q("ProfileTypes", start=self.t1 - HOUR_MS, end=self.t1).profile_types[0].ID
+        with self.assertRaisesRegex(AssertionError, "resource_exhausted"):
+            self.e.merge_profile(ptype, "{}", self.t0, self.t1)
+        self.assertLessEqual(self.disk_bytes(cache), limit)
+        self.assertEqual(self.sent_total(range(PUSHES)) - self.sent_total(
+            [i for i in range(PUSHES) if i % HOURS == 0]),
+            dh.merged_total(self.e, self.t0 + HOUR_MS, self.t0 + 2 * HOUR_MS - 1) +
+            dh.merged_total(self.e, self.t0 + 2 * HOUR_MS, self.t1))
+
+    def merged_bytes(self):
+        ptype = self.e.q("ProfileTypes", start=self.t0, end=self.t1).profile_types[0].ID
+        return h.gunzip_if(self.e.merge_profile(ptype, "{}", self.t0, self.t1))
+
+    @staticmethod
+    def disk_bytes(top):
+        return sum(os.path.getsize(os.path.join(d, f))
+                   for d, _, files in os.walk(top) for f in files)
 
 
 if __name__ == "__main__":

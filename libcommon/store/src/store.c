@@ -128,6 +128,13 @@ static int block_dbis_open(store_block_t *b, MDB_env *env)
     return rc ? lc_store__mdb_fail(rc, "txn commit (open)") : 0;
 }
 
+/* A read-only store's files have no writer anywhere: no lock file needed
+ * (it would also count against a cache's bound). */
+static unsigned store_env_flags(const lc_store_t *s)
+{
+    return s->opts.read_only ? MDB_NOTLS | MDB_RDONLY | MDB_NOLOCK : MDB_NOTLS;
+}
+
 static int store_env_open(const lc_store_t *s, const char *path, MDB_env **out)
 {
     MDB_env *env;
@@ -140,7 +147,7 @@ static int store_env_open(const lc_store_t *s, const char *path, MDB_env **out)
     if (!rc)
         rc = mdb_env_set_maxreaders(env, STORE_MAX_READERS);
     if (!rc)
-        rc = mdb_env_open(env, path, MDB_NOTLS, 0644);
+        rc = mdb_env_open(env, path, store_env_flags(s), 0644);
     if (rc) {
         LC_LOG_ERROR("store: env open failed path=%s err=\"%s\"", path, mdb_strerror(rc));
         mdb_env_close(env);

@@ -121,11 +121,12 @@ static int snapshot(ing_bucket_t *b, const bkt_candidate_t *c, uint8_t **data, s
 static void block_name(const ing_bucket_t *b, const bkt_candidate_t *c, const char *old,
                        char name[BKT_NAME_MAX])
 {
-    bool gone = bkt_gone(b->uploads, c->start);
-    if (old[0] && !gone)
+    char *gone = bkt_gone_read(b->uploads, c->start);
+    if (old[0] && !bkt_gone_lists(gone, old))
         snprintf(name, BKT_NAME_MAX, "%s", old);
     else
-        bkt_upload_name(c->start, b->life, gone, name);
+        bkt_upload_name(c->start, b->life, gone != NULL, name);
+    lc_free(gone);
 }
 
 static int upload_block(ing_bucket_t *b, const bkt_candidate_t *c, const char *old_name)
@@ -157,7 +158,6 @@ static int upload_block(ing_bucket_t *b, const bkt_candidate_t *c, const char *o
     rc = bkt_record_write(b->uploads, c->start, name, c->version);
     if (rc)
         return rc;
-    bkt_gone_clear(b->uploads, c->start); /* the record names this block now */
     if (b->failing)
         LC_LOG_INFO("bucket: uploads work again");
     b->failing = false;

@@ -73,9 +73,11 @@ size_t bkt_local_retention_pass(const bkt_local_t *l, lc_store_block_state_t *ve
                                 int64_t now_ns);
 /* At start: markers of drops that did not happen are removed. */
 void bkt_local_markers_check(const bkt_local_t *l);
-/* Whether partition <start> was dropped locally (its object must stay). */
-bool bkt_gone(const char *uploads, const char *start);
-void bkt_gone_clear(const char *uploads, const char *start);
+/* The gone list of partition <start>: names of its objects whose content is
+ * no longer local, "<name>\n" each (lc_free); NULL when none. */
+#define BKT_GONE_MAX_BYTES 65536
+char *bkt_gone_read(const char *uploads, const char *start);
+bool bkt_gone_lists(const char *gone, const char *name); /* gone may be NULL */
 /* The name a block without an upload record goes up under: <start>-<life>,
  * or with a unique suffix when the partition was dropped before. */
 void bkt_upload_name(const char *start, const char *life, bool gone, char name[BKT_NAME_MAX]);

@@ -9,10 +9,13 @@
  *
  * A profile written later into a dropped partition makes a new local block.
  * Its upload must not overwrite the dropped one's object (that content lives
- * only in the bucket now), so the drop leaves a marker <uploads>/<start>.gone
- * and bkt_upload_name gives such a block a new name. A marker whose block is
- * still local (a crash between marker and drop) is removed at start.
+ * only in the bucket now), so the drop adds the object's name to the
+ * partition's gone list <uploads>/<start>.gone (names, one a line, never
+ * removed but for a drop that did not happen), and a block whose record names
+ * a listed object goes up under a new name (bkt_upload_name). The list also
+ * tells queries which objects hold what is no longer local (bucket_read.c).
  */
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
@@ -29,19 +32,57 @@ static void gone_path(const char *uploads, const char *start, char *out, size_t 
     snprintf(out, size, "%s/%s.gone", uploads, start);
 }
 
-bool bkt_gone(const char *uploads, const char *start)
+char *bkt_gone_read(const char *uploads, const char *start)
 {
     char path[4200];
-    struct stat st;
     gone_path(uploads, start, path, sizeof path);
-    return stat(path, &st) == 0;
+    uint8_t *data;
+    size_t len;
+    if (bkt_file_read(path, BKT_GONE_MAX_BYTES, &data, &len) != 0)
+        return NULL;
+    data[len] = '\0'; /* bkt_file_read leaves room for it */
+    return (char *)data;
 }
 
-void bkt_gone_clear(const char *uploads, const char *start)
+bool bkt_gone_lists(const char *gone, const char *name)
+{
+    size_t n = strlen(name);
+    for (const char *p = gone; p && *p;) {
+        const char *eol = strchr(p, '\n');
+        size_t len = eol ? (size_t)(eol - p) : strlen(p);
+        if (len == n && memcmp(p, name, n) == 0)
+            return true;
+        p = eol ? eol + 1 : p + len;
+    }
+    return false;
+}
+
+/* Writes the list (text of "<name>\n" lines); an empty one removes it. */
+static int gone_write(const char *uploads, const char *start, const char *text)
 {
     char path[4200];
     gone_path(uploads, start, path, sizeof path);
-    unlink(path);
+    if (!text || !*text)
+        return unlink(path) == 0 || errno == ENOENT ? 0 : LC_ESTORE;
+    return bkt_file_write(path, text, strlen(text));
+}
+
+/* The list without name. */
+static char *gone_without(const char *gone, const char *name)
+{
+    size_t n = strlen(name), k = 0;
+    char *out = lc_xmalloc(strlen(gone) + 1);
+    for (const char *p = gone; *p;) {
+        const char *eol = strchr(p, '\n');
+        size_t len = eol ? (size_t)(eol - p) + 1 : strlen(p);
+        if (!(len >= n && memcmp(p, name, n) == 0 && (p[n] == '\n' || p[n] == '\0'))) {
+            memcpy(out + k, p, len);
+            k += len;
+        }
+        p += len;
+    }
+    out[k] = '\0';
+    return out;
 }
 
 void bkt_upload_name(const char *start, const char *life, bool gone, char name[BKT_NAME_MAX])
@@ -78,9 +119,10 @@ static int current_version(lc_store_t *store, int64_t start_ns, char out[BKT_VER
 }
 
 /* The bucket's index entry for this block names its current content. */
-static bool confirmed(const bkt_local_t *l, const char *start, const char *version)
+static bool confirmed(const bkt_local_t *l, const char *start, const char *version,
+                      char name[BKT_NAME_MAX])
 {
-    char name[BKT_NAME_MAX], rec_version[BKT_VERSION_MAX];
+    char rec_version[BKT_VERSION_MAX];
     char index_key[LC_OBJSTORE_KEY_MAX], data_key[LC_OBJSTORE_KEY_MAX];
     if (bkt_record_read(l->uploads, start, name, rec_version) != 0 ||
         strcmp(rec_version, version) != 0)
@@ -98,23 +140,32 @@ static bool confirmed(const bkt_local_t *l, const char *start, const char *versi
            strcmp(m.data, data_key) == 0;
 }
 
-/* One verified block past the local retention: dropped if confirmed. */
+/* One verified block past the local retention: dropped if confirmed. Its
+ * object's name joins the partition's gone list first, so a query that sees
+ * the list before its snapshot reads it from the bucket exactly when the
+ * block is no longer in that snapshot (bucket_read.c). */
 static bool drop_one(const bkt_local_t *l, const lc_store_block_state_t *st)
 {
-    char start[32], version[BKT_VERSION_MAX], marker[4200];
+    char start[32], version[BKT_VERSION_MAX], name[BKT_NAME_MAX];
     bkt_start_name(st->start_ns, start);
-    if (current_version(l->store, st->start_ns, version) != 0 || !confirmed(l, start, version))
+    if (current_version(l->store, st->start_ns, version) != 0 ||
+        !confirmed(l, start, version, name))
         return false;
-    gone_path(l->uploads, start, marker, sizeof marker);
-    if (bkt_file_write(marker, version, strlen(version)) != 0)
-        return false;
-    int rc = lc_store_drop_block(l->store, st->start_ns, st->write_gen);
-    if (rc) {
-        unlink(marker); /* still local: a later upload keeps its name */
-        return false;
+    char *old = bkt_gone_read(l->uploads, start);
+    size_t n = (old ? strlen(old) : 0) + strlen(name) + 2;
+    char *list = lc_xmalloc(n);
+    snprintf(list, n, "%s%s\n", old ? old : "", name);
+    int rc = n <= BKT_GONE_MAX_BYTES ? gone_write(l->uploads, start, list) : LC_ETOOBIG;
+    lc_free(list);
+    if (!rc) {
+        rc = lc_store_drop_block(l->store, st->start_ns, st->write_gen);
+        if (rc && gone_write(l->uploads, start, old) != 0) /* still local: as it was */
+            LC_LOG_ERROR("bucket: cannot restore the gone list of block=%s", start);
     }
-    LC_LOG_INFO("bucket: local block dropped, kept in the bucket block=%s version=%s", start,
-                version);
+    lc_free(old);
+    if (rc)
+        return false;
+    LC_LOG_INFO("bucket: local block dropped, kept in the bucket block=%s name=%s", start, name);
     return true;
 }
 
@@ -131,21 +182,32 @@ size_t bkt_local_retention_pass(const bkt_local_t *l, lc_store_block_state_t *ve
     return dropped;
 }
 
+/* A partition's gone list naming the local block's own upload: the drop did
+ * not happen (a crash between list and drop) when the block still holds the
+ * recorded content. */
+static void marker_check(const bkt_local_t *l, int64_t start_ns)
+{
+    char start[32], name[BKT_NAME_MAX], version[BKT_VERSION_MAX], now[BKT_VERSION_MAX];
+    bkt_start_name(start_ns, start);
+    char *gone = bkt_gone_read(l->uploads, start);
+    if (gone && bkt_record_read(l->uploads, start, name, version) == 0 &&
+        bkt_gone_lists(gone, name) && current_version(l->store, start_ns, now) == 0 &&
+        strcmp(now, version) == 0) {
+        char *rest = gone_without(gone, name);
+        if (gone_write(l->uploads, start, rest) != 0)
+            LC_LOG_ERROR("bucket: cannot fix the gone list of block=%s", start);
+        lc_free(rest);
+    }
+    lc_free(gone);
+}
+
 void bkt_local_markers_check(const bkt_local_t *l)
 {
     lc_store_block_state_t *states;
     size_t n;
     if (lc_store_block_states(l->store, &states, &n) != 0)
         return;
-    char start[32];
-    for (size_t i = 0; i < n; i++) {
-        bkt_start_name(states[i].start_ns, start);
-        char name[BKT_NAME_MAX], version[BKT_VERSION_MAX], now[BKT_VERSION_MAX];
-        /* A marker beside a local block that still holds the recorded content:
-         * the drop did not happen. A block with other content is a new one. */
-        if (bkt_gone(l->uploads, start) && bkt_record_read(l->uploads, start, name, version) == 0 &&
-            current_version(l->store, states[i].start_ns, now) == 0 && strcmp(now, version) == 0)
-            bkt_gone_clear(l->uploads, start);
-    }
+    for (size_t i = 0; i < n; i++)
+        marker_check(l, states[i].start_ns);
     lc_free(states);
 }

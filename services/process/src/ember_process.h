@@ -59,8 +59,8 @@ typedef struct ember_settings_s {
     /* object storage of closed blocks (issue 27): the ingester node's uploader */
     char *storage_backend;      /* "", "filesystem" or "s3" */
     int64_t local_retention_ns; /* uploaded blocks older than this leave the data dir */
-    char *cache_dir;            /* accepted, not used yet */
-    int64_t cache_size_bytes;   /* accepted, not used yet */
+    char *cache_dir;            /* blocks read back from the object store (ingester) */
+    int64_t cache_size_bytes;   /* bound of cache_dir */
     char *storage_prefix;
     char *storage_fs_dir;
     char *s3_endpoint;

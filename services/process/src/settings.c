@@ -73,10 +73,11 @@ const ember_setting_t ember_settings_table[] = {
     SET(E | I, "storage.local-retention", LC_CFG_DURATION, local_retention_ns, "0",
         "with --storage.backend: delete a local block this long after its end once the "
         "object store is confirmed to hold its content (0 keeps blocks for --retention)"),
-    SET(E | Q, "storage.cache-dir", LC_CFG_STRING, cache_dir, "",
-        "accepted, not used yet: the querier's cache of blocks from the object store"),
-    SET(E | Q, "storage.cache-size", LC_CFG_BYTES, cache_size_bytes, "0",
-        "accepted, not used yet: bound of --storage.cache-dir"),
+    SET(E | I | Q, "storage.cache-dir", LC_CFG_STRING, cache_dir, "",
+        "with --storage.local-retention: where blocks read back from the object store are "
+        "kept ('' = <data.dir>/bucket-cache; emptied at start; ember-querier: not used yet)"),
+    SET(E | I | Q, "storage.cache-size", LC_CFG_BYTES, cache_size_bytes, "4GiB",
+        "bound of --storage.cache-dir (least recently used blocks go first)"),
     SET(E | I | Q, "storage.prefix", LC_CFG_STRING, storage_prefix, "",
         "key prefix of every object in the object store"),
     SET(E | I | Q, "storage.filesystem.dir", LC_CFG_STRING, storage_fs_dir, "",
