@@ -43,7 +43,8 @@ class BucketBlocksTest(dh.ClusterTestCase):
                            f"--storage.s3.access-key-id={wh.ACCESS}",
                            f"--storage.s3.secret-access-key={wh.SECRET}",
                            f"--storage.prefix={prefix}"]
-        ing_args = [*cls.bucket_args, *redis_flags, "--storage.block-duration=1h"]
+        ing_args = [*cls.bucket_args, *redis_flags, "--storage.block-duration=1h",
+                    "--storage.local-retention=0"]  # every block local: restored whole
         cls.ingesters = [dh.zoned_ingester(redis_url, z, f"{z}-{i}", ing_args)
                          for z, i in (("a", 0), ("a", 1), ("b", 0))]
         cls.querier = dh.querier(redis_url, [*cls.bucket_args, *redis_flags])

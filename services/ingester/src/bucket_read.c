@@ -12,7 +12,8 @@
  *      not in it → every object of this ingester for it (it was dropped
  *      before 2, so its object was confirmed in the bucket before that).
  * The index listing is cached for LIST_TTL_NS and fetched again when it
- * lacks a name step 3 knows must be there (the upload record or the list).
+ * lacks a name step 3 knows must be there (the upload record or the list);
+ * an older listing that lacks none still answers while the bucket is down.
  *
  * The cache: whole block objects (checksum verified by the object store's
  * get), one read-only store each under <cache_dir>/<name>/blocks/<start>/.
@@ -327,9 +328,12 @@ static int add_objects(ing_bucket_read_t *br, lc_store_reader_t *r, const gone_l
     for (size_t i = 0; i < g->n; i++)
         local[i] = in_snapshot(r, g->first_ns + (int64_t)i * br->block_ns);
     int rc = 0;
-    if (!br->listed_at_ns || lc_monotonic_ns() - br->listed_at_ns > LIST_TTL_NS ||
-        listing_stale(br, g, local))
+    bool stale = !br->listed_at_ns || listing_stale(br, g, local);
+    if (stale || lc_monotonic_ns() - br->listed_at_ns > LIST_TTL_NS) {
         rc = list_refresh(br);
+        if (rc && !stale)
+            rc = 0; /* the old listing holds every name this query needs */
+    }
     for (size_t i = 0; !rc && i < br->n_listed; i++) {
         const listed_t *obj = &br->listed[i];
         if (obj->start_ns < g->first_ns || obj->start_ns > end_ns)

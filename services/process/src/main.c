@@ -54,10 +54,6 @@ static int check_objstore(const ember_binary_t *b, const ember_settings_t *s)
                 "%s: warning: --storage.cache-dir is not used by ember-querier: the ingesters "
                 "read their dropped blocks back from the object store (issue 27)\n",
                 b->name);
-    if (s->local_retention_ns > 0 && backend == LC_OBJSTORE_NONE) {
-        fprintf(stderr, "%s: --storage.local-retention needs --storage.backend\n", b->name);
-        return -1;
-    }
     char why[256];
     if (lc_objstore_opts_check(&o, why, sizeof why) != 0) {
         fprintf(stderr, "%s: %s\n", b->name, why);

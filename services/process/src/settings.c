@@ -70,9 +70,10 @@ const ember_setting_t ember_settings_table[] = {
     SET(E | I | Q, "storage.backend", LC_CFG_STRING, storage_backend, "",
         "object store for closed blocks: filesystem or s3 ('' = local blocks only); "
         "ingesters upload every closed block and restore them into an empty data dir"),
-    SET(E | I, "storage.local-retention", LC_CFG_DURATION, local_retention_ns, "0",
+    SET(E | I, "storage.local-retention", LC_CFG_DURATION, local_retention_ns, "6h",
         "with --storage.backend: delete a local block this long after its end once the "
-        "object store is confirmed to hold its content (0 keeps blocks for --retention)"),
+        "object store is confirmed to hold its content; queries read it back from there "
+        "(0 keeps blocks for --retention)"),
     SET(E | I | Q, "storage.cache-dir", LC_CFG_STRING, cache_dir, "",
         "with --storage.local-retention: where blocks read back from the object store are "
         "kept ('' = <data.dir>/bucket-cache; emptied at start; ember-querier: not used yet)"),
