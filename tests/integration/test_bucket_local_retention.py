@@ -10,10 +10,16 @@ hashlib and json.
   leave the data dir, each one's index entry names as many profiles as the
   test sent into that hour, the recent block stays, nothing was lost from the
   bucket (index profiles sum to what was sent);
+- dropped hours are read back: the merged total equals what was sent, and
+  the merged pprof is byte-identical to the all-local one (cold, warm cache);
 - a late profile into a dropped hour makes a new local block that goes up
   under a new name: the dropped block's objects are byte-identical to before
   and the two index entries of that hour hold the old profiles plus the late
-  one.
+  one; both are read back;
+- a cache bounded to two blocks answers hour by hour and never holds more
+  than its bound on disk; a query needing more at once fails;
+- after a lost volume, a late profile into a dropped hour is answered beside
+  that hour's objects in the bucket.
 """
 import glob
 import hashlib
@@ -155,6 +161,16 @@ class BucketLocalRetentionTest(unittest.TestCase):
             [i for i in range(PUSHES) if i % HOURS == 0]),
             dh.merged_total(self.e, self.t0 + HOUR_MS, self.t0 + 2 * HOUR_MS - 1) +
             dh.merged_total(self.e, self.t0 + 2 * HOUR_MS, self.t1))
+
+        # 5. a lost volume, then a late profile into a dropped hour: the new local block
+        # has no upload record, so the hour's old objects are read beside it
+        self.e.stop()
+        shutil.rmtree(self.e.data_dir)
+        self.e.start(timeout=60)
+        self.push(2000, self.t0 + HOUR_MS + 60_000)
+        want = self.sent_total([i for i in range(PUSHES) if i % HOURS == 1] + [2000])
+        self.assertEqual(want, dh.merged_total(self.e, self.t0 + HOUR_MS, self.t0 + 2 * HOUR_MS - 1),
+                         "old objects + the late block after a lost volume")
 
     def merged_bytes(self):
         ptype = self.e.q("ProfileTypes", start=self.t0, end=self.t1).profile_types[0].ID

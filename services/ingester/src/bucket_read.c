@@ -7,10 +7,14 @@
  * written, then the block dropped under the store's lock):
  *   1. the gone list of every partition of the range is read;
  *   2. the local snapshot is begun (lc_store_read_begin);
- *   3. per partition: in the snapshot → only the objects on the list read in
- *      1 (a drop after 1 is not in it, and its block is in the snapshot);
- *      not in it → every object of this ingester for it (it was dropped
- *      before 2, so its object was confirmed in the bucket before that).
+ *   3. per partition: not in the snapshot → every object of this ingester
+ *      for it (a block dropped before 2 was confirmed in the bucket first);
+ *      in it → every object but the one the local block holds: the one its
+ *      upload record names (read now), unless that name is on the list read
+ *      in 1 (then the local block is a new one, written after that drop). A
+ *      drop after 1 is of a block in the snapshot whose name is not on the
+ *      list read, so it is skipped once and read never. After a lost volume
+ *      a new local block has no record: the old objects are all read.
  * The index listing is cached for LIST_TTL_NS and fetched again when it
  * lacks a name step 3 knows must be there (the upload record or the list);
  * an older listing that lacks none still answers while the bucket is down.
@@ -290,15 +294,6 @@ static bool in_snapshot(lc_store_reader_t *r, int64_t start_ns)
     return false;
 }
 
-/* What step 3 reads of object obj, and the partition's list (may be NULL). */
-static const char *gone_of(const gone_lists_t *g, const ing_bucket_read_t *br, int64_t start_ns)
-{
-    if (start_ns < g->first_ns)
-        return NULL;
-    size_t i = (size_t)((start_ns - g->first_ns) / br->block_ns);
-    return i < g->n ? g->gone[i] : NULL;
-}
-
 /* Whether the listing lacks a name step 3 must find: a non-local partition's
  * upload record, or a local one's gone list entry. mu held. */
 static bool listing_stale(const ing_bucket_read_t *br, const gone_lists_t *g, const bool *local)
@@ -320,13 +315,33 @@ static bool listing_stale(const ing_bucket_read_t *br, const gone_lists_t *g, co
     return false;
 }
 
+typedef char local_name_t[BKT_NAME_MAX];
+
+/* The object a local partition's block holds (at least) the content of: the
+ * one its upload record names, read after the snapshot (an upload since
+ * then is of what the snapshot holds, or more), unless that name is on the
+ * gone list read before it (the block is then a new one written after a
+ * drop). "" when none: every object of the partition is read. */
+static void held_object(const ing_bucket_read_t *br, const gone_lists_t *g, size_t i,
+                        char name[BKT_NAME_MAX])
+{
+    char start[32], version[BKT_VERSION_MAX];
+    bkt_start_name(g->first_ns + (int64_t)i * br->block_ns, start);
+    if (bkt_record_read(br->uploads, start, name, version) != 0 || bkt_gone_lists(g->gone[i], name))
+        name[0] = '\0';
+}
+
 /* Step 3 (mu held): every chosen object into r, referenced until r ends. */
 static int add_objects(ing_bucket_read_t *br, lc_store_reader_t *r, const gone_lists_t *g,
                        int64_t start_ns, int64_t end_ns)
 {
     bool *local = lc_xcalloc(g->n, sizeof(bool));
-    for (size_t i = 0; i < g->n; i++)
+    local_name_t *held = lc_xcalloc(g->n, sizeof(*held));
+    for (size_t i = 0; i < g->n; i++) {
         local[i] = in_snapshot(r, g->first_ns + (int64_t)i * br->block_ns);
+        if (local[i])
+            held_object(br, g, i, held[i]);
+    }
     int rc = 0;
     bool stale = !br->listed_at_ns || listing_stale(br, g, local);
     if (stale || lc_monotonic_ns() - br->listed_at_ns > LIST_TTL_NS) {
@@ -339,7 +354,7 @@ static int add_objects(ing_bucket_read_t *br, lc_store_reader_t *r, const gone_l
         if (obj->start_ns < g->first_ns || obj->start_ns > end_ns)
             continue;
         size_t k = (size_t)((obj->start_ns - g->first_ns) / br->block_ns);
-        if (k < g->n && local[k] && !bkt_gone_lists(gone_of(g, br, obj->start_ns), obj->name))
+        if (k < g->n && strcmp(held[k], obj->name) == 0)
             continue; /* the local block holds it */
         cache_entry_t *e;
         rc = entry_get(br, obj, &e);
@@ -349,6 +364,7 @@ static int add_objects(ing_bucket_read_t *br, lc_store_reader_t *r, const gone_l
         }
     }
     lc_free(local);
+    lc_free(held);
     return rc;
 }
 

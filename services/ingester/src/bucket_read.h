@@ -8,9 +8,10 @@
  *
  * Which objects (exact, no profile twice, none dropped): per partition, all
  * of this ingester's objects when its block is not in the query's local
- * snapshot, else only those on its gone list (read before the snapshot:
- * content dropped earlier; bucket_local.c). The bucket is read only by the
- * node that wrote the block, which alone knows that boundary exactly.
+ * snapshot, else all but the one the local block holds (its upload record's,
+ * unless the gone list read before the snapshot names it; bucket_local.c).
+ * The bucket is read only by the node that wrote the block, which alone
+ * knows that boundary exactly.
  *
  * Ownership: ing_bucket_read_new copies the options and opens its own object
  * store; the lc_store_t is borrowed and must outlive ing_bucket_read_free.
