@@ -75,6 +75,7 @@ struct ing_bucket_read_s {
     int64_t listed_at_ns; /* monotonic; 0: never */
     cache_entry_t **entries;
     size_t n_entries, cap_entries;
+    lc_metric_t *cache_bytes_m, *downloads, *evictions;
 };
 
 /* ---------------------------------------------------------------- files */
@@ -170,6 +171,7 @@ static int make_room(ing_bucket_read_t *br, uint64_t bytes)
         br->used_bytes -= e->bytes;
         br->entries[v] = br->entries[--br->n_entries];
         entry_free(br, e);
+        lc_metric_add(br->evictions, 1);
     }
     return 0;
 }
@@ -237,6 +239,8 @@ static int entry_get(ing_bucket_read_t *br, const listed_t *obj, cache_entry_t *
     br->entries = lc_xgrow(br->entries, &br->cap_entries, br->n_entries + 1, sizeof(*br->entries));
     br->entries[br->n_entries++] = e;
     br->used_bytes += len;
+    lc_metric_add(br->downloads, 1);
+    lc_metric_set(br->cache_bytes_m, (double)br->used_bytes);
     e->refs = 1;
     e->last_used = ++br->tick;
     *out = e;
@@ -393,6 +397,18 @@ static int bucket_source(void *ctx, lc_store_t *s, int64_t start_ns, int64_t end
 
 /* ---------------------------------------------------------------- life */
 
+static void register_metrics(ing_bucket_read_t *br, lc_metrics_t *m)
+{
+    br->cache_bytes_m = lc_metrics_gauge(
+        m, "ember_bucket_cache_bytes",
+        "Bytes of blocks read back from the object store held in --storage.cache-dir", "");
+    br->downloads = lc_metrics_counter(m, "ember_bucket_cache_downloads_total",
+                                       "Blocks downloaded from the object store for queries", "");
+    br->evictions = lc_metrics_counter(
+        m, "ember_bucket_cache_evictions_total",
+        "Blocks removed from --storage.cache-dir to stay within --storage.cache-size", "");
+}
+
 int ing_bucket_read_new(const ing_bucket_read_opts_t *o, lc_store_t *store, ing_bucket_read_t **out)
 {
     ing_bucket_read_t *br = lc_xcalloc(1, sizeof(*br));
@@ -402,6 +418,7 @@ int ing_bucket_read_new(const ing_bucket_read_opts_t *o, lc_store_t *store, ing_
     bkt_ingester_key(o->bucket->ingester_id, br->ing);
     snprintf(br->cache_dir, sizeof br->cache_dir, "%s", o->cache_dir);
     pthread_mutex_init(&br->mu, NULL);
+    register_metrics(br, o->bucket->metrics);
     rm_tree(br->cache_dir); /* entries of an earlier run: not known, not counted */
     int rc = mkdir(br->cache_dir, 0755) == 0 ? 0 : LC_ESTORE;
     if (!rc)
