@@ -79,11 +79,7 @@ def settled(e):
 
 def run_shape(weed, name, per_hour, rounds):
     mult, services, body_of = SHAPES[name]
-    args = ["--storage.backend=s3", f"--storage.s3.endpoint={weed.endpoint}",
-            f"--storage.s3.bucket-name={wh.BUCKET}", "--storage.s3.force-path-style",
-            f"--storage.s3.access-key-id={wh.ACCESS}",
-            f"--storage.s3.secret-access-key={wh.SECRET}",
-            f"--storage.prefix=q{os.getpid()}{name}", "--ingester.id=bench",
+    args = [*weed.storage_args(f"q{os.getpid()}{name}"), "--ingester.id=bench",
             "--storage.block-duration=1h"]
     e = h.Ember(args=[*args, "--storage.local-retention=0"])
     try:

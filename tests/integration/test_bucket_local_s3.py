@@ -33,10 +33,7 @@ class BucketLocalS3Test(dh.ClusterTestCase):
         cls.redis = dh.Redis()
         cls.redis.start()
         prefix = f"lr{random.getrandbits(40)}"
-        bucket_args = ["--storage.backend=s3", f"--storage.s3.endpoint={cls.weed.endpoint}",
-                       f"--storage.s3.bucket-name={wh.BUCKET}", "--storage.s3.force-path-style",
-                       f"--storage.s3.access-key-id={wh.ACCESS}",
-                       f"--storage.s3.secret-access-key={wh.SECRET}", f"--storage.prefix={prefix}"]
+        bucket_args = cls.weed.storage_args(prefix)
         cls.ing_args = [*bucket_args, "--storage.block-duration=1h"]
         cls.ingesters = [dh.zoned_ingester(cls.redis.url, z, f"{z}-{i}",
                                            [*cls.ing_args, "--storage.local-retention=0"])
