@@ -36,59 +36,62 @@
 
 /* ---------------------------------------------------------------- id maps */
 
-/* Open addressing, u64 id -> u32 index; UINT32_MAX marks a free slot. */
+/* Open addressing, u64 id -> u32 index; UINT32_MAX marks a free slot. Key
+ * and value share a slot, so a probe touches one cache line. */
+typedef struct jslot_s {
+    uint64_t key;
+    uint32_t val;
+} jslot_t;
+
 typedef struct jmap_s {
-    uint64_t *keys;
-    uint32_t *vals;
+    jslot_t *slots;
     size_t cap, n;
 } jmap_t;
 
 static size_t jmap_slot(const jmap_t *m, uint64_t k)
 {
     size_t i = (size_t)((k * 0x9E3779B97F4A7C15ull) >> 20) & (m->cap - 1);
-    while (m->vals[i] != UINT32_MAX && m->keys[i] != k)
+    while (m->slots[i].val != UINT32_MAX && m->slots[i].key != k)
         i = (i + 1) & (m->cap - 1);
     return i;
 }
 
-static void jmap_put(jmap_t *m, uint64_t k, uint32_t v);
-
-static void jmap_grow(jmap_t *m)
+/* Room for `want` entries at a load of at most one half. */
+static void jmap_reserve(jmap_t *m, size_t want)
 {
+    if (want * 2 <= m->cap)
+        return;
     jmap_t old = *m;
-    m->cap = old.cap ? old.cap * 2 : 64;
-    m->n = 0;
-    m->keys = lc_xmalloc(m->cap * sizeof(*m->keys));
-    m->vals = lc_xmalloc(m->cap * sizeof(*m->vals));
-    memset(m->vals, 0xff, m->cap * sizeof(*m->vals));
+    size_t cap = old.cap ? old.cap : 64;
+    while (cap < want * 2)
+        cap *= 2;
+    m->cap = cap;
+    m->slots = lc_xmalloc(cap * sizeof(*m->slots));
+    memset(m->slots, 0xff, cap * sizeof(*m->slots));
     for (size_t i = 0; i < old.cap; i++) {
-        if (old.vals[i] != UINT32_MAX)
-            jmap_put(m, old.keys[i], old.vals[i]);
+        if (old.slots[i].val != UINT32_MAX)
+            m->slots[jmap_slot(m, old.slots[i].key)] = old.slots[i];
     }
-    lc_free(old.keys);
-    lc_free(old.vals);
+    lc_free(old.slots);
 }
 
 static void jmap_put(jmap_t *m, uint64_t k, uint32_t v)
 {
-    if ((m->n + 1) * 2 > m->cap)
-        jmap_grow(m);
-    size_t i = jmap_slot(m, k);
-    if (m->vals[i] == UINT32_MAX)
+    jmap_reserve(m, m->n + 1);
+    jslot_t *at = &m->slots[jmap_slot(m, k)];
+    if (at->val == UINT32_MAX)
         m->n++;
-    m->keys[i] = k;
-    m->vals[i] = v;
+    *at = (jslot_t){k, v};
 }
 
 static uint32_t jmap_get(const jmap_t *m, uint64_t k)
 {
-    return m->cap ? m->vals[jmap_slot(m, k)] : UINT32_MAX;
+    return m->cap ? m->slots[jmap_slot(m, k)].val : UINT32_MAX;
 }
 
 static void jmap_free(jmap_t *m)
 {
-    lc_free(m->keys);
-    lc_free(m->vals);
+    lc_free(m->slots);
 }
 
 /* ---------------------------------------------------------------- metadata model */
@@ -1112,6 +1115,21 @@ static void keep_entry(jfr_t *j, const jclass_t *c, uint64_t id, size_t frames_b
     }
 }
 
+/* The id map of a pool whose entries are kept, sized for n more entries at
+ * once instead of doubling through them. */
+static void pool_reserve(jfr_t *j, const jclass_t *c, size_t n)
+{
+    jmap_t *ix = c->kind == K_STRING       ? &j->str_ix
+                 : c->role == C_SYMBOL     ? &j->sym_ix
+                 : c->role == C_CLASS      ? &j->cls_ix
+                 : c->role == C_METHOD     ? &j->meth_ix
+                 : c->role == C_STATE      ? &j->state_ix
+                 : c->role == C_STACKTRACE ? &j->stack_ix
+                                           : NULL;
+    if (ix)
+        jmap_reserve(ix, ix->n + n);
+}
+
 /* A Symbol entry that is one UTF-8 (3) or Latin-1 (5) string, located and
  * skipped (jsym_t); false leaves r untouched for the generic read. Other
  * encodings depend on the chunk (its string pool, compressed integers) and
@@ -1165,6 +1183,8 @@ static int read_pool(jr_t *r)
         return -1;
     if (!c)
         return bad(j, "constant pool of unknown type %llu", (unsigned long long)type);
+    /* every entry takes at least a byte: the count cannot reserve more than the input holds */
+    pool_reserve(j, c, n < (size_t)(r->end - r->p) ? n : (size_t)(r->end - r->p));
     for (size_t i = 0; i < n && !r->err; i++) {
         if (++j->pool_entries > ING_JFR_MAX_POOL_ENTRIES)
             return too_big(j, "constant pool entries", ING_JFR_MAX_POOL_ENTRIES);
