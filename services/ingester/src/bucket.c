@@ -247,17 +247,6 @@ static void upload_pass(ing_bucket_t *b)
 
 /* ---------------------------------------------------------------- retention */
 
-/* The block start (s) of an index key "index/<ing>/<start>-<life>.json". */
-static bool index_key_start(const char *key, int64_t *start_ns)
-{
-    const char *slash = strrchr(key, '/');
-    long long sec;
-    if (!slash || sscanf(slash + 1, "%lld-", &sec) != 1)
-        return false;
-    *start_ns = (int64_t)sec * NS_PER_S;
-    return true;
-}
-
 /* The index entry goes first: no entry ever names a missing data object. */
 static int delete_block(ing_bucket_t *b, const char *index_key)
 {
@@ -286,8 +275,9 @@ static void retention_pass(ing_bucket_t *b, int64_t now_ns)
     if (lc_objstore_list(b->os, prefix, &l) != 0)
         return;
     int64_t start;
+    char name[BKT_NAME_MAX];
     for (size_t i = 0; i < l.n; i++) {
-        if (index_key_start(l.keys[i], &start) &&
+        if (bkt_index_key_parse(l.keys[i], &start, name) &&
             start + b->o.block_duration_ns < now_ns - b->o.retention_ns &&
             delete_block(b, l.keys[i]) != 0)
             break;

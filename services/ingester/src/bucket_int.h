@@ -31,6 +31,10 @@ void bkt_start_name(int64_t start_ns, char out[32]);
 void bkt_index_key(const char *ing, const char *name, char *out, size_t size);
 void bkt_data_key(const char *ing, const char *name, char *out, size_t size);
 
+/* The block start and the name "<start>-<life>[-<x>]" of an index key
+ * ".../<name>.json"; false when it is not one (a listing is outside input). */
+bool bkt_index_key_parse(const char *key, int64_t *start_ns, char name[BKT_NAME_MAX]);
+
 /* <data_dir>/uploads (made if missing) and the data dir's life id (made
  * once: 16 hex digits). */
 int bkt_uploads_dir(const char *data_dir, char *out, size_t size) LC_MUST_CHECK;

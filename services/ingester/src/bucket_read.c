@@ -93,19 +93,6 @@ static void rm_tree(const char *path)
 
 /* ---------------------------------------------------------------- listing */
 
-static bool parse_index_key(const char *key, listed_t *out)
-{
-    const char *slash = strrchr(key, '/');
-    size_t len = slash ? strlen(slash + 1) : 0;
-    long long sec;
-    if (len <= 5 || len - 5 >= BKT_NAME_MAX || strcmp(slash + 1 + len - 5, ".json") != 0 ||
-        sscanf(slash + 1, "%lld-", &sec) != 1)
-        return false;
-    out->start_ns = (int64_t)sec * NS_PER_S;
-    snprintf(out->name, BKT_NAME_MAX, "%.*s", (int)(len - 5), slash + 1);
-    return true;
-}
-
 /* mu held. */
 static int list_refresh(ing_bucket_read_t *br)
 {
@@ -122,7 +109,8 @@ static int list_refresh(ing_bucket_read_t *br)
     br->listed = lc_xcalloc(l.n ? l.n : 1, sizeof(*br->listed));
     br->n_listed = 0;
     for (size_t i = 0; i < l.n; i++)
-        if (parse_index_key(l.keys[i], &br->listed[br->n_listed]))
+        if (bkt_index_key_parse(l.keys[i], &br->listed[br->n_listed].start_ns,
+                                br->listed[br->n_listed].name))
             br->n_listed++;
     lc_objstore_list_free(&l);
     br->listed_at_ns = lc_monotonic_ns();
