@@ -385,7 +385,7 @@ static int bucket_source(void *ctx, lc_store_t *s, int64_t start_ns, int64_t end
 
 /* ---------------------------------------------------------------- life */
 
-static void register_metrics(ing_bucket_read_t *br, lc_metrics_t *m)
+static void bucket_read_register_metrics(ing_bucket_read_t *br, lc_metrics_t *m)
 {
     br->cache_bytes_m = lc_metrics_gauge(
         m, "ember_bucket_cache_bytes",
@@ -406,7 +406,7 @@ int ing_bucket_read_new(const ing_bucket_read_opts_t *o, lc_store_t *store, ing_
     bkt_ingester_key(o->bucket->ingester_id, br->ing);
     snprintf(br->cache_dir, sizeof br->cache_dir, "%s", o->cache_dir);
     pthread_mutex_init(&br->mu, NULL);
-    register_metrics(br, o->bucket->metrics);
+    bucket_read_register_metrics(br, o->bucket->metrics);
     rm_tree(br->cache_dir); /* entries of an earlier run: not known, not counted */
     int rc = mkdir(br->cache_dir, 0755) == 0 ? 0 : LC_ESTORE;
     if (!rc)
