@@ -28,6 +28,7 @@
  * in use at once fails (LC_ETOOBIG) rather than exceed it.
  */
 #define _XOPEN_SOURCE 700 /* nftw */
+#include <dirent.h>
 #include <errno.h>
 #include <ftw.h>
 #include <inttypes.h>
@@ -89,6 +90,26 @@ static int rm_one(const char *path, const struct stat *st, int flag, struct FTW 
 static void rm_tree(const char *path)
 {
     (void)nftw(path, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+/* Removes the entries an earlier run left in dir (not known, not counted):
+ * only directories named as objects are ("<digits>-<hex>..."), so a cache
+ * dir pointed at a directory with other files loses none of them. */
+static void cache_dir_clear(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return;
+    char path[4400];
+    for (struct dirent *de; (de = readdir(d));) {
+        size_t digits = strspn(de->d_name, "0123456789");
+        if (digits == 0 || de->d_name[digits] != '-' ||
+            strspn(de->d_name + digits + 1, "0123456789abcdef-") != strlen(de->d_name + digits + 1))
+            continue;
+        snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
+        rm_tree(path);
+    }
+    closedir(d);
 }
 
 /* ---------------------------------------------------------------- listing */
@@ -407,8 +428,8 @@ int ing_bucket_read_new(const ing_bucket_read_opts_t *o, lc_store_t *store, ing_
     snprintf(br->cache_dir, sizeof br->cache_dir, "%s", o->cache_dir);
     pthread_mutex_init(&br->mu, NULL);
     bucket_read_register_metrics(br, o->bucket->metrics);
-    rm_tree(br->cache_dir); /* entries of an earlier run: not known, not counted */
-    int rc = mkdir(br->cache_dir, 0755) == 0 ? 0 : LC_ESTORE;
+    int rc = mkdir(br->cache_dir, 0755) == 0 || errno == EEXIST ? 0 : LC_ESTORE;
+    cache_dir_clear(br->cache_dir);
     if (!rc)
         rc = bkt_uploads_dir(o->bucket->data_dir, br->uploads, sizeof br->uploads);
     if (!rc)
