@@ -1752,7 +1752,7 @@ static void test_drop_block_and_reader_add(void)
     LC_ASSERT_OK(mkdir(file, 0755));
     snprintf(file, sizeof(file), "%s/blocks/%012lld", copy, (long long)(T0 / 1000000000));
     LC_ASSERT_OK(mkdir(file, 0755));
-    strcat(file, "/data.mdb");
+    snprintf(file, sizeof(file), "%s/blocks/%012lld/data.mdb", copy, (long long)(T0 / 1000000000));
     int fd = open(file, O_WRONLY | O_CREAT | O_TRUNC, 0644);
     lc_store_reader_t *r;
     LC_ASSERT_OK(lc_store_read_begin(s, T0, T0, &r));
