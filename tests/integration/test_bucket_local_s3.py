@@ -13,51 +13,20 @@ the all-local bytes. Then one ingester is stopped, its volume deleted and it
 starts empty: the old hours are not restored to disk, and are still answered
 exactly from the bucket."""
 import os
-import random
 import shutil
 
 import distributed_harness as dh
 import harness as h
 import test_bucket_blocks as tb
-import weed_harness as wh
 
 HOUR_MS = 3600 * 1000
 DAY_MS = 24 * HOUR_MS
 
 
-class BucketLocalS3Test(dh.ClusterTestCase):
-    @classmethod
-    def set_up(cls):
-        cls.weed = wh.Weed()
-        cls.weed.start()
-        cls.redis = dh.Redis()
-        cls.redis.start()
-        prefix = f"lr{random.getrandbits(40)}"
-        bucket_args = cls.weed.storage_args(prefix)
-        cls.ing_args = [*bucket_args, "--storage.block-duration=1h"]
-        cls.ingesters = [dh.zoned_ingester(cls.redis.url, z, f"{z}-{i}",
-                                           [*cls.ing_args, "--storage.local-retention=0"])
-                         for z, i in (("a", 0), ("a", 1), ("b", 0))]
-        cls.querier = dh.querier(cls.redis.url, bucket_args)
-        for p in [*cls.ingesters, cls.querier]:
-            cls.procs.append(p)
-            p.start()
-        dh.wait_zones(cls.querier, live=3, complete=2, asked=2)
-        cls.t0 = (h.now_ms() // HOUR_MS - 8) * HOUR_MS
-        cls.t1 = cls.t0 + 6 * HOUR_MS
-        cls.sent, cls.n = 0, 0
-
-    @classmethod
-    def tearDownClass(cls):
-        super().tearDownClass()
-        if getattr(cls, "weed", None):
-            cls.weed.stop()
-
-    push = tb.BucketBlocksTest.push
-    uploads_settled = tb.BucketBlocksTest.uploads_settled
-
-    def total(self):
-        return dh.merged_total(self.querier, self.t0, self.t1)
+class BucketLocalS3Test(tb.BucketBlocksTest):
+    """test_bucket_blocks' cluster (every block local at first), another scenario."""
+    test_1_wiped_ingesters_answer_from_the_bucket = None
+    test_2_bucket_down_loses_nothing = None
 
     def week_bytes(self):
         end = self.t1 + HOUR_MS
@@ -83,7 +52,7 @@ class BucketLocalS3Test(dh.ClusterTestCase):
 
     def test_local_retention(self):
         self.push(90, range(0, 6))
-        dh.wait_groups_drained(self.redis, ["ingesters.a", "ingesters.b"], timeout=60)
+        self.drained()
         self.uploads_settled()
         self.assertEqual(self.sent, self.total())
         all_local = self.week_bytes()
