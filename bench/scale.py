@@ -29,8 +29,15 @@ its figures beside ember's. Nothing here builds Pyroscope.
 --keep DIR and data arguments skips the backfill and queries the same data as
 of that "now", so builds or --ember-arg settings compare on identical blocks.
 
+--shape random (issue 32) uses a second generator unlike the first so that the
+disk figure is not tuned to one shape (RandomCorpus: random deep stacks over a
+big pool of randomly named functions, long-tailed values, high-cardinality
+labels); --shape both runs the two one after the other, side by side. After
+the queries, the data dir's bytes are split by LMDB table (mdb_stat).
+
 usage: bench/scale.py BUILD_DIR [--hours 24] [--pods 10] [--interval 15] [--stacks 500]
-                      [--variants 32] [--repeat 3] [--conns 4] [--pyroscope BIN]
+                      [--variants 32] [--shape tree|random|both] [--label-values 200]
+                      [--repeat 3] [--conns 4] [--pyroscope BIN]
                       [--ember-arg ARG ...] [--keep DIR]
 """
 import argparse
