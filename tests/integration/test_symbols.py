@@ -20,14 +20,17 @@ The expected names come from binutils, independently of libdw:
     ELF at all) are refused and nothing is stored."""
 import collections
 import hashlib
+import json
 import os
 import re
 import struct
 import subprocess
 import time
 import unittest
+import urllib.parse
 
 import debuginfod_util
+import distributed_harness as dh
 import h2client
 import harness as h
 
@@ -215,6 +218,156 @@ class DebuginfodTest(SymbolsCase):
         self.stacks()
         cache = os.path.join(self.srv.data_dir, "debuginfod-cache", self.prog.build_id, "debuginfo")
         self.assertTrue(os.path.exists(cache), os.listdir(os.path.dirname(os.path.dirname(cache))))
+
+
+def pprof_stacks(p):
+    """{root-first frame names: value} of a decoded pprof: a location's lines
+    innermost first, as pprof lists them; a location without lines by its
+    module+0xoffset name (lc/frame_name.h's rule, computed here)."""
+    funcs = {f.id: p.string_table[f.name] for f in p.function}
+    maps = {m.id: m for m in p.mapping}
+    names = {}
+    for loc in p.location:
+        if loc.line:
+            names[loc.id] = [funcs[l.function_id] for l in reversed(loc.line)]
+        else:
+            m = maps[loc.mapping_id]
+            base = os.path.basename(p.string_table[m.filename])
+            names[loc.id] = [f"{base}+0x{loc.address - m.memory_start + m.file_offset:x}"]
+    out = collections.Counter()
+    for smp in p.sample:
+        out[tuple(f for lid in reversed(smp.location_id) for f in names[lid])] += smp.value[0]
+    return out
+
+
+def leaf_totals(stacks):
+    out = collections.Counter()
+    for st, v in stacks.items():
+        out[st[-1]] += v
+    return out
+
+
+class DebuginfodQueryPathsTest(DebuginfodTest):
+    """Every query path names the frames the flame graph names (issue 31):
+    each of these showed module+0xoffset (or the outer function only) before."""
+
+    def test_merged_pprof_has_the_functions(self):
+        raw = h.gunzip_if(self.srv.merge_profile(CPU, '{service_name="burner"}', *self.window))
+        p = h.pb().profile.Profile.FromString(raw)
+        self.assertEqual(pprof_stacks(p), self.want)
+        path = os.path.join(h.temp_dir("ember-symbols-merged-"), "merged.pprof")
+        with open(path, "wb") as f:
+            f.write(raw)
+        # Go's pprof reads it, and sees the same total
+        self.assertEqual(h.pprof_raw(path)["totals"][("cpu", "nanoseconds")], self.total)
+
+    def parca(self, report, extra=None):
+        body = {"mode": "MODE_MERGE", "reportType": report,
+                "merge": {"query": f'{CPU}:delta{{service_name="burner"}}',
+                          "start": {"seconds": str(self.window[0] // 1000), "nanos": 0},
+                          "end": {"seconds": str(self.window[1] // 1000 + 1), "nanos": 0}}}
+        body.update(extra or {})
+        r = self.srv.request("POST", "/parca.query.v1alpha1.QueryService/Query",
+                             json.dumps(body).encode(), {"content-type": "application/json"})
+        self.assertStatus(r, 200, f"Parca Query {report}")
+        return json.loads(r.body)
+
+    def parca_flat(self, doc):
+        flat = collections.Counter()
+        for node in doc["top"]["list"]:
+            flat[node["meta"]["function"]["name"]] += int(node.get("flat", 0))
+        return +flat
+
+    def test_parca_top_names_the_innermost_function(self):
+        # the fold straight from store blocks (no filter)
+        doc = self.parca("REPORT_TYPE_TOP")
+        self.assertEqual(int(doc["total"]), self.total)
+        self.assertEqual(self.parca_flat(doc), leaf_totals(self.want))
+
+    def test_parca_top_through_the_merged_pprof(self):
+        # a stack filter takes the merged pprof (parca_tree_add) instead of the fold
+        # (every stack holds main: the filter keeps them all, by their names)
+        doc = self.parca("REPORT_TYPE_TOP", {"filterQuery": "main"})
+        self.assertEqual(self.parca_flat(doc), leaf_totals(self.want))
+
+    def test_legacy_render_dot_names_the_functions(self):
+        q = {"query": f'{CPU}{{service_name="burner"}}', "from": str(self.window[0]),
+             "until": str(self.window[1]), "format": "dot"}
+        r = self.srv.request("GET", "/pyroscope/render?" + urllib.parse.urlencode(q))
+        self.assertStatus(r, 200, "render dot")
+        for name in ("burn_a", "burn_b", "main"):
+            self.assertIn(f'[label="{name}\\n', r.body.decode())
+
+
+class RollupTest(DebuginfodTest):
+    """A query over a whole 6-hour window that has a rollup: the rollup was
+    summed with module+0xoffset names (no symbolizer in the background), so
+    it must not answer a query that symbolizes; the blocks do."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.prog = Program()
+        cls.setUpDebuginfod()
+        cls.server_args = cls.symbol_args()
+        h.ServerTestCase.setUpClass.__func__(cls)
+        six_h = 6 * 3600_000
+        base = (h.now_ms() // six_h - 1) * six_h           # the last whole 6-hour window
+        t_ns = (base + 60_000) * 1_000_000
+        cls.raw, cls.want = build_profile(cls.prog, t_ns)
+        cls.window = (base, base + six_h - 1)
+        r = cls.srv.push([({"__name__": "process_cpu", "service_name": "burner"}, [cls.raw])])
+        assert r.status == 200, r.describe()
+        cls.total = sum(cls.want.values())
+        h.wait_for(lambda: cls.srv.metrics().get(("ember_store_rollups_built_total", frozenset()), 0) >= 1,
+                   timeout=120, what="the window's rollup built")
+
+    def test_flamegraph_names_the_stripped_programs_frames(self):
+        self.assertEqual(self.stacks(), self.want)
+
+
+class DistributedTest(dh.ClusterTestCase):
+    """ember-ingester x 2 behind ember-querier: the ingesters name the frames
+    (they hold the locations; the querier merges flame graphs by name and
+    pprofs by content, so names must be final before the fan-out merge)."""
+
+    @classmethod
+    def set_up(cls):
+        cls.prog = Program()
+        why = debuginfod_util.available()
+        if why:
+            raise unittest.SkipTest(why)
+        cls.dfd = debuginfod_util.Debuginfod(cls.prog.debug_dir)
+        cls.dfd.wait_serving(cls.prog.build_id)
+        cls.redis = dh.Redis()
+        cls.redis.start()
+        args = (f"--symbolizer.debuginfod-urls={cls.dfd.url}", "--symbolizer.query-wait=60s")
+        cls.ingesters = [dh.ingester(cls.redis.url, args=args) for _ in range(2)]
+        cls.querier = dh.querier(cls.redis.url)
+        for p in [*cls.ingesters, cls.querier]:
+            cls.procs.append(p)
+            p.start()
+        dh.wait_members(cls.querier, 2)
+        now_ns = time.time_ns() - 60_000_000_000
+        cls.raw, cls.want = build_profile(cls.prog, now_ns)
+        cls.window = (now_ns // 1_000_000 - 60_000, now_ns // 1_000_000 + 60_000)
+        r = cls.ingesters[0].push([({"__name__": "process_cpu", "service_name": "burner"}, [cls.raw])])
+        assert r.status == 200, r.describe()
+        cls.redis.wait_drained()
+
+    @classmethod
+    def tearDownClass(cls):
+        super().tearDownClass()
+        if getattr(cls, "dfd", None):
+            cls.dfd.stop()
+
+    def test_flamegraph_through_the_querier(self):
+        fg = self.querier.flamegraph(CPU, '{service_name="burner"}', *self.window)
+        self.assertEqual(h.flamegraph_stacks(list(fg.names), [list(l.values) for l in fg.levels]),
+                         self.want)
+
+    def test_merged_pprof_through_the_querier(self):
+        raw = self.querier.merge_profile(CPU, '{service_name="burner"}', *self.window)
+        self.assertEqual(pprof_stacks(h.pb().profile.Profile.FromString(h.gunzip_if(raw))), self.want)
 
 
 class DebuginfodDownTest(SymbolsCase):
