@@ -23,6 +23,7 @@ import hashlib
 import json
 import os
 import re
+import shutil
 import struct
 import subprocess
 import time
@@ -368,6 +369,135 @@ class DistributedTest(dh.ClusterTestCase):
     def test_merged_pprof_through_the_querier(self):
         raw = self.querier.merge_profile(CPU, '{service_name="burner"}', *self.window)
         self.assertEqual(pprof_stacks(h.pb().profile.Profile.FromString(h.gunzip_if(raw))), self.want)
+
+
+CXX_PROGRAM = r"""
+#include <cstdio>
+static volatile unsigned long sink;
+namespace geo {
+struct Shape {
+    __attribute__((noinline)) void area(unsigned long n);
+};
+void Shape::area(unsigned long n) { for (unsigned long i = 0; i < n; i++) sink += i * i; }
+template <typename T> __attribute__((noinline)) T twice(T v) { for (T i = 0; i < v; i++) sink += i; return v; }
+}
+int main(int argc, char **) { geo::Shape s; s.area(1000u * argc); std::printf("%lu\n", geo::twice<unsigned long>(argc)); return 0; }
+"""
+
+RUST_PROGRAM = r"""
+mod work {
+    #[inline(never)]
+    pub fn heavy(n: u64) -> u64 { (0..n).fold(0u64, |a, i| a.wrapping_add(i * i)) }
+}
+fn main() { println!("{}", work::heavy(std::env::args().count() as u64 * 1000)); }
+"""
+
+
+class Mangled:
+    """A stripped C++ or Rust program, its debug file, and where its functions start."""
+
+    def __init__(self, d, name, compile_cmd):
+        self.full = os.path.join(d, name)
+        run(*compile_cmd, self.full)
+        self.debug_dir = os.path.join(d, name + "-debug")
+        os.makedirs(self.debug_dir)
+        run("objcopy", "--only-keep-debug", self.full, os.path.join(self.debug_dir, name + ".debug"))
+        self.build_id = re.search(r"Build ID: ([0-9a-f]+)", run("readelf", "-n", self.full)).group(1)
+        loads = [(int(m[0], 16), int(m[1], 16), int(m[2], 16)) for m in re.findall(
+            r"LOAD\s+(0x[0-9a-f]+)\s+(0x[0-9a-f]+)\s+0x[0-9a-f]+\s+(0x[0-9a-f]+)",
+            run("readelf", "-lW", self.full))]
+        self.offsets = {}                         # mangled symbol -> file offset inside it
+        for line in run("nm", "--defined-only", "--no-demangle", self.full).splitlines():
+            parts = line.split()
+            if len(parts) == 3 and parts[1] in "TtWw":      # W: a template's instance
+                va = int(parts[0], 16) + 1
+                for off, lva, size in loads:
+                    if lva <= va < lva + size:
+                        self.offsets[parts[2]] = va - lva + off
+
+    def offset_of(self, *pieces):
+        """The offset in the one mangled symbol holding every piece."""
+        found = [o for sym, o in self.offsets.items() if all(p in sym for p in pieces)]
+        assert len(found) == 1, (pieces, [s for s in self.offsets if pieces[-1] in s])
+        return found[0]
+
+
+class DemangleTest(h.ServerTestCase):
+    """C++ and Rust (v0 mangling) frames named by the server come out
+    demangled, as pprof shows them by default (no parameter list); the
+    expected names are written from the sources above, by hand."""
+
+    @classmethod
+    def setUpClass(cls):
+        why = debuginfod_util.available()
+        if why:
+            raise unittest.SkipTest(why)
+        d = h.temp_dir("ember-symbols-mangled-")
+        src = os.path.join(d, "shapes.cc")
+        with open(src, "w") as f:
+            f.write(CXX_PROGRAM)
+        cls.cxx = Mangled(d, "shapes", ("g++", "-g", "-O1", "-Wl,--build-id", src, "-o"))
+        cls.progs = [cls.cxx]
+        cls.want = {("geo::Shape::area",): cls.cxx.offset_of("Shape", "area"),
+                    ("geo::twice<unsigned long>",): cls.cxx.offset_of("twice")}
+        if shutil.which("rustc"):
+            rs = os.path.join(d, "heavy.rs")
+            with open(rs, "w") as f:
+                f.write(RUST_PROGRAM)
+            # GNU ld, not rustc's default rust-lld: lld leaves a gap between file offsets and
+            # addresses that a debug file alone cannot recover (docs/internals/symbols.md)
+            cls.rust = Mangled(d, "heavy", ("rustc", "-g", "-O", "-C", "symbol-mangling-version=v0",
+                                            "-C", "linker-features=-lld",
+                                            "-C", "link-arg=-Wl,--build-id", rs, "-o"))
+            cls.progs.append(cls.rust)
+            cls.want[("heavy::work::heavy",)] = cls.rust.offset_of("_R", "work", "heavy")
+        os.makedirs(os.path.join(d, "all-debug"))
+        for p in cls.progs:
+            for f in os.listdir(p.debug_dir):
+                shutil.copy(os.path.join(p.debug_dir, f), os.path.join(d, "all-debug", f))
+        cls.dfd = debuginfod_util.Debuginfod(os.path.join(d, "all-debug"))
+        for p in cls.progs:
+            cls.dfd.wait_serving(p.build_id)
+        cls.server_args = (f"--symbolizer.debuginfod-urls={cls.dfd.url}", "--symbolizer.query-wait=60s")
+        super().setUpClass()
+        now_ns = time.time_ns() - 60_000_000_000
+        cls.window = (now_ns // 1_000_000 - 60_000, now_ns // 1_000_000 + 60_000)
+        r = cls.srv.push([({"__name__": "process_cpu", "service_name": "mangled"}, [cls.profile(now_ns)])])
+        assert r.status == 200, r.describe()
+
+    @classmethod
+    def profile(cls, now_ns):
+        pb = h.pb().profile
+        p = pb.Profile()
+        p.string_table.extend(["", "cpu", "nanoseconds"])
+        p.sample_type.add(type=1, unit=2)
+        p.period_type.type, p.period_type.unit, p.period = 1, 2, PERIOD
+        p.time_nanos, p.duration_nanos = now_ns, 10_000_000_000
+        by_prog = {id(prog): i for i, prog in enumerate(cls.progs, 1)}
+        for prog, i in ((prog, by_prog[id(prog)]) for prog in cls.progs):
+            p.string_table.extend([f"/opt/{os.path.basename(prog.full)}", prog.build_id])
+            p.mapping.add(id=i, memory_start=BASE * i, memory_limit=BASE * i + 0x1000000, file_offset=0,
+                          filename=len(p.string_table) - 2, build_id=len(p.string_table) - 1)
+        for lid, (names, off) in enumerate(cls.want.items(), 1):
+            prog = cls.rust if names[0].startswith("heavy::") else cls.cxx
+            p.location.add(id=lid, mapping_id=by_prog[id(prog)], address=BASE * by_prog[id(prog)] + off)
+            p.sample.add(location_id=[lid], value=[lid * PERIOD])
+        return p.SerializeToString()
+
+    @classmethod
+    def tearDownClass(cls):
+        super().tearDownClass()
+        cls.dfd.stop()
+
+    def test_names_demangled(self):
+        fg = self.srv.flamegraph(CPU, '{service_name="mangled"}', *self.window)
+        got = h.flamegraph_stacks(list(fg.names), [list(l.values) for l in fg.levels])
+        # each location's outermost frame is the function sampled (the frames above it, if
+        # any, are what was inlined there: Rust's iterator adaptors), none left mangled
+        roots = {stack[0]: v for stack, v in got.items()}
+        self.assertEqual(roots, {names[0]: lid * PERIOD for lid, names in enumerate(self.want, 1)})
+        mangled = [f for stack in got for f in stack if f.startswith(("_Z", "_R"))]
+        self.assertEqual(mangled, [], got)
 
 
 class DebuginfodDownTest(SymbolsCase):

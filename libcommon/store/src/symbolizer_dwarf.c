@@ -11,6 +11,7 @@
  *     innermost) or at the call site its inner frame records
  *     (DW_AT_call_file / DW_AT_call_line);
  *   - else the ELF symbol table (.symtab, else .dynsym): one frame, no line.
+ * C++ and Rust names are demangled as they are copied out (symdemangle).
  */
 #include <dwarf.h>
 #include <elfutils/libdw.h>
@@ -123,12 +124,17 @@ static bool offset_address(symfile_t *f, uint64_t off, Dwarf_Addr *addr)
     return true;
 }
 
+/* The linkage name first: demangled (frames_copy) it is the qualified name
+ * ("ns::Widget::draw"), where DW_AT_name of C++ and Rust is the bare one
+ * ("draw"); C and Go have no linkage name. */
 static const char *die_name(Dwarf_Die *die)
 {
     Dwarf_Attribute attr;
-    const char *name = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_name, &attr));
+    const char *name = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_linkage_name, &attr));
     if (!name)
-        name = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_linkage_name, &attr));
+        name = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_MIPS_linkage_name, &attr));
+    if (!name)
+        name = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_name, &attr));
     return name;
 }
 
@@ -293,7 +299,9 @@ static int frames_copy(const frames_t *fr, lc_arena_t *a, lc_symbols_t *out)
         return LC_ETOOBIG;
     for (size_t i = 0; i < fr->n; i++) {
         lc_symbol_frame_t *d = &out->frames[i];
-        d->function = lc_arena_strdup(a, fr->f[i].function);
+        char *readable = symdemangle(fr->f[i].function);
+        d->function = lc_arena_strdup(a, readable ? readable : fr->f[i].function);
+        free(readable);
         d->file = lc_arena_strdup(a, fr->f[i].file);
         d->line = fr->f[i].line;
         if (!d->function || !d->file)
