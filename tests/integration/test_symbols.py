@@ -26,6 +26,7 @@ import re
 import shutil
 import struct
 import subprocess
+import tempfile
 import time
 import unittest
 import urllib.parse
@@ -498,6 +499,111 @@ class DemangleTest(h.ServerTestCase):
         self.assertEqual(roots, {names[0]: lid * PERIOD for lid, names in enumerate(self.want, 1)})
         mangled = [f for stack in got for f in stack if f.startswith(("_Z", "_R"))]
         self.assertEqual(mangled, [], got)
+
+
+GO_PROGRAM = """package main
+
+import (
+	"fmt"
+	"os"
+)
+
+var sink uint64
+
+//go:noinline
+func hotLoop(n uint64) {
+	for i := uint64(0); i < n; i++ {
+		sink += i * i
+	}
+}
+
+//go:noinline
+func coldLoop(n uint64) {
+	for i := uint64(0); i < n; i++ {
+		sink ^= i
+	}
+}
+
+func main() {
+	n := uint64(len(os.Args)) * 1000
+	hotLoop(n)
+	coldLoop(n)
+	fmt.Println(sink)
+}
+"""
+
+
+@unittest.skipUnless(shutil.which("go"), "go is not installed")
+class GoPclntabTest(h.ServerTestCase):
+    """A Go program built stripped (`-ldflags=-s -w`: no symbol table, no
+    DWARF; `-B gobuildid` gives it a GNU build id) is named from its own
+    .gopclntab once the binary is uploaded. The oracle is Go's own
+    `go tool addr2line` on the stripped binary (debug/gosym), for addresses
+    taken from `go tool nm` of the same program built unstripped."""
+    server_args = ("--symbolizer.debuginfod-urls=none",)
+
+    @classmethod
+    def setUpClass(cls):
+        d = h.temp_dir("ember-symbols-go-")
+        with open(os.path.join(d, "main.go"), "w") as f:
+            f.write(GO_PROGRAM)
+        env = dict(os.environ, GOFLAGS="", GO111MODULE="off", GOPATH=os.path.join(d, "gopath"),
+                   GOCACHE=os.path.join(tempfile.gettempdir(), "ember-test-gocache"))
+        full, cls.stripped = os.path.join(d, "gohot_full"), os.path.join(d, "gohot")
+        run("go", "build", "-ldflags=-B gobuildid", "-o", full, "main.go", cwd=d, env=env)
+        run("go", "build", "-ldflags=-s -w -B gobuildid", "-o", cls.stripped, "main.go", cwd=d, env=env)
+        cls.build_id = re.search(r"Build ID: ([0-9a-f]+)", run("readelf", "-n", cls.stripped)).group(1)
+        self_syms = {l.split()[2]: int(l.split()[0], 16) for l in run("go", "tool", "nm", full).splitlines()
+                     if len(l.split()) == 3}
+        cls.vaddrs = [self_syms["main.hotLoop"] + 5, self_syms["main.coldLoop"] + 5,
+                      self_syms["main.main"] + 5]
+        out = subprocess.run(["go", "tool", "addr2line", cls.stripped], check=True, capture_output=True,
+                             text=True, env=env,
+                             input="".join(f"0x{a:x}\n" for a in cls.vaddrs)).stdout.splitlines()
+        cls.oracle = [(out[2 * i], out[2 * i + 1].rsplit(":", 1)) for i in range(len(cls.vaddrs))]
+        super().setUpClass()
+        now_ns = time.time_ns() - 60_000_000_000
+        cls.window = (now_ns // 1_000_000 - 60_000, now_ns // 1_000_000 + 60_000)
+        pb = h.pb().profile
+        p = pb.Profile()
+        p.string_table.extend(["", "cpu", "nanoseconds", "/opt/gohot", cls.build_id])
+        p.sample_type.add(type=1, unit=2)
+        p.period_type.type, p.period_type.unit, p.period = 1, 2, PERIOD
+        p.time_nanos, p.duration_nanos = now_ns, 10_000_000_000
+        p.mapping.add(id=1, memory_start=0x400000, memory_limit=0x1000000, file_offset=0,
+                      filename=3, build_id=4)
+        for i, a in enumerate(cls.vaddrs, 1):
+            p.location.add(id=i, mapping_id=1, address=a)
+        p.sample.add(location_id=[1, 3], value=[30 * PERIOD])      # main.main -> hotLoop
+        p.sample.add(location_id=[2, 3], value=[10 * PERIOD])      # main.main -> coldLoop
+        r = cls.srv.push([({"__name__": "process_cpu", "service_name": "gohot"}, [p.SerializeToString()])])
+        assert r.status == 200, r.describe()
+
+    def stacks(self):
+        fg = self.srv.flamegraph(CPU, '{service_name="gohot"}', *self.window)
+        return h.flamegraph_stacks(list(fg.names), [list(l.values) for l in fg.levels])
+
+    def test_oracle_names_the_functions(self):
+        self.assertEqual([n for n, _ in self.oracle], ["main.hotLoop", "main.coldLoop", "main.main"])
+
+    def test_uploaded_binary_names_frames_from_its_pclntab(self):
+        offs = [f"gohot+0x{a - 0x400000:x}" for a in self.vaddrs]
+        self.assertEqual(self.stacks(), collections.Counter(
+            {(offs[2], offs[0]): 30 * PERIOD, (offs[2], offs[1]): 10 * PERIOD}))
+        with open(self.stripped, "rb") as f:
+            r = self.srv.request("POST", f"{PYRO}/Upload/{self.build_id}", f.read(),
+                                 {"Content-Type": "application/octet-stream"})
+        self.assertEqual(r.status, 200, r.describe())
+        names = [n for n, _ in self.oracle]
+        self.assertEqual(self.stacks(), collections.Counter(
+            {(names[2], names[0]): 30 * PERIOD, (names[2], names[1]): 10 * PERIOD}))
+        # the merged pprof carries Go's file and line for each
+        raw = h.gunzip_if(self.srv.merge_profile(CPU, '{service_name="gohot"}', *self.window))
+        p = h.pb().profile.Profile.FromString(raw)
+        funcs = {f.id: f for f in p.function}
+        got = {(p.string_table[funcs[l.function_id].name], p.string_table[funcs[l.function_id].filename],
+                str(l.line)) for loc in p.location for l in loc.line}
+        self.assertEqual(got, {(n, fl[0], fl[1]) for n, fl in self.oracle})
 
 
 class DebuginfodDownTest(SymbolsCase):
