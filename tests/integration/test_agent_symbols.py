@@ -13,7 +13,11 @@ main -> mix_worker. The oracle is that construction, not the agent:
     default mode) but whose debug file nobody has stays module+0xoffset:
     the agent really left it to the server;
   - no debuginfod: the debug file uploaded through Pyroscope's upload API,
-    then (another build) through Parca's over gRPC: names.
+    then (another build) through Parca's over gRPC: names;
+  - --agent.symbolize=both: the binary with its .symtab is named by the
+    agent, the stripped one by the server;
+  - a stripped Go program (agentprogs/gobusy, `-ldflags=-s -w`), its binary
+    uploaded: named from its own .gopclntab.
 Needs root (CI runs as root) and a kernel with BTF, like test_agent.py.
 """
 import os
@@ -53,13 +57,14 @@ class Build:
 @unittest.skipUnless(os.geteuid() == 0, "the eBPF agent needs root")
 class AgentServerSymbolsCase(unittest.TestCase):
     symbol_args = ("--symbolizer.debuginfod-urls=none",)
+    mode = "server"
 
     @classmethod
     def setUpClass(cls):
         cls.tmp = tempfile.mkdtemp(prefix="ember-agent-sym-")
         cls.setUpFiles()
         cls.srv = h.Ember(args=["--agent", f"--agent.interval={ta.INTERVAL_S}s",
-                                f"--agent.sample-rate={ta.RATE_HZ}", "--agent.symbolize=server",
+                                f"--agent.sample-rate={ta.RATE_HZ}", f"--agent.symbolize={cls.mode}",
                                 "--symbolizer.query-wait=60s", *cls.symbol_args])
         cls.srv.start()
 
@@ -94,7 +99,8 @@ class AgentServerSymbolsCase(unittest.TestCase):
 
     def assertUnnamed(self, nodes, module):
         names = {n["name"] for n in nodes}
-        self.assertFalse(names & {"alpha_work", "beta_work", "mix_worker"}, sorted(names)[:40])
+        self.assertFalse(names & {"alpha_work", "beta_work", "mix_worker", "main.hotLoop"},
+                         sorted(names)[:40])
         frame = re.compile(re.escape(module) + r"\+0x[0-9a-f]+$")
         self.assertTrue([n for n in names if frame.match(n)], sorted(names)[:40])
 
@@ -124,6 +130,18 @@ class DebuginfodTest(AgentServerSymbolsCase):
         # agent must not use it, and no server has its debug file
         other = Build(self.tmp, "cpu_mix_symtab")
         self.assertUnnamed(self.nodes(self.profile(other.full)), "cpu_mix_symtab_full")
+
+
+class BothModeTest(DebuginfodTest):
+    """--agent.symbolize=both: the agent names what has its .symtab, the server
+    the stripped rest."""
+    mode = "both"
+
+    test_binary_with_symtab_left_to_the_server = None   # server mode only: here the agent names it
+
+    def test_binary_with_symtab_named_here(self):
+        other = Build(self.tmp, "cpu_mix_both")       # no server has its debug file
+        self.assertNamedBySplit(self.nodes(self.profile(other.full)))
 
 
 class UploadTest(AgentServerSymbolsCase):
@@ -172,6 +190,30 @@ class UploadTest(AgentServerSymbolsCase):
             c.close()
         self.assertNamedBySplit(ta.flame_nodes(self.srv.flamegraph(
             ta.CPU, f'{{pid="{run.pid}"}}', run.started_ms - 60_000, h.now_ms() + 60_000)))
+
+    @unittest.skipUnless(shutil.which("go"), "go is not installed")
+    def test_stripped_go_program_named_from_its_pclntab(self):
+        """agentprogs/gobusy built with -ldflags=-s -w (no symbols, no DWARF; -B gobuildid
+        gives the GNU build id an upload is checked against): unnamed until the binary is
+        uploaded, then named from its .gopclntab, hotLoop well above coldLoop (10:1 work)."""
+        binary = os.path.join(self.tmp, "gobusy_stripped")
+        env = dict(os.environ, GOFLAGS="", GO111MODULE="off", GOPATH=os.path.join(self.tmp, "gopath"),
+                   GOCACHE=os.path.join(tempfile.gettempdir(), "ember-test-gocache"))
+        subprocess.run(["go", "build", "-ldflags=-s -w -B gobuildid", "-o", binary, "main.go"],
+                       check=True, env=env, cwd=os.path.join(ta.PROGS, "gobusy"))
+        build_id = re.search(r"Build ID: ([0-9a-f]+)", subprocess.run(
+            ["readelf", "-n", binary], capture_output=True, text=True, check=True).stdout).group(1)
+        run = ta.Run([binary, str(1.5 * ta.INTERVAL_S)]).finish()
+        ta.wait_two_drains(self.srv, ta.INTERVAL_S)
+        self.assertUnnamed(self.nodes(run), "gobusy_stripped")
+        r = self.srv.request("POST", f"{PYRO}/Upload/{build_id}", self.read(binary),
+                             {"Content-Type": "application/octet-stream"})
+        self.assertEqual(r.status, 200, r.describe())
+        totals = ta.totals_by_name(ta.flame_nodes(self.srv.flamegraph(
+            ta.CPU, f'{{pid="{run.pid}"}}', run.started_ms - 60_000, h.now_ms() + 60_000)))
+        for name in ("main.hotLoop", "main.coldLoop", "main.main", "runtime.main"):
+            self.assertIn(name, totals, f"{name} missing from {sorted(totals)[:40]}")
+        self.assertGreater(totals["main.hotLoop"], 3 * totals["main.coldLoop"])
 
 
 if __name__ == "__main__":
