@@ -137,10 +137,11 @@ static int qp_mapping(qp_block_t *p, uint32_t mid, uint64_t *out)
 static int qp_symbolized_lines(qp_block_t *p, const lc_store_location_t *l, size_t *n)
 {
     lc_symbols_t sy;
-    int rc = lc_block_symbols(p->b, l, &sy);
     *n = 0;
-    if (rc || sy.n == 0)
-        return rc;
+    /* a lookup that fails (the reader's arena full) leaves the frame as
+     * stored, as lc_block_frame_count does for the flame graph */
+    if (lc_block_symbols(p->b, l, &sy) != 0 || sy.n == 0)
+        return 0;
     p->lines = lc_xgrow(p->lines, &p->lines_cap, sy.n, sizeof(*p->lines));
     for (size_t j = 0; j < sy.n; j++) {
         const lc_symbol_frame_t *f = &sy.frames[j];

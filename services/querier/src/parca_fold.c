@@ -187,10 +187,8 @@ static int block_location_frames(parca_tree_t *t, block_syms_t *y, uint32_t lid,
         if (rc)
             return rc;
         lc_symbols_t sy = {0};
-        if (l.n_lines == 0)
-            rc = lc_block_symbols(y->b, &l, &sy);
-        if (rc)
-            return rc;
+        if (l.n_lines == 0 && lc_block_symbols(y->b, &l, &sy) != 0)
+            sy.n = 0; /* as stored, as lc_block_frame_count falls back */
         f.address = t->by_address || (l.n_lines == 0 && sy.n == 0) ? l.address : 0;
         size_t k = 0, want = l.n_lines ? l.n_lines : sy.n ? sy.n : 1;
         if (want > LOC_MAX_LINES)
