@@ -543,6 +543,10 @@ class GoPclntabTest(h.ServerTestCase):
     server_args = ("--symbolizer.debuginfod-urls=none",)
 
     @classmethod
+    def before_server(cls):
+        """Once the binary is built, before ember starts (GoDebuginfodTest: debuginfod)."""
+
+    @classmethod
     def setUpClass(cls):
         d = h.temp_dir("ember-symbols-go-")
         with open(os.path.join(d, "main.go"), "w") as f:
@@ -561,6 +565,7 @@ class GoPclntabTest(h.ServerTestCase):
                              text=True, env=env,
                              input="".join(f"0x{a:x}\n" for a in cls.vaddrs)).stdout.splitlines()
         cls.oracle = [(out[2 * i], out[2 * i + 1].rsplit(":", 1)) for i in range(len(cls.vaddrs))]
+        cls.before_server()
         super().setUpClass()
         now_ns = time.time_ns() - 60_000_000_000
         cls.window = (now_ns // 1_000_000 - 60_000, now_ns // 1_000_000 + 60_000)
@@ -586,6 +591,10 @@ class GoPclntabTest(h.ServerTestCase):
     def test_oracle_names_the_functions(self):
         self.assertEqual([n for n, _ in self.oracle], ["main.hotLoop", "main.coldLoop", "main.main"])
 
+    def named(self):
+        return collections.Counter({(self.oracle[2][0], self.oracle[0][0]): 30 * PERIOD,
+                                    (self.oracle[2][0], self.oracle[1][0]): 10 * PERIOD})
+
     def test_uploaded_binary_names_frames_from_its_pclntab(self):
         offs = [f"gohot+0x{a - 0x400000:x}" for a in self.vaddrs]
         self.assertEqual(self.stacks(), collections.Counter(
@@ -604,6 +613,38 @@ class GoPclntabTest(h.ServerTestCase):
         got = {(p.string_table[funcs[l.function_id].name], p.string_table[funcs[l.function_id].filename],
                 str(l.line)) for loc in p.location for l in loc.line}
         self.assertEqual(got, {(n, fl[0], fl[1]) for n, fl in self.oracle})
+
+
+@unittest.skipUnless(shutil.which("go"), "go is not installed")
+class GoDebuginfodTest(GoPclntabTest):
+    """The same stripped Go binary, nothing uploaded: debuginfod has no debug file for it
+    (there is none) but serves the binary itself as its executable, which the server then
+    reads the pclntab of."""
+
+    @classmethod
+    def setUpClass(cls):
+        why = debuginfod_util.available()
+        if why:
+            raise unittest.SkipTest(why)
+        super().setUpClass()
+
+    @classmethod
+    def before_server(cls):
+        served = h.temp_dir("ember-symbols-go-served-")
+        shutil.copy(cls.stripped, os.path.join(served, "gohot"))
+        cls.dfd = debuginfod_util.Debuginfod(served)
+        cls.dfd.wait_serving(cls.build_id, kind="executable")
+        cls.server_args = (f"--symbolizer.debuginfod-urls={cls.dfd.url}", "--symbolizer.query-wait=60s")
+
+    @classmethod
+    def tearDownClass(cls):
+        super().tearDownClass()
+        cls.dfd.stop()
+
+    test_uploaded_binary_names_frames_from_its_pclntab = None   # uploads: GoPclntabTest
+
+    def test_debuginfod_executable_names_frames(self):
+        self.assertEqual(self.stacks(), self.named())
 
 
 class DebuginfodDownTest(SymbolsCase):
