@@ -31,7 +31,7 @@ static bool read_u32(const lc_gopclntab_t *t, uint64_t off, uint32_t *v)
     return true;
 }
 
-static uint64_t word_at(const uint8_t *p, uint8_t ptr_size)
+static uint64_t pcln_word(const uint8_t *p, uint8_t ptr_size)
 {
     uint64_t v = 0;
     for (int i = ptr_size - 1; i >= 0; i--)
@@ -64,7 +64,7 @@ bool lc_gopclntab_open(const uint8_t *data, size_t size, uint64_t text_addr, lc_
         return false;
     uint64_t v[GOPCLN_WORDS];
     for (int i = 0; i < GOPCLN_WORDS; i++)
-        v[i] = word_at(w + (size_t)i * out->ptr_size, out->ptr_size);
+        v[i] = pcln_word(w + (size_t)i * out->ptr_size, out->ptr_size);
     out->nfunc = v[0];
     out->text_start = v[2] ? v[2] : text_addr;
     out->funcnametab = v[3];
