@@ -8,6 +8,7 @@ program's source (function names, first lines). Debian's /usr/bin/python3.11
 has no frame pointers, so without the agent's Python walk these stacks are
 _PyEval_EvalFrameDefault all the way down. Needs root and a kernel with BTF.
 """
+import importlib.util
 import os
 import re
 import shutil
@@ -24,11 +25,28 @@ PERIOD_NS = 1_000_000_000 // RATE_HZ
 SECONDS = 6
 PROGS = os.path.join(h.HERE, "agentprogs")
 PYTHON = "/usr/bin/python3.11"
-# Other CPythons on the build host (pyenv): 3.12 is read too (libpython
-# build), 3.13 has no offsets yet and must be skipped cleanly and counted.
+# Other CPythons on the build host: pyenv builds (libpython shared), not
+# Debian packages and not set up by scripts/install-deps.sh, so a machine
+# without them skips those tests and says why. 3.12 and 3.13 are read too
+# (3.13 through the _Py_DebugOffsets it exports); 3.9 has no offsets and must
+# be skipped cleanly and counted.
 PYENV = "/root/.pyenv/versions"
 PYTHON_312 = os.path.join(PYENV, "3.12.1/bin/python3.12")
 PYTHON_313 = os.path.join(PYENV, "3.13.0/bin/python3.13")
+PYTHON_39 = os.path.join(PYENV, "3.9.18/bin/python3.9")
+PYTHON_310 = os.path.join(PYENV, "3.10.13/bin/python3.10")
+# the program's own functions (its source): 3.10 runs each Python call in its
+# own eval call, so the interpreter's call glue (_PyFunction_Vectorcall...)
+# stays between two Python frames; the order of the program's frames is
+# what must hold there
+PY_FUNCS = {"py_split." + f for f in ("<module>", "main", "alpha", "beta", "spin")}
+
+
+def q(name):
+    """A function of py_split.py as the agent names it: module.qualname, the
+    module from the file's name."""
+    return "py_split." + name
+
 
 # The layout python.c's 3.11 row states, read back from a live interpreter:
 # every number here is found by searching the interpreter's memory for
@@ -72,6 +90,11 @@ def source_lines(path, names):
     return out
 
 
+def callers(version, path):
+    """The frames above a node that must be its Python callers, in order."""
+    return path if version != "3.10" else [f for f in path if f in PY_FUNCS]
+
+
 @unittest.skipUnless(os.geteuid() == 0, "the eBPF agent needs root")
 @unittest.skipUnless(os.path.exists(PYTHON), "Debian's python3.11 is not installed")
 class AgentPythonTest(unittest.TestCase):
@@ -83,14 +106,19 @@ class AgentPythonTest(unittest.TestCase):
         cls.srv.start()
         cls.prog = os.path.join(PROGS, "py_split.py")
         # all at once: each split is in the program's own thread CPU time
-        pythons = {"3.11": PYTHON, "3.12": PYTHON_312, "3.13": PYTHON_313}
+        pythons = {"3.10": PYTHON_310, "3.11": PYTHON, "3.12": PYTHON_312,
+                   "3.13": PYTHON_313, "3.9": PYTHON_39}
         cls.runs = {v: Run([exe, cls.prog, str(SECONDS)], stdin=subprocess.PIPE)
                     for v, exe in pythons.items() if os.path.exists(exe)}
+        methods = {v: exe for v, exe in pythons.items() if v in ("3.11", "3.13")}
+        cls.method_runs = {v: Run([exe, os.path.join(PROGS, "py_methods.py"), str(SECONDS / 2)],
+                                  stdin=subprocess.PIPE)
+                           for v, exe in methods.items() if os.path.exists(exe)}
         cls.split_lines = {v: r.proc.stdout.readline().decode() for v, r in cls.runs.items()}
         # alive until the agent has drained their samples: names are read
         # from live processes (the JVM's perf map, code objects)
         wait_two_drains(cls.srv, INTERVAL_S)
-        for r in cls.runs.values():
+        for r in list(cls.runs.values()) + list(cls.method_runs.values()):
             r.proc.stdin.close()
             r.finish(timeout=60)
 
@@ -111,6 +139,10 @@ class AgentPythonTest(unittest.TestCase):
                 "co_linetable": 136, "co_firstlineno": 72, "co_code_adaptive": 184}
         self.assertEqual(got, want)
 
+    @unittest.skipUnless(os.path.exists(PYTHON_310), "no CPython 3.10 (pyenv) here")
+    def test_split_and_paths_3_10(self):
+        self.assert_split_and_paths("3.10")
+
     def test_split_and_paths_3_11(self):
         self.assert_split_and_paths("3.11")
 
@@ -119,14 +151,39 @@ class AgentPythonTest(unittest.TestCase):
         self.assert_split_and_paths("3.12")
 
     @unittest.skipUnless(os.path.exists(PYTHON_313), "no CPython 3.13 (pyenv) here")
+    def test_split_and_paths_3_13(self):
+        self.assert_split_and_paths("3.13")
+
+    @unittest.skipUnless(os.path.exists(PYTHON_39), "no CPython 3.9 (pyenv) here")
     def test_unsupported_version_is_skipped_and_counted(self):
-        nodes = self.nodes("3.13")  # still profiled, natively
+        nodes = self.nodes("3.9")  # still profiled, natively
         self.assertGreater(sum(n["total"] for n in nodes if not n["path"]), 0)
         m = self.srv.metrics()
         skipped = m.get(("ember_agent_python_interpreters_total",
                          frozenset({("result", "unsupported_version")})), 0)
         self.assertGreaterEqual(skipped, 1)
         self.assertTrue(self.srv.alive(), self.srv.log_tail())
+
+    def test_qualified_names_of_methods(self):
+        # Python's own answer: the module's __name__ when imported by its
+        # file name, and the method's __qualname__
+        spec = importlib.util.spec_from_file_location("py_methods",
+                                                      os.path.join(PROGS, "py_methods.py"))
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        want = f"{mod.__name__}.{mod.Outer.Inner.crunch.__qualname__}"
+        caller = f"{mod.__name__}.{mod.main.__qualname__}"
+        for version, run in self.method_runs.items():
+            nodes = settled_nodes(self.srv, run, f"the Python {version} methods profile")
+            totals = totals_by_name(nodes)
+            # the method's samples, all under that name (no bare "crunch" or
+            # "Inner.crunch" beside it), called by main
+            self.assertGreater(totals.get(want, 0), 0, f"{version}: no {want}: {sorted(totals)}")
+            others = [k for k in totals if k.endswith("crunch") and k != want]
+            self.assertEqual(others, [], f"{version}: other names for the method")
+            for n in nodes:
+                if n["name"] == want:
+                    self.assertEqual(n["path"][-1], caller, f"{version}: {n['path']}")
 
     def assert_split_and_paths(self, version):
         line = self.split_lines[version]
@@ -143,8 +200,8 @@ class AgentPythonTest(unittest.TestCase):
         everything = sum(n["total"] for n in nodes if not n["path"])
         unnamed = totals.get("[unknown python frame]", 0)
         self.assertLess(unnamed, 0.05 * everything, f"unnamed Python frames; top {top}")
-        self.assertGreater(totals.get("beta", 0), 0, f"no Python frame beta: {top}")
-        a_n, b_n = round(totals.get("alpha", 0) / PERIOD_NS), round(totals["beta"] / PERIOD_NS)
+        self.assertGreater(totals.get(q("beta"), 0), 0, f"no Python frame beta: {top}")
+        a_n, b_n = round(totals.get(q("alpha"), 0) / PERIOD_NS), round(totals[q("beta")] / PERIOD_NS)
         self.assertGreater(a_n + b_n, 100, "too few samples to judge the split")
         share = a_n / (a_n + b_n)
         self.assertLess(abs(share - want) / want, 0.15,
@@ -153,15 +210,16 @@ class AgentPythonTest(unittest.TestCase):
         self.assertIsNone(why, f"alpha share: {why}; top {top}")
         # main above both, <module> above main, the eval loop gone from between them
         for n in nodes:
-            if n["name"] in ("alpha", "beta"):
-                self.assertEqual(n["path"][-1], "main", f"{n['name']} not called by main: {n['path']}")
-                self.assertIn("<module>", n["path"])
+            if n["name"] in (q("alpha"), q("beta")):
+                self.assertEqual(callers(version, n["path"])[-1], q("main"), f"{n['name']} not called by main: {n['path']}")
+                self.assertIn(q("<module>"), n["path"])
                 self.assertNotIn("_PyEval_EvalFrameDefault", n["path"])
-        spin = [n for n in nodes if n["name"] == "spin"]
-        under = sum(n["total"] for n in spin if n["path"] and n["path"][-1] in ("alpha", "beta"))
+        spin = [n for n in nodes if n["name"] == q("spin")]
+        under = sum(n["total"] for n in spin
+                    if callers(version, n["path"])[-1:] in ([q("alpha")], [q("beta")]))
         self.assertGreaterEqual(under, 0.9 * sum(n["total"] for n in spin), "spin not under alpha/beta")
         # the process' native entry stays below the Python frames
-        main_nodes = [n for n in nodes if n["name"] == "main" and n["total"]]
+        main_nodes = [n for n in nodes if n["name"] == q("main") and n["total"]]
         self.assertTrue(any("Py_RunMain" in n["path"] or "Py_BytesMain" in n["path"]
                             for n in main_nodes),
                         f"no native caller below main: {[n['path'] for n in main_nodes][:3]}")
@@ -174,7 +232,8 @@ class AgentPythonTest(unittest.TestCase):
         self.assertGreater(m.get(("ember_agent_python_frames_total", frozenset()), 0), 0)
         recognised = m.get(("ember_agent_python_interpreters_total",
                             frozenset({("result", "recognised")})), 0)
-        self.assertGreaterEqual(recognised, 1 + os.path.exists(PYTHON_312))
+        self.assertGreaterEqual(recognised, 1 + os.path.exists(PYTHON_310) +
+                                os.path.exists(PYTHON_312) + os.path.exists(PYTHON_313))
         self.assertIn(("ember_agent_python_code_bytes", frozenset()), m)
         print("python walks by result:", walks)
 

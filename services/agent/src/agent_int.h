@@ -359,7 +359,7 @@ typedef struct agt_python_s agt_python_t;
 
 /* One code object as the profile names it. */
 typedef struct agt_py_code_s {
-    char *name; /* co_qualname */
+    char *name; /* module.co_qualname (agt_python_qualified_name) */
     char *file; /* co_filename */
     int64_t first_line;
     uint8_t *linetable; /* co_linetable bytes (the version's format) */
@@ -395,6 +395,12 @@ void agt_python_prefetch(agt_python_t *py, agt_proc_t *p, uint64_t addr);
 void agt_python_stats(const agt_python_t *py, agt_python_stats_t *out);
 /* The line of code unit `unit` in a 3.11+ location table (first if none). */
 int64_t agt_python_line(const uint8_t *table, size_t len, int64_t first_line, uint32_t unit);
+/* "module.qualname": the module from the code's file name (base name
+ * without .py; a package's __init__.py: the package; "<frozen X>": X; other
+ * "<...>": none). Allocated. */
+char *agt_python_qualified_name(const char *file, const char *qualname);
+/* The same in a 3.10 line table (PEP 626 format). */
+int64_t agt_python_line_310(const uint8_t *table, size_t len, int64_t first_line, uint32_t unit);
 
 /* ---------------------------------------------------------------- jvm */
 

@@ -1,0 +1,31 @@
+"""A method of a class nested in a class does the work: its qualified name
+(py_methods.Outer.Inner.crunch) is what the agent must show, the module from
+this file's name. Usage: py_methods.py SECONDS; prints "pid N", then exits at
+the end of its standard input.
+"""
+import os
+import sys
+import time
+
+
+class Outer:
+    class Inner:
+        def crunch(self, n):
+            total = 0
+            for i in range(n):
+                total += i * i % 7
+            return total
+
+
+def main(seconds):
+    print("pid", os.getpid(), flush=True)
+    worker = Outer.Inner()
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        worker.crunch(20000)
+    print("done", flush=True)
+    sys.stdin.read()
+
+
+if __name__ == "__main__":
+    main(float(sys.argv[1]))
