@@ -366,9 +366,15 @@ typedef struct agt_py_code_s {
     size_t linetable_len;
 } agt_py_code_t;
 
+/* The CPython minor versions read: 3.10 to 3.13. */
+#define AGT_PY_FIRST_MINOR 10
+#define AGT_PY_N_MINORS 4
+
 typedef struct agt_python_stats_s {
-    uint64_t procs;             /* processes with a BPF entry now */
-    uint64_t recognised_total;  /* interpreters recognised since start */
+    uint64_t procs;                                /* processes with a BPF entry now */
+    uint64_t recognised_total;                     /* interpreters recognised since start */
+    uint64_t recognised_by_minor[AGT_PY_N_MINORS]; /* the same by 3.(FIRST + i) */
+    uint64_t cache_full_total;  /* code objects read but not cached (PY_MAX_CODE_BYTES) */
     uint64_t unsupported_total; /* interpreters of a version without offsets: skipped */
     uint64_t failed_total;      /* recognised, but the BPF entry could not be written */
     uint64_t code_reads_failed; /* code objects that could not be read */

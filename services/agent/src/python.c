@@ -47,11 +47,12 @@
 #include "lc/log.h"
 #include "lc/utf8.h"
 
-#define PY_MAX_CODES 8192      /* code objects cached per process */
-#define PY_MAX_STRING 1024     /* bytes of a name or file name */
-#define PY_MAX_LINETABLE 65536 /* bytes of a location table */
-#define PY_UNICODE_HEADER 80   /* bytes read ahead of a str's data */
-#define PY_CODE_HEADER 256     /* bytes read of a code object */
+#define PY_MAX_CODES 8192             /* code objects cached per process */
+#define PY_MAX_CODE_BYTES (64u << 20) /* the caches of all processes together */
+#define PY_MAX_STRING 1024            /* bytes of a name or file name */
+#define PY_MAX_LINETABLE 65536        /* bytes of a location table */
+#define PY_UNICODE_HEADER 80          /* bytes read ahead of a str's data */
+#define PY_CODE_HEADER 256            /* bytes read of a code object */
 
 /* One minor version's layout beyond what the BPF walk needs. */
 typedef struct py_layout_s {
@@ -235,7 +236,18 @@ typedef struct agt_py_state_s {
 struct agt_python_s {
     int procs_fd;
     agt_python_stats_t stats;
+    /* the last code object read while the caches were at PY_MAX_CODE_BYTES:
+     * named all the same, valid until the next read */
+    agt_py_code_t uncached;
 };
+
+static void code_free(agt_py_code_t *c)
+{
+    lc_free(c->name);
+    lc_free(c->file);
+    lc_free(c->linetable);
+    memset(c, 0, sizeof(*c));
+}
 
 agt_python_t *agt_python_new(int py_procs_fd)
 {
@@ -246,6 +258,7 @@ agt_python_t *agt_python_new(int py_procs_fd)
 
 void agt_python_free(agt_python_t *py)
 {
+    code_free(&py->uncached);
     lc_free(py);
 }
 
@@ -295,16 +308,21 @@ static int minor_version(const agt_proc_t *p, const agt_map_t *m, uint64_t bias)
 
 static void state_free_codes(agt_py_state_t *s)
 {
-    for (size_t i = 0; i < s->n_codes; i++) {
-        lc_free(s->codes[i].name);
-        lc_free(s->codes[i].file);
-        lc_free(s->codes[i].linetable);
-    }
+    for (size_t i = 0; i < s->n_codes; i++)
+        code_free(&s->codes[i]);
     lc_free(s->codes);
     s->codes = NULL;
     s->n_codes = s->cap_codes = 0;
     s->code_bytes = 0;
     agt_u64map_clear(&s->by_addr);
+}
+
+/* Empties a process' code object cache and takes it out of the totals. */
+static void drop_cache(agt_python_t *py, agt_py_state_t *s)
+{
+    py->stats.codes -= s->n_codes;
+    py->stats.code_bytes -= s->code_bytes;
+    state_free_codes(s);
 }
 
 void agt_python_proc_free(agt_py_state_t *s)
@@ -391,6 +409,7 @@ static void recognise(agt_python_t *py, agt_proc_t *p, const agt_map_t *m, uint6
     s->code_type = m->elf->py.code_type ? m->elf->py.code_type + bias : 0;
     p->py = s;
     py->stats.recognised_total++;
+    py->stats.recognised_by_minor[layout->minor - AGT_PY_FIRST_MINOR]++;
     py->stats.procs++;
 }
 
@@ -429,8 +448,7 @@ void agt_python_forget(agt_python_t *py, agt_proc_t *p)
         return;
     (void)bpf_map_delete_elem(py->procs_fd, &p->pid); /* ENOENT after an exec: fine */
     py->stats.procs--;
-    py->stats.codes -= p->py->n_codes;
-    py->stats.code_bytes -= p->py->code_bytes;
+    drop_cache(py, p->py);
     agt_python_proc_free(p->py);
     p->py = NULL;
 }
@@ -581,17 +599,21 @@ static const agt_py_code_t *code_at(agt_python_t *py, agt_proc_t *p, uint64_t ad
         py->stats.code_reads_failed++;
         return NULL;
     }
-    if (s->n_codes >= PY_MAX_CODES) { /* the cap: start over */
-        py->stats.codes -= s->n_codes;
-        py->stats.code_bytes -= s->code_bytes;
-        state_free_codes(s);
+    size_t size = code_size(&c);
+    if (s->n_codes >= PY_MAX_CODES || py->stats.code_bytes + size > PY_MAX_CODE_BYTES)
+        drop_cache(py, s); /* a cap: this process starts over */
+    if (py->stats.code_bytes + size > PY_MAX_CODE_BYTES) {
+        py->stats.cache_full_total++; /* the others hold it all: named, not kept */
+        code_free(&py->uncached);
+        py->uncached = c;
+        return &py->uncached;
     }
     s->codes = lc_xgrow(s->codes, &s->cap_codes, s->n_codes + 1, sizeof(*s->codes));
     s->codes[s->n_codes++] = c;
     *agt_u64map_put(&s->by_addr, addr, NULL) = s->n_codes;
-    s->code_bytes += code_size(&c);
+    s->code_bytes += size;
     py->stats.codes++;
-    py->stats.code_bytes += code_size(&c);
+    py->stats.code_bytes += size;
     return &s->codes[s->n_codes - 1];
 }
 
