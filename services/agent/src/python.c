@@ -334,42 +334,22 @@ void agt_python_proc_free(agt_py_state_t *s)
     lc_free(s);
 }
 
-/* A debug offset as a field offset; false when it does not start inside its
- * structure (a damaged or foreign table) or does not fit the walk's u16. */
-static bool narrow(uint64_t off, uint64_t struct_size, uint16_t *out)
+/* One stated offset, the size of its structure, and where it goes. */
+typedef struct py_stated_s {
+    uint64_t off, struct_size;
+    uint16_t *out;
+} py_stated_t;
+
+/* Copies stated offsets; false when one does not start inside its structure
+ * (a damaged or foreign table) or does not fit the walk's u16. */
+static bool take_stated(const py_stated_t *f, size_t n)
 {
-    if (off >= struct_size || off >= AGT_PY_NO_FIELD)
-        return false;
-    *out = (uint16_t)off;
+    for (size_t i = 0; i < n; i++) {
+        if (f[i].off >= f[i].struct_size || f[i].off >= AGT_PY_NO_FIELD)
+            return false;
+        *f[i].out = (uint16_t)f[i].off;
+    }
     return true;
-}
-
-static bool narrow_walk(const py_debug_offsets_t *d, struct agt_py_offsets *b)
-{
-    return narrow(d->runtime.interpreters_head, d->runtime.size, &b->runtime_interp_head) &&
-           narrow(d->interp.threads_head, d->interp.size, &b->interp_threads_head) &&
-           narrow(d->tstate.next, d->tstate.size, &b->tstate_next) &&
-           narrow(d->tstate.native_thread_id, d->tstate.size, &b->tstate_native_tid) &&
-           narrow(d->tstate.current_frame, d->tstate.size, &b->cframe_current_frame) &&
-           narrow(d->frame.executable, d->frame.size, &b->frame_code) &&
-           narrow(d->frame.previous, d->frame.size, &b->frame_previous) &&
-           narrow(d->frame.instr_ptr, d->frame.size, &b->frame_prev_instr) &&
-           narrow(d->frame.owner, d->frame.size, &b->frame_owner) &&
-           narrow(d->code.co_code_adaptive, d->code.size, &b->code_adaptive);
-}
-
-static bool narrow_objects(const py_debug_offsets_t *d, py_layout_t *l)
-{
-    return narrow(d->object.ob_type, d->object.size, &l->code_type) &&
-           narrow(d->code.firstlineno, d->code.size, &l->code_first_line) &&
-           narrow(d->code.filename, d->code.size, &l->code_filename) &&
-           narrow(d->code.qualname, d->code.size, &l->code_qualname) &&
-           narrow(d->code.linetable, d->code.size, &l->code_linetable) &&
-           narrow(d->unicode.length, d->unicode.size, &l->str_length) &&
-           narrow(d->unicode.state, d->unicode.size, &l->str_state) &&
-           narrow(d->unicode.asciiobject_size, d->unicode.size + 1, &l->str_ascii_data) &&
-           narrow(d->bytes.ob_size, d->bytes.size, &l->bytes_size) &&
-           narrow(d->bytes.ob_sval, d->bytes.size, &l->bytes_data);
 }
 
 /* Fills a 3.13 layout from the _Py_DebugOffsets at the start of _PyRuntime;
@@ -382,7 +362,30 @@ static bool layout_from_debug_offsets(uint32_t pid, uint64_t runtime, py_layout_
         return false;
     if ((d.version >> 16) != 0x030d || d.free_threaded)
         return false; /* another layout of the table, or of PyObject */
-    if (!narrow_walk(&d, &l->bpf) || !narrow_objects(&d, l))
+    struct agt_py_offsets *b = &l->bpf;
+    const py_stated_t fields[] = {
+        {d.runtime.interpreters_head, d.runtime.size, &b->runtime_interp_head},
+        {d.interp.threads_head, d.interp.size, &b->interp_threads_head},
+        {d.tstate.next, d.tstate.size, &b->tstate_next},
+        {d.tstate.native_thread_id, d.tstate.size, &b->tstate_native_tid},
+        {d.tstate.current_frame, d.tstate.size, &b->cframe_current_frame},
+        {d.frame.executable, d.frame.size, &b->frame_code},
+        {d.frame.previous, d.frame.size, &b->frame_previous},
+        {d.frame.instr_ptr, d.frame.size, &b->frame_prev_instr},
+        {d.frame.owner, d.frame.size, &b->frame_owner},
+        {d.code.co_code_adaptive, d.code.size, &b->code_adaptive},
+        {d.object.ob_type, d.object.size, &l->code_type},
+        {d.code.firstlineno, d.code.size, &l->code_first_line},
+        {d.code.filename, d.code.size, &l->code_filename},
+        {d.code.qualname, d.code.size, &l->code_qualname},
+        {d.code.linetable, d.code.size, &l->code_linetable},
+        {d.unicode.length, d.unicode.size, &l->str_length},
+        {d.unicode.state, d.unicode.size, &l->str_state},
+        {d.unicode.asciiobject_size, d.unicode.size + 1, &l->str_ascii_data}, /* a size */
+        {d.bytes.ob_size, d.bytes.size, &l->bytes_size},
+        {d.bytes.ob_sval, d.bytes.size, &l->bytes_data},
+    };
+    if (!take_stated(fields, LC_ARRAY_LEN(fields)))
         return false;
     l->str_compact_data = (uint16_t)(l->str_ascii_data + PY_UNICODE_UTF8_FIELDS);
     return true;

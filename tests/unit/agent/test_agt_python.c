@@ -36,19 +36,29 @@ static const int LINES[] = {1,  2,  2,  3,  3,  3,  3,  3,  3,  3,  3,  3,  3,  
                             11, 11, 11, 11, 10, 10, 10, 10, 10, 10, 10, 10, 10, 10, -1, 12, 12, 12,
                             12, 12, 12, 12, 12, 12, 13, 13, 13, 13, 12, -1, -1, -1, 14, 14, 14, 14};
 
-static void test_line_table_matches_cpython(void)
+typedef int64_t (*line_reader_t)(const uint8_t *, size_t, int64_t, uint32_t);
+
+/* Every unit's line from `read` against CPython's (-1: no location, any
+ * line of the function will do). */
+static void check_lines(line_reader_t read, const uint8_t *table, size_t len, const int *want,
+                        size_t n)
 {
-    for (uint32_t unit = 0; unit < LC_ARRAY_LEN(LINES); unit++) {
-        if (LINES[unit] < 0)
-            continue; /* no location: any line of the function will do */
-        int64_t line = agt_python_line(LINETABLE, sizeof(LINETABLE), 1, unit);
-        if (line != LINES[unit])
+    for (uint32_t unit = 0; unit < n; unit++) {
+        if (want[unit] < 0)
+            continue;
+        int64_t line = read(table, len, 1, unit);
+        if (line != want[unit])
             fprintf(stderr, "unit %u: line %lld, CPython says %d\n", unit, (long long)line,
-                    LINES[unit]);
-        LC_CHECK(line == LINES[unit]);
+                    want[unit]);
+        LC_CHECK(line == want[unit]);
     }
     /* past the table: the first line, never a made-up one */
-    LC_CHECK(agt_python_line(LINETABLE, sizeof(LINETABLE), 1, 5000) == 1);
+    LC_CHECK(read(table, len, 1, 5000) == 1);
+}
+
+static void test_line_table_matches_cpython(void)
+{
+    check_lines(agt_python_line, LINETABLE, sizeof(LINETABLE), LINES, LC_ARRAY_LEN(LINES));
 }
 
 /* sample.__code__.co_linetable under 3.10 (co_firstlineno 1): a loop, a
@@ -63,14 +73,8 @@ static const int LINES_310[] = {2, 2, 3, 3, 3, 3, 4, 4,  4,  4,  4,  4,  5,  5, 
 
 static void test_line_table_310_matches_cpython(void)
 {
-    for (uint32_t unit = 0; unit < LC_ARRAY_LEN(LINES_310); unit++) {
-        int64_t line = agt_python_line_310(LINETABLE_310, sizeof(LINETABLE_310), 1, unit);
-        if (line != LINES_310[unit])
-            fprintf(stderr, "3.10 unit %u: line %lld, CPython says %d\n", unit, (long long)line,
-                    LINES_310[unit]);
-        LC_CHECK(line == LINES_310[unit]);
-    }
-    LC_CHECK(agt_python_line_310(LINETABLE_310, sizeof(LINETABLE_310), 1, 5000) == 1);
+    check_lines(agt_python_line_310, LINETABLE_310, sizeof(LINETABLE_310), LINES_310,
+                LC_ARRAY_LEN(LINES_310));
     LC_CHECK(agt_python_line_310(LINETABLE_310, 3, 7, 40) == 7); /* odd length: last byte unused */
     LC_CHECK(agt_python_line_310(NULL, 0, 7, 0) == 7);
 }
