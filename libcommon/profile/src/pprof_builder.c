@@ -244,6 +244,8 @@ int64_t lc_pprof_builder_string(lc_pprof_builder_t *b, const char *s, size_t len
     const char *nul = memchr(s, '\0', len);
     if (nul)
         len = (size_t)(nul - s);
+    if (len == 0 && b->strs.n)
+        return 0; /* interned first by lc_pprof_builder_new; most names' file and system name */
     if (builder_full(b, b->strs.n))
         return 0;
     str_key_t key = {s, len};
