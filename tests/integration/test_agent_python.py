@@ -79,6 +79,82 @@ print(out)
 """
 
 
+# 3.10's row in python.c, found the same way in a live 3.10; and whether its
+# thread_id (pthread_t) is the thread's fs base, which the BPF walk matches
+# it with (arch_prctl(ARCH_GET_FS), not the agent's reading)
+PROBE_310 = r"""
+import ctypes, sys, threading
+api = ctypes.pythonapi
+api.PyThreadState_Get.restype = ctypes.c_void_p
+U, I = ctypes.c_uint64, ctypes.c_int32
+ts = api.PyThreadState_Get()
+rt = ctypes.addressof(ctypes.c_char.in_dll(api, "_PyRuntime"))
+interp = U.from_address(ts + 16).value
+def find(base, want, stop, step=8, kind=U):
+    return min(o for o in range(0, stop, step) if kind.from_address(base + o).value == want)
+out = {}
+out["runtime_interp_head"] = find(rt, interp, 1024)
+out["interp_threads_head"] = find(interp, ts, 256)
+out["tstate_thread_id"] = find(ts, threading.get_ident(), 400)
+fs = U()
+ctypes.CDLL(None).syscall(158, 0x1003, ctypes.byref(fs))  # arch_prctl(ARCH_GET_FS)
+out["thread_id_is_fs_base"] = threading.get_ident() == fs.value
+def probe_frame():
+    f = sys._getframe()
+    for o in range(0, 400, 8):  # a loop in this frame: in a genexpr, that is the frame
+        if U.from_address(ts + o).value == id(f):
+            out["tstate_frame"] = o
+            break
+    out["f_back"] = find(id(f), id(f.f_back), 200)
+probe_frame()
+def gen():  # some instructions before the yield: an f_lasti no refcount matches
+    a, b = 1, 2
+    c = a + b
+    d = c * a + b
+    yield d
+    yield c
+g = gen()
+next(g)
+gf = g.gi_frame  # suspended: its f_lasti holds still
+out["f_code"] = find(id(gf), id(gf.f_code), 200)
+out["f_lasti"] = find(id(gf), gf.f_lasti // 2, 200, 4, I)  # f_lasti reads as units * 2
+c = id(gf.f_code)
+for name in ("co_filename", "co_name", "co_linetable"):
+    out[name] = find(c, id(getattr(gf.f_code, name)), 400)
+out["co_firstlineno"] = find(c, gf.f_code.co_firstlineno, 400, 4, I)
+print(out)
+"""
+
+# 3.13: words of the _Py_DebugOffsets table at the positions python.c's
+# struct puts them, each beside what the live interpreter shows
+PROBE_313 = r"""
+import ctypes, sys, threading
+api = ctypes.pythonapi
+api.PyThreadState_Get.restype = ctypes.c_void_p
+U = ctypes.c_uint64
+ts = api.PyThreadState_Get()
+rt = ctypes.addressof(ctypes.c_char.in_dll(api, "_PyRuntime"))
+interp = U.from_address(ts + 16).value
+def find(base, want, stop):
+    return min(o for o in range(0, stop, 8) if U.from_address(base + o).value == want)
+def table(pos):
+    return U.from_address(rt + pos).value
+out = {"cookie": ctypes.string_at(rt, 8).decode(), "version": hex(table(8) >> 16)}
+out["interpreters_head"] = (table(40), find(rt, interp, 4096))
+out["threads_head"] = (table(72), find(interp, ts, 16384))
+out["native_thread_id"] = (table(200), find(ts, threading.get_native_id(), 400))
+class K:
+    def probe(self):
+        code = sys._getframe().f_code
+        cur = U.from_address(ts + table(184)).value  # tstate->current_frame
+        out["frame_executable_is_code"] = U.from_address(cur + table(240)).value == id(code)
+        for name, pos in (("co_filename", 280), ("co_qualname", 296), ("co_linetable", 304)):
+            out[name] = (table(pos), find(id(code), id(getattr(code, name)), 400))
+K().probe()
+print(out)
+"""
+
+
 def source_lines(path, names):
     """{function name: line of its def} from the program's source."""
     out = {}
@@ -145,6 +221,26 @@ class AgentPythonTest(unittest.TestCase):
     @unittest.skipUnless(os.path.exists(PYTHON_310), "no CPython 3.10 (pyenv) here")
     def test_split_and_paths_3_10(self):
         self.assert_split_and_paths("3.10")
+
+    @unittest.skipUnless(os.path.exists(PYTHON_310), "no CPython 3.10 (pyenv) here")
+    def test_offsets_match_the_interpreter_3_10(self):
+        r = subprocess.run([PYTHON_310, "-c", PROBE_310], capture_output=True, text=True, check=True)
+        got = eval(r.stdout)  # a dict literal printed by the probe
+        want = {"runtime_interp_head": 32, "interp_threads_head": 8, "tstate_thread_id": 176,
+                "thread_id_is_fs_base": True, "tstate_frame": 24, "f_back": 24, "f_code": 32,
+                "f_lasti": 96, "co_filename": 104, "co_name": 112, "co_linetable": 120,
+                "co_firstlineno": 40}
+        self.assertEqual(got, want)
+
+    @unittest.skipUnless(os.path.exists(PYTHON_313), "no CPython 3.13 (pyenv) here")
+    def test_debug_offsets_table_layout_3_13(self):
+        r = subprocess.run([PYTHON_313, "-c", PROBE_313], capture_output=True, text=True, check=True)
+        got = eval(r.stdout)
+        self.assertEqual(got.pop("cookie"), "xdebugpy")
+        self.assertEqual(got.pop("version"), "0x30d")
+        self.assertTrue(got.pop("frame_executable_is_code"))
+        for field, (stated, found) in got.items():
+            self.assertEqual(stated, found, field)
 
     def test_split_and_paths_3_11(self):
         self.assert_split_and_paths("3.11")
