@@ -412,6 +412,8 @@ static void recognise(agt_python_t *py, agt_proc_t *p, const agt_map_t *m, uint6
     s->code_type = m->elf->py.code_type ? m->elf->py.code_type + bias : 0;
     p->py = s;
     py->stats.recognised_total++;
+    LC_ASSERT(layout->minor >= AGT_PY_FIRST_MINOR &&
+              layout->minor < AGT_PY_FIRST_MINOR + AGT_PY_N_MINORS); /* a row beyond the counters */
     py->stats.recognised_by_minor[layout->minor - AGT_PY_FIRST_MINOR]++;
     py->stats.procs++;
 }
