@@ -364,6 +364,7 @@ typedef struct agt_py_code_s {
     int64_t first_line;
     uint8_t *linetable; /* co_linetable bytes (the version's format) */
     size_t linetable_len;
+    uint64_t qualname_at, filename_at; /* the str objects it was read from (python.c) */
 } agt_py_code_t;
 
 /* The CPython minor versions read: 3.10 to 3.13. */
@@ -374,11 +375,12 @@ typedef struct agt_python_stats_s {
     uint64_t procs;                                /* processes with a BPF entry now */
     uint64_t recognised_total;                     /* interpreters recognised since start */
     uint64_t recognised_by_minor[AGT_PY_N_MINORS]; /* the same by 3.(FIRST + i) */
-    uint64_t cache_full_total;  /* code objects read but not cached (PY_MAX_CODE_BYTES) */
-    uint64_t unsupported_total; /* interpreters of a version without offsets: skipped */
-    uint64_t failed_total;      /* recognised, but the BPF entry could not be written */
-    uint64_t code_reads_failed; /* code objects that could not be read */
-    uint64_t codes, code_bytes; /* the code object caches now (all processes) */
+    uint64_t cache_full_total;    /* code objects read but not cached (PY_MAX_CODE_BYTES) */
+    uint64_t code_replaced_total; /* cached code objects found replaced by another at the address */
+    uint64_t unsupported_total;   /* interpreters of a version without offsets: skipped */
+    uint64_t failed_total;        /* recognised, but the BPF entry could not be written */
+    uint64_t code_reads_failed;   /* code objects that could not be read */
+    uint64_t codes, code_bytes;   /* the code object caches now (all processes) */
 } agt_python_stats_t;
 
 agt_python_t *agt_python_new(int py_procs_fd);

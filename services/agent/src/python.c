@@ -543,6 +543,8 @@ static bool read_code(uint32_t pid, const agt_py_state_t *s, uint64_t addr, agt_
     out->name = agt_python_qualified_name(out->file, qualname);
     lc_free(qualname);
     out->first_line = first;
+    out->qualname_at = word_at(head, l->code_qualname);
+    out->filename_at = word_at(head, l->code_filename);
     out->linetable =
         read_bytes_object(pid, l, word_at(head, l->code_linetable), &out->linetable_len);
     return true;
@@ -592,12 +594,29 @@ static size_t code_size(const agt_py_code_t *c)
     return sizeof(*c) + strlen(c->name) + strlen(c->file) + 2 + c->linetable_len;
 }
 
-/* The cached code object at addr, read on a miss. */
-static const agt_py_code_t *code_at(agt_python_t *py, agt_proc_t *p, uint64_t addr)
+/* Whether the code object at addr is still the one cached: a freed code
+ * object's memory goes to the next (a module's code run once at import, then
+ * a function's), and the BPF walk announces an address once. True when the
+ * process cannot be read (gone): its cache is all there is. */
+static bool still_there(uint32_t pid, const agt_py_state_t *s, uint64_t addr,
+                        const agt_py_code_t *c)
+{
+    const py_layout_t *l = &s->layout;
+    uint8_t head[PY_CODE_HEADER];
+    if (!read_target(pid, addr, head, sizeof(head)))
+        return true;
+    return word_at(head, l->code_qualname) == c->qualname_at &&
+           word_at(head, l->code_filename) == c->filename_at &&
+           (!s->code_type || word_at(head, l->code_type) == s->code_type);
+}
+
+/* The cached code object at addr, read on a miss (and, with `check`, when
+ * the object there is no longer the one cached). */
+static const agt_py_code_t *code_at(agt_python_t *py, agt_proc_t *p, uint64_t addr, bool check)
 {
     agt_py_state_t *s = p->py;
     uint64_t *slot = agt_u64map_get(&s->by_addr, addr);
-    if (slot)
+    if (slot && (!check || still_there(p->pid, s, addr, &s->codes[*slot - 1])))
         return &s->codes[*slot - 1];
     agt_py_code_t c;
     if (!read_code(p->pid, s, addr, &c)) {
@@ -605,6 +624,17 @@ static const agt_py_code_t *code_at(agt_python_t *py, agt_proc_t *p, uint64_t ad
         return NULL;
     }
     size_t size = code_size(&c);
+    if (slot) { /* stale: the new object takes its place */
+        agt_py_code_t *old = &s->codes[*slot - 1];
+        s->code_bytes -= code_size(old);
+        py->stats.code_bytes -= code_size(old);
+        code_free(old);
+        *old = c;
+        s->code_bytes += size;
+        py->stats.code_bytes += size;
+        py->stats.code_replaced_total++;
+        return old;
+    }
     if (s->n_codes >= PY_MAX_CODES || py->stats.code_bytes + size > PY_MAX_CODE_BYTES)
         drop_cache(py, s); /* a cap: this process starts over */
     if (py->stats.code_bytes + size > PY_MAX_CODE_BYTES) {
@@ -625,7 +655,7 @@ static const agt_py_code_t *code_at(agt_python_t *py, agt_proc_t *p, uint64_t ad
 void agt_python_prefetch(agt_python_t *py, agt_proc_t *p, uint64_t addr)
 {
     if (p->py)
-        (void)code_at(py, p, addr);
+        (void)code_at(py, p, addr, false);
 }
 
 const agt_py_code_t *agt_python_code(agt_python_t *py, agt_proc_t *p, uint64_t word, int64_t *line)
@@ -633,7 +663,7 @@ const agt_py_code_t *agt_python_code(agt_python_t *py, agt_proc_t *p, uint64_t w
     *line = 0;
     if (!p->py)
         return NULL;
-    const agt_py_code_t *c = code_at(py, p, word & AGT_PY_FRAME_ADDR_MASK);
+    const agt_py_code_t *c = code_at(py, p, word & AGT_PY_FRAME_ADDR_MASK, true);
     if (!c)
         return NULL;
     uint32_t unit = (uint32_t)((word >> AGT_PY_FRAME_OFF_SHIFT) & AGT_PY_FRAME_OFF_MAX);

@@ -1,7 +1,8 @@
 """A method of a class nested in a class does the work: its qualified name
 (py_methods.Outer.Inner.crunch) is what the agent must show, the module from
-this file's name. Usage: py_methods.py SECONDS; prints "pid N", then exits at
-the end of its standard input.
+this file's name. Usage: py_methods.py CPU_SECONDS (of its thread's CPU
+time, however busy the machine is); prints "pid N", then exits at the end
+of its standard input.
 """
 import os
 import sys
@@ -20,8 +21,8 @@ class Outer:
 def main(seconds):
     print("pid", os.getpid(), flush=True)
     worker = Outer.Inner()
-    end = time.monotonic() + seconds
-    while time.monotonic() < end:
+    end = time.thread_time() + seconds
+    while time.thread_time() < end:
         worker.crunch(20000)
     print("done", flush=True)
     sys.stdin.read()
