@@ -5,11 +5,14 @@ oracle the agent's profile is compared with.
 
 Usage: py_split.py SECONDS [cpu]. Runs SECONDS of wall-clock time, or with
 "cpu" until its thread has used SECONDS of CPU (the same number of samples
-however busy the machine is). Prints "pid N" first, "split ALPHA_S BETA_S"
+however busy the machine is), and then only after a first line on its
+standard input: until then it spins in warm(), so a test can wait until the
+profiler shows it. Prints "pid N" first, "split ALPHA_S BETA_S"
 when done, then exits at the end of its standard input (tests keep it alive
 until the profiler has read it).
 """
 import os
+import select
 import sys
 import time
 
@@ -31,8 +34,16 @@ def beta():
     return spin(UNIT)
 
 
+def warm():
+    while not select.select([sys.stdin], [], [], 0)[0]:
+        sum(i * i for i in range(2000))  # not spin(): spin's callers are measured
+    sys.stdin.readline()
+
+
 def main(seconds, clock):
     print("pid", os.getpid(), flush=True)
+    if clock is time.thread_time:
+        warm()
     spent = {"alpha": 0.0, "beta": 0.0}
     end = clock() + seconds
     while clock() < end:
