@@ -81,6 +81,8 @@ int64_t lc_store__rollup_window(int level, int64_t t_ns)
 
 int lc_store__rollup_open(lc_store_t *s)
 {
+    if (s->opts.read_only)
+        return 0; /* nothing is written: no summaries, no rollups */
     if (rollup_len_ns[0] % s->opts.block_duration_ns)
         return 0; /* blocks do not tile windows: no rollups (days are whole 6 h) */
     size_t n = strlen(s->dir) + 16;
@@ -829,8 +831,8 @@ int lc_store_rollups_begin(lc_store_reader_t *r, int64_t start_ns, int64_t end_n
     rs->covered = lc_xcalloc(nb ? nb : 1, sizeof(bool));
     rs->n_blocks = nb;
     *out = rs;
-    if (!s->rollup || nb == 0)
-        return 0;
+    if (!s->rollup || nb == 0 || lc_store__reader_added(r))
+        return 0; /* rollups sum this store's blocks only */
     rs->ru = s->rollup;
     int rc = mdb_txn_begin(rs->ru->env, NULL, MDB_RDONLY, &rs->txn);
     if (rc) { /* the blocks still answer: no rollups for this query */
