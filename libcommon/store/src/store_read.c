@@ -714,12 +714,24 @@ static int frame_mapping(lc_block_t *b, const lc_store_location_t *l, lc_frame_m
     return rc;
 }
 
+bool lc_store_reader_symbolizes(const lc_store_reader_t *r)
+{
+    return r->scope.sym != NULL;
+}
+
+bool lc_block_location_symbolizable(lc_block_t *b, const lc_store_location_t *l)
+{
+    lc_frame_mapping_t fm;
+    return l->n_lines == 0 && l->mapping_id != 0 && frame_mapping(b, l, &fm) == 0 &&
+           fm.build_id_len > 0;
+}
+
 /* The frames the reader's symbolizer finds for a location without lines
  * (out->n = 0: none, or no symbolizer), in the block's arena. */
 static int location_symbols(lc_block_t *b, const lc_store_location_t *l, lc_symbols_t *out)
 {
     out->n = 0;
-    if (!b->scope || l->mapping_id == 0)
+    if (!b->scope || l->mapping_id == 0 || l->n_lines)
         return 0;
     lc_frame_mapping_t fm;
     int rc = frame_mapping(b, l, &fm);
@@ -745,6 +757,11 @@ static int address_frame_name(lc_block_t *b, const lc_store_location_t *l,
         return rc;
     *len = lc_frame_address_name(&fm, l->address, scratch);
     return 0;
+}
+
+int lc_block_symbols(lc_block_t *b, const lc_store_location_t *l, lc_symbols_t *out)
+{
+    return location_symbols(b, l, out);
 }
 
 size_t lc_block_frame_count(lc_block_t *b, const lc_store_location_t *l)

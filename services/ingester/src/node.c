@@ -63,7 +63,7 @@ typedef struct ing_node_s {
     uv_work_t summary_work;
     bool summary_started, summary_busy;
     lc_metric_t *blocks_unsummarized;
-    lc_metric_t *blocks_compacted, *blocks_uncompacted;
+    lc_metric_t *blocks_compacted, *blocks_uncompacted, *rollups_built;
     lc_metric_t *backlog_bytes, *backlog_msgs, *blocks_dropped, *redis_up;
 } ing_node_t;
 
@@ -120,6 +120,7 @@ static void summary_work(uv_work_t *w)
     else if (st.blocks_done)
         LC_LOG_DEBUG("block summaries built blocks=%zu series=%zu", st.blocks_done, st.series_done);
     lc_metric_set(n->blocks_unsummarized, (double)st.blocks_pending);
+    lc_metric_add(n->rollups_built, (double)st.rollups_done);
     /* Then the summarised ones are rewritten smaller (store_compact.c). */
     lc_store_compact_stats_t cs = {0};
     rc = lc_store_compact(n->store, lc_realtime_ns(), &cs);
@@ -400,6 +401,8 @@ static void ing_node_register_metrics(ing_node_t *n)
                          "Closed storage blocks whose per-series summaries are not built yet", "");
     n->blocks_compacted = lc_metrics_counter(m, "ember_store_blocks_compacted_total",
                                              "Closed storage blocks rewritten smaller", "");
+    n->rollups_built = lc_metrics_counter(m, "ember_store_rollups_built_total",
+                                          "Rollups of 6-hour and day windows (re)built", "");
     n->blocks_uncompacted = lc_metrics_gauge(m, "ember_store_blocks_uncompacted",
                                              "Closed storage blocks not rewritten smaller yet", "");
     if (n->s->bin == EMBER_BIN_INGESTER && !ember_clustered(n->s))

@@ -109,6 +109,7 @@ typedef struct ember_settings_s {
     int64_t agent_sample_rate;
     int64_t agent_interval_ns;
     char *agent_group_by;
+    char *agent_symbolize; /* local, server, both (agt_symbolize_t) */
     char *agent_filter;
     int64_t agent_max_stacks;
     char *agent_kubernetes_api;

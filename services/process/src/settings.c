@@ -161,6 +161,10 @@ const ember_setting_t ember_settings_table[] = {
         "agent CPU samples per second on each CPU (1..1000)"),
     SET(E, "agent.interval", LC_CFG_DURATION, agent_interval_ns, "10s",
         "agent profile interval: one profile per process per interval"),
+    SET(E | A, "agent.symbolize", LC_CFG_STRING, agent_symbolize, "local",
+        "who names native frames: local (the agent, from ELF symbols), server (frames of binaries "
+        "with a build id go unnamed: the server names them from debug files), both (local for "
+        "binaries with their .symtab, server for stripped ones)"),
     SET(E, "redis.url", LC_CFG_STRING, redis_url, "",
         "redis://host:port: profiles travel through Redis streams ('' = in-process)"),
     SET(I, "redis.url", LC_CFG_STRING, redis_url, "",

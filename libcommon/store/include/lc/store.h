@@ -383,5 +383,18 @@ size_t lc_block_frame_count(lc_block_t *b, const lc_store_location_t *l);
  * scratch, valid until the block's cache is dropped or scratch reused. */
 int lc_block_frame_name(lc_block_t *b, const lc_store_location_t *l, size_t j,
                         char scratch[LC_FRAME_NAME_MAX], const char **s, size_t *len) LC_MUST_CHECK;
+/* The frames the reader's symbolizer finds for a location without lines
+ * (innermost first, as pprof lines: function, file, line), for paths that
+ * keep more than names (the merged pprof, Parca's tree). out->n == 0: the
+ * location has lines, or nothing names it (yet); it shows as
+ * lc_block_frame_name's module+0xoffset. Valid until the block's cache is
+ * dropped. */
+int lc_block_symbols(lc_block_t *b, const lc_store_location_t *l, lc_symbols_t *out) LC_MUST_CHECK;
+/* Whether a location is one lc_block_symbols could name: no lines, a
+ * mapping with a build id. Such frames must not be named ahead of a query
+ * (rollups), where a debug file that arrives later could not name them. */
+bool lc_block_location_symbolizable(lc_block_t *b, const lc_store_location_t *l);
+/* Whether the reader names frames (lc_store_reader_symbolize with a symbolizer). */
+bool lc_store_reader_symbolizes(const lc_store_reader_t *r);
 
 #endif
