@@ -258,6 +258,8 @@ agt_python_t *agt_python_new(int py_procs_fd)
 
 void agt_python_free(agt_python_t *py)
 {
+    if (!py)
+        return; /* an agent refused before its runtimes were set up */
     code_free(&py->uncached);
     lc_free(py);
 }
