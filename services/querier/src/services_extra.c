@@ -91,6 +91,8 @@ int qry_extra_new(uv_loop_t *loop, const qry_extra_opts_t *opts, lc_httpd_t *srv
         };
         rc = qry_route_register(srv, methods[i].path, methods[i].scope, &x->routes[i]);
     }
+    if (rc == 0)
+        rc = qry_status_register_http(x, srv);
     if (rc) { /* start-up fails: routes registered so far are never served */
         LC_LOG_ERROR("cannot start the settings/version/capabilities/status services err=\"%s\"",
                      lc_strerror(rc));

@@ -69,6 +69,9 @@ int qry_status_diff_config(lc_http_req_t *req, const ProtobufCMessage *in, Proto
                            lc_status_t *st, void *data);
 int qry_status_default_config(lc_http_req_t *req, const ProtobufCMessage *in,
                               ProtobufCMessage **out, lc_status_t *st, void *data);
+/* GET /api/v1/status/buildinfo and /api/v1/status/config{,/diff,/default}, as
+ * Pyroscope's gRPC gateway serves them. */
+int qry_status_register_http(qry_extra_t *x, lc_httpd_t *srv) LC_MUST_CHECK;
 int qry_feature_flags(lc_http_req_t *req, const ProtobufCMessage *in, ProtobufCMessage **out,
                       lc_status_t *st, void *data);
 

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "google/api/httpbody.pb-c.h"
+#include "lc/pbjson.h"
 #include "lc/tenant.h"
 #include "services_extra.h"
 #include "status/v1/status.pb-c.h"
@@ -48,16 +49,8 @@ static int check_tenant(lc_http_req_t *req, const qry_extra_t *x, lc_status_t *s
     return lc_tenants_read(req, x->multitenancy, &tenants, &n_tenants, st);
 }
 
-int qry_status_build_info(lc_http_req_t *req, const ProtobufCMessage *in, ProtobufCMessage **out,
-                          lc_status_t *st, void *data)
+static void fill_build_info(Status__V1__GetBuildInfoResponse *resp, Status__V1__GetBuildInfoData *d)
 {
-    LC_UNUSED(in);
-    if (check_tenant(req, data, st))
-        return -1;
-    Status__V1__GetBuildInfoResponse *resp = lc_arena_alloc(req->arena, sizeof(*resp));
-    Status__V1__GetBuildInfoData *d = lc_arena_alloc(req->arena, sizeof(*d));
-    if (!resp || !d)
-        return lc_status_set(st, LC_CODE_RESOURCE_EXHAUSTED, "request memory exhausted");
     status__v1__get_build_info_response__init(resp);
     status__v1__get_build_info_data__init(d);
     d->version = (char *)STATUS_VERSION;
@@ -68,6 +61,19 @@ int qry_status_build_info(lc_http_req_t *req, const ProtobufCMessage *in, Protob
     d->go_version = (char *)STATUS_COMPILER;
     resp->status = (char *)"success";
     resp->data = d;
+}
+
+int qry_status_build_info(lc_http_req_t *req, const ProtobufCMessage *in, ProtobufCMessage **out,
+                          lc_status_t *st, void *data)
+{
+    LC_UNUSED(in);
+    if (check_tenant(req, data, st))
+        return -1;
+    Status__V1__GetBuildInfoResponse *resp = lc_arena_alloc(req->arena, sizeof(*resp));
+    Status__V1__GetBuildInfoData *d = lc_arena_alloc(req->arena, sizeof(*d));
+    if (!resp || !d)
+        return lc_status_set(st, LC_CODE_RESOURCE_EXHAUSTED, "request memory exhausted");
+    fill_build_info(resp, d);
     *out = &resp->base;
     return 0;
 }
@@ -111,4 +117,62 @@ int qry_status_default_config(lc_http_req_t *req, const ProtobufCMessage *in,
     const qry_extra_t *x = data;
     LC_UNUSED(in);
     return yaml_body(req, x, x->config_default_yaml, out, st);
+}
+
+/* ---- the HTTP GETs Pyroscope's gRPC gateway serves for the same methods ----
+ * /api/v1/status/buildinfo answers the message as JSON; the config paths
+ * answer the YAML itself (the gateway writes an HttpBody's bytes raw, with
+ * its content type). Cheap and non-blocking: they run on the loop. */
+
+static lc_http_result_t buildinfo_get(lc_http_req_t *req, void *data)
+{
+    LC_UNUSED(data);
+    Status__V1__GetBuildInfoResponse resp;
+    Status__V1__GetBuildInfoData d;
+    fill_build_info(&resp, &d);
+    lc_buf_t body;
+    lc_buf_init(&body, LC_BUF_UNLIMITED);
+    if (lc_pbjson_encode(&resp.base, &body) == 0) {
+        lc_http_reply(req, 200, "application/json", body.data, body.len);
+    } else {
+        lc_status_t st;
+        lc_status_set(&st, LC_CODE_INTERNAL, "encoding the build info");
+        lc_http_error(req, &st);
+    }
+    lc_buf_fini(&body);
+    return LC_HTTP_DONE;
+}
+
+static lc_http_result_t config_get(lc_http_req_t *req, void *data)
+{
+    const char *const *yaml = data;
+    const char *text = *yaml ? *yaml : "";
+    lc_http_reply(req, 200, "text/plain; charset=utf-8", text, strlen(text));
+    return LC_HTTP_DONE;
+}
+
+int qry_status_register_http(qry_extra_t *x, lc_httpd_t *srv)
+{
+    const struct {
+        const char *path;
+        lc_http_handler_cb work;
+        void *data;
+    } routes[] = {
+        {"/api/v1/status/buildinfo", buildinfo_get, NULL},
+        {"/api/v1/status/config", config_get, &x->config_yaml},
+        {"/api/v1/status/config/diff", config_get, &x->config_diff_yaml},
+        {"/api/v1/status/config/default", config_get, &x->config_default_yaml},
+    };
+    int rc = 0;
+    for (size_t i = 0; i < LC_ARRAY_LEN(routes) && rc == 0; i++) {
+        lc_http_route_t route = {
+            .path = routes[i].path,
+            .methods = "GET",
+            .scope = LC_HTTP_SCOPE_READ,
+            .work = routes[i].work,
+            .data = routes[i].data,
+        };
+        rc = lc_httpd_route(srv, &route);
+    }
+    return rc;
 }

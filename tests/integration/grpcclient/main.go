@@ -267,6 +267,8 @@ type run struct {
 	push         pushv1connect.PusherServiceClient
 	querier      querierv1connect.QuerierServiceClient
 	unknown      *connect.Client[emptypb.Empty, emptypb.Empty]
+	base         string
+	http         *http.Client
 	status       statusv1connect.StatusServiceClient
 	capabilities capabilitiesv1connect.FeatureFlagsServiceClient
 }
@@ -418,6 +420,8 @@ func newRun(c *checker, base string, p protocol, h2c bool, start, end int64) (*r
 		querier: querierv1connect.NewQuerierServiceClient(client, base, p.opts...),
 		unknown: connect.NewClient[emptypb.Empty, emptypb.Empty](client,
 			base+"/parca.share.v1alpha1.ShareService/Upload", p.opts...),
+		base:         base,
+		http:         client,
 		status:       statusv1connect.NewStatusServiceClient(client, base, p.opts...),
 		capabilities: capabilitiesv1connect.NewFeatureFlagsServiceClient(client, base, p.opts...),
 	}

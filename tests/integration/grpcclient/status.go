@@ -7,7 +7,10 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"io"
+	"net/http"
 	"sort"
 	"strings"
 
@@ -16,6 +19,8 @@ import (
 	statusv1 "github.com/grafana/pyroscope/api/gen/proto/go/status/v1"
 	"go.yaml.in/yaml/v3"
 	"google.golang.org/genproto/googleapis/api/httpbody"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
 )
 
 // startFlags: the settings the harness started ember with, name -> value.
@@ -41,13 +46,32 @@ func (r *run) yamlOf(b *httpbody.HttpBody, what string) map[string]any {
 	return out
 }
 
+// get: the body of a plain HTTP GET of path (Pyroscope's gateway routes).
+func (r *run) get(ctx context.Context, path string) []byte {
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, r.base+path, nil)
+	resp, err := r.http.Do(req)
+	if !r.ok(err, "GET "+path) {
+		return nil
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	r.c.check(err == nil && resp.StatusCode == 200, r.where+" GET "+path, "status %d, %v",
+		resp.StatusCode, err)
+	return body
+}
+
 func (r *run) buildInfo(ctx context.Context) {
 	bi, err := r.status.GetBuildInfo(ctx, connect.NewRequest(&statusv1.GetBuildInfoRequest{}))
-	if r.ok(err, "StatusService/GetBuildInfo") {
-		d := bi.Msg.Data
-		r.c.check(bi.Msg.Status == "success" && d != nil && d.Version != "" && d.Revision != "",
-			r.where+" StatusService/GetBuildInfo", "got %v", bi.Msg)
+	if !r.ok(err, "StatusService/GetBuildInfo") {
+		return
 	}
+	d := bi.Msg.Data
+	r.c.check(bi.Msg.Status == "success" && d != nil && d.Version != "" && d.Revision != "",
+		r.where+" StatusService/GetBuildInfo", "got %v", bi.Msg)
+	var viaGet statusv1.GetBuildInfoResponse
+	err = protojson.Unmarshal(r.get(ctx, "/api/v1/status/buildinfo"), &viaGet)
+	r.c.check(err == nil && proto.Equal(&viaGet, bi.Msg), r.where+" GET /api/v1/status/buildinfo",
+		"got %v (%v), want %v", &viaGet, err, bi.Msg)
 }
 
 func (r *run) configs(ctx context.Context) {
@@ -63,6 +87,10 @@ func (r *run) configs(ctx context.Context) {
 	def, err := r.status.GetDefaultConfig(ctx, connect.NewRequest(req))
 	if !r.ok(err, "StatusService/GetDefaultConfig") {
 		return
+	}
+	for path, b := range map[string]*httpbody.HttpBody{"": full.Msg, "/diff": diff.Msg, "/default": def.Msg} {
+		r.c.check(bytes.Equal(r.get(ctx, "/api/v1/status/config"+path), b.Data),
+			r.where+" GET /api/v1/status/config"+path, "differs from the RPC's answer")
 	}
 	f, d, dd := r.yamlOf(full.Msg, "GetConfig"), r.yamlOf(diff.Msg, "GetDiffConfig"),
 		r.yamlOf(def.Msg, "GetDefaultConfig")
