@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "adhoc.h"
 #include "capabilities/v1/featureflags.pb-c.h"
 #include "lc/log.h"
 #include "querier_int.h"
@@ -93,6 +94,10 @@ int qry_extra_new(uv_loop_t *loop, const qry_extra_opts_t *opts, lc_httpd_t *srv
     }
     if (rc == 0)
         rc = qry_status_register_http(x, srv);
+    if (rc == 0) {
+        x->adhoc = qry_adhoc_new(x->multitenancy);
+        rc = qry_adhoc_register(x->adhoc, srv);
+    }
     if (rc) { /* start-up fails: routes registered so far are never served */
         LC_LOG_ERROR("cannot start the settings/version/capabilities/status services err=\"%s\"",
                      lc_strerror(rc));
@@ -109,6 +114,7 @@ void qry_extra_free(qry_extra_t *x)
         return;
     if (x->owns_settings)
         lc_settings_store_free(x->settings);
+    qry_adhoc_free(x->adhoc);
     lc_free(x->routes);
     lc_free(x);
 }

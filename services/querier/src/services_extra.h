@@ -2,7 +2,8 @@
  * services_extra.h — the small Connect services served next to the querier:
  * settings.v1.SettingsService (per-tenant settings, persisted),
  * version.v1.Version, capabilities.v1.FeatureFlagsService and
- * status.v1.StatusService (build info, configuration as YAML).
+ * status.v1.StatusService (build info, configuration as YAML) and
+ * adhocprofiles.v1.AdHocProfileService (adhoc.h).
  *
  * qry_extra_new registers all of them on the HTTP server; their handlers run
  * on the thread pool like the querier's. Settings live in LMDB under the data
@@ -48,6 +49,7 @@ struct qry_extra_s {
     bool owns_settings;
     struct qry_route_s *routes; /* one per method, tenant checked first */
     const char *config_yaml, *config_diff_yaml, *config_default_yaml; /* borrowed */
+    struct qry_adhoc_s *adhoc; /* adhocprofiles.v1 (adhoc.h) */
 };
 
 /* The value Version reports; Pyroscope's current querier API version. */

@@ -10,7 +10,8 @@
 // profiles of known ids, values and times (exemplars.go), SelectSeries'
 // exemplars (INDIVIDUAL and SPAN), SelectHeatmap and profile_id_selector;
 // and an async SelectMergeStacktraces submitted and polled (async.go);
-// then status.v1.StatusService and capabilities.v1 (status.go).
+// then status.v1.StatusService and capabilities.v1 (status.go) and
+// adhocprofiles.v1 (adhoc.go).
 // Parca's ShareService, a path ember has no route for, must fail with
 // UNIMPLEMENTED. Each response's
 // HTTP version is checked too, so a transport that quietly fell back to
@@ -36,6 +37,7 @@ import (
 	"time"
 
 	"connectrpc.com/connect"
+	"github.com/grafana/pyroscope/api/gen/proto/go/adhocprofiles/v1/adhocprofilesv1connect"
 	"github.com/grafana/pyroscope/api/gen/proto/go/capabilities/v1/capabilitiesv1connect"
 	profilev1 "github.com/grafana/pyroscope/api/gen/proto/go/google/v1"
 	pushv1 "github.com/grafana/pyroscope/api/gen/proto/go/push/v1"
@@ -271,6 +273,7 @@ type run struct {
 	http         *http.Client
 	status       statusv1connect.StatusServiceClient
 	capabilities capabilitiesv1connect.FeatureFlagsServiceClient
+	adhoc        adhocprofilesv1connect.AdHocProfileServiceClient
 }
 
 func (r *run) selector() string { return fmt.Sprintf(`{service_name=%q}`, r.service) }
@@ -424,6 +427,7 @@ func newRun(c *checker, base string, p protocol, h2c bool, start, end int64) (*r
 		http:         client,
 		status:       statusv1connect.NewStatusServiceClient(client, base, p.opts...),
 		capabilities: capabilitiesv1connect.NewFeatureFlagsServiceClient(client, base, p.opts...),
+		adhoc:        adhocprofilesv1connect.NewAdHocProfileServiceClient(client, base, p.opts...),
 	}
 	rec.where = where
 	return r, rec
@@ -453,6 +457,10 @@ func main() {
 			r.async(ctx)
 			r.unimplemented(ctx)
 			r.statusService(ctx)
+			r.adhocProfiles(ctx)
+			if p.name == protocols[len(protocols)-1].name && h2c {
+				r.adhocBounds(ctx) // last: it evicts the other runs' uploads
+			}
 			cancel()
 			want := "HTTP/1.1"
 			if h2c {

@@ -54,7 +54,7 @@ void lc_cfg_free(const lc_cfg_entry_t *table, size_t n, void *cfg);
  * form --config.file reads back; strings double-quoted, numbers and durations as
  * --help shows them. With base non-NULL only the entries whose value differs from
  * base's. Secrets (password/secret/token in the name) are written "<redacted>".
- * Returns 0 or LC_ENOMEM (out's limit). */
+ * Returns 0 or LC_ETOOBIG (out's cap). */
 int lc_cfg_yaml(const lc_cfg_entry_t *table, size_t n, const void *cfg, const void *base,
                 lc_buf_t *out) LC_MUST_CHECK;
 
