@@ -7,7 +7,6 @@
  */
 #include <stdio.h>
 #include <string.h>
-#include <sys/random.h>
 
 #include <uv.h>
 
@@ -19,16 +18,16 @@
 #include "lc/pprof.h"
 #include "lc/query.h"
 #include "lc/tenant.h"
+#include "lc/transport.h"
+#include "lc/uuid.h"
 #include "querier_int.h"
 
-#define ADHOC_ID_BYTES 16
-#define ADHOC_ID_LEN (2 * ADHOC_ID_BYTES)
 #define ADHOC_MAX_FRAMES 4096 /* deeper stacks keep their root side, as lc_pprof_validate */
 #define ADHOC_METHODS 4
 
 typedef struct adhoc_entry_s {
     char *tenant;
-    char id[ADHOC_ID_LEN + 1];
+    char id[LC_UUID_TEXT_LEN + 1]; /* random, as async query ids */
     char *name;
     int64_t uploaded_ms;
     uint8_t *data; /* the decoded file */
@@ -150,7 +149,7 @@ static bool store_get(qry_adhoc_t *a, const char *tenant, const char *id, lc_are
 
 /* Standard base64 with padding, as Pyroscope decodes the upload (Go's
  * StdEncoding): len a multiple of 4, '=' only at the end. -1 when not. */
-static ptrdiff_t base64_decode(const char *in, size_t len, uint8_t *out)
+static ptrdiff_t adhoc_base64_decode(const char *in, size_t len, uint8_t *out)
 {
     if (len % 4)
         return -1;
@@ -176,8 +175,8 @@ static ptrdiff_t base64_decode(const char *in, size_t len, uint8_t *out)
 
 /* The root-first function names of one sample (pprof lists locations leaf
  * first, and a location's inlined lines innermost first). */
-static size_t sample_frames(const lc_pprof_t *p, const lc_pprof_index_t *ix,
-                            const Google__V1__Sample *s, const char **frames)
+static size_t stack_names(const lc_pprof_t *p, const lc_pprof_index_t *ix,
+                          const Google__V1__Sample *s, const char **frames)
 {
     size_t n = 0;
     for (size_t i = s->n_location_id; i-- > 0 && n < ADHOC_MAX_FRAMES;) {
@@ -207,7 +206,7 @@ static int fill_tree(lc_ftree_t *t, const lc_pprof_t *p, size_t type, lc_arena_t
     int rc = frames ? lc_pprof_index_new(p, arena, &ix) : LC_ETOOBIG;
     for (size_t i = 0; i < p->n_sample && rc == 0; i++) {
         const Google__V1__Sample *s = p->sample[i];
-        size_t n = sample_frames(p, ix, s, frames);
+        size_t n = stack_names(p, ix, s, frames);
         rc = lc_ftree_insert(t, frames, n, s->value[type]);
     }
     return rc;
@@ -302,19 +301,6 @@ static char *clean_name(const char *name)
     return out;
 }
 
-static void new_id(char id[ADHOC_ID_LEN + 1])
-{
-    uint8_t rnd[ADHOC_ID_BYTES];
-    size_t got = 0;
-    while (got < sizeof(rnd)) {
-        ssize_t n = getrandom(rnd + got, sizeof(rnd) - got, 0);
-        LC_ASSERT(n > 0); /* the kernel's pool: fails only on a broken system */
-        got += (size_t)n;
-    }
-    for (size_t i = 0; i < sizeof(rnd); i++)
-        snprintf(id + 2 * i, 3, "%02x", rnd[i]);
-}
-
 static int adhoc_upload(lc_http_req_t *req, const ProtobufCMessage *in, ProtobufCMessage **out,
                         lc_status_t *st, void *data)
 {
@@ -325,7 +311,7 @@ static int adhoc_upload(lc_http_req_t *req, const ProtobufCMessage *in, Protobuf
         return -1;
     size_t b64_len = strlen(r->profile);
     uint8_t *file = lc_arena_alloc(req->arena, b64_len / 4 * 3 + 1);
-    ptrdiff_t len = file ? base64_decode(r->profile, b64_len, file) : -1;
+    ptrdiff_t len = file ? adhoc_base64_decode(r->profile, b64_len, file) : -1;
     if (len < 0)
         return lc_status_set(st, LC_CODE_INVALID_ARGUMENT,
                              "profile: not standard base64 with padding");
@@ -341,8 +327,13 @@ static int adhoc_upload(lc_http_req_t *req, const ProtobufCMessage *in, Protobuf
                        .uploaded_ms = lc_realtime_ns() / 1000000,
                        .data = lc_xmalloc((size_t)len + 1),
                        .len = (size_t)len};
+    uint8_t rnd[LC_INGEST_ID_BYTES];
+    if (lc_ingest_id_new(rnd)) {
+        entry_free(&e);
+        return lc_status_set(st, LC_CODE_INTERNAL, "no random id for the ad-hoc profile");
+    }
+    lc_uuid_format(rnd, e.id);
     memcpy(e.data, file, (size_t)len);
-    new_id(e.id);
     resp->id = lc_arena_strdup(req->arena, e.id);
     resp->name = lc_arena_strdup(req->arena, e.name);
     resp->uploaded_at = e.uploaded_ms;

@@ -42,7 +42,7 @@
 #define STATUS_COMPILER "cc"
 #endif
 
-static int check_tenant(lc_http_req_t *req, const qry_extra_t *x, lc_status_t *st)
+static int status_tenant_check(lc_http_req_t *req, const qry_extra_t *x, lc_status_t *st)
 {
     const char *const *tenants;
     size_t n_tenants;
@@ -67,7 +67,7 @@ int qry_status_build_info(lc_http_req_t *req, const ProtobufCMessage *in, Protob
                           lc_status_t *st, void *data)
 {
     LC_UNUSED(in);
-    if (check_tenant(req, data, st))
+    if (status_tenant_check(req, data, st))
         return -1;
     Status__V1__GetBuildInfoResponse *resp = lc_arena_alloc(req->arena, sizeof(*resp));
     Status__V1__GetBuildInfoData *d = lc_arena_alloc(req->arena, sizeof(*d));
@@ -82,7 +82,7 @@ int qry_status_build_info(lc_http_req_t *req, const ProtobufCMessage *in, Protob
 static int yaml_body(lc_http_req_t *req, const qry_extra_t *x, const char *yaml,
                      ProtobufCMessage **out, lc_status_t *st)
 {
-    if (check_tenant(req, x, st))
+    if (status_tenant_check(req, x, st))
         return -1;
     Google__Api__HttpBody *body = lc_arena_alloc(req->arena, sizeof(*body));
     if (!body)
