@@ -275,6 +275,22 @@ static int describe(lc_http_req_t *req, const uint8_t *data, size_t len, const c
 
 /* ------------------------------------------------------------ handlers */
 
+/* Reads act for exactly one tenant too (a credential of read scope may ask):
+ * an ad-hoc profile belongs to the one that uploaded it. */
+static int read_tenant(lc_http_req_t *req, const qry_adhoc_t *a, const char **tenant,
+                       lc_status_t *st)
+{
+    const char *const *tenants;
+    size_t n;
+    if (lc_tenants_read(req, a->multitenancy, &tenants, &n, st))
+        return -1;
+    if (n != 1)
+        return lc_status_set(st, LC_CODE_INVALID_ARGUMENT,
+                             "ad-hoc profiles belong to one tenant: name exactly one");
+    *tenant = tenants[0];
+    return 0;
+}
+
 static Adhocprofiles__V1__AdHocProfilesGetResponse *new_response(lc_http_req_t *req,
                                                                  lc_status_t *st)
 {
@@ -306,7 +322,7 @@ static int adhoc_upload(lc_http_req_t *req, const ProtobufCMessage *in, Protobuf
 {
     qry_adhoc_t *a = data;
     const Adhocprofiles__V1__AdHocProfilesUploadRequest *r = (const void *)in;
-    const char *tenant;
+    const char *tenant = NULL;
     if (lc_tenant_write(req, a->multitenancy, &tenant, st))
         return -1;
     size_t b64_len = strlen(r->profile);
@@ -349,9 +365,9 @@ static int adhoc_get(lc_http_req_t *req, const ProtobufCMessage *in, ProtobufCMe
 {
     qry_adhoc_t *a = data;
     const Adhocprofiles__V1__AdHocProfilesGetRequest *r = (const void *)in;
-    const char *tenant;
+    const char *tenant = NULL;
     adhoc_entry_t e;
-    if (lc_tenant_write(req, a->multitenancy, &tenant, st))
+    if (read_tenant(req, a, &tenant, st))
         return -1;
     if (!store_get(a, tenant, r->id, req->arena, &e))
         return lc_status_set(st, LC_CODE_NOT_FOUND,
@@ -398,9 +414,9 @@ static int adhoc_list(lc_http_req_t *req, const ProtobufCMessage *in, ProtobufCM
                       lc_status_t *st, void *data)
 {
     qry_adhoc_t *a = data;
-    const char *tenant;
+    const char *tenant = NULL;
     LC_UNUSED(in);
-    if (lc_tenant_write(req, a->multitenancy, &tenant, st))
+    if (read_tenant(req, a, &tenant, st))
         return -1;
     Adhocprofiles__V1__AdHocProfilesListResponse *resp = lc_arena_alloc(req->arena, sizeof(*resp));
     if (!resp)
