@@ -247,14 +247,8 @@ static int describe(lc_http_req_t *req, const uint8_t *data, size_t len, const c
     lc_ftree_free(t);
     qry_flamebearer_t fb = {.sample_type = types[type],
                             .sample_unit = lc_pprof_str(p, p->sample_type[type]->unit)};
-    if (rc == 0) {
-        fb.names = fg->names;
-        fb.n_names = fg->n_names;
-        fb.levels = fg->levels;
-        fb.n_levels = fg->n_levels;
-        fb.total = fg->total;
-        fb.max_self = fg->max_self;
-    }
+    if (rc == 0)
+        qry_flamebearer_set_graph(&fb, fg);
     lc_buf_t json;
     lc_buf_init(&json, LC_BUF_UNLIMITED);
     if (rc == 0)

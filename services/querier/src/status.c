@@ -17,6 +17,7 @@
 #include "google/api/httpbody.pb-c.h"
 #include "lc/pbjson.h"
 #include "lc/tenant.h"
+#include "querier_int.h"
 #include "services_extra.h"
 #include "status/v1/status.pb-c.h"
 
@@ -153,26 +154,11 @@ static lc_http_result_t config_get(lc_http_req_t *req, void *data)
 
 int qry_status_register_http(qry_extra_t *x, lc_httpd_t *srv)
 {
-    const struct {
-        const char *path;
-        lc_http_handler_cb work;
-        void *data;
-    } routes[] = {
+    const qry_get_route_t routes[] = {
         {"/api/v1/status/buildinfo", buildinfo_get, NULL},
         {"/api/v1/status/config", config_get, &x->config_yaml},
         {"/api/v1/status/config/diff", config_get, &x->config_diff_yaml},
         {"/api/v1/status/config/default", config_get, &x->config_default_yaml},
     };
-    int rc = 0;
-    for (size_t i = 0; i < LC_ARRAY_LEN(routes) && rc == 0; i++) {
-        lc_http_route_t route = {
-            .path = routes[i].path,
-            .methods = "GET",
-            .scope = LC_HTTP_SCOPE_READ,
-            .work = routes[i].work,
-            .data = routes[i].data,
-        };
-        rc = lc_httpd_route(srv, &route);
-    }
-    return rc;
+    return qry_register_gets(srv, routes, LC_ARRAY_LEN(routes), false);
 }
