@@ -147,32 +147,6 @@ static bool store_get(qry_adhoc_t *a, const char *tenant, const char *id, lc_are
 
 /* ------------------------------------------------------ the flame graph */
 
-/* Standard base64 with padding, as Pyroscope decodes the upload (Go's
- * StdEncoding): len a multiple of 4, '=' only at the end. -1 when not. */
-static ptrdiff_t adhoc_base64_decode(const char *in, size_t len, uint8_t *out)
-{
-    if (len % 4)
-        return -1;
-    size_t n = 0;
-    for (size_t i = 0; i < len; i += 4) {
-        int v[4], pad = 0;
-        for (int k = 0; k < 4; k++) {
-            bool last_group = i + 4 == len;
-            pad += in[i + k] == '=';
-            v[k] = in[i + k] == '=' ? (last_group && k >= 2 ? 0 : -1)
-                                    : (pad ? -1 : lc_base64_digit((unsigned char)in[i + k], false));
-            if (v[k] < 0)
-                return -1;
-        }
-        uint32_t bits =
-            (uint32_t)v[0] << 18 | (uint32_t)v[1] << 12 | (uint32_t)v[2] << 6 | (uint32_t)v[3];
-        uint8_t b[3] = {(uint8_t)(bits >> 16), (uint8_t)(bits >> 8), (uint8_t)bits};
-        memcpy(out + n, b, (size_t)(3 - pad));
-        n += (size_t)(3 - pad);
-    }
-    return (ptrdiff_t)n;
-}
-
 /* The root-first function names of one sample (pprof lists locations leaf
  * first, and a location's inlined lines innermost first). */
 static size_t stack_names(const lc_pprof_t *p, const lc_pprof_index_t *ix,
@@ -321,7 +295,7 @@ static int adhoc_upload(lc_http_req_t *req, const ProtobufCMessage *in, Protobuf
         return -1;
     size_t b64_len = strlen(r->profile);
     uint8_t *file = lc_arena_alloc(req->arena, b64_len / 4 * 3 + 1);
-    ptrdiff_t len = file ? adhoc_base64_decode(r->profile, b64_len, file) : -1;
+    ptrdiff_t len = file ? lc_base64_decode_padded(r->profile, b64_len, file) : -1;
     if (len < 0)
         return lc_status_set(st, LC_CODE_INVALID_ARGUMENT,
                              "profile: not standard base64 with padding");
