@@ -37,8 +37,8 @@ its sampler uses), and the unwinder's own figures (rows loaded, walks by
 result). Targets (issue 17): at most 1% of one core and 128 MiB.
 
 A third case (--mixed-procs, default 50; issue 30) mixes runtimes: native
-(unwind_tree), CPython 3.11 (agentprogs/py_split.py: Python frames read in
-BPF), Java (agentprogs/java/Split.java: perf map asked of the JVM) and Node
+(unwind_tree), CPython (agentprogs/py_split.py under every 3.10-3.13 found:
+Debian's 3.11, pyenv's; Python frames read in BPF), Java (agentprogs/java/Split.java: perf map asked of the JVM) and Node
 (agentprogs/node_split.js --perf-basic-prof), in shares 2:2:1:1 (runtimes
 that are missing are left out), at 19 Hz: agent CPU, memory, and the Python
 and JVM counters. Target: agent CPU <= 1% of one core.
@@ -50,6 +50,7 @@ Needs root. Use a RelWithDebInfo build (ASan inflates everything).
 """
 import argparse
 import contextlib
+import glob
 import json
 import os
 import re
@@ -284,6 +285,15 @@ def mixed_argvs(exe, a, tmp):
         kinds.append(("node", ["node", "--perf-basic-prof", os.path.join(progs, "node_split.js"),
                                secs]))
     picked = [kinds[i % len(kinds)] for i in range(a.mixed_procs)]
+    # the Python share takes turns over every CPython the agent reads that is
+    # here (Debian's 3.11; pyenv's 3.10-3.13)
+    pythons = ["/usr/bin/python3.11"] + sorted(
+        glob.glob("/root/.pyenv/versions/3.1[0-3].*/bin/python3.1[0-3]"))
+    slots = [i for i, (k, _) in enumerate(picked) if k == "python"]
+    for n, i in enumerate(slots):
+        py = pythons[n % len(pythons)]
+        version = re.search(r"python(3\.\d+)$", py).group(1)
+        picked[i] = (f"python{version}", [py] + picked[i][1][1:])
     counts = {}
     for k, _ in picked:
         counts[k] = counts.get(k, 0) + 1
@@ -313,8 +323,10 @@ def run_mixed_case(dh, build, a, tmp):
 
     def metric(name):
         return {dict(k[1]).get("result", ""): v for k, v in m.items() if k[0] == name}
+    by_version = "ember_agent_python_interpreters_by_version_total"
     print(f"python walks {metric('ember_agent_python_walks_total')}, interpreters "
-          f"{metric('ember_agent_python_interpreters_total')}, code cache "
+          f"{metric('ember_agent_python_interpreters_total')}, by version "
+          f"{ {dict(k[1])['version']: v for k, v in m.items() if k[0] == by_version} }, code cache "
           f"{m.get(('ember_agent_python_code_bytes', frozenset()), 0) / 1024:.0f} KiB; "
           f"JVM perf map requests {metric('ember_agent_jvm_perfmap_requests_total')}")
     print("target (issue 30): agent CPU <= 1% of one core (10 ms/s), memory reported")

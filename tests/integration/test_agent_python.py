@@ -8,6 +8,7 @@ program's source (function names, first lines). Debian's /usr/bin/python3.11
 has no frame pointers, so without the agent's Python walk these stacks are
 _PyEval_EvalFrameDefault all the way down. Needs root and a kernel with BTF.
 """
+import importlib.util
 import os
 import re
 import shutil
@@ -16,24 +17,41 @@ import tempfile
 import unittest
 
 import harness as h
-from test_agent import Run, settled_nodes, totals_by_name, wait_two_drains
+from test_agent import Run, flame_nodes, settled_nodes, totals_by_name, wait_two_drains
 
 INTERVAL_S = 2
 RATE_HZ = 997  # many samples per CPU-second: the machine may be shared
 PERIOD_NS = 1_000_000_000 // RATE_HZ
-SECONDS = 6
+CPU_SECONDS = 1.5  # each program's own CPU time: ~1500 samples, however busy the machine
 PROGS = os.path.join(h.HERE, "agentprogs")
 PYTHON = "/usr/bin/python3.11"
-# Other CPythons on the build host (pyenv): 3.12 is read too (libpython
-# build), 3.13 has no offsets yet and must be skipped cleanly and counted.
+# Other CPythons on the build host: pyenv builds (libpython shared), not
+# Debian packages and not set up by scripts/install-deps.sh, so a machine
+# without them skips those tests and says why. 3.12 and 3.13 are read too
+# (3.13 through the _Py_DebugOffsets it exports); 3.9 has no offsets and must
+# be skipped cleanly and counted.
 PYENV = "/root/.pyenv/versions"
 PYTHON_312 = os.path.join(PYENV, "3.12.1/bin/python3.12")
 PYTHON_313 = os.path.join(PYENV, "3.13.0/bin/python3.13")
+PYTHON_39 = os.path.join(PYENV, "3.9.18/bin/python3.9")
+PYTHON_310 = os.path.join(PYENV, "3.10.13/bin/python3.10")
+# the program's own functions (its source): 3.10 runs each Python call in its
+# own eval call, so the interpreter's call glue (_PyFunction_Vectorcall...)
+# stays between two Python frames; the order of the program's frames is
+# what must hold there
+PY_FUNCS = {"py_split." + f for f in ("<module>", "main", "alpha", "beta", "spin")}
 
-# The layout python.c's 3.11 row states, read back from a live interpreter:
-# every number here is found by searching the interpreter's memory for
-# pointers and values it must hold, not copied from the agent.
-PROBE = r"""
+
+def q(name):
+    """A function of py_split.py as the agent names it: module.qualname, the
+    module from the file's name."""
+    return "py_split." + name
+
+
+# Where each probe starts, inside the interpreter it runs in: this thread's
+# PyThreadState, _PyRuntime, the interpreter (PyThreadState.interp is the
+# third word in 3.10-3.13).
+PROBE_HEAD = r"""
 import ctypes, sys, threading
 api = ctypes.pythonapi
 api.PyThreadState_Get.restype = ctypes.c_void_p
@@ -41,6 +59,12 @@ U = ctypes.c_uint64
 ts = api.PyThreadState_Get()
 rt = ctypes.addressof(ctypes.c_char.in_dll(api, "_PyRuntime"))
 interp = U.from_address(ts + 16).value
+"""
+
+# The layout python.c's 3.11 row states, read back from a live interpreter:
+# every number here is found by searching the interpreter's memory for
+# pointers and values it must hold, not copied from the agent.
+PROBE = PROBE_HEAD + r"""
 out = {}
 out["runtime_interp_head"] = min(o for o in range(0, 1024, 8) if U.from_address(rt + o).value == interp)
 out["interp_threads_head"] = min(o for o in range(0, 256, 8) if U.from_address(interp + o).value == ts)
@@ -61,6 +85,69 @@ print(out)
 """
 
 
+# 3.10's row in python.c, found the same way in a live 3.10; and whether its
+# thread_id (pthread_t) is the thread's fs base, which the BPF walk matches
+# it with (arch_prctl(ARCH_GET_FS), not the agent's reading)
+PROBE_310 = PROBE_HEAD + r"""
+I = ctypes.c_int32
+def find(base, want, stop, step=8, kind=U):
+    return min(o for o in range(0, stop, step) if kind.from_address(base + o).value == want)
+out = {}
+out["runtime_interp_head"] = find(rt, interp, 1024)
+out["interp_threads_head"] = find(interp, ts, 256)
+out["tstate_thread_id"] = find(ts, threading.get_ident(), 400)
+fs = U()
+ctypes.CDLL(None).syscall(158, 0x1003, ctypes.byref(fs))  # arch_prctl(ARCH_GET_FS)
+out["thread_id_is_fs_base"] = threading.get_ident() == fs.value
+def probe_frame():
+    f = sys._getframe()
+    for o in range(0, 400, 8):  # a loop in this frame: in a genexpr, that is the frame
+        if U.from_address(ts + o).value == id(f):
+            out["tstate_frame"] = o
+            break
+    out["f_back"] = find(id(f), id(f.f_back), 200)
+probe_frame()
+def gen():  # some instructions before the yield: an f_lasti no refcount matches
+    a, b = 1, 2
+    c = a + b
+    d = c * a + b
+    yield d
+    yield c
+g = gen()
+next(g)
+gf = g.gi_frame  # suspended: its f_lasti holds still
+out["f_code"] = find(id(gf), id(gf.f_code), 200)
+out["f_lasti"] = find(id(gf), gf.f_lasti // 2, 200, 4, I)  # f_lasti reads as units * 2
+c = id(gf.f_code)
+for name in ("co_filename", "co_name", "co_linetable"):
+    out[name] = find(c, id(getattr(gf.f_code, name)), 400)
+out["co_firstlineno"] = find(c, gf.f_code.co_firstlineno, 400, 4, I)
+print(out)
+"""
+
+# 3.13: words of the _Py_DebugOffsets table at the positions python.c's
+# struct puts them, each beside what the live interpreter shows
+PROBE_313 = PROBE_HEAD + r"""
+def find(base, want, stop):
+    return min(o for o in range(0, stop, 8) if U.from_address(base + o).value == want)
+def table(pos):
+    return U.from_address(rt + pos).value
+out = {"cookie": ctypes.string_at(rt, 8).decode(), "version": hex(table(8) >> 16)}
+out["interpreters_head"] = (table(40), find(rt, interp, 4096))
+out["threads_head"] = (table(72), find(interp, ts, 16384))
+out["native_thread_id"] = (table(200), find(ts, threading.get_native_id(), 400))
+class K:
+    def probe(self):
+        code = sys._getframe().f_code
+        cur = U.from_address(ts + table(184)).value  # tstate->current_frame
+        out["frame_executable_is_code"] = U.from_address(cur + table(240)).value == id(code)
+        for name, pos in (("co_filename", 280), ("co_qualname", 296), ("co_linetable", 304)):
+            out[name] = (table(pos), find(id(code), id(getattr(code, name)), 400))
+K().probe()
+print(out)
+"""
+
+
 def source_lines(path, names):
     """{function name: line of its def} from the program's source."""
     out = {}
@@ -70,6 +157,11 @@ def source_lines(path, names):
             if m and m.group(1) in names:
                 out[m.group(1)] = i
     return out
+
+
+def callers(version, path):
+    """The frames above a node that must be its Python callers, in order."""
+    return path if version != "3.10" else [f for f in path if f in PY_FUNCS]
 
 
 @unittest.skipUnless(os.geteuid() == 0, "the eBPF agent needs root")
@@ -83,16 +175,42 @@ class AgentPythonTest(unittest.TestCase):
         cls.srv.start()
         cls.prog = os.path.join(PROGS, "py_split.py")
         # all at once: each split is in the program's own thread CPU time
-        pythons = {"3.11": PYTHON, "3.12": PYTHON_312, "3.13": PYTHON_313}
-        cls.runs = {v: Run([exe, cls.prog, str(SECONDS)], stdin=subprocess.PIPE)
+        pythons = {"3.10": PYTHON_310, "3.11": PYTHON, "3.12": PYTHON_312,
+                   "3.13": PYTHON_313, "3.9": PYTHON_39}
+        # the unsupported one only needs to be seen: a short run, more of the
+        # shared CPU for the others
+        cls.runs = {v: Run([exe, cls.prog, str(CPU_SECONDS if v != "3.9" else 0.3), "cpu"],
+                           stdin=subprocess.PIPE)
                     for v, exe in pythons.items() if os.path.exists(exe)}
+        methods = {v: exe for v, exe in pythons.items() if v in ("3.11", "3.13")}
+        cls.method_runs = {v: Run([exe, os.path.join(PROGS, "py_methods.py"), "0.5"],
+                                  stdin=subprocess.PIPE)
+                           for v, exe in methods.items() if os.path.exists(exe)}
+        for v, r in list(cls.runs.items()) + list(cls.method_runs.items()):
+            cls.start_when_seen(v, r)
         cls.split_lines = {v: r.proc.stdout.readline().decode() for v, r in cls.runs.items()}
         # alive until the agent has drained their samples: names are read
         # from live processes (the JVM's perf map, code objects)
         wait_two_drains(cls.srv, INTERVAL_S)
-        for r in cls.runs.values():
+        for r in list(cls.runs.values()) + list(cls.method_runs.values()):
             r.proc.stdin.close()
             r.finish(timeout=60)
+
+    @classmethod
+    def start_when_seen(cls, version, run):
+        """Tells a program to start its measured part once the agent shows it
+        spinning in warm(): the agent's first sight of a process (its ELF
+        objects read, the interpreter recognised) takes a share of CPU that on
+        a loaded 2-core machine can outlast a short program."""
+        if version != "3.9":  # unsupported: never named, only counted
+            def seen():
+                fg = cls.srv.flamegraph("process_cpu:cpu:nanoseconds:cpu:nanoseconds",
+                                        f'{{pid="{run.pid}"}}', run.started_ms - 60_000,
+                                        h.now_ms() + 60_000)
+                return any(n["name"].endswith(".warm") for n in flame_nodes(fg))
+            h.wait_for(seen, timeout=120, interval=0.5, what=f"Python {version} pid {run.pid} seen")
+        run.proc.stdin.write(b"go\n")
+        run.proc.stdin.flush()
 
     @classmethod
     def tearDownClass(cls):
@@ -111,6 +229,30 @@ class AgentPythonTest(unittest.TestCase):
                 "co_linetable": 136, "co_firstlineno": 72, "co_code_adaptive": 184}
         self.assertEqual(got, want)
 
+    @unittest.skipUnless(os.path.exists(PYTHON_310), "no CPython 3.10 (pyenv) here")
+    def test_split_and_paths_3_10(self):
+        self.assert_split_and_paths("3.10")
+
+    @unittest.skipUnless(os.path.exists(PYTHON_310), "no CPython 3.10 (pyenv) here")
+    def test_offsets_match_the_interpreter_3_10(self):
+        r = subprocess.run([PYTHON_310, "-c", PROBE_310], capture_output=True, text=True, check=True)
+        got = eval(r.stdout)  # a dict literal printed by the probe
+        want = {"runtime_interp_head": 32, "interp_threads_head": 8, "tstate_thread_id": 176,
+                "thread_id_is_fs_base": True, "tstate_frame": 24, "f_back": 24, "f_code": 32,
+                "f_lasti": 96, "co_filename": 104, "co_name": 112, "co_linetable": 120,
+                "co_firstlineno": 40}
+        self.assertEqual(got, want)
+
+    @unittest.skipUnless(os.path.exists(PYTHON_313), "no CPython 3.13 (pyenv) here")
+    def test_debug_offsets_table_layout_3_13(self):
+        r = subprocess.run([PYTHON_313, "-c", PROBE_313], capture_output=True, text=True, check=True)
+        got = eval(r.stdout)
+        self.assertEqual(got.pop("cookie"), "xdebugpy")
+        self.assertEqual(got.pop("version"), "0x30d")
+        self.assertTrue(got.pop("frame_executable_is_code"))
+        for field, (stated, found) in got.items():
+            self.assertEqual(stated, found, field)
+
     def test_split_and_paths_3_11(self):
         self.assert_split_and_paths("3.11")
 
@@ -119,14 +261,55 @@ class AgentPythonTest(unittest.TestCase):
         self.assert_split_and_paths("3.12")
 
     @unittest.skipUnless(os.path.exists(PYTHON_313), "no CPython 3.13 (pyenv) here")
+    def test_split_and_paths_3_13(self):
+        self.assert_split_and_paths("3.13")
+
+    @unittest.skipUnless(os.path.exists(PYTHON_39), "no CPython 3.9 (pyenv) here")
     def test_unsupported_version_is_skipped_and_counted(self):
-        nodes = self.nodes("3.13")  # still profiled, natively
+        nodes = self.nodes("3.9")  # still profiled, natively
         self.assertGreater(sum(n["total"] for n in nodes if not n["path"]), 0)
         m = self.srv.metrics()
         skipped = m.get(("ember_agent_python_interpreters_total",
                          frozenset({("result", "unsupported_version")})), 0)
         self.assertGreaterEqual(skipped, 1)
         self.assertTrue(self.srv.alive(), self.srv.log_tail())
+
+    def test_qualified_names_of_methods(self):
+        # Python's own answer: the module's __name__ when imported by its
+        # file name, and the method's __qualname__
+        spec = importlib.util.spec_from_file_location("py_methods",
+                                                      os.path.join(PROGS, "py_methods.py"))
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        want = f"{mod.__name__}.{mod.Outer.Inner.crunch.__qualname__}"
+        caller = f"{mod.__name__}.{mod.main.__qualname__}"
+        for version, run in self.method_runs.items():
+            nodes = settled_nodes(self.srv, run, f"the Python {version} methods profile")
+            totals = totals_by_name(nodes)
+            # the method's samples, all under that name (no bare "crunch" or
+            # "Inner.crunch" beside it), called by main
+            self.assertGreater(totals.get(want, 0), 0, f"{version}: no {want}: {sorted(totals)}")
+            others = [k for k in totals if k.endswith("crunch") and k != want]
+            self.assertEqual(others, [], f"{version}: other names for the method")
+            self.assertMostlyPlaced(nodes, {want}, lambda path: path[-1:] == [caller])
+
+    def assertMostlyPlaced(self, nodes, names, placed):
+        """All but 2% of the samples of `names` sit where placed(path) says.
+        The code cache is by address (announced once per address by the BPF
+        walk, checked again when the profile is built): a sample of code run
+        once while the interpreter starts, whose memory one of these code
+        objects took next, is named by the later object when both fall in
+        one drain."""
+        ok = wrong = 0
+        for n in nodes:
+            if n["name"] in names:
+                if placed(n["path"]):
+                    ok += n["total"]
+                else:
+                    wrong += n["total"]
+                    print("misplaced:", ";".join(n["path"][-6:] + [n["name"]]))
+        self.assertGreater(ok, 0, f"no {names} where they belong")
+        self.assertLessEqual(wrong, 0.02 * (ok + wrong), f"{names} misplaced")
 
     def assert_split_and_paths(self, version):
         line = self.split_lines[version]
@@ -139,29 +322,33 @@ class AgentPythonTest(unittest.TestCase):
             print(f"{n['self'] / PERIOD_NS:7.0f}  {';'.join(n['path'] + [n['name']])}")
         totals = totals_by_name(nodes)
         top = sorted(totals.items(), key=lambda kv: -kv[1])[:15]
-        # code objects are read while the process lives: its exit loses no names
-        everything = sum(n["total"] for n in nodes if not n["path"])
-        unnamed = totals.get("[unknown python frame]", 0)
+        # code objects are read while the process lives: its exit loses no
+        # names. Counted under main: code run once while the interpreter
+        # starts (site's exec of .pth lines) can be freed before the agent's
+        # job reads it; the program's own functions live on
+        under_main = [n for n in nodes if q("main") in n["path"]]
+        everything = sum(n["total"] for n in under_main)
+        unnamed = sum(n["total"] for n in under_main if n["name"] == "[unknown python frame]")
         self.assertLess(unnamed, 0.05 * everything, f"unnamed Python frames; top {top}")
-        self.assertGreater(totals.get("beta", 0), 0, f"no Python frame beta: {top}")
-        a_n, b_n = round(totals.get("alpha", 0) / PERIOD_NS), round(totals["beta"] / PERIOD_NS)
+        self.assertGreater(totals.get(q("beta"), 0), 0, f"no Python frame beta: {top}")
+        a_n, b_n = round(totals.get(q("alpha"), 0) / PERIOD_NS), round(totals[q("beta")] / PERIOD_NS)
         self.assertGreater(a_n + b_n, 100, "too few samples to judge the split")
         share = a_n / (a_n + b_n)
         self.assertLess(abs(share - want) / want, 0.15,
                         f"alpha share {share:.3f}, the program measured {want:.3f}; top {top}")
         why = h.split_mismatch(a_n, a_n + b_n, want)
         self.assertIsNone(why, f"alpha share: {why}; top {top}")
-        # main above both, <module> above main, the eval loop gone from between them
-        for n in nodes:
-            if n["name"] in ("alpha", "beta"):
-                self.assertEqual(n["path"][-1], "main", f"{n['name']} not called by main: {n['path']}")
-                self.assertIn("<module>", n["path"])
-                self.assertNotIn("_PyEval_EvalFrameDefault", n["path"])
-        spin = [n for n in nodes if n["name"] == "spin"]
-        under = sum(n["total"] for n in spin if n["path"] and n["path"][-1] in ("alpha", "beta"))
+        # main above both, <module> above main, the eval loop gone from between
+        self.assertMostlyPlaced(
+            nodes, {q("alpha"), q("beta")},
+            lambda path: (callers(version, path)[-1:] == [q("main")] and q("<module>") in path
+                          and "_PyEval_EvalFrameDefault" not in path))
+        spin = [n for n in nodes if n["name"] == q("spin")]
+        under = sum(n["total"] for n in spin
+                    if callers(version, n["path"])[-1:] in ([q("alpha")], [q("beta")]))
         self.assertGreaterEqual(under, 0.9 * sum(n["total"] for n in spin), "spin not under alpha/beta")
         # the process' native entry stays below the Python frames
-        main_nodes = [n for n in nodes if n["name"] == "main" and n["total"]]
+        main_nodes = [n for n in nodes if n["name"] == q("main") and n["total"]]
         self.assertTrue(any("Py_RunMain" in n["path"] or "Py_BytesMain" in n["path"]
                             for n in main_nodes),
                         f"no native caller below main: {[n['path'] for n in main_nodes][:3]}")
@@ -174,8 +361,16 @@ class AgentPythonTest(unittest.TestCase):
         self.assertGreater(m.get(("ember_agent_python_frames_total", frozenset()), 0), 0)
         recognised = m.get(("ember_agent_python_interpreters_total",
                             frozenset({("result", "recognised")})), 0)
-        self.assertGreaterEqual(recognised, 1 + os.path.exists(PYTHON_312))
+        self.assertGreaterEqual(recognised, 1 + os.path.exists(PYTHON_310) +
+                                os.path.exists(PYTHON_312) + os.path.exists(PYTHON_313))
         self.assertIn(("ember_agent_python_code_bytes", frozenset()), m)
+        # each interpreter started here under its version (pyenv's 3.9 is not one)
+        for version, exe in {"3.10": PYTHON_310, "3.11": PYTHON, "3.12": PYTHON_312,
+                             "3.13": PYTHON_313}.items():
+            got = m.get(("ember_agent_python_interpreters_by_version_total",
+                         frozenset({("version", version)})), 0)
+            self.assertGreaterEqual(got, 1 if os.path.exists(exe) else 0, version)
+        self.assertEqual(m.get(("ember_agent_python_code_cache_full_total", frozenset())), 0)
         print("python walks by result:", walks)
 
 

@@ -505,9 +505,10 @@ static __always_inline long py_read(__u64 base, __u16 off, __u64 *out)
     return bpf_probe_read_user(out, sizeof(*out), (void *)(base + off));
 }
 
-/* The sampled thread's PyThreadState, searched by native thread id in the
- * main interpreter's thread list (the thread holding the GIL need not be the
- * one on this CPU). 0 with *result set when there is none. */
+/* The sampled thread's PyThreadState, searched by native thread id (3.10:
+ * by pthread_t, the fs base) in the main interpreter's thread list (the
+ * thread holding the GIL need not be the one on this CPU). 0 with *result
+ * set when there is none. */
 static __always_inline __u64 py_thread_state(const struct agt_py_proc *pp, __u32 tid, __u32 *result)
 {
     __u64 interp, ts;
@@ -516,13 +517,19 @@ static __always_inline __u64 py_thread_state(const struct agt_py_proc *pp, __u32
         *result = AGT_STAT_PY_READ_ERR;
         return 0;
     }
+    __u64 want = tid, mask = 0xffffffffULL;
+    if (pp->off.flags & AGT_PY_F_TID_IS_PTHREAD) {
+        struct task_struct *task = bpf_get_current_task_btf();
+        want = BPF_CORE_READ(task, thread.fsbase);
+        mask = ~0ULL;
+    }
     for (int i = 0; i < AGT_PY_MAX_THREADS && ts; i++) {
         __u64 native;
         if (py_read(ts, pp->off.tstate_native_tid, &native) != 0) {
             *result = AGT_STAT_PY_READ_ERR;
             return 0;
         }
-        if ((__u32)native == tid)
+        if ((native & mask) == want)
             return ts;
         if (py_read(ts, pp->off.tstate_next, &ts) != 0) {
             *result = AGT_STAT_PY_READ_ERR;
@@ -546,6 +553,20 @@ static __always_inline __u64 py_current_frame(const struct agt_py_proc *pp, __u6
 
 #define PY_SHIM_FRAME 1 /* py_frame_word: an eval call's base, not a Python frame */
 
+/* The frame's instruction offset in code units: from the instruction
+ * pointer and the code's first unit (3.11+), or 3.10's int f_lasti, an index
+ * already (read as a word: the int is its low half; -1 before the first). */
+static __always_inline __u64 py_code_units(const struct agt_py_offsets *off, __u64 code,
+                                           __u64 instr)
+{
+    if (off->flags & AGT_PY_F_LASTI_INDEX) {
+        __s32 lasti = (__s32)instr;
+        return lasti > 0 ? (__u64)lasti : 0;
+    }
+    __u64 first = code + off->code_adaptive;
+    return instr >= first ? (instr - first) / 2 : 0;
+}
+
 /* One frame's word (sampler.h); 0 when the frame cannot be read,
  * PY_SHIM_FRAME for the base frame of an eval call (3.12+). */
 static __always_inline __u64 py_frame_word(struct py_walk *w, __u64 frame, __u64 *previous)
@@ -565,12 +586,10 @@ static __always_inline __u64 py_frame_word(struct py_walk *w, __u64 frame, __u64
     if (owner == AGT_PY_OWNED_BY_CSTACK)
         return PY_SHIM_FRAME;
     __u64 word = (code & AGT_PY_FRAME_ADDR_MASK) | AGT_PY_FRAME_TAG;
-    __u64 first = code + w->off.code_adaptive;
-    if (instr >= first) {
-        __u64 units = (instr - first) / 2;
-        word |= (units > AGT_PY_FRAME_OFF_MAX ? AGT_PY_FRAME_OFF_MAX : units)
-                << AGT_PY_FRAME_OFF_SHIFT;
-    }
+    __u64 units = py_code_units(&w->off, code, instr);
+    word |= (units > AGT_PY_FRAME_OFF_MAX ? AGT_PY_FRAME_OFF_MAX : units) << AGT_PY_FRAME_OFF_SHIFT;
+    if (w->off.flags & AGT_PY_F_EACH_FRAME_ENTRY)
+        entry = 1;
     return entry ? word | AGT_PY_FRAME_ENTRY : word;
 }
 

@@ -138,8 +138,17 @@ struct agt_py_offsets {
     __u16 frame_is_entry; /* 3.11: bool is_entry */
     __u16 code_adaptive;  /* PyCodeObject.co_code_adaptive */
     __u16 frame_owner;    /* 3.12+: char owner (AGT_PY_OWNED_BY_CSTACK marks an eval call's base) */
-    __u16 pad[4];
+    __u16 flags;          /* AGT_PY_F_*: how 3.10's older structures differ */
+    __u16 pad[3];
 };
+
+/* 3.10: tstate_native_tid is PyThreadState.thread_id, the pthread_t (on
+ * x86-64 glibc the thread's TCB address, its fs base), not the kernel tid. */
+#define AGT_PY_F_TID_IS_PTHREAD 1
+/* 3.10: every PyFrameObject is run by its own eval call (no inlined calls). */
+#define AGT_PY_F_EACH_FRAME_ENTRY 2
+/* 3.10: frame_prev_instr is int f_lasti, an index in code units. */
+#define AGT_PY_F_LASTI_INDEX 4
 
 /* 3.12+: the shim frame each eval call pushes below the frames it runs. */
 #define AGT_PY_OWNED_BY_CSTACK 3

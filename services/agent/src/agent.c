@@ -55,7 +55,8 @@ typedef struct agt_metrics_s {
     lc_metric_t *unw_objects, *unw_loaded, *unw_full, *unw_procs;
     lc_metric_t *py_walks, *py_frames, *py_no_thread, *py_no_frame, *py_read_err, *py_depth;
     lc_metric_t *py_procs, *py_recognised, *py_unsupported, *py_failed, *py_code_err;
-    lc_metric_t *py_codes, *py_code_bytes;
+    lc_metric_t *py_codes, *py_code_bytes, *py_cache_full, *py_code_replaced;
+    lc_metric_t *py_by_minor[AGT_PY_N_MINORS];
     lc_metric_t *jvm_ok, *jvm_failed;
 } agt_metrics_t;
 
@@ -128,6 +129,17 @@ void agt_opts_default(agt_opts_t *o)
     o->procfs = "/proc";
 }
 
+bool agt_symbolize_parse(const char *s, agt_symbolize_t *out)
+{
+    static const char *const names[] = {"local", "server", "both"};
+    for (size_t i = 0; s && i < LC_ARRAY_LEN(names); i++)
+        if (strcmp(s, names[i]) == 0) {
+            *out = (agt_symbolize_t)i;
+            return true;
+        }
+    return false;
+}
+
 bool agt_ready(const agt_t *a)
 {
     return a && a->sampler && !a->closing;
@@ -158,6 +170,18 @@ static void register_python_metrics(agt_metrics_t *m, lc_metrics_t *reg)
                                 "result=\"unsupported_version\"");
     m->py_failed =
         counter(reg, "ember_agent_python_interpreters_total", procs, "result=\"map_full\"");
+    for (int i = 0; i < AGT_PY_N_MINORS; i++) {
+        char version[32];
+        snprintf(version, sizeof(version), "version=\"3.%d\"", AGT_PY_FIRST_MINOR + i);
+        m->py_by_minor[i] = counter(reg, "ember_agent_python_interpreters_by_version_total",
+                                    "Python interpreters recognised, by version", version);
+    }
+    m->py_code_replaced =
+        counter(reg, "ember_agent_python_code_replaced_total",
+                "Cached code objects found replaced by another at their address (re-read)", "");
+    m->py_cache_full =
+        counter(reg, "ember_agent_python_code_cache_full_total",
+                "Code objects named but not cached: the caches were at their cap", "");
     m->py_code_err = counter(reg, "ember_agent_python_code_read_errors_total",
                              "Code objects that could not be read from the process", "");
     m->py_codes = lc_metrics_gauge(reg, "ember_agent_python_code_objects",
@@ -331,6 +355,11 @@ static void update_python_metrics(agt_t *a)
     add_delta(a->m.py_unsupported, now.unsupported_total, &a->last_py.unsupported_total);
     add_delta(a->m.py_failed, now.failed_total, &a->last_py.failed_total);
     add_delta(a->m.py_code_err, now.code_reads_failed, &a->last_py.code_reads_failed);
+    add_delta(a->m.py_cache_full, now.cache_full_total, &a->last_py.cache_full_total);
+    add_delta(a->m.py_code_replaced, now.code_replaced_total, &a->last_py.code_replaced_total);
+    for (int i = 0; i < AGT_PY_N_MINORS; i++)
+        add_delta(a->m.py_by_minor[i], now.recognised_by_minor[i],
+                  &a->last_py.recognised_by_minor[i]);
     add_delta(a->m.jvm_ok, a->jvm.requests_ok, &a->last_jvm.requests_ok);
     add_delta(a->m.jvm_failed, a->jvm.requests_failed, &a->last_jvm.requests_failed);
 }
@@ -341,9 +370,13 @@ static void on_proc_maps(void *data, agt_proc_t *p)
 {
     agt_t *a = data;
     p->unwind_pending = false;
+    /* Python first: its entry is one small map write, the unwind tables of a
+     * new process' objects can take the job seconds on a busy machine, and
+     * the Python walk needs none of them (its frames go on top of whatever
+     * native stack there is) */
+    agt_python_on_maps(a->python, p);
     if (a->unwind && agt_unwind_set_proc(a->unwind, p) != 0)
         LC_LOG_DEBUG("agent: no unwind entry (map full) pid=%u", p->pid);
-    agt_python_on_maps(a->python, p);
     p->jvm = agt_jvm_maps_jvm(p);
 }
 

@@ -359,20 +359,28 @@ typedef struct agt_python_s agt_python_t;
 
 /* One code object as the profile names it. */
 typedef struct agt_py_code_s {
-    char *name; /* co_qualname */
+    char *name; /* module.co_qualname (agt_python_qualified_name) */
     char *file; /* co_filename */
     int64_t first_line;
     uint8_t *linetable; /* co_linetable bytes (the version's format) */
     size_t linetable_len;
+    uint64_t qualname_at, filename_at; /* the str objects it was read from (python.c) */
 } agt_py_code_t;
 
+/* The CPython minor versions read: 3.10 to 3.13. */
+#define AGT_PY_FIRST_MINOR 10
+#define AGT_PY_N_MINORS 4
+
 typedef struct agt_python_stats_s {
-    uint64_t procs;             /* processes with a BPF entry now */
-    uint64_t recognised_total;  /* interpreters recognised since start */
-    uint64_t unsupported_total; /* interpreters of a version without offsets: skipped */
-    uint64_t failed_total;      /* recognised, but the BPF entry could not be written */
-    uint64_t code_reads_failed; /* code objects that could not be read */
-    uint64_t codes, code_bytes; /* the code object caches now (all processes) */
+    uint64_t procs;                                /* processes with a BPF entry now */
+    uint64_t recognised_total;                     /* interpreters recognised since start */
+    uint64_t recognised_by_minor[AGT_PY_N_MINORS]; /* the same by 3.(FIRST + i) */
+    uint64_t cache_full_total;    /* code objects read but not cached (PY_MAX_CODE_BYTES) */
+    uint64_t code_replaced_total; /* cached code objects found replaced by another at the address */
+    uint64_t unsupported_total;   /* interpreters of a version without offsets: skipped */
+    uint64_t failed_total;        /* recognised, but the BPF entry could not be written */
+    uint64_t code_reads_failed;   /* code objects that could not be read */
+    uint64_t codes, code_bytes;   /* the code object caches now (all processes) */
 } agt_python_stats_t;
 
 agt_python_t *agt_python_new(int py_procs_fd);
@@ -395,6 +403,12 @@ void agt_python_prefetch(agt_python_t *py, agt_proc_t *p, uint64_t addr);
 void agt_python_stats(const agt_python_t *py, agt_python_stats_t *out);
 /* The line of code unit `unit` in a 3.11+ location table (first if none). */
 int64_t agt_python_line(const uint8_t *table, size_t len, int64_t first_line, uint32_t unit);
+/* "module.qualname": the module from the code's file name (base name
+ * without .py; a package's __init__.py: the package; "<frozen X>": X; other
+ * "<...>": none). Allocated. */
+char *agt_python_qualified_name(const char *file, const char *qualname);
+/* The same in a 3.10 line table (PEP 626 format). */
+int64_t agt_python_line_310(const uint8_t *table, size_t len, int64_t first_line, uint32_t unit);
 
 /* ---------------------------------------------------------------- jvm */
 

@@ -7,6 +7,8 @@
  * version comes from `Py_Version` (3.11+, read from the process), else from
  * the object's file name (python3.10, libpython3.10.so). A version without a
  * row in the offsets table below is skipped and counted, never guessed.
+ * 3.13's row takes its numbers from the process: the _Py_DebugOffsets table
+ * the runtime keeps at the start of _PyRuntime.
  *
  * Offsets are facts of each version's structure layout (x86-64), checked
  * against the running interpreter itself (tests/integration/
@@ -16,6 +18,9 @@
  * prev_instr, is_entry}; PyCodeObject {co_firstlineno, co_filename,
  * co_qualname, co_linetable, co_code_adaptive}.
  *
+ * 3.10 (PyFrameObject chain, threads by pthread_t) differs in ways the
+ * BPF walk is told by flags (sampler.h, AGT_PY_F_*).
+ *
  * Naming: the BPF program sends (code object address, instruction offset)
  * per frame, and announces each code object the first time it sees it
  * (AGT_EVENT_PYCODE), so that it is read while the process lives: a
@@ -24,11 +29,14 @@
  * be a code object (its type is PyCode_Type), and cached per process until
  * the cache holds PY_MAX_CODES entries (then it starts over: the memory is
  * capped, a long-lived process only pays the reads again). The line comes
- * from the location table (PEP 657 format, 3.11+).
+ * from the location table (PEP 657 format, 3.11+; 3.10: PEP 626 pairs). The
+ * name is module.co_qualname, the module from co_filename (why: docs/
+ * internals/agent.md).
  *
  * Threading: the agent's job only (one at a time), like procs.c.
  */
 #define _GNU_SOURCE /* process_vm_readv */
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/uio.h>
@@ -39,11 +47,12 @@
 #include "lc/log.h"
 #include "lc/utf8.h"
 
-#define PY_MAX_CODES 8192      /* code objects cached per process */
-#define PY_MAX_STRING 1024     /* bytes of a name or file name */
-#define PY_MAX_LINETABLE 65536 /* bytes of a location table */
-#define PY_UNICODE_HEADER 80   /* bytes read ahead of a str's data */
-#define PY_CODE_HEADER 256     /* bytes read of a code object */
+#define PY_MAX_CODES 8192             /* code objects cached per process */
+#define PY_MAX_CODE_BYTES (64u << 20) /* the caches of all processes together */
+#define PY_MAX_STRING 1024            /* bytes of a name or file name */
+#define PY_MAX_LINETABLE 65536        /* bytes of a location table */
+#define PY_UNICODE_HEADER 80          /* bytes read ahead of a str's data */
+#define PY_CODE_HEADER 256            /* bytes read of a code object */
 
 /* One minor version's layout beyond what the BPF walk needs. */
 typedef struct py_layout_s {
@@ -60,9 +69,43 @@ typedef struct py_layout_s {
     uint16_t str_compact_data; /* compact non-ASCII: data after PyCompactUnicodeObject */
     uint16_t bytes_size;       /* PyVarObject.ob_size */
     uint16_t bytes_data;       /* PyBytesObject.ob_sval */
+    bool from_debug_offsets;   /* 3.13: every offset is read from the process itself */
 } py_layout_t;
 
 static const py_layout_t PY_LAYOUTS[] = {
+    /* 3.10: a PyFrameObject chain (tstate->frame, f_back, f_code, int
+     * f_lasti), one eval call per frame, threads known by pthread_t, no
+     * co_qualname (co_name instead), the PEP 626 line table. */
+    {
+        .minor = 10,
+        .bpf =
+            {
+                .runtime_interp_head = 32,
+                .interp_threads_head = 8, /* tstate_head */
+                .tstate_next = 8,
+                .tstate_native_tid = 176, /* thread_id */
+                .tstate_cframe = AGT_PY_NO_FIELD,
+                .cframe_current_frame = 24, /* tstate->frame */
+                .frame_code = 32,
+                .frame_previous = 24,   /* f_back */
+                .frame_prev_instr = 96, /* f_lasti */
+                .frame_is_entry = AGT_PY_NO_FIELD,
+                .code_adaptive = AGT_PY_NO_FIELD,
+                .frame_owner = AGT_PY_NO_FIELD,
+                .flags = AGT_PY_F_TID_IS_PTHREAD | AGT_PY_F_EACH_FRAME_ENTRY | AGT_PY_F_LASTI_INDEX,
+            },
+        .code_type = 8,
+        .code_first_line = 40,
+        .code_filename = 104,
+        .code_qualname = 112, /* co_name */
+        .code_linetable = 120,
+        .str_length = 16,
+        .str_state = 32,
+        .str_ascii_data = 48,
+        .str_compact_data = 72,
+        .bytes_size = 16,
+        .bytes_data = 32,
+    },
     {
         .minor = 11,
         .bpf =
@@ -121,11 +164,67 @@ static const py_layout_t PY_LAYOUTS[] = {
         .bytes_size = 16,
         .bytes_data = 32,
     },
+    /* 3.13: the runtime states its own layout (_Py_DebugOffsets, below);
+     * only what it does not say is here. */
+    {
+        .minor = 13,
+        .bpf =
+            {
+                .tstate_cframe = AGT_PY_NO_FIELD, /* no _PyCFrame: tstate->current_frame */
+                .frame_is_entry = AGT_PY_NO_FIELD,
+            },
+        .from_debug_offsets = true,
+    },
 };
+
+/* The head of CPython 3.13's _Py_DebugOffsets, the first member of
+ * _PyRuntime (Include/internal/pycore_runtime.h at v3.13.0): every field a
+ * uint64_t, in this order. Only the sections the agent reads are named;
+ * the ones between them are skipped as counts of words. */
+#define PY_DEBUG_COOKIE "xdebugpy"
+typedef struct py_debug_offsets_s {
+    char cookie[8];
+    uint64_t version; /* PY_VERSION_HEX */
+    uint64_t free_threaded;
+    struct {
+        uint64_t size, finalizing, interpreters_head;
+    } runtime;
+    struct {
+        uint64_t size, id, next, threads_head;
+        uint64_t rest[9]; /* gc ... gil_runtime_state_holder */
+    } interp;
+    struct {
+        uint64_t size, prev, next, interp, current_frame, thread_id, native_thread_id;
+        uint64_t rest[2]; /* datastack_chunk, status */
+    } tstate;
+    struct {
+        uint64_t size, previous, executable, instr_ptr, localsplus, owner;
+    } frame;
+    struct {
+        uint64_t size, filename, name, qualname, linetable, firstlineno;
+        uint64_t argcount, localsplusnames, localspluskinds, co_code_adaptive;
+    } code;
+    struct {
+        uint64_t size, ob_type;
+    } object;
+    uint64_t type_tuple_list_dict_float_long[18]; /* sections the agent does not read */
+    struct {
+        uint64_t size, ob_size, ob_sval;
+    } bytes;
+    struct {
+        uint64_t size, state, length, asciiobject_size;
+    } unicode;
+} py_debug_offsets_t;
+
+_Static_assert(offsetof(py_debug_offsets_t, frame) == 224, "3.13 _Py_DebugOffsets layout");
+_Static_assert(offsetof(py_debug_offsets_t, bytes) == 512, "3.13 _Py_DebugOffsets layout");
+_Static_assert(sizeof(py_debug_offsets_t) == 568, "3.13 _Py_DebugOffsets layout");
+
+#define PY_UNICODE_UTF8_FIELDS 16 /* PyCompactUnicodeObject: utf8_length, utf8 (3.12+) */
 
 /* What the agent keeps for one interpreter process. */
 typedef struct agt_py_state_s {
-    const py_layout_t *layout;
+    py_layout_t layout;
     uint64_t eval_lo, eval_hi; /* _PyEval_EvalFrameDefault in the process */
     uint64_t code_type;        /* PyCode_Type in the process (0: unchecked) */
     agt_u64map_t by_addr;      /* code object address -> index + 1 into codes */
@@ -137,7 +236,18 @@ typedef struct agt_py_state_s {
 struct agt_python_s {
     int procs_fd;
     agt_python_stats_t stats;
+    /* the last code object read while the caches were at PY_MAX_CODE_BYTES:
+     * named all the same, valid until the next read */
+    agt_py_code_t uncached;
 };
+
+static void code_free(agt_py_code_t *c)
+{
+    lc_free(c->name);
+    lc_free(c->file);
+    lc_free(c->linetable);
+    memset(c, 0, sizeof(*c));
+}
 
 agt_python_t *agt_python_new(int py_procs_fd)
 {
@@ -148,6 +258,7 @@ agt_python_t *agt_python_new(int py_procs_fd)
 
 void agt_python_free(agt_python_t *py)
 {
+    code_free(&py->uncached);
     lc_free(py);
 }
 
@@ -197,16 +308,21 @@ static int minor_version(const agt_proc_t *p, const agt_map_t *m, uint64_t bias)
 
 static void state_free_codes(agt_py_state_t *s)
 {
-    for (size_t i = 0; i < s->n_codes; i++) {
-        lc_free(s->codes[i].name);
-        lc_free(s->codes[i].file);
-        lc_free(s->codes[i].linetable);
-    }
+    for (size_t i = 0; i < s->n_codes; i++)
+        code_free(&s->codes[i]);
     lc_free(s->codes);
     s->codes = NULL;
     s->n_codes = s->cap_codes = 0;
     s->code_bytes = 0;
     agt_u64map_clear(&s->by_addr);
+}
+
+/* Empties a process' code object cache and takes it out of the totals. */
+static void drop_cache(agt_python_t *py, agt_py_state_t *s)
+{
+    py->stats.codes -= s->n_codes;
+    py->stats.code_bytes -= s->code_bytes;
+    state_free_codes(s);
 }
 
 void agt_python_proc_free(agt_py_state_t *s)
@@ -216,6 +332,63 @@ void agt_python_proc_free(agt_py_state_t *s)
     state_free_codes(s);
     agt_u64map_fini(&s->by_addr);
     lc_free(s);
+}
+
+/* One stated offset, the size of its structure, and where it goes. */
+typedef struct py_stated_s {
+    uint64_t off, struct_size;
+    uint16_t *out;
+} py_stated_t;
+
+/* Copies stated offsets; false when one does not start inside its structure
+ * (a damaged or foreign table) or does not fit the walk's u16. */
+static bool take_stated(const py_stated_t *f, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (f[i].off >= f[i].struct_size || f[i].off >= AGT_PY_NO_FIELD)
+            return false;
+        *f[i].out = (uint16_t)f[i].off;
+    }
+    return true;
+}
+
+/* Fills a 3.13 layout from the _Py_DebugOffsets at the start of _PyRuntime;
+ * false when the table is not there, is not 3.13's, or is implausible. */
+static bool layout_from_debug_offsets(uint32_t pid, uint64_t runtime, py_layout_t *l)
+{
+    py_debug_offsets_t d;
+    if (!read_target(pid, runtime, &d, sizeof(d)) ||
+        memcmp(d.cookie, PY_DEBUG_COOKIE, sizeof(d.cookie)) != 0)
+        return false;
+    if ((d.version >> 16) != 0x030d || d.free_threaded)
+        return false; /* another layout of the table, or of PyObject */
+    struct agt_py_offsets *b = &l->bpf;
+    const py_stated_t fields[] = {
+        {d.runtime.interpreters_head, d.runtime.size, &b->runtime_interp_head},
+        {d.interp.threads_head, d.interp.size, &b->interp_threads_head},
+        {d.tstate.next, d.tstate.size, &b->tstate_next},
+        {d.tstate.native_thread_id, d.tstate.size, &b->tstate_native_tid},
+        {d.tstate.current_frame, d.tstate.size, &b->cframe_current_frame},
+        {d.frame.executable, d.frame.size, &b->frame_code},
+        {d.frame.previous, d.frame.size, &b->frame_previous},
+        {d.frame.instr_ptr, d.frame.size, &b->frame_prev_instr},
+        {d.frame.owner, d.frame.size, &b->frame_owner},
+        {d.code.co_code_adaptive, d.code.size, &b->code_adaptive},
+        {d.object.ob_type, d.object.size, &l->code_type},
+        {d.code.firstlineno, d.code.size, &l->code_first_line},
+        {d.code.filename, d.code.size, &l->code_filename},
+        {d.code.qualname, d.code.size, &l->code_qualname},
+        {d.code.linetable, d.code.size, &l->code_linetable},
+        {d.unicode.length, d.unicode.size, &l->str_length},
+        {d.unicode.state, d.unicode.size, &l->str_state},
+        {d.unicode.asciiobject_size, d.unicode.size + 1, &l->str_ascii_data}, /* a size */
+        {d.bytes.ob_size, d.bytes.size, &l->bytes_size},
+        {d.bytes.ob_sval, d.bytes.size, &l->bytes_data},
+    };
+    if (!take_stated(fields, LC_ARRAY_LEN(fields)))
+        return false;
+    l->str_compact_data = (uint16_t)(l->str_ascii_data + PY_UNICODE_UTF8_FIELDS);
+    return true;
 }
 
 /* Writes the BPF entry of an interpreter of a supported version. */
@@ -230,7 +403,7 @@ static void recognise(agt_python_t *py, agt_proc_t *p, const agt_map_t *m, uint6
         return;
     }
     agt_py_state_t *s = lc_xcalloc(1, sizeof(*s));
-    s->layout = layout;
+    s->layout = *layout;
     agt_u64map_init(&s->by_addr);
     if (m->elf->py.eval) {
         s->eval_lo = m->elf->py.eval + bias;
@@ -239,6 +412,9 @@ static void recognise(agt_python_t *py, agt_proc_t *p, const agt_map_t *m, uint6
     s->code_type = m->elf->py.code_type ? m->elf->py.code_type + bias : 0;
     p->py = s;
     py->stats.recognised_total++;
+    LC_ASSERT(layout->minor >= AGT_PY_FIRST_MINOR &&
+              layout->minor < AGT_PY_FIRST_MINOR + AGT_PY_N_MINORS); /* a row beyond the counters */
+    py->stats.recognised_by_minor[layout->minor - AGT_PY_FIRST_MINOR]++;
     py->stats.procs++;
 }
 
@@ -253,6 +429,12 @@ void agt_python_on_maps(agt_python_t *py, agt_proc_t *p)
             continue;
         int minor = minor_version(p, m, bias);
         const py_layout_t *layout = layout_of(minor);
+        py_layout_t read;
+        if (layout && layout->from_debug_offsets) {
+            read = *layout;
+            layout =
+                layout_from_debug_offsets(p->pid, m->elf->py.runtime + bias, &read) ? &read : NULL;
+        }
         if (!layout) {
             py->stats.unsupported_total++;
             LC_LOG_INFO("agent: Python version without offsets, frames not read pid=%u "
@@ -271,8 +453,7 @@ void agt_python_forget(agt_python_t *py, agt_proc_t *p)
         return;
     (void)bpf_map_delete_elem(py->procs_fd, &p->pid); /* ENOENT after an exec: fine */
     py->stats.procs--;
-    py->stats.codes -= p->py->n_codes;
-    py->stats.code_bytes -= p->py->code_bytes;
+    drop_cache(py, p->py);
     agt_python_proc_free(p->py);
     p->py = NULL;
 }
@@ -344,7 +525,7 @@ static uint8_t *read_bytes_object(uint32_t pid, const py_layout_t *l, uint64_t a
 
 static bool read_code(uint32_t pid, const agt_py_state_t *s, uint64_t addr, agt_py_code_t *out)
 {
-    const py_layout_t *l = s->layout;
+    const py_layout_t *l = &s->layout;
     uint8_t head[PY_CODE_HEADER];
     if (!read_target(pid, addr, head, sizeof(head)))
         return false;
@@ -353,16 +534,59 @@ static bool read_code(uint32_t pid, const agt_py_state_t *s, uint64_t addr, agt_
     int32_t first;
     memcpy(&first, head + l->code_first_line, sizeof(first));
     memset(out, 0, sizeof(*out));
-    out->name = read_str(pid, l, word_at(head, l->code_qualname));
-    if (!out->name)
+    char *qualname = read_str(pid, l, word_at(head, l->code_qualname));
+    if (!qualname)
         return false;
     out->file = read_str(pid, l, word_at(head, l->code_filename));
     if (!out->file)
         out->file = lc_xstrdup("");
+    out->name = agt_python_qualified_name(out->file, qualname);
+    lc_free(qualname);
     out->first_line = first;
+    out->qualname_at = word_at(head, l->code_qualname);
+    out->filename_at = word_at(head, l->code_filename);
     out->linetable =
         read_bytes_object(pid, l, word_at(head, l->code_linetable), &out->linetable_len);
     return true;
+}
+
+/* The module part of a name, from the code's file name: the file's base
+ * name without ".py" (a package's __init__.py: its directory's name), the X
+ * of "<frozen X>"; empty for other <...> pseudo files. Sets *len. */
+static const char *module_of(const char *file, size_t *len)
+{
+    *len = 0;
+    if (strncmp(file, "<frozen ", 8) == 0 && strchr(file, '>')) {
+        *len = (size_t)(strchr(file, '>') - file) - 8;
+        return file + 8;
+    }
+    if (file[0] == '<')
+        return file;
+    const char *end = file + strlen(file);
+    if (end - file >= 3 && strcmp(end - 3, ".py") == 0)
+        end -= 3;
+    const char *base = end;
+    while (base > file && base[-1] != '/')
+        base--;
+    if (strncmp(base, "__init__", (size_t)(end - base)) == 0 && end - base == 8 && base > file) {
+        end = base - 1; /* the package directory */
+        for (base = end; base > file && base[-1] != '/';)
+            base--;
+    }
+    *len = (size_t)(end - base);
+    return base;
+}
+
+char *agt_python_qualified_name(const char *file, const char *qualname)
+{
+    size_t len;
+    const char *module = module_of(file, &len);
+    if (len == 0)
+        return lc_xstrdup(qualname);
+    size_t n = len + 1 + strlen(qualname) + 1;
+    char *out = lc_xmalloc(n);
+    snprintf(out, n, "%.*s.%s", (int)len, module, qualname);
+    return out;
 }
 
 static size_t code_size(const agt_py_code_t *c)
@@ -370,36 +594,68 @@ static size_t code_size(const agt_py_code_t *c)
     return sizeof(*c) + strlen(c->name) + strlen(c->file) + 2 + c->linetable_len;
 }
 
-/* The cached code object at addr, read on a miss. */
-static const agt_py_code_t *code_at(agt_python_t *py, agt_proc_t *p, uint64_t addr)
+/* Whether the code object at addr is still the one cached: a freed code
+ * object's memory goes to the next (a module's code run once at import, then
+ * a function's), and the BPF walk announces an address once. True when the
+ * process cannot be read (gone): its cache is all there is. */
+static bool still_there(uint32_t pid, const agt_py_state_t *s, uint64_t addr,
+                        const agt_py_code_t *c)
+{
+    const py_layout_t *l = &s->layout;
+    uint8_t head[PY_CODE_HEADER];
+    if (!read_target(pid, addr, head, sizeof(head)))
+        return true;
+    return word_at(head, l->code_qualname) == c->qualname_at &&
+           word_at(head, l->code_filename) == c->filename_at &&
+           (!s->code_type || word_at(head, l->code_type) == s->code_type);
+}
+
+/* The cached code object at addr, read on a miss (and, with `check`, when
+ * the object there is no longer the one cached). */
+static const agt_py_code_t *code_at(agt_python_t *py, agt_proc_t *p, uint64_t addr, bool check)
 {
     agt_py_state_t *s = p->py;
     uint64_t *slot = agt_u64map_get(&s->by_addr, addr);
-    if (slot)
+    if (slot && (!check || still_there(p->pid, s, addr, &s->codes[*slot - 1])))
         return &s->codes[*slot - 1];
     agt_py_code_t c;
     if (!read_code(p->pid, s, addr, &c)) {
         py->stats.code_reads_failed++;
         return NULL;
     }
-    if (s->n_codes >= PY_MAX_CODES) { /* the cap: start over */
-        py->stats.codes -= s->n_codes;
-        py->stats.code_bytes -= s->code_bytes;
-        state_free_codes(s);
+    size_t size = code_size(&c);
+    if (slot) { /* stale: the new object takes its place */
+        agt_py_code_t *old = &s->codes[*slot - 1];
+        s->code_bytes -= code_size(old);
+        py->stats.code_bytes -= code_size(old);
+        code_free(old);
+        *old = c;
+        s->code_bytes += size;
+        py->stats.code_bytes += size;
+        py->stats.code_replaced_total++;
+        return old;
+    }
+    if (s->n_codes >= PY_MAX_CODES || py->stats.code_bytes + size > PY_MAX_CODE_BYTES)
+        drop_cache(py, s); /* a cap: this process starts over */
+    if (py->stats.code_bytes + size > PY_MAX_CODE_BYTES) {
+        py->stats.cache_full_total++; /* the others hold it all: named, not kept */
+        code_free(&py->uncached);
+        py->uncached = c;
+        return &py->uncached;
     }
     s->codes = lc_xgrow(s->codes, &s->cap_codes, s->n_codes + 1, sizeof(*s->codes));
     s->codes[s->n_codes++] = c;
     *agt_u64map_put(&s->by_addr, addr, NULL) = s->n_codes;
-    s->code_bytes += code_size(&c);
+    s->code_bytes += size;
     py->stats.codes++;
-    py->stats.code_bytes += code_size(&c);
+    py->stats.code_bytes += size;
     return &s->codes[s->n_codes - 1];
 }
 
 void agt_python_prefetch(agt_python_t *py, agt_proc_t *p, uint64_t addr)
 {
     if (p->py)
-        (void)code_at(py, p, addr);
+        (void)code_at(py, p, addr, false);
 }
 
 const agt_py_code_t *agt_python_code(agt_python_t *py, agt_proc_t *p, uint64_t word, int64_t *line)
@@ -407,11 +663,13 @@ const agt_py_code_t *agt_python_code(agt_python_t *py, agt_proc_t *p, uint64_t w
     *line = 0;
     if (!p->py)
         return NULL;
-    const agt_py_code_t *c = code_at(py, p, word & AGT_PY_FRAME_ADDR_MASK);
+    const agt_py_code_t *c = code_at(py, p, word & AGT_PY_FRAME_ADDR_MASK, true);
     if (!c)
         return NULL;
     uint32_t unit = (uint32_t)((word >> AGT_PY_FRAME_OFF_SHIFT) & AGT_PY_FRAME_OFF_MAX);
-    *line = agt_python_line(c->linetable, c->linetable_len, c->first_line, unit);
+    *line = p->py->layout.minor == 10
+                ? agt_python_line_310(c->linetable, c->linetable_len, c->first_line, unit)
+                : agt_python_line(c->linetable, c->linetable_len, c->first_line, unit);
     return c;
 }
 
@@ -480,6 +738,24 @@ int64_t agt_python_line(const uint8_t *table, size_t len, int64_t first_line, ui
         if (unit < at + units)
             return line;
         at += units;
+    }
+    return first_line;
+}
+
+/* 3.10's table (PEP 626): byte pairs (bytes of code covered, unsigned; line
+ * delta, signed, -128 for "no line"), addresses in bytes (2 per unit). */
+int64_t agt_python_line_310(const uint8_t *table, size_t len, int64_t first_line, uint32_t unit)
+{
+    uint64_t addr = (uint64_t)unit * 2, start = 0;
+    int64_t line = first_line;
+    for (size_t i = 0; i + 1 < len; i += 2) {
+        int8_t delta = (int8_t)table[i + 1];
+        uint64_t end = start + table[i];
+        if (delta != -128)
+            line += delta;
+        if (addr >= start && addr < end)
+            return delta == -128 ? first_line : line;
+        start = end;
     }
     return first_line;
 }

@@ -5,7 +5,9 @@
  * Oracles: a location table and the line of each of its code units as
  * CPython 3.11 itself reports them (code.co_linetable and co_positions() of
  * a function with branches, a multi-line expression and a try block, dumped
- * by /usr/bin/python3.11), and `nm -D` on Debian's python3.11.
+ * by /usr/bin/python3.11), the same for 3.10's older table (co_linetable
+ * and co_lines() of a like function under pyenv's 3.10.13), and `nm -D` on
+ * Debian's python3.11.
  */
 #include <fcntl.h>
 #include <stdio.h>
@@ -34,19 +36,47 @@ static const int LINES[] = {1,  2,  2,  3,  3,  3,  3,  3,  3,  3,  3,  3,  3,  
                             11, 11, 11, 11, 10, 10, 10, 10, 10, 10, 10, 10, 10, 10, -1, 12, 12, 12,
                             12, 12, 12, 12, 12, 12, 13, 13, 13, 13, 12, -1, -1, -1, 14, 14, 14, 14};
 
-static void test_line_table_matches_cpython(void)
+typedef int64_t (*line_reader_t)(const uint8_t *, size_t, int64_t, uint32_t);
+
+/* Every unit's line from `read` against CPython's (-1: no location, any
+ * line of the function will do). */
+static void check_lines(line_reader_t read, const uint8_t *table, size_t len, const int *want,
+                        size_t n)
 {
-    for (uint32_t unit = 0; unit < LC_ARRAY_LEN(LINES); unit++) {
-        if (LINES[unit] < 0)
-            continue; /* no location: any line of the function will do */
-        int64_t line = agt_python_line(LINETABLE, sizeof(LINETABLE), 1, unit);
-        if (line != LINES[unit])
+    for (uint32_t unit = 0; unit < n; unit++) {
+        if (want[unit] < 0)
+            continue;
+        int64_t line = read(table, len, 1, unit);
+        if (line != want[unit])
             fprintf(stderr, "unit %u: line %lld, CPython says %d\n", unit, (long long)line,
-                    LINES[unit]);
-        LC_CHECK(line == LINES[unit]);
+                    want[unit]);
+        LC_CHECK(line == want[unit]);
     }
     /* past the table: the first line, never a made-up one */
-    LC_CHECK(agt_python_line(LINETABLE, sizeof(LINETABLE), 1, 5000) == 1);
+    LC_CHECK(read(table, len, 1, 5000) == 1);
+}
+
+static void test_line_table_matches_cpython(void)
+{
+    check_lines(agt_python_line, LINETABLE, sizeof(LINETABLE), LINES, LC_ARRAY_LEN(LINES));
+}
+
+/* sample.__code__.co_linetable under 3.10 (co_firstlineno 1): a loop, a
+ * branch, a two-line expression, a try block */
+static const uint8_t LINETABLE_310[] = {0x04, 0x01, 0x08, 0x01, 0x0c, 0x01, 0x04, 0x01,
+                                        0x02, 0x01, 0x08, 0xff, 0x02, 0x03, 0x0c, 0x01,
+                                        0x0c, 0x01, 0x04, 0x01, 0x02, 0xff, 0x04, 0x02};
+
+/* the line of each code unit as co_lines() ranges say */
+static const int LINES_310[] = {2, 2, 3, 3, 3, 3, 4, 4,  4,  4,  4,  4,  5,  5,  6,  5,  5,  5, 5,
+                                8, 9, 9, 9, 9, 9, 9, 10, 10, 10, 10, 10, 10, 11, 11, 10, 12, 12};
+
+static void test_line_table_310_matches_cpython(void)
+{
+    check_lines(agt_python_line_310, LINETABLE_310, sizeof(LINETABLE_310), LINES_310,
+                LC_ARRAY_LEN(LINES_310));
+    LC_CHECK(agt_python_line_310(LINETABLE_310, 3, 7, 40) == 7); /* odd length: last byte unused */
+    LC_CHECK(agt_python_line_310(NULL, 0, 7, 0) == 7);
 }
 
 static void test_line_table_bad_input_stays_in_bounds(void)
@@ -58,6 +88,28 @@ static void test_line_table_bad_input_stays_in_bounds(void)
     LC_CHECK(agt_python_line(NULL, 0, 7, 0) == 7);
     static const uint8_t endless[] = {0xf0, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
     LC_CHECK(agt_python_line(endless, sizeof(endless), 7, 0) == 7);
+}
+
+static void check_name(const char *file, const char *qualname, const char *want)
+{
+    char *got = agt_python_qualified_name(file, qualname);
+    if (strcmp(got, want) != 0)
+        fprintf(stderr, "%s %s: %s, want %s\n", file, qualname, got, want);
+    LC_CHECK(strcmp(got, want) == 0);
+    lc_free(got);
+}
+
+/* Oracle: the __name__ CPython gives each file's module (json/__init__.py
+ * is "json", a frozen module's is what its pseudo file name says). */
+static void test_qualified_names(void)
+{
+    check_name("/srv/app/py_split.py", "Outer.Inner.crunch", "py_split.Outer.Inner.crunch");
+    check_name("/usr/lib/python3.11/json/__init__.py", "loads", "json.loads");
+    check_name("<frozen importlib._bootstrap>", "_find_and_load",
+               "importlib._bootstrap._find_and_load");
+    check_name("<string>", "<module>", "<module>"); /* exec'd text: no module to tell */
+    check_name("", "f", "f");
+    check_name("/__init__.py", "f", "f"); /* a package without a name */
 }
 
 /* The value of `name` in `nm -D` output for path, or 0. */
@@ -108,5 +160,6 @@ static void test_other_objects_are_no_interpreter(void)
     agt_elf_fini(&e);
 }
 
-LC_TEST_MAIN(test_line_table_matches_cpython, test_line_table_bad_input_stays_in_bounds,
+LC_TEST_MAIN(test_line_table_matches_cpython, test_line_table_310_matches_cpython,
+             test_line_table_bad_input_stays_in_bounds, test_qualified_names,
              test_interpreter_landmarks_in_its_elf, test_other_objects_are_no_interpreter)
