@@ -53,7 +53,7 @@ qry_adhoc_t *qry_adhoc_new(bool multitenancy)
     return a;
 }
 
-static void entry_free(adhoc_entry_t *e)
+static void adhoc_entry_free(adhoc_entry_t *e)
 {
     lc_free(e->tenant);
     lc_free(e->name);
@@ -65,7 +65,7 @@ void qry_adhoc_free(qry_adhoc_t *a)
     if (!a)
         return;
     for (size_t i = 0; i < a->n; i++)
-        entry_free(&a->entries[i]);
+        adhoc_entry_free(&a->entries[i]);
     lc_free(a->entries);
     uv_mutex_destroy(&a->mu);
     lc_free(a);
@@ -74,7 +74,7 @@ void qry_adhoc_free(qry_adhoc_t *a)
 static void remove_at(qry_adhoc_t *a, size_t i)
 {
     a->total_bytes -= a->entries[i].len;
-    entry_free(&a->entries[i]);
+    adhoc_entry_free(&a->entries[i]);
     memmove(&a->entries[i], &a->entries[i + 1], (a->n - i - 1) * sizeof(*a->entries));
     a->n--;
 }
@@ -97,7 +97,7 @@ static void tenant_usage(const qry_adhoc_t *a, const char *tenant, size_t *count
 
 /* Makes room for len more bytes of tenant's: its oldest go first, then
  * anyone's oldest for the process bound. Called with the mutex held. */
-static void make_room(qry_adhoc_t *a, const char *tenant, size_t len)
+static void adhoc_make_room(qry_adhoc_t *a, const char *tenant, size_t len)
 {
     for (;;) {
         size_t count, bytes, oldest;
@@ -113,7 +113,7 @@ static void make_room(qry_adhoc_t *a, const char *tenant, size_t len)
 static void store_add(qry_adhoc_t *a, const adhoc_entry_t *e)
 {
     uv_mutex_lock(&a->mu);
-    make_room(a, e->tenant, e->len);
+    adhoc_make_room(a, e->tenant, e->len);
     if (a->n == a->cap) {
         a->cap = a->cap ? 2 * a->cap : 16;
         a->entries = lc_xrealloc(a->entries, a->cap * sizeof(*a->entries));
@@ -313,7 +313,7 @@ static int adhoc_upload(lc_http_req_t *req, const ProtobufCMessage *in, Protobuf
                        .len = (size_t)len};
     uint8_t rnd[LC_INGEST_ID_BYTES];
     if (lc_ingest_id_new(rnd)) {
-        entry_free(&e);
+        adhoc_entry_free(&e);
         return lc_status_set(st, LC_CODE_INTERNAL, "no random id for the ad-hoc profile");
     }
     lc_uuid_format(rnd, e.id);
