@@ -14,7 +14,9 @@ Then a Go program (tests/integration/grpcclient: connect-go v1.19.2 and
 Pyroscope's published API module github.com/grafana/pyroscope/api v1.6.0,
 from the Go module proxy, pinned by go.sum) calls Push and every
 querier.v1.QuerierService RPC with each protocol (Connect, gRPC, gRPC-Web)
-over HTTP/1.1 and h2c, checking every answer against the profile it pushed.
+over HTTP/1.1 and h2c, checking every answer against the profile it pushed;
+then status.v1.StatusService (build info; the configuration as YAML, parsed,
+holding the settings ember was started with) and capabilities.v1.
 Without a Go toolchain or the module proxy that part skips.
 """
 import base64
@@ -304,8 +306,10 @@ class GoConnectClientTest(h.ServerTestCase):
 
     def test_every_rpc_every_protocol(self):
         binary = self.build()
-        r = subprocess.run([binary, "-url", f"http://127.0.0.1:{self.srv.port}"], capture_output=True,
-                           text=True, timeout=600)
+        # settings ember was started with, not its defaults: status.v1's config must show them
+        started = f"http.address=127.0.0.1:{self.srv.port},data.dir={self.srv.data_dir}"
+        r = subprocess.run([binary, "-url", f"http://127.0.0.1:{self.srv.port}", "-flags", started],
+                           capture_output=True, text=True, timeout=600)
         self.assertEqual(r.returncode, 0, f"{r.stdout[-4000:]}\n{r.stderr[-2000:]}\n{self.srv.log_tail()}")
         self.assertIn("0 failed", r.stdout)
 

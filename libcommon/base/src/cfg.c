@@ -1071,3 +1071,40 @@ void lc_cfg_log(const lc_cfg_entry_t *table, size_t n, const void *cfg)
         LC_LOG_INFO("%s", (const char *)b.data);
     lc_buf_fini(&b);
 }
+
+/* A YAML double-quoted scalar: \" \\ and control bytes escaped, the rest as is
+ * (UTF-8 passes through). */
+static int yaml_append_quoted(lc_buf_t *b, const char *v)
+{
+    int rc = lc_buf_putc(b, '"');
+    for (const unsigned char *p = (const unsigned char *)v; *p && rc == 0; p++) {
+        if (*p == '"' || *p == '\\')
+            rc = lc_buf_printf(b, "\\%c", *p);
+        else if (*p < ' ' || *p == 0x7f)
+            rc = lc_buf_printf(b, "\\x%02x", *p);
+        else
+            rc = lc_buf_putc(b, (char)*p);
+    }
+    return rc == 0 ? lc_buf_putc(b, '"') : rc;
+}
+
+int lc_cfg_yaml(const lc_cfg_entry_t *table, size_t n, const void *cfg, const void *base,
+                lc_buf_t *out)
+{
+    int rc = 0;
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        const lc_cfg_entry_t *e = &table[i];
+        char buf[32], base_buf[32];
+        const char *v = format_value(e, cfg, buf, sizeof(buf));
+        if (base && strcmp(v, format_value(e, base, base_buf, sizeof(base_buf))) == 0)
+            continue;
+        if (is_secret(e->name) && *v)
+            v = "<redacted>";
+        rc = lc_buf_printf(out, "%s: ", e->name);
+        if (rc == 0)
+            rc = e->type == LC_CFG_STRING ? yaml_append_quoted(out, v) : lc_buf_puts(out, v);
+        if (rc == 0)
+            rc = lc_buf_putc(out, '\n');
+    }
+    return rc;
+}

@@ -126,6 +126,11 @@ typedef struct ember_settings_s {
     int64_t claim_idle_ns;
     int64_t publish_retry_ns;
     int64_t wait_replicas; /* WAIT for this many Redis replicas before acknowledging */
+    /* Not settings: the configuration as YAML (lc_cfg_yaml), written by ember_main
+     * before the nodes start, for status.v1.StatusService. Never NULL while nodes run. */
+    char *config_yaml;         /* the effective configuration */
+    char *config_diff_yaml;    /* what differs from the defaults */
+    char *config_default_yaml; /* the defaults */
 } ember_settings_t;
 
 typedef struct ember_binary_s {

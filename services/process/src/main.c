@@ -115,6 +115,43 @@ static int load_settings(const ember_binary_t *b, const lc_cfg_entry_t *table, s
     return 0;
 }
 
+/* A heap string of cfg as YAML (only what differs from base, when given). */
+static char *config_yaml(const lc_cfg_entry_t *table, size_t n, const void *cfg, const void *base)
+{
+    lc_buf_t b;
+    lc_buf_init(&b, LC_BUF_UNLIMITED);
+    /* unlimited: fails only out of memory, where lc_x* abort too */
+    int rc = lc_cfg_yaml(table, n, cfg, base, &b);
+    if (rc == 0)
+        rc = lc_buf_putc(&b, '\0');
+    LC_ASSERT(rc == 0);
+    char *text = lc_xstrdup((const char *)b.data);
+    lc_buf_fini(&b);
+    return text;
+}
+
+/* The three YAML views status.v1 serves: the effective settings, what differs
+ * from the defaults, the defaults. Computed once: settings never change. */
+static void describe_config(const lc_cfg_entry_t *table, size_t n, ember_settings_t *s)
+{
+    ember_settings_t defaults = {.bin = s->bin};
+    lc_status_t st = {0};
+    /* they loaded once already, under everything the user set */
+    int rc = lc_cfg_defaults(table, n, &defaults, &st);
+    LC_ASSERT(rc == 0);
+    s->config_yaml = config_yaml(table, n, s, NULL);
+    s->config_diff_yaml = config_yaml(table, n, s, &defaults);
+    s->config_default_yaml = config_yaml(table, n, &defaults, NULL);
+    lc_cfg_free(table, n, &defaults);
+}
+
+static void free_config_yaml(ember_settings_t *s)
+{
+    lc_free(s->config_yaml);
+    lc_free(s->config_diff_yaml);
+    lc_free(s->config_default_yaml);
+}
+
 int ember_main(const ember_binary_t *b, int argc, char **argv)
 {
     lc_cfg_entry_t table[MAX_ENTRIES];
@@ -122,6 +159,7 @@ int ember_main(const ember_binary_t *b, int argc, char **argv)
     ember_settings_t s = {.bin = b->bin};
     int rc = load_settings(b, table, n, &s, argc, argv);
     if (rc == 0) {
+        describe_config(table, n, &s);
         lc_proc_opts_t po = {
             .name = b->name,
             .http_address = s.http_address,
@@ -137,6 +175,7 @@ int ember_main(const ember_binary_t *b, int argc, char **argv)
     } else {
         rc = rc > 0 ? 0 : 2;
     }
+    free_config_yaml(&s);
     lc_cfg_free(table, n, &s);
     return rc;
 }

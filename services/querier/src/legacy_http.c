@@ -254,14 +254,7 @@ static void fill_flamegraph(qry_flamebearer_t *fb, const Querier__V1__FlameGraph
 {
     fb->sample_type = q->parts[1];
     fb->sample_unit = q->parts[2];
-    if (!fg)
-        return;
-    fb->names = fg->names;
-    fb->n_names = fg->n_names;
-    fb->levels = fg->levels;
-    fb->n_levels = fg->n_levels;
-    fb->total = fg->total;
-    fb->max_self = fg->max_self;
+    qry_flamebearer_set_graph(fb, fg);
 }
 
 /* The flame graph of the render (SelectMergeStacktraces, format flame graph). */
@@ -544,27 +537,30 @@ static lc_http_result_t label_values_work(lc_http_req_t *req, void *data)
 
 /* ----------------------------------------------------------- registration */
 
-int qry_legacy_register(const qry_rpcs_t *rpcs, lc_httpd_t *srv)
+int qry_register_gets(lc_httpd_t *srv, const qry_get_route_t *routes, size_t n, bool offload)
 {
-    static const struct {
-        const char *path;
-        lc_http_handler_cb work;
-    } routes[] = {
-        {"/pyroscope/render", render_work},
-        {"/pyroscope/render-diff", render_diff_work},
-        {"/pyroscope/label-values", label_values_work},
-    };
     int rc = 0;
-    for (size_t i = 0; i < LC_ARRAY_LEN(routes) && rc == 0; i++) {
+    for (size_t i = 0; i < n && rc == 0; i++) {
         lc_http_route_t route = {
             .path = routes[i].path,
             .methods = "GET",
             .scope = LC_HTTP_SCOPE_READ,
             .work = routes[i].work,
-            .offload = true, /* merging and LMDB reads: the thread pool */
-            .data = (void *)rpcs,
+            .offload = offload,
+            .data = routes[i].data,
         };
         rc = lc_httpd_route(srv, &route);
     }
     return rc;
+}
+
+int qry_legacy_register(const qry_rpcs_t *rpcs, lc_httpd_t *srv)
+{
+    const qry_get_route_t routes[] = {
+        {"/pyroscope/render", render_work, (void *)rpcs},
+        {"/pyroscope/render-diff", render_diff_work, (void *)rpcs},
+        {"/pyroscope/label-values", label_values_work, (void *)rpcs},
+    };
+    /* merging and LMDB reads: the thread pool */
+    return qry_register_gets(srv, routes, LC_ARRAY_LEN(routes), true);
 }

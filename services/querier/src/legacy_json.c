@@ -349,6 +349,18 @@ static void jw_groups(jw_t *w, qry_group_t *groups, size_t n)
     jw_raw(w, "}");
 }
 
+void qry_flamebearer_set_graph(qry_flamebearer_t *fb, const Querier__V1__FlameGraph *fg)
+{
+    if (!fg)
+        return;
+    fb->names = fg->names;
+    fb->n_names = fg->n_names;
+    fb->levels = fg->levels;
+    fb->n_levels = fg->n_levels;
+    fb->total = fg->total;
+    fb->max_self = fg->max_self;
+}
+
 int qry_flamebearer_json(const qry_flamebearer_t *fb, lc_buf_t *out)
 {
     jw_t w = {.out = out};

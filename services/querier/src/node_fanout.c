@@ -205,7 +205,10 @@ static int fanout_node_start(lc_proc_t *p, const void *settings, void **state)
     int rc = qry_fanout_new(&p->loop, &fo, p->httpd, p->metrics, &q->fanout);
     qry_extra_opts_t xo = {.multitenancy = q->s->multitenancy,
                            .settings_redis_url = q->s->redis_url,
-                           .redis_timeout_ms = REDIS_CMD_TIMEOUT_MS};
+                           .redis_timeout_ms = REDIS_CMD_TIMEOUT_MS,
+                           .config_yaml = q->s->config_yaml,
+                           .config_diff_yaml = q->s->config_diff_yaml,
+                           .config_default_yaml = q->s->config_default_yaml};
     if (!rc)
         rc = qry_extra_new(&p->loop, &xo, p->httpd, &q->extra);
     if (!rc)

@@ -469,6 +469,16 @@ int qry_wrap_pprof_response(lc_buf_t *buf) LC_MUST_CHECK;
  * rpcs is borrowed: it must live as long as srv's routes. */
 int qry_legacy_register(const qry_rpcs_t *rpcs, lc_httpd_t *srv) LC_MUST_CHECK;
 
+/* A plain GET route of read scope; qry_register_gets registers n of them
+ * (offloaded to the thread pool when offload) and stops at the first error. */
+typedef struct qry_get_route_s {
+    const char *path;
+    lc_http_handler_cb work;
+    void *data;
+} qry_get_route_t;
+int qry_register_gets(lc_httpd_t *srv, const qry_get_route_t *routes, size_t n,
+                      bool offload) LC_MUST_CHECK;
+
 /* A flamebearer timeline: samples from start_sec, one per step_sec. */
 typedef struct qry_timeline_s {
     int64_t start_sec, step_sec;
@@ -508,6 +518,8 @@ double qry_calc_point_interval(int64_t from_ms, int64_t until_ms);
  * distance from the previous one, zeros elsewhere. LC_ETOOBIG past the cap. */
 int qry_timeline_build(const Types__V1__Series *s, int64_t start_ms, int64_t end_ms,
                        int64_t step_sec, lc_arena_t *a, qry_timeline_t *out) LC_MUST_CHECK;
+/* Points fb's names, levels, total and max_self at fg's (NULL: left as is). */
+void qry_flamebearer_set_graph(qry_flamebearer_t *fb, const Querier__V1__FlameGraph *fg);
 /* The FlamebearerProfile JSON (with json.Encoder's trailing newline). */
 int qry_flamebearer_json(const qry_flamebearer_t *fb, lc_buf_t *out) LC_MUST_CHECK;
 /* A JSON array of strings ("null" when empty, as a nil Go slice). */

@@ -1,18 +1,20 @@
 /*
  * services_extra.c — opens what the extra services need (the settings store:
- * LMDB, Redis or none) and registers settings.v1, version.v1 and
- * capabilities.v1 as Connect unary routes (run on the thread pool by
+ * LMDB, Redis or none) and registers settings.v1, version.v1,
+ * capabilities.v1 and status.v1 as Connect unary routes (run on the thread pool by
  * qry_route_register, which checks the tenant before it reads the request,
  * as the querier's routes do).
  */
 #include <stdio.h>
 #include <string.h>
 
+#include "adhoc.h"
 #include "capabilities/v1/featureflags.pb-c.h"
 #include "lc/log.h"
 #include "querier_int.h"
 #include "services_extra.h"
 #include "settings/v1/setting.pb-c.h"
+#include "status/v1/status.pb-c.h"
 #include "version/v1/version.pb-c.h"
 
 #define SETTINGS_SUBDIR "settings"
@@ -37,6 +39,14 @@ static const extra_method_t methods[] = {
     {"/capabilities.v1.FeatureFlagsService/GetFeatureFlags",
      &capabilities__v1__get_feature_flags_request__descriptor, qry_feature_flags, true,
      LC_HTTP_SCOPE_READ},
+    {"/status.v1.StatusService/GetBuildInfo", &status__v1__get_build_info_request__descriptor,
+     qry_status_build_info, true, LC_HTTP_SCOPE_READ},
+    {"/status.v1.StatusService/GetConfig", &status__v1__get_config_request__descriptor,
+     qry_status_config, true, LC_HTTP_SCOPE_READ},
+    {"/status.v1.StatusService/GetDiffConfig", &status__v1__get_config_request__descriptor,
+     qry_status_diff_config, true, LC_HTTP_SCOPE_READ},
+    {"/status.v1.StatusService/GetDefaultConfig", &status__v1__get_config_request__descriptor,
+     qry_status_default_config, true, LC_HTTP_SCOPE_READ},
 };
 
 static int open_settings(qry_extra_t *x, const qry_extra_opts_t *opts)
@@ -67,6 +77,9 @@ int qry_extra_new(uv_loop_t *loop, const qry_extra_opts_t *opts, lc_httpd_t *srv
     LC_UNUSED(loop);
     qry_extra_t *x = lc_xcalloc(1, sizeof(*x));
     x->multitenancy = opts->multitenancy;
+    x->config_yaml = opts->config_yaml;
+    x->config_diff_yaml = opts->config_diff_yaml;
+    x->config_default_yaml = opts->config_default_yaml;
     int rc = open_settings(x, opts);
     x->routes = lc_xcalloc(LC_ARRAY_LEN(methods), sizeof(*x->routes));
     for (size_t i = 0; i < LC_ARRAY_LEN(methods) && rc == 0; i++) {
@@ -79,8 +92,14 @@ int qry_extra_new(uv_loop_t *loop, const qry_extra_opts_t *opts, lc_httpd_t *srv
         };
         rc = qry_route_register(srv, methods[i].path, methods[i].scope, &x->routes[i]);
     }
+    if (rc == 0)
+        rc = qry_status_register_http(x, srv);
+    if (rc == 0) {
+        x->adhoc = qry_adhoc_new(x->multitenancy);
+        rc = qry_adhoc_register(x->adhoc, srv);
+    }
     if (rc) { /* start-up fails: routes registered so far are never served */
-        LC_LOG_ERROR("cannot start the settings/version/capabilities services err=\"%s\"",
+        LC_LOG_ERROR("cannot start the settings/version/capabilities/status services err=\"%s\"",
                      lc_strerror(rc));
         qry_extra_free(x);
         return rc;
@@ -95,6 +114,7 @@ void qry_extra_free(qry_extra_t *x)
         return;
     if (x->owns_settings)
         lc_settings_store_free(x->settings);
+    qry_adhoc_free(x->adhoc);
     lc_free(x->routes);
     lc_free(x);
 }

@@ -1,7 +1,9 @@
 /*
  * services_extra.h — the small Connect services served next to the querier:
  * settings.v1.SettingsService (per-tenant settings, persisted),
- * version.v1.Version and capabilities.v1.FeatureFlagsService.
+ * version.v1.Version, capabilities.v1.FeatureFlagsService and
+ * status.v1.StatusService (build info, configuration as YAML) and
+ * adhocprofiles.v1.AdHocProfileService (adhoc.h).
  *
  * qry_extra_new registers all of them on the HTTP server; their handlers run
  * on the thread pool like the querier's. Settings live in LMDB under the data
@@ -27,6 +29,8 @@ typedef struct qry_extra_opts_s {
     const char *settings_redis_url;      /* in this Redis (wins over data_dir), or */
     lc_settings_store_t *settings_store; /* in this store (borrowed; wins over both) */
     uint32_t redis_timeout_ms;           /* per Redis command; 0: the store's default */
+    /* status.v1's YAML views (borrowed, must outlive the object); NULL: empty */
+    const char *config_yaml, *config_diff_yaml, *config_default_yaml;
 } qry_extra_opts_t;
 
 typedef struct qry_extra_s qry_extra_t;
@@ -44,6 +48,8 @@ struct qry_extra_s {
     lc_settings_store_t *settings; /* NULL: no settings store configured */
     bool owns_settings;
     struct qry_route_s *routes; /* one per method, tenant checked first */
+    const char *config_yaml, *config_diff_yaml, *config_default_yaml; /* borrowed */
+    struct qry_adhoc_s *adhoc; /* adhocprofiles.v1 (adhoc.h) */
 };
 
 /* The value Version reports; Pyroscope's current querier API version. */
@@ -57,6 +63,17 @@ int qry_settings_delete(lc_http_req_t *req, const ProtobufCMessage *in, Protobuf
                         lc_status_t *st, void *data);
 int qry_version(lc_http_req_t *req, const ProtobufCMessage *in, ProtobufCMessage **out,
                 lc_status_t *st, void *data);
+int qry_status_build_info(lc_http_req_t *req, const ProtobufCMessage *in, ProtobufCMessage **out,
+                          lc_status_t *st, void *data);
+int qry_status_config(lc_http_req_t *req, const ProtobufCMessage *in, ProtobufCMessage **out,
+                      lc_status_t *st, void *data);
+int qry_status_diff_config(lc_http_req_t *req, const ProtobufCMessage *in, ProtobufCMessage **out,
+                           lc_status_t *st, void *data);
+int qry_status_default_config(lc_http_req_t *req, const ProtobufCMessage *in,
+                              ProtobufCMessage **out, lc_status_t *st, void *data);
+/* GET /api/v1/status/buildinfo and /api/v1/status/config{,/diff,/default}, as
+ * Pyroscope's gRPC gateway serves them. */
+int qry_status_register_http(qry_extra_t *x, lc_httpd_t *srv) LC_MUST_CHECK;
 int qry_feature_flags(lc_http_req_t *req, const ProtobufCMessage *in, ProtobufCMessage **out,
                       lc_status_t *st, void *data);
 

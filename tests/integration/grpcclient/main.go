@@ -9,13 +9,15 @@
 // the totals of the stacks, the labels, the span's share; then, with three
 // profiles of known ids, values and times (exemplars.go), SelectSeries'
 // exemplars (INDIVIDUAL and SPAN), SelectHeatmap and profile_id_selector;
-// and an async SelectMergeStacktraces submitted and polled (async.go).
+// and an async SelectMergeStacktraces submitted and polled (async.go);
+// then status.v1.StatusService and capabilities.v1 (status.go) and
+// adhocprofiles.v1 (adhoc.go).
 // Parca's ShareService, a path ember has no route for, must fail with
 // UNIMPLEMENTED. Each response's
 // HTTP version is checked too, so a transport that quietly fell back to
 // another is a failure.
 //
-// Usage: grpcclient -url http://127.0.0.1:PORT
+// Usage: grpcclient -url http://127.0.0.1:PORT [-flags name=value,...]
 // Prints one line per failed check; exit 0 when every check passed.
 package main
 
@@ -35,11 +37,14 @@ import (
 	"time"
 
 	"connectrpc.com/connect"
+	"github.com/grafana/pyroscope/api/gen/proto/go/adhocprofiles/v1/adhocprofilesv1connect"
+	"github.com/grafana/pyroscope/api/gen/proto/go/capabilities/v1/capabilitiesv1connect"
 	profilev1 "github.com/grafana/pyroscope/api/gen/proto/go/google/v1"
 	pushv1 "github.com/grafana/pyroscope/api/gen/proto/go/push/v1"
 	"github.com/grafana/pyroscope/api/gen/proto/go/push/v1/pushv1connect"
 	querierv1 "github.com/grafana/pyroscope/api/gen/proto/go/querier/v1"
 	"github.com/grafana/pyroscope/api/gen/proto/go/querier/v1/querierv1connect"
+	"github.com/grafana/pyroscope/api/gen/proto/go/status/v1/statusv1connect"
 	typesv1 "github.com/grafana/pyroscope/api/gen/proto/go/types/v1"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/emptypb"
@@ -256,14 +261,19 @@ func sameMap(a, b map[string]int64) bool {
 // ------------------------------------------------------------------ calls
 
 type run struct {
-	c       *checker
-	where   string
-	service string
-	start   int64 // ms
-	end     int64
-	push    pushv1connect.PusherServiceClient
-	querier querierv1connect.QuerierServiceClient
-	unknown *connect.Client[emptypb.Empty, emptypb.Empty]
+	c            *checker
+	where        string
+	service      string
+	start        int64 // ms
+	end          int64
+	push         pushv1connect.PusherServiceClient
+	querier      querierv1connect.QuerierServiceClient
+	unknown      *connect.Client[emptypb.Empty, emptypb.Empty]
+	base         string
+	http         *http.Client
+	status       statusv1connect.StatusServiceClient
+	capabilities capabilitiesv1connect.FeatureFlagsServiceClient
+	adhoc        adhocprofilesv1connect.AdHocProfileServiceClient
 }
 
 func (r *run) selector() string { return fmt.Sprintf(`{service_name=%q}`, r.service) }
@@ -413,6 +423,11 @@ func newRun(c *checker, base string, p protocol, h2c bool, start, end int64) (*r
 		querier: querierv1connect.NewQuerierServiceClient(client, base, p.opts...),
 		unknown: connect.NewClient[emptypb.Empty, emptypb.Empty](client,
 			base+"/parca.share.v1alpha1.ShareService/Upload", p.opts...),
+		base:         base,
+		http:         client,
+		status:       statusv1connect.NewStatusServiceClient(client, base, p.opts...),
+		capabilities: capabilitiesv1connect.NewFeatureFlagsServiceClient(client, base, p.opts...),
+		adhoc:        adhocprofilesv1connect.NewAdHocProfileServiceClient(client, base, p.opts...),
 	}
 	rec.where = where
 	return r, rec
@@ -420,7 +435,9 @@ func newRun(c *checker, base string, p protocol, h2c bool, start, end int64) (*r
 
 func main() {
 	base := flag.String("url", "", "ember's base URL, http://host:port")
+	flags := flag.String("flags", "", "settings ember was started with: name=value,...")
 	flag.Parse()
+	parseStartFlags(*flags)
 	if *base == "" {
 		fmt.Fprintln(os.Stderr, "usage: grpcclient -url http://127.0.0.1:PORT")
 		os.Exit(2)
@@ -439,6 +456,11 @@ func main() {
 			r.exemplars(ctx)
 			r.async(ctx)
 			r.unimplemented(ctx)
+			r.statusService(ctx)
+			r.adhocProfiles(ctx)
+			if p.name == protocols[len(protocols)-1].name && h2c {
+				r.adhocBounds(ctx) // last: it evicts the other runs' uploads
+			}
 			cancel()
 			want := "HTTP/1.1"
 			if h2c {

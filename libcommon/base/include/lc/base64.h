@@ -32,5 +32,9 @@ static inline int lc_base64_digit(int c, bool url_too)
 
 /* Appends the padded standard base64 of in to out. */
 int lc_base64_encode(const uint8_t *in, size_t len, lc_buf_t *out) LC_MUST_CHECK;
+/* Decodes padded standard base64 (len a multiple of 4, '=' only as the last
+ * one or two characters; no whitespace) into out, which holds len / 4 * 3
+ * bytes. Returns the decoded length, or -1 when in is not that. */
+ptrdiff_t lc_base64_decode_padded(const char *in, size_t len, uint8_t *out);
 
 #endif

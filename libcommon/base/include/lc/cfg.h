@@ -21,6 +21,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "lc/alloc.h"
 #include "lc/err.h"
 
 typedef enum {
@@ -49,6 +50,13 @@ void lc_cfg_help(const lc_cfg_entry_t *table, size_t n, const char *usage, FILE 
 /* Logs the effective configuration in one line. */
 void lc_cfg_log(const lc_cfg_entry_t *table, size_t n, const void *cfg);
 void lc_cfg_free(const lc_cfg_entry_t *table, size_t n, void *cfg);
+/* Writes cfg as YAML into out: one flat key per entry ("http.address: \"x\""), the
+ * form --config.file reads back; strings double-quoted, numbers and durations as
+ * --help shows them. With base non-NULL only the entries whose value differs from
+ * base's. Secrets (password/secret/token in the name) are written "<redacted>".
+ * Returns 0 or LC_ETOOBIG (out's cap). */
+int lc_cfg_yaml(const lc_cfg_entry_t *table, size_t n, const void *cfg, const void *base,
+                lc_buf_t *out) LC_MUST_CHECK;
 
 /* Sets every field to its default, treating cfg as uninitialised. Returns 0 or -1. */
 int lc_cfg_defaults(const lc_cfg_entry_t *table, size_t n, void *cfg,

@@ -5,6 +5,7 @@
  */
 #include <stddef.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "lc/cfg.h"
@@ -656,7 +657,47 @@ static void test_log_line(void)
     lc_cfg_free(table, N_TABLE, &cfg);
 }
 
+/* The YAML view (status.v1's config): exact text, the diff against the defaults,
+ * secrets redacted, and what it says read back by the loader gives the same values. */
+static void test_yaml_view(void)
+{
+    clear_env();
+    test_cfg_t cfg, defaults, back;
+    lc_status_t st;
+    LC_ASSERT_OK(load_args(&cfg, &st,
+                           (char *[]){"--data.dir=/a \"b\"\\c\td", "--debug", "--retention=36h",
+                                      "--auth.token=s3cret", NULL}));
+    LC_ASSERT_OK(lc_cfg_defaults(table, N_TABLE, &defaults, &st));
+    lc_buf_t full, diff;
+    lc_buf_init(&full, LC_BUF_UNLIMITED);
+    lc_buf_init(&diff, LC_BUF_UNLIMITED);
+    LC_ASSERT_OK(lc_cfg_yaml(table, N_TABLE, &cfg, NULL, &full));
+    LC_ASSERT_OK(lc_cfg_yaml(table, N_TABLE, &cfg, &defaults, &diff));
+    const char *want_diff = "data.dir: \"/a \\\"b\\\"\\\\c\\x09d\"\n"
+                            "debug: true\n"
+                            "retention: 1d12h\n"
+                            "auth.token: \"<redacted>\"\n";
+    LC_CHECK(diff.len == strlen(want_diff) && memcmp(diff.data, want_diff, diff.len) == 0);
+    LC_CHECK(full.len > diff.len);
+    LC_ASSERT_OK(lc_buf_putc(&full, '\0'));
+    LC_CHECK(strstr((const char *)full.data, "\nhttp.port: 4040\n") != NULL);
+    LC_CHECK(strstr((const char *)full.data, "s3cret") == NULL);
+    LC_ASSERT_OK(lc_cfg_defaults(table, N_TABLE, &back, &st));
+    LC_ASSERT_OK(lc_cfg_load_yaml(table, N_TABLE, &back, "view", (const char *)full.data,
+                                  full.len - 1, &st));
+    LC_ASSERT_STR_EQ(back.data_dir, "/a \"b\"\\c\td");
+    LC_CHECK(back.debug);
+    LC_ASSERT_EQ(back.retention_ns, 36 * HOUR);
+    LC_ASSERT_EQ(back.port, 4040);
+    LC_ASSERT_STR_EQ(back.auth_token, "<redacted>");
+    lc_buf_fini(&full);
+    lc_buf_fini(&diff);
+    lc_cfg_free(table, N_TABLE, &back);
+    lc_cfg_free(table, N_TABLE, &defaults);
+    lc_cfg_free(table, N_TABLE, &cfg);
+}
+
 LC_TEST_MAIN(test_parse_duration, test_parse_bytes, test_defaults, test_precedence, test_flag_forms,
              test_errors_name_their_source, test_yaml_shapes, test_yaml_errors,
              test_yaml_depth_limit, test_config_file_entry, test_alias_warns_once,
-             test_alias_sources, test_alias_errors, test_help, test_log_line)
+             test_alias_sources, test_alias_errors, test_help, test_log_line, test_yaml_view)
