@@ -30,6 +30,7 @@
 #include "lc/log.h"
 #include "lc/members.h"
 #include "lc/store.h"
+#include "rules_export.h"
 #include "symbols_int.h"
 
 #define RETENTION_INTERVAL_MS (60 * 1000)
@@ -46,11 +47,12 @@ typedef struct ing_node_s {
     ing_writer_t *writer;
     lc_transport_t *transport;
     ing_t *receivers;
-    ing_symbols_t *symbols; /* debug files, symbolizer, upload APIs */
-    bool announce;          /* ember-ingester with --redis.url */
-    lc_members_t *members;  /* joined as "ingester" */
-    ing_bucket_t *bucket;   /* --storage.backend: the uploader */
-    bool registered;        /* seen live (so registered): consuming */
+    ing_symbols_t *symbols;    /* debug files, symbolizer, upload APIs */
+    bool announce;             /* ember-ingester with --redis.url */
+    lc_members_t *members;     /* joined as "ingester" */
+    ing_bucket_t *bucket;      /* --storage.backend: the uploader */
+    ing_rules_export_t *rules; /* --metrics-export.remote-write-url */
+    bool registered;           /* seen live (so registered): consuming */
     char *advertise;
     char consumer_id[EMBER_CONSUMER_ID_MAX];
     char group[32 + EMBER_ZONE_MAX];
@@ -342,6 +344,8 @@ static int start_storage(ing_node_t *n)
     if (rc)
         return rc;
     rc = ing_writer_new(n->store, n->p->metrics, &n->writer);
+    if (rc == 0)
+        rc = ing_rules_export_start(n->p, s, n->writer, &n->rules);
     if (rc)
         return rc;
     if (ember_clustered(s))
@@ -514,7 +518,8 @@ static void ing_node_free(void *state)
     ing_node_t *n = state;
     ing_free(n->receivers);
     ing_writer_free(n->writer);
-    ing_bucket_stop(n->bucket); /* before the store it reads */
+    ing_rules_export_free(n->rules); /* after the writer: nothing observes any more */
+    ing_bucket_stop(n->bucket);      /* before the store it reads */
     lc_store_close(n->store);
     ing_symbols_free(n->symbols); /* after the store: no query reads it any more */
     lc_free(n->advertise);

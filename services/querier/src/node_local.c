@@ -25,7 +25,9 @@ static int local_node_start(lc_proc_t *p, const void *settings, void **state)
     qo.max_query_lookback_ms = s->max_query_lookback_ns / 1000000;
     qo.max_concurrent_per_tenant = s->max_concurrent_queries;
     int rc = qry_new(&p->loop, &qo, p->httpd, p->store, p->metrics, &n->qry);
-    qry_extra_opts_t xo = {.multitenancy = s->multitenancy, .data_dir = s->data_dir};
+    qry_extra_opts_t xo = {.multitenancy = s->multitenancy,
+                           .data_dir = s->data_dir,
+                           .settings_store = p->settings}; /* the ingester's, if it opened one */
     if (!rc)
         rc = qry_extra_new(&p->loop, &xo, p->httpd, &n->extra);
     return rc;

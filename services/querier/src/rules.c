@@ -11,11 +11,6 @@
 #include "rules.h"
 #include "services_extra.h"
 
-static int fail_memory(lc_status_t *st)
-{
-    return lc_status_set(st, LC_CODE_RESOURCE_EXHAUSTED, "the answer exceeds the request memory");
-}
-
 /* The API form of a stored rule (shares the stored rule's strings). */
 static Settings__V1__RecordingRule *api_rule(const Settings__V1__RecordingRuleStore *s,
                                              lc_arena_t *a)
@@ -43,7 +38,7 @@ static const char *request_id(char *id, lc_arena_t *a, lc_status_t *st)
 {
     const char *out = qry_rule_trim(id, a);
     if (!out)
-        fail_memory(st);
+        qry_fail_memory(st);
     else if (!out[0])
         lc_status_set(st, LC_CODE_INVALID_ARGUMENT, "invalid request: id is required");
     return out && out[0] ? out : NULL;
@@ -63,11 +58,11 @@ int qry_rules_rpc_list(lc_http_req_t *req, const ProtobufCMessage *in, ProtobufC
     Settings__V1__ListRecordingRulesResponse *resp = lc_arena_alloc(req->arena, sizeof(*resp));
     Settings__V1__RecordingRule **v = lc_arena_calloc(req->arena, n ? n : 1, sizeof(*v));
     if (!resp || !v)
-        return fail_memory(st);
+        return qry_fail_memory(st);
     settings__v1__list_recording_rules_response__init(resp);
     for (size_t i = 0; i < n; i++)
         if (!(v[i] = api_rule(stored[i], req->arena)))
-            return fail_memory(st);
+            return qry_fail_memory(st);
     resp->rules = v;
     resp->n_rules = n;
     *out = &resp->base;
@@ -88,10 +83,10 @@ int qry_rules_rpc_get(lc_http_req_t *req, const ProtobufCMessage *in, ProtobufCM
         return -1;
     Settings__V1__GetRecordingRuleResponse *resp = lc_arena_alloc(req->arena, sizeof(*resp));
     if (!resp)
-        return fail_memory(st);
+        return qry_fail_memory(st);
     settings__v1__get_recording_rule_response__init(resp);
     if (!(resp->rule = api_rule(stored, req->arena)))
-        return fail_memory(st);
+        return qry_fail_memory(st);
     *out = &resp->base;
     return 0;
 }
@@ -128,15 +123,15 @@ int qry_rules_rpc_upsert(lc_http_req_t *req, const ProtobufCMessage *in, Protobu
         return -1;
     Settings__V1__RecordingRuleStore *stored = store_form(r, req->arena);
     if (!stored)
-        return fail_memory(st);
+        return qry_fail_memory(st);
     if (qry_rules_upsert(x->settings, tenant, stored, req->arena, st))
         return -1;
     Settings__V1__UpsertRecordingRuleResponse *resp = lc_arena_alloc(req->arena, sizeof(*resp));
     if (!resp)
-        return fail_memory(st);
+        return qry_fail_memory(st);
     settings__v1__upsert_recording_rule_response__init(resp);
     if (!(resp->rule = api_rule(stored, req->arena)))
-        return fail_memory(st);
+        return qry_fail_memory(st);
     *out = &resp->base;
     return 0;
 }
@@ -154,7 +149,7 @@ int qry_rules_rpc_delete(lc_http_req_t *req, const ProtobufCMessage *in, Protobu
         return -1;
     Settings__V1__DeleteRecordingRuleResponse *resp = lc_arena_alloc(req->arena, sizeof(*resp));
     if (!resp)
-        return fail_memory(st);
+        return qry_fail_memory(st);
     settings__v1__delete_recording_rule_response__init(resp);
     *out = &resp->base;
     return 0;

@@ -32,7 +32,7 @@
 #include "settings/v1/recording_rules.pb-c.h"
 
 /* Names of settings that hold rules; SettingsService leaves them alone. */
-#define QRY_RULE_SETTING_PREFIX "recording_rule.v1/"
+#define QRY_RULE_SETTING_PREFIX LC_SETTINGS_RULE_PREFIX
 /* Pyroscope's default -recording-rules.max-rules-per-tenant. */
 #define QRY_RULES_MAX_PER_TENANT 25
 

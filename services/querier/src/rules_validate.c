@@ -19,7 +19,7 @@
 #define RULE_ID_LABEL "profiles_rule_id"        /* added to every exported series */
 #define GENERATED_ID_LEN 10
 
-static int bad(lc_status_t *st, const char *what, const char *value)
+static int refuse_rule(lc_status_t *st, const char *what, const char *value)
 {
     return lc_status_set(st, LC_CODE_INVALID_ARGUMENT, "invalid request: %s%s%.300s", what,
                          value ? " " : "", value ? value : "");
@@ -63,12 +63,12 @@ char *qry_rule_trim(char *s, lc_arena_t *a)
 static int check_metric_name(const char *name, lc_status_t *st)
 {
     if (!name[0])
-        return bad(st, "metric_name is required", NULL);
+        return refuse_rule(st, "metric_name is required", NULL);
     if (!lc_promname_metric_valid(name, strlen(name)))
-        return bad(st,
-                   "metric_name must match [a-zA-Z_:][a-zA-Z0-9_:]* (at most 256 bytes):", name);
+        return refuse_rule(
+            st, "metric_name must match [a-zA-Z_:][a-zA-Z0-9_:]* (at most 256 bytes):", name);
     if (strncmp(name, METRIC_NAME_PREFIX, sizeof(METRIC_NAME_PREFIX) - 1) != 0)
-        return bad(st, "metric_name must start with " METRIC_NAME_PREFIX ":", name);
+        return refuse_rule(st, "metric_name must start with " METRIC_NAME_PREFIX ":", name);
     return 0;
 }
 
@@ -77,7 +77,7 @@ static int check_metric_name(const char *name, lc_status_t *st)
 static int check_matcher(const char *m, int *profile_types, lc_status_t *st)
 {
     if (strlen(m) > QRY_RULE_MATCHER_MAX_BYTES)
-        return bad(st, "a matcher is longer than 4096 bytes:", m);
+        return refuse_rule(st, "a matcher is longer than 4096 bytes:", m);
     lc_selector_t sel = {0};
     lc_status_t parse = {0};
     if (lc_selector_parse(m, strlen(m), &sel, &parse))
@@ -89,7 +89,7 @@ static int check_matcher(const char *m, int *profile_types, lc_status_t *st)
             continue;
         (*profile_types)++;
         if (sel.m[i].op != LC_MATCH_EQ)
-            rc = bad(st, "the " PROFILE_TYPE_LABEL " matcher must be an equality (=):", m);
+            rc = refuse_rule(st, "the " PROFILE_TYPE_LABEL " matcher must be an equality (=):", m);
     }
     lc_selector_fini(&sel);
     return rc;
@@ -98,13 +98,14 @@ static int check_matcher(const char *m, int *profile_types, lc_status_t *st)
 static int check_matchers(char **matchers, size_t n, lc_status_t *st)
 {
     if (n > QRY_RULE_MAX_MATCHERS)
-        return bad(st, "a rule has at most 16 matchers", NULL);
+        return refuse_rule(st, "a rule has at most 16 matchers", NULL);
     int profile_types = 0;
     for (size_t i = 0; i < n; i++)
         if (check_matcher(matchers[i], &profile_types, st))
             return -1;
     if (profile_types != 1)
-        return bad(st, "matchers must contain exactly one " PROFILE_TYPE_LABEL " matcher", NULL);
+        return refuse_rule(st, "matchers must contain exactly one " PROFILE_TYPE_LABEL " matcher",
+                           NULL);
     return 0;
 }
 
@@ -125,7 +126,8 @@ static int check_label_name(const char *what, const char *name, lc_status_t *st)
 static int check_labels(const Settings__V1__UpsertRecordingRuleRequest *r, lc_status_t *st)
 {
     if (r->n_group_by > QRY_RULE_MAX_LABELS || r->n_external_labels > QRY_RULE_MAX_LABELS)
-        return bad(st, "a rule has at most 16 group_by labels and 16 external labels", NULL);
+        return refuse_rule(st, "a rule has at most 16 group_by labels and 16 external labels",
+                           NULL);
     for (size_t i = 0; i < r->n_group_by; i++)
         if (check_label_name("group_by label", r->group_by[i], st))
             return -1;
@@ -134,11 +136,12 @@ static int check_labels(const Settings__V1__UpsertRecordingRuleRequest *r, lc_st
         if (check_label_name("external_labels name", l->name, st))
             return -1;
         if (strlen(l->value) > QRY_RULE_LABEL_VALUE_MAX_BYTES || !lc_utf8_valid_str(l->value))
-            return bad(st,
-                       "external_labels value must be valid UTF-8 of at most 1024 bytes:", l->name);
+            return refuse_rule(
+                st, "external_labels value must be valid UTF-8 of at most 1024 bytes:", l->name);
         for (size_t j = 0; j < r->n_group_by; j++)
             if (strcmp(r->group_by[j], l->name) == 0)
-                return bad(st, "a label is both in group_by and in external_labels:", l->name);
+                return refuse_rule(st,
+                                   "a label is both in group_by and in external_labels:", l->name);
     }
     return 0;
 }
@@ -149,10 +152,10 @@ static int check_filter(const Settings__V1__StacktraceFilter *f, lc_status_t *st
         return 0;
     const char *fn = f->function_name->function_name;
     if (strlen(fn) > QRY_RULE_FUNCTION_MAX_BYTES || !lc_utf8_valid_str(fn))
-        return bad(st, "stacktrace_filter function_name must be valid UTF-8 of at most 1024 bytes",
-                   NULL);
+        return refuse_rule(
+            st, "stacktrace_filter function_name must be valid UTF-8 of at most 1024 bytes", NULL);
     if (f->function_name->metric_type != SETTINGS__V1__METRIC_TYPE__TOTAL)
-        return bad(st, "stacktrace_filter metric_type must be TOTAL", NULL);
+        return refuse_rule(st, "stacktrace_filter metric_type must be TOTAL", NULL);
     return 0;
 }
 
@@ -165,7 +168,7 @@ int qry_rule_validate(Settings__V1__UpsertRecordingRuleRequest *r, lc_arena_t *a
             return lc_status_set(st, LC_CODE_INTERNAL, "cannot generate a rule id");
     }
     if (!id_valid(r->id))
-        return bad(st, "id must match ^[a-zA-Z]+$ (at most 64 letters):", r->id);
+        return refuse_rule(st, "id must match ^[a-zA-Z]+$ (at most 64 letters):", r->id);
     r->metric_name = qry_rule_trim(r->metric_name, a);
     if (!r->metric_name)
         return lc_status_set(st, LC_CODE_RESOURCE_EXHAUSTED, "the request memory is exhausted");
@@ -173,7 +176,7 @@ int qry_rule_validate(Settings__V1__UpsertRecordingRuleRequest *r, lc_arena_t *a
         check_labels(r, st) || check_filter(r->stacktrace_filter, st))
         return -1;
     if (r->generation < 0)
-        return bad(st, "generation must be positive", NULL);
+        return refuse_rule(st, "generation must be positive", NULL);
     return 0;
 }
 

@@ -54,6 +54,8 @@ struct qry_extra_s {
  * Without a store every call is unimplemented, whoever asks. */
 int qry_settings_tenant(lc_http_req_t *req, const qry_extra_t *x, bool write, const char **tenant,
                         lc_status_t *st);
+/* resource_exhausted: the request arena (capped) cannot hold the answer. */
+int qry_fail_memory(lc_status_t *st);
 int qry_settings_get(lc_http_req_t *req, const ProtobufCMessage *in, ProtobufCMessage **out,
                      lc_status_t *st, void *data);
 int qry_settings_set(lc_http_req_t *req, const ProtobufCMessage *in, ProtobufCMessage **out,

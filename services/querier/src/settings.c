@@ -68,7 +68,7 @@ static int store_fail(lc_status_t *st, int rc, const char *name)
 }
 
 /* The request arena (capped) cannot hold the answer. */
-static int fail_memory(lc_status_t *st)
+int qry_fail_memory(lc_status_t *st)
 {
     return lc_status_set(st, LC_CODE_RESOURCE_EXHAUSTED, "the answer exceeds the request memory");
 }
@@ -97,18 +97,18 @@ int qry_settings_get(lc_http_req_t *req, const ProtobufCMessage *in, ProtobufCMe
     size_t n;
     int rc = lc_settings_store_list(x->settings, tenant, req->arena, &list, &n);
     if (rc == LC_ETOOBIG)
-        return fail_memory(st);
+        return qry_fail_memory(st);
     if (rc)
         return store_fail(st, rc, "");
     Settings__V1__GetSettingsResponse *resp = lc_arena_alloc(req->arena, sizeof(*resp));
     Settings__V1__Setting **v = n ? lc_arena_calloc(req->arena, n, sizeof(*v)) : NULL;
     if (!resp || (n && !v))
-        return fail_memory(st);
+        return qry_fail_memory(st);
     settings__v1__get_settings_response__init(resp);
     for (size_t i = 0; i < n; i++) {
         v[i] = setting_message(req->arena, &list[i]);
         if (!v[i])
-            return fail_memory(st);
+            return qry_fail_memory(st);
     }
     resp->settings = v;
     resp->n_settings = 0;
@@ -161,11 +161,11 @@ int qry_settings_set(lc_http_req_t *req, const ProtobufCMessage *in, ProtobufCMe
         return store_fail(st, rc, s.name);
     Settings__V1__SetSettingsResponse *resp = lc_arena_alloc(req->arena, sizeof(*resp));
     if (!resp)
-        return fail_memory(st);
+        return qry_fail_memory(st);
     settings__v1__set_settings_response__init(resp);
     resp->setting = setting_message(req->arena, &s);
     if (!resp->setting)
-        return fail_memory(st);
+        return qry_fail_memory(st);
     *out = &resp->base;
     return 0;
 }
@@ -187,7 +187,7 @@ int qry_settings_delete(lc_http_req_t *req, const ProtobufCMessage *in, Protobuf
         return store_fail(st, rc, r->name);
     Settings__V1__DeleteSettingsResponse *resp = lc_arena_alloc(req->arena, sizeof(*resp));
     if (!resp)
-        return fail_memory(st);
+        return qry_fail_memory(st);
     settings__v1__delete_settings_response__init(resp);
     *out = &resp->base;
     return 0;
