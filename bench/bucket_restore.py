@@ -59,7 +59,8 @@ def main():
             f"--storage.s3.bucket-name={wh.BUCKET}", "--storage.s3.force-path-style",
             f"--storage.s3.access-key-id={wh.ACCESS}",
             f"--storage.s3.secret-access-key={wh.SECRET}", f"--storage.prefix=b{os.getpid()}",
-            "--ingester.id=bench", "--storage.block-duration=1h"]
+            "--ingester.id=bench", "--storage.block-duration=1h",
+            "--storage.local-retention=0"]  # the restore of every block is what is measured
     e = h.Ember(args=args)
     try:
         e.start()

@@ -21,7 +21,7 @@ case "$WHAT" in query|all) "$PY" "$HERE/query_load.py" "$BUILD" || rc=1; echo ;;
 case "$WHAT" in parca|all) "$PY" "$HERE/parca_load.py" "$BUILD" || rc=1; echo ;; esac
 case "$WHAT" in h2|all) "$PY" "$HERE/h2_bench.py" "$BUILD" || rc=1; echo ;; esac
 case "$WHAT" in auth|all) "$BUILD/bench/auth_bench" || rc=1; echo ;; esac
-case "$WHAT" in bucket|all) "$PY" "$HERE/bucket_restore.py" "$BUILD" || rc=1; echo ;; esac
+case "$WHAT" in bucket|all) "$PY" "$HERE/bucket_restore.py" "$BUILD" || rc=1; echo; "$PY" "$HERE/bucket_query.py" "$BUILD" || rc=1; echo ;; esac
 # The agent benchmark loads eBPF: root only.
 case "$WHAT" in agent|all) "$PY" "$HERE/agent_bench.py" "$BUILD" || rc=1 ;; esac
 exit $rc

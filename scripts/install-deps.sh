@@ -32,6 +32,8 @@ PKGS=(
   # server-side symbols (issue 31): libdw (DWARF), libdebuginfod, and Debian's
   # debuginfod server and elfutils as the tests' independent parts
   libdw-dev libdebuginfod-dev debuginfod elfutils
+  # C++ and Rust names demangled (libiberty.a, the demangler binutils uses)
+  libiberty-dev
   # the web UI's browser tests and benchmark: headless Chromium driven by
   # playwright-core from npm (no browser download)
   chromium

@@ -3,7 +3,9 @@
  * data dir (services/ingester/src/bucket_int.h): an index entry (meta
  * object, JSON) and an upload record. Checks that an accepted entry names a
  * block of digits, a valid object key and a version within their caps, and
- * that an accepted record's name and version are non-empty and fit.
+ * that an accepted record's name and version are non-empty and fit; an index
+ * key from a listing (its start and name: digits first, no '/', fits) and a
+ * gone list (each of its lines is found in it).
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -38,8 +40,38 @@ static void check_record(const uint8_t *data, size_t size)
         abort();
 }
 
+static void check_index_key(const char *text)
+{
+    int64_t start;
+    char name[BKT_NAME_MAX];
+    if (!bkt_index_key_parse(text, &start, name))
+        return;
+    if (!name[0] || strlen(name) >= BKT_NAME_MAX || strchr(name, '/') || name[0] < '0' ||
+        name[0] > '9' || start % 1000000000 != 0)
+        abort();
+}
+
+static void check_gone(const char *text)
+{
+    size_t n = strcspn(text, "\n");
+    if (n == 0 || n >= BKT_NAME_MAX)
+        return;
+    char first[BKT_NAME_MAX];
+    memcpy(first, text, n);
+    first[n] = '\0';
+    if (!bkt_gone_lists(text, first))
+        abort();
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
+    if (size <= BKT_RECORD_MAX_BYTES) {
+        char text[BKT_RECORD_MAX_BYTES + 1];
+        memcpy(text, data, size);
+        text[size] = '\0';
+        check_index_key(text);
+        check_gone(text);
+    }
     if (size <= BKT_META_MAX_BYTES)
         check_meta(data, size);
     check_record(data, size);

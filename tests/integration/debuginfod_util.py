@@ -62,11 +62,11 @@ class Debuginfod:
             return u
         debuginfod_relay.relay(c, connect)
 
-    def wait_serving(self, build_id, timeout=60):
-        """Until the server has indexed build_id's debug file."""
+    def wait_serving(self, build_id, timeout=60, kind="debuginfo"):
+        """Until the server has indexed build_id's debug file (or kind: executable)."""
         def ok():
             try:
-                with urllib.request.urlopen(f"{self.url}/buildid/{build_id}/debuginfo",
+                with urllib.request.urlopen(f"{self.url}/buildid/{build_id}/{kind}",
                                             timeout=5) as r:
                     return r.status == 200
             except OSError:

@@ -38,12 +38,9 @@ class BucketBlocksTest(dh.ClusterTestCase):
         cls.weed.start()
         redis_url, redis_flags = cls.start_redis()
         prefix = f"t{time.monotonic_ns()}"
-        cls.bucket_args = ["--storage.backend=s3", f"--storage.s3.endpoint={cls.weed.endpoint}",
-                           f"--storage.s3.bucket-name={wh.BUCKET}", "--storage.s3.force-path-style",
-                           f"--storage.s3.access-key-id={wh.ACCESS}",
-                           f"--storage.s3.secret-access-key={wh.SECRET}",
-                           f"--storage.prefix={prefix}"]
-        ing_args = [*cls.bucket_args, *redis_flags, "--storage.block-duration=1h"]
+        cls.bucket_args = cls.weed.storage_args(prefix)
+        ing_args = [*cls.bucket_args, *redis_flags, "--storage.block-duration=1h",
+                    "--storage.local-retention=0"]  # every block local: restored whole
         cls.ingesters = [dh.zoned_ingester(redis_url, z, f"{z}-{i}", ing_args)
                          for z, i in (("a", 0), ("a", 1), ("b", 0))]
         cls.querier = dh.querier(redis_url, [*cls.bucket_args, *redis_flags])

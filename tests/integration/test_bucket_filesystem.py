@@ -43,7 +43,8 @@ class BucketFilesystemTest(unittest.TestCase):
     def setUpClass(cls):
         cls.bucket = h.temp_dir("ember-bucket-fs-")
         cls.args = ["--storage.backend=filesystem", f"--storage.filesystem.dir={cls.bucket}",
-                    "--storage.prefix=p1", "--ingester.id=aio-1", "--storage.block-duration=1h"]
+                    "--storage.prefix=p1", "--ingester.id=aio-1", "--storage.block-duration=1h",
+                    "--storage.local-retention=0"]
         cls.e = h.Ember(args=cls.args)
         cls.e.start()
         cls.t0 = (h.now_ms() // HOUR_MS - 7) * HOUR_MS

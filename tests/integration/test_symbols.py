@@ -20,14 +20,19 @@ The expected names come from binutils, independently of libdw:
     ELF at all) are refused and nothing is stored."""
 import collections
 import hashlib
+import json
 import os
 import re
+import shutil
 import struct
 import subprocess
+import tempfile
 import time
 import unittest
+import urllib.parse
 
 import debuginfod_util
+import distributed_harness as dh
 import h2client
 import harness as h
 
@@ -215,6 +220,431 @@ class DebuginfodTest(SymbolsCase):
         self.stacks()
         cache = os.path.join(self.srv.data_dir, "debuginfod-cache", self.prog.build_id, "debuginfo")
         self.assertTrue(os.path.exists(cache), os.listdir(os.path.dirname(os.path.dirname(cache))))
+
+
+def pprof_stacks(p):
+    """{root-first frame names: value} of a decoded pprof: a location's lines
+    innermost first, as pprof lists them; a location without lines by its
+    module+0xoffset name (lc/frame_name.h's rule, computed here)."""
+    funcs = {f.id: p.string_table[f.name] for f in p.function}
+    maps = {m.id: m for m in p.mapping}
+    names = {}
+    for loc in p.location:
+        if loc.line:
+            names[loc.id] = [funcs[l.function_id] for l in reversed(loc.line)]
+        else:
+            m = maps[loc.mapping_id]
+            base = os.path.basename(p.string_table[m.filename])
+            names[loc.id] = [f"{base}+0x{loc.address - m.memory_start + m.file_offset:x}"]
+    out = collections.Counter()
+    for smp in p.sample:
+        out[tuple(f for lid in reversed(smp.location_id) for f in names[lid])] += smp.value[0]
+    return out
+
+
+def leaf_totals(stacks):
+    out = collections.Counter()
+    for st, v in stacks.items():
+        out[st[-1]] += v
+    return out
+
+
+class DebuginfodQueryPathsTest(DebuginfodTest):
+    """Every query path names the frames the flame graph names (issue 31):
+    each of these showed module+0xoffset (or the outer function only) before."""
+
+    def test_merged_pprof_has_the_functions(self):
+        raw = h.gunzip_if(self.srv.merge_profile(CPU, '{service_name="burner"}', *self.window))
+        p = h.pb().profile.Profile.FromString(raw)
+        self.assertEqual(pprof_stacks(p), self.want)
+        path = os.path.join(h.temp_dir("ember-symbols-merged-"), "merged.pprof")
+        with open(path, "wb") as f:
+            f.write(raw)
+        # Go's pprof reads it, and sees the same total
+        self.assertEqual(h.pprof_raw(path)["totals"][("cpu", "nanoseconds")], self.total)
+
+    def parca(self, report, extra=None):
+        body = {"mode": "MODE_MERGE", "reportType": report,
+                "merge": {"query": f'{CPU}:delta{{service_name="burner"}}',
+                          "start": {"seconds": str(self.window[0] // 1000), "nanos": 0},
+                          "end": {"seconds": str(self.window[1] // 1000 + 1), "nanos": 0}}}
+        body.update(extra or {})
+        r = self.srv.request("POST", "/parca.query.v1alpha1.QueryService/Query",
+                             json.dumps(body).encode(), {"content-type": "application/json"})
+        self.assertStatus(r, 200, f"Parca Query {report}")
+        return json.loads(r.body)
+
+    def parca_flat(self, doc):
+        flat = collections.Counter()
+        for node in doc["top"]["list"]:
+            flat[node["meta"]["function"]["name"]] += int(node.get("flat", 0))
+        return +flat
+
+    def test_parca_top_names_the_innermost_function(self):
+        # the fold straight from store blocks (no filter)
+        doc = self.parca("REPORT_TYPE_TOP")
+        self.assertEqual(int(doc["total"]), self.total)
+        self.assertEqual(self.parca_flat(doc), leaf_totals(self.want))
+
+    def test_parca_top_through_the_merged_pprof(self):
+        # a stack filter takes the merged pprof (parca_tree_add) instead of the fold
+        # (every stack holds main: the filter keeps them all, by their names)
+        doc = self.parca("REPORT_TYPE_TOP", {"filterQuery": "main"})
+        self.assertEqual(self.parca_flat(doc), leaf_totals(self.want))
+
+    def test_legacy_render_dot_names_the_functions(self):
+        q = {"query": f'{CPU}{{service_name="burner"}}', "from": str(self.window[0]),
+             "until": str(self.window[1]), "format": "dot"}
+        r = self.srv.request("GET", "/pyroscope/render?" + urllib.parse.urlencode(q))
+        self.assertStatus(r, 200, "render dot")
+        for name in ("burn_a", "burn_b", "main"):
+            self.assertIn(f'[label="{name}\\n', r.body.decode())
+
+
+class RollupTest(DebuginfodTest):
+    """A query over a whole 6-hour window that has a rollup: the rollup was
+    summed with module+0xoffset names (no symbolizer in the background), so
+    it must not answer a query that symbolizes; the blocks do."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.prog = Program()
+        cls.setUpDebuginfod()
+        cls.server_args = cls.symbol_args()
+        h.ServerTestCase.setUpClass.__func__(cls)
+        six_h = 6 * 3600_000
+        base = (h.now_ms() // six_h - 1) * six_h           # the last whole 6-hour window
+        t_ns = (base + 60_000) * 1_000_000
+        cls.raw, cls.want = build_profile(cls.prog, t_ns)
+        cls.window = (base, base + six_h - 1)
+        r = cls.srv.push([({"__name__": "process_cpu", "service_name": "burner"}, [cls.raw])])
+        assert r.status == 200, r.describe()
+        cls.total = sum(cls.want.values())
+        h.wait_for(lambda: cls.srv.metrics().get(("ember_store_rollups_built_total", frozenset()), 0) >= 1,
+                   timeout=120, what="the window's rollup built")
+
+    def test_flamegraph_names_the_stripped_programs_frames(self):
+        self.assertEqual(self.stacks(), self.want)
+
+
+class DistributedTest(dh.ClusterTestCase):
+    """ember-ingester x 2 behind ember-querier: the ingesters name the frames
+    (they hold the locations; the querier merges flame graphs by name and
+    pprofs by content, so names must be final before the fan-out merge)."""
+
+    @classmethod
+    def set_up(cls):
+        cls.prog = Program()
+        why = debuginfod_util.available()
+        if why:
+            raise unittest.SkipTest(why)
+        cls.dfd = debuginfod_util.Debuginfod(cls.prog.debug_dir)
+        cls.dfd.wait_serving(cls.prog.build_id)
+        cls.redis = dh.Redis()
+        cls.redis.start()
+        args = (f"--symbolizer.debuginfod-urls={cls.dfd.url}", "--symbolizer.query-wait=60s")
+        cls.ingesters = [dh.ingester(cls.redis.url, args=args) for _ in range(2)]
+        cls.querier = dh.querier(cls.redis.url)
+        for p in [*cls.ingesters, cls.querier]:
+            cls.procs.append(p)
+            p.start()
+        dh.wait_members(cls.querier, 2)
+        now_ns = time.time_ns() - 60_000_000_000
+        cls.raw, cls.want = build_profile(cls.prog, now_ns)
+        cls.window = (now_ns // 1_000_000 - 60_000, now_ns // 1_000_000 + 60_000)
+        r = cls.ingesters[0].push([({"__name__": "process_cpu", "service_name": "burner"}, [cls.raw])])
+        assert r.status == 200, r.describe()
+        cls.redis.wait_drained()
+
+    @classmethod
+    def tearDownClass(cls):
+        super().tearDownClass()
+        if getattr(cls, "dfd", None):
+            cls.dfd.stop()
+
+    def test_flamegraph_through_the_querier(self):
+        fg = self.querier.flamegraph(CPU, '{service_name="burner"}', *self.window)
+        self.assertEqual(h.flamegraph_stacks(list(fg.names), [list(l.values) for l in fg.levels]),
+                         self.want)
+
+    def test_merged_pprof_through_the_querier(self):
+        raw = self.querier.merge_profile(CPU, '{service_name="burner"}', *self.window)
+        self.assertEqual(pprof_stacks(h.pb().profile.Profile.FromString(h.gunzip_if(raw))), self.want)
+
+
+CXX_PROGRAM = r"""
+#include <cstdio>
+static volatile unsigned long sink;
+namespace geo {
+struct Shape {
+    __attribute__((noinline)) void area(unsigned long n);
+};
+void Shape::area(unsigned long n) { for (unsigned long i = 0; i < n; i++) sink += i * i; }
+template <typename T> __attribute__((noinline)) T twice(T v) { for (T i = 0; i < v; i++) sink += i; return v; }
+}
+int main(int argc, char **) { geo::Shape s; s.area(1000u * argc); std::printf("%lu\n", geo::twice<unsigned long>(argc)); return 0; }
+"""
+
+RUST_PROGRAM = r"""
+mod work {
+    #[inline(never)]
+    pub fn heavy(n: u64) -> u64 { (0..n).fold(0u64, |a, i| a.wrapping_add(i * i)) }
+}
+fn main() { println!("{}", work::heavy(std::env::args().count() as u64 * 1000)); }
+"""
+
+
+class Mangled:
+    """A stripped C++ or Rust program, its debug file, and where its functions start."""
+
+    def __init__(self, d, name, compile_cmd):
+        self.full = os.path.join(d, name)
+        run(*compile_cmd, self.full)
+        self.debug_dir = os.path.join(d, name + "-debug")
+        os.makedirs(self.debug_dir)
+        run("objcopy", "--only-keep-debug", self.full, os.path.join(self.debug_dir, name + ".debug"))
+        self.build_id = re.search(r"Build ID: ([0-9a-f]+)", run("readelf", "-n", self.full)).group(1)
+        loads = [(int(m[0], 16), int(m[1], 16), int(m[2], 16)) for m in re.findall(
+            r"LOAD\s+(0x[0-9a-f]+)\s+(0x[0-9a-f]+)\s+0x[0-9a-f]+\s+(0x[0-9a-f]+)",
+            run("readelf", "-lW", self.full))]
+        self.offsets = {}                         # mangled symbol -> file offset inside it
+        for line in run("nm", "--defined-only", "--no-demangle", self.full).splitlines():
+            parts = line.split()
+            if len(parts) == 3 and parts[1] in "TtWw":      # W: a template's instance
+                va = int(parts[0], 16) + 1
+                for off, lva, size in loads:
+                    if lva <= va < lva + size:
+                        self.offsets[parts[2]] = va - lva + off
+
+    def offset_of(self, *pieces):
+        """The offset in the one mangled symbol holding every piece."""
+        found = [o for sym, o in self.offsets.items() if all(p in sym for p in pieces)]
+        assert len(found) == 1, (pieces, [s for s in self.offsets if pieces[-1] in s])
+        return found[0]
+
+
+class DemangleTest(h.ServerTestCase):
+    """C++ and Rust (v0 mangling) frames named by the server come out
+    demangled, as pprof shows them by default (no parameter list); the
+    expected names are written from the sources above, by hand."""
+
+    @classmethod
+    def setUpClass(cls):
+        why = debuginfod_util.available()
+        if why:
+            raise unittest.SkipTest(why)
+        d = h.temp_dir("ember-symbols-mangled-")
+        src = os.path.join(d, "shapes.cc")
+        with open(src, "w") as f:
+            f.write(CXX_PROGRAM)
+        cls.cxx = Mangled(d, "shapes", ("g++", "-g", "-O1", "-Wl,--build-id", src, "-o"))
+        cls.progs = [cls.cxx]
+        cls.want = {("geo::Shape::area",): cls.cxx.offset_of("Shape", "area"),
+                    ("geo::twice<unsigned long>",): cls.cxx.offset_of("twice")}
+        if shutil.which("rustc"):
+            rs = os.path.join(d, "heavy.rs")
+            with open(rs, "w") as f:
+                f.write(RUST_PROGRAM)
+            # GNU ld, not rustc's default rust-lld: lld leaves a gap between file offsets and
+            # addresses that a debug file alone cannot recover (docs/internals/symbols.md)
+            cls.rust = Mangled(d, "heavy", ("rustc", "-g", "-O", "-C", "symbol-mangling-version=v0",
+                                            "-C", "linker-features=-lld",
+                                            "-C", "link-arg=-Wl,--build-id", rs, "-o"))
+            cls.progs.append(cls.rust)
+            cls.want[("heavy::work::heavy",)] = cls.rust.offset_of("_R", "work", "heavy")
+        os.makedirs(os.path.join(d, "all-debug"))
+        for p in cls.progs:
+            for f in os.listdir(p.debug_dir):
+                shutil.copy(os.path.join(p.debug_dir, f), os.path.join(d, "all-debug", f))
+        cls.dfd = debuginfod_util.Debuginfod(os.path.join(d, "all-debug"))
+        for p in cls.progs:
+            cls.dfd.wait_serving(p.build_id)
+        cls.server_args = (f"--symbolizer.debuginfod-urls={cls.dfd.url}", "--symbolizer.query-wait=60s")
+        super().setUpClass()
+        now_ns = time.time_ns() - 60_000_000_000
+        cls.window = (now_ns // 1_000_000 - 60_000, now_ns // 1_000_000 + 60_000)
+        r = cls.srv.push([({"__name__": "process_cpu", "service_name": "mangled"}, [cls.profile(now_ns)])])
+        assert r.status == 200, r.describe()
+
+    @classmethod
+    def profile(cls, now_ns):
+        pb = h.pb().profile
+        p = pb.Profile()
+        p.string_table.extend(["", "cpu", "nanoseconds"])
+        p.sample_type.add(type=1, unit=2)
+        p.period_type.type, p.period_type.unit, p.period = 1, 2, PERIOD
+        p.time_nanos, p.duration_nanos = now_ns, 10_000_000_000
+        by_prog = {id(prog): i for i, prog in enumerate(cls.progs, 1)}
+        for prog, i in ((prog, by_prog[id(prog)]) for prog in cls.progs):
+            p.string_table.extend([f"/opt/{os.path.basename(prog.full)}", prog.build_id])
+            p.mapping.add(id=i, memory_start=BASE * i, memory_limit=BASE * i + 0x1000000, file_offset=0,
+                          filename=len(p.string_table) - 2, build_id=len(p.string_table) - 1)
+        for lid, (names, off) in enumerate(cls.want.items(), 1):
+            prog = cls.rust if names[0].startswith("heavy::") else cls.cxx
+            p.location.add(id=lid, mapping_id=by_prog[id(prog)], address=BASE * by_prog[id(prog)] + off)
+            p.sample.add(location_id=[lid], value=[lid * PERIOD])
+        return p.SerializeToString()
+
+    @classmethod
+    def tearDownClass(cls):
+        super().tearDownClass()
+        cls.dfd.stop()
+
+    def test_names_demangled(self):
+        fg = self.srv.flamegraph(CPU, '{service_name="mangled"}', *self.window)
+        got = h.flamegraph_stacks(list(fg.names), [list(l.values) for l in fg.levels])
+        # each location's outermost frame is the function sampled (the frames above it, if
+        # any, are what was inlined there: Rust's iterator adaptors), none left mangled
+        roots = {stack[0]: v for stack, v in got.items()}
+        self.assertEqual(roots, {names[0]: lid * PERIOD for lid, names in enumerate(self.want, 1)})
+        mangled = [f for stack in got for f in stack if f.startswith(("_Z", "_R"))]
+        self.assertEqual(mangled, [], got)
+
+
+GO_PROGRAM = """package main
+
+import (
+	"fmt"
+	"os"
+)
+
+var sink uint64
+
+//go:noinline
+func hotLoop(n uint64) {
+	for i := uint64(0); i < n; i++ {
+		sink += i * i
+	}
+}
+
+//go:noinline
+func coldLoop(n uint64) {
+	for i := uint64(0); i < n; i++ {
+		sink ^= i
+	}
+}
+
+func main() {
+	n := uint64(len(os.Args)) * 1000
+	hotLoop(n)
+	coldLoop(n)
+	fmt.Println(sink)
+}
+"""
+
+
+@unittest.skipUnless(shutil.which("go"), "go is not installed")
+class GoPclntabTest(h.ServerTestCase):
+    """A Go program built stripped (`-ldflags=-s -w`: no symbol table, no
+    DWARF; `-B gobuildid` gives it a GNU build id) is named from its own
+    .gopclntab once the binary is uploaded. The oracle is Go's own
+    `go tool addr2line` on the stripped binary (debug/gosym), for addresses
+    taken from `go tool nm` of the same program built unstripped."""
+    server_args = ("--symbolizer.debuginfod-urls=none",)
+
+    @classmethod
+    def before_server(cls):
+        """Once the binary is built, before ember starts (GoDebuginfodTest: debuginfod)."""
+
+    @classmethod
+    def setUpClass(cls):
+        d = h.temp_dir("ember-symbols-go-")
+        with open(os.path.join(d, "main.go"), "w") as f:
+            f.write(GO_PROGRAM)
+        env = dict(os.environ, GOFLAGS="", GO111MODULE="off", GOPATH=os.path.join(d, "gopath"),
+                   GOCACHE=os.path.join(tempfile.gettempdir(), "ember-test-gocache"))
+        full, cls.stripped = os.path.join(d, "gohot_full"), os.path.join(d, "gohot")
+        run("go", "build", "-ldflags=-B gobuildid", "-o", full, "main.go", cwd=d, env=env)
+        run("go", "build", "-ldflags=-s -w -B gobuildid", "-o", cls.stripped, "main.go", cwd=d, env=env)
+        cls.build_id = re.search(r"Build ID: ([0-9a-f]+)", run("readelf", "-n", cls.stripped)).group(1)
+        self_syms = {l.split()[2]: int(l.split()[0], 16) for l in run("go", "tool", "nm", full).splitlines()
+                     if len(l.split()) == 3}
+        cls.vaddrs = [self_syms["main.hotLoop"] + 5, self_syms["main.coldLoop"] + 5,
+                      self_syms["main.main"] + 5]
+        out = subprocess.run(["go", "tool", "addr2line", cls.stripped], check=True, capture_output=True,
+                             text=True, env=env,
+                             input="".join(f"0x{a:x}\n" for a in cls.vaddrs)).stdout.splitlines()
+        cls.oracle = [(out[2 * i], out[2 * i + 1].rsplit(":", 1)) for i in range(len(cls.vaddrs))]
+        cls.before_server()
+        super().setUpClass()
+        now_ns = time.time_ns() - 60_000_000_000
+        cls.window = (now_ns // 1_000_000 - 60_000, now_ns // 1_000_000 + 60_000)
+        pb = h.pb().profile
+        p = pb.Profile()
+        p.string_table.extend(["", "cpu", "nanoseconds", "/opt/gohot", cls.build_id])
+        p.sample_type.add(type=1, unit=2)
+        p.period_type.type, p.period_type.unit, p.period = 1, 2, PERIOD
+        p.time_nanos, p.duration_nanos = now_ns, 10_000_000_000
+        p.mapping.add(id=1, memory_start=0x400000, memory_limit=0x1000000, file_offset=0,
+                      filename=3, build_id=4)
+        for i, a in enumerate(cls.vaddrs, 1):
+            p.location.add(id=i, mapping_id=1, address=a)
+        p.sample.add(location_id=[1, 3], value=[30 * PERIOD])      # main.main -> hotLoop
+        p.sample.add(location_id=[2, 3], value=[10 * PERIOD])      # main.main -> coldLoop
+        r = cls.srv.push([({"__name__": "process_cpu", "service_name": "gohot"}, [p.SerializeToString()])])
+        assert r.status == 200, r.describe()
+
+    def stacks(self):
+        fg = self.srv.flamegraph(CPU, '{service_name="gohot"}', *self.window)
+        return h.flamegraph_stacks(list(fg.names), [list(l.values) for l in fg.levels])
+
+    def test_oracle_names_the_functions(self):
+        self.assertEqual([n for n, _ in self.oracle], ["main.hotLoop", "main.coldLoop", "main.main"])
+
+    def named(self):
+        return collections.Counter({(self.oracle[2][0], self.oracle[0][0]): 30 * PERIOD,
+                                    (self.oracle[2][0], self.oracle[1][0]): 10 * PERIOD})
+
+    def test_uploaded_binary_names_frames_from_its_pclntab(self):
+        offs = [f"gohot+0x{a - 0x400000:x}" for a in self.vaddrs]
+        self.assertEqual(self.stacks(), collections.Counter(
+            {(offs[2], offs[0]): 30 * PERIOD, (offs[2], offs[1]): 10 * PERIOD}))
+        with open(self.stripped, "rb") as f:
+            r = self.srv.request("POST", f"{PYRO}/Upload/{self.build_id}", f.read(),
+                                 {"Content-Type": "application/octet-stream"})
+        self.assertEqual(r.status, 200, r.describe())
+        names = [n for n, _ in self.oracle]
+        self.assertEqual(self.stacks(), collections.Counter(
+            {(names[2], names[0]): 30 * PERIOD, (names[2], names[1]): 10 * PERIOD}))
+        # the merged pprof carries Go's file and line for each
+        raw = h.gunzip_if(self.srv.merge_profile(CPU, '{service_name="gohot"}', *self.window))
+        p = h.pb().profile.Profile.FromString(raw)
+        funcs = {f.id: f for f in p.function}
+        got = {(p.string_table[funcs[l.function_id].name], p.string_table[funcs[l.function_id].filename],
+                str(l.line)) for loc in p.location for l in loc.line}
+        self.assertEqual(got, {(n, fl[0], fl[1]) for n, fl in self.oracle})
+
+
+@unittest.skipUnless(shutil.which("go"), "go is not installed")
+class GoDebuginfodTest(GoPclntabTest):
+    """The same stripped Go binary, nothing uploaded: debuginfod has no debug file for it
+    (there is none) but serves the binary itself as its executable, which the server then
+    reads the pclntab of."""
+
+    @classmethod
+    def setUpClass(cls):
+        why = debuginfod_util.available()
+        if why:
+            raise unittest.SkipTest(why)
+        super().setUpClass()
+
+    @classmethod
+    def before_server(cls):
+        served = h.temp_dir("ember-symbols-go-served-")
+        shutil.copy(cls.stripped, os.path.join(served, "gohot"))
+        cls.dfd = debuginfod_util.Debuginfod(served)
+        cls.dfd.wait_serving(cls.build_id, kind="executable")
+        cls.server_args = (f"--symbolizer.debuginfod-urls={cls.dfd.url}", "--symbolizer.query-wait=60s")
+
+    @classmethod
+    def tearDownClass(cls):
+        super().tearDownClass()
+        cls.dfd.stop()
+
+    test_uploaded_binary_names_frames_from_its_pclntab = None   # uploads: GoPclntabTest
+
+    def test_debuginfod_executable_names_frames(self):
+        self.assertEqual(self.stacks(), self.named())
 
 
 class DebuginfodDownTest(SymbolsCase):

@@ -296,6 +296,28 @@ class UiSingleTest(UiMixin, h.ServerTestCase):
         self.assertLess(f, u)
         self.assertLess(u, (self.B + 300) * 1000)
 
+    def test_unresolved_frames_marked(self):
+        """A frame the server shows as module+0xoffset (issue 31) is drawn in its own
+        colour and its tooltip says it is unresolved; a named frame's does not."""
+        r = self.srv.ingest("ui-native.cpu", b"main;libmystery.so+0x1234 300\nmain;work 100\n",
+                            {"from": self.B, "until": self.B + 10, "sampleRate": 100})
+        self.assertEqual(r.status, 200, r.describe())
+        h.wait_for(lambda: self.merged(self.srv, '{service_name="ui-native"}').total == 400 * NS,
+                   timeout=20, what="the upload to be queryable")
+        out = drive(self.srv_url(), [
+            {"do": "goto", "url": self.single_url('{service_name="ui-native"}')},
+            {"do": "state", "key": "state"},
+            {"do": "click-frame", "name": "libmystery.so+0x1234", "key": "unresolved"},
+            {"do": "goto", "url": self.single_url('{service_name="ui-native"}')},
+            {"do": "click-frame", "name": "work", "key": "named"},
+        ])
+        self.assertNoConsoleErrors(out)
+        R = out["results"]
+        self.assertIn("Unresolved", R["unresolved"]["tooltip"])
+        self.assertIn("libmystery.so+0x1234", R["unresolved"]["tooltip"])
+        self.assertIn("work", R["named"]["tooltip"])
+        self.assertNotIn("Unresolved", R["named"]["tooltip"])
+
     def test_exemplar_list_opens_one_profile(self):
         """Under the chart, the profiles of the range by value (eu: 470
         samples, us: 170); a click shows that profile alone (the flame graph's

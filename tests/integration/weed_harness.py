@@ -84,6 +84,13 @@ class Weed:
         self.proc = None
         self.log.close()
 
+    def storage_args(self, prefix):
+        """The flags of an ember binary that stores its blocks here under prefix."""
+        return ["--storage.backend=s3", f"--storage.s3.endpoint={self.endpoint}",
+                f"--storage.s3.bucket-name={BUCKET}", "--storage.s3.force-path-style",
+                f"--storage.s3.access-key-id={ACCESS}",
+                f"--storage.s3.secret-access-key={SECRET}", f"--storage.prefix={prefix}"]
+
     def raw(self, method, path, data_file=None, headers=(), out="/dev/null"):
         """curl's own SigV4 client: the independent way in."""
         cmd = ["curl", "-s", "-o", out, "-w", "%{http_code}", "-X", method,

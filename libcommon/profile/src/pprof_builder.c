@@ -158,6 +158,16 @@ typedef struct bsample_s {
         (arr).v[(arr).n++] = (value);                                                              \
     } while (0)
 
+/* Appends count values from src (same element type) with one growth check. */
+#define BARRAY_APPEND(arr, src, count)                                                             \
+    do {                                                                                           \
+        size_t count_ = (count);                                                                   \
+        (arr).v = lc_xgrow((arr).v, &(arr).cap, (arr).n + count_, sizeof(*(arr).v));               \
+        if (count_ > 0)                                                                            \
+            memcpy((arr).v + (arr).n, (src), count_ * sizeof(*(arr).v));                           \
+        (arr).n += count_;                                                                         \
+    } while (0)
+
 struct lc_pprof_builder_s {
     int err;           /* sticky: reported by encode */
     bool sum_wrapped;  /* a repeated sample's sum wrapped (lc_pprof_builder_sum_wrapped) */
@@ -244,6 +254,8 @@ int64_t lc_pprof_builder_string(lc_pprof_builder_t *b, const char *s, size_t len
     const char *nul = memchr(s, '\0', len);
     if (nul)
         len = (size_t)(nul - s);
+    if (len == 0 && b->strs.n)
+        return 0; /* interned first by lc_pprof_builder_new; most names' file and system name */
     if (builder_full(b, b->strs.n))
         return 0;
     str_key_t key = {s, len};
@@ -443,12 +455,9 @@ static int64_t add_wrapping(int64_t a, int64_t b)
 static void sample_append(builder_t *b, const sample_key_t *k, const int64_t *values)
 {
     bsample_t s = {b->stack_ids.n, k->n_locs, b->label_idx.n / 2, k->n_labels};
-    for (size_t i = 0; i < k->n_locs; i++)
-        BARRAY_PUSH(b->stack_ids, k->locs[i]);
-    for (size_t i = 0; i < 2 * k->n_labels; i++)
-        BARRAY_PUSH(b->label_idx, k->labels[i]);
-    for (size_t i = 0; i < b->types.n / 2; i++)
-        BARRAY_PUSH(b->values, values[i]);
+    BARRAY_APPEND(b->stack_ids, k->locs, k->n_locs);
+    BARRAY_APPEND(b->label_idx, k->labels, 2 * k->n_labels);
+    BARRAY_APPEND(b->values, values, b->types.n / 2);
     BARRAY_PUSH(b->samples, s);
 }
 

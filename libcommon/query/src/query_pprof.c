@@ -130,6 +130,31 @@ static int qp_mapping(qp_block_t *p, uint32_t mid, uint64_t *out)
     return 0;
 }
 
+/* The lines of a location stored without any, from the reader's symbolizer
+ * (lc_block_symbols): the merged pprof names what the flame graph names, so
+ * `go tool pprof` and Parca's reports see the same functions. *n = 0 when
+ * nothing names it: the location goes out as stored (mapping, address). */
+static int qp_symbolized_lines(qp_block_t *p, const lc_store_location_t *l, size_t *n)
+{
+    lc_symbols_t sy;
+    *n = 0;
+    /* a lookup that fails (the reader's arena full) leaves the frame as
+     * stored, as lc_block_frame_count does for the flame graph */
+    if (lc_block_symbols(p->b, l, &sy) != 0 || sy.n == 0)
+        return 0;
+    p->lines = lc_xgrow(p->lines, &p->lines_cap, sy.n, sizeof(*p->lines));
+    for (size_t j = 0; j < sy.n; j++) {
+        const lc_symbol_frame_t *f = &sy.frames[j];
+        p->lines[j] = (lc_pprof_line_t){
+            .function_id = lc_pprof_builder_function(p->out, f->function, f->function, f->file, 0),
+            .line = f->line};
+        if (!p->lines[j].function_id)
+            return LC_ETOOBIG;
+    }
+    *n = sy.n;
+    return 0;
+}
+
 /* The builder id of store location lid; zero_line: the PGO leaf variant
  * whose innermost line (lines[0]) has line number 0. */
 static int qp_location(qp_block_t *p, uint32_t lid, bool zero_line, uint64_t *out)
@@ -150,16 +175,21 @@ static int qp_location(qp_block_t *p, uint32_t lid, bool zero_line, uint64_t *ou
         rc = qp_mapping(p, l.mapping_id, &mapping);
     if (rc)
         return rc;
-    p->lines = lc_xgrow(p->lines, &p->lines_cap, l.n_lines, sizeof(*p->lines));
-    for (size_t j = 0; j < l.n_lines && rc == 0; j++) {
-        p->lines[j].line = l.lines[j].line;
-        rc = qp_function(p, l.lines[j].function_id, &p->lines[j].function_id);
+    size_t n_lines = l.n_lines;
+    if (n_lines == 0)
+        rc = qp_symbolized_lines(p, &l, &n_lines);
+    else {
+        p->lines = lc_xgrow(p->lines, &p->lines_cap, n_lines, sizeof(*p->lines));
+        for (size_t j = 0; j < n_lines && rc == 0; j++) {
+            p->lines[j].line = l.lines[j].line;
+            rc = qp_function(p, l.lines[j].function_id, &p->lines[j].function_id);
+        }
     }
     if (rc)
         return rc;
-    if (zero_line && l.n_lines)
+    if (zero_line && n_lines)
         p->lines[0].line = 0;
-    cache[lid] = lc_pprof_builder_location(p->out, mapping, l.address, p->lines, l.n_lines);
+    cache[lid] = lc_pprof_builder_location(p->out, mapping, l.address, p->lines, n_lines);
     *out = cache[lid];
     return *out ? 0 : LC_ETOOBIG;
 }

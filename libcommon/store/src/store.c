@@ -128,6 +128,13 @@ static int block_dbis_open(store_block_t *b, MDB_env *env)
     return rc ? lc_store__mdb_fail(rc, "txn commit (open)") : 0;
 }
 
+/* A read-only store's files have no writer anywhere: no lock file needed
+ * (it would also count against a cache's bound). */
+static unsigned store_env_flags(const lc_store_t *s)
+{
+    return s->opts.read_only ? MDB_NOTLS | MDB_RDONLY | MDB_NOLOCK : MDB_NOTLS;
+}
+
 static int store_env_open(const lc_store_t *s, const char *path, MDB_env **out)
 {
     MDB_env *env;
@@ -140,7 +147,7 @@ static int store_env_open(const lc_store_t *s, const char *path, MDB_env **out)
     if (!rc)
         rc = mdb_env_set_maxreaders(env, STORE_MAX_READERS);
     if (!rc)
-        rc = mdb_env_open(env, path, MDB_NOTLS, 0644);
+        rc = mdb_env_open(env, path, store_env_flags(s), 0644);
     if (rc) {
         LC_LOG_ERROR("store: env open failed path=%s err=\"%s\"", path, mdb_strerror(rc));
         mdb_env_close(env);
@@ -578,6 +585,27 @@ int lc_store_retention(lc_store_t *s, int64_t now_ns, size_t *dropped)
     pthread_mutex_unlock(&s->mu);
     if (*dropped)
         LC_LOG_INFO("store: retention dropped blocks=%zu", *dropped);
+    return rc;
+}
+
+int lc_store_drop_block(lc_store_t *s, int64_t start_ns, uint64_t write_gen)
+{
+    pthread_mutex_lock(&s->mu);
+    store_block_t *b = registry_find(s, start_ns);
+    int rc = b ? 0 : LC_ENOTFOUND;
+    /* An open write batch may hold this block and commit into it after the
+     * rename: it would commit into the trash. The caller tries again later. */
+    if (!rc && (b->write_gen != write_gen || s->writing))
+        rc = -EBUSY;
+    if (!rc)
+        rc = block_to_trash(s, b);
+    if (!rc) {
+        registry_remove(s, b);
+        b->dropped = true;
+        if (!b->refs)
+            block_destroy(s, b);
+    }
+    pthread_mutex_unlock(&s->mu);
     return rc;
 }
 

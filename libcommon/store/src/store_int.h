@@ -282,6 +282,8 @@ struct lc_store_s {
     bool writing;                  /* a write batch is open */
     struct store_rollup_s *rollup; /* store_rollup.c; NULL: no rollups */
     lc_symbolizer_t *symbolizer;   /* not owned; NULL: no server-side symbols */
+    lc_store_source_fn source;     /* lc_store_set_source; NULL: local blocks only */
+    void *source_ctx;
 };
 
 /* store.c, for lc_store_open/lc_store_close (store_open.c): the registry of
@@ -410,6 +412,8 @@ int lc_store__rollup_series_record(const MDB_val *v, const char *const *tenants,
 MDB_txn *lc_store__block_txn(lc_block_t *b);
 store_block_t *lc_store__block_ref(lc_block_t *b);
 lc_store_t *lc_store__reader_store(lc_store_reader_t *r);
+/* Whether the reader holds blocks of other stores (no rollups then). */
+bool lc_store__reader_added(const lc_store_reader_t *r);
 
 static inline uint64_t store_pair_hash(uint32_t parent, uint32_t location)
 {

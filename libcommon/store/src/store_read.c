@@ -14,6 +14,7 @@
 #include "store_int.h"
 
 struct lc_block_s {
+    lc_store_t *s; /* the store the block belongs to: the reader's, or an added one */
     store_block_t *b;
     MDB_txn *txn;
     store_meta_t meta;               /* snapshot of this transaction */
@@ -28,12 +29,19 @@ struct lc_store_reader_s {
     lc_block_t *blocks;
     size_t n;
     lc_symbol_scope_t scope; /* lc_store_reader_symbolize */
+    bool added;              /* holds blocks of other stores (lc_store_reader_add) */
+    struct reader_on_end_s {
+        void (*fn)(void *arg);
+        void *arg;
+    } * on_end;
+    size_t n_on_end;
 };
 
 /* ---------------------------------------------------------------- readers */
 
-static int block_read_begin(lc_block_t *blk, store_block_t *b)
+static int block_read_begin(lc_block_t *blk, lc_store_t *s, store_block_t *b)
 {
+    blk->s = s;
     blk->b = b;
     int rc = mdb_txn_begin(b->env, NULL, MDB_RDONLY, &blk->txn);
     if (rc) {
@@ -45,13 +53,13 @@ static int block_read_begin(lc_block_t *blk, store_block_t *b)
     return rc == LC_ENOTFOUND ? LC_ECORRUPT : rc;
 }
 
-static void block_read_end(lc_store_t *s, lc_block_t *blk)
+static void block_read_end(lc_block_t *blk)
 {
     lc_store__unpack_fini(&blk->unpack);
     if (blk->txn)
         mdb_txn_abort(blk->txn);
     lc_arena_free(blk->arena);
-    lc_store__release(s, blk->b);
+    lc_store__release(blk->s, blk->b);
 }
 
 int lc_store_read_begin(lc_store_t *s, int64_t start_ns, int64_t end_ns, lc_store_reader_t **out)
@@ -68,9 +76,9 @@ int lc_store_read_begin(lc_store_t *s, int64_t start_ns, int64_t end_ns, lc_stor
     r->blocks = lc_xcalloc(n ? n : 1, sizeof(*r->blocks));
     for (size_t i = 0; i < n; i++) {
         if (!rc)
-            rc = block_read_begin(&r->blocks[i], refs[i]);
+            rc = block_read_begin(&r->blocks[i], s, refs[i]);
         else
-            r->blocks[i].b = refs[i]; /* only to be released */
+            r->blocks[i] = (lc_block_t){.s = s, .b = refs[i]}; /* only to be released */
         r->n++;
     }
     lc_free(refs);
@@ -87,9 +95,73 @@ void lc_store_read_end(lc_store_reader_t *r)
     if (!r)
         return;
     for (size_t i = 0; i < r->n; i++)
-        block_read_end(r->s, &r->blocks[i]);
+        block_read_end(&r->blocks[i]);
     lc_free(r->blocks);
+    for (size_t i = 0; i < r->n_on_end; i++)
+        r->on_end[i].fn(r->on_end[i].arg);
+    lc_free(r->on_end);
     lc_free(r);
+}
+
+void lc_store_set_source(lc_store_t *s, lc_store_source_fn fn, void *ctx)
+{
+    s->source = fn;
+    s->source_ctx = ctx;
+}
+
+int lc_store_read_begin_all(lc_store_t *s, int64_t start_ns, int64_t end_ns,
+                            lc_store_reader_t **out)
+{
+    if (s->source)
+        return s->source(s->source_ctx, s, start_ns, end_ns, out);
+    return lc_store_read_begin(s, start_ns, end_ns, out);
+}
+
+/* Keeps r->blocks in block start order: the added ones go among the others. */
+static void reader_sort(lc_store_reader_t *r)
+{
+    for (size_t i = 1; i < r->n; i++) {
+        lc_block_t cur = r->blocks[i];
+        size_t j = i;
+        for (; j > 0 && r->blocks[j - 1].b->start_ns > cur.b->start_ns; j--)
+            r->blocks[j] = r->blocks[j - 1];
+        r->blocks[j] = cur;
+    }
+}
+
+int lc_store_reader_add(lc_store_reader_t *r, lc_store_t *other, int64_t start_ns, int64_t end_ns)
+{
+    store_block_t **refs;
+    size_t n;
+    int rc = lc_store__acquire_range(other, start_ns, end_ns, &refs, &n);
+    if (rc)
+        return rc;
+    r->blocks = lc_xrealloc(r->blocks, (r->n + n + 1) * sizeof(*r->blocks));
+    for (size_t i = 0; i < n; i++) {
+        lc_block_t *blk = &r->blocks[r->n++];
+        *blk = (lc_block_t){0};
+        if (!rc)
+            rc = block_read_begin(blk, other, refs[i]);
+        else
+            *blk = (lc_block_t){.s = other, .b = refs[i]}; /* only to be released */
+        if (r->scope.sym)
+            blk->scope = &r->scope;
+    }
+    lc_free(refs);
+    r->added = r->added || n > 0;
+    reader_sort(r);
+    return rc;
+}
+
+void lc_store_reader_on_end(lc_store_reader_t *r, void (*fn)(void *arg), void *arg)
+{
+    r->on_end = lc_xrealloc(r->on_end, (r->n_on_end + 1) * sizeof(*r->on_end));
+    r->on_end[r->n_on_end++] = (struct reader_on_end_s){fn, arg};
+}
+
+bool lc_store__reader_added(const lc_store_reader_t *r)
+{
+    return r->added;
 }
 
 /* For store_rollup.c, which reads blocks through readers. */
@@ -642,12 +714,24 @@ static int frame_mapping(lc_block_t *b, const lc_store_location_t *l, lc_frame_m
     return rc;
 }
 
+bool lc_store_reader_symbolizes(const lc_store_reader_t *r)
+{
+    return r->scope.sym != NULL;
+}
+
+bool lc_block_location_symbolizable(lc_block_t *b, const lc_store_location_t *l)
+{
+    lc_frame_mapping_t fm;
+    return l->n_lines == 0 && l->mapping_id != 0 && frame_mapping(b, l, &fm) == 0 &&
+           fm.build_id_len > 0;
+}
+
 /* The frames the reader's symbolizer finds for a location without lines
  * (out->n = 0: none, or no symbolizer), in the block's arena. */
 static int location_symbols(lc_block_t *b, const lc_store_location_t *l, lc_symbols_t *out)
 {
     out->n = 0;
-    if (!b->scope || l->mapping_id == 0)
+    if (!b->scope || l->mapping_id == 0 || l->n_lines)
         return 0;
     lc_frame_mapping_t fm;
     int rc = frame_mapping(b, l, &fm);
@@ -673,6 +757,11 @@ static int address_frame_name(lc_block_t *b, const lc_store_location_t *l,
         return rc;
     *len = lc_frame_address_name(&fm, l->address, scratch);
     return 0;
+}
+
+int lc_block_symbols(lc_block_t *b, const lc_store_location_t *l, lc_symbols_t *out)
+{
+    return location_symbols(b, l, out);
 }
 
 size_t lc_block_frame_count(lc_block_t *b, const lc_store_location_t *l)

@@ -21,7 +21,11 @@
  * rollup only when its own snapshots of the window's blocks are exactly those
  * (same blocks, same ids) and its range holds every profile of them. Windows
  * whose sums hold a negative value (a merge drops those per block, which a
- * sum over blocks cannot redo) are stored as unusable. Retention: a window
+ * sum over blocks cannot redo) are stored as unusable. Names are those of a
+ * reader without a symbolizer: a frame stored without lines in a mapping
+ * with a build id is "module+0xoffset" here; such a window is flagged, and a
+ * query that symbolizes (issue 31) reads its blocks instead, so a debug file
+ * that arrives after the rollup still names the frames. Retention: a window
  * that begins before now - retention is never used (a block dropped there
  * and written again could repeat a transaction id), and is deleted.
  *
@@ -41,9 +45,10 @@
 #define ROLLUP_LEVELS 2 /* 6-hour windows, and days */
 static const int64_t rollup_len_ns[ROLLUP_LEVELS] = {6 * 3600 * 1000000000LL,
                                                      24 * 3600 * 1000000000LL};
-#define ROLLUP_MAX_BLOCKS 256 /* blocks per window; windows of more keep no rollup */
-#define ROLLUP_VERSION 1
-#define ROLLUP_FLAG_UNUSABLE 1u               /* a negative sum: answer from blocks */
+#define ROLLUP_MAX_BLOCKS 256   /* blocks per window; windows of more keep no rollup */
+#define ROLLUP_VERSION 2        /* 2: ROLLUP_FLAG_SYMBOLIZABLE (a version-1 record is rebuilt) */
+#define ROLLUP_FLAG_UNUSABLE 1u /* a negative sum: answer from blocks */
+#define ROLLUP_FLAG_SYMBOLIZABLE 2u /* frames a query's symbolizer may name: blocks answer it */
 #define ROLLUP_MAX_NODES ((uint64_t)16 << 20) /* larger windows keep no rollup */
 #define ROLLUP_MAX_PAIRS ((size_t)16 << 20)   /* summary entries summed: 192 MiB of scratch */
 #define ROLLUP_WIN_KEY_LEN 9                  /* window start BE64, level */
@@ -81,6 +86,8 @@ int64_t lc_store__rollup_window(int level, int64_t t_ns)
 
 int lc_store__rollup_open(lc_store_t *s)
 {
+    if (s->opts.read_only)
+        return 0; /* nothing is written: no summaries, no rollups */
     if (rollup_len_ns[0] % s->opts.block_duration_ns)
         return 0; /* blocks do not tile windows: no rollups (days are whole 6 h) */
     size_t n = strlen(s->dir) + 16;
@@ -215,7 +222,8 @@ typedef struct rb_s {
     rb_series_t *series;        /* by series key id - 1 */
     size_t series_cap;
     bool negative, not_ready;
-    size_t n_pairs;                 /* summary entries added, over all series (ROLLUP_MAX_PAIRS) */
+    bool symbolizable; /* a frame is module+0xoffset of a build id (ROLLUP_FLAG_SYMBOLIZABLE) */
+    size_t n_pairs;    /* summary entries added, over all series (ROLLUP_MAX_PAIRS) */
     uint32_t *parents, *locs, *map; /* by block node */
     size_t nodes_cap;
     uint32_t *loc_first, *loc_len; /* by location: offset into frames + 1 */
@@ -263,6 +271,7 @@ static int rb_location(rb_t *rb, lc_block_t *b, uint32_t loc, const uint32_t **f
         int rc = lc_block_location(b, loc, &l);
         if (rc)
             return rc;
+        rb->symbolizable |= lc_block_location_symbolizable(b, &l);
         size_t n_frames = lc_block_frame_count(b, &l);
         rb->frames =
             lc_xgrow(rb->frames, &rb->frames_cap, rb->n_frames + n_frames, sizeof(*rb->frames));
@@ -449,7 +458,10 @@ static int rb_encode_window(const rb_t *rb, lc_buf_t *out)
     int rc = 0;
     out->len = 0;
     rb_put_varint(out, ROLLUP_VERSION, &rc);
-    rb_put_varint(out, rb->negative ? ROLLUP_FLAG_UNUSABLE : 0, &rc);
+    rb_put_varint(out,
+                  (rb->negative ? ROLLUP_FLAG_UNUSABLE : 0) |
+                      (rb->symbolizable ? ROLLUP_FLAG_SYMBOLIZABLE : 0),
+                  &rc);
     rb_put_varint(out, rb->n_blocks, &rc);
     for (size_t i = 0; i < rb->n_blocks; i++) {
         rb_put_varint(out, store_zigzag(rb->starts[i]), &rc);
@@ -812,6 +824,7 @@ static bool rollup_usable(lc_rollups_t *rs, lc_store_reader_t *r, size_t lo, siz
     MDB_val k = store_val(key, ROLLUP_WIN_KEY_LEN), v;
     return mdb_get(rs->txn, rs->ru->windows, &k, &v) == 0 && rec_decode(&v, &view->rec) == 0 &&
            !(view->rec.flags & ROLLUP_FLAG_UNUSABLE) &&
+           !(view->rec.flags & ROLLUP_FLAG_SYMBOLIZABLE && lc_store_reader_symbolizes(r)) &&
            rec_matches(&view->rec, starts, txnids, hi - lo);
 }
 
@@ -829,8 +842,8 @@ int lc_store_rollups_begin(lc_store_reader_t *r, int64_t start_ns, int64_t end_n
     rs->covered = lc_xcalloc(nb ? nb : 1, sizeof(bool));
     rs->n_blocks = nb;
     *out = rs;
-    if (!s->rollup || nb == 0)
-        return 0;
+    if (!s->rollup || nb == 0 || lc_store__reader_added(r))
+        return 0; /* rollups sum this store's blocks only */
     rs->ru = s->rollup;
     int rc = mdb_txn_begin(rs->ru->env, NULL, MDB_RDONLY, &rs->txn);
     if (rc) { /* the blocks still answer: no rollups for this query */

@@ -10,7 +10,10 @@
  *     a frame, innermost first, at the line the line table gives (for the
  *     innermost) or at the call site its inner frame records
  *     (DW_AT_call_file / DW_AT_call_line);
+ *   - else, in a Go binary, its .gopclntab (lc/gopclntab.h): the function,
+ *     file and line, no inlined frames;
  *   - else the ELF symbol table (.symtab, else .dynsym): one frame, no line.
+ * C++ and Rust names are demangled as they are copied out (symdemangle).
  */
 #include <dwarf.h>
 #include <elfutils/libdw.h>
@@ -19,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lc/gopclntab.h"
 #include "symbolizer_int.h"
 
 /* Inline depth kept for one address: deeper nests keep their innermost. */
@@ -43,6 +47,9 @@ struct symfile_s {
     Dwfl_Module *mod;
     cu_index_t *cus; /* built on first use of each unit */
     size_t n_cus, cap_cus;
+    bool go_checked;   /* looked for .gopclntab */
+    bool has_go;       /* ... and found one */
+    lc_gopclntab_t go; /* into the module's ELF data */
 };
 
 /* Never look anywhere else for the DWARF: the file given is the debug file. */
@@ -123,12 +130,17 @@ static bool offset_address(symfile_t *f, uint64_t off, Dwarf_Addr *addr)
     return true;
 }
 
+/* The linkage name first: demangled (frames_copy) it is the qualified name
+ * ("ns::Widget::draw"), where DW_AT_name of C++ and Rust is the bare one
+ * ("draw"); C and Go have no linkage name. */
 static const char *die_name(Dwarf_Die *die)
 {
     Dwarf_Attribute attr;
-    const char *name = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_name, &attr));
+    const char *name = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_linkage_name, &attr));
     if (!name)
-        name = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_linkage_name, &attr));
+        name = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_MIPS_linkage_name, &attr));
+    if (!name)
+        name = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_name, &attr));
     return name;
 }
 
@@ -283,6 +295,44 @@ static void symtab_frame(symfile_t *f, Dwarf_Addr addr, frames_t *fr)
     frames_push(fr, name, NULL, 0);
 }
 
+/* The file's .gopclntab (a Go binary's own table: `-ldflags=-s -w` keeps
+ * it), found once; false when there is none with bytes in the file. */
+static bool go_table(symfile_t *f)
+{
+    if (f->go_checked)
+        return f->has_go;
+    f->go_checked = true;
+    Dwarf_Addr bias;
+    Elf *elf = dwfl_module_getelf(f->mod, &bias);
+    size_t shstrndx;
+    if (!elf || elf_getshdrstrndx(elf, &shstrndx) != 0)
+        return false;
+    Elf_Scn *table = NULL;
+    uint64_t text_addr = 0;
+    for (Elf_Scn *scn = elf_nextscn(elf, NULL); scn; scn = elf_nextscn(elf, scn)) {
+        GElf_Shdr sh;
+        const char *name = gelf_getshdr(scn, &sh) ? elf_strptr(elf, shstrndx, sh.sh_name) : NULL;
+        if (name && strcmp(name, ".text") == 0)
+            text_addr = sh.sh_addr;
+        if (name && strcmp(name, ".gopclntab") == 0 && sh.sh_type != SHT_NOBITS)
+            table = scn;
+    }
+    Elf_Data *d = table ? elf_getdata(table, NULL) : NULL;
+    f->has_go = d && d->d_buf && lc_gopclntab_open(d->d_buf, d->d_size, text_addr, &f->go);
+    return f->has_go;
+}
+
+/* A Go function's frame from the pclntab: name, file, line (no inlined
+ * frames: the table's inline tree is not read). */
+static void go_frame(symfile_t *f, Dwarf_Addr addr, frames_t *fr)
+{
+    Dwarf_Addr bias;
+    lc_gopclntab_frame_t g;
+    if (dwfl_module_getelf(f->mod, &bias) && go_table(f) &&
+        lc_gopclntab_lookup(&f->go, addr - bias, &g))
+        frames_push(fr, g.function, g.file, (int)g.line);
+}
+
 static int frames_copy(const frames_t *fr, lc_arena_t *a, lc_symbols_t *out)
 {
     out->n = 0;
@@ -293,7 +343,9 @@ static int frames_copy(const frames_t *fr, lc_arena_t *a, lc_symbols_t *out)
         return LC_ETOOBIG;
     for (size_t i = 0; i < fr->n; i++) {
         lc_symbol_frame_t *d = &out->frames[i];
-        d->function = lc_arena_strdup(a, fr->f[i].function);
+        char *readable = symdemangle(fr->f[i].function);
+        d->function = lc_arena_strdup(a, readable ? readable : fr->f[i].function);
+        free(readable);
         d->file = lc_arena_strdup(a, fr->f[i].file);
         d->line = fr->f[i].line;
         if (!d->function || !d->file)
@@ -309,6 +361,8 @@ int symfile_frames(symfile_t *f, uint64_t file_offset, lc_arena_t *a, lc_symbols
     Dwarf_Addr addr;
     if (offset_address(f, file_offset, &addr)) {
         dwarf_frames(f, addr, &fr);
+        if (fr.n == 0)
+            go_frame(f, addr, &fr);
         if (fr.n == 0)
             symtab_frame(f, addr, &fr);
     }

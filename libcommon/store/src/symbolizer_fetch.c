@@ -8,6 +8,8 @@
  *   found    — the path in the cache dir (checked to still exist: the size
  *              cap may have removed it, then it is looked up again);
  *   missing  — no server had it, or none answered, until `until_ns`.
+ * A build id with no debug file anywhere is asked for as an executable: the
+ * binary's own tables (a Go binary's .gopclntab, .symtab, .dynsym) name it.
  * libdebuginfod reads its settings from the environment: DEBUGINFOD_URLS,
  * DEBUGINFOD_CACHE_PATH and DEBUGINFOD_TIMEOUT are set once at start, before
  * the worker exists; its own negative cache (cache_miss_s in the cache dir)
@@ -100,6 +102,20 @@ static int cached_older(const void *a, const void *b)
     return (x->mtime > y->mtime) - (x->mtime < y->mtime);
 }
 
+/* The download of build id `name`: its debug file, else its executable
+ * (lookup falls back to it). */
+static bool cached_file(const char *dir, const char *name, char p[LC_DEBUGINFO_PATH_MAX],
+                        struct stat *sb)
+{
+    static const char *const kinds[] = {"debuginfo", "executable"};
+    for (size_t i = 0; i < LC_ARRAY_LEN(kinds); i++)
+        if (snprintf(p, LC_DEBUGINFO_PATH_MAX, "%s/%s/%s", dir, name, kinds[i]) <
+                LC_DEBUGINFO_PATH_MAX &&
+            stat(p, sb) == 0)
+            return true;
+    return false;
+}
+
 static size_t cache_list(const char *dir, cached_t **out, uint64_t *total)
 {
     size_t n = 0, cap = 0;
@@ -113,8 +129,7 @@ static size_t cache_list(const char *dir, cached_t **out, uint64_t *total)
         char p[LC_DEBUGINFO_PATH_MAX];
         struct stat sb;
         if (de->d_name[0] == '.' || strlen(de->d_name) > LC_BUILD_ID_HEX_MAX ||
-            snprintf(p, sizeof(p), "%s/%s/debuginfo", dir, de->d_name) >= (int)sizeof(p) ||
-            stat(p, &sb) != 0)
+            !cached_file(dir, de->d_name, p, &sb))
             continue;
         *out = lc_xgrow(*out, &cap, n + 1, sizeof(**out));
         memcpy((*out)[n].name, de->d_name, strlen(de->d_name) + 1); /* length checked above */
@@ -136,8 +151,8 @@ static void cache_trim(symfetch_t *f)
     qsort(c, n, sizeof(*c), cached_older);
     for (size_t i = 0; i < n && total > f->opts.cache_max_bytes; i++) {
         char p[LC_DEBUGINFO_PATH_MAX];
-        snprintf(p, sizeof(p), "%s/%s/debuginfo", f->cache_dir, c[i].name);
-        if (unlink(p) == 0) {
+        struct stat sb;
+        if (cached_file(f->cache_dir, c[i].name, p, &sb) && unlink(p) == 0) {
             total -= c[i].size;
             LC_LOG_INFO("symbolizer: debuginfod cache over its cap, removed build_id=%s",
                         c[i].name);
@@ -167,6 +182,10 @@ static bool lookup(symfetch_t *f, debuginfod_client *c, const char *build_id,
     debuginfod_set_user_data(c, &p);
     char *found = NULL;
     int fd = debuginfod_find_debuginfo(c, (const unsigned char *)build_id, 0, &found);
+    /* No debug file: the binary itself, whose own tables still name frames
+     * (a Go binary's .gopclntab survives -s -w; else .symtab or .dynsym). */
+    if (fd == -ENOENT)
+        fd = debuginfod_find_executable(c, (const unsigned char *)build_id, 0, &found);
     if (fd < 0) {
         LC_LOG_INFO("symbolizer: debuginfod has no file build_id=%s error=%s", build_id,
                     strerror(-fd));

@@ -1,7 +1,8 @@
 /*
  * symbolizer_int.h — the symbolizer's parts between its files: the
- * debuginfod worker (symbolizer_fetch.c) and the libdw reader
- * (symbolizer_dwarf.c), used by symbolizer.c.
+ * debuginfod worker (symbolizer_fetch.c), the libdw reader
+ * (symbolizer_dwarf.c), used by symbolizer.c, and the demangler
+ * (symbolizer_demangle.c) the reader names frames with.
  */
 #ifndef SYMBOLIZER_INT_H
 #define SYMBOLIZER_INT_H
@@ -36,5 +37,10 @@ void symfile_close(symfile_t *f);
  * Not thread-safe: the caller holds the lock of the file. */
 int symfile_frames(symfile_t *f, uint64_t file_offset, lc_arena_t *a,
                    lc_symbols_t *out) LC_MUST_CHECK;
+
+/* ---- symbolizer_demangle.c: C++ and Rust names, libiberty ---- */
+/* The readable form of a mangled name (malloc'd; the caller frees), or NULL
+ * when name is not a C++ or Rust mangled name. */
+char *symdemangle(const char *name);
 
 #endif

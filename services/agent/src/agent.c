@@ -128,6 +128,17 @@ void agt_opts_default(agt_opts_t *o)
     o->procfs = "/proc";
 }
 
+bool agt_symbolize_parse(const char *s, agt_symbolize_t *out)
+{
+    static const char *const names[] = {"local", "server", "both"};
+    for (size_t i = 0; s && i < LC_ARRAY_LEN(names); i++)
+        if (strcmp(s, names[i]) == 0) {
+            *out = (agt_symbolize_t)i;
+            return true;
+        }
+    return false;
+}
+
 bool agt_ready(const agt_t *a)
 {
     return a && a->sampler && !a->closing;

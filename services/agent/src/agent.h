@@ -35,6 +35,20 @@
 
 typedef enum { AGT_GROUP_PROCESS = 0, AGT_GROUP_CONTAINER = 1 } agt_group_by_t;
 
+/* Who names the frames of native code in mapped files (issue 31). Kernel
+ * frames (kallsyms) and JIT frames (perf maps) are named by the agent in
+ * every mode: no server has their files. A frame left unnamed is sent as its
+ * mapping (file, build id) and the address of its instruction, which the
+ * server names at query time from a debug file (uploaded or debuginfod's). */
+typedef enum {
+    AGT_SYMBOLIZE_LOCAL = 0, /* ELF .symtab/.dynsym here; misses go unnamed */
+    AGT_SYMBOLIZE_SERVER,    /* every binary with a build id goes unnamed */
+    AGT_SYMBOLIZE_BOTH       /* here for binaries with a .symtab; stripped ones go unnamed */
+} agt_symbolize_t;
+
+/* Parses "local", "server" or "both"; false for anything else. */
+bool agt_symbolize_parse(const char *s, agt_symbolize_t *out);
+
 typedef struct agt_opts_s {
     int sample_rate_hz;      /* per CPU; default 19 */
     int64_t interval_ns;     /* one profile per process per interval; default 10 s */
@@ -46,6 +60,7 @@ typedef struct agt_opts_s {
     size_t max_stacks;          /* distinct stacks per buffer; 0 = sized from rate x interval */
     uint32_t partitions;        /* transport partitions (as the ingesters); default 1 */
     const char *procfs;         /* default "/proc" */
+    agt_symbolize_t symbolize;  /* who names native frames; default local */
 } agt_opts_t;
 
 typedef struct agt_s agt_t;

@@ -17,7 +17,7 @@ typedef struct agt_node_s {
     bool standalone; /* ember-agent: /ready waits for sampling */
 } agt_node_t;
 
-/* ember-agent's options; ember --agent takes the rate and interval only. */
+/* ember-agent's options; ember --agent takes the rate, interval and symbolize mode only. */
 static int agt_fill_opts(const ember_settings_t *s, agt_opts_t *o)
 {
     agt_opts_default(o);
@@ -25,6 +25,10 @@ static int agt_fill_opts(const ember_settings_t *s, agt_opts_t *o)
     o->interval_ns = s->agent_interval_ns;
     if (ember_clustered(s))
         o->partitions = (uint32_t)s->partitions;
+    if (!agt_symbolize_parse(s->agent_symbolize, &o->symbolize)) {
+        LC_LOG_ERROR("--agent.symbolize: want local, server or both");
+        return LC_EINPUT;
+    }
     if (s->bin != EMBER_BIN_AGENT)
         return 0;
     o->filter = s->agent_filter;

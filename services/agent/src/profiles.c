@@ -13,8 +13,12 @@
  * symbols (file offset -> ELF vaddr through the load segments); anonymous
  * executable memory -> the process' perf map. What stays unresolved is sent
  * as it is (issue 31): a location with its mapping (file, build id, offsets)
- * and address and no line, which the server shows as "module+0xoffset" and
- * a symbolizer can resolve later; it is counted in the misses.
+ * and the address looked up (the call instruction's, so a server's
+ * symbolizer names the calling line) and no line, which the server shows as
+ * "module+0xoffset" and names once it has a debug file; it is counted in the
+ * misses. --agent.symbolize=server (or both, for stripped objects) skips the
+ * ELF symbols of objects with a build id: their frames go unnamed on
+ * purpose (not counted as misses) and the server names them.
  * Locations are cached per process and address for the interval.
  */
 #define _GNU_SOURCE /* qsort_r */
@@ -209,7 +213,8 @@ static const char *jit_symbol(build_t *bd, agt_proc_t *p, uint64_t lookup)
     return agt_perfmap_lookup(&p->perfmap, lookup);
 }
 
-static uint64_t agt_mapping_id(build_t *bd, group_t *g, const agt_map_t *m)
+/* local: whether the agent names this mapping's frames (has_functions). */
+static uint64_t agt_mapping_id(build_t *bd, group_t *g, const agt_map_t *m, bool local)
 {
     bool added;
     uint64_t *id = agt_u64map_put(&bd->map_ids, m->start ? m->start : 1, &added);
@@ -217,7 +222,7 @@ static uint64_t agt_mapping_id(build_t *bd, group_t *g, const agt_map_t *m)
         const agt_elf_t *e = m->elf;
         *id = lc_pprof_builder_mapping(g->b, m->start, m->end, m->offset,
                                        m->kind == AGT_MAP_FILE ? m->path : map_module(m),
-                                       e ? e->build_id : "", e && e->n_syms);
+                                       e ? e->build_id : "", local && e && e->n_syms);
     }
     return *id;
 }
@@ -234,20 +239,32 @@ static const agt_map_t *find_map(build_t *bd, agt_proc_t *p, uint64_t lookup)
     return agt_proc_find_map(p, lookup);
 }
 
+/* Whether --agent.symbolize leaves the frames of this object to the server:
+ * it needs the build id to find a debug file. */
+static bool server_names(const agt_opts_t *o, const agt_elf_t *e)
+{
+    if (o->symbolize == AGT_SYMBOLIZE_LOCAL || !e || !e->build_id[0])
+        return false;
+    return o->symbolize == AGT_SYMBOLIZE_SERVER || !e->has_symtab;
+}
+
 static uint64_t user_location(build_t *bd, group_t *g, agt_proc_t *p, uint64_t addr,
                               uint64_t lookup)
 {
     const agt_map_t *m = find_map(bd, p, lookup);
     const char *name = NULL;
     uint64_t vaddr;
-    if (m && m->elf && agt_elf_offset_to_vaddr(m->elf, lookup - m->start + m->offset, &vaddr))
+    bool local = !m || !server_names(bd->ctx->opts, m->elf);
+    if (local && m && m->elf &&
+        agt_elf_offset_to_vaddr(m->elf, lookup - m->start + m->offset, &vaddr))
         name = agt_elf_symbol(m->elf, vaddr);
     if (!name && (!m || m->kind == AGT_MAP_ANON))
         name = jit_symbol(bd, p, lookup);
-    count_symbol(bd, name != NULL);
-    uint64_t mapping = m ? agt_mapping_id(bd, g, m) : 0;
-    if (!name)
-        return unsymbolized_location(g, mapping, addr);
+    if (local)
+        count_symbol(bd, name != NULL);
+    uint64_t mapping = m ? agt_mapping_id(bd, g, m, local) : 0;
+    if (!name) /* the call instruction's address: what the server looks up */
+        return unsymbolized_location(g, mapping, lookup);
     return add_location(g, mapping, addr, name, m ? m->path : "");
 }
 

@@ -6,8 +6,9 @@
  * the bucket's index only once both objects are stored; a crash in between
  * leaves an unindexed data object that the next upload of the block
  * overwrites. A bucket that fails stops the pass (logged once per outage,
- * counted); blocks wait locally and the next pass tries again — local blocks
- * are never deleted for the bucket's sake. Late writes into an uploaded
+ * counted); blocks wait locally and the next pass tries again. A local block
+ * leaves only through --retention or, once the bucket is confirmed to hold
+ * its current content, --storage.local-retention (bucket_local.c). Late writes into an uploaded
  * block change its content; the block is then uploaded again under the same
  * keys once it is compacted again.
  */
@@ -48,7 +49,8 @@ struct ing_bucket_s {
      * empty) at a write count: skipped until the count changes. Sorted by start. */
     lc_store_block_state_t *verified;
     size_t n_verified;
-    lc_metric_t *uploaded, *failures, *pending, *uploaded_bytes, *deleted;
+    bkt_local_t local;
+    lc_metric_t *uploaded, *failures, *pending, *uploaded_bytes, *deleted, *local_dropped;
 };
 
 /* A block that ended and holds profiles: what it holds now. */
@@ -57,12 +59,6 @@ typedef struct bkt_candidate_s {
     char start[32];
     char version[BKT_VERSION_MAX];
 } bkt_candidate_t;
-
-static void version_of(const lc_block_info_t *in, char out[BKT_VERSION_MAX])
-{
-    snprintf(out, BKT_VERSION_MAX, "%" PRIu64 ".%" PRIu64 ".%" PRIu64 ".%" PRIu64 ".%" PRId64,
-             in->profiles, in->samples, in->series, in->nodes, in->max_time_ns);
-}
 
 static void note_failure(ing_bucket_t *b, const char *what, const char *key, int rc)
 {
@@ -120,14 +116,17 @@ static int snapshot(ing_bucket_t *b, const bkt_candidate_t *c, uint8_t **data, s
     return rc;
 }
 
-/* The name under which block c goes up: the one it had, else a new one. */
+/* The name under which block c goes up: the one it had, else a new one. A
+ * record whose partition was dropped locally belongs to the dropped block. */
 static void block_name(const ing_bucket_t *b, const bkt_candidate_t *c, const char *old,
                        char name[BKT_NAME_MAX])
 {
-    if (old[0])
+    char *gone = bkt_gone_read(b->uploads, c->start);
+    if (old[0] && !bkt_gone_lists(gone, old))
         snprintf(name, BKT_NAME_MAX, "%s", old);
     else
-        snprintf(name, BKT_NAME_MAX, "%s-%s", c->start, b->life);
+        bkt_upload_name(c->start, b->life, gone != NULL, name);
+    lc_free(gone);
 }
 
 static int upload_block(ing_bucket_t *b, const bkt_candidate_t *c, const char *old_name)
@@ -206,7 +205,7 @@ static bkt_outcome_t check_block(ing_bucket_t *b, const lc_store_block_state_t *
     if (!found || c.info.profiles == 0)
         return BKT_IN_BUCKET; /* dropped meanwhile, or nothing to keep */
     bkt_start_name(c.info.start_ns, c.start);
-    version_of(&c.info, c.version);
+    bkt_version_of(&c.info, c.version);
     char name[BKT_NAME_MAX] = "", version[BKT_VERSION_MAX] = "";
     if (bkt_record_read(b->uploads, c.start, name, version) != 0)
         name[0] = '\0';
@@ -248,17 +247,6 @@ static void upload_pass(ing_bucket_t *b)
 
 /* ---------------------------------------------------------------- retention */
 
-/* The block start (s) of an index key "index/<ing>/<start>-<life>.json". */
-static bool index_key_start(const char *key, int64_t *start_ns)
-{
-    const char *slash = strrchr(key, '/');
-    long long sec;
-    if (!slash || sscanf(slash + 1, "%lld-", &sec) != 1)
-        return false;
-    *start_ns = (int64_t)sec * NS_PER_S;
-    return true;
-}
-
 /* The index entry goes first: no entry ever names a missing data object. */
 static int delete_block(ing_bucket_t *b, const char *index_key)
 {
@@ -287,8 +275,9 @@ static void retention_pass(ing_bucket_t *b, int64_t now_ns)
     if (lc_objstore_list(b->os, prefix, &l) != 0)
         return;
     int64_t start;
+    char name[BKT_NAME_MAX];
     for (size_t i = 0; i < l.n; i++) {
-        if (index_key_start(l.keys[i], &start) &&
+        if (bkt_index_key_parse(l.keys[i], &start, name) &&
             start + b->o.block_duration_ns < now_ns - b->o.retention_ns &&
             delete_block(b, l.keys[i]) != 0)
             break;
@@ -319,6 +308,9 @@ static void *uploader_main(void *arg)
     ing_bucket_t *b = arg;
     do {
         upload_pass(b);
+        lc_metric_add(b->local_dropped,
+                      (double)bkt_local_retention_pass(&b->local, b->verified, b->n_verified,
+                                                       lc_realtime_ns()));
         retention_pass(b, lc_realtime_ns());
     } while (wait_interval(b));
     return NULL;
@@ -337,6 +329,11 @@ static void bucket_register_metrics(ing_bucket_t *b, lc_metrics_t *m)
         "Closed blocks whose content is not in the object store yet (they stay local)", "");
     b->deleted = lc_metrics_counter(m, "ember_bucket_blocks_deleted_total",
                                     "Blocks deleted from the object store by --retention", "");
+    b->local_dropped = lc_metrics_counter(
+        m, "ember_bucket_local_blocks_dropped_total",
+        "Local blocks deleted by --storage.local-retention after the object store was "
+        "confirmed to hold their content",
+        "");
 }
 
 int ing_bucket_start(const ing_bucket_opts_t *o, lc_store_t *store, ing_bucket_t **out)
@@ -359,6 +356,12 @@ int ing_bucket_start(const ing_bucket_opts_t *o, lc_store_t *store, ing_bucket_t
         ing_bucket_stop(b);
         return rc;
     }
+    b->local = (bkt_local_t){.store = store,
+                             .os = b->os,
+                             .ing = b->ing,
+                             .uploads = b->uploads,
+                             .retention_ns = o->local_retention_ns};
+    bkt_local_markers_check(&b->local);
     pthread_mutex_init(&b->mu, NULL);
     pthread_cond_init(&b->cv, NULL);
     if (pthread_create(&b->thread, NULL, uploader_main, b) != 0) {

@@ -36,8 +36,9 @@ typedef struct ing_bucket_opts_s {
     const char *ingester_id; /* the consumer id: stable across restarts */
     const char *zone;
     int64_t block_duration_ns;
-    int64_t retention_ns; /* 0: keep objects forever */
-    int interval_ms;      /* between upload passes */
+    int64_t retention_ns;       /* 0: keep objects forever */
+    int64_t local_retention_ns; /* 0: uploaded blocks stay local for retention_ns */
+    int interval_ms;            /* between upload passes */
     lc_metrics_t *metrics;
 } ing_bucket_opts_t;
 

@@ -12,6 +12,7 @@
 
 #include "bucket.h"
 #include "lc/objstore.h"
+#include "lc/store.h"
 
 #define BKT_NAME_MAX 64    /* "<start>-<life>" */
 #define BKT_VERSION_MAX 96 /* what a block held when uploaded */
@@ -29,6 +30,10 @@ void bkt_start_name(int64_t start_ns, char out[32]);
 /* "index/<ing>/<name>.json" and "blocks/<ing>/<name>/block.mdb". */
 void bkt_index_key(const char *ing, const char *name, char *out, size_t size);
 void bkt_data_key(const char *ing, const char *name, char *out, size_t size);
+
+/* The block start and the name "<start>-<life>[-<x>]" of an index key
+ * ".../<name>.json"; false when it is not one (a listing is outside input). */
+bool bkt_index_key_parse(const char *key, int64_t *start_ns, char name[BKT_NAME_MAX]);
 
 /* <data_dir>/uploads (made if missing) and the data dir's life id (made
  * once: 16 hex digits). */
@@ -53,6 +58,33 @@ int bkt_meta_parse(const uint8_t *text, size_t len, bkt_meta_t *m) LC_MUST_CHECK
 /* Parses an upload record "<name> <version>\n" (NUL-terminated text). */
 int bkt_record_parse(const char *text, char name[BKT_NAME_MAX],
                      char version[BKT_VERSION_MAX]) LC_MUST_CHECK;
+
+/* What a block holds, as the version its upload record and meta name. */
+void bkt_version_of(const lc_block_info_t *in, char out[BKT_VERSION_MAX]);
+
+/* ---- --storage.local-retention (bucket_local.c) ---- */
+#define BKT_GEN_NONE UINT64_MAX /* a verified entry whose block was dropped */
+typedef struct bkt_local_s {
+    lc_store_t *store;
+    lc_objstore_t *os;
+    const char *ing, *uploads;
+    int64_t retention_ns; /* 0: blocks stay local for --retention */
+} bkt_local_t;
+/* Drops the verified blocks that ended before now - retention once the
+ * bucket is confirmed to hold their current content; their entries get
+ * write_gen BKT_GEN_NONE. Returns how many were dropped. */
+size_t bkt_local_retention_pass(const bkt_local_t *l, lc_store_block_state_t *verified, size_t n,
+                                int64_t now_ns);
+/* At start: markers of drops that did not happen are removed. */
+void bkt_local_markers_check(const bkt_local_t *l);
+/* The gone list of partition <start>: names of its objects whose content is
+ * no longer local, "<name>\n" each (lc_free); NULL when none. */
+#define BKT_GONE_MAX_BYTES 65536
+char *bkt_gone_read(const char *uploads, const char *start);
+bool bkt_gone_lists(const char *gone, const char *name); /* gone may be NULL */
+/* The name a block without an upload record goes up under: <start>-<life>,
+ * or with a unique suffix when the partition was dropped before. */
+void bkt_upload_name(const char *start, const char *life, bool gone, char name[BKT_NAME_MAX]);
 
 /* A whole file into memory (lc_free), at most max bytes. */
 int bkt_file_read(const char *path, size_t max, uint8_t **data, size_t *len) LC_MUST_CHECK;

@@ -5,7 +5,8 @@
  * <data_dir>/blocks/.new-<start>/data.mdb and renamed to blocks/<start>, so
  * the store's scan finds it and a crash leaves a .new- directory that the
  * store removes at open. Its upload record is written too, so the block is
- * not uploaded again unless a late write changes it. A block the data dir
+ * not uploaded again unless a late write changes it. Blocks past
+ * --storage.local-retention stay in the bucket. A block the data dir
  * holds already is left alone: the local one is at least as new.
  */
 #include <errno.h>
@@ -41,6 +42,15 @@ static int install_block(const char *data_dir, const char *start, const uint8_t 
     return rc;
 }
 
+/* Blocks past --retention are gone; past --storage.local-retention they are
+ * read from the bucket by the queriers and would only be dropped again. */
+static bool wanted_locally(const ing_bucket_opts_t *o, int64_t end_ns)
+{
+    int64_t now = lc_realtime_ns();
+    return !(o->retention_ns > 0 && end_ns < now - o->retention_ns) &&
+           !(o->local_retention_ns > 0 && end_ns <= now - o->local_retention_ns);
+}
+
 /* One index entry: LC_ENOTFOUND when nothing had to be done. */
 static int restore_one(const ing_bucket_opts_t *o, lc_objstore_t *os, const char *uploads,
                        const char *index_key)
@@ -59,7 +69,7 @@ static int restore_one(const ing_bucket_opts_t *o, lc_objstore_t *os, const char
     }
     char path[4096];
     snprintf(path, sizeof path, "%s/blocks/%s", o->data_dir, m.start);
-    if (exists(path) || (o->retention_ns > 0 && m.end_ns < lc_realtime_ns() - o->retention_ns))
+    if (exists(path) || !wanted_locally(o, m.end_ns))
         return LC_ENOTFOUND;
     rc = lc_objstore_get(os, m.data, &data, &len);
     if (rc)

@@ -57,6 +57,21 @@ void bkt_data_key(const char *ing, const char *name, char *out, size_t size)
     snprintf(out, size, "blocks/%s/%s/block.mdb", ing, name);
 }
 
+bool bkt_index_key_parse(const char *key, int64_t *start_ns, char name[BKT_NAME_MAX])
+{
+    const char *slash = strrchr(key, '/');
+    const char *base = slash ? slash + 1 : key;
+    size_t len = strlen(base);
+    long long sec;
+    if (len <= 5 || len - 5 >= BKT_NAME_MAX || strcmp(base + len - 5, ".json") != 0 ||
+        base[0] < '0' || base[0] > '9' || sscanf(base, "%lld-", &sec) != 1 ||
+        sec > INT64_MAX / 1000000000 || sec < INT64_MIN / 1000000000)
+        return false;
+    *start_ns = (int64_t)sec * 1000000000;
+    snprintf(name, BKT_NAME_MAX, "%.*s", (int)(len - 5), base);
+    return true;
+}
+
 int bkt_uploads_dir(const char *data_dir, char *out, size_t size)
 {
     snprintf(out, size, "%s/uploads", data_dir);

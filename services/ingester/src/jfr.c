@@ -36,59 +36,62 @@
 
 /* ---------------------------------------------------------------- id maps */
 
-/* Open addressing, u64 id -> u32 index; UINT32_MAX marks a free slot. */
+/* Open addressing, u64 id -> u32 index; UINT32_MAX marks a free slot. Key
+ * and value share a slot, so a probe touches one cache line. */
+typedef struct jslot_s {
+    uint64_t key;
+    uint32_t val;
+} jslot_t;
+
 typedef struct jmap_s {
-    uint64_t *keys;
-    uint32_t *vals;
+    jslot_t *slots;
     size_t cap, n;
 } jmap_t;
 
 static size_t jmap_slot(const jmap_t *m, uint64_t k)
 {
     size_t i = (size_t)((k * 0x9E3779B97F4A7C15ull) >> 20) & (m->cap - 1);
-    while (m->vals[i] != UINT32_MAX && m->keys[i] != k)
+    while (m->slots[i].val != UINT32_MAX && m->slots[i].key != k)
         i = (i + 1) & (m->cap - 1);
     return i;
 }
 
-static void jmap_put(jmap_t *m, uint64_t k, uint32_t v);
-
-static void jmap_grow(jmap_t *m)
+/* Room for `want` entries at a load of at most one half. */
+static void jmap_reserve(jmap_t *m, size_t want)
 {
+    if (want * 2 <= m->cap)
+        return;
     jmap_t old = *m;
-    m->cap = old.cap ? old.cap * 2 : 64;
-    m->n = 0;
-    m->keys = lc_xmalloc(m->cap * sizeof(*m->keys));
-    m->vals = lc_xmalloc(m->cap * sizeof(*m->vals));
-    memset(m->vals, 0xff, m->cap * sizeof(*m->vals));
+    size_t cap = old.cap ? old.cap : 64;
+    while (cap < want * 2)
+        cap *= 2;
+    m->cap = cap;
+    m->slots = lc_xmalloc(cap * sizeof(*m->slots));
+    memset(m->slots, 0xff, cap * sizeof(*m->slots));
     for (size_t i = 0; i < old.cap; i++) {
-        if (old.vals[i] != UINT32_MAX)
-            jmap_put(m, old.keys[i], old.vals[i]);
+        if (old.slots[i].val != UINT32_MAX)
+            m->slots[jmap_slot(m, old.slots[i].key)] = old.slots[i];
     }
-    lc_free(old.keys);
-    lc_free(old.vals);
+    lc_free(old.slots);
 }
 
 static void jmap_put(jmap_t *m, uint64_t k, uint32_t v)
 {
-    if ((m->n + 1) * 2 > m->cap)
-        jmap_grow(m);
-    size_t i = jmap_slot(m, k);
-    if (m->vals[i] == UINT32_MAX)
+    jmap_reserve(m, m->n + 1);
+    jslot_t *at = &m->slots[jmap_slot(m, k)];
+    if (at->val == UINT32_MAX)
         m->n++;
-    m->keys[i] = k;
-    m->vals[i] = v;
+    *at = (jslot_t){k, v};
 }
 
 static uint32_t jmap_get(const jmap_t *m, uint64_t k)
 {
-    return m->cap ? m->vals[jmap_slot(m, k)] : UINT32_MAX;
+    return m->cap ? m->slots[jmap_slot(m, k)].val : UINT32_MAX;
 }
 
 static void jmap_free(jmap_t *m)
 {
-    lc_free(m->keys);
-    lc_free(m->vals);
+    lc_free(m->slots);
 }
 
 /* ---------------------------------------------------------------- metadata model */
@@ -426,14 +429,14 @@ static jstr_t jr_string_bytes(jr_t *r, bool latin1)
         return (jstr_t){"", 0};
     }
     char *o = s;
-    for (size_t i = 0; i < n; i++) {
-        uint8_t c = r->p[i];
-        if (c == 0)
-            c = '?'; /* a NUL cannot travel in a C string */
-        if (latin1)
-            utf8_put(&o, c);
-        else
-            *o++ = (char)c;
+    if (latin1) {
+        for (size_t i = 0; i < n; i++)
+            utf8_put(&o, r->p[i] ? r->p[i] : '?'); /* a NUL cannot travel in a C string */
+    } else {                                       /* UTF-8, nearly every string: copied whole */
+        memcpy(s, r->p, n);
+        for (char *z = memchr(s, 0, n); z; z = memchr(z + 1, 0, n - (size_t)(z + 1 - s)))
+            *z = '?';
+        o = s + n;
     }
     *o = 0;
     r->p += n;
@@ -580,6 +583,10 @@ static void read_flat(jr_t *r, const jclass_t *c)
 /* Unchecked LEB128 for the frame loop: the caller made sure 9 bytes remain. */
 static const uint8_t *varint_at(const uint8_t *p, uint64_t *v)
 {
+    if (p[0] < 0x80) { /* line numbers, frame types and many ids */
+        *v = p[0];
+        return p + 1;
+    }
     uint64_t x = 0;
     for (unsigned i = 0; i < 8; i++) {
         x |= (uint64_t)(p[i] & 0x7f) << (7 * i);
@@ -629,6 +636,24 @@ static void read_frame_checked(jr_t *r, const jclass_t *frame, uint64_t *method,
     }
 }
 
+/* n frames of the usual all-varint StackFrame layout (method, lineNumber,
+ * then fields nobody reads, as both the JDK and async-profiler write it),
+ * 9 bytes per field known to remain for all of them: no check per frame. */
+static void read_frames_usual(jr_t *r, const jclass_t *frame, jfr_frame_t *out, size_t n)
+{
+    const uint8_t *p = r->p;
+    for (size_t k = 0; k < n; k++) {
+        uint64_t method, line;
+        p = varint_at(p, &method);
+        p = varint_at(p, &line);
+        for (size_t i = 2; i < frame->n_fields; i++)
+            p = varint_skip(p);
+        /* as frame_push: lineNumber read as uint32 */
+        out[k] = (jfr_frame_t){.method = method, .line = (int64_t)(uint32_t)line};
+    }
+    r->p = p;
+}
+
 /* A stack trace's frames when StackFrame is flat: the bulk of a recording,
  * so read straight into the frame array, method and line by their slots. */
 static void read_flat_frames(jr_t *r, const jclass_t *frame, size_t n)
@@ -644,6 +669,12 @@ static void read_flat_frames(jr_t *r, const jclass_t *frame, size_t n)
     j->frames = lc_xgrow(j->frames, &j->cap_frames, j->n_frames + n, sizeof(*j->frames));
     jfr_frame_t *out = j->frames + j->n_frames;
     size_t room = 9 * frame->n_fields; /* n_fields <= ING_JFR_MAX_FIELDS */
+    if (frame->all_varint && frame->method_at == 0 && frame->line_at == 1 && r->p <= r->end &&
+        (size_t)(r->end - r->p) / room >= n) {
+        read_frames_usual(r, frame, out, n);
+        j->n_frames += n;
+        return;
+    }
     for (size_t k = 0; k < n; k++) {
         uint64_t method = 0, line = 0;
         if (frame->all_varint && r->p <= r->end && (size_t)(r->end - r->p) >= room)
@@ -1112,6 +1143,32 @@ static void keep_entry(jfr_t *j, const jclass_t *c, uint64_t id, size_t frames_b
     }
 }
 
+/* The id map of a pool whose entries are kept, sized for n more entries at
+ * once instead of doubling through them. */
+static void pool_reserve(jfr_t *j, const jclass_t *c, size_t n)
+{
+    jmap_t *ix = c->kind == K_STRING       ? &j->str_ix
+                 : c->role == C_SYMBOL     ? &j->sym_ix
+                 : c->role == C_CLASS      ? &j->cls_ix
+                 : c->role == C_METHOD     ? &j->meth_ix
+                 : c->role == C_STATE      ? &j->state_ix
+                 : c->role == C_STACKTRACE ? &j->stack_ix
+                                           : NULL;
+    if (ix)
+        jmap_reserve(ix, ix->n + n);
+}
+
+/* Room for the frames a stack trace pool of `bytes` bytes can hold (a
+ * StackFrame of the usual four fields takes at least four), once, instead of
+ * doubling through them: memory not written is not touched. */
+static void frames_reserve(jfr_t *j, size_t bytes)
+{
+    size_t want = bytes / 4;
+    if (want > ING_JFR_MAX_FRAMES - j->n_frames)
+        want = ING_JFR_MAX_FRAMES - j->n_frames;
+    j->frames = lc_xgrow(j->frames, &j->cap_frames, j->n_frames + want, sizeof(*j->frames));
+}
+
 /* A Symbol entry that is one UTF-8 (3) or Latin-1 (5) string, located and
  * skipped (jsym_t); false leaves r untouched for the generic read. Other
  * encodings depend on the chunk (its string pool, compressed integers) and
@@ -1165,6 +1222,11 @@ static int read_pool(jr_t *r)
         return -1;
     if (!c)
         return bad(j, "constant pool of unknown type %llu", (unsigned long long)type);
+    /* every entry takes at least a byte: the count cannot reserve more than the input holds */
+    size_t left = (size_t)(r->end - r->p);
+    pool_reserve(j, c, n < left ? n : left);
+    if (c->role == C_STACKTRACE)
+        frames_reserve(j, left);
     for (size_t i = 0; i < n && !r->err; i++) {
         if (++j->pool_entries > ING_JFR_MAX_POOL_ENTRIES)
             return too_big(j, "constant pool entries", ING_JFR_MAX_POOL_ENTRIES);

@@ -383,6 +383,7 @@ typedef struct conv_s {
     uint64_t mapping[ING_JFR_KINDS_];
     agg_t *agg;
     size_t cap_agg, n_agg;
+    bool resolved; /* the aggregates (and maps below) are of a chunk already resolved */
     const char *event;
     size_t n_events;
     uint64_t *locs;
@@ -407,6 +408,7 @@ static uint64_t agg_hash(const agg_t *k)
 }
 
 static agg_t *agg_find(conv_t *cv, const agg_t *k);
+static void chunk_reset(conv_t *cv);
 
 static void agg_grow(conv_t *cv)
 {
@@ -435,6 +437,8 @@ static agg_t *agg_find(conv_t *cv, const agg_t *k)
 static void agg_add(conv_t *cv, ing_jfr_kind_t kind, const jfr_event_t *ev, bool correlated,
                     int64_t v0, int64_t v1)
 {
+    if (cv->resolved)
+        chunk_reset(cv);
     if ((cv->n_agg + 1) * 2 > cv->cap_agg)
         agg_grow(cv);
     agg_t k = {.stack = ev->stack, .kind = kind};
@@ -601,18 +605,29 @@ static void resolve_sample(conv_t *cv, jfr_t *j, const agg_t *a)
 static int on_chunk_end(jfr_t *j, void *data)
 {
     conv_t *cv = data;
+    if (cv->resolved)
+        return 0; /* no event since the last chunk: its samples are in already */
     for (size_t i = 0; i < cv->cap_agg; i++) {
         if (cv->agg[i].used)
             resolve_sample(cv, j, &cv->agg[i]);
     }
+    cv->resolved = true;
+    return 0;
+}
+
+/* The first event after a chunk was resolved: its aggregates and (method
+ * ids belong to the chunk) its maps are cleared now, not at the chunk's
+ * end, so a recording of one chunk never pays for it. */
+static void chunk_reset(conv_t *cv)
+{
     if (cv->cap_agg)
         memset(cv->agg, 0, cv->cap_agg * sizeof(*cv->agg));
-    for (size_t k = 0; k < ING_JFR_KINDS_; k++) { /* method ids belong to the chunk */
+    cv->n_agg = 0;
+    for (size_t k = 0; k < ING_JFR_KINDS_; k++) {
         methods_clear(&cv->fns[k]);
         methods_clear(&cv->locs_of[k]);
     }
-    cv->n_agg = 0;
-    return 0;
+    cv->resolved = false;
 }
 
 /* ---------------------------------------------------------------- the call */

@@ -24,6 +24,7 @@
 #include <time.h>
 
 #include "bucket.h"
+#include "bucket_read.h"
 #include "ember_process.h"
 #include "ingester.h"
 #include "lc/clock.h"
@@ -47,12 +48,13 @@ typedef struct ing_node_s {
     ing_writer_t *writer;
     lc_transport_t *transport;
     ing_t *receivers;
-    ing_symbols_t *symbols;    /* debug files, symbolizer, upload APIs */
-    bool announce;             /* ember-ingester with --redis.url */
-    lc_members_t *members;     /* joined as "ingester" */
-    ing_bucket_t *bucket;      /* --storage.backend: the uploader */
-    ing_rules_export_t *rules; /* --metrics-export.remote-write-url */
-    bool registered;           /* seen live (so registered): consuming */
+    ing_symbols_t *symbols;         /* debug files, symbolizer, upload APIs */
+    bool announce;                  /* ember-ingester with --redis.url */
+    lc_members_t *members;          /* joined as "ingester" */
+    ing_bucket_t *bucket;           /* --storage.backend: the uploader */
+    ing_bucket_read_t *bucket_read; /* ... and the reader of dropped blocks */
+    ing_rules_export_t *rules;      /* --metrics-export.remote-write-url */
+    bool registered;                /* seen live (so registered): consuming */
     char *advertise;
     char consumer_id[EMBER_CONSUMER_ID_MAX];
     char group[32 + EMBER_ZONE_MAX];
@@ -63,7 +65,7 @@ typedef struct ing_node_s {
     uv_work_t summary_work;
     bool summary_started, summary_busy;
     lc_metric_t *blocks_unsummarized;
-    lc_metric_t *blocks_compacted, *blocks_uncompacted;
+    lc_metric_t *blocks_compacted, *blocks_uncompacted, *rollups_built;
     lc_metric_t *backlog_bytes, *backlog_msgs, *blocks_dropped, *redis_up;
 } ing_node_t;
 
@@ -120,6 +122,7 @@ static void summary_work(uv_work_t *w)
     else if (st.blocks_done)
         LC_LOG_DEBUG("block summaries built blocks=%zu series=%zu", st.blocks_done, st.series_done);
     lc_metric_set(n->blocks_unsummarized, (double)st.blocks_pending);
+    lc_metric_add(n->rollups_built, (double)st.rollups_done);
     /* Then the summarised ones are rewritten smaller (store_compact.c). */
     lc_store_compact_stats_t cs = {0};
     rc = lc_store_compact(n->store, lc_realtime_ns(), &cs);
@@ -291,6 +294,7 @@ static bool bucket_opts(ing_node_t *n, ing_bucket_opts_t *o)
                              .zone = s->zone,
                              .block_duration_ns = s->block_duration_ns,
                              .retention_ns = s->retention_ns,
+                             .local_retention_ns = s->local_retention_ns,
                              .interval_ms = BUCKET_INTERVAL_MS,
                              .metrics = n->p->metrics};
     ember_objstore_opts(s, &o->store);
@@ -312,10 +316,24 @@ static int restore_from_bucket(ing_node_t *n)
     return rc;
 }
 
+/* The uploader, and with --storage.local-retention the store's source of
+ * the blocks it dropped (queries read them back through the cache). */
 static int start_uploader(ing_node_t *n)
 {
     ing_bucket_opts_t bo;
-    return bucket_opts(n, &bo) ? ing_bucket_start(&bo, n->store, &n->bucket) : 0;
+    if (!bucket_opts(n, &bo))
+        return 0;
+    int rc = ing_bucket_start(&bo, n->store, &n->bucket);
+    if (rc || bo.local_retention_ns <= 0)
+        return rc;
+    char cache[4096];
+    if (n->s->cache_dir && *n->s->cache_dir)
+        snprintf(cache, sizeof cache, "%s", n->s->cache_dir);
+    else
+        snprintf(cache, sizeof cache, "%s/bucket-cache", n->s->data_dir);
+    ing_bucket_read_opts_t ro = {
+        .bucket = &bo, .cache_dir = cache, .cache_bytes = (uint64_t)n->s->cache_size_bytes};
+    return ing_bucket_read_new(&ro, n->store, &n->bucket_read);
 }
 
 static int start_storage(ing_node_t *n)
@@ -387,6 +405,8 @@ static void ing_node_register_metrics(ing_node_t *n)
                          "Closed storage blocks whose per-series summaries are not built yet", "");
     n->blocks_compacted = lc_metrics_counter(m, "ember_store_blocks_compacted_total",
                                              "Closed storage blocks rewritten smaller", "");
+    n->rollups_built = lc_metrics_counter(m, "ember_store_rollups_built_total",
+                                          "Rollups of 6-hour and day windows (re)built", "");
     n->blocks_uncompacted = lc_metrics_gauge(m, "ember_store_blocks_uncompacted",
                                              "Closed storage blocks not rewritten smaller yet", "");
     if (n->s->bin == EMBER_BIN_INGESTER && !ember_clustered(n->s))
@@ -518,8 +538,9 @@ static void ing_node_free(void *state)
     ing_node_t *n = state;
     ing_free(n->receivers);
     ing_writer_free(n->writer);
-    ing_rules_export_free(n->rules); /* after the writer: nothing observes any more */
-    ing_bucket_stop(n->bucket);      /* before the store it reads */
+    ing_rules_export_free(n->rules);      /* after the writer: nothing observes any more */
+    ing_bucket_read_free(n->bucket_read); /* no query runs any more */
+    ing_bucket_stop(n->bucket);           /* before the store it reads */
     lc_store_close(n->store);
     ing_symbols_free(n->symbols); /* after the store: no query reads it any more */
     lc_free(n->advertise);

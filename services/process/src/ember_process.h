@@ -58,9 +58,9 @@ typedef struct ember_settings_s {
     int64_t max_open_blocks; /* 0: derived from RLIMIT_NOFILE by the store */
     /* object storage of closed blocks (issue 27): the ingester node's uploader */
     char *storage_backend;      /* "", "filesystem" or "s3" */
-    int64_t local_retention_ns; /* accepted, not used yet (queriers do not read the bucket) */
-    char *cache_dir;            /* accepted, not used yet */
-    int64_t cache_size_bytes;   /* accepted, not used yet */
+    int64_t local_retention_ns; /* uploaded blocks older than this leave the data dir */
+    char *cache_dir;            /* blocks read back from the object store (ingester) */
+    int64_t cache_size_bytes;   /* bound of cache_dir */
     char *storage_prefix;
     char *storage_fs_dir;
     char *s3_endpoint;
@@ -110,6 +110,7 @@ typedef struct ember_settings_s {
     int64_t agent_sample_rate;
     int64_t agent_interval_ns;
     char *agent_group_by;
+    char *agent_symbolize; /* local, server, both (agt_symbolize_t) */
     char *agent_filter;
     int64_t agent_max_stacks;
     char *agent_kubernetes_api;

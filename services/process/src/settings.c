@@ -70,13 +70,15 @@ const ember_setting_t ember_settings_table[] = {
     SET(E | I | Q, "storage.backend", LC_CFG_STRING, storage_backend, "",
         "object store for closed blocks: filesystem or s3 ('' = local blocks only); "
         "ingesters upload every closed block and restore them into an empty data dir"),
-    SET(E | I, "storage.local-retention", LC_CFG_DURATION, local_retention_ns, "0",
-        "accepted, not used yet: uploaded blocks stay local for --retention (queriers do "
-        "not read the object store yet)"),
-    SET(E | Q, "storage.cache-dir", LC_CFG_STRING, cache_dir, "",
-        "accepted, not used yet: the querier's cache of blocks from the object store"),
-    SET(E | Q, "storage.cache-size", LC_CFG_BYTES, cache_size_bytes, "0",
-        "accepted, not used yet: bound of --storage.cache-dir"),
+    SET(E | I, "storage.local-retention", LC_CFG_DURATION, local_retention_ns, "6h",
+        "with --storage.backend: delete a local block this long after its end once the "
+        "object store is confirmed to hold its content; queries read it back from there "
+        "(0 keeps blocks for --retention)"),
+    SET(E | I | Q, "storage.cache-dir", LC_CFG_STRING, cache_dir, "",
+        "with --storage.local-retention: where blocks read back from the object store are "
+        "kept ('' = <data.dir>/bucket-cache; emptied at start; ember-querier: not used yet)"),
+    SET(E | I | Q, "storage.cache-size", LC_CFG_BYTES, cache_size_bytes, "4GiB",
+        "bound of --storage.cache-dir (least recently used blocks go first)"),
     SET(E | I | Q, "storage.prefix", LC_CFG_STRING, storage_prefix, "",
         "key prefix of every object in the object store"),
     SET(E | I | Q, "storage.filesystem.dir", LC_CFG_STRING, storage_fs_dir, "",
@@ -162,6 +164,10 @@ const ember_setting_t ember_settings_table[] = {
         "agent CPU samples per second on each CPU (1..1000)"),
     SET(E, "agent.interval", LC_CFG_DURATION, agent_interval_ns, "10s",
         "agent profile interval: one profile per process per interval"),
+    SET(E | A, "agent.symbolize", LC_CFG_STRING, agent_symbolize, "local",
+        "who names native frames: local (the agent, from ELF symbols), server (frames of binaries "
+        "with a build id go unnamed: the server names them from debug files), both (local for "
+        "binaries with their .symtab, server for stripped ones)"),
     SET(E, "redis.url", LC_CFG_STRING, redis_url, "",
         "redis://host:port: profiles travel through Redis streams ('' = in-process)"),
     SET(I, "redis.url", LC_CFG_STRING, redis_url, "",

@@ -150,6 +150,26 @@ static int block_address_func(parca_tree_t *t, block_syms_t *y, const lc_store_l
     return rc ? rc : f->func == NO_FRAME ? LC_ETOOBIG : 0;
 }
 
+/* The frames of a location the symbolizer named, root side first, as
+ * parca_location_frames makes them from the merged pprof's copy (whose lines
+ * qp_symbolized_lines wrote: system name = name, no start line). */
+static int block_symbol_frames(parca_tree_t *t, const lc_symbols_t *sy, frame_t *f, uint32_t *out,
+                               size_t room, size_t *k)
+{
+    for (size_t i = sy->n; i-- > 0 && *k < room;) {
+        const lc_symbol_frame_t *s = &sy->frames[i];
+        f->func = parca_intern_bytes(t, s->function, strlen(s->function));
+        f->system_name = f->func;
+        f->file = parca_intern_bytes(t, s->file, strlen(s->file));
+        if (f->func == NO_FRAME || f->file == NO_FRAME)
+            return LC_ETOOBIG;
+        f->start_line = 0;
+        f->line = t->by_address ? s->line : 0;
+        out[(*k)++] = parca_intern_frame(t, f);
+    }
+    return 0;
+}
+
 /* The frames of store location lid, root side first, computed once per
  * block: the same frames parca_location_frames makes of the location's
  * copy in a merged pprof (at most LOC_MAX_LINES). */
@@ -166,17 +186,23 @@ static int block_location_frames(parca_tree_t *t, block_syms_t *y, uint32_t lid,
             rc = block_mapping(t, y, l.mapping_id, &f);
         if (rc)
             return rc;
-        f.address = t->by_address || l.n_lines == 0 ? l.address : 0;
-        size_t k = 0, want = l.n_lines ? l.n_lines : 1;
+        lc_symbols_t sy = {0};
+        if (l.n_lines == 0 && lc_block_symbols(y->b, &l, &sy) != 0)
+            sy.n = 0; /* as stored, as lc_block_frame_count falls back */
+        f.address = t->by_address || (l.n_lines == 0 && sy.n == 0) ? l.address : 0;
+        size_t k = 0, want = l.n_lines ? l.n_lines : sy.n ? sy.n : 1;
         if (want > LOC_MAX_LINES)
             want = LOC_MAX_LINES;
         y->pool = lc_xgrow(y->pool, &y->cap_pool, y->n_pool + want, sizeof(uint32_t));
-        if (l.n_lines == 0) {
+        if (sy.n)
+            rc = block_symbol_frames(t, &sy, &f, y->pool + y->n_pool, want, &k);
+        else if (l.n_lines == 0) {
             rc = block_address_func(t, y, &l, &f);
-            if (rc)
-                return rc;
-            y->pool[y->n_pool + k++] = parca_intern_frame(t, &f);
+            if (rc == 0)
+                y->pool[y->n_pool + k++] = parca_intern_frame(t, &f);
         }
+        if (rc)
+            return rc;
         for (size_t i = l.n_lines; i-- > 0 && k < want;) {
             const frame_t *fn;
             rc = block_function(t, y, l.lines[i].function_id, &fn);

@@ -40,7 +40,7 @@ int qry_call_begin_back(qry_call_t *c, qry_t *q, lc_http_req_t *req, int64_t sta
             back_ms > INT64_MAX / 1000000 || read_start_ns < INT64_MIN + back_ms * 1000000
                 ? INT64_MIN
                 : read_start_ns - back_ms * 1000000;
-    int rc = lc_store_read_begin(q->store, read_start_ns, c->end_ns, &c->reader);
+    int rc = lc_store_read_begin_all(q->store, read_start_ns, c->end_ns, &c->reader);
     if (rc) {
         c->reader = NULL;
         return qry_fail(st, rc, "opening the store");

@@ -8,7 +8,7 @@ import { TimeChart } from './chart.js';
 import { HeatmapChart } from './heatmap.js';
 import {
   parseTime, splitQuery, joinQuery, setMatcher, matcherValue, formatValue, formatPct, formatTime,
-  formatDuration, el, download,
+  formatDuration, el, download, unresolvedFrame,
 } from './util.js';
 
 const MAX_NODES = 16384;
@@ -471,11 +471,17 @@ class SingleView {
   tooltip(d, i) {
     const u = unitOf(this.type);
     const T = d.numTicks || 1;
-    return [
-      el('div', { class: 'tip-name' }, d.names[d.name[i]]),
+    const name = d.names[d.name[i]];
+    const lines = [
+      el('div', { class: 'tip-name' }, name),
       el('div', {}, `Total: ${formatValue(d.total[i], u)} (${formatPct(d.total[i] / T)})`),
       el('div', {}, `Self: ${formatValue(d.self[i], u)} (${formatPct(d.self[i] / T)})`),
     ];
+    if (unresolvedFrame(name)) {
+      lines.push(el('div', { class: 'tip-unresolved' },
+        'Unresolved: module+offset, no debug file names it yet (upload it, or set --symbolizer.debuginfod-urls)'));
+    }
+    return lines;
   }
 
   describe(i) {

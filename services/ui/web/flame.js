@@ -2,7 +2,7 @@
 // built from a tree) and a canvas renderer with zoom, search, hover and
 // keyboard navigation. No DOM work per node: one canvas, typed arrays.
 
-import { packageOf, hashString } from './util.js';
+import { packageOf, hashString, unresolvedFrame } from './util.js';
 
 const ROW = 18;              // px per level
 const MIN_W = 0.35;          // narrower nodes are not drawn
@@ -207,6 +207,12 @@ class Palette {
   get(id) {
     let c = this.byName[id];
     if (c !== undefined) return c;
+    if (unresolvedFrame(this.names[id])) {
+      // cold grey-blue, outside the warm hues of named frames: no debug file named it yet
+      c = this.dark ? 'hsl(210,12%,34%)' : 'hsl(210,14%,78%)';
+      this.byName[id] = c;
+      return c;
+    }
     const pkg = packageOf(this.names[id]);
     c = this.byPkg.get(pkg);
     if (!c) {

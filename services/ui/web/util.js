@@ -162,6 +162,13 @@ export function packageOf(name) {
   return s.split(/[ :]/)[0];
 }
 
+// A frame no symbol names yet, as the server shows it (issue 31): "module+0xoffset"
+// (the mapping's file or build id and the offset in that file) or a bare "0xaddress".
+const UNRESOLVED = /^(?:[^;]+\+0x[0-9a-f]+|0x[0-9a-f]+)$/;
+export function unresolvedFrame(name) {
+  return UNRESOLVED.test(name);
+}
+
 export function hashString(s) {
   let h = 2166136261;
   for (let i = 0; i < s.length; i++) { h ^= s.charCodeAt(i); h = Math.imul(h, 16777619); }

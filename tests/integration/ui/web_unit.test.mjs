@@ -41,6 +41,15 @@ test('packageOf groups symbols for colours', () => {
   assert.equal(util.packageOf('org.acme.Shop.handle'), 'org.acme');
 });
 
+test('unresolvedFrame tells the server\'s module+offset frames from names', () => {
+  assert.equal(util.unresolvedFrame('libc.so.6+0x1f2e0'), true);
+  assert.equal(util.unresolvedFrame('b00b1e5deadbeef+0x1010'), true);
+  assert.equal(util.unresolvedFrame('0x7ffff00'), true);
+  assert.equal(util.unresolvedFrame('main.hotLoop'), false);
+  assert.equal(util.unresolvedFrame('std::vector<int>::operator+'), false);
+  assert.equal(util.unresolvedFrame('a+0xZZ'), false);
+});
+
 // total;main;a;b 4, main;a;c 2, main;d 1, main;e 5 in the 4-number layout,
 // x delta-encoded from the previous node's end.
 const FG = {

@@ -154,7 +154,7 @@ ember-agent; `ember` and ember-querier have no such flag). */}}
 - --ingest.reject-newer-than={{ .Values.limits.rejectNewerThan }}
 - --ingest.max-backlog-bytes={{ .Values.limits.maxBacklogBytes }}
 {{- include "ember.bucketArgs" . }}
-{{- if and .Values.storage.backend (ne (toString .Values.storage.localRetention) "0") }}
+{{- if .Values.storage.backend }}
 - --storage.local-retention={{ .Values.storage.localRetention }}
 {{- end }}
 {{- end -}}

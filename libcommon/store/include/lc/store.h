@@ -49,6 +49,7 @@ typedef struct lc_store_opts_s {
                                 * open-file limit at 3 fds each, 64..1024 */
     bool compacts;             /* the owner calls lc_store_compact: rollups wait for it
                                 * (a compaction makes a window be summed again) */
+    bool read_only;            /* blocks copied from elsewhere, only read: no rollups */
 } lc_store_opts_t;
 
 int lc_store_open(const lc_store_opts_t *opts, lc_store_t **out) LC_MUST_CHECK;
@@ -56,6 +57,13 @@ void lc_store_close(lc_store_t *s);
 /* Drops every block that ends before now_ns - retention. Safe while readers
  * run: a block in use is removed when its last reader ends. */
 int lc_store_retention(lc_store_t *s, int64_t now_ns, size_t *dropped) LC_MUST_CHECK;
+
+/* Drops the block of partition start_ns if it was written exactly write_gen
+ * times (lc_store_block_states) and no write batch is open: the caller has
+ * confirmed that content is kept elsewhere (the object store). -EBUSY when it
+ * changed or a batch is open (try later), LC_ENOTFOUND when there is none.
+ * Safe while readers run, as lc_store_retention. */
+int lc_store_drop_block(lc_store_t *s, int64_t start_ns, uint64_t write_gen) LC_MUST_CHECK;
 
 /* ---------------------------------------------------------------- writing */
 typedef struct lc_store_txn_s lc_store_txn_t;
@@ -153,6 +161,26 @@ lc_block_t *lc_store_reader_block(lc_store_reader_t *r, size_t i);
 void lc_store_set_symbolizer(lc_store_t *s, lc_symbolizer_t *sym);
 /* tenants must outlive the reader. */
 void lc_store_reader_symbolize(lc_store_reader_t *r, const char *const *tenants, size_t n_tenants);
+
+/* ---- blocks of other stores in one reader (issue 27: blocks read back from
+ * the object store, each kept in a read-only store of its own) ---- */
+/* Adds the blocks of `other` overlapping [start_ns, end_ns] to r, in block
+ * start order among r's (start times may repeat: other ingesters' or older
+ * copies' blocks). `other` must stay open until r ends (lc_store_reader_on_end).
+ * A reader with added blocks uses no rollups. */
+int lc_store_reader_add(lc_store_reader_t *r, lc_store_t *other, int64_t start_ns,
+                        int64_t end_ns) LC_MUST_CHECK;
+/* fn(arg) runs in lc_store_read_end, after every block was released. */
+void lc_store_reader_on_end(lc_store_reader_t *r, void (*fn)(void *arg), void *arg);
+/* A source of more blocks for lc_store_read_begin_all: begins the reader of
+ * s (lc_store_read_begin, at the moment that suits it) and adds its blocks. */
+typedef int (*lc_store_source_fn)(void *ctx, lc_store_t *s, int64_t start_ns, int64_t end_ns,
+                                  lc_store_reader_t **out);
+/* Set once, before any reader (the ingester's bucket reader, bucket_read.c). */
+void lc_store_set_source(lc_store_t *s, lc_store_source_fn fn, void *ctx);
+/* The source's reader, or lc_store_read_begin without one: what queries read. */
+int lc_store_read_begin_all(lc_store_t *s, int64_t start_ns, int64_t end_ns,
+                            lc_store_reader_t **out) LC_MUST_CHECK;
 
 typedef struct lc_block_info_s {
     int64_t start_ns, end_ns;         /* the block's time partition */
@@ -355,5 +383,18 @@ size_t lc_block_frame_count(lc_block_t *b, const lc_store_location_t *l);
  * scratch, valid until the block's cache is dropped or scratch reused. */
 int lc_block_frame_name(lc_block_t *b, const lc_store_location_t *l, size_t j,
                         char scratch[LC_FRAME_NAME_MAX], const char **s, size_t *len) LC_MUST_CHECK;
+/* The frames the reader's symbolizer finds for a location without lines
+ * (innermost first, as pprof lines: function, file, line), for paths that
+ * keep more than names (the merged pprof, Parca's tree). out->n == 0: the
+ * location has lines, or nothing names it (yet); it shows as
+ * lc_block_frame_name's module+0xoffset. Valid until the block's cache is
+ * dropped. */
+int lc_block_symbols(lc_block_t *b, const lc_store_location_t *l, lc_symbols_t *out) LC_MUST_CHECK;
+/* Whether a location is one lc_block_symbols could name: no lines, a
+ * mapping with a build id. Such frames must not be named ahead of a query
+ * (rollups), where a debug file that arrives later could not name them. */
+bool lc_block_location_symbolizable(lc_block_t *b, const lc_store_location_t *l);
+/* Whether the reader names frames (lc_store_reader_symbolize with a symbolizer). */
+bool lc_store_reader_symbolizes(const lc_store_reader_t *r);
 
 #endif

@@ -8,6 +8,8 @@
  */
 #define _GNU_SOURCE
 #include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <ftw.h>
 #include <limits.h>
 #include <pthread.h>
@@ -1726,6 +1728,73 @@ static void *reader_main(void *arg)
     return NULL;
 }
 
+/* issue 27: a block dropped once the bucket holds it (only at the write count
+ * the caller checked), and blocks of a read-only copy added to a reader. */
+static void test_drop_block_and_reader_add(void)
+{
+    hand_t h;
+    hand_build(&h);
+    const char *dir = tmp_dir();
+    lc_store_t *s = store_open(dir);
+    lc_labels_t ls;
+    labels_of(&ls, "drop", "cpu");
+    for (int i = 0; i < 3; i++)
+        LC_ASSERT_OK(write_one(s, "t", &ls, T0 + i * HOUR_NS + 7, &h.l, 1, NULL));
+    lc_store_block_state_t *st;
+    size_t n;
+    LC_ASSERT_OK(lc_store_block_states(s, &st, &n));
+    LC_ASSERT_EQ(n, 3);
+    /* The copy: block T0's file as a read-only store of its own. */
+    char copy[256], file[320];
+    snprintf(copy, sizeof(copy), "%s/copy", dir);
+    snprintf(file, sizeof(file), "%s/blocks", copy);
+    LC_ASSERT_OK(mkdir(copy, 0755));
+    LC_ASSERT_OK(mkdir(file, 0755));
+    snprintf(file, sizeof(file), "%s/blocks/%012lld", copy, (long long)(T0 / 1000000000));
+    LC_ASSERT_OK(mkdir(file, 0755));
+    snprintf(file, sizeof(file), "%s/blocks/%012lld/data.mdb", copy, (long long)(T0 / 1000000000));
+    int fd = open(file, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    lc_store_reader_t *r;
+    LC_ASSERT_OK(lc_store_read_begin(s, T0, T0, &r));
+    LC_ASSERT_OK(lc_block_copy(lc_store_reader_block(r, 0), fd));
+    lc_store_read_end(r);
+    close(fd);
+
+    /* A write since the states were taken: that count is stale, nothing goes. */
+    LC_ASSERT_OK(write_one(s, "t", &ls, T0 + 9, &h.l, 1, NULL));
+    LC_ASSERT_EQ(lc_store_drop_block(s, T0, st[0].write_gen), -EBUSY);
+    LC_CHECK(block_dir_exists(dir, T0));
+    lc_free(st);
+    LC_ASSERT_OK(lc_store_block_states(s, &st, &n));
+    LC_ASSERT_OK(lc_store_drop_block(s, T0, st[0].write_gen));
+    LC_ASSERT_EQ(lc_store_drop_block(s, T0, st[0].write_gen), LC_ENOTFOUND);
+    LC_CHECK(!block_dir_exists(dir, T0));
+    lc_free(st);
+
+    lc_store_opts_t o = {.dir = copy, .block_duration_ns = HOUR_NS, .read_only = true};
+    lc_store_t *ro = NULL;
+    LC_ASSERT_OK(lc_store_open(&o, &ro));
+    LC_ASSERT_OK(lc_store_read_begin(s, T0, T0 + 3 * HOUR_NS, &r));
+    LC_ASSERT_EQ(lc_store_reader_count(r), 2);
+    LC_ASSERT_OK(lc_store_reader_add(r, ro, T0, T0 + 3 * HOUR_NS));
+    LC_ASSERT_EQ(lc_store_reader_count(r), 3);
+    lc_block_info_t first;
+    LC_ASSERT_OK(lc_block_info(lc_store_reader_block(r, 0), &first));
+    LC_ASSERT_EQ(first.start_ns, T0); /* in start order among the others */
+    LC_ASSERT_EQ(first.profiles, 1);  /* the copy: taken before the late write */
+    lc_rollups_t *rs;
+    LC_ASSERT_OK(lc_store_rollups_begin(r, T0, T0 + 3 * HOUR_NS, &rs));
+    LC_ASSERT_EQ(lc_rollups_count(rs), 0);
+    lc_store_rollups_end(rs);
+    lc_store_read_end(r);
+    LC_ASSERT_EQ(count_entries(copy, "blocks"), 1);
+    lc_store_close(ro);
+    lc_store_close(s);
+    lc_labels_fini(&ls);
+    lc_arena_free(h.l.arena);
+    tmp_cleanup();
+}
+
 static void test_concurrent_readers_writer_retention(void)
 {
     hand_t h;
@@ -2085,6 +2154,6 @@ LC_TEST_MAIN(test_hand_stacks_render_back, test_default_open_cap_follows_nofile,
              test_forget_by_delivery, test_selectors_and_tenants, test_blocks_and_time_ranges,
              test_negative_times, test_retention_drops_old_blocks,
              test_map_full_is_an_error_and_recoverable, test_concurrent_readers_writer_retention,
-             test_sample_iter_rejects_corrupt, test_profile_id_round_trip,
-             test_sample_iter_profile_id, test_timing_large_cpu_x100,
+             test_drop_block_and_reader_add, test_sample_iter_rejects_corrupt,
+             test_profile_id_round_trip, test_sample_iter_profile_id, test_timing_large_cpu_x100,
              test_timing_heap_pinned_vs_not, test_timing_small_cpu_batches)

@@ -1,0 +1,133 @@
+#!/usr/bin/python3
+"""A week's flame graph read back from the object store (issue 27,
+--storage.local-retention) with a cold and a warm cache, against all-local,
+in one run, on two data shapes.
+
+Per shape, one `ember` with --storage.backend=s3 against SeaweedFS on loopback
+(tests/integration/weed_harness.py), 1 h blocks, a week (168 hours) pushed:
+  all-local : --storage.local-retention=0, every block uploaded and the
+              summaries settled; SelectMergeStacktraces over the 7 days,
+              median of --rounds;
+  cold      : restarted with --storage.local-retention=1h: every hour of the
+              week leaves the data dir (confirmed in the bucket first) and the
+              cache (<data.dir>/bucket-cache) starts empty: the first query,
+              which downloads every block;
+  warm      : the same query again, median of --rounds.
+Shapes: "small" (--per-hour folded profiles of 5 services, 3-12 stacks of
+depth <= 6) and "wide" (4x the profiles, 40 services, 40-frame stacks: more
+series and nodes per block).
+Correctness check (exit 1 on failure): all-local, cold and warm answers are
+byte-identical. Goals (issue 27): warm <= 1.5x, cold <= 5x of all-local.
+
+usage: bench/bucket_query.py BUILD_DIR [--per-hour 6] [--rounds 3]
+"""
+import argparse
+import os
+import random
+import statistics
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "tests", "integration"))
+
+import distributed_harness as dh  # noqa: E402
+import harness as h  # noqa: E402
+import weed_harness as wh  # noqa: E402
+
+HOUR_MS = 3600 * 1000
+HOURS = 7 * 24
+
+
+def wide_folded(seed):
+    """A folded body of 10-30 stacks, 40 frames deep out of 400 names."""
+    rnd = random.Random(seed)
+    lines = []
+    for _ in range(rnd.randint(10, 30)):
+        stack = ";".join(f"pkg{rnd.randint(0, 19)}.fn_{rnd.randint(0, 399)}" for _ in range(40))
+        lines.append(f"{stack} {rnd.randint(1, 500)}")
+    return ("\n".join(lines) + "\n").encode()
+
+
+SHAPES = {"small": (1, 5, dh.folded), "wide": (4, 40, wide_folded)}
+
+
+def flamegraph(e, pt, t0, t1):
+    t = time.monotonic()
+    fg = e.q("SelectMergeStacktraces", profile_typeID=pt, label_selector="{}", start=t0, end=t1,
+             max_nodes=16384)
+    return time.monotonic() - t, fg.SerializeToString()
+
+
+def push_week(e, t0, per_hour, services, body_of):
+    n = 0
+    for hour in range(HOURS):
+        for k in range(per_hour):
+            ts = (t0 + hour * HOUR_MS) // 1000 + k * (3600 // per_hour)
+            r = e.ingest('bench.cpu{svc="s%d"}' % (n % services), body_of(n),
+                         params={"from": str(ts), "until": str(ts + 10), "format": "folded"})
+            assert r.status == 200, r.describe()
+            n += 1
+    return n
+
+
+def settled(e):
+    return (dh.metric(e, "ember_bucket_blocks_uploaded_total") >= HOURS and
+            dh.gauge(e, "ember_bucket_blocks_pending") == 0 and
+            dh.gauge(e, "ember_store_blocks_uncompacted") == 0)
+
+
+def run_shape(weed, name, per_hour, rounds):
+    mult, services, body_of = SHAPES[name]
+    args = [*weed.storage_args(f"q{os.getpid()}{name}"), "--ingester.id=bench",
+            "--storage.block-duration=1h"]
+    e = h.Ember(args=[*args, "--storage.local-retention=0"])
+    try:
+        e.start()
+        t1 = (h.now_ms() // HOUR_MS - 1) * HOUR_MS
+        t0 = t1 - HOURS * HOUR_MS
+        n = push_week(e, t0, per_hour * mult, services, body_of)
+        h.wait_for(lambda: settled(e), timeout=900, interval=1.0, what="168 blocks uploaded")
+        time.sleep(5)  # the summary pass after compaction: rollups for all-local
+        pt = e.q("ProfileTypes", start=t0, end=t1).profile_types[0].ID
+        local = [flamegraph(e, pt, t0, t1) for _ in range(rounds)]
+        uploaded = dh.metric(e, "ember_bucket_uploaded_bytes_total")
+        e.stop()
+        e.start(args=[*args, "--storage.local-retention=1h"], timeout=600)
+        h.wait_for(lambda: dh.metric(e, "ember_bucket_local_blocks_dropped_total") >= HOURS,
+                   timeout=600, interval=1.0, what="the week dropped locally")
+        cold = flamegraph(e, pt, t0, t1)
+        warm = [flamegraph(e, pt, t0, t1) for _ in range(rounds)]
+    finally:
+        e.cleanup()
+    local_s = statistics.median(x[0] for x in local)
+    warm_s = statistics.median(x[0] for x in warm)
+    same = len({x[1] for x in [*local, cold, *warm]}) == 1
+    print(f"shape {name}: {n} profiles in {HOURS} blocks, {uploaded / 1e6:.1f} MB in SeaweedFS")
+    print(f"  all-local week flame graph : {local_s * 1000:8.1f} ms (median of {rounds})")
+    print(f"  cold cache (downloads all) : {cold[0] * 1000:8.1f} ms = "
+          f"{cold[0] / local_s:5.2f}x all-local (goal <= 5x)")
+    print(f"  warm cache                 : {warm_s * 1000:8.1f} ms = "
+          f"{warm_s / local_s:5.2f}x all-local (goal <= 1.5x)")
+    print(f"  answers byte-identical     : {same}")
+    return same
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("build")
+    ap.add_argument("--per-hour", type=int, default=6)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--shapes", default="small,wide")
+    a = ap.parse_args()
+    os.environ["EMBER_BIN_DIR"] = os.path.abspath(a.build)
+    weed = wh.Weed().start()
+    try:
+        ok = all([run_shape(weed, s, a.per_hour, a.rounds) for s in a.shapes.split(",")])
+    finally:
+        weed.stop()
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

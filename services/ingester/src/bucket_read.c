@@ -1,0 +1,463 @@
+/*
+ * bucket_read.c — bucket_read.h: partitions no longer local, answered from
+ * this node's objects in the bucket through a bounded cache.
+ *
+ * A query's reader is built in this order (lc_store_set_source), which is
+ * what makes the boundary exact against bucket_local.c's drop (gone list
+ * written, then the block dropped under the store's lock):
+ *   1. the gone list of every partition of the range is read;
+ *   2. the local snapshot is begun (lc_store_read_begin);
+ *   3. per partition: not in the snapshot → every object of this ingester
+ *      for it (a block dropped before 2 was confirmed in the bucket first);
+ *      in it → every object but the one the local block holds: the one its
+ *      upload record names (read now), unless that name is on the list read
+ *      in 1 (then the local block is a new one, written after that drop). A
+ *      drop after 1 is of a block in the snapshot whose name is not on the
+ *      list read, so it is skipped once and read never. After a lost volume
+ *      a new local block has no record: the old objects are all read.
+ * The index listing is cached for LIST_TTL_NS and fetched again when it
+ * lacks a name step 3 knows must be there (the upload record or the list);
+ * an older listing that lacks none still answers while the bucket is down.
+ *
+ * The cache: whole block objects (checksum verified by the object store's
+ * get), one read-only store each under <cache_dir>/<name>/blocks/<start>/.
+ * Whole objects rather than ranged GETs: LMDB reads its pages through mmap,
+ * in an order no one knows before the query runs, so a block is only usable
+ * once it is all on disk. Bounded by cache_bytes: the least recently used
+ * entries no reader holds go first; a query that needs more than the bound
+ * in use at once fails (LC_ETOOBIG) rather than exceed it.
+ */
+#define _XOPEN_SOURCE 700 /* nftw */
+#include <dirent.h>
+#include <errno.h>
+#include <ftw.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "bucket_int.h"
+#include "bucket_read.h"
+#include "lc/alloc.h"
+#include "lc/clock.h"
+#include "lc/log.h"
+
+#define NS_PER_S 1000000000LL
+#define LIST_TTL_NS (10 * NS_PER_S)
+#define MAX_PARTITIONS 100000 /* a query range, in blocks (11 years of hours) */
+#define CACHE_OPEN_BLOCKS 4   /* each cached store holds one block */
+
+typedef struct cache_entry_s {
+    char name[BKT_NAME_MAX];
+    int64_t start_ns;
+    uint64_t bytes, last_used;
+    unsigned refs; /* readers holding it: never evicted meanwhile */
+    lc_store_t *store;
+    struct ing_bucket_read_s *owner;
+} cache_entry_t;
+
+typedef struct listed_s {
+    int64_t start_ns;
+    char name[BKT_NAME_MAX];
+} listed_t;
+
+struct ing_bucket_read_s {
+    lc_objstore_t *os;
+    lc_store_t *store;
+    char ing[BKT_ING_MAX], uploads[4096], cache_dir[4096];
+    int64_t block_ns;
+    uint64_t cache_bytes, used_bytes, tick;
+    pthread_mutex_t mu; /* guards everything below, and os */
+    listed_t *listed;
+    size_t n_listed;
+    int64_t listed_at_ns; /* monotonic; 0: never */
+    cache_entry_t **entries;
+    size_t n_entries, cap_entries;
+    lc_metric_t *cache_bytes_m, *downloads, *evictions;
+};
+
+/* ---------------------------------------------------------------- files */
+
+static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *f)
+{
+    (void)st, (void)flag, (void)f;
+    return remove(path) == 0 || errno == ENOENT ? 0 : -1;
+}
+
+static void rm_tree(const char *path)
+{
+    (void)nftw(path, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+/* Removes the entries an earlier run left in dir (not known, not counted):
+ * only directories named as objects are ("<digits>-<hex>..."), so a cache
+ * dir pointed at a directory with other files loses none of them. */
+static void cache_dir_clear(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return;
+    char path[4400];
+    for (struct dirent *de; (de = readdir(d));) {
+        size_t digits = strspn(de->d_name, "0123456789");
+        if (digits == 0 || de->d_name[digits] != '-' ||
+            strspn(de->d_name + digits + 1, "0123456789abcdef-") != strlen(de->d_name + digits + 1))
+            continue;
+        snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
+        rm_tree(path);
+    }
+    closedir(d);
+}
+
+/* ---------------------------------------------------------------- listing */
+
+/* mu held. */
+static int list_refresh(ing_bucket_read_t *br)
+{
+    char prefix[BKT_ING_MAX + 16];
+    snprintf(prefix, sizeof prefix, "index/%s/", br->ing);
+    lc_objstore_list_t l = {0};
+    int rc = lc_objstore_list(br->os, prefix, &l);
+    if (rc) {
+        LC_LOG_ERROR("bucket: cannot list the index prefix=%s err=\"%s\" detail=\"%s\"", prefix,
+                     lc_strerror(rc), lc_objstore_last_error(br->os));
+        return rc;
+    }
+    lc_free(br->listed);
+    br->listed = lc_xcalloc(l.n ? l.n : 1, sizeof(*br->listed));
+    br->n_listed = 0;
+    for (size_t i = 0; i < l.n; i++)
+        if (bkt_index_key_parse(l.keys[i], &br->listed[br->n_listed].start_ns,
+                                br->listed[br->n_listed].name))
+            br->n_listed++;
+    lc_objstore_list_free(&l);
+    br->listed_at_ns = lc_monotonic_ns();
+    return 0;
+}
+
+static bool listed_has(const ing_bucket_read_t *br, const char *name)
+{
+    for (size_t i = 0; i < br->n_listed; i++)
+        if (strcmp(br->listed[i].name, name) == 0)
+            return true;
+    return false;
+}
+
+/* ---------------------------------------------------------------- cache */
+
+/* The least recently used entry no reader holds; mu held. */
+static size_t lru_victim(const ing_bucket_read_t *br)
+{
+    size_t v = br->n_entries;
+    for (size_t i = 0; i < br->n_entries; i++) {
+        const cache_entry_t *e = br->entries[i];
+        if (!e->refs && (v == br->n_entries || e->last_used < br->entries[v]->last_used))
+            v = i;
+    }
+    return v;
+}
+
+static void entry_free(ing_bucket_read_t *br, cache_entry_t *e)
+{
+    char dir[4200];
+    snprintf(dir, sizeof dir, "%s/%s", br->cache_dir, e->name);
+    lc_store_close(e->store);
+    rm_tree(dir);
+    lc_free(e);
+}
+
+/* Makes room for bytes more; mu held. */
+static int make_room(ing_bucket_read_t *br, uint64_t bytes)
+{
+    while (br->used_bytes + bytes > br->cache_bytes) {
+        size_t v = lru_victim(br);
+        if (v == br->n_entries)
+            return LC_ETOOBIG; /* what is in use now already fills the cache */
+        cache_entry_t *e = br->entries[v];
+        br->used_bytes -= e->bytes;
+        br->entries[v] = br->entries[--br->n_entries];
+        entry_free(br, e);
+        lc_metric_add(br->evictions, 1);
+    }
+    return 0;
+}
+
+/* <cache_dir>/<name>/blocks/<start>/data.mdb, opened as a read-only store. */
+static int entry_open(ing_bucket_read_t *br, cache_entry_t *e, const uint8_t *data, size_t len)
+{
+    char dir[4200], block_dir[4300], file[4400], start[32];
+    bkt_start_name(e->start_ns, start);
+    snprintf(dir, sizeof dir, "%s/%s", br->cache_dir, e->name);
+    snprintf(block_dir, sizeof block_dir, "%s/blocks/%s", dir, start);
+    snprintf(file, sizeof file, "%s/data.mdb", block_dir);
+    char blocks[4300];
+    snprintf(blocks, sizeof blocks, "%s/blocks", dir);
+    if ((mkdir(dir, 0755) != 0 && errno != EEXIST) ||
+        (mkdir(blocks, 0755) != 0 && errno != EEXIST) ||
+        (mkdir(block_dir, 0755) != 0 && errno != EEXIST))
+        return LC_ESTORE;
+    int rc = bkt_file_write(file, data, len);
+    lc_store_opts_t so = {.dir = dir,
+                          .block_duration_ns = br->block_ns,
+                          .max_open_blocks = CACHE_OPEN_BLOCKS,
+                          .read_only = true};
+    if (!rc)
+        rc = lc_store_open(&so, &e->store);
+    return rc;
+}
+
+/* The entry of object `name`, downloaded if missing, with a reference; mu held. */
+static int entry_get(ing_bucket_read_t *br, const listed_t *obj, cache_entry_t **out)
+{
+    for (size_t i = 0; i < br->n_entries; i++) {
+        if (strcmp(br->entries[i]->name, obj->name) == 0) {
+            *out = br->entries[i];
+            (*out)->refs++;
+            (*out)->last_used = ++br->tick;
+            return 0;
+        }
+    }
+    char key[LC_OBJSTORE_KEY_MAX];
+    bkt_data_key(br->ing, obj->name, key, sizeof key);
+    uint8_t *data;
+    size_t len;
+    int rc = lc_objstore_get(br->os, key, &data, &len); /* checksum verified */
+    if (rc) {
+        LC_LOG_ERROR("bucket: cannot download block key=%s err=\"%s\" detail=\"%s\"", key,
+                     lc_strerror(rc), lc_objstore_last_error(br->os));
+        return rc;
+    }
+    cache_entry_t *e = lc_xcalloc(1, sizeof(*e));
+    snprintf(e->name, sizeof e->name, "%s", obj->name);
+    e->start_ns = obj->start_ns;
+    e->bytes = len;
+    e->owner = br;
+    rc = make_room(br, len);
+    if (!rc)
+        rc = entry_open(br, e, data, len);
+    lc_free(data);
+    if (rc) {
+        LC_LOG_ERROR("bucket: cannot cache block key=%s bytes=%zu err=\"%s\"", key, len,
+                     lc_strerror(rc));
+        entry_free(br, e);
+        return rc;
+    }
+    br->entries = lc_xgrow(br->entries, &br->cap_entries, br->n_entries + 1, sizeof(*br->entries));
+    br->entries[br->n_entries++] = e;
+    br->used_bytes += len;
+    lc_metric_add(br->downloads, 1);
+    lc_metric_set(br->cache_bytes_m, (double)br->used_bytes);
+    e->refs = 1;
+    e->last_used = ++br->tick;
+    *out = e;
+    return 0;
+}
+
+static void entry_release(void *arg)
+{
+    cache_entry_t *e = arg;
+    pthread_mutex_lock(&e->owner->mu);
+    e->refs--;
+    pthread_mutex_unlock(&e->owner->mu);
+}
+
+/* ---------------------------------------------------------------- a query */
+
+/* Step 1: the gone lists of the range's partitions (NULL where none). */
+typedef struct gone_lists_s {
+    int64_t first_ns; /* partition of gone[0] */
+    size_t n;
+    char **gone;
+} gone_lists_t;
+
+static int gone_lists_read(const ing_bucket_read_t *br, int64_t start_ns, int64_t end_ns,
+                           gone_lists_t *g)
+{
+    int64_t first = start_ns - (((start_ns % br->block_ns) + br->block_ns) % br->block_ns);
+    if ((end_ns - first) / br->block_ns >= MAX_PARTITIONS)
+        return LC_ETOOBIG;
+    g->first_ns = first;
+    g->n = (size_t)((end_ns - first) / br->block_ns) + 1;
+    g->gone = lc_xcalloc(g->n, sizeof(*g->gone));
+    char start[32];
+    for (size_t i = 0; i < g->n; i++) {
+        bkt_start_name(first + (int64_t)i * br->block_ns, start);
+        g->gone[i] = bkt_gone_read(br->uploads, start);
+    }
+    return 0;
+}
+
+static void gone_lists_free(gone_lists_t *g)
+{
+    for (size_t i = 0; i < g->n; i++)
+        lc_free(g->gone[i]);
+    lc_free(g->gone);
+}
+
+static bool in_snapshot(lc_store_reader_t *r, int64_t start_ns)
+{
+    for (size_t i = 0; i < lc_store_reader_count(r); i++) {
+        lc_block_info_t in;
+        if (lc_block_info(lc_store_reader_block(r, i), &in) == 0 && in.start_ns == start_ns)
+            return true;
+    }
+    return false;
+}
+
+/* Whether the listing lacks a name step 3 must find: a non-local partition's
+ * upload record, or a local one's gone list entry. mu held. */
+static bool listing_stale(const ing_bucket_read_t *br, const gone_lists_t *g, const bool *local)
+{
+    char start[32], name[BKT_NAME_MAX], version[BKT_VERSION_MAX];
+    for (size_t i = 0; i < g->n; i++) {
+        bkt_start_name(g->first_ns + (int64_t)i * br->block_ns, start);
+        if (!local[i] && bkt_record_read(br->uploads, start, name, version) == 0 &&
+            !listed_has(br, name))
+            return true;
+        for (const char *p = local[i] ? g->gone[i] : NULL; p && *p;) {
+            size_t len = strcspn(p, "\n");
+            snprintf(name, sizeof name, "%.*s", (int)(len < BKT_NAME_MAX ? len : 0), p);
+            if (!listed_has(br, name))
+                return true;
+            p += len + (p[len] == '\n');
+        }
+    }
+    return false;
+}
+
+typedef char local_name_t[BKT_NAME_MAX];
+
+/* The object a local partition's block holds (at least) the content of: the
+ * one its upload record names, read after the snapshot (an upload since
+ * then is of what the snapshot holds, or more), unless that name is on the
+ * gone list read before it (the block is then a new one written after a
+ * drop). "" when none: every object of the partition is read. */
+static void held_object(const ing_bucket_read_t *br, const gone_lists_t *g, size_t i,
+                        char name[BKT_NAME_MAX])
+{
+    char start[32], version[BKT_VERSION_MAX];
+    bkt_start_name(g->first_ns + (int64_t)i * br->block_ns, start);
+    if (bkt_record_read(br->uploads, start, name, version) != 0 || bkt_gone_lists(g->gone[i], name))
+        name[0] = '\0';
+}
+
+/* Step 3 (mu held): every chosen object into r, referenced until r ends. */
+static int add_objects(ing_bucket_read_t *br, lc_store_reader_t *r, const gone_lists_t *g,
+                       int64_t start_ns, int64_t end_ns)
+{
+    bool *local = lc_xcalloc(g->n, sizeof(bool));
+    local_name_t *held = lc_xcalloc(g->n, sizeof(*held));
+    for (size_t i = 0; i < g->n; i++) {
+        local[i] = in_snapshot(r, g->first_ns + (int64_t)i * br->block_ns);
+        if (local[i])
+            held_object(br, g, i, held[i]);
+    }
+    int rc = 0;
+    bool stale = !br->listed_at_ns || listing_stale(br, g, local);
+    if (stale || lc_monotonic_ns() - br->listed_at_ns > LIST_TTL_NS) {
+        rc = list_refresh(br);
+        if (rc && !stale)
+            rc = 0; /* the old listing holds every name this query needs */
+    }
+    for (size_t i = 0; !rc && i < br->n_listed; i++) {
+        const listed_t *obj = &br->listed[i];
+        if (obj->start_ns < g->first_ns || obj->start_ns > end_ns)
+            continue;
+        size_t k = (size_t)((obj->start_ns - g->first_ns) / br->block_ns);
+        if (k < g->n && strcmp(held[k], obj->name) == 0)
+            continue; /* the local block holds it */
+        cache_entry_t *e;
+        rc = entry_get(br, obj, &e);
+        if (!rc) {
+            lc_store_reader_on_end(r, entry_release, e);
+            rc = lc_store_reader_add(r, e->store, start_ns, end_ns);
+        }
+    }
+    lc_free(local);
+    lc_free(held);
+    return rc;
+}
+
+static int bucket_source(void *ctx, lc_store_t *s, int64_t start_ns, int64_t end_ns,
+                         lc_store_reader_t **out)
+{
+    ing_bucket_read_t *br = ctx;
+    gone_lists_t g = {0};
+    int rc = gone_lists_read(br, start_ns, end_ns, &g);
+    lc_store_reader_t *r = NULL;
+    if (!rc)
+        rc = lc_store_read_begin(s, start_ns, end_ns, &r);
+    if (!rc) {
+        pthread_mutex_lock(&br->mu);
+        rc = add_objects(br, r, &g, start_ns, end_ns);
+        pthread_mutex_unlock(&br->mu);
+    }
+    gone_lists_free(&g);
+    if (rc) {
+        lc_store_read_end(r); /* NULL-safe; releases what was added */
+        return rc;
+    }
+    *out = r;
+    return 0;
+}
+
+/* ---------------------------------------------------------------- life */
+
+static void bucket_read_register_metrics(ing_bucket_read_t *br, lc_metrics_t *m)
+{
+    br->cache_bytes_m = lc_metrics_gauge(
+        m, "ember_bucket_cache_bytes",
+        "Bytes of blocks read back from the object store held in --storage.cache-dir", "");
+    br->downloads = lc_metrics_counter(m, "ember_bucket_cache_downloads_total",
+                                       "Blocks downloaded from the object store for queries", "");
+    br->evictions = lc_metrics_counter(
+        m, "ember_bucket_cache_evictions_total",
+        "Blocks removed from --storage.cache-dir to stay within --storage.cache-size", "");
+}
+
+int ing_bucket_read_new(const ing_bucket_read_opts_t *o, lc_store_t *store, ing_bucket_read_t **out)
+{
+    ing_bucket_read_t *br = lc_xcalloc(1, sizeof(*br));
+    br->store = store;
+    br->block_ns = o->bucket->block_duration_ns;
+    br->cache_bytes = o->cache_bytes;
+    bkt_ingester_key(o->bucket->ingester_id, br->ing);
+    snprintf(br->cache_dir, sizeof br->cache_dir, "%s", o->cache_dir);
+    pthread_mutex_init(&br->mu, NULL);
+    bucket_read_register_metrics(br, o->bucket->metrics);
+    int rc = mkdir(br->cache_dir, 0755) == 0 || errno == EEXIST ? 0 : LC_ESTORE;
+    cache_dir_clear(br->cache_dir);
+    if (!rc)
+        rc = bkt_uploads_dir(o->bucket->data_dir, br->uploads, sizeof br->uploads);
+    if (!rc)
+        rc = lc_objstore_open(&o->bucket->store, &br->os);
+    if (rc) {
+        LC_LOG_ERROR("bucket: cannot start reading blocks back cache=%s err=\"%s\"", br->cache_dir,
+                     lc_strerror(rc));
+        ing_bucket_read_free(br);
+        return rc;
+    }
+    lc_store_set_source(store, bucket_source, br);
+    LC_LOG_INFO("bucket: queries read dropped blocks back cache=%s cache_bytes=%" PRIu64,
+                br->cache_dir, br->cache_bytes);
+    *out = br;
+    return 0;
+}
+
+void ing_bucket_read_free(ing_bucket_read_t *br)
+{
+    if (!br)
+        return;
+    if (br->os)
+        lc_store_set_source(br->store, NULL, NULL);
+    for (size_t i = 0; i < br->n_entries; i++)
+        entry_free(br, br->entries[i]);
+    lc_free(br->entries);
+    lc_free(br->listed);
+    lc_objstore_close(br->os);
+    pthread_mutex_destroy(&br->mu);
+    lc_free(br);
+}

@@ -1,0 +1,84 @@
+"""--storage.local-retention in the distributed mode (issue 27): 1 redis-server,
+a real SeaweedFS, zone a (2 ember-ingester) and zone b (1), an ember-querier.
+The oracle is what the test sent (the values of every acknowledged folded
+body) and the all-local answer's bytes.
+
+Six whole hours are pushed ending two hours ago, with every block kept local
+(--storage.local-retention=0); a 7-day merge is taken as the all-local answer.
+The ingesters restart with --storage.local-retention=3h: the hours that ended
+3 h ago leave their data dirs (counted) and are read back from the bucket —
+the querier's total equals what was sent (without the reading back it is the
+last hours only), and a 7-day merge with a cold cache, then a warm one, gives
+the all-local bytes. Then one ingester is stopped, its volume deleted and it
+starts empty: the old hours are not restored to disk, and are still answered
+exactly from the bucket."""
+import os
+import shutil
+
+import distributed_harness as dh
+import harness as h
+import test_bucket_blocks as tb
+
+HOUR_MS = 3600 * 1000
+DAY_MS = 24 * HOUR_MS
+
+
+class BucketLocalS3Test(tb.BucketBlocksTest):
+    """test_bucket_blocks' cluster (every block local at first), another scenario."""
+    test_1_wiped_ingesters_answer_from_the_bucket = None
+    test_2_bucket_down_loses_nothing = None
+
+    def week_bytes(self):
+        end = self.t1 + HOUR_MS
+        ptype = self.querier.q("ProfileTypes", start=self.t1 - HOUR_MS,
+                               end=self.t1).profile_types[0].ID
+        return h.gunzip_if(self.querier.merge_profile(ptype, "{}", end - 7 * DAY_MS, end))
+
+    def dropped(self):
+        return sum(dh.metric(i, "ember_bucket_local_blocks_dropped_total")
+                   for i in self.ingesters)
+
+    def local_hours(self, ing):
+        names = os.listdir(os.path.join(ing.data_dir, "blocks"))
+        return sorted(int(n) * 1000 for n in names if n.isdigit())
+
+    def restart_all(self, local_retention):
+        for i in self.ingesters:
+            i.stop()
+        for i in self.ingesters:
+            args = [a for a in i.args if not a.startswith("--storage.local-retention")]
+            i.start(args=[*args, f"--storage.local-retention={local_retention}"], timeout=120)
+        dh.wait_zones(self.querier, live=3, complete=2, asked=2, timeout=60)
+
+    def test_local_retention(self):
+        self.push(90, range(0, 6))
+        self.drained()
+        self.uploads_settled()
+        self.assertEqual(self.sent, self.total())
+        all_local = self.week_bytes()
+
+        # hours t0 .. t0+4 ended >= 3 h ago: they go; t0+5 stays
+        self.restart_all("3h")
+        want_local = [self.t0 + 5 * HOUR_MS]
+        h.wait_for(lambda: all(set(self.local_hours(i)) <= set(want_local)
+                               for i in self.ingesters),
+                   timeout=120, interval=1.0, what="old local blocks dropped")
+        self.assertGreaterEqual(self.dropped(), 5 * 2, "each zone held every old hour")
+        self.assertEqual(self.sent, self.total(), "old hours answered from the bucket")
+        self.assertEqual(all_local, self.week_bytes(), "7 days, cold cache")
+        self.assertEqual(all_local, self.week_bytes(), "7 days, warm cache")
+
+        # a lost volume: only the recent hour comes back to disk, the rest is read back
+        lost = self.ingesters[0]
+        lost.stop()
+        shutil.rmtree(lost.data_dir)
+        lost.start(timeout=120)
+        dh.wait_zones(self.querier, live=3, complete=2, asked=2, timeout=60)
+        self.assertLessEqual(set(self.local_hours(lost)), set(want_local))
+        self.assertEqual(self.sent, self.total(), "after a volume was lost")
+        self.assertEqual(all_local, self.week_bytes(), "7 days after a volume was lost")
+
+
+if __name__ == "__main__":
+    import unittest
+    unittest.main()
