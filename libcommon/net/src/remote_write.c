@@ -62,7 +62,7 @@ static void samples_free(rw_sample_t *s)
     }
 }
 
-static int label_cmp(const void *a, const void *b)
+static int rw_label_cmp(const void *a, const void *b)
 {
     return strcmp(((const Prometheus__Label *)a)->name, ((const Prometheus__Label *)b)->name);
 }
@@ -77,7 +77,7 @@ static rw_sample_t *sample_new(const lc_rw_label_t *labels, size_t n, int64_t ti
         s->labels[i].name = lc_xstrdup(labels[i].name);
         s->labels[i].value = lc_xstrdup(labels[i].value);
     }
-    qsort(s->labels, n, sizeof(*s->labels), label_cmp);
+    qsort(s->labels, n, sizeof(*s->labels), rw_label_cmp);
     s->time_ms = time_ms;
     s->value = value;
     return s;
@@ -136,7 +136,7 @@ static rw_sample_t *take_batch(lc_remote_write_t *rw, size_t *n)
 
 /* The snappy-compressed WriteRequest of a batch (one series per sample), or
  * NULL when it cannot be built. */
-static char *encode_batch(const rw_sample_t *batch, size_t n, size_t *out_len)
+static char *rw_encode_batch(const rw_sample_t *batch, size_t n, size_t *out_len)
 {
     Prometheus__TimeSeries *series = lc_xcalloc(n, sizeof(*series));
     Prometheus__TimeSeries **ptrs = lc_xcalloc(n, sizeof(*ptrs));
@@ -239,7 +239,7 @@ static bool wait_or_stop(lc_remote_write_t *rw, uint64_t ns)
 static void send_batch(lc_remote_write_t *rw, rw_sample_t *batch, size_t n)
 {
     size_t len;
-    char *body = encode_batch(batch, n, &len);
+    char *body = rw_encode_batch(batch, n, &len);
     uint64_t backoff = RW_BACKOFF_MIN_NS;
     rw_outcome_t out = body ? RW_RETRY : RW_REJECTED;
     for (bool last = false; body && !last;) {
@@ -262,7 +262,7 @@ static void send_batch(lc_remote_write_t *rw, rw_sample_t *batch, size_t n)
     lc_free(body);
 }
 
-static void worker(void *arg)
+static void rw_worker(void *arg)
 {
     lc_remote_write_t *rw = arg;
     for (;;) {
@@ -280,7 +280,7 @@ static void worker(void *arg)
     }
 }
 
-static void register_metrics(lc_remote_write_t *rw, lc_metrics_t *m)
+static void rw_register_metrics(lc_remote_write_t *rw, lc_metrics_t *m)
 {
     const char *samples = "ember_remote_write_samples_total";
     const char *samples_help = "Recording-rule samples by what became of them.";
@@ -307,10 +307,10 @@ int lc_remote_write_new(const lc_remote_write_opts_t *opts, lc_remote_write_t **
     rw->url = lc_xstrdup(opts->url);
     rw->timeout_ms = opts->timeout_ms ? opts->timeout_ms : 10000;
     rw->max_queue = opts->max_queue ? opts->max_queue : LC_RW_DEFAULT_MAX_QUEUE;
-    register_metrics(rw, opts->metrics);
+    rw_register_metrics(rw, opts->metrics);
     uv_mutex_init(&rw->mu);
     uv_cond_init(&rw->cond);
-    if (uv_thread_create(&rw->worker, worker, rw) != 0) {
+    if (uv_thread_create(&rw->worker, rw_worker, rw) != 0) {
         uv_cond_destroy(&rw->cond);
         uv_mutex_destroy(&rw->mu);
         lc_free(rw->url);

@@ -19,7 +19,7 @@ struct ing_rules_export_s {
     ing_rules_t *rules;
 };
 
-static int open_settings(const ember_settings_t *s, lc_settings_store_t **out)
+static int open_rules_settings(const ember_settings_t *s, lc_settings_store_t **out)
 {
     if (ember_clustered(s))
         return lc_settings_store_open_redis(s->redis_url, 0, out);
@@ -38,7 +38,7 @@ int ing_rules_export_start(lc_proc_t *p, const ember_settings_t *s, ing_writer_t
     if (!s->remote_write_url || !*s->remote_write_url)
         return 0;
     ing_rules_export_t *x = lc_xcalloc(1, sizeof(*x));
-    int rc = open_settings(s, &x->settings);
+    int rc = open_rules_settings(s, &x->settings);
     lc_remote_write_opts_t wo = {.url = s->remote_write_url, .metrics = p->metrics};
     if (rc == 0)
         rc = lc_remote_write_new(&wo, &x->out);

@@ -168,7 +168,7 @@ static void flush_worker(void *arg)
     send_points(r, rest);
 }
 
-static void register_metrics(ing_rules_t *r, lc_metrics_t *m)
+static void rules_register_metrics(ing_rules_t *r, lc_metrics_t *m)
 {
     const char *pts = "ember_recording_rule_points_total";
     const char *help = "Recording-rule points made on ingest, by what became of them.";
@@ -191,7 +191,7 @@ int ing_rules_new(const ing_rules_opts_t *opts, ing_rules_t **out)
     r->refresh_ms = opts->refresh_ms > 0 ? opts->refresh_ms : ING_RULES_DEFAULT_REFRESH_MS;
     r->max_series = opts->max_series ? opts->max_series : ING_RULES_DEFAULT_MAX_SERIES;
     r->tenants = lc_xcalloc(LC_RULES_MAX_TENANTS, sizeof(*r->tenants));
-    register_metrics(r, opts->metrics);
+    rules_register_metrics(r, opts->metrics);
     uv_mutex_init(&r->mu);
     uv_cond_init(&r->cond);
     if (uv_thread_create(&r->worker, flush_worker, r) != 0) {
