@@ -12,6 +12,8 @@ PKGS=(
   liblz4-dev
   # the object store (libcommon/objstore): SHA-256 of every object from libcrypto
   libssl-dev
+  # recording-rule series by Prometheus remote write (lc/remote_write.h): snappy blocks
+  libsnappy-dev
   # HTTP/2 tests: the python h2 library and nghttp/h2load as independent clients
   python3-h2 nghttp2-client
   # tests and benchmarks: go tool pprof as the judge, a real redis-server,
@@ -57,6 +59,14 @@ build_weed() {
       echo "install-deps: building weed failed; test_objstore will skip (fail in CI)" >&2
   fi
 }
+# VictoriaMetrics, the remote-write receiver of test_recording_rules_export,
+# built the same way (skipped when cached).
+build_victoriametrics() {
+  if command -v go >/dev/null || [ -x /usr/local/go/bin/go ]; then
+    PATH="$PATH:/usr/local/go/bin" "$(dirname "$0")/build-victoriametrics.sh" >/dev/null ||
+      echo "install-deps: building VictoriaMetrics failed; test_recording_rules_export will skip (fail in CI)" >&2
+  fi
+}
 
 if [ ${#missing[@]} -ne 0 ]; then
   if [ "$(id -u)" -ne 0 ]; then
@@ -81,3 +91,4 @@ if [ "$(cat "$venv/.installed" 2>/dev/null)" != "$PYARROW_VERSION" ]; then
     echo "install-deps: pyarrow from PyPI failed; test_arrow_ipc will try again" >&2
 fi
 build_weed
+build_victoriametrics

@@ -85,6 +85,10 @@ typedef struct ing_decoded_s {
  * after the first batch that wrote a profile is durable (before its ack). */
 int ing_writer_new(lc_store_t *store, lc_metrics_t *metrics, ing_writer_t **out) LC_MUST_CHECK;
 void ing_writer_free(ing_writer_t *w);
+/* Recording rules (rules_eval.h) see every series the writer writes from
+ * now on, counted when its transaction commits. Set before consuming starts. */
+struct ing_rules_s;
+void ing_writer_set_rules(ing_writer_t *w, struct ing_rules_s *rules);
 /* An lc_transport_consume_fn; data is the ing_writer_t. A message's local,
  * when set, is its ing_decoded_t. Records each
  * message's delivery id with its ingest id and what it wrote. Sets aside

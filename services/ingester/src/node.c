@@ -31,6 +31,7 @@
 #include "lc/log.h"
 #include "lc/members.h"
 #include "lc/store.h"
+#include "rules_export.h"
 #include "symbols_int.h"
 
 #define RETENTION_INTERVAL_MS (60 * 1000)
@@ -52,6 +53,7 @@ typedef struct ing_node_s {
     lc_members_t *members;          /* joined as "ingester" */
     ing_bucket_t *bucket;           /* --storage.backend: the uploader */
     ing_bucket_read_t *bucket_read; /* ... and the reader of dropped blocks */
+    ing_rules_export_t *rules;      /* --metrics-export.remote-write-url */
     bool registered;                /* seen live (so registered): consuming */
     char *advertise;
     char consumer_id[EMBER_CONSUMER_ID_MAX];
@@ -360,6 +362,8 @@ static int start_storage(ing_node_t *n)
     if (rc)
         return rc;
     rc = ing_writer_new(n->store, n->p->metrics, &n->writer);
+    if (rc == 0)
+        rc = ing_rules_export_start(n->p, s, n->writer, &n->rules);
     if (rc)
         return rc;
     if (ember_clustered(s))
@@ -534,6 +538,7 @@ static void ing_node_free(void *state)
     ing_node_t *n = state;
     ing_free(n->receivers);
     ing_writer_free(n->writer);
+    ing_rules_export_free(n->rules);      /* after the writer: nothing observes any more */
     ing_bucket_read_free(n->bucket_read); /* no query runs any more */
     ing_bucket_stop(n->bucket);           /* before the store it reads */
     lc_store_close(n->store);

@@ -35,6 +35,7 @@
 #include "lc/clock.h"
 #include "lc/log.h"
 #include "lc/transport_entry.h"
+#include "rules_eval.h"
 #include "write_int.h"
 
 #define WRITER_ARENA_CAP ((size_t)4 << 30) /* per message; virtual until used */
@@ -90,6 +91,7 @@ struct ing_writer_s {
     lc_metric_t *m_phase[WR_PHASES], *m_batch;
     wr_failpoint_t failpoint; /* fires once */
     size_t batch_written;     /* messages written by the current batch */
+    ing_rules_t *rules;       /* recording rules to observe; NULL: none */
 };
 
 struct wr_msg_s {
@@ -294,6 +296,21 @@ static const int64_t *wr_delta(wr_msg_t *c, const lc_labels_t *ls, size_t type_i
     return out;
 }
 
+/* Hands a written series to the recording rules (counted at commit). */
+static void wr_observe_rules(wr_msg_t *c, const lc_store_write_t *wr)
+{
+    ing_rules_series_t rs = {.tenant = wr->tenant,
+                             .labels = wr->labels,
+                             .time_ns = wr->time_ns,
+                             .profile = c->p,
+                             .index = c->ix,
+                             .type_idx = wr->value_index,
+                             .samples = wr->samples,
+                             .n_samples = wr->n_samples,
+                             .values = wr->values};
+    ing_rules_observe(c->w->rules, &rs);
+}
+
 static int wr_series(wr_msg_t *c, const lc_labels_t *base, const ing_group_t *g, size_t type_idx)
 {
     lc_labels_t ls;
@@ -323,6 +340,8 @@ static int wr_series(wr_msg_t *c, const lc_labels_t *base, const ing_group_t *g,
             .profile_id = c->m->profile_id.len ? c->m->profile_id.data : NULL,
         };
         rc = lc_store_write_profile(c->txn, &wr);
+        if (rc == 0 && c->w->rules)
+            wr_observe_rules(c, &wr);
     }
     lc_labels_fini(&ls);
     return rc;
@@ -540,6 +559,10 @@ static int wr_batch(ing_writer_t *w, lc_transport_msg_t *msgs, size_t n, size_t 
         ing_delta_commit(w->delta);
     else
         ing_delta_discard(w->delta);
+    if (w->rules && rc == 0)
+        ing_rules_commit(w->rules);
+    else if (w->rules)
+        ing_rules_discard(w->rules);
     if (rc == 0)
         wr_failpoint_hit(w);
     return rc;
@@ -561,6 +584,11 @@ static void wr_set_aside(ing_writer_t *w, lc_transport_msg_t *msg, int rc, size_
     LC_LOG_ERROR("writer: setting aside a message that cannot be applied, redoing its batch "
                  "without it id=%s msgs=%zu err=\"%s\"",
                  msg->id ? msg->id : "", n, lc_strerror(rc));
+}
+
+void ing_writer_set_rules(ing_writer_t *w, ing_rules_t *rules)
+{
+    w->rules = rules;
 }
 
 int ing_writer_consume(lc_transport_msg_t *msgs, size_t n, void *data)

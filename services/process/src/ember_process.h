@@ -82,6 +82,7 @@ typedef struct ember_settings_s {
     int64_t max_backlog_bytes;
     bool multitenancy;
     char *auth_tokens_file; /* credentials bound to tenants; "" = none */
+    char *remote_write_url; /* recording-rule series go here (issue 29); "" = off */
     int64_t rate_bytes, rate_burst_bytes, rate_profiles, rate_burst_profiles;
     int64_t max_series_per_tenant;
     /* debug files and server-side symbols (issue 31) */

@@ -147,6 +147,9 @@ const ember_setting_t ember_settings_table[] = {
         "require X-Scope-OrgID and keep tenants apart"),
     SET(E | I | Q, "auth.tokens-file", LC_CFG_STRING, auth_tokens_file, "",
         "credentials bound to tenants (hashes; reloaded on SIGHUP); '' = no authentication"),
+    SET(E | I, "metrics-export.remote-write-url", LC_CFG_STRING, remote_write_url, "",
+        "send recording-rule series by Prometheus remote write to this URL "
+        "(http(s)://[user:password@]host[:port]/path; '' = rules are not evaluated)"),
     SET(E, "querier.max-query-length", LC_CFG_DURATION, max_query_length_ns, "0",
         "reject queries over a longer time range (0 = no limit; Pyroscope uses 24h)"),
     SET(E, "querier.max-query-lookback", LC_CFG_DURATION, max_query_lookback_ns, "0",

@@ -29,7 +29,8 @@ static int local_node_start(lc_proc_t *p, const void *settings, void **state)
                            .data_dir = s->data_dir,
                            .config_yaml = s->config_yaml,
                            .config_diff_yaml = s->config_diff_yaml,
-                           .config_default_yaml = s->config_default_yaml};
+                           .config_default_yaml = s->config_default_yaml,
+                           .settings_store = p->settings}; /* the ingester's, if it opened one */
     if (!rc)
         rc = qry_extra_new(&p->loop, &xo, p->httpd, &n->extra);
     return rc;

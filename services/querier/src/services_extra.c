@@ -13,6 +13,7 @@
 #include "lc/log.h"
 #include "querier_int.h"
 #include "services_extra.h"
+#include "settings/v1/recording_rules.pb-c.h"
 #include "settings/v1/setting.pb-c.h"
 #include "status/v1/status.pb-c.h"
 #include "version/v1/version.pb-c.h"
@@ -34,6 +35,18 @@ static const extra_method_t methods[] = {
      qry_settings_set, true, LC_HTTP_SCOPE_WRITE},
     {"/settings.v1.SettingsService/Delete", &settings__v1__delete_settings_request__descriptor,
      qry_settings_delete, true, LC_HTTP_SCOPE_WRITE},
+    {"/settings.v1.RecordingRulesService/ListRecordingRules",
+     &settings__v1__list_recording_rules_request__descriptor, qry_rules_rpc_list, true,
+     LC_HTTP_SCOPE_READ},
+    {"/settings.v1.RecordingRulesService/GetRecordingRule",
+     &settings__v1__get_recording_rule_request__descriptor, qry_rules_rpc_get, true,
+     LC_HTTP_SCOPE_READ},
+    {"/settings.v1.RecordingRulesService/UpsertRecordingRule",
+     &settings__v1__upsert_recording_rule_request__descriptor, qry_rules_rpc_upsert, true,
+     LC_HTTP_SCOPE_WRITE},
+    {"/settings.v1.RecordingRulesService/DeleteRecordingRule",
+     &settings__v1__delete_recording_rule_request__descriptor, qry_rules_rpc_delete, true,
+     LC_HTTP_SCOPE_WRITE},
     {"/version.v1.Version/Version", &version__v1__version_request__descriptor, qry_version, false,
      LC_HTTP_SCOPE_PUBLIC},
     {"/capabilities.v1.FeatureFlagsService/GetFeatureFlags",

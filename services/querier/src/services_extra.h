@@ -1,7 +1,8 @@
 /*
  * services_extra.h — the small Connect services served next to the querier:
  * settings.v1.SettingsService (per-tenant settings, persisted),
- * version.v1.Version, capabilities.v1.FeatureFlagsService and
+ * settings.v1.RecordingRulesService (recording rules, kept as settings: rules.h),
+ * version.v1.Version, capabilities.v1.FeatureFlagsService,
  * status.v1.StatusService (build info, configuration as YAML) and
  * adhocprofiles.v1.AdHocProfileService (adhoc.h).
  *
@@ -55,12 +56,27 @@ struct qry_extra_s {
 /* The value Version reports; Pyroscope's current querier API version. */
 #define QRY_QUERIER_API_VERSION 1
 
+/* Settings (and recording rules) are per tenant: exactly one, even on reads.
+ * Without a store every call is unimplemented, whoever asks. */
+int qry_settings_tenant(lc_http_req_t *req, const qry_extra_t *x, bool write, const char **tenant,
+                        lc_status_t *st);
+/* resource_exhausted: the request arena (capped) cannot hold the answer. */
+int qry_fail_memory(lc_status_t *st);
 int qry_settings_get(lc_http_req_t *req, const ProtobufCMessage *in, ProtobufCMessage **out,
                      lc_status_t *st, void *data);
 int qry_settings_set(lc_http_req_t *req, const ProtobufCMessage *in, ProtobufCMessage **out,
                      lc_status_t *st, void *data);
 int qry_settings_delete(lc_http_req_t *req, const ProtobufCMessage *in, ProtobufCMessage **out,
                         lc_status_t *st, void *data);
+/* settings.v1.RecordingRulesService (rules.c) */
+int qry_rules_rpc_list(lc_http_req_t *req, const ProtobufCMessage *in, ProtobufCMessage **out,
+                       lc_status_t *st, void *data);
+int qry_rules_rpc_get(lc_http_req_t *req, const ProtobufCMessage *in, ProtobufCMessage **out,
+                      lc_status_t *st, void *data);
+int qry_rules_rpc_upsert(lc_http_req_t *req, const ProtobufCMessage *in, ProtobufCMessage **out,
+                         lc_status_t *st, void *data);
+int qry_rules_rpc_delete(lc_http_req_t *req, const ProtobufCMessage *in, ProtobufCMessage **out,
+                         lc_status_t *st, void *data);
 int qry_version(lc_http_req_t *req, const ProtobufCMessage *in, ProtobufCMessage **out,
                 lc_status_t *st, void *data);
 int qry_status_build_info(lc_http_req_t *req, const ProtobufCMessage *in, ProtobufCMessage **out,

@@ -10,6 +10,8 @@
  * X-Scope-OrgID naming several ("a|b") is invalid_argument here, as in
  * Pyroscope. Names and values must be valid UTF-8 (proto3 strings). Without a
  * store (an ember-querier not given --redis.url) every call is unimplemented.
+ * Names under QRY_RULE_SETTING_PREFIX hold recording rules (rules.h): Get
+ * leaves them out, Set and Delete refuse them.
  */
 #include <errno.h>
 #include <string.h>
@@ -18,13 +20,12 @@
 #include "lc/clock.h"
 #include "lc/tenant.h"
 #include "lc/utf8.h"
+#include "rules.h"
 #include "services_extra.h"
 #include "settings/v1/setting.pb-c.h"
 
-/* Settings are per tenant: exactly one, even on reads. Without a store every
- * call is unimplemented, whoever asks. */
-static int settings_tenant(lc_http_req_t *req, const qry_extra_t *x, bool write,
-                           const char **tenant, lc_status_t *st)
+int qry_settings_tenant(lc_http_req_t *req, const qry_extra_t *x, bool write, const char **tenant,
+                        lc_status_t *st)
 {
     const char *const *tenants;
     size_t n;
@@ -67,7 +68,7 @@ static int store_fail(lc_status_t *st, int rc, const char *name)
 }
 
 /* The request arena (capped) cannot hold the answer. */
-static int fail_memory(lc_status_t *st)
+int qry_fail_memory(lc_status_t *st)
 {
     return lc_status_set(st, LC_CODE_RESOURCE_EXHAUSTED, "the answer exceeds the request memory");
 }
@@ -90,29 +91,43 @@ int qry_settings_get(lc_http_req_t *req, const ProtobufCMessage *in, ProtobufCMe
     const qry_extra_t *x = data;
     const char *tenant;
     LC_UNUSED(in);
-    if (settings_tenant(req, x, false, &tenant, st))
+    if (qry_settings_tenant(req, x, false, &tenant, st))
         return -1;
     lc_setting_t *list;
     size_t n;
     int rc = lc_settings_store_list(x->settings, tenant, req->arena, &list, &n);
     if (rc == LC_ETOOBIG)
-        return fail_memory(st);
+        return qry_fail_memory(st);
     if (rc)
         return store_fail(st, rc, "");
     Settings__V1__GetSettingsResponse *resp = lc_arena_alloc(req->arena, sizeof(*resp));
     Settings__V1__Setting **v = n ? lc_arena_calloc(req->arena, n, sizeof(*v)) : NULL;
     if (!resp || (n && !v))
-        return fail_memory(st);
+        return qry_fail_memory(st);
     settings__v1__get_settings_response__init(resp);
     for (size_t i = 0; i < n; i++) {
         v[i] = setting_message(req->arena, &list[i]);
         if (!v[i])
-            return fail_memory(st);
+            return qry_fail_memory(st);
     }
     resp->settings = v;
-    resp->n_settings = n;
+    resp->n_settings = 0;
+    for (size_t i = 0; i < n; i++) /* recording rules are not settings (rules.h) */
+        if (!qry_rule_setting_name(v[i]->name))
+            v[resp->n_settings++] = v[i];
     *out = &resp->base;
     return 0;
+}
+
+/* Names under QRY_RULE_SETTING_PREFIX hold recording rules: only
+ * RecordingRulesService writes them, so a rule is never half-valid. */
+static int reserved_name(const char *name, lc_status_t *st)
+{
+    if (!qry_rule_setting_name(name))
+        return 0;
+    return lc_status_set(st, LC_CODE_INVALID_ARGUMENT,
+                         "setting names starting with " QRY_RULE_SETTING_PREFIX
+                         " are reserved for recording rules");
 }
 
 static int check_setting(const Settings__V1__Setting *m, lc_status_t *st)
@@ -121,6 +136,8 @@ static int check_setting(const Settings__V1__Setting *m, lc_status_t *st)
         return lc_status_set(st, LC_CODE_INVALID_ARGUMENT, "no setting values provided");
     if (!m->name[0])
         return lc_status_set(st, LC_CODE_INVALID_ARGUMENT, "no setting name provided");
+    if (reserved_name(m->name, st))
+        return -1;
     if (!lc_utf8_valid_str(m->name) || !lc_utf8_valid_str(m->value))
         return lc_status_set(st, LC_CODE_INVALID_ARGUMENT, "setting %s is not valid UTF-8",
                              lc_utf8_valid_str(m->name) ? "value" : "name");
@@ -133,7 +150,7 @@ int qry_settings_set(lc_http_req_t *req, const ProtobufCMessage *in, ProtobufCMe
     const qry_extra_t *x = data;
     const Settings__V1__SetSettingsRequest *r = (const Settings__V1__SetSettingsRequest *)in;
     const char *tenant;
-    if (settings_tenant(req, x, true, &tenant, st) || check_setting(r->setting, st))
+    if (qry_settings_tenant(req, x, true, &tenant, st) || check_setting(r->setting, st))
         return -1;
     lc_setting_t s = {.name = r->setting->name,
                       .value = r->setting->value,
@@ -144,11 +161,11 @@ int qry_settings_set(lc_http_req_t *req, const ProtobufCMessage *in, ProtobufCMe
         return store_fail(st, rc, s.name);
     Settings__V1__SetSettingsResponse *resp = lc_arena_alloc(req->arena, sizeof(*resp));
     if (!resp)
-        return fail_memory(st);
+        return qry_fail_memory(st);
     settings__v1__set_settings_response__init(resp);
     resp->setting = setting_message(req->arena, &s);
     if (!resp->setting)
-        return fail_memory(st);
+        return qry_fail_memory(st);
     *out = &resp->base;
     return 0;
 }
@@ -159,16 +176,18 @@ int qry_settings_delete(lc_http_req_t *req, const ProtobufCMessage *in, Protobuf
     const qry_extra_t *x = data;
     const Settings__V1__DeleteSettingsRequest *r = (const Settings__V1__DeleteSettingsRequest *)in;
     const char *tenant;
-    if (settings_tenant(req, x, true, &tenant, st))
+    if (qry_settings_tenant(req, x, true, &tenant, st))
         return -1;
     if (!r->name[0])
         return lc_status_set(st, LC_CODE_INVALID_ARGUMENT, "no setting name provided");
+    if (reserved_name(r->name, st))
+        return -1;
     int rc = lc_settings_store_delete(x->settings, tenant, r->name, lc_realtime_ns() / 1000000);
     if (rc)
         return store_fail(st, rc, r->name);
     Settings__V1__DeleteSettingsResponse *resp = lc_arena_alloc(req->arena, sizeof(*resp));
     if (!resp)
-        return fail_memory(st);
+        return qry_fail_memory(st);
     settings__v1__delete_settings_response__init(resp);
     *out = &resp->base;
     return 0;

@@ -9,8 +9,9 @@
 // the totals of the stacks, the labels, the span's share; then, with three
 // profiles of known ids, values and times (exemplars.go), SelectSeries'
 // exemplars (INDIVIDUAL and SPAN), SelectHeatmap and profile_id_selector;
-// and an async SelectMergeStacktraces submitted and polled (async.go);
-// then status.v1.StatusService and capabilities.v1 (status.go) and
+// an async SelectMergeStacktraces submitted and polled (async.go); a
+// recording rule created, read, replaced and deleted (rules.go); then
+// status.v1.StatusService and capabilities.v1 (status.go) and
 // adhocprofiles.v1 (adhoc.go).
 // Parca's ShareService, a path ember has no route for, must fail with
 // UNIMPLEMENTED. Each response's
@@ -44,6 +45,7 @@ import (
 	"github.com/grafana/pyroscope/api/gen/proto/go/push/v1/pushv1connect"
 	querierv1 "github.com/grafana/pyroscope/api/gen/proto/go/querier/v1"
 	"github.com/grafana/pyroscope/api/gen/proto/go/querier/v1/querierv1connect"
+	"github.com/grafana/pyroscope/api/gen/proto/go/settings/v1/settingsv1connect"
 	"github.com/grafana/pyroscope/api/gen/proto/go/status/v1/statusv1connect"
 	typesv1 "github.com/grafana/pyroscope/api/gen/proto/go/types/v1"
 	"google.golang.org/protobuf/proto"
@@ -268,6 +270,7 @@ type run struct {
 	end          int64
 	push         pushv1connect.PusherServiceClient
 	querier      querierv1connect.QuerierServiceClient
+	rules        settingsv1connect.RecordingRulesServiceClient
 	unknown      *connect.Client[emptypb.Empty, emptypb.Empty]
 	base         string
 	http         *http.Client
@@ -421,6 +424,7 @@ func newRun(c *checker, base string, p protocol, h2c bool, start, end int64) (*r
 		start: start, end: end,
 		push:    pushv1connect.NewPusherServiceClient(client, base, p.opts...),
 		querier: querierv1connect.NewQuerierServiceClient(client, base, p.opts...),
+		rules:   settingsv1connect.NewRecordingRulesServiceClient(client, base, p.opts...),
 		unknown: connect.NewClient[emptypb.Empty, emptypb.Empty](client,
 			base+"/parca.share.v1alpha1.ShareService/Upload", p.opts...),
 		base:         base,
@@ -455,6 +459,7 @@ func main() {
 			r.series(ctx)
 			r.exemplars(ctx)
 			r.async(ctx)
+			r.recordingRules(ctx)
 			r.unimplemented(ctx)
 			r.statusService(ctx)
 			r.adhocProfiles(ctx)

@@ -31,6 +31,7 @@
 
 #include "lc/httpd.h"
 #include "lc/metrics.h"
+#include "lc/settings_store.h"
 #include "lc/store.h"
 #include "lc/transport.h"
 
@@ -108,7 +109,11 @@ struct lc_proc_s {
     /* Shared between the nodes of one process; NULL until a node sets them. */
     lc_store_t *store;         /* set by the node that opened it */
     lc_transport_t *transport; /* set by the node that owns it */
-    bool stopping;             /* a stop was asked: /ready is 503 */
+    /* per-tenant settings and recording rules, when a node opened them for
+     * others (the ingester evaluating rules, issue 29); NULL: whoever needs
+     * them opens their own */
+    lc_settings_store_t *settings;
+    bool stopping; /* a stop was asked: /ready is 503 */
 };
 
 /* Runs the process until a stop and its drain end. 0 after a clean stop,

@@ -30,6 +30,10 @@
 #define LC_SETTINGS_MAX_PER_TENANT 1024
 #define LC_SETTINGS_TENANT_MAX_BYTES 150
 
+/* Settings named with this prefix hold recording rules (issue 29): written
+ * only by settings.v1.RecordingRulesService, read by the rule evaluator. */
+#define LC_SETTINGS_RULE_PREFIX "recording_rule.v1/"
+
 typedef struct lc_setting_s {
     const char *name;  /* 1..LC_SETTINGS_NAME_MAX_BYTES bytes */
     const char *value; /* 0..LC_SETTINGS_VALUE_MAX_BYTES bytes */
