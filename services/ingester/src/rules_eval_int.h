@@ -66,5 +66,7 @@ struct ing_rules_s {
 void ing_rules_pending_add(ing_rules_t *r, const rule_t *rule, const lc_labels_t *ls,
                            int64_t bucket_ms, double value);
 void ing_rules_tenants_free(ing_rules_t *r);
+/* The flush thread (rules_sums.c): sends steps idle for flush_idle_ms, and all at a stop. */
+void ing_rules_flush_main(void *arg);
 
 #endif
