@@ -13,8 +13,9 @@
 #     and compares with the MANIFEST.jsonl oracle (240290000000 ns);
 #  3. `query exemplars profile` of the same label: a profile id must come back, and
 #     `query merge --profile-id` of it must give the same total;
-#  4. `recording-rules list` (served by another engineer's RecordingRulesService; reported,
-#     not judged here).
+#  4. `recording-rules create` from a YAML file, then `get` of the id it printed (the metric
+#     name must come back), `list` (the id must be listed), `delete`, and `get` again
+#     (must fail: not_found).
 # Prints one PASS/FAIL line per step and exits non-zero when any failed.
 #
 # usage: profilecli_check.sh PROFILECLI EMBER_BINARY OUT_DIR
@@ -104,13 +105,35 @@ exemplars() { # PROTOCOL SERVICE
         fail "exemplars+merge by id $proto: cpu total '$got', want $WANT_CPU_NS"
 }
 
+# Step 4: a recording rule's life through the CLI.
+recording_rules() {
+    local proto=$1 log="$OUT/rules-$1.log" id
+    cat >"$OUT/rule.yaml" <<'YAML'
+matchers:
+  - '{ __profile_type__="process_cpu:cpu:nanoseconds:cpu:nanoseconds", region="emea"}'
+metric_name: profiles_recorded_cpu_usage_function_total_gc_nanoseconds
+group_by:
+  - service_name
+function_name: runtime.gcBgMarkWorker
+YAML
+    local rr=("$CLI" recording-rules)
+    local at=(--url="$URL" --protocol="$proto")
+    id=$("${rr[@]}" create "${at[@]}" -f "$OUT/rule.yaml" 2>"$log" | sed -n 's/.*created with id: //p')
+    if [ -z "$id" ]; then fail "recording-rules $proto: create printed no id ($(tail -1 "$log"))"; return; fi
+    if ! "${rr[@]}" get "${at[@]}" "$id" 2>>"$log" | grep -q profiles_recorded_cpu_usage_function_total_gc_nanoseconds; then
+        fail "recording-rules $proto: get $id"; return
+    fi
+    if ! "${rr[@]}" list "${at[@]}" 2>>"$log" | grep -q "Rule with Id $id"; then
+        fail "recording-rules $proto: list lacks $id"; return
+    fi
+    "${rr[@]}" delete "${at[@]}" "$id" >>"$log" 2>&1 || { fail "recording-rules $proto: delete $id"; return; }
+    if "${rr[@]}" get "${at[@]}" "$id" >>"$log" 2>&1; then fail "recording-rules $proto: $id still there after delete"; return; fi
+    pass "recording-rules $proto: create, get, list, delete of $id"
+}
+
 for proto in connect grpc-web grpc; do
     canary "$proto"
     upload_merge "$proto"
-    if "$CLI" recording-rules list --url="$URL" --protocol="$proto" >"$OUT/rules-$proto.log" 2>&1; then
-        echo "INFO recording-rules list $proto: ok"
-    else
-        echo "INFO recording-rules list $proto (not in this check's scope): $(tail -1 "$OUT/rules-$proto.log")"
-    fi
+    recording_rules "$proto"
 done
 exit $FAILED
