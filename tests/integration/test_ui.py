@@ -355,6 +355,65 @@ class UiSingleTest(UiMixin, h.ServerTestCase):
                          {k: R["heat"]["data"].get(k) for k in ("cells", "count")}, R["heat"])
         self.assertGreater(R["heat_canvas"]["nonBlank"], 100, "the heatmap is drawn")
 
+    def test_recording_rules_page(self):
+        """/recording-rules: a rule typed into the form is created (read back
+        through the API, not the page), listed, and deleted by its button; a
+        metric name Pyroscope refuses shows the server's message and creates
+        nothing."""
+        cpu = "process_cpu:cpu:nanoseconds:cpu:nanoseconds"
+        matcher = f'{{__profile_type__="{cpu}", service_name="ui-shop"}}'
+
+        def api_rules():
+            r = self.srv.request("POST", "/settings.v1.RecordingRulesService/ListRecordingRules", b"{}",
+                                 {"Content-Type": "application/json"})
+            self.assertEqual(200, r.status, r.body)
+            return json.loads(r.body or b"{}").get("rules", [])
+
+        out = drive(self.srv_url(), [
+            {"do": "goto", "url": "/recording-rules"},
+            {"do": "text", "sel": "#rules-table", "key": "empty"},
+            {"do": "fill", "sel": "#rule-metric", "value": "profiles_recorded_ui_cpu_nanoseconds"},
+            {"do": "fill", "sel": "#rule-matchers", "value": matcher},
+            {"do": "fill", "sel": "#rule-group-by", "value": "region, pod"},
+            {"do": "fill", "sel": "#rule-external", "value": "team=ui"},
+            {"do": "fill", "sel": "#rule-function", "value": "main.work"},
+            {"do": "click", "sel": "#rule-form button[type=submit]"},
+            {"do": "settle"},
+            {"do": "text", "sel": "#rules-table", "key": "one"},
+            {"do": "shot", "file": "recording-rules.png"},
+        ])
+        self.assertNoConsoleErrors(out)
+        R = out["results"]
+        self.assertIn("No recording rules yet", R["empty"]["text"])
+        rules = api_rules()
+        self.assertEqual(1, len(rules), rules)
+        got = rules[0]
+        self.assertEqual("profiles_recorded_ui_cpu_nanoseconds", got["metricName"])
+        self.assertEqual([matcher], got["matchers"])
+        self.assertEqual(["region", "pod"], got["groupBy"])
+        self.assertEqual([{"name": "team", "value": "ui"}], got["externalLabels"])
+        self.assertEqual("main.work", got["stacktraceFilter"]["functionName"]["functionName"])
+        self.assertIn(got["id"], R["one"]["text"])
+        self.assertIn("profiles_recorded_ui_cpu_nanoseconds", R["one"]["text"])
+
+        out = drive(self.srv_url(), [
+            {"do": "goto", "url": "/recording-rules"},
+            {"do": "click", "sel": f'#rules-table tr[data-id="{got["id"]}"] button.rule-delete'},
+            {"do": "settle"},
+            {"do": "text", "sel": "#rules-table", "key": "after"},
+            {"do": "fill", "sel": "#rule-metric", "value": "cpu_total_without_prefix"},
+            {"do": "fill", "sel": "#rule-matchers", "value": matcher},
+            {"do": "click", "sel": "#rule-form button[type=submit]"},
+            {"do": "settle"},
+            {"do": "state", "key": "refused"},
+        ])
+        self.assertNoConsoleErrors(out, allow=("status of 400",))
+        R = out["results"]
+        self.assertEqual([], api_rules())
+        self.assertIn("No recording rules yet", R["after"]["text"])
+        self.assertEqual("error", R["refused"]["state"], R["refused"])
+        self.assertIn("profiles_recorded_", R["refused"]["msg"])
+
     def test_dark_theme(self):
         out = drive(self.srv_url(), [
             {"do": "goto", "url": self.single_url(extra="&search=shop")},

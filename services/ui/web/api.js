@@ -1,8 +1,9 @@
 // api.js: ember's public API as the UI uses it: querier.v1 over Connect JSON,
-// and SelectMergeProfile over Connect proto (the pprof download). The tenant,
-// when set, goes in X-Scope-OrgID on every call.
+// SelectMergeProfile over Connect proto (the pprof download), and
+// settings.v1.RecordingRulesService. The tenant, when set, goes in X-Scope-OrgID on every call.
 
 const Q = '/querier.v1.QuerierService/';
+const RULES = '/settings.v1.RecordingRulesService/';
 
 export class ApiError extends Error {
   constructor(message, status, code) {
@@ -24,11 +25,11 @@ export class Api {
     return h;
   }
 
-  async call(method, body, signal) {
+  async call(method, body, signal, service = Q) {
     const t0 = performance.now();
     let res;
     try {
-      res = await fetch(Q + method, {
+      res = await fetch(service + method, {
         method: 'POST', headers: this.headers('application/json'), body: JSON.stringify(body), signal,
       });
     } catch (e) {
@@ -47,6 +48,19 @@ export class Api {
     }
     if (json === null) throw new ApiError('the server answered with invalid JSON', res.status, 'internal');
     return json;
+  }
+
+  // settings.v1.RecordingRulesService: the rules page (rules.js)
+  listRules() {
+    return this.call('ListRecordingRules', {}, undefined, RULES).then((r) => r.rules || []);
+  }
+
+  upsertRule(rule) {
+    return this.call('UpsertRecordingRule', rule, undefined, RULES).then((r) => r.rule);
+  }
+
+  deleteRule(id) {
+    return this.call('DeleteRecordingRule', { id }, undefined, RULES);
   }
 
   profileTypes(start, end, signal) {

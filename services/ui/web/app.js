@@ -6,6 +6,7 @@ import { Api, ApiError } from './api.js';
 import { FlameGraph, decodeFlamegraph, topTable, sandwich, diffChange } from './flame.js';
 import { TimeChart } from './chart.js';
 import { HeatmapChart } from './heatmap.js';
+import { RulesView } from './rules.js';
 import {
   parseTime, splitQuery, joinQuery, setMatcher, matcherValue, formatValue, formatPct, formatTime,
   formatDuration, el, download, unresolvedFrame,
@@ -40,7 +41,11 @@ function tenant() {
   try { return localStorage.getItem('ember.tenant') || ''; } catch { return ''; }
 }
 
-function isDiffPath() { return location.pathname.startsWith('/comparison'); }
+function pageKind() {
+  if (location.pathname.startsWith('/comparison')) return 'diff';
+  if (location.pathname.startsWith('/recording-rules')) return 'rules';
+  return 'single';
+}
 
 // ------------------------------------------------------------------ page shell
 
@@ -49,6 +54,7 @@ const msgBox = document.getElementById('msg');
 const tenantInput = document.getElementById('tenant');
 const navSingle = document.getElementById('nav-single');
 const navDiff = document.getElementById('nav-diff');
+const navRules = document.getElementById('nav-rules');
 
 // body[data-state] is loading | ready | error: what tests and people wait on.
 function setState(st) { document.body.dataset.state = st; }
@@ -80,15 +86,22 @@ tenantInput.addEventListener('change', () => {
 let current = null;     // the view on screen
 window.addEventListener('popstate', route);
 
+function newView(kind) {
+  if (kind === 'diff') return new DiffView(main);
+  if (kind === 'rules') return new RulesView(main, new Api(tenant()), (e, what) => showMessage(e ? explain(e, what) : null));
+  return new SingleView(main);
+}
+
 function route() {
-  const wantDiff = isDiffPath();
-  navSingle.setAttribute('aria-current', wantDiff ? 'false' : 'page');
-  navDiff.setAttribute('aria-current', wantDiff ? 'page' : 'false');
+  const kind = pageKind();
+  navSingle.setAttribute('aria-current', kind === 'single' ? 'page' : 'false');
+  navDiff.setAttribute('aria-current', kind === 'diff' ? 'page' : 'false');
+  navRules.setAttribute('aria-current', kind === 'rules' ? 'page' : 'false');
   tenantInput.value = tenant();
-  if (!current || current.kind !== (wantDiff ? 'diff' : 'single')) {
+  if (!current || current.kind !== kind || (kind === 'rules' && current.api.tenant !== tenant())) {
     if (current) current.destroy?.();
     main.replaceChildren();
-    current = wantDiff ? new DiffView(main) : new SingleView(main);
+    current = newView(kind);
   }
   document.body.dataset.view = current.kind;
   current.update().catch((e) => showMessage(explain(e, 'Loading the page')));
