@@ -355,6 +355,38 @@ class UiSingleTest(UiMixin, h.ServerTestCase):
                          {k: R["heat"]["data"].get(k) for k in ("cells", "count")}, R["heat"])
         self.assertGreater(R["heat_canvas"]["nonBlank"], 100, "the heatmap is drawn")
 
+    def test_label_explorer(self):
+        """/explore-labels: the labels of the service, and for region each
+        value's share of what was sent (eu 470 samples, us 170: 73.4% and
+        26.6%) with a drawn series; a value links to the single view of it."""
+        sel = '{service_name="ui-shop"}'
+        url = f"/explore-labels?query={q(sel)}&from={self.B - 60}&until={self.B + 300}&label=region"
+        out = drive(self.srv_url(), [
+            {"do": "goto", "url": url},
+            {"do": "text", "sel": "#label-names", "key": "names"},
+            {"do": "state", "key": "state"},
+            {"do": "shot", "file": "label-explorer.png"},
+            {"do": "click", "sel": '#label-values tr[data-value="us"] a'},
+            {"do": "settle"},
+            {"do": "state", "key": "single"},
+            {"do": "text", "sel": "#flame", "key": "flame"},
+        ])
+        self.assertNoConsoleErrors(out)
+        R = out["results"]
+        self.assertEqual("ready", R["state"]["state"], R["state"])
+        self.assertIn("region", R["names"]["text"])
+        self.assertIn("service_name", R["names"]["text"])
+        shares = drive(self.srv_url(), [{"do": "goto", "url": url}] + [
+            {"do": "text", "sel": f'#label-values tr[data-value="{v}"]', "key": v} for v in ("eu", "us")])
+        S = shares["results"]
+        self.assertAlmostEqual(470 / 640, float(S["eu"]["data"]["share"]), places=5)
+        self.assertAlmostEqual(170 / 640, float(S["us"]["data"]["share"]), places=5)
+        self.assertIn("73.4%", S["eu"]["text"])
+        self.assertEqual("1", S["us"]["data"]["points"], "one profile, one bar")
+        self.assertTrue(R["single"]["url"].startswith("/?"), R["single"])
+        self.assertIn("us", R["single"]["url"])
+        self.assertEqual(str(170 * NS), R["flame"]["data"]["total"], R["flame"])
+
     def test_recording_rules_page(self):
         """/recording-rules: a rule typed into the form is created (read back
         through the API, not the page), listed, and deleted by its button; a

@@ -99,7 +99,8 @@ static lc_http_result_t asset_handler(lc_http_req_t *req, void *data)
 
 int ui_register(lc_httpd_t *srv)
 {
-    static const char *const pages[] = {"/", "/comparison-diff", "/comparison", "/recording-rules"};
+    static const char *const pages[] = {"/", "/comparison-diff", "/comparison", "/recording-rules",
+                                        "/explore-labels"};
     for (size_t i = 0; i < sizeof(pages) / sizeof(pages[0]); i++) {
         lc_http_route_t r = {.path = pages[i],
                              .methods = "GET",

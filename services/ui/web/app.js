@@ -7,6 +7,7 @@ import { FlameGraph, decodeFlamegraph, topTable, sandwich, diffChange } from './
 import { TimeChart } from './chart.js';
 import { HeatmapChart } from './heatmap.js';
 import { RulesView } from './rules.js';
+import { LabelsView } from './labels.js';
 import {
   parseTime, splitQuery, joinQuery, setMatcher, matcherValue, formatValue, formatPct, formatTime,
   formatDuration, el, download, unresolvedFrame,
@@ -44,6 +45,7 @@ function tenant() {
 function pageKind() {
   if (location.pathname.startsWith('/comparison')) return 'diff';
   if (location.pathname.startsWith('/recording-rules')) return 'rules';
+  if (location.pathname.startsWith('/explore-labels')) return 'labels';
   return 'single';
 }
 
@@ -55,6 +57,7 @@ const tenantInput = document.getElementById('tenant');
 const navSingle = document.getElementById('nav-single');
 const navDiff = document.getElementById('nav-diff');
 const navRules = document.getElementById('nav-rules');
+const navLabels = document.getElementById('nav-labels');
 
 // body[data-state] is loading | ready | error: what tests and people wait on.
 function setState(st) { document.body.dataset.state = st; }
@@ -89,6 +92,7 @@ window.addEventListener('popstate', route);
 function newView(kind) {
   if (kind === 'diff') return new DiffView(main);
   if (kind === 'rules') return new RulesView(main, new Api(tenant()), (e, what) => showMessage(e ? explain(e, what) : null));
+  if (kind === 'labels') return new LabelsView(main, new Api(tenant()), params, navigate);
   return new SingleView(main);
 }
 
@@ -97,8 +101,9 @@ function route() {
   navSingle.setAttribute('aria-current', kind === 'single' ? 'page' : 'false');
   navDiff.setAttribute('aria-current', kind === 'diff' ? 'page' : 'false');
   navRules.setAttribute('aria-current', kind === 'rules' ? 'page' : 'false');
+  navLabels.setAttribute('aria-current', kind === 'labels' ? 'page' : 'false');
   tenantInput.value = tenant();
-  if (!current || current.kind !== kind || (kind === 'rules' && current.api.tenant !== tenant())) {
+  if (!current || current.kind !== kind || (['rules', 'labels'].includes(kind) && current.api.tenant !== tenant())) {
     if (current) current.destroy?.();
     main.replaceChildren();
     current = newView(kind);
