@@ -55,7 +55,8 @@ end = time.monotonic() + float(sys.argv[1])
 while time.monotonic() < end:
     fib(18); words(20000); floats(20000)
 """
-PY_BUSY_FUNCS = {"fib", "words", "floats", "<module>"}
+# the agent names a Python function module.qualname; the script is busy.py
+PY_BUSY_FUNCS = {f"busy.{f}" for f in ("fib", "words", "floats", "<module>")}
 
 
 def as_perf_sees_python(stack):
