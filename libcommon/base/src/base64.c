@@ -9,6 +9,8 @@ int lc_base64_encode(const uint8_t *in, size_t len, lc_buf_t *out)
 {
     static const char alphabet[] =
         "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    if (len == 0)
+        return 0; /* nothing to write, and out may have no buffer yet */
     int rc = lc_buf_reserve(out, (len + 2) / 3 * 4);
     if (rc)
         return rc;
