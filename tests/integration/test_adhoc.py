@@ -4,8 +4,9 @@ Every pprof file of the shared testdata (MANIFEST.jsonl lists each sample
 type's total, computed by Go's pprof library: the independent oracle) is
 uploaded; the flame graph of each sample type, read back with Get, must have
 that total as numTicks, and profileTypes must be the file's sample types in
-order. Files that are not pprof (a JFR recording, text) are refused with
-invalid_argument and nothing is stored (List is unchanged).
+order. Diff of two uploads gives each side's total as its ticks. Files that
+are not pprof (a JFR recording, text) are refused with invalid_argument and
+nothing is stored (List is unchanged).
 """
 import base64
 import json
@@ -49,6 +50,32 @@ class AdHocProfilesTest(h.ServerTestCase):
                     fb = json.loads(got["flamebearerProfile"])
                     self.assertEqual(got["profileType"], st["type"])
                     self.assertEqual(fb["flamebearer"]["numTicks"], st["total"], st["type"])
+
+    def test_diff_of_two_uploads(self):
+        """Diff of two uploads of one sample type: left and right ticks are
+        each file's total of it (MANIFEST.jsonl), the graph is a diff (7
+        numbers per node); a type the right lacks, or an unknown id, is
+        refused."""
+        man = h.manifest()
+        cpu = sorted(k for k, v in man.items() if k.startswith("pprof/") and v["samples"] > 0
+                     and [st["type"] for st in v["sample_types"]][:2] == ["samples", "cpu"])
+        self.assertGreaterEqual(len(cpu), 2, "two cpu pprofs in the testdata")
+        left, right = cpu[0], cpu[1]
+        lid = self.upload(os.path.join(h.TESTDATA, left)).json["id"]
+        rid = self.upload(os.path.join(h.TESTDATA, right)).json["id"]
+        got = self.rpc("Diff", {"leftId": lid, "rightId": rid, "profileType": "cpu"}).json
+        fb = json.loads(got["flamebearerProfile"])
+        want = {k: next(st["total"] for st in man[k]["sample_types"] if st["type"] == "cpu")
+                for k in (left, right)}
+        self.assertEqual(fb["leftTicks"], want[left], fb.keys())
+        self.assertEqual(fb["rightTicks"], want[right])
+        self.assertEqual(fb["metadata"]["format"], "double")
+        self.assertTrue(all(len(level) % 7 == 0 for level in fb["flamebearer"]["levels"]))
+        self.assertEqual(got["profileTypes"], [st["type"] for st in man[left]["sample_types"]])
+        r = self.rpc("Diff", {"leftId": lid, "rightId": rid, "profileType": "no-such-type"}, check=False)
+        self.assertEqual((r.status, r.json["code"]), (400, "invalid_argument"))
+        r = self.rpc("Diff", {"leftId": lid, "rightId": "nope"}, check=False)
+        self.assertEqual((r.status, r.json["code"]), (404, "not_found"))
 
     def test_not_pprof_is_refused_and_nothing_stored(self):
         before = self.listed()

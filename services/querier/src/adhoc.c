@@ -186,55 +186,84 @@ static int fill_tree(lc_ftree_t *t, const lc_pprof_t *p, size_t type, lc_arena_t
     return rc;
 }
 
-/* The response's view fields (profile types, the chosen one, the flame
- * graph JSON) from a file's bytes. */
-static int describe(lc_http_req_t *req, const uint8_t *data, size_t len, const char *want_type,
-                    int64_t max_nodes, Adhocprofiles__V1__AdHocProfilesGetResponse *resp,
-                    lc_status_t *st)
+/* An uploaded file's pprof, decoded and validated; a clear refusal else. */
+static int decode_file(lc_http_req_t *req, const uint8_t *data, size_t len, lc_pprof_t **p,
+                       lc_status_t *st)
 {
     lc_pprof_limits_t lim;
     lc_pprof_limits_default(&lim);
-    lc_pprof_t *p;
     if (len >= 4 && memcmp(data, "FLR", 4) == 0)
         return lc_status_set(
             st, LC_CODE_INVALID_ARGUMENT,
             "JFR files are not supported by ember's ad-hoc view yet: upload a pprof");
-    if (lc_pprof_decode(data, len, &lim, req->arena, &p, st) || lc_pprof_validate(p, &lim, st)) {
+    if (lc_pprof_decode(data, len, &lim, req->arena, p, st) || lc_pprof_validate(*p, &lim, st)) {
         char why[LC_STATUS_MSG_MAX];
         snprintf(why, sizeof(why), "%s", st->msg);
         return lc_status_set(st, LC_CODE_INVALID_ARGUMENT,
                              "not a pprof file (the only format ember's ad-hoc view reads): %s",
                              why);
     }
+    return 0;
+}
+
+/* The names of p's sample types, in order (arena); NULL past memory. */
+static char **type_names(lc_http_req_t *req, const lc_pprof_t *p)
+{
     char **types = lc_arena_calloc(req->arena, p->n_sample_type, sizeof(*types));
+    for (size_t i = 0; types && i < p->n_sample_type; i++)
+        types[i] = (char *)lc_pprof_str(p, p->sample_type[i]->type);
+    return types;
+}
+
+/* fb as FlamebearerProfile JSON into *out (arena, NUL-terminated). */
+static int flamebearer_text(lc_http_req_t *req, const qry_flamebearer_t *fb, char **out,
+                            lc_status_t *st)
+{
+    lc_buf_t json;
+    lc_buf_init(&json, LC_BUF_UNLIMITED);
+    int rc = qry_flamebearer_json(fb, &json);
+    if (rc == 0)
+        rc = lc_buf_putc(&json, '\0');
+    *out = rc == 0 ? lc_arena_strdup(req->arena, (const char *)json.data) : NULL;
+    lc_buf_fini(&json);
+    if (!*out)
+        return lc_status_set(st, LC_CODE_RESOURCE_EXHAUSTED, "building the flame graph: %s",
+                             lc_strerror(rc ? rc : LC_ETOOBIG));
+    return 0;
+}
+
+static int64_t nodes_or_default(int64_t max_nodes)
+{
+    return max_nodes > 0 ? max_nodes : ADHOC_DEFAULT_MAX_NODES;
+}
+
+/* The response's view fields (profile types, the chosen one, the flame
+ * graph JSON) from a file's bytes. */
+static int describe(lc_http_req_t *req, const uint8_t *data, size_t len, const char *want_type,
+                    int64_t max_nodes, Adhocprofiles__V1__AdHocProfilesGetResponse *resp,
+                    lc_status_t *st)
+{
+    lc_pprof_t *p;
+    if (decode_file(req, data, len, &p, st))
+        return -1;
+    char **types = type_names(req, p);
     if (!types)
         return lc_status_set(st, LC_CODE_RESOURCE_EXHAUSTED, "request memory exhausted");
-    for (size_t i = 0; i < p->n_sample_type; i++)
-        types[i] = (char *)lc_pprof_str(p, p->sample_type[i]->type);
     size_t type = pick_type(p, want_type);
     lc_ftree_t *t = lc_ftree_new(0);
     Querier__V1__FlameGraph *fg = NULL;
     int rc = fill_tree(t, p, type, req->arena);
     if (rc == 0)
-        rc = lc_ftree_flamegraph(t, max_nodes > 0 ? max_nodes : ADHOC_DEFAULT_MAX_NODES, req->arena,
-                                 &fg);
+        rc = lc_ftree_flamegraph(t, nodes_or_default(max_nodes), req->arena, &fg);
     lc_ftree_free(t);
+    if (rc)
+        return lc_status_set(st, LC_CODE_RESOURCE_EXHAUSTED, "building the flame graph: %s",
+                             lc_strerror(rc));
     qry_flamebearer_t fb = {.sample_type = types[type],
                             .sample_unit = lc_pprof_str(p, p->sample_type[type]->unit)};
-    if (rc == 0)
-        qry_flamebearer_set_graph(&fb, fg);
-    lc_buf_t json;
-    lc_buf_init(&json, LC_BUF_UNLIMITED);
-    if (rc == 0)
-        rc = qry_flamebearer_json(&fb, &json);
-    if (rc == 0)
-        rc = lc_buf_putc(&json, '\0');
-    if (rc == 0)
-        resp->flamebearer_profile = lc_arena_strdup(req->arena, (const char *)json.data);
-    lc_buf_fini(&json);
-    if (rc || !resp->flamebearer_profile)
-        return lc_status_set(st, LC_CODE_RESOURCE_EXHAUSTED, "building the flame graph: %s",
-                             lc_strerror(rc ? rc : LC_ETOOBIG));
+    qry_flamebearer_set_graph(&fb, fg);
+    if (flamebearer_text(req, &fb, &resp->flamebearer_profile, st))
+        return -1;
     resp->profile_types = types;
     resp->n_profile_types = p->n_sample_type;
     resp->profile_type = types[type];
@@ -396,16 +425,80 @@ static int adhoc_list(lc_http_req_t *req, const ProtobufCMessage *in, ProtobufCM
     return 0;
 }
 
+/* One side of a diff: the stored profile id's tree of sample type want
+ * (the first when empty); *p its pprof. */
+static int diff_side(lc_http_req_t *req, qry_adhoc_t *a, const char *tenant, const char *id,
+                     const char *want, lc_ftree_t *t, lc_pprof_t **p, size_t *type, lc_status_t *st)
+{
+    adhoc_entry_t e;
+    if (!store_get(a, tenant, id, req->arena, &e))
+        return lc_status_set(st, LC_CODE_NOT_FOUND, "no ad-hoc profile with id \"%.64s\"", id);
+    if (decode_file(req, e.data, e.len, p, st))
+        return -1;
+    *type = pick_type(*p, want);
+    if (want && *want && strcmp(lc_pprof_str(*p, (*p)->sample_type[*type]->type), want) != 0)
+        return lc_status_set(st, LC_CODE_INVALID_ARGUMENT,
+                             "ad-hoc profile \"%.64s\" has no sample type \"%.64s\"", id, want);
+    int rc = fill_tree(t, *p, *type, req->arena);
+    return rc ? lc_status_set(st, LC_CODE_RESOURCE_EXHAUSTED, "building the flame graph: %s",
+                              lc_strerror(rc))
+              : 0;
+}
+
+/* The diff flame graph of two uploads (left as the baseline), of the
+ * request's sample type or else the left's first, which the right must have. */
+static int diff_both(lc_http_req_t *req, qry_adhoc_t *a, const char *tenant,
+                     const Adhocprofiles__V1__AdHocProfilesDiffRequest *r,
+                     Adhocprofiles__V1__AdHocProfilesDiffResponse *resp, lc_status_t *st)
+{
+    lc_pprof_t *lp, *rp;
+    size_t lt, rt;
+    lc_ftree_t *left = lc_ftree_new(0), *right = lc_ftree_new(0);
+    Querier__V1__FlameGraphDiff *fg = NULL;
+    int rc = diff_side(req, a, tenant, r->left_id, r->profile_type, left, &lp, &lt, st);
+    if (rc == 0)
+        rc = diff_side(req, a, tenant, r->right_id, lc_pprof_str(lp, lp->sample_type[lt]->type),
+                       right, &rp, &rt, st);
+    if (rc == 0 && lc_ftree_diff(left, right, nodes_or_default(r->max_nodes), req->arena, &fg))
+        rc = lc_status_set(st, LC_CODE_RESOURCE_EXHAUSTED, "building the diff flame graph");
+    lc_ftree_free(left);
+    lc_ftree_free(right);
+    if (rc)
+        return -1;
+    char **types = type_names(req, lp);
+    if (!types)
+        return lc_status_set(st, LC_CODE_RESOURCE_EXHAUSTED, "request memory exhausted");
+    qry_flamebearer_t fb = {.diff = true,
+                            .sample_type = types[lt],
+                            .sample_unit = lc_pprof_str(lp, lp->sample_type[lt]->unit),
+                            .names = fg->names,
+                            .n_names = fg->n_names,
+                            .levels = fg->levels,
+                            .n_levels = fg->n_levels,
+                            .total = fg->total,
+                            .max_self = fg->max_self,
+                            .left_ticks = fg->leftticks,
+                            .right_ticks = fg->rightticks};
+    resp->profile_types = types;
+    resp->n_profile_types = lp->n_sample_type;
+    return flamebearer_text(req, &fb, &resp->flamebearer_profile, st);
+}
+
 static int adhoc_diff(lc_http_req_t *req, const ProtobufCMessage *in, ProtobufCMessage **out,
                       lc_status_t *st, void *data)
 {
-    LC_UNUSED(req);
-    LC_UNUSED(in);
-    LC_UNUSED(out);
-    LC_UNUSED(data);
-    return lc_status_set(st, LC_CODE_UNIMPLEMENTED,
-                         "ad-hoc profile diffs are not supported by ember yet (Upload, Get and "
-                         "List are)");
+    qry_adhoc_t *a = data;
+    const char *tenant = NULL;
+    if (read_tenant(req, a, &tenant, st))
+        return -1;
+    Adhocprofiles__V1__AdHocProfilesDiffResponse *resp = lc_arena_alloc(req->arena, sizeof(*resp));
+    if (!resp)
+        return lc_status_set(st, LC_CODE_RESOURCE_EXHAUSTED, "request memory exhausted");
+    adhocprofiles__v1__ad_hoc_profiles_diff_response__init(resp);
+    if (diff_both(req, a, tenant, (const void *)in, resp, st))
+        return -1;
+    *out = &resp->base;
+    return 0;
 }
 
 int qry_adhoc_register(qry_adhoc_t *a, lc_httpd_t *srv)
