@@ -427,8 +427,9 @@ static int adhoc_list(lc_http_req_t *req, const ProtobufCMessage *in, ProtobufCM
 
 /* One side of a diff: the stored profile id's tree of sample type want
  * (the first when empty); *p its pprof. */
-static int diff_side(lc_http_req_t *req, qry_adhoc_t *a, const char *tenant, const char *id,
-                     const char *want, lc_ftree_t *t, lc_pprof_t **p, size_t *type, lc_status_t *st)
+static int adhoc_diff_side(lc_http_req_t *req, qry_adhoc_t *a, const char *tenant, const char *id,
+                           const char *want, lc_ftree_t *t, lc_pprof_t **p, size_t *type,
+                           lc_status_t *st)
 {
     adhoc_entry_t e;
     if (!store_get(a, tenant, id, req->arena, &e))
@@ -455,10 +456,10 @@ static int diff_both(lc_http_req_t *req, qry_adhoc_t *a, const char *tenant,
     size_t lt, rt;
     lc_ftree_t *left = lc_ftree_new(0), *right = lc_ftree_new(0);
     Querier__V1__FlameGraphDiff *fg = NULL;
-    int rc = diff_side(req, a, tenant, r->left_id, r->profile_type, left, &lp, &lt, st);
+    int rc = adhoc_diff_side(req, a, tenant, r->left_id, r->profile_type, left, &lp, &lt, st);
     if (rc == 0)
-        rc = diff_side(req, a, tenant, r->right_id, lc_pprof_str(lp, lp->sample_type[lt]->type),
-                       right, &rp, &rt, st);
+        rc = adhoc_diff_side(req, a, tenant, r->right_id,
+                             lc_pprof_str(lp, lp->sample_type[lt]->type), right, &rp, &rt, st);
     if (rc == 0 && lc_ftree_diff(left, right, nodes_or_default(r->max_nodes), req->arena, &fg))
         rc = lc_status_set(st, LC_CODE_RESOURCE_EXHAUSTED, "building the diff flame graph");
     lc_ftree_free(left);
