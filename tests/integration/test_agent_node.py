@@ -95,5 +95,19 @@ class AgentNodeTest(unittest.TestCase):
         print(f"node: alpha share {share:.3f} (program {want:.3f}), named {named / total:.2f}")
 
 
+    def test_runtime_label(self):
+        """The Node process's profile carries __runtime__="node" (as Python's
+        and Java's carry theirs): the same samples found through it."""
+        self.nodes()  # settled
+        sel = f'{{pid="{self.node_run.pid}", __runtime__="node"}}'
+        fg = self.srv.flamegraph("process_cpu:cpu:nanoseconds:cpu:nanoseconds", sel,
+                                 self.node_run.started_ms - 60_000, h.now_ms() + 60_000)
+        all_fg = self.srv.flamegraph("process_cpu:cpu:nanoseconds:cpu:nanoseconds",
+                                     f'{{pid="{self.node_run.pid}"}}',
+                                     self.node_run.started_ms - 60_000, h.now_ms() + 60_000)
+        self.assertGreater(all_fg.total, 0)
+        self.assertEqual(fg.total, all_fg.total)
+
+
 if __name__ == "__main__":
     unittest.main()

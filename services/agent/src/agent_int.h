@@ -495,6 +495,8 @@ void agt_msgs_fini(agt_msgs_t *m);
 /* Builds and encodes the profiles of every process with samples in d whose
  * entry exists in ctx->procs (callers create and snapshot them first). */
 int agt_build_profiles(agt_build_ctx_t *ctx, const agt_drained_t *d, agt_msgs_t *out) LC_MUST_CHECK;
+/* The `__runtime__` label of p: python, java, node, or NULL (native). */
+const char *agt_proc_runtime(const agt_proc_t *p);
 /* Fills p->labels from what is known about it. */
 void agt_proc_labels(const agt_opts_t *opts, agt_kube_t *kube, agt_proc_t *p);
 

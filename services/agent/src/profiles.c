@@ -63,6 +63,23 @@ static void set_label(lc_labels_t *ls, const char *name, const char *value)
         lc_labels_set(ls, name, v);
 }
 
+const char *agt_proc_runtime(const agt_proc_t *p)
+{
+    if (p->py)
+        return "python";
+    if (p->jvm)
+        return "java";
+    /* Node has no runtime state of its own in the agent (its JIT frames come from the
+     * perf map, perfmap.c): it is known by its executable, Debian's nodejs or node */
+    if (!p->exe)
+        return NULL;
+    const char *base = strrchr(p->exe, '/');
+    base = base ? base + 1 : p->exe;
+    if (strcmp(base, "node") == 0 || strcmp(base, "nodejs") == 0)
+        return "node";
+    return NULL;
+}
+
 void agt_proc_labels(const agt_opts_t *opts, agt_kube_t *kube, agt_proc_t *p)
 {
     const agt_pod_t *pod = kube ? agt_kube_lookup(kube, p->container_id) : NULL;
@@ -79,8 +96,9 @@ void agt_proc_labels(const agt_opts_t *opts, agt_kube_t *kube, agt_proc_t *p)
     set_label(&p->labels, "cgroup", p->cgroup);
     set_label(&p->labels, "container_id", p->container_id);
     set_label(&p->labels, "node", opts->node);
-    if (p->py || p->jvm)
-        set_label(&p->labels, "__runtime__", p->py ? "python" : "java");
+    const char *runtime = agt_proc_runtime(p);
+    if (runtime)
+        set_label(&p->labels, "__runtime__", runtime);
     if (pod) {
         set_label(&p->labels, "namespace", pod->namespace_);
         set_label(&p->labels, "pod", pod->pod);
