@@ -469,17 +469,9 @@ static int diff_both(lc_http_req_t *req, qry_adhoc_t *a, const char *tenant,
     char **types = type_names(req, lp);
     if (!types)
         return lc_status_set(st, LC_CODE_RESOURCE_EXHAUSTED, "request memory exhausted");
-    qry_flamebearer_t fb = {.diff = true,
-                            .sample_type = types[lt],
-                            .sample_unit = lc_pprof_str(lp, lp->sample_type[lt]->unit),
-                            .names = fg->names,
-                            .n_names = fg->n_names,
-                            .levels = fg->levels,
-                            .n_levels = fg->n_levels,
-                            .total = fg->total,
-                            .max_self = fg->max_self,
-                            .left_ticks = fg->leftticks,
-                            .right_ticks = fg->rightticks};
+    qry_flamebearer_t fb = {.sample_type = types[lt],
+                            .sample_unit = lc_pprof_str(lp, lp->sample_type[lt]->unit)};
+    qry_flamebearer_set_diff(&fb, fg);
     resp->profile_types = types;
     resp->n_profile_types = lp->n_sample_type;
     return flamebearer_text(req, &fb, &resp->flamebearer_profile, st);

@@ -433,19 +433,9 @@ static int diff_flamebearer(lc_http_req_t *req, const qry_rpcs_t *rpcs, const le
     if (rpcs->diff(req, &d.base, &out, st, rpcs->data))
         return -1;
     const Querier__V1__FlameGraphDiff *fg = ((const Querier__V1__DiffResponse *)out)->flamegraph;
-    fb->diff = true;
     fb->sample_type = left->parts[1]; /* metadata from the left type, as Pyroscope */
     fb->sample_unit = left->parts[2];
-    if (fg) {
-        fb->names = fg->names;
-        fb->n_names = fg->n_names;
-        fb->levels = fg->levels;
-        fb->n_levels = fg->n_levels;
-        fb->total = fg->total;
-        fb->max_self = fg->max_self;
-        fb->left_ticks = fg->leftticks;
-        fb->right_ticks = fg->rightticks;
-    }
+    qry_flamebearer_set_diff(fb, fg);
     return 0;
 }
 

@@ -361,6 +361,21 @@ void qry_flamebearer_set_graph(qry_flamebearer_t *fb, const Querier__V1__FlameGr
     fb->max_self = fg->max_self;
 }
 
+void qry_flamebearer_set_diff(qry_flamebearer_t *fb, const Querier__V1__FlameGraphDiff *fg)
+{
+    fb->diff = true;
+    if (!fg)
+        return;
+    fb->names = fg->names;
+    fb->n_names = fg->n_names;
+    fb->levels = fg->levels;
+    fb->n_levels = fg->n_levels;
+    fb->total = fg->total;
+    fb->max_self = fg->max_self;
+    fb->left_ticks = fg->leftticks;
+    fb->right_ticks = fg->rightticks;
+}
+
 int qry_flamebearer_json(const qry_flamebearer_t *fb, lc_buf_t *out)
 {
     jw_t w = {.out = out};

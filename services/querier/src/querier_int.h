@@ -520,6 +520,8 @@ int qry_timeline_build(const Types__V1__Series *s, int64_t start_ms, int64_t end
                        int64_t step_sec, lc_arena_t *a, qry_timeline_t *out) LC_MUST_CHECK;
 /* Points fb's names, levels, total and max_self at fg's (NULL: left as is). */
 void qry_flamebearer_set_graph(qry_flamebearer_t *fb, const Querier__V1__FlameGraph *fg);
+/* The same for a diff graph: fb->diff set, and the left and right ticks too. */
+void qry_flamebearer_set_diff(qry_flamebearer_t *fb, const Querier__V1__FlameGraphDiff *fg);
 /* The FlamebearerProfile JSON (with json.Encoder's trailing newline). */
 int qry_flamebearer_json(const qry_flamebearer_t *fb, lc_buf_t *out) LC_MUST_CHECK;
 /* A JSON array of strings ("null" when empty, as a nil Go slice). */
