@@ -33,6 +33,7 @@
 #define T_METADATA 0
 #define T_CHECKPOINT 1
 #define MAX_CHECKPOINTS 65536
+#define DIRECT_CLASSES 1024
 
 /* ---------------------------------------------------------------- id maps */
 
@@ -112,14 +113,7 @@ typedef enum {
 /* Where a field's value goes while a struct is read (0: skipped). */
 enum {
     S_NONE = 0,
-    S_SYMBOL_STRING, /* jdk.types.Symbol.string */
-    S_CLASS_NAME,    /* java.lang.Class.name -> Symbol */
-    S_METHOD_TYPE,   /* jdk.types.Method.type -> Class */
-    S_METHOD_NAME,   /* jdk.types.Method.name -> Symbol */
-    S_STATE_NAME,    /* jdk.types.ThreadState.name */
-    S_FRAMES,        /* jdk.types.StackTrace.frames (inline StackFrame[]) */
-    S_FRAME_METHOD,  /* jdk.types.StackFrame.method -> Method */
-    S_FRAME_LINE,    /* jdk.types.StackFrame.lineNumber */
+    /* an event's, first: read_event's values are S_EV_SETTING + 1 wide */
     S_EV_STACK,
     S_EV_STATE,
     S_EV_CONTEXT,
@@ -128,6 +122,14 @@ enum {
     S_EV_VALUE,
     S_EV_NAME,
     S_EV_SETTING,
+    S_SYMBOL_STRING, /* jdk.types.Symbol.string */
+    S_CLASS_NAME,    /* java.lang.Class.name -> Symbol */
+    S_METHOD_TYPE,   /* jdk.types.Method.type -> Class */
+    S_METHOD_NAME,   /* jdk.types.Method.name -> Symbol */
+    S_STATE_NAME,    /* jdk.types.ThreadState.name */
+    S_FRAMES,        /* jdk.types.StackTrace.frames (inline StackFrame[]) */
+    S_FRAME_METHOD,  /* jdk.types.StackFrame.method -> Method */
+    S_FRAME_LINE,    /* jdk.types.StackFrame.lineNumber */
     S_COUNT_
 };
 
@@ -222,13 +224,20 @@ struct jfr_s {
     jclass_t *classes;
     size_t n_classes, cap_classes;
     jmap_t class_ix;
+    /* classes of ids below DIRECT_CLASSES (every event type the JDK and
+     * async-profiler write), by id: the lookup done for every event */
+    const jclass_t **direct;
     uint64_t t_frame; /* class id of jdk.types.StackFrame */
     /* pools: id -> index into the arrays below */
     jmap_t sym_ix, str_ix, cls_ix, meth_ix, state_ix, stack_ix;
     jsym_t *syms;
-    jstr_t *strs, *states;
+    jstr_t *strs;
+    uint8_t *states; /* jfr_state_t of each ThreadState entry */
     size_t n_syms, cap_syms, n_strs, cap_strs, n_states, cap_states;
-    uint64_t *clss; /* class -> name symbol */
+    /* the last state asked for: events of one recording name a handful */
+    uint64_t last_state_id;
+    jfr_state_t last_state; /* JFR_STATE_UNKNOWN: nothing cached */
+    uint64_t *clss;         /* class -> name symbol */
     size_t n_clss, cap_clss;
     jmethod_t *meths;
     size_t n_meths, cap_meths;
@@ -489,8 +498,10 @@ static jstr_t jr_string(jr_t *r)
 
 /* ---------------------------------------------------------------- values */
 
-static const jclass_t *class_of(jfr_t *j, uint64_t id)
+static inline const jclass_t *class_of(jfr_t *j, uint64_t id)
 {
+    if (id < DIRECT_CLASSES && j->direct)
+        return j->direct[id];
     uint32_t ix = jmap_get(&j->class_ix, id);
     return ix == UINT32_MAX ? NULL : &j->classes[ix];
 }
@@ -581,7 +592,7 @@ static void read_flat(jr_t *r, const jclass_t *c)
 }
 
 /* Unchecked LEB128 for the frame loop: the caller made sure 9 bytes remain. */
-static const uint8_t *varint_at(const uint8_t *p, uint64_t *v)
+static inline const uint8_t *varint_at(const uint8_t *p, uint64_t *v)
 {
     if (p[0] < 0x80) { /* line numbers, frame types and many ids */
         *v = p[0];
@@ -599,13 +610,18 @@ static const uint8_t *varint_at(const uint8_t *p, uint64_t *v)
     return p + 9;
 }
 
+/* Past an unchecked LEB128 (9 bytes known to remain) without decoding it:
+ * the first of 8 bytes with its high bit clear ends it, found in one word
+ * (start times take 8 or 9 bytes, one per event). */
 static const uint8_t *varint_skip(const uint8_t *p)
 {
-    for (unsigned i = 0; i < 8; i++) {
-        if (p[i] < 0x80)
-            return p + i + 1;
-    }
-    return p + 9;
+    uint64_t w;
+    memcpy(&w, p, sizeof(w));
+#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    w = __builtin_bswap64(w); /* byte i at bits 8i..8i+7 */
+#endif
+    uint64_t ends = ~w & 0x8080808080808080ull;
+    return ends ? p + __builtin_ctzll(ends) / 8 + 1 : p + 9;
 }
 
 /* One frame of an all-varint StackFrame with 9 bytes per field left: no
@@ -1000,6 +1016,21 @@ static jwire_t wire_of(const jfr_t *j, const jfield_t *f)
     }
 }
 
+/* The direct table of small class ids, once every class is known (a
+ * repeated id keeps its last class, as the id map does). */
+static int index_classes(jfr_t *j)
+{
+    const jclass_t **direct = lc_arena_calloc(j->meta_arena, DIRECT_CLASSES, sizeof(*direct));
+    if (!direct)
+        return too_big(j, "metadata", ING_JFR_MEMORY);
+    for (size_t i = 0; i < j->n_classes; i++) {
+        if (j->classes[i].id < DIRECT_CLASSES)
+            direct[j->classes[i].id] = class_of(j, j->classes[i].id);
+    }
+    j->direct = direct;
+    return 0;
+}
+
 /* Binds every field now that all classes (their kinds) are known. */
 static int bind_fields(jfr_t *j)
 {
@@ -1032,7 +1063,7 @@ static int bind_fields(jfr_t *j)
                 c->line_at = (int)k;
         }
     }
-    return 0;
+    return index_classes(j);
 }
 
 /* Room for n more classes (a metadata element's children), up to the cap;
@@ -1062,6 +1093,7 @@ static int read_metadata(jfr_t *j, size_t pos)
     memset(&j->class_ix, 0, sizeof(j->class_ix));
     j->n_classes = j->cap_classes = 0;
     j->classes = NULL;
+    j->direct = NULL;
     jr_long(&r); /* size */
     if (jr_long(&r) != T_METADATA && !r.err)
         return bad(j, "metadata offset does not point at a metadata event");
@@ -1108,6 +1140,17 @@ static void *pool_slot(jfr_t *j, jmap_t *ix, uint64_t id, void **arr, size_t *n,
 #define POOL_SLOT(j, ixm, id, arr, n, cap)                                                         \
     pool_slot(j, &(j)->ixm, id, (void **)&(j)->arr, &(j)->n, &(j)->cap, sizeof(*(j)->arr))
 
+/* What a thread state's name means to the converter, decided once per pool
+ * entry rather than by a string compare per event. */
+static jfr_state_t state_kind(const char *name)
+{
+    if (!strcmp(name, "STATE_RUNNABLE"))
+        return JFR_STATE_RUNNABLE;
+    if (!strcmp(name, "STATE_SLEEPING"))
+        return JFR_STATE_SLEEPING;
+    return JFR_STATE_OTHER;
+}
+
 static void keep_entry(jfr_t *j, const jclass_t *c, uint64_t id, size_t frames_before)
 {
     jval_t *v = j->vals;
@@ -1131,8 +1174,9 @@ static void keep_entry(jfr_t *j, const jclass_t *c, uint64_t id, size_t frames_b
                         .name = val_u(j, S_METHOD_NAME, UINT64_MAX)};
         break;
     case C_STATE:
-        *(jstr_t *)POOL_SLOT(j, state_ix, id, states, n_states, cap_states) =
-            val_set(j, S_STATE_NAME) ? v[S_STATE_NAME].s : (jstr_t){"", 0};
+        *(uint8_t *)POOL_SLOT(j, state_ix, id, states, n_states, cap_states) =
+            (uint8_t)state_kind(val_set(j, S_STATE_NAME) ? v[S_STATE_NAME].s.s : "");
+        j->last_state = JFR_STATE_UNKNOWN; /* the entry may replace the cached one */
         break;
     case C_STACKTRACE:
         *(jstack_t *)POOL_SLOT(j, stack_ix, id, stacks, n_stacks, cap_stacks) =
@@ -1278,25 +1322,70 @@ static int read_pools(jfr_t *j, size_t pos)
 
 /* ---------------------------------------------------------------- events */
 
+/* A flat event's fields straight into v (by slot) when the buffer holds 9
+ * bytes per field past r->p: no bounds check per byte, and the fields
+ * nobody reads (start time, thread) skipped undecoded; most of a recording
+ * of few stacks is such events (async-profiler's 16-byte samples). False,
+ * r untouched, when the buffer is too short or the fields run past the
+ * event's end (v then holds garbage): the checked read reports where. */
+static bool read_flat_event_fast(jr_t *r, const jclass_t *c, uint64_t *v)
+{
+    const uint8_t *p = r->p;
+    if ((size_t)(r->j->buf + r->j->len - p) / 9 < c->n_fields)
+        return false;
+    for (size_t i = 0; i < c->n_fields; i++) {
+        const jfield_t *f = &c->fields[i];
+        if (f->wire == W_U8)
+            v[f->slot] = *p++;
+        else if (f->slot)
+            p = varint_at(p, &v[f->slot]);
+        else
+            p = varint_skip(p);
+    }
+    if (p > r->end)
+        return false;
+    r->p = p;
+    return true;
+}
+
+/* The event of c whose values are v (by slot), handed to cb. */
+static int emit_event(jfr_t *j, const jclass_t *c, const uint64_t *v, const char *name,
+                      const char *setting, jfr_event_cb cb, void *data)
+{
+    jfr_event_t ev = {.kind = c->event,
+                      .stack = v[S_EV_STACK],
+                      .state = v[S_EV_STATE],
+                      .context_id = v[S_EV_CONTEXT],
+                      .span_id = v[S_EV_SPAN_ID],
+                      .span_name = v[S_EV_SPAN_NAME],
+                      .value = (int64_t)v[S_EV_VALUE],
+                      .name = name,
+                      .setting = setting};
+    return cb(j, &ev, data);
+}
+
 static int read_event(jfr_t *j, jr_t *r, const jclass_t *c, jfr_event_cb cb, void *data)
 {
     if (++j->events > ING_JFR_MAX_EVENTS)
         return too_big(j, "events", ING_JFR_MAX_EVENTS);
+    /* an event class's fields have S_EV_* slots or none; a field of S_NONE
+     * lands in v[0], never read */
+    uint64_t v[S_EV_SETTING + 1] = {0};
+    v[S_EV_STACK] = v[S_EV_STATE] = UINT64_MAX;
+    if (c->flat && read_flat_event_fast(r, c, v))
+        return emit_event(j, c, v, "", "", cb, data);
     vals_next(j);
     read_struct(r, c, 0);
     if (r->err)
         return -1;
-    jval_t *v = j->vals;
-    jfr_event_t ev = {.kind = c->event,
-                      .stack = val_u(j, S_EV_STACK, UINT64_MAX),
-                      .state = val_u(j, S_EV_STATE, UINT64_MAX),
-                      .context_id = val_u(j, S_EV_CONTEXT, 0),
-                      .span_id = val_u(j, S_EV_SPAN_ID, 0),
-                      .span_name = val_u(j, S_EV_SPAN_NAME, 0),
-                      .value = (int64_t)val_u(j, S_EV_VALUE, 0),
-                      .name = val_set(j, S_EV_NAME) ? v[S_EV_NAME].s.s : "",
-                      .setting = val_set(j, S_EV_SETTING) ? v[S_EV_SETTING].s.s : ""};
-    return cb(j, &ev, data);
+    v[S_EV_STACK] = val_u(j, S_EV_STACK, UINT64_MAX);
+    v[S_EV_STATE] = val_u(j, S_EV_STATE, UINT64_MAX);
+    v[S_EV_CONTEXT] = val_u(j, S_EV_CONTEXT, 0);
+    v[S_EV_SPAN_ID] = val_u(j, S_EV_SPAN_ID, 0);
+    v[S_EV_SPAN_NAME] = val_u(j, S_EV_SPAN_NAME, 0);
+    v[S_EV_VALUE] = val_u(j, S_EV_VALUE, 0);
+    return emit_event(j, c, v, val_set(j, S_EV_NAME) ? j->vals[S_EV_NAME].s.s : "",
+                      val_set(j, S_EV_SETTING) ? j->vals[S_EV_SETTING].s.s : "", cb, data);
 }
 
 static int read_events(jfr_t *j, jfr_event_cb cb, void *data)
@@ -1304,8 +1393,13 @@ static int read_events(jfr_t *j, jfr_event_cb cb, void *data)
     size_t pos = j->chunk_start + CHUNK_HEADER;
     while (pos < j->chunk_end) {
         jr_t r = jr_at(j, pos, j->chunk_end);
-        uint64_t size = j->compressed ? jr_varint(&r) : jr_be(&r, 4);
-        uint64_t type = jr_long(&r);
+        uint64_t size, type;
+        if (j->compressed && j->chunk_end - pos >= 18) { /* two varints, unchecked */
+            r.p = varint_at(varint_at(r.p, &size), &type);
+        } else {
+            size = j->compressed ? jr_varint(&r) : jr_be(&r, 4);
+            type = jr_long(&r);
+        }
         if (r.err)
             return -1;
         if (size == 0 || size > j->chunk_end - pos)
@@ -1457,8 +1551,14 @@ const char *jfr_method_name(jfr_t *j, uint64_t method)
     return m->full;
 }
 
-const char *jfr_thread_state(jfr_t *j, uint64_t id)
+jfr_state_t jfr_thread_state(jfr_t *j, uint64_t id)
 {
+    if (j->last_state != JFR_STATE_UNKNOWN && j->last_state_id == id)
+        return j->last_state;
     uint32_t ix = jmap_get(&j->state_ix, id);
-    return ix == UINT32_MAX ? NULL : j->states[ix].s;
+    if (ix == UINT32_MAX)
+        return JFR_STATE_UNKNOWN;
+    j->last_state_id = id;
+    j->last_state = (jfr_state_t)j->states[ix];
+    return j->last_state;
 }

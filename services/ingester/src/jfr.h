@@ -138,7 +138,14 @@ const jfr_frame_t *jfr_stack(jfr_t *j, uint64_t id, size_t *n);
 /* "pkg/Class.method" (generated names merged) of a method, NUL-terminated,
  * or NULL when the method or its class is unknown (the frame is dropped). */
 const char *jfr_method_name(jfr_t *j, uint64_t method);
-/* The name of a thread state ("STATE_RUNNABLE"), or NULL when unknown. */
-const char *jfr_thread_state(jfr_t *j, uint64_t id);
+/* What a thread state means to the converter: its name is STATE_RUNNABLE,
+ * STATE_SLEEPING or another; UNKNOWN when no pool entry has the id. */
+typedef enum {
+    JFR_STATE_UNKNOWN = 0,
+    JFR_STATE_RUNNABLE,
+    JFR_STATE_SLEEPING,
+    JFR_STATE_OTHER
+} jfr_state_t;
+jfr_state_t jfr_thread_state(jfr_t *j, uint64_t id);
 
 #endif

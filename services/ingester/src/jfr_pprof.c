@@ -385,6 +385,7 @@ typedef struct conv_s {
     size_t cap_agg, n_agg;
     bool resolved; /* the aggregates (and maps below) are of a chunk already resolved */
     const char *event;
+    bool wall; /* event is "wall" */
     size_t n_events;
     uint64_t *locs;
     size_t cap_locs;
@@ -477,20 +478,19 @@ static int64_t mul_period(const conv_t *cv, int64_t v)
 static int jfr_on_event(jfr_t *j, const jfr_event_t *ev, void *data)
 {
     conv_t *cv = data;
-    bool wall = !strcmp(cv->event, "wall");
-    const char *state;
+    jfr_state_t state;
     cv->n_events++;
     switch (ev->kind) {
     case JFR_EV_EXECUTION_SAMPLE:
         state = jfr_thread_state(j, ev->state);
-        if (state && strcmp(state, "STATE_SLEEPING") != 0)
+        if (state != JFR_STATE_UNKNOWN && state != JFR_STATE_SLEEPING)
             agg_add(cv, ING_JFR_CPU, ev, true, mul_period(cv, 1), 0);
-        if (wall)
+        if (cv->wall)
             agg_add(cv, ING_JFR_WALL, ev, true, mul_period(cv, 1), 0);
         break;
     case JFR_EV_WALL_CLOCK_SAMPLE:
         state = jfr_thread_state(j, ev->state);
-        if (state && !strcmp(state, "STATE_RUNNABLE") && wall)
+        if (state == JFR_STATE_RUNNABLE && cv->wall)
             agg_add(cv, ING_JFR_CPU, ev, true, mul_period(cv, ev->value), 0);
         agg_add(cv, ING_JFR_WALL, ev, true, mul_period(cv, ev->value), 0);
         break;
@@ -516,8 +516,10 @@ static int jfr_on_event(jfr_t *j, const jfr_event_t *ev, void *data)
         agg_add(cv, ING_JFR_MALLOC, ev, false, 1, ev->value);
         break;
     case JFR_EV_ACTIVE_SETTING:
-        if (!strcmp(ev->name, "event"))
+        if (!strcmp(ev->name, "event")) {
             cv->event = ev->setting;
+            cv->wall = !strcmp(cv->event, "wall"); /* asked for every sample */
+        }
         break;
     default:
         break;
