@@ -2,7 +2,9 @@
  * jfr_bench.c — throughput of ember's JFR converter (services/ingester/src/
  * jfr.c, jfr_pprof.c) on one core: each file given is converted `iterations`
  * times (gunzipped once, outside the timing); prints one JSON line per file
- * with MB/s of JFR and the per-profile-type totals of the last conversion
+ * with the median and fastest conversion (ms), MB/s of JFR at the median (as
+ * bench/jfr/main.go reports the reference) and the per-profile-type totals
+ * of the last conversion
  * (decoded back from the pprofs), so a driver can check them against another
  * converter. Usage: jfr_bench ITERATIONS FILE[.gz]...
  */
@@ -20,6 +22,12 @@ static double now_s(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
 }
 
 static int read_file(const char *path, lc_buf_t *out)
@@ -80,8 +88,11 @@ static int bench_file(const char *path, int iterations)
     }
     ing_jfr_params_t params = {.start_ns = 1, .end_ns = 2, .sample_rate = 100};
     ing_jfr_result_t r = {0};
-    double t0 = now_s();
+    double *ms = calloc((size_t)iterations, sizeof(*ms));
+    if (!ms)
+        return 1;
     for (int i = 0; i < iterations; i++) {
+        double t0 = now_s();
         lc_arena_t *a = lc_arena_new((size_t)1 << 30);
         lc_status_t st = {0};
         ing_jfr_result_fini(&r);
@@ -90,11 +101,14 @@ static int bench_file(const char *path, int iterations)
             return 1;
         }
         lc_arena_free(a);
+        ms[i] = (now_s() - t0) * 1e3;
     }
-    double secs = now_s() - t0;
-    printf("{\"file\": \"%s\", \"bytes\": %zu, \"iterations\": %d, \"seconds\": %.6f, "
-           "\"mb_per_s\": %.2f, \"totals\": {",
-           path, in->len, iterations, secs, (double)in->len * iterations / secs / 1e6);
+    qsort(ms, (size_t)iterations, sizeof(*ms), cmp_double);
+    double median = ms[iterations / 2];
+    printf("{\"file\": \"%s\", \"bytes\": %zu, \"iterations\": %d, \"median_ms\": %.4f, "
+           "\"min_ms\": %.4f, \"mb_per_s\": %.2f, \"totals\": {",
+           path, in->len, iterations, median, ms[0], (double)in->len / 1e3 / median);
+    free(ms);
     print_totals(&r);
     printf("}}\n");
     ing_jfr_result_fini(&r);
