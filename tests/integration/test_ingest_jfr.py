@@ -98,6 +98,28 @@ def chunk_layout(jfr):
     return out
 
 
+def varint(buf, pos):
+    """JFR's LEB128 at pos: (value, next position)."""
+    v = 0
+    for i in range(9):
+        b = buf[pos + i]
+        if i == 8:
+            return v | b << 56, pos + 9
+        v |= (b & 0x7F) << (7 * i)
+        if b < 0x80:
+            return v, pos + i + 1
+
+
+def events(jfr, start, size):
+    """[(offset, size, type)] of every event of the chunk at start."""
+    out, pos = [], start + 68
+    while pos < start + size:
+        n, after = varint(jfr, pos)
+        out.append((pos, n, varint(jfr, after)[0]))
+        pos += n
+    return out
+
+
 def bomb(size):
     """gzip of `size` zero bytes, made without holding them."""
     c = zlib.compressobj(9, zlib.DEFLATED, 31)
@@ -277,6 +299,23 @@ class IngestJfrTest(h.ServerTestCase):
         self.assertStatus(r, 422, "form without jfr")
         for name in list(bad) + ["empty", "text", "labels", "nopart"]:
             self.assertFalse(self.stored(f"jfr-bad-{name}"), name)
+
+    def test_event_shorter_than_its_fields(self):
+        """An execution sample (the type most events have) whose size ends
+        one byte before its last field: refused where the event ends, as
+        the per-byte checked read says, though such events are read
+        without a check per byte."""
+        [(start, size, cp, meta)] = chunk_layout(self.jfr)
+        evs = [e for e in events(self.jfr, start, size) if e[2] > 1]
+        types = [t for _, _, t in evs]
+        sample = max(set(types), key=types.count)
+        pos, n, _ = next(e for e in evs if e[2] == sample)
+        self.assertLess(n, 0x80)  # a one-byte size, rewritten in place
+        b = bytearray(self.jfr)
+        b[pos] = n - 1
+        r = self.refuse("jfr-bad-event", bytes(b), statuses=(422,))
+        self.assertIn(b"truncated or malformed value at offset %d" % (pos + n - 1), r.body)
+        self.assertFalse(self.stored("jfr-bad-event"))
 
     def test_bomb(self):
         body = bomb(300 << 20)
