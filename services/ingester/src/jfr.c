@@ -752,6 +752,25 @@ typedef struct jelem_s {
     const char *a_id, *a_name, *a_class, *a_cp, *a_dim;
 } jelem_t;
 
+/* Where an attribute the reader uses goes, NULL for the others. Tested by
+ * first letter before one compare: small recordings spend a tenth of their
+ * time in metadata, most of it here. */
+static const char **attribute_slot(jelem_t *e, const char *key)
+{
+    switch (key[0]) {
+    case 'i':
+        return !strcmp(key, "id") ? &e->a_id : NULL;
+    case 'n':
+        return !strcmp(key, "name") ? &e->a_name : NULL;
+    case 'c':
+        return !strcmp(key, "class") ? &e->a_class : !strcmp(key, "constantPool") ? &e->a_cp : NULL;
+    case 'd':
+        return !strcmp(key, "dimension") ? &e->a_dim : NULL;
+    default:
+        return NULL;
+    }
+}
+
 static bool read_element(jr_t *r, const char **strs, size_t n_strs, jelem_t *e)
 {
     memset(e, 0, sizeof(*e));
@@ -764,13 +783,7 @@ static bool read_element(jr_t *r, const char **strs, size_t n_strs, jelem_t *e)
         uint32_t k = jr_int(r), v = jr_int(r);
         if (k >= n_strs || v >= n_strs)
             return r->err ? false : (bad(r->j, "metadata attribute out of range"), jr_fail(r));
-        const char *key = strs[k];
-        const char **slot = !strcmp(key, "id")             ? &e->a_id
-                            : !strcmp(key, "name")         ? &e->a_name
-                            : !strcmp(key, "class")        ? &e->a_class
-                            : !strcmp(key, "constantPool") ? &e->a_cp
-                            : !strcmp(key, "dimension")    ? &e->a_dim
-                                                           : NULL;
+        const char **slot = attribute_slot(e, strs[k]);
         if (slot)
             *slot = strs[v];
     }
