@@ -150,6 +150,17 @@ def unsymbolized(want, prog):
     return collections.Counter({tuple(names.get(f, f) for f in k): v for k, v in out.items()})
 
 
+def server_named(want):
+    """The names the server gives the profile's frames (binutils' names: every frame of
+    the stacks but the unknown module's, which nothing names)."""
+    return {f for st in want for f in st if not f.startswith("libmystery.so+")}
+
+
+def symbolized(fg):
+    """The names a flame graph marks as named on the server (FlameGraph.symbolized)."""
+    return {fg.names[i] for i in fg.symbolized}
+
+
 class SymbolsCase(h.ServerTestCase):
     """One ember; the program's profile pushed once."""
     extra_args = ()
@@ -208,6 +219,10 @@ class DebuginfodTest(SymbolsCase):
 
     def test_flamegraph_names_the_stripped_programs_frames(self):
         self.assertEqual(self.stacks(), self.want)
+
+    def test_server_named_frames_marked(self):
+        fg = self.srv.flamegraph(CPU, '{service_name="burner"}', *self.window)
+        self.assertEqual(symbolized(fg), server_named(self.want))
 
     def test_inlined_function_is_its_own_frame(self):
         inlined = [st for st in self.want if "burn_b" in st]
@@ -366,6 +381,8 @@ class DistributedTest(dh.ClusterTestCase):
         fg = self.querier.flamegraph(CPU, '{service_name="burner"}', *self.window)
         self.assertEqual(h.flamegraph_stacks(list(fg.names), [list(l.values) for l in fg.levels]),
                          self.want)
+        # the ingesters' marks reach the querier's merge beside the tree bytes
+        self.assertEqual(symbolized(fg), server_named(self.want))
 
     def test_merged_pprof_through_the_querier(self):
         raw = self.querier.merge_profile(CPU, '{service_name="burner"}', *self.window)
@@ -656,6 +673,8 @@ class DebuginfodDownTest(SymbolsCase):
         self.assertEqual(self.stacks(), unsymbolized(self.want, self.prog))
         # asked again: the failure is remembered, the answer the same
         self.assertEqual(self.stacks(), unsymbolized(self.want, self.prog))
+        self.assertEqual(symbolized(self.srv.flamegraph(CPU, '{service_name="burner"}', *self.window)),
+                         set())
 
 
 def grpc_frames(*messages):
