@@ -60,11 +60,11 @@ def run(*cmd, **kw):
 class Program:
     """The test program, its debug file, and binutils' answers about it."""
 
-    def __init__(self):
+    def __init__(self, source=PROGRAM):
         d = h.temp_dir("ember-symbols-prog-")
         src = os.path.join(d, "burner.c")
         with open(src, "w") as f:
-            f.write(PROGRAM)
+            f.write(source)
         self.full = os.path.join(d, "burner")
         run("gcc", "-g", "-O2", "-Wl,--build-id", "-o", self.full, src)
         self.debug_dir = os.path.join(d, "debug")
@@ -387,6 +387,99 @@ class DistributedTest(dh.ClusterTestCase):
     def test_merged_pprof_through_the_querier(self):
         raw = self.querier.merge_profile(CPU, '{service_name="burner"}', *self.window)
         self.assertEqual(pprof_stacks(h.pb().profile.Profile.FromString(h.gunzip_if(raw))), self.want)
+
+
+class BucketUploadTest(dh.ClusterTestCase):
+    """ember-ingester x 2 with the filesystem object store behind ember-querier, no
+    debuginfod: the debug file is uploaded to the ingester that does NOT hold the
+    profile; the one that does names its frames through the bucket (issue 31). The
+    object in the bucket is the uploaded file byte for byte (its header's SHA-256 is
+    hashlib's); a delete through the uploader unnames them on the other ingester too."""
+
+    @classmethod
+    def set_up(cls):
+        cls.prog = Program()
+        cls.bucket = h.temp_dir("ember-symbols-bucket-")
+        cls.redis = dh.Redis()
+        cls.redis.start()
+        args = ("--symbolizer.debuginfod-urls=none", "--storage.backend=filesystem",
+                f"--storage.filesystem.dir={cls.bucket}", "--storage.prefix=p1",
+                "--symbolizer.negative-cache-ttl=1s")
+        cls.ingesters = [dh.ingester(cls.redis.url, args=args) for _ in range(2)]
+        cls.querier = dh.querier(cls.redis.url)
+        for p in [*cls.ingesters, cls.querier]:
+            cls.procs.append(p)
+            p.start()
+        dh.wait_members(cls.querier, 2)
+        now_ns = time.time_ns() - 60_000_000_000
+        cls.raw, cls.want = build_profile(cls.prog, now_ns)
+        cls.window = (now_ns // 1_000_000 - 60_000, now_ns // 1_000_000 + 60_000)
+        r = cls.ingesters[0].push([({"__name__": "process_cpu", "service_name": "burner"}, [cls.raw])])
+        assert r.status == 200, r.describe()
+        cls.redis.wait_drained()
+        total = sum(cls.want.values())
+        holders = [i for i in cls.ingesters
+                   if i.flamegraph(CPU, '{service_name="burner"}', *cls.window).total == total]
+        assert len(holders) == 1, "one ingester holds the profile"
+        cls.holder = holders[0]
+        cls.uploader = next(i for i in cls.ingesters if i is not cls.holder)
+        with open(cls.prog.debug, "rb") as f:
+            cls.debug_bytes = f.read()
+
+    def stacks(self):
+        fg = self.querier.flamegraph(CPU, '{service_name="burner"}', *self.window)
+        return h.flamegraph_stacks(list(fg.names), [list(l.values) for l in fg.levels]), fg
+
+    def pyro(self, ing, method, msg):
+        return ing.request("POST", f"{PYRO}/{method}", msg.SerializeToString(),
+                           {"Content-Type": "application/proto", "Connect-Protocol-Version": "1"})
+
+    def bucket_files(self):
+        return [f for _, _, fs in os.walk(os.path.join(self.bucket, "p1", "debuginfo")) for f in fs]
+
+    def test_1_bad_uploads_leave_the_bucket_empty(self):
+        other = Program(source=PROGRAM.replace("1000u", "999u"))
+        with open(other.debug, "rb") as f:
+            others = f.read()
+        for body in (others, self.debug_bytes[:len(self.debug_bytes) // 2], b"not ELF" * 100):
+            r = self.uploader.request("POST", f"{PYRO}/Upload/{self.prog.build_id}", body,
+                                      {"Content-Type": "application/octet-stream"})
+            self.assertEqual(r.status, 400, r.describe())
+        self.assertEqual(self.bucket_files(), [])
+        copies = os.path.join(self.uploader.data_dir, "debuginfo-bucket-copies")
+        self.assertEqual([f for _, _, fs in os.walk(copies) for f in fs], [])
+
+    def test_2_upload_to_one_ingester_names_frames_on_another(self):
+        self.assertEqual(self.stacks()[0], unsymbolized(self.want, self.prog))
+        r = self.uploader.request("POST", f"{PYRO}/Upload/{self.prog.build_id}", self.debug_bytes,
+                                  {"Content-Type": "application/octet-stream"})
+        self.assertEqual(r.status, 200, r.describe())
+        # the object: the file as uploaded, under the build id (content-addressed)
+        path = os.path.join(self.bucket, "p1", "debuginfo", "anonymous", f"{self.prog.build_id}.debug")
+        with open(path, "rb") as f:
+            line, _, body = f.read().partition(b"\n")
+        self.assertEqual(body, self.debug_bytes)
+        self.assertEqual(line, b"ember-obj1 " + hashlib.sha256(self.debug_bytes).hexdigest().encode())
+        # the holder sees it (ShouldInitiateUpload, List) and names its frames
+        m = h.compile_protos("debuginfo/v1alpha1/debuginfo.proto")["debuginfo.v1alpha1"]
+        r = self.pyro(self.holder, "ShouldInitiateUpload",
+                      m.ShouldInitiateUploadRequest(file=m.FileMetadata(gnu_build_id=self.prog.build_id)))
+        self.assertEqual(r.status, 200, r.describe())
+        self.assertFalse(m.ShouldInitiateUploadResponse.FromString(r.body).should_initiate_upload)
+        r = self.pyro(self.holder, "ListDebuginfo", m.ListDebuginfoRequest())
+        self.assertEqual({o.file.gnu_build_id: o.size_bytes
+                          for o in m.ListDebuginfoResponse.FromString(r.body).object},
+                         {self.prog.build_id: len(self.debug_bytes)})
+        # (the holder believes its earlier "not in the bucket" for the negative TTL, 1 s)
+        h.wait_for(lambda: self.stacks()[0] == self.want, timeout=30,
+                   what="the holder to name its frames through the bucket")
+        self.assertEqual(symbolized(self.stacks()[1]), server_named(self.want))
+        # deleted through the uploader: the holder's copy goes at its next check of the bucket
+        r = self.pyro(self.uploader, "DeleteDebuginfo", m.DeleteDebuginfoRequest(gnu_build_id=self.prog.build_id))
+        self.assertEqual(r.status, 200, r.describe())
+        self.assertFalse(os.path.exists(path))
+        h.wait_for(lambda: self.stacks()[0] == unsymbolized(self.want, self.prog), timeout=30,
+                   what="the holder to drop its copy of the deleted file")
 
 
 CXX_PROGRAM = r"""
