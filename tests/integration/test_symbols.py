@@ -770,6 +770,31 @@ class DebuginfodDownTest(SymbolsCase):
                          set())
 
 
+class FakeResponse:
+    """An HTTP status for assertRefused where the refusal came over gRPC."""
+
+    def __init__(self, status):
+        self.status = status
+
+    def describe(self):
+        return f"status {self.status}"
+
+
+def decompression_bomb(prog):
+    """The program's debug file plus a 64 MiB section of zeros, zlib-compressed by
+    objcopy: small on the wire, 64 MiB declared inflated."""
+    d = h.temp_dir("ember-bomb-")
+    zeros = os.path.join(d, "zeros")
+    with open(zeros, "wb") as f:
+        f.truncate(64 << 20)
+    bomb = os.path.join(d, "bomb")
+    run("objcopy", "--add-section", f".debug_bomb={zeros}", "--set-section-flags",
+        ".debug_bomb=readonly,debug", prog.debug, bomb)
+    run("objcopy", "--compress-debug-sections=zlib", bomb)
+    with open(bomb, "rb") as f:
+        return f.read()
+
+
 def grpc_frames(*messages):
     return b"".join(b"\x00" + struct.pack(">I", len(m)) + m for m in messages)
 
@@ -910,18 +935,31 @@ class UploadTest(SymbolsCase):
         self.assertRefused(self.pyro_upload(self.prog.build_id, b"hello, not an ELF file" * 100))
 
     def test_3_decompression_bomb_refused(self):
-        d = h.temp_dir("ember-bomb-")
-        zeros = os.path.join(d, "zeros")
-        with open(zeros, "wb") as f:
-            f.truncate(64 << 20)
-        bomb = os.path.join(d, "bomb")
-        run("objcopy", "--add-section", f".debug_bomb={zeros}", "--set-section-flags",
-            ".debug_bomb=readonly,debug", self.prog.debug, bomb)
-        run("objcopy", "--compress-debug-sections=zlib", bomb)
-        with open(bomb, "rb") as f:
-            body = f.read()
+        body = decompression_bomb(self.prog)
         self.assertLess(len(body), 16 << 20)       # small on the wire, 64 MiB inflated
         self.assertRefused(self.pyro_upload(self.prog.build_id, body), (413,))
+
+    def assertParcaRefused(self, body, want_status):
+        """Parca's InitiateUpload + Upload stream of body under the program's build id:
+        refused with want_status (a gRPC code), nothing listed, nothing on disk."""
+        p = self.dpb["parca.debuginfo.v1alpha1"]
+        self.assertEqual(self.parca_upload(self.prog.build_id, body, p.BUILD_ID_TYPE_GNU), want_status)
+        self.assertRefused(FakeResponse(400))
+
+    def test_3_parca_truncated_elf_refused(self):
+        self.assertParcaRefused(self.debug_bytes[:len(self.debug_bytes) // 2], "3")   # INVALID_ARGUMENT
+
+    def test_3_parca_not_elf_refused(self):
+        self.assertParcaRefused(b"hello, not an ELF file" * 100, "3")
+
+    def test_3_parca_decompression_bomb_refused(self):
+        self.assertParcaRefused(decompression_bomb(self.prog), "8")              # RESOURCE_EXHAUSTED
+
+    def test_3_parca_another_programs_file_refused(self):
+        """The upload names the program's build id, the file's note is another's."""
+        other = Program(source=PROGRAM.replace("1000u", "999u"))
+        with open(other.debug, "rb") as f:
+            self.assertParcaRefused(f.read(), "3")
 
     def test_3_parca_upload_of_another_build_id_refused(self):
         p = self.dpb["parca.debuginfo.v1alpha1"]
