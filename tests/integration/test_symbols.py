@@ -399,12 +399,19 @@ class BucketUploadTest(dh.ClusterTestCase):
     @classmethod
     def set_up(cls):
         cls.prog = Program()
+        cls.other = Program(source=PROGRAM.replace("1000u", "999u"))
+        with open(cls.prog.debug, "rb") as f:
+            cls.debug_bytes = f.read()
+        with open(cls.other.debug, "rb") as f:
+            cls.other_bytes = f.read()
+        # a tenant may keep either file, not both (test_3)
+        cls.tenant_bound = max(len(cls.debug_bytes), len(cls.other_bytes)) * 3 // 2
         cls.bucket = h.temp_dir("ember-symbols-bucket-")
         cls.redis = dh.Redis()
         cls.redis.start()
         args = ("--symbolizer.debuginfod-urls=none", "--storage.backend=filesystem",
                 f"--storage.filesystem.dir={cls.bucket}", "--storage.prefix=p1",
-                "--symbolizer.negative-cache-ttl=1s")
+                "--symbolizer.negative-cache-ttl=1s", f"--debuginfo.max-tenant-bytes={cls.tenant_bound}")
         cls.ingesters = [dh.ingester(cls.redis.url, args=args) for _ in range(2)]
         cls.querier = dh.querier(cls.redis.url)
         for p in [*cls.ingesters, cls.querier]:
@@ -423,8 +430,6 @@ class BucketUploadTest(dh.ClusterTestCase):
         assert len(holders) == 1, "one ingester holds the profile"
         cls.holder = holders[0]
         cls.uploader = next(i for i in cls.ingesters if i is not cls.holder)
-        with open(cls.prog.debug, "rb") as f:
-            cls.debug_bytes = f.read()
 
     def stacks(self):
         fg = self.querier.flamegraph(CPU, '{service_name="burner"}', *self.window)
@@ -437,22 +442,42 @@ class BucketUploadTest(dh.ClusterTestCase):
     def bucket_files(self):
         return [f for _, _, fs in os.walk(os.path.join(self.bucket, "p1", "debuginfo")) for f in fs]
 
+    def copies(self, ing):
+        d = os.path.join(ing.data_dir, "debuginfo-bucket-copies")
+        return [f for _, _, fs in os.walk(d) for f in fs]
+
+    def upload(self, ing, build_id, body):
+        return ing.request("POST", f"{PYRO}/Upload/{build_id}", body,
+                           {"Content-Type": "application/octet-stream"})
+
     def test_1_bad_uploads_leave_the_bucket_empty(self):
-        other = Program(source=PROGRAM.replace("1000u", "999u"))
-        with open(other.debug, "rb") as f:
-            others = f.read()
-        for body in (others, self.debug_bytes[:len(self.debug_bytes) // 2], b"not ELF" * 100):
-            r = self.uploader.request("POST", f"{PYRO}/Upload/{self.prog.build_id}", body,
-                                      {"Content-Type": "application/octet-stream"})
+        for body in (self.other_bytes, self.debug_bytes[:len(self.debug_bytes) // 2], b"not ELF" * 100):
+            r = self.upload(self.uploader, self.prog.build_id, body)
             self.assertEqual(r.status, 400, r.describe())
         self.assertEqual(self.bucket_files(), [])
-        copies = os.path.join(self.uploader.data_dir, "debuginfo-bucket-copies")
-        self.assertEqual([f for _, _, fs in os.walk(copies) for f in fs], [])
+        self.assertEqual(self.copies(self.uploader), [])
+
+    def test_3_tenant_bound_counts_every_ingesters_uploads(self):
+        """Each file alone is within the tenant's bound, both are not: the second upload,
+        to the other ingester (which has no copy of the first), is refused by the bucket's
+        count, and nothing of it is stored."""
+        r = self.upload(self.holder, self.prog.build_id, self.debug_bytes)
+        self.assertEqual(r.status, 200, r.describe())
+        self.assertEqual(self.copies(self.uploader), [])
+        r = self.upload(self.uploader, self.other.build_id, self.other_bytes)
+        self.assertEqual(r.status, 413, r.describe())
+        self.assertEqual(self.bucket_files(), [f"{self.prog.build_id}.debug"])
+        self.assertEqual(self.copies(self.uploader), [])
+        m = h.compile_protos("debuginfo/v1alpha1/debuginfo.proto")["debuginfo.v1alpha1"]
+        r = self.pyro(self.uploader, "DeleteDebuginfo", m.DeleteDebuginfoRequest(gnu_build_id=self.prog.build_id))
+        self.assertEqual(r.status, 200, r.describe())
+        r = self.upload(self.uploader, self.other.build_id, self.other_bytes)     # room again
+        self.assertEqual(r.status, 200, r.describe())
+        self.assertEqual(self.bucket_files(), [f"{self.other.build_id}.debug"])
 
     def test_2_upload_to_one_ingester_names_frames_on_another(self):
         self.assertEqual(self.stacks()[0], unsymbolized(self.want, self.prog))
-        r = self.uploader.request("POST", f"{PYRO}/Upload/{self.prog.build_id}", self.debug_bytes,
-                                  {"Content-Type": "application/octet-stream"})
+        r = self.upload(self.uploader, self.prog.build_id, self.debug_bytes)
         self.assertEqual(r.status, 200, r.describe())
         # the object: the file as uploaded, under the build id (content-addressed)
         path = os.path.join(self.bucket, "p1", "debuginfo", "anonymous", f"{self.prog.build_id}.debug")
