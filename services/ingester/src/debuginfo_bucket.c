@@ -9,15 +9,20 @@
 
 #include "debuginfo_bucket.h"
 #include "lc/alloc.h"
+#include "lc/hash.h"
 #include "lc/log.h"
 
 #define KEY_ROOT "debuginfo/"
 #define KEY_SUFFIX ".debug"
-/* (tenant, build id) answers remembered; when full, the oldest goes. */
+/* (tenant, build id) answers remembered; when full, they are reused in
+ * turn. Found through hash chains: the symbolizer asks once per frame. */
 #define MAX_ANSWERS 4096
+#define ANSWER_CHAINS 1024
 
 typedef struct answer_s {
-    char *tenant;
+    struct answer_s *next; /* in its chain */
+    uint64_t hash;
+    char *tenant; /* NULL: unused */
     char build_id[LC_BUILD_ID_HEX_MAX + 1];
     bool found;
     uint64_t checked_ns;
@@ -29,7 +34,8 @@ struct ing_dbucket_s {
     uint64_t max_tenant_bytes, recheck_ns;
     pthread_mutex_t lock; /* os, answers */
     answer_t answers[MAX_ANSWERS];
-    size_t n_answers;
+    answer_t *chains[ANSWER_CHAINS];
+    size_t n_answers, reuse_next;
 };
 
 int ing_dbucket_open(const ing_dbucket_opts_t *o, ing_dbucket_t **out)
@@ -110,22 +116,44 @@ static bool key_build_id(const char *key, size_t prefix_len, char out[LC_BUILD_I
 
 /* --------------------------------------------------------------- answers */
 
+static uint64_t answer_hash(const char *tenant, const char *build_id)
+{
+    uint64_t h = 1469598103934665603ULL;
+    for (const char *p = tenant; *p; p++)
+        h = (h ^ (uint8_t)*p) * 1099511628211ULL;
+    h = (h ^ 0xff) * 1099511628211ULL; /* no byte of a C string: tenant and id stay apart */
+    for (const char *p = build_id; *p; p++)
+        h = (h ^ (uint8_t)*p) * 1099511628211ULL;
+    return lc_mix64(h);
+}
+
+/* Under lock: an entry for a new answer, the next one in turn when all are used. */
+static answer_t *answer_slot(ing_dbucket_t *b)
+{
+    if (b->n_answers < MAX_ANSWERS)
+        return &b->answers[b->n_answers++];
+    answer_t *a = &b->answers[b->reuse_next];
+    b->reuse_next = (b->reuse_next + 1) % MAX_ANSWERS;
+    answer_t **p = &b->chains[a->hash % ANSWER_CHAINS];
+    while (*p != a)
+        p = &(*p)->next;
+    *p = a->next;
+    lc_free(a->tenant);
+    return a;
+}
+
 /* Under lock: the remembered answer for (tenant, build_id), made if new
  * (checked_ns 0: ask the bucket). */
 static answer_t *answer_of(ing_dbucket_t *b, const char *tenant, const char *build_id)
 {
-    size_t oldest = 0;
-    for (size_t i = 0; i < b->n_answers; i++) {
-        answer_t *a = &b->answers[i];
-        if (strcmp(a->build_id, build_id) == 0 && strcmp(a->tenant, tenant) == 0)
+    uint64_t h = answer_hash(tenant, build_id);
+    for (answer_t *a = b->chains[h % ANSWER_CHAINS]; a; a = a->next)
+        if (a->hash == h && strcmp(a->build_id, build_id) == 0 && strcmp(a->tenant, tenant) == 0)
             return a;
-        if (a->checked_ns < b->answers[oldest].checked_ns)
-            oldest = i;
-    }
-    answer_t *a = &b->answers[b->n_answers < MAX_ANSWERS ? b->n_answers++ : oldest];
-    lc_free(a->tenant);
-    *a = (answer_t){.tenant = lc_xstrdup(tenant)};
+    answer_t *a = answer_slot(b);
+    *a = (answer_t){.next = b->chains[h % ANSWER_CHAINS], .hash = h, .tenant = lc_xstrdup(tenant)};
     snprintf(a->build_id, sizeof(a->build_id), "%s", build_id);
+    b->chains[h % ANSWER_CHAINS] = a;
     return a;
 }
 
@@ -225,14 +253,14 @@ int ing_dbucket_put(ing_dbucket_t *b, const char *tenant, const char *build_id, 
     pthread_mutex_lock(&b->lock);
     uint64_t others = 0;
     int rc = tenant_bytes(b, prefix, key, &others);
+    uint64_t would_take = others + (uint64_t)len;
     if (rc)
         rc = store_failed(b, st, "listing the tenant's debug files");
-    else if (others + len > b->max_tenant_bytes)
+    else if (would_take > b->max_tenant_bytes)
         rc = lc_status_set(st, LC_CODE_RESOURCE_EXHAUSTED,
                            "the tenant's debug files would take %llu bytes, over the limit of "
                            "%llu",
-                           (unsigned long long)(others + len),
-                           (unsigned long long)b->max_tenant_bytes);
+                           (unsigned long long)would_take, (unsigned long long)b->max_tenant_bytes);
     else if (lc_objstore_put(b->os, key, data, len) != 0)
         rc = store_failed(b, st, "storing the debug file");
     if (rc == 0)
