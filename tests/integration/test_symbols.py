@@ -342,6 +342,25 @@ class RollupTest(DebuginfodTest):
         self.assertEqual(self.stacks(), self.want)
 
 
+def start_cluster(cls, args):
+    """Redis, two ember-ingesters with args and an ember-querier for a ClusterTestCase;
+    cls.prog's profile pushed and consumed (cls.raw, cls.want, cls.window)."""
+    cls.redis = dh.Redis()
+    cls.redis.start()
+    cls.ingesters = [dh.ingester(cls.redis.url, args=args) for _ in range(2)]
+    cls.querier = dh.querier(cls.redis.url)
+    for p in [*cls.ingesters, cls.querier]:
+        cls.procs.append(p)
+        p.start()
+    dh.wait_members(cls.querier, 2)
+    now_ns = time.time_ns() - 60_000_000_000
+    cls.raw, cls.want = build_profile(cls.prog, now_ns)
+    cls.window = (now_ns // 1_000_000 - 60_000, now_ns // 1_000_000 + 60_000)
+    r = cls.ingesters[0].push([({"__name__": "process_cpu", "service_name": "burner"}, [cls.raw])])
+    assert r.status == 200, r.describe()
+    cls.redis.wait_drained()
+
+
 class DistributedTest(dh.ClusterTestCase):
     """ember-ingester x 2 behind ember-querier: the ingesters name the frames
     (they hold the locations; the querier merges flame graphs by name and
@@ -355,21 +374,7 @@ class DistributedTest(dh.ClusterTestCase):
             raise unittest.SkipTest(why)
         cls.dfd = debuginfod_util.Debuginfod(cls.prog.debug_dir)
         cls.dfd.wait_serving(cls.prog.build_id)
-        cls.redis = dh.Redis()
-        cls.redis.start()
-        args = (f"--symbolizer.debuginfod-urls={cls.dfd.url}", "--symbolizer.query-wait=60s")
-        cls.ingesters = [dh.ingester(cls.redis.url, args=args) for _ in range(2)]
-        cls.querier = dh.querier(cls.redis.url)
-        for p in [*cls.ingesters, cls.querier]:
-            cls.procs.append(p)
-            p.start()
-        dh.wait_members(cls.querier, 2)
-        now_ns = time.time_ns() - 60_000_000_000
-        cls.raw, cls.want = build_profile(cls.prog, now_ns)
-        cls.window = (now_ns // 1_000_000 - 60_000, now_ns // 1_000_000 + 60_000)
-        r = cls.ingesters[0].push([({"__name__": "process_cpu", "service_name": "burner"}, [cls.raw])])
-        assert r.status == 200, r.describe()
-        cls.redis.wait_drained()
+        start_cluster(cls, (f"--symbolizer.debuginfod-urls={cls.dfd.url}", "--symbolizer.query-wait=60s"))
 
     @classmethod
     def tearDownClass(cls):
@@ -407,23 +412,10 @@ class BucketUploadTest(dh.ClusterTestCase):
         # a tenant may keep either file, not both (test_3)
         cls.tenant_bound = max(len(cls.debug_bytes), len(cls.other_bytes)) * 3 // 2
         cls.bucket = h.temp_dir("ember-symbols-bucket-")
-        cls.redis = dh.Redis()
-        cls.redis.start()
-        args = ("--symbolizer.debuginfod-urls=none", "--storage.backend=filesystem",
-                f"--storage.filesystem.dir={cls.bucket}", "--storage.prefix=p1",
-                "--symbolizer.negative-cache-ttl=1s", f"--debuginfo.max-tenant-bytes={cls.tenant_bound}")
-        cls.ingesters = [dh.ingester(cls.redis.url, args=args) for _ in range(2)]
-        cls.querier = dh.querier(cls.redis.url)
-        for p in [*cls.ingesters, cls.querier]:
-            cls.procs.append(p)
-            p.start()
-        dh.wait_members(cls.querier, 2)
-        now_ns = time.time_ns() - 60_000_000_000
-        cls.raw, cls.want = build_profile(cls.prog, now_ns)
-        cls.window = (now_ns // 1_000_000 - 60_000, now_ns // 1_000_000 + 60_000)
-        r = cls.ingesters[0].push([({"__name__": "process_cpu", "service_name": "burner"}, [cls.raw])])
-        assert r.status == 200, r.describe()
-        cls.redis.wait_drained()
+        start_cluster(cls, ("--symbolizer.debuginfod-urls=none", "--storage.backend=filesystem",
+                            f"--storage.filesystem.dir={cls.bucket}", "--storage.prefix=p1",
+                            "--symbolizer.negative-cache-ttl=1s",
+                            f"--debuginfo.max-tenant-bytes={cls.tenant_bound}"))
         total = sum(cls.want.values())
         holders = [i for i in cls.ingesters
                    if i.flamegraph(CPU, '{service_name="burner"}', *cls.window).total == total]
