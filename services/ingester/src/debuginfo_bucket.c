@@ -116,7 +116,7 @@ static bool key_build_id(const char *key, size_t prefix_len, char out[LC_BUILD_I
 
 /* --------------------------------------------------------------- answers */
 
-static uint64_t answer_hash(const char *tenant, const char *build_id)
+static uint64_t tenant_id_hash(const char *tenant, const char *build_id)
 {
     uint64_t h = 1469598103934665603ULL;
     for (const char *p = tenant; *p; p++)
@@ -146,7 +146,7 @@ static answer_t *answer_slot(ing_dbucket_t *b)
  * (checked_ns 0: ask the bucket). */
 static answer_t *answer_of(ing_dbucket_t *b, const char *tenant, const char *build_id)
 {
-    uint64_t h = answer_hash(tenant, build_id);
+    uint64_t h = tenant_id_hash(tenant, build_id);
     for (answer_t *a = b->chains[h % ANSWER_CHAINS]; a; a = a->next)
         if (a->hash == h && strcmp(a->build_id, build_id) == 0 && strcmp(a->tenant, tenant) == 0)
             return a;
