@@ -315,6 +315,14 @@ class DebuginfodQueryPathsTest(DebuginfodTest):
         for name in ("burn_a", "burn_b", "main"):
             self.assertIn(f'[label="{name}\\n', r.body.decode())
 
+    def test_legacy_render_json_marks_server_named_frames(self):
+        q = {"query": f'{CPU}{{service_name="burner"}}', "from": str(self.window[0]),
+             "until": str(self.window[1])}
+        r = self.srv.request("GET", "/pyroscope/render?" + urllib.parse.urlencode(q))
+        self.assertStatus(r, 200, "render")
+        fb = json.loads(r.body)["flamebearer"]
+        self.assertEqual({fb["names"][i] for i in fb["symbolized"]}, server_named(self.want))
+
 
 class RollupTest(DebuginfodTest):
     """A query over a whole 6-hour window that has a rollup: the rollup was
