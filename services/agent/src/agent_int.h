@@ -394,6 +394,10 @@ void agt_python_proc_free(struct agt_py_state_s *s);
 /* Whether a native frame's lookup address is in the eval loop (the frames
  * it ran are spliced in its place). */
 bool agt_python_is_eval(const agt_proc_t *p, uint64_t addr);
+/* Whether a native frame's lookup address is in the interpreter's own code
+ * (the object holding _PyRuntime): between two eval-loop frames, its call
+ * glue, left out of the stack. */
+bool agt_python_in_interpreter(const agt_proc_t *p, uint64_t addr);
 /* The code object of a Python frame word (sampler.h) and the line it ran
  * (*line; the first line when the table says nothing). NULL if unreadable. */
 const agt_py_code_t *agt_python_code(agt_python_t *py, agt_proc_t *p, uint64_t word, int64_t *line);

@@ -226,6 +226,7 @@ _Static_assert(sizeof(py_debug_offsets_t) == 568, "3.13 _Py_DebugOffsets layout"
 typedef struct agt_py_state_s {
     py_layout_t layout;
     uint64_t eval_lo, eval_hi; /* _PyEval_EvalFrameDefault in the process */
+    uint64_t text_lo, text_hi; /* the interpreter object's executable mappings */
     uint64_t code_type;        /* PyCode_Type in the process (0: unchecked) */
     agt_u64map_t by_addr;      /* code object address -> index + 1 into codes */
     agt_py_code_t *codes;
@@ -393,6 +394,22 @@ static bool layout_from_debug_offsets(uint32_t pid, uint64_t runtime, py_layout_
     return true;
 }
 
+/* Where the interpreter's own code is: the executable mappings of the object
+ * that holds _PyRuntime (the python binary or libpython), which do not move
+ * while the process lives. A C extension is another object. */
+static void interpreter_text(const agt_proc_t *p, const agt_elf_t *interp, agt_py_state_t *s)
+{
+    for (size_t i = 0; i < p->n_maps; i++) {
+        const agt_map_t *m = &p->maps[i];
+        if (m->elf != interp)
+            continue;
+        if (s->text_hi == 0 || m->start < s->text_lo)
+            s->text_lo = m->start;
+        if (m->end > s->text_hi)
+            s->text_hi = m->end;
+    }
+}
+
 /* Writes the BPF entry of an interpreter of a supported version. */
 static void recognise(agt_python_t *py, agt_proc_t *p, const agt_map_t *m, uint64_t bias,
                       const py_layout_t *layout)
@@ -412,6 +429,7 @@ static void recognise(agt_python_t *py, agt_proc_t *p, const agt_map_t *m, uint6
         s->eval_hi = s->eval_lo + (m->elf->py.eval_size ? m->elf->py.eval_size : 1);
     }
     s->code_type = m->elf->py.code_type ? m->elf->py.code_type + bias : 0;
+    interpreter_text(p, m->elf, s);
     p->py = s;
     py->stats.recognised_total++;
     LC_ASSERT(layout->minor >= AGT_PY_FIRST_MINOR &&
@@ -463,6 +481,11 @@ void agt_python_forget(agt_python_t *py, agt_proc_t *p)
 bool agt_python_is_eval(const agt_proc_t *p, uint64_t addr)
 {
     return p->py && addr >= p->py->eval_lo && addr < p->py->eval_hi;
+}
+
+bool agt_python_in_interpreter(const agt_proc_t *p, uint64_t addr)
+{
+    return p->py && addr >= p->py->text_lo && addr < p->py->text_hi;
 }
 
 /* ---------------------------------------------------------------- code objects */
