@@ -174,13 +174,18 @@ class AgentPythonTest(unittest.TestCase):
         cls.method_runs = {v: Run([exe, os.path.join(PROGS, "py_methods.py"), "0.5"],
                                   stdin=subprocess.PIPE)
                            for v, exe in methods.items() if os.path.exists(exe)}
-        for v, r in list(cls.runs.items()) + list(cls.method_runs.items()):
+        # -B: no __pycache__ written into the source tree
+        cls.pkg_runs = {v: Run([exe, "-B", os.path.join(PROGS, "py_pkg.py"), "0.5"],
+                               stdin=subprocess.PIPE)
+                        for v, exe in methods.items() if os.path.exists(exe)}
+        cls.extra_runs = list(cls.method_runs.items()) + list(cls.pkg_runs.items())
+        for v, r in list(cls.runs.items()) + cls.extra_runs:
             cls.start_when_seen(v, r)
         cls.split_lines = {v: r.proc.stdout.readline().decode() for v, r in cls.runs.items()}
         # alive until the agent has drained their samples: names are read
         # from live processes (the JVM's perf map, code objects)
         wait_two_drains(cls.srv, INTERVAL_S)
-        for r in list(cls.runs.values()) + list(cls.method_runs.values()):
+        for r in list(cls.runs.values()) + [r for _, r in cls.extra_runs]:
             r.proc.stdin.close()
             r.finish(timeout=60)
 
@@ -280,6 +285,25 @@ class AgentPythonTest(unittest.TestCase):
             others = [k for k in totals if k.endswith("crunch") and k != want]
             self.assertEqual(others, [], f"{version}: other names for the method")
             self.assertMostlyPlaced(nodes, {want}, lambda path: path[-1:] == [caller])
+
+    def test_module_names_in_packages(self):
+        # Python's own answer: each function's __module__ and __qualname__
+        # when the package is imported from the program's path entry
+        oracle = ("import sys; sys.path.insert(0, sys.argv[1]); import pkg, pkg.sub.mod as m; "
+                  "print(m.hot.__module__ + '.' + m.hot.__qualname__, "
+                  "pkg.run.__module__ + '.' + pkg.run.__qualname__)")
+        r = subprocess.run([PYTHON, "-B", "-c", oracle, os.path.join(PROGS, "pypkg")],
+                           capture_output=True, text=True, check=True)
+        hot, runner = r.stdout.split()
+        self.assertEqual((hot, runner), ("pkg.sub.mod.hot", "pkg.run"))  # what the rule says
+        for version, run in self.pkg_runs.items():
+            nodes = settled_nodes(self.srv, run, f"the Python {version} package profile")
+            totals = totals_by_name(nodes)
+            self.assertGreater(totals.get(hot, 0), 0, f"{version}: no {hot}: {sorted(totals)}")
+            others = [k for k in totals if k.endswith(".hot") and k != hot]
+            self.assertEqual(others, [], f"{version}: other names for the function")
+            self.assertMostlyPlaced(nodes, {hot}, lambda path: path[-1:] == [runner])
+            self.assertMostlyPlaced(nodes, {runner}, lambda path: path[-1:] == ["py_pkg.main"])
 
     def assertMostlyPlaced(self, nodes, names, placed):
         """All but 2% of the samples of `names` sit where placed(path) says.
