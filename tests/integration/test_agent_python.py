@@ -4,7 +4,9 @@ Oracles outside the agent: agentprogs/py_split.py, whose main() calls alpha()
 and beta() with a 3:1 split of loop iterations and measures its own split
 with time.thread_time (printed at exit); the interpreter's own structures,
 probed from inside with ctypes (the offsets python.c uses for 3.11); and the
-program's source (function names, first lines). Debian's /usr/bin/python3.11
+program's source (function names, first lines); Python's own names of a
+package's functions (__module__, __qualname__); the interpreter object's
+symbol table (nm) for what must not show between two Python frames. Debian's /usr/bin/python3.11
 has no frame pointers, so without the agent's Python walk these stacks are
 _PyEval_EvalFrameDefault all the way down. Needs root and a kernel with BTF.
 """
@@ -35,6 +37,39 @@ PYTHON_312 = os.path.join(PYENV, "3.12.1/bin/python3.12")
 PYTHON_313 = os.path.join(PYENV, "3.13.0/bin/python3.13")
 PYTHON_39 = os.path.join(PYENV, "3.9.18/bin/python3.9")
 PYTHON_310 = os.path.join(PYENV, "3.10.13/bin/python3.10")
+def q_cext(name):
+    return "py_cext." + name
+
+
+class InterpreterSymbols:
+    """The functions of the object an interpreter runs from (the python
+    binary, or its libpython when built shared), by nm; `unnamed` is how the
+    agent names an address in it that no symbol covers."""
+
+    def __init__(self, path):
+        self.names = set()
+        for flags in (["-D"], []):
+            r = subprocess.run(["nm", *flags, "--defined-only", path], capture_output=True,
+                               text=True)
+            for line in r.stdout.splitlines():
+                parts = line.split()
+                if len(parts) == 3 and parts[1] in "tTwWiI":
+                    self.names.add(parts[2])
+        self.unnamed = os.path.basename(path) + "+0x"
+
+
+def interpreter_symbols(exe):
+    """The symbols of the object exe runs the interpreter from: its
+    libpython when it maps one (pyenv's builds), else itself (Debian's)."""
+    r = subprocess.run([exe, "-c", "print(open('/proc/self/maps').read())"],
+                       capture_output=True, text=True, check=True)
+    libs = {line.split()[-1] for line in r.stdout.splitlines() if "/libpython3" in line}
+    path = libs.pop() if libs else os.path.realpath(exe)
+    symbols = InterpreterSymbols(path)
+    assert "_PyEval_EvalFrameDefault" in symbols.names, path  # the right object
+    return symbols
+
+
 def q(name):
     """A function of py_split.py as the agent names it: module.qualname, the
     module from the file's name."""
@@ -171,6 +206,7 @@ class AgentPythonTest(unittest.TestCase):
                            stdin=subprocess.PIPE)
                     for v, exe in pythons.items() if os.path.exists(exe)}
         methods = {v: exe for v, exe in pythons.items() if v in ("3.11", "3.13")}
+        cls.extra_exes = methods
         cls.method_runs = {v: Run([exe, os.path.join(PROGS, "py_methods.py"), "0.5"],
                                   stdin=subprocess.PIPE)
                            for v, exe in methods.items() if os.path.exists(exe)}
@@ -178,7 +214,11 @@ class AgentPythonTest(unittest.TestCase):
         cls.pkg_runs = {v: Run([exe, "-B", os.path.join(PROGS, "py_pkg.py"), "0.5"],
                                stdin=subprocess.PIPE)
                         for v, exe in methods.items() if os.path.exists(exe)}
-        cls.extra_runs = list(cls.method_runs.items()) + list(cls.pkg_runs.items())
+        cls.cext_runs = {v: Run([exe, os.path.join(PROGS, "py_cext.py"), "0.5"],
+                                stdin=subprocess.PIPE)
+                         for v, exe in methods.items() if os.path.exists(exe)}
+        cls.extra_runs = (list(cls.method_runs.items()) + list(cls.pkg_runs.items()) +
+                          list(cls.cext_runs.items()))
         for v, r in list(cls.runs.items()) + cls.extra_runs:
             cls.start_when_seen(v, r)
         cls.split_lines = {v: r.proc.stdout.readline().decode() for v, r in cls.runs.items()}
@@ -304,6 +344,25 @@ class AgentPythonTest(unittest.TestCase):
             self.assertEqual(others, [], f"{version}: other names for the function")
             self.assertMostlyPlaced(nodes, {hot}, lambda path: path[-1:] == [runner])
             self.assertMostlyPlaced(nodes, {runner}, lambda path: path[-1:] == ["py_pkg.main"])
+
+    def test_c_code_between_python_frames_stays(self):
+        # py_cext.py: sort_in_c -> ctypes -> libffi (ffi_call) -> libc's
+        # qsort_r -> libffi's closure -> ctypes -> compare. Oracles: that call
+        # chain (ctypes' and libc's), and the interpreter object's own symbol
+        # table (nm): none of its functions may show between the two Python
+        # frames, the other objects' frames must, in the order they call
+        for version, run in self.cext_runs.items():
+            own = interpreter_symbols(self.extra_exes[version])
+            nodes = settled_nodes(self.srv, run, f"the Python {version} ctypes profile")
+
+            def placed(path):
+                if q_cext("sort_in_c") not in path:
+                    return False
+                between = path[path.index(q_cext("sort_in_c")) + 1:]
+                return (not any(f in own.names or f.startswith(own.unnamed) for f in between)
+                        and "ffi_call" in between and "qsort_r" in between
+                        and between.index("ffi_call") < between.index("qsort_r"))
+            self.assertMostlyPlaced(nodes, {q_cext("compare")}, placed)
 
     def assertMostlyPlaced(self, nodes, names, placed):
         """All but 2% of the samples of `names` sit where placed(path) says.
