@@ -704,6 +704,8 @@ static size_t package_components(const char *path, size_t floor, py_span_t *out)
             return 0; /* an __init__.py at the root: a package without a name */
         c = component_before(path, c.start - 1); /* it names its directory */
     }
+    if (c.start == c.end)
+        return 0; /* "x/.py", "x//__init__.py": no name */
     out[n++] = c;
     while (n < PY_MAX_PACKAGE_DEPTH && c.start > floor + 1 && is_package_dir(path, c.start - 1)) {
         c = component_before(path, c.start - 1);
