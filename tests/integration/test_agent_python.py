@@ -15,6 +15,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 import tempfile
 import unittest
 
@@ -207,14 +208,14 @@ class AgentPythonTest(unittest.TestCase):
                     for v, exe in pythons.items() if os.path.exists(exe)}
         methods = {v: exe for v, exe in pythons.items() if v in ("3.11", "3.13")}
         cls.extra_exes = methods
-        cls.method_runs = {v: Run([exe, os.path.join(PROGS, "py_methods.py"), "0.5"],
+        # -B: no __pycache__ written into the source tree (py_started, pkg)
+        cls.method_runs = {v: Run([exe, "-B", os.path.join(PROGS, "py_methods.py"), "0.5"],
                                   stdin=subprocess.PIPE)
                            for v, exe in methods.items() if os.path.exists(exe)}
-        # -B: no __pycache__ written into the source tree
         cls.pkg_runs = {v: Run([exe, "-B", os.path.join(PROGS, "py_pkg.py"), "0.5"],
                                stdin=subprocess.PIPE)
                         for v, exe in methods.items() if os.path.exists(exe)}
-        cls.cext_runs = {v: Run([exe, os.path.join(PROGS, "py_cext.py"), "0.5"],
+        cls.cext_runs = {v: Run([exe, "-B", os.path.join(PROGS, "py_cext.py"), "0.5"],
                                 stdin=subprocess.PIPE)
                          for v, exe in methods.items() if os.path.exists(exe)}
         cls.extra_runs = (list(cls.method_runs.items()) + list(cls.pkg_runs.items()) +
@@ -313,17 +314,18 @@ class AgentPythonTest(unittest.TestCase):
         spec = importlib.util.spec_from_file_location("py_methods",
                                                       os.path.join(PROGS, "py_methods.py"))
         mod = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(mod)
+        sys.path.insert(0, PROGS)  # where it imports py_started from, as when run
+        try:
+            spec.loader.exec_module(mod)
+        finally:
+            sys.path.remove(PROGS)
         want = f"{mod.__name__}.{mod.Outer.Inner.crunch.__qualname__}"
         caller = f"{mod.__name__}.{mod.main.__qualname__}"
         for version, run in self.method_runs.items():
             nodes = settled_nodes(self.srv, run, f"the Python {version} methods profile")
-            totals = totals_by_name(nodes)
             # the method's samples, all under that name (no bare "crunch" or
             # "Inner.crunch" beside it), called by main
-            self.assertGreater(totals.get(want, 0), 0, f"{version}: no {want}: {sorted(totals)}")
-            others = [k for k in totals if k.endswith("crunch") and k != want]
-            self.assertEqual(others, [], f"{version}: other names for the method")
+            self.assertOnlyName(nodes, want, "crunch", version)
             self.assertMostlyPlaced(nodes, {want}, lambda path: path[-1:] == [caller])
 
     def test_module_names_in_packages(self):
@@ -338,10 +340,7 @@ class AgentPythonTest(unittest.TestCase):
         self.assertEqual((hot, runner), ("pkg.sub.mod.hot", "pkg.run"))  # what the rule says
         for version, run in self.pkg_runs.items():
             nodes = settled_nodes(self.srv, run, f"the Python {version} package profile")
-            totals = totals_by_name(nodes)
-            self.assertGreater(totals.get(hot, 0), 0, f"{version}: no {hot}: {sorted(totals)}")
-            others = [k for k in totals if k.endswith(".hot") and k != hot]
-            self.assertEqual(others, [], f"{version}: other names for the function")
+            self.assertOnlyName(nodes, hot, "hot", version)
             self.assertMostlyPlaced(nodes, {hot}, lambda path: path[-1:] == [runner])
             self.assertMostlyPlaced(nodes, {runner}, lambda path: path[-1:] == ["py_pkg.main"])
 
@@ -363,6 +362,14 @@ class AgentPythonTest(unittest.TestCase):
                         and "ffi_call" in between and "qsort_r" in between
                         and between.index("ffi_call") < between.index("qsort_r"))
             self.assertMostlyPlaced(nodes, {q_cext("compare")}, placed)
+
+    def assertOnlyName(self, nodes, want, ending, version):
+        """Samples named `want`, and no other name ending like it (no other
+        module or qualified name for the same function)."""
+        totals = totals_by_name(nodes)
+        self.assertGreater(totals.get(want, 0), 0, f"{version}: no {want}: {sorted(totals)}")
+        others = [k for k in totals if k.endswith(ending) and k != want]
+        self.assertEqual(others, [], f"{version}: other names for {want}")
 
     def assertMostlyPlaced(self, nodes, names, placed):
         """All but 2% of the samples of `names` sit where placed(path) says.

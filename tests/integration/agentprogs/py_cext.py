@@ -7,10 +7,10 @@ thread's CPU time, after a first line on its standard input: until then it
 spins in warm()); prints "pid N", then exits at the end of its standard input.
 """
 import ctypes
-import os
-import select
 import sys
 import time
+
+from py_started import linger, warm
 
 CMP = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.POINTER(ctypes.c_int), ctypes.POINTER(ctypes.c_int))
 LIBC = ctypes.CDLL("libc.so.6")
@@ -28,20 +28,13 @@ def sort_in_c(n):
     LIBC.qsort(values, n, ctypes.sizeof(ctypes.c_int), CMP(compare))
 
 
-def warm():
-    while not select.select([sys.stdin], [], [], 0)[0]:
-        sum(i * i for i in range(2000))
-    sys.stdin.readline()
-
 
 def main(seconds):
-    print("pid", os.getpid(), flush=True)
     warm()
     end = time.thread_time() + seconds
     while time.thread_time() < end:
         sort_in_c(200)
-    print("done", flush=True)
-    sys.stdin.read()
+    linger()
 
 
 if __name__ == "__main__":

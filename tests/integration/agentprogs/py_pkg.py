@@ -6,25 +6,17 @@ first line on its standard input: until then it spins in warm()); prints
 "pid N", then exits at the end of its standard input.
 """
 import os
-import select
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "pypkg"))
 import pkg  # noqa: E402 (found through the path set above)
-
-
-def warm():
-    while not select.select([sys.stdin], [], [], 0)[0]:
-        sum(i * i for i in range(2000))
-    sys.stdin.readline()
+from py_started import linger, warm  # noqa: E402
 
 
 def main(seconds):
-    print("pid", os.getpid(), flush=True)
     warm()
     pkg.run(seconds)
-    print("done", flush=True)
-    sys.stdin.read()
+    linger()
 
 
 if __name__ == "__main__":
