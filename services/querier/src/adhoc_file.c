@@ -25,8 +25,8 @@ static bool is_text(const uint8_t *d, size_t len)
     return len > 0;
 }
 
-static int add_profile(adhoc_file_t *f, const uint8_t *pb, size_t len, lc_arena_t *arena,
-                       lc_status_t *st)
+static int file_add_profile(adhoc_file_t *f, const uint8_t *pb, size_t len, lc_arena_t *arena,
+                            lc_status_t *st)
 {
     lc_pprof_limits_t lim;
     lc_pprof_limits_default(&lim);
@@ -77,7 +77,7 @@ static int decode_jfr(adhoc_file_t *f, const uint8_t *d, size_t len, lc_arena_t 
     int rc = r.n ? 0 : lc_status_set(st, LC_CODE_INVALID_ARGUMENT, "invalid jfr: no samples");
     for (size_t i = 0; i < r.n && rc == 0; i++) {
         metrics[i] = r.profiles[i].metric;
-        rc = add_profile(f, r.profiles[i].pprof.data, r.profiles[i].pprof.len, arena, st);
+        rc = file_add_profile(f, r.profiles[i].pprof.data, r.profiles[i].pprof.len, arena, st);
     }
     lc_jfr_result_fini(&r);
     return rc ? -1 : flatten(f, metrics, arena, st);
@@ -93,21 +93,21 @@ static int decode_folded(adhoc_file_t *f, const uint8_t *d, size_t len, lc_arena
     lc_buf_init(&pb, LC_BUF_UNLIMITED);
     int rc = lc_text_to_pprof(d, len, false, &samples, 0, 0, &lim, arena, &pb, st);
     if (rc == 0)
-        rc = add_profile(f, pb.data, pb.len, arena, st);
+        rc = file_add_profile(f, pb.data, pb.len, arena, st);
     lc_buf_fini(&pb);
     if (rc == 0 && f->profiles[0]->n_sample == 0)
         rc = lc_status_set(st, LC_CODE_INVALID_ARGUMENT, "no \"frame;frame;... count\" line");
     return rc ? -1 : flatten(f, NULL, arena, st);
 }
 
-static int decode_plain(adhoc_file_t *f, const uint8_t *d, size_t len, lc_arena_t *arena,
-                        lc_status_t *st)
+static int file_decode_plain(adhoc_file_t *f, const uint8_t *d, size_t len, lc_arena_t *arena,
+                             lc_status_t *st)
 {
     if (len >= 4 && memcmp(d, "FLR", 4) == 0)
         return decode_jfr(f, d, len, arena, st);
     if (is_text(d, len))
         return decode_folded(f, d, len, arena, st);
-    if (add_profile(f, d, len, arena, st))
+    if (file_add_profile(f, d, len, arena, st))
         return -1;
     return flatten(f, NULL, arena, st);
 }
@@ -126,13 +126,12 @@ int adhoc_file_decode(const uint8_t *data, size_t len, lc_arena_t *arena, adhoc_
         data = plain.data;
         len = plain.len;
     }
-    if (rc == 0 && decode_plain(f, data, len, arena, st)) {
+    if (rc == 0 && file_decode_plain(f, data, len, arena, st)) {
         char why[LC_STATUS_MSG_MAX];
         snprintf(why, sizeof(why), "%s", st->msg);
-        rc = lc_status_set(st, st->code == LC_CODE_RESOURCE_EXHAUSTED ? st->code
-                                                                      : LC_CODE_INVALID_ARGUMENT,
-                           "not a pprof, JFR or folded file (what ember's ad-hoc view reads): %s",
-                           why);
+        rc = lc_status_set(
+            st, st->code == LC_CODE_RESOURCE_EXHAUSTED ? st->code : LC_CODE_INVALID_ARGUMENT,
+            "not a pprof, JFR or folded file (what ember's ad-hoc view reads): %s", why);
     }
     lc_buf_fini(&plain);
     return rc ? -1 : 0;
