@@ -341,7 +341,7 @@ static size_t methods_slot(const methods_map_t *m, uint64_t method, uint32_t lin
 static void methods_grow(methods_map_t *m)
 {
     methods_map_t old = *m;
-    m->cap = old.cap ? old.cap * 2 : 64; /* small: nine kinds x two maps per conversion */
+    m->cap = old.cap ? old.cap * 2 : 1024;
     m->e = lc_xcalloc(m->cap, sizeof(*m->e));
     for (size_t i = 0; i < old.cap; i++) {
         if (old.e[i].id)
@@ -415,7 +415,7 @@ static void agg_grow(conv_t *cv)
 {
     agg_t *old = cv->agg;
     size_t old_cap = cv->cap_agg;
-    cv->cap_agg = old_cap ? old_cap * 2 : 64; /* a small recording pays only for what it has */
+    cv->cap_agg = old_cap ? old_cap * 2 : 256; /* a small recording pays only for what it has */
     cv->agg = lc_xcalloc(cv->cap_agg, sizeof(*cv->agg));
     for (size_t i = 0; i < old_cap; i++) {
         if (old[i].used)
