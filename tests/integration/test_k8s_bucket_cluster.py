@@ -12,21 +12,27 @@ acknowledged, the folded body's sample count x 10 ms, kept per service and
 profile type (and per time range). Every answer is asked through the querier
 Service (or one querier pod) and must equal it exactly.
 
-- 12 h backfilled into the past plus live pushes: the ingesters drop the blocks
-  past the local retention (counted, gone from their volumes) and the totals over
-  the whole range and over the dropped hours equal what was sent;
-- kill -9 of ingester a-0 and its volume deleted: zone b answers everything
-  exactly meanwhile; restarted empty under its name, the hours older than the
-  local retention are answered exactly through the querier Service again (zone
-  a, read back from the bucket);
-- a 7-day merged profile with the restarted ingester's cache cold, then the same
-  query again (warm): the same bytes;
-- querier.replicas 2 -> 3 (a new render; only the querier Deployment changes):
-  each querier pod answers the same;
-- kill -9 of the Redis master holding most stream entries during pushes: its
-  replica takes over, the killed node rejoins, and the totals are exact: nothing
-  acknowledged lost, nothing doubled (a push answered otherwise may be stored,
-  at most once, and is accounted as such).
+The steps build on each other, in this order:
+
+1. 12 h backfilled into the past plus live pushes: the ingesters upload their
+   closed blocks and drop those past the local retention (counted, gone from
+   their volumes); a 7-day merged profile with every cache cold, then warm, gives
+   the same bytes; the totals over the whole range and over the dropped hours
+   alone equal what was sent;
+2. querier.replicas 2 -> 3 (a new render; only the querier Deployment changes):
+   each querier pod answers the same totals and the same 7-day bytes;
+3. kill -9 of the Redis master holding most stream entries during pushes: its
+   replica takes over, the killed node rejoins as a replica, and the totals are
+   exact: nothing acknowledged lost, nothing doubled (a push answered otherwise
+   may be stored, at most once: the subset stored is found and counted);
+4. kill -9 of ingester a-0 and its volume deleted: zone b answers everything
+   exactly meanwhile; restarted empty under its name, the hours past the local
+   retention are answered exactly through the querier Service again (zone a,
+   read back from the bucket), and their 7-day merged profile, cold and warm,
+   is byte-identical to the one taken before the loss;
+5. KNOWN BROKEN, an expected failure: the recent hours after that restart. The
+   lost volume held profiles acknowledged but not uploaded yet (the open block);
+   zone a counts as complete again and answers without them.
 """
 import itertools
 import json
@@ -333,9 +339,13 @@ class SimulatedBucketClusterTest(unittest.TestCase):
 
         def done():
             return all(self.metric(p, "ember_bucket_blocks_pending") == 0 and
-                       self.metric(p, "ember_bucket_local_blocks_dropped_total") > 0 and
                        all(b >= old_end for b in self.local_blocks(p)) for p in self.ingesters())
         h.wait_for(done, timeout=180, interval=1.0, what="old blocks uploaded and dropped locally")
+        # each zone held every old block once: at least 22 of them were dropped per zone
+        for zone in "ab":
+            self.assertGreaterEqual(sum(self.metric(p, "ember_bucket_local_blocks_dropped_total")
+                                        for p in self.ingesters() if p.startswith(f"ember-ingester-{zone}-")),
+                                    22, zone)
 
     def local_blocks(self, pod):
         d = os.path.join(self.cluster.pvc_root, f"data-{pod}", "blocks")
