@@ -42,6 +42,7 @@ import signal
 import socket
 import subprocess
 import threading
+import time
 import unittest
 from urllib.parse import quote
 
@@ -298,6 +299,13 @@ class SimulatedBucketClusterTest(unittest.TestCase):
             for j in range(8):
                 self.push_ok(self.t0 + b * BLOCK_MS + j * 217_000 + b * 1000)
 
+    def not_near_block_end(self, margin_ms):
+        """Returns once the open block has at least margin_ms to go (waits past its end
+        when it has not: at most margin_ms, once in 30 min)."""
+        left = BLOCK_MS - h.now_ms() % BLOCK_MS
+        if left < margin_ms:
+            time.sleep((left + 2000) / 1000)
+
     def live(self, n):
         for _ in range(n):
             self.push_ok(h.now_ms() - 5000)
@@ -442,6 +450,11 @@ class SimulatedBucketClusterTest(unittest.TestCase):
         """kill -9 of an ingester, its volume deleted: zone b answers meanwhile; restarted
         empty, the hours past the local retention are answered exactly again."""
         c = self.cluster
+        # profiles in the open block, which goes up only once it ends: the victim
+        # holds a share that is not in the bucket when it dies (step 5 needs one)
+        self.not_near_block_end(30_000)
+        self.live(12)
+        self.drained()
         c.kill(VICTIM, signal.SIGKILL)
         shutil.rmtree(os.path.join(c.pvc_root, f"data-{VICTIM}"))
         self.wait_zones(1)
