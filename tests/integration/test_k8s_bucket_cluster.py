@@ -525,6 +525,11 @@ class SimulatedBucketClusterTest(unittest.TestCase):
             t.join(120)
         self.assertEqual([], errors)
         self.assertNotIn(victim, self.redis_masters())
+        # a pod whose link to the dead master is still down answers 503 (/ready too)
+        # until its link is back; as the kubelet would, wait until every pod is ready
+        # again before the steps that expect every push through the Service to succeed
+        h.wait_for(lambda: all(c.probe_ok(p) for p in c.pods.values()), timeout=120, interval=0.5,
+                   what="every pod ready again after the failover")
         self.drained()
         # the heartbeats on the failed master's slots come back with the next beat
         self.wait_zones(2)
