@@ -24,6 +24,9 @@ renders as process trees, each in a network namespace of its own.
   one holding its keys as files. A process cannot see a mount at the container's
   path without a root filesystem of its own, so args and env values naming a
   mountPath (or a path under it) are rewritten to the host directory.
+- External hosts (add_host): a service the chart only points at (a Redis Cluster's
+  nodes, an S3 server) runs as a process in a namespace of its own on the same
+  bridge, under a host name every hosts file maps to its IP.
 - Pods are started in their own session; kill(pod, SIGKILL) kills the process by
   pid. cleanup() stops every process, deletes every namespace (with them the veths
   and the bridge) and every /etc/netns dir; it is registered with atexit too.
@@ -36,6 +39,7 @@ import shutil
 import signal
 import subprocess
 import tempfile
+import threading
 import time
 
 import harness as h
@@ -82,6 +86,17 @@ class Pod:
         self.ready = False
 
 
+class Host:
+    """A machine outside the release but on the pod network (add_host)."""
+
+    def __init__(self, name, ip, netns, log_path):
+        self.name = name
+        self.ip = ip
+        self.netns = netns
+        self.log_path = log_path
+        self.proc = None
+
+
 class Cluster:
     def __init__(self, namespace, domain="cluster.local", node_name="sim-node"):
         self.ns = namespace
@@ -99,6 +114,7 @@ class Cluster:
         os.makedirs(self.pvc_root)
         self.docs = []
         self.pods = {}                    # name -> Pod
+        self.hosts = {}                   # name -> Host (add_host)
         self.ips = {}                     # pod name -> ip (kept across restarts)
         self.netns_all = []
         self.client = None
@@ -173,6 +189,8 @@ class Cluster:
                 for p in pods:
                     if p.workload["kind"] == "StatefulSet" and p.workload["spec"].get("serviceName") == name:
                         add([f"{p.name}.{fq}", f"{p.name}.{name}.{self.ns}.svc", f"{p.name}.{name}"], [p.ip])
+        for host in self.hosts.values():
+            add([host.name], [host.ip])
         return recs
 
     def _hosts_text(self, own):
@@ -198,6 +216,45 @@ class Cluster:
             if p.netns:
                 self._write_hosts(p.netns, p.name)
         self._write_hosts(self.client, "client")
+        for host in self.hosts.values():
+            self._write_hosts(host.netns, host.name)
+
+    # ---- external hosts
+    def add_host(self, name):
+        """A namespace on the bridge whose IP every hosts file maps `name` to, for a
+        service the chart is pointed at from outside the release; start_host runs
+        its process."""
+        if name in self.hosts or name in self.pods:
+            raise AssertionError(f"{name}: already a host or pod")
+        netns = self._make_netns(name)
+        host = Host(name, self.ips[name], netns, os.path.join(self.root, f"{name}.log"))
+        self.hosts[name] = host
+        self.update_dns()
+        return host
+
+    def start_host(self, name, argv):
+        """Runs argv in the host's namespace (killed with the test process)."""
+        host = self.hosts[name]
+        if host.proc is not None and host.proc.poll() is None:
+            raise AssertionError(f"{name}: already running")
+        with open(host.log_path, "ab") as log:
+            log.write(f"\n=== {' '.join(argv)}\n".encode())
+            log.flush()
+            host.proc = subprocess.Popen(["ip", "netns", "exec", host.netns, *argv], stdout=log,
+                                         stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                         start_new_session=True, preexec_fn=_die_with_parent)
+        return host
+
+    def kill_host(self, name, sig=signal.SIGKILL):
+        """Signals the host's process (by pid) and waits for it."""
+        proc = self.hosts[name].proc
+        if proc is not None and proc.poll() is None:
+            proc.send_signal(sig)
+            try:
+                proc.wait(30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
 
     # ---- objects
     def apply(self, docs):
@@ -414,6 +471,24 @@ class Cluster:
         return "\n".join(out)
 
     # ---- clients (curl in the client namespace, names resolved by its hosts file)
+    def on_client(self, fn, *args):
+        """fn(*args) on a thread moved into the client namespace (setns: its sockets
+        reach pod and host IPs; names are not resolved there, use IPs)."""
+        out = {}
+
+        def run():
+            try:
+                _enter_netns(self.client)
+                out["value"] = fn(*args)
+            except BaseException as e:  # noqa: BLE001 - re-raised by the caller's thread
+                out["error"] = e
+        t = threading.Thread(target=run, daemon=True)
+        t.start()
+        t.join()
+        if "error" in out:
+            raise out["error"]
+        return out["value"]
+
     def curl(self, url, body=None, headers=None, timeout=30):
         """(status, body bytes) of one request from the client pod."""
         out = tempfile.NamedTemporaryFile(dir=self.root, delete=False)
@@ -454,6 +529,8 @@ class Cluster:
                 self._stop(pod)
             except Exception:  # noqa: BLE001 - keep cleaning up
                 pass
+        for name in self.hosts:
+            self.kill_host(name, signal.SIGTERM)
         for netns in list(self.netns_all):
             self._del_netns(netns)
         shutil.rmtree(self.root, ignore_errors=True)
@@ -467,6 +544,7 @@ class Cluster:
             left += [f"/etc/netns/{d}" for d in os.listdir(NETNS_ETC) if d.startswith(self.tag + "-")]
         for pod in self.pods.values():
             left += [f"pid {p.pid}" for p in pod.procs if p.poll() is None]
+        left += [f"pid {x.proc.pid}" for x in self.hosts.values() if x.proc and x.proc.poll() is None]
         return left
 
 
@@ -476,6 +554,18 @@ def _die_with_parent():
     import ctypes
     libc = ctypes.CDLL("libc.so.6", use_errno=True)
     libc.prctl(1, signal.SIGKILL, 0, 0, 0)        # PR_SET_PDEATHSIG
+
+
+def _enter_netns(netns):
+    """The calling thread joins the network namespace (setns(2), CLONE_NEWNET)."""
+    import ctypes
+    libc = ctypes.CDLL("libc.so.6", use_errno=True)
+    fd = os.open(f"/var/run/netns/{netns}", os.O_RDONLY)
+    try:
+        if libc.setns(fd, 0x40000000) != 0:
+            raise OSError(ctypes.get_errno(), f"setns {netns}")
+    finally:
+        os.close(fd)
 
 
 def sweep_stale():
