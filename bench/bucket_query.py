@@ -59,6 +59,15 @@ def flamegraph(e, pt, t0, t1):
     return time.monotonic() - t, fg.SerializeToString()
 
 
+def where_time_goes(e):
+    """The read-back's own counters (bucket_read.c): seconds of GETs, of
+    writing and opening cached blocks, and of building readers."""
+    return {"downloads": dh.metric(e, "ember_bucket_cache_downloads_total"),
+            "fetch": dh.metric(e, "ember_bucket_cache_fetch_seconds_total"),
+            "open": dh.metric(e, "ember_bucket_cache_open_seconds_total"),
+            "setup": dh.metric(e, "ember_bucket_read_setup_seconds_total")}
+
+
 def push_week(e, t0, per_hour, services, body_of):
     n = 0
     for hour in range(HOURS):
@@ -96,8 +105,11 @@ def run_shape(weed, name, per_hour, rounds):
         e.start(args=[*args, "--storage.local-retention=1h"], timeout=600)
         h.wait_for(lambda: dh.metric(e, "ember_bucket_local_blocks_dropped_total") >= HOURS,
                    timeout=600, interval=1.0, what="the week dropped locally")
+        before = where_time_goes(e)
         cold = flamegraph(e, pt, t0, t1)
+        after_cold = where_time_goes(e)
         warm = [flamegraph(e, pt, t0, t1) for _ in range(rounds)]
+        after_warm = where_time_goes(e)
     finally:
         e.cleanup()
     local_s = statistics.median(x[0] for x in local)
@@ -109,6 +121,14 @@ def run_shape(weed, name, per_hour, rounds):
           f"{cold[0] / local_s:5.2f}x all-local (goal <= 5x)")
     print(f"  warm cache                 : {warm_s * 1000:8.1f} ms = "
           f"{warm_s / local_s:5.2f}x all-local (goal <= 1.5x)")
+    cold_parts = {k: after_cold[k] - before[k] for k in before}
+    warm_parts = {k: (after_warm[k] - after_cold[k]) / rounds for k in before}
+    print(f"  cold: {cold_parts['downloads']:.0f} downloads, GET+verify "
+          f"{cold_parts['fetch'] * 1000:.1f} ms summed over the workers, write+open "
+          f"{cold_parts['open'] * 1000:.1f} ms summed, reader set-up (wall) "
+          f"{cold_parts['setup'] * 1000:.1f} ms, the rest merging")
+    print(f"  warm: reader set-up {warm_parts['setup'] * 1000:.1f} ms a query, "
+          f"{warm_parts['downloads']:.0f} downloads, the rest merging")
     print(f"  answers byte-identical     : {same}")
     return same
 
