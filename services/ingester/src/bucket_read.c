@@ -212,7 +212,7 @@ static int entry_open(ing_bucket_read_t *br, cache_entry_t *e, const uint8_t *da
         (mkdir(blocks, 0755) != 0 && errno != EEXIST) ||
         (mkdir(block_dir, 0755) != 0 && errno != EEXIST))
         return LC_ESTORE;
-    int rc = bkt_file_write(file, data, len);
+    int rc = bkt_cache_file_write(file, data, len);
     lc_store_opts_t so = {.dir = dir,
                           .block_duration_ns = br->block_ns,
                           .max_open_blocks = CACHE_OPEN_BLOCKS,
