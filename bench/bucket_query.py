@@ -16,6 +16,10 @@ Per shape, one `ember` with --storage.backend=s3 against SeaweedFS on loopback
 Shapes: "small" (--per-hour folded profiles of 5 services, 3-12 stacks of
 depth <= 6) and "wide" (4x the profiles, 40 services, 40-frame stacks: more
 series and nodes per block).
+Also printed, from the read-back's counters (bucket_read.c): where the cold
+query's time went (GET + checksum and write + open summed over the downloads,
+which run 4 at a time; the wall time of building the reader) and the warm
+query's reader set-up; the rest of a query is merging.
 Correctness check (exit 1 on failure): all-local, cold and warm answers are
 byte-identical. Goals (issue 27): warm <= 1.5x, cold <= 5x of all-local.
 
