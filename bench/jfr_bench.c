@@ -11,8 +11,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "jfr.h"
 #include "lc/gz.h"
+#include "lc/jfr.h"
 #include "lc/pprof.h"
 
 static double now_s(void)
@@ -37,7 +37,7 @@ static int read_file(const char *path, lc_buf_t *out)
 }
 
 /* "metric:type:unit" = total, for every sample type of every profile. */
-static void print_totals(const ing_jfr_result_t *r)
+static void print_totals(const lc_jfr_result_t *r)
 {
     lc_pprof_limits_t lim;
     lc_pprof_limits_default(&lim);
@@ -74,18 +74,18 @@ static int bench_file(const char *path, int iterations)
     }
     const lc_buf_t *in = &raw;
     if (lc_gz_is_gzip(raw.data, raw.len)) {
-        if (lc_gunzip(raw.data, raw.len, ING_JFR_MAX_BYTES, &jfr) != 0)
+        if (lc_gunzip(raw.data, raw.len, LC_JFR_MAX_BYTES, &jfr) != 0)
             return 1;
         in = &jfr;
     }
-    ing_jfr_params_t params = {.start_ns = 1, .end_ns = 2, .sample_rate = 100};
-    ing_jfr_result_t r = {0};
+    lc_jfr_params_t params = {.start_ns = 1, .end_ns = 2, .sample_rate = 100};
+    lc_jfr_result_t r = {0};
     double t0 = now_s();
     for (int i = 0; i < iterations; i++) {
         lc_arena_t *a = lc_arena_new((size_t)1 << 30);
         lc_status_t st = {0};
-        ing_jfr_result_fini(&r);
-        if (ing_jfr_to_pprof(in->data, in->len, NULL, 0, &params, a, &r, &st) != 0) {
+        lc_jfr_result_fini(&r);
+        if (lc_jfr_to_pprof(in->data, in->len, NULL, 0, &params, a, &r, &st) != 0) {
             fprintf(stderr, "%s: %s\n", path, st.msg);
             return 1;
         }
@@ -97,7 +97,7 @@ static int bench_file(const char *path, int iterations)
            path, in->len, iterations, secs, (double)in->len * iterations / secs / 1e6);
     print_totals(&r);
     printf("}}\n");
-    ing_jfr_result_fini(&r);
+    lc_jfr_result_fini(&r);
     lc_buf_fini(&raw);
     lc_buf_fini(&jfr);
     return 0;

@@ -59,7 +59,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     bounds_t b = {body, body + len};
     lc_arena_t *arena = lc_arena_new(1 << 26);
     lc_status_t st = {0};
-    if (ing_folded_parse(body, len, lines, arena, check_stack, &b, &st) != 0 && !st.msg[0])
+    if (lc_folded_parse(body, len, lines, arena, check_stack, &b, &st) != 0 && !st.msg[0])
         abort();
     lc_arena_free(arena);
     convert(body, len, lines, rate);

@@ -9,12 +9,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "jfr.h"
+#include "lc/jfr.h"
 #include "receive_int.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static void check_profiles(const ing_jfr_result_t *r, lc_arena_t *arena)
+static void check_profiles(const lc_jfr_result_t *r, lc_arena_t *arena)
 {
     lc_pprof_limits_t lim;
     lc_pprof_limits_default(&lim);
@@ -38,16 +38,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     size_t jfr_len = size - 1 - labels_len;
     lc_arena_t *arena = lc_arena_new(1 << 28);
     lc_status_t st = {0};
-    ing_jfr_params_t params = {
+    lc_jfr_params_t params = {
         .start_ns = 1700000000000000000LL, .end_ns = 1700000010000000000LL, .sample_rate = 100};
-    ing_jfr_result_t r;
-    if (ing_jfr_to_pprof(jfr, jfr_len, labels_len ? labels : NULL, labels_len, &params, arena, &r,
-                         &st) != 0) {
+    lc_jfr_result_t r;
+    if (lc_jfr_to_pprof(jfr, jfr_len, labels_len ? labels : NULL, labels_len, &params, arena, &r,
+                        &st) != 0) {
         if (!st.msg[0] || r.n != 0 || (st.http_status != 413 && st.http_status != 422))
             abort();
     } else {
         check_profiles(&r, arena);
-        ing_jfr_result_fini(&r);
+        lc_jfr_result_fini(&r);
     }
     lc_arena_free(arena);
     return 0;

@@ -12,7 +12,7 @@
 
 typedef struct check_s {
     const ing_speedscope_t *ss;
-    ing_cv_t *cv;
+    lc_cv_t *cv;
     uint64_t locs[ING_SPEEDSCOPE_MAX_DEPTH];
 } check_t;
 
@@ -25,9 +25,9 @@ static int check_stack(const uint32_t *frames, size_t n, int64_t value, void *da
         if (frames[i] >= c->ss->n_frames)
             abort();
         c->locs[i] =
-            ing_cv_location(c->cv, c->ss->frame_names[frames[i]], c->ss->frame_lens[frames[i]]);
+            lc_cv_location(c->cv, c->ss->frame_names[frames[i]], c->ss->frame_lens[frames[i]]);
     }
-    return ing_cv_sample(c->cv, c->locs, n, value);
+    return lc_cv_sample(c->cv, c->locs, n, value);
 }
 
 static void convert(const ing_speedscope_t *ss, size_t i, lc_arena_t *arena)
@@ -46,7 +46,7 @@ static void convert(const ing_speedscope_t *ss, size_t i, lc_arena_t *arena)
     int rc = ing_speedscope_stacks(ss, i, check_stack, &c, &st);
     if (rc != 0 && !st.msg[0])
         abort();
-    if (rc == 0 && ing_cv_encode(c.cv, &out) == 0) {
+    if (rc == 0 && lc_cv_encode(c.cv, &out) == 0) {
         lc_pprof_t *p;
         if (lc_pprof_decode(out.data, out.len, &lim, arena, &p, &st) != 0)
             abort();
@@ -54,7 +54,7 @@ static void convert(const ing_speedscope_t *ss, size_t i, lc_arena_t *arena)
             abort();
     }
     lc_buf_fini(&out);
-    ing_cv_free(c.cv);
+    lc_cv_free(c.cv);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

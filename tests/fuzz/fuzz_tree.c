@@ -29,11 +29,11 @@ static void convert(const uint8_t *body, size_t len, bool trie, uint32_t rate)
         abort();
     lc_pprof_limits_t lim;
     lc_pprof_limits_default(&lim);
-    ing_cv_t *cv = ing_cv_new(&t, rate, 1, &lim, &st);
+    lc_cv_t *cv = ing_cv_new(&t, rate, 1, &lim, &st);
     lc_buf_t out;
     lc_buf_init(&out, lim.max_decompressed_bytes);
-    if (ing_tree_decode(body, len, trie, ing_cv_stack, cv, &st) == 0 &&
-        ing_cv_encode(cv, &out) == 0) {
+    if (ing_tree_decode(body, len, trie, lc_cv_stack, cv, &st) == 0 &&
+        lc_cv_encode(cv, &out) == 0) {
         lc_pprof_t *p;
         if (lc_pprof_decode(out.data, out.len, &lim, arena, &p, &st) != 0)
             abort();
@@ -41,7 +41,7 @@ static void convert(const uint8_t *body, size_t len, bool trie, uint32_t rate)
             abort();
     }
     lc_buf_fini(&out);
-    ing_cv_free(cv);
+    lc_cv_free(cv);
     lc_arena_free(arena);
 }
 

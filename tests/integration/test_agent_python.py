@@ -4,7 +4,9 @@ Oracles outside the agent: agentprogs/py_split.py, whose main() calls alpha()
 and beta() with a 3:1 split of loop iterations and measures its own split
 with time.thread_time (printed at exit); the interpreter's own structures,
 probed from inside with ctypes (the offsets python.c uses for 3.11); and the
-program's source (function names, first lines). Debian's /usr/bin/python3.11
+program's source (function names, first lines); Python's own names of a
+package's functions (__module__, __qualname__); the interpreter object's
+symbol table (nm) for what must not show between two Python frames. Debian's /usr/bin/python3.11
 has no frame pointers, so without the agent's Python walk these stacks are
 _PyEval_EvalFrameDefault all the way down. Needs root and a kernel with BTF.
 """
@@ -13,6 +15,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 import tempfile
 import unittest
 
@@ -35,11 +38,37 @@ PYTHON_312 = os.path.join(PYENV, "3.12.1/bin/python3.12")
 PYTHON_313 = os.path.join(PYENV, "3.13.0/bin/python3.13")
 PYTHON_39 = os.path.join(PYENV, "3.9.18/bin/python3.9")
 PYTHON_310 = os.path.join(PYENV, "3.10.13/bin/python3.10")
-# the program's own functions (its source): 3.10 runs each Python call in its
-# own eval call, so the interpreter's call glue (_PyFunction_Vectorcall...)
-# stays between two Python frames; the order of the program's frames is
-# what must hold there
-PY_FUNCS = {"py_split." + f for f in ("<module>", "main", "alpha", "beta", "spin")}
+def q_cext(name):
+    return "py_cext." + name
+
+
+class InterpreterSymbols:
+    """The functions of the object an interpreter runs from (the python
+    binary, or its libpython when built shared), by nm; `unnamed` is how the
+    agent names an address in it that no symbol covers."""
+
+    def __init__(self, path):
+        self.names = set()
+        for flags in (["-D"], []):
+            r = subprocess.run(["nm", *flags, "--defined-only", path], capture_output=True,
+                               text=True)
+            for line in r.stdout.splitlines():
+                parts = line.split()
+                if len(parts) == 3 and parts[1] in "tTwWiI":
+                    self.names.add(parts[2])
+        self.unnamed = os.path.basename(path) + "+0x"
+
+
+def interpreter_symbols(exe):
+    """The symbols of the object exe runs the interpreter from: its
+    libpython when it maps one (pyenv's builds), else itself (Debian's)."""
+    r = subprocess.run([exe, "-c", "print(open('/proc/self/maps').read())"],
+                       capture_output=True, text=True, check=True)
+    libs = {line.split()[-1] for line in r.stdout.splitlines() if "/libpython3" in line}
+    path = libs.pop() if libs else os.path.realpath(exe)
+    symbols = InterpreterSymbols(path)
+    assert "_PyEval_EvalFrameDefault" in symbols.names, path  # the right object
+    return symbols
 
 
 def q(name):
@@ -159,11 +188,6 @@ def source_lines(path, names):
     return out
 
 
-def callers(version, path):
-    """The frames above a node that must be its Python callers, in order."""
-    return path if version != "3.10" else [f for f in path if f in PY_FUNCS]
-
-
 @unittest.skipUnless(os.geteuid() == 0, "the eBPF agent needs root")
 @unittest.skipUnless(os.path.exists(PYTHON), "Debian's python3.11 is not installed")
 class AgentPythonTest(unittest.TestCase):
@@ -183,16 +207,26 @@ class AgentPythonTest(unittest.TestCase):
                            stdin=subprocess.PIPE)
                     for v, exe in pythons.items() if os.path.exists(exe)}
         methods = {v: exe for v, exe in pythons.items() if v in ("3.11", "3.13")}
-        cls.method_runs = {v: Run([exe, os.path.join(PROGS, "py_methods.py"), "0.5"],
+        cls.extra_exes = methods
+        # -B: no __pycache__ written into the source tree (py_started, pkg)
+        cls.method_runs = {v: Run([exe, "-B", os.path.join(PROGS, "py_methods.py"), "0.5"],
                                   stdin=subprocess.PIPE)
                            for v, exe in methods.items() if os.path.exists(exe)}
-        for v, r in list(cls.runs.items()) + list(cls.method_runs.items()):
+        cls.pkg_runs = {v: Run([exe, "-B", os.path.join(PROGS, "py_pkg.py"), "0.5"],
+                               stdin=subprocess.PIPE)
+                        for v, exe in methods.items() if os.path.exists(exe)}
+        cls.cext_runs = {v: Run([exe, "-B", os.path.join(PROGS, "py_cext.py"), "0.5"],
+                                stdin=subprocess.PIPE)
+                         for v, exe in methods.items() if os.path.exists(exe)}
+        cls.extra_runs = (list(cls.method_runs.items()) + list(cls.pkg_runs.items()) +
+                          list(cls.cext_runs.items()))
+        for v, r in list(cls.runs.items()) + cls.extra_runs:
             cls.start_when_seen(v, r)
         cls.split_lines = {v: r.proc.stdout.readline().decode() for v, r in cls.runs.items()}
         # alive until the agent has drained their samples: names are read
         # from live processes (the JVM's perf map, code objects)
         wait_two_drains(cls.srv, INTERVAL_S)
-        for r in list(cls.runs.values()) + list(cls.method_runs.values()):
+        for r in list(cls.runs.values()) + [r for _, r in cls.extra_runs]:
             r.proc.stdin.close()
             r.finish(timeout=60)
 
@@ -280,18 +314,62 @@ class AgentPythonTest(unittest.TestCase):
         spec = importlib.util.spec_from_file_location("py_methods",
                                                       os.path.join(PROGS, "py_methods.py"))
         mod = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(mod)
+        sys.path.insert(0, PROGS)  # where it imports py_started from, as when run
+        try:
+            spec.loader.exec_module(mod)
+        finally:
+            sys.path.remove(PROGS)
         want = f"{mod.__name__}.{mod.Outer.Inner.crunch.__qualname__}"
         caller = f"{mod.__name__}.{mod.main.__qualname__}"
         for version, run in self.method_runs.items():
             nodes = settled_nodes(self.srv, run, f"the Python {version} methods profile")
-            totals = totals_by_name(nodes)
             # the method's samples, all under that name (no bare "crunch" or
             # "Inner.crunch" beside it), called by main
-            self.assertGreater(totals.get(want, 0), 0, f"{version}: no {want}: {sorted(totals)}")
-            others = [k for k in totals if k.endswith("crunch") and k != want]
-            self.assertEqual(others, [], f"{version}: other names for the method")
+            self.assertOnlyName(nodes, want, "crunch", version)
             self.assertMostlyPlaced(nodes, {want}, lambda path: path[-1:] == [caller])
+
+    def test_module_names_in_packages(self):
+        # Python's own answer: each function's __module__ and __qualname__
+        # when the package is imported from the program's path entry
+        oracle = ("import sys; sys.path.insert(0, sys.argv[1]); import pkg, pkg.sub.mod as m; "
+                  "print(m.hot.__module__ + '.' + m.hot.__qualname__, "
+                  "pkg.run.__module__ + '.' + pkg.run.__qualname__)")
+        r = subprocess.run([PYTHON, "-B", "-c", oracle, os.path.join(PROGS, "pypkg")],
+                           capture_output=True, text=True, check=True)
+        hot, runner = r.stdout.split()
+        self.assertEqual((hot, runner), ("pkg.sub.mod.hot", "pkg.run"))  # what the rule says
+        for version, run in self.pkg_runs.items():
+            nodes = settled_nodes(self.srv, run, f"the Python {version} package profile")
+            self.assertOnlyName(nodes, hot, "hot", version)
+            self.assertMostlyPlaced(nodes, {hot}, lambda path: path[-1:] == [runner])
+            self.assertMostlyPlaced(nodes, {runner}, lambda path: path[-1:] == ["py_pkg.main"])
+
+    def test_c_code_between_python_frames_stays(self):
+        # py_cext.py: sort_in_c -> ctypes -> libffi (ffi_call) -> libc's
+        # qsort_r -> libffi's closure -> ctypes -> compare. Oracles: that call
+        # chain (ctypes' and libc's), and the interpreter object's own symbol
+        # table (nm): none of its functions may show between the two Python
+        # frames, the other objects' frames must, in the order they call
+        for version, run in self.cext_runs.items():
+            own = interpreter_symbols(self.extra_exes[version])
+            nodes = settled_nodes(self.srv, run, f"the Python {version} ctypes profile")
+
+            def placed(path):
+                if q_cext("sort_in_c") not in path:
+                    return False
+                between = path[path.index(q_cext("sort_in_c")) + 1:]
+                return (not any(f in own.names or f.startswith(own.unnamed) for f in between)
+                        and "ffi_call" in between and "qsort_r" in between
+                        and between.index("ffi_call") < between.index("qsort_r"))
+            self.assertMostlyPlaced(nodes, {q_cext("compare")}, placed)
+
+    def assertOnlyName(self, nodes, want, ending, version):
+        """Samples named `want`, and no other name ending like it (no other
+        module or qualified name for the same function)."""
+        totals = totals_by_name(nodes)
+        self.assertGreater(totals.get(want, 0), 0, f"{version}: no {want}: {sorted(totals)}")
+        others = [k for k in totals if k.endswith(ending) and k != want]
+        self.assertEqual(others, [], f"{version}: other names for {want}")
 
     def assertMostlyPlaced(self, nodes, names, placed):
         """All but 2% of the samples of `names` sit where placed(path) says.
@@ -338,15 +416,22 @@ class AgentPythonTest(unittest.TestCase):
                         f"alpha share {share:.3f}, the program measured {want:.3f}; top {top}")
         why = h.split_mismatch(a_n, a_n + b_n, want)
         self.assertIsNone(why, f"alpha share: {why}; top {top}")
-        # main above both, <module> above main, the eval loop gone from between
+        # main right above both, <module> right above main: the eval loop and
+        # the interpreter's call glue between them gone (3.10 runs each call
+        # in its own eval call, through _PyEval_Vector...)
         self.assertMostlyPlaced(
             nodes, {q("alpha"), q("beta")},
-            lambda path: (callers(version, path)[-1:] == [q("main")] and q("<module>") in path
+            lambda path: (path[-2:] == [q("<module>"), q("main")]
                           and "_PyEval_EvalFrameDefault" not in path))
         spin = [n for n in nodes if n["name"] == q("spin")]
-        under = sum(n["total"] for n in spin
-                    if callers(version, n["path"])[-1:] in ([q("alpha")], [q("beta")]))
+        under = sum(n["total"] for n in spin if n["path"][-1:] in ([q("alpha")], [q("beta")]))
         self.assertGreaterEqual(under, 0.9 * sum(n["total"] for n in spin), "spin not under alpha/beta")
+        # a generator run by a builtin (sum) in every version is an eval call
+        # of its own, entered through the interpreter's C code (sum, the
+        # generator's send); in Python's terms warm() runs it
+        self.assertMostlyPlaced(nodes, {q("warm.<locals>.<genexpr>") if version != "3.10"
+                                        else q("<genexpr>")},
+                                lambda path: path[-1:] == [q("warm")])
         # the process' native entry stays below the Python frames
         main_nodes = [n for n in nodes if n["name"] == q("main") and n["total"]]
         self.assertTrue(any("Py_RunMain" in n["path"] or "Py_BytesMain" in n["path"]

@@ -12,8 +12,10 @@ rules must survive a restart. The Go client with Pyroscope's own generated
 types (grpcclient/rules.go) covers the three wire protocols."""
 import json
 import re
+import threading
 import unittest
 
+import distributed_harness as dh
 import harness as h
 
 SVC = "/settings.v1.RecordingRulesService/"
@@ -156,6 +158,58 @@ class RecordingRulesDurableTest(unittest.TestCase):
             self.assertTrue(re.fullmatch(r"[a-zA-Z]{10}", made["id"]))
         finally:
             srv.cleanup()
+
+
+class RecordingRulesSharedTest(dh.ClusterTestCase):
+    """Two ember-querier processes sharing one Redis (the distributed mode):
+    both see one rule, and two updates of one generation sent at once, one to
+    each, must never both win — the generation check holds across processes
+    (a conditional write in Redis), not only inside one."""
+
+    @classmethod
+    def set_up(cls):
+        cls.redis = dh.Redis(aof=False).start()
+        ing = dh.ingester(cls.redis.url)  # a querier is ready once it sees an ingester
+        cls.procs.append(ing)
+        ing.start()
+        cls.queriers = []
+        for _ in range(2):
+            q = dh.querier(cls.redis.url)
+            cls.procs.append(q)
+            cls.queriers.append(q.start())
+
+    def rpc(self, q, method, body):
+        r = q.request("POST", SVC + method, json.dumps(body).encode(),
+                      {"Content-Type": "application/json"})
+        return r.status, json.loads(r.body or b"{}")
+
+    def test_one_generation_one_winner_across_queriers(self):
+        a, b = self.queriers
+        status, out = self.rpc(a, "UpsertRecordingRule", rule(id="Shared"))
+        self.assertEqual(status, 200, out)
+        self.assertEqual(self.rpc(b, "GetRecordingRule", {"id": "Shared"})[1]["rule"], out["rule"])
+        generation = 1
+        for round_ in range(25):
+            results = [None, None]
+
+            def update(i, q):
+                body = rule(metric=f"profiles_recorded_q{i}_{round_}", id="Shared",
+                            generation=str(generation))
+                results[i] = self.rpc(q, "UpsertRecordingRule", body)
+
+            threads = [threading.Thread(target=update, args=(i, q)) for i, q in enumerate((a, b))]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+            statuses = sorted(st for st, _ in results)
+            self.assertIn(statuses, ([200, 409], [409, 409]), f"round {round_}: {results}")
+            won = [out["rule"] for st, out in results if st == 200]
+            stored = self.rpc(a, "GetRecordingRule", {"id": "Shared"})[1]["rule"]
+            if won:
+                generation += 1
+                self.assertEqual(stored, won[0], f"round {round_}")
+            self.assertEqual(stored["generation"], str(generation))
 
 
 if __name__ == "__main__":

@@ -60,11 +60,11 @@ def run(*cmd, **kw):
 class Program:
     """The test program, its debug file, and binutils' answers about it."""
 
-    def __init__(self):
+    def __init__(self, source=PROGRAM):
         d = h.temp_dir("ember-symbols-prog-")
         src = os.path.join(d, "burner.c")
         with open(src, "w") as f:
-            f.write(PROGRAM)
+            f.write(source)
         self.full = os.path.join(d, "burner")
         run("gcc", "-g", "-O2", "-Wl,--build-id", "-o", self.full, src)
         self.debug_dir = os.path.join(d, "debug")
@@ -150,6 +150,17 @@ def unsymbolized(want, prog):
     return collections.Counter({tuple(names.get(f, f) for f in k): v for k, v in out.items()})
 
 
+def server_named(want):
+    """The names the server gives the profile's frames (binutils' names: every frame of
+    the stacks but the unknown module's, which nothing names)."""
+    return {f for st in want for f in st if not f.startswith("libmystery.so+")}
+
+
+def symbolized(fg):
+    """The names a flame graph marks as named on the server (FlameGraph.symbolized)."""
+    return {fg.names[i] for i in fg.symbolized}
+
+
 class SymbolsCase(h.ServerTestCase):
     """One ember; the program's profile pushed once."""
     extra_args = ()
@@ -208,6 +219,10 @@ class DebuginfodTest(SymbolsCase):
 
     def test_flamegraph_names_the_stripped_programs_frames(self):
         self.assertEqual(self.stacks(), self.want)
+
+    def test_server_named_frames_marked(self):
+        fg = self.srv.flamegraph(CPU, '{service_name="burner"}', *self.window)
+        self.assertEqual(symbolized(fg), server_named(self.want))
 
     def test_inlined_function_is_its_own_frame(self):
         inlined = [st for st in self.want if "burn_b" in st]
@@ -300,6 +315,14 @@ class DebuginfodQueryPathsTest(DebuginfodTest):
         for name in ("burn_a", "burn_b", "main"):
             self.assertIn(f'[label="{name}\\n', r.body.decode())
 
+    def test_legacy_render_json_marks_server_named_frames(self):
+        q = {"query": f'{CPU}{{service_name="burner"}}', "from": str(self.window[0]),
+             "until": str(self.window[1])}
+        r = self.srv.request("GET", "/pyroscope/render?" + urllib.parse.urlencode(q))
+        self.assertStatus(r, 200, "render")
+        fb = json.loads(r.body)["flamebearer"]
+        self.assertEqual({fb["names"][i] for i in fb["symbolized"]}, server_named(self.want))
+
 
 class RollupTest(DebuginfodTest):
     """A query over a whole 6-hour window that has a rollup: the rollup was
@@ -327,6 +350,25 @@ class RollupTest(DebuginfodTest):
         self.assertEqual(self.stacks(), self.want)
 
 
+def start_cluster(cls, args):
+    """Redis, two ember-ingesters with args and an ember-querier for a ClusterTestCase;
+    cls.prog's profile pushed and consumed (cls.raw, cls.want, cls.window)."""
+    cls.redis = dh.Redis()
+    cls.redis.start()
+    cls.ingesters = [dh.ingester(cls.redis.url, args=args) for _ in range(2)]
+    cls.querier = dh.querier(cls.redis.url)
+    for p in [*cls.ingesters, cls.querier]:
+        cls.procs.append(p)
+        p.start()
+    dh.wait_members(cls.querier, 2)
+    now_ns = time.time_ns() - 60_000_000_000
+    cls.raw, cls.want = build_profile(cls.prog, now_ns)
+    cls.window = (now_ns // 1_000_000 - 60_000, now_ns // 1_000_000 + 60_000)
+    r = cls.ingesters[0].push([({"__name__": "process_cpu", "service_name": "burner"}, [cls.raw])])
+    assert r.status == 200, r.describe()
+    cls.redis.wait_drained()
+
+
 class DistributedTest(dh.ClusterTestCase):
     """ember-ingester x 2 behind ember-querier: the ingesters name the frames
     (they hold the locations; the querier merges flame graphs by name and
@@ -340,21 +382,7 @@ class DistributedTest(dh.ClusterTestCase):
             raise unittest.SkipTest(why)
         cls.dfd = debuginfod_util.Debuginfod(cls.prog.debug_dir)
         cls.dfd.wait_serving(cls.prog.build_id)
-        cls.redis = dh.Redis()
-        cls.redis.start()
-        args = (f"--symbolizer.debuginfod-urls={cls.dfd.url}", "--symbolizer.query-wait=60s")
-        cls.ingesters = [dh.ingester(cls.redis.url, args=args) for _ in range(2)]
-        cls.querier = dh.querier(cls.redis.url)
-        for p in [*cls.ingesters, cls.querier]:
-            cls.procs.append(p)
-            p.start()
-        dh.wait_members(cls.querier, 2)
-        now_ns = time.time_ns() - 60_000_000_000
-        cls.raw, cls.want = build_profile(cls.prog, now_ns)
-        cls.window = (now_ns // 1_000_000 - 60_000, now_ns // 1_000_000 + 60_000)
-        r = cls.ingesters[0].push([({"__name__": "process_cpu", "service_name": "burner"}, [cls.raw])])
-        assert r.status == 200, r.describe()
-        cls.redis.wait_drained()
+        start_cluster(cls, (f"--symbolizer.debuginfod-urls={cls.dfd.url}", "--symbolizer.query-wait=60s"))
 
     @classmethod
     def tearDownClass(cls):
@@ -366,10 +394,117 @@ class DistributedTest(dh.ClusterTestCase):
         fg = self.querier.flamegraph(CPU, '{service_name="burner"}', *self.window)
         self.assertEqual(h.flamegraph_stacks(list(fg.names), [list(l.values) for l in fg.levels]),
                          self.want)
+        # the ingesters' marks reach the querier's merge beside the tree bytes
+        self.assertEqual(symbolized(fg), server_named(self.want))
 
     def test_merged_pprof_through_the_querier(self):
         raw = self.querier.merge_profile(CPU, '{service_name="burner"}', *self.window)
         self.assertEqual(pprof_stacks(h.pb().profile.Profile.FromString(h.gunzip_if(raw))), self.want)
+
+
+class BucketUploadTest(dh.ClusterTestCase):
+    """ember-ingester x 2 with the filesystem object store behind ember-querier, no
+    debuginfod: the debug file is uploaded to the ingester that does NOT hold the
+    profile; the one that does names its frames through the bucket (issue 31). The
+    object in the bucket is the uploaded file byte for byte (its header's SHA-256 is
+    hashlib's); a delete through the uploader unnames them on the other ingester too."""
+
+    @classmethod
+    def set_up(cls):
+        cls.prog = Program()
+        cls.other = Program(source=PROGRAM.replace("1000u", "999u"))
+        with open(cls.prog.debug, "rb") as f:
+            cls.debug_bytes = f.read()
+        with open(cls.other.debug, "rb") as f:
+            cls.other_bytes = f.read()
+        # a tenant may keep either file, not both (test_3)
+        cls.tenant_bound = max(len(cls.debug_bytes), len(cls.other_bytes)) * 3 // 2
+        cls.bucket = h.temp_dir("ember-symbols-bucket-")
+        start_cluster(cls, ("--symbolizer.debuginfod-urls=none", "--storage.backend=filesystem",
+                            f"--storage.filesystem.dir={cls.bucket}", "--storage.prefix=p1",
+                            "--symbolizer.negative-cache-ttl=1s",
+                            f"--debuginfo.max-tenant-bytes={cls.tenant_bound}"))
+        total = sum(cls.want.values())
+        holders = [i for i in cls.ingesters
+                   if i.flamegraph(CPU, '{service_name="burner"}', *cls.window).total == total]
+        assert len(holders) == 1, "one ingester holds the profile"
+        cls.holder = holders[0]
+        cls.uploader = next(i for i in cls.ingesters if i is not cls.holder)
+
+    def stacks(self):
+        fg = self.querier.flamegraph(CPU, '{service_name="burner"}', *self.window)
+        return h.flamegraph_stacks(list(fg.names), [list(l.values) for l in fg.levels]), fg
+
+    def pyro(self, ing, method, msg):
+        return ing.request("POST", f"{PYRO}/{method}", msg.SerializeToString(),
+                           {"Content-Type": "application/proto", "Connect-Protocol-Version": "1"})
+
+    def bucket_files(self):
+        return [f for _, _, fs in os.walk(os.path.join(self.bucket, "p1", "debuginfo")) for f in fs]
+
+    def copies(self, ing):
+        d = os.path.join(ing.data_dir, "debuginfo-bucket-copies")
+        return [f for _, _, fs in os.walk(d) for f in fs]
+
+    def upload(self, ing, build_id, body):
+        return ing.request("POST", f"{PYRO}/Upload/{build_id}", body,
+                           {"Content-Type": "application/octet-stream"})
+
+    def test_1_bad_uploads_leave_the_bucket_empty(self):
+        for body in (self.other_bytes, self.debug_bytes[:len(self.debug_bytes) // 2], b"not ELF" * 100):
+            r = self.upload(self.uploader, self.prog.build_id, body)
+            self.assertEqual(r.status, 400, r.describe())
+        self.assertEqual(self.bucket_files(), [])
+        self.assertEqual(self.copies(self.uploader), [])
+
+    def test_3_tenant_bound_counts_every_ingesters_uploads(self):
+        """Each file alone is within the tenant's bound, both are not: the second upload,
+        to the other ingester (which has no copy of the first), is refused by the bucket's
+        count, and nothing of it is stored."""
+        r = self.upload(self.holder, self.prog.build_id, self.debug_bytes)
+        self.assertEqual(r.status, 200, r.describe())
+        self.assertEqual(self.copies(self.uploader), [])
+        r = self.upload(self.uploader, self.other.build_id, self.other_bytes)
+        self.assertEqual(r.status, 413, r.describe())
+        self.assertEqual(self.bucket_files(), [f"{self.prog.build_id}.debug"])
+        self.assertEqual(self.copies(self.uploader), [])
+        m = h.compile_protos("debuginfo/v1alpha1/debuginfo.proto")["debuginfo.v1alpha1"]
+        r = self.pyro(self.uploader, "DeleteDebuginfo", m.DeleteDebuginfoRequest(gnu_build_id=self.prog.build_id))
+        self.assertEqual(r.status, 200, r.describe())
+        r = self.upload(self.uploader, self.other.build_id, self.other_bytes)     # room again
+        self.assertEqual(r.status, 200, r.describe())
+        self.assertEqual(self.bucket_files(), [f"{self.other.build_id}.debug"])
+
+    def test_2_upload_to_one_ingester_names_frames_on_another(self):
+        self.assertEqual(self.stacks()[0], unsymbolized(self.want, self.prog))
+        r = self.upload(self.uploader, self.prog.build_id, self.debug_bytes)
+        self.assertEqual(r.status, 200, r.describe())
+        # the object: the file as uploaded, under the build id (content-addressed)
+        path = os.path.join(self.bucket, "p1", "debuginfo", "anonymous", f"{self.prog.build_id}.debug")
+        with open(path, "rb") as f:
+            line, _, body = f.read().partition(b"\n")
+        self.assertEqual(body, self.debug_bytes)
+        self.assertEqual(line, b"ember-obj1 " + hashlib.sha256(self.debug_bytes).hexdigest().encode())
+        # the holder sees it (ShouldInitiateUpload, List) and names its frames
+        m = h.compile_protos("debuginfo/v1alpha1/debuginfo.proto")["debuginfo.v1alpha1"]
+        r = self.pyro(self.holder, "ShouldInitiateUpload",
+                      m.ShouldInitiateUploadRequest(file=m.FileMetadata(gnu_build_id=self.prog.build_id)))
+        self.assertEqual(r.status, 200, r.describe())
+        self.assertFalse(m.ShouldInitiateUploadResponse.FromString(r.body).should_initiate_upload)
+        r = self.pyro(self.holder, "ListDebuginfo", m.ListDebuginfoRequest())
+        self.assertEqual({o.file.gnu_build_id: o.size_bytes
+                          for o in m.ListDebuginfoResponse.FromString(r.body).object},
+                         {self.prog.build_id: len(self.debug_bytes)})
+        # (the holder believes its earlier "not in the bucket" for the negative TTL, 1 s)
+        h.wait_for(lambda: self.stacks()[0] == self.want, timeout=30,
+                   what="the holder to name its frames through the bucket")
+        self.assertEqual(symbolized(self.stacks()[1]), server_named(self.want))
+        # deleted through the uploader: the holder's copy goes at its next check of the bucket
+        r = self.pyro(self.uploader, "DeleteDebuginfo", m.DeleteDebuginfoRequest(gnu_build_id=self.prog.build_id))
+        self.assertEqual(r.status, 200, r.describe())
+        self.assertFalse(os.path.exists(path))
+        h.wait_for(lambda: self.stacks()[0] == unsymbolized(self.want, self.prog), timeout=30,
+                   what="the holder to drop its copy of the deleted file")
 
 
 CXX_PROGRAM = r"""
@@ -656,6 +791,33 @@ class DebuginfodDownTest(SymbolsCase):
         self.assertEqual(self.stacks(), unsymbolized(self.want, self.prog))
         # asked again: the failure is remembered, the answer the same
         self.assertEqual(self.stacks(), unsymbolized(self.want, self.prog))
+        self.assertEqual(symbolized(self.srv.flamegraph(CPU, '{service_name="burner"}', *self.window)),
+                         set())
+
+
+class FakeResponse:
+    """An HTTP status for assertRefused where the refusal came over gRPC."""
+
+    def __init__(self, status):
+        self.status = status
+
+    def describe(self):
+        return f"status {self.status}"
+
+
+def decompression_bomb(prog):
+    """The program's debug file plus a 64 MiB section of zeros, zlib-compressed by
+    objcopy: small on the wire, 64 MiB declared inflated."""
+    d = h.temp_dir("ember-bomb-")
+    zeros = os.path.join(d, "zeros")
+    with open(zeros, "wb") as f:
+        f.truncate(64 << 20)
+    bomb = os.path.join(d, "bomb")
+    run("objcopy", "--add-section", f".debug_bomb={zeros}", "--set-section-flags",
+        ".debug_bomb=readonly,debug", prog.debug, bomb)
+    run("objcopy", "--compress-debug-sections=zlib", bomb)
+    with open(bomb, "rb") as f:
+        return f.read()
 
 
 def grpc_frames(*messages):
@@ -798,18 +960,31 @@ class UploadTest(SymbolsCase):
         self.assertRefused(self.pyro_upload(self.prog.build_id, b"hello, not an ELF file" * 100))
 
     def test_3_decompression_bomb_refused(self):
-        d = h.temp_dir("ember-bomb-")
-        zeros = os.path.join(d, "zeros")
-        with open(zeros, "wb") as f:
-            f.truncate(64 << 20)
-        bomb = os.path.join(d, "bomb")
-        run("objcopy", "--add-section", f".debug_bomb={zeros}", "--set-section-flags",
-            ".debug_bomb=readonly,debug", self.prog.debug, bomb)
-        run("objcopy", "--compress-debug-sections=zlib", bomb)
-        with open(bomb, "rb") as f:
-            body = f.read()
+        body = decompression_bomb(self.prog)
         self.assertLess(len(body), 16 << 20)       # small on the wire, 64 MiB inflated
         self.assertRefused(self.pyro_upload(self.prog.build_id, body), (413,))
+
+    def assertParcaRefused(self, body, want_status):
+        """Parca's InitiateUpload + Upload stream of body under the program's build id:
+        refused with want_status (a gRPC code), nothing listed, nothing on disk."""
+        p = self.dpb["parca.debuginfo.v1alpha1"]
+        self.assertEqual(self.parca_upload(self.prog.build_id, body, p.BUILD_ID_TYPE_GNU), want_status)
+        self.assertRefused(FakeResponse(400))
+
+    def test_3_parca_truncated_elf_refused(self):
+        self.assertParcaRefused(self.debug_bytes[:len(self.debug_bytes) // 2], "3")   # INVALID_ARGUMENT
+
+    def test_3_parca_not_elf_refused(self):
+        self.assertParcaRefused(b"hello, not an ELF file" * 100, "3")
+
+    def test_3_parca_decompression_bomb_refused(self):
+        self.assertParcaRefused(decompression_bomb(self.prog), "8")              # RESOURCE_EXHAUSTED
+
+    def test_3_parca_another_programs_file_refused(self):
+        """The upload names the program's build id, the file's note is another's."""
+        other = Program(source=PROGRAM.replace("1000u", "999u"))
+        with open(other.debug, "rb") as f:
+            self.assertParcaRefused(f.read(), "3")
 
     def test_3_parca_upload_of_another_build_id_refused(self):
         p = self.dpb["parca.debuginfo.v1alpha1"]

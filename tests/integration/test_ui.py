@@ -17,6 +17,7 @@ import base64
 import filecmp
 import json
 import os
+import re
 import shutil
 import subprocess
 import time
@@ -126,6 +127,40 @@ def ingest_data(srv, b, headers=None):
         r = srv.ingest(f"{SERVICE}.cpu{{region={region}}}", body,
                        {"from": at, "until": at + 10, "sampleRate": 100}, headers=headers)
         assert r.status == 200, r.describe()
+
+
+CLIENT_NAMED = "ui_client_named"
+
+
+def symbolized_profile(prog, now_ns):
+    """A pprof of the stripped program (test_symbols.Program): main -> burn_a and
+    main -> burn_b sampled as addresses in its mapping with no function (the server
+    names them), and main -> ui_client_named whose function the client sent. Returns
+    the bytes and the names binutils gives the addresses (those the server must mark)."""
+    pb = h.pb().profile
+    p = pb.Profile()
+    strings = ["", "cpu", "nanoseconds", "/opt/burner/burner", prog.build_id, CLIENT_NAMED]
+    p.sample_type.add(type=1, unit=2)
+    p.period_type.type, p.period_type.unit, p.period = 1, 2, NS
+    p.time_nanos, p.duration_nanos = now_ns, 10_000_000_000
+    base = 0x555555554000
+    p.mapping.add(id=1, memory_start=base, memory_limit=base + 0x100000, filename=3, build_id=4)
+    named = set()
+    for lid, fn in ((1, "main"), (2, "burn_a"), (3, "burn_b")):
+        va = prog.symbols[fn][0] + 4
+        p.location.add(id=lid, mapping_id=1, address=base + prog.file_offset(va))
+        named.update(prog.addr2line(va))
+    p.function.add(id=1, name=5, system_name=5)
+    p.location.add(id=4, line=[pb.Line(function_id=1, line=7)])
+    for ids, n in (([2, 1], 20), ([3, 1], 10), ([4, 1], 10)):
+        p.sample.add(location_id=ids, value=[n * NS])
+    p.string_table.extend(strings)
+    return p.SerializeToString(), named
+
+
+def close_colour(a, b, tolerance=3):
+    """Whether two RGB triples are the same colour up to canvas rounding."""
+    return all(abs(x - y) <= tolerance for x, y in zip(a, b))
 
 
 def q(sel):
@@ -317,6 +352,45 @@ class UiSingleTest(UiMixin, h.ServerTestCase):
         self.assertIn("libmystery.so+0x1234", R["unresolved"]["tooltip"])
         self.assertIn("work", R["named"]["tooltip"])
         self.assertNotIn("Unresolved", R["named"]["tooltip"])
+
+    def test_frames_symbolized_on_the_server_marked(self):
+        """A stripped program's frames sent as addresses and named through an uploaded
+        debug file (issue 31) come with FlameGraph.symbolized, are drawn in the legend's
+        "symbolized on the server" colour and say so in their tooltip; a frame whose name
+        the client sent does not. The oracle of the names: binutils (test_symbols)."""
+        import test_symbols as ts
+        prog = ts.Program()
+        raw, server_named = symbolized_profile(prog, self.B * 10**9)
+        r = self.srv.push([({"__name__": "process_cpu", "service_name": "ui-stripped"}, [raw])])
+        self.assertEqual(r.status, 200, r.describe())
+        with open(prog.debug, "rb") as f:
+            r = self.srv.request("POST", f"{ts.PYRO}/Upload/{prog.build_id}", f.read(),
+                                 {"Content-Type": "application/octet-stream"})
+        self.assertEqual(r.status, 200, r.describe())
+        sel = '{service_name="ui-stripped"}'
+        h.wait_for(lambda: self.merged(self.srv, sel).total == 40 * NS, timeout=20,
+                   what="the upload to be queryable")
+        fg = self.merged(self.srv, sel)
+        self.assertEqual({fg.names[i] for i in fg.symbolized}, server_named)
+        out = drive(self.srv_url(), [
+            {"do": "goto", "url": self.single_url(sel)},
+            {"do": "frame-colour", "name": "burn_a", "key": "server_colour"},
+            {"do": "frame-colour", "name": CLIENT_NAMED, "key": "client_colour"},
+            {"do": "click-frame", "name": "burn_a", "key": "server"},
+            {"do": "goto", "url": self.single_url(sel)},
+            {"do": "click-frame", "name": CLIENT_NAMED, "key": "client"},
+        ])
+        self.assertNoConsoleErrors(out)
+        R = out["results"]
+        self.assertIn("Symbolized on the server", R["server"]["tooltip"])
+        self.assertNotIn("Symbolized on the server", R["client"]["tooltip"])
+        self.assertNotIn("Unresolved", R["client"]["tooltip"])
+        swatch = [int(v) for v in re.findall(r"\d+", R["server_colour"]["swatch"])[:3]]
+        self.assertTrue(R["server_colour"]["legendShown"])
+        self.assertTrue(close_colour(R["server_colour"]["pixel"], swatch),
+                        (R["server_colour"], swatch))
+        self.assertFalse(close_colour(R["client_colour"]["pixel"], swatch),
+                         (R["client_colour"], swatch))
 
     def test_exemplar_list_opens_one_profile(self):
         """Under the chart, the profiles of the range by value (eu: 470

@@ -256,6 +256,25 @@ static void fg_level_finish(fg_level_t *l)
     }
 }
 
+/* The indices of the emitted names the symbolizer gave (lc_ftree_mark_symbolized). */
+static int fg_export_symbolized(const fg_state_t *s, lc_arena_t *arena, Querier__V1__FlameGraph *fg)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < s->n_names; i++)
+        n += s->t->names[s->names[i]].symbolized;
+    if (n == 0)
+        return 0;
+    int32_t *idx = lc_arena_alloc(arena, n * sizeof(int32_t));
+    if (!idx)
+        return LC_ETOOBIG;
+    fg->symbolized = idx;
+    for (size_t i = 0; i < s->n_names; i++) {
+        if (s->t->names[s->names[i]].symbolized)
+            idx[fg->n_symbolized++] = (int32_t)i;
+    }
+    return 0;
+}
+
 static int fg_export(fg_state_t *s, lc_arena_t *arena, Querier__V1__FlameGraph **out)
 {
     Querier__V1__FlameGraph *fg = lc_arena_calloc(arena, 1, sizeof(*fg));
@@ -284,6 +303,8 @@ static int fg_export(fg_state_t *s, lc_arena_t *arena, Querier__V1__FlameGraph *
     }
     fg->names = names;
     fg->n_names = s->n_names;
+    if (fg_export_symbolized(s, arena, fg))
+        return LC_ETOOBIG;
     fg->levels = levels;
     fg->n_levels = s->n_levels;
     fg->total = s->t->total[0];

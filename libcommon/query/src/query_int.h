@@ -19,9 +19,10 @@
 #define FT_NAME_OTHER 1u
 
 typedef struct ft_name_s {
-    uint64_t off; /* into pool */
-    uint32_t len;
-    uint32_t hash; /* low bits of the string hash, for rehashing */
+    uint64_t off;            /* into pool */
+    uint32_t len : 31;       /* names total at most LC_FTREE_MAX_NAME_BYTES < 2^31 */
+    uint32_t symbolized : 1; /* a frame of this name was named by the symbolizer */
+    uint32_t hash;           /* low bits of the string hash, for rehashing */
 } ft_name_t;
 
 /* A child-table slot carries its key, so a probe touches one cache line and

@@ -268,6 +268,14 @@ static int address_name(lc_block_t *b, lc_ftree_t *t, const lc_store_location_t 
     return rc ? rc : lc_ftree_name(t, s, len, name);
 }
 
+/* Whether the reader's symbolizer names a location stored without lines:
+ * its frames are then marked in the name tree, for the UI (lc/query.h). */
+static bool location_symbolized(lc_block_t *b, const lc_store_location_t *l)
+{
+    lc_symbols_t sy;
+    return l->n_lines == 0 && lc_block_symbols(b, l, &sy) == 0 && sy.n > 0;
+}
+
 static int location_frames(lc_block_t *b, lc_ftree_t *t, qm_frames_t *f, uint32_t loc,
                            const uint32_t **frames, uint32_t *n)
 {
@@ -282,12 +290,15 @@ static int location_frames(lc_block_t *b, lc_ftree_t *t, qm_frames_t *f, uint32_
         if (f->n_frames + n_frames >= UINT32_MAX)
             return LC_ETOOBIG;
         f->frames = lc_xgrow(f->frames, &f->frames_cap, f->n_frames + n_frames, sizeof(*f->frames));
+        bool symbolized = location_symbolized(b, &l);
         for (size_t j = 0; j < n_frames; j++) {
             uint32_t name;
             rc = l.n_lines ? function_name(b, t, f, l.lines[l.n_lines - 1 - j].function_id, &name)
                            : address_name(b, t, &l, j, &name);
             if (rc)
                 return rc;
+            if (symbolized)
+                lc_ftree_mark_symbolized(t, name);
             f->frames[f->n_frames + j] = name;
         }
         f->loc_off[loc] = (uint32_t)f->n_frames + 1;

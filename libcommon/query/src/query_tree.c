@@ -96,6 +96,45 @@ int lc_ftree_name(lc_ftree_t *t, const char *s, size_t len, uint32_t *id)
     return 0;
 }
 
+void lc_ftree_mark_symbolized(lc_ftree_t *t, uint32_t name)
+{
+    t->names[name].symbolized = 1;
+}
+
+int lc_ftree_mark_symbolized_name(lc_ftree_t *t, const char *s, size_t len)
+{
+    uint32_t id;
+    int rc = lc_ftree_name(t, s, len, &id);
+    if (rc == 0)
+        lc_ftree_mark_symbolized(t, id);
+    return rc;
+}
+
+int lc_ftree_symbolized_names(const lc_ftree_t *t, lc_arena_t *arena, char ***out, size_t *n)
+{
+    size_t marked = 0;
+    for (size_t i = 0; i < t->n_names; i++)
+        marked += t->names[i].symbolized;
+    *out = NULL;
+    *n = 0;
+    if (marked == 0)
+        return 0;
+    char **names = lc_arena_calloc(arena, marked, sizeof(char *));
+    if (!names)
+        return LC_ETOOBIG;
+    for (size_t i = 0; i < t->n_names; i++) {
+        if (!t->names[i].symbolized)
+            continue;
+        size_t len;
+        const char *s = ft_name_str(t, (uint32_t)i, &len);
+        names[*n] = lc_arena_strndup(arena, s, len);
+        if (!names[(*n)++])
+            return LC_ETOOBIG;
+    }
+    *out = names;
+    return 0;
+}
+
 /* ------------------------------------------------------------------ nodes */
 
 static inline uint64_t child_hash(uint32_t parent, uint32_t name)
@@ -228,6 +267,8 @@ int lc_ftree_merge(lc_ftree_t *dst, const lc_ftree_t *src)
         size_t len;
         const char *s = ft_name_str(src, (uint32_t)i, &len);
         rc = lc_ftree_name(dst, s, len, &name_map[i]);
+        if (rc == 0 && src->names[i].symbolized)
+            lc_ftree_mark_symbolized(dst, name_map[i]);
     }
     node_map[0] = LC_FTREE_ROOT;
     for (size_t i = 1; i < src->n_nodes && rc == 0; i++) {

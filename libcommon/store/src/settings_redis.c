@@ -40,9 +40,13 @@
 #define SET_NEWER_EXISTS 1
 #define SET_FULL 2
 
-/* KEYS[1] the tenant's hash; ARGV: name, stamped value, the per-tenant cap. */
+/* KEYS[1] the tenant's hash; ARGV: name, stamped value, the per-tenant cap,
+ * the condition (lc_settings_expect_t): "any", "absent" or "equal", and the
+ * expected value. A stored value's first 20 bytes are its stamp. */
 static const char set_script[] =
     "local cur = redis.call('HGET', KEYS[1], ARGV[1])\n"
+    "if ARGV[4] == 'absent' and cur then return 1 end\n"
+    "if ARGV[4] == 'equal' and (not cur or string.sub(cur, 21) ~= ARGV[5]) then return 1 end\n"
     "if cur then\n"
     "  if string.sub(cur, 1, 20) > string.sub(ARGV[2], 1, 20) then return 1 end\n"
     "elseif redis.call('HLEN', KEYS[1]) >= tonumber(ARGV[3]) then\n"
@@ -237,7 +241,15 @@ static int script_result(redisReply *r, long long *v)
 
 /* ------------------------------------------------------------ the calls */
 
-static int redis_set(lc_settings_store_t *base, const char *tenant, const lc_setting_t *in)
+/* The condition's two script arguments (set_script). */
+static void expect_args(const lc_settings_expect_t *e, const char **mode, const char **value)
+{
+    *mode = !e ? "any" : e->absent ? "absent" : e->value ? "equal" : "any";
+    *value = e && !e->absent && e->value ? e->value : "";
+}
+
+static int redis_set(lc_settings_store_t *base, const char *tenant, const lc_setting_t *in,
+                     const lc_settings_expect_t *expect)
 {
     redis_settings_t *s = (redis_settings_t *)base;
     char key[KEY_MAX], cap[24];
@@ -248,9 +260,12 @@ static int redis_set(lc_settings_store_t *base, const char *tenant, const lc_set
         memcpy(stamped + STAMP_DIGITS, in->value, vlen);
     snprintf(cap, sizeof(cap), "%d", LC_SETTINGS_MAX_PER_TENANT);
     size_t key_len = key_build(key, tenant);
-    const char *argv[] = {"EVAL", set_script, "1", key, in->name, stamped, cap};
-    size_t lens[] = {
-        4, strlen(set_script), 1, key_len, strlen(in->name), STAMP_DIGITS + vlen, strlen(cap)};
+    const char *mode, *want;
+    expect_args(expect, &mode, &want);
+    const char *argv[] = {"EVAL", set_script, "1", key, in->name, stamped, cap, mode, want};
+    size_t lens[] = {4,           strlen(set_script), 1,
+                     key_len,     strlen(in->name),   STAMP_DIGITS + vlen,
+                     strlen(cap), strlen(mode),       strlen(want)};
     redisReply *r;
     long long v = 0;
     int rc = command(s, (int)LC_ARRAY_LEN(argv), argv, lens, &r);

@@ -49,14 +49,20 @@ int lc_settings_store_list(lc_settings_store_t *s, const char *tenant, lc_arena_
     return rc ? rc : s->ops->list(s, tenant, a, out, n);
 }
 
-int lc_settings_store_set(lc_settings_store_t *s, const char *tenant, const lc_setting_t *setting)
+int lc_settings_store_set_if(lc_settings_store_t *s, const char *tenant,
+                             const lc_setting_t *setting, const lc_settings_expect_t *expect)
 {
     int rc = check_tenant(tenant);
     if (!rc)
         rc = check_name(setting->name);
     if (!rc && setting->value && strlen(setting->value) > LC_SETTINGS_VALUE_MAX_BYTES)
         rc = LC_ETOOBIG;
-    return rc ? rc : s->ops->set(s, tenant, setting);
+    return rc ? rc : s->ops->set(s, tenant, setting, expect);
+}
+
+int lc_settings_store_set(lc_settings_store_t *s, const char *tenant, const lc_setting_t *setting)
+{
+    return lc_settings_store_set_if(s, tenant, setting, NULL);
 }
 
 int lc_settings_store_delete(lc_settings_store_t *s, const char *tenant, const char *name,
@@ -221,9 +227,9 @@ static int lmdb_list(lc_settings_store_t *base, const char *tenant, lc_arena_t *
     return rc;
 }
 
-/* The stored setting's stamp, or 0 with *found false. */
-static int stored_stamp(MDB_txn *txn, MDB_dbi dbi, const settings_key_t *k, bool *found,
-                        int64_t *stamp)
+/* The stored setting's stamp and value (past the stamp), or *found false. */
+static int stored_get(MDB_txn *txn, MDB_dbi dbi, const settings_key_t *k, bool *found,
+                      int64_t *stamp, MDB_val *value)
 {
     MDB_val key = {.mv_size = k->len, .mv_data = (void *)k->bytes}, val;
     int rc = mdb_get(txn, dbi, &key, &val);
@@ -236,7 +242,19 @@ static int stored_stamp(MDB_txn *txn, MDB_dbi dbi, const settings_key_t *k, bool
     if (!value_valid(&val))
         return LC_ECORRUPT;
     *stamp = stamp_get(&val);
+    value->mv_size = val.mv_size - STAMP_BYTES;
+    value->mv_data = (char *)val.mv_data + STAMP_BYTES;
     return 0;
+}
+
+static bool expect_holds(const lc_settings_expect_t *e, bool found, const MDB_val *value)
+{
+    if (!e)
+        return true;
+    if (e->absent || !found)
+        return e->absent && !found;
+    return !e->value || (strlen(e->value) == value->mv_size &&
+                         memcmp(e->value, value->mv_data, value->mv_size) == 0);
 }
 
 static int tenant_count(MDB_txn *txn, MDB_dbi dbi, const settings_key_t *k, size_t *n)
@@ -266,16 +284,18 @@ static int put_setting(MDB_txn *txn, MDB_dbi dbi, const settings_key_t *k, const
     return 0;
 }
 
-static int lmdb_set_in(MDB_txn *txn, MDB_dbi dbi, const char *tenant, const lc_setting_t *in)
+static int lmdb_set_in(MDB_txn *txn, MDB_dbi dbi, const char *tenant, const lc_setting_t *in,
+                       const lc_settings_expect_t *expect)
 {
     settings_key_t k;
     settings_store_key_build(&k, tenant, in->name);
     bool found;
     int64_t stamp;
-    int rc = stored_stamp(txn, dbi, &k, &found, &stamp);
+    MDB_val value;
+    int rc = stored_get(txn, dbi, &k, &found, &stamp, &value);
     if (rc)
         return rc;
-    if (found && stamp > in->modified_at_ms)
+    if (!expect_holds(expect, found, &value) || (found && stamp > in->modified_at_ms))
         return -EEXIST;
     if (!found) {
         size_t n;
@@ -295,7 +315,8 @@ static int lmdb_del_in(MDB_txn *txn, MDB_dbi dbi, const char *tenant, const char
     settings_store_key_build(&k, tenant, name);
     bool found;
     int64_t stamp;
-    int rc = stored_stamp(txn, dbi, &k, &found, &stamp);
+    MDB_val value;
+    int rc = stored_get(txn, dbi, &k, &found, &stamp, &value);
     if (rc || !found)
         return rc;
     if (stamp > now_ms)
@@ -326,6 +347,7 @@ static int write_txn(lmdb_settings_t *s, write_fn fn, const void *arg)
 typedef struct set_arg_s {
     const char *tenant;
     const lc_setting_t *setting;
+    const lc_settings_expect_t *expect;
 } set_arg_t;
 
 typedef struct del_arg_s {
@@ -336,7 +358,7 @@ typedef struct del_arg_s {
 static int set_write(MDB_txn *txn, MDB_dbi dbi, const void *arg)
 {
     const set_arg_t *a = arg;
-    return lmdb_set_in(txn, dbi, a->tenant, a->setting);
+    return lmdb_set_in(txn, dbi, a->tenant, a->setting, a->expect);
 }
 
 static int del_write(MDB_txn *txn, MDB_dbi dbi, const void *arg)
@@ -345,9 +367,10 @@ static int del_write(MDB_txn *txn, MDB_dbi dbi, const void *arg)
     return lmdb_del_in(txn, dbi, a->tenant, a->name, a->now_ms);
 }
 
-static int lmdb_set(lc_settings_store_t *base, const char *tenant, const lc_setting_t *setting)
+static int lmdb_set(lc_settings_store_t *base, const char *tenant, const lc_setting_t *setting,
+                    const lc_settings_expect_t *expect)
 {
-    set_arg_t a = {.tenant = tenant, .setting = setting};
+    set_arg_t a = {.tenant = tenant, .setting = setting, .expect = expect};
     return write_txn((lmdb_settings_t *)base, set_write, &a);
 }
 

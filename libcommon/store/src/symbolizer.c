@@ -91,13 +91,17 @@ void lc_symbolizer_stats(lc_symbolizer_t *s, lc_symbolizer_stats_t *out)
 }
 
 /* The debug file a scope uses for build_id: an upload of one of its
- * tenants, else debuginfod's (waiting until the scope's deadline). */
+ * tenants (local, else the shared store's), else debuginfod's (waiting
+ * until the scope's deadline). */
 static bool debug_file(const lc_symbol_scope_t *scope, const char *build_id,
                        char path[LC_DEBUGINFO_PATH_MAX])
 {
     lc_symbolizer_t *s = scope->sym;
     for (size_t i = 0; s->opts.files && i < scope->n_tenants; i++)
         if (lc_debuginfo_path(s->opts.files, scope->tenants[i], build_id, path) == 0)
+            return true;
+    for (size_t i = 0; s->opts.find_upload && i < scope->n_tenants; i++)
+        if (s->opts.find_upload(s->opts.find_upload_data, scope->tenants[i], build_id, path))
             return true;
     return s->fetch && symfetch_get(s->fetch, build_id, scope->deadline_ns, path);
 }

@@ -856,7 +856,7 @@ static void start_unwinder(agt_t *a)
     uint32_t rows_cap;
     agt_sampler_unwind_maps(a->sampler, &rows_fd, &rows_cap, &procs_fd);
     /* The process hooks serve the Python reader too, tables or not. */
-    a->python = agt_python_new(agt_sampler_py_procs_fd(a->sampler));
+    a->python = agt_python_new(agt_sampler_py_procs_fd(a->sampler), a->procfs);
     a->procs.on_maps = on_proc_maps;
     a->procs.on_forget = on_proc_forget;
     a->procs.hook_data = a;

@@ -359,7 +359,7 @@ typedef struct agt_python_s agt_python_t;
 
 /* One code object as the profile names it. */
 typedef struct agt_py_code_s {
-    char *name; /* module.co_qualname (agt_python_qualified_name) */
+    char *name; /* module.co_qualname (agt_python_module, agt_python_qualified_name) */
     char *file; /* co_filename */
     int64_t first_line;
     uint8_t *linetable; /* co_linetable bytes (the version's format) */
@@ -383,7 +383,8 @@ typedef struct agt_python_stats_s {
     uint64_t codes, code_bytes;   /* the code object caches now (all processes) */
 } agt_python_stats_t;
 
-agt_python_t *agt_python_new(int py_procs_fd);
+/* procfs: where /PID/root is (kept, not copied). */
+agt_python_t *agt_python_new(int py_procs_fd, const char *procfs);
 void agt_python_free(agt_python_t *py);
 /* Recognises a CPython in p's mappings (once) and writes its BPF entry. */
 void agt_python_on_maps(agt_python_t *py, agt_proc_t *p);
@@ -394,6 +395,10 @@ void agt_python_proc_free(struct agt_py_state_s *s);
 /* Whether a native frame's lookup address is in the eval loop (the frames
  * it ran are spliced in its place). */
 bool agt_python_is_eval(const agt_proc_t *p, uint64_t addr);
+/* Whether a native frame's lookup address is in the interpreter's own code
+ * (the object holding _PyRuntime): between two eval-loop frames, its call
+ * glue, left out of the stack. */
+bool agt_python_in_interpreter(const agt_proc_t *p, uint64_t addr);
 /* The code object of a Python frame word (sampler.h) and the line it ran
  * (*line; the first line when the table says nothing). NULL if unreadable. */
 const agt_py_code_t *agt_python_code(agt_python_t *py, agt_proc_t *p, uint64_t word, int64_t *line);
@@ -403,10 +408,15 @@ void agt_python_prefetch(agt_python_t *py, agt_proc_t *p, uint64_t addr);
 void agt_python_stats(const agt_python_t *py, agt_python_stats_t *out);
 /* The line of code unit `unit` in a 3.11+ location table (first if none). */
 int64_t agt_python_line(const uint8_t *table, size_t len, int64_t first_line, uint32_t unit);
-/* "module.qualname": the module from the code's file name (base name
- * without .py; a package's __init__.py: the package; "<frozen X>": X; other
- * "<...>": none). Allocated. */
-char *agt_python_qualified_name(const char *file, const char *qualname);
+/* The dotted module of a source file: its base name without ".py" after
+ * each enclosing package's (a directory holding an __init__.py, looked up
+ * under `root`: a process' /proc/PID/root for an absolute file name, its
+ * /proc/PID/cwd for a relative one; "" for the agent's own), at most 32;
+ * ".../pkg/__init__.py" names pkg; "<frozen X>": X; other "<...>": none
+ * (""); a file without ".py": its base name. Allocated. */
+char *agt_python_module(const char *root, const char *file);
+/* "module.qualname" ("qualname" for no module). Allocated. */
+char *agt_python_qualified_name(const char *module, const char *qualname);
 /* The same in a 3.10 line table (PEP 626 format). */
 int64_t agt_python_line_310(const uint8_t *table, size_t len, int64_t first_line, uint32_t unit);
 

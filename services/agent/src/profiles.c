@@ -323,7 +323,11 @@ static uint64_t python_location(build_t *bd, group_t *g, agt_proc_t *p, uint64_t
 /* One sample's locations, leaf first: kernel frames, then user frames with
  * each eval-loop frame replaced by the Python frames it ran. Python frames
  * come leaf first in runs, each ending with its eval call's entry frame;
- * frames left when the native stack ends (cut short) go on top of it. */
+ * frames left when the native stack ends (cut short) go on top of it.
+ * Between two spliced eval-loop frames, the interpreter's own frames (its
+ * call dispatch: _PyEval_Vector, _PyFunction_Vectorcall...) are left out:
+ * in Python's terms the one frame called the other. Frames of other objects
+ * there (a C extension calling back into Python) stay, in order. */
 typedef struct frames_s {
     const uint64_t *kernel, *user, *python;
     size_t n_kernel, n_user, n_python;
@@ -341,19 +345,39 @@ static size_t splice_python(build_t *bd, group_t *g, agt_proc_t *p, const frames
     return n;
 }
 
+static uint64_t user_lookup(const frames_t *f, size_t i)
+{
+    return i == 0 ? f->user[i] : f->user[i] - 1;
+}
+
+/* The first user frame at or after i that is in the eval loop; n_user if none. */
+static size_t next_eval_frame(const agt_proc_t *p, const frames_t *f, size_t i)
+{
+    while (i < f->n_user && !agt_python_is_eval(p, user_lookup(f, i)))
+        i++;
+    return i;
+}
+
 static size_t sample_locations(build_t *bd, group_t *g, agt_proc_t *p, const frames_t *f,
                                uint64_t *locs)
 {
     size_t n = 0, next_py = 0;
     bool splice = f->n_python && bd->ctx->python && p->py;
+    bool spliced = false; /* an eval-loop frame leafward was replaced */
+    size_t eval_at = splice ? next_eval_frame(p, f, 0) : f->n_user; /* the next one rootward */
     for (size_t i = 0; i < f->n_kernel; i++)
         locs[n++] = frame_location(bd, g, p, f->kernel[i], true, i == 0);
     for (size_t i = 0; i < f->n_user; i++) {
-        uint64_t lookup = i == 0 ? f->user[i] : f->user[i] - 1;
-        if (splice && next_py < f->n_python && agt_python_is_eval(p, lookup))
+        if (eval_at < i)
+            eval_at = next_eval_frame(p, f, i);
+        /* the next eval-loop frame rootward gets Python frames too */
+        bool python_next = splice && next_py < f->n_python && eval_at < f->n_user;
+        if (python_next && eval_at == i) {
             n = splice_python(bd, g, p, f, &next_py, locs, n);
-        else
+            spliced = true;
+        } else if (!(spliced && python_next && agt_python_in_interpreter(p, user_lookup(f, i)))) {
             locs[n++] = frame_location(bd, g, p, f->user[i], false, i == 0);
+        } /* else: the interpreter's call glue between two replaced frames */
     }
     while (splice && next_py < f->n_python)
         n = splice_python(bd, g, p, f, &next_py, locs, n);

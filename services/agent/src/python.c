@@ -30,8 +30,10 @@
  * the cache holds PY_MAX_CODES entries (then it starts over: the memory is
  * capped, a long-lived process only pays the reads again). The line comes
  * from the location table (PEP 657 format, 3.11+; 3.10: PEP 626 pairs). The
- * name is module.co_qualname, the module from co_filename (why: docs/
- * internals/agent.md).
+ * name is module.co_qualname, the module from co_filename: its dotted path
+ * through the enclosing packages (directories with an __init__.py), looked
+ * up through /proc/PID/root once per file and cached per process, bounded
+ * (why: docs/internals/agent.md).
  *
  * Threading: the agent's job only (one at a time), like procs.c.
  */
@@ -40,6 +42,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/uio.h>
+#include <unistd.h>
 
 #include <bpf/bpf.h>
 
@@ -53,6 +56,9 @@
 #define PY_MAX_LINETABLE 65536        /* bytes of a location table */
 #define PY_UNICODE_HEADER 80          /* bytes read ahead of a str's data */
 #define PY_CODE_HEADER 256            /* bytes read of a code object */
+#define PY_MAX_FILES 1024             /* file -> module names cached per process */
+#define PY_MAX_PATH 4096              /* bytes of a path looked up (the kernel's PATH_MAX) */
+#define PY_MAX_PACKAGE_DEPTH 32       /* packages enclosing one module */
 
 /* One minor version's layout beyond what the BPF walk needs. */
 typedef struct py_layout_s {
@@ -222,19 +228,31 @@ _Static_assert(sizeof(py_debug_offsets_t) == 568, "3.13 _Py_DebugOffsets layout"
 
 #define PY_UNICODE_UTF8_FIELDS 16 /* PyCompactUnicodeObject: utf8_length, utf8 (3.12+) */
 
+/* One source file's module name, as found on the process' file system. */
+typedef struct py_module_s {
+    char *file;   /* co_filename */
+    char *module; /* dotted; "" for none */
+} py_module_t;
+
 /* What the agent keeps for one interpreter process. */
 typedef struct agt_py_state_s {
     py_layout_t layout;
     uint64_t eval_lo, eval_hi; /* _PyEval_EvalFrameDefault in the process */
+    uint64_t text_lo, text_hi; /* the interpreter object's executable mappings */
     uint64_t code_type;        /* PyCode_Type in the process (0: unchecked) */
     agt_u64map_t by_addr;      /* code object address -> index + 1 into codes */
     agt_py_code_t *codes;
     size_t n_codes, cap_codes;
-    size_t code_bytes;
+    size_t code_bytes;    /* the code objects' and the module names' */
+    agt_u64map_t by_file; /* co_filename str address -> index + 1 into modules */
+    py_module_t *modules;
+    size_t n_modules, cap_modules;
+    size_t module_bytes;
 } agt_py_state_t;
 
 struct agt_python_s {
     int procs_fd;
+    const char *procfs; /* where /PID/root is looked up (the agent's) */
     agt_python_stats_t stats;
     /* the last code object read while the caches were at PY_MAX_CODE_BYTES:
      * named all the same, valid until the next read */
@@ -249,10 +267,11 @@ static void code_free(agt_py_code_t *c)
     memset(c, 0, sizeof(*c));
 }
 
-agt_python_t *agt_python_new(int py_procs_fd)
+agt_python_t *agt_python_new(int py_procs_fd, const char *procfs)
 {
     agt_python_t *py = lc_xcalloc(1, sizeof(*py));
     py->procs_fd = py_procs_fd;
+    py->procfs = procfs;
     return py;
 }
 
@@ -308,8 +327,21 @@ static int minor_version(const agt_proc_t *p, const agt_map_t *m, uint64_t bias)
     return at && sscanf(at + 8, "%d", &minor) == 1 ? minor : -1;
 }
 
+static void state_free_modules(agt_py_state_t *s)
+{
+    for (size_t i = 0; i < s->n_modules; i++) {
+        lc_free(s->modules[i].file);
+        lc_free(s->modules[i].module);
+    }
+    s->n_modules = 0;
+    s->code_bytes -= s->module_bytes;
+    s->module_bytes = 0;
+    agt_u64map_clear(&s->by_file);
+}
+
 static void state_free_codes(agt_py_state_t *s)
 {
+    state_free_modules(s);
     for (size_t i = 0; i < s->n_codes; i++)
         code_free(&s->codes[i]);
     lc_free(s->codes);
@@ -333,6 +365,8 @@ void agt_python_proc_free(agt_py_state_t *s)
         return;
     state_free_codes(s);
     agt_u64map_fini(&s->by_addr);
+    agt_u64map_fini(&s->by_file);
+    lc_free(s->modules);
     lc_free(s);
 }
 
@@ -393,6 +427,22 @@ static bool layout_from_debug_offsets(uint32_t pid, uint64_t runtime, py_layout_
     return true;
 }
 
+/* Where the interpreter's own code is: the executable mappings of the object
+ * that holds _PyRuntime (the python binary or libpython), which do not move
+ * while the process lives. A C extension is another object. */
+static void interpreter_text(const agt_proc_t *p, const agt_elf_t *interp, agt_py_state_t *s)
+{
+    for (size_t i = 0; i < p->n_maps; i++) {
+        const agt_map_t *m = &p->maps[i];
+        if (m->elf != interp)
+            continue;
+        if (s->text_hi == 0 || m->start < s->text_lo)
+            s->text_lo = m->start;
+        if (m->end > s->text_hi)
+            s->text_hi = m->end;
+    }
+}
+
 /* Writes the BPF entry of an interpreter of a supported version. */
 static void recognise(agt_python_t *py, agt_proc_t *p, const agt_map_t *m, uint64_t bias,
                       const py_layout_t *layout)
@@ -407,11 +457,13 @@ static void recognise(agt_python_t *py, agt_proc_t *p, const agt_map_t *m, uint6
     agt_py_state_t *s = lc_xcalloc(1, sizeof(*s));
     s->layout = *layout;
     agt_u64map_init(&s->by_addr);
+    agt_u64map_init(&s->by_file);
     if (m->elf->py.eval) {
         s->eval_lo = m->elf->py.eval + bias;
         s->eval_hi = s->eval_lo + (m->elf->py.eval_size ? m->elf->py.eval_size : 1);
     }
     s->code_type = m->elf->py.code_type ? m->elf->py.code_type + bias : 0;
+    interpreter_text(p, m->elf, s);
     p->py = s;
     py->stats.recognised_total++;
     LC_ASSERT(layout->minor >= AGT_PY_FIRST_MINOR &&
@@ -463,6 +515,11 @@ void agt_python_forget(agt_python_t *py, agt_proc_t *p)
 bool agt_python_is_eval(const agt_proc_t *p, uint64_t addr)
 {
     return p->py && addr >= p->py->eval_lo && addr < p->py->eval_hi;
+}
+
+bool agt_python_in_interpreter(const agt_proc_t *p, uint64_t addr)
+{
+    return p->py && addr >= p->py->text_lo && addr < p->py->text_hi;
 }
 
 /* ---------------------------------------------------------------- code objects */
@@ -525,69 +582,190 @@ static uint8_t *read_bytes_object(uint32_t pid, const py_layout_t *l, uint64_t a
     return out;
 }
 
-static bool read_code(uint32_t pid, const agt_py_state_t *s, uint64_t addr, agt_py_code_t *out)
+/* Module names are looked up once per source file; an entry replaced when
+ * the str at the address is another file's (a freed str's memory reused). */
+static size_t module_size(const py_module_t *m)
 {
+    return sizeof(*m) + strlen(m->file) + strlen(m->module) + 2;
+}
+
+/* Adds (or takes out) a module entry's bytes to the process' and the totals. */
+static void count_module(agt_python_t *py, agt_py_state_t *s, const py_module_t *m, bool add)
+{
+    size_t size = module_size(m);
+    s->module_bytes = add ? s->module_bytes + size : s->module_bytes - size;
+    s->code_bytes = add ? s->code_bytes + size : s->code_bytes - size;
+    py->stats.code_bytes = add ? py->stats.code_bytes + size : py->stats.code_bytes - size;
+}
+
+/* The slot of a new entry for file_at; the process' entries start over at
+ * PY_MAX_FILES. */
+static uint64_t *new_module_slot(agt_python_t *py, agt_py_state_t *s, uint64_t file_at)
+{
+    if (s->n_modules >= PY_MAX_FILES) {
+        py->stats.code_bytes -= s->module_bytes;
+        state_free_modules(s); /* a cap: this process' files are looked up again */
+    }
+    s->modules = lc_xgrow(s->modules, &s->cap_modules, s->n_modules + 1, sizeof(*s->modules));
+    uint64_t *slot = agt_u64map_put(&s->by_file, file_at, NULL);
+    *slot = ++s->n_modules;
+    return slot;
+}
+
+/* The file's module, cached per process by its co_filename str object: found
+ * on the process' own file system (/proc/PID/root; a relative name, under
+ * its working directory) while it is alive. */
+static const char *module_of_file(agt_python_t *py, uint32_t pid, agt_py_state_t *s,
+                                  uint64_t file_at, const char *file)
+{
+    if (!file_at || !file[0])
+        return ""; /* no file name read: no module */
+    uint64_t *slot = agt_u64map_get(&s->by_file, file_at);
+    if (slot && strcmp(s->modules[*slot - 1].file, file) == 0)
+        return s->modules[*slot - 1].module;
+    char root[PY_MAX_PATH];
+    snprintf(root, sizeof(root), "%s/%u/%s", py->procfs, pid, file[0] == '/' ? "root" : "cwd");
+    py_module_t m = {lc_xstrdup(file), agt_python_module(root, file)};
+    if (slot) { /* another file's str now at the address */
+        py_module_t *old = &s->modules[*slot - 1];
+        count_module(py, s, old, false);
+        lc_free(old->file);
+        lc_free(old->module);
+    } else {
+        slot = new_module_slot(py, s, file_at);
+    }
+    s->modules[*slot - 1] = m;
+    count_module(py, s, &m, true);
+    return s->modules[*slot - 1].module;
+}
+
+static bool read_code(agt_python_t *py, const agt_proc_t *p, uint64_t addr, agt_py_code_t *out)
+{
+    agt_py_state_t *s = p->py;
     const py_layout_t *l = &s->layout;
     uint8_t head[PY_CODE_HEADER];
-    if (!read_target(pid, addr, head, sizeof(head)))
+    if (!read_target(p->pid, addr, head, sizeof(head)))
         return false;
     if (s->code_type && word_at(head, l->code_type) != s->code_type)
         return false; /* not (or no longer) a code object */
     int32_t first;
     memcpy(&first, head + l->code_first_line, sizeof(first));
     memset(out, 0, sizeof(*out));
-    char *qualname = read_str(pid, l, word_at(head, l->code_qualname));
+    char *qualname = read_str(p->pid, l, word_at(head, l->code_qualname));
     if (!qualname)
         return false;
-    out->file = read_str(pid, l, word_at(head, l->code_filename));
+    out->file = read_str(p->pid, l, word_at(head, l->code_filename));
     if (!out->file)
         out->file = lc_xstrdup("");
-    out->name = agt_python_qualified_name(out->file, qualname);
+    const char *module = module_of_file(py, p->pid, s, word_at(head, l->code_filename), out->file);
+    out->name = agt_python_qualified_name(module, qualname);
     lc_free(qualname);
     out->first_line = first;
     out->qualname_at = word_at(head, l->code_qualname);
     out->filename_at = word_at(head, l->code_filename);
     out->linetable =
-        read_bytes_object(pid, l, word_at(head, l->code_linetable), &out->linetable_len);
+        read_bytes_object(p->pid, l, word_at(head, l->code_linetable), &out->linetable_len);
     return true;
 }
 
-/* The module part of a name, from the code's file name: the file's base
- * name without ".py" (a package's __init__.py: its directory's name), the X
- * of "<frozen X>"; empty for other <...> pseudo files. Sets *len. */
-static const char *module_of(const char *file, size_t *len)
+/* ---------------------------------------------------------------- module names */
+
+/* A path component: [start, end) of a string. */
+typedef struct py_span_s {
+    size_t start, end;
+} py_span_t;
+
+/* The component ending at `end` (exclusive) of path. */
+static py_span_t component_before(const char *path, size_t end)
 {
-    *len = 0;
-    if (strncmp(file, "<frozen ", 8) == 0 && strchr(file, '>')) {
-        *len = (size_t)(strchr(file, '>') - file) - 8;
-        return file + 8;
-    }
-    if (file[0] == '<')
-        return file;
-    const char *end = file + strlen(file);
-    if (end - file >= 3 && strcmp(end - 3, ".py") == 0)
-        end -= 3;
-    const char *base = end;
-    while (base > file && base[-1] != '/')
-        base--;
-    if (strncmp(base, "__init__", (size_t)(end - base)) == 0 && end - base == 8 && base > file) {
-        end = base - 1; /* the package directory */
-        for (base = end; base > file && base[-1] != '/';)
-            base--;
-    }
-    *len = (size_t)(end - base);
-    return base;
+    size_t start = end;
+    while (start > 0 && path[start - 1] != '/')
+        start--;
+    return (py_span_t){start, end};
 }
 
-char *agt_python_qualified_name(const char *file, const char *qualname)
+/* Whether the directory path[0, end) holds an __init__.py: a package. */
+static bool is_package_dir(const char *path, size_t end)
 {
-    size_t len;
-    const char *module = module_of(file, &len);
-    if (len == 0)
+    char probe[PY_MAX_PATH + sizeof("/__init__.py")];
+    snprintf(probe, sizeof(probe), "%.*s/__init__.py", (int)end, path);
+    return access(probe, F_OK) == 0;
+}
+
+/* The module's components in path (the file's, then each enclosing package
+ * directory's, rootward), none at or above `floor`. Returns how many. */
+static size_t package_components(const char *path, size_t floor, py_span_t *out)
+{
+    size_t end = strlen(path) - 3; /* without ".py" */
+    py_span_t c = component_before(path, end);
+    size_t n = 0;
+    if (c.end - c.start == 8 && strncmp(path + c.start, "__init__", 8) == 0) {
+        if (c.start <= floor + 1)
+            return 0; /* an __init__.py at the root: a package without a name */
+        c = component_before(path, c.start - 1); /* it names its directory */
+    }
+    if (c.start == c.end)
+        return 0; /* "x/.py", "x//__init__.py": no name */
+    out[n++] = c;
+    while (n < PY_MAX_PACKAGE_DEPTH && c.start > floor + 1 && is_package_dir(path, c.start - 1)) {
+        c = component_before(path, c.start - 1);
+        if (c.start <= floor || c.start == c.end)
+            break;
+        out[n++] = c;
+    }
+    return n;
+}
+
+static char *join_components(const char *path, const py_span_t *c, size_t n)
+{
+    size_t len = 0;
+    for (size_t i = 0; i < n; i++)
+        len += c[i].end - c[i].start + 1;
+    char *out = lc_xmalloc(len + 1);
+    size_t k = 0;
+    for (size_t i = n; i-- > 0;) { /* rootward first */
+        memcpy(out + k, path + c[i].start, c[i].end - c[i].start);
+        k += c[i].end - c[i].start;
+        if (i)
+            out[k++] = '.';
+    }
+    out[k] = '\0';
+    return out;
+}
+
+/* The base name of a file that is not a .py module (a script without the
+ * suffix): its module is its name, no packages looked for. */
+static char *base_name(const char *file)
+{
+    const char *slash = strrchr(file, '/');
+    return lc_xstrdup(slash ? slash + 1 : file);
+}
+
+char *agt_python_module(const char *root, const char *file)
+{
+    const char *close = strchr(file, '>');
+    if (strncmp(file, "<frozen ", 8) == 0 && close)
+        return lc_xstrndup(file + 8, (size_t)(close - file) - 8);
+    if (file[0] == '<' || file[0] == '\0')
+        return lc_xstrdup("");
+    size_t len = strlen(file);
+    if (len < 3 || strcmp(file + len - 3, ".py") != 0)
+        return base_name(file);
+    char path[PY_MAX_PATH];
+    int n = snprintf(path, sizeof(path), "%s%s%s", root, file[0] == '/' ? "" : "/", file);
+    if (n < 0 || (size_t)n >= sizeof(path))
+        return lc_xstrdup(""); /* longer than any path the kernel takes */
+    py_span_t parts[PY_MAX_PACKAGE_DEPTH];
+    return join_components(path, parts, package_components(path, strlen(root), parts));
+}
+
+char *agt_python_qualified_name(const char *module, const char *qualname)
+{
+    if (module[0] == '\0')
         return lc_xstrdup(qualname);
-    size_t n = len + 1 + strlen(qualname) + 1;
+    size_t n = strlen(module) + 1 + strlen(qualname) + 1;
     char *out = lc_xmalloc(n);
-    snprintf(out, n, "%.*s.%s", (int)len, module, qualname);
+    snprintf(out, n, "%s.%s", module, qualname);
     return out;
 }
 
@@ -621,7 +799,7 @@ static const agt_py_code_t *code_at(agt_python_t *py, agt_proc_t *p, uint64_t ad
     if (slot && (!check || still_there(p->pid, s, addr, &s->codes[*slot - 1])))
         return &s->codes[*slot - 1];
     agt_py_code_t c;
-    if (!read_code(p->pid, s, addr, &c)) {
+    if (!read_code(py, p, addr, &c)) {
         py->stats.code_reads_failed++;
         return NULL;
     }

@@ -217,14 +217,15 @@ static bkt_outcome_t check_block(ing_bucket_t *b, const lc_store_block_state_t *
 }
 
 /* Every ended block whose write count changed since it was last verified;
- * stops at the first failure (the bucket or the disk is down: next pass). */
-static void upload_pass(ing_bucket_t *b)
+ * stops at the first failure (the bucket or the disk is down: next pass).
+ * Returns how many ended blocks are still not in the bucket. */
+static size_t upload_pass(ing_bucket_t *b)
 {
     int64_t now_ns = lc_realtime_ns();
     lc_store_block_state_t *states;
     size_t n, kept = 0, pending = 0;
     if (lc_store_block_states(b->store, &states, &n) != 0)
-        return;
+        return SIZE_MAX;
     bool failed = false;
     for (size_t i = 0; i < n; i++) {
         const lc_store_block_state_t *st = &states[i];
@@ -243,6 +244,7 @@ static void upload_pass(ing_bucket_t *b)
     b->verified = states;
     b->n_verified = kept;
     lc_metric_set(b->pending, (double)pending);
+    return pending;
 }
 
 /* ---------------------------------------------------------------- retention */
@@ -374,19 +376,39 @@ int ing_bucket_start(const ing_bucket_opts_t *o, lc_store_t *store, ing_bucket_t
     return 0;
 }
 
+static void uploader_join(ing_bucket_t *b)
+{
+    if (!b->thread)
+        return;
+    pthread_mutex_lock(&b->mu);
+    b->stop = true;
+    pthread_cond_signal(&b->cv);
+    pthread_mutex_unlock(&b->mu);
+    pthread_join(b->thread, NULL);
+    pthread_mutex_destroy(&b->mu);
+    pthread_cond_destroy(&b->cv);
+    b->thread = 0;
+}
+
+void ing_bucket_finish(ing_bucket_t *b)
+{
+    if (!b || !b->os)
+        return;
+    uploader_join(b);
+    size_t pending = upload_pass(b);
+    if (pending)
+        LC_LOG_WARN("bucket: stopping with ended blocks only on this volume blocks=%zu "
+                    "(the next start uploads them; do not delete the volume)",
+                    pending);
+    else
+        LC_LOG_INFO("bucket: every ended block is in the object store");
+}
+
 void ing_bucket_stop(ing_bucket_t *b)
 {
     if (!b)
         return;
-    if (b->thread) {
-        pthread_mutex_lock(&b->mu);
-        b->stop = true;
-        pthread_cond_signal(&b->cv);
-        pthread_mutex_unlock(&b->mu);
-        pthread_join(b->thread, NULL);
-        pthread_mutex_destroy(&b->mu);
-        pthread_cond_destroy(&b->cv);
-    }
+    uploader_join(b);
     lc_objstore_close(b->os);
     lc_free(b->verified);
     lc_free(b->id);

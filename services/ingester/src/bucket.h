@@ -49,6 +49,11 @@ typedef struct ing_bucket_s ing_bucket_t;
 int ing_bucket_restore(const ing_bucket_opts_t *o, size_t *restored) LC_MUST_CHECK;
 int ing_bucket_start(const ing_bucket_opts_t *o, lc_store_t *store,
                      ing_bucket_t **out) LC_MUST_CHECK;
+/* A graceful stop's last step before ing_bucket_stop: stops the pass
+ * thread, then runs one more pass on the caller's thread, so every ended
+ * block the store settled meanwhile goes up before the process exits (an
+ * operator may then delete a stopped ingester's volume). NULL-safe. */
+void ing_bucket_finish(ing_bucket_t *b);
 void ing_bucket_stop(ing_bucket_t *b); /* NULL-safe */
 
 #endif

@@ -61,7 +61,7 @@ static int parca_should_initiate(lc_http_req_t *req, const ProtobufCMessage *in,
         req, &parca__debuginfo__v1alpha1__should_initiate_upload_response__descriptor, st);
     if (!resp)
         return -1;
-    bool has = lc_debuginfo_has(((ing_symbols_t *)data)->files, tenant, id, NULL);
+    bool has = ing_symbols_has(data, tenant, id);
     resp->should_initiate_upload = !has || r->force;
     resp->reason = has ? (r->force ? REASON_FORCED : REASON_EXISTS) : REASON_MISSING;
     *out = &resp->base;
@@ -95,7 +95,7 @@ static int parca_initiate(lc_http_req_t *req, const ProtobufCMessage *in, Protob
         return lc_status_set(st, LC_CODE_RESOURCE_EXHAUSTED,
                              "a debug file of %lld bytes is over the limit of %llu",
                              (long long)r->size, (unsigned long long)max);
-    if (!r->force && lc_debuginfo_has(y->files, tenant, id, NULL))
+    if (!r->force && ing_symbols_has(y, tenant, id))
         return lc_status_set(st, LC_CODE_ALREADY_EXISTS, "debuginfo of %s already exists", id);
     Parca__Debuginfo__V1alpha1__InitiateUploadResponse *resp =
         reply_alloc(req, &parca__debuginfo__v1alpha1__initiate_upload_response__descriptor, st);
@@ -118,7 +118,7 @@ static int parca_initiate(lc_http_req_t *req, const ProtobufCMessage *in, Protob
 /* Both services' "finished": the file must be stored by now. */
 static int check_stored(ing_symbols_t *y, const char *tenant, const char *id, lc_status_t *st)
 {
-    if (!lc_debuginfo_has(y->files, tenant, id, NULL))
+    if (!ing_symbols_has(y, tenant, id))
         return lc_status_set(st, LC_CODE_FAILED_PRECONDITION,
                              "no debug file of %s was uploaded (or it was refused)", id);
     return 0;
@@ -157,7 +157,7 @@ static int pyro_should_initiate(lc_http_req_t *req, const ProtobufCMessage *in,
     char id[LC_BUILD_ID_HEX_MAX + 1];
     if (request_target(data, req, r->file->gnu_build_id, &tenant, id, st))
         return -1;
-    bool has = lc_debuginfo_has(((ing_symbols_t *)data)->files, tenant, id, NULL);
+    bool has = ing_symbols_has(data, tenant, id);
     resp->should_initiate_upload = !has;
     resp->reason = has ? REASON_EXISTS : REASON_MISSING;
     return 0;
@@ -185,7 +185,8 @@ static int pyro_delete(lc_http_req_t *req, const ProtobufCMessage *in, ProtobufC
     if (request_target(data, req, r->gnu_build_id, &tenant, id, st))
         return -1;
     /* deleting what is not there succeeds, as in Pyroscope */
-    (void)lc_debuginfo_delete(((ing_symbols_t *)data)->files, tenant, id);
+    if (ing_symbols_delete(data, tenant, id, st))
+        return -1;
     *out = reply_alloc(req, &debuginfo__v1alpha1__delete_debuginfo_response__descriptor, st);
     return *out ? 0 : -1;
 }
@@ -243,9 +244,14 @@ static int pyro_list(lc_http_req_t *req, const ProtobufCMessage *in, ProtobufCMe
     c.resp = reply_alloc(req, &debuginfo__v1alpha1__list_debuginfo_response__descriptor, st);
     if (!c.resp)
         return -1;
-    for (size_t i = 0; i < n_tenants; i++)
-        if (lc_debuginfo_list(y->files, tenants[i], list_one, &c) != 0)
+    for (size_t i = 0; i < n_tenants; i++) {
+        int rc = ing_symbols_list(y, tenants[i], list_one, &c);
+        if (rc == LC_ETOOBIG)
             return lc_status_set(st, LC_CODE_RESOURCE_EXHAUSTED, "out of request memory");
+        if (rc)
+            return lc_status_set(st, LC_CODE_UNAVAILABLE, "listing the debug files failed: %s",
+                                 lc_strerror(rc));
+    }
     *out = &c.resp->base;
     return 0;
 }

@@ -107,10 +107,8 @@ static int parca_upload(lc_http_req_t *req, ing_symbols_t *y, lc_grpc_kind_t kin
     int rc = ing_parca_upload_decode(kind, body, len, lc_http_header(req, "grpc-encoding"),
                                      req->arena, &u, st);
     if (rc == 0)
-        rc = u.file_hash
-                 ? lc_debuginfo_put_file_hash(y->files, tenant, u.build_id, u.file.data, u.file.len,
-                                              st)
-                 : lc_debuginfo_put(y->files, tenant, u.build_id, u.file.data, u.file.len, st);
+        rc = ing_symbols_put(y, tenant, u.build_id ? u.build_id : "", u.file_hash, u.file.data,
+                             u.file.len, st);
     resp->build_id = (char *)(u.build_id ? u.build_id : "");
     resp->size = u.file.len;
     lc_buf_fini(&u.file);
@@ -146,7 +144,7 @@ lc_http_result_t ing_pyroscope_upload_work(lc_http_req_t *req, void *data)
     const char *tenant;
     const char *id = strrchr(req->path, '/');
     if (lc_tenant_write(req, y->multitenancy, &tenant, &st) == 0 &&
-        lc_debuginfo_put(y->files, tenant, id ? id + 1 : "", req->body, req->body_len, &st) == 0) {
+        ing_symbols_put(y, tenant, id ? id + 1 : "", false, req->body, req->body_len, &st) == 0) {
         lc_http_reply(req, 200, "text/plain", "", 0);
         return LC_HTTP_DONE;
     }

@@ -11,9 +11,9 @@
  */
 #include <string.h>
 
-#include "jfr.h"
 #include "lc/attime.h"
 #include "lc/clock.h"
+#include "lc/jfr.h"
 #include "lc/tenant.h"
 #include "receive_int.h"
 
@@ -271,12 +271,12 @@ static int ingest_encoded(ingest_ctx_t *c, const lc_buf_t *out, const char *metr
 }
 
 /* The profile built in cv, encoded, then as ingest_encoded. */
-static int ingest_converted(ingest_ctx_t *c, ing_cv_t *cv, const ing_app_type_t *t,
+static int ingest_converted(ingest_ctx_t *c, lc_cv_t *cv, const ing_app_type_t *t,
                             const ing_labelset_t *set)
 {
     lc_buf_t out;
     lc_buf_init(&out, limits(c).max_decompressed_bytes);
-    int rc = ing_cv_encode(cv, &out);
+    int rc = lc_cv_encode(cv, &out);
     rc = rc != 0 ? fail_decode(c) : ingest_encoded(c, &out, t->metric, t->service, set);
     lc_buf_fini(&out);
     return rc;
@@ -291,11 +291,11 @@ static int ingest_text(ingest_ctx_t *c, bool lines_format)
     if (ing_app_type(c->set.app_name, c->arena, &t, &c->st) < 0)
         return fail(c, "unknown_profile_type");
     lc_pprof_limits_t lim = limits(c);
-    ing_cv_t *cv = ing_cv_new(&t, c->sample_rate, c->from_ns, &lim, &c->st);
-    int rc = ing_folded_parse(c->req->body, c->req->body_len, lines_format, c->arena, ing_cv_stack,
-                              cv, &c->st);
+    lc_cv_t *cv = ing_cv_new(&t, c->sample_rate, c->from_ns, &lim, &c->st);
+    int rc = lc_folded_parse(c->req->body, c->req->body_len, lines_format, c->arena, lc_cv_stack,
+                             cv, &c->st);
     rc = rc != 0 ? fail_422(c, "invalid_profile") : ingest_converted(c, cv, &t, &c->set);
-    ing_cv_free(cv);
+    lc_cv_free(cv);
     return rc;
 }
 
@@ -324,10 +324,10 @@ static int ingest_tree_format(ingest_ctx_t *c, bool trie)
     if (ing_app_type(c->set.app_name, c->arena, &t, &c->st) < 0)
         return fail(c, "unknown_profile_type");
     lc_pprof_limits_t lim = limits(c);
-    ing_cv_t *cv = ing_cv_new(&t, c->sample_rate, c->from_ns, &lim, &c->st);
-    int rc = ing_tree_decode(body, len, trie, ing_cv_stack, cv, &c->st);
+    lc_cv_t *cv = ing_cv_new(&t, c->sample_rate, c->from_ns, &lim, &c->st);
+    int rc = ing_tree_decode(body, len, trie, lc_cv_stack, cv, &c->st);
     rc = rc != 0 ? fail_decode(c) : ingest_converted(c, cv, &t, &c->set);
-    ing_cv_free(cv);
+    lc_cv_free(cv);
     return rc;
 }
 
@@ -346,7 +346,7 @@ static int ingest_trie(ingest_ctx_t *c)
 /* Speedscope stacks (frame indices) into the converter; each frame's location
  * is interned once (ids start at 1, so 0 means "not yet"). */
 typedef struct ss_conv_s {
-    ing_cv_t *cv;
+    lc_cv_t *cv;
     const ing_speedscope_t *ss;
     uint64_t *frame_locs; /* per frame index */
     uint64_t *locs;       /* scratch: one stack */
@@ -361,10 +361,10 @@ static int ss_conv_stack(const uint32_t *frames, size_t n, int64_t value, void *
         uint64_t *loc = &s->frame_locs[frames[i]];
         if (*loc == 0)
             *loc =
-                ing_cv_location(s->cv, s->ss->frame_names[frames[i]], s->ss->frame_lens[frames[i]]);
+                lc_cv_location(s->cv, s->ss->frame_names[frames[i]], s->ss->frame_lens[frames[i]]);
         s->locs[i] = *loc;
     }
-    return ing_cv_sample(s->cv, s->locs, n, value);
+    return lc_cv_sample(s->cv, s->locs, n, value);
 }
 
 /* One profile's labelset (§2.9): `profile_name` is always set (Pyroscope adds
@@ -412,7 +412,7 @@ static int ingest_ss_profile(ingest_ctx_t *c, const ing_speedscope_t *ss, size_t
     rc = rc != 0 ? fail_decode(c) : ingest_converted(c, s.cv, &t, &set);
     lc_free(s.frame_locs);
     lc_free(s.locs);
-    ing_cv_free(s.cv);
+    lc_cv_free(s.cv);
     return rc;
 }
 
@@ -493,19 +493,19 @@ static int ingest_jfr(ingest_ctx_t *c)
     if (jfr_parts(c, &jfr, &labels) < 0)
         return -1;
     const char *until = lc_http_query(c->req, "until");
-    ing_jfr_params_t params = {.start_ns = c->from_ns,
-                               .end_ns =
-                                   until && *until ? lc_attime_parse(until, c->now_ns) : c->now_ns,
-                               .sample_rate = c->sample_rate};
-    ing_jfr_result_t r;
-    if (ing_jfr_to_pprof(jfr->data, jfr->len, labels ? labels->data : NULL,
-                         labels ? labels->len : 0, &params, c->arena, &r, &c->st) < 0)
+    lc_jfr_params_t params = {.start_ns = c->from_ns,
+                              .end_ns =
+                                  until && *until ? lc_attime_parse(until, c->now_ns) : c->now_ns,
+                              .sample_rate = c->sample_rate};
+    lc_jfr_result_t r;
+    if (lc_jfr_to_pprof(jfr->data, jfr->len, labels ? labels->data : NULL, labels ? labels->len : 0,
+                        &params, c->arena, &r, &c->st) < 0)
         return c->st.http_status == 413 ? fail(c, "too_large") : fail_422(c, "invalid_profile");
     ing_labelset_t set;
     int rc = jfr_labelset(c, r.event, &set);
     for (size_t i = 0; rc == 0 && i < r.n; i++)
         rc = ingest_encoded(c, &r.profiles[i].pprof, r.profiles[i].metric, c->set.app_name, &set);
-    ing_jfr_result_fini(&r);
+    lc_jfr_result_fini(&r);
     return rc;
 }
 

@@ -533,6 +533,24 @@ static void ing_node_collect(void *state)
         lc_metric_set(n->redis_up, 0);
 }
 
+/* With an object store, a graceful stop settles every ended block at once
+ * (no write comes any more, so no quiet period is waited for) and uploads
+ * it: what a stopped ingester acknowledged is then in the bucket, and its
+ * volume may go (issue 27). The block still being written stays local. */
+static void settle_and_upload(ing_node_t *n)
+{
+    if (!n->bucket || !n->store)
+        return;
+    lc_store_summarize_stats_t st = {0};
+    lc_store_compact_stats_t cs = {0};
+    int rc = lc_store_summarize(n->store, lc_realtime_ns(), 0, &st);
+    if (rc == 0)
+        rc = lc_store_compact(n->store, lc_realtime_ns(), &cs);
+    if (rc)
+        LC_LOG_ERROR("settling blocks before the last upload failed err=\"%s\"", lc_strerror(rc));
+    ing_bucket_finish(n->bucket);
+}
+
 static void ing_node_free(void *state)
 {
     ing_node_t *n = state;
@@ -540,6 +558,7 @@ static void ing_node_free(void *state)
     ing_writer_free(n->writer);
     ing_rules_export_free(n->rules);      /* after the writer: nothing observes any more */
     ing_bucket_read_free(n->bucket_read); /* no query runs any more */
+    settle_and_upload(n);                 /* every profile is in the store by now */
     ing_bucket_stop(n->bucket);           /* before the store it reads */
     lc_store_close(n->store);
     ing_symbols_free(n->symbols); /* after the store: no query reads it any more */

@@ -20,6 +20,7 @@
 #include "lc/clock.h"
 #include "lc/connect.h"
 #include "lc/err.h"
+#include "lc/folded.h"
 #include "lc/labels.h"
 #include "lc/pprof.h"
 #include "push/v1/push.pb-c.h"
@@ -31,7 +32,6 @@
 #define ING_MULTIPART_MAX_PARTS 64
 #define ING_MULTIPART_MAX_HEADER_BYTES 16384 /* per part */
 #define ING_STCONFIG_MAX_ENTRIES 256
-#define ING_FOLDED_MAX_LINE 65535 /* Go's bufio.Scanner token limit, minus '\n' */
 #define ING_PUSH_MAX_TOTAL_BYTES ((size_t)256 << 20) /* decoded profiles per Push */
 /* tree/trie bodies (tree.c): a name longer than Pyroscope's symbol limit, more
  * children than a node could hold, a deeper stack or a longer key is malformed
@@ -112,16 +112,6 @@ int ing_multipart_parse(const uint8_t *body, size_t len, const char *boundary, l
 /* The first file part with the given field name, or NULL. */
 const ing_part_t *ing_form_file(const ing_form_t *f, const char *name);
 
-/* ---------------------------------------------------------------- folded.c */
-/* One stack: root-first frames separated by ';' (not NUL-terminated). */
-typedef int (*ing_stack_cb)(const char *stack, size_t len, int64_t value, void *data);
-
-/* folded ("a;b;c 12" per line) or, with lines_format, one stack per line whose
- * identical lines are counted. cb returning non-zero stops with that value.
- * Errors: a bad count (invalid_argument, the caller answers 422). */
-int ing_folded_parse(const uint8_t *body, size_t len, bool lines_format, lc_arena_t *arena,
-                     ing_stack_cb cb, void *data, lc_status_t *st) LC_MUST_CHECK;
-
 /* ---------------------------------------------------------------- tree.c */
 /* The binary tree formats (pyroscope-api.md §2.7). Calls cb for every stack
  * with a value, as a folded key (frames root first, ';'-separated, so a name
@@ -131,7 +121,7 @@ int ing_folded_parse(const uint8_t *body, size_t len, bool lines_format, lc_aren
  * validate; the key passed to it is valid during the call. Errors:
  * invalid_argument saying what is malformed, or "profile too large: ..."
  * past ING_TREE_MAX_NODES / ING_TREE_MAX_STACK_BYTES. */
-int ing_tree_decode(const uint8_t *body, size_t len, bool trie, ing_stack_cb cb, void *data,
+int ing_tree_decode(const uint8_t *body, size_t len, bool trie, lc_stack_cb cb, void *data,
                     lc_status_t *st) LC_MUST_CHECK;
 
 /* ---------------------------------------------------------------- speedscope.c */
@@ -225,24 +215,10 @@ void ing_ingest_labels(lc_labels_t *ls, const char *metric, const char *spy, con
 bool ing_label_allowed(const char *name);
 
 /* ---------------------------------------------------------------- convert.c */
-/* A single-sample-type pprof being built from uploaded stacks (§2.10). With a
- * rate-scaled type and a non-zero rate every value is multiplied by the period
- * 1e9 / rate (integer division, as Pyroscope); a rate above 1e9 (a period
- * under 1 ns) multiplies by 1e9 / rate exactly instead of by 0. */
-typedef struct ing_cv_s ing_cv_t;
-
-ing_cv_t *ing_cv_new(const ing_app_type_t *t, uint64_t sample_rate, int64_t time_ns,
-                     const lc_pprof_limits_t *lim, lc_status_t *st);
-void ing_cv_free(ing_cv_t *cv);
-/* An ing_stack_cb (data is the ing_cv_t): a folded stack, split on ';'. */
-int ing_cv_stack(const char *stack, size_t len, int64_t value, void *data);
-/* The location of one frame name (interned: the same name, the same id). */
-uint64_t ing_cv_location(ing_cv_t *cv, const char *name, size_t len);
-/* One sample; locs are root first (stacks deeper than the limit keep the root side). */
-int ing_cv_sample(ing_cv_t *cv, const uint64_t *locs, size_t n, int64_t value);
-/* Encodes the profile (uncompressed) into out. Errors: "profile too large". */
-int ing_cv_encode(ing_cv_t *cv, lc_buf_t *out) LC_MUST_CHECK;
-
+/* lc/folded.h's converter with the sample type an upload's app name gives
+ * (ing_app_type): every stack format of /ingest goes through it (§2.10). */
+lc_cv_t *ing_cv_new(const ing_app_type_t *t, uint64_t sample_rate, int64_t time_ns,
+                    const lc_pprof_limits_t *lim, lc_status_t *st);
 /* folded/lines text -> an uncompressed single-sample-type pprof in out. */
 int ing_text_to_pprof(const uint8_t *body, size_t len, bool lines_format, const ing_app_type_t *t,
                       uint32_t sample_rate, int64_t time_ns, const lc_pprof_limits_t *lim,

@@ -23,10 +23,14 @@ static const char *debuginfod_urls(const ember_settings_t *s)
     return urls;
 }
 
-static int open_files(const ember_settings_t *s, ing_symbols_t *y)
+/* The local files: the uploads, or with a bucket the copies of its files
+ * (apart, so uploads made before a backend was set are never taken for
+ * copies of files the bucket lacks, and removed). */
+static int open_files(const ember_settings_t *s, ing_symbols_t *y, bool bucket)
 {
     char dir[LC_DEBUGINFO_PATH_MAX];
-    snprintf(dir, sizeof(dir), "%s/debuginfo", s->data_dir);
+    snprintf(dir, sizeof(dir), "%s/%s", s->data_dir,
+             bucket ? "debuginfo-bucket-copies" : "debuginfo");
     lc_debuginfo_limits_t lim = {
         .max_file_bytes = (uint64_t)s->debuginfo_max_file_bytes,
         .max_tenant_bytes = (uint64_t)s->debuginfo_max_tenant_bytes,
@@ -40,7 +44,9 @@ static int open_symbolizer(const ember_settings_t *s, ing_symbols_t *y)
     char cache[LC_DEBUGINFO_PATH_MAX];
     snprintf(cache, sizeof(cache), "%s/debuginfod-cache", s->data_dir);
     lc_symbolizer_opts_t o = {
-        .files = y->files,
+        .files = y->bucket ? NULL : y->files, /* copies are only good while the bucket has them */
+        .find_upload = y->bucket ? ing_dbucket_find : NULL,
+        .find_upload_data = y->bucket,
         .debuginfod_urls = debuginfod_urls(s),
         .cache_dir = cache,
         .cache_max_bytes = (uint64_t)s->symbolizer_cache_bytes,
@@ -55,13 +61,30 @@ static int open_symbolizer(const ember_settings_t *s, ing_symbols_t *y)
     return rc;
 }
 
+static int open_bucket(const ember_settings_t *s, const lc_objstore_opts_t *os, ing_symbols_t *y)
+{
+    ing_dbucket_opts_t o = {.store = os,
+                            .cache = y->files,
+                            .max_tenant_bytes = (uint64_t)s->debuginfo_max_tenant_bytes,
+                            .recheck_ns = (uint64_t)s->symbolizer_negative_ttl_ns};
+    int rc = ing_dbucket_open(&o, &y->bucket);
+    if (rc)
+        LC_LOG_ERROR("debuginfo: cannot open the object store err=\"%s\"", lc_strerror(rc));
+    return rc;
+}
+
 int ing_symbols_start(const ember_settings_t *s, lc_httpd_t *srv, lc_store_t *store,
                       ing_symbols_t **out)
 {
     ing_symbols_t *y = lc_xcalloc(1, sizeof(*y));
     y->multitenancy = s->multitenancy;
     *out = y;
-    int rc = open_files(s, y);
+    lc_objstore_opts_t os;
+    ember_objstore_opts(s, &os);
+    bool bucket = os.backend != LC_OBJSTORE_NONE;
+    int rc = open_files(s, y, bucket);
+    if (!rc && bucket)
+        rc = open_bucket(s, &os, y);
     if (!rc)
         rc = open_symbolizer(s, y);
     if (!rc)
@@ -76,6 +99,53 @@ void ing_symbols_free(ing_symbols_t *y)
     if (!y)
         return;
     lc_symbolizer_free(y->sym);
+    ing_dbucket_close(y->bucket);
     lc_debuginfo_close(y->files);
     lc_free(y);
+}
+
+/* ------------------------------------------------------ the upload APIs' */
+
+int ing_symbols_put(ing_symbols_t *y, const char *tenant, const char *build_id, bool file_hash,
+                    const uint8_t *data, size_t len, lc_status_t *st)
+{
+    char id[LC_BUILD_ID_HEX_MAX + 1];
+    if (lc_build_id_normalize(build_id, id, st))
+        return -1;
+    /* validated and kept locally first: with a bucket, this ingester's copy */
+    int rc = file_hash ? lc_debuginfo_put_file_hash(y->files, tenant, id, data, len, st)
+                       : lc_debuginfo_put(y->files, tenant, id, data, len, st);
+    if (rc == 0 && y->bucket && ing_dbucket_put(y->bucket, tenant, id, data, len, st) != 0) {
+        (void)lc_debuginfo_delete(y->files, tenant, id);
+        rc = -1;
+    }
+    return rc;
+}
+
+bool ing_symbols_has(ing_symbols_t *y, const char *tenant, const char *build_id)
+{
+    uint64_t size;
+    if (!y->bucket)
+        return lc_debuginfo_has(y->files, tenant, build_id, NULL);
+    return ing_dbucket_has(y->bucket, tenant, build_id, &size) == 0;
+}
+
+int ing_symbols_delete(ing_symbols_t *y, const char *tenant, const char *build_id, lc_status_t *st)
+{
+    if (!y->bucket) {
+        (void)lc_debuginfo_delete(y->files, tenant, build_id);
+        return 0;
+    }
+    int rc = ing_dbucket_delete(y->bucket, tenant, build_id);
+    if (rc)
+        return lc_status_set(st, LC_CODE_UNAVAILABLE,
+                             "the object store failed deleting the debug file: %s",
+                             lc_strerror(rc));
+    return 0;
+}
+
+int ing_symbols_list(ing_symbols_t *y, const char *tenant, lc_debuginfo_list_fn fn, void *data)
+{
+    return y->bucket ? ing_dbucket_list(y->bucket, tenant, fn, data)
+                     : lc_debuginfo_list(y->files, tenant, fn, data);
 }

@@ -3,8 +3,9 @@
  * (issue 31): symbols.c opens the debug-file store (<data.dir>/debuginfo),
  * the symbolizer (debuginfod downloads in <data.dir>/debuginfod-cache) and
  * hands the symbolizer to the store, so every query reading this store names
- * frames stored without lines; debuginfo_api.c and debuginfo_upload.c serve
- * the upload APIs of Pyroscope and Parca on the node's HTTP server.
+ * frames stored without lines; with --storage.backend uploads live in the
+ * bucket (debuginfo_bucket.h), which the symbolizer reads through copies; debuginfo_api.c and
+ * debuginfo_upload.c serve the upload APIs of Pyroscope and Parca on the node's HTTP server.
  *
  * Ownership: ing_symbols_t owns the store of debug files and the symbolizer;
  * free it after the block store is closed (no query runs any more).
@@ -13,6 +14,7 @@
 #ifndef ING_SYMBOLS_INT_H
 #define ING_SYMBOLS_INT_H
 
+#include "debuginfo_bucket.h"
 #include "ember_process.h"
 #include "lc/debuginfo.h"
 #include "lc/grpc.h"
@@ -21,7 +23,10 @@
 #include "lc/symbolizer.h"
 
 typedef struct ing_symbols_s {
+    /* the uploads (<data.dir>/debuginfo), or with a bucket this ingester's
+     * copies of the bucket's (<data.dir>/debuginfo-bucket-copies) */
     lc_debuginfo_t *files;
+    ing_dbucket_t *bucket; /* --storage.backend: where uploads live; NULL = files */
     lc_symbolizer_t *sym;
     bool multitenancy;
 } ing_symbols_t;
@@ -29,6 +34,20 @@ typedef struct ing_symbols_s {
 int ing_symbols_start(const ember_settings_t *s, lc_httpd_t *srv, lc_store_t *store,
                       ing_symbols_t **out) LC_MUST_CHECK;
 void ing_symbols_free(ing_symbols_t *y);
+
+/* What both upload APIs store into and answer from: the bucket when there
+ * is one (every ingester sees the same files), else the local store.
+ * put validates (lc_debuginfo_put, or _file_hash) and stores; on -1 (st set)
+ * nothing is stored. build_id as the client sent it (normalised here). */
+int ing_symbols_put(ing_symbols_t *y, const char *tenant, const char *build_id, bool file_hash,
+                    const uint8_t *data, size_t len, lc_status_t *st) LC_MUST_CHECK;
+bool ing_symbols_has(ing_symbols_t *y, const char *tenant, const char *build_id);
+/* Deleting what is not there succeeds; -1 with st unavailable when the
+ * bucket fails. */
+int ing_symbols_delete(ing_symbols_t *y, const char *tenant, const char *build_id,
+                       lc_status_t *st) LC_MUST_CHECK;
+int ing_symbols_list(ing_symbols_t *y, const char *tenant, lc_debuginfo_list_fn fn,
+                     void *data) LC_MUST_CHECK;
 
 /* debuginfo_api.c: registers both services' routes. */
 int ing_debuginfo_routes(ing_symbols_t *y, lc_httpd_t *srv) LC_MUST_CHECK;

@@ -41,7 +41,7 @@ typedef struct tr_dec_s {
     tr_level_t *levels; /* open nodes with children left, root first */
     size_t n_levels, cap_levels;
     size_t nodes, stack_bytes;
-    ing_stack_cb cb;
+    lc_stack_cb cb;
     void *data;
     lc_status_t *st;
 } tr_dec_t;
@@ -206,7 +206,7 @@ static int tr_walk(tr_dec_t *d)
     return d->p == d->end ? 0 : tr_malformed(d, "trailing bytes after the root's last descendant");
 }
 
-int ing_tree_decode(const uint8_t *body, size_t len, bool trie, ing_stack_cb cb, void *data,
+int ing_tree_decode(const uint8_t *body, size_t len, bool trie, lc_stack_cb cb, void *data,
                     lc_status_t *st)
 {
     tr_dec_t d = {.start = body,

@@ -3,7 +3,8 @@
  * per-tenant store of uploaded files, and their flame graphs as the
  * flamebearer JSON Pyroscope's Upload and Get return (one sample type at a
  * time; profile_types lists the file's sample types by name, as Pyroscope's
- * Metadata.Name does for pprof).
+ * Metadata.Name does for pprof). adhoc_file.c reads the formats (pprof, JFR,
+ * folded).
  */
 #include <stdio.h>
 #include <string.h>
@@ -11,6 +12,7 @@
 #include <uv.h>
 
 #include "adhoc.h"
+#include "adhoc_file.h"
 #include "adhocprofiles/v1/adhocprofiles.pb-c.h"
 #include "lc/base64.h"
 #include "lc/clock.h"
@@ -163,56 +165,20 @@ static size_t stack_names(const lc_pprof_t *p, const lc_pprof_index_t *ix,
     return n;
 }
 
-/* The index of the sample type named want ("" or no match: the first). */
-static size_t pick_type(const lc_pprof_t *p, const char *want)
+/* The tree of the file's flattened sample type `type`. */
+static int fill_tree(lc_ftree_t *t, const adhoc_file_t *f, size_t type, lc_arena_t *arena)
 {
-    for (size_t i = 0; want && *want && i < p->n_sample_type; i++) {
-        if (strcmp(lc_pprof_str(p, p->sample_type[i]->type), want) == 0)
-            return i;
-    }
-    return 0;
-}
-
-static int fill_tree(lc_ftree_t *t, const lc_pprof_t *p, size_t type, lc_arena_t *arena)
-{
+    const lc_pprof_t *p = f->profiles[f->profile_of[type]];
+    size_t in = f->type_in[type];
     lc_pprof_index_t *ix;
     const char **frames = lc_arena_alloc(arena, ADHOC_MAX_FRAMES * sizeof(*frames));
     int rc = frames ? lc_pprof_index_new(p, arena, &ix) : LC_ETOOBIG;
     for (size_t i = 0; i < p->n_sample && rc == 0; i++) {
         const Google__V1__Sample *s = p->sample[i];
         size_t n = stack_names(p, ix, s, frames);
-        rc = lc_ftree_insert(t, frames, n, s->value[type]);
+        rc = lc_ftree_insert(t, frames, n, s->value[in]);
     }
     return rc;
-}
-
-/* An uploaded file's pprof, decoded and validated; a clear refusal else. */
-static int decode_file(lc_http_req_t *req, const uint8_t *data, size_t len, lc_pprof_t **p,
-                       lc_status_t *st)
-{
-    lc_pprof_limits_t lim;
-    lc_pprof_limits_default(&lim);
-    if (len >= 4 && memcmp(data, "FLR", 4) == 0)
-        return lc_status_set(
-            st, LC_CODE_INVALID_ARGUMENT,
-            "JFR files are not supported by ember's ad-hoc view yet: upload a pprof");
-    if (lc_pprof_decode(data, len, &lim, req->arena, p, st) || lc_pprof_validate(*p, &lim, st)) {
-        char why[LC_STATUS_MSG_MAX];
-        snprintf(why, sizeof(why), "%s", st->msg);
-        return lc_status_set(st, LC_CODE_INVALID_ARGUMENT,
-                             "not a pprof file (the only format ember's ad-hoc view reads): %s",
-                             why);
-    }
-    return 0;
-}
-
-/* The names of p's sample types, in order (arena); NULL past memory. */
-static char **type_names(lc_http_req_t *req, const lc_pprof_t *p)
-{
-    char **types = lc_arena_calloc(req->arena, p->n_sample_type, sizeof(*types));
-    for (size_t i = 0; types && i < p->n_sample_type; i++)
-        types[i] = (char *)lc_pprof_str(p, p->sample_type[i]->type);
-    return types;
 }
 
 /* fb as FlamebearerProfile JSON into *out (arena, NUL-terminated). */
@@ -243,30 +209,27 @@ static int describe(lc_http_req_t *req, const uint8_t *data, size_t len, const c
                     int64_t max_nodes, Adhocprofiles__V1__AdHocProfilesGetResponse *resp,
                     lc_status_t *st)
 {
-    lc_pprof_t *p;
-    if (decode_file(req, data, len, &p, st))
+    adhoc_file_t f;
+    if (adhoc_file_decode(data, len, req->arena, &f, st))
         return -1;
-    char **types = type_names(req, p);
-    if (!types)
-        return lc_status_set(st, LC_CODE_RESOURCE_EXHAUSTED, "request memory exhausted");
-    size_t type = pick_type(p, want_type);
+    size_t type = adhoc_file_type(&f, want_type);
+    type = type < f.n_types ? type : 0; /* an unknown type shows the first, as before */
     lc_ftree_t *t = lc_ftree_new(0);
     Querier__V1__FlameGraph *fg = NULL;
-    int rc = fill_tree(t, p, type, req->arena);
+    int rc = fill_tree(t, &f, type, req->arena);
     if (rc == 0)
         rc = lc_ftree_flamegraph(t, nodes_or_default(max_nodes), req->arena, &fg);
     lc_ftree_free(t);
     if (rc)
         return lc_status_set(st, LC_CODE_RESOURCE_EXHAUSTED, "building the flame graph: %s",
                              lc_strerror(rc));
-    qry_flamebearer_t fb = {.sample_type = types[type],
-                            .sample_unit = lc_pprof_str(p, p->sample_type[type]->unit)};
+    qry_flamebearer_t fb = {.sample_type = f.names[type], .sample_unit = f.units[type]};
     qry_flamebearer_set_graph(&fb, fg);
     if (flamebearer_text(req, &fb, &resp->flamebearer_profile, st))
         return -1;
-    resp->profile_types = types;
-    resp->n_profile_types = p->n_sample_type;
-    resp->profile_type = types[type];
+    resp->profile_types = f.names;
+    resp->n_profile_types = f.n_types;
+    resp->profile_type = f.names[type];
     return 0;
 }
 
@@ -426,21 +389,21 @@ static int adhoc_list(lc_http_req_t *req, const ProtobufCMessage *in, ProtobufCM
 }
 
 /* One side of a diff: the stored profile id's tree of sample type want
- * (the first when empty); *p its pprof. */
+ * (the first when empty); *f the file, *type the type's index in it. */
 static int adhoc_diff_side(lc_http_req_t *req, qry_adhoc_t *a, const char *tenant, const char *id,
-                           const char *want, lc_ftree_t *t, lc_pprof_t **p, size_t *type,
+                           const char *want, lc_ftree_t *t, adhoc_file_t *f, size_t *type,
                            lc_status_t *st)
 {
     adhoc_entry_t e;
     if (!store_get(a, tenant, id, req->arena, &e))
         return lc_status_set(st, LC_CODE_NOT_FOUND, "no ad-hoc profile with id \"%.64s\"", id);
-    if (decode_file(req, e.data, e.len, p, st))
+    if (adhoc_file_decode(e.data, e.len, req->arena, f, st))
         return -1;
-    *type = pick_type(*p, want);
-    if (want && *want && strcmp(lc_pprof_str(*p, (*p)->sample_type[*type]->type), want) != 0)
+    *type = adhoc_file_type(f, want);
+    if (*type == f->n_types)
         return lc_status_set(st, LC_CODE_INVALID_ARGUMENT,
                              "ad-hoc profile \"%.64s\" has no sample type \"%.64s\"", id, want);
-    int rc = fill_tree(t, *p, *type, req->arena);
+    int rc = fill_tree(t, f, *type, req->arena);
     return rc ? lc_status_set(st, LC_CODE_RESOURCE_EXHAUSTED, "building the flame graph: %s",
                               lc_strerror(rc))
               : 0;
@@ -452,28 +415,23 @@ static int diff_both(lc_http_req_t *req, qry_adhoc_t *a, const char *tenant,
                      const Adhocprofiles__V1__AdHocProfilesDiffRequest *r,
                      Adhocprofiles__V1__AdHocProfilesDiffResponse *resp, lc_status_t *st)
 {
-    lc_pprof_t *lp, *rp;
+    adhoc_file_t lf, rf;
     size_t lt, rt;
     lc_ftree_t *left = lc_ftree_new(0), *right = lc_ftree_new(0);
     Querier__V1__FlameGraphDiff *fg = NULL;
-    int rc = adhoc_diff_side(req, a, tenant, r->left_id, r->profile_type, left, &lp, &lt, st);
+    int rc = adhoc_diff_side(req, a, tenant, r->left_id, r->profile_type, left, &lf, &lt, st);
     if (rc == 0)
-        rc = adhoc_diff_side(req, a, tenant, r->right_id,
-                             lc_pprof_str(lp, lp->sample_type[lt]->type), right, &rp, &rt, st);
+        rc = adhoc_diff_side(req, a, tenant, r->right_id, lf.names[lt], right, &rf, &rt, st);
     if (rc == 0 && lc_ftree_diff(left, right, nodes_or_default(r->max_nodes), req->arena, &fg))
         rc = lc_status_set(st, LC_CODE_RESOURCE_EXHAUSTED, "building the diff flame graph");
     lc_ftree_free(left);
     lc_ftree_free(right);
     if (rc)
         return -1;
-    char **types = type_names(req, lp);
-    if (!types)
-        return lc_status_set(st, LC_CODE_RESOURCE_EXHAUSTED, "request memory exhausted");
-    qry_flamebearer_t fb = {.sample_type = types[lt],
-                            .sample_unit = lc_pprof_str(lp, lp->sample_type[lt]->unit)};
+    qry_flamebearer_t fb = {.sample_type = lf.names[lt], .sample_unit = lf.units[lt]};
     qry_flamebearer_set_diff(&fb, fg);
-    resp->profile_types = types;
-    resp->n_profile_types = lp->n_sample_type;
+    resp->profile_types = lf.names;
+    resp->n_profile_types = lf.n_types;
     return flamebearer_text(req, &fb, &resp->flamebearer_profile, st);
 }
 

@@ -43,6 +43,9 @@ static int merged_tree(qry_fanout_t *f, lc_http_req_t *req, const char *method,
             (const Querier__V1__SelectMergeStacktracesResponse *)resp[i];
         if (r->tree.len)
             rc = lc_ftree_read_tree(t, r->tree.data, r->tree.len);
+        for (size_t k = 0; k < r->n_symbolized_names && rc == 0; k++)
+            rc = lc_ftree_mark_symbolized_name(t, r->symbolized_names[k],
+                                               strlen(r->symbolized_names[k]));
     }
     if (rc) {
         lc_ftree_free(t);

@@ -30,11 +30,14 @@ static int tree_bytes(lc_ftree_t *t, int64_t max_nodes, lc_arena_t *a, ProtobufC
 }
 
 int qry_shape_tree(lc_ftree_t *t, int format, int64_t max_nodes, lc_arena_t *a,
-                   Querier__V1__FlameGraph **flame, ProtobufCBinaryData *tree, lc_status_t *st)
+                   Querier__V1__SelectMergeStacktracesResponse *resp, lc_status_t *st)
 {
-    if (format == QUERIER__V1__PROFILE_FORMAT__PROFILE_FORMAT_TREE)
-        return tree_bytes(t, max_nodes, a, tree, st);
-    int rc = lc_ftree_flamegraph(t, max_nodes, a, flame);
+    if (format == QUERIER__V1__PROFILE_FORMAT__PROFILE_FORMAT_TREE) {
+        if (lc_ftree_symbolized_names(t, a, &resp->symbolized_names, &resp->n_symbolized_names))
+            return qry_fail_arena(st);
+        return tree_bytes(t, max_nodes, a, &resp->tree, st);
+    }
+    int rc = lc_ftree_flamegraph(t, max_nodes, a, &resp->flamegraph);
     return rc ? qry_fail(st, rc, "encoding the flame graph") : 0;
 }
 

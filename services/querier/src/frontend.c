@@ -195,7 +195,7 @@ static int tree_answer(qry_front_t *fe, lc_http_req_t *req, const ProtobufCMessa
     lc_ftree_t *t;
     if (front_merge_tree(fe, req, in, &t, st))
         return -1;
-    int rc = qry_shape_tree(t, format, max_nodes, req->arena, &resp->flamegraph, &resp->tree, st);
+    int rc = qry_shape_tree(t, format, max_nodes, req->arena, resp, st);
     lc_ftree_free(t);
     if (rc)
         return -1;
@@ -280,6 +280,8 @@ int qry_rpc_select_merge_span_profile(lc_http_req_t *req, const ProtobufCMessage
         QUERIER__V1__SELECT_MERGE_SPAN_PROFILE_RESPONSE__INIT;
     resp->flamegraph = tree->flamegraph;
     resp->tree = tree->tree;
+    resp->symbolized_names = tree->symbolized_names;
+    resp->n_symbolized_names = tree->n_symbolized_names;
     *out = &resp->base;
     return 0;
 }

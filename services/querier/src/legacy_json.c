@@ -253,6 +253,21 @@ static void jw_names(jw_t *w, char **names, size_t n)
     jw_raw(w, "]");
 }
 
+/* ember's own "symbolized" (docs/api.md), only when the server named a
+ * frame, so a flamebearer without one is Pyroscope's byte for byte. */
+static void jw_symbolized(jw_t *w, const int32_t *idx, size_t n)
+{
+    if (n == 0)
+        return;
+    jw_raw(w, ",\"symbolized\":[");
+    for (size_t i = 0; i < n; i++) {
+        if (i)
+            jw_raw(w, ",");
+        jw_printf_i64(w, idx[i]);
+    }
+    jw_raw(w, "]");
+}
+
 static void jw_levels(jw_t *w, Querier__V1__Level **levels, size_t n)
 {
     jw_raw(w, ",\"levels\":[");
@@ -272,6 +287,7 @@ static void jw_flamebearer(jw_t *w, const qry_flamebearer_t *fb)
 {
     jw_raw(w, "\"flamebearer\":{");
     jw_names(w, fb->names, fb->n_names);
+    jw_symbolized(w, fb->symbolized, fb->n_symbolized);
     jw_levels(w, fb->levels, fb->n_levels);
     jw_raw(w, ",\"numTicks\":");
     jw_printf_i64(w, fb->total);
@@ -355,6 +371,8 @@ void qry_flamebearer_set_graph(qry_flamebearer_t *fb, const Querier__V1__FlameGr
         return;
     fb->names = fg->names;
     fb->n_names = fg->n_names;
+    fb->symbolized = fg->symbolized;
+    fb->n_symbolized = fg->n_symbolized;
     fb->levels = fg->levels;
     fb->n_levels = fg->n_levels;
     fb->total = fg->total;

@@ -446,9 +446,11 @@ int qry_rpc_select_heatmap(lc_http_req_t *req, const ProtobufCMessage *in, Proto
 /* ---- tree shaping and Diff (front_shape.c), the front end's ---- */
 
 /* A merged tree as SelectMergeStacktraces answers it: the flame graph, or
- * with PROFILE_FORMAT_TREE the tree bytes (§5.7), truncated at max_nodes. */
+ * with PROFILE_FORMAT_TREE the tree bytes (§5.7) and the names the
+ * symbolizer gave (symbolized_names, which tree bytes cannot carry: a
+ * fan-out querier merges them), truncated at max_nodes. */
 int qry_shape_tree(lc_ftree_t *t, int format, int64_t max_nodes, lc_arena_t *a,
-                   Querier__V1__FlameGraph **flame, ProtobufCBinaryData *tree,
+                   Querier__V1__SelectMergeStacktracesResponse *resp,
                    lc_status_t *st) LC_MUST_CHECK;
 /* One side of a Diff merged into *out (untruncated); *max_nodes gets that
  * side's effective limit. data: the front end. */
@@ -498,6 +500,8 @@ typedef struct qry_group_s {
 typedef struct qry_flamebearer_s {
     char **names;
     size_t n_names;
+    const int32_t *symbolized; /* indices into names the server named (FlameGraph.symbolized) */
+    size_t n_symbolized;
     Querier__V1__Level **levels; /* 4 numbers per node, 7 when diff */
     size_t n_levels;
     int64_t total, max_self;

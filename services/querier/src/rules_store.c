@@ -13,7 +13,10 @@
 
 /* Serialises read-check-write of upsert and delete in this process: the
  * generation check and the tenant cap need the list they checked to be the
- * one they change. */
+ * one they change. Across processes sharing one store (distributed queriers
+ * on Redis) the write itself is conditional on the stored value being the
+ * one checked (lc_settings_store_set_if), so of two writers of one
+ * generation exactly one wins there too. */
 static pthread_mutex_t rules_write_lock = PTHREAD_MUTEX_INITIALIZER;
 
 bool qry_rule_setting_name(const char *name)
@@ -59,8 +62,11 @@ static Settings__V1__RecordingRuleStore *decode_rule(const lc_setting_t *s, lc_a
     return (Settings__V1__RecordingRuleStore *)m;
 }
 
-int qry_rules_list(lc_settings_store_t *s, const char *tenant, lc_arena_t *a,
-                   Settings__V1__RecordingRuleStore ***out, size_t *n, lc_status_t *st)
+/* The tenant's rules sorted by id and, when values is not NULL, each one's
+ * stored JSON (what a conditional write expects to find). */
+static int rules_read(lc_settings_store_t *s, const char *tenant, lc_arena_t *a,
+                      Settings__V1__RecordingRuleStore ***out, const char ***values, size_t *n,
+                      lc_status_t *st)
 {
     lc_setting_t *all;
     size_t n_all;
@@ -71,7 +77,8 @@ int qry_rules_list(lc_settings_store_t *s, const char *tenant, lc_arena_t *a,
     if (rc)
         return rules_store_fail(st, rc);
     Settings__V1__RecordingRuleStore **v = lc_arena_calloc(a, n_all ? n_all : 1, sizeof(*v));
-    if (!v)
+    const char **raw = lc_arena_calloc(a, n_all ? n_all : 1, sizeof(*raw));
+    if (!v || !raw)
         return lc_status_set(st, LC_CODE_RESOURCE_EXHAUSTED,
                              "the answer exceeds the request memory");
     size_t k = 0;
@@ -79,21 +86,37 @@ int qry_rules_list(lc_settings_store_t *s, const char *tenant, lc_arena_t *a,
         if (!qry_rule_setting_name(all[i].name))
             continue;
         v[k] = decode_rule(&all[i], a);
+        raw[k] = all[i].value;
         k += v[k] != NULL;
     }
     *out = v; /* settings come sorted by name, so rules come sorted by id */
+    if (values)
+        *values = raw;
     *n = k;
     return 0;
+}
+
+int qry_rules_list(lc_settings_store_t *s, const char *tenant, lc_arena_t *a,
+                   Settings__V1__RecordingRuleStore ***out, size_t *n, lc_status_t *st)
+{
+    return rules_read(s, tenant, a, out, NULL, n, st);
+}
+
+/* The index of the rule with id among list[0..n), or n. */
+static size_t find_index(Settings__V1__RecordingRuleStore **list, size_t n, const char *id)
+{
+    size_t i = 0;
+    while (i < n && strcmp(list[i]->id, id) != 0)
+        i++;
+    return i;
 }
 
 /* The rule with id among list[0..n), or NULL. */
 static Settings__V1__RecordingRuleStore *find_rule(Settings__V1__RecordingRuleStore **list,
                                                    size_t n, const char *id)
 {
-    for (size_t i = 0; i < n; i++)
-        if (strcmp(list[i]->id, id) == 0)
-            return list[i];
-    return NULL;
+    size_t i = find_index(list, n, id);
+    return i < n ? list[i] : NULL;
 }
 
 static int not_found(lc_status_t *st, const char *id)
@@ -136,8 +159,10 @@ static int next_generation(Settings__V1__RecordingRuleStore **list, size_t n,
     return 0;
 }
 
+/* Stores rule if what is stored under its id is still expect. */
 static int store_rule(lc_settings_store_t *s, const char *tenant,
-                      const Settings__V1__RecordingRuleStore *rule, lc_arena_t *a, lc_status_t *st)
+                      const Settings__V1__RecordingRuleStore *rule,
+                      const lc_settings_expect_t *expect, lc_arena_t *a, lc_status_t *st)
 {
     lc_buf_t json;
     lc_buf_init(&json, LC_SETTINGS_VALUE_MAX_BYTES + 1);
@@ -151,7 +176,7 @@ static int store_rule(lc_settings_store_t *s, const char *tenant,
     lc_setting_t setting = {.name = setting_name(a, rule->id),
                             .value = (const char *)json.data,
                             .modified_at_ms = lc_realtime_ns() / 1000000};
-    rc = setting.name ? lc_settings_store_set(s, tenant, &setting) : LC_ETOOBIG;
+    rc = setting.name ? lc_settings_store_set_if(s, tenant, &setting, expect) : LC_ETOOBIG;
     lc_buf_fini(&json);
     return rc ? rules_store_fail(st, rc) : 0;
 }
@@ -160,13 +185,16 @@ int qry_rules_upsert(lc_settings_store_t *s, const char *tenant,
                      Settings__V1__RecordingRuleStore *rule, lc_arena_t *a, lc_status_t *st)
 {
     Settings__V1__RecordingRuleStore **list;
+    const char **values;
     size_t n;
     pthread_mutex_lock(&rules_write_lock);
-    int rc = qry_rules_list(s, tenant, a, &list, &n, st);
+    int rc = rules_read(s, tenant, a, &list, &values, &n, st);
+    size_t at = rc == 0 ? find_index(list, n, rule->id) : 0;
+    lc_settings_expect_t expect = {.absent = at == n, .value = at < n ? values[at] : NULL};
     if (rc == 0)
         rc = next_generation(list, n, rule, st);
     if (rc == 0)
-        rc = store_rule(s, tenant, rule, a, st);
+        rc = store_rule(s, tenant, rule, &expect, a, st);
     pthread_mutex_unlock(&rules_write_lock);
     return rc;
 }
@@ -177,7 +205,7 @@ int qry_rules_delete(lc_settings_store_t *s, const char *tenant, const char *id,
     Settings__V1__RecordingRuleStore *rule;
     pthread_mutex_lock(&rules_write_lock);
     int rc = qry_rules_get(s, tenant, id, a, &rule, st);
-    if (rc == 0) {
+    if (rc == 0) { /* a rule deleted meanwhile elsewhere is deleted all the same */
         const char *name = setting_name(a, id);
         rc = name ? lc_settings_store_delete(s, tenant, name, lc_realtime_ns() / 1000000)
                   : LC_ETOOBIG;

@@ -410,6 +410,10 @@ class SingleView {
     this.sandwichBox = el('section', { class: 'pane sandwich-pane', id: 'sandwich', 'aria-label': 'Sandwich view' });
     this.exemplarBox = el('section', { class: 'exemplars', id: 'exemplars', 'aria-label': 'Exemplars' });
     this.profileNote = el('div', { class: 'msg info', id: 'profile-note', hidden: true });
+    // What the two frame colours outside the warm ones mean; shown when the graph has either.
+    this.frameLegend = el('span', { class: 'frame-legend muted', id: 'frame-legend', hidden: true },
+      el('span', { class: 'sw sw-symbolized', id: 'sw-symbolized' }), 'symbolized on the server ',
+      el('span', { class: 'sw sw-unresolved' }), 'unresolved (module+offset)');
 
     this.root.append(
       form,
@@ -421,7 +425,7 @@ class SingleView {
       this.exemplarBox,
       this.profileNote,
       el('div', { class: 'toolbar2' }, el('div', { class: 'modes', role: 'group', 'aria-label': 'View' }, this.modeBtns),
-        this.search, this.searchInfo, el('span', { class: 'spacer' }), resetBtn, svgBtn, pprofBtn),
+        this.search, this.searchInfo, el('span', { class: 'spacer' }), this.frameLegend, resetBtn, svgBtn, pprofBtn),
       el('div', { class: 'panes', id: 'panes' }, this.tableBox, this.flameBox, this.sandwichBox),
       this.live);
   }
@@ -495,7 +499,10 @@ class SingleView {
       el('div', {}, `Total: ${formatValue(d.total[i], u)} (${formatPct(d.total[i] / T)})`),
       el('div', {}, `Self: ${formatValue(d.self[i], u)} (${formatPct(d.self[i] / T)})`),
     ];
-    if (unresolvedFrame(name)) {
+    if (d.symbolizedNames && d.symbolizedNames.has(name)) {
+      lines.push(el('div', { class: 'tip-symbolized' },
+        'Symbolized on the server: the client sent an address, a debug file on the server named it'));
+    } else if (unresolvedFrame(name)) {
       lines.push(el('div', { class: 'tip-unresolved' },
         'Unresolved: module+offset, no debug file names it yet (upload it, or set --symbolizer.debuginfod-urls)'));
     }
@@ -635,6 +642,7 @@ class SingleView {
     const tDecoded = performance.now();
     this.total = d.numTicks;
     this.flame.setData(d);
+    this.frameLegend.hidden = d.symbolizedNames.size === 0 && !d.names.some(unresolvedFrame);
     const tDrawn = performance.now();
     perf.api.SelectMergeStacktraces = timing ? timing.ms : NaN;
     const rec = { nodes: d.n, parseMs: tParsed - tResp, decodeMs: tDecoded - tParsed, drawMs: tDrawn - tDecoded, responseToPixelsMs: tDrawn - tResp };
@@ -868,7 +876,7 @@ window.emberUI = {
     const b = best >= 0 ? f.boxOf(best) : null;
     if (!b) return null;
     const r = f.canvas.getBoundingClientRect();
-    return { x: r.left + b.x + Math.min(b.w / 2, 40), y: r.top + b.y + 9 };
+    return { x: r.left + b.x + Math.min(b.w / 2, 40), y: r.top + b.y + 9, left: r.left + b.x, top: r.top + b.y };
   },
 };
 

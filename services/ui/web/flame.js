@@ -41,6 +41,8 @@ export function decodeFlamegraph(fg, isDiff = false) {
     }
   }
   d.levelStart[levels.length] = k;
+  // ember's own field (docs/api.md): the names the server's symbolizer gave
+  d.symbolizedNames = new Set((fg.symbolized || []).map((i) => names[Number(i)]));
   if (isDiff) {
     d.leftTicks = Number(fg.leftTicks || 0);
     d.rightTicks = Number(fg.rightTicks || 0);
@@ -58,6 +60,7 @@ function newData(names, n, nLevels, isDiff) {
     name: new Int32Array(n), parent: new Int32Array(n).fill(-1),
     childStart: new Int32Array(n), childEnd: new Int32Array(n),
     diff: isDiff, numTicks: 0,
+    symbolizedNames: new Set(),   // names the server's symbolizer gave (decodeFlamegraph)
   };
   if (isDiff) {
     d.lt = new Float64Array(n); d.ls = new Float64Array(n);
@@ -86,8 +89,9 @@ function linkParents(d) {
   }
 }
 
-// Builds data from a tree {name, total, self, children[]} (sandwich views).
-export function fromTree(root) {
+// Builds data from a tree {name, total, self, children[]} (sandwich views);
+// symbolizedNames: those of the graph it comes from.
+export function fromTree(root, symbolizedNames = new Set()) {
   const names = [];
   const index = new Map();
   const nameId = (s) => { let i = index.get(s); if (i === undefined) { i = names.length; names.push(s); index.set(s, i); } return i; };
@@ -105,6 +109,7 @@ export function fromTree(root) {
   let n = 0;
   for (const l of levels) n += l.length;
   const d = newData(names, n, levels.length, false);
+  d.symbolizedNames = symbolizedNames;
   let k = 0;
   levels.forEach((l, li) => {
     d.levelStart[li] = k;
@@ -189,7 +194,7 @@ export function sandwich(d, fname) {
   }
   const sortTree = (t) => { t.children.sort((a, b) => b.total - a.total); t.children.forEach(sortTree); delete t._m; };
   sortTree(callees); sortTree(callers);
-  return { callers: fromTree(callers), callees: fromTree(callees) };
+  return { callers: fromTree(callers, d.symbolizedNames), callees: fromTree(callees, d.symbolizedNames) };
 }
 
 // ---------------------------------------------------------------- colours
@@ -197,19 +202,22 @@ export function sandwich(d, fname) {
 // Colours by package, computed on first use: a draw touches only the few
 // thousand frames wide enough to see, not every name.
 class Palette {
-  constructor(names, dark) {
-    this.names = names;
+  constructor(d, dark, theme) {
+    this.names = d.names;
+    this.symbolizedNames = d.symbolizedNames || new Set();
+    this.theme = theme;
     this.dark = dark;
-    this.byName = new Array(names.length);
+    this.byName = new Array(d.names.length);
     this.byPkg = new Map();
   }
 
   get(id) {
     let c = this.byName[id];
     if (c !== undefined) return c;
-    if (unresolvedFrame(this.names[id])) {
-      // cold grey-blue, outside the warm hues of named frames: no debug file named it yet
-      c = this.dark ? 'hsl(210,12%,34%)' : 'hsl(210,14%,78%)';
+    // Both outside the warm hues of names the client sent: a debug file on the
+    // server named it at query time (teal), or none has yet (grey-blue).
+    if (this.symbolizedNames.has(this.names[id]) || unresolvedFrame(this.names[id])) {
+      c = this.symbolizedNames.has(this.names[id]) ? this.theme.symbolized : this.theme.unresolved;
       this.byName[id] = c;
       return c;
     }
@@ -297,9 +305,9 @@ export class FlameGraph {
     this.match = null;
     this.allMatch = new Uint8Array(d.names.length).fill(1);
     this.dark = matchMedia('(prefers-color-scheme: dark)').matches;
-    this.colors = d.diff ? null : new Palette(d.names, this.dark);
-    this.lower = null;          // lower-cased names for search, made when idle
     this.readTheme();
+    this.colors = d.diff ? null : new Palette(d, this.dark, this.theme);
+    this.lower = null;          // lower-cased names for search, made when idle
     const idle = window.requestIdleCallback || ((f) => setTimeout(f, 50));
     // When idle: the lower-cased names, and one dry run so the first search is quick.
     idle(() => { if (this.data === d) this.computeMatch('\u0000'); });
@@ -320,6 +328,8 @@ export class FlameGraph {
       fg: cs.getPropertyValue('--flame-text').trim() || '#000',
       faded: cs.getPropertyValue('--flame-faded').trim() || '#ddd',
       accent: cs.getPropertyValue('--accent').trim() || '#06c',
+      symbolized: cs.getPropertyValue('--frame-symbolized').trim() || 'hsl(168,48%,60%)',
+      unresolved: cs.getPropertyValue('--frame-unresolved').trim() || 'hsl(210,14%,78%)',
     };
   }
 

@@ -5,10 +5,10 @@ time, however busy the machine is, after a first line on its standard
 input: until then it spins in warm()); prints "pid N", then exits at the end
 of its standard input.
 """
-import os
-import select
 import sys
 import time
+
+from py_started import linger, warm
 
 
 class Outer:
@@ -20,21 +20,13 @@ class Outer:
             return total
 
 
-def warm():
-    while not select.select([sys.stdin], [], [], 0)[0]:
-        sum(i * i for i in range(2000))
-    sys.stdin.readline()
-
-
 def main(seconds):
-    print("pid", os.getpid(), flush=True)
     warm()
     worker = Outer.Inner()
     end = time.thread_time() + seconds
     while time.thread_time() < end:
         worker.crunch(20000)
-    print("done", flush=True)
-    sys.stdin.read()
+    linger()
 
 
 if __name__ == "__main__":

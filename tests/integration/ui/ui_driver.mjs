@@ -82,6 +82,26 @@ try {
           R[s.key] = { zoom: await page.$eval('#flame', (e) => e.dataset.zoom || ''), tooltip: tip };
           break;
         }
+        case 'frame-colour':
+          // The canvas pixel near the top of the frame's box (above its label) and the
+          // legend's swatch for frames symbolized on the server, as the page shows them.
+          R[s.key] = await page.evaluate((n) => {
+            const f = window.emberUI.flame();
+            const d = f && f.data;
+            let best = -1;
+            for (let i = 0; d && i < d.n; i++) if (d.names[d.name[i]] === n && (best < 0 || d.total[i] > d.total[best])) best = i;
+            const b = best >= 0 ? f.boxOf(best) : null;
+            if (!b) return null;
+            const dpr = f.canvas.width / f.canvas.getBoundingClientRect().width;
+            const px = f.canvas.getContext('2d').getImageData(Math.floor((b.x + b.w / 2) * dpr), Math.floor((b.y + 1.5) * dpr), 1, 1).data;
+            const legend = document.getElementById('frame-legend');
+            return {
+              pixel: [px[0], px[1], px[2]],
+              swatch: getComputedStyle(document.getElementById('sw-symbolized')).backgroundColor,
+              legendShown: !!legend && !legend.hidden,
+            };
+          }, s.name);
+          break;
         case 'keys':
           await page.focus(s.sel);
           for (const k of s.keys) await page.keyboard.press(k);

@@ -12,6 +12,7 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "agt_test_util.h"
@@ -90,26 +91,102 @@ static void test_line_table_bad_input_stays_in_bounds(void)
     LC_CHECK(agt_python_line(endless, sizeof(endless), 7, 0) == 7);
 }
 
-static void check_name(const char *file, const char *qualname, const char *want)
+static void check_name(const char *root, const char *file, const char *qualname, const char *want)
 {
-    char *got = agt_python_qualified_name(file, qualname);
+    char *module = agt_python_module(root, file);
+    char *got = agt_python_qualified_name(module, qualname);
     if (strcmp(got, want) != 0)
-        fprintf(stderr, "%s %s: %s, want %s\n", file, qualname, got, want);
+        fprintf(stderr, "%s%s %s: %s, want %s\n", root, file, qualname, got, want);
     LC_CHECK(strcmp(got, want) == 0);
     lc_free(got);
+    lc_free(module);
 }
 
 /* Oracle: the __name__ CPython gives each file's module (json/__init__.py
  * is "json", a frozen module's is what its pseudo file name says). */
 static void test_qualified_names(void)
 {
-    check_name("/srv/app/py_split.py", "Outer.Inner.crunch", "py_split.Outer.Inner.crunch");
-    check_name("/usr/lib/python3.11/json/__init__.py", "loads", "json.loads");
-    check_name("<frozen importlib._bootstrap>", "_find_and_load",
+    check_name("", "/srv/app/py_split.py", "Outer.Inner.crunch", "py_split.Outer.Inner.crunch");
+    check_name("", "/usr/lib/python3.11/json/__init__.py", "loads", "json.loads");
+    check_name("", "<frozen importlib._bootstrap>", "_find_and_load",
                "importlib._bootstrap._find_and_load");
-    check_name("<string>", "<module>", "<module>"); /* exec'd text: no module to tell */
-    check_name("", "f", "f");
-    check_name("/__init__.py", "f", "f"); /* a package without a name */
+    check_name("", "<string>", "<module>", "<module>"); /* exec'd text: no module to tell */
+    check_name("", "", "f", "f");
+    check_name("", "/__init__.py", "f", "f");             /* a package without a name */
+    check_name("", "/usr/bin/tool", "main", "tool.main"); /* a script without .py */
+}
+
+/* Creates root/rel (directories on the way), empty. */
+static void touch(const char *root, const char *rel)
+{
+    char path[1024];
+    snprintf(path, sizeof(path), "%s/%s", root, rel);
+    for (char *slash = strchr(path + strlen(root) + 1, '/'); slash;
+         slash = strchr(slash + 1, '/')) {
+        *slash = '\0';
+        (void)mkdir(path, 0700);
+        *slash = '/';
+    }
+    int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+    LC_CHECK(fd >= 0);
+    close(fd);
+}
+
+static void remove_tree(const char *root)
+{
+    char cmd[256];
+    snprintf(cmd, sizeof(cmd), "rm -rf %s", root);
+    LC_CHECK(system(cmd) == 0);
+}
+
+/* Oracle: the __name__ CPython's import system gives a module found through
+ * a sys.path entry of `root` (tests/integration/test_agent_python.py has the
+ * live interpreters name a package's module the same way). */
+static void test_module_names_from_packages(void)
+{
+    char root[] = "/tmp/ember-pymod-XXXXXX";
+    LC_CHECK(mkdtemp(root) != NULL);
+    touch(root, "pkg/__init__.py");
+    touch(root, "pkg/sub/__init__.py");
+    touch(root, "pkg/sub/mod.py");
+    touch(root, "plain/mod.py"); /* no __init__.py: a directory on sys.path, not a package */
+    touch(root, "top.py");
+    check_name(root, "/pkg/sub/mod.py", "hot", "pkg.sub.mod.hot");
+    check_name(root, "/pkg/sub/__init__.py", "f", "pkg.sub.f");
+    check_name(root, "/pkg/__init__.py", "f", "pkg.f");
+    check_name(root, "/plain/mod.py", "f", "mod.f");
+    check_name(root, "/top.py", "f", "top.f");
+    check_name(root, "pkg/sub/mod.py", "hot", "pkg.sub.mod.hot"); /* root as a working directory */
+    check_name(root, "/gone/x.py", "f", "x.f");                   /* nothing to look at: the name */
+    /* the root is the process' "/": a package above it is not the process' */
+    char below[sizeof(root) + 8];
+    snprintf(below, sizeof(below), "%s/pkg", root);
+    check_name(below, "/sub/mod.py", "hot", "sub.mod.hot");
+    remove_tree(root);
+}
+
+/* Packages nested deeper than the limit: the innermost 32 named, no more. */
+static void test_module_name_depth_is_bounded(void)
+{
+    char root[] = "/tmp/ember-pymod-XXXXXX";
+    LC_CHECK(mkdtemp(root) != NULL);
+    char rel[256] = "";
+    size_t len = 0;
+    for (int i = 0; i < 40; i++) {
+        char init[300];
+        snprintf(init, sizeof(init), "%sp/__init__.py", rel);
+        touch(root, init);
+        len += (size_t)snprintf(rel + len, sizeof(rel) - len, "p/");
+    }
+    snprintf(rel + len, sizeof(rel) - len, "m.py");
+    touch(root, rel);
+    char *module = agt_python_module(root, rel);
+    size_t dots = 0;
+    for (const char *c = module; *c; c++)
+        dots += *c == '.';
+    LC_CHECK(dots == 31);
+    lc_free(module);
+    remove_tree(root);
 }
 
 /* The value of `name` in `nm -D` output for path, or 0. */
@@ -162,4 +239,5 @@ static void test_other_objects_are_no_interpreter(void)
 
 LC_TEST_MAIN(test_line_table_matches_cpython, test_line_table_310_matches_cpython,
              test_line_table_bad_input_stays_in_bounds, test_qualified_names,
+             test_module_names_from_packages, test_module_name_depth_is_bounded,
              test_interpreter_landmarks_in_its_elf, test_other_objects_are_no_interpreter)

@@ -26,7 +26,7 @@ static int run(const char *body, bool lines, collected_t *c, lc_status_t *st)
     lc_arena_t *arena = lc_arena_new(1 << 24);
     *c = (collected_t){0};
     *st = (lc_status_t){0};
-    int rc = ing_folded_parse((const uint8_t *)body, strlen(body), lines, arena, collect, c, st);
+    int rc = lc_folded_parse((const uint8_t *)body, strlen(body), lines, arena, collect, c, st);
     lc_arena_free(arena);
     return rc;
 }
@@ -66,7 +66,7 @@ static void test_folded_errors(void)
 
 static void test_folded_long_line_ends_parsing(void)
 {
-    size_t n = ING_FOLDED_MAX_LINE + 10;
+    size_t n = LC_FOLDED_MAX_LINE + 10;
     char *body = malloc(n + 64);
     static const char head[] = "a;b 1\n", tail[] = " 2\nc;d 3\n";
     size_t at = sizeof(head) - 1;

@@ -445,12 +445,12 @@ static void test_trie_to_pprof(void)
     LC_ASSERT_OK(ing_app_type("app.wall", arena, &t, &st));
     lc_pprof_limits_t lim;
     lc_pprof_limits_default(&lim);
-    ing_cv_t *cv = ing_cv_new(&t, 100, 1700000000000000000LL, &lim, &st);
+    lc_cv_t *cv = ing_cv_new(&t, 100, 1700000000000000000LL, &lim, &st);
     wbuf_t b = trie_body();
-    LC_ASSERT_OK(ing_tree_decode(b.p, b.n, true, ing_cv_stack, cv, &st));
+    LC_ASSERT_OK(ing_tree_decode(b.p, b.n, true, lc_cv_stack, cv, &st));
     lc_buf_t out;
     lc_buf_init(&out, LC_BUF_UNLIMITED);
-    LC_ASSERT_OK(ing_cv_encode(cv, &out));
+    LC_ASSERT_OK(lc_cv_encode(cv, &out));
     lc_pprof_t *p = NULL;
     LC_ASSERT_OK(lc_pprof_decode(out.data, out.len, &lim, arena, &p, &st));
     LC_ASSERT_OK(lc_pprof_validate(p, &lim, &st));
@@ -461,7 +461,7 @@ static void test_trie_to_pprof(void)
     LC_ASSERT_EQ(pprof_stack_value(p, "x;y;z"), 4 * 10000000LL);
     LC_ASSERT_EQ(p->n_sample, 6);
     lc_buf_fini(&out);
-    ing_cv_free(cv);
+    lc_cv_free(cv);
     free(b.p);
     lc_arena_free(arena);
 }

@@ -126,6 +126,36 @@ static void test_older_write_loses(void)
     lc_settings_store_free(s);
 }
 
+static int set_if(lc_settings_store_t *s, const char *name, const char *value, int64_t at,
+                  bool absent, const char *expected)
+{
+    lc_setting_t v = {.name = name, .value = value, .modified_at_ms = at};
+    lc_settings_expect_t e = {.absent = absent, .value = expected};
+    return lc_settings_store_set_if(s, "t-cas", &v, &e);
+}
+
+/* A conditional write: done only when what is stored is what the caller
+ * read, else -EEXIST and nothing changes (two writers of one generation:
+ * exactly one wins). */
+static void test_conditional_write(void)
+{
+    lc_settings_store_t *s = open_store();
+    LC_ASSERT_OK(set_if(s, "r", "gen1", 10, true, NULL));
+    LC_ASSERT_EQ(set_if(s, "r", "gen1-again", 11, true, NULL), -EEXIST); /* no longer absent */
+    LC_ASSERT_OK(set_if(s, "r", "gen2", 12, false, "gen1"));
+    LC_ASSERT_EQ(set_if(s, "r", "gen2-other", 13, false, "gen1"), -EEXIST); /* lost the race */
+    LC_ASSERT_EQ(set_if(s, "r", "x", 14, false, "gen"), -EEXIST);        /* a prefix is not equal */
+    LC_ASSERT_EQ(set_if(s, "missing", "x", 15, false, "gen1"), -EEXIST); /* nothing stored */
+    char got[128];
+    listing(s, "t-cas", got, sizeof(got));
+    LC_ASSERT_STR_EQ(got, "r=gen2@12;");
+    LC_ASSERT_OK(set_if(s, "r", "", 16, false, "gen2")); /* an empty value can be expected too */
+    LC_ASSERT_OK(set_if(s, "r", "gen4", 17, false, ""));
+    listing(s, "t-cas", got, sizeof(got));
+    LC_ASSERT_STR_EQ(got, "r=gen4@17;");
+    lc_settings_store_free(s);
+}
+
 static void test_caps(void)
 {
     lc_settings_store_t *s = open_store();
@@ -216,6 +246,7 @@ static void run_backend_tests(void)
     test_set_get_sorted_and_persisted();
     test_tenants_isolated();
     test_older_write_loses();
+    test_conditional_write();
     test_caps();
     test_count_cap_per_tenant();
     test_stamp_order_extremes();

@@ -51,14 +51,30 @@ void lc_ftree_add_self(lc_ftree_t *t, uint32_t node, int64_t v);
 /* Adds value v to the root->leaf path of names; v <= 0 is ignored (as in
  * Pyroscope's InsertStack). */
 int lc_ftree_insert(lc_ftree_t *t, const char *const *frames, size_t n, int64_t v) LC_MUST_CHECK;
-/* Adds every node of src into dst (names matched by bytes). */
+/* Adds every node of src into dst (names matched by bytes; a name's
+ * symbolized mark carries over). */
 int lc_ftree_merge(lc_ftree_t *dst, const lc_ftree_t *src) LC_MUST_CHECK;
+
+/* Marks a name as one the server's symbolizer gave a frame at query time
+ * (docs/api.md "Frames named on the server"). The mark belongs to the name,
+ * not a node: a name that some frame got from the symbolizer and another
+ * frame from the client is marked. The flame graph lists marked names
+ * (FlameGraph.symbolized); tree bytes carry none, so a shard answer sends
+ * them beside the tree (lc_ftree_symbolized_names) and the merging querier
+ * marks them again (lc_ftree_mark_symbolized_name). */
+void lc_ftree_mark_symbolized(lc_ftree_t *t, uint32_t name);
+/* Interns the name and marks it. */
+int lc_ftree_mark_symbolized_name(lc_ftree_t *t, const char *s, size_t len) LC_MUST_CHECK;
+/* The marked names, copied into `arena` (*n 0: none). */
+int lc_ftree_symbolized_names(const lc_ftree_t *t, lc_arena_t *arena, char ***out,
+                              size_t *n) LC_MUST_CHECK;
 
 size_t lc_ftree_node_count(const lc_ftree_t *t); /* including the root */
 int64_t lc_ftree_total(lc_ftree_t *t);
 
 /* Encodes the flame graph (§5.4) with max_nodes truncation (§5.5; max_nodes
- * <= 0 = no truncation) into `arena`. */
+ * <= 0 = no truncation) into `arena`; `symbolized` lists the indices of the
+ * emitted names marked by lc_ftree_mark_symbolized, ascending. */
 int lc_ftree_flamegraph(lc_ftree_t *t, int64_t max_nodes, lc_arena_t *arena,
                         Querier__V1__FlameGraph **out) LC_MUST_CHECK;
 /* Encodes the diff flame graph (§5.6) of left vs right: the union of their

@@ -17,6 +17,7 @@
 #ifndef LC_SETTINGS_STORE_H
 #define LC_SETTINGS_STORE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -42,12 +43,22 @@ typedef struct lc_setting_s {
 
 typedef struct lc_settings_store_s lc_settings_store_t;
 
+/* A condition on what is stored, checked atomically with a write, so that a
+ * read-check-write (recording rules' generations) holds across processes
+ * sharing one backend. */
+typedef struct lc_settings_expect_s {
+    bool absent;       /* the name must not be stored, or else */
+    const char *value; /* the stored value must be exactly this */
+} lc_settings_expect_t;
+
 /* ---- backends ---- */
 
 typedef struct lc_settings_ops_s {
     int (*list)(lc_settings_store_t *s, const char *tenant, lc_arena_t *a, lc_setting_t **out,
                 size_t *n);
-    int (*set)(lc_settings_store_t *s, const char *tenant, const lc_setting_t *setting);
+    /* expect NULL: no condition */
+    int (*set)(lc_settings_store_t *s, const char *tenant, const lc_setting_t *setting,
+               const lc_settings_expect_t *expect);
     int (*del)(lc_settings_store_t *s, const char *tenant, const char *name, int64_t now_ms);
     void (*free)(lc_settings_store_t *s);
 } lc_settings_ops_t;
@@ -79,6 +90,11 @@ int lc_settings_store_list(lc_settings_store_t *s, const char *tenant, lc_arena_
  * when the tenant already has LC_SETTINGS_MAX_PER_TENANT other settings. */
 int lc_settings_store_set(lc_settings_store_t *s, const char *tenant,
                           const lc_setting_t *setting) LC_MUST_CHECK;
+/* lc_settings_store_set, done only when expect holds (-EEXIST else, as for a
+ * newer write: the caller lost a race and may read again). */
+int lc_settings_store_set_if(lc_settings_store_t *s, const char *tenant,
+                             const lc_setting_t *setting,
+                             const lc_settings_expect_t *expect) LC_MUST_CHECK;
 /* Removes name; 0 when it was not there. -EEXIST when the stored setting was
  * modified after now_ms (a newer write wins over this delete). */
 int lc_settings_store_delete(lc_settings_store_t *s, const char *tenant, const char *name,

@@ -7,13 +7,12 @@
  * ELF symbol table when the address has no DWARF.
  *
  * Where debug files come from, in order: the query's tenants' uploads
- * (lc/debuginfo.h), then debuginfod servers (libdebuginfod), looked up on
- * the symbolizer's own worker thread with a timeout; a query waits for them
- * at most `wait_ms` in total (its scope's deadline) and meanwhile shows the
- * frame as module+0xoffset. A build id no server has is remembered for
- * negative_ttl_ms, so a down or empty server costs one lookup, not one per
- * query. Downloads are kept in cache_dir, at most cache_max_bytes (the least
- * recently used files go first).
+ * (lc/debuginfo.h, then the find_upload hook's shared store), then debuginfod servers
+ * (libdebuginfod), looked up on the symbolizer's own worker thread with a timeout; a query waits
+ * for them at most `wait_ms` in total (its scope's deadline) and meanwhile shows the frame as
+ * module+0xoffset. A build id no server has is remembered for negative_ttl_ms, so a down or empty
+ * server costs one lookup, not one per query. Downloads are kept in cache_dir, at most
+ * cache_max_bytes (the least recently used files go first).
  *
  * Answers are cached per (build id, offset), at most max_cached_addresses
  * (the whole cache is dropped when full: answers are copied out, so no
@@ -27,14 +26,25 @@
 #ifndef LC_SYMBOLIZER_H
 #define LC_SYMBOLIZER_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "lc/alloc.h"
 #include "lc/debuginfo.h"
 
+/* Uploads kept somewhere the symbolizer does not read itself (an
+ * ingester's object store, shared by every ingester): tenant's file of
+ * build_id (normalised hex), true with the path of a local copy. Asked for
+ * each of a query's tenants when `files` has none, before debuginfod; on
+ * query threads, any number at once. */
+typedef bool (*lc_symbolizer_find_upload_fn)(void *data, const char *tenant, const char *build_id,
+                                             char path[LC_DEBUGINFO_PATH_MAX]);
+
 typedef struct lc_symbolizer_opts_s {
-    lc_debuginfo_t *files;       /* uploaded debug files; NULL = none */
+    lc_debuginfo_t *files;                    /* uploaded debug files; NULL = none */
+    lc_symbolizer_find_upload_fn find_upload; /* NULL = none */
+    void *find_upload_data;
     const char *debuginfod_urls; /* space-separated; NULL or "" = no debuginfod */
     const char *cache_dir;       /* debuginfod downloads (created) */
     uint64_t cache_max_bytes;

@@ -352,6 +352,65 @@ static void test_diff_empty(void)
     lc_ftree_free(r);
 }
 
+/* The names a flame graph lists as symbolized (by its indices), joined by ','
+ * in index order. */
+static void symbolized_list(const Querier__V1__FlameGraph *fg, char *out, size_t cap)
+{
+    out[0] = 0;
+    for (size_t i = 0; i < fg->n_symbolized; i++) {
+        LC_CHECK(fg->symbolized[i] >= 0 && (size_t)fg->symbolized[i] < fg->n_names);
+        if (fg->symbolized[i] < 0 || (size_t)fg->symbolized[i] >= fg->n_names)
+            return;
+        size_t len = strlen(out);
+        snprintf(out + len, cap - len, "%s%s", len ? "," : "", fg->names[fg->symbolized[i]]);
+    }
+}
+
+/* Symbolized marks: merges keep them (c from the left, d from the right); the
+ * flame graph lists only emitted names (zzz has no node), the names list for
+ * a shard answer every marked one; tree bytes carry none. */
+static void test_symbolized_marks(void)
+{
+    lc_ftree_t *left = tree_of(ex_stacks, ex_values, 2);          /* a;b=3 a;c=2 */
+    lc_ftree_t *right = tree_of(ex_stacks + 1, ex_values + 1, 2); /* a;c=2 d=1 */
+    LC_ASSERT_OK(lc_ftree_mark_symbolized_name(left, "c", 1));
+    LC_ASSERT_OK(lc_ftree_mark_symbolized_name(right, "d", 1));
+    LC_ASSERT_OK(lc_ftree_mark_symbolized_name(right, "zzz", 3));
+    lc_ftree_t *dst = lc_ftree_new(0);
+    LC_ASSERT_OK(lc_ftree_merge(dst, left));
+    LC_ASSERT_OK(lc_ftree_merge(dst, right));
+    lc_arena_t *a = lc_arena_new(1 << 20);
+    Querier__V1__FlameGraph *fg = NULL;
+    LC_ASSERT_OK(lc_ftree_flamegraph(dst, 0, a, &fg));
+    /* Names in pop order, as in the worked example: total, d, a, c, b. */
+    char got[64];
+    symbolized_list(fg, got, sizeof(got));
+    LC_ASSERT_STR_EQ(got, "d,c");
+    char **names = NULL;
+    size_t n = 0;
+    LC_ASSERT_OK(lc_ftree_symbolized_names(dst, a, &names, &n));
+    LC_ASSERT_EQ(n, 3);
+    if (n == 3) {
+        LC_ASSERT_STR_EQ(names[0], "c");
+        LC_ASSERT_STR_EQ(names[1], "d");
+        LC_ASSERT_STR_EQ(names[2], "zzz");
+    }
+    lc_buf_t buf;
+    lc_buf_init(&buf, LC_BUF_UNLIMITED);
+    LC_ASSERT_OK(lc_ftree_write_tree(dst, 0, &buf));
+    lc_ftree_t *back = lc_ftree_new(0);
+    LC_ASSERT_OK(lc_ftree_read_tree(back, buf.data, buf.len));
+    LC_ASSERT_OK(lc_ftree_symbolized_names(back, a, &names, &n));
+    LC_ASSERT_EQ(n, 0);
+    lc_buf_fini(&buf);
+    lc_arena_free(a);
+    lc_ftree_free(back);
+    lc_ftree_free(dst);
+    lc_ftree_free(left);
+    lc_ftree_free(right);
+}
+
 LC_TEST_MAIN(test_worked_example, test_empty, test_truncation, test_tree_bytes,
              test_tree_bytes_truncated, test_real_other_folded, test_merge, test_bytewise_order,
-             test_read_corrupt, test_node_cap, test_diff, test_diff_truncated, test_diff_empty)
+             test_read_corrupt, test_node_cap, test_diff, test_diff_truncated, test_diff_empty,
+             test_symbolized_marks)

@@ -17,14 +17,14 @@
  * Events are summed per (kind, stack trace, context, span) within a chunk and
  * resolved into locations when the chunk ends, while its pools are valid.
  * Ownership: the builders and the aggregation table are this call's; the
- * result's buffers are the caller's (ing_jfr_result_fini).
+ * result's buffers are the caller's (lc_jfr_result_fini).
  * Threading: pure.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "jfr.h"
+#include "jfr_int.h"
 #include "lc/gz.h"
 #include "lc/pprof.h"
 
@@ -36,36 +36,36 @@ static const struct {
     const char *metric;
     const char *types[2][2]; /* sample types: {type, unit} */
     const char *period[2];
-} KINDS[ING_JFR_KINDS_] = {
-    [ING_JFR_CPU] = {"process_cpu", {{"cpu", "nanoseconds"}}, {"cpu", "nanoseconds"}},
-    [ING_JFR_WALL] = {"wall", {{"wall", "nanoseconds"}}, {"wall", "nanoseconds"}},
-    [ING_JFR_ALLOC_IN_TLAB] = {"memory",
-                               {{"alloc_in_new_tlab_objects", "count"},
-                                {"alloc_in_new_tlab_bytes", "bytes"}},
-                               {"space", "bytes"}},
-    [ING_JFR_ALLOC_OUTSIDE_TLAB] = {"memory",
-                                    {{"alloc_outside_tlab_objects", "count"},
-                                     {"alloc_outside_tlab_bytes", "bytes"}},
-                                    {"space", "bytes"}},
-    [ING_JFR_LOCK] = {"mutex",
-                      {{"contentions", "count"}, {"delay", "nanoseconds"}},
-                      {"mutex", "count"}},
-    [ING_JFR_THREAD_PARK] = {"block",
-                             {{"contentions", "count"}, {"delay", "nanoseconds"}},
-                             {"block", "count"}},
-    [ING_JFR_LIVE_OBJECT] = {"memory", {{"live", "count"}}, {"objects", "count"}},
-    [ING_JFR_ALLOC_SAMPLE] = {"memory",
-                              {{"alloc_sample_objects", "count"}, {"alloc_sample_bytes", "bytes"}},
+} KINDS[LC_JFR_KINDS_] = {
+    [LC_JFR_CPU] = {"process_cpu", {{"cpu", "nanoseconds"}}, {"cpu", "nanoseconds"}},
+    [LC_JFR_WALL] = {"wall", {{"wall", "nanoseconds"}}, {"wall", "nanoseconds"}},
+    [LC_JFR_ALLOC_IN_TLAB] = {"memory",
+                              {{"alloc_in_new_tlab_objects", "count"},
+                               {"alloc_in_new_tlab_bytes", "bytes"}},
                               {"space", "bytes"}},
-    [ING_JFR_MALLOC] = {"memory", {{"malloc_objects", "count"}, {"malloc_bytes", "bytes"}}, {0}},
+    [LC_JFR_ALLOC_OUTSIDE_TLAB] = {"memory",
+                                   {{"alloc_outside_tlab_objects", "count"},
+                                    {"alloc_outside_tlab_bytes", "bytes"}},
+                                   {"space", "bytes"}},
+    [LC_JFR_LOCK] = {"mutex",
+                     {{"contentions", "count"}, {"delay", "nanoseconds"}},
+                     {"mutex", "count"}},
+    [LC_JFR_THREAD_PARK] = {"block",
+                            {{"contentions", "count"}, {"delay", "nanoseconds"}},
+                            {"block", "count"}},
+    [LC_JFR_LIVE_OBJECT] = {"memory", {{"live", "count"}}, {"objects", "count"}},
+    [LC_JFR_ALLOC_SAMPLE] = {"memory",
+                             {{"alloc_sample_objects", "count"}, {"alloc_sample_bytes", "bytes"}},
+                             {"space", "bytes"}},
+    [LC_JFR_MALLOC] = {"memory", {{"malloc_objects", "count"}, {"malloc_bytes", "bytes"}}, {0}},
 };
 
-const char *ing_jfr_kind_metric(ing_jfr_kind_t k)
+const char *lc_jfr_kind_metric(lc_jfr_kind_t k)
 {
-    return k < ING_JFR_KINDS_ ? KINDS[k].metric : "";
+    return k < LC_JFR_KINDS_ ? KINDS[k].metric : "";
 }
 
-static size_t kind_width(ing_jfr_kind_t k)
+static size_t kind_width(lc_jfr_kind_t k)
 {
     return KINDS[k].types[1][0] ? 2 : 1;
 }
@@ -197,7 +197,7 @@ static bool snap_context(snapshot_t *s, pb_t e)
                 if (num == 1 || num == 2)
                     kv[num - 1] = (int64_t)v;
             }
-            if (lab.err || s->n_kv / 2 >= ING_JFR_MAX_CONTEXTS * 4)
+            if (lab.err || s->n_kv / 2 >= LC_JFR_MAX_CONTEXTS * 4)
                 return false;
             s->kv = lc_xgrow(s->kv, &s->cap_kv, s->n_kv + 2, sizeof(*s->kv));
             s->kv[s->n_kv++] = kv[0];
@@ -256,10 +256,10 @@ static int snap_parse(snapshot_t *s, const uint8_t *data, size_t len, lc_arena_t
     uint32_t num;
     uint64_t v;
     while (pb_field(&r, &num, &v, &e)) {
-        if (s->n_strs + s->n_ctxs >= ING_JFR_MAX_CONTEXTS)
+        if (s->n_strs + s->n_ctxs >= LC_JFR_MAX_CONTEXTS)
             return lc_status_set_http(st, 413, LC_CODE_INVALID_ARGUMENT,
                                       "profile too large: jfr labels (limit %zu entries)",
-                                      ING_JFR_MAX_CONTEXTS);
+                                      LC_JFR_MAX_CONTEXTS);
         if ((num == 1 && !snap_context(s, e)) || (num == 2 && !snap_string(s, e, arena)))
             r.err = true;
     }
@@ -374,13 +374,13 @@ static void methods_clear(methods_map_t *m)
 }
 
 typedef struct conv_s {
-    const ing_jfr_params_t *params;
+    const lc_jfr_params_t *params;
     int64_t period;
     lc_arena_t *arena;
     lc_status_t *st;
     snapshot_t snap;
-    lc_pprof_builder_t *b[ING_JFR_KINDS_];
-    uint64_t mapping[ING_JFR_KINDS_];
+    lc_pprof_builder_t *b[LC_JFR_KINDS_];
+    uint64_t mapping[LC_JFR_KINDS_];
     agg_t *agg;
     size_t cap_agg, n_agg;
     bool resolved; /* the aggregates (and maps below) are of a chunk already resolved */
@@ -394,7 +394,7 @@ typedef struct conv_s {
      * pprof function id and (kind, method, line) -> location id, so the
      * builder hashes a frame's name and location once per chunk, not once
      * per frame of every sample. */
-    methods_map_t fns[ING_JFR_KINDS_], locs_of[ING_JFR_KINDS_];
+    methods_map_t fns[LC_JFR_KINDS_], locs_of[LC_JFR_KINDS_];
 } conv_t;
 
 static uint64_t agg_hash(const agg_t *k)
@@ -434,7 +434,7 @@ static agg_t *agg_find(conv_t *cv, const agg_t *k)
     }
 }
 
-static void agg_add(conv_t *cv, ing_jfr_kind_t kind, const jfr_event_t *ev, bool correlated,
+static void agg_add(conv_t *cv, lc_jfr_kind_t kind, const jfr_event_t *ev, bool correlated,
                     int64_t v0, int64_t v1)
 {
     if (cv->resolved)
@@ -461,7 +461,7 @@ static void agg_add(conv_t *cv, ing_jfr_kind_t kind, const jfr_event_t *ev, bool
             lc_pprof_builder_sample_type(b, KINDS[kind].types[t][0], KINDS[kind].types[t][1]);
         if (KINDS[kind].period[0])
             lc_pprof_builder_period(b, KINDS[kind].period[0], KINDS[kind].period[1],
-                                    kind == ING_JFR_CPU || kind == ING_JFR_WALL ? cv->period : 0);
+                                    kind == LC_JFR_CPU || kind == LC_JFR_WALL ? cv->period : 0);
         lc_pprof_builder_times(b, cv->params->start_ns, cv->params->end_ns - cv->params->start_ns);
         cv->mapping[kind] = lc_pprof_builder_mapping(b, 0, 0, 0, "", "", true);
     }
@@ -484,36 +484,36 @@ static int jfr_on_event(jfr_t *j, const jfr_event_t *ev, void *data)
     case JFR_EV_EXECUTION_SAMPLE:
         state = jfr_thread_state(j, ev->state);
         if (state && strcmp(state, "STATE_SLEEPING") != 0)
-            agg_add(cv, ING_JFR_CPU, ev, true, mul_period(cv, 1), 0);
+            agg_add(cv, LC_JFR_CPU, ev, true, mul_period(cv, 1), 0);
         if (wall)
-            agg_add(cv, ING_JFR_WALL, ev, true, mul_period(cv, 1), 0);
+            agg_add(cv, LC_JFR_WALL, ev, true, mul_period(cv, 1), 0);
         break;
     case JFR_EV_WALL_CLOCK_SAMPLE:
         state = jfr_thread_state(j, ev->state);
         if (state && !strcmp(state, "STATE_RUNNABLE") && wall)
-            agg_add(cv, ING_JFR_CPU, ev, true, mul_period(cv, ev->value), 0);
-        agg_add(cv, ING_JFR_WALL, ev, true, mul_period(cv, ev->value), 0);
+            agg_add(cv, LC_JFR_CPU, ev, true, mul_period(cv, ev->value), 0);
+        agg_add(cv, LC_JFR_WALL, ev, true, mul_period(cv, ev->value), 0);
         break;
     case JFR_EV_ALLOC_IN_NEW_TLAB:
-        agg_add(cv, ING_JFR_ALLOC_IN_TLAB, ev, true, 1, ev->value);
+        agg_add(cv, LC_JFR_ALLOC_IN_TLAB, ev, true, 1, ev->value);
         break;
     case JFR_EV_ALLOC_OUTSIDE_TLAB:
-        agg_add(cv, ING_JFR_ALLOC_OUTSIDE_TLAB, ev, true, 1, ev->value);
+        agg_add(cv, LC_JFR_ALLOC_OUTSIDE_TLAB, ev, true, 1, ev->value);
         break;
     case JFR_EV_ALLOC_SAMPLE:
-        agg_add(cv, ING_JFR_ALLOC_SAMPLE, ev, false, 1, ev->value);
+        agg_add(cv, LC_JFR_ALLOC_SAMPLE, ev, false, 1, ev->value);
         break;
     case JFR_EV_MONITOR_ENTER:
-        agg_add(cv, ING_JFR_LOCK, ev, true, 1, ev->value);
+        agg_add(cv, LC_JFR_LOCK, ev, true, 1, ev->value);
         break;
     case JFR_EV_THREAD_PARK:
-        agg_add(cv, ING_JFR_THREAD_PARK, ev, false, 1, ev->value);
+        agg_add(cv, LC_JFR_THREAD_PARK, ev, false, 1, ev->value);
         break;
     case JFR_EV_LIVE_OBJECT:
-        agg_add(cv, ING_JFR_LIVE_OBJECT, ev, false, 1, 0);
+        agg_add(cv, LC_JFR_LIVE_OBJECT, ev, false, 1, 0);
         break;
     case JFR_EV_MALLOC:
-        agg_add(cv, ING_JFR_MALLOC, ev, false, 1, ev->value);
+        agg_add(cv, LC_JFR_MALLOC, ev, false, 1, ev->value);
         break;
     case JFR_EV_ACTIVE_SETTING:
         if (!strcmp(ev->name, "event"))
@@ -623,7 +623,7 @@ static void chunk_reset(conv_t *cv)
     if (cv->cap_agg)
         memset(cv->agg, 0, cv->cap_agg * sizeof(*cv->agg));
     cv->n_agg = 0;
-    for (size_t k = 0; k < ING_JFR_KINDS_; k++) {
+    for (size_t k = 0; k < LC_JFR_KINDS_; k++) {
         methods_clear(&cv->fns[k]);
         methods_clear(&cv->locs_of[k]);
     }
@@ -648,13 +648,13 @@ static int gunzip_part(const uint8_t **data, size_t *len, size_t cap, lc_buf_t *
     return 0;
 }
 
-static int encode_all(conv_t *cv, ing_jfr_result_t *out)
+static int encode_all(conv_t *cv, lc_jfr_result_t *out)
 {
-    for (int k = 0; k < ING_JFR_KINDS_; k++) {
+    for (int k = 0; k < LC_JFR_KINDS_; k++) {
         if (!cv->b[k])
             continue;
-        ing_jfr_profile_t *p = &out->profiles[out->n++];
-        p->kind = (ing_jfr_kind_t)k;
+        lc_jfr_profile_t *p = &out->profiles[out->n++];
+        p->kind = (lc_jfr_kind_t)k;
         p->metric = KINDS[k].metric;
         lc_buf_init(&p->pprof, LC_BUF_UNLIMITED);
         if (lc_pprof_builder_sum_wrapped(cv->b[k]))
@@ -670,32 +670,32 @@ static int encode_all(conv_t *cv, ing_jfr_result_t *out)
 
 static void conv_fini(conv_t *cv)
 {
-    for (int k = 0; k < ING_JFR_KINDS_; k++)
+    for (int k = 0; k < LC_JFR_KINDS_; k++)
         lc_pprof_builder_free(cv->b[k]);
     snap_free(&cv->snap);
     lc_free(cv->agg);
     lc_free(cv->locs);
     lc_free(cv->kv);
-    for (size_t k = 0; k < ING_JFR_KINDS_; k++) {
+    for (size_t k = 0; k < LC_JFR_KINDS_; k++) {
         lc_free(cv->fns[k].e);
         lc_free(cv->locs_of[k].e);
     }
 }
 
-int ing_jfr_to_pprof(const uint8_t *jfr, size_t jfr_len, const uint8_t *labels, size_t labels_len,
-                     const ing_jfr_params_t *params, lc_arena_t *arena, ing_jfr_result_t *out,
-                     lc_status_t *st)
+int lc_jfr_to_pprof(const uint8_t *jfr, size_t jfr_len, const uint8_t *labels, size_t labels_len,
+                    const lc_jfr_params_t *params, lc_arena_t *arena, lc_jfr_result_t *out,
+                    lc_status_t *st)
 {
     memset(out, 0, sizeof(*out));
     out->event = "";
     conv_t cv = {.params = params, .arena = arena, .st = st, .event = ""};
     cv.period = params->sample_rate ? NS_PER_S / (int64_t)params->sample_rate : 0;
     lc_buf_t jfr_buf, labels_buf;
-    lc_buf_init(&jfr_buf, ING_JFR_MAX_BYTES);
-    lc_buf_init(&labels_buf, ING_JFR_MAX_LABELS_BYTES);
-    int rc = gunzip_part(&jfr, &jfr_len, ING_JFR_MAX_BYTES, &jfr_buf, "jfr", st);
+    lc_buf_init(&jfr_buf, LC_JFR_MAX_BYTES);
+    lc_buf_init(&labels_buf, LC_JFR_MAX_LABELS_BYTES);
+    int rc = gunzip_part(&jfr, &jfr_len, LC_JFR_MAX_BYTES, &jfr_buf, "jfr", st);
     if (rc == 0 && labels && labels_len)
-        rc = gunzip_part(&labels, &labels_len, ING_JFR_MAX_LABELS_BYTES, &labels_buf, "labels", st);
+        rc = gunzip_part(&labels, &labels_len, LC_JFR_MAX_LABELS_BYTES, &labels_buf, "labels", st);
     if (rc == 0 && labels && labels_len)
         rc = snap_parse(&cv.snap, labels, labels_len, arena, st);
     if (rc == 0)
@@ -708,11 +708,11 @@ int ing_jfr_to_pprof(const uint8_t *jfr, size_t jfr_len, const uint8_t *labels, 
     lc_buf_fini(&jfr_buf);
     lc_buf_fini(&labels_buf);
     if (rc != 0)
-        ing_jfr_result_fini(out);
+        lc_jfr_result_fini(out);
     return rc == 0 ? 0 : -1;
 }
 
-void ing_jfr_result_fini(ing_jfr_result_t *r)
+void lc_jfr_result_fini(lc_jfr_result_t *r)
 {
     for (size_t i = 0; i < r->n; i++)
         lc_buf_fini(&r->profiles[i].pprof);

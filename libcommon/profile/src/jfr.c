@@ -26,7 +26,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "jfr.h"
+#include "jfr_int.h"
 
 #define CHUNK_HEADER 68
 #define CHUNK_MAGIC 0x464c5200u
@@ -424,7 +424,7 @@ static jstr_t jr_string_bytes(jr_t *r, bool latin1)
     size_t n = jr_count(r);
     char *s = lc_arena_alloc(r->j->arena, latin1 ? n * 2 + 1 : n + 1);
     if (!s) {
-        too_big(r->j, "strings", ING_JFR_MEMORY);
+        too_big(r->j, "strings", LC_JFR_MEMORY);
         jr_fail(r);
         return (jstr_t){"", 0};
     }
@@ -448,7 +448,7 @@ static jstr_t jr_string_chars(jr_t *r)
     size_t n = jr_count(r);
     char *s = lc_arena_alloc(r->j->arena, n * 3 + 1);
     if (!s) {
-        too_big(r->j, "strings", ING_JFR_MEMORY);
+        too_big(r->j, "strings", LC_JFR_MEMORY);
         jr_fail(r);
         return (jstr_t){"", 0};
     }
@@ -500,8 +500,8 @@ static void read_struct(jr_t *r, const jclass_t *c, int depth);
 static void frame_push(jr_t *r)
 {
     jfr_t *j = r->j;
-    if (j->n_frames >= ING_JFR_MAX_FRAMES) {
-        too_big(j, "stack frames", ING_JFR_MAX_FRAMES);
+    if (j->n_frames >= LC_JFR_MAX_FRAMES) {
+        too_big(j, "stack frames", LC_JFR_MAX_FRAMES);
         jr_fail(r);
         return;
     }
@@ -659,8 +659,8 @@ static void read_frames_usual(jr_t *r, const jclass_t *frame, jfr_frame_t *out, 
 static void read_flat_frames(jr_t *r, const jclass_t *frame, size_t n)
 {
     jfr_t *j = r->j;
-    if (n > ING_JFR_MAX_FRAMES - j->n_frames) {
-        too_big(j, "stack frames", ING_JFR_MAX_FRAMES);
+    if (n > LC_JFR_MAX_FRAMES - j->n_frames) {
+        too_big(j, "stack frames", LC_JFR_MAX_FRAMES);
         jr_fail(r);
         return;
     }
@@ -668,7 +668,7 @@ static void read_flat_frames(jr_t *r, const jclass_t *frame, size_t n)
         return;
     j->frames = lc_xgrow(j->frames, &j->cap_frames, j->n_frames + n, sizeof(*j->frames));
     jfr_frame_t *out = j->frames + j->n_frames;
-    size_t room = 9 * frame->n_fields; /* n_fields <= ING_JFR_MAX_FIELDS */
+    size_t room = 9 * frame->n_fields; /* n_fields <= LC_JFR_MAX_FIELDS */
     if (frame->all_varint && frame->method_at == 0 && frame->line_at == 1 && r->p <= r->end &&
         (size_t)(r->end - r->p) / room >= n) {
         read_frames_usual(r, frame, out, n);
@@ -695,8 +695,8 @@ static void read_struct(jr_t *r, const jclass_t *c, int depth)
         read_flat(r, c);
         return;
     }
-    if (depth > ING_JFR_MAX_NESTING) {
-        bad(r->j, "values nested deeper than %d", ING_JFR_MAX_NESTING);
+    if (depth > LC_JFR_MAX_NESTING) {
+        bad(r->j, "values nested deeper than %d", LC_JFR_MAX_NESTING);
         jr_fail(r);
         return;
     }
@@ -707,8 +707,8 @@ static void read_struct(jr_t *r, const jclass_t *c, int depth)
             continue;
         }
         size_t n = jr_count(r);
-        if (f->slot == S_FRAMES && n > ING_JFR_MAX_STACK_DEPTH) {
-            too_big(r->j, "stack depth", ING_JFR_MAX_STACK_DEPTH);
+        if (f->slot == S_FRAMES && n > LC_JFR_MAX_STACK_DEPTH) {
+            too_big(r->j, "stack depth", LC_JFR_MAX_STACK_DEPTH);
             jr_fail(r);
             return;
         }
@@ -758,8 +758,8 @@ static bool read_element(jr_t *r, const char **strs, size_t n_strs, jelem_t *e)
 static bool skip_element(jr_t *r, const char **strs, size_t n_strs, int depth)
 {
     jelem_t e;
-    if (depth > ING_JFR_MAX_NESTING)
-        return bad(r->j, "metadata nested deeper than %d", ING_JFR_MAX_NESTING), jr_fail(r);
+    if (depth > LC_JFR_MAX_NESTING)
+        return bad(r->j, "metadata nested deeper than %d", LC_JFR_MAX_NESTING), jr_fail(r);
     if (!read_element(r, strs, n_strs, &e))
         return false;
     for (size_t i = 0; i < e.n_children; i++) {
@@ -910,8 +910,8 @@ static bool jfr_read_field(jr_t *r, const char **strs, size_t n_strs, jclass_t *
     if (!read_element(r, strs, n_strs, &e))
         return false;
     if (!strcmp(e.name, "field")) {
-        if (c->n_fields >= ING_JFR_MAX_FIELDS)
-            return too_big(r->j, "fields per class", ING_JFR_MAX_FIELDS), jr_fail(r);
+        if (c->n_fields >= LC_JFR_MAX_FIELDS)
+            return too_big(r->j, "fields per class", LC_JFR_MAX_FIELDS), jr_fail(r);
         jfield_t *f = &c->fields[c->n_fields];
         if (!e.a_name || !jfr_parse_u64(e.a_class, &f->type))
             return bad(r->j, "field of %s without name or class", c->name), jr_fail(r);
@@ -944,16 +944,16 @@ static bool read_class(jr_t *r, const char **strs, size_t n_strs)
         return true;
     }
     if (j->n_classes >= j->cap_classes)
-        return too_big(j, "classes", ING_JFR_MAX_CLASSES), jr_fail(r);
+        return too_big(j, "classes", LC_JFR_MAX_CLASSES), jr_fail(r);
     jclass_t *c = &j->classes[j->n_classes];
     memset(c, 0, sizeof(*c));
     if (!e.a_name || !*e.a_name || !jfr_parse_u64(e.a_id, &c->id))
         return bad(j, "class without id or name"), jr_fail(r);
     c->name = e.a_name;
-    size_t cap = e.n_children < ING_JFR_MAX_FIELDS ? e.n_children : ING_JFR_MAX_FIELDS;
+    size_t cap = e.n_children < LC_JFR_MAX_FIELDS ? e.n_children : LC_JFR_MAX_FIELDS;
     c->fields = lc_arena_calloc(j->meta_arena, cap ? cap : 1, sizeof(*c->fields));
     if (!c->fields)
-        return too_big(j, "metadata", ING_JFR_MEMORY), jr_fail(r);
+        return too_big(j, "metadata", LC_JFR_MEMORY), jr_fail(r);
     for (size_t i = 0; i < e.n_children; i++) {
         if (!jfr_read_field(r, strs, n_strs, c))
             return false;
@@ -967,11 +967,11 @@ static const char **read_meta_strings(jr_t *r, size_t *n)
 {
     jfr_t *j = r->j;
     *n = jr_count(r);
-    if (*n > ING_JFR_MAX_META_STRINGS)
-        return too_big(j, "metadata strings", ING_JFR_MAX_META_STRINGS), jr_fail(r), NULL;
+    if (*n > LC_JFR_MAX_META_STRINGS)
+        return too_big(j, "metadata strings", LC_JFR_MAX_META_STRINGS), jr_fail(r), NULL;
     const char **strs = lc_arena_calloc(j->meta_arena, *n ? *n : 1, sizeof(*strs));
     if (!strs)
-        return too_big(j, "metadata", ING_JFR_MEMORY), jr_fail(r), NULL;
+        return too_big(j, "metadata", LC_JFR_MEMORY), jr_fail(r), NULL;
     lc_arena_t *keep = j->arena;
     j->arena = j->meta_arena; /* metadata strings live for the chunk only */
     for (size_t i = 0; i < *n && !r->err; i++)
@@ -1039,14 +1039,14 @@ static int bind_fields(jfr_t *j)
  * sized by the element, not the cap, so a chunk does not clear megabytes. */
 static int class_room(jfr_t *j, size_t n)
 {
-    size_t cap = j->n_classes + (n < ING_JFR_MAX_CLASSES ? n : ING_JFR_MAX_CLASSES);
-    if (cap > ING_JFR_MAX_CLASSES)
-        cap = ING_JFR_MAX_CLASSES;
+    size_t cap = j->n_classes + (n < LC_JFR_MAX_CLASSES ? n : LC_JFR_MAX_CLASSES);
+    if (cap > LC_JFR_MAX_CLASSES)
+        cap = LC_JFR_MAX_CLASSES;
     if (cap <= j->cap_classes)
         return 0;
     jclass_t *c = lc_arena_calloc(j->meta_arena, cap, sizeof(*c));
     if (!c)
-        return too_big(j, "metadata", ING_JFR_MEMORY);
+        return too_big(j, "metadata", LC_JFR_MEMORY);
     if (j->n_classes)
         memcpy(c, j->classes, j->n_classes * sizeof(*c));
     j->classes = c;
@@ -1116,7 +1116,7 @@ static void keep_entry(jfr_t *j, const jclass_t *c, uint64_t id, size_t frames_b
         jsym_t *s = POOL_SLOT(j, sym_ix, id, syms, n_syms, cap_syms);
         size_t len = v[S_SYMBOL_STRING].s.len;
         const char *m = val_set(j, S_SYMBOL_STRING)
-                            ? ing_jfr_merge_generated(v[S_SYMBOL_STRING].s.s, len, j->arena, &len)
+                            ? lc_jfr_merge_generated(v[S_SYMBOL_STRING].s.s, len, j->arena, &len)
                             : "";
         *s = (jsym_t){m, (uint32_t)len, 0, 0};
         break;
@@ -1164,8 +1164,8 @@ static void pool_reserve(jfr_t *j, const jclass_t *c, size_t n)
 static void frames_reserve(jfr_t *j, size_t bytes)
 {
     size_t want = bytes / 4;
-    if (want > ING_JFR_MAX_FRAMES - j->n_frames)
-        want = ING_JFR_MAX_FRAMES - j->n_frames;
+    if (want > LC_JFR_MAX_FRAMES - j->n_frames)
+        want = LC_JFR_MAX_FRAMES - j->n_frames;
     j->frames = lc_xgrow(j->frames, &j->cap_frames, j->n_frames + want, sizeof(*j->frames));
 }
 
@@ -1228,8 +1228,8 @@ static int read_pool(jr_t *r)
     if (c->role == C_STACKTRACE)
         frames_reserve(j, left);
     for (size_t i = 0; i < n && !r->err; i++) {
-        if (++j->pool_entries > ING_JFR_MAX_POOL_ENTRIES)
-            return too_big(j, "constant pool entries", ING_JFR_MAX_POOL_ENTRIES);
+        if (++j->pool_entries > LC_JFR_MAX_POOL_ENTRIES)
+            return too_big(j, "constant pool entries", LC_JFR_MAX_POOL_ENTRIES);
         uint64_t id = jr_long(r);
         read_pool_entry(r, c, id);
     }
@@ -1280,8 +1280,8 @@ static int read_pools(jfr_t *j, size_t pos)
 
 static int read_event(jfr_t *j, jr_t *r, const jclass_t *c, jfr_event_cb cb, void *data)
 {
-    if (++j->events > ING_JFR_MAX_EVENTS)
-        return too_big(j, "events", ING_JFR_MAX_EVENTS);
+    if (++j->events > LC_JFR_MAX_EVENTS)
+        return too_big(j, "events", LC_JFR_MAX_EVENTS);
     vals_next(j);
     read_struct(r, c, 0);
     if (r->err)
@@ -1384,12 +1384,12 @@ int jfr_read(const uint8_t *buf, size_t len, lc_arena_t *arena, jfr_event_cb on_
                .len = len,
                .arena = arena,
                .st = st,
-               .meta_arena = lc_arena_new(ING_JFR_MEMORY)};
+               .meta_arena = lc_arena_new(LC_JFR_MEMORY)};
     int rc = len == 0 ? bad(&j, "empty recording") : 0;
     size_t chunks = 0;
     for (size_t pos = 0; rc == 0 && pos < len; pos = j.chunk_end) {
-        if (++chunks > ING_JFR_MAX_CHUNKS)
-            rc = too_big(&j, "chunks", ING_JFR_MAX_CHUNKS);
+        if (++chunks > LC_JFR_MAX_CHUNKS)
+            rc = too_big(&j, "chunks", LC_JFR_MAX_CHUNKS);
         else
             rc = read_chunk(&j, pos, on_event, on_chunk_end, data);
     }
@@ -1424,7 +1424,7 @@ static const jsym_t *symbol(jfr_t *j, uint64_t id)
         jr_t r = jr_at(j, sym->pos, sym->end);
         jstr_t raw = jr_string(&r);
         size_t len = raw.len;
-        sym->s = r.err ? "" : ing_jfr_merge_generated(raw.s, len, j->arena, &len);
+        sym->s = r.err ? "" : lc_jfr_merge_generated(raw.s, len, j->arena, &len);
         sym->len = r.err ? 0 : (uint32_t)len;
     }
     return sym;

@@ -12,7 +12,7 @@
  */
 #include <string.h>
 
-#include "receive_int.h"
+#include "lc/folded.h"
 
 typedef struct fl_line_s {
     const char *s;
@@ -31,7 +31,7 @@ static bool fl_next_line(const uint8_t **p, const uint8_t *end, fl_line_t *line,
     *p = nl ? nl + 1 : end;
     if (line->len > 0 && line->s[line->len - 1] == '\r')
         line->len--;
-    *too_long = line->len > ING_FOLDED_MAX_LINE;
+    *too_long = line->len > LC_FOLDED_MAX_LINE;
     return true;
 }
 
@@ -53,7 +53,7 @@ static bool fl_parse_count(const char *s, size_t n, int64_t *out)
     return true;
 }
 
-static int fl_folded_line(const fl_line_t *l, ing_stack_cb cb, void *data, lc_status_t *st)
+static int fl_folded_line(const fl_line_t *l, lc_stack_cb cb, void *data, lc_status_t *st)
 {
     const char *sp = NULL;
     for (size_t i = l->len; i > 0 && !sp; i--)
@@ -71,7 +71,7 @@ static int fl_folded_line(const fl_line_t *l, ing_stack_cb cb, void *data, lc_st
     return cb(l->s, stack_len, count, data);
 }
 
-static int fl_parse_folded(const uint8_t *p, const uint8_t *end, ing_stack_cb cb, void *data,
+static int fl_parse_folded(const uint8_t *p, const uint8_t *end, lc_stack_cb cb, void *data,
                            lc_status_t *st)
 {
     fl_line_t line;
@@ -150,7 +150,7 @@ static size_t fl_count_lines(const uint8_t *p, const uint8_t *end)
     return n;
 }
 
-static int fl_parse_lines(const uint8_t *p, const uint8_t *end, lc_arena_t *arena, ing_stack_cb cb,
+static int fl_parse_lines(const uint8_t *p, const uint8_t *end, lc_arena_t *arena, lc_stack_cb cb,
                           void *data, lc_status_t *st)
 {
     fl_counts_t counts;
@@ -173,8 +173,8 @@ static int fl_parse_lines(const uint8_t *p, const uint8_t *end, lc_arena_t *aren
     return 0;
 }
 
-int ing_folded_parse(const uint8_t *body, size_t len, bool lines_format, lc_arena_t *arena,
-                     ing_stack_cb cb, void *data, lc_status_t *st)
+int lc_folded_parse(const uint8_t *body, size_t len, bool lines_format, lc_arena_t *arena,
+                    lc_stack_cb cb, void *data, lc_status_t *st)
 {
     const uint8_t *end = body + len;
     if (lines_format)

@@ -1,6 +1,6 @@
 /*
  * jfr_names.c — JVM-generated class and library names with their varying
- * part replaced by "_" (ing_jfr_merge_generated, jfr.h), as Pyroscope's
+ * part replaced by "_" (lc_jfr_merge_generated, jfr.h), as Pyroscope's
  * converter does, so that profiles of different runs share their functions.
  * The reader (jfr.c) applies it to every symbol it keeps; below both the
  * reader and the pprof builder (jfr_pprof.c).
@@ -11,7 +11,7 @@
 #include <stdbool.h>
 #include <string.h>
 
-#include "jfr.h"
+#include "lc/jfr.h"
 
 static bool all_of(const char *s, const char *end, const char *set)
 {
@@ -107,7 +107,7 @@ static bool has_so(const char *s, size_t len)
     return false;
 }
 
-const char *ing_jfr_merge_generated(const char *s, size_t len, lc_arena_t *arena, size_t *out_len)
+const char *lc_jfr_merge_generated(const char *s, size_t len, lc_arena_t *arena, size_t *out_len)
 {
     static const char accessor[] = "jdk/internal/reflect/GeneratedMethodAccessor";
     size_t alen = sizeof(accessor) - 1, cut = 0;
