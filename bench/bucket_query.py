@@ -16,6 +16,10 @@ Per shape, one `ember` with --storage.backend=s3 against SeaweedFS on loopback
 Shapes: "small" (--per-hour folded profiles of 5 services, 3-12 stacks of
 depth <= 6) and "wide" (4x the profiles, 40 services, 40-frame stacks: more
 series and nodes per block).
+Also printed, from the read-back's counters (bucket_read.c): where the cold
+query's time went (GET + checksum and write + open summed over the downloads,
+which run 4 at a time; the wall time of building the reader) and the warm
+query's reader set-up; the rest of a query is merging.
 Correctness check (exit 1 on failure): all-local, cold and warm answers are
 byte-identical. Goals (issue 27): warm <= 1.5x, cold <= 5x of all-local.
 
@@ -59,6 +63,15 @@ def flamegraph(e, pt, t0, t1):
     return time.monotonic() - t, fg.SerializeToString()
 
 
+def where_time_goes(e):
+    """The read-back's own counters (bucket_read.c): seconds of GETs, of
+    writing and opening cached blocks, and of building readers."""
+    return {"downloads": dh.metric(e, "ember_bucket_cache_downloads_total"),
+            "fetch": dh.metric(e, "ember_bucket_cache_fetch_seconds_total"),
+            "open": dh.metric(e, "ember_bucket_cache_open_seconds_total"),
+            "setup": dh.metric(e, "ember_bucket_read_setup_seconds_total")}
+
+
 def push_week(e, t0, per_hour, services, body_of):
     n = 0
     for hour in range(HOURS):
@@ -96,8 +109,11 @@ def run_shape(weed, name, per_hour, rounds):
         e.start(args=[*args, "--storage.local-retention=1h"], timeout=600)
         h.wait_for(lambda: dh.metric(e, "ember_bucket_local_blocks_dropped_total") >= HOURS,
                    timeout=600, interval=1.0, what="the week dropped locally")
+        before = where_time_goes(e)
         cold = flamegraph(e, pt, t0, t1)
+        after_cold = where_time_goes(e)
         warm = [flamegraph(e, pt, t0, t1) for _ in range(rounds)]
+        after_warm = where_time_goes(e)
     finally:
         e.cleanup()
     local_s = statistics.median(x[0] for x in local)
@@ -109,6 +125,14 @@ def run_shape(weed, name, per_hour, rounds):
           f"{cold[0] / local_s:5.2f}x all-local (goal <= 5x)")
     print(f"  warm cache                 : {warm_s * 1000:8.1f} ms = "
           f"{warm_s / local_s:5.2f}x all-local (goal <= 1.5x)")
+    cold_parts = {k: after_cold[k] - before[k] for k in before}
+    warm_parts = {k: (after_warm[k] - after_cold[k]) / rounds for k in before}
+    print(f"  cold: {cold_parts['downloads']:.0f} downloads, GET+verify "
+          f"{cold_parts['fetch'] * 1000:.1f} ms summed over the workers, write+open "
+          f"{cold_parts['open'] * 1000:.1f} ms summed, reader set-up (wall) "
+          f"{cold_parts['setup'] * 1000:.1f} ms, the rest merging")
+    print(f"  warm: reader set-up {warm_parts['setup'] * 1000:.1f} ms a query, "
+          f"{warm_parts['downloads']:.0f} downloads, the rest merging")
     print(f"  answers byte-identical     : {same}")
     return same
 

@@ -13,7 +13,10 @@ selectors (the whole service, each pod, repeated to fill the round) x
 the clients with one call in flight per client, so a round holds at least as
 many calls as the largest level has clients. Printed per level and method:
 count, p50 and p99 (ember-load's own figures), and p99 at each level over p99
-at one client (goal: <= 4 at 32 clients).
+at one client (goal: <= 4 at 32 clients); and the server's CPU time (user +
+sys of the process, /proc/PID/stat) per call at each level: with --methods
+SelectMergeStacktraces, the CPU of one day-long flame graph (docs/operations.md,
+"Sizing": steadier than wall time on a shared box).
 
 --pyroscope BIN runs the same backfill and the same ember-load matrix against a
 Grafana Pyroscope single binary you provide (bench/pyroscope_peer.py) and
@@ -21,6 +24,7 @@ prints its figures in the same table. Nothing here builds Pyroscope.
 
 usage: bench/query_concurrency.py BUILD_DIR [--hours 24] [--pods 10] [--shape tree]
                                   [--levels 1,8,32] [--rounds 4] [--pyroscope BIN]
+                                  [--methods SelectMergeStacktraces,SelectSeries]
 Exits 1 if any request failed.
 """
 import argparse
@@ -37,6 +41,13 @@ from pyroscope_peer import Pyroscope
 METHODS = ("SelectMergeStacktraces", "SelectSeries")
 
 
+def process_cpu_s(pid):
+    """User + system CPU seconds of a process, all its threads."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def selectors(n, pods):
     """n selectors: the whole service, then one pod each, round robin."""
     out = []
@@ -50,27 +61,31 @@ def selectors(n, pods):
 def run_level(load_bin, port, clients, a):
     cmd = [load_bin, f"--target=http://127.0.0.1:{port}", "--http.address=",
            f"--rounds={a.rounds}", "--interval=0", f"--clients={clients}",
-           f"--types={scale.PTYPE}", f"--ranges={a.range}", f"--methods={';'.join(METHODS)}",
+           f"--types={scale.PTYPE}", f"--ranges={a.range}", f"--methods={';'.join(a.methods)}",
            f"--selectors={';'.join(selectors(a.selectors_per_round, a.pods))}",
            "--client.timeout=120s"]
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=3600)
     rows = {}
     for line in r.stdout.splitlines():
         p = line.split()
-        if len(p) == 7 and p[0] in METHODS:
+        if len(p) == 7 and p[0] in a.methods:
             rows[p[0]] = (int(p[2]), int(p[3]), float(p[4]), float(p[6]))
     if r.returncode != 0 or not rows:
         print(r.stdout[-2000:] + r.stderr[-2000:])
     return r.returncode, rows
 
 
-def measure(name, load_bin, port, a):
+def measure(name, load_bin, port, pid, a):
     out, failed = {}, False
     for clients in a.levels:
+        cpu0 = process_cpu_s(pid)
         rc, rows = run_level(load_bin, port, clients, a)
+        cpu = process_cpu_s(pid) - cpu0
         failed |= rc != 0 or not rows
         out[clients] = rows
-        print(f"  {name}: {clients} clients done", flush=True)
+        calls = sum(r[0] for r in rows.values())
+        print(f"  {name}: {clients} clients done; server CPU {cpu:.2f} s for {calls} calls"
+              f" = {cpu * 1000 / max(calls, 1):.1f} ms per call ({'+'.join(a.methods)})", flush=True)
     return out, failed
 
 
@@ -90,7 +105,7 @@ def report(results, a):
     print(f"{'clients':>7} {'method':<24}" + "".join(
         f"{n + ' n':>16}{n + ' p50':>16}{n + ' p99':>16}{n + ' p99/p99@1':>18}" for n in names))
     for clients in a.levels:
-        for m in METHODS:
+        for m in a.methods:
             line = f"{clients:>7} {m:<24}"
             for n in names:
                 row = results[n].get(clients, {}).get(m)
@@ -104,7 +119,7 @@ def report(results, a):
             print(line)
     top = a.levels[-1]
     for n in names:
-        for m in METHODS:
+        for m in a.methods:
             one, many = results[n].get(a.levels[0], {}).get(m), results[n].get(top, {}).get(m)
             if one and many and one[3] > 0:
                 ok = many[3] / one[3] <= 4.0
@@ -112,7 +127,7 @@ def report(results, a):
                       f"{many[3] / one[3]:.2f}   target <= 4   {'ok' if ok else 'MISSED'}")
     if "pyroscope" in results:
         for clients in a.levels:
-            for m in METHODS:
+            for m in a.methods:
                 e, p = results["ember"].get(clients, {}).get(m), results["pyroscope"].get(clients, {}).get(m)
                 if e and p:
                     print(f"ember vs pyroscope, {clients} clients, {m}: p99 {e[3]:.1f} vs {p[3]:.1f} ms "
@@ -133,12 +148,14 @@ def main():
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--conns", type=int, default=4, help="backfill connections")
     ap.add_argument("--levels", default="1,8,32", help="client counts")
+    ap.add_argument("--methods", default=",".join(METHODS), help="of " + ",".join(METHODS))
     ap.add_argument("--rounds", type=int, default=4)
     ap.add_argument("--range", default="24h", help="query range ending now (ember-load --ranges)")
     ap.add_argument("--selectors-per-round", type=int, default=32)
     ap.add_argument("--pyroscope", metavar="BIN")
     a = ap.parse_args()
     a.levels = [int(x) for x in a.levels.split(",")]
+    a.methods = [m for m in a.methods.split(",") if m in METHODS]
     a.selectors_per_round = max(a.selectors_per_round, (max(a.levels) + 1) // 2)
     build = os.path.abspath(a.build_dir)
     os.environ["EMBER_BIN_DIR"] = build
@@ -152,7 +169,7 @@ def main():
     jobs, expected = scale.make_jobs(a, now_ms, a.shape)
     print(f"query_concurrency: {a.shape} data, {a.hours} h x {a.pods} pods: {len(jobs):,} profiles; "
           f"range {a.range}; levels {a.levels}; {a.rounds} rounds of "
-          f"{a.selectors_per_round * len(METHODS)} calls", flush=True)
+          f"{a.selectors_per_round * len(a.methods)} calls", flush=True)
     tmp = tempfile.mkdtemp(prefix="ember-bench-qc-")
     results, failed = {}, False
     try:
@@ -161,7 +178,7 @@ def main():
         try:
             failed |= not backfill_server(h, srv, jobs, expected, now_ms, a, "ember")
             scale.wait_summaries(h, srv.port, 600)
-            results["ember"], f = measure("ember", load_bin, srv.port, a)
+            results["ember"], f = measure("ember", load_bin, srv.port, srv.proc.pid, a)
             failed |= f
         finally:
             srv.cleanup()
@@ -170,7 +187,7 @@ def main():
             try:
                 failed |= not backfill_server(h, py, jobs, expected, now_ms, a, "pyroscope")
                 py.wait_compacted()
-                results["pyroscope"], f = measure("pyroscope", load_bin, py.port, a)
+                results["pyroscope"], f = measure("pyroscope", load_bin, py.port, py.proc.pid, a)
                 failed |= f
             finally:
                 py.stop()

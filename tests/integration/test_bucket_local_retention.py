@@ -124,7 +124,13 @@ class BucketLocalRetentionTest(unittest.TestCase):
         self.assertEqual(self.sent_total(range(PUSHES)), dh.merged_total(self.e, self.t0, self.t1),
                          "dropped hours answered from the bucket")
         self.assertEqual(all_local, cold, "cold cache: the same bytes as all-local")
+        # the four objects are fetched by parallel workers: each exactly once
+        self.assertEqual(4, dh.metric(self.e, "ember_bucket_cache_downloads_total"))
+        self.assertGreater(dh.metric(self.e, "ember_bucket_cache_fetch_seconds_total"), 0)
+        self.assertGreater(dh.metric(self.e, "ember_bucket_cache_open_seconds_total"), 0)
         self.assertEqual(all_local, self.merged_bytes(), "warm cache: the same bytes")
+        self.assertEqual(4, dh.metric(self.e, "ember_bucket_cache_downloads_total"),
+                         "warm: nothing downloaded again")
         objects = {p: read_object(p)[1] for p in
                    glob.glob(os.path.join(self.bucket, "**", "*.*"), recursive=True)}
 

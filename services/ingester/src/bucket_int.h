@@ -91,5 +91,9 @@ int bkt_file_read(const char *path, size_t max, uint8_t **data, size_t *len) LC_
 /* Writes data to path durably: a temp file beside it, fsync, rename, the
  * directory synced. */
 int bkt_file_write(const char *path, const void *data, size_t len) LC_MUST_CHECK;
+/* Writes data to path, not durably: for the read-back cache, emptied at
+ * every start, where the two fsyncs of bkt_file_write were most of a cold
+ * query's time on a busy disk (bench/README.md, "bucket query"). */
+int bkt_cache_file_write(const char *path, const void *data, size_t len) LC_MUST_CHECK;
 
 #endif

@@ -26,6 +26,12 @@
  * once it is all on disk. Bounded by cache_bytes: the least recently used
  * entries no reader holds go first; a query that needs more than the bound
  * in use at once fails (LC_ETOOBIG) rather than exceed it.
+ *
+ * Downloads: a query's missing objects are fetched FETCHES_AT_ONCE at a time
+ * by worker threads, each with its own object store (one store serves one
+ * thread). The query thread holds mu and only waits for them meanwhile, so
+ * the workers act under its hold: fill_mu orders their updates of the cache
+ * table among themselves. Each worker has at most one object in memory.
  */
 #define _XOPEN_SOURCE 700 /* nftw */
 #include <dirent.h>
@@ -49,6 +55,11 @@
 #define LIST_TTL_NS (10 * NS_PER_S)
 #define MAX_PARTITIONS 100000 /* a query range, in blocks (11 years of hours) */
 #define CACHE_OPEN_BLOCKS 4   /* each cached store holds one block */
+/* Downloads in flight per query. A cold week is 168 small objects whose GETs
+ * are mostly waiting (a round trip, the server's disk): 4 hid most of that on
+ * loopback SeaweedFS (bench/README.md, "bucket query"); more would hold more
+ * objects in memory at once for little gain. */
+#define FETCHES_AT_ONCE 4
 
 typedef struct cache_entry_s {
     char name[BKT_NAME_MAX];
@@ -65,18 +76,20 @@ typedef struct listed_s {
 } listed_t;
 
 struct ing_bucket_read_s {
-    lc_objstore_t *os;
+    lc_objstore_t *os[FETCHES_AT_ONCE]; /* os[0] lists too; os[i] is worker i's */
     lc_store_t *store;
     char ing[BKT_ING_MAX], uploads[4096], cache_dir[4096];
     int64_t block_ns;
     uint64_t cache_bytes, used_bytes, tick;
-    pthread_mutex_t mu; /* guards everything below, and os */
+    pthread_mutex_t mu;      /* guards everything below, and os */
+    pthread_mutex_t fill_mu; /* orders the fetch workers' updates (mu held by their query) */
     listed_t *listed;
     size_t n_listed;
     int64_t listed_at_ns; /* monotonic; 0: never */
     cache_entry_t **entries;
     size_t n_entries, cap_entries;
     lc_metric_t *cache_bytes_m, *downloads, *evictions;
+    lc_metric_t *fetch_seconds, *open_seconds, *source_seconds; /* where a query's time goes */
 };
 
 /* ---------------------------------------------------------------- files */
@@ -120,10 +133,10 @@ static int list_refresh(ing_bucket_read_t *br)
     char prefix[BKT_ING_MAX + 16];
     snprintf(prefix, sizeof prefix, "index/%s/", br->ing);
     lc_objstore_list_t l = {0};
-    int rc = lc_objstore_list(br->os, prefix, &l);
+    int rc = lc_objstore_list(br->os[0], prefix, &l);
     if (rc) {
         LC_LOG_ERROR("bucket: cannot list the index prefix=%s err=\"%s\" detail=\"%s\"", prefix,
-                     lc_strerror(rc), lc_objstore_last_error(br->os));
+                     lc_strerror(rc), lc_objstore_last_error(br->os[0]));
         return rc;
     }
     lc_free(br->listed);
@@ -199,7 +212,7 @@ static int entry_open(ing_bucket_read_t *br, cache_entry_t *e, const uint8_t *da
         (mkdir(blocks, 0755) != 0 && errno != EEXIST) ||
         (mkdir(block_dir, 0755) != 0 && errno != EEXIST))
         return LC_ESTORE;
-    int rc = bkt_file_write(file, data, len);
+    int rc = bkt_cache_file_write(file, data, len);
     lc_store_opts_t so = {.dir = dir,
                           .block_duration_ns = br->block_ns,
                           .max_open_blocks = CACHE_OPEN_BLOCKS,
@@ -209,25 +222,67 @@ static int entry_open(ing_bucket_read_t *br, cache_entry_t *e, const uint8_t *da
     return rc;
 }
 
-/* The entry of object `name`, downloaded if missing, with a reference; mu held. */
-static int entry_get(ing_bucket_read_t *br, const listed_t *obj, cache_entry_t **out)
+/* The cached entry of object `name` with a reference, or NULL; mu held. */
+static cache_entry_t *entry_lookup(ing_bucket_read_t *br, const char *name)
 {
     for (size_t i = 0; i < br->n_entries; i++) {
-        if (strcmp(br->entries[i]->name, obj->name) == 0) {
-            *out = br->entries[i];
-            (*out)->refs++;
-            (*out)->last_used = ++br->tick;
-            return 0;
+        cache_entry_t *e = br->entries[i];
+        if (strcmp(e->name, name) == 0) {
+            e->refs++;
+            e->last_used = ++br->tick;
+            return e;
         }
     }
+    return NULL;
+}
+
+static double seconds_since(int64_t t0_ns)
+{
+    return (double)(lc_monotonic_ns() - t0_ns) / (double)NS_PER_S;
+}
+
+/* Room made and counted for e, which enters the table held (refs 1) so no
+ * eviction takes it while it is written and opened; fill_mu held. */
+static int entry_reserve(ing_bucket_read_t *br, cache_entry_t *e)
+{
+    int rc = make_room(br, e->bytes);
+    if (rc)
+        return rc;
+    br->entries = lc_xgrow(br->entries, &br->cap_entries, br->n_entries + 1, sizeof(*br->entries));
+    br->entries[br->n_entries++] = e;
+    br->used_bytes += e->bytes;
+    e->refs = 1;
+    e->last_used = ++br->tick;
+    return 0;
+}
+
+/* Takes back entry_reserve for an entry that could not be opened; fill_mu held. */
+static void entry_unreserve(ing_bucket_read_t *br, cache_entry_t *e)
+{
+    for (size_t i = 0; i < br->n_entries; i++) {
+        if (br->entries[i] == e) {
+            br->entries[i] = br->entries[--br->n_entries];
+            br->used_bytes -= e->bytes;
+            return;
+        }
+    }
+}
+
+/* Downloads object obj through os (checksum verified), caches and opens it:
+ * the entry with a reference. Runs on a fetch worker. */
+static int entry_fetch(ing_bucket_read_t *br, lc_objstore_t *os, const listed_t *obj,
+                       cache_entry_t **out)
+{
     char key[LC_OBJSTORE_KEY_MAX];
     bkt_data_key(br->ing, obj->name, key, sizeof key);
     uint8_t *data;
     size_t len;
-    int rc = lc_objstore_get(br->os, key, &data, &len); /* checksum verified */
+    int64_t t0 = lc_monotonic_ns();
+    int rc = lc_objstore_get(os, key, &data, &len);
+    lc_metric_add(br->fetch_seconds, seconds_since(t0));
     if (rc) {
         LC_LOG_ERROR("bucket: cannot download block key=%s err=\"%s\" detail=\"%s\"", key,
-                     lc_strerror(rc), lc_objstore_last_error(br->os));
+                     lc_strerror(rc), lc_objstore_last_error(os));
         return rc;
     }
     cache_entry_t *e = lc_xcalloc(1, sizeof(*e));
@@ -235,25 +290,91 @@ static int entry_get(ing_bucket_read_t *br, const listed_t *obj, cache_entry_t *
     e->start_ns = obj->start_ns;
     e->bytes = len;
     e->owner = br;
-    rc = make_room(br, len);
+    pthread_mutex_lock(&br->fill_mu);
+    rc = entry_reserve(br, e);
+    pthread_mutex_unlock(&br->fill_mu);
+    t0 = lc_monotonic_ns();
     if (!rc)
         rc = entry_open(br, e, data, len);
+    lc_metric_add(br->open_seconds, seconds_since(t0));
     lc_free(data);
     if (rc) {
         LC_LOG_ERROR("bucket: cannot cache block key=%s bytes=%zu err=\"%s\"", key, len,
                      lc_strerror(rc));
+        pthread_mutex_lock(&br->fill_mu);
+        entry_unreserve(br, e);
+        pthread_mutex_unlock(&br->fill_mu);
         entry_free(br, e);
         return rc;
     }
-    br->entries = lc_xgrow(br->entries, &br->cap_entries, br->n_entries + 1, sizeof(*br->entries));
-    br->entries[br->n_entries++] = e;
-    br->used_bytes += len;
     lc_metric_add(br->downloads, 1);
+    pthread_mutex_lock(&br->fill_mu);
     lc_metric_set(br->cache_bytes_m, (double)br->used_bytes);
-    e->refs = 1;
-    e->last_used = ++br->tick;
+    pthread_mutex_unlock(&br->fill_mu);
     *out = e;
     return 0;
+}
+
+/* The objects of one query that are not cached yet, fetched by workers. */
+typedef struct fetch_job_s {
+    ing_bucket_read_t *br;
+    const listed_t **objs;
+    cache_entry_t **got; /* by object; NULL for the cached ones, filled here */
+    size_t n, next;      /* next: the next object to take, under fill_mu */
+    int rc;              /* the first failure, under fill_mu: the others stop */
+} fetch_job_t;
+
+typedef struct fetch_worker_s {
+    fetch_job_t *job;
+    lc_objstore_t *os;
+} fetch_worker_t;
+
+/* The next object to fetch, or job->n when done or failed. */
+static size_t fetch_take(fetch_job_t *j, int failed)
+{
+    pthread_mutex_lock(&j->br->fill_mu);
+    if (failed && !j->rc)
+        j->rc = failed;
+    while (j->next < j->n && j->got[j->next])
+        j->next++; /* cached already */
+    size_t i = j->rc ? j->n : j->next;
+    if (i < j->n)
+        j->next++;
+    pthread_mutex_unlock(&j->br->fill_mu);
+    return i;
+}
+
+static void *fetch_worker(void *arg)
+{
+    fetch_worker_t *w = arg;
+    fetch_job_t *j = w->job;
+    int rc = 0;
+    for (size_t i; (i = fetch_take(j, rc)) < j->n;) {
+        cache_entry_t *e = NULL;
+        rc = entry_fetch(j->br, w->os, j->objs[i], &e);
+        j->got[i] = e; /* this worker's slot alone */
+    }
+    return NULL;
+}
+
+/* Fetches every object of j not cached yet, FETCHES_AT_ONCE at a time; mu
+ * held. Worker 0 is this thread; a worker that cannot start is not needed. */
+static int fetch_missing(ing_bucket_read_t *br, fetch_job_t *j, size_t missing)
+{
+    fetch_worker_t w[FETCHES_AT_ONCE];
+    pthread_t tid[FETCHES_AT_ONCE];
+    bool started[FETCHES_AT_ONCE] = {false};
+    size_t n = missing < FETCHES_AT_ONCE ? missing : FETCHES_AT_ONCE;
+    for (size_t i = 0; i < n; i++) {
+        w[i] = (fetch_worker_t){.job = j, .os = br->os[i]};
+        started[i] = i > 0 && pthread_create(&tid[i], NULL, fetch_worker, &w[i]) == 0;
+    }
+    if (n)
+        (void)fetch_worker(&w[0]);
+    for (size_t i = 1; i < n; i++)
+        if (started[i])
+            pthread_join(tid[i], NULL);
+    return j->rc;
 }
 
 static void entry_release(void *arg)
@@ -344,6 +465,48 @@ static void held_object(const ing_bucket_read_t *br, const gone_lists_t *g, size
         name[0] = '\0';
 }
 
+/* The listed objects of [first, end_ns] that the local blocks do not hold;
+ * mu held. */
+static size_t objects_wanted(const ing_bucket_read_t *br, const gone_lists_t *g, int64_t end_ns,
+                             const local_name_t *held, const listed_t **objs)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < br->n_listed; i++) {
+        const listed_t *obj = &br->listed[i];
+        if (obj->start_ns < g->first_ns || obj->start_ns > end_ns)
+            continue;
+        size_t k = (size_t)((obj->start_ns - g->first_ns) / br->block_ns);
+        if (k < g->n && strcmp(held[k], obj->name) == 0)
+            continue; /* the local block holds it */
+        objs[n++] = obj;
+    }
+    return n;
+}
+
+/* The wanted objects cached (a reference each) or fetched, then added to r,
+ * which releases them when it ends; mu held. */
+static int objects_add(ing_bucket_read_t *br, lc_store_reader_t *r, const listed_t **objs, size_t n,
+                       int64_t start_ns, int64_t end_ns)
+{
+    fetch_job_t j = {.br = br, .objs = objs, .n = n};
+    j.got = lc_xcalloc(n ? n : 1, sizeof(*j.got));
+    size_t missing = 0;
+    for (size_t i = 0; i < n; i++)
+        missing += !(j.got[i] = entry_lookup(br, objs[i]->name));
+    int rc = fetch_missing(br, &j, missing);
+    for (size_t i = 0; i < n; i++) {
+        cache_entry_t *e = j.got[i];
+        if (e && rc)
+            e->refs--; /* not handed to r: release here (mu held) */
+        else if (e) {
+            lc_store_reader_on_end(r, entry_release, e);
+            rc = lc_store_reader_add(r, e->store, start_ns, end_ns);
+        }
+    }
+    lc_free(j.got);
+    return rc;
+}
+
 /* Step 3 (mu held): every chosen object into r, referenced until r ends. */
 static int add_objects(ing_bucket_read_t *br, lc_store_reader_t *r, const gone_lists_t *g,
                        int64_t start_ns, int64_t end_ns)
@@ -362,19 +525,11 @@ static int add_objects(ing_bucket_read_t *br, lc_store_reader_t *r, const gone_l
         if (rc && !stale)
             rc = 0; /* the old listing holds every name this query needs */
     }
-    for (size_t i = 0; !rc && i < br->n_listed; i++) {
-        const listed_t *obj = &br->listed[i];
-        if (obj->start_ns < g->first_ns || obj->start_ns > end_ns)
-            continue;
-        size_t k = (size_t)((obj->start_ns - g->first_ns) / br->block_ns);
-        if (k < g->n && strcmp(held[k], obj->name) == 0)
-            continue; /* the local block holds it */
-        cache_entry_t *e;
-        rc = entry_get(br, obj, &e);
-        if (!rc) {
-            lc_store_reader_on_end(r, entry_release, e);
-            rc = lc_store_reader_add(r, e->store, start_ns, end_ns);
-        }
+    if (!rc) {
+        const listed_t **objs = lc_xcalloc(br->n_listed ? br->n_listed : 1, sizeof(*objs));
+        size_t n = objects_wanted(br, g, end_ns, held, objs);
+        rc = objects_add(br, r, objs, n, start_ns, end_ns);
+        lc_free(objs);
     }
     lc_free(local);
     lc_free(held);
@@ -385,6 +540,7 @@ static int bucket_source(void *ctx, lc_store_t *s, int64_t start_ns, int64_t end
                          lc_store_reader_t **out)
 {
     ing_bucket_read_t *br = ctx;
+    int64_t t0 = lc_monotonic_ns();
     gone_lists_t g = {0};
     int rc = gone_lists_read(br, start_ns, end_ns, &g);
     lc_store_reader_t *r = NULL;
@@ -396,6 +552,7 @@ static int bucket_source(void *ctx, lc_store_t *s, int64_t start_ns, int64_t end
         pthread_mutex_unlock(&br->mu);
     }
     gone_lists_free(&g);
+    lc_metric_add(br->source_seconds, seconds_since(t0));
     if (rc) {
         lc_store_read_end(r); /* NULL-safe; releases what was added */
         return rc;
@@ -416,6 +573,15 @@ static void bucket_read_register_metrics(ing_bucket_read_t *br, lc_metrics_t *m)
     br->evictions = lc_metrics_counter(
         m, "ember_bucket_cache_evictions_total",
         "Blocks removed from --storage.cache-dir to stay within --storage.cache-size", "");
+    br->fetch_seconds = lc_metrics_counter(
+        m, "ember_bucket_cache_fetch_seconds_total",
+        "Time spent downloading and verifying blocks for queries, summed over the downloads", "");
+    br->open_seconds = lc_metrics_counter(
+        m, "ember_bucket_cache_open_seconds_total",
+        "Time spent writing downloaded blocks into the cache and opening them", "");
+    br->source_seconds = lc_metrics_counter(
+        m, "ember_bucket_read_setup_seconds_total",
+        "Time queries spent choosing, fetching and adding blocks read back, before merging", "");
 }
 
 int ing_bucket_read_new(const ing_bucket_read_opts_t *o, lc_store_t *store, ing_bucket_read_t **out)
@@ -427,13 +593,14 @@ int ing_bucket_read_new(const ing_bucket_read_opts_t *o, lc_store_t *store, ing_
     bkt_ingester_key(o->bucket->ingester_id, br->ing);
     snprintf(br->cache_dir, sizeof br->cache_dir, "%s", o->cache_dir);
     pthread_mutex_init(&br->mu, NULL);
+    pthread_mutex_init(&br->fill_mu, NULL);
     bucket_read_register_metrics(br, o->bucket->metrics);
     int rc = mkdir(br->cache_dir, 0755) == 0 || errno == EEXIST ? 0 : LC_ESTORE;
     cache_dir_clear(br->cache_dir);
     if (!rc)
         rc = bkt_uploads_dir(o->bucket->data_dir, br->uploads, sizeof br->uploads);
-    if (!rc)
-        rc = lc_objstore_open(&o->bucket->store, &br->os);
+    for (size_t i = 0; !rc && i < FETCHES_AT_ONCE; i++)
+        rc = lc_objstore_open(&o->bucket->store, &br->os[i]);
     if (rc) {
         LC_LOG_ERROR("bucket: cannot start reading blocks back cache=%s err=\"%s\"", br->cache_dir,
                      lc_strerror(rc));
@@ -451,13 +618,15 @@ void ing_bucket_read_free(ing_bucket_read_t *br)
 {
     if (!br)
         return;
-    if (br->os)
+    if (br->os[FETCHES_AT_ONCE - 1])
         lc_store_set_source(br->store, NULL, NULL);
     for (size_t i = 0; i < br->n_entries; i++)
         entry_free(br, br->entries[i]);
     lc_free(br->entries);
     lc_free(br->listed);
-    lc_objstore_close(br->os);
+    for (size_t i = 0; i < FETCHES_AT_ONCE; i++)
+        lc_objstore_close(br->os[i]);
+    pthread_mutex_destroy(&br->fill_mu);
     pthread_mutex_destroy(&br->mu);
     lc_free(br);
 }

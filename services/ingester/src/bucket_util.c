@@ -214,6 +214,19 @@ int bkt_file_write(const char *path, const void *data, size_t len)
     return 0;
 }
 
+int bkt_cache_file_write(const char *path, const void *data, size_t len)
+{
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0)
+        return LC_ESTORE;
+    bool ok = bkt_write_all(fd, data, len) == 0;
+    if (!(close(fd) == 0 && ok)) {
+        LC_LOG_ERROR("cannot write path=%s err=\"%s\"", path, strerror(errno));
+        return LC_ESTORE;
+    }
+    return 0;
+}
+
 int bkt_meta_parse(const uint8_t *text, size_t len, bkt_meta_t *m)
 {
     json_t *j = json_loadb((const char *)text, len, 0, NULL);
