@@ -28,6 +28,8 @@ trap 'chmod -R u+w "$WORK" 2>/dev/null; rm -rf "$WORK"' EXIT
 cp -r "$DIR" "$WORK/src"
 chmod -R u+w "$WORK/src"
 mkdir -p "$(dirname "$OUT")"
-(cd "$WORK/src/$PKG" && GOFLAGS=-mod=mod nice go build -o "$OUT.tmp" .)
+# GOWORK=off: a module that carries a go.work (Prometheus) would otherwise
+# refuse -mod=mod; the module alone is what gets built.
+(cd "$WORK/src/$PKG" && GOWORK=off GOFLAGS=-mod=mod nice go build -o "$OUT.tmp" .)
 mv "$OUT.tmp" "$OUT"
 echo "$OUT"

@@ -1,8 +1,12 @@
 """Recording rules end to end (issue 29): rules made through
 settings.v1.RecordingRulesService, CPU profiles with known totals pushed at
 known times, the rule series sent by Prometheus remote write to a real
-receiver — VictoriaMetrics single-node v1.151.0, built from the Go module
-proxy by scripts/build-victoriametrics.sh — and read back with PromQL.
+receiver and read back with PromQL. Two receivers, each built from the Go
+module proxy: VictoriaMetrics single-node v1.151.0
+(scripts/build-victoriametrics.sh, always) and Prometheus itself with
+--web.enable-remote-write-receiver (scripts/build-prometheus.sh, when built:
+see Prometheus below; stricter: it refuses unsorted or duplicate labels and
+samples out of order).
 
 Oracles: the totals worked out by hand from the stacks pushed (per group and
 per 15 s step; for the function-name rule, only the stacks through that
@@ -23,7 +27,7 @@ import harness as h
 from test_connect_rpcs import cpu_profile, PERIOD_NS
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-BUILD_VM = os.path.join(HERE, "..", "..", "scripts", "build-victoriametrics.sh")
+SCRIPTS = os.path.join(HERE, "..", "..", "scripts")
 CPU = "process_cpu:cpu:nanoseconds:cpu:nanoseconds"
 STEP_MS = 15_000
 SERVICE = "rules-export"
@@ -37,14 +41,53 @@ PUSHES = [
 ]
 
 
-def vm_binary():
+def built_binary(script, what):
     env = dict(os.environ, PATH=os.environ.get("PATH", "") + ":/usr/local/go/bin")
-    r = subprocess.run([BUILD_VM], capture_output=True, text=True, env=env, timeout=3600)
+    r = subprocess.run([os.path.join(SCRIPTS, script)], capture_output=True, text=True, env=env,
+                       timeout=3600)
     if r.returncode != 0:
         if not os.environ.get("CI") and ("dial tcp" in r.stderr or "not installed" in r.stderr):
-            raise unittest.SkipTest(f"cannot build VictoriaMetrics: {r.stderr[-300:]}")
-        raise AssertionError(f"build-victoriametrics.sh failed:\n{r.stderr[-3000:]}")
+            raise unittest.SkipTest(f"cannot build {what}: {r.stderr[-300:]}")
+        raise AssertionError(f"{script} failed:\n{r.stderr[-3000:]}")
     return r.stdout.strip().splitlines()[-1]
+
+
+class VictoriaMetrics:
+    name = "VictoriaMetrics"
+
+    def command(self, port, data_dir):
+        return [built_binary("build-victoriametrics.sh", self.name),
+                f"-httpListenAddr=127.0.0.1:{port}", f"-storageDataPath={data_dir}",
+                "-retentionPeriod=100y", "-search.latencyOffset=0s", "-search.disableCache"]
+
+    def ready(self, get):
+        return get("/health") == "OK"
+
+
+class Prometheus:
+    """Built only on request: Prometheus is a large build (over ten minutes on
+    two cores), so install-deps does not build it and CI runs this receiver
+    only when scripts/build-prometheus.sh has cached it (or with
+    EMBER_BUILD_PROMETHEUS=1); VictoriaMetrics always runs."""
+    name = "Prometheus"
+    cached = os.path.join(os.environ.get("EMBER_CACHE", os.path.expanduser("~/.cache/ember")),
+                          "prometheus-" + os.environ.get("PROMETHEUS_VERSION", "v0.316.0"),
+                          "prometheus")
+
+    def command(self, port, data_dir):
+        if not os.path.exists(self.cached) and not os.environ.get("EMBER_BUILD_PROMETHEUS"):
+            raise unittest.SkipTest("Prometheus is not built: run scripts/build-prometheus.sh "
+                                    "(or set EMBER_BUILD_PROMETHEUS=1)")
+        os.makedirs(data_dir, exist_ok=True)
+        config = os.path.join(data_dir, "prometheus.yml")
+        with open(config, "w") as f:
+            f.write("global: {}\n")  # nothing scraped: remote write is the only input
+        return [built_binary("build-prometheus.sh", self.name), f"--config.file={config}",
+                f"--web.listen-address=127.0.0.1:{port}", f"--storage.tsdb.path={data_dir}/tsdb",
+                "--web.enable-remote-write-receiver"]
+
+    def ready(self, get):
+        return "Ready" in get("/-/ready")
 
 
 def expected(fn=None):
@@ -60,17 +103,17 @@ def expected(fn=None):
 
 
 class RemoteWriteExportTest(unittest.TestCase):
+    receiver = VictoriaMetrics()
+
     @classmethod
     def setUpClass(cls):
-        binary = vm_binary()
-        cls.vm_dir = tempfile.mkdtemp(prefix="ember-it-vm-")
+        cls.vm_dir = tempfile.mkdtemp(prefix="ember-it-rw-")
         cls.vm_port = h.free_port()
-        cls.vm_log = open(os.path.join(cls.vm_dir, "vm.log"), "wb")
-        cls.vm = subprocess.Popen([binary, f"-httpListenAddr=127.0.0.1:{cls.vm_port}",
-                                   f"-storageDataPath={cls.vm_dir}/data", "-retentionPeriod=100y",
-                                   "-search.latencyOffset=0s", "-search.disableCache"],
-                                  stdout=cls.vm_log, stderr=subprocess.STDOUT)
-        h.wait_for(lambda: cls.vm_get("/health") == "OK", timeout=60, what="VictoriaMetrics /health")
+        command = cls.receiver.command(cls.vm_port, f"{cls.vm_dir}/data")
+        cls.vm_log = open(os.path.join(cls.vm_dir, "receiver.log"), "wb")
+        cls.vm = subprocess.Popen(command, stdout=cls.vm_log, stderr=subprocess.STDOUT)
+        h.wait_for(lambda: cls.receiver.ready(cls.vm_get), timeout=60,
+                   what=f"{cls.receiver.name} ready")
         url = f"http://127.0.0.1:{cls.vm_port}/api/v1/write"
         cls.srv = h.Ember(args=[f"--metrics-export.remote-write-url={url}"]).start()
 
@@ -84,7 +127,11 @@ class RemoteWriteExportTest(unittest.TestCase):
 
     @classmethod
     def vm_get(cls, path, **params):
-        r = h.http_request(cls.vm_port, "GET", path + ("?" + urllib.parse.urlencode(params) if params else ""))
+        try:
+            r = h.http_request(cls.vm_port, "GET",
+                               path + ("?" + urllib.parse.urlencode(params) if params else ""))
+        except OSError:
+            return ""  # not listening yet
         return r.body.decode()
 
     def promql(self, query, at_ms):
@@ -111,7 +158,7 @@ class RemoteWriteExportTest(unittest.TestCase):
                 got[(region, at - t0)] = v
         return got
 
-    def test_rule_series_reach_victoriametrics(self):
+    def test_rule_series_reach_the_receiver(self):
         total = self.upsert({"metricName": "profiles_recorded_rr_cpu_nanoseconds",
                              "matchers": [f'{{__profile_type__="{CPU}", service_name="{SERVICE}"}}'],
                              "groupBy": ["region"],
@@ -135,9 +182,11 @@ class RemoteWriteExportTest(unittest.TestCase):
                 return got == want
 
             try:
-                h.wait_for(arrived, timeout=120, interval=1.0, what=f"{rule['metricName']} in VM")
+                h.wait_for(arrived, timeout=120, interval=1.0,
+                           what=f"{rule['metricName']} in {self.receiver.name}")
             except AssertionError:
-                self.fail(f"{rule['metricName']}: VM has {got}, want {want}\n{self.srv.log_tail()}")
+                self.fail(f"{rule['metricName']}: {self.receiver.name} has {got}, want {want}\n"
+                          f"{self.srv.log_tail()}")
         # the same selector through ember's SelectSeries (the store, not the rules)
         m = self.srv.q("SelectSeries", profile_typeID=CPU, label_selector=f'{{service_name="{SERVICE}"}}',
                        start=t0 - STEP_MS, end=t0 + 2 * STEP_MS, step=STEP_MS / 1000,
@@ -155,6 +204,14 @@ class RemoteWriteExportTest(unittest.TestCase):
                                  "profiles_rule_id": total["id"], "region": "eu"}.items()), labels)
         metrics = self.srv.request("GET", "/metrics").body.decode()
         self.assertIn('ember_remote_write_samples_total{outcome="sent"}', metrics)
+        rejected = sum(v for (name, labels), v in self.srv.metrics().items()
+                       if name == "ember_remote_write_requests_total"
+                       and ("outcome", "rejected") in labels)
+        self.assertEqual(rejected, 0, f"the receiver refused requests:\n{self.srv.log_tail()}")
+
+
+class RemoteWritePrometheusTest(RemoteWriteExportTest):
+    receiver = Prometheus()
 
 
 if __name__ == "__main__":

@@ -5,6 +5,7 @@
  */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "lc/alloc.h"
@@ -142,12 +143,30 @@ static point_t *take_idle(ing_rules_t *r, int64_t cutoff_ms)
     return out;
 }
 
+static int point_time_cmp(const void *a, const void *b)
+{
+    const point_t *x = *(const point_t *const *)a, *y = *(const point_t *const *)b;
+    return (x->bucket_ms > y->bucket_ms) - (x->bucket_ms < y->bucket_ms);
+}
+
+/* Oldest step first: take_idle gathers in table order, and a receiver such
+ * as Prometheus refuses a series' sample older than one it already took. */
 static void send_points(ing_rules_t *r, point_t *list)
 {
-    for (point_t *p = list; p; p = p->next) {
-        if (lc_remote_write_push(r->out, p->labels, p->n_labels, p->bucket_ms, p->value) == 0)
+    size_t n = 0;
+    for (point_t *p = list; p; p = p->next)
+        n++;
+    point_t **v = lc_xmalloc((n ? n : 1) * sizeof(*v));
+    n = 0;
+    for (point_t *p = list; p; p = p->next)
+        v[n++] = p;
+    qsort(v, n, sizeof(*v), point_time_cmp);
+    for (size_t i = 0; i < n; i++) {
+        if (lc_remote_write_push(r->out, v[i]->labels, v[i]->n_labels, v[i]->bucket_ms,
+                                 v[i]->value) == 0)
             lc_metric_add(r->m_flushed, 1);
     }
+    lc_free(v);
     points_free(list);
 }
 
