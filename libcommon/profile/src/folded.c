@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "lc/folded.h"
+#include "lc/labels.h"
 
 typedef struct fl_line_s {
     const char *s;
@@ -97,14 +98,6 @@ typedef struct fl_counts_s {
     fl_line_t *order; /* first-seen order, so output is deterministic */
 } fl_counts_t;
 
-static uint64_t fl_hash(const char *s, size_t n)
-{
-    uint64_t h = 1469598103934665603ULL; /* FNV-1a */
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ (uint8_t)s[i]) * 1099511628211ULL;
-    return h;
-}
-
 static int fl_counts_init(fl_counts_t *c, size_t max_lines, lc_arena_t *arena)
 {
     c->cap = 16;
@@ -118,7 +111,7 @@ static int fl_counts_init(fl_counts_t *c, size_t max_lines, lc_arena_t *arena)
 
 static void fl_counts_add(fl_counts_t *c, const fl_line_t *l)
 {
-    uint64_t h = fl_hash(l->s, l->len);
+    uint64_t h = lc_hash64(l->s, l->len, 0);
     size_t i = (size_t)h & (c->cap - 1);
     for (; c->slots[i].count; i = (i + 1) & (c->cap - 1)) {
         fl_count_t *e = &c->slots[i];
@@ -133,7 +126,7 @@ static void fl_counts_add(fl_counts_t *c, const fl_line_t *l)
 
 static int64_t fl_counts_get(const fl_counts_t *c, const fl_line_t *l)
 {
-    uint64_t h = fl_hash(l->s, l->len);
+    uint64_t h = lc_hash64(l->s, l->len, 0);
     for (size_t i = (size_t)h & (c->cap - 1); c->slots[i].count; i = (i + 1) & (c->cap - 1)) {
         const fl_count_t *e = &c->slots[i];
         if (e->hash == h && e->line.len == l->len && memcmp(e->line.s, l->s, l->len) == 0)

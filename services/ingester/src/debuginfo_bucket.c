@@ -9,7 +9,7 @@
 
 #include "debuginfo_bucket.h"
 #include "lc/alloc.h"
-#include "lc/hash.h"
+#include "lc/labels.h"
 #include "lc/log.h"
 
 #define KEY_ROOT "debuginfo/"
@@ -116,15 +116,10 @@ static bool key_build_id(const char *key, size_t prefix_len, char out[LC_BUILD_I
 
 /* --------------------------------------------------------------- answers */
 
+/* The build id's hash seeded with the tenant's, so the two stay apart. */
 static uint64_t tenant_id_hash(const char *tenant, const char *build_id)
 {
-    uint64_t h = 1469598103934665603ULL;
-    for (const char *p = tenant; *p; p++)
-        h = (h ^ (uint8_t)*p) * 1099511628211ULL;
-    h = (h ^ 0xff) * 1099511628211ULL; /* no byte of a C string: tenant and id stay apart */
-    for (const char *p = build_id; *p; p++)
-        h = (h ^ (uint8_t)*p) * 1099511628211ULL;
-    return lc_mix64(h);
+    return lc_hash64(build_id, strlen(build_id), lc_hash64(tenant, strlen(tenant), 0));
 }
 
 /* Under lock: an entry for a new answer, the next one in turn when all are used. */
