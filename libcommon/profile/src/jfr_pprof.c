@@ -60,11 +60,6 @@ static const struct {
     [LC_JFR_MALLOC] = {"memory", {{"malloc_objects", "count"}, {"malloc_bytes", "bytes"}}, {0}},
 };
 
-const char *lc_jfr_kind_metric(lc_jfr_kind_t k)
-{
-    return k < LC_JFR_KINDS_ ? KINDS[k].metric : "";
-}
-
 static size_t kind_width(lc_jfr_kind_t k)
 {
     return KINDS[k].types[1][0] ? 2 : 1;

@@ -84,9 +84,6 @@ int lc_jfr_to_pprof(const uint8_t *jfr, size_t jfr_len, const uint8_t *labels, s
                     lc_status_t *st) LC_MUST_CHECK;
 void lc_jfr_result_fini(lc_jfr_result_t *r);
 
-/* pprof sample-type names of a kind (for documentation and tests). */
-const char *lc_jfr_kind_metric(lc_jfr_kind_t k);
-
 /* A JVM-generated class or library name with its varying part replaced by
  * "_", as Pyroscope's converter does (lambda classes, reflection accessors,
  * CGLIB proxies, temporary native libraries). Returns s itself when nothing
