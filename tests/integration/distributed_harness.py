@@ -178,23 +178,44 @@ class Role(h.Ember):
         self.with_data_dir = with_data_dir
 
     def start(self, args=None, timeout=20.0):
+        """Keeps its port across restarts (the queriers' view of it stays);
+        only when that port was taken meanwhile (another test's listener or an
+        outgoing connection's ephemeral port) does it move to a free one."""
         if args is not None:
             self.args = list(args)
         if self.port is None:
             self.port = h.free_port()
+        for attempt in range(3):
+            mark = self._spawn()
+            try:
+                self.wait_ready(timeout)
+                return self
+            except AssertionError as e:
+                self._terminate()
+                if attempt == 2 or not self._log_says_since(mark, b"address already in use"):
+                    raise AssertionError(f"{e}\n{self.log_tail()}") from None
+                self.port = h.free_port()
+
+    def _spawn(self):
+        """Starts the process; returns the log's offset where this run begins."""
         cmd = [self.binary, f"--http.address=127.0.0.1:{self.port}",
                f"--log.level={self.log_level}", *self.args]
         if self.with_data_dir:
             cmd.insert(2, f"--data.dir={self.data_dir}")
         self._log = open(self.log_path, "ab")
+        mark = self._log.tell()
         self._log.write(f"\n=== {' '.join(cmd)}\n".encode())
         self._log.flush()
         env = dict(os.environ)
         env.update(self.env or {})
         self.proc = subprocess.Popen(cmd, stdout=self._log, stderr=subprocess.STDOUT,
                                      stdin=subprocess.DEVNULL, env=env)
-        self.wait_ready(timeout)
-        return self
+        return mark
+
+    def _log_says_since(self, mark, needle):
+        with open(self.log_path, "rb") as f:
+            f.seek(mark)
+            return needle in f.read()
 
     def kill9(self):
         self.proc.kill()        # SIGKILL to our own child, by pid
