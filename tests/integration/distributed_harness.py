@@ -271,6 +271,7 @@ def wait_members(q, n, timeout=15):
 # ---- replication by zones: one consumer group per zone, each a full copy.
 
 REGISTRY = "ember:members:ingester:registry"
+NOTES = "ember:members:ingester:notes"  # id -> "<until ms>|<what it lacks>"
 
 
 def zone_group(zone):

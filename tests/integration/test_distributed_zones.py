@@ -14,10 +14,14 @@ Then: with zone b also incomplete (one of its ingesters stopped), queries
 answer 503 naming the missing ingesters. Last, the operator removes the dead
 id from zone a's registry: zone a is complete again and first by name, so
 the queriers answer from it — without the dead ingester's profiles. That is
-the documented rule (docs/architecture.md), checked here. (First, a bad
+the documented rule (docs/architecture.md), checked here. Then zone a's
+survivor restarts on a new volume (its data dir deleted) under its id: it
+records a note (it lacks what it held), so zone a, complete, gives way to
+zone b and the answers equal the oracle's again. (First, a bad
 --ingester.zone makes `ember` and `ember-ingester` exit 2.)
 """
 import os
+import shutil
 import random
 import signal
 import subprocess
@@ -136,6 +140,8 @@ class ZonesTest(dh.ClusterTestCase):
         self.assertEqual({b"zone-a-0": b"a", b"zone-a-1": b"a", b"zone-b-0": b"b",
                           b"zone-b-1": b"b"},
                          dict(zip(*[iter(self.redis.cmd("HGETALL", dh.REGISTRY))] * 2)))
+        # first starts on new volumes: no earlier life lacks anything
+        self.assertEqual([], self.redis.cmd("HGETALL", dh.NOTES))
         self.assert_same_as_oracle()
 
     def test_2_zone_a_ingester_lost_for_good(self):
@@ -210,6 +216,28 @@ class ZonesTest(dh.ClusterTestCase):
             self.assertGreater(got, 0)
             self.assertLess(got, want)
             self.assertEqual(200, self.label_names(q).status)
+
+    def test_5_restart_on_a_new_volume_gives_way(self):
+        """zone-a-1 (zone a's only registered member now) stops and starts on
+        an empty data dir: what it stored is gone from zone a. Its first
+        heartbeat records a note, so the queriers answer from zone b again."""
+        survivor = self.zone_a[1]
+        survivor.stop()
+        shutil.rmtree(survivor.data_dir)
+        survivor.start()
+        for q in self.queriers:
+            dh.wait_zones(q, live=3, complete=2, asked=2)   # zone b's two, not zone a's one
+        note = self.redis.cmd("HGET", dh.NOTES, "zone-a-1")
+        self.assertIn(b"new volume", note or b"")
+        self.assertIsNone(self.redis.cmd("HGET", dh.NOTES, "zone-b-0"))
+        self.assert_same_as_oracle()
+        # the note stands across the member's next restarts (its volume is intact now)
+        survivor.stop()
+        survivor.start()
+        for q in self.queriers:
+            dh.wait_zones(q, live=3, complete=2, asked=2)
+        self.assertEqual(note, self.redis.cmd("HGET", dh.NOTES, "zone-a-1"))
+        self.assert_same_as_oracle()
 
 
 if __name__ == "__main__":

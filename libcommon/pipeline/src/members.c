@@ -12,7 +12,14 @@
  * heartbeat script itself, so a member is registered before it is ever seen
  * live, and never expires: only an operator's HDEL removes an id. The list
  * script returns it with the live hash, one consistent read.
+ *
+ * Notes (<key>:notes, field id = "<until ms>|<text>", until 0 = no end) say
+ * what an id lacks: the heartbeat script records the member's lost_note only
+ * when the id was registered before (a previous life existed), in the same
+ * call that makes it live, so no watcher ever sees it live without its note.
+ * Like the registry they outlive the member; a watcher prunes ended ones.
  */
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -28,11 +35,14 @@
 #define MEMBERS_DEFAULT_TIMEOUT_MS 2000
 #define MEMBERS_DEFAULT_PREFIX "ember:members:"
 #define MEMBERS_REGISTRY_SUFFIX ":registry"
+#define MEMBERS_NOTES_SUFFIX ":notes"
 
 /* KEYS[1] hash, ARGV id, addr, ttl_ms: field = "addr|expiry" on Redis's clock.
- * With KEYS[2] (the registry) and ARGV[4] (the zone), also registers id in
- * the zone. Returns {0, ''} (nothing new), {1, ''} (registered now) or
- * {2, old zone} (moved from another zone). */
+ * With KEYS[2] (the registry), KEYS[3] (the notes) and ARGV[4] (the zone),
+ * also registers id in the zone; ARGV[5] (a lost note, "" = none) is
+ * recorded when id was registered before, standing ARGV[6] ms (0 = no end).
+ * Returns {0, ''} (nothing new), {1, ''} (registered now) or {2, old zone}
+ * (moved from another zone). */
 static const char HEARTBEAT_LUA[] =
     "local t = redis.call('TIME')\n"
     "local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"
@@ -40,17 +50,23 @@ static const char HEARTBEAT_LUA[] =
     "redis.call('HSET', KEYS[1], ARGV[1], v)\n"
     "if #KEYS < 2 then return {0, ''} end\n"
     "local old = redis.call('HGET', KEYS[2], ARGV[1])\n"
+    "if old and ARGV[5] ~= '' then\n"
+    "  local ttl = tonumber(ARGV[6])\n"
+    "  local untl = ttl > 0 and string.format('%.0f', now + ttl) or '0'\n"
+    "  redis.call('HSET', KEYS[3], ARGV[1], untl .. '|' .. ARGV[5])\n"
+    "end\n"
     "if old == ARGV[4] then return {0, ''} end\n"
     "redis.call('HSET', KEYS[2], ARGV[1], ARGV[4])\n"
     "if old then return {2, old} end\n"
     "return {1, ''}\n";
 
-/* KEYS[1] hash, KEYS[2] registry: {now_ms, {field, value, ...}, {id, zone, ...}}. */
+/* KEYS[1] hash, KEYS[2] registry, KEYS[3] notes:
+ * {now_ms, {field, value, ...}, {id, zone, ...}, {id, note, ...}}. */
 static const char LIST_LUA[] =
     "local t = redis.call('TIME')\n"
     "local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"
     "return {string.format('%.0f', now), redis.call('HGETALL', KEYS[1]),\n"
-    "        redis.call('HGETALL', KEYS[2])}\n";
+    "        redis.call('HGETALL', KEYS[2]), redis.call('HGETALL', KEYS[3])}\n";
 
 /* KEYS[1] hash, ARGV id, value: delete the field only if it still holds value. */
 static const char PRUNE_LUA[] = "if redis.call('HGET', KEYS[1], ARGV[1]) == ARGV[2] then\n"
@@ -61,7 +77,8 @@ static const char PRUNE_LUA[] = "if redis.call('HGET', KEYS[1], ARGV[1]) == ARGV
 struct lc_members_s {
     uv_loop_t *loop;
     lc_members_opts_t opts; /* strings point at the copies below */
-    char *role, *self_id, *self_addr, *zone, *key, *registry_key;
+    char *role, *self_id, *self_addr, *zone, *key, *registry_key, *notes_key;
+    char *lost_note; /* sent with every heartbeat until one succeeded; NULL after */
     lc_redis_t *redis;
     lc_redis_cluster_t *cluster; /* opts.cluster: routes redis to the key's master */
     uv_timer_t timer;
@@ -85,6 +102,7 @@ static void list_free(lc_member_t *v, size_t n)
         lc_free((char *)v[i].id);
         lc_free((char *)v[i].addr);
         lc_free((char *)v[i].zone);
+        lc_free((char *)v[i].note);
     }
     lc_free(v);
 }
@@ -100,7 +118,7 @@ static bool list_equal(const lc_member_t *a, size_t na, const lc_member_t *b, si
         return false;
     for (size_t i = 0; i < na; i++)
         if (strcmp(a[i].id, b[i].id) != 0 || strcmp(a[i].addr, b[i].addr) != 0 ||
-            strcmp(a[i].zone, b[i].zone) != 0)
+            strcmp(a[i].zone, b[i].zone) != 0 || strcmp(a[i].note, b[i].note) != 0)
             return false;
     return true;
 }
@@ -116,11 +134,15 @@ static void list_log_changes(const lc_members_t *m, const lc_member_t *old, size
             LC_LOG_INFO("member left role=%s id=%s addr=%s", m->role, old[i].id, old[i].addr);
             i++;
         } else if (c > 0) {
-            LC_LOG_INFO("member joined role=%s id=%s addr=%s", m->role, cur[j].id, cur[j].addr);
+            LC_LOG_INFO("member joined role=%s id=%s addr=%s note=\"%s\"", m->role, cur[j].id,
+                        cur[j].addr, cur[j].note);
             j++;
         } else {
             if (strcmp(old[i].addr, cur[j].addr) != 0)
                 LC_LOG_INFO("member moved role=%s id=%s addr=%s", m->role, cur[j].id, cur[j].addr);
+            if (strcmp(old[i].note, cur[j].note) != 0)
+                LC_LOG_INFO("member note role=%s id=%s note=\"%s\"", m->role, cur[j].id,
+                            cur[j].note);
             i++;
             j++;
         }
@@ -202,10 +224,11 @@ static void prune_on_reply(lc_redis_t *r, int status, const redisReply *reply, v
         LC_LOG_WARN("members: prune refused err=\"%s\"", lc_redis_reply_error(reply));
 }
 
-static void prune(lc_members_t *m, const redisReply *field, const redisReply *value)
+static void prune(lc_members_t *m, const char *key, const redisReply *field,
+                  const redisReply *value)
 {
-    const char *argv[] = {"EVAL", PRUNE_LUA, "1", m->key, field->str, value->str};
-    const size_t lens[] = {4, strlen(PRUNE_LUA), 1, strlen(m->key), field->len, value->len};
+    const char *argv[] = {"EVAL", PRUNE_LUA, "1", key, field->str, value->str};
+    const size_t lens[] = {4, strlen(PRUNE_LUA), 1, strlen(key), field->len, value->len};
     if (lc_redis_command(m->redis, 0, prune_on_reply, m, 6, argv, lens) != 0)
         LC_LOG_DEBUG("members: prune not sent (link down)");
 }
@@ -251,19 +274,60 @@ static lc_member_t *registry_parse(const redisReply *flat, size_t *n_out)
         reg[n].id = lc_xstrndup(f->str, f->len);
         reg[n].addr = lc_xstrdup("");
         reg[n].zone = lc_xstrndup(v->str, v->len);
+        reg[n].note = lc_xstrdup("");
         n++;
     }
     *n_out = n;
     return reg;
 }
 
+/* "until|text": the text when the note stands at now (until 0 = no end). */
+static bool note_standing(const redisReply *value, uint64_t now, const char **text,
+                          size_t *text_len)
+{
+    const char *bar = memchr(value->str, '|', value->len);
+    uint64_t until;
+    if (!bar || !parse_ms(value->str, (size_t)(bar - value->str), &until))
+        return false;
+    *text = bar + 1;
+    *text_len = value->len - (size_t)(bar - value->str) - 1;
+    return until == 0 || until > now;
+}
+
+/* Each live member's standing note ("" without one); ended or malformed
+ * notes are pruned. */
+static void notes_apply(lc_members_t *m, const redisReply *flat, uint64_t now, lc_member_t *cur,
+                        size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        cur[i].note = NULL;
+    for (size_t i = 0; i + 1 < flat->elements; i += 2) {
+        const redisReply *f = flat->element[i], *v = flat->element[i + 1];
+        const char *text;
+        size_t len;
+        if (f->type != REDIS_REPLY_STRING || v->type != REDIS_REPLY_STRING)
+            continue;
+        if (!note_standing(v, now, &text, &len)) {
+            prune(m, m->notes_key, f, v);
+            continue;
+        }
+        for (size_t j = 0; j < n; j++)
+            if (!cur[j].note && strlen(cur[j].id) == f->len && memcmp(cur[j].id, f->str, f->len) == 0)
+                cur[j].note = lc_xstrndup(text, len);
+    }
+    for (size_t i = 0; i < n; i++)
+        if (!cur[i].note)
+            cur[i].note = lc_xstrdup("");
+}
+
 static void list_parse(lc_members_t *m, const redisReply *reply)
 {
     const redisReply *now_r = reply->element[0], *flat = reply->element[1];
-    const redisReply *reg_flat = reply->element[2];
+    const redisReply *reg_flat = reply->element[2], *notes_flat = reply->element[3];
     uint64_t now;
     if (now_r->type != REDIS_REPLY_STRING || !parse_ms(now_r->str, now_r->len, &now) ||
-        flat->type != REDIS_REPLY_ARRAY || reg_flat->type != REDIS_REPLY_ARRAY) {
+        flat->type != REDIS_REPLY_ARRAY || reg_flat->type != REDIS_REPLY_ARRAY ||
+        notes_flat->type != REDIS_REPLY_ARRAY) {
         LC_LOG_WARN("members: malformed list reply role=%s", m->role);
         return;
     }
@@ -274,13 +338,14 @@ static void list_parse(lc_members_t *m, const redisReply *reply)
         if (f->type != REDIS_REPLY_STRING || v->type != REDIS_REPLY_STRING)
             continue;
         if (!field_alive(v, now, &addr_len)) {
-            prune(m, f, v);
+            prune(m, m->key, f, v);
             continue;
         }
         cur[n].id = lc_xstrndup(f->str, f->len);
         cur[n].addr = lc_xstrndup(v->str, addr_len);
         n++;
     }
+    notes_apply(m, notes_flat, now, cur, n);
     size_t n_reg;
     lc_member_t *reg = registry_parse(reg_flat, &n_reg);
     list_install(m, cur, n, reg, n_reg);
@@ -293,7 +358,7 @@ static void list_on_reply(lc_redis_t *r, int status, const redisReply *reply, vo
     m->list_out = false;
     if (status != 0 || m->closing)
         return;
-    if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 3) {
+    if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 4) {
         LC_LOG_WARN("members: list failed role=%s err=\"%s\"", m->role,
                     lc_redis_reply_error(reply) ? lc_redis_reply_error(reply) : "bad reply");
         return;
@@ -325,8 +390,15 @@ static void beat_on_reply(lc_redis_t *r, int status, const redisReply *reply, vo
     if (err && !m->beat_failing && status != LC_ECLOSED)
         LC_LOG_WARN("members: heartbeat failed role=%s id=%s err=\"%s\"", m->role, m->self_id, err);
     m->beat_failing = err != NULL;
-    if (!err)
-        beat_log_registry(m, reply);
+    if (err)
+        return;
+    beat_log_registry(m, reply);
+    if (m->lost_note)
+        LC_LOG_WARN("members: this id lacks what its previous life held (recorded if it had "
+                    "one) role=%s id=%s note=\"%s\"",
+                    m->role, m->self_id, m->lost_note);
+    lc_free(m->lost_note);
+    m->lost_note = NULL;
 }
 
 /* ---------------------------------------------------------------- ticks */
@@ -337,9 +409,13 @@ static void beat_send(lc_members_t *m)
     snprintf(ttl, sizeof(ttl), "%u", m->opts.ttl_ms);
     int rc;
     if (m->zone) {
-        const char *argv[] = {"EVAL",     HEARTBEAT_LUA, "2", m->key, m->registry_key,
-                              m->self_id, m->self_addr,  ttl, m->zone};
-        rc = lc_redis_command(m->redis, 0, beat_on_reply, m, 9, argv, NULL);
+        char note_ttl[24];
+        snprintf(note_ttl, sizeof(note_ttl), "%" PRIu64, m->opts.lost_note_ttl_ms);
+        const char *argv[] = {"EVAL",        HEARTBEAT_LUA, "3",      m->key,
+                              m->registry_key, m->notes_key,  m->self_id, m->self_addr,
+                              ttl,           m->zone,       m->lost_note ? m->lost_note : "",
+                              note_ttl};
+        rc = lc_redis_command(m->redis, 0, beat_on_reply, m, 12, argv, NULL);
     } else {
         const char *argv[] = {"EVAL", HEARTBEAT_LUA, "1", m->key, m->self_id, m->self_addr, ttl};
         rc = lc_redis_command(m->redis, 0, beat_on_reply, m, 7, argv, NULL);
@@ -350,8 +426,8 @@ static void beat_send(lc_members_t *m)
 
 static void list_send(lc_members_t *m)
 {
-    const char *argv[] = {"EVAL", LIST_LUA, "2", m->key, m->registry_key};
-    if (lc_redis_command(m->redis, 0, list_on_reply, m, 5, argv, NULL) == 0)
+    const char *argv[] = {"EVAL", LIST_LUA, "3", m->key, m->registry_key, m->notes_key};
+    if (lc_redis_command(m->redis, 0, list_on_reply, m, 6, argv, NULL) == 0)
         m->list_out = true;
 }
 
@@ -413,6 +489,8 @@ static void members_unref(lc_members_t *m)
     lc_free(m->zone);
     lc_free(m->key);
     lc_free(m->registry_key);
+    lc_free(m->notes_key);
+    lc_free(m->lost_note);
     lc_free(m);
     if (cb)
         cb(data);
@@ -537,8 +615,13 @@ int lc_members_new(uv_loop_t *loop, const lc_members_opts_t *opts, lc_members_t 
     snprintf(m->registry_key, klen + 2,
              opts->cluster ? "{%s%s}" MEMBERS_REGISTRY_SUFFIX : "%s%s" MEMBERS_REGISTRY_SUFFIX,
              prefix, opts->role);
+    m->notes_key = lc_xmalloc(klen + 2);
+    snprintf(m->notes_key, klen + 2,
+             opts->cluster ? "{%s%s}" MEMBERS_NOTES_SUFFIX : "%s%s" MEMBERS_NOTES_SUFFIX, prefix,
+             opts->role);
+    m->lost_note = opts->lost_note && opts->lost_note[0] ? lc_xstrdup(opts->lost_note) : NULL;
     m->opts.url = m->opts.role = m->opts.self_id = m->opts.self_addr = m->opts.key_prefix = NULL;
-    m->opts.zone = NULL;
+    m->opts.zone = m->opts.lost_note = NULL;
     char name[128];
     snprintf(name, sizeof(name), "ember-members-%s", m->role);
     lc_redis_opts_t ro = {.url = opts->url,

@@ -21,6 +21,7 @@
  */
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include "bucket.h"
@@ -55,6 +56,7 @@ typedef struct ing_node_s {
     ing_bucket_read_t *bucket_read; /* ... and the reader of dropped blocks */
     ing_rules_export_t *rules;      /* --metrics-export.remote-write-url */
     bool registered;                /* seen live (so registered): consuming */
+    char lost_note[160];            /* a new volume: what to record if the id lived before */
     char *advertise;
     char consumer_id[EMBER_CONSUMER_ID_MAX];
     char group[32 + EMBER_ZONE_MAX];
@@ -192,6 +194,35 @@ static void ing_on_members_change(lc_members_t *m, const lc_member_t *live, size
     }
 }
 
+/* A data dir without blocks/ is a new volume (the store makes the directory
+ * at its first open; the bucket's restore, which runs after this, too). If
+ * the id lived before, whatever that life held only on its volume (the open
+ * block, ended blocks not uploaded yet, everything without a bucket) is gone
+ * from this zone for good: the note makes the queriers prefer another zone
+ * (members.h, zones.h) until --retention has passed over what was lost. */
+static void check_volume(ing_node_t *n)
+{
+    char blocks[4096];
+    struct stat st;
+    snprintf(blocks, sizeof blocks, "%s/blocks", n->s->data_dir);
+    if (!n->announce || stat(blocks, &st) == 0)
+        return;
+    char when[32];
+    time_t now = time(NULL);
+    struct tm tm;
+    strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&now, &tm));
+    snprintf(n->lost_note, sizeof n->lost_note,
+             "started on a new volume at %s: what an earlier life held only locally is gone",
+             when);
+}
+
+static uint64_t lost_note_ttl_ms(const ember_settings_t *s)
+{
+    if (s->retention_ns <= 0)
+        return 0;
+    return (uint64_t)((s->retention_ns + s->block_duration_ns) / 1000000);
+}
+
 static int ing_join(ing_node_t *n)
 {
     lc_members_opts_t mo = {.url = n->s->redis_url,
@@ -204,7 +235,9 @@ static int ing_join(ing_node_t *n)
                             .change_data = n,
                             .cmd_timeout_ms = REDIS_CMD_TIMEOUT_MS,
                             .on_state = ing_on_members_state,
-                            .state_data = n};
+                            .state_data = n,
+                            .lost_note = n->lost_note[0] ? n->lost_note : NULL,
+                            .lost_note_ttl_ms = lost_note_ttl_ms(n->s)};
     int rc = lc_members_new(&n->p->loop, &mo, &n->members);
     if (rc)
         LC_LOG_ERROR("cannot ing_join the ingesters url=%s err=\"%s\"", n->s->redis_url,
@@ -342,6 +375,7 @@ static int start_storage(ing_node_t *n)
     ing_bucket_opts_t bo;
     if (ember_clustered(s) || bucket_opts(n, &bo))
         set_consumer_id(n); /* the id the streams and the bucket know it by */
+    check_volume(n);
     int rc = restore_from_bucket(n);
     if (rc)
         return rc;

@@ -112,7 +112,11 @@ static void zone_log(fanout_node_t *q, const qz_choice_t *c)
 {
     if (!str_changed(q->zone, c->zone) && !str_changed(q->reason, c->reason))
         return;
-    if (c->zone)
+    if (c->zone && c->lacking)
+        LC_LOG_WARN("zones: answering from a complete zone that lacks profiles zone=\"%s\" "
+                    "ingesters=%zu complete_zones=%zu zones=%zu: %s",
+                    c->zone, c->n_urls, c->n_complete, c->n_zones, c->lacking);
+    else if (c->zone)
         LC_LOG_INFO("zones: answering from one complete zone zone=\"%s\" ingesters=%zu "
                     "complete_zones=%zu zones=%zu",
                     c->zone, c->n_urls, c->n_complete, c->n_zones);
@@ -127,7 +131,7 @@ static void zone_log(fanout_node_t *q, const qz_choice_t *c)
 /* lc_members: the live ingesters (their heartbeat not older than the TTL,
  * judged by Redis's clock) and the zone registry, on the first read and on
  * every change. The address each ingester joined with is its shard API URL.
- * Queries ask the first complete zone (zones.h). */
+ * Queries ask the first complete zone whose members lack nothing (zones.h). */
 static void fanout_on_members(lc_members_t *m, const lc_member_t *live, size_t n, void *data)
 {
     fanout_node_t *q = data;

@@ -93,8 +93,23 @@ static bool zone_complete(const char *zone, const lc_member_t *live, size_t n_li
     return complete;
 }
 
+/* A live member of the zone carries a note (it lacks what an earlier life of
+ * its id held): the first such member, or NULL. */
+static const lc_member_t *zone_noted(const char *zone, const lc_member_t *live, size_t n_live)
+{
+    for (size_t i = 0; i < n_live; i++)
+        if (in_zone(&live[i], zone) && live[i].note && live[i].note[0])
+            return &live[i];
+    return NULL;
+}
+
 static void take_members(const char *zone, const lc_member_t *live, size_t n_live, qz_choice_t *out)
 {
+    lc_free(out->zone);
+    for (size_t i = 0; i < out->n_urls; i++)
+        lc_free(out->urls[i]);
+    lc_free(out->urls);
+    out->n_urls = 0;
     out->zone = lc_xstrdup(zone);
     out->urls = lc_xcalloc(n_live + 1, sizeof(*out->urls));
     for (size_t i = 0; i < n_live; i++)
@@ -110,12 +125,22 @@ void qz_choose(const lc_member_t *live, size_t n_live, const lc_member_t *reg, s
     char reason[QZ_REASON_MAX];
     size_t len = 0;
     reason[0] = '\0';
+    const lc_member_t *noted = NULL; /* of the zone taken, when every complete one has one */
     for (size_t z = 0; z < out->n_zones; z++) {
         if (!zone_complete(zones[z], live, n_live, reg, n_reg, seen, n_seen, reason, &len))
             continue;
         out->n_complete++;
-        if (!out->zone)
+        const lc_member_t *n = zone_noted(zones[z], live, n_live);
+        if (!out->zone || (noted && !n)) {
             take_members(zones[z], live, n_live, out);
+            noted = n;
+        }
+    }
+    if (noted) {
+        char *w = lc_xmalloc(QZ_REASON_MAX);
+        snprintf(w, QZ_REASON_MAX, "every complete zone has a member that lacks profiles: %.200s "
+                 "(%.600s)", noted->id, noted->note);
+        out->lacking = w;
     }
     if (!out->zone && out->n_zones) {
         char *r = lc_xmalloc(len + 64);
@@ -132,5 +157,6 @@ void qz_choice_fini(qz_choice_t *c)
     lc_free(c->urls);
     lc_free(c->zone);
     lc_free(c->reason);
+    lc_free(c->lacking);
     *c = (qz_choice_t){0};
 }

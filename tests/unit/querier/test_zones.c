@@ -3,7 +3,8 @@
  * complete zone by name; a registered id that is not live makes its zone
  * incomplete; with none complete, the reason names every missing id (with
  * its last address when known); unregistered live members count in the
- * default zone; an empty cluster is no zone at all.
+ * default zone; an empty cluster is no zone at all; a complete zone with a
+ * member that lacks profiles (a note) gives way to one without.
  */
 #include <string.h>
 
@@ -107,6 +108,39 @@ static void test_reason_is_bounded(void)
     qz_choice_fini(&c);
 }
 
+static void test_zone_lacking_profiles_gives_way(void)
+{
+    lc_member_t reg[] = {M("a1", "", "a"), M("a2", "", "a"), M("b1", "", "b"), M("c1", "", "c")};
+    lc_member_t live[] = {M("a1", "http://a1", "a"), M("a2", "http://a2", "a"),
+                          M("b1", "http://b1", "b"), M("c1", "http://c1", "c")};
+    live[1].note = "lost its volume";
+    qz_choice_t c;
+    qz_choose(live, 4, reg, 4, NULL, 0, &c);
+    LC_ASSERT_STR_EQ(c.zone, "b"); /* a is complete but a2 lacks profiles */
+    LC_ASSERT_EQ(c.n_urls, 1);
+    LC_ASSERT_STR_EQ(c.urls[0], "http://b1");
+    LC_ASSERT_EQ(c.n_complete, 3);
+    LC_CHECK(c.lacking == NULL);
+    qz_choice_fini(&c);
+    /* b lacks profiles too: c, the first whole one */
+    live[2].note = "lost its volume";
+    qz_choose(live, 4, reg, 4, NULL, 0, &c);
+    LC_ASSERT_STR_EQ(c.zone, "c");
+    qz_choice_fini(&c);
+    /* c is down: every complete zone lacks some, the first complete one answers */
+    qz_choose(live, 3, reg, 4, NULL, 0, &c);
+    LC_ASSERT_STR_EQ(c.zone, "a");
+    LC_ASSERT_EQ(c.n_urls, 2);
+    LC_CHECK(c.lacking && strstr(c.lacking, "a2") && strstr(c.lacking, "lost its volume"));
+    qz_choice_fini(&c);
+    /* an empty note is no note */
+    live[1].note = live[2].note = "";
+    qz_choose(live, 4, reg, 4, NULL, 0, &c);
+    LC_ASSERT_STR_EQ(c.zone, "a");
+    LC_CHECK(c.lacking == NULL);
+    qz_choice_fini(&c);
+}
+
 LC_TEST_MAIN(test_first_complete_zone_by_name, test_incomplete_zone_is_skipped,
              test_no_complete_zone_names_the_missing, test_default_zone_and_unregistered,
-             test_reason_is_bounded)
+             test_reason_is_bounded, test_zone_lacking_profiles_gives_way)

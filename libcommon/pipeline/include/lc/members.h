@@ -28,6 +28,15 @@
  * when the registry changes, and registrations, removals and zone changes
  * are logged.
  *
+ * Notes: a zoned member that starts without what an earlier life of its id
+ * held (an ingester whose volume was lost) joins with lost_note. The
+ * heartbeat script records it in <key_prefix><role>:notes (id -> note) only
+ * if the id was registered before, in the same call that makes the member
+ * live, so watchers never see it live without its note; the note stands
+ * lost_note_ttl_ms (0 = until an operator HDELs it), whatever the member
+ * does later. Watchers get it as lc_member_t.note (the querier prefers a
+ * zone whose members have none).
+ *
  * Threading: loop thread only. Every Redis command has a timeout (lc/redis.h).
  */
 #ifndef LC_MEMBERS_H
@@ -47,6 +56,7 @@ typedef struct lc_member_s {
     const char *id;
     const char *addr; /* "" in the registry */
     const char *zone; /* the registered zone; "" = default zone or not registered */
+    const char *note; /* what this id lacks (a standing lost_note); "" = nothing */
 } lc_member_t;
 
 #define LC_MEMBERS_ZONE_MAX 64
@@ -68,6 +78,8 @@ typedef struct lc_members_opts_s {
     uint32_t cmd_timeout_ms; /* default 2000 */
     const char *key_prefix;  /* default "ember:members:" */
     bool cluster;            /* Redis Cluster: url lists seeds; the registry is {<key>}:registry */
+    const char *lost_note;   /* zoned join: this life lacks what an earlier one held; NULL = no */
+    uint64_t lost_note_ttl_ms; /* how long a recorded lost_note stands; 0 = no end */
     lc_members_change_cb on_change; /* optional */
     void *change_data;
     void (*on_state)(bool up, void *data); /* optional: the Redis link went up/down */
