@@ -5,7 +5,8 @@
  * expires and its field is pruned; roles do not mix; after Redis loses its
  * data (restart without persistence) heartbeats bring everyone back; the
  * zone registry keeps every id that joined a zone until an operator's HDEL;
- * and rendezvous hashing is stable, balanced and moves only a leaver's keys.
+ * a lost note is recorded only for an id registered before, stands across
+ * the member's restarts and goes when its time is up; and rendezvous hashing is stable, balanced and moves only a leaver's keys.
  */
 #include <stdbool.h>
 #include <stdio.h>
@@ -218,6 +219,26 @@ static bool registry_has_n(void *arg)
     return lc_members_registry(x->m, &reg) == x->n;
 }
 
+static lc_members_t *open_noted(uv_loop_t *loop, const test_redis_t *srv, const char *id,
+                                const char *zone, watch_t *w, const char *lost_note,
+                                uint64_t note_ttl_ms)
+{
+    lc_members_opts_t o = {.url = srv->url,
+                           .role = "ingester",
+                           .self_id = id,
+                           .self_addr = "h:1",
+                           .zone = zone,
+                           .heartbeat_ms = 50,
+                           .ttl_ms = 300,
+                           .on_change = on_change,
+                           .change_data = w,
+                           .lost_note = lost_note,
+                           .lost_note_ttl_ms = note_ttl_ms};
+    lc_members_t *m = NULL;
+    LC_ASSERT_OK(lc_members_new(loop, &o, &m));
+    return m;
+}
+
 static lc_members_t *open_zoned(uv_loop_t *loop, const test_redis_t *srv, const char *id,
                                 const char *zone, watch_t *w)
 {
@@ -299,6 +320,69 @@ static void test_zone_registry(void)
     test_redis_finish(&srv);
 }
 
+typedef struct note_want_s {
+    lc_members_t *m;
+    const char *note;
+} note_want_t;
+
+/* The watcher lists exactly one member and it carries this note. */
+static bool note_is(void *arg)
+{
+    note_want_t *x = arg;
+    const lc_member_t *live;
+    return lc_members_list(x->m, &live) == 1 && strcmp(live[0].note, x->note) == 0;
+}
+
+static void test_lost_note(void)
+{
+    test_redis_t srv = {0};
+    LC_ASSERT_OK(test_redis_start(&srv, false));
+    uv_loop_t loop;
+    uv_loop_init(&loop);
+    watch_t wx = {0}, wq = {0};
+    lc_members_t *q = open_members(&loop, &srv, "ingester", NULL, NULL, &wq);
+    /* a first life: nothing earlier to lack, so no note is recorded */
+    lc_members_t *x = open_noted(&loop, &srv, "ing-x", "a", &wx, "lost it", 0);
+    want_t one = {&wq, 1};
+    LC_CHECK(test_run_until(&loop, has_n, &one, 3000));
+    note_want_t none = {q, ""};
+    LC_CHECK(test_run_until(&loop, note_is, &none, 3000));
+    LC_ASSERT_EQ(test_redis_int(&srv, "HLEN ember:members:ingester:notes"), 0);
+    close_members(&loop, x, &wx);
+
+    /* a later life on a new volume: recorded, seen with the member, for 600 ms */
+    wx = (watch_t){0};
+    x = open_noted(&loop, &srv, "ing-x", "a", &wx, "lost it", 600);
+    note_want_t lost = {q, "lost it"};
+    LC_CHECK(test_run_until(&loop, note_is, &lost, 3000));
+    LC_ASSERT_EQ(test_redis_int(&srv, "HLEN ember:members:ingester:notes"), 1);
+    /* its time is up: the watcher drops it and prunes the field */
+    LC_CHECK(test_run_until(&loop, note_is, &none, 3000));
+    uint64_t end = uv_hrtime() + 3000 * 1000000ull;
+    while (uv_hrtime() < end && test_redis_int(&srv, "HLEN ember:members:ingester:notes") != 0)
+        uv_run(&loop, UV_RUN_ONCE);
+    LC_ASSERT_EQ(test_redis_int(&srv, "HLEN ember:members:ingester:notes"), 0);
+    close_members(&loop, x, &wx);
+
+    /* without an end it stands, also when the id restarts on an intact volume */
+    wx = (watch_t){0};
+    x = open_noted(&loop, &srv, "ing-x", "a", &wx, "lost again", 0);
+    note_want_t again = {q, "lost again"};
+    LC_CHECK(test_run_until(&loop, note_is, &again, 3000));
+    close_members(&loop, x, &wx);
+    wx = (watch_t){0};
+    x = open_noted(&loop, &srv, "ing-x", "a", &wx, NULL, 0);
+    LC_CHECK(test_run_until(&loop, has_n, &one, 3000));
+    for (int i = 0; i < 10; i++) /* a few heartbeats and lists */
+        uv_run(&loop, UV_RUN_ONCE);
+    LC_CHECK(note_is(&again));
+    LC_ASSERT_EQ(test_redis_int(&srv, "HLEN ember:members:ingester:notes"), 1);
+    close_members(&loop, x, &wx);
+    close_members(&loop, q, &wq);
+    LC_ASSERT_OK(uv_loop_close(&loop));
+    test_redis_finish(&srv);
+}
+
 static void test_rendezvous(void)
 {
     lc_member_t four[] = {{"a", ""}, {"b", ""}, {"c", ""}, {"d", ""}};
@@ -353,4 +437,4 @@ static void test_bad_options(void)
 }
 
 LC_TEST_MAIN(test_bad_options, test_rendezvous, test_join_list_leave, test_silent_member_expires,
-             test_redis_restart_rejoins, test_zone_registry)
+             test_redis_restart_rejoins, test_zone_registry, test_lost_note)
