@@ -312,7 +312,8 @@ static void notes_apply(lc_members_t *m, const redisReply *flat, uint64_t now, l
             continue;
         }
         for (size_t j = 0; j < n; j++)
-            if (!cur[j].note && strlen(cur[j].id) == f->len && memcmp(cur[j].id, f->str, f->len) == 0)
+            if (!cur[j].note && strlen(cur[j].id) == f->len &&
+                memcmp(cur[j].id, f->str, f->len) == 0)
                 cur[j].note = lc_xstrndup(text, len);
     }
     for (size_t i = 0; i < n; i++)
@@ -411,9 +412,17 @@ static void beat_send(lc_members_t *m)
     if (m->zone) {
         char note_ttl[24];
         snprintf(note_ttl, sizeof(note_ttl), "%" PRIu64, m->opts.lost_note_ttl_ms);
-        const char *argv[] = {"EVAL",        HEARTBEAT_LUA, "3",      m->key,
-                              m->registry_key, m->notes_key,  m->self_id, m->self_addr,
-                              ttl,           m->zone,       m->lost_note ? m->lost_note : "",
+        const char *argv[] = {"EVAL",
+                              HEARTBEAT_LUA,
+                              "3",
+                              m->key,
+                              m->registry_key,
+                              m->notes_key,
+                              m->self_id,
+                              m->self_addr,
+                              ttl,
+                              m->zone,
+                              m->lost_note ? m->lost_note : "",
                               note_ttl};
         rc = lc_redis_command(m->redis, 0, beat_on_reply, m, 12, argv, NULL);
     } else {

@@ -212,8 +212,7 @@ static void check_volume(ing_node_t *n)
     struct tm tm;
     strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&now, &tm));
     snprintf(n->lost_note, sizeof n->lost_note,
-             "started on a new volume at %s: what an earlier life held only locally is gone",
-             when);
+             "started on a new volume at %s: what an earlier life held only locally is gone", when);
 }
 
 static uint64_t lost_note_ttl_ms(const ember_settings_t *s)

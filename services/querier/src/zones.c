@@ -138,8 +138,10 @@ void qz_choose(const lc_member_t *live, size_t n_live, const lc_member_t *reg, s
     }
     if (noted) {
         char *w = lc_xmalloc(QZ_REASON_MAX);
-        snprintf(w, QZ_REASON_MAX, "every complete zone has a member that lacks profiles: %.200s "
-                 "(%.600s)", noted->id, noted->note);
+        snprintf(w, QZ_REASON_MAX,
+                 "every complete zone has a member that lacks profiles: %.200s "
+                 "(%.600s)",
+                 noted->id, noted->note);
         out->lacking = w;
     }
     if (!out->zone && out->n_zones) {

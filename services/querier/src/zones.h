@@ -13,10 +13,10 @@
  * first) whose live members carry no note (lc_member_t.note: an ingester
  * that restarted without profiles an earlier life of its id held, e.g. after
  * its volume was lost, lacks them for good); when every complete zone has
- * such a member, the first complete zone, and `lacking` says who. A live member that is not registered (an older ingester) counts in
- * the default zone and is never "missing". With no complete zone there is no
- * answer: the reason names the missing ids per zone, with the address each
- * was last seen at when known.
+ * such a member, the first complete zone, and `lacking` says who. A live member that is not
+ * registered (an older ingester) counts in the default zone and is never "missing". With no
+ * complete zone there is no answer: the reason names the missing ids per zone, with the address
+ * each was last seen at when known.
  *
  * Pure functions, no threads, no I/O.
  */
@@ -35,7 +35,7 @@ typedef struct qz_choice_s {
     char **urls; /* the chosen zone's live members' addresses, sorted by id */
     size_t n_urls;
     size_t n_zones, n_complete;
-    char *reason; /* no complete zone although some exists: who is missing */
+    char *reason;  /* no complete zone although some exists: who is missing */
     char *lacking; /* the zone chosen has a noted member (none was whole): who */
 } qz_choice_t;
 

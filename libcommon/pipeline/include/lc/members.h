@@ -79,7 +79,7 @@ typedef struct lc_members_opts_s {
     const char *key_prefix;  /* default "ember:members:" */
     bool cluster;            /* Redis Cluster: url lists seeds; the registry is {<key>}:registry */
     const char *lost_note;   /* zoned join: this life lacks what an earlier one held; NULL = no */
-    uint64_t lost_note_ttl_ms; /* how long a recorded lost_note stands; 0 = no end */
+    uint64_t lost_note_ttl_ms;      /* how long a recorded lost_note stands; 0 = no end */
     lc_members_change_cb on_change; /* optional */
     void *change_data;
     void (*on_state)(bool up, void *data); /* optional: the Redis link went up/down */

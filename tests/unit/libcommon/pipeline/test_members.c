@@ -6,7 +6,8 @@
  * data (restart without persistence) heartbeats bring everyone back; the
  * zone registry keeps every id that joined a zone until an operator's HDEL;
  * a lost note is recorded only for an id registered before, stands across
- * the member's restarts and goes when its time is up; and rendezvous hashing is stable, balanced and moves only a leaver's keys.
+ * the member's restarts and goes when its time is up; and rendezvous hashing is stable, balanced
+ * and moves only a leaver's keys.
  */
 #include <stdbool.h>
 #include <stdio.h>
