@@ -27,6 +27,7 @@ class BucketLocalS3Test(tb.BucketBlocksTest):
     """test_bucket_blocks' cluster (every block local at first), another scenario."""
     test_1_wiped_ingesters_answer_from_the_bucket = None
     test_2_bucket_down_loses_nothing = None
+    test_3_stopped_right_after_pushes_loses_nothing = None  # the same cluster's case, run above
 
     def week_bytes(self):
         end = self.t1 + HOUR_MS
