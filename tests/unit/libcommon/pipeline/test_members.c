@@ -243,18 +243,7 @@ static lc_members_t *open_noted(uv_loop_t *loop, const test_redis_t *srv, const 
 static lc_members_t *open_zoned(uv_loop_t *loop, const test_redis_t *srv, const char *id,
                                 const char *zone, watch_t *w)
 {
-    lc_members_opts_t o = {.url = srv->url,
-                           .role = "ingester",
-                           .self_id = id,
-                           .self_addr = "h:1",
-                           .zone = zone,
-                           .heartbeat_ms = 50,
-                           .ttl_ms = 300,
-                           .on_change = on_change,
-                           .change_data = w};
-    lc_members_t *m = NULL;
-    LC_ASSERT_OK(lc_members_new(loop, &o, &m));
-    return m;
+    return open_noted(loop, srv, id, zone, w, NULL, 0);
 }
 
 static void test_zone_registry(void)
