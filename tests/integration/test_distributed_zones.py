@@ -238,6 +238,18 @@ class ZonesTest(dh.ClusterTestCase):
             dh.wait_zones(q, live=3, complete=2, asked=2)
         self.assertEqual(note, self.redis.cmd("HGET", dh.NOTES, "zone-a-1"))
         self.assert_same_as_oracle()
+        # the new volume's mark went once the note was taken; a start that died
+        # before that (its mark left beside blocks/) still counts as a new volume
+        marker = os.path.join(survivor.data_dir, "new-volume")
+        self.assertFalse(os.path.exists(marker))
+        survivor.stop()
+        self.assertEqual(1, self.redis.cmd("HDEL", dh.NOTES, "zone-a-1"))
+        open(marker, "wb").close()
+        survivor.start()
+        h.wait_for(lambda: self.redis.cmd("HGET", dh.NOTES, "zone-a-1"), what="the note again")
+        self.assertFalse(os.path.exists(marker))
+        for q in self.queriers:
+            dh.wait_zones(q, live=3, complete=2, asked=2)
 
 
 if __name__ == "__main__":

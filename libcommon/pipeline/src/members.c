@@ -41,8 +41,9 @@
  * With KEYS[2] (the registry), KEYS[3] (the notes) and ARGV[4] (the zone),
  * also registers id in the zone; ARGV[5] (a lost note, "" = none) is
  * recorded when id was registered before, standing ARGV[6] ms (0 = no end).
- * Returns {0, ''} (nothing new), {1, ''} (registered now) or {2, old zone}
- * (moved from another zone). */
+ * Returns {0, '', noted} (nothing new), {1, '', noted} (registered now) or
+ * {2, old zone, noted} (moved from another zone); noted is 1 when the note
+ * was recorded. Without a registry: {0, ''}. */
 static const char HEARTBEAT_LUA[] =
     "local t = redis.call('TIME')\n"
     "local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"
@@ -50,15 +51,17 @@ static const char HEARTBEAT_LUA[] =
     "redis.call('HSET', KEYS[1], ARGV[1], v)\n"
     "if #KEYS < 2 then return {0, ''} end\n"
     "local old = redis.call('HGET', KEYS[2], ARGV[1])\n"
+    "local noted = 0\n"
     "if old and ARGV[5] ~= '' then\n"
     "  local ttl = tonumber(ARGV[6])\n"
     "  local untl = ttl > 0 and string.format('%.0f', now + ttl) or '0'\n"
     "  redis.call('HSET', KEYS[3], ARGV[1], untl .. '|' .. ARGV[5])\n"
+    "  noted = 1\n"
     "end\n"
-    "if old == ARGV[4] then return {0, ''} end\n"
+    "if old == ARGV[4] then return {0, '', noted} end\n"
     "redis.call('HSET', KEYS[2], ARGV[1], ARGV[4])\n"
-    "if old then return {2, old} end\n"
-    "return {1, ''}\n";
+    "if old then return {2, old, noted} end\n"
+    "return {1, '', noted}\n";
 
 /* KEYS[1] hash, KEYS[2] registry, KEYS[3] notes:
  * {now_ms, {field, value, ...}, {id, zone, ...}, {id, note, ...}}. */
@@ -367,10 +370,11 @@ static void list_on_reply(lc_redis_t *r, int status, const redisReply *reply, vo
     list_parse(m, reply);
 }
 
-/* The heartbeat's registry outcome: {1, ''} registered now, {2, old} moved. */
+/* The heartbeat's registry outcome: {1, ''} registered now, {2, old} moved;
+ * and whether a lost note was recorded. */
 static void beat_log_registry(const lc_members_t *m, const redisReply *reply)
 {
-    if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 2 ||
+    if (reply->type != REDIS_REPLY_ARRAY || reply->elements < 2 ||
         reply->element[0]->type != REDIS_REPLY_INTEGER)
         return;
     const redisReply *old = reply->element[1];
@@ -380,6 +384,11 @@ static void beat_log_registry(const lc_members_t *m, const redisReply *reply)
         LC_LOG_WARN("members: moved to another zone, the old one no longer waits for this id "
                     "role=%s id=%s from=\"%.*s\" to=\"%s\"",
                     m->role, m->self_id, (int)old->len, old->str, m->zone);
+    if (reply->elements > 2 && reply->element[2]->type == REDIS_REPLY_INTEGER &&
+        reply->element[2]->integer == 1)
+        LC_LOG_WARN("members: recorded that this id lacks what an earlier life held role=%s "
+                    "id=%s note=\"%s\"",
+                    m->role, m->self_id, m->lost_note ? m->lost_note : "");
 }
 
 static void beat_on_reply(lc_redis_t *r, int status, const redisReply *reply, void *data)
@@ -394,10 +403,6 @@ static void beat_on_reply(lc_redis_t *r, int status, const redisReply *reply, vo
     if (err)
         return;
     beat_log_registry(m, reply);
-    if (m->lost_note)
-        LC_LOG_WARN("members: this id lacks what its previous life held (recorded if it had "
-                    "one) role=%s id=%s note=\"%s\"",
-                    m->role, m->self_id, m->lost_note);
     lc_free(m->lost_note);
     m->lost_note = NULL;
 }

@@ -19,10 +19,13 @@
  * registered (a crash right after could otherwise lose profiles no registry
  * knew it held). On stop it leaves first, so queriers stop asking.
  */
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "bucket.h"
 #include "bucket_read.h"
@@ -179,6 +182,14 @@ static void ing_on_members_state(bool up, void *data)
 
 /* The first list that shows this ingester live comes after its first
  * heartbeat (same link, in order), which registered it in its zone. */
+/* <data_dir>/new-volume: a new volume's verdict until the membership has
+ * taken its note, so a start that fails on the way (a restore from the
+ * bucket that errs, a kill) does not turn the volume into a known one. */
+static void new_volume_marker(const ing_node_t *n, char *path, size_t size)
+{
+    snprintf(path, size, "%s/new-volume", n->s->data_dir);
+}
+
 static void ing_on_members_change(lc_members_t *m, const lc_member_t *live, size_t count,
                                   void *data)
 {
@@ -190,6 +201,10 @@ static void ing_on_members_change(lc_members_t *m, const lc_member_t *live, size
         n->registered = true;
         LC_LOG_INFO("membership: registered, consuming now zone=\"%s\" group=%s", n->s->zone,
                     n->group);
+        char marker[4096];
+        new_volume_marker(n, marker, sizeof marker);
+        if (n->lost_note[0] && unlink(marker) != 0)
+            LC_LOG_WARN("cannot remove the new-volume mark path=%s", marker);
         lc_transport_redis_release(n->transport);
     }
 }
@@ -202,11 +217,19 @@ static void ing_on_members_change(lc_members_t *m, const lc_member_t *live, size
  * (members.h, zones.h) until --retention has passed over what was lost. */
 static void check_volume(ing_node_t *n)
 {
-    char blocks[4096];
+    char blocks[4096], marker[4096];
     struct stat st;
     snprintf(blocks, sizeof blocks, "%s/blocks", n->s->data_dir);
-    if (!n->announce || stat(blocks, &st) == 0)
+    new_volume_marker(n, marker, sizeof marker);
+    if (!n->announce || (stat(blocks, &st) == 0 && stat(marker, &st) != 0))
         return;
+    int fd = mkdir(n->s->data_dir, 0755) == 0 || errno == EEXIST
+                 ? open(marker, O_WRONLY | O_CREAT | O_CLOEXEC, 0644)
+                 : -1;
+    if (fd < 0)
+        LC_LOG_WARN("cannot mark the data dir as a new volume path=%s", marker);
+    else
+        close(fd);
     char when[32];
     time_t now = time(NULL);
     struct tm tm;
