@@ -208,8 +208,12 @@ typedef struct jsym_s {
     uint32_t pos, end; /* the encoded string in the recording, while s is NULL */
 } jsym_t;
 
+/* A stack trace: n frames at off in the frame array, or, when lazy_fields
+ * is set, n frames of that many varint fields each at byte off of the
+ * recording, decoded when a sample asks (jfr_stack). */
 typedef struct jstack_s {
     uint32_t off, n;
+    uint8_t lazy_fields;
 } jstack_t;
 
 struct jfr_s {
@@ -245,6 +249,17 @@ struct jfr_s {
     size_t n_stacks, cap_stacks;
     jfr_frame_t *frames;
     size_t n_frames, cap_frames;
+    /* Frames of the usual layout are located, not copied, while a stack
+     * trace pool is read (most of a deep-stacked recording's bytes): the
+     * entry being read may take its one frame array lazily (lazy_ok), and
+     * pending_* then hold it until keep_entry. lazy_frames counts them
+     * against LC_JFR_MAX_FRAMES as if stored. */
+    bool lazy_ok;
+    uint8_t pending_fields; /* 0: nothing pending */
+    uint32_t pending_pos, pending_n;
+    size_t lazy_frames;
+    jfr_frame_t *decoded; /* jfr_stack's frames of a lazy stack */
+    size_t cap_decoded;
     size_t pool_entries;
     size_t events;
     /* scratch while reading */
@@ -661,20 +676,86 @@ static void read_frame_checked(jr_t *r, const jclass_t *frame, uint64_t *method,
 
 /* n frames of the usual all-varint StackFrame layout (method, lineNumber,
  * then fields nobody reads, as both the JDK and async-profiler write it),
- * 9 bytes per field known to remain for all of them: no check per frame. */
-static void read_frames_usual(jr_t *r, const jclass_t *frame, jfr_frame_t *out, size_t n)
+ * 9 bytes per field known to remain, or every varint known to end within
+ * the buffer (a lazy stack): no check per frame. Returns the end. */
+static const uint8_t *decode_frames_usual(const uint8_t *p, size_t n_fields, jfr_frame_t *out,
+                                          size_t n)
 {
-    const uint8_t *p = r->p;
     for (size_t k = 0; k < n; k++) {
         uint64_t method, line;
         p = varint_at(p, &method);
         p = varint_at(p, &line);
-        for (size_t i = 2; i < frame->n_fields; i++)
+        for (size_t i = 2; i < n_fields; i++)
             p = varint_skip(p);
         /* as frame_push: lineNumber read as uint32 */
         out[k] = (jfr_frame_t){.method = method, .line = (int64_t)(uint32_t)line};
     }
-    r->p = p;
+    return p;
+}
+
+/* Past k varints from p without decoding them, a word at a time (a varint
+ * ends at its first byte under 0x80); NULL when they do not all end before
+ * end, or when a run of 8 continuation bytes is met: there varint_at reads
+ * a 9-byte varint whose last byte may have its top bit set, so counting
+ * ends would disagree with decoding, and the caller reads the frames now. */
+static const uint8_t *skip_varints(const uint8_t *p, const uint8_t *end, size_t k)
+{
+    size_t run = 0; /* continuation bytes just before p */
+    while (k && end - p >= 8) {
+        uint64_t ends = ~load_le64(p) & 0x8080808080808080ull;
+        if (!ends || run + (size_t)__builtin_ctzll(ends) / 8 >= 8)
+            return NULL;
+        size_t c = (size_t)__builtin_popcountll(ends);
+        if (c >= k) {
+            for (size_t i = 1; i < k; i++)
+                ends &= ends - 1; /* drop the ends before the k-th */
+            return p + __builtin_ctzll(ends) / 8 + 1;
+        }
+        k -= c;
+        run = (size_t)__builtin_clzll(ends) / 8;
+        p += 8;
+    }
+    for (; k && p < end; p++) {
+        if (*p < 0x80)
+            k--, run = 0;
+        else if (++run >= 8)
+            return NULL;
+    }
+    return k ? NULL : p;
+}
+
+/* The pending lazy frames into the frame array: a second frame array in
+ * one stack trace entry follows them there. */
+static void materialize_pending(jfr_t *j)
+{
+    if (!j->pending_fields)
+        return;
+    size_t n = j->pending_n;
+    j->frames = lc_xgrow(j->frames, &j->cap_frames, j->n_frames + n, sizeof(*j->frames));
+    decode_frames_usual(j->buf + j->pending_pos, j->pending_fields, j->frames + j->n_frames, n);
+    j->n_frames += n;
+    j->lazy_frames -= n;
+    j->pending_fields = 0;
+}
+
+/* The frames of the usual layout located and skipped, for jfr_stack to
+ * decode if a sample names the stack; false, r untouched, when they cannot
+ * be (not a stack trace entry's first frame array, or see skip_varints). */
+static bool locate_frames_usual(jr_t *r, const jclass_t *frame, size_t n)
+{
+    jfr_t *j = r->j;
+    if (!j->lazy_ok || j->pending_fields || r->p > r->end || frame->n_fields > UINT8_MAX ||
+        (size_t)(r->p - r->base) > UINT32_MAX)
+        return false;
+    const uint8_t *end = skip_varints(r->p, r->end, n * frame->n_fields);
+    if (!end)
+        return false;
+    j->pending_pos = (uint32_t)(r->p - r->base);
+    j->pending_n = (uint32_t)n;
+    j->pending_fields = (uint8_t)frame->n_fields;
+    j->lazy_frames += n;
+    r->p = end;
+    return true;
 }
 
 /* A stack trace's frames when StackFrame is flat: the bulk of a recording,
@@ -682,19 +763,22 @@ static void read_frames_usual(jr_t *r, const jclass_t *frame, jfr_frame_t *out, 
 static void read_flat_frames(jr_t *r, const jclass_t *frame, size_t n)
 {
     jfr_t *j = r->j;
-    if (n > LC_JFR_MAX_FRAMES - j->n_frames) {
+    if (n > LC_JFR_MAX_FRAMES - j->n_frames - j->lazy_frames) {
         too_big(j, "stack frames", LC_JFR_MAX_FRAMES);
         jr_fail(r);
         return;
     }
     if (n == 0)
         return;
+    bool usual = frame->all_varint && frame->method_at == 0 && frame->line_at == 1;
+    if (usual && locate_frames_usual(r, frame, n))
+        return;
+    materialize_pending(j);
     j->frames = lc_xgrow(j->frames, &j->cap_frames, j->n_frames + n, sizeof(*j->frames));
     jfr_frame_t *out = j->frames + j->n_frames;
     size_t room = 9 * frame->n_fields; /* n_fields <= LC_JFR_MAX_FIELDS */
-    if (frame->all_varint && frame->method_at == 0 && frame->line_at == 1 && r->p <= r->end &&
-        (size_t)(r->end - r->p) / room >= n) {
-        read_frames_usual(r, frame, out, n);
+    if (usual && r->p <= r->end && (size_t)(r->end - r->p) / room >= n) {
+        r->p = decode_frames_usual(r->p, frame->n_fields, out, n);
         j->n_frames += n;
         return;
     }
@@ -1200,7 +1284,10 @@ static void keep_entry(jfr_t *j, const jclass_t *c, uint64_t id, size_t frames_b
         break;
     case C_STACKTRACE:
         *(jstack_t *)POOL_SLOT(j, stack_ix, id, stacks, n_stacks, cap_stacks) =
-            (jstack_t){(uint32_t)frames_before, (uint32_t)(j->n_frames - frames_before)};
+            j->pending_fields
+                ? (jstack_t){j->pending_pos, j->pending_n, j->pending_fields}
+                : (jstack_t){(uint32_t)frames_before, (uint32_t)(j->n_frames - frames_before), 0};
+        j->pending_fields = 0;
         break;
     default:
         break;
@@ -1271,7 +1358,10 @@ static void read_pool_entry(jr_t *r, const jclass_t *c, uint64_t id)
         jfr_read_value(r, &f, 0);
         return;
     }
+    j->lazy_ok = c->role == C_STACKTRACE;
+    j->pending_fields = 0;
     read_struct(r, c, 0);
+    j->lazy_ok = false;
     if (!r->err)
         keep_entry(j, c, id, frames_before);
 }
@@ -1488,6 +1578,7 @@ static void jfr_fini(jfr_t *j)
     lc_free(j->meths);
     lc_free(j->stacks);
     lc_free(j->frames);
+    lc_free(j->decoded);
     lc_arena_free(j->meta_arena);
 }
 
@@ -1518,11 +1609,19 @@ const jfr_frame_t *jfr_stack(jfr_t *j, uint64_t id, size_t *n)
     uint32_t ix = jmap_get(&j->stack_ix, id);
     if (ix == UINT32_MAX)
         return NULL;
-    *n = j->stacks[ix].n;
+    const jstack_t *s = &j->stacks[ix];
+    *n = s->n;
     /* an empty stack is known too (its sample is kept), even before any
      * frame array exists */
     static const jfr_frame_t no_frames[1];
-    return *n ? j->frames + j->stacks[ix].off : no_frames;
+    if (!s->n)
+        return no_frames;
+    if (!s->lazy_fields)
+        return j->frames + s->off;
+    /* located by skip_varints: every varint ends within the recording */
+    j->decoded = lc_xgrow(j->decoded, &j->cap_decoded, s->n, sizeof(*j->decoded));
+    decode_frames_usual(j->buf + s->off, s->lazy_fields, j->decoded, s->n);
+    return j->decoded;
 }
 
 /* A symbol, its text decoded on first use (jsym_t); NULL when unknown. */
