@@ -698,7 +698,7 @@ static const uint8_t *decode_frames_usual(const uint8_t *p, size_t n_fields, jfr
  * end, or when a run of 8 continuation bytes is met: there varint_at reads
  * a 9-byte varint whose last byte may have its top bit set, so counting
  * ends would disagree with decoding, and the caller reads the frames now. */
-static const uint8_t *skip_varints(const uint8_t *p, const uint8_t *end, size_t k)
+static const uint8_t *skip_stack_varints(const uint8_t *p, const uint8_t *end, size_t k)
 {
     size_t run = 0; /* continuation bytes just before p */
     while (k && end - p >= 8) {
@@ -740,14 +740,14 @@ static void materialize_pending(jfr_t *j)
 
 /* The frames of the usual layout located and skipped, for jfr_stack to
  * decode if a sample names the stack; false, r untouched, when they cannot
- * be (not a stack trace entry's first frame array, or see skip_varints). */
+ * be (not a stack trace entry's first frame array, or see skip_stack_varints). */
 static bool locate_frames_usual(jr_t *r, const jclass_t *frame, size_t n)
 {
     jfr_t *j = r->j;
     if (!j->lazy_ok || j->pending_fields || r->p > r->end || frame->n_fields > UINT8_MAX ||
         (size_t)(r->p - r->base) > UINT32_MAX)
         return false;
-    const uint8_t *end = skip_varints(r->p, r->end, n * frame->n_fields);
+    const uint8_t *end = skip_stack_varints(r->p, r->end, n * frame->n_fields);
     if (!end)
         return false;
     j->pending_pos = (uint32_t)(r->p - r->base);
@@ -1618,7 +1618,7 @@ const jfr_frame_t *jfr_stack(jfr_t *j, uint64_t id, size_t *n)
         return no_frames;
     if (!s->lazy_fields)
         return j->frames + s->off;
-    /* located by skip_varints: every varint ends within the recording */
+    /* located by skip_stack_varints: every varint ends within the recording */
     j->decoded = lc_xgrow(j->decoded, &j->cap_decoded, s->n, sizeof(*j->decoded));
     decode_frames_usual(j->buf + s->off, s->lazy_fields, j->decoded, s->n);
     return j->decoded;
