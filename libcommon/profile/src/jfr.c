@@ -214,6 +214,7 @@ typedef struct jsym_s {
 typedef struct jstack_s {
     uint32_t off, n;
     uint8_t lazy_fields;
+    bool asked; /* lazy and decoded once: the next ask keeps its frames */
 } jstack_t;
 
 struct jfr_s {
@@ -260,6 +261,8 @@ struct jfr_s {
     size_t lazy_frames;
     jfr_frame_t *decoded; /* jfr_stack's frames of a lazy stack */
     size_t cap_decoded;
+    uint64_t decoded_id; /* whose frames decoded holds, while decoded_ok */
+    bool decoded_ok;
     size_t pool_entries;
     size_t events;
     /* scratch while reading */
@@ -1286,10 +1289,11 @@ static void keep_entry(jfr_t *j, const jclass_t *c, uint64_t id, size_t frames_b
         break;
     case C_STACKTRACE:
         *(jstack_t *)POOL_SLOT(j, stack_ix, id, stacks, n_stacks, cap_stacks) =
-            j->pending_fields
-                ? (jstack_t){j->pending_pos, j->pending_n, j->pending_fields}
-                : (jstack_t){(uint32_t)frames_before, (uint32_t)(j->n_frames - frames_before), 0};
+            j->pending_fields ? (jstack_t){j->pending_pos, j->pending_n, j->pending_fields, false}
+                              : (jstack_t){(uint32_t)frames_before,
+                                           (uint32_t)(j->n_frames - frames_before), 0, false};
         j->pending_fields = 0;
+        j->decoded_ok = false; /* the id may have been the decoded one */
         break;
     default:
         break;
@@ -1611,7 +1615,7 @@ const jfr_frame_t *jfr_stack(jfr_t *j, uint64_t id, size_t *n)
     uint32_t ix = jmap_get(&j->stack_ix, id);
     if (ix == UINT32_MAX)
         return NULL;
-    const jstack_t *s = &j->stacks[ix];
+    jstack_t *s = &j->stacks[ix];
     *n = s->n;
     /* an empty stack is known too (its sample is kept), even before any
      * frame array exists */
@@ -1620,10 +1624,25 @@ const jfr_frame_t *jfr_stack(jfr_t *j, uint64_t id, size_t *n)
         return no_frames;
     if (!s->lazy_fields)
         return j->frames + s->off;
-    /* located by skip_stack_varints: every varint ends within the recording */
-    j->decoded = lc_xgrow(j->decoded, &j->cap_decoded, s->n, sizeof(*j->decoded));
-    decode_frames_usual(j->buf + s->off, s->lazy_fields, j->decoded, s->n);
-    return j->decoded;
+    /* located by skip_stack_varints: every varint ends within the recording.
+     * Most stacks are asked for once (one aggregate); one asked again (other
+     * kinds, contexts or spans) is kept in the frame array from then on. */
+    if (j->decoded_ok && j->decoded_id == id)
+        return j->decoded; /* the same stack's next kind, next to it (agg_hash) */
+    if (!s->asked) {
+        s->asked = true;
+        j->decoded = lc_xgrow(j->decoded, &j->cap_decoded, s->n, sizeof(*j->decoded));
+        decode_frames_usual(j->buf + s->off, s->lazy_fields, j->decoded, s->n);
+        j->decoded_id = id;
+        j->decoded_ok = true;
+        return j->decoded;
+    }
+    j->frames = lc_xgrow(j->frames, &j->cap_frames, j->n_frames + s->n, sizeof(*j->frames));
+    decode_frames_usual(j->buf + s->off, s->lazy_fields, j->frames + j->n_frames, s->n);
+    *s = (jstack_t){(uint32_t)j->n_frames, s->n, 0, false};
+    j->n_frames += s->n;
+    j->lazy_frames -= s->n;
+    return j->frames + s->off;
 }
 
 /* A symbol, its text decoded on first use (jsym_t); NULL when unknown. */

@@ -393,10 +393,12 @@ typedef struct conv_s {
     methods_map_t fns[LC_JFR_KINDS_], locs_of[LC_JFR_KINDS_];
 } conv_t;
 
+/* The kind is left out: the kinds of one stack (cpu and wall of an
+ * execution sample) probe into neighbouring slots, so on_chunk_end asks for
+ * the stack twice in a row and jfr_stack decodes its frames once. */
 static uint64_t agg_hash(const agg_t *k)
 {
-    uint64_t h = k->kind * 0x9E3779B97F4A7C15ull;
-    h = (h ^ k->stack) * 0xff51afd7ed558ccdull;
+    uint64_t h = k->stack * 0xff51afd7ed558ccdull;
     h = (h ^ k->ctx) * 0xc4ceb9fe1a85ec53ull;
     h = (h ^ k->span) * 0xff51afd7ed558ccdull;
     h = (h ^ k->span_name) * 0xc4ceb9fe1a85ec53ull;
