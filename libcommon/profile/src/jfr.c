@@ -34,6 +34,12 @@
 #define T_CHECKPOINT 1
 #define MAX_CHECKPOINTS 65536
 #define DIRECT_CLASSES 1024
+/* A stack trace pool is located rather than copied (locate_frames_usual)
+ * when this many bytes of its checkpoint remain: below, the frame array
+ * stays in cache and copying measured faster than counting varints and
+ * decoding again (dump1: 2.15 ms copied, 2.32 ms located); above (goland,
+ * 2.8 M frames), not writing 16 bytes a frame wins. */
+#define LAZY_STACKS_MIN_BYTES ((size_t)2 << 20)
 
 /* ---------------------------------------------------------------- id maps */
 
@@ -255,6 +261,7 @@ struct jfr_s {
      * entry being read may take its one frame array lazily (lazy_ok), and
      * pending_* then hold it until keep_entry. lazy_frames counts them
      * against LC_JFR_MAX_FRAMES as if stored. */
+    bool lazy_pool; /* the stack trace pool being read is that large */
     bool lazy_ok;
     uint8_t pending_fields; /* 0: nothing pending */
     uint32_t pending_pos, pending_n;
@@ -1364,7 +1371,7 @@ static void read_pool_entry(jr_t *r, const jclass_t *c, uint64_t id)
         jfr_read_value(r, &f, 0);
         return;
     }
-    j->lazy_ok = c->role == C_STACKTRACE;
+    j->lazy_ok = c->role == C_STACKTRACE && j->lazy_pool;
     j->pending_fields = 0;
     read_struct(r, c, 0);
     j->lazy_ok = false;
@@ -1385,7 +1392,8 @@ static int read_pool(jr_t *r)
     /* every entry takes at least a byte: the count cannot reserve more than the input holds */
     size_t left = (size_t)(r->end - r->p);
     pool_reserve(j, c, n < left ? n : left);
-    if (c->role == C_STACKTRACE)
+    j->lazy_pool = left >= LAZY_STACKS_MIN_BYTES;
+    if (c->role == C_STACKTRACE && !j->lazy_pool)
         frames_reserve(j, left);
     for (size_t i = 0; i < n && !r->err; i++) {
         if (++j->pool_entries > LC_JFR_MAX_POOL_ENTRIES)
