@@ -154,6 +154,19 @@ class StoreCases:
         self.assertEqual(self.p.run("get", keys[3], os.path.join(self.d, "gone")).returncode, 2)
         self.p.ok("delete", keys[3])  # absent: still fine
 
+    def test_list_carries_sizes(self):
+        """Each key's size comes with the listing (no HEAD per key), across
+        pages, the oracle being the bytes put."""
+        want = {}
+        for i in range(5):
+            k = f"sized/k{i}"
+            want[k] = 1000 * i + 7 * (i % 3)
+            self.p.ok("put", k, random_file(self.d, f"s{i}", want[k]))
+        got = self.p.run("sizes", "sized/", extra={"OBJ_PAGE_KEYS": "2"})
+        self.assertEqual(got.returncode, 0, got.stderr)
+        self.assertEqual(want, {k: int(v) for k, v in
+                                (line.split() for line in got.stdout.splitlines())})
+
     def test_bad_key_refused(self):
         src = random_file(self.d, "tiny", 10)
         for key in ("../escape", "/abs", "a//b", "a b", "trailing/"):

@@ -4,7 +4,7 @@
  * hashlib, the server's own view).
  *
  *   objstore_probe put KEY FILE | get KEY OUT | range KEY OFF N OUT | head KEY
- *                | delete KEY | list PREFIX
+ *                | delete KEY | list PREFIX | sizes PREFIX
  *
  * The store comes from the environment: OBJ_BACKEND (filesystem|s3), OBJ_DIR,
  * OBJ_ENDPOINT, OBJ_BUCKET, OBJ_PREFIX, OBJ_PAGE_KEYS, AWS_ACCESS_KEY_ID,
@@ -13,6 +13,8 @@
  * OBJ_STALL_AFTER_PART (after that part, print "stalled" and wait to be
  * killed). Exit: 0 ok, 2 not found, 3 corrupt, 1 any other error.
  */
+#include <inttypes.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -92,12 +94,16 @@ static int cmd_get(lc_objstore_t *s, int argc, char **argv)
     return rc;
 }
 
-static int cmd_list(lc_objstore_t *s, const char *prefix)
+/* "list": one key a line; "sizes": "<key> <size>" a line. */
+static int cmd_list(lc_objstore_t *s, const char *prefix, bool with_sizes)
 {
     lc_objstore_list_t l;
     int rc = lc_objstore_list(s, prefix, &l);
     for (size_t i = 0; rc == 0 && i < l.n; i++)
-        printf("%s\n", l.keys[i]);
+        if (with_sizes)
+            printf("%s %" PRIu64 "\n", l.keys[i], l.sizes[i]);
+        else
+            printf("%s\n", l.keys[i]);
     lc_objstore_list_free(&l);
     return rc;
 }
@@ -119,7 +125,9 @@ static int run(lc_objstore_t *s, int argc, char **argv)
     if (strcmp(cmd, "delete") == 0 && argc == 3)
         return lc_objstore_delete(s, argv[2]);
     if (strcmp(cmd, "list") == 0 && argc == 3)
-        return cmd_list(s, argv[2]);
+        return cmd_list(s, argv[2], false);
+    if (strcmp(cmd, "sizes") == 0 && argc == 3)
+        return cmd_list(s, argv[2], true);
     fprintf(stderr, "objstore_probe: bad command\n");
     return LC_EINPUT;
 }

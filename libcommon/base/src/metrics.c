@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lc/hash.h"
 #include "lc/log.h"
 #include "lc/metrics.h"
 
@@ -127,16 +128,13 @@ void lc_metrics_free(lc_metrics_t *m)
 
 /* ---- lookup ---------------------------------------------------------------------------------- */
 
-/* FNV-1a over name, a separator no name contains, then labels. */
+/* Name, a separator no name contains, then labels. */
 static size_t key_hash(const char *name, const char *labels)
 {
-    uint64_t h = UINT64_C(14695981039346656037);
-    for (const char *p = name; *p; p++)
-        h = (h ^ (unsigned char)*p) * UINT64_C(1099511628211);
-    h = (h ^ 0xff) * UINT64_C(1099511628211);
-    for (const char *p = labels; *p; p++)
-        h = (h ^ (unsigned char)*p) * UINT64_C(1099511628211);
-    return (size_t)h;
+    static const uint8_t sep = 0xff;
+    uint64_t h = lc_fnv1a64(LC_FNV64_OFFSET, name, strlen(name));
+    h = lc_fnv1a64(h, &sep, 1);
+    return (size_t)lc_mix64(lc_fnv1a64(h, labels, strlen(labels)));
 }
 
 static lc_metric_t *find_metric(const lc_metrics_t *m, const char *name, const char *labels)

@@ -78,17 +78,9 @@ void lc_ratelimit_free(lc_ratelimit_t *rl)
     lc_free(rl);
 }
 
-static uint64_t hash_str(const char *s)
-{
-    uint64_t h = 1469598103934665603ull; /* FNV-1a */
-    for (; *s; s++)
-        h = (h ^ (uint8_t)*s) * 1099511628211ull;
-    return h;
-}
-
 static tenant_t *probe(tenant_t *slots, size_t cap, const char *name)
 {
-    for (size_t i = hash_str(name) & (cap - 1);; i = (i + 1) & (cap - 1))
+    for (size_t i = lc_hash64(name, strlen(name), 0) & (cap - 1);; i = (i + 1) & (cap - 1))
         if (!slots[i].name || strcmp(slots[i].name, name) == 0)
             return &slots[i];
 }

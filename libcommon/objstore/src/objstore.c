@@ -263,6 +263,7 @@ void lc_objstore_list_free(lc_objstore_list_t *l)
     for (size_t i = 0; i < l->n; i++)
         lc_free(l->keys[i]);
     lc_free(l->keys);
+    lc_free(l->sizes);
     memset(l, 0, sizeof *l);
 }
 

@@ -238,7 +238,9 @@ static int fs_walk_entry(lc_objstore_t *s, char *rel, size_t rel_cap, const char
         rc = fs_walk(s, rel, rel_cap, prefix, out, depth + 1);
     else if (seen && S_ISREG(st.st_mode) && strncmp(rel, prefix, strlen(prefix)) == 0 &&
              lc_objstore_key_valid(rel))
-        rc = objstore_list_push(s, out, rel, strlen(rel));
+        rc = objstore_list_push(
+            s, out, rel, strlen(rel),
+            st.st_size > (off_t)FS_HEADER_LEN ? (uint64_t)st.st_size - FS_HEADER_LEN : 0);
     lc_free(path);
     rel[base] = '\0';
     return rc;
@@ -265,17 +267,36 @@ static int fs_walk(lc_objstore_t *s, char *rel, size_t rel_cap, const char *pref
     return rc;
 }
 
-static int cmp_keys(const void *a, const void *b)
+typedef struct {
+    char *key;
+    uint64_t size;
+} listed_t;
+
+static int cmp_listed(const void *a, const void *b)
 {
-    return strcmp(*(char *const *)a, *(char *const *)b);
+    return strcmp(((const listed_t *)a)->key, ((const listed_t *)b)->key);
+}
+
+/* S3's order: lexical by key, each size staying with its key. */
+static void sort_listed(lc_objstore_list_t *l)
+{
+    listed_t *v = lc_xmalloc(l->n * sizeof *v);
+    for (size_t i = 0; i < l->n; i++)
+        v[i] = (listed_t){l->keys[i], l->sizes[i]};
+    qsort(v, l->n, sizeof *v, cmp_listed);
+    for (size_t i = 0; i < l->n; i++) {
+        l->keys[i] = v[i].key;
+        l->sizes[i] = v[i].size;
+    }
+    lc_free(v);
 }
 
 static int fs_list(lc_objstore_t *s, const char *prefix, lc_objstore_list_t *out)
 {
     char rel[LC_OBJSTORE_KEY_MAX + 2] = "";
     int rc = fs_walk(s, rel, sizeof rel, prefix, out, 0);
-    if (rc == 0 && out->n > 1) /* S3's order: lexical by key */
-        qsort(out->keys, out->n, sizeof *out->keys, cmp_keys);
+    if (rc == 0 && out->n > 1)
+        sort_listed(out);
     return rc;
 }
 

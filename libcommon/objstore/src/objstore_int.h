@@ -35,7 +35,8 @@ bool objstore_key_char_ok(char c); /* a character a key may hold */
 void objstore_sha256_hex(const void *data, size_t len, char hex[LC_SHA256_HEX]);
 void objstore_set_error(lc_objstore_t *s, const char *fmt, ...) LC_PRINTF(2, 3);
 /* Appends one key to a list, enforcing o.max_list_keys. */
-int objstore_list_push(lc_objstore_t *s, lc_objstore_list_t *l, const char *key, size_t len);
+int objstore_list_push(lc_objstore_t *s, lc_objstore_list_t *l, const char *key, size_t len,
+                       uint64_t size);
 
 int objstore_fs_open(lc_objstore_t *s);
 int objstore_s3_open(lc_objstore_t *s);

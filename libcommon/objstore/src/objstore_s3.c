@@ -235,12 +235,31 @@ static int s3_del(lc_objstore_t *s, const char *key)
 typedef struct {
     lc_objstore_t *s;
     lc_objstore_list_t *out;
+    size_t next_size; /* the page's next key without its size yet */
 } list_ctx_t;
 
 static int list_key(void *arg, const char *text, size_t len)
 {
     list_ctx_t *l = arg;
-    return objstore_list_push(l->s, l->out, text, len);
+    return objstore_list_push(l->s, l->out, text, len, 0);
+}
+
+/* Each <Contents> holds one <Key> and one <Size>, in the same order. */
+static int list_size(void *arg, const char *text, size_t len)
+{
+    list_ctx_t *l = arg;
+    uint64_t v = 0;
+    bool ok = len > 0 && len <= 19 && l->next_size < l->out->n;
+    for (size_t i = 0; ok && i < len; i++) {
+        ok = text[i] >= '0' && text[i] <= '9';
+        v = v * 10 + (uint64_t)(text[i] - '0');
+    }
+    if (!ok) {
+        objstore_set_error(l->s, "ListObjectsV2: a <Size> that is not a key's size");
+        return LC_ESTORE;
+    }
+    l->out->sizes[l->next_size++] = v;
+    return 0;
 }
 
 static char *list_query(lc_objstore_t *s, const char *prefix, const char *token)
@@ -264,10 +283,16 @@ static int list_page(lc_objstore_t *s, const char *prefix, char *token, lc_objst
     s3_req_t req = {.method = "GET", .query = q, .max_response = S3_XML_MAX};
     s3_resp_t resp = {0};
     int rc = s3_simple(s, &req, &resp);
-    list_ctx_t ctx = {s, out};
+    list_ctx_t ctx = {s, out, out->n};
     const char *xml = (const char *)resp.body.data;
     if (rc == 0)
         rc = lc_xml_each(xml, resp.body.len, "Key", list_key, &ctx);
+    if (rc == 0)
+        rc = lc_xml_each(xml, resp.body.len, "Size", list_size, &ctx);
+    if (rc == 0 && ctx.next_size != out->n) {
+        objstore_set_error(s, "ListObjectsV2: %zu keys without a <Size>", out->n - ctx.next_size);
+        rc = LC_ESTORE;
+    }
     char truncated[16] = "";
     if (rc == 0 &&
         lc_xml_first(xml, resp.body.len, "IsTruncated", truncated, sizeof truncated) != 0)

@@ -41,14 +41,19 @@ bool lc_objstore_key_valid(const char *key)
     return true;
 }
 
-int objstore_list_push(lc_objstore_t *s, lc_objstore_list_t *l, const char *key, size_t len)
+int objstore_list_push(lc_objstore_t *s, lc_objstore_list_t *l, const char *key, size_t len,
+                       uint64_t size)
 {
     if (l->n >= s->o.max_list_keys) {
         objstore_set_error(s, "listing passed %zu keys", s->o.max_list_keys);
         return LC_ETOOBIG;
     }
-    if ((l->n & (l->n - 1)) == 0) /* n is 0 or a power of two: full, double */
-        l->keys = lc_xrealloc(l->keys, (l->n ? 2 * l->n : 16) * sizeof *l->keys);
+    if (l->n == 0 || (l->n >= 16 && (l->n & (l->n - 1)) == 0)) { /* full: double */
+        size_t cap = l->n ? 2 * l->n : 16;
+        l->keys = lc_xrealloc(l->keys, cap * sizeof *l->keys);
+        l->sizes = lc_xrealloc(l->sizes, cap * sizeof *l->sizes);
+    }
+    l->sizes[l->n] = size;
     l->keys[l->n++] = lc_xstrndup(key, len);
     return 0;
 }

@@ -13,39 +13,21 @@
 #include "lc/labels.h"
 #include "lc/utf8.h"
 
-#define FNV64_OFFSET 0xcbf29ce484222325ULL
-#define FNV64_PRIME 0x100000001b3ULL
-
 /* Separates name from value and label from label in the hash input, so that
  * ("ab","c") and ("a","bc") hash differently. 0xff never occurs in UTF-8. */
 #define HASH_SEPARATOR 0xff
 
 /* ---------------------------------------------------------------- hashing */
 
-static uint64_t fnv1a_update(uint64_t h, const uint8_t *p, size_t len)
-{
-    for (size_t i = 0; i < len; i++) {
-        h ^= p[i];
-        h *= FNV64_PRIME;
-    }
-    return h;
-}
-
-uint64_t lc_hash64(const void *p, size_t len, uint64_t seed)
-{
-    uint64_t h = FNV64_OFFSET ^ lc_mix64(seed);
-    return lc_mix64(fnv1a_update(h, p, len) ^ len);
-}
-
 uint64_t lc_labels_hash(const lc_labels_t *ls)
 {
     static const uint8_t sep = HASH_SEPARATOR;
-    uint64_t h = FNV64_OFFSET;
+    uint64_t h = LC_FNV64_OFFSET;
     for (size_t i = 0; i < ls->n; i++) {
-        h = fnv1a_update(h, (const uint8_t *)ls->v[i].name, strlen(ls->v[i].name));
-        h = fnv1a_update(h, &sep, 1);
-        h = fnv1a_update(h, (const uint8_t *)ls->v[i].value, strlen(ls->v[i].value));
-        h = fnv1a_update(h, &sep, 1);
+        h = lc_fnv1a64(h, ls->v[i].name, strlen(ls->v[i].name));
+        h = lc_fnv1a64(h, &sep, 1);
+        h = lc_fnv1a64(h, ls->v[i].value, strlen(ls->v[i].value));
+        h = lc_fnv1a64(h, &sep, 1);
     }
     return lc_mix64(h ^ ls->n);
 }

@@ -219,15 +219,9 @@ static int tenant_bytes(ing_dbucket_t *b, const char *prefix, const char *key, u
     lc_objstore_list_t l;
     int rc = lc_objstore_list(b->os, prefix, &l);
     *total = 0;
-    for (size_t i = 0; rc == 0 && i < l.n; i++) {
-        uint64_t size = 0;
-        if (strcmp(l.keys[i], key) == 0)
-            continue;
-        rc = lc_objstore_head(b->os, l.keys[i], &size);
-        if (rc == LC_ENOTFOUND) /* deleted meanwhile */
-            rc = 0;
-        *total += size;
-    }
+    for (size_t i = 0; rc == 0 && i < l.n; i++)
+        if (strcmp(l.keys[i], key) != 0)
+            *total += l.sizes[i];
     lc_objstore_list_free(&l); /* zeroed by a failed list too */
     return rc;
 }
@@ -302,13 +296,8 @@ int ing_dbucket_list(ing_dbucket_t *b, const char *tenant, lc_debuginfo_list_fn 
         lc_debuginfo_entry_t e = {0};
         if (!key_build_id(l.keys[i], strlen(prefix), e.build_id))
             continue;
-        rc = lc_objstore_head(b->os, l.keys[i], &e.size);
-        if (rc == LC_ENOTFOUND) {
-            rc = 0;
-            continue;
-        }
-        if (rc == 0)
-            rc = fn(&e, data);
+        e.size = l.sizes[i];
+        rc = fn(&e, data);
     }
     pthread_mutex_unlock(&b->lock);
     lc_objstore_list_free(&l);

@@ -33,6 +33,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "lc/hash.h"
 #include "lc/pbjson.h"
 #include "lc/pbstrings.h"
 #include "opentelemetry/proto/collector/profiles/v1development/profiles_service.pb-c.h"
@@ -67,17 +68,9 @@ typedef struct otlp_strings_s {
     size_t n_slots;  /* a power of two, at least twice n_extra */
 } otlp_strings_t;
 
-static uint64_t otlp_str_hash(const char *s)
-{
-    uint64_t h = 1469598103934665603ull; /* FNV-1a */
-    for (; *s; s++)
-        h = (h ^ (uint8_t)*s) * 1099511628211ull;
-    return h;
-}
-
 static uint32_t *otlp_str_slot(const otlp_strings_t *s, const char *text)
 {
-    size_t mask = s->n_slots - 1, i = (size_t)otlp_str_hash(text) & mask;
+    size_t mask = s->n_slots - 1, i = (size_t)lc_hash64(text, strlen(text), 0) & mask;
     while (s->slots[i] && strcmp(s->extra[s->slots[i] - 1], text) != 0)
         i = (i + 1) & mask;
     return &s->slots[i];

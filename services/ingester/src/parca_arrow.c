@@ -315,10 +315,7 @@ static int row_labels(pa_conv_t *cv, int64_t row, lc_status_t *st)
 
 static uint64_t pa_key_hash(const uint8_t *p, size_t n)
 {
-    uint64_t h = 0xcbf29ce484222325ULL;
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ p[i]) * 0x100000001b3ULL;
-    return lc_mix64(h);
+    return lc_hash64(p, n, 0);
 }
 
 /* series labels, profile type, period and window, each part NUL-ended. */

@@ -26,10 +26,7 @@
 
 static uint64_t parca_hash_bytes(const char *s, size_t n)
 {
-    uint64_t h = 1469598103934665603ULL;
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ (uint8_t)s[i]) * 1099511628211ULL;
-    return lc_mix64(h);
+    return lc_hash64(s, n, 0);
 }
 
 static void parca_slots_grow(slots_t *s, uint64_t (*rehash)(const parca_tree_t *, uint32_t),

@@ -71,7 +71,8 @@ typedef struct {
 typedef struct lc_objstore lc_objstore_t;
 
 typedef struct {
-    char **keys; /* without the store's prefix, in the server's (lexical) order */
+    char **keys;     /* without the store's prefix, in the server's (lexical) order */
+    uint64_t *sizes; /* sizes[i]: keys[i]'s object size in bytes, as the listing says */
     size_t n;
 } lc_objstore_list_t;
 
@@ -94,7 +95,8 @@ int lc_objstore_get_range_unverified(lc_objstore_t *s, const char *key, uint64_t
 int lc_objstore_head(lc_objstore_t *s, const char *key, uint64_t *size) LC_MUST_CHECK;
 /* Deleting an absent key succeeds (S3 semantics). */
 int lc_objstore_delete(lc_objstore_t *s, const char *key) LC_MUST_CHECK;
-/* Every key starting with key_prefix (may be ""). */
+/* Every key starting with key_prefix (may be ""), with its size (S3's
+ * ListObjectsV2 carries it: no HEAD per key is needed). */
 int lc_objstore_list(lc_objstore_t *s, const char *key_prefix,
                      lc_objstore_list_t *out) LC_MUST_CHECK;
 void lc_objstore_list_free(lc_objstore_list_t *l);

@@ -18,6 +18,7 @@
 
 #include "lc/alloc.h"
 #include "lc/err.h"
+#include "lc/hash.h" /* lc_hash64, which callers of this header have always found here */
 
 typedef struct lc_label_s {
     char *name;
@@ -60,9 +61,6 @@ bool lc_label_name_is_legacy(const char *name);
  * or -1 with st invalid_argument naming the label and what is wrong. */
 int lc_label_check(const char *name, size_t name_len, const char *value, size_t value_len,
                    lc_status_t *st) LC_MUST_CHECK;
-
-/* 64-bit hash used across ember (FNV-1a finished with a mixer). */
-uint64_t lc_hash64(const void *p, size_t len, uint64_t seed);
 
 /* ---- selectors ---- */
 /* Caps on client-supplied selectors (longer or larger ones are invalid_argument). */
