@@ -36,6 +36,7 @@
 
 #include "bucket_int.h"
 #include "lc/alloc.h"
+#include "lc/hash.h"
 #include "lc/log.h"
 
 #define RU_LEVELS 2
@@ -62,13 +63,6 @@ static int64_t window_of(int level, int64_t t_ns)
 {
     int64_t len = level_ns[level], w = t_ns / len;
     return (t_ns % len < 0 ? w - 1 : w) * len;
-}
-
-static uint64_t fnv1a64(uint64_t h, const void *p, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ ((const uint8_t *)p)[i]) * 1099511628211ull;
-    return h;
 }
 
 /* ---------------------------------------------------------------- one window */
@@ -116,10 +110,10 @@ static void window_keys(const bkt_rollups_t *ru, const ru_window_t *w, char *dat
 {
     char start[32];
     bkt_start_name(w->start_ns, start);
-    uint64_t sig = 14695981039346656037ull;
+    uint64_t sig = LC_FNV64_OFFSET;
     for (size_t i = 0; i < w->n; i++) {
-        sig = fnv1a64(sig, w->objs[i].name, strlen(w->objs[i].name) + 1);
-        sig = fnv1a64(sig, w->objs[i].version, strlen(w->objs[i].version) + 1);
+        sig = lc_fnv1a64(sig, w->objs[i].name, strlen(w->objs[i].name) + 1);
+        sig = lc_fnv1a64(sig, w->objs[i].version, strlen(w->objs[i].version) + 1);
     }
     snprintf(data_key, LC_OBJSTORE_KEY_MAX, "rollups/%s/%s-%d-%s-%016" PRIx64 "/rollup.mdb",
              ru->ing, start, w->level, ru->life, sig);
@@ -254,11 +248,11 @@ int bkt_rollups_pass(bkt_rollups_t *ru, const lc_store_block_state_t *verified, 
     for (int lv = 0; lv < RU_LEVELS; lv++) {
         for (size_t lo = 0; lo < n;) {
             int64_t win = window_of(lv, verified[lo].start_ns);
-            uint64_t sig = 14695981039346656037ull;
+            uint64_t sig = LC_FNV64_OFFSET;
             size_t hi = lo;
             for (; hi < n && window_of(lv, verified[hi].start_ns) == win; hi++) {
-                sig = fnv1a64(sig, &verified[hi].start_ns, sizeof verified[hi].start_ns);
-                sig = fnv1a64(sig, &verified[hi].write_gen, sizeof verified[hi].write_gen);
+                sig = lc_fnv1a64(sig, &verified[hi].start_ns, sizeof verified[hi].start_ns);
+                sig = lc_fnv1a64(sig, &verified[hi].write_gen, sizeof verified[hi].write_gen);
             }
             lo = hi;
             if (win + level_ns[lv] > now_ns || done_at(ru, lv, win, sig))
