@@ -421,8 +421,7 @@ void ing_bucket_finish(ing_bucket_t *b)
     if (!b || !b->os)
         return;
     uploader_join(b);
-    size_t pending = upload_pass(b);
-    rollups_pass(b);
+    size_t pending = upload_pass(b); /* rollups wait for the next start: only blocks are owed */
     if (pending)
         LC_LOG_WARN("bucket: stopping with ended blocks only on this volume blocks=%zu "
                     "(the next start uploads them; do not delete the volume)",

@@ -245,6 +245,8 @@ static void done_set(bkt_rollups_t *ru, int level, int64_t window, uint64_t sig)
 int bkt_rollups_pass(bkt_rollups_t *ru, const lc_store_block_state_t *verified, size_t n,
                      int64_t now_ns)
 {
+    if (ru->block_ns <= 0 || level_ns[0] % ru->block_ns)
+        return 0; /* blocks do not tile the windows: the store keeps no rollups */
     for (int lv = 0; lv < RU_LEVELS; lv++) {
         for (size_t lo = 0; lo < n;) {
             int64_t win = window_of(lv, verified[lo].start_ns);
