@@ -829,10 +829,12 @@ int lc_store__rollup_pass(lc_store_t *s, int64_t now_ns, size_t *built)
 
 /* ---------------------------------------------------------------- export */
 
-/* Whether the rollup of (level, window) in txn is usable and summed exactly
- * r's snapshots of the window's blocks (all of r's blocks in the window). */
-static bool export_matches(const struct store_rollup_s *ru, MDB_txn *txn, lc_store_reader_t *r,
-                           int level, int64_t window)
+/* Whether the rollup of (level, window) in txn summed exactly r's snapshots
+ * of the window's blocks (all of r's blocks in the window): 0 when it did
+ * and is usable, LC_EUNSUPPORTED when it did but is stored as unusable,
+ * LC_ENOTFOUND when it did not (not built yet, or a block changed since). */
+static int export_matches(const struct store_rollup_s *ru, MDB_txn *txn, lc_store_reader_t *r,
+                          int level, int64_t window)
 {
     int64_t starts[ROLLUP_MAX_BLOCKS];
     uint64_t txnids[ROLLUP_MAX_BLOCKS];
@@ -843,7 +845,7 @@ static bool export_matches(const struct store_rollup_s *ru, MDB_txn *txn, lc_sto
         if (lc_store__rollup_window(level, start) != window)
             continue;
         if (n == LC_ARRAY_LEN(starts))
-            return false;
+            return LC_ENOTFOUND;
         starts[n] = start;
         txnids[n++] = mdb_txn_id(lc_store__block_txn(b));
     }
@@ -851,8 +853,10 @@ static bool export_matches(const struct store_rollup_s *ru, MDB_txn *txn, lc_sto
     rollup_key(key, level, window, 0);
     MDB_val k = store_val(key, ROLLUP_WIN_KEY_LEN), v;
     rollup_rec_t rec;
-    return n > 0 && mdb_get(txn, ru->windows, &k, &v) == 0 && rec_decode(&v, &rec) == 0 &&
-           !(rec.flags & ROLLUP_FLAG_UNUSABLE) && rec_matches(&rec, starts, txnids, n);
+    if (n == 0 || mdb_get(txn, ru->windows, &k, &v) != 0 || rec_decode(&v, &rec) != 0 ||
+        !rec_matches(&rec, starts, txnids, n))
+        return LC_ENOTFOUND;
+    return rec.flags & ROLLUP_FLAG_UNUSABLE ? LC_EUNSUPPORTED : 0;
 }
 
 /* The window's record and series records, byte for byte, from src into dst. */
@@ -939,9 +943,8 @@ int lc_store_rollup_export(lc_store_reader_t *r, int level, int64_t window_ns,
     if (rc)
         return lc_store__mdb_fail(rc, "txn begin (rollup export)");
     MDB_env *env = NULL;
-    if (!export_matches(s->rollup, src, r, level, window_ns))
-        rc = LC_ENOTFOUND;
-    else
+    rc = export_matches(s->rollup, src, r, level, window_ns);
+    if (!rc)
         rc = export_env(s, src, level, window_ns, scratch_dir, &env);
     mdb_txn_abort(src);
     if (!rc && (rc = mdb_env_copyfd2(env, fd, MDB_CP_COMPACT)))

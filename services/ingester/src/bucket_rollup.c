@@ -209,7 +209,8 @@ static ru_outcome_t window_upload(bkt_rollups_t *ru, int level, int64_t start_ns
     int rc = 0;
     if (whole && w->n > 0 && strcmp(old_key, data_key) != 0) {
         rc = window_export(ru, r, w, &data, &len);
-        out = rc == 0 ? RU_DONE : RU_NOT_READY; /* not built yet, or unusable */
+        /* unusable stays so until a block changes; not built yet: the next pass */
+        out = rc == 0 || rc == LC_EUNSUPPORTED ? RU_DONE : RU_NOT_READY;
     }
     lc_store_read_end(r);
     if (data && window_put(ru, w, data, len, data_key, index_key, record, old_key) != 0)

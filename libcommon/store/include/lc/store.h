@@ -301,8 +301,10 @@ int lc_rollup_series(lc_rollups_t *rs, size_t i, const char *const *tenants, siz
  * <dir>/rollups (databases "windows" and "series", the window's records byte
  * for byte), when that rollup is usable and summed exactly r's snapshots of
  * the window's blocks: what the file holds is then what those snapshots
- * hold. LC_ENOTFOUND otherwise (not built yet, or a block changed since);
- * LC_EINPUT for a level or start that is not a window. scratch_dir: an
+ * hold. LC_EUNSUPPORTED when the rollup of those snapshots is kept unusable
+ * (negative sums, too large: so until a block changes); LC_ENOTFOUND when
+ * none summed them (not built yet, or a block changed since); LC_EINPUT for
+ * a level or start that is not a window. scratch_dir: an
  * existing directory of the caller's for the temporary environment (emptied
  * again). */
 int lc_store_rollup_export(lc_store_reader_t *r, int level, int64_t window_ns,
