@@ -105,6 +105,7 @@ def run_shape(weed, name, per_hour, rounds):
         pt = e.q("ProfileTypes", start=t0, end=t1).profile_types[0].ID
         local = [flamegraph(e, pt, t0, t1) for _ in range(rounds)]
         uploaded = dh.metric(e, "ember_bucket_uploaded_bytes_total")
+        rollups = dh.metric(e, "ember_bucket_rollups_uploaded_total")  # bucket_rollup.c
         e.stop()
         e.start(args=[*args, "--storage.local-retention=1h"], timeout=600)
         h.wait_for(lambda: dh.metric(e, "ember_bucket_local_blocks_dropped_total") >= HOURS,
@@ -119,7 +120,8 @@ def run_shape(weed, name, per_hour, rounds):
     local_s = statistics.median(x[0] for x in local)
     warm_s = statistics.median(x[0] for x in warm)
     same = len({x[1] for x in [*local, cold, *warm]}) == 1
-    print(f"shape {name}: {n} profiles in {HOURS} blocks, {uploaded / 1e6:.1f} MB in SeaweedFS")
+    print(f"shape {name}: {n} profiles in {HOURS} blocks, {uploaded / 1e6:.1f} MB in SeaweedFS, "
+          f"{rollups:.0f} day/6-hour rollups uploaded beside them (not read back yet)")
     print(f"  all-local week flame graph : {local_s * 1000:8.1f} ms (median of {rounds})")
     print(f"  cold cache (downloads all) : {cold[0] * 1000:8.1f} ms = "
           f"{cold[0] / local_s:5.2f}x all-local (goal <= 5x)")

@@ -377,3 +377,22 @@ def merged_total(e, t0, t1):
     raw = e.merge_profile(pt[0].ID, "{}", t0, t1)
     p = h.pb().profile.Profile.FromString(h.gunzip_if(raw))
     return sum(s.value[0] for s in p.sample)
+
+
+def bucket_object(path):
+    """(bytes, SHA-256 hex digest in its header) of an object of the
+    filesystem storage backend: "ember-obj1 <digest>\n" then the bytes."""
+    header = b"ember-obj1 "
+    with open(path, "rb") as f:
+        raw = f.read()
+    line, _, body = raw.partition(b"\n")
+    assert line.startswith(header), path
+    return body, line[len(header):].decode()
+
+
+def push_folded(e, seed, ts_ms):
+    """One folded profile of dh.folded(seed) for app.cpu{svc="x"} at ts_ms."""
+    ts = ts_ms // 1000
+    r = e.ingest('app.cpu{svc="x"}', folded(seed), params={
+        "from": str(ts), "until": str(ts + 10), "format": "folded", "sampleRate": "100"})
+    assert r.status == 200, r.describe()

@@ -26,16 +26,7 @@ import harness as h
 
 HOUR_MS = 3600 * 1000
 NS_PER_SAMPLE = 10_000_000  # a folded count at 100 Hz: 10 ms of CPU, in ns
-HEADER = b"ember-obj1 "
-
-
-def read_object(path):
-    """(bytes, digest in its header) of a filesystem-backend object."""
-    with open(path, "rb") as f:
-        raw = f.read()
-    line, _, body = raw.partition(b"\n")
-    assert line.startswith(HEADER), path
-    return body, line[len(HEADER):].decode()
+read_object = dh.bucket_object
 
 
 class BucketFilesystemTest(unittest.TestCase):

@@ -35,14 +35,7 @@ HOUR_MS = 3600 * 1000
 HOURS = 5
 PUSHES = 50
 
-
-def read_object(path):
-    """(bytes, digest in its header) of a filesystem-backend object."""
-    with open(path, "rb") as f:
-        raw = f.read()
-    line, _, body = raw.partition(b"\n")
-    assert line.startswith(b"ember-obj1 "), path
-    return body, line[len(b"ember-obj1 "):].decode()
+read_object = dh.bucket_object
 
 
 class BucketLocalRetentionTest(unittest.TestCase):
@@ -70,10 +63,7 @@ class BucketLocalRetentionTest(unittest.TestCase):
 
     @classmethod
     def push(cls, seed, ts_ms):
-        ts = ts_ms // 1000
-        r = cls.e.ingest('app.cpu{svc="x"}', dh.folded(seed), params={
-            "from": str(ts), "until": str(ts + 10), "format": "folded", "sampleRate": "100"})
-        assert r.status == 200, r.describe()
+        dh.push_folded(cls.e, seed, ts_ms)
 
     @classmethod
     def tearDownClass(cls):

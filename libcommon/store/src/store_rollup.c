@@ -37,6 +37,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "lc/clock.h"
 #include "lc/log.h"
@@ -823,6 +824,134 @@ int lc_store__rollup_pass(lc_store_t *s, int64_t now_ns, size_t *built)
         *built += done;
     }
     lc_free(wins);
+    return rc;
+}
+
+/* ---------------------------------------------------------------- export */
+
+/* Whether the rollup of (level, window) in txn summed exactly r's snapshots
+ * of the window's blocks (all of r's blocks in the window): 0 when it did
+ * and is usable, LC_EUNSUPPORTED when it did but is stored as unusable,
+ * LC_ENOTFOUND when it did not (not built yet, or a block changed since). */
+static int export_matches(const struct store_rollup_s *ru, MDB_txn *txn, lc_store_reader_t *r,
+                          int level, int64_t window)
+{
+    int64_t starts[ROLLUP_MAX_BLOCKS];
+    uint64_t txnids[ROLLUP_MAX_BLOCKS];
+    size_t n = 0;
+    for (size_t i = 0; i < lc_store_reader_count(r); i++) {
+        lc_block_t *b = lc_store_reader_block(r, i);
+        int64_t start = lc_store__block_ref(b)->start_ns;
+        if (lc_store__rollup_window(level, start) != window)
+            continue;
+        if (n == LC_ARRAY_LEN(starts))
+            return LC_ENOTFOUND;
+        starts[n] = start;
+        txnids[n++] = mdb_txn_id(lc_store__block_txn(b));
+    }
+    uint8_t key[ROLLUP_KEY_LEN];
+    rollup_key(key, level, window, 0);
+    MDB_val k = store_val(key, ROLLUP_WIN_KEY_LEN), v;
+    rollup_rec_t rec;
+    if (n == 0 || mdb_get(txn, ru->windows, &k, &v) != 0 || rec_decode(&v, &rec) != 0 ||
+        !rec_matches(&rec, starts, txnids, n))
+        return LC_ENOTFOUND;
+    return rec.flags & ROLLUP_FLAG_UNUSABLE ? LC_EUNSUPPORTED : 0;
+}
+
+/* The window's record and series records, byte for byte, from src into dst. */
+static int export_copy(const struct store_rollup_s *ru, MDB_txn *src, MDB_txn *dst,
+                       MDB_dbi dst_windows, MDB_dbi dst_series, int level, int64_t window)
+{
+    uint8_t key[ROLLUP_KEY_LEN];
+    rollup_key(key, level, window, 0);
+    MDB_val k = store_val(key, ROLLUP_WIN_KEY_LEN), v;
+    int rc = mdb_get(src, ru->windows, &k, &v);
+    if (!rc)
+        rc = mdb_put(dst, dst_windows, &k, &v, 0);
+    MDB_cursor *cur = NULL;
+    if (!rc)
+        rc = mdb_cursor_open(src, ru->series, &cur);
+    MDB_val sk = store_val(key, ROLLUP_KEY_LEN);
+    int more = rc ? rc : mdb_cursor_get(cur, &sk, &v, MDB_SET_RANGE);
+    for (; !rc && !more && sk.mv_size == ROLLUP_KEY_LEN &&
+           memcmp(sk.mv_data, key, ROLLUP_WIN_KEY_LEN) == 0;
+         more = mdb_cursor_get(cur, &sk, &v, MDB_NEXT))
+        rc = mdb_put(dst, dst_series, &sk, &v, MDB_APPEND); /* keys come sorted */
+    if (cur)
+        mdb_cursor_close(cur);
+    if (!rc && more && more != MDB_NOTFOUND)
+        rc = more;
+    return rc ? lc_store__mdb_fail(rc, "rollup export copy") : 0;
+}
+
+/* A fresh environment in scratch_dir holding the window's records. */
+static int export_env(const lc_store_t *s, MDB_txn *src, int level, int64_t window,
+                      const char *scratch_dir, MDB_env **out)
+{
+    MDB_env *env;
+    int rc = mdb_env_create(&env);
+    if (rc)
+        return lc_store__mdb_fail(rc, "env create (rollup export)");
+    (void)mdb_env_set_maxdbs(env, 2);
+    (void)mdb_env_set_mapsize(env, s->opts.map_size_bytes);
+    MDB_txn *dst = NULL;
+    MDB_dbi windows, series;
+    rc = mdb_env_open(env, scratch_dir, MDB_NOSYNC, 0644);
+    if (!rc)
+        rc = mdb_txn_begin(env, NULL, 0, &dst);
+    if (!rc)
+        rc = mdb_dbi_open(dst, "windows", MDB_CREATE, &windows);
+    if (!rc)
+        rc = mdb_dbi_open(dst, "series", MDB_CREATE, &series);
+    if (rc)
+        rc = lc_store__mdb_fail(rc, "env open (rollup export)");
+    if (!rc)
+        rc = export_copy(s->rollup, src, dst, windows, series, level, window);
+    if (!rc && (rc = mdb_txn_commit(dst)))
+        rc = lc_store__mdb_fail(rc, "txn commit (rollup export)");
+    else if (rc && dst)
+        mdb_txn_abort(dst);
+    if (rc) {
+        mdb_env_close(env);
+        return rc;
+    }
+    *out = env;
+    return 0;
+}
+
+static void export_scratch_clear(const char *scratch_dir)
+{
+    char path[4200];
+    snprintf(path, sizeof path, "%s/data.mdb", scratch_dir);
+    (void)unlink(path);
+    snprintf(path, sizeof path, "%s/lock.mdb", scratch_dir);
+    (void)unlink(path);
+}
+
+int lc_store_rollup_export(lc_store_reader_t *r, int level, int64_t window_ns,
+                           const char *scratch_dir, int fd)
+{
+    lc_store_t *s = lc_store__reader_store(r);
+    if (level < 0 || level >= ROLLUP_LEVELS ||
+        lc_store__rollup_window(level, window_ns) != window_ns)
+        return LC_EINPUT;
+    if (!s->rollup || lc_store__reader_added(r))
+        return LC_ENOTFOUND; /* rollups sum this store's blocks only */
+    MDB_txn *src;
+    int rc = mdb_txn_begin(s->rollup->env, NULL, MDB_RDONLY, &src);
+    if (rc)
+        return lc_store__mdb_fail(rc, "txn begin (rollup export)");
+    MDB_env *env = NULL;
+    rc = export_matches(s->rollup, src, r, level, window_ns);
+    if (!rc)
+        rc = export_env(s, src, level, window_ns, scratch_dir, &env);
+    mdb_txn_abort(src);
+    if (!rc && (rc = mdb_env_copyfd2(env, fd, MDB_CP_COMPACT)))
+        rc = lc_store__mdb_fail(rc, "env copy (rollup export)");
+    if (env)
+        mdb_env_close(env);
+    export_scratch_clear(scratch_dir);
     return rc;
 }
 

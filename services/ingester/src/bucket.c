@@ -50,6 +50,8 @@ struct ing_bucket_s {
     lc_store_block_state_t *verified;
     size_t n_verified;
     bkt_local_t local;
+    bkt_rollups_t rollups;
+    lc_metric_t *rollups_uploaded;
     lc_metric_t *uploaded, *failures, *pending, *uploaded_bytes, *deleted, *local_dropped;
 };
 
@@ -285,6 +287,9 @@ static void retention_pass(ing_bucket_t *b, int64_t now_ns)
             break;
     }
     lc_objstore_list_free(&l);
+    int rc = bkt_rollups_expire(&b->rollups, now_ns - b->o.retention_ns);
+    if (rc)
+        note_failure(b, "rollup delete", "rollups/", rc);
     b->retention_done_ns = now_ns;
 }
 
@@ -305,11 +310,20 @@ static bool wait_interval(ing_bucket_t *b)
     return !stop;
 }
 
+/* The windows' rollups go up after their blocks: an entry names objects. */
+static void rollups_pass(ing_bucket_t *b)
+{
+    int rc = bkt_rollups_pass(&b->rollups, b->verified, b->n_verified, lc_realtime_ns());
+    if (rc)
+        note_failure(b, "rollup upload", "rollups/", rc);
+}
+
 static void *uploader_main(void *arg)
 {
     ing_bucket_t *b = arg;
     do {
         upload_pass(b);
+        rollups_pass(b);
         lc_metric_add(b->local_dropped,
                       (double)bkt_local_retention_pass(&b->local, b->verified, b->n_verified,
                                                        lc_realtime_ns()));
@@ -331,6 +345,9 @@ static void bucket_register_metrics(ing_bucket_t *b, lc_metrics_t *m)
         "Closed blocks whose content is not in the object store yet (they stay local)", "");
     b->deleted = lc_metrics_counter(m, "ember_bucket_blocks_deleted_total",
                                     "Blocks deleted from the object store by --retention", "");
+    b->rollups_uploaded =
+        lc_metrics_counter(m, "ember_bucket_rollups_uploaded_total",
+                           "Day and 6-hour rollups uploaded beside the blocks they sum", "");
     b->local_dropped = lc_metrics_counter(
         m, "ember_bucket_local_blocks_dropped_total",
         "Local blocks deleted by --storage.local-retention after the object store was "
@@ -364,6 +381,15 @@ int ing_bucket_start(const ing_bucket_opts_t *o, lc_store_t *store, ing_bucket_t
                              .uploads = b->uploads,
                              .retention_ns = o->local_retention_ns};
     bkt_local_markers_check(&b->local);
+    b->rollups = (bkt_rollups_t){.store = store,
+                                 .os = b->os,
+                                 .ing = b->ing,
+                                 .uploads = b->uploads,
+                                 .life = b->life,
+                                 .id = b->id,
+                                 .zone = b->zone,
+                                 .block_ns = o->block_duration_ns,
+                                 .uploaded = b->rollups_uploaded};
     pthread_mutex_init(&b->mu, NULL);
     pthread_cond_init(&b->cv, NULL);
     if (pthread_create(&b->thread, NULL, uploader_main, b) != 0) {
@@ -395,7 +421,7 @@ void ing_bucket_finish(ing_bucket_t *b)
     if (!b || !b->os)
         return;
     uploader_join(b);
-    size_t pending = upload_pass(b);
+    size_t pending = upload_pass(b); /* rollups wait for the next start: only blocks are owed */
     if (pending)
         LC_LOG_WARN("bucket: stopping with ended blocks only on this volume blocks=%zu "
                     "(the next start uploads them; do not delete the volume)",
@@ -410,6 +436,7 @@ void ing_bucket_stop(ing_bucket_t *b)
         return;
     uploader_join(b);
     lc_objstore_close(b->os);
+    bkt_rollups_fini(&b->rollups);
     lc_free(b->verified);
     lc_free(b->id);
     lc_free(b->zone);

@@ -9,6 +9,9 @@
  * Bucket layout (below --storage.prefix), <ing> = the ingester id made a key:
  *   blocks/<ing>/<start>-<life>/block.mdb   the block's LMDB file
  *   index/<ing>/<start>-<life>.json         its meta: the index entry, written last
+ *   rollups/<ing>/<window>-<level>-<life>-<sig>/rollup.mdb   a window's rollup
+ *   rollup-index/<ing>/<window>-<level>-<life>.json          its entry, written last
+ *                                            (bucket_rollup.c: the objects it sums)
  * <start> is the store's block directory name, <life> a random id of the
  * data directory (a block re-created after a wipe is another object).
  * Local bookkeeping: <data.dir>/uploads/<start> = "<name> <version>" of the

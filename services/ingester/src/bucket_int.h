@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "bucket.h"
+#include "lc/metrics.h"
 #include "lc/objstore.h"
 #include "lc/store.h"
 
@@ -85,6 +86,32 @@ bool bkt_gone_lists(const char *gone, const char *name); /* gone may be NULL */
 /* The name a block without an upload record goes up under: <start>-<life>,
  * or with a unique suffix when the partition was dropped before. */
 void bkt_upload_name(const char *start, const char *life, bool gone, char name[BKT_NAME_MAX]);
+
+/* ---- the windows' rollups beside the blocks (bucket_rollup.c) ---- */
+typedef struct bkt_rollup_done_s {
+    int level;
+    int64_t start_ns;
+    uint64_t sig; /* of its blocks' write counts when last done */
+} bkt_rollup_done_t;
+typedef struct bkt_rollups_s {
+    lc_store_t *store;
+    lc_objstore_t *os;
+    const char *ing, *uploads, *life, *id, *zone;
+    int64_t block_ns;
+    lc_metric_t *uploaded;
+    bkt_rollup_done_t *done; /* windows looked at, by the write counts seen */
+    size_t n_done, cap_done;
+} bkt_rollups_t;
+/* Uploads the rollup of every ended window whose blocks (verified: in the
+ * bucket at their current content) changed since it was last looked at and
+ * whose local rollup sums exactly those objects. 0, or an error when an
+ * upload failed (the next pass tries again). */
+int bkt_rollups_pass(bkt_rollups_t *ru, const lc_store_block_state_t *verified, size_t n,
+                     int64_t now_ns) LC_MUST_CHECK;
+void bkt_rollups_fini(bkt_rollups_t *ru);
+/* Deletes the rollup entries (first) and objects of windows that ended
+ * before oldest_ns; 0 or the first failure. */
+int bkt_rollups_expire(const bkt_rollups_t *ru, int64_t oldest_ns) LC_MUST_CHECK;
 
 /* A whole file into memory (lc_free), at most max bytes. */
 int bkt_file_read(const char *path, size_t max, uint8_t **data, size_t *len) LC_MUST_CHECK;

@@ -292,6 +292,23 @@ int lc_rollup_points_next(lc_rollup_points_t *it, int64_t *time_ns, int64_t *tot
 typedef int (*lc_rollup_series_cb)(const lc_rollup_series_t *se, void *data);
 int lc_rollup_series(lc_rollups_t *rs, size_t i, const char *const *tenants, size_t n_tenants,
                      const lc_selector_t *sel, lc_rollup_series_cb cb, void *data) LC_MUST_CHECK;
+/* ---- a rollup as a file of its own (issue 27: rollups kept beside the
+ * blocks they sum in the object store) ---- */
+#define LC_ROLLUP_LEVEL_6H 0
+#define LC_ROLLUP_LEVEL_DAY 1
+/* Writes the rollup of one window (level LC_ROLLUP_LEVEL_*, window_ns its
+ * UTC-aligned start) to fd as a compacted LMDB file laid out as
+ * <dir>/rollups (databases "windows" and "series", the window's records byte
+ * for byte), when that rollup is usable and summed exactly r's snapshots of
+ * the window's blocks: what the file holds is then what those snapshots
+ * hold. LC_EUNSUPPORTED when the rollup of those snapshots is kept unusable
+ * (negative sums, too large: so until a block changes); LC_ENOTFOUND when
+ * none summed them (not built yet, or a block changed since); LC_EINPUT for
+ * a level or start that is not a window. scratch_dir: an
+ * existing directory of the caller's for the temporary environment (emptied
+ * again). */
+int lc_store_rollup_export(lc_store_reader_t *r, int level, int64_t window_ns,
+                           const char *scratch_dir, int fd) LC_MUST_CHECK;
 /* ---- compaction: closed blocks rewritten smaller (store_compact.c) ---- */
 typedef struct lc_store_compact_stats_s {
     size_t blocks_done;                 /* rewritten and swapped in */

@@ -16,6 +16,8 @@
  * (test_query_merge.c).
  */
 #define _GNU_SOURCE /* memmem */
+#include <fcntl.h>
+#include <lmdb.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -398,6 +400,114 @@ static void test_summaries_built(void)
     LC_CHECK(answers_with_address_frames > 0); /* the unsymbolized frames were compared */
 }
 
+/* ---- a rollup exported as a file of its own (lc_store_rollup_export) ---- */
+
+static char export_dir[] = "/tmp/ember-qsum-export-XXXXXX";
+
+/* Exports (level, window) as seen by a reader over the window; the rc. */
+static int export_window(int level, int64_t window, int64_t len, const char *file)
+{
+    lc_store_reader_t *r = NULL;
+    LC_ASSERT_OK(lc_store_read_begin(store, window, window + len - 1, &r));
+    char path[256];
+    snprintf(path, sizeof path, "%s/%s", export_dir, file);
+    int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0644);
+    LC_CHECK(fd >= 0);
+    int rc = lc_store_rollup_export(r, level, window, export_dir, fd);
+    close(fd);
+    lc_store_read_end(r);
+    return rc;
+}
+
+/* Every record of db in txn whose key begins with prefix, in key order:
+ * "<key hex>=<value hex>;" each, into out (the raw LMDB view, not ember's). */
+static void records_dump(MDB_txn *txn, const char *db, const uint8_t *prefix, size_t plen,
+                         lc_buf_t *out)
+{
+    MDB_dbi dbi;
+    LC_ASSERT_EQ(mdb_dbi_open(txn, db, 0, &dbi), 0);
+    MDB_cursor *cur;
+    LC_ASSERT_EQ(mdb_cursor_open(txn, dbi, &cur), 0);
+    MDB_val k, v;
+    for (int rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST); rc == 0;
+         rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
+        if (k.mv_size < plen || memcmp(k.mv_data, prefix, plen) != 0)
+            continue;
+        char hex[3];
+        for (size_t i = 0; i < k.mv_size + v.mv_size; i++) {
+            const uint8_t *p = i < k.mv_size ? (const uint8_t *)k.mv_data + i
+                                             : (const uint8_t *)v.mv_data + (i - k.mv_size);
+            snprintf(hex, sizeof hex, "%02x", *p);
+            LC_ASSERT_OK(lc_buf_append(out, hex, 2));
+            if (i + 1 == k.mv_size)
+                LC_ASSERT_OK(lc_buf_append(out, "=", 1));
+        }
+        LC_ASSERT_OK(lc_buf_append(out, ";", 1));
+    }
+    mdb_cursor_close(cur);
+}
+
+/* Both databases of an LMDB environment (a directory, or one file). */
+static void env_dump(const char *path, unsigned flags, const uint8_t *prefix, size_t plen,
+                     lc_buf_t *out)
+{
+    MDB_env *env;
+    LC_ASSERT_EQ(mdb_env_create(&env), 0);
+    LC_ASSERT_EQ(mdb_env_set_maxdbs(env, 2), 0);
+    LC_ASSERT_EQ(mdb_env_open(env, path, flags | MDB_RDONLY | MDB_NOLOCK, 0644), 0);
+    MDB_txn *txn;
+    LC_ASSERT_EQ(mdb_txn_begin(env, NULL, MDB_RDONLY, &txn), 0);
+    records_dump(txn, "windows", prefix, plen, out);
+    LC_ASSERT_OK(lc_buf_append(out, "|", 1));
+    records_dump(txn, "series", prefix, plen, out);
+    mdb_txn_abort(txn);
+    mdb_env_close(env);
+}
+
+/* The exported day holds exactly the store's records of that window, as
+ * LMDB itself reads both files (the store closed meanwhile: one process may
+ * not open an environment twice); a window whose rollup is unusable (its
+ * sums hold negative values) or not built yet exports nothing, each said
+ * apart. */
+static void test_rollup_export(void)
+{
+    LC_CHECK(mkdtemp(export_dir) != NULL);
+    LC_ASSERT_EQ(export_window(LC_ROLLUP_LEVEL_DAY, WIN_B_START, 24 * HOUR_NS, "day.mdb"), 0);
+    LC_ASSERT_EQ(export_window(LC_ROLLUP_LEVEL_6H, WIN_B_START, 6 * HOUR_NS, "6h.mdb"), 0);
+    LC_ASSERT_EQ(export_window(LC_ROLLUP_LEVEL_6H, T0_NS - 4 * HOUR_NS, 6 * HOUR_NS, "neg.mdb"),
+                 LC_EUNSUPPORTED); /* its sums hold negative values: kept unusable */
+    LC_ASSERT_EQ(
+        export_window(LC_ROLLUP_LEVEL_6H, WIN_B_START + 24 * HOUR_NS, 6 * HOUR_NS, "open.mdb"),
+        LC_ENOTFOUND); /* hours 48, 49: the last one has not ended */
+    LC_ASSERT_EQ(export_window(LC_ROLLUP_LEVEL_DAY, WIN_B_START + HOUR_NS, 24 * HOUR_NS, "x.mdb"),
+                 LC_EINPUT);
+    lc_store_close(store);
+    uint8_t prefix[9];
+    uint64_t key = (uint64_t)WIN_B_START ^ (1ull << 63); /* window start BE64, sign flipped */
+    for (int i = 7; i >= 0; i--, key >>= 8)
+        prefix[i] = (uint8_t)key;
+    prefix[8] = LC_ROLLUP_LEVEL_DAY;
+    lc_buf_t in_store, exported, whole;
+    lc_buf_init(&in_store, LC_BUF_UNLIMITED);
+    lc_buf_init(&exported, LC_BUF_UNLIMITED);
+    lc_buf_init(&whole, LC_BUF_UNLIMITED);
+    char path[256];
+    snprintf(path, sizeof path, "%s/rollups", dir);
+    env_dump(path, 0, prefix, sizeof prefix, &in_store);
+    snprintf(path, sizeof path, "%s/day.mdb", export_dir);
+    env_dump(path, MDB_NOSUBDIR, prefix, sizeof prefix, &exported);
+    env_dump(path, MDB_NOSUBDIR, prefix, 0, &whole); /* nothing but the day */
+    LC_CHECK(in_store.len > 2 * (9 + N_PODS * 13));  /* the window and its series */
+    LC_CHECK(in_store.len == exported.len &&
+             memcmp(in_store.data, exported.data, in_store.len) == 0);
+    LC_CHECK(whole.len == exported.len && memcmp(whole.data, exported.data, whole.len) == 0);
+    lc_buf_fini(&in_store);
+    lc_buf_fini(&exported);
+    lc_buf_fini(&whole);
+    lc_store_opts_t o = {.dir = dir};
+    LC_ASSERT_OK(lc_store_open(&o, &store));
+}
+
 /* A late profile drops its series' summary in the same transaction; the
  * answers stay exact, and the next pass builds it again. */
 static void test_late_write(void)
@@ -409,6 +519,11 @@ static void test_late_write(void)
     LC_ASSERT_OK(lc_store_write_commit(txn));
     LC_ASSERT_EQ(rollups_for(WIN_B_START, WIN_B_END), 0); /* its block changed */
     LC_ASSERT_EQ(rollups_for(WIN_B_START, DAY_END), 3);   /* the day's other windows */
+    LC_ASSERT_EQ(export_window(LC_ROLLUP_LEVEL_DAY, WIN_B_START, 24 * HOUR_NS, "late.mdb"),
+                 LC_ENOTFOUND); /* it no longer sums what the blocks hold */
+    LC_ASSERT_EQ(
+        export_window(LC_ROLLUP_LEVEL_6H, WIN_B_START + 6 * HOUR_NS, 6 * HOUR_NS, "late6.mdb"),
+        0); /* a window the late write did not touch */
     int dropped = 0;
     for (uint32_t s = 1; s <= N_PODS; s++)
         dropped += !has_summary(T0_NS + HOUR_NS, s);
@@ -517,9 +632,10 @@ static void test_teardown(void)
 {
     lc_store_close(store);
     char cmd[256];
-    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s' '%s'", dir, export_dir);
     LC_CHECK(system(cmd) == 0);
 }
 
-LC_TEST_MAIN(test_setup, test_before_summaries, test_summaries_built, test_late_write, test_reopen,
-             test_retention, test_compaction, test_late_write_compacting, test_teardown)
+LC_TEST_MAIN(test_setup, test_before_summaries, test_summaries_built, test_rollup_export,
+             test_late_write, test_reopen, test_retention, test_compaction,
+             test_late_write_compacting, test_teardown)

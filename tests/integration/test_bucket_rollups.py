@@ -1,0 +1,148 @@
+"""The day and 6-hour rollups go up beside the blocks they sum (issue 27,
+"its day/6-hour rollups go up once"): the all-in-one `ember` with the
+filesystem backend, every object read back with independent tools (hashlib,
+json, LMDB's own mdb_dump).
+
+- every window that ended and holds uploaded blocks gets one rollup entry
+  (rollup-index/<ing>/<window>-<level>-<life>.json) naming exactly the
+  block objects of that window, with the versions their own index entries
+  carry; its data object is checksummed and is an LMDB file whose "windows"
+  database holds the record of that window and level (mdb_dump);
+- a late profile into an hour of a rolled-up window makes that block go up
+  again at a new version; the window's entry then names the new version, its
+  data object is a new one and the replaced one is deleted; windows the late
+  profile did not touch keep their entries and data unchanged.
+"""
+import glob
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+import unittest
+
+import distributed_harness as dh
+import harness as h
+
+HOUR_MS = 3600 * 1000
+LEVEL_MS = {0: 6 * HOUR_MS, 1: 24 * HOUR_MS}
+read_object = dh.bucket_object
+
+
+class BucketRollupsTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.bucket = h.temp_dir("ember-bucket-rollups-")
+        cls.e = h.Ember(args=[
+            "--storage.backend=filesystem", f"--storage.filesystem.dir={cls.bucket}",
+            "--storage.prefix=p1", "--ingester.id=aio-r", "--storage.block-duration=1h",
+            "--storage.local-retention=0"])
+        cls.e.start()
+        # hours t0 .. t0+8: at least one 6-hour window of them has ended
+        cls.t0 = (h.now_ms() // HOUR_MS - 11) * HOUR_MS
+        for i in range(45):
+            dh.push_folded(cls.e, 1000 + i, cls.t0 + (i % 9) * HOUR_MS + (i * 37) % 3600 * 1000)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.e.cleanup()
+        shutil.rmtree(cls.bucket, ignore_errors=True)
+
+    def objects(self, kind):
+        """{key below p1/: parsed JSON} of the index entries of one kind."""
+        out = {}
+        for path in glob.glob(os.path.join(self.bucket, "p1", kind, "*", "*.json")):
+            body, digest = read_object(path)
+            self.assertEqual(hashlib.sha256(body).hexdigest(), digest, path)
+            out[os.path.relpath(path, os.path.join(self.bucket, "p1"))] = json.loads(body)
+        return out
+
+    def expected(self):
+        """{(level, window start ms): {block name: version}} of the ended
+        windows, from the blocks' own index entries."""
+        now = h.now_ms()
+        want = {}
+        for key, m in self.objects("index").items():
+            name = os.path.basename(key)[:-5]
+            start_ms = m["start_ns"] // 1_000_000
+            for level, length in LEVEL_MS.items():
+                w = start_ms // length * length
+                if w + length <= now:
+                    want.setdefault((level, w), {})[name] = m["version"]
+        return want
+
+    def actual(self):
+        got = {}
+        for key, m in self.objects("rollup-index").items():
+            self.assertEqual("ember-lmdb-rollup/1", m["format"])
+            got[(m["level"], m["start_ns"] // 1_000_000)] = (
+                {o["name"]: o["version"] for o in m["objects"]}, m)
+        return got
+
+    def wait_rollups_match(self, what):
+        def match():
+            want, got = self.expected(), self.actual()
+            return want and set(want) == set(got) and \
+                all(got[k][0] == v for k, v in want.items())
+        h.wait_for(match, timeout=180, interval=1, what=what)
+        return self.actual()
+
+    def check_data(self, level, window_ms, entry):
+        """The data object: checksummed, the size its entry says, and an LMDB
+        file whose windows database holds this window's record."""
+        body, digest = read_object(os.path.join(self.bucket, "p1", entry["data"]))
+        self.assertEqual(hashlib.sha256(body).hexdigest(), digest)
+        self.assertEqual(entry["bytes"], len(body))
+        self.assertTrue(entry["start_ns"] <= entry["min_time_ns"] <= entry["max_time_ns"]
+                        < entry["end_ns"])
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "rollup.mdb")
+            with open(path, "wb") as f:
+                f.write(body)
+            dump = subprocess.run(["mdb_dump", "-n", "-s", "windows", path],
+                                  capture_output=True, text=True, check=True).stdout
+            series = subprocess.run(["mdb_dump", "-n", "-s", "series", path],
+                                    capture_output=True, text=True, check=True).stdout
+        # key: window start in ms*1e6 ns, big-endian with the sign bit flipped, then level
+        key = ((window_ms * 1_000_000) ^ (1 << 63)).to_bytes(8, "big").hex() + f"{level:02x}"
+        pairs = [l.strip() for l in dump.split("HEADER=END", 1)[1].splitlines()
+                 if l.startswith(" ")]
+        keys = pairs[0::2]
+        self.assertEqual([key], keys, "one window record, this window's")
+        self.assertIn(" " + key, series, "its series records")
+
+    def test_rollups_uploaded_and_replaced_after_a_late_write(self):
+        got = self.wait_rollups_match("every ended window's rollup uploaded")
+        for (level, w), (_, entry) in got.items():
+            self.check_data(level, w, entry)
+        self.assertGreaterEqual(dh.metric(self.e, "ember_bucket_rollups_uploaded_total"),
+                                len(got))
+
+        # a late profile into hour t0+1: its 6-hour window (and day) change
+        late_ms = self.t0 + HOUR_MS + 1234
+        dh.push_folded(self.e, 7, late_ms)
+        changed = {(lv, late_ms // n * n) for lv, n in LEVEL_MS.items()} & set(got)
+        self.assertTrue(changed, "the late hour is in an ended window")
+        before = {k: v[1]["data"] for k, v in got.items()}
+
+        def reuploaded():
+            idx = [m for m in self.objects("index").values()
+                   if m["start_ns"] // 1_000_000 == self.t0 + HOUR_MS]
+            return idx and idx[0]["profiles"] == 6
+        h.wait_for(reuploaded, timeout=180, interval=1, what="the late block uploaded again")
+        after = self.wait_rollups_match("the changed windows' rollups uploaded again")
+        for k, (_, entry) in after.items():
+            if k in changed:
+                self.assertNotEqual(before[k], entry["data"], k)
+                self.assertFalse(os.path.exists(os.path.join(self.bucket, "p1", before[k])),
+                                 "the replaced rollup object is deleted")
+                self.check_data(k[0], k[1], entry)
+            else:
+                self.assertEqual(before[k], entry["data"], k)
+        data = glob.glob(os.path.join(self.bucket, "p1", "rollups", "*", "*", "rollup.mdb"))
+        self.assertEqual(len(after), len(data), "one data object per entry")
+
+
+if __name__ == "__main__":
+    unittest.main()
