@@ -261,7 +261,8 @@ struct jfr_s {
      * entry being read may take its one frame array lazily (lazy_ok), and
      * pending_* then hold it until keep_entry. lazy_frames counts them
      * against LC_JFR_MAX_FRAMES as if stored. */
-    bool lazy_pool; /* the stack trace pool being read is that large */
+    size_t lazy_min; /* stack trace pools this large are located, not copied */
+    bool lazy_pool;  /* the stack trace pool being read is that large */
     bool lazy_ok;
     uint8_t pending_fields; /* 0: nothing pending */
     uint32_t pending_pos, pending_n;
@@ -1392,7 +1393,7 @@ static int read_pool(jr_t *r)
     /* every entry takes at least a byte: the count cannot reserve more than the input holds */
     size_t left = (size_t)(r->end - r->p);
     pool_reserve(j, c, n < left ? n : left);
-    j->lazy_pool = left >= LAZY_STACKS_MIN_BYTES;
+    j->lazy_pool = left >= j->lazy_min;
     if (c->role == C_STACKTRACE && !j->lazy_pool)
         frames_reserve(j, left);
     for (size_t i = 0; i < n && !r->err; i++) {
@@ -1596,11 +1597,12 @@ static void jfr_fini(jfr_t *j)
     lc_arena_free(j->meta_arena);
 }
 
-int jfr_read(const uint8_t *buf, size_t len, lc_arena_t *arena, jfr_event_cb on_event,
-             jfr_chunk_cb on_chunk_end, void *data, lc_status_t *st)
+int jfr_read(const uint8_t *buf, size_t len, size_t lazy_min, lc_arena_t *arena,
+             jfr_event_cb on_event, jfr_chunk_cb on_chunk_end, void *data, lc_status_t *st)
 {
     jfr_t j = {.buf = buf,
                .len = len,
+               .lazy_min = lazy_min ? lazy_min : LAZY_STACKS_MIN_BYTES,
                .arena = arena,
                .st = st,
                .meta_arena = lc_arena_new(LC_JFR_MEMORY)};

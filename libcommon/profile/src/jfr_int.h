@@ -46,9 +46,11 @@ typedef struct jfr_s jfr_t;
 typedef int (*jfr_event_cb)(jfr_t *j, const jfr_event_t *ev, void *data);
 typedef int (*jfr_chunk_cb)(jfr_t *j, void *data);
 
-/* buf must stay valid during the call. Callbacks return 0, or -1 with st set. */
-int jfr_read(const uint8_t *buf, size_t len, lc_arena_t *arena, jfr_event_cb on_event,
-             jfr_chunk_cb on_chunk_end, void *data, lc_status_t *st) LC_MUST_CHECK;
+/* buf must stay valid during the call. Callbacks return 0, or -1 with st set.
+ * lazy_min: lc_jfr_params_t.lazy_stacks_min_bytes (0: the default). */
+int jfr_read(const uint8_t *buf, size_t len, size_t lazy_min, lc_arena_t *arena,
+             jfr_event_cb on_event, jfr_chunk_cb on_chunk_end, void *data,
+             lc_status_t *st) LC_MUST_CHECK;
 /* The frames of a stack trace (leaf first), or NULL when the id is unknown;
  * valid until the next call (a lazily read stack is decoded into scratch). */
 const jfr_frame_t *jfr_stack(jfr_t *j, uint64_t id, size_t *n);

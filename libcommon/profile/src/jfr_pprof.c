@@ -698,7 +698,8 @@ int lc_jfr_to_pprof(const uint8_t *jfr, size_t jfr_len, const uint8_t *labels, s
     if (rc == 0 && labels && labels_len)
         rc = snap_parse(&cv.snap, labels, labels_len, arena, st);
     if (rc == 0)
-        rc = jfr_read(jfr, jfr_len, arena, jfr_on_event, on_chunk_end, &cv, st);
+        rc = jfr_read(jfr, jfr_len, params->lazy_stacks_min_bytes, arena, jfr_on_event,
+                      on_chunk_end, &cv, st);
     if (rc == 0)
         rc = encode_all(&cv, out);
     out->event = cv.event;

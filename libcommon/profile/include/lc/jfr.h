@@ -53,6 +53,11 @@ typedef enum {
 typedef struct lc_jfr_params_s {
     int64_t start_ns, end_ns; /* `from` / `until`: time_nanos and duration */
     uint32_t sample_rate;     /* cpu/wall values x 1e9 / sample_rate (0: x 0) */
+    /* Stack-trace pools of this many bytes or more are located in the
+     * recording and decoded when a sample names a stack, not copied (0: the
+     * default, 2 MiB). Same results either way; the fuzz target sets 1 so
+     * small inputs take that path too and compares both. */
+    size_t lazy_stacks_min_bytes;
 } lc_jfr_params_t;
 
 typedef struct lc_jfr_profile_s {
