@@ -52,7 +52,8 @@ static void same_results(const lc_jfr_result_t *a, const lc_jfr_result_t *b)
         abort();
     for (size_t i = 0; i < a->n; i++)
         if (a->profiles[i].pprof.len != b->profiles[i].pprof.len ||
-            memcmp(a->profiles[i].pprof.data, b->profiles[i].pprof.data, a->profiles[i].pprof.len))
+            memcmp(a->profiles[i].pprof.data, b->profiles[i].pprof.data,
+                   a->profiles[i].pprof.len) != 0)
             abort();
 }
 
