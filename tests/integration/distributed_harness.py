@@ -379,6 +379,20 @@ def merged_total(e, t0, t1):
     return sum(s.value[0] for s in p.sample)
 
 
+def pprof_stacks(raw):
+    """A pprof (gzip or not) as {stack of function names, leaf first: values}:
+    what it says, free of the id order that differs between sets of ingesters."""
+    p = h.pb().profile.Profile.FromString(h.gunzip_if(raw))
+    fn = {f.id: p.string_table[f.name] for f in p.function}
+    loc = {loc.id: tuple(fn[line.function_id] for line in loc.line) for loc in p.location}
+    out = {}
+    for smp in p.sample:
+        stack = tuple(name for lid in smp.location_id for name in loc[lid])
+        old = out.get(stack, (0,) * len(smp.value))
+        out[stack] = tuple(a + b for a, b in zip(old, smp.value))
+    return out
+
+
 def bucket_object(path):
     """(bytes, SHA-256 hex digest in its header) of an object of the
     filesystem storage backend: "ember-obj1 <digest>\n" then the bytes."""

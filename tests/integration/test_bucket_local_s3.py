@@ -10,7 +10,8 @@ The ingesters restart with --storage.local-retention=3h: the hours that ended
 the querier's total equals what was sent (without the reading back it is the
 last hours only), and a 7-day merge with a cold cache, then a warm one, gives
 the all-local bytes. Then one ingester is stopped, its volume deleted and it
-starts empty: the old hours are not restored to disk, and are still answered
+starts empty: the old hours are not restored to disk; its note sends the
+querier to zone b, and once the operator clears the note zone a answers them
 exactly from the bucket."""
 import os
 import shutil
@@ -74,9 +75,18 @@ class BucketLocalS3Test(tb.BucketBlocksTest):
         lost.stop()
         shutil.rmtree(lost.data_dir)
         lost.start(timeout=120)
-        dh.wait_zones(self.querier, live=3, complete=2, asked=2, timeout=60)
         self.assertLessEqual(set(self.local_hours(lost)), set(want_local))
-        self.assertEqual(self.sent, self.total(), "after a volume was lost")
+        # its note sends the querier to zone b (one ingester) ...
+        h.wait_for(lambda: self.redis.cmd("HGET", dh.NOTES, "a-0"),
+                   timeout=60, what="the lost volume's note")
+        dh.wait_zones(self.querier, live=3, complete=2, asked=1, timeout=60)
+        self.assertEqual(self.sent, self.total(), "zone b, after a volume was lost")
+        self.assertEqual(dh.pprof_stacks(all_local), dh.pprof_stacks(self.week_bytes()),
+                         "7 days from zone b (its own ids, the same stacks)")
+        # ... until the operator clears it: zone a, the lost volume's hours from the bucket
+        self.assertEqual(1, self.redis.cmd("HDEL", dh.NOTES, "a-0"))
+        dh.wait_zones(self.querier, live=3, complete=2, asked=2, timeout=60)
+        self.assertEqual(self.sent, self.total(), "zone a, after a volume was lost")
         self.assertEqual(all_local, self.week_bytes(), "7 days after a volume was lost")
 
 
