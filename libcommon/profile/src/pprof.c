@@ -92,8 +92,15 @@ int lc_pprof_decode_keep(const uint8_t *data, size_t len, const lc_pprof_limits_
                          lc_arena_t *arena, lc_pprof_t **out, const uint8_t **pb, size_t *pb_len,
                          lc_status_t *st)
 {
+    return lc_pprof_decode_apart(data, len, lim, arena, arena, out, pb, pb_len, st);
+}
+
+int lc_pprof_decode_apart(const uint8_t *data, size_t len, const lc_pprof_limits_t *lim,
+                          lc_arena_t *bytes_arena, lc_arena_t *arena, lc_pprof_t **out,
+                          const uint8_t **pb, size_t *pb_len, lc_status_t *st)
+{
     lc_pprof__decode_err_t why;
-    int rc = decode_gunzip_to_arena(data, len, lim, arena, pb, pb_len, st);
+    int rc = decode_gunzip_to_arena(data, len, lim, bytes_arena, pb, pb_len, st);
     if (rc != 0)
         return rc < 0 ? rc : lc_pprof__decode_pb(*pb, *pb_len, lim, arena, out, &why, st);
     lc_buf_t plain;
@@ -103,7 +110,7 @@ int lc_pprof_decode_keep(const uint8_t *data, size_t len, const lc_pprof_limits_
         rc = lc_pprof__decode_pb(*pb, *pb_len, lim, arena, out, &why, st);
     if (rc == 0 && plain.data) {
         /* The profile holds copies of what it needs; the bytes must outlive plain. */
-        uint8_t *kept = lc_arena_alloc(arena, plain.len);
+        uint8_t *kept = lc_arena_alloc(bytes_arena, plain.len);
         if (kept)
             memcpy(kept, plain.data, plain.len);
         else

@@ -120,12 +120,14 @@ static lc_pprof_limits_t limits(const ingest_ctx_t *c)
  * check's index for a writer in this process, which then uses them instead
  * of decoding and checking pb again (issue 32). */
 static int ingest_publish(ingest_ctx_t *c, lc_pprof_t *p, lc_labels_t *ls,
-                          const ing_stconfig_t *cfg, const uint8_t *pb, size_t pb_len)
+                          const ing_stconfig_t *cfg, const uint8_t *pb, size_t pb_len,
+                          lc_arena_t **own)
 {
     if (ing_check_window(c->ing, p->time_nanos, c->now_ns, &c->st) < 0)
         return fail(c, "out_of_window");
     lc_pprof_index_t *ix;
-    if (lc_store_check_profile(p, c->tenant, p->time_nanos, c->arena, &ix, &c->st) < 0)
+    if (lc_store_check_profile(p, c->tenant, p->time_nanos, *own ? *own : c->arena, &ix, &c->st) <
+        0)
         return fail_422(c, "invalid_profile"); /* the writer would refuse it */
     lc_buf_t out;
     lc_buf_init(&out, LC_BUF_UNLIMITED);
@@ -134,7 +136,7 @@ static int ingest_publish(ingest_ctx_t *c, lc_pprof_t *p, lc_labels_t *ls,
         lc_status_set(&c->st, LC_CODE_INTERNAL, "cannot encode the profile: %s", lc_strerror(rc));
     else if ((rc = ing_job_add(c->job, c->tenant, ls, pb ? pb : out.data, pb ? pb_len : out.len,
                                p->time_nanos, cfg, NULL, p->n_sample, &c->st)) == 0)
-        ing_job_attach_decoded(c->job, p, ix);
+        ing_job_attach_decoded(c->job, p, ix, own);
     lc_buf_fini(&out);
     return rc == 0 ? 0 : fail(c, "too_large");
 }
@@ -149,17 +151,18 @@ static int ingest_labels(ingest_ctx_t *c, lc_labels_t *ls, const ing_labelset_t 
 
 /* ---------------------------------------------------------------- pprof */
 
-/* A pprof body (raw or the `profile` part): decode, validate, fix, label. */
-static int ingest_pprof(ingest_ctx_t *c, const uint8_t *data, size_t len, const ing_stconfig_t *cfg)
+/* ingest_pprof's work: the decoded profile (not its bytes) and what it
+ * grows into go to *own when there is one (ing_job_profile_arena). */
+static int ingest_pprof_into(ingest_ctx_t *c, const uint8_t *data, size_t len,
+                             const ing_stconfig_t *cfg, lc_arena_t **own)
 {
-    if (len == 0)
-        return 0; /* an empty push: nothing stored, 200 */
+    lc_arena_t *arena = *own ? *own : c->arena;
     lc_pprof_limits_t lim = limits(c);
     lc_pprof_t *p;
     const uint8_t *pb;
     size_t pb_len;
     bool changed;
-    if (lc_pprof_decode_keep(data, len, &lim, c->arena, &p, &pb, &pb_len, &c->st) < 0)
+    if (lc_pprof_decode_apart(data, len, &lim, c->arena, arena, &p, &pb, &pb_len, &c->st) < 0)
         return fail_decode(c);
     if (lc_pprof_validate_normalized(p, &lim, &changed, &c->st) < 0)
         return fail_422(c, "invalid_profile");
@@ -169,7 +172,7 @@ static int ingest_pprof(ingest_ctx_t *c, const uint8_t *data, size_t len, const 
         changed = true;
     }
     size_t strings = p->n_string_table;
-    if (ing_spy_fix_names(p, c->spy, c->arena) < 0) {
+    if (ing_spy_fix_names(p, c->spy, arena) < 0) {
         lc_status_set_http(&c->st, 413, LC_CODE_INVALID_ARGUMENT, "profile too large");
         return fail(c, "too_large");
     }
@@ -180,9 +183,20 @@ static int ingest_pprof(ingest_ctx_t *c, const uint8_t *data, size_t len, const 
     lc_labels_t ls;
     int rc = ingest_labels(c, &ls, &c->set, ing_metric_name(p, effective), c->set.app_name, false);
     rc = rc < 0 ? fail_422(c, "invalid_labels")
-                : ingest_publish(c, p, &ls, cfg, changed ? NULL : pb, pb_len); /* the builtin
+                : ingest_publish(c, p, &ls, cfg, changed ? NULL : pb, pb_len, own); /* the builtin
                                                             config is implied: not carried */
     lc_labels_fini(&ls);
+    return rc;
+}
+
+/* A pprof body (raw or the `profile` part): decode, validate, fix, label. */
+static int ingest_pprof(ingest_ctx_t *c, const uint8_t *data, size_t len, const ing_stconfig_t *cfg)
+{
+    if (len == 0)
+        return 0; /* an empty push: nothing stored, 200 */
+    lc_arena_t *own = ing_job_profile_arena(c->ing);
+    int rc = ingest_pprof_into(c, data, len, cfg, &own);
+    lc_arena_free(own); /* unless the handover took it */
     return rc;
 }
 
@@ -251,13 +265,13 @@ static bool has_profile_id(const ingest_ctx_t *c)
 /* An encoded, uncompressed pprof from a converter is decoded and validated
  * like any pprof, then labelled (§2.10) and queued (as those bytes, unless
  * validation changed it). One without samples is not stored. */
-static int ingest_encoded(ingest_ctx_t *c, const lc_buf_t *out, const char *metric,
-                          const char *service, const ing_labelset_t *set)
+static int ingest_encoded_into(ingest_ctx_t *c, const lc_buf_t *out, const char *metric,
+                               const char *service, const ing_labelset_t *set, lc_arena_t **own)
 {
     lc_pprof_limits_t lim = limits(c);
     lc_pprof_t *p = NULL;
     bool changed = true;
-    int rc = lc_pprof_decode(out->data, out->len, &lim, c->arena, &p, &c->st);
+    int rc = lc_pprof_decode(out->data, out->len, &lim, *own ? *own : c->arena, &p, &c->st);
     if (rc == 0)
         rc = lc_pprof_validate_normalized(p, &lim, &changed, &c->st);
     if (rc < 0 || p->n_sample == 0) /* no stacks: nothing to store */
@@ -265,8 +279,17 @@ static int ingest_encoded(ingest_ctx_t *c, const lc_buf_t *out, const char *metr
     lc_labels_t ls;
     rc = ingest_labels(c, &ls, set, metric, service, true);
     rc = rc < 0 ? fail(c, "invalid_labels")
-                : ingest_publish(c, p, &ls, NULL, changed ? NULL : out->data, out->len);
+                : ingest_publish(c, p, &ls, NULL, changed ? NULL : out->data, out->len, own);
     lc_labels_fini(&ls);
+    return rc;
+}
+
+static int ingest_encoded(ingest_ctx_t *c, const lc_buf_t *out, const char *metric,
+                          const char *service, const ing_labelset_t *set)
+{
+    lc_arena_t *own = ing_job_profile_arena(c->ing);
+    int rc = ingest_encoded_into(c, out, metric, service, set, &own);
+    lc_arena_free(own); /* unless the handover took it */
     return rc;
 }
 

@@ -41,6 +41,9 @@ typedef struct ing_opts_s {
     uint32_t partitions;          /* transport partitions; default 1 */
     lc_ratelimit_opts_t rate;     /* per-tenant ingestion rate; zero = no limit */
     int64_t max_series;           /* active series per tenant; 0 = no limit */
+    /* Over Redis, where the receivers leave decoded profiles for the writer of
+     * this process (handover.h); NULL: nowhere, it decodes the entries. Not owned. */
+    struct ing_handover_s *handover;
 } ing_opts_t;
 
 void ing_opts_default(ing_opts_t *o);
@@ -66,6 +69,9 @@ extern const lc_node_ops_t ing_node;
 int ing_new(uv_loop_t *loop, const ing_opts_t *opts, lc_httpd_t *srv, lc_transport_t *tr,
             lc_metrics_t *metrics, ing_t **out) LC_MUST_CHECK;
 void ing_free(ing_t *ing);
+/* On stop (loop thread): publishes every profile waiting for room in the
+ * handover now, and waits no more (publish.c). NULL is fine. */
+void ing_drain(ing_t *ing);
 
 typedef struct ing_writer_s ing_writer_t;
 
@@ -89,6 +95,11 @@ void ing_writer_free(ing_writer_t *w);
  * now on, counted when its transaction commits. Set before consuming starts. */
 struct ing_rules_s;
 void ing_writer_set_rules(ing_writer_t *w, struct ing_rules_s *rules);
+/* Over Redis: where this process's receivers leave the profiles they decoded
+ * (handover.h); the writer takes a message's from there instead of decoding
+ * its bytes when it is there. Set before consuming starts; not owned. */
+struct ing_handover_s;
+void ing_writer_set_handover(ing_writer_t *w, struct ing_handover_s *h);
 /* An lc_transport_consume_fn; data is the ing_writer_t. A message's local,
  * when set, is its ing_decoded_t. Records each
  * message's delivery id with its ingest id and what it wrote. Sets aside

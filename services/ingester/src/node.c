@@ -30,6 +30,7 @@
 #include "bucket.h"
 #include "bucket_read.h"
 #include "ember_process.h"
+#include "handover.h"
 #include "ingester.h"
 #include "lc/clock.h"
 #include "lc/log.h"
@@ -44,6 +45,9 @@
 #define REDIS_CMD_TIMEOUT_MS 2000
 #define NS_PER_S 1000000000LL
 #define BUCKET_INTERVAL_MS 2000 /* between upload passes: a closed block goes up within it */
+/* Decoded profiles held for the writer over Redis (handover.h): a heap
+ * profile of 12k samples takes about 3 MiB; past this the writer decodes. */
+#define ING_HANDOVER_MAX_BYTES ((size_t)96 << 20)
 
 typedef struct ing_node_s {
     lc_proc_t *p;
@@ -58,6 +62,7 @@ typedef struct ing_node_s {
     ing_bucket_t *bucket;           /* --storage.backend: the uploader */
     ing_bucket_read_t *bucket_read; /* ... and the reader of dropped blocks */
     ing_rules_export_t *rules;      /* --metrics-export.remote-write-url */
+    ing_handover_t *handover;       /* over Redis: receivers to the writer, decoded */
     bool registered;                /* seen live (so registered): consuming */
     char lost_note[160];            /* a new volume: what to record if the id lived before */
     char *advertise;
@@ -422,8 +427,11 @@ static int start_storage(ing_node_t *n)
         rc = ing_rules_export_start(n->p, s, n->writer, &n->rules);
     if (rc)
         return rc;
-    if (ember_clustered(s))
+    if (ember_clustered(s)) {
+        n->handover = ing_handover_new(ING_HANDOVER_MAX_BYTES, n->p->metrics);
+        ing_writer_set_handover(n->writer, n->handover);
         return start_redis_transport(n);
+    }
     lc_direct_opts_t dopts = {.max_backlog_bytes = (size_t)s->max_backlog_bytes};
     return lc_transport_direct_new(&n->p->loop, &dopts, ing_writer_consume, n->writer,
                                    &n->transport);
@@ -444,6 +452,7 @@ static int start_receivers(ing_node_t *n)
     io.max_series = s->max_series_per_tenant;
     if (ember_clustered(s))
         io.partitions = (uint32_t)s->partitions;
+    io.handover = n->handover;
     return ing_new(&n->p->loop, &io, n->p->httpd, n->transport, n->p->metrics, &n->receivers);
 }
 
@@ -532,6 +541,7 @@ static void ing_on_left(void *data)
 static void ing_node_drain(lc_proc_t *p, void *state)
 {
     ing_node_t *n = state;
+    ing_drain(n->receivers); /* nothing waits for the writer any more */
     if (n->retention_started)
         uv_close((uv_handle_t *)&n->retention_timer, NULL);
     n->retention_started = false;
@@ -612,6 +622,7 @@ static void ing_node_free(void *state)
     ing_node_t *n = state;
     ing_free(n->receivers);
     ing_writer_free(n->writer);
+    ing_handover_free(n->handover);       /* after both its ends */
     ing_rules_export_free(n->rules);      /* after the writer: nothing observes any more */
     ing_bucket_read_free(n->bucket_read); /* no query runs any more */
     settle_and_upload(n);                 /* every profile is in the store by now */

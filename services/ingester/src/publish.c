@@ -15,6 +15,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "handover.h"
 #include "lc/clock.h"
 #include "lc/gz.h"
 #include "lc/log.h"
@@ -151,16 +152,33 @@ int ing_job_add(ing_job_t *job, const char *tenant, const lc_labels_t *labels, c
                         n_samples,
                         lc_labels_hash(labels),
                         {0},
-                        NULL};
+                        NULL,
+                        false};
     memcpy(slot->id, id, sizeof(slot->id));
     job->n_msgs++;
     return 0;
 }
 
-void ing_job_attach_decoded(ing_job_t *job, const lc_pprof_t *p, const lc_pprof_index_t *ix)
+lc_arena_t *ing_job_profile_arena(const ing_t *ing)
 {
-    if (job->n_msgs == 0 || lc_transport_wants_lean(job->ing->tr))
-        return; /* over a wire the writer decodes what arrives */
+    return ing->opts.handover ? lc_arena_new(ING_PROFILE_ARENA_CAP) : NULL;
+}
+
+void ing_job_attach_decoded(ing_job_t *job, const lc_pprof_t *p, const lc_pprof_index_t *ix,
+                            lc_arena_t **own)
+{
+    if (job->n_msgs == 0)
+        return;
+    if (lc_transport_wants_lean(job->ing->tr)) {
+        ing_handover_t *h = job->ing->opts.handover;
+        if (*own && h) { /* else the writer decodes what arrives */
+            ing_msg_t *m = &job->msgs[job->n_msgs - 1];
+            ing_handover_put(h, m->id, m->partition, *own, p, ix);
+            m->handed = true;
+            *own = NULL;
+        }
+        return;
+    }
     ing_decoded_t *d = lc_arena_alloc(job->req->arena, sizeof(*d));
     if (!d)
         return;
@@ -219,12 +237,22 @@ static void job_reply_otlp(ing_job_t *job)
 
 /* A refusal after `work` (series limit) or a failed publish is the route's
  * error; otherwise the route's success (Push: its partial error, if any). */
+/* A job not published (refused, or a publish failed): nobody will consume
+ * its messages here, so what the handover holds for them goes now. */
+static void job_drop_handover(const ing_job_t *job)
+{
+    ing_handover_t *h = job->ing->opts.handover;
+    for (size_t i = 0; h && i < job->n_msgs; i++)
+        ing_handover_drop(h, job->msgs[i].id);
+}
+
 static void job_respond(ing_job_t *job)
 {
     lc_status_t st = job->refused;
     if (lc_status_ok(&st) && job->status != 0)
         job_transport_status(job, &st);
     if (!lc_status_ok(&st)) {
+        job_drop_handover(job);
         ing_route_error(job->req, job->route, &st);
         return;
     }
@@ -267,18 +295,15 @@ static int job_admit_series(ing_job_t *job)
     return ing_series_check(job->ing, job->tenant, series, job->n_msgs, &job->refused);
 }
 
-lc_http_result_t ing_publish_after(lc_http_req_t *req, void *data)
+/* Publishes every message of the job (loop thread); DONE when it was
+ * answered already. */
+static lc_http_result_t job_publish(ing_job_t *job)
 {
-    ing_job_t *job = req->user;
-    if (!job)
-        return LC_HTTP_DONE; /* `work` already answered */
-    if (job_admit_series(job) != 0) {
-        job_respond(job);
-        return LC_HTTP_DONE;
-    }
     job->publishing = true;
     for (size_t i = 0; i < job->n_msgs && job->status == 0; i++) {
         const ing_msg_t *m = &job->msgs[i];
+        if (m->handed)
+            ing_handover_published(job->ing->opts.handover, m->id);
         job->pending++;
         int rc = lc_transport_publish_local(job->ing->tr, m->data, m->len, m->partition, m->id,
                                             sizeof(m->id), m->decoded, job_on_published, job);
@@ -292,4 +317,73 @@ lc_http_result_t ing_publish_after(lc_http_req_t *req, void *data)
         return LC_HTTP_PENDING;
     job_respond(job);
     return LC_HTTP_DONE;
+}
+
+/* ---------------------------------------------------------------- waiting for the writer */
+
+/* Publishes the waiting jobs there is room for, or that waited their
+ * longest, in order (loop thread). */
+static void park_tick(uv_timer_t *t)
+{
+    ing_t *ing = LC_CONTAINER_OF(t, ing_t, park_timer);
+    int64_t now = lc_monotonic_ns();
+    while (ing->parked_head) {
+        ing_job_t *job = ing->parked_head;
+        if (!ing->draining && now - job->parked_ns < ING_PARK_MAX_NS &&
+            ing_handover_crowded(ing->opts.handover))
+            break;
+        ing->parked_head = job->parked_next;
+        if (!ing->parked_head)
+            ing->parked_tail = NULL;
+        if (job_publish(job) == LC_HTTP_DONE)
+            lc_http_finish(job->req);
+    }
+    if (!ing->parked_head)
+        uv_timer_stop(t);
+}
+
+/* Parks the job when the handover is crowded or others wait already. */
+static bool job_park(ing_job_t *job)
+{
+    ing_t *ing = job->ing;
+    if (!ing->opts.handover || ing->draining || job->n_msgs == 0)
+        return false;
+    if (!ing->parked_head && !ing_handover_crowded(ing->opts.handover))
+        return false;
+    job->parked_ns = lc_monotonic_ns();
+    job->parked_next = NULL;
+    if (ing->parked_tail)
+        ing->parked_tail->parked_next = job;
+    else
+        ing->parked_head = job;
+    ing->parked_tail = job;
+    if (!ing->park_timer_init)
+        ing->park_timer_init = uv_timer_init(ing->loop, &ing->park_timer) == 0;
+    if (ing->park_timer_init && !uv_is_active((uv_handle_t *)&ing->park_timer))
+        uv_timer_start(&ing->park_timer, park_tick, ING_PARK_POLL_MS, ING_PARK_POLL_MS);
+    return true;
+}
+
+void ing_drain(ing_t *ing)
+{
+    if (!ing)
+        return;
+    ing->draining = true;
+    if (!ing->park_timer_init)
+        return;
+    park_tick(&ing->park_timer);
+    uv_close((uv_handle_t *)&ing->park_timer, NULL);
+    ing->park_timer_init = false;
+}
+
+lc_http_result_t ing_publish_after(lc_http_req_t *req, void *data)
+{
+    ing_job_t *job = req->user;
+    if (!job)
+        return LC_HTTP_DONE; /* `work` already answered */
+    if (job_admit_series(job) != 0) {
+        job_respond(job);
+        return LC_HTTP_DONE;
+    }
+    return job_park(job) ? LC_HTTP_PENDING : job_publish(job);
 }

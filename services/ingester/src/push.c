@@ -46,9 +46,10 @@ static void push_reject(push_ctx_t *c, const lc_status_t *st, const char *reason
 /* Queues the profile as the bytes it was decoded from (gunzipped), unless
  * validation or the time default changed it: then it is encoded again. Its
  * ID, if any, was checked by push_check_ids. */
-static int push_profile(push_ctx_t *c, const lc_labels_t *ls, const Push__V1__RawSample *sample,
-                        lc_status_t *st)
+static int push_profile_into(push_ctx_t *c, const lc_labels_t *ls,
+                             const Push__V1__RawSample *sample, lc_arena_t **own, lc_status_t *st)
 {
+    lc_arena_t *arena = *own ? *own : c->req->arena;
     const ProtobufCBinaryData *raw = &sample->raw_profile;
     uint8_t id[LC_UUID_BYTES];
     bool has_id = sample->id && *sample->id && lc_uuid_parse(sample->id, id);
@@ -57,7 +58,8 @@ static int push_profile(push_ctx_t *c, const lc_labels_t *ls, const Push__V1__Ra
     const uint8_t *pb;
     size_t pb_len;
     bool changed;
-    if (lc_pprof_decode_keep(raw->data, raw->len, &lim, c->req->arena, &p, &pb, &pb_len, st) < 0 ||
+    if (lc_pprof_decode_apart(raw->data, raw->len, &lim, c->req->arena, arena, &p, &pb, &pb_len,
+                              st) < 0 ||
         lc_pprof_validate_normalized(p, &lim, &changed, st) < 0)
         return -1;
     if (p->time_nanos == 0) {
@@ -66,7 +68,7 @@ static int push_profile(push_ctx_t *c, const lc_labels_t *ls, const Push__V1__Ra
     }
     lc_pprof_index_t *ix;
     if (ing_check_window(c->ing, p->time_nanos, c->now_ns, st) < 0 ||
-        lc_store_check_profile(p, c->tenant, p->time_nanos, c->req->arena, &ix, st) < 0)
+        lc_store_check_profile(p, c->tenant, p->time_nanos, arena, &ix, st) < 0)
         return -1; /* the second: what the writer would refuse */
     lc_buf_t out;
     lc_buf_init(&out, LC_BUF_UNLIMITED);
@@ -88,9 +90,18 @@ static int push_profile(push_ctx_t *c, const lc_labels_t *ls, const Push__V1__Ra
     else
         rc = ing_job_add(c->job, c->tenant, ls, send, send_len, p->time_nanos, NULL,
                          has_id ? id : NULL, p->n_sample, st);
-    if (rc == 0) /* the all-in-one's writer uses p and ix as they are */
-        ing_job_attach_decoded(c->job, p, ix);
+    if (rc == 0) /* the writer of this process uses p and ix as they are */
+        ing_job_attach_decoded(c->job, p, ix, own);
     lc_buf_fini(&out);
+    return rc;
+}
+
+static int push_profile(push_ctx_t *c, const lc_labels_t *ls, const Push__V1__RawSample *sample,
+                        lc_status_t *st)
+{
+    lc_arena_t *own = ing_job_profile_arena(c->ing);
+    int rc = push_profile_into(c, ls, sample, &own, st);
+    lc_arena_free(own); /* unless the handover took it */
     return rc;
 }
 

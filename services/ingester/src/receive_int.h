@@ -32,7 +32,10 @@
 #define ING_MULTIPART_MAX_PARTS 64
 #define ING_MULTIPART_MAX_HEADER_BYTES 16384 /* per part */
 #define ING_STCONFIG_MAX_ENTRIES 256
-#define ING_PUSH_MAX_TOTAL_BYTES ((size_t)256 << 20) /* decoded profiles per Push */
+#define ING_PUSH_MAX_TOTAL_BYTES ((size_t)256 << 20)  /* decoded profiles per Push */
+#define ING_PROFILE_ARENA_CAP ((size_t)1 << 30)       /* httpd's request arena default */
+#define ING_PARK_POLL_MS 2                            /* a waiting job looks for room */
+#define ING_PARK_MAX_NS ((int64_t)1000 * 1000 * 1000) /* then it publishes anyway */
 /* tree/trie bodies (tree.c): a name longer than Pyroscope's symbol limit, more
  * children than a node could hold, a deeper stack or a longer key is malformed
  * (422); more nodes or more stack bytes handed to the converter than these is
@@ -249,6 +252,11 @@ struct ing_s {
     lc_metric_t *m_entry_bytes[2]; /* ember_stream_entry_bytes_total{form}: message, entry */
     lc_ratelimit_t *rate;          /* NULL: no per-tenant rate limit */
     lc_serieslimit_t *series;      /* NULL: no per-tenant series limit */
+    /* Jobs waiting for room in the handover before publishing (publish.c;
+     * loop thread), oldest first, and the timer that looks for room. */
+    struct ing_job_s *parked_head, *parked_tail;
+    uv_timer_t park_timer;
+    bool park_timer_init, draining;
 };
 
 /* ---------------------------------------------------------------- admit.c */
@@ -281,6 +289,7 @@ typedef struct ing_msg_s {
     uint64_t series;                /* lc_labels_hash of its series */
     uint8_t id[LC_INGEST_ID_BYTES]; /* its ingest id: the transport's dedupe id */
     const ing_decoded_t *decoded;   /* for a writer in this process; NULL: it decodes */
+    bool handed;                    /* its decoded form is in the handover */
 } ing_msg_t;
 
 typedef struct ing_job_s {
@@ -296,7 +305,9 @@ typedef struct ing_job_s {
     size_t n_rejected;        /* ... and how many (OTLP partial success) */
     size_t pending;
     bool publishing;
-    int status; /* first transport failure */
+    int status;                    /* first transport failure */
+    struct ing_job_s *parked_next; /* in ing_t's parked jobs */
+    int64_t parked_ns;             /* when it was parked (monotonic) */
 } ing_job_t;
 
 ing_job_t *ing_job_new(ing_t *ing, lc_http_req_t *req, ing_route_t route);
@@ -314,12 +325,24 @@ const uint8_t *ing_job_pprof_bytes(const ing_t *ing, const uint8_t *body, size_t
 int ing_job_add(ing_job_t *job, const char *tenant, const lc_labels_t *labels, const uint8_t *pprof,
                 size_t len, int64_t time_ns, const ing_stconfig_t *cfg, const uint8_t *profile_id,
                 size_t n_samples, lc_status_t *st) LC_MUST_CHECK;
+/* An arena of its own for the next profile's decoded form, which
+ * ing_job_attach_decoded may then hand the writer over Redis (handover.h);
+ * NULL when nothing would take it: decode into the request's arena. Its cap
+ * is the request arena's default, so nothing fits here that would not fit there. */
+lc_arena_t *ing_job_profile_arena(const ing_t *ing);
 /* Hands the writer of this process the decoded form of the job's last
- * message (ing_decoded_t): p as checked by lc_store_check_profile, which
- * built ix; neither may change until the job is answered. Without it (or
- * past the arena) the writer decodes the message's bytes. */
-void ing_job_attach_decoded(ing_job_t *job, const lc_pprof_t *p, const lc_pprof_index_t *ix);
-/* The routes' `after` (loop thread): publishes req->user's job, if any. */
+ * message: p as checked by lc_store_check_profile, which built ix. In
+ * process (ing_decoded_t) neither may change until the job is answered;
+ * over Redis, when *own (ing_job_profile_arena) holds both wholly, it goes
+ * to the handover with them and *own becomes NULL. Without it (or past the
+ * arena) the writer decodes the message's bytes. */
+void ing_job_attach_decoded(ing_job_t *job, const lc_pprof_t *p, const lc_pprof_index_t *ix,
+                            lc_arena_t **own);
+/* The routes' `after` (loop thread): publishes req->user's job, if any. Over
+ * Redis, while the handover is crowded (ing_handover_crowded), it waits
+ * first, behind the jobs already waiting, up to ING_PARK_MAX_NS: a
+ * receiver that ran ahead of the writer of its process would leave it
+ * entries it must decode again (issue 32). */
 lc_http_result_t ing_publish_after(lc_http_req_t *req, void *data);
 /* otlp_error.c: an error answer in the route's form: /ingest plain HTTP, OTLP/HTTP a
  * google.rpc.Status, Push and OTLP's Export a Connect/gRPC error. */

@@ -32,6 +32,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "handover.h"
 #include "lc/clock.h"
 #include "lc/log.h"
 #include "lc/transport_entry.h"
@@ -92,6 +93,7 @@ struct ing_writer_s {
     wr_failpoint_t failpoint; /* fires once */
     size_t batch_written;     /* messages written by the current batch */
     ing_rules_t *rules;       /* recording rules to observe; NULL: none */
+    ing_handover_t *handover; /* profiles this process's receivers decoded; NULL: none */
 };
 
 struct wr_msg_s {
@@ -102,6 +104,7 @@ struct wr_msg_s {
     const Ember__V1__IngestProfile *m;
     const lc_pprof_t *p;
     const lc_pprof_index_t *ix;
+    ing_handover_item_t *held; /* where p and ix live, when the handover had them */
     const char *metric;
 };
 
@@ -380,15 +383,23 @@ static int wr_profile(wr_msg_t *c)
 }
 
 /* The message's pprof and its index: what the receiver of this process
- * decoded and checked (msg->local), else decoded here from the message and
- * checked as the receivers do, since what the check refuses could only fail
- * the write. NULL, or why it can never be applied. */
+ * decoded and checked (msg->local in process; over Redis what it left in the
+ * handover under the message's ingest id), else decoded here from the
+ * message and checked as the receivers do, since what the check refuses
+ * could only fail the write. NULL, or why it can never be applied. */
 static const char *wr_decode_pprof(wr_msg_t *c, const lc_transport_msg_t *msg, lc_status_t *st)
 {
     const ing_decoded_t *local = msg->local;
     if (local) {
         c->p = local->profile;
         c->ix = local->index;
+        return NULL;
+    }
+    const ProtobufCBinaryData *id = &c->m->ingest_id;
+    c->held = c->w->handover ? ing_handover_take(c->w->handover, id->data, id->len) : NULL;
+    if (c->held) {
+        c->p = ing_handover_profile(c->held);
+        c->ix = ing_handover_index(c->held);
         return NULL;
     }
     lc_pprof_t *p;
@@ -476,7 +487,15 @@ static void wr_wait(ing_writer_t *w, wr_slot_t *s)
     uv_mutex_unlock(&w->mu);
 }
 
-/* Writes a decoded message (its slot's arena is reset afterwards). */
+/* Frees what slot s's message was decoded into: the slot is reused next. */
+static void wr_release(wr_slot_t *s, wr_msg_t *c)
+{
+    lc_arena_reset(s->arena);
+    ing_handover_item_free(c->held);
+    c->held = NULL;
+}
+
+/* Writes a decoded message (its slot is released afterwards). */
 static int wr_message(ing_writer_t *w, lc_store_txn_t *txn, wr_slot_t *s, wr_msg_t *c)
 {
     int rc = 0;
@@ -490,7 +509,7 @@ static int wr_message(ing_writer_t *w, lc_store_txn_t *txn, wr_slot_t *s, wr_msg
         rc = wr_apply(w, txn, c, s->msg);
         wr_phase_add(w, WR_PHASE_WRITE, t0);
     }
-    lc_arena_reset(s->arena);
+    wr_release(s, c);
     return rc;
 }
 
@@ -528,7 +547,7 @@ static int wr_messages(ing_writer_t *w, lc_store_txn_t *txn, lc_transport_msg_t 
             if (rc)
                 *failed = todo[i];
         } else {
-            lc_arena_reset(w->slots[k].arena);
+            wr_release(&w->slots[k], &cs[k]);
         }
     }
     w->ring += posted;
@@ -589,6 +608,11 @@ static void wr_set_aside(ing_writer_t *w, lc_transport_msg_t *msg, int rc, size_
 void ing_writer_set_rules(ing_writer_t *w, ing_rules_t *rules)
 {
     w->rules = rules;
+}
+
+void ing_writer_set_handover(ing_writer_t *w, ing_handover_t *h)
+{
+    w->handover = h;
 }
 
 int ing_writer_consume(lc_transport_msg_t *msgs, size_t n, void *data)

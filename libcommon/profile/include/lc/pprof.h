@@ -49,6 +49,12 @@ int lc_pprof_decode(const uint8_t *data, size_t len, const lc_pprof_limits_t *li
 int lc_pprof_decode_keep(const uint8_t *data, size_t len, const lc_pprof_limits_t *lim,
                          lc_arena_t *arena, lc_pprof_t **out, const uint8_t **pb, size_t *pb_len,
                          lc_status_t *st) LC_MUST_CHECK;
+/* lc_pprof_decode_keep with the bytes (*pb, when a copy) in bytes_arena and the
+ * profile in arena: the profile holds copies of everything it needs, so a
+ * caller that keeps the profile longer than the bytes frees them apart. */
+int lc_pprof_decode_apart(const uint8_t *data, size_t len, const lc_pprof_limits_t *lim,
+                          lc_arena_t *bytes_arena, lc_arena_t *arena, lc_pprof_t **out,
+                          const uint8_t **pb, size_t *pb_len, lc_status_t *st) LC_MUST_CHECK;
 
 /* Validates (and normalises in place: truncates deep stacks and long symbols):
  * at least one sample type; string_table[0] == ""; every string index in
