@@ -30,7 +30,7 @@ measures Redis's default, whose AOF rewrites LZF-compress every entry again.
 usage: bench/redis_ingest.py BUILD_DIR [--rounds 3] [--conns 16] [--requests 4000] [--variants 20]
                              [--pods 100] [--partitions 16] [--pipeline 256]
                              [--appendfsync always|everysec|no] [--rdbcompression no|yes]
-                             [--ingesters N] [--mix FILE,FILE,...]
+                             [--ingesters N] [--mix heap|default|FILE,FILE,...]
 """
 import argparse
 import atexit
@@ -50,6 +50,20 @@ MIX = ("pprof/pyroscope-go.cpu.labels.pprof",
        "pprof/pyroscope-heap",
        "pprof/pyroscope-profile_java",
        "ingest/nodejs-wall.pb.gz")
+# Issue 32's second mix: two heap profiles with four sample types (12k and
+# 1.2k samples) beside four CPU profiles, 247 KiB gz on average.
+HEAP_MIX = ("pprof/gopprof-large.cpu",
+            "pprof/pyroscope-heap",
+            "ingest/heap.pb",
+            "pprof/pyroscope-profile_python",
+            "pprof/pyroscope-profile_java",
+            "pprof/pyroscope-cpu_go_truncated_1.pb.gz")
+MIXES = {"default": MIX, "heap": HEAP_MIX}
+
+
+def parse_mix(v):
+    """--mix: a preset name (MIXES) or comma-separated files."""
+    return MIXES[v] if v in MIXES else tuple(x for x in v.split(",") if x)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -211,13 +225,20 @@ def proc_cpu_seconds(srv):
 
 PHASES = (("ember_redis_consumer_phase_seconds_total", ("read", "apply", "ack")),
           ("ember_writer_phase_seconds_total", ("decode", "write", "commit")))
+# Decoded profiles the receivers left for the writer over Redis, by result.
+HANDOVER = ("ember_ingest_handover_total", ("kept", "full", "taken", "passed", "expired"))
 
 
 def phase_seconds(srv):
-    """The consumer's and the writer's seconds by phase (wall time)."""
+    """The consumer's and the writer's seconds by phase (wall time), and the
+    handover's counts by result."""
     m = srv.metrics()
-    return {(name, ph): sum(v for (n, labels), v in m.items() if n == name and ("phase", ph) in labels)
+    sums = {(name, ph): sum(v for (n, labels), v in m.items() if n == name and ("phase", ph) in labels)
             for name, phases in PHASES for ph in phases}
+    name, results = HANDOVER
+    sums.update({(name, r): sum(v for (n, labels), v in m.items()
+                                if n == name and ("result", r) in labels) for r in results})
+    return sums
 
 
 def mean_entry_bytes(redis, partitions):
@@ -248,9 +269,11 @@ def load_args(requests):
     ap.add_argument("--requests", type=int, default=requests)
     ap.add_argument("--variants", type=int, default=20)
     ap.add_argument("--pods", type=int, default=100)
-    ap.add_argument("--mix", type=lambda v: tuple(x for x in v.split(",") if x), default=MIX,
-                    help="comma-separated pprof files (paths under testdata, or any path); "
-                         "default: the five of bench/ingest_bench.py")
+    ap.add_argument("--mix", type=parse_mix, default=MIX,
+                    help="'heap' (issue 32's mix: two heap profiles with four sample types "
+                         "and four CPU profiles), 'default', or comma-separated pprof files "
+                         "(paths under testdata, or any path); default: the five of "
+                         "bench/ingest_bench.py")
     return ap
 
 
@@ -453,6 +476,8 @@ def main():
     print("  redis phases, wall ms per profile: " + ", ".join(
         f"{name.split('_')[1]} {ph} {phases[(name, ph)] * 1000 / n:.2f}"
         for name, phs in PHASES for ph in phs))
+    print("  handover (decoded profiles left for the writer): " + ", ".join(
+        f"{r} {phases[(HANDOVER[0], r)]:.0f}" for r in HANDOVER[1]) + f" of {n} profiles")
     busiest = sorted(cmd_delta.items(), key=lambda kv: -kv[1][1])[:6]
     print("  Redis commands in the redis phase (calls, usec/call, usec/profile): " + "; ".join(
         f"{k} {c} {u / max(c, 1):.0f} {u / n:.0f}" for k, (c, u) in busiest if c))

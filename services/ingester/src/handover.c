@@ -238,7 +238,7 @@ void ing_handover_published(ing_handover_t *h, const uint8_t *ingest_id)
 bool ing_handover_crowded(ing_handover_t *h)
 {
     uv_mutex_lock(&h->mu);
-    bool crowded = h->published_bytes > h->max_bytes / 2;
+    bool crowded = h->published_bytes > h->max_bytes / 4;
     uv_mutex_unlock(&h->mu);
     return crowded;
 }

@@ -55,7 +55,9 @@ void ing_handover_put(ing_handover_t *h, const uint8_t *ingest_id, uint32_t part
 /* The message of what is held under ingest_id is being published: from now
  * on it counts for ing_handover_crowded. */
 void ing_handover_published(ing_handover_t *h, const uint8_t *ingest_id);
-/* Past half the cap in profiles published and not taken yet: receivers
+/* Past a quarter of the cap in profiles published and not taken yet (the
+ * rest is room for those being received meanwhile, which are put before
+ * they wait; with half, 5% of a heap mix found it full): receivers
  * wait before publishing more (publish.c), so that the writer finds what
  * they publish here instead of decoding it. (Those that wait hold theirs
  * unpublished, and must not count: nothing would take them.) */

@@ -2,8 +2,8 @@
  * test_handover.c — decoded profiles left for the writer over Redis
  * (handover.h): taken once by ingest id, not kept past the cap, dropped on
  * request, passed over when a later entry of the same stream is taken, and
- * crowded past half the cap. A real pprof from testdata, decoded and checked
- * as the receivers do, so the bytes counted are a real profile's.
+ * crowded past a quarter of the cap in published profiles. A real pprof from testdata, decoded and
+ * checked as the receivers do, so the bytes counted are a real profile's.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -100,25 +100,27 @@ static void test_cap_and_crowded(void)
     const lc_pprof_index_t *ix;
     size_t one;
     lc_arena_free(decoded(&p, &ix, &one));
-    /* room for two; crowded past one published */
-    ing_handover_t *h = ing_handover_new(2 * one + one / 2, NULL);
+    /* room for four; crowded past one published */
+    ing_handover_t *h = ing_handover_new(4 * one + one / 2, NULL);
     LC_CHECK(!ing_handover_crowded(h));
-    put(h, 1, 0, &p);
-    put(h, 2, 1, &p);
+    for (int n = 1; n <= 4; n++)
+        put(h, n, (uint32_t)n, &p);
     LC_CHECK(!ing_handover_crowded(h)); /* nothing published: nothing to wait for */
     published(h, 1);
     LC_CHECK(!ing_handover_crowded(h));
+    published(h, 1); /* counted once */
+    LC_CHECK(!ing_handover_crowded(h));
     published(h, 2);
     LC_CHECK(ing_handover_crowded(h));
-    put(h, 3, 2, &p); /* past the cap: not kept (its arena is freed: ASan checks) */
-    LC_CHECK(take(h, 3) == NULL);
+    put(h, 5, 5, &p); /* past the cap: not kept (its arena is freed: ASan checks) */
+    LC_CHECK(take(h, 5) == NULL);
     ing_handover_item_free(take(h, 1));
     LC_CHECK(!ing_handover_crowded(h));
-    put(h, 4, 3, &p); /* room again */
-    ing_handover_item_t *it = take(h, 4);
+    put(h, 6, 6, &p); /* room again */
+    ing_handover_item_t *it = take(h, 6);
     LC_CHECK(it != NULL);
     ing_handover_item_free(it);
-    ing_handover_free(h); /* frees 2, still held */
+    ing_handover_free(h); /* frees 2, 3 and 4, still held */
 }
 
 static void test_drop_and_pass(void)
