@@ -11,7 +11,10 @@ json, LMDB's own mdb_dump).
 - a late profile into an hour of a rolled-up window makes that block go up
   again at a new version; the window's entry then names the new version, its
   data object is a new one and the replaced one is deleted; windows the late
-  profile did not touch keep their entries and data unchanged.
+  profile did not touch keep their entries and data unchanged;
+- once the hours left the data dir, a flame graph over whole windows is
+  answered by the rollups read back and equals the all-local one (a range
+  that cuts a window reads that window's blocks and equals it too).
 """
 import glob
 import hashlib
@@ -142,6 +145,39 @@ class BucketRollupsTest(unittest.TestCase):
                 self.assertEqual(before[k], entry["data"], k)
         data = glob.glob(os.path.join(self.bucket, "p1", "rollups", "*", "*", "rollup.mdb"))
         self.assertEqual(len(after), len(data), "one data object per entry")
+
+    def stacks(self, start, end):
+        """The flame graph of [start, end] (ms) as {root-first stack: self}."""
+        fg = self.e.flamegraph(self.ptype, "{}", start, end)
+        return h.flamegraph_stacks(list(fg.names), [list(l.values) for l in fg.levels])
+
+    def test_z_rollups_read_back_for_dropped_hours(self):
+        """Every hour leaves the data dir (--storage.local-retention=1s after a
+        restart); a flame graph over whole windows is then answered by the
+        rollups read back — one object per window — and equals the all-local
+        one; a range that cuts a window reads that window's blocks."""
+        got = self.wait_rollups_match("every ended window's rollup uploaded")
+        windows = sorted(w for (level, w) in got if level == 0)
+        start, end = windows[0], windows[-1] + LEVEL_MS[0] - 1
+        cut = (start + HOUR_MS, end)
+        self.ptype = self.e.q("ProfileTypes", start=start, end=end).profile_types[0].ID
+        all_local = {r: self.stacks(*r) for r in ((start, end), cut)}
+        self.assertTrue(all(all_local.values()), "the windows hold profiles")
+        args = [a for a in self.e.args if not a.startswith("--storage.local-retention")]
+        self.e.restart([*args, "--storage.local-retention=1s"])
+        blocks = os.path.join(self.e.data_dir, "blocks")
+        h.wait_for(lambda: not [n for n in os.listdir(blocks)
+                                if n.isdigit() and start <= int(n) * 1000 <= end],
+                   timeout=120, interval=1, what="the windows' hours dropped")
+        self.assertEqual(all_local[(start, end)], self.stacks(start, end), "whole windows")
+        used = dh.metric(self.e, "ember_bucket_rollups_read_total")
+        self.assertGreaterEqual(used, len(windows), "one rollup per 6-hour window at least")
+        downloads = dh.metric(self.e, "ember_bucket_cache_downloads_total")
+        self.assertEqual(used, downloads, "no block of the windows was fetched")
+        self.assertEqual(all_local[cut], self.stacks(*cut), "a window cut: its blocks")
+        self.assertGreater(dh.metric(self.e, "ember_bucket_cache_downloads_total"), downloads,
+                           "the cut window's blocks were fetched")
+        self.assertEqual(all_local[(start, end)], self.stacks(start, end), "warm")
 
 
 if __name__ == "__main__":

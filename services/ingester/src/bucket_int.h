@@ -87,7 +87,35 @@ bool bkt_gone_lists(const char *gone, const char *name); /* gone may be NULL */
  * or with a unique suffix when the partition was dropped before. */
 void bkt_upload_name(const char *start, const char *life, bool gone, char name[BKT_NAME_MAX]);
 
-/* ---- the windows' rollups beside the blocks (bucket_rollup.c) ---- */
+/* ---- the windows' rollups beside the blocks (bucket_rollup.c; read back
+ * by bucket_read.c) ---- */
+#define BKT_ROLLUP_FORMAT "ember-lmdb-rollup/1"
+#define BKT_ROLLUP_LEVELS 2        /* LC_ROLLUP_LEVEL_6H, LC_ROLLUP_LEVEL_DAY */
+#define BKT_ROLLUP_MAX_OBJECTS 256 /* blocks of a window (the store's bound too) */
+#define BKT_ROLLUP_ENTRY_MAX_BYTES (BKT_ROLLUP_MAX_OBJECTS * 256 + 4096)
+/* A window's length at a level (0 for no level). */
+int64_t bkt_rollup_level_ns(int level);
+typedef struct bkt_rollup_object_s {
+    char name[BKT_NAME_MAX];
+    char version[BKT_VERSION_MAX];
+} bkt_rollup_object_t;
+/* A rollup's index entry: the window, its data object and the block
+ * objects, with their versions, that the rollup sums. */
+typedef struct bkt_rollup_entry_s {
+    int level;
+    int64_t start_ns;
+    char data[LC_OBJSTORE_KEY_MAX + 1];
+    char data_name[BKT_NAME_MAX]; /* the data key's "<window>-<level>-<life>-<sig>" */
+    size_t n;
+    bkt_rollup_object_t objs[BKT_ROLLUP_MAX_OBJECTS];
+} bkt_rollup_entry_t;
+/* Parses an entry (JSON, at most BKT_ROLLUP_ENTRY_MAX_BYTES): LC_ECORRUPT
+ * unless it is our format with a level, a window start of that level, a
+ * data key "rollups/<ing>/<name>/rollup.mdb" and 1..max objects that fit. */
+int bkt_rollup_entry_parse(const uint8_t *text, size_t len, bkt_rollup_entry_t *e) LC_MUST_CHECK;
+/* The window and level of a rollup index key ".../<secs>-<level>-<life>.json". */
+bool bkt_rollup_index_key_parse(const char *key, int64_t *window_ns, int *level);
+
 typedef struct bkt_rollup_done_s {
     int level;
     int64_t start_ns;

@@ -131,6 +131,10 @@ bool lc_query_profile_selected(const lc_query_t *q, const lc_stored_profile_t *p
  * every function below. */
 
 /* Folds every matching profile of every block of r into dst. */
+/* Whether lc_query_merge_tree answers q from rollups where they cover a
+ * window (not for span ids, profile ids or call sites, which they do not
+ * keep): then its reader may be begun with LC_READ_ROLLUPS_SUFFICE. */
+bool lc_query_merge_uses_rollups(const lc_query_t *q);
 int lc_query_merge_tree(lc_store_reader_t *r, const lc_query_t *q, lc_ftree_t *dst,
                         lc_status_t *st) LC_MUST_CHECK;
 /* Adds one sample per distinct stack (one value) to b, re-emitting mappings,
