@@ -34,13 +34,15 @@ read_object = dh.bucket_object
 
 
 class BucketRollupsTest(unittest.TestCase):
+    local_retention = "0"
+
     @classmethod
     def setUpClass(cls):
         cls.bucket = h.temp_dir("ember-bucket-rollups-")
         cls.e = h.Ember(args=[
             "--storage.backend=filesystem", f"--storage.filesystem.dir={cls.bucket}",
             "--storage.prefix=p1", "--ingester.id=aio-r", "--storage.block-duration=1h",
-            "--storage.local-retention=0"])
+            f"--storage.local-retention={cls.local_retention}"])
         cls.e.start()
         # hours t0 .. t0+8: at least one 6-hour window of them has ended
         cls.t0 = (h.now_ms() // HOUR_MS - 11) * HOUR_MS
@@ -178,6 +180,32 @@ class BucketRollupsTest(unittest.TestCase):
         self.assertGreater(dh.metric(self.e, "ember_bucket_cache_downloads_total"), downloads,
                            "the cut window's blocks were fetched")
         self.assertEqual(all_local[(start, end)], self.stacks(start, end), "warm")
+
+
+class RollupsBeforeDropTest(BucketRollupsTest):
+    """--storage.local-retention=1s from the start: the hours of ended windows
+    leave the data dir right after their upload, and their windows' rollups
+    are up too (a drop waits for its window's rollup: a window with an hour
+    dropped gets none). The flame graph read back from the rollups equals
+    the merged pprof, read from the block objects."""
+    local_retention = "1s"
+    test_rollups_uploaded_and_replaced_after_a_late_write = None
+    test_z_rollups_read_back_for_dropped_hours = None
+
+    def test_rollups_up_before_the_hours_leave(self):
+        got = self.wait_rollups_match("every ended window's rollup uploaded")
+        blocks = os.path.join(self.e.data_dir, "blocks")
+        h.wait_for(lambda: not [n for n in os.listdir(blocks) if n.isdigit() and
+                                int(n) * 1000 < self.t0 + 9 * HOUR_MS - 2 * HOUR_MS],
+                   timeout=120, interval=1, what="the old hours dropped")
+        windows = sorted(w for (level, w) in got if level == 0)
+        start, end = windows[0], windows[-1] + LEVEL_MS[0] - 1
+        self.ptype = self.e.q("ProfileTypes", start=start, end=end).profile_types[0].ID
+        fg = self.stacks(start, end)
+        self.assertGreaterEqual(dh.metric(self.e, "ember_bucket_rollups_read_total"),
+                                len(windows))
+        pprof = dh.pprof_stacks(self.e.merge_profile(self.ptype, "{}", start, end))
+        self.assertEqual({tuple(reversed(k)): v[0] for k, v in pprof.items()}, dict(fg))
 
 
 if __name__ == "__main__":

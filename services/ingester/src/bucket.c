@@ -379,7 +379,8 @@ int ing_bucket_start(const ing_bucket_opts_t *o, lc_store_t *store, ing_bucket_t
                              .os = b->os,
                              .ing = b->ing,
                              .uploads = b->uploads,
-                             .retention_ns = o->local_retention_ns};
+                             .retention_ns = o->local_retention_ns,
+                             .rollups = &b->rollups};
     bkt_local_markers_check(&b->local);
     b->rollups = (bkt_rollups_t){.store = store,
                                  .os = b->os,

@@ -65,15 +65,19 @@ void bkt_version_of(const lc_block_info_t *in, char out[BKT_VERSION_MAX]);
 
 /* ---- --storage.local-retention (bucket_local.c) ---- */
 #define BKT_GEN_NONE UINT64_MAX /* a verified entry whose block was dropped */
+struct bkt_rollups_s;
 typedef struct bkt_local_s {
     lc_store_t *store;
     lc_objstore_t *os;
     const char *ing, *uploads;
-    int64_t retention_ns; /* 0: blocks stay local for --retention */
+    int64_t retention_ns;                /* 0: blocks stay local for --retention */
+    const struct bkt_rollups_s *rollups; /* a drop waits for its window's rollup; NULL: not */
 } bkt_local_t;
 /* Drops the verified blocks that ended before now - retention once the
- * bucket is confirmed to hold their current content; their entries get
- * write_gen BKT_GEN_NONE. Returns how many were dropped. */
+ * bucket is confirmed to hold their current content and, when their 6-hour
+ * window has ended, its rollup was looked at (bkt_rollups_settled: a window
+ * with a block dropped gets no rollup); their entries get write_gen
+ * BKT_GEN_NONE. Returns how many were dropped. */
 size_t bkt_local_retention_pass(const bkt_local_t *l, lc_store_block_state_t *verified, size_t n,
                                 int64_t now_ns);
 /* At start: markers of drops that did not happen are removed. */
@@ -137,6 +141,13 @@ typedef struct bkt_rollups_s {
 int bkt_rollups_pass(bkt_rollups_t *ru, const lc_store_block_state_t *verified, size_t n,
                      int64_t now_ns) LC_MUST_CHECK;
 void bkt_rollups_fini(bkt_rollups_t *ru);
+/* Whether a block starting at start_ns may leave the data dir as far as
+ * rollups go: its 6-hour window has not ended (it gets no rollup: blocks
+ * answer it), or the last pass looked at the window as verified is now
+ * (uploaded, or no rollup to keep), or the window ended over 6 hours ago
+ * (a rollup that never came, say too large, keeps no block forever). */
+bool bkt_rollups_settled(const bkt_rollups_t *ru, const lc_store_block_state_t *verified, size_t n,
+                         int64_t start_ns, int64_t now_ns);
 /* Deletes the rollup entries (first) and objects of windows that ended
  * before oldest_ns; 0 or the first failure. */
 int bkt_rollups_expire(const bkt_rollups_t *ru, int64_t oldest_ns) LC_MUST_CHECK;

@@ -235,6 +235,32 @@ static void done_set(bkt_rollups_t *ru, int level, int64_t window, uint64_t sig)
     ru->done[ru->n_done++] = (bkt_rollup_done_t){.level = level, .start_ns = window, .sig = sig};
 }
 
+/* The signature of the window's blocks' write counts, as the pass sees them. */
+static uint64_t window_sig(const lc_store_block_state_t *verified, size_t n, int level,
+                           int64_t window)
+{
+    uint64_t sig = LC_FNV64_OFFSET;
+    for (size_t i = 0; i < n; i++) {
+        if (window_of(level, verified[i].start_ns) != window)
+            continue;
+        sig = lc_fnv1a64(sig, &verified[i].start_ns, sizeof verified[i].start_ns);
+        sig = lc_fnv1a64(sig, &verified[i].write_gen, sizeof verified[i].write_gen);
+    }
+    return sig;
+}
+
+bool bkt_rollups_settled(const bkt_rollups_t *ru, const lc_store_block_state_t *verified, size_t n,
+                         int64_t start_ns, int64_t now_ns)
+{
+    int64_t len = bkt_rollup_level_ns(0);
+    if (ru->block_ns <= 0 || len % ru->block_ns)
+        return true; /* no rollups */
+    int64_t win = window_of(0, start_ns);
+    if (win + len > now_ns || now_ns - (win + len) > len)
+        return true;
+    return done_at(ru, 0, win, window_sig(verified, n, 0, win));
+}
+
 int bkt_rollups_pass(bkt_rollups_t *ru, const lc_store_block_state_t *verified, size_t n,
                      int64_t now_ns)
 {
@@ -243,12 +269,10 @@ int bkt_rollups_pass(bkt_rollups_t *ru, const lc_store_block_state_t *verified, 
     for (int lv = 0; lv < BKT_ROLLUP_LEVELS; lv++) {
         for (size_t lo = 0; lo < n;) {
             int64_t win = window_of(lv, verified[lo].start_ns);
-            uint64_t sig = LC_FNV64_OFFSET;
             size_t hi = lo;
-            for (; hi < n && window_of(lv, verified[hi].start_ns) == win; hi++) {
-                sig = lc_fnv1a64(sig, &verified[hi].start_ns, sizeof verified[hi].start_ns);
-                sig = lc_fnv1a64(sig, &verified[hi].write_gen, sizeof verified[hi].write_gen);
-            }
+            while (hi < n && window_of(lv, verified[hi].start_ns) == win)
+                hi++;
+            uint64_t sig = window_sig(verified + lo, hi - lo, lv, win);
             lo = hi;
             if (win + bkt_rollup_level_ns(lv) > now_ns || done_at(ru, lv, win, sig))
                 continue;
