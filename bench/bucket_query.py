@@ -19,7 +19,10 @@ series and nodes per block).
 Also printed, from the read-back's counters (bucket_read.c): where the cold
 query's time went (GET + checksum and write + open summed over the downloads,
 which run 4 at a time; the wall time of building the reader) and the warm
-query's reader set-up; the rest of a query is merging.
+query's reader set-up; the rest of a query is merging. A flame graph over
+dropped hours reads a whole window's rollup (day, else 6 hours) in place of
+its blocks, so the week is ~7 day rollups plus the edges' 6-hour rollups and
+blocks.
 Correctness check (exit 1 on failure): all-local, cold and warm answers are
 byte-identical. Goals (issue 27): warm <= 1.5x, cold <= 5x of all-local.
 
@@ -69,7 +72,8 @@ def where_time_goes(e):
     return {"downloads": dh.metric(e, "ember_bucket_cache_downloads_total"),
             "fetch": dh.metric(e, "ember_bucket_cache_fetch_seconds_total"),
             "open": dh.metric(e, "ember_bucket_cache_open_seconds_total"),
-            "setup": dh.metric(e, "ember_bucket_read_setup_seconds_total")}
+            "setup": dh.metric(e, "ember_bucket_read_setup_seconds_total"),
+            "rollups": dh.metric(e, "ember_bucket_rollups_read_total")}
 
 
 def push_week(e, t0, per_hour, services, body_of):
@@ -121,7 +125,7 @@ def run_shape(weed, name, per_hour, rounds):
     warm_s = statistics.median(x[0] for x in warm)
     same = len({x[1] for x in [*local, cold, *warm]}) == 1
     print(f"shape {name}: {n} profiles in {HOURS} blocks, {uploaded / 1e6:.1f} MB in SeaweedFS, "
-          f"{rollups:.0f} day/6-hour rollups uploaded beside them (not read back yet)")
+          f"{rollups:.0f} day/6-hour rollups uploaded beside them")
     print(f"  all-local week flame graph : {local_s * 1000:8.1f} ms (median of {rounds})")
     print(f"  cold cache (downloads all) : {cold[0] * 1000:8.1f} ms = "
           f"{cold[0] / local_s:5.2f}x all-local (goal <= 5x)")
@@ -129,7 +133,8 @@ def run_shape(weed, name, per_hour, rounds):
           f"{warm_s / local_s:5.2f}x all-local (goal <= 1.5x)")
     cold_parts = {k: after_cold[k] - before[k] for k in before}
     warm_parts = {k: (after_warm[k] - after_cold[k]) / rounds for k in before}
-    print(f"  cold: {cold_parts['downloads']:.0f} downloads, GET+verify "
+    print(f"  cold: {cold_parts['downloads']:.0f} downloads ({cold_parts['rollups']:.0f} windows "
+          f"answered by their rollup), GET+verify "
           f"{cold_parts['fetch'] * 1000:.1f} ms summed over the workers, write+open "
           f"{cold_parts['open'] * 1000:.1f} ms summed, reader set-up (wall) "
           f"{cold_parts['setup'] * 1000:.1f} ms, the rest merging")
