@@ -310,6 +310,13 @@ static bool wait_interval(ing_bucket_t *b)
     return !stop;
 }
 
+/* A local block leaves once its window's rollup was looked at (bkt_local_t). */
+static bool rollup_settled(void *ctx, const lc_store_block_state_t *verified, size_t n,
+                           int64_t start_ns, int64_t now_ns)
+{
+    return bkt_rollups_settled(ctx, verified, n, start_ns, now_ns);
+}
+
 /* The windows' rollups go up after their blocks: an entry names objects. */
 static void rollups_pass(ing_bucket_t *b)
 {
@@ -380,7 +387,8 @@ int ing_bucket_start(const ing_bucket_opts_t *o, lc_store_t *store, ing_bucket_t
                              .ing = b->ing,
                              .uploads = b->uploads,
                              .retention_ns = o->local_retention_ns,
-                             .rollups = &b->rollups};
+                             .may_drop = rollup_settled,
+                             .may_drop_ctx = &b->rollups};
     bkt_local_markers_check(&b->local);
     b->rollups = (bkt_rollups_t){.store = store,
                                  .os = b->os,

@@ -65,18 +65,22 @@ void bkt_version_of(const lc_block_info_t *in, char out[BKT_VERSION_MAX]);
 
 /* ---- --storage.local-retention (bucket_local.c) ---- */
 #define BKT_GEN_NONE UINT64_MAX /* a verified entry whose block was dropped */
-struct bkt_rollups_s;
+/* Whether the block starting at start_ns may leave now (besides being old
+ * and confirmed in the bucket): the uploader's rollups say (bkt_rollups_settled). */
+typedef bool (*bkt_may_drop_fn)(void *ctx, const lc_store_block_state_t *verified, size_t n,
+                                int64_t start_ns, int64_t now_ns);
 typedef struct bkt_local_s {
     lc_store_t *store;
     lc_objstore_t *os;
     const char *ing, *uploads;
-    int64_t retention_ns;                /* 0: blocks stay local for --retention */
-    const struct bkt_rollups_s *rollups; /* a drop waits for its window's rollup; NULL: not */
+    int64_t retention_ns;     /* 0: blocks stay local for --retention */
+    bkt_may_drop_fn may_drop; /* NULL: no other condition */
+    void *may_drop_ctx;
 } bkt_local_t;
 /* Drops the verified blocks that ended before now - retention once the
- * bucket is confirmed to hold their current content and, when their 6-hour
- * window has ended, its rollup was looked at (bkt_rollups_settled: a window
- * with a block dropped gets no rollup); their entries get write_gen
+ * bucket is confirmed to hold their current content and may_drop agrees
+ * (the uploader: once their window's rollup was looked at, as a window with
+ * a block dropped gets no rollup); their entries get write_gen
  * BKT_GEN_NONE. Returns how many were dropped. */
 size_t bkt_local_retention_pass(const bkt_local_t *l, lc_store_block_state_t *verified, size_t n,
                                 int64_t now_ns);

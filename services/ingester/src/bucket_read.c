@@ -143,6 +143,18 @@ static void cache_dir_clear(const char *dir)
 
 /* ---------------------------------------------------------------- listing */
 
+/* Every key below <kind>/<this ingester>/; mu held. */
+static int list_own(ing_bucket_read_t *br, const char *kind, lc_objstore_list_t *l)
+{
+    char prefix[BKT_ING_MAX + 32];
+    snprintf(prefix, sizeof prefix, "%s/%s/", kind, br->ing);
+    int rc = lc_objstore_list(br->os[0], prefix, l);
+    if (rc)
+        LC_LOG_ERROR("bucket: cannot list prefix=%s err=\"%s\" detail=\"%s\"", prefix,
+                     lc_strerror(rc), lc_objstore_last_error(br->os[0]));
+    return rc;
+}
+
 /* The parsed entry of key in the old listing, taken over (NULL: none). */
 static bkt_rollup_entry_t *rollup_entry_take(listed_rollup_t *old, size_t n, const char *key,
                                              uint64_t *gen)
@@ -170,15 +182,10 @@ static void rollups_free(listed_rollup_t *r, size_t n)
  * mu held. */
 static int rollup_list_refresh(ing_bucket_read_t *br)
 {
-    char prefix[BKT_ING_MAX + 32];
-    snprintf(prefix, sizeof prefix, "rollup-index/%s/", br->ing);
     lc_objstore_list_t l = {0};
-    int rc = lc_objstore_list(br->os[0], prefix, &l);
-    if (rc) {
-        LC_LOG_ERROR("bucket: cannot list the rollup index prefix=%s err=\"%s\" detail=\"%s\"",
-                     prefix, lc_strerror(rc), lc_objstore_last_error(br->os[0]));
+    int rc = list_own(br, "rollup-index", &l);
+    if (rc)
         return rc;
-    }
     listed_rollup_t *now = lc_xcalloc(l.n ? l.n : 1, sizeof(*now));
     size_t n = 0;
     for (size_t i = 0; i < l.n; i++) {
@@ -200,15 +207,10 @@ static int rollup_list_refresh(ing_bucket_read_t *br)
 /* mu held. */
 static int list_refresh(ing_bucket_read_t *br)
 {
-    char prefix[BKT_ING_MAX + 16];
-    snprintf(prefix, sizeof prefix, "index/%s/", br->ing);
     lc_objstore_list_t l = {0};
-    int rc = lc_objstore_list(br->os[0], prefix, &l);
-    if (rc) {
-        LC_LOG_ERROR("bucket: cannot list the index prefix=%s err=\"%s\" detail=\"%s\"", prefix,
-                     lc_strerror(rc), lc_objstore_last_error(br->os[0]));
+    int rc = list_own(br, "index", &l);
+    if (rc)
         return rc;
-    }
     lc_free(br->listed);
     br->listed = lc_xcalloc(l.n ? l.n : 1, sizeof(*br->listed));
     br->n_listed = 0;
