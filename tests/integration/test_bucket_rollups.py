@@ -153,6 +153,19 @@ class BucketRollupsTest(unittest.TestCase):
         fg = self.e.flamegraph(self.ptype, "{}", start, end)
         return h.flamegraph_stacks(list(fg.names), [list(l.values) for l in fg.levels])
 
+    def series(self, start, end):
+        """SelectSeries of (start, end] (ms) by svc, summed and averaged, with
+        30-minute steps from start + 30 min (whose point sums the step back
+        to start): [(aggregation, labels, [(timestamp, value)])]."""
+        out = []
+        for agg in (0, 1):  # SUM, AVERAGE
+            m = self.e.q("SelectSeries", profile_typeID=self.ptype, label_selector="{}",
+                         start=start + 1800 * 1000, end=end, step=1800.0, group_by=["svc"],
+                         aggregation=agg)
+            out += [(agg, [(l.name, l.value) for l in s.labels],
+                     [(p.timestamp, p.value) for p in s.points]) for s in m.series]
+        return out
+
     def test_z_rollups_read_back_for_dropped_hours(self):
         """Every hour leaves the data dir (--storage.local-retention=1s after a
         restart); a flame graph over whole windows is then answered by the
@@ -165,6 +178,8 @@ class BucketRollupsTest(unittest.TestCase):
         self.ptype = self.e.q("ProfileTypes", start=start, end=end).profile_types[0].ID
         all_local = {r: self.stacks(*r) for r in ((start, end), cut)}
         self.assertTrue(all(all_local.values()), "the windows hold profiles")
+        local_series = self.series(start, end)
+        self.assertTrue(local_series)
         args = [a for a in self.e.args if not a.startswith("--storage.local-retention")]
         self.e.restart([*args, "--storage.local-retention=1s"])
         blocks = os.path.join(self.e.data_dir, "blocks")
@@ -180,6 +195,12 @@ class BucketRollupsTest(unittest.TestCase):
         self.assertGreater(dh.metric(self.e, "ember_bucket_cache_downloads_total"), downloads,
                            "the cut window's blocks were fetched")
         self.assertEqual(all_local[(start, end)], self.stacks(start, end), "warm")
+        # series: the rollups' per-profile points, no block fetched
+        downloads = dh.metric(self.e, "ember_bucket_cache_downloads_total")
+        used = dh.metric(self.e, "ember_bucket_rollups_read_total")
+        self.assertEqual(local_series, self.series(start, end), "series of whole windows")
+        self.assertGreater(dh.metric(self.e, "ember_bucket_rollups_read_total"), used)
+        self.assertEqual(downloads, dh.metric(self.e, "ember_bucket_cache_downloads_total"))
 
 
 class RollupsBeforeDropTest(BucketRollupsTest):

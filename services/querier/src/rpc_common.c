@@ -25,11 +25,11 @@ int qry_call_begin_range(qry_call_t *c, qry_t *q, lc_http_req_t *req, int64_t st
     return call_begin(c, q, req, start_ms, end_ms, rules, 0, LC_READ_BLOCKS, st);
 }
 
-int qry_call_begin_merge(qry_call_t *c, qry_t *q, lc_http_req_t *req, int64_t start_ms,
-                         int64_t end_ms, qry_range_rules_t rules, lc_read_need_t need,
-                         lc_status_t *st)
+int qry_call_begin_need(qry_call_t *c, qry_t *q, lc_http_req_t *req, int64_t start_ms,
+                        int64_t end_ms, qry_range_rules_t rules, int64_t back_ms,
+                        lc_read_need_t need, lc_status_t *st)
 {
-    return call_begin(c, q, req, start_ms, end_ms, rules, 0, need, st);
+    return call_begin(c, q, req, start_ms, end_ms, rules, back_ms, need, st);
 }
 
 int qry_call_begin_back(qry_call_t *c, qry_t *q, lc_http_req_t *req, int64_t start_ms,

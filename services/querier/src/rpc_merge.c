@@ -223,7 +223,7 @@ static int merge_begin(merge_call_t *m, qry_t *q, lc_http_req_t *req, const merg
         goto fail;
     lc_read_need_t need =
         tree && lc_query_merge_uses_rollups(&m->query) ? LC_READ_ROLLUPS_SUFFICE : LC_READ_BLOCKS;
-    if (qry_call_begin_merge(&m->c, q, req, r->start, r->end, QRY_RANGE_RULES, need, st))
+    if (qry_call_begin_need(&m->c, q, req, r->start, r->end, QRY_RANGE_RULES, 0, need, st))
         goto fail;
     m->query.tenants = m->c.tenants;
     m->query.n_tenants = m->c.n_tenants;
