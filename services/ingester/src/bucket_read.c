@@ -447,23 +447,32 @@ static void *fetch_worker(void *arg)
     return NULL;
 }
 
-/* Fetches every object of j not cached yet, FETCHES_AT_ONCE at a time; mu
- * held. Worker 0 is this thread; a worker that cannot start is not needed. */
-static int fetch_missing(ing_bucket_read_t *br, fetch_job_t *j, size_t missing)
+/* Runs fn on n (<= FETCHES_AT_ONCE) argument blocks of size bytes each:
+ * the first on this thread, the others on threads of their own. The workers
+ * take their items from a shared job, so one that cannot start is not
+ * needed. */
+static void workers_run(size_t n, void *(*fn)(void *), void *args, size_t size)
 {
-    fetch_worker_t w[FETCHES_AT_ONCE];
     pthread_t tid[FETCHES_AT_ONCE];
     bool started[FETCHES_AT_ONCE] = {false};
-    size_t n = missing < FETCHES_AT_ONCE ? missing : FETCHES_AT_ONCE;
-    for (size_t i = 0; i < n; i++) {
-        w[i] = (fetch_worker_t){.job = j, .os = br->os[i]};
-        started[i] = i > 0 && pthread_create(&tid[i], NULL, fetch_worker, &w[i]) == 0;
-    }
+    for (size_t i = 1; i < n; i++)
+        started[i] = pthread_create(&tid[i], NULL, fn, (char *)args + i * size) == 0;
     if (n)
-        (void)fetch_worker(&w[0]);
+        (void)fn(args);
     for (size_t i = 1; i < n; i++)
         if (started[i])
             pthread_join(tid[i], NULL);
+}
+
+/* Fetches every object of j not cached yet, FETCHES_AT_ONCE at a time; mu
+ * held. */
+static int fetch_missing(ing_bucket_read_t *br, fetch_job_t *j, size_t missing)
+{
+    fetch_worker_t w[FETCHES_AT_ONCE];
+    size_t n = missing < FETCHES_AT_ONCE ? missing : FETCHES_AT_ONCE;
+    for (size_t i = 0; i < n; i++)
+        w[i] = (fetch_worker_t){.job = j, .os = br->os[i]};
+    workers_run(n, fetch_worker, w, sizeof(*w));
     return j->rc;
 }
 
@@ -599,24 +608,20 @@ static int objects_add(ing_bucket_read_t *br, lc_store_reader_t *r, const listed
 
 /* ---------------------------------------------------------------- rollups */
 
-/* lr's entry: fetched when never fetched, or again (refetch) when it was
- * fetched in an older listing (the rollup may have been rebuilt since).
- * NULL when it cannot be read or is not what its key says; mu held. */
-static const bkt_rollup_entry_t *rollup_entry(ing_bucket_read_t *br, listed_rollup_t *lr,
-                                              bool refetch)
+/* Fetches lr's entry through os into lr (NULL when it cannot be read or is
+ * not what its key says: the blocks answer). lr is this caller's alone. */
+static void rollup_entry_fetch(ing_bucket_read_t *br, lc_objstore_t *os, listed_rollup_t *lr)
 {
-    if (lr->fetched_gen && !(refetch && lr->fetched_gen < br->list_gen))
-        return lr->entry;
     lc_free(lr->entry);
     lr->entry = NULL;
     lr->fetched_gen = br->list_gen;
     uint8_t *text;
     size_t len;
-    int rc = lc_objstore_get(br->os[0], lr->key, &text, &len);
+    int rc = lc_objstore_get(os, lr->key, &text, &len);
     if (rc) {
         LC_LOG_WARN("bucket: cannot read a rollup entry, blocks answer key=%s err=\"%s\"", lr->key,
                     lc_strerror(rc));
-        return NULL;
+        return;
     }
     bkt_rollup_entry_t *e = lc_xmalloc(sizeof(*e));
     rc = bkt_rollup_entry_parse(text, len, e);
@@ -624,10 +629,64 @@ static const bkt_rollup_entry_t *rollup_entry(ing_bucket_read_t *br, listed_roll
     if (rc || e->level != lr->level || e->start_ns != lr->window_ns) {
         LC_LOG_WARN("bucket: a rollup entry is not ours, blocks answer key=%s", lr->key);
         lc_free(e);
-        return NULL;
+        return;
     }
     lr->entry = e;
-    return e;
+}
+
+/* lr's entry: fetched when never fetched, or again (refetch) when it was
+ * fetched in an older listing (the rollup may have been rebuilt since). mu held. */
+static const bkt_rollup_entry_t *rollup_entry(ing_bucket_read_t *br, listed_rollup_t *lr,
+                                              bool refetch)
+{
+    if (!lr->fetched_gen || (refetch && lr->fetched_gen < br->list_gen))
+        rollup_entry_fetch(br, br->os[0], lr);
+    return lr->entry;
+}
+
+/* The entries a query may use that were never fetched, fetched
+ * FETCHES_AT_ONCE at a time (a cold query's first round trips). */
+typedef struct entry_job_s {
+    ing_bucket_read_t *br;
+    listed_rollup_t **todo;
+    size_t n, next; /* next: under fill_mu */
+} entry_job_t;
+
+typedef struct entry_worker_s {
+    entry_job_t *job;
+    lc_objstore_t *os;
+} entry_worker_t;
+
+static void *entry_worker(void *arg)
+{
+    entry_worker_t *w = arg;
+    entry_job_t *j = w->job;
+    for (;;) {
+        pthread_mutex_lock(&j->br->fill_mu);
+        size_t i = j->next < j->n ? j->next++ : j->n;
+        pthread_mutex_unlock(&j->br->fill_mu);
+        if (i == j->n)
+            return NULL;
+        rollup_entry_fetch(j->br, w->os, j->todo[i]);
+    }
+}
+
+/* mu held: the workers act under the query's hold, each on its own entries. */
+static void rollup_entries_prefetch(ing_bucket_read_t *br, int64_t start_ns, int64_t end_ns)
+{
+    entry_job_t j = {.br = br};
+    j.todo = lc_xcalloc(br->n_rollups ? br->n_rollups : 1, sizeof(*j.todo));
+    for (size_t i = 0; i < br->n_rollups; i++) {
+        listed_rollup_t *lr = &br->rollups[i];
+        if (!lr->fetched_gen && lr->window_ns >= start_ns && lr->window_ns <= end_ns)
+            j.todo[j.n++] = lr;
+    }
+    entry_worker_t w[FETCHES_AT_ONCE];
+    size_t n = j.n < FETCHES_AT_ONCE ? j.n : FETCHES_AT_ONCE;
+    for (size_t i = 0; i < n; i++)
+        w[i] = (entry_worker_t){.job = &j, .os = br->os[i]};
+    workers_run(n, entry_worker, w, sizeof(*w));
+    lc_free(j.todo);
 }
 
 /* Whether e sums exactly the objects want[0..n): the same names, each with
@@ -762,6 +821,7 @@ static size_t rollups_add(ing_bucket_read_t *br, lc_store_reader_t *r, const gon
     ru_choice_t c = {.objs = objs, .n = n, .local = local, .g = g};
     c.taken = lc_xcalloc(n ? n : 1, sizeof(*c.taken));
     c.picks = lc_xcalloc(br->n_rollups ? br->n_rollups : 1, sizeof(*c.picks));
+    rollup_entries_prefetch(br, start_ns, end_ns);
     for (int lv = BKT_ROLLUP_LEVELS - 1; lv >= 0; lv--)
         for (size_t i = 0; i < br->n_rollups; i++)
             if (br->rollups[i].level == lv)
