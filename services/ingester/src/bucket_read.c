@@ -672,21 +672,14 @@ static void *entry_worker(void *arg)
 }
 
 /* mu held: the workers act under the query's hold, each on its own entries. */
-static void rollup_entries_prefetch(ing_bucket_read_t *br, int64_t start_ns, int64_t end_ns)
+static void rollup_entries_fetch(ing_bucket_read_t *br, listed_rollup_t **todo, size_t n_todo)
 {
-    entry_job_t j = {.br = br};
-    j.todo = lc_xcalloc(br->n_rollups ? br->n_rollups : 1, sizeof(*j.todo));
-    for (size_t i = 0; i < br->n_rollups; i++) {
-        listed_rollup_t *lr = &br->rollups[i];
-        if (!lr->fetched_gen && lr->window_ns >= start_ns && lr->window_ns <= end_ns)
-            j.todo[j.n++] = lr;
-    }
+    entry_job_t j = {.br = br, .todo = todo, .n = n_todo};
     entry_worker_t w[FETCHES_AT_ONCE];
-    size_t n = j.n < FETCHES_AT_ONCE ? j.n : FETCHES_AT_ONCE;
+    size_t n = n_todo < FETCHES_AT_ONCE ? n_todo : FETCHES_AT_ONCE;
     for (size_t i = 0; i < n; i++)
         w[i] = (entry_worker_t){.job = &j, .os = br->os[i]};
     workers_run(n, entry_worker, w, sizeof(*w));
-    lc_free(j.todo);
 }
 
 /* Whether e sums exactly the objects want[0..n): the same names, each with
@@ -750,20 +743,30 @@ static size_t window_objects(const ru_choice_t *c, int64_t w, int64_t len, const
     return n;
 }
 
-/* Picks lr's rollup when its window is whole in [start_ns, end_ns], none of
- * its partitions is local and it sums exactly the objects the query would
- * read there; mu held. */
-static void rollup_consider(ing_bucket_read_t *br, ru_choice_t *c, listed_rollup_t *lr,
-                            int64_t start_ns, int64_t end_ns)
+/* How many of the query's objects lr's rollup could stand for (into want):
+ * its window lies whole in [start_ns, end_ns], none of its partitions is
+ * local, and objects there are not stood for yet; 0 when none. */
+static size_t rollup_candidate(const ing_bucket_read_t *br, const ru_choice_t *c,
+                               const listed_rollup_t *lr, int64_t start_ns, int64_t end_ns,
+                               const listed_t **want)
 {
     int64_t len = bkt_rollup_level_ns(lr->level), w = lr->window_ns, last;
     if (w < start_ns || __builtin_add_overflow(w, len - 1, &last) || last > end_ns ||
         window_local(br, c, w, len))
-        return;
+        return 0;
+    return window_objects(c, w, len, want);
+}
+
+/* Picks lr's rollup when it is a candidate and sums exactly the objects the
+ * query would read in its window; mu held. */
+static void rollup_consider(ing_bucket_read_t *br, ru_choice_t *c, listed_rollup_t *lr,
+                            int64_t start_ns, int64_t end_ns)
+{
     const listed_t *want[BKT_ROLLUP_MAX_OBJECTS];
-    size_t n = window_objects(c, w, len, want);
+    size_t n = rollup_candidate(br, c, lr, start_ns, end_ns, want);
     if (n == 0)
         return;
+    int64_t len = bkt_rollup_level_ns(lr->level), w = lr->window_ns;
     const bkt_rollup_entry_t *e = rollup_entry(br, lr, false);
     if (!entry_matches(br, e, want, n) &&
         !entry_matches(br, e = rollup_entry(br, lr, true), want, n))
@@ -821,11 +824,22 @@ static size_t rollups_add(ing_bucket_read_t *br, lc_store_reader_t *r, const gon
     ru_choice_t c = {.objs = objs, .n = n, .local = local, .g = g};
     c.taken = lc_xcalloc(n ? n : 1, sizeof(*c.taken));
     c.picks = lc_xcalloc(br->n_rollups ? br->n_rollups : 1, sizeof(*c.picks));
-    rollup_entries_prefetch(br, start_ns, end_ns);
-    for (int lv = BKT_ROLLUP_LEVELS - 1; lv >= 0; lv--)
+    listed_rollup_t **todo = lc_xcalloc(br->n_rollups ? br->n_rollups : 1, sizeof(*todo));
+    const listed_t *want[BKT_ROLLUP_MAX_OBJECTS];
+    for (int lv = BKT_ROLLUP_LEVELS - 1; lv >= 0; lv--) {
+        size_t n_todo = 0; /* the level's candidates never fetched: 4 at a time first */
+        for (size_t i = 0; i < br->n_rollups; i++) {
+            listed_rollup_t *lr = &br->rollups[i];
+            if (lr->level == lv && !lr->fetched_gen &&
+                rollup_candidate(br, &c, lr, start_ns, end_ns, want))
+                todo[n_todo++] = lr;
+        }
+        rollup_entries_fetch(br, todo, n_todo);
         for (size_t i = 0; i < br->n_rollups; i++)
             if (br->rollups[i].level == lv)
                 rollup_consider(br, &c, &br->rollups[i], start_ns, end_ns);
+    }
+    lc_free(todo);
     rollups_fetch_add(br, r, &c);
     size_t kept = 0;
     for (size_t k = 0; k < n; k++)
