@@ -221,7 +221,8 @@ static int list_refresh(ing_bucket_read_t *br)
     lc_objstore_list_free(&l);
     br->listed_at_ns = lc_monotonic_ns();
     br->list_gen++;
-    return rollup_list_refresh(br);
+    (void)rollup_list_refresh(br); /* logged; the blocks answer without rollups */
+    return 0;
 }
 
 static bool listed_has(const ing_bucket_read_t *br, const char *name)
@@ -595,6 +596,8 @@ static int objects_add(ing_bucket_read_t *br, lc_store_reader_t *r, const listed
     int rc = fetch_missing(br, &j, missing);
     for (size_t i = 0; i < n; i++) {
         cache_entry_t *e = j.got[i];
+        if (e && !e->store && !rc)
+            rc = LC_ECORRUPT; /* a rollup's name: never a block's */
         if (e && rc)
             e->refs--; /* not handed to r: release here (mu held) */
         else if (e) {
@@ -794,9 +797,9 @@ static void rollups_fetch_add(ing_bucket_read_t *br, lc_store_reader_t *r, ru_ch
     (void)fetch_missing(br, &j, missing); /* what failed is read from the blocks */
     for (size_t i = 0; i < c->n_picks; i++) {
         cache_entry_t *e = j.got[i];
-        int rc = e ? lc_store_reader_add_rollup(r, e->rollup, c->picks[i].level,
-                                                c->picks[i].obj.start_ns)
-                   : LC_ENOTFOUND;
+        int rc = e && e->rollup ? lc_store_reader_add_rollup(r, e->rollup, c->picks[i].level,
+                                                             c->picks[i].obj.start_ns)
+                                : LC_ENOTFOUND;
         if (rc == 0) {
             lc_store_reader_on_end(r, entry_release, e);
             lc_metric_add(br->rollups_read, 1);
@@ -808,6 +811,31 @@ static void rollups_fetch_add(ing_bucket_read_t *br, lc_store_reader_t *r, ru_ch
             if (c->taken[k] == i + 1)
                 c->taken[k] = 0;
     }
+    lc_free(j.got);
+    lc_free(objs);
+}
+
+/* The picked rollups and the blocks they do not stand for, fetched into the
+ * cache in one go (a cold query's round trips overlap); what fails here is
+ * fetched again, with its error, by the steps that add them. mu held. */
+static void prefetch_all(ing_bucket_read_t *br, const ru_choice_t *c)
+{
+    const listed_t **objs = lc_xcalloc(c->n_picks + c->n + 1, sizeof(*objs));
+    size_t n = 0;
+    for (size_t i = 0; i < c->n_picks; i++)
+        objs[n++] = &c->picks[i].obj;
+    for (size_t k = 0; k < c->n; k++)
+        if (!c->taken[k])
+            objs[n++] = c->objs[k];
+    fetch_job_t j = {.br = br, .objs = objs, .n = n};
+    j.got = lc_xcalloc(n ? n : 1, sizeof(*j.got));
+    size_t missing = 0;
+    for (size_t i = 0; i < n; i++)
+        missing += !(j.got[i] = entry_lookup(br, objs[i]->name));
+    (void)fetch_missing(br, &j, missing);
+    for (size_t i = 0; i < n; i++)
+        if (j.got[i])
+            j.got[i]->refs--; /* cached; the adding steps take their own references */
     lc_free(j.got);
     lc_free(objs);
 }
@@ -840,6 +868,7 @@ static size_t rollups_add(ing_bucket_read_t *br, lc_store_reader_t *r, const gon
                 rollup_consider(br, &c, &br->rollups[i], start_ns, end_ns);
     }
     lc_free(todo);
+    prefetch_all(br, &c);
     rollups_fetch_add(br, r, &c);
     size_t kept = 0;
     for (size_t k = 0; k < n; k++)
