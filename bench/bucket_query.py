@@ -11,7 +11,8 @@ Per shape, one `ember` with --storage.backend=s3 against SeaweedFS on loopback
   cold      : restarted with --storage.local-retention=1h: every hour of the
               week leaves the data dir (confirmed in the bucket first) and the
               cache (<data.dir>/bucket-cache) starts empty: the first query,
-              which downloads every block;
+              which downloads what it reads; median of --cold-rounds starts
+              (each start empties the cache again);
   warm      : the same query again, median of --rounds.
 Shapes: "small" (--per-hour folded profiles of 5 services, 3-12 stacks of
 depth <= 6) and "wide" (4x the profiles, 40 services, 40-frame stacks: more
@@ -19,11 +20,14 @@ series and nodes per block).
 Also printed, from the read-back's counters (bucket_read.c): where the cold
 query's time went (GET + checksum and write + open summed over the downloads,
 which run 4 at a time; the wall time of building the reader) and the warm
-query's reader set-up; the rest of a query is merging.
+query's reader set-up; the rest of a query is merging. A flame graph over
+dropped hours reads a whole window's rollup (day, else 6 hours) in place of
+its blocks, so the week is ~7 day rollups plus the edges' 6-hour rollups and
+blocks.
 Correctness check (exit 1 on failure): all-local, cold and warm answers are
 byte-identical. Goals (issue 27): warm <= 1.5x, cold <= 5x of all-local.
 
-usage: bench/bucket_query.py BUILD_DIR [--per-hour 6] [--rounds 3]
+usage: bench/bucket_query.py BUILD_DIR [--per-hour 6] [--rounds 3] [--cold-rounds 3]
 """
 import argparse
 import os
@@ -69,7 +73,8 @@ def where_time_goes(e):
     return {"downloads": dh.metric(e, "ember_bucket_cache_downloads_total"),
             "fetch": dh.metric(e, "ember_bucket_cache_fetch_seconds_total"),
             "open": dh.metric(e, "ember_bucket_cache_open_seconds_total"),
-            "setup": dh.metric(e, "ember_bucket_read_setup_seconds_total")}
+            "setup": dh.metric(e, "ember_bucket_read_setup_seconds_total"),
+            "rollups": dh.metric(e, "ember_bucket_rollups_read_total")}
 
 
 def push_week(e, t0, per_hour, services, body_of):
@@ -90,7 +95,7 @@ def settled(e):
             dh.gauge(e, "ember_store_blocks_uncompacted") == 0)
 
 
-def run_shape(weed, name, per_hour, rounds):
+def run_shape(weed, name, per_hour, rounds, cold_rounds):
     mult, services, body_of = SHAPES[name]
     args = [*weed.storage_args(f"q{os.getpid()}{name}"), "--ingester.id=bench",
             "--storage.block-duration=1h"]
@@ -110,26 +115,33 @@ def run_shape(weed, name, per_hour, rounds):
         e.start(args=[*args, "--storage.local-retention=1h"], timeout=600)
         h.wait_for(lambda: dh.metric(e, "ember_bucket_local_blocks_dropped_total") >= HOURS,
                    timeout=600, interval=1.0, what="the week dropped locally")
-        before = where_time_goes(e)
-        cold = flamegraph(e, pt, t0, t1)
-        after_cold = where_time_goes(e)
+        colds = []
+        for k in range(cold_rounds):  # each start empties the cache
+            if k:
+                e.stop()
+                e.start(args=[*args, "--storage.local-retention=1h"], timeout=600)
+            before = where_time_goes(e)
+            colds.append(flamegraph(e, pt, t0, t1))
+            after_cold = where_time_goes(e)
         warm = [flamegraph(e, pt, t0, t1) for _ in range(rounds)]
         after_warm = where_time_goes(e)
     finally:
         e.cleanup()
     local_s = statistics.median(x[0] for x in local)
     warm_s = statistics.median(x[0] for x in warm)
-    same = len({x[1] for x in [*local, cold, *warm]}) == 1
+    cold = (statistics.median(x[0] for x in colds), colds[0][1])
+    same = len({x[1] for x in [*local, *colds, *warm]}) == 1
     print(f"shape {name}: {n} profiles in {HOURS} blocks, {uploaded / 1e6:.1f} MB in SeaweedFS, "
-          f"{rollups:.0f} day/6-hour rollups uploaded beside them (not read back yet)")
+          f"{rollups:.0f} day/6-hour rollups uploaded beside them")
     print(f"  all-local week flame graph : {local_s * 1000:8.1f} ms (median of {rounds})")
     print(f"  cold cache (downloads all) : {cold[0] * 1000:8.1f} ms = "
-          f"{cold[0] / local_s:5.2f}x all-local (goal <= 5x)")
+          f"{cold[0] / local_s:5.2f}x all-local (goal <= 5x; median of {cold_rounds} starts)")
     print(f"  warm cache                 : {warm_s * 1000:8.1f} ms = "
           f"{warm_s / local_s:5.2f}x all-local (goal <= 1.5x)")
     cold_parts = {k: after_cold[k] - before[k] for k in before}
     warm_parts = {k: (after_warm[k] - after_cold[k]) / rounds for k in before}
-    print(f"  cold: {cold_parts['downloads']:.0f} downloads, GET+verify "
+    print(f"  cold: {cold_parts['downloads']:.0f} downloads ({cold_parts['rollups']:.0f} windows "
+          f"answered by their rollup), GET+verify "
           f"{cold_parts['fetch'] * 1000:.1f} ms summed over the workers, write+open "
           f"{cold_parts['open'] * 1000:.1f} ms summed, reader set-up (wall) "
           f"{cold_parts['setup'] * 1000:.1f} ms, the rest merging")
@@ -144,12 +156,14 @@ def main():
     ap.add_argument("build")
     ap.add_argument("--per-hour", type=int, default=6)
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--cold-rounds", type=int, default=3,
+                    help="cold queries, each after a restart (which empties the cache)")
     ap.add_argument("--shapes", default="small,wide")
     a = ap.parse_args()
     os.environ["EMBER_BIN_DIR"] = os.path.abspath(a.build)
     weed = wh.Weed().start()
     try:
-        ok = all([run_shape(weed, s, a.per_hour, a.rounds) for s in a.shapes.split(",")])
+        ok = all([run_shape(weed, s, a.per_hour, a.rounds, a.cold_rounds) for s in a.shapes.split(",")])
     finally:
         weed.stop()
     return 0 if ok else 1

@@ -4,8 +4,9 @@
  * object, JSON) and an upload record. Checks that an accepted entry names a
  * block of digits, a valid object key and a version within their caps, and
  * that an accepted record's name and version are non-empty and fit; an index
- * key from a listing (its start and name: digits first, no '/', fits) and a
- * gone list (each of its lines is found in it).
+ * key from a listing (its start and name: digits first, no '/', fits), a
+ * gone list (each of its lines is found in it), and a rollup's index entry
+ * and index key (bucket_read.c reads them back).
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -51,6 +52,33 @@ static void check_index_key(const char *text)
         abort();
 }
 
+/* An accepted rollup entry: a window of its level, 1..max objects with
+ * names and versions that fit, a data name of [0-9a-f-] digits first. */
+static void check_rollup_entry(const uint8_t *data, size_t size)
+{
+    static bkt_rollup_entry_t e;
+    if (bkt_rollup_entry_parse(data, size, &e) != 0)
+        return;
+    int64_t len = bkt_rollup_level_ns(e.level);
+    size_t dn = strlen(e.data_name);
+    if (len == 0 || e.start_ns % len != 0 || e.n == 0 || e.n > BKT_ROLLUP_MAX_OBJECTS ||
+        !lc_objstore_key_valid(e.data) || dn == 0 || dn >= BKT_NAME_MAX ||
+        strspn(e.data_name, "0123456789abcdef-") != dn || !strstr(e.data, e.data_name))
+        abort();
+    for (size_t i = 0; i < e.n; i++)
+        if (!e.objs[i].name[0] || !e.objs[i].version[0])
+            abort();
+}
+
+static void check_rollup_key(const char *text)
+{
+    int64_t window;
+    int level;
+    if (bkt_rollup_index_key_parse(text, &window, &level) &&
+        (bkt_rollup_level_ns(level) == 0 || window % bkt_rollup_level_ns(level) != 0))
+        abort();
+}
+
 static void check_gone(const char *text)
 {
     size_t n = strcspn(text, "\n");
@@ -70,10 +98,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         memcpy(text, data, size);
         text[size] = '\0';
         check_index_key(text);
+        check_rollup_key(text);
         check_gone(text);
     }
     if (size <= BKT_META_MAX_BYTES)
         check_meta(data, size);
     check_record(data, size);
+    check_rollup_entry(data, size);
     return 0;
 }

@@ -152,6 +152,29 @@ class BucketBlocksTest(dh.ClusterTestCase):
         self.wipe_and_restart()
         self.assertEqual(self.sent, self.total(), "after a stop right after the pushes")
 
+    def test_4_the_open_hour_goes_up_at_a_graceful_stop(self):
+        """Profiles of the hour still being written: a graceful stop uploads
+        that block as it is, so the wiped ingesters restore them."""
+        now = h.now_ms()
+        hour = now // HOUR_MS * HOUR_MS
+        sent = 0
+        for i in range(20):
+            ts = max(hour, now - 600 * 1000) // 1000 + i % 10
+            body = dh.folded(5000 + i)
+            r = self.ingesters[i % 3].ingest(
+                NAME % SERVICES[i % 3], body,
+                params={"from": str(ts), "until": str(ts + 1), "format": "folded",
+                        "sampleRate": "100"})
+            self.assertEqual(200, r.status, r.describe())
+            sent += folded_total(body) * NS_PER_SAMPLE
+        self.drained()
+        window = (hour - HOUR_MS, hour + 2 * HOUR_MS)
+        h.wait_for(lambda: dh.merged_total(self.querier, *window) == sent, timeout=60,
+                   what="the open hour answered")
+        self.wipe_and_restart()
+        self.assertEqual(sent, dh.merged_total(self.querier, *window),
+                         "the open hour after a graceful stop and a wipe")
+
     @classmethod
     def tearDownClass(cls):
         super().tearDownClass()
@@ -163,6 +186,7 @@ class BucketBlocksClusterTest(BucketBlocksTest):
     """The same wipe-and-restart scenario with the streams on a Redis Cluster (3 masters
     + 3 replicas, test_redis_cluster's way)."""
     test_2_bucket_down_loses_nothing = None  # the outage case runs once, above
+    test_4_the_open_hour_goes_up_at_a_graceful_stop = None  # so does the open hour
 
     @classmethod
     def start_redis(cls):

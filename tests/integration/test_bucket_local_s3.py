@@ -29,6 +29,7 @@ class BucketLocalS3Test(tb.BucketBlocksTest):
     test_1_wiped_ingesters_answer_from_the_bucket = None
     test_2_bucket_down_loses_nothing = None
     test_3_stopped_right_after_pushes_loses_nothing = None  # the same cluster's case, run above
+    test_4_the_open_hour_goes_up_at_a_graceful_stop = None
 
     def week_bytes(self):
         end = self.t1 + HOUR_MS

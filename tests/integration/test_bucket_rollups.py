@@ -11,7 +11,10 @@ json, LMDB's own mdb_dump).
 - a late profile into an hour of a rolled-up window makes that block go up
   again at a new version; the window's entry then names the new version, its
   data object is a new one and the replaced one is deleted; windows the late
-  profile did not touch keep their entries and data unchanged.
+  profile did not touch keep their entries and data unchanged;
+- once the hours left the data dir, a flame graph over whole windows is
+  answered by the rollups read back and equals the all-local one (a range
+  that cuts a window reads that window's blocks and equals it too).
 """
 import glob
 import hashlib
@@ -31,13 +34,15 @@ read_object = dh.bucket_object
 
 
 class BucketRollupsTest(unittest.TestCase):
+    local_retention = "0"
+
     @classmethod
     def setUpClass(cls):
         cls.bucket = h.temp_dir("ember-bucket-rollups-")
         cls.e = h.Ember(args=[
             "--storage.backend=filesystem", f"--storage.filesystem.dir={cls.bucket}",
             "--storage.prefix=p1", "--ingester.id=aio-r", "--storage.block-duration=1h",
-            "--storage.local-retention=0"])
+            f"--storage.local-retention={cls.local_retention}"])
         cls.e.start()
         # hours t0 .. t0+8: at least one 6-hour window of them has ended
         cls.t0 = (h.now_ms() // HOUR_MS - 11) * HOUR_MS
@@ -142,6 +147,86 @@ class BucketRollupsTest(unittest.TestCase):
                 self.assertEqual(before[k], entry["data"], k)
         data = glob.glob(os.path.join(self.bucket, "p1", "rollups", "*", "*", "rollup.mdb"))
         self.assertEqual(len(after), len(data), "one data object per entry")
+
+    def stacks(self, start, end):
+        """The flame graph of [start, end] (ms) as {root-first stack: self}."""
+        fg = self.e.flamegraph(self.ptype, "{}", start, end)
+        return h.flamegraph_stacks(list(fg.names), [list(l.values) for l in fg.levels])
+
+    def series(self, start, end):
+        """SelectSeries of (start, end] (ms) by svc, summed and averaged, with
+        30-minute steps from start + 30 min (whose point sums the step back
+        to start): [(aggregation, labels, [(timestamp, value)])]."""
+        out = []
+        for agg in (0, 1):  # SUM, AVERAGE
+            m = self.e.q("SelectSeries", profile_typeID=self.ptype, label_selector="{}",
+                         start=start + 1800 * 1000, end=end, step=1800.0, group_by=["svc"],
+                         aggregation=agg)
+            out += [(agg, [(l.name, l.value) for l in s.labels],
+                     [(p.timestamp, p.value) for p in s.points]) for s in m.series]
+        return out
+
+    def test_z_rollups_read_back_for_dropped_hours(self):
+        """Every hour leaves the data dir (--storage.local-retention=1s after a
+        restart); a flame graph over whole windows is then answered by the
+        rollups read back — one object per window — and equals the all-local
+        one; a range that cuts a window reads that window's blocks."""
+        got = self.wait_rollups_match("every ended window's rollup uploaded")
+        windows = sorted(w for (level, w) in got if level == 0)
+        start, end = windows[0], windows[-1] + LEVEL_MS[0] - 1
+        cut = (start + HOUR_MS, end)
+        self.ptype = self.e.q("ProfileTypes", start=start, end=end).profile_types[0].ID
+        all_local = {r: self.stacks(*r) for r in ((start, end), cut)}
+        self.assertTrue(all(all_local.values()), "the windows hold profiles")
+        local_series = self.series(start, end)
+        self.assertTrue(local_series)
+        args = [a for a in self.e.args if not a.startswith("--storage.local-retention")]
+        self.e.restart([*args, "--storage.local-retention=1s"])
+        blocks = os.path.join(self.e.data_dir, "blocks")
+        h.wait_for(lambda: not [n for n in os.listdir(blocks)
+                                if n.isdigit() and start <= int(n) * 1000 <= end],
+                   timeout=120, interval=1, what="the windows' hours dropped")
+        self.assertEqual(all_local[(start, end)], self.stacks(start, end), "whole windows")
+        used = dh.metric(self.e, "ember_bucket_rollups_read_total")
+        self.assertGreaterEqual(used, len(windows), "one rollup per 6-hour window at least")
+        downloads = dh.metric(self.e, "ember_bucket_cache_downloads_total")
+        self.assertEqual(used, downloads, "no block of the windows was fetched")
+        self.assertEqual(all_local[cut], self.stacks(*cut), "a window cut: its blocks")
+        self.assertGreater(dh.metric(self.e, "ember_bucket_cache_downloads_total"), downloads,
+                           "the cut window's blocks were fetched")
+        self.assertEqual(all_local[(start, end)], self.stacks(start, end), "warm")
+        # series: the rollups' per-profile points, no block fetched
+        downloads = dh.metric(self.e, "ember_bucket_cache_downloads_total")
+        used = dh.metric(self.e, "ember_bucket_rollups_read_total")
+        self.assertEqual(local_series, self.series(start, end), "series of whole windows")
+        self.assertGreater(dh.metric(self.e, "ember_bucket_rollups_read_total"), used)
+        self.assertEqual(downloads, dh.metric(self.e, "ember_bucket_cache_downloads_total"))
+
+
+class RollupsBeforeDropTest(BucketRollupsTest):
+    """--storage.local-retention=1s from the start: the hours of ended windows
+    leave the data dir right after their upload, and their windows' rollups
+    are up too (a drop waits for its window's rollup: a window with an hour
+    dropped gets none). The flame graph read back from the rollups equals
+    the merged pprof, read from the block objects."""
+    local_retention = "1s"
+    test_rollups_uploaded_and_replaced_after_a_late_write = None
+    test_z_rollups_read_back_for_dropped_hours = None
+
+    def test_rollups_up_before_the_hours_leave(self):
+        got = self.wait_rollups_match("every ended window's rollup uploaded")
+        blocks = os.path.join(self.e.data_dir, "blocks")
+        h.wait_for(lambda: not [n for n in os.listdir(blocks) if n.isdigit() and
+                                int(n) * 1000 < self.t0 + 9 * HOUR_MS - 2 * HOUR_MS],
+                   timeout=120, interval=1, what="the old hours dropped")
+        windows = sorted(w for (level, w) in got if level == 0)
+        start, end = windows[0], windows[-1] + LEVEL_MS[0] - 1
+        self.ptype = self.e.q("ProfileTypes", start=start, end=end).profile_types[0].ID
+        fg = self.stacks(start, end)
+        self.assertGreaterEqual(dh.metric(self.e, "ember_bucket_rollups_read_total"),
+                                len(windows))
+        pprof = dh.pprof_stacks(self.e.merge_profile(self.ptype, "{}", start, end))
+        self.assertEqual({tuple(reversed(k)): v[0] for k, v in pprof.items()}, dict(fg))
 
 
 if __name__ == "__main__":

@@ -450,7 +450,7 @@ static int merge_rollup(lc_rollups_t *rs, size_t i, const lc_query_t *q, lc_ftre
 
 /* Rollups answer what summaries answer, except call sites (they keep names,
  * not locations). */
-static bool merge_uses_rollups(const lc_query_t *q)
+bool lc_query_merge_uses_rollups(const lc_query_t *q)
 {
     return !q->no_summaries && !q->span_ids && !q->profile_ids && !q->n_call_site;
 }
@@ -460,8 +460,9 @@ int lc_query_merge_tree(lc_store_reader_t *r, const lc_query_t *q, lc_ftree_t *d
     qm_sums_t sums = {0};
     qm_fold_t fold = {0};
     lc_rollups_t *rs = NULL;
-    int rc =
-        r && merge_uses_rollups(q) ? lc_store_rollups_begin(r, q->start_ns, q->end_ns, &rs) : 0;
+    int rc = r && lc_query_merge_uses_rollups(q)
+                 ? lc_store_rollups_begin(r, q->start_ns, q->end_ns, &rs)
+                 : 0;
     for (size_t i = 0; rc == 0 && rs && i < lc_rollups_count(rs); i++)
         rc = merge_rollup(rs, i, q, dst);
     for (size_t i = 0; rc == 0 && i < lc_query__blocks(r); i++) {

@@ -322,11 +322,12 @@ int lc_query_series_emit(lc_query_series_t *s, lc_arena_t *arena, Types__V1__Ser
 
 typedef struct ts_series_ref_s {
     uint32_t series_id;
-    uint32_t group;
+    uint32_t group, count_group; /* in s, and in counts */
 } ts_series_ref_t;
 
 typedef struct ts_collect_s {
     lc_query_series_t *s;
+    lc_query_series_t *counts; /* NULL: profiles not counted */
     const lc_query_t *q;
     ts_series_ref_t *refs;
     size_t n_refs, refs_cap;
@@ -343,13 +344,26 @@ static int collect_series_cb(lc_block_t *b, uint32_t series_id, const char *tena
     LC_UNUSED(b);
     LC_UNUSED(tenant);
     ts_collect_t *c = data;
-    uint32_t group;
+    uint32_t group, count_group = 0;
     int rc = lc_query_series_group(c->s, labels, &group);
+    if (rc == 0 && c->counts)
+        rc = lc_query_series_group(c->counts, labels, &count_group);
     if (rc)
         return rc;
     c->refs = lc_xgrow(c->refs, &c->refs_cap, c->n_refs + 1, sizeof(*c->refs));
-    c->refs[c->n_refs++] = (ts_series_ref_t){.series_id = series_id, .group = group};
+    c->refs[c->n_refs++] =
+        (ts_series_ref_t){.series_id = series_id, .group = group, .count_group = count_group};
     return 0;
+}
+
+/* One profile's total into s and, when counted, a 1 into counts. */
+static int collect_point(ts_collect_t *c, uint32_t group, uint32_t count_group, int64_t time_ns,
+                         int64_t total)
+{
+    int rc = lc_query_series_add(c->s, group, time_ns, total);
+    if (rc == 0 && c->counts)
+        rc = lc_query_series_add(c->counts, count_group, time_ns, 1);
+    return rc;
 }
 
 /* The sum of a profile's samples that pass the span and call-site filters. */
@@ -384,7 +398,8 @@ static int collect_profile_cb(lc_block_t *b, const lc_stored_profile_t *p, void 
         if (rc)
             return rc;
     }
-    return lc_query_series_add(c->s, c->refs[c->current].group, p->time_ns, total);
+    const ts_series_ref_t *ref = &c->refs[c->current];
+    return collect_point(c, ref->group, ref->count_group, p->time_ns, total);
 }
 
 /* Per block, for a sample filter: which nodes are inside the call site (all
@@ -428,8 +443,10 @@ static int collect_block(lc_block_t *b, const lc_query_t *q, ts_collect_t *c)
 static int collect_rollup_cb(const lc_rollup_series_t *se, void *data)
 {
     ts_collect_t *c = data;
-    uint32_t group;
+    uint32_t group, count_group = 0;
     int rc = lc_query_series_group(c->s, se->labels, &group);
+    if (rc == 0 && c->counts)
+        rc = lc_query_series_group(c->counts, se->labels, &count_group);
     lc_rollup_points_t it;
     lc_rollup_points_init(&it, se);
     while (rc == 0) {
@@ -437,14 +454,14 @@ static int collect_rollup_cb(const lc_rollup_series_t *se, void *data)
         rc = lc_rollup_points_next(&it, &t, &total);
         if (rc != 1)
             break;
-        rc = lc_query_series_add(c->s, group, t, total);
+        rc = collect_point(c, group, count_group, t, total);
     }
     return rc;
 }
 
 /* Windows whose rollup holds every profile's total answer without their
  * blocks, unless something narrows below the series. */
-static bool collect_uses_rollups(const lc_query_t *q)
+bool lc_query_series_uses_rollups(const lc_query_t *q)
 {
     return !q->no_summaries && !q->span_ids && !q->profile_ids && !q->n_call_site;
 }
@@ -452,10 +469,17 @@ static bool collect_uses_rollups(const lc_query_t *q)
 int lc_query_series_collect(lc_store_reader_t *r, const lc_query_t *q, lc_query_series_t *s,
                             lc_status_t *st)
 {
-    ts_collect_t c = {.s = s, .q = q};
+    return lc_query_series_collect_counted(r, q, s, NULL, st);
+}
+
+int lc_query_series_collect_counted(lc_store_reader_t *r, const lc_query_t *q, lc_query_series_t *s,
+                                    lc_query_series_t *counts, lc_status_t *st)
+{
+    ts_collect_t c = {.s = s, .counts = counts, .q = q};
     lc_rollups_t *rs = NULL;
-    int rc =
-        r && collect_uses_rollups(q) ? lc_store_rollups_begin(r, q->start_ns, q->end_ns, &rs) : 0;
+    int rc = r && lc_query_series_uses_rollups(q)
+                 ? lc_store_rollups_begin(r, q->start_ns, q->end_ns, &rs)
+                 : 0;
     for (size_t i = 0; rc == 0 && rs && i < lc_rollups_count(rs); i++)
         rc = lc_rollup_series(rs, i, q->tenants, q->n_tenants, q->sel, collect_rollup_cb, &c);
     for (size_t i = 0; rc == 0 && i < lc_query__blocks(r); i++)

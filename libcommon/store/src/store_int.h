@@ -421,8 +421,21 @@ int lc_store__rollup_series_record(const MDB_val *v, const char *const *tenants,
 MDB_txn *lc_store__block_txn(lc_block_t *b);
 store_block_t *lc_store__block_ref(lc_block_t *b);
 lc_store_t *lc_store__reader_store(lc_store_reader_t *r);
+lc_store_t *lc_store__block_store(lc_block_t *b);
 /* Whether the reader holds blocks of other stores (no rollups then). */
 bool lc_store__reader_added(const lc_store_reader_t *r);
+/* A window a reader answers by a rollup file (lc_store_reader_add_rollup):
+ * the file's rollup and the read transaction the reader holds on it
+ * (aborted in lc_store_read_end, before the reader's on_end functions). */
+struct store_rollup_s;
+typedef struct store_reader_rollup_s {
+    const struct store_rollup_s *ru;
+    MDB_txn *txn;
+    int level;
+    int64_t window;
+} store_reader_rollup_t;
+void lc_store__reader_rollup_push(lc_store_reader_t *r, const store_reader_rollup_t *rr);
+size_t lc_store__reader_rollups(const lc_store_reader_t *r, const store_reader_rollup_t **out);
 
 static inline uint64_t store_pair_hash(uint32_t parent, uint32_t location)
 {

@@ -28,8 +28,10 @@ struct lc_store_reader_s {
     lc_store_t *s;
     lc_block_t *blocks;
     size_t n;
-    lc_symbol_scope_t scope; /* lc_store_reader_symbolize */
-    bool added;              /* holds blocks of other stores (lc_store_reader_add) */
+    lc_symbol_scope_t scope;        /* lc_store_reader_symbolize */
+    bool added;                     /* holds blocks of other stores (lc_store_reader_add) */
+    store_reader_rollup_t *rollups; /* windows answered by rollup files */
+    size_t n_rollups;
     struct reader_on_end_s {
         void (*fn)(void *arg);
         void *arg;
@@ -97,6 +99,9 @@ void lc_store_read_end(lc_store_reader_t *r)
     for (size_t i = 0; i < r->n; i++)
         block_read_end(&r->blocks[i]);
     lc_free(r->blocks);
+    for (size_t i = 0; i < r->n_rollups; i++)
+        mdb_txn_abort(r->rollups[i].txn);
+    lc_free(r->rollups);
     for (size_t i = 0; i < r->n_on_end; i++)
         r->on_end[i].fn(r->on_end[i].arg);
     lc_free(r->on_end);
@@ -109,11 +114,11 @@ void lc_store_set_source(lc_store_t *s, lc_store_source_fn fn, void *ctx)
     s->source_ctx = ctx;
 }
 
-int lc_store_read_begin_all(lc_store_t *s, int64_t start_ns, int64_t end_ns,
+int lc_store_read_begin_all(lc_store_t *s, int64_t start_ns, int64_t end_ns, lc_read_need_t need,
                             lc_store_reader_t **out)
 {
     if (s->source)
-        return s->source(s->source_ctx, s, start_ns, end_ns, out);
+        return s->source(s->source_ctx, s, start_ns, end_ns, need, out);
     return lc_store_read_begin(s, start_ns, end_ns, out);
 }
 
@@ -162,6 +167,23 @@ void lc_store_reader_on_end(lc_store_reader_t *r, void (*fn)(void *arg), void *a
 bool lc_store__reader_added(const lc_store_reader_t *r)
 {
     return r->added;
+}
+
+void lc_store__reader_rollup_push(lc_store_reader_t *r, const store_reader_rollup_t *rr)
+{
+    r->rollups = lc_xrealloc(r->rollups, (r->n_rollups + 1) * sizeof(*r->rollups));
+    r->rollups[r->n_rollups++] = *rr;
+}
+
+size_t lc_store__reader_rollups(const lc_store_reader_t *r, const store_reader_rollup_t **out)
+{
+    *out = r->rollups;
+    return r->n_rollups;
+}
+
+lc_store_t *lc_store__block_store(lc_block_t *b)
+{
+    return b->s;
 }
 
 /* For store_rollup.c, which reads blocks through readers. */

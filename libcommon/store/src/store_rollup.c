@@ -955,11 +955,92 @@ int lc_store_rollup_export(lc_store_reader_t *r, int level, int64_t window_ns,
     return rc;
 }
 
+/* ---------------------------------------------------------------- rollup files */
+
+struct lc_rollup_file_s {
+    struct store_rollup_s ru;
+};
+
+int lc_rollup_file_open(const char *path, lc_rollup_file_t **out)
+{
+    lc_rollup_file_t *f = lc_xcalloc(1, sizeof(*f));
+    MDB_txn *txn = NULL;
+    int rc = mdb_env_create(&f->ru.env);
+    if (!rc) {
+        (void)mdb_env_set_maxdbs(f->ru.env, 2);
+        (void)mdb_env_set_maxreaders(f->ru.env, 512);
+        /* no lock file: nothing ever writes it */
+        rc =
+            mdb_env_open(f->ru.env, path, MDB_RDONLY | MDB_NOSUBDIR | MDB_NOLOCK | MDB_NOTLS, 0644);
+    }
+    if (!rc)
+        rc = mdb_txn_begin(f->ru.env, NULL, MDB_RDONLY, &txn);
+    if (!rc)
+        rc = mdb_dbi_open(txn, "windows", 0, &f->ru.windows);
+    if (!rc)
+        rc = mdb_dbi_open(txn, "series", 0, &f->ru.series);
+    if (!rc) { /* a commit keeps the handles a read-only transaction opened */
+        rc = mdb_txn_commit(txn);
+        txn = NULL;
+    }
+    if (txn)
+        mdb_txn_abort(txn);
+    if (rc) {
+        rc = lc_store__mdb_fail(rc, "rollup file open");
+        lc_rollup_file_close(f);
+        return rc;
+    }
+    *out = f;
+    return 0;
+}
+
+void lc_rollup_file_close(lc_rollup_file_t *f)
+{
+    if (!f)
+        return;
+    if (f->ru.env)
+        mdb_env_close(f->ru.env);
+    lc_free(f);
+}
+
+int lc_store_reader_add_rollup(lc_store_reader_t *r, lc_rollup_file_t *f, int level,
+                               int64_t window_ns)
+{
+    if (level < 0 || level >= ROLLUP_LEVELS ||
+        lc_store__rollup_window(level, window_ns) != window_ns)
+        return LC_EINPUT;
+    MDB_txn *txn;
+    int rc = mdb_txn_begin(f->ru.env, NULL, MDB_RDONLY, &txn);
+    if (rc)
+        return lc_store__mdb_fail(rc, "txn begin (rollup file)");
+    uint8_t key[ROLLUP_KEY_LEN];
+    rollup_key(key, level, window_ns, 0);
+    MDB_val k = store_val(key, ROLLUP_WIN_KEY_LEN), v;
+    rollup_rec_t rec;
+    rc = mdb_get(txn, f->ru.windows, &k, &v);
+    if (rc == MDB_NOTFOUND)
+        rc = LC_ENOTFOUND;
+    else if (rc)
+        rc = lc_store__mdb_fail(rc, "rollup file read");
+    else if (!(rc = rec_decode(&v, &rec)) &&
+             rec.flags & (ROLLUP_FLAG_UNUSABLE | ROLLUP_FLAG_SYMBOLIZABLE))
+        rc = LC_EUNSUPPORTED;
+    if (rc) {
+        mdb_txn_abort(txn);
+        return rc;
+    }
+    lc_store__reader_rollup_push(
+        r, &(store_reader_rollup_t){.ru = &f->ru, .txn = txn, .level = level, .window = window_ns});
+    return 0;
+}
+
 /* ---------------------------------------------------------------- reading */
 
 typedef struct rollup_view_s {
     int level;
     int64_t window;
+    MDB_txn *txn; /* the rollup's: the store's (rs->txn) or a file's (the reader's) */
+    const struct store_rollup_s *ru;
     rollup_rec_t rec;
     uint32_t *parents, *names; /* decoded on first use */
     const uint8_t **name_at;
@@ -986,14 +1067,17 @@ static bool rollup_usable(lc_rollups_t *rs, lc_store_reader_t *r, size_t lo, siz
         return false;
     for (size_t i = lo; i < hi; i++) {
         lc_block_t *b = lc_store_reader_block(r, i);
-        if (!lc_block_covers(b, start_ns, end_ns))
-            return false;
+        if (lc_store__block_store(b) != lc_store__reader_store(r) ||
+            !lc_block_covers(b, start_ns, end_ns))
+            return false; /* another store's block: the rollup did not sum it */
         starts[i - lo] = lc_store__block_ref(b)->start_ns;
         txnids[i - lo] = mdb_txn_id(lc_store__block_txn(b));
     }
     uint8_t key[ROLLUP_KEY_LEN];
     rollup_key(key, view->level, view->window, 0);
     MDB_val k = store_val(key, ROLLUP_WIN_KEY_LEN), v;
+    view->txn = rs->txn;
+    view->ru = rs->ru;
     return mdb_get(rs->txn, rs->ru->windows, &k, &v) == 0 && rec_decode(&v, &view->rec) == 0 &&
            !(view->rec.flags & ROLLUP_FLAG_UNUSABLE) &&
            !(view->rec.flags & ROLLUP_FLAG_SYMBOLIZABLE && lc_store_reader_symbolizes(r)) &&
@@ -1005,28 +1089,21 @@ static int64_t rollup_block_start(lc_store_reader_t *r, size_t i)
     return lc_store__block_ref(lc_store_reader_block(r, i))->start_ns;
 }
 
-int lc_store_rollups_begin(lc_store_reader_t *r, int64_t start_ns, int64_t end_ns,
-                           lc_rollups_t **out)
+/* The windows of this store's blocks that its rollups answer (days first;
+ * then 6-hour windows among the blocks no day covers). */
+static void rollups_of_store(lc_rollups_t *rs, lc_store_reader_t *r, int64_t start_ns,
+                             int64_t end_ns)
 {
     lc_store_t *s = lc_store__reader_store(r);
-    size_t nb = lc_store_reader_count(r);
-    lc_rollups_t *rs = lc_xcalloc(1, sizeof(*rs));
-    rs->covered = lc_xcalloc(nb ? nb : 1, sizeof(bool));
-    rs->n_blocks = nb;
-    lc_store__unpack_init_plain(&rs->unpack);
-    *out = rs;
-    if (!s->rollup || nb == 0 || lc_store__reader_added(r))
-        return 0; /* rollups sum this store's blocks only */
+    size_t nb = rs->n_blocks;
     rs->ru = s->rollup;
     int rc = mdb_txn_begin(rs->ru->env, NULL, MDB_RDONLY, &rs->txn);
     if (rc) { /* the blocks still answer: no rollups for this query */
         rs->txn = NULL;
         (void)lc_store__mdb_fail(rc, "txn begin (rollup read)");
-        return 0;
+        return;
     }
     int64_t oldest = s->opts.retention_ns ? lc_realtime_ns() - s->opts.retention_ns : INT64_MIN;
-    rs->v = lc_xcalloc(nb, sizeof(*rs->v));
-    /* Days first; then 6-hour windows among the blocks no day covers. */
     for (int lv = ROLLUP_LEVELS - 1; lv >= 0; lv--) {
         for (size_t lo = 0; lo < nb;) {
             if (rs->covered[lo]) {
@@ -1047,7 +1124,45 @@ int lc_store_rollups_begin(lc_store_reader_t *r, int64_t start_ns, int64_t end_n
             lo = hi;
         }
     }
+}
+
+/* The windows the reader answers by rollup files instead of blocks: they
+ * are part of every merge of the reader (lc_store_reader_add_rollup). */
+static int rollups_of_files(lc_rollups_t *rs, const store_reader_rollup_t *f, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        rollup_view_t view = {
+            .level = f[i].level, .window = f[i].window, .txn = f[i].txn, .ru = f[i].ru};
+        uint8_t key[ROLLUP_KEY_LEN];
+        rollup_key(key, view.level, view.window, 0);
+        MDB_val k = store_val(key, ROLLUP_WIN_KEY_LEN), v;
+        int rc = mdb_get(view.txn, view.ru->windows, &k, &v);
+        if (rc)
+            return lc_store__mdb_fail(rc, "rollup file read");
+        if ((rc = rec_decode(&v, &view.rec)))
+            return rc;
+        rs->v[rs->n++] = view;
+    }
     return 0;
+}
+
+int lc_store_rollups_begin(lc_store_reader_t *r, int64_t start_ns, int64_t end_ns,
+                           lc_rollups_t **out)
+{
+    lc_store_t *s = lc_store__reader_store(r);
+    size_t nb = lc_store_reader_count(r);
+    const store_reader_rollup_t *files;
+    size_t n_files = lc_store__reader_rollups(r, &files);
+    lc_rollups_t *rs = lc_xcalloc(1, sizeof(*rs));
+    rs->covered = lc_xcalloc(nb ? nb : 1, sizeof(bool));
+    rs->n_blocks = nb;
+    rs->v = lc_xcalloc(nb + n_files + 1, sizeof(*rs->v));
+    lc_store__unpack_init_plain(&rs->unpack);
+    *out = rs;
+    int rc = rollups_of_files(rs, files, n_files);
+    if (!rc && s->rollup && nb > 0)
+        rollups_of_store(rs, r, start_ns, end_ns);
+    return rc;
 }
 
 void lc_store_rollups_end(lc_rollups_t *rs)
@@ -1217,7 +1332,7 @@ int lc_rollup_series(lc_rollups_t *rs, size_t i, const char *const *tenants, siz
     if (i >= rs->n)
         return LC_EINPUT;
     MDB_cursor *cur;
-    int rc = mdb_cursor_open(rs->txn, rs->ru->series, &cur);
+    int rc = mdb_cursor_open(rs->v[i].txn, rs->v[i].ru->series, &cur);
     if (rc)
         return lc_store__mdb_fail(rc, "cursor open (rollup read)");
     uint8_t key[ROLLUP_KEY_LEN];

@@ -190,8 +190,9 @@ static bool verified_at(const ing_bucket_t *b, const lc_store_block_state_t *st)
 typedef enum { BKT_IN_BUCKET, BKT_NOT_READY, BKT_FAILED } bkt_outcome_t;
 
 /* One ended block: what it holds now against its last upload; uploads it
- * when it changed and is settled. */
-static bkt_outcome_t check_block(ing_bucket_t *b, const lc_store_block_state_t *st)
+ * when it changed and is settled (unsettled: the open block at a graceful
+ * stop, which goes up as it is). */
+static bkt_outcome_t check_block(ing_bucket_t *b, const lc_store_block_state_t *st, bool unsettled)
 {
     lc_store_reader_t *r;
     if (lc_store_read_begin(b->store, st->start_ns, st->start_ns, &r) != 0)
@@ -213,27 +214,44 @@ static bkt_outcome_t check_block(ing_bucket_t *b, const lc_store_block_state_t *
         name[0] = '\0';
     else if (strcmp(version, c.version) == 0)
         return BKT_IN_BUCKET;
-    if (!settled)
+    if (!settled && !unsettled)
         return BKT_NOT_READY;
     return upload_block(b, &c, name) == 0 ? BKT_IN_BUCKET : BKT_FAILED;
 }
 
+/* The blocks still being written (a graceful stop's last pass, open_too):
+ * uploaded as they are, so a volume deleted after the stop loses nothing
+ * acknowledged; the next start's writes into them make a new version that
+ * goes up again once the block ended. 0, or how many are not in the bucket. */
+static size_t upload_open(ing_bucket_t *b, const lc_store_block_state_t *states, size_t n,
+                          int64_t now_ns)
+{
+    size_t pending = 0;
+    for (size_t i = 0; i < n; i++)
+        if (states[i].end_ns > now_ns && check_block(b, &states[i], true) != BKT_IN_BUCKET)
+            pending++;
+    return pending;
+}
+
 /* Every ended block whose write count changed since it was last verified;
  * stops at the first failure (the bucket or the disk is down: next pass).
- * Returns how many ended blocks are still not in the bucket. */
-static size_t upload_pass(ing_bucket_t *b)
+ * Returns how many ended blocks (with open_too, blocks) are still not in
+ * the bucket. */
+static size_t upload_pass(ing_bucket_t *b, bool open_too)
 {
     int64_t now_ns = lc_realtime_ns();
     lc_store_block_state_t *states;
     size_t n, kept = 0, pending = 0;
     if (lc_store_block_states(b->store, &states, &n) != 0)
         return SIZE_MAX;
+    if (open_too) /* before the ended ones are kept in place below */
+        pending += upload_open(b, states, n, now_ns);
     bool failed = false;
     for (size_t i = 0; i < n; i++) {
         const lc_store_block_state_t *st = &states[i];
         bool ok = st->end_ns <= now_ns && verified_at(b, st);
         if (!ok && st->end_ns <= now_ns && !failed) {
-            bkt_outcome_t o = check_block(b, st);
+            bkt_outcome_t o = check_block(b, st, false);
             ok = o == BKT_IN_BUCKET;
             failed = o == BKT_FAILED;
         }
@@ -310,6 +328,13 @@ static bool wait_interval(ing_bucket_t *b)
     return !stop;
 }
 
+/* A local block leaves once its window's rollup was looked at (bkt_local_t). */
+static bool rollup_settled(void *ctx, const lc_store_block_state_t *verified, size_t n,
+                           int64_t start_ns, int64_t now_ns)
+{
+    return bkt_rollups_settled(ctx, verified, n, start_ns, now_ns);
+}
+
 /* The windows' rollups go up after their blocks: an entry names objects. */
 static void rollups_pass(ing_bucket_t *b)
 {
@@ -322,7 +347,7 @@ static void *uploader_main(void *arg)
 {
     ing_bucket_t *b = arg;
     do {
-        upload_pass(b);
+        upload_pass(b, false);
         rollups_pass(b);
         lc_metric_add(b->local_dropped,
                       (double)bkt_local_retention_pass(&b->local, b->verified, b->n_verified,
@@ -379,7 +404,9 @@ int ing_bucket_start(const ing_bucket_opts_t *o, lc_store_t *store, ing_bucket_t
                              .os = b->os,
                              .ing = b->ing,
                              .uploads = b->uploads,
-                             .retention_ns = o->local_retention_ns};
+                             .retention_ns = o->local_retention_ns,
+                             .may_drop = rollup_settled,
+                             .may_drop_ctx = &b->rollups};
     bkt_local_markers_check(&b->local);
     b->rollups = (bkt_rollups_t){.store = store,
                                  .os = b->os,
@@ -421,13 +448,13 @@ void ing_bucket_finish(ing_bucket_t *b)
     if (!b || !b->os)
         return;
     uploader_join(b);
-    size_t pending = upload_pass(b); /* rollups wait for the next start: only blocks are owed */
+    size_t pending = upload_pass(b, true); /* rollups wait for the next start */
     if (pending)
-        LC_LOG_WARN("bucket: stopping with ended blocks only on this volume blocks=%zu "
+        LC_LOG_WARN("bucket: stopping with blocks only on this volume blocks=%zu "
                     "(the next start uploads them; do not delete the volume)",
                     pending);
     else
-        LC_LOG_INFO("bucket: every ended block is in the object store");
+        LC_LOG_INFO("bucket: every block is in the object store");
 }
 
 void ing_bucket_stop(ing_bucket_t *b)

@@ -65,15 +65,23 @@ void bkt_version_of(const lc_block_info_t *in, char out[BKT_VERSION_MAX]);
 
 /* ---- --storage.local-retention (bucket_local.c) ---- */
 #define BKT_GEN_NONE UINT64_MAX /* a verified entry whose block was dropped */
+/* Whether the block starting at start_ns may leave now (besides being old
+ * and confirmed in the bucket): the uploader's rollups say (bkt_rollups_settled). */
+typedef bool (*bkt_may_drop_fn)(void *ctx, const lc_store_block_state_t *verified, size_t n,
+                                int64_t start_ns, int64_t now_ns);
 typedef struct bkt_local_s {
     lc_store_t *store;
     lc_objstore_t *os;
     const char *ing, *uploads;
-    int64_t retention_ns; /* 0: blocks stay local for --retention */
+    int64_t retention_ns;     /* 0: blocks stay local for --retention */
+    bkt_may_drop_fn may_drop; /* NULL: no other condition */
+    void *may_drop_ctx;
 } bkt_local_t;
 /* Drops the verified blocks that ended before now - retention once the
- * bucket is confirmed to hold their current content; their entries get
- * write_gen BKT_GEN_NONE. Returns how many were dropped. */
+ * bucket is confirmed to hold their current content and may_drop agrees
+ * (the uploader: once their window's rollup was looked at, as a window with
+ * a block dropped gets no rollup); their entries get write_gen
+ * BKT_GEN_NONE. Returns how many were dropped. */
 size_t bkt_local_retention_pass(const bkt_local_t *l, lc_store_block_state_t *verified, size_t n,
                                 int64_t now_ns);
 /* At start: markers of drops that did not happen are removed. */
@@ -87,7 +95,35 @@ bool bkt_gone_lists(const char *gone, const char *name); /* gone may be NULL */
  * or with a unique suffix when the partition was dropped before. */
 void bkt_upload_name(const char *start, const char *life, bool gone, char name[BKT_NAME_MAX]);
 
-/* ---- the windows' rollups beside the blocks (bucket_rollup.c) ---- */
+/* ---- the windows' rollups beside the blocks (bucket_rollup.c; read back
+ * by bucket_read.c) ---- */
+#define BKT_ROLLUP_FORMAT "ember-lmdb-rollup/1"
+#define BKT_ROLLUP_LEVELS 2        /* LC_ROLLUP_LEVEL_6H, LC_ROLLUP_LEVEL_DAY */
+#define BKT_ROLLUP_MAX_OBJECTS 256 /* blocks of a window (the store's bound too) */
+#define BKT_ROLLUP_ENTRY_MAX_BYTES (BKT_ROLLUP_MAX_OBJECTS * 256 + 4096)
+/* A window's length at a level (0 for no level). */
+int64_t bkt_rollup_level_ns(int level);
+typedef struct bkt_rollup_object_s {
+    char name[BKT_NAME_MAX];
+    char version[BKT_VERSION_MAX];
+} bkt_rollup_object_t;
+/* A rollup's index entry: the window, its data object and the block
+ * objects, with their versions, that the rollup sums. */
+typedef struct bkt_rollup_entry_s {
+    int level;
+    int64_t start_ns;
+    char data[LC_OBJSTORE_KEY_MAX + 1];
+    char data_name[BKT_NAME_MAX]; /* the data key's "<window>-<level>-<life>-<sig>" */
+    size_t n;
+    bkt_rollup_object_t objs[BKT_ROLLUP_MAX_OBJECTS];
+} bkt_rollup_entry_t;
+/* Parses an entry (JSON, at most BKT_ROLLUP_ENTRY_MAX_BYTES): LC_ECORRUPT
+ * unless it is our format with a level, a window start of that level, a
+ * data key "rollups/<ing>/<name>/rollup.mdb" and 1..max objects that fit. */
+int bkt_rollup_entry_parse(const uint8_t *text, size_t len, bkt_rollup_entry_t *e) LC_MUST_CHECK;
+/* The window and level of a rollup index key ".../<secs>-<level>-<life>.json". */
+bool bkt_rollup_index_key_parse(const char *key, int64_t *window_ns, int *level);
+
 typedef struct bkt_rollup_done_s {
     int level;
     int64_t start_ns;
@@ -109,6 +145,13 @@ typedef struct bkt_rollups_s {
 int bkt_rollups_pass(bkt_rollups_t *ru, const lc_store_block_state_t *verified, size_t n,
                      int64_t now_ns) LC_MUST_CHECK;
 void bkt_rollups_fini(bkt_rollups_t *ru);
+/* Whether a block starting at start_ns may leave the data dir as far as
+ * rollups go: its 6-hour window has not ended (it gets no rollup: blocks
+ * answer it), or the last pass looked at the window as verified is now
+ * (uploaded, or no rollup to keep), or the window ended over 6 hours ago
+ * (a rollup that never came, say too large, keeps no block forever). */
+bool bkt_rollups_settled(const bkt_rollups_t *ru, const lc_store_block_state_t *verified, size_t n,
+                         int64_t start_ns, int64_t now_ns);
 /* Deletes the rollup entries (first) and objects of windows that ended
  * before oldest_ns; 0 or the first failure. */
 int bkt_rollups_expire(const bkt_rollups_t *ru, int64_t oldest_ns) LC_MUST_CHECK;

@@ -174,7 +174,10 @@ size_t bkt_local_retention_pass(const bkt_local_t *l, lc_store_block_state_t *ve
 {
     size_t dropped = 0;
     for (size_t i = 0; l->retention_ns > 0 && i < n; i++) {
-        if (verified[i].end_ns <= now_ns - l->retention_ns && drop_one(l, &verified[i])) {
+        if (verified[i].end_ns <= now_ns - l->retention_ns &&
+            (!l->may_drop ||
+             l->may_drop(l->may_drop_ctx, verified, n, verified[i].start_ns, now_ns)) &&
+            drop_one(l, &verified[i])) {
             verified[i].write_gen = BKT_GEN_NONE; /* a new block there starts unverified */
             dropped++;
         }

@@ -65,15 +65,28 @@ typedef struct cache_entry_s {
     char name[BKT_NAME_MAX];
     int64_t start_ns;
     uint64_t bytes, last_used;
-    unsigned refs; /* readers holding it: never evicted meanwhile */
-    lc_store_t *store;
+    unsigned refs;            /* readers holding it: never evicted meanwhile */
+    lc_store_t *store;        /* a block object's, or */
+    lc_rollup_file_t *rollup; /* a rollup object's */
     struct ing_bucket_read_s *owner;
 } cache_entry_t;
 
+/* An object to read: a block (its index entry's name), or a rollup. */
 typedef struct listed_s {
     int64_t start_ns;
     char name[BKT_NAME_MAX];
+    const bkt_rollup_entry_t *rollup; /* NULL: a block object */
 } listed_t;
+
+/* A rollup index entry of this ingester, fetched and parsed when first
+ * needed (rollups_add). */
+typedef struct listed_rollup_s {
+    int64_t window_ns;
+    int level;
+    char key[LC_OBJSTORE_KEY_MAX + 1];
+    bkt_rollup_entry_t *entry; /* NULL: not fetched (or not ours) */
+    uint64_t fetched_gen;      /* the listing generation it was fetched in */
+} listed_rollup_t;
 
 struct ing_bucket_read_s {
     lc_objstore_t *os[FETCHES_AT_ONCE]; /* os[0] lists too; os[i] is worker i's */
@@ -85,10 +98,13 @@ struct ing_bucket_read_s {
     pthread_mutex_t fill_mu; /* orders the fetch workers' updates (mu held by their query) */
     listed_t *listed;
     size_t n_listed;
+    listed_rollup_t *rollups; /* the rollup index, by key */
+    size_t n_rollups;
+    uint64_t list_gen;    /* listings made */
     int64_t listed_at_ns; /* monotonic; 0: never */
     cache_entry_t **entries;
     size_t n_entries, cap_entries;
-    lc_metric_t *cache_bytes_m, *downloads, *evictions;
+    lc_metric_t *cache_bytes_m, *downloads, *evictions, *rollups_read;
     lc_metric_t *fetch_seconds, *open_seconds, *source_seconds; /* where a query's time goes */
 };
 
@@ -127,18 +143,74 @@ static void cache_dir_clear(const char *dir)
 
 /* ---------------------------------------------------------------- listing */
 
+/* Every key below <kind>/<this ingester>/; mu held. */
+static int list_own(ing_bucket_read_t *br, const char *kind, lc_objstore_list_t *l)
+{
+    char prefix[BKT_ING_MAX + 32];
+    snprintf(prefix, sizeof prefix, "%s/%s/", kind, br->ing);
+    int rc = lc_objstore_list(br->os[0], prefix, l);
+    if (rc)
+        LC_LOG_ERROR("bucket: cannot list prefix=%s err=\"%s\" detail=\"%s\"", prefix,
+                     lc_strerror(rc), lc_objstore_last_error(br->os[0]));
+    return rc;
+}
+
+/* The parsed entry of key in the old listing, taken over (NULL: none). */
+static bkt_rollup_entry_t *rollup_entry_take(listed_rollup_t *old, size_t n, const char *key,
+                                             uint64_t *gen)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (old[i].entry && strcmp(old[i].key, key) == 0) {
+            bkt_rollup_entry_t *e = old[i].entry;
+            *gen = old[i].fetched_gen;
+            old[i].entry = NULL;
+            return e;
+        }
+    }
+    return NULL;
+}
+
+static void rollups_free(listed_rollup_t *r, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        lc_free(r[i].entry);
+    lc_free(r);
+}
+
+/* The rollup index of this ingester; entries fetched before are kept (a
+ * replaced one is fetched again when it no longer matches: rollups_add).
+ * mu held. */
+static int rollup_list_refresh(ing_bucket_read_t *br)
+{
+    lc_objstore_list_t l = {0};
+    int rc = list_own(br, "rollup-index", &l);
+    if (rc)
+        return rc;
+    listed_rollup_t *now = lc_xcalloc(l.n ? l.n : 1, sizeof(*now));
+    size_t n = 0;
+    for (size_t i = 0; i < l.n; i++) {
+        listed_rollup_t *lr = &now[n];
+        if (strlen(l.keys[i]) > LC_OBJSTORE_KEY_MAX ||
+            !bkt_rollup_index_key_parse(l.keys[i], &lr->window_ns, &lr->level))
+            continue;
+        snprintf(lr->key, sizeof lr->key, "%s", l.keys[i]);
+        lr->entry = rollup_entry_take(br->rollups, br->n_rollups, lr->key, &lr->fetched_gen);
+        n++;
+    }
+    lc_objstore_list_free(&l);
+    rollups_free(br->rollups, br->n_rollups);
+    br->rollups = now;
+    br->n_rollups = n;
+    return 0;
+}
+
 /* mu held. */
 static int list_refresh(ing_bucket_read_t *br)
 {
-    char prefix[BKT_ING_MAX + 16];
-    snprintf(prefix, sizeof prefix, "index/%s/", br->ing);
     lc_objstore_list_t l = {0};
-    int rc = lc_objstore_list(br->os[0], prefix, &l);
-    if (rc) {
-        LC_LOG_ERROR("bucket: cannot list the index prefix=%s err=\"%s\" detail=\"%s\"", prefix,
-                     lc_strerror(rc), lc_objstore_last_error(br->os[0]));
+    int rc = list_own(br, "index", &l);
+    if (rc)
         return rc;
-    }
     lc_free(br->listed);
     br->listed = lc_xcalloc(l.n ? l.n : 1, sizeof(*br->listed));
     br->n_listed = 0;
@@ -148,6 +220,8 @@ static int list_refresh(ing_bucket_read_t *br)
             br->n_listed++;
     lc_objstore_list_free(&l);
     br->listed_at_ns = lc_monotonic_ns();
+    br->list_gen++;
+    (void)rollup_list_refresh(br); /* logged; the blocks answer without rollups */
     return 0;
 }
 
@@ -178,6 +252,7 @@ static void entry_free(ing_bucket_read_t *br, cache_entry_t *e)
     char dir[4200];
     snprintf(dir, sizeof dir, "%s/%s", br->cache_dir, e->name);
     lc_store_close(e->store);
+    lc_rollup_file_close(e->rollup);
     rm_tree(dir);
     lc_free(e);
 }
@@ -196,6 +271,19 @@ static int make_room(ing_bucket_read_t *br, uint64_t bytes)
         lc_metric_add(br->evictions, 1);
     }
     return 0;
+}
+
+/* <cache_dir>/<name>/rollup.mdb, opened as a rollup file. */
+static int entry_open_rollup(ing_bucket_read_t *br, cache_entry_t *e, const uint8_t *data,
+                             size_t len)
+{
+    char dir[4200], file[4300];
+    snprintf(dir, sizeof dir, "%s/%s", br->cache_dir, e->name);
+    snprintf(file, sizeof file, "%s/rollup.mdb", dir);
+    if (mkdir(dir, 0755) != 0 && errno != EEXIST)
+        return LC_ESTORE;
+    int rc = bkt_cache_file_write(file, data, len);
+    return rc ? rc : lc_rollup_file_open(file, &e->rollup);
 }
 
 /* <cache_dir>/<name>/blocks/<start>/data.mdb, opened as a read-only store. */
@@ -273,8 +361,11 @@ static void entry_unreserve(ing_bucket_read_t *br, cache_entry_t *e)
 static int entry_fetch(ing_bucket_read_t *br, lc_objstore_t *os, const listed_t *obj,
                        cache_entry_t **out)
 {
-    char key[LC_OBJSTORE_KEY_MAX];
-    bkt_data_key(br->ing, obj->name, key, sizeof key);
+    char key[LC_OBJSTORE_KEY_MAX + 1];
+    if (obj->rollup)
+        snprintf(key, sizeof key, "%s", obj->rollup->data);
+    else
+        bkt_data_key(br->ing, obj->name, key, sizeof key);
     uint8_t *data;
     size_t len;
     int64_t t0 = lc_monotonic_ns();
@@ -295,7 +386,7 @@ static int entry_fetch(ing_bucket_read_t *br, lc_objstore_t *os, const listed_t 
     pthread_mutex_unlock(&br->fill_mu);
     t0 = lc_monotonic_ns();
     if (!rc)
-        rc = entry_open(br, e, data, len);
+        rc = obj->rollup ? entry_open_rollup(br, e, data, len) : entry_open(br, e, data, len);
     lc_metric_add(br->open_seconds, seconds_since(t0));
     lc_free(data);
     if (rc) {
@@ -357,23 +448,32 @@ static void *fetch_worker(void *arg)
     return NULL;
 }
 
-/* Fetches every object of j not cached yet, FETCHES_AT_ONCE at a time; mu
- * held. Worker 0 is this thread; a worker that cannot start is not needed. */
-static int fetch_missing(ing_bucket_read_t *br, fetch_job_t *j, size_t missing)
+/* Runs fn on n (<= FETCHES_AT_ONCE) argument blocks of size bytes each:
+ * the first on this thread, the others on threads of their own. The workers
+ * take their items from a shared job, so one that cannot start is not
+ * needed. */
+static void workers_run(size_t n, void *(*fn)(void *), void *args, size_t size)
 {
-    fetch_worker_t w[FETCHES_AT_ONCE];
     pthread_t tid[FETCHES_AT_ONCE];
     bool started[FETCHES_AT_ONCE] = {false};
-    size_t n = missing < FETCHES_AT_ONCE ? missing : FETCHES_AT_ONCE;
-    for (size_t i = 0; i < n; i++) {
-        w[i] = (fetch_worker_t){.job = j, .os = br->os[i]};
-        started[i] = i > 0 && pthread_create(&tid[i], NULL, fetch_worker, &w[i]) == 0;
-    }
+    for (size_t i = 1; i < n; i++)
+        started[i] = pthread_create(&tid[i], NULL, fn, (char *)args + i * size) == 0;
     if (n)
-        (void)fetch_worker(&w[0]);
+        (void)fn(args);
     for (size_t i = 1; i < n; i++)
         if (started[i])
             pthread_join(tid[i], NULL);
+}
+
+/* Fetches every object of j not cached yet, FETCHES_AT_ONCE at a time; mu
+ * held. */
+static int fetch_missing(ing_bucket_read_t *br, fetch_job_t *j, size_t missing)
+{
+    fetch_worker_t w[FETCHES_AT_ONCE];
+    size_t n = missing < FETCHES_AT_ONCE ? missing : FETCHES_AT_ONCE;
+    for (size_t i = 0; i < n; i++)
+        w[i] = (fetch_worker_t){.job = j, .os = br->os[i]};
+    workers_run(n, fetch_worker, w, sizeof(*w));
     return j->rc;
 }
 
@@ -496,6 +596,8 @@ static int objects_add(ing_bucket_read_t *br, lc_store_reader_t *r, const listed
     int rc = fetch_missing(br, &j, missing);
     for (size_t i = 0; i < n; i++) {
         cache_entry_t *e = j.got[i];
+        if (e && !e->store && !rc)
+            rc = LC_ECORRUPT; /* a rollup's name: never a block's */
         if (e && rc)
             e->refs--; /* not handed to r: release here (mu held) */
         else if (e) {
@@ -507,9 +609,279 @@ static int objects_add(ing_bucket_read_t *br, lc_store_reader_t *r, const listed
     return rc;
 }
 
+/* ---------------------------------------------------------------- rollups */
+
+/* Fetches lr's entry through os into lr (NULL when it cannot be read or is
+ * not what its key says: the blocks answer). lr is this caller's alone. */
+static void rollup_entry_fetch(ing_bucket_read_t *br, lc_objstore_t *os, listed_rollup_t *lr)
+{
+    lc_free(lr->entry);
+    lr->entry = NULL;
+    lr->fetched_gen = br->list_gen;
+    uint8_t *text;
+    size_t len;
+    int rc = lc_objstore_get(os, lr->key, &text, &len);
+    if (rc) {
+        LC_LOG_WARN("bucket: cannot read a rollup entry, blocks answer key=%s err=\"%s\"", lr->key,
+                    lc_strerror(rc));
+        return;
+    }
+    bkt_rollup_entry_t *e = lc_xmalloc(sizeof(*e));
+    rc = bkt_rollup_entry_parse(text, len, e);
+    lc_free(text);
+    if (rc || e->level != lr->level || e->start_ns != lr->window_ns) {
+        LC_LOG_WARN("bucket: a rollup entry is not ours, blocks answer key=%s", lr->key);
+        lc_free(e);
+        return;
+    }
+    lr->entry = e;
+}
+
+/* lr's entry: fetched when never fetched, or again (refetch) when it was
+ * fetched in an older listing (the rollup may have been rebuilt since). mu held. */
+static const bkt_rollup_entry_t *rollup_entry(ing_bucket_read_t *br, listed_rollup_t *lr,
+                                              bool refetch)
+{
+    if (!lr->fetched_gen || (refetch && lr->fetched_gen < br->list_gen))
+        rollup_entry_fetch(br, br->os[0], lr);
+    return lr->entry;
+}
+
+/* The entries a query may use that were never fetched, fetched
+ * FETCHES_AT_ONCE at a time (a cold query's first round trips). */
+typedef struct entry_job_s {
+    ing_bucket_read_t *br;
+    listed_rollup_t **todo;
+    size_t n, next; /* next: under fill_mu */
+} entry_job_t;
+
+typedef struct entry_worker_s {
+    entry_job_t *job;
+    lc_objstore_t *os;
+} entry_worker_t;
+
+static void *entry_worker(void *arg)
+{
+    entry_worker_t *w = arg;
+    entry_job_t *j = w->job;
+    for (;;) {
+        pthread_mutex_lock(&j->br->fill_mu);
+        size_t i = j->next < j->n ? j->next++ : j->n;
+        pthread_mutex_unlock(&j->br->fill_mu);
+        if (i == j->n)
+            return NULL;
+        rollup_entry_fetch(j->br, w->os, j->todo[i]);
+    }
+}
+
+/* mu held: the workers act under the query's hold, each on its own entries. */
+static void rollup_entries_fetch(ing_bucket_read_t *br, listed_rollup_t **todo, size_t n_todo)
+{
+    entry_job_t j = {.br = br, .todo = todo, .n = n_todo};
+    entry_worker_t w[FETCHES_AT_ONCE];
+    size_t n = n_todo < FETCHES_AT_ONCE ? n_todo : FETCHES_AT_ONCE;
+    for (size_t i = 0; i < n; i++)
+        w[i] = (entry_worker_t){.job = &j, .os = br->os[i]};
+    workers_run(n, entry_worker, w, sizeof(*w));
+}
+
+/* Whether e sums exactly the objects want[0..n): the same names, each with
+ * the version this node's upload record of its partition names. Objects of
+ * a partition without a record (an earlier life's) never match: the blocks
+ * answer then. */
+static bool entry_matches(const ing_bucket_read_t *br, const bkt_rollup_entry_t *e,
+                          const listed_t *const *want, size_t n)
+{
+    if (!e || e->n != n)
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        const bkt_rollup_object_t *o = NULL;
+        for (size_t k = 0; k < e->n && !o; k++)
+            if (strcmp(e->objs[k].name, want[i]->name) == 0)
+                o = &e->objs[k];
+        char start[32], name[BKT_NAME_MAX], version[BKT_VERSION_MAX];
+        bkt_start_name(want[i]->start_ns, start);
+        if (!o || bkt_record_read(br->uploads, start, name, version) != 0 ||
+            strcmp(name, o->name) != 0 || strcmp(version, o->version) != 0)
+            return false;
+    }
+    return true;
+}
+
+/* A rollup chosen for a query: its object (to fetch), and the block
+ * objects it stands for (objs[k] with taken[k] == its number + 1). */
+typedef struct ru_pick_s {
+    listed_t obj;
+    int level;
+} ru_pick_t;
+
+typedef struct ru_choice_s {
+    const listed_t **objs; /* the query's block objects */
+    size_t n;
+    unsigned *taken; /* by object: 0, or the pick that stands for it + 1 */
+    const bool *local;
+    const gone_lists_t *g;
+    ru_pick_t *picks;
+    size_t n_picks;
+} ru_choice_t;
+
+/* Whether a partition of window [w, w + len) is local in the query's snapshot. */
+static bool window_local(const ing_bucket_read_t *br, const ru_choice_t *c, int64_t w, int64_t len)
+{
+    for (int64_t t = w; t < w + len; t += br->block_ns) {
+        int64_t k = (t - c->g->first_ns) / br->block_ns;
+        if (t < c->g->first_ns || (size_t)k >= c->g->n || c->local[k])
+            return true;
+    }
+    return false;
+}
+
+/* The objects of window [w, w + len) not stood for yet, into want; their count. */
+static size_t window_objects(const ru_choice_t *c, int64_t w, int64_t len, const listed_t **want)
+{
+    size_t n = 0;
+    for (size_t k = 0; k < c->n && n < BKT_ROLLUP_MAX_OBJECTS; k++)
+        if (!c->taken[k] && c->objs[k]->start_ns >= w && c->objs[k]->start_ns < w + len)
+            want[n++] = c->objs[k];
+    return n;
+}
+
+/* How many of the query's objects lr's rollup could stand for (into want):
+ * its window lies whole in [start_ns, end_ns], none of its partitions is
+ * local, and objects there are not stood for yet; 0 when none. */
+static size_t rollup_candidate(const ing_bucket_read_t *br, const ru_choice_t *c,
+                               const listed_rollup_t *lr, int64_t start_ns, int64_t end_ns,
+                               const listed_t **want)
+{
+    int64_t len = bkt_rollup_level_ns(lr->level), w = lr->window_ns, last;
+    if (w < start_ns || __builtin_add_overflow(w, len - 1, &last) || last > end_ns ||
+        window_local(br, c, w, len))
+        return 0;
+    return window_objects(c, w, len, want);
+}
+
+/* Picks lr's rollup when it is a candidate and sums exactly the objects the
+ * query would read in its window; mu held. */
+static void rollup_consider(ing_bucket_read_t *br, ru_choice_t *c, listed_rollup_t *lr,
+                            int64_t start_ns, int64_t end_ns)
+{
+    const listed_t *want[BKT_ROLLUP_MAX_OBJECTS];
+    size_t n = rollup_candidate(br, c, lr, start_ns, end_ns, want);
+    if (n == 0)
+        return;
+    int64_t len = bkt_rollup_level_ns(lr->level), w = lr->window_ns;
+    const bkt_rollup_entry_t *e = rollup_entry(br, lr, false);
+    if (!entry_matches(br, e, want, n) &&
+        !entry_matches(br, e = rollup_entry(br, lr, true), want, n))
+        return;
+    ru_pick_t *p = &c->picks[c->n_picks++];
+    *p = (ru_pick_t){.obj = {.start_ns = w, .rollup = e}, .level = lr->level};
+    snprintf(p->obj.name, sizeof p->obj.name, "%s", e->data_name);
+    for (size_t k = 0; k < c->n; k++)
+        if (!c->taken[k] && c->objs[k]->start_ns >= w && c->objs[k]->start_ns < w + len)
+            c->taken[k] = (unsigned)c->n_picks;
+}
+
+/* The picked rollups cached or fetched and added to r; a pick that cannot
+ * be read gives its objects back (taken 0): their blocks answer. mu held. */
+static void rollups_fetch_add(ing_bucket_read_t *br, lc_store_reader_t *r, ru_choice_t *c)
+{
+    const listed_t **objs = lc_xcalloc(c->n_picks ? c->n_picks : 1, sizeof(*objs));
+    fetch_job_t j = {.br = br, .objs = objs, .n = c->n_picks};
+    j.got = lc_xcalloc(c->n_picks ? c->n_picks : 1, sizeof(*j.got));
+    size_t missing = 0;
+    for (size_t i = 0; i < c->n_picks; i++) {
+        objs[i] = &c->picks[i].obj;
+        missing += !(j.got[i] = entry_lookup(br, objs[i]->name));
+    }
+    (void)fetch_missing(br, &j, missing); /* what failed is read from the blocks */
+    for (size_t i = 0; i < c->n_picks; i++) {
+        cache_entry_t *e = j.got[i];
+        int rc = e && e->rollup ? lc_store_reader_add_rollup(r, e->rollup, c->picks[i].level,
+                                                             c->picks[i].obj.start_ns)
+                                : LC_ENOTFOUND;
+        if (rc == 0) {
+            lc_store_reader_on_end(r, entry_release, e);
+            lc_metric_add(br->rollups_read, 1);
+            continue;
+        }
+        if (e)
+            e->refs--; /* not handed to r */
+        for (size_t k = 0; k < c->n; k++)
+            if (c->taken[k] == i + 1)
+                c->taken[k] = 0;
+    }
+    lc_free(j.got);
+    lc_free(objs);
+}
+
+/* The picked rollups and the blocks they do not stand for, fetched into the
+ * cache in one go (a cold query's round trips overlap); what fails here is
+ * fetched again, with its error, by the steps that add them. mu held. */
+static void prefetch_all(ing_bucket_read_t *br, const ru_choice_t *c)
+{
+    const listed_t **objs = lc_xcalloc(c->n_picks + c->n + 1, sizeof(*objs));
+    size_t n = 0;
+    for (size_t i = 0; i < c->n_picks; i++)
+        objs[n++] = &c->picks[i].obj;
+    for (size_t k = 0; k < c->n; k++)
+        if (!c->taken[k])
+            objs[n++] = c->objs[k];
+    fetch_job_t j = {.br = br, .objs = objs, .n = n};
+    j.got = lc_xcalloc(n ? n : 1, sizeof(*j.got));
+    size_t missing = 0;
+    for (size_t i = 0; i < n; i++)
+        missing += !(j.got[i] = entry_lookup(br, objs[i]->name));
+    (void)fetch_missing(br, &j, missing);
+    for (size_t i = 0; i < n; i++)
+        if (j.got[i])
+            j.got[i]->refs--; /* cached; the adding steps take their own references */
+    lc_free(j.got);
+    lc_free(objs);
+}
+
+/* Step 3 for a merge that takes rollups: whole windows of non-local
+ * partitions whose rollup in the bucket sums exactly the objects that
+ * would be read there are answered by it (days first, then 6-hour windows
+ * in what is left); returns objs without the objects they stand for.
+ * mu held. */
+static size_t rollups_add(ing_bucket_read_t *br, lc_store_reader_t *r, const gone_lists_t *g,
+                          const bool *local, int64_t start_ns, int64_t end_ns,
+                          const listed_t **objs, size_t n)
+{
+    ru_choice_t c = {.objs = objs, .n = n, .local = local, .g = g};
+    c.taken = lc_xcalloc(n ? n : 1, sizeof(*c.taken));
+    c.picks = lc_xcalloc(br->n_rollups ? br->n_rollups : 1, sizeof(*c.picks));
+    listed_rollup_t **todo = lc_xcalloc(br->n_rollups ? br->n_rollups : 1, sizeof(*todo));
+    const listed_t *want[BKT_ROLLUP_MAX_OBJECTS];
+    for (int lv = BKT_ROLLUP_LEVELS - 1; lv >= 0; lv--) {
+        size_t n_todo = 0; /* the level's candidates never fetched: 4 at a time first */
+        for (size_t i = 0; i < br->n_rollups; i++) {
+            listed_rollup_t *lr = &br->rollups[i];
+            if (lr->level == lv && !lr->fetched_gen &&
+                rollup_candidate(br, &c, lr, start_ns, end_ns, want))
+                todo[n_todo++] = lr;
+        }
+        rollup_entries_fetch(br, todo, n_todo);
+        for (size_t i = 0; i < br->n_rollups; i++)
+            if (br->rollups[i].level == lv)
+                rollup_consider(br, &c, &br->rollups[i], start_ns, end_ns);
+    }
+    lc_free(todo);
+    prefetch_all(br, &c);
+    rollups_fetch_add(br, r, &c);
+    size_t kept = 0;
+    for (size_t k = 0; k < n; k++)
+        if (!c.taken[k])
+            objs[kept++] = objs[k];
+    lc_free(c.taken);
+    lc_free(c.picks);
+    return kept;
+}
+
 /* Step 3 (mu held): every chosen object into r, referenced until r ends. */
 static int add_objects(ing_bucket_read_t *br, lc_store_reader_t *r, const gone_lists_t *g,
-                       int64_t start_ns, int64_t end_ns)
+                       int64_t start_ns, int64_t end_ns, lc_read_need_t need)
 {
     bool *local = lc_xcalloc(g->n, sizeof(bool));
     local_name_t *held = lc_xcalloc(g->n, sizeof(*held));
@@ -528,6 +900,8 @@ static int add_objects(ing_bucket_read_t *br, lc_store_reader_t *r, const gone_l
     if (!rc) {
         const listed_t **objs = lc_xcalloc(br->n_listed ? br->n_listed : 1, sizeof(*objs));
         size_t n = objects_wanted(br, g, end_ns, held, objs);
+        if (need == LC_READ_ROLLUPS_SUFFICE)
+            n = rollups_add(br, r, g, local, start_ns, end_ns, objs, n);
         rc = objects_add(br, r, objs, n, start_ns, end_ns);
         lc_free(objs);
     }
@@ -537,7 +911,7 @@ static int add_objects(ing_bucket_read_t *br, lc_store_reader_t *r, const gone_l
 }
 
 static int bucket_source(void *ctx, lc_store_t *s, int64_t start_ns, int64_t end_ns,
-                         lc_store_reader_t **out)
+                         lc_read_need_t need, lc_store_reader_t **out)
 {
     ing_bucket_read_t *br = ctx;
     int64_t t0 = lc_monotonic_ns();
@@ -548,7 +922,7 @@ static int bucket_source(void *ctx, lc_store_t *s, int64_t start_ns, int64_t end
         rc = lc_store_read_begin(s, start_ns, end_ns, &r);
     if (!rc) {
         pthread_mutex_lock(&br->mu);
-        rc = add_objects(br, r, &g, start_ns, end_ns);
+        rc = add_objects(br, r, &g, start_ns, end_ns, need);
         pthread_mutex_unlock(&br->mu);
     }
     gone_lists_free(&g);
@@ -570,6 +944,9 @@ static void bucket_read_register_metrics(ing_bucket_read_t *br, lc_metrics_t *m)
         "Bytes of blocks read back from the object store held in --storage.cache-dir", "");
     br->downloads = lc_metrics_counter(m, "ember_bucket_cache_downloads_total",
                                        "Blocks downloaded from the object store for queries", "");
+    br->rollups_read = lc_metrics_counter(
+        m, "ember_bucket_rollups_read_total",
+        "Windows of dropped blocks that queries answered from a rollup read back", "");
     br->evictions = lc_metrics_counter(
         m, "ember_bucket_cache_evictions_total",
         "Blocks removed from --storage.cache-dir to stay within --storage.cache-size", "");
@@ -624,6 +1001,7 @@ void ing_bucket_read_free(ing_bucket_read_t *br)
         entry_free(br, br->entries[i]);
     lc_free(br->entries);
     lc_free(br->listed);
+    rollups_free(br->rollups, br->n_rollups);
     for (size_t i = 0; i < FETCHES_AT_ONCE; i++)
         lc_objstore_close(br->os[i]);
     pthread_mutex_destroy(&br->fill_mu);

@@ -1,9 +1,8 @@
 /*
  * bucket_rollup.c — the day and 6-hour rollups of uploaded blocks go up
  * beside them (issue 27: "its day/6-hour rollups go up once"), so that a
- * reader of dropped hours can one day fetch one object per window instead of
- * one per hour. This is the upload half; bucket_read.c does not read them
- * yet (docs/architecture.md, "Not done yet").
+ * reader of dropped hours fetches one object per window instead of one per
+ * hour (bucket_read.c reads them back for flame-graph merges).
  *
  * A window's rollup goes up when it ended, every block of it that holds
  * profiles is local and in the bucket at its current content (its upload
@@ -39,29 +38,19 @@
 #include "lc/hash.h"
 #include "lc/log.h"
 
-#define RU_LEVELS 2
-#define RU_MAX_OBJECTS 256 /* blocks of a window (the store's bound too) */
-#define RU_FORMAT "ember-lmdb-rollup/1"
-static const int64_t level_ns[RU_LEVELS] = {6 * 3600 * 1000000000LL, 24 * 3600 * 1000000000LL};
-
-typedef struct ru_object_s {
-    char name[BKT_NAME_MAX];
-    char version[BKT_VERSION_MAX];
-} ru_object_t;
-
 /* What one window's rollup sums: the objects, and the times of their profiles. */
 typedef struct ru_window_s {
     int level;
     int64_t start_ns, min_ns, max_ns;
     size_t n;
-    ru_object_t objs[RU_MAX_OBJECTS];
+    bkt_rollup_object_t objs[BKT_ROLLUP_MAX_OBJECTS];
 } ru_window_t;
 
 typedef enum { RU_DONE, RU_NOT_READY, RU_FAILED } ru_outcome_t;
 
 static int64_t window_of(int level, int64_t t_ns)
 {
-    int64_t len = level_ns[level], w = t_ns / len;
+    int64_t len = bkt_rollup_level_ns(level), w = t_ns / len;
     return (t_ns % len < 0 ? w - 1 : w) * len;
 }
 
@@ -80,8 +69,9 @@ static bool window_add_block(const bkt_rollups_t *ru, lc_store_reader_t *r, size
     char start[32], version[BKT_VERSION_MAX];
     bkt_start_name(in.start_ns, start);
     bkt_version_of(&in, version);
-    ru_object_t *o = &w->objs[w->n];
-    if (w->n == RU_MAX_OBJECTS || bkt_record_read(ru->uploads, start, o->name, o->version) != 0 ||
+    bkt_rollup_object_t *o = &w->objs[w->n];
+    if (w->n == BKT_ROLLUP_MAX_OBJECTS ||
+        bkt_record_read(ru->uploads, start, o->name, o->version) != 0 ||
         strcmp(o->version, version) != 0)
         return false;
     w->min_ns = w->n == 0 || in.min_time_ns < w->min_ns ? in.min_time_ns : w->min_ns;
@@ -95,7 +85,7 @@ static bool window_add_block(const bkt_rollups_t *ru, lc_store_reader_t *r, size
 static bool window_dropped(const bkt_rollups_t *ru, int level, int64_t start_ns)
 {
     char start[32];
-    for (int64_t t = start_ns; t < start_ns + level_ns[level]; t += ru->block_ns) {
+    for (int64_t t = start_ns; t < start_ns + bkt_rollup_level_ns(level); t += ru->block_ns) {
         bkt_start_name(t, start);
         char *gone = bkt_gone_read(ru->uploads, start);
         lc_free(gone);
@@ -129,12 +119,13 @@ static char *entry_json(const bkt_rollups_t *ru, const ru_window_t *w, const cha
     for (size_t i = 0; objs && i < w->n; i++)
         json_array_append_new(
             objs, json_pack("{s:s, s:s}", "name", w->objs[i].name, "version", w->objs[i].version));
-    json_int_t end_ns = (json_int_t)w->start_ns + (json_int_t)level_ns[w->level];
-    json_t *j = json_pack("{s:s, s:s, s:s, s:i, s:I, s:I, s:I, s:I, s:I, s:s, s:o}", "format",
-                          RU_FORMAT, "ingester", ru->id, "zone", ru->zone, "level", w->level,
-                          "start_ns", (json_int_t)w->start_ns, "end_ns", end_ns, "min_time_ns",
-                          (json_int_t)w->min_ns, "max_time_ns", (json_int_t)w->max_ns, "bytes",
-                          (json_int_t)bytes, "data", data_key, "objects", objs);
+    json_int_t end_ns = (json_int_t)w->start_ns + (json_int_t)bkt_rollup_level_ns(w->level);
+    json_t *j =
+        json_pack("{s:s, s:s, s:s, s:i, s:I, s:I, s:I, s:I, s:I, s:s, s:o}", "format",
+                  BKT_ROLLUP_FORMAT, "ingester", ru->id, "zone", ru->zone, "level", w->level,
+                  "start_ns", (json_int_t)w->start_ns, "end_ns", end_ns, "min_time_ns",
+                  (json_int_t)w->min_ns, "max_time_ns", (json_int_t)w->max_ns, "bytes",
+                  (json_int_t)bytes, "data", data_key, "objects", objs);
     char *s = j ? json_dumps(j, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
     json_decref(j);
     return s;
@@ -188,7 +179,8 @@ static int window_put(bkt_rollups_t *ru, const ru_window_t *w, const uint8_t *da
 static ru_outcome_t window_upload(bkt_rollups_t *ru, int level, int64_t start_ns)
 {
     lc_store_reader_t *r;
-    if (lc_store_read_begin(ru->store, start_ns, start_ns + level_ns[level] - 1, &r) != 0)
+    if (lc_store_read_begin(ru->store, start_ns, start_ns + bkt_rollup_level_ns(level) - 1, &r) !=
+        0)
         return RU_FAILED;
     ru_window_t *w = lc_xcalloc(1, sizeof(*w));
     w->level = level;
@@ -243,22 +235,46 @@ static void done_set(bkt_rollups_t *ru, int level, int64_t window, uint64_t sig)
     ru->done[ru->n_done++] = (bkt_rollup_done_t){.level = level, .start_ns = window, .sig = sig};
 }
 
+/* The signature of the window's blocks' write counts, as the pass sees them. */
+static uint64_t window_sig(const lc_store_block_state_t *verified, size_t n, int level,
+                           int64_t window)
+{
+    uint64_t sig = LC_FNV64_OFFSET;
+    for (size_t i = 0; i < n; i++) {
+        if (window_of(level, verified[i].start_ns) != window)
+            continue;
+        sig = lc_fnv1a64(sig, &verified[i].start_ns, sizeof verified[i].start_ns);
+        sig = lc_fnv1a64(sig, &verified[i].write_gen, sizeof verified[i].write_gen);
+    }
+    return sig;
+}
+
+bool bkt_rollups_settled(const bkt_rollups_t *ru, const lc_store_block_state_t *verified, size_t n,
+                         int64_t start_ns, int64_t now_ns)
+{
+    int64_t len = bkt_rollup_level_ns(0);
+    if (ru->block_ns <= 0 || len % ru->block_ns)
+        return true; /* no rollups */
+    int64_t win = window_of(0, start_ns);
+    if (win + len > now_ns || now_ns - (win + len) > len)
+        return true;
+    return done_at(ru, 0, win, window_sig(verified, n, 0, win));
+}
+
 int bkt_rollups_pass(bkt_rollups_t *ru, const lc_store_block_state_t *verified, size_t n,
                      int64_t now_ns)
 {
-    if (ru->block_ns <= 0 || level_ns[0] % ru->block_ns)
+    if (ru->block_ns <= 0 || bkt_rollup_level_ns(0) % ru->block_ns)
         return 0; /* blocks do not tile the windows: the store keeps no rollups */
-    for (int lv = 0; lv < RU_LEVELS; lv++) {
+    for (int lv = 0; lv < BKT_ROLLUP_LEVELS; lv++) {
         for (size_t lo = 0; lo < n;) {
             int64_t win = window_of(lv, verified[lo].start_ns);
-            uint64_t sig = LC_FNV64_OFFSET;
             size_t hi = lo;
-            for (; hi < n && window_of(lv, verified[hi].start_ns) == win; hi++) {
-                sig = lc_fnv1a64(sig, &verified[hi].start_ns, sizeof verified[hi].start_ns);
-                sig = lc_fnv1a64(sig, &verified[hi].write_gen, sizeof verified[hi].write_gen);
-            }
+            while (hi < n && window_of(lv, verified[hi].start_ns) == win)
+                hi++;
+            uint64_t sig = window_sig(verified + lo, hi - lo, lv, win);
             lo = hi;
-            if (win + level_ns[lv] > now_ns || done_at(ru, lv, win, sig))
+            if (win + bkt_rollup_level_ns(lv) > now_ns || done_at(ru, lv, win, sig))
                 continue;
             ru_outcome_t o = window_upload(ru, lv, win);
             if (o == RU_FAILED)
@@ -279,10 +295,10 @@ static int64_t key_window_end(const char *key, const char *prefix)
     const char *p = key + strlen(prefix);
     long long sec;
     int level;
-    if (sscanf(p, "%lld-%d-", &sec, &level) != 2 || level < 0 || level >= RU_LEVELS || sec < 0 ||
-        sec > INT64_MAX / 1000000000 - 86400)
+    if (sscanf(p, "%lld-%d-", &sec, &level) != 2 || level < 0 || level >= BKT_ROLLUP_LEVELS ||
+        sec < 0 || sec > INT64_MAX / 1000000000 - 86400)
         return INT64_MAX;
-    return (int64_t)sec * 1000000000 + level_ns[level];
+    return (int64_t)sec * 1000000000 + bkt_rollup_level_ns(level);
 }
 
 static int expire_prefix(const bkt_rollups_t *ru, const char *prefix, int64_t oldest_ns)

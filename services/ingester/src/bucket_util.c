@@ -249,3 +249,89 @@ int bkt_meta_parse(const uint8_t *text, size_t len, bkt_meta_t *m)
     json_decref(j);
     return rc;
 }
+
+/* ---------------------------------------------------------------- rollup entries */
+
+int64_t bkt_rollup_level_ns(int level)
+{
+    static const int64_t ns[BKT_ROLLUP_LEVELS] = {6 * 3600 * 1000000000LL,
+                                                  24 * 3600 * 1000000000LL};
+    return level >= 0 && level < BKT_ROLLUP_LEVELS ? ns[level] : 0;
+}
+
+bool bkt_rollup_index_key_parse(const char *key, int64_t *window_ns, int *level)
+{
+    char name[BKT_NAME_MAX];
+    long long sec;
+    int lv, used = 0;
+    if (!bkt_index_key_parse(key, window_ns, name) ||
+        sscanf(name, "%lld-%d-%n", &sec, &lv, &used) != 2 || used == 0 ||
+        bkt_rollup_level_ns(lv) == 0 || *window_ns % bkt_rollup_level_ns(lv) != 0)
+        return false;
+    *level = lv;
+    return true;
+}
+
+/* "rollups/<ing>/<name>/rollup.mdb" -> name (digits, '-', lower hex). */
+static bool rollup_data_name(const char *key, char name[BKT_NAME_MAX])
+{
+    static const char suffix[] = "/rollup.mdb";
+    size_t len = strlen(key), sl = sizeof suffix - 1;
+    if (!lc_objstore_key_valid(key) || strncmp(key, "rollups/", 8) != 0 || len <= sl ||
+        strcmp(key + len - sl, suffix) != 0)
+        return false;
+    const char *end = key + len - sl, *p = end;
+    while (p > key && p[-1] != '/')
+        p--;
+    size_t n = (size_t)(end - p);
+    if (n == 0 || n >= BKT_NAME_MAX || p[0] < '0' || p[0] > '9' ||
+        strspn(p, "0123456789abcdef-") < n)
+        return false;
+    snprintf(name, BKT_NAME_MAX, "%.*s", (int)n, p);
+    return true;
+}
+
+static int rollup_objects_parse(json_t *objs, bkt_rollup_entry_t *e)
+{
+    size_t n = json_array_size(objs);
+    if (n == 0 || n > BKT_ROLLUP_MAX_OBJECTS)
+        return LC_ECORRUPT;
+    for (size_t i = 0; i < n; i++) {
+        const char *name = NULL, *version = NULL;
+        if (json_unpack(json_array_get(objs, i), "{s:s, s:s}", "name", &name, "version",
+                        &version) != 0 ||
+            !name[0] || strlen(name) >= BKT_NAME_MAX || !version[0] ||
+            strlen(version) >= BKT_VERSION_MAX)
+            return LC_ECORRUPT;
+        snprintf(e->objs[i].name, BKT_NAME_MAX, "%s", name);
+        snprintf(e->objs[i].version, BKT_VERSION_MAX, "%s", version);
+    }
+    e->n = n;
+    return 0;
+}
+
+int bkt_rollup_entry_parse(const uint8_t *text, size_t len, bkt_rollup_entry_t *e)
+{
+    if (len > BKT_ROLLUP_ENTRY_MAX_BYTES)
+        return LC_ECORRUPT;
+    json_t *j = json_loadb((const char *)text, len, 0, NULL), *objs = NULL;
+    const char *format = NULL, *data = NULL;
+    json_int_t level = -1, start_ns = 0;
+    int rc = j && json_unpack(j, "{s:s, s:I, s:I, s:s, s:o}", "format", &format, "level", &level,
+                              "start_ns", &start_ns, "data", &data, "objects", &objs) == 0
+                 ? 0
+                 : LC_ECORRUPT;
+    if (!rc && (strcmp(format, BKT_ROLLUP_FORMAT) != 0 || level < 0 || level >= BKT_ROLLUP_LEVELS ||
+                start_ns % bkt_rollup_level_ns((int)level) != 0 ||
+                strlen(data) > LC_OBJSTORE_KEY_MAX || !rollup_data_name(data, e->data_name)))
+        rc = LC_ECORRUPT;
+    if (!rc)
+        rc = rollup_objects_parse(objs, e);
+    if (!rc) {
+        e->level = (int)level;
+        e->start_ns = (int64_t)start_ns;
+        snprintf(e->data, sizeof e->data, "%s", data);
+    }
+    json_decref(j);
+    return rc;
+}

@@ -601,8 +601,8 @@ static void ing_node_collect(void *state)
 
 /* With an object store, a graceful stop settles every ended block at once
  * (no write comes any more, so no quiet period is waited for) and uploads
- * it: what a stopped ingester acknowledged is then in the bucket, and its
- * volume may go (issue 27). The block still being written stays local. */
+ * it, and the block still being written as it is: what a stopped ingester
+ * acknowledged is then in the bucket, and its volume may go (issue 27). */
 static void settle_and_upload(ing_node_t *n)
 {
     if (!n->bucket || !n->store)

@@ -270,6 +270,13 @@ int qry_call_begin_range(qry_call_t *c, qry_t *q, lc_http_req_t *req, int64_t st
 int qry_call_begin_back(qry_call_t *c, qry_t *q, lc_http_req_t *req, int64_t start_ms,
                         int64_t end_ms, qry_range_rules_t rules, int64_t back_ms,
                         lc_status_t *st) LC_MUST_CHECK;
+/* qry_call_begin_back saying what the call reads: LC_READ_ROLLUPS_SUFFICE
+ * for a flame-graph merge or a series collection that takes rollups
+ * (lc_query_merge_uses_rollups, lc_query_series_uses_rollups), which lets
+ * the store's source answer whole windows by rollups alone. */
+int qry_call_begin_need(qry_call_t *c, qry_t *q, lc_http_req_t *req, int64_t start_ms,
+                        int64_t end_ms, qry_range_rules_t rules, int64_t back_ms,
+                        lc_read_need_t need, lc_status_t *st) LC_MUST_CHECK;
 /* qry_call_begin_range with QRY_RANGE_OPEN. */
 int qry_call_begin(qry_call_t *c, qry_t *q, lc_http_req_t *req, int64_t start_ms, int64_t end_ms,
                    lc_status_t *st) LC_MUST_CHECK;

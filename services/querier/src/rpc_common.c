@@ -15,14 +15,32 @@
 
 #define QRY_MAX_SELECTORS 256 /* matchers entries per request */
 
+static int call_begin(qry_call_t *c, qry_t *q, lc_http_req_t *req, int64_t start_ms, int64_t end_ms,
+                      qry_range_rules_t rules, int64_t back_ms, lc_read_need_t need,
+                      lc_status_t *st);
+
 int qry_call_begin_range(qry_call_t *c, qry_t *q, lc_http_req_t *req, int64_t start_ms,
                          int64_t end_ms, qry_range_rules_t rules, lc_status_t *st)
 {
-    return qry_call_begin_back(c, q, req, start_ms, end_ms, rules, 0, st);
+    return call_begin(c, q, req, start_ms, end_ms, rules, 0, LC_READ_BLOCKS, st);
+}
+
+int qry_call_begin_need(qry_call_t *c, qry_t *q, lc_http_req_t *req, int64_t start_ms,
+                        int64_t end_ms, qry_range_rules_t rules, int64_t back_ms,
+                        lc_read_need_t need, lc_status_t *st)
+{
+    return call_begin(c, q, req, start_ms, end_ms, rules, back_ms, need, st);
 }
 
 int qry_call_begin_back(qry_call_t *c, qry_t *q, lc_http_req_t *req, int64_t start_ms,
                         int64_t end_ms, qry_range_rules_t rules, int64_t back_ms, lc_status_t *st)
+{
+    return call_begin(c, q, req, start_ms, end_ms, rules, back_ms, LC_READ_BLOCKS, st);
+}
+
+static int call_begin(qry_call_t *c, qry_t *q, lc_http_req_t *req, int64_t start_ms, int64_t end_ms,
+                      qry_range_rules_t rules, int64_t back_ms, lc_read_need_t need,
+                      lc_status_t *st)
 {
     *c = (qry_call_t){.q = q, .req = req, .st = st};
     if (lc_tenants_read(req, q->front.opts.multitenancy, &c->tenants, &c->n_tenants, st))
@@ -40,7 +58,7 @@ int qry_call_begin_back(qry_call_t *c, qry_t *q, lc_http_req_t *req, int64_t sta
             back_ms > INT64_MAX / 1000000 || read_start_ns < INT64_MIN + back_ms * 1000000
                 ? INT64_MIN
                 : read_start_ns - back_ms * 1000000;
-    int rc = lc_store_read_begin_all(q->store, read_start_ns, c->end_ns, &c->reader);
+    int rc = lc_store_read_begin_all(q->store, read_start_ns, c->end_ns, need, &c->reader);
     if (rc) {
         c->reader = NULL;
         return qry_fail(st, rc, "opening the store");

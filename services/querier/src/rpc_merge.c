@@ -205,8 +205,10 @@ static void merge_end(merge_call_t *m)
     lc_free(m->profile_uuids);
 }
 
+/* tree: the answer is a flame graph (lc_query_merge_tree), which may take
+ * whole windows from rollups alone. */
 static int merge_begin(merge_call_t *m, qry_t *q, lc_http_req_t *req, const merge_req_t *r,
-                       lc_status_t *st)
+                       bool tree, lc_status_t *st)
 {
     /* The front end has checked the trace ids and max_nodes already. */
     memset(m, 0, sizeof(*m));
@@ -219,7 +221,9 @@ static int merge_begin(merge_call_t *m, qry_t *q, lc_http_req_t *req, const merg
     }
     if (qry_selector(r->label_selector, r->profile_type, &m->sel, st))
         goto fail;
-    if (qry_call_begin_range(&m->c, q, req, r->start, r->end, QRY_RANGE_RULES, st))
+    lc_read_need_t need =
+        tree && lc_query_merge_uses_rollups(&m->query) ? LC_READ_ROLLUPS_SUFFICE : LC_READ_BLOCKS;
+    if (qry_call_begin_need(&m->c, q, req, r->start, r->end, QRY_RANGE_RULES, 0, need, st))
         goto fail;
     m->query.tenants = m->c.tenants;
     m->query.n_tenants = m->c.n_tenants;
@@ -306,7 +310,7 @@ int qry_store_merge_tree(qry_front_t *fe, lc_http_req_t *req, const ProtobufCMes
 {
     merge_req_t mr = merge_req_of(in);
     merge_call_t m;
-    if (merge_begin(&m, qry_of(fe), req, &mr, st))
+    if (merge_begin(&m, qry_of(fe), req, &mr, true, st))
         return -1;
     int rc = merge_tree(&m, out, st);
     merge_end(&m);
@@ -318,7 +322,7 @@ int qry_store_merge_pprof(qry_front_t *fe, lc_http_req_t *req, const ProtobufCMe
 {
     merge_req_t mr = merge_req_of(in);
     merge_call_t m;
-    if (merge_begin(&m, qry_of(fe), req, &mr, st))
+    if (merge_begin(&m, qry_of(fe), req, &mr, false, st))
         return -1;
     int rc = merged_pprof(&m, mr.profile_type, req->arena, out, st);
     merge_end(&m);
@@ -330,7 +334,7 @@ int qry_store_merge_parts(qry_front_t *fe, lc_http_req_t *req, const ProtobufCMe
 {
     merge_req_t mr = merge_req_of(in);
     merge_call_t m;
-    if (merge_begin(&m, qry_of(fe), req, &mr, st))
+    if (merge_begin(&m, qry_of(fe), req, &mr, false, st))
         return -1;
     int rc = lc_query_merge_nodes(m.c.reader, &m.query, sink->nodes, sink->data, st);
     merge_end(&m);

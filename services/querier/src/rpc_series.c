@@ -6,47 +6,10 @@
  * only shapes pprof, so here it leaves the totals whole (and, as in
  * Pyroscope, makes the call site ignored). The request's checks, its step
  * and the limit belong to the front end (frontend.c). With the sums, the
- * shard API (shard.c) asks for the profiles counted per bucket.
+ * shard API (shard.c) asks for the profiles counted per bucket (in the same
+ * walk, so rollups read back answer both).
  */
 #include "querier_int.h"
-
-/* ------------------------------------------------------------ the counts */
-
-typedef struct count_walk_s {
-    lc_query_series_t *s;
-    const lc_query_t *q;
-    uint32_t group;
-} count_walk_t;
-
-static int count_profile(lc_block_t *b, const lc_stored_profile_t *p, void *data)
-{
-    LC_UNUSED(b);
-    count_walk_t *w = data;
-    if (!lc_query_profile_selected(w->q, p))
-        return 0;
-    return lc_query_series_add(w->s, w->group, p->time_ns, 1);
-}
-
-static int count_series(lc_block_t *b, uint32_t series_id, const char *tenant,
-                        const lc_labels_t *labels, void *data)
-{
-    LC_UNUSED(tenant);
-    count_walk_t *w = data;
-    int rc = lc_query_series_group(w->s, labels, &w->group);
-    return rc ? rc
-              : lc_block_profiles(b, series_id, w->q->start_ns, w->q->end_ns, count_profile, w);
-}
-
-/* The profiles per group and bucket: the same profiles the engine sums. */
-static int count_profiles(lc_store_reader_t *r, const lc_query_t *q, lc_query_series_t *s)
-{
-    count_walk_t w = {.s = s, .q = q};
-    int rc = 0;
-    for (size_t i = 0; r && rc == 0 && i < lc_store_reader_count(r); i++)
-        rc = lc_block_series(lc_store_reader_block(r, i), q->tenants, q->n_tenants, q->sel,
-                             count_series, &w);
-    return rc;
-}
 
 /* ----------------------------------------------------------- the series */
 
@@ -64,23 +27,26 @@ static int collect_sums_counts(qry_call_t *c, lc_query_t *q, const lc_query_seri
     *sums = lc_query_series_new(&o);
     if (counts)
         *counts = lc_query_series_new(&o);
-    if (lc_query_series_collect(c->reader, q, *sums, st))
+    return lc_query_series_collect_counted(c->reader, q, *sums, counts ? *counts : NULL, st);
+}
+
+static int series_begin(qry_t *qry, lc_http_req_t *req, const Querier__V1__SelectSeriesRequest *r,
+                        int64_t step_ms, lc_read_need_t need, lc_selector_t *sel, qry_call_t *c,
+                        lc_status_t *st)
+{
+    if (qry_selector(r->label_selector, r->profile_typeid, sel, st))
         return -1;
-    if (counts && count_profiles(c->reader, q, *counts))
-        return lc_status_set(st, LC_CODE_INTERNAL, "counting profiles");
+    if (qry_call_begin_need(c, qry, req, r->start, r->end, QRY_RANGE_RULES, step_ms, need, st)) {
+        lc_selector_fini(sel);
+        return -1;
+    }
     return 0;
 }
 
 int qry_series_begin(qry_t *qry, lc_http_req_t *req, const Querier__V1__SelectSeriesRequest *r,
                      int64_t step_ms, lc_selector_t *sel, qry_call_t *c, lc_status_t *st)
 {
-    if (qry_selector(r->label_selector, r->profile_typeid, sel, st))
-        return -1;
-    if (qry_call_begin_back(c, qry, req, r->start, r->end, QRY_RANGE_RULES, step_ms, st)) {
-        lc_selector_fini(sel);
-        return -1;
-    }
-    return 0;
+    return series_begin(qry, req, r, step_ms, LC_READ_BLOCKS, sel, c, st);
 }
 
 int qry_series_collect(qry_t *qry, lc_http_req_t *req, const Querier__V1__SelectSeriesRequest *r,
@@ -91,17 +57,19 @@ int qry_series_collect(qry_t *qry, lc_http_req_t *req, const Querier__V1__Select
     *sums = NULL;
     if (counts)
         *counts = NULL;
-    qry_call_t c;
-    if (qry_series_begin(qry, req, r, o->step_ms, &sel, &c, st))
+    lc_query_t q = {.sel = &sel};
+    if (qry_stack_selector(r->stack_trace_selector, req->arena, &q, st))
         return -1;
-    lc_query_t q = {.tenants = c.tenants,
-                    .n_tenants = c.n_tenants,
-                    .sel = &sel,
-                    .start_ns = c.start_ns,
-                    .end_ns = c.end_ns};
-    int rc = qry_stack_selector(r->stack_trace_selector, req->arena, &q, st);
-    if (rc == 0)
-        rc = collect_sums_counts(&c, &q, o, sums, counts, st);
+    lc_read_need_t need =
+        lc_query_series_uses_rollups(&q) ? LC_READ_ROLLUPS_SUFFICE : LC_READ_BLOCKS;
+    qry_call_t c;
+    if (series_begin(qry, req, r, o->step_ms, need, &sel, &c, st))
+        return -1;
+    q.tenants = c.tenants;
+    q.n_tenants = c.n_tenants;
+    q.start_ns = c.start_ns;
+    q.end_ns = c.end_ns;
+    int rc = collect_sums_counts(&c, &q, o, sums, counts, st);
     qry_call_end(&c);
     lc_selector_fini(&sel);
     if (rc == 0)

@@ -131,6 +131,10 @@ bool lc_query_profile_selected(const lc_query_t *q, const lc_stored_profile_t *p
  * every function below. */
 
 /* Folds every matching profile of every block of r into dst. */
+/* Whether lc_query_merge_tree answers q from rollups where they cover a
+ * window (not for span ids, profile ids or call sites, which they do not
+ * keep): then its reader may be begun with LC_READ_ROLLUPS_SUFFICE. */
+bool lc_query_merge_uses_rollups(const lc_query_t *q);
 int lc_query_merge_tree(lc_store_reader_t *r, const lc_query_t *q, lc_ftree_t *dst,
                         lc_status_t *st) LC_MUST_CHECK;
 /* Adds one sample per distinct stack (one value) to b, re-emitting mappings,
@@ -201,6 +205,14 @@ bool lc_query_series_bucket(const lc_query_series_opts_t *o, int64_t time_ns, in
  * with a span or call-site filter, the sum of the samples that pass it. */
 int lc_query_series_collect(lc_store_reader_t *r, const lc_query_t *q, lc_query_series_t *s,
                             lc_status_t *st) LC_MUST_CHECK;
+/* The same, and each of those profiles counted as 1 into counts (bucketed
+ * as s): what an average over shards divides by. */
+int lc_query_series_collect_counted(lc_store_reader_t *r, const lc_query_t *q, lc_query_series_t *s,
+                                    lc_query_series_t *counts, lc_status_t *st) LC_MUST_CHECK;
+/* Whether the collection answers q from rollups where they cover a window
+ * (as lc_query_merge_uses_rollups): then its reader may be begun with
+ * LC_READ_ROLLUPS_SUFFICE. */
+bool lc_query_series_uses_rollups(const lc_query_t *q);
 /* The result: series with points (sparse, ascending time), limited, sorted
  * by labels; allocated in `arena`. */
 int lc_query_series_emit(lc_query_series_t *s, lc_arena_t *arena, Types__V1__Series ***out,

@@ -172,14 +172,19 @@ int lc_store_reader_add(lc_store_reader_t *r, lc_store_t *other, int64_t start_n
                         int64_t end_ns) LC_MUST_CHECK;
 /* fn(arg) runs in lc_store_read_end, after every block was released. */
 void lc_store_reader_on_end(lc_store_reader_t *r, void (*fn)(void *arg), void *arg);
+/* What a query reads of its reader: its blocks (any query), or only what
+ * lc_store_rollups_begin gives plus the blocks no rollup covers (a merge
+ * into a flame graph that takes rollups): then a source may answer whole
+ * windows by rollup files instead of blocks (lc_store_reader_add_rollup). */
+typedef enum { LC_READ_BLOCKS = 0, LC_READ_ROLLUPS_SUFFICE = 1 } lc_read_need_t;
 /* A source of more blocks for lc_store_read_begin_all: begins the reader of
  * s (lc_store_read_begin, at the moment that suits it) and adds its blocks. */
 typedef int (*lc_store_source_fn)(void *ctx, lc_store_t *s, int64_t start_ns, int64_t end_ns,
-                                  lc_store_reader_t **out);
+                                  lc_read_need_t need, lc_store_reader_t **out);
 /* Set once, before any reader (the ingester's bucket reader, bucket_read.c). */
 void lc_store_set_source(lc_store_t *s, lc_store_source_fn fn, void *ctx);
 /* The source's reader, or lc_store_read_begin without one: what queries read. */
-int lc_store_read_begin_all(lc_store_t *s, int64_t start_ns, int64_t end_ns,
+int lc_store_read_begin_all(lc_store_t *s, int64_t start_ns, int64_t end_ns, lc_read_need_t need,
                             lc_store_reader_t **out) LC_MUST_CHECK;
 
 typedef struct lc_block_info_s {
@@ -309,6 +314,22 @@ int lc_rollup_series(lc_rollups_t *rs, size_t i, const char *const *tenants, siz
  * again). */
 int lc_store_rollup_export(lc_store_reader_t *r, int level, int64_t window_ns,
                            const char *scratch_dir, int fd) LC_MUST_CHECK;
+/* An exported rollup opened read-only (the file lc_store_rollup_export
+ * wrote, fetched back from the object store): a reader may answer one of
+ * its windows by it instead of blocks it does not hold. Safe to read from
+ * any number of threads; close it after every reader that added it ended. */
+typedef struct lc_rollup_file_s lc_rollup_file_t;
+int lc_rollup_file_open(const char *path, lc_rollup_file_t **out) LC_MUST_CHECK;
+void lc_rollup_file_close(lc_rollup_file_t *f); /* NULL-safe */
+/* Adds the window (level, window_ns) of f to r: every merge of r through
+ * lc_store_rollups_begin includes it, whatever its range. So it is for a
+ * reader that only such merges read (LC_READ_ROLLUPS_SUFFICE) and whose
+ * range holds every profile the rollup summed; r holds none of the blocks
+ * it summed. LC_ENOTFOUND when f has no such window, LC_EUNSUPPORTED when
+ * its sums cannot answer (a negative sum; frames a symbolizer may name):
+ * read the blocks then. */
+int lc_store_reader_add_rollup(lc_store_reader_t *r, lc_rollup_file_t *f, int level,
+                               int64_t window_ns) LC_MUST_CHECK;
 /* ---- compaction: closed blocks rewritten smaller (store_compact.c) ---- */
 typedef struct lc_store_compact_stats_s {
     size_t blocks_done;                 /* rewritten and swapped in */
