@@ -2,6 +2,9 @@
 streams (receivers XADD, its writer consumes the group) answers like the
 plain all-in-one (direct transport) for the same pushes; /ready is false and
 pushes get 503 while redis-server is down, and both recover by themselves.
+Its writer applies what its own receivers decoded (the handover, issue 32)
+rather than decoding the entries again: every profile is taken from there,
+and the answers still equal the direct all-in-one's.
 """
 import time
 import unittest
@@ -43,11 +46,17 @@ class AllInOneOverRedisTest(dh.ClusterTestCase):
             self.assertEqual(want, got, sel)
             self.assertGreater(want.flamegraph.total, 0, f"{sel} matched no data")
 
+    def handover(self, result):
+        m = self.viaredis.metrics()
+        return sum(v for (name, labels), v in m.items()
+                   if name == "ember_ingest_handover_total" and ("result", result) in labels)
+
     def test_same_answers_and_outage(self):
         for i in range(30):
             self.assertEqual(200, self.push(i).status)
         self.assertEqual(30, self.redis.totals()["added"])
         self.same()
+        self.assertEqual(30, self.handover("taken"))
 
         self.redis.kill9()
         h.wait_for(lambda: self.viaredis.request("GET", "/ready").status == 503, timeout=10,
@@ -61,6 +70,8 @@ class AllInOneOverRedisTest(dh.ClusterTestCase):
         for i in range(30, 50):
             self.assertEqual(200, self.push(i).status)
         self.same()
+        self.assertEqual(50, self.handover("taken"))
+        self.assertEqual(1, self.handover("dropped"))  # the 503: never published
 
 
 if __name__ == "__main__":
