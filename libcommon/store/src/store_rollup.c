@@ -13,7 +13,11 @@
  *   windows: window start (BE64, sign flipped), level -> header, blocks, names, tree
  *   series:  window start (BE64), level, index (BE32) -> series key, points, sums
  * (encodings in docs/internals/store.md). A window is rewritten in one write
- * transaction: a crash leaves the old record or the new one.
+ * transaction: a crash leaves the old record or the new one. A window
+ * exported as a file of its own (lc_store_rollup_export) can be opened
+ * again (lc_rollup_file_t) and added to a reader that lacks its blocks: the
+ * object store's read-back, which alone knows that the file sums exactly the
+ * blocks it leaves out.
  *
  * Exactness: a window record lists the blocks it summed with the LMDB
  * transaction id of the snapshot it read. Every commit to a block (profiles,

@@ -27,6 +27,19 @@
  * entries no reader holds go first; a query that needs more than the bound
  * in use at once fails (LC_ETOOBIG) rather than exceed it.
  *
+ * Rollups (a reader begun with LC_READ_ROLLUPS_SUFFICE: a flame graph or
+ * series that takes rollups): a whole window of the range (days first, then
+ * 6-hour windows in what is left) none of whose partitions is local is
+ * answered by its rollup object (bucket_rollup.c) instead of its blocks when
+ * the rollup's index entry names exactly the objects step 3 would read
+ * there, each at the version this node's upload record of its partition
+ * names. A dropped partition's object is never rewritten (a later write goes
+ * up under a new name), so such a match cannot go stale; objects without a
+ * record (an earlier life's) never match. Entries are fetched once (again
+ * when one fails to match after a newer listing); a rollup that cannot be
+ * fetched, opened or used gives its window back to the blocks. Rollup
+ * objects are cached like blocks, <cache_dir>/<name>/rollup.mdb.
+ *
  * Downloads: a query's missing objects are fetched FETCHES_AT_ONCE at a time
  * by worker threads, each with its own object store (one store serves one
  * thread). The query thread holds mu and only waits for them meanwhile, so

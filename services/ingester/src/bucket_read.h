@@ -11,7 +11,8 @@
  * snapshot, else all but the one the local block holds (its upload record's,
  * unless the gone list read before the snapshot names it; bucket_local.c).
  * The bucket is read only by the node that wrote the block, which alone
- * knows that boundary exactly.
+ * knows that boundary exactly. A flame graph or series over whole windows
+ * of such partitions reads the window's rollup instead (bucket_read.c).
  *
  * Ownership: ing_bucket_read_new copies the options and opens its own object
  * store; the lc_store_t is borrowed and must outlive ing_bucket_read_free.

@@ -508,6 +508,103 @@ static void test_rollup_export(void)
     LC_ASSERT_OK(lc_store_open(&o, &store));
 }
 
+/* A flame graph and series (sums and counts) of r over q, serialized. */
+static void tree_and_series(lc_store_reader_t *r, const lc_query_t *q, lc_buf_t *tree,
+                            lc_buf_t *series)
+{
+    lc_ftree_t *t = lc_ftree_new(0);
+    lc_status_t st = {0};
+    LC_ASSERT_OK(lc_query_merge_tree(r, q, t, &st));
+    lc_buf_init(tree, LC_BUF_UNLIMITED);
+    LC_ASSERT_OK(lc_ftree_write_tree(t, 0, tree));
+    lc_ftree_free(t);
+    const char *by[] = {"pod"};
+    lc_query_series_opts_t o = {.start_ms = q->start_ns / 1000000,
+                                .end_ms = q->end_ns / 1000000,
+                                .step_ms = 1800000,
+                                .group_by = by,
+                                .n_group_by = 1};
+    lc_query_series_t *sums = lc_query_series_new(&o), *counts = lc_query_series_new(&o);
+    LC_ASSERT_OK(lc_query_series_collect_counted(r, q, sums, counts, &st));
+    lc_buf_init(series, LC_BUF_UNLIMITED);
+    lc_arena_t *a = lc_arena_new(64u << 20);
+    lc_query_series_t *both[] = {sums, counts};
+    for (size_t k = 0; k < 2; k++) {
+        Types__V1__Series **ser = NULL;
+        size_t n = 0;
+        LC_ASSERT_OK(lc_query_series_emit(both[k], a, &ser, &n));
+        LC_CHECK(n == N_PODS);
+        for (size_t i = 0; i < n; i++) {
+            uint8_t *tmp = malloc(types__v1__series__get_packed_size(ser[i]) + 1);
+            size_t len = types__v1__series__pack(ser[i], tmp);
+            LC_ASSERT_OK(lc_buf_append(series, tmp, len));
+            free(tmp);
+        }
+    }
+    lc_arena_free(a);
+    lc_query_series_free(sums);
+    lc_query_series_free(counts);
+}
+
+/* The exported day, opened as a rollup file and added to a reader of a store
+ * that holds none of its blocks (as the bucket's read-back does), answers a
+ * flame graph and series over the day exactly as the day's blocks do; a
+ * window the file does not hold, or one that is not a window, is refused. */
+static void test_rollup_file(void)
+{
+    lc_selector_t sel;
+    lc_status_t st = {0};
+    LC_ASSERT_OK(lc_selector_parse("{}", 2, &sel, &st));
+    LC_ASSERT_OK(lc_selector_add(&sel, "__profile_type__", LC_MATCH_EQ, PT, &st));
+    lc_query_t q = {.tenants = tenants,
+                    .n_tenants = 1,
+                    .sel = &sel,
+                    .start_ns = WIN_B_START,
+                    .end_ns = DAY_END,
+                    .no_summaries = true};
+    lc_buf_t want_tree, want_series, got_tree, got_series;
+    lc_store_reader_t *r = NULL;
+    LC_ASSERT_OK(lc_store_read_begin(store, q.start_ns, q.end_ns, &r));
+    LC_CHECK(lc_store_reader_count(r) > 0);
+    tree_and_series(r, &q, &want_tree, &want_series); /* from the blocks */
+    lc_store_read_end(r);
+
+    char empty_dir[] = "/tmp/ember-qsum-empty-XXXXXX", path[256];
+    LC_CHECK(mkdtemp(empty_dir) != NULL);
+    lc_store_opts_t o = {.dir = empty_dir};
+    lc_store_t *empty = NULL;
+    LC_ASSERT_OK(lc_store_open(&o, &empty));
+    snprintf(path, sizeof path, "%s/day.mdb", export_dir);
+    lc_rollup_file_t *f = NULL;
+    LC_ASSERT_OK(lc_rollup_file_open(path, &f));
+    LC_ASSERT_OK(lc_store_read_begin(empty, q.start_ns, q.end_ns, &r));
+    LC_ASSERT_EQ(lc_store_reader_count(r), 0);
+    LC_ASSERT_EQ(lc_store_reader_add_rollup(r, f, LC_ROLLUP_LEVEL_6H, WIN_B_START), LC_ENOTFOUND);
+    LC_ASSERT_EQ(lc_store_reader_add_rollup(r, f, LC_ROLLUP_LEVEL_DAY, WIN_B_START + HOUR_NS),
+                 LC_EINPUT);
+    LC_ASSERT_OK(lc_store_reader_add_rollup(r, f, LC_ROLLUP_LEVEL_DAY, WIN_B_START));
+    q.no_summaries = false;
+    tree_and_series(r, &q, &got_tree, &got_series);
+    lc_store_read_end(r);
+    LC_CHECK(want_tree.len > 0 && want_series.len > 0);
+    LC_ASSERT_EQ(got_tree.len, want_tree.len);
+    if (got_tree.len == want_tree.len)
+        LC_ASSERT_MEM_EQ(got_tree.data, want_tree.data, want_tree.len);
+    LC_ASSERT_EQ(got_series.len, want_series.len);
+    if (got_series.len == want_series.len)
+        LC_ASSERT_MEM_EQ(got_series.data, want_series.data, want_series.len);
+    lc_buf_fini(&want_tree);
+    lc_buf_fini(&want_series);
+    lc_buf_fini(&got_tree);
+    lc_buf_fini(&got_series);
+    lc_rollup_file_close(f);
+    lc_store_close(empty);
+    lc_selector_fini(&sel);
+    char cmd[256];
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", empty_dir);
+    LC_CHECK(system(cmd) == 0);
+}
+
 /* A late profile drops its series' summary in the same transaction; the
  * answers stay exact, and the next pass builds it again. */
 static void test_late_write(void)
@@ -637,5 +734,5 @@ static void test_teardown(void)
 }
 
 LC_TEST_MAIN(test_setup, test_before_summaries, test_summaries_built, test_rollup_export,
-             test_late_write, test_reopen, test_retention, test_compaction,
+             test_rollup_file, test_late_write, test_reopen, test_retention, test_compaction,
              test_late_write_compacting, test_teardown)
