@@ -2,7 +2,7 @@
  * bucket_rollup.c — the day and 6-hour rollups of uploaded blocks go up
  * beside them (issue 27: "its day/6-hour rollups go up once"), so that a
  * reader of dropped hours fetches one object per window instead of one per
- * hour (bucket_read.c reads them back for flame-graph merges).
+ * hour (bucket_read.c reads them back for flame graphs and series).
  *
  * A window's rollup goes up when it ended, every block of it that holds
  * profiles is local and in the bucket at its current content (its upload

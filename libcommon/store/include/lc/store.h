@@ -173,8 +173,8 @@ int lc_store_reader_add(lc_store_reader_t *r, lc_store_t *other, int64_t start_n
 /* fn(arg) runs in lc_store_read_end, after every block was released. */
 void lc_store_reader_on_end(lc_store_reader_t *r, void (*fn)(void *arg), void *arg);
 /* What a query reads of its reader: its blocks (any query), or only what
- * lc_store_rollups_begin gives plus the blocks no rollup covers (a merge
- * into a flame graph that takes rollups): then a source may answer whole
+ * lc_store_rollups_begin gives plus the blocks no rollup covers (a flame
+ * graph or series collection that takes rollups): then a source may answer whole
  * windows by rollup files instead of blocks (lc_store_reader_add_rollup). */
 typedef enum { LC_READ_BLOCKS = 0, LC_READ_ROLLUPS_SUFFICE = 1 } lc_read_need_t;
 /* A source of more blocks for lc_store_read_begin_all: begins the reader of
