@@ -143,6 +143,23 @@ typedef struct answer_s {
 static int64_t series_step_ms;
 static bool series_average;
 
+/* Every series of s packed, appended to out; how many there were. */
+static size_t series_pack(lc_query_series_t *s, lc_buf_t *out)
+{
+    lc_arena_t *a = lc_arena_new(64u << 20);
+    Types__V1__Series **ser = NULL;
+    size_t n = 0;
+    LC_ASSERT_OK(lc_query_series_emit(s, a, &ser, &n));
+    for (size_t i = 0; i < n; i++) {
+        uint8_t *tmp = malloc(types__v1__series__get_packed_size(ser[i]) + 1);
+        size_t len = types__v1__series__pack(ser[i], tmp);
+        LC_ASSERT_OK(lc_buf_append(out, tmp, len));
+        free(tmp);
+    }
+    lc_arena_free(a);
+    return n;
+}
+
 /* SelectSeries by pod over the query's range, every series packed. */
 static void answer_series(lc_store_reader_t *r, const lc_query_t *q, lc_buf_t *out)
 {
@@ -156,18 +173,8 @@ static void answer_series(lc_store_reader_t *r, const lc_query_t *q, lc_buf_t *o
     lc_query_series_t *s = lc_query_series_new(&o);
     lc_status_t st = {0};
     LC_ASSERT_OK(lc_query_series_collect(r, q, s, &st));
-    lc_arena_t *a = lc_arena_new(64u << 20);
-    Types__V1__Series **ser = NULL;
-    size_t n = 0;
-    LC_ASSERT_OK(lc_query_series_emit(s, a, &ser, &n));
     lc_buf_init(out, LC_BUF_UNLIMITED);
-    for (size_t i = 0; i < n; i++) {
-        uint8_t *tmp = malloc(types__v1__series__get_packed_size(ser[i]) + 1);
-        size_t len = types__v1__series__pack(ser[i], tmp);
-        LC_ASSERT_OK(lc_buf_append(out, tmp, len));
-        free(tmp);
-    }
-    lc_arena_free(a);
+    (void)series_pack(s, out);
     lc_query_series_free(s);
 }
 
@@ -527,21 +534,8 @@ static void tree_and_series(lc_store_reader_t *r, const lc_query_t *q, lc_buf_t 
     lc_query_series_t *sums = lc_query_series_new(&o), *counts = lc_query_series_new(&o);
     LC_ASSERT_OK(lc_query_series_collect_counted(r, q, sums, counts, &st));
     lc_buf_init(series, LC_BUF_UNLIMITED);
-    lc_arena_t *a = lc_arena_new(64u << 20);
-    lc_query_series_t *both[] = {sums, counts};
-    for (size_t k = 0; k < 2; k++) {
-        Types__V1__Series **ser = NULL;
-        size_t n = 0;
-        LC_ASSERT_OK(lc_query_series_emit(both[k], a, &ser, &n));
-        LC_CHECK(n == N_PODS);
-        for (size_t i = 0; i < n; i++) {
-            uint8_t *tmp = malloc(types__v1__series__get_packed_size(ser[i]) + 1);
-            size_t len = types__v1__series__pack(ser[i], tmp);
-            LC_ASSERT_OK(lc_buf_append(series, tmp, len));
-            free(tmp);
-        }
-    }
-    lc_arena_free(a);
+    LC_CHECK(series_pack(sums, series) == N_PODS);
+    LC_CHECK(series_pack(counts, series) == N_PODS);
     lc_query_series_free(sums);
     lc_query_series_free(counts);
 }
