@@ -302,10 +302,12 @@ class AgentPythonTest(unittest.TestCase):
     def test_unsupported_version_is_skipped_and_counted(self):
         nodes = self.nodes("3.9")  # still profiled, natively
         self.assertGreater(sum(n["total"] for n in nodes if not n["path"]), 0)
-        m = self.srv.metrics()
-        skipped = m.get(("ember_agent_python_interpreters_total",
-                         frozenset({("result", "unsupported_version")})), 0)
-        self.assertGreaterEqual(skipped, 1)
+        key = ("ember_agent_python_interpreters_total",
+               frozenset({("result", "unsupported_version")}))
+        # counted when the agent next reports its counters: on a busy box that
+        # may come after the profile
+        h.wait_for(lambda: self.srv.metrics().get(key, 0) >= 1, timeout=60, interval=0.5,
+                   what="the 3.9 interpreter counted as unsupported")
         self.assertTrue(self.srv.alive(), self.srv.log_tail())
 
     def test_qualified_names_of_methods(self):
@@ -372,7 +374,9 @@ class AgentPythonTest(unittest.TestCase):
         self.assertEqual(others, [], f"{version}: other names for {want}")
 
     def assertMostlyPlaced(self, nodes, names, placed):
-        """All but 2% of the samples of `names` sit where placed(path) says.
+        """All but 5% of the samples of `names` sit where placed(path) says
+        (a wrong walk misplaces nearly all of them; on a busy box more drains
+        fall together, and 2.1% was seen once in CI).
         The code cache is by address (announced once per address by the BPF
         walk, checked again when the profile is built): a sample of code run
         once while the interpreter starts, whose memory one of these code
@@ -387,7 +391,7 @@ class AgentPythonTest(unittest.TestCase):
                     wrong += n["total"]
                     print("misplaced:", ";".join(n["path"][-6:] + [n["name"]]))
         self.assertGreater(ok, 0, f"no {names} where they belong")
-        self.assertLessEqual(wrong, 0.02 * (ok + wrong), f"{names} misplaced")
+        self.assertLessEqual(wrong, 0.05 * (ok + wrong), f"{names} misplaced")
 
     def assert_split_and_paths(self, version):
         line = self.split_lines[version]
