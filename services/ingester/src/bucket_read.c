@@ -168,19 +168,21 @@ static int list_own(ing_bucket_read_t *br, const char *kind, lc_objstore_list_t 
     return rc;
 }
 
-/* The parsed entry of key in the old listing, taken over (NULL: none). */
-static bkt_rollup_entry_t *rollup_entry_take(listed_rollup_t *old, size_t n, const char *key,
-                                             uint64_t *gen)
+/* The parsed entry of key in the old listing, taken over (NULL: none).
+ * Both listings are in lexical order, so one cursor walks the old one
+ * once; a server that lists out of order costs refetches, never a wrong
+ * entry (keys are compared). */
+static bkt_rollup_entry_t *rollup_entry_take(listed_rollup_t *old, size_t n, size_t *cursor,
+                                             const char *key, uint64_t *gen)
 {
-    for (size_t i = 0; i < n; i++) {
-        if (old[i].entry && strcmp(old[i].key, key) == 0) {
-            bkt_rollup_entry_t *e = old[i].entry;
-            *gen = old[i].fetched_gen;
-            old[i].entry = NULL;
-            return e;
-        }
-    }
-    return NULL;
+    while (*cursor < n && strcmp(old[*cursor].key, key) < 0)
+        (*cursor)++;
+    if (*cursor == n || !old[*cursor].entry || strcmp(old[*cursor].key, key) != 0)
+        return NULL;
+    bkt_rollup_entry_t *e = old[*cursor].entry;
+    *gen = old[*cursor].fetched_gen;
+    old[*cursor].entry = NULL;
+    return e;
 }
 
 static void rollups_free(listed_rollup_t *r, size_t n)
@@ -200,14 +202,15 @@ static int rollup_list_refresh(ing_bucket_read_t *br)
     if (rc)
         return rc;
     listed_rollup_t *now = lc_xcalloc(l.n ? l.n : 1, sizeof(*now));
-    size_t n = 0;
+    size_t n = 0, cursor = 0;
     for (size_t i = 0; i < l.n; i++) {
         listed_rollup_t *lr = &now[n];
         if (strlen(l.keys[i]) > LC_OBJSTORE_KEY_MAX ||
             !bkt_rollup_index_key_parse(l.keys[i], &lr->window_ns, &lr->level))
             continue;
         snprintf(lr->key, sizeof lr->key, "%s", l.keys[i]);
-        lr->entry = rollup_entry_take(br->rollups, br->n_rollups, lr->key, &lr->fetched_gen);
+        lr->entry =
+            rollup_entry_take(br->rollups, br->n_rollups, &cursor, lr->key, &lr->fetched_gen);
         n++;
     }
     lc_objstore_list_free(&l);
