@@ -415,7 +415,7 @@ static bool sample_eq(const builder_t *b, uint32_t i, const void *key)
     if (k->n_locs && memcmp(&b->stack_ids.v[s->loc_off], k->locs, k->n_locs * 8) != 0)
         return false;
     return !k->n_labels ||
-           memcmp(&b->label_idx.v[s->label_off], k->labels, k->n_labels * 2 * 8) == 0;
+           memcmp(&b->label_idx.v[2 * s->label_off], k->labels, k->n_labels * 2 * 8) == 0;
 }
 
 static uint64_t sample_hash(const sample_key_t *k)

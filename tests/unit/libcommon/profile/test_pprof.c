@@ -1032,10 +1032,43 @@ static void test_builder_rebuilds_large_profile(void)
     free(d);
 }
 
+/* Labeled samples past the first are compared by their own labels: an
+ * equal one is summed into them, and one whose labels merely equal the
+ * bytes at a wrong offset (the first sample's value string and the
+ * second's key string, read as a pair) is not. */
+static void test_builder_dedup_later_labeled_samples(void)
+{
+    lc_pprof_builder_t *b = lc_pprof_builder_new();
+    lc_pprof_builder_sample_type(b, "samples", "count");
+    uint64_t loc1 = lc_pprof_builder_location(b, 0, 0x1, NULL, 0);
+    uint64_t loc2 = lc_pprof_builder_location(b, 0, 0x2, NULL, 0);
+    const char *k_v0[] = {"k", "v0"}, *k_v1[] = {"k", "v1"}, *v0_k[] = {"v0", "k"};
+    int64_t one = 1, ten = 10, hundred = 100;
+    lc_pprof_builder_sample(b, &loc1, 1, &one, k_v0, 1);
+    lc_pprof_builder_sample(b, &loc2, 1, &one, k_v1, 1);
+    lc_pprof_builder_sample(b, &loc2, 1, &ten, k_v1, 1);     /* summed into the second */
+    lc_pprof_builder_sample(b, &loc2, 1, &hundred, v0_k, 1); /* a sample of its own */
+
+    lc_buf_t out;
+    lc_buf_init(&out, LC_BUF_UNLIMITED);
+    LC_ASSERT_OK(lc_pprof_builder_encode(b, true, &out));
+    lc_arena_t *a = lc_arena_new(ARENA_CAP);
+    lc_pprof_t *p = decode_ok(&out, a);
+    LC_ASSERT_EQ(p->n_sample, 3);
+    LC_ASSERT_EQ(p->sample[1]->value[0], 11);
+    LC_ASSERT_STR_EQ(lc_pprof_str(p, p->sample[1]->label[0]->str), "v1");
+    LC_ASSERT_EQ(p->sample[2]->value[0], 100);
+    LC_ASSERT_STR_EQ(lc_pprof_str(p, p->sample[2]->label[0]->key), "v0");
+    LC_ASSERT_STR_EQ(lc_pprof_str(p, p->sample[2]->label[0]->str), "k");
+    lc_arena_free(a);
+    lc_buf_fini(&out);
+    lc_pprof_builder_free(b);
+}
+
 LC_TEST_MAIN(test_every_manifest_file, test_base_profile_is_valid, test_rejection_rules,
              test_sparse_ids_are_valid, test_deep_stacks_keep_the_root,
              test_long_strings_cut_at_utf8_boundary, test_zero_limits_mean_unlimited,
              test_decode_errors, test_field_zero_rejected, test_empty_input,
              test_embedded_nul_survives, test_encode_round_trip, test_builder_dedup,
-             test_builder_misuse, test_builder_output_accepted_by_go,
-             test_builder_rebuilds_large_profile)
+             test_builder_dedup_later_labeled_samples, test_builder_misuse,
+             test_builder_output_accepted_by_go, test_builder_rebuilds_large_profile)
