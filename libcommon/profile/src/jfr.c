@@ -216,7 +216,7 @@ typedef struct jsym_s {
 
 /* A stack trace: n frames at off in the frame array, or, when lazy_fields
  * is set, n frames of that many varint fields each at byte off of the
- * recording, decoded when a sample asks (jfr_stack). */
+ * recording, decoded when a sample asks (jfr_stack_at). */
 typedef struct jstack_s {
     uint32_t off, n;
     uint8_t lazy_fields;
@@ -267,9 +267,9 @@ struct jfr_s {
     uint8_t pending_fields; /* 0: nothing pending */
     uint32_t pending_pos, pending_n;
     size_t lazy_frames;
-    jfr_frame_t *decoded; /* jfr_stack's frames of a lazy stack */
+    jfr_frame_t *decoded; /* jfr_stack_at's frames of a lazy stack */
     size_t cap_decoded;
-    uint64_t decoded_id; /* whose frames decoded holds, while decoded_ok */
+    uint32_t decoded_order; /* whose frames decoded holds, while decoded_ok */
     bool decoded_ok;
     size_t pool_entries;
     size_t events;
@@ -657,6 +657,42 @@ static const uint8_t *varint_skip(const uint8_t *p)
     return ends ? p + __builtin_ctzll(ends) / 8 + 1 : p + 9;
 }
 
+/* The 7-bit groups of a varint's bytes (little-endian in x, at most 7 of
+ * them, the bytes after it cleared) put together. */
+static inline uint64_t varint_gather(uint64_t x)
+{
+    return (x & 0x7f) | (x >> 1 & 0x3f80) | (x >> 2 & 0x1fc000) | (x >> 3 & 0xfe00000) |
+           (x >> 4 & 0x7f0000000ull) | (x >> 5 & 0x3f800000000ull) | (x >> 6 & 0x1fc0000000000ull);
+}
+
+/* The low `bytes` bytes of a word (bytes <= 7). */
+static inline uint64_t low_bytes(uint64_t w, unsigned bytes)
+{
+    return w & ((1ull << (8 * bytes)) - 1);
+}
+
+/* A frame of the usual layout whose n_fields varints all end within the 8
+ * bytes at p (8 readable): method and line taken from one load, the ends
+ * found by bit tricks, so no load waits on the one before (a frame's
+ * fields are 4-8 bytes in the JDK's recordings). Returns the frame's end,
+ * or NULL when it is longer: the caller reads it field by field. */
+static inline const uint8_t *frame_in_word(const uint8_t *p, size_t n_fields, uint64_t *method,
+                                           uint64_t *line)
+{
+    uint64_t w = load_le64(p), ends = ~w & 0x8080808080808080ull;
+    /* the ends counted: one bit per byte summed by a multiply */
+    if ((((ends >> 7) * 0x0101010101010101ull) >> 56) < n_fields)
+        return NULL;
+    unsigned method_len = (unsigned)__builtin_ctzll(ends) / 8 + 1;
+    uint64_t rest = ends & (ends - 1);
+    unsigned line_end = (unsigned)__builtin_ctzll(rest) / 8 + 1;
+    for (size_t i = 2; i < n_fields; i++)
+        rest &= rest - 1;
+    *method = varint_gather(low_bytes(w, method_len));
+    *line = varint_gather(low_bytes(w >> (8 * method_len), line_end - method_len));
+    return p + __builtin_ctzll(rest) / 8 + 1;
+}
+
 /* One frame of an all-varint StackFrame with 9 bytes per field left: no
  * bounds check per byte, the fields nobody reads skipped undecoded. */
 static void read_frame_unchecked(jr_t *r, const jclass_t *frame, uint64_t *method, uint64_t *line)
@@ -694,10 +730,15 @@ static const uint8_t *decode_frames_usual(const uint8_t *p, size_t n_fields, jfr
 {
     for (size_t k = 0; k < n; k++) {
         uint64_t method, line;
-        p = varint_at(p, &method);
-        p = varint_at(p, &line);
-        for (size_t i = 2; i < n_fields; i++)
-            p = varint_skip(p);
+        const uint8_t *word_end = frame_in_word(p, n_fields, &method, &line);
+        if (word_end)
+            p = word_end;
+        else {
+            p = varint_at(p, &method);
+            p = varint_at(p, &line);
+            for (size_t i = 2; i < n_fields; i++)
+                p = varint_skip(p);
+        }
         /* as frame_push: lineNumber read as uint32 */
         out[k] = (jfr_frame_t){.method = method, .line = (int64_t)(uint32_t)line};
     }
@@ -751,7 +792,7 @@ static void materialize_pending(jfr_t *j)
     j->pending_fields = 0;
 }
 
-/* The frames of the usual layout located and skipped, for jfr_stack to
+/* The frames of the usual layout located and skipped, for jfr_stack_at to
  * decode if a sample names the stack; false, r untouched, when they cannot
  * be (not a stack trace entry's first frame array, or see skip_stack_varints). */
 static bool locate_frames_usual(jr_t *r, const jclass_t *frame, size_t n)
@@ -761,7 +802,10 @@ static bool locate_frames_usual(jr_t *r, const jclass_t *frame, size_t n)
         (size_t)(r->p - r->base) > UINT32_MAX)
         return false;
     const uint8_t *end = skip_stack_varints(r->p, r->end, n * frame->n_fields);
-    if (!end)
+    /* decode_frames_usual skips a field by loading the 8 bytes where it
+     * starts: the last one may start just before end, so 8 bytes of the
+     * recording must follow it (a pool at the very end is copied) */
+    if (!end || (size_t)(j->buf + j->len - end) < 8)
         return false;
     j->pending_pos = (uint32_t)(r->p - r->base);
     j->pending_n = (uint32_t)n;
@@ -1620,12 +1664,16 @@ int jfr_read(const uint8_t *buf, size_t len, size_t lazy_min, lc_arena_t *arena,
 
 /* ---------------------------------------------------------------- lookups */
 
-const jfr_frame_t *jfr_stack(jfr_t *j, uint64_t id, size_t *n)
+uint32_t jfr_stack_order(const jfr_t *j, uint64_t id)
 {
-    uint32_t ix = jmap_get(&j->stack_ix, id);
-    if (ix == UINT32_MAX)
+    return jmap_get(&j->stack_ix, id);
+}
+
+const jfr_frame_t *jfr_stack_at(jfr_t *j, uint32_t order, size_t *n)
+{
+    if (order >= j->n_stacks)
         return NULL;
-    jstack_t *s = &j->stacks[ix];
+    jstack_t *s = &j->stacks[order];
     *n = s->n;
     /* an empty stack is known too (its sample is kept), even before any
      * frame array exists */
@@ -1637,13 +1685,13 @@ const jfr_frame_t *jfr_stack(jfr_t *j, uint64_t id, size_t *n)
     /* located by skip_stack_varints: every varint ends within the recording.
      * Most stacks are asked for once (one aggregate); one asked again (other
      * kinds, contexts or spans) is kept in the frame array from then on. */
-    if (j->decoded_ok && j->decoded_id == id)
-        return j->decoded; /* the same stack's next kind, next to it (agg_hash) */
+    if (j->decoded_ok && j->decoded_order == order)
+        return j->decoded; /* the same stack's next kind, context or span */
     if (!s->asked) {
         s->asked = true;
         j->decoded = lc_xgrow(j->decoded, &j->cap_decoded, s->n, sizeof(*j->decoded));
         decode_frames_usual(j->buf + s->off, s->lazy_fields, j->decoded, s->n);
-        j->decoded_id = id;
+        j->decoded_order = order;
         j->decoded_ok = true;
         return j->decoded;
     }

@@ -51,9 +51,14 @@ typedef int (*jfr_chunk_cb)(jfr_t *j, void *data);
 int jfr_read(const uint8_t *buf, size_t len, size_t lazy_min, lc_arena_t *arena,
              jfr_event_cb on_event, jfr_chunk_cb on_chunk_end, void *data,
              lc_status_t *st) LC_MUST_CHECK;
-/* The frames of a stack trace (leaf first), or NULL when the id is unknown;
- * valid until the next call (a lazily read stack is decoded into scratch). */
-const jfr_frame_t *jfr_stack(jfr_t *j, uint64_t id, size_t *n);
+/* A stack trace id's place in its chunk's pool (the order the recording
+ * holds them in), UINT32_MAX when the id is unknown. Stacks asked for in
+ * this order are read front to back, not at random. */
+uint32_t jfr_stack_order(const jfr_t *j, uint64_t id);
+/* The frames of the stack trace at that place (leaf first), or NULL when
+ * there is none; valid until the next call (a lazily read stack is decoded
+ * into scratch). */
+const jfr_frame_t *jfr_stack_at(jfr_t *j, uint32_t order, size_t *n);
 /* "pkg/Class.method" (generated names merged) of a method, NUL-terminated,
  * or NULL when the method or its class is unknown (the frame is dropped). */
 const char *jfr_method_name(jfr_t *j, uint64_t method);

@@ -384,6 +384,10 @@ typedef struct conv_s {
     size_t n_events;
     uint64_t *locs;
     size_t cap_locs;
+    /* on_chunk_end's: stack order << 32 | aggregate slot (cap_agg is at
+     * most 2 x LC_JFR_MAX_EVENTS, below 2^32) */
+    uint64_t *order;
+    size_t cap_order;
     const char **kv;
     size_t cap_kv;
     /* For the current chunk (method ids belong to it): (kind, method) ->
@@ -393,12 +397,9 @@ typedef struct conv_s {
     methods_map_t fns[LC_JFR_KINDS_], locs_of[LC_JFR_KINDS_];
 } conv_t;
 
-/* The kind is left out: the kinds of one stack (cpu and wall of an
- * execution sample) probe into neighbouring slots, so on_chunk_end asks for
- * the stack twice in a row and jfr_stack decodes its frames once. */
 static uint64_t agg_hash(const agg_t *k)
 {
-    uint64_t h = k->stack * 0xff51afd7ed558ccdull;
+    uint64_t h = (k->stack ^ (uint64_t)k->kind << 59) * 0xff51afd7ed558ccdull;
     h = (h ^ k->ctx) * 0xc4ceb9fe1a85ec53ull;
     h = (h ^ k->span) * 0xff51afd7ed558ccdull;
     h = (h ^ k->span_name) * 0xc4ceb9fe1a85ec53ull;
@@ -583,10 +584,10 @@ static uint64_t location_of(conv_t *cv, jfr_t *j, uint32_t kind, const jfr_frame
     return id;
 }
 
-static void resolve_sample(conv_t *cv, jfr_t *j, const agg_t *a)
+static void resolve_sample(conv_t *cv, jfr_t *j, const agg_t *a, uint32_t stack_order)
 {
     size_t n;
-    const jfr_frame_t *fr = jfr_stack(j, a->stack, &n);
+    const jfr_frame_t *fr = jfr_stack_at(j, stack_order, &n);
     if (!fr)
         return; /* Pyroscope drops samples of unknown stacks */
     lc_pprof_builder_t *b = cv->b[a->kind];
@@ -601,15 +602,31 @@ static void resolve_sample(conv_t *cv, jfr_t *j, const agg_t *a)
     lc_pprof_builder_sample(b, cv->locs, k, a->v, pairs ? cv->kv : NULL, pairs);
 }
 
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* The aggregates are resolved in the order their stacks lie in the pool,
+ * not the hash table's: a large recording's frames are then read front to
+ * back (a stack's kinds, contexts and spans one after the other), where the
+ * table's order missed the cache on each stack (goland.jfr: 37 k stacks
+ * over 20 MB). */
 static int on_chunk_end(jfr_t *j, void *data)
 {
     conv_t *cv = data;
     if (cv->resolved)
         return 0; /* no event since the last chunk: its samples are in already */
-    for (size_t i = 0; i < cv->cap_agg; i++) {
-        if (cv->agg[i].used)
-            resolve_sample(cv, j, &cv->agg[i]);
+    cv->order = lc_xgrow(cv->order, &cv->cap_order, cv->n_agg ? cv->n_agg : 1, sizeof(*cv->order));
+    size_t n = 0;
+    for (size_t i = 0; i < cv->cap_agg && n < cv->n_agg; i++) {
+        if (cv->agg[i].used) /* unknown stacks (UINT32_MAX) last: they are dropped */
+            cv->order[n++] = (uint64_t)jfr_stack_order(j, cv->agg[i].stack) << 32 | i;
     }
+    qsort(cv->order, n, sizeof(*cv->order), cmp_u64);
+    for (size_t k = 0; k < n; k++)
+        resolve_sample(cv, j, &cv->agg[(uint32_t)cv->order[k]], (uint32_t)(cv->order[k] >> 32));
     cv->resolved = true;
     return 0;
 }
@@ -674,6 +691,7 @@ static void conv_fini(conv_t *cv)
     snap_free(&cv->snap);
     lc_free(cv->agg);
     lc_free(cv->locs);
+    lc_free(cv->order);
     lc_free(cv->kv);
     for (size_t k = 0; k < LC_JFR_KINDS_; k++) {
         lc_free(cv->fns[k].e);
