@@ -602,7 +602,7 @@ static void resolve_sample(conv_t *cv, jfr_t *j, const agg_t *a, uint32_t stack_
     lc_pprof_builder_sample(b, cv->locs, k, a->v, pairs ? cv->kv : NULL, pairs);
 }
 
-static int cmp_u64(const void *a, const void *b)
+static int cmp_stack_order(const void *a, const void *b)
 {
     uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
     return (x > y) - (x < y);
@@ -624,7 +624,7 @@ static int on_chunk_end(jfr_t *j, void *data)
         if (cv->agg[i].used) /* unknown stacks (UINT32_MAX) last: they are dropped */
             cv->order[n++] = (uint64_t)jfr_stack_order(j, cv->agg[i].stack) << 32 | i;
     }
-    qsort(cv->order, n, sizeof(*cv->order), cmp_u64);
+    qsort(cv->order, n, sizeof(*cv->order), cmp_stack_order);
     for (size_t k = 0; k < n; k++)
         resolve_sample(cv, j, &cv->agg[(uint32_t)cv->order[k]], (uint32_t)(cv->order[k] >> 32));
     cv->resolved = true;
