@@ -17,6 +17,7 @@
 #include <time.h>
 
 #include "lc/gz.h"
+#include "lc/hash.h"
 #include "lc/jfr.h"
 #include "lc/pprof.h"
 
@@ -47,25 +48,17 @@ static int read_file(const char *path, lc_buf_t *out)
     return rc;
 }
 
-static uint64_t fnv(uint64_t h, const void *data, size_t n)
-{
-    const unsigned char *b = data;
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ b[i]) * 0x100000001b3ull;
-    return h;
-}
-
 static uint64_t fnv_str(uint64_t h, const lc_pprof_t *p, int64_t i)
 {
     const char *s = i >= 0 && (size_t)i < p->n_string_table ? p->string_table[i] : "?";
-    return fnv(h, s, strlen(s) + 1);
+    return lc_fnv1a64(h, s, strlen(s) + 1);
 }
 
 /* One sample by content: metric, every frame's function name and line
  * (leaf first), labels and values; ids and order left out. */
 static uint64_t sample_digest(const lc_pprof_t *p, const char *metric, const Google__V1__Sample *s)
 {
-    uint64_t h = fnv(0xcbf29ce484222325ull, metric, strlen(metric) + 1);
+    uint64_t h = lc_fnv1a64(LC_FNV64_OFFSET, metric, strlen(metric) + 1);
     for (size_t k = 0; k < s->n_location_id; k++) {
         const Google__V1__Location *loc =
             s->location_id[k] - 1 < p->n_location ? p->location[s->location_id[k] - 1] : NULL;
@@ -76,49 +69,30 @@ static uint64_t sample_digest(const lc_pprof_t *p, const char *metric, const Goo
                                                  ? p->function[loc->line[l]->function_id - 1]
                                                  : NULL;
             h = fnv_str(h, p, fn ? fn->name : -1);
-            h = fnv(h, &loc->line[l]->line, sizeof(loc->line[l]->line));
+            h = lc_fnv1a64(h, &loc->line[l]->line, sizeof(loc->line[l]->line));
         }
-        h = fnv(h, "|", 1);
+        h = lc_fnv1a64(h, "|", 1);
     }
     uint64_t labels = 0; /* summed: their order follows string ids */
     for (size_t l = 0; l < s->n_label; l++) {
-        uint64_t lh =
-            fnv_str(fnv_str(0xcbf29ce484222325ull, p, s->label[l]->key), p, s->label[l]->str);
-        labels += fnv(lh, &s->label[l]->num, sizeof(s->label[l]->num));
+        uint64_t lh = fnv_str(fnv_str(LC_FNV64_OFFSET, p, s->label[l]->key), p, s->label[l]->str);
+        labels += lc_fnv1a64(lh, &s->label[l]->num, sizeof(s->label[l]->num));
     }
-    h = fnv(h, &labels, sizeof(labels));
-    return fnv(h, s->value, s->n_value * sizeof(*s->value));
+    h = lc_fnv1a64(h, &labels, sizeof(labels));
+    return lc_fnv1a64(h, s->value, s->n_value * sizeof(*s->value));
 }
 
-/* Every profile's samples by content, summed (order-free): two converters
- * (or two builds) that agree on it gave the same stacks, labels and
- * values, whatever their ids and order. */
-static uint64_t results_digest(const lc_jfr_result_t *r)
-{
-    lc_pprof_limits_t lim;
-    lc_pprof_limits_default(&lim);
-    lim.max_samples = 0;
-    uint64_t sum = 0;
-    for (size_t i = 0; i < r->n; i++) {
-        lc_arena_t *a = lc_arena_new((size_t)1 << 30);
-        lc_status_t st = {0};
-        lc_pprof_t *p;
-        if (lc_pprof_decode(r->profiles[i].pprof.data, r->profiles[i].pprof.len, &lim, a, &p,
-                            &st) == 0)
-            for (size_t k = 0; k < p->n_sample; k++)
-                sum += sample_digest(p, r->profiles[i].metric, p->sample[k]);
-        lc_arena_free(a);
-    }
-    return sum;
-}
-
-/* "metric:type:unit" = total, for every sample type of every profile. */
-static void print_totals(const lc_jfr_result_t *r)
+/* Prints "metric:type:unit" = total, for every sample type of every
+ * profile; returns every profile's samples by content, summed (order-free):
+ * two converters (or two builds) that agree on it gave the same stacks,
+ * labels and values, whatever their ids and order. */
+static uint64_t print_totals(const lc_jfr_result_t *r)
 {
     lc_pprof_limits_t lim;
     lc_pprof_limits_default(&lim);
     lim.max_samples = 0;
     const char *sep = "";
+    uint64_t digest = 0;
     for (size_t i = 0; i < r->n; i++) {
         lc_arena_t *a = lc_arena_new((size_t)1 << 30);
         lc_status_t st = {0};
@@ -134,9 +108,12 @@ static void print_totals(const lc_jfr_result_t *r)
                        lc_pprof_str(p, p->sample_type[t]->unit), sum);
                 sep = ", ";
             }
+            for (size_t k = 0; k < p->n_sample; k++)
+                digest += sample_digest(p, r->profiles[i].metric, p->sample[k]);
         }
         lc_arena_free(a);
     }
+    return digest;
 }
 
 static int bench_file(const char *path, int iterations)
@@ -181,8 +158,8 @@ static int bench_file(const char *path, int iterations)
            "\"min_ms\": %.4f, \"mb_per_s\": %.2f, \"totals\": {",
            path, in->len, iterations, median, ms[0], (double)in->len / 1e3 / median);
     free(ms);
-    print_totals(&r);
-    printf("}, \"digest\": \"%016llx\"}\n", (unsigned long long)results_digest(&r));
+    uint64_t digest = print_totals(&r);
+    printf("}, \"digest\": \"%016llx\"}\n", (unsigned long long)digest);
     lc_jfr_result_fini(&r);
     lc_buf_fini(&raw);
     lc_buf_fini(&jfr);
