@@ -628,6 +628,20 @@ static inline uint64_t load_le64(const uint8_t *p)
     return w;
 }
 
+/* The bytes of a little-endian word that end a varint (those under 0x80),
+ * as their top bits. */
+static inline uint64_t varint_ends(uint64_t w)
+{
+    return ~w & 0x8080808080808080ull;
+}
+
+/* How many bytes varint_ends marked: one bit per byte summed by a multiply
+ * (__builtin_popcountll is a libgcc call without -mpopcnt). */
+static inline size_t varint_ends_count(uint64_t ends)
+{
+    return (size_t)(((ends >> 7) * 0x0101010101010101ull) >> 56);
+}
+
 /* Unchecked LEB128 for the frame loop and the events: the caller made sure
  * 9 bytes remain. (A branch-free gather of the 7-bit groups from one word
  * took more instructions and, by callgrind's branch model, more mispredicts.) */
@@ -653,7 +667,7 @@ static inline const uint8_t *varint_at(const uint8_t *p, uint64_t *v)
  * (start times take 8 or 9 bytes, one per event). */
 static const uint8_t *varint_skip(const uint8_t *p)
 {
-    uint64_t ends = ~load_le64(p) & 0x8080808080808080ull;
+    uint64_t ends = varint_ends(load_le64(p));
     return ends ? p + __builtin_ctzll(ends) / 8 + 1 : p + 9;
 }
 
@@ -679,9 +693,8 @@ static inline uint64_t low_bytes(uint64_t w, unsigned bytes)
 static inline const uint8_t *frame_in_word(const uint8_t *p, size_t n_fields, uint64_t *method,
                                            uint64_t *line)
 {
-    uint64_t w = load_le64(p), ends = ~w & 0x8080808080808080ull;
-    /* the ends counted: one bit per byte summed by a multiply */
-    if ((((ends >> 7) * 0x0101010101010101ull) >> 56) < n_fields)
+    uint64_t w = load_le64(p), ends = varint_ends(w);
+    if (varint_ends_count(ends) < n_fields)
         return NULL;
     unsigned method_len = (unsigned)__builtin_ctzll(ends) / 8 + 1;
     uint64_t rest = ends & (ends - 1);
@@ -754,12 +767,10 @@ static const uint8_t *skip_stack_varints(const uint8_t *p, const uint8_t *end, s
 {
     size_t run = 0; /* continuation bytes just before p */
     while (k && end - p >= 8) {
-        uint64_t ends = ~load_le64(p) & 0x8080808080808080ull;
+        uint64_t ends = varint_ends(load_le64(p));
         if (!ends || run + (size_t)__builtin_ctzll(ends) / 8 >= 8)
             return NULL;
-        /* the ends in this word: one bit per byte summed by a multiply
-         * (__builtin_popcountll is a libgcc call without -mpopcnt) */
-        size_t c = (size_t)(((ends >> 7) * 0x0101010101010101ull) >> 56);
+        size_t c = varint_ends_count(ends);
         if (c >= k) {
             for (size_t i = 1; i < k; i++)
                 ends &= ends - 1; /* drop the ends before the k-th */
