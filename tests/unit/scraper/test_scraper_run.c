@@ -53,6 +53,8 @@ typedef struct world_s {
     char *metrics_text; /* /metrics after the reload, before closing */
     uv_timer_t timer;
     int phase;
+    atomic_bool stopping; /* the target refuses new scrapes (uncounted) */
+    int settle_ticks, quiet_ticks, published_at_tick; /* settle's, every 50 ms */
 } world_t;
 
 static char *render_metrics(lc_metrics_t *m);
@@ -123,6 +125,10 @@ static lc_http_result_t target_handler(lc_http_req_t *req, void *data)
     int which = path_index(req->path);
     if (which == P_OTHER) {
         lc_http_reply(req, 404, "text/plain", "no", 2);
+        return LC_HTTP_DONE;
+    }
+    if (atomic_load(&w->stopping)) {
+        lc_http_reply(req, 503, "text/plain", "stopping", 8);
         return LC_HTTP_DONE;
     }
     int n = atomic_fetch_add(&w->requests[which], 1) + 1;
@@ -220,6 +226,28 @@ static void on_scraper_closed(void *data)
     lc_transport_close(w->tr, on_closed, NULL);
 }
 
+/* Closes everything once no profile was published for 2 s after the target
+ * began refusing new scrapes (at most 20 s): a scrape the target answered
+ * but the scraper had not published yet when it closed was dropped, which a
+ * busy box made happen. Scrapes time out within their 1 s interval, so 2 s
+ * of quiet means none is left in flight. */
+static void settle(uv_timer_t *timer)
+{
+    world_t *w = timer->data;
+    pthread_mutex_lock(&w->lock);
+    int published = w->n_msgs;
+    pthread_mutex_unlock(&w->lock);
+    w->quiet_ticks = published == w->published_at_tick ? w->quiet_ticks + 1 : 0;
+    w->published_at_tick = published;
+    if (w->quiet_ticks < 40 && ++w->settle_ticks < 400)
+        return;
+    uv_close((uv_handle_t *)timer, NULL);
+    scr_http_close(w->client, NULL, NULL);
+    lc_httpd_close(w->target, NULL, NULL);
+    lc_httpd_close(w->pages, NULL, NULL);
+    scr_close(w->scr, on_scraper_closed, w);
+}
+
 static void step(uv_timer_t *timer)
 {
     world_t *w = timer->data;
@@ -244,13 +272,13 @@ static void step(uv_timer_t *timer)
         uv_timer_start(timer, step, 2500, 0);
         break;
     }
-    default:
+    case 2: /* the metrics as they are, then no new scrape: those answered publish */
         w->metrics_text = render_metrics(w->metrics);
-        uv_close((uv_handle_t *)timer, NULL);
-        scr_http_close(w->client, NULL, NULL);
-        lc_httpd_close(w->target, NULL, NULL);
-        lc_httpd_close(w->pages, NULL, NULL);
-        scr_close(w->scr, on_scraper_closed, w);
+        atomic_store(&w->stopping, true);
+        uv_timer_start(timer, settle, 50, 50);
+        break;
+    default:
+        break;
     }
 }
 
