@@ -23,9 +23,10 @@
  * "Already compact" is the DB_META "compacted" record: the LMDB transaction id
  * that wrote it. A later commit (a late profile, its summary) moves the
  * environment's last transaction id past it, so the block is compacted again.
- * Compacted blocks are format 4 (only when some samples were compressed; an
- * older ember refuses them instead of misreading). Retention is unchanged:
- * it drops whole directories.
+ * The symbol tables and the stack tree are packed into DB_META
+ * (store_packed.c). Compacted blocks are format 6 (an older ember refuses
+ * them instead of misreading). Retention is unchanged: it drops whole
+ * directories.
  *
  * Threading: lc_store_compact runs on one thread at a time (the ingester's
  * summary work), beside the writer and the readers; it only reads the block
@@ -51,6 +52,9 @@
 #define COMPACT_MIN_RAW (128u << 10)   /* fewer sample bytes: no dictionary, no zstd */
 #define COMPACT_TXN_BYTES (256u << 20) /* the rewrite commits in steps of this */
 #define COMPACT_LEVEL 3
+/* The packed tables (store_packed.c) are a few MiB an hour at most and read
+ * whole: a higher level costs little once and saves on every block. */
+#define COMPACT_TABLE_LEVEL 9
 
 /* ---------------------------------------------------------------- files */
 
@@ -223,8 +227,7 @@ typedef struct compact_s {
     lc_buf_t enc;
     uint8_t *zbuf;
     size_t zcap;
-    uint64_t packed;           /* profiles and summaries whose samples were compressed */
-    uint64_t packed_summaries; /* of which summaries: format 5 */
+    uint64_t packed; /* profiles and summaries whose samples were compressed */
 } compact_t;
 
 static int compact_env_open(const lc_store_t *s, const char *path, MDB_env **out)
@@ -367,7 +370,37 @@ static int compact_step(compact_t *c, size_t bytes)
 static bool compact_meta_own(const MDB_val *k)
 {
     return (k->mv_size == 9 && memcmp(k->mv_data, "compacted", 9) == 0) ||
-           (k->mv_size == 5 && memcmp(k->mv_data, "zdict", 5) == 0);
+           (k->mv_size == 5 && memcmp(k->mv_data, "zdict", 5) == 0) ||
+           (k->mv_size > 7 && memcmp(k->mv_data, "packed.", 7) == 0);
+}
+
+/* The symbol tables and the tree, packed whole (or as records when too
+ * large), from every record the old block has, packed or not. */
+static int compact_tables(compact_t *c)
+{
+    store_meta_t m;
+    int rc = lc_store__meta_get(c->rtxn, c->b->dbi[DB_META], &m);
+    if (rc)
+        return rc == LC_ENOTFOUND ? LC_ECORRUPT : rc;
+    const struct {
+        store_db_t db;
+        uint64_t count;
+    } tables[] = {{DB_STRINGS, m.strings - 1},
+                  {DB_FUNCTIONS, m.functions},
+                  {DB_MAPPINGS, m.mappings},
+                  {DB_LOCATIONS, m.locations}};
+    for (size_t i = 0; i < sizeof(tables) / sizeof(tables[0]) && !rc; i++)
+        rc = lc_store__packed_write_table(c->rtxn, c->b->dbi, tables[i].db, tables[i].count,
+                                          c->wtxn, c->dbi, COMPACT_TABLE_LEVEL);
+    if (!rc)
+        rc = lc_store__packed_write_nodes(c->rtxn, c->b->dbi, &m, c->wtxn, c->dbi,
+                                          COMPACT_TABLE_LEVEL);
+    return rc;
+}
+
+static bool compact_table_db(int db)
+{
+    return (db >= DB_STRINGS && db <= DB_LOCATIONS) || db == DB_NODES;
 }
 
 /* Copies one named DB in key order. Meta's own records are rewritten at the
@@ -386,11 +419,8 @@ static int compact_copy_db(compact_t *c, int db)
         MDB_val out = v;
         if (db == DB_META && compact_meta_own(&k))
             continue;
-        uint64_t packed = c->packed;
         if (db == DB_PROFILES || db == DB_SUMMARIES) /* the same encoding */
             ret = compact_profile(c, &v, &out);
-        if (db == DB_SUMMARIES)
-            c->packed_summaries += c->packed - packed;
         if (!ret && (ret = mdb_put(c->wtxn, c->dbi[db], &k, &out, flags)) != 0)
             ret = lc_store__mdb_fail(ret, "put (compact)");
         if (!ret)
@@ -402,7 +432,7 @@ static int compact_copy_db(compact_t *c, int db)
     return ret;
 }
 
-/* The last transaction: the meta record (format 4 when samples were
+/* The last transaction: the meta record (format 6: packed tables
  * compressed), the dictionary, and the "compacted" mark. */
 static int compact_finish(compact_t *c)
 {
@@ -410,10 +440,7 @@ static int compact_finish(compact_t *c)
     int rc = lc_store__meta_get(c->rtxn, c->b->dbi[DB_META], &m);
     if (rc)
         return rc == LC_ENOTFOUND ? LC_ECORRUPT : rc;
-    if (c->packed && m.version < STORE_FORMAT_VERSION_COMPACT)
-        m.version = STORE_FORMAT_VERSION_COMPACT;
-    if (c->packed_summaries)
-        m.version = STORE_FORMAT_VERSION_COMPACT_SUMMARIES;
+    m.version = STORE_FORMAT_VERSION_COMPACT_PACKED; /* compact_tables */
     rc = lc_store__meta_put(c->wtxn, c->dbi[DB_META], &m);
     if (!rc && c->packed) {
         MDB_val k = store_val("zdict", 5), v = store_val(c->dict, c->dict_len);
@@ -458,8 +485,10 @@ static int compact_write(const lc_store_t *s, compact_t *c, const char *dir)
     /* Every DB the block has. A DB that older blocks may lack (summaries in
      * format 2, which is never compacted) must be skipped when absent. */
     for (int i = 0; i < DB_COUNT && !rc; i++)
-        if (i != DB_SUMMARIES || c->b->has_summaries)
+        if ((i != DB_SUMMARIES || c->b->has_summaries) && !compact_table_db(i))
             rc = compact_copy_db(c, i);
+    if (!rc)
+        rc = compact_tables(c);
     if (!rc)
         rc = compact_finish(c);
     if (c->wtxn)

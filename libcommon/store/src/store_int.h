@@ -36,7 +36,11 @@
  * A separate number so that an ember of version 4 refuses the block instead
  * of failing on each summary it reads. */
 #define STORE_FORMAT_VERSION_COMPACT_SUMMARIES 5
-#define STORE_FORMAT_VERSION_MAX STORE_FORMAT_VERSION_COMPACT_SUMMARIES
+/* 6: a compacted block whose symbol tables and stack tree may be packed
+ * into DB_META (store_packed.c): an ember of version 5 would find their DBs
+ * empty. */
+#define STORE_FORMAT_VERSION_COMPACT_PACKED 6
+#define STORE_FORMAT_VERSION_MAX STORE_FORMAT_VERSION_COMPACT_PACKED
 #define STORE_NODE_CHUNK 1024     /* (parent, location) pairs per LMDB value */
 #define STORE_POSTING_KEY_MAX 400 /* longer posting keys are replaced by a hash */
 #define STORE_MAX_STRING_BYTES (1u << 20)
@@ -363,6 +367,50 @@ void lc_store__unpack_fini(store_unpack_t *u);
 /* Decompresses [src, src + len) (varint raw length, zstd frame). */
 int lc_store__unpack(store_unpack_t *u, const uint8_t *src, size_t len, const uint8_t **out,
                      size_t *out_len) LC_MUST_CHECK;
+/* ---- packed tables of compacted blocks (store_packed.c, format 6) ---- */
+
+#define STORE_PACKED_MAX ((uint64_t)64 << 20) /* raw bytes of one packed table */
+#define STORE_PACKED_KEY_MAX 32               /* "packed." + a DB name */
+
+/* A symbol table's packed records, decoded: ids 1..n. */
+typedef struct store_packed_s {
+    uint32_t n;
+    uint32_t *offs;      /* n + 1 offsets into data */
+    const uint8_t *data; /* in raw */
+    uint8_t *raw;
+} store_packed_t;
+
+/* Reads db's packed form (n == 0 when it has none); count is the table's
+ * size in the meta record, which a packed table may not exceed. */
+int lc_store__packed_load(MDB_txn *txn, MDB_dbi meta, store_db_t db, uint64_t count,
+                          store_packed_t *t) LC_MUST_CHECK;
+void lc_store__packed_fini(store_packed_t *t);
+static inline void lc_store__packed_get(const store_packed_t *t, uint32_t id, MDB_val *v)
+{
+    v->mv_data = (void *)(t->data + t->offs[id - 1]);
+    v->mv_size = t->offs[id] - t->offs[id - 1];
+}
+/* The parsers of the meta values under the two above, for the fuzz target:
+ * a table of at most count records; nodes [0, want) of a tree of at most
+ * m->nodes with locations up to m->locations (*n: how many it packs). */
+int lc_store__packed_parse_table(const MDB_val *v, uint64_t count, store_packed_t *t) LC_MUST_CHECK;
+int lc_store__packed_parse_nodes(const MDB_val *v, const store_meta_t *m, uint32_t *parents,
+                                 uint32_t *locations, size_t want, uint64_t *n) LC_MUST_CHECK;
+/* Every record of a symbol table (or DB_SERIES) in id order, packed ones
+ * first; ids must run 1..count without a gap. */
+typedef int (*store_record_fn)(void *arg, uint32_t id, const MDB_val *v);
+int lc_store__table_each(MDB_txn *txn, const MDB_dbi *dbi, store_db_t db, uint64_t count,
+                         store_record_fn fn, void *arg) LC_MUST_CHECK;
+/* Parents and locations of nodes [0, n) (either array may be NULL), checked:
+ * parent < id, location in [1, m->locations]. */
+int lc_store__nodes_read(MDB_txn *txn, const MDB_dbi *dbi, const store_meta_t *m, uint32_t *parents,
+                         uint32_t *locations, size_t n) LC_MUST_CHECK;
+/* Compaction: db's records (count of them) from the old block packed into
+ * the new one's DB_META, or copied as records when too large to pack. */
+int lc_store__packed_write_table(MDB_txn *rtxn, const MDB_dbi *rdbi, store_db_t db, uint64_t count,
+                                 MDB_txn *wtxn, const MDB_dbi *wdbi, int level) LC_MUST_CHECK;
+int lc_store__packed_write_nodes(MDB_txn *rtxn, const MDB_dbi *rdbi, const store_meta_t *m,
+                                 MDB_txn *wtxn, const MDB_dbi *wdbi, int level) LC_MUST_CHECK;
 /* At open: finishes or discards rewrites a crash interrupted (blocks/.compact*). */
 void lc_store__compact_recover(const char *blocks_dir);
 /* Swaps a built rewrite (`ready`, a directory) in for block b when only the

@@ -3,7 +3,8 @@
  * query range, begun together so a query sees one snapshot per block.
  *
  * Zero-copy where the bytes need no decoding (strings, encoded samples point
- * into the LMDB map, valid until lc_store_read_end). Locations are decoded
+ * into the LMDB map, valid until lc_store_read_end; a compacted block's
+ * packed tables are decoded once per block and kept as long). Locations are decoded
  * into the block's arena once and cached by id, because merges ask for the
  * same location many times. Each lc_block_t has its own arena, so different
  * blocks of one reader can be worked on from different threads (MDB_NOTLS).
@@ -21,6 +22,8 @@ struct lc_block_s {
     lc_arena_t *arena;               /* decoded locations; created on first use */
     lc_store_location_t **loc_cache; /* by location id; in the arena */
     store_unpack_t unpack;           /* compacted samples (store_compact.c) */
+    store_packed_t packed[4];        /* strings .. locations, packed (store_packed.c) */
+    unsigned packed_loaded;          /* bit db - DB_STRINGS: packed[] was looked up */
     const lc_symbol_scope_t *scope;  /* the reader's; NULL: frames stay module+0xoffset */
 };
 
@@ -58,6 +61,8 @@ static int block_read_begin(lc_block_t *blk, lc_store_t *s, store_block_t *b)
 static void block_read_end(lc_block_t *blk)
 {
     lc_store__unpack_fini(&blk->unpack);
+    for (size_t i = 0; i < sizeof(blk->packed) / sizeof(blk->packed[0]); i++)
+        lc_store__packed_fini(&blk->packed[i]);
     if (blk->txn)
         mdb_txn_abort(blk->txn);
     lc_arena_free(blk->arena);
@@ -549,60 +554,43 @@ uint32_t lc_block_node_count(lc_block_t *b)
     return (uint32_t)b->meta.nodes;
 }
 
-/* Copies one chunk out, checking parent < child and location ids in range so
- * that merges can index arrays with these values without further checks. */
-static int chunk_copy(lc_block_t *b, uint32_t chunk, const MDB_val *v, uint32_t *parents,
-                      uint32_t *locations, size_t n)
-{
-    size_t first = (size_t)chunk * STORE_NODE_CHUNK;
-    size_t cnt = n - first < STORE_NODE_CHUNK ? n - first : STORE_NODE_CHUNK;
-    if (v->mv_size < cnt * 8)
-        return LC_ECORRUPT;
-    uint32_t pairs[STORE_NODE_CHUNK * 2];
-    memcpy(pairs, v->mv_data, cnt * 8);
-    for (size_t i = 0; i < cnt; i++) {
-        uint32_t parent = pairs[2 * i], loc = pairs[2 * i + 1];
-        if (first + i > 0 && (parent >= first + i || loc == 0 || loc > b->meta.locations))
-            return LC_ECORRUPT;
-        if (parents)
-            parents[first + i] = parent;
-        if (locations)
-            locations[first + i] = loc;
-    }
-    return 0;
-}
-
+/* Checks parent < child and location ids in range, so that merges can index
+ * arrays with these values without further checks. */
 int lc_block_nodes(lc_block_t *b, uint32_t *parents, uint32_t *locations, size_t n)
 {
-    if (n > b->meta.nodes)
-        return LC_EINPUT;
-    if (n && parents)
-        parents[0] = 0;
-    if (n && locations)
-        locations[0] = 0;
-    if (n <= 1)
-        return 0;
-    uint32_t chunks = (uint32_t)((n + STORE_NODE_CHUNK - 1) / STORE_NODE_CHUNK);
-    for (uint32_t c = 0; c < chunks; c++) {
-        MDB_val k = store_val(&c, sizeof(c)), v;
-        int rc = mdb_get(b->txn, b->b->dbi[DB_NODES], &k, &v);
-        if (rc)
-            return lc_store__mdb_fail(rc == MDB_NOTFOUND ? LC_ECORRUPT : rc, "node chunk get");
-        rc = chunk_copy(b, c, &v, parents, locations, n);
-        if (rc)
-            return rc;
-    }
-    return 0;
+    return lc_store__nodes_read(b->txn, b->b->dbi, &b->meta, parents, locations, n);
 }
 
 /* ---------------------------------------------------------------- symbols */
+
+/* The packed part of a symbol table (format 6), decoded on first use. */
+static int symbol_packed(lc_block_t *b, store_db_t db, uint64_t count, store_packed_t **out)
+{
+    unsigned bit = 1u << (db - DB_STRINGS);
+    store_packed_t *t = &b->packed[db - DB_STRINGS];
+    *out = t;
+    if (b->packed_loaded & bit)
+        return 0;
+    int rc = lc_store__packed_load(b->txn, b->b->dbi[DB_META], db, count, t);
+    if (!rc)
+        b->packed_loaded |= bit;
+    return rc;
+}
 
 static int symbol_get(lc_block_t *b, store_db_t db, uint32_t id, uint64_t count, MDB_val *v)
 {
     if (id == 0 || id > count)
         return LC_ENOTFOUND;
+    store_packed_t *t;
+    int rc = symbol_packed(b, db, count, &t);
+    if (rc)
+        return rc;
+    if (id <= t->n) {
+        lc_store__packed_get(t, id, v);
+        return 0;
+    }
     MDB_val k = store_val(&id, sizeof(id));
-    int rc = mdb_get(b->txn, b->b->dbi[db], &k, v);
+    rc = mdb_get(b->txn, b->b->dbi[db], &k, v);
     if (rc)
         return lc_store__mdb_fail(rc == MDB_NOTFOUND ? LC_ECORRUPT : rc, "symbol get");
     return 0;

@@ -25,71 +25,43 @@ void lc_store__wstate_free(store_wstate_t *ws)
     lc_free(ws);
 }
 
+static int symtab_add(void *arg, uint32_t key, const MDB_val *v)
+{
+    uint32_t id;
+    bool added;
+    int rc = lc_store__symtab_intern(arg, v->mv_data, v->mv_size, &id, &added);
+    return rc ? rc : added && id == key ? 0 : LC_ECORRUPT;
+}
+
 /* Reads one id -> bytes table back into its symtab. Ids must be dense from 1
  * and contents unique; anything else means the block is damaged. */
-static int symtab_load(MDB_txn *txn, MDB_dbi dbi, store_symtab_t *t, uint64_t expect)
+static int symtab_load(MDB_txn *txn, const MDB_dbi *dbi, store_db_t db, store_symtab_t *t,
+                       uint64_t expect)
 {
-    MDB_cursor *cur;
-    int rc = mdb_cursor_open(txn, dbi, &cur);
-    if (rc)
-        return lc_store__mdb_fail(rc, "cursor open (load)");
-    MDB_val k, v;
-    int op = MDB_FIRST;
-    while (!rc && (rc = mdb_cursor_get(cur, &k, &v, op)) == 0) {
-        op = MDB_NEXT;
-        uint32_t key, id;
-        bool added;
-        if (k.mv_size != sizeof(key))
-            rc = LC_ECORRUPT;
-        if (!rc) {
-            memcpy(&key, k.mv_data, sizeof(key));
-            rc = lc_store__symtab_intern(t, v.mv_data, v.mv_size, &id, &added);
-        }
-        if (!rc && (!added || id != key))
-            rc = LC_ECORRUPT;
-    }
-    mdb_cursor_close(cur);
-    if (rc != MDB_NOTFOUND)
-        return lc_store__mdb_fail(rc, "symbol scan");
-    return t->count == expect ? 0 : LC_ECORRUPT;
+    return lc_store__table_each(txn, dbi, db, expect, symtab_add, t);
 }
 
-/* Replays the node chunks through the node table; every node must come back
- * with its own id, which also checks parent < child. */
-static int chunk_load(store_nodetab_t *t, const MDB_val *v, uint32_t chunk, uint64_t total)
+/* Replays the tree through the node table; every node must come back with
+ * its own id (lc_store__nodes_read checked parent < child). */
+static int nodes_load(MDB_txn *txn, const MDB_dbi *dbi, const store_meta_t *m, store_nodetab_t *t)
 {
-    uint64_t first = (uint64_t)chunk * STORE_NODE_CHUNK;
-    uint64_t n = total - first < STORE_NODE_CHUNK ? total - first : STORE_NODE_CHUNK;
-    if (v->mv_size < n * 8)
+    if (m->nodes > SIZE_MAX / 8)
         return LC_ECORRUPT;
-    for (uint64_t i = first == 0 ? 1 : 0; i < n; i++) {
-        uint32_t pair[2], id;
-        memcpy(pair, (const uint8_t *)v->mv_data + i * 8, 8);
-        if (pair[0] >= first + i)
-            return LC_ECORRUPT;
-        int rc =
-            lc_store__nodetab_child(t, pair[0], pair[1], store_pair_hash(pair[0], pair[1]), &id);
-        if (rc || id != first + i)
-            return rc ? rc : LC_ECORRUPT;
+    uint32_t *parents = lc_xmalloc((m->nodes + 1) * sizeof(*parents));
+    uint32_t *locations = lc_xmalloc((m->nodes + 1) * sizeof(*locations));
+    int rc = 0;
+    if (m->nodes > 1) /* else only the root, maybe never flushed */
+        rc = lc_store__nodes_read(txn, dbi, m, parents, locations, m->nodes);
+    for (uint64_t i = 1; i < m->nodes && !rc; i++) {
+        uint32_t id;
+        rc = lc_store__nodetab_child(t, parents[i], locations[i],
+                                     store_pair_hash(parents[i], locations[i]), &id);
+        if (!rc && id != i)
+            rc = LC_ECORRUPT;
     }
-    return 0;
-}
-
-static int nodes_load(MDB_txn *txn, MDB_dbi dbi, store_nodetab_t *t, uint64_t total)
-{
-    uint64_t chunks = (total + STORE_NODE_CHUNK - 1) / STORE_NODE_CHUNK;
-    for (uint32_t c = 0; c < chunks; c++) {
-        MDB_val k = store_val(&c, sizeof(c)), v;
-        int rc = mdb_get(txn, dbi, &k, &v);
-        if (rc == MDB_NOTFOUND && total == 1)
-            return 0; /* only the root, never flushed */
-        if (rc)
-            return lc_store__mdb_fail(rc == MDB_NOTFOUND ? LC_ECORRUPT : rc, "node chunk get");
-        rc = chunk_load(t, &v, c, total);
-        if (rc)
-            return rc;
-    }
-    return 0;
+    lc_free(parents);
+    lc_free(locations);
+    return rc;
 }
 
 static void wstate_init(store_wstate_t *ws)
@@ -109,17 +81,17 @@ int lc_store__wstate_load(MDB_txn *txn, const MDB_dbi *dbi, store_wstate_t **out
     wstate_init(ws);
     int rc = lc_store__meta_get(txn, dbi[DB_META], &ws->meta);
     if (!rc)
-        rc = symtab_load(txn, dbi[DB_STRINGS], &ws->strings, ws->meta.strings - 1);
+        rc = symtab_load(txn, dbi, DB_STRINGS, &ws->strings, ws->meta.strings - 1);
     if (!rc)
-        rc = symtab_load(txn, dbi[DB_FUNCTIONS], &ws->functions, ws->meta.functions);
+        rc = symtab_load(txn, dbi, DB_FUNCTIONS, &ws->functions, ws->meta.functions);
     if (!rc)
-        rc = symtab_load(txn, dbi[DB_MAPPINGS], &ws->mappings, ws->meta.mappings);
+        rc = symtab_load(txn, dbi, DB_MAPPINGS, &ws->mappings, ws->meta.mappings);
     if (!rc)
-        rc = symtab_load(txn, dbi[DB_LOCATIONS], &ws->locations, ws->meta.locations);
+        rc = symtab_load(txn, dbi, DB_LOCATIONS, &ws->locations, ws->meta.locations);
     if (!rc)
-        rc = symtab_load(txn, dbi[DB_SERIES], &ws->series, ws->meta.series);
+        rc = symtab_load(txn, dbi, DB_SERIES, &ws->series, ws->meta.series);
     if (!rc)
-        rc = nodes_load(txn, dbi[DB_NODES], &ws->nodes, ws->meta.nodes);
+        rc = nodes_load(txn, dbi, &ws->meta, &ws->nodes);
     if (rc) {
         lc_store__wstate_free(ws);
         return rc == LC_ENOTFOUND ? LC_ECORRUPT : rc;

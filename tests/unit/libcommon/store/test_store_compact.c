@@ -16,11 +16,14 @@
  * The store compacts (lc_store_opts_t.compacts), so rollups wait for the
  * compaction and are summed once. Retention then drops the compacted blocks whole.
  */
+#define _GNU_SOURCE /* memmem */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include <lmdb.h>
 
 #include "lc/query.h"
 #include "lc_test.h"
@@ -345,9 +348,14 @@ static void test_late_write(void)
 {
     lc_store_txn_t *txn = NULL;
     LC_ASSERT_OK(lc_store_write_begin(store, &txn));
+    /* a name the block lacks: a string, function and location past the
+     * packed tables, and nodes past the packed tree */
+    snprintf(func_names[N_FUNCS - 1], sizeof(func_names[0]), "late_fn");
     compact_write_one(txn, 1, T0_NS + HOUR_NS + 8 * 60000000000LL + 5);
+    snprintf(func_names[N_FUNCS - 1], sizeof(func_names[0]), "fn%02d", N_FUNCS - 1);
     LC_ASSERT_OK(lc_store_write_commit(txn));
     take_oracle(); /* read with the block half compressed, half plain */
+    LC_CHECK(memmem(oracle.data, oracle.len, "late_fn", 7) != NULL);
     size_t compressed;
     check_same(&compressed);
     LC_ASSERT_EQ(compressed, (size_t)N_BLOCKS * N_PODS * PER_POD);
@@ -368,6 +376,46 @@ static void test_reopen(void)
     compact_pass(&cs);
     LC_ASSERT_EQ(cs.blocks_done, 0);
     LC_ASSERT_EQ(cs.blocks_pending, 0);
+}
+
+/* Counts the entries of a DB of block blk's file, and whether its meta has
+ * a key (the store is closed: LMDB allows one open per process). */
+static size_t block_entries(int blk, const char *db, const char *meta_key, bool *has_key)
+{
+    MDB_env *env;
+    MDB_txn *txn;
+    MDB_dbi dbi, meta;
+    MDB_stat st;
+    LC_CHECK(mdb_env_create(&env) == 0);
+    LC_CHECK(mdb_env_set_maxdbs(env, 16) == 0);
+    LC_CHECK(mdb_env_open(env, block_dir(blk, ""), MDB_RDONLY, 0644) == 0);
+    LC_CHECK(mdb_txn_begin(env, NULL, MDB_RDONLY, &txn) == 0);
+    LC_CHECK(mdb_dbi_open(txn, db, 0, &dbi) == 0);
+    LC_CHECK(mdb_dbi_open(txn, "meta", 0, &meta) == 0);
+    LC_CHECK(mdb_stat(txn, dbi, &st) == 0);
+    MDB_val k = {strlen(meta_key), (void *)meta_key}, v;
+    *has_key = mdb_get(txn, meta, &k, &v) == 0;
+    mdb_txn_abort(txn);
+    mdb_env_close(env);
+    return st.ms_entries;
+}
+
+/* Compaction leaves the symbol tables and the tree packed into the meta DB
+ * (format 6), the late write's records included once it ran again. */
+static void test_tables_packed(void)
+{
+    lc_store_close(store);
+    static const char *const dbs[] = {"strings", "functions", "mappings", "locations", "nodes"};
+    for (int blk = 0; blk < N_BLOCKS; blk++)
+        for (size_t i = 0; i < LC_ARRAY_LEN(dbs); i++) {
+            char key[32];
+            bool packed;
+            snprintf(key, sizeof(key), "packed.%s", dbs[i]);
+            LC_ASSERT_EQ(block_entries(blk, dbs[i], key, &packed), 0);
+            LC_CHECK(packed);
+        }
+    lc_store_opts_t o = {.dir = dir, .compacts = true};
+    LC_ASSERT_OK(lc_store_open(&o, &store));
 }
 
 /* The states a kill leaves: a half-built rewrite; a complete one beside the
@@ -429,5 +477,5 @@ static void test_teardown(void)
     LC_CHECK(system(cmd) == 0);
 }
 
-LC_TEST_MAIN(test_setup, test_compact, test_late_write, test_reopen, test_crash_states,
-             test_retention, test_teardown)
+LC_TEST_MAIN(test_setup, test_compact, test_late_write, test_reopen, test_tables_packed,
+             test_crash_states, test_retention, test_teardown)
