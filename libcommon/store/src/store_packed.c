@@ -94,7 +94,7 @@ int lc_store__packed_parse_table(const MDB_val *v, uint64_t count, store_packed_
     return 0;
 corrupt:
     lc_store__packed_fini(t);
-    return rc && rc != LC_ECORRUPT && rc != LC_ETOOBIG ? rc : LC_ECORRUPT;
+    return LC_ECORRUPT; /* the unpacker fails with it too */
 }
 
 int lc_store__packed_load(MDB_txn *txn, MDB_dbi meta, store_db_t db, uint64_t count,
