@@ -374,7 +374,7 @@ static bool compact_meta_own(const MDB_val *k)
            (k->mv_size > 7 && memcmp(k->mv_data, "packed.", 7) == 0);
 }
 
-/* The symbol tables and the tree, packed whole (or as records when too
+/* The symbol tables, the series and the tree, packed whole (or as records when too
  * large), from every record the old block has, packed or not. */
 static int compact_tables(compact_t *c)
 {
@@ -388,7 +388,8 @@ static int compact_tables(compact_t *c)
     } tables[] = {{DB_STRINGS, m.strings - 1},
                   {DB_FUNCTIONS, m.functions},
                   {DB_MAPPINGS, m.mappings},
-                  {DB_LOCATIONS, m.locations}};
+                  {DB_LOCATIONS, m.locations},
+                  {DB_SERIES, m.series}};
     for (size_t i = 0; i < sizeof(tables) / sizeof(tables[0]) && !rc; i++)
         rc = lc_store__packed_write_table(c->rtxn, c->b->dbi, tables[i].db, tables[i].count,
                                           c->wtxn, c->dbi, COMPACT_TABLE_LEVEL);
@@ -400,7 +401,7 @@ static int compact_tables(compact_t *c)
 
 static bool compact_table_db(int db)
 {
-    return (db >= DB_STRINGS && db <= DB_LOCATIONS) || db == DB_NODES;
+    return (db >= DB_STRINGS && db <= DB_LOCATIONS) || db == DB_NODES || db == DB_SERIES;
 }
 
 /* Copies one named DB in key order. Meta's own records are rewritten at the

@@ -372,7 +372,7 @@ int lc_store__unpack(store_unpack_t *u, const uint8_t *src, size_t len, const ui
 #define STORE_PACKED_MAX ((uint64_t)64 << 20) /* raw bytes of one packed table */
 #define STORE_PACKED_KEY_MAX 32               /* "packed." + a DB name */
 
-/* A symbol table's packed records, decoded: ids 1..n. */
+/* A symbol table's (or the series') packed records, decoded: ids 1..n. */
 typedef struct store_packed_s {
     uint32_t n;
     uint32_t *offs;      /* n + 1 offsets into data */

@@ -1,12 +1,12 @@
 /*
- * store_packed.c — a compacted block's symbol tables and stack tree, packed
- * (format 6, issue 32): each table is one zstd frame in DB_META
+ * store_packed.c — a compacted block's symbol tables, series and stack tree,
+ * packed (format 6, issue 32): each table is one zstd frame in DB_META
  * ("packed.strings", "packed.functions", "packed.mappings",
- * "packed.locations", "packed.nodes") instead of one LMDB record per id or
- * per 1024 nodes. An hour block of random deep stacks spent more bytes on
+ * "packed.locations", "packed.series", "packed.nodes") instead of one LMDB
+ * record per id or per 1024 nodes. An hour block of random deep stacks spent more bytes on
  * its tree and names (8 bytes a node, a page entry per string) than on its
  * samples; packed, the tree's parent column is mostly "the node before" and
- * names share their prefixes.
+ * names share their prefixes (as do the label sets of many series).
  *
  * A packed table holds ids 1..n (nodes 0..n-1); ids past n, written by a late
  * write into the compacted block, are records as in any block, and the next
@@ -199,8 +199,7 @@ static int nodes_chunk_copy(const MDB_val *v, uint32_t chunk, uint64_t from, siz
     for (size_t i = from > first ? from - first : 0; i < cnt; i++) {
         uint32_t pair[2];
         memcpy(pair, (const uint8_t *)v->mv_data + i * 8, 8);
-        if (first + i > 0 &&
-            (pair[0] >= first + i || pair[1] == 0 || pair[1] > locations_max))
+        if (first + i > 0 && (pair[0] >= first + i || pair[1] == 0 || pair[1] > locations_max))
             return LC_ECORRUPT;
         if (parents)
             parents[first + i] = pair[0];
@@ -210,8 +209,8 @@ static int nodes_chunk_copy(const MDB_val *v, uint32_t chunk, uint64_t from, siz
     return 0;
 }
 
-int lc_store__nodes_read(MDB_txn *txn, const MDB_dbi *dbi, const store_meta_t *m,
-                         uint32_t *parents, uint32_t *locations, size_t n)
+int lc_store__nodes_read(MDB_txn *txn, const MDB_dbi *dbi, const store_meta_t *m, uint32_t *parents,
+                         uint32_t *locations, size_t n)
 {
     if (n > m->nodes)
         return LC_EINPUT;

@@ -18,13 +18,13 @@ struct lc_block_s {
     lc_store_t *s; /* the store the block belongs to: the reader's, or an added one */
     store_block_t *b;
     MDB_txn *txn;
-    store_meta_t meta;               /* snapshot of this transaction */
-    lc_arena_t *arena;               /* decoded locations; created on first use */
-    lc_store_location_t **loc_cache; /* by location id; in the arena */
-    store_unpack_t unpack;           /* compacted samples (store_compact.c) */
-    store_packed_t packed[4];        /* strings .. locations, packed (store_packed.c) */
-    unsigned packed_loaded;          /* bit db - DB_STRINGS: packed[] was looked up */
-    const lc_symbol_scope_t *scope;  /* the reader's; NULL: frames stay module+0xoffset */
+    store_meta_t meta;                    /* snapshot of this transaction */
+    lc_arena_t *arena;                    /* decoded locations; created on first use */
+    lc_store_location_t **loc_cache;      /* by location id; in the arena */
+    store_unpack_t unpack;                /* compacted samples (store_compact.c) */
+    store_packed_t packed[DB_SERIES + 1]; /* by DB: strings .. locations, series (store_packed.c) */
+    unsigned packed_loaded;               /* bit db: packed[db] was looked up */
+    const lc_symbol_scope_t *scope;       /* the reader's; NULL: frames stay module+0xoffset */
 };
 
 struct lc_store_reader_s {
@@ -340,14 +340,16 @@ static int series_candidates(lc_block_t *b, const char *tenant, const lc_selecto
     return rc;
 }
 
+static int symbol_get(lc_block_t *b, store_db_t db, uint32_t id, uint64_t count, MDB_val *v);
+
 /* Checks one candidate and hands it to the callback if it matches. */
 static int series_visit(lc_block_t *b, uint32_t id, const char *tenant, const lc_selector_t *sel,
                         lc_block_series_cb cb, void *data)
 {
-    MDB_val k = store_val(&id, sizeof(id)), v;
-    int rc = mdb_get(b->txn, b->b->dbi[DB_SERIES], &k, &v);
+    MDB_val v;
+    int rc = symbol_get(b, DB_SERIES, id, b->meta.series, &v);
     if (rc)
-        return lc_store__mdb_fail(rc == MDB_NOTFOUND ? LC_ECORRUPT : rc, "series get");
+        return rc == LC_ENOTFOUND ? LC_ECORRUPT : rc;
     size_t tl = strlen(tenant) + 1;
     if (v.mv_size < tl || memcmp(v.mv_data, tenant, tl) != 0)
         return 0; /* a hashed posting key collided with another tenant's */
@@ -566,8 +568,8 @@ int lc_block_nodes(lc_block_t *b, uint32_t *parents, uint32_t *locations, size_t
 /* The packed part of a symbol table (format 6), decoded on first use. */
 static int symbol_packed(lc_block_t *b, store_db_t db, uint64_t count, store_packed_t **out)
 {
-    unsigned bit = 1u << (db - DB_STRINGS);
-    store_packed_t *t = &b->packed[db - DB_STRINGS];
+    unsigned bit = 1u << db;
+    store_packed_t *t = &b->packed[db];
     *out = t;
     if (b->packed_loaded & bit)
         return 0;

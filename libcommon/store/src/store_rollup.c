@@ -406,8 +406,37 @@ static int rb_any_profile(lc_block_t *b, const lc_stored_profile_t *p, void *dat
     return 1; /* stop */
 }
 
-/* Adds every series' summary of the block; one without (a late write, not
- * summarised yet) makes the window not ready. */
+typedef struct rb_block_s {
+    rb_t *rb;
+    lc_block_t *b;
+    uint64_t nodes;
+} rb_block_t;
+
+/* One series of the block: its summary; one without (a late write, not
+ * summarised yet) makes the window not ready, and the rest is skipped. */
+static int rb_add_series(void *arg, uint32_t id, const MDB_val *v)
+{
+    rb_block_t *rbb = arg;
+    rb_t *rb = rbb->rb;
+    if (rb->not_ready)
+        return 0;
+    lc_stored_profile_t p;
+    int rc = lc_block_summary(rbb->b, id, &p);
+    if (rc == LC_ENOTFOUND) {
+        bool any = false;
+        rc = lc_block_profiles(rbb->b, id, INT64_MIN, INT64_MAX, rb_any_profile, &any);
+        rb->not_ready |= any;
+        return rc == 1 ? 0 : rc;
+    }
+    rb_series_t *se = rc ? NULL : rb_series(rb, v, &rc);
+    if (se)
+        rc = rb_add_summary(rb, se, &p, rbb->nodes);
+    if (se && !rc) /* its profiles' totals, for SelectSeries: the headers only */
+        rc = lc_block_profiles(rbb->b, id, INT64_MIN, INT64_MAX, rb_point, se);
+    return rc;
+}
+
+/* Adds every series' summary of the block. */
 static int rb_add_block(rb_t *rb, lc_block_t *b)
 {
     lc_block_info_t info;
@@ -416,38 +445,10 @@ static int rb_add_block(rb_t *rb, lc_block_t *b)
         rc = LC_ETOOBIG;
     if (!rc)
         rc = rb_map_block(rb, b, &info);
-    MDB_cursor *cur = NULL;
-    if (!rc && (rc = mdb_cursor_open(lc_store__block_txn(b), lc_store__block_ref(b)->dbi[DB_SERIES],
-                                     &cur)))
-        rc = lc_store__mdb_fail(rc, "cursor open (rollup series)");
-    MDB_val k, v;
-    int mrc = rc ? MDB_NOTFOUND : mdb_cursor_get(cur, &k, &v, MDB_FIRST);
-    for (; !rc && !mrc && !rb->not_ready; mrc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
-        if (k.mv_size != sizeof(unsigned)) {
-            rc = LC_ECORRUPT;
-            break;
-        }
-        unsigned id;
-        memcpy(&id, k.mv_data, sizeof(id));
-        lc_stored_profile_t p;
-        rc = lc_block_summary(b, id, &p);
-        if (rc == LC_ENOTFOUND) {
-            bool any = false;
-            rc = lc_block_profiles(b, id, INT64_MIN, INT64_MAX, rb_any_profile, &any);
-            rc = rc == 1 ? 0 : rc;
-            rb->not_ready |= any;
-            continue;
-        }
-        rb_series_t *se = rc ? NULL : rb_series(rb, &v, &rc);
-        if (se)
-            rc = rb_add_summary(rb, se, &p, info.nodes);
-        if (se && !rc) /* its profiles' totals, for SelectSeries: the headers only */
-            rc = lc_block_profiles(b, id, INT64_MIN, INT64_MAX, rb_point, se);
-    }
-    if (cur)
-        mdb_cursor_close(cur);
-    if (!rc && mrc && mrc != MDB_NOTFOUND)
-        rc = lc_store__mdb_fail(mrc, "rollup series scan");
+    rb_block_t rbb = {.rb = rb, .b = b, .nodes = info.nodes};
+    if (!rc)
+        rc = lc_store__table_each(lc_store__block_txn(b), lc_store__block_ref(b)->dbi, DB_SERIES,
+                                  info.series, rb_add_series, &rbb);
     return rc;
 }
 

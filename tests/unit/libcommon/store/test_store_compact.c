@@ -405,7 +405,8 @@ static size_t block_entries(int blk, const char *db, const char *meta_key, bool 
 static void test_tables_packed(void)
 {
     lc_store_close(store);
-    static const char *const dbs[] = {"strings", "functions", "mappings", "locations", "nodes"};
+    static const char *const dbs[] = {"strings",   "functions", "mappings",
+                                      "locations", "series",    "nodes"};
     for (int blk = 0; blk < N_BLOCKS; blk++)
         for (size_t i = 0; i < LC_ARRAY_LEN(dbs); i++) {
             char key[32];
