@@ -127,21 +127,19 @@ int lc_store__table_each(MDB_txn *txn, const MDB_dbi *dbi, store_db_t db, uint64
     }
     uint32_t next = t.n + 1;
     lc_store__packed_fini(&t);
-    MDB_cursor *cur;
-    if (!rc && (rc = mdb_cursor_open(txn, dbi[db], &cur)) != 0)
-        return lc_store__mdb_fail(rc, "cursor open (table)");
     if (rc)
         return rc;
+    MDB_cursor *cur;
+    if ((rc = mdb_cursor_open(txn, dbi[db], &cur)) != 0)
+        return lc_store__mdb_fail(rc, "cursor open (table)");
     MDB_val k = store_val(&next, sizeof(next)), v;
     int op = MDB_SET_RANGE;
     while (!rc && (rc = mdb_cursor_get(cur, &k, &v, op)) == 0) {
         op = MDB_NEXT;
-        uint32_t id;
-        if (k.mv_size != sizeof(id))
-            rc = LC_ECORRUPT;
-        memcpy(&id, k.mv_data, sizeof(id));
-        if (!rc)
-            rc = id == next++ ? fn(arg, id, &v) : LC_ECORRUPT;
+        uint32_t id = 0; /* a key of another size is corrupt, and not read */
+        if (k.mv_size == sizeof(id))
+            memcpy(&id, k.mv_data, sizeof(id));
+        rc = k.mv_size == sizeof(id) && id == next++ ? fn(arg, id, &v) : LC_ECORRUPT;
     }
     mdb_cursor_close(cur);
     if (rc != MDB_NOTFOUND)
