@@ -64,8 +64,10 @@ static uint64_t sp_hash(const ing_kv_t *kv, size_t n)
 static int sp_read_sample(const Google__V1__Profile *p, const Google__V1__Sample *s,
                           lc_arena_t *arena, sp_sample_t *out)
 {
-    *out = (sp_sample_t){0};
-    out->kv = lc_arena_calloc(arena, s->n_label ? s->n_label : 1, sizeof(*out->kv));
+    *out = (sp_sample_t){.hash = sp_hash(NULL, 0)};
+    if (s->n_label == 0)
+        return 0; /* most samples: nothing to allocate, sort or hash */
+    out->kv = lc_arena_calloc(arena, s->n_label, sizeof(*out->kv));
     if (!out->kv)
         return LC_ETOOBIG;
     uint64_t profile_id = 0;
@@ -83,7 +85,8 @@ static int sp_read_sample(const Google__V1__Profile *p, const Google__V1__Sample
     }
     if (!out->span_id)
         out->span_id = profile_id;
-    qsort(out->kv, out->n, sizeof(*out->kv), sp_kv_cmp);
+    if (out->n > 1)
+        qsort(out->kv, out->n, sizeof(*out->kv), sp_kv_cmp);
     size_t w = 0;
     for (size_t r = 0; r < out->n; r++) {
         if (w == 0 || strcmp(out->kv[w - 1].name, out->kv[r].name) != 0)
@@ -91,6 +94,34 @@ static int sp_read_sample(const Google__V1__Profile *p, const Google__V1__Sample
     }
     out->n = w;
     out->hash = sp_hash(out->kv, out->n);
+    return 0;
+}
+
+/* Whether two samples carry the same label fields (string indices and
+ * numbers): pprof writers emit one label set for many samples in a row, and
+ * those then share one read. */
+static bool sp_same_label_fields(const Google__V1__Sample *a, const Google__V1__Sample *b)
+{
+    if (a->n_label != b->n_label)
+        return false;
+    for (size_t i = 0; i < a->n_label; i++) {
+        const Google__V1__Label *x = a->label[i], *y = b->label[i];
+        if (x->key != y->key || x->str != y->str || x->num != y->num || x->num_unit != y->num_unit)
+            return false;
+    }
+    return true;
+}
+
+/* Every sample's labels, reading a label set once per run of samples that
+ * repeat it. */
+static int sp_read_samples(const Google__V1__Profile *p, lc_arena_t *arena, sp_sample_t *samples)
+{
+    for (size_t i = 0; i < p->n_sample; i++) {
+        if (i > 0 && sp_same_label_fields(p->sample[i], p->sample[i - 1]))
+            samples[i] = samples[i - 1];
+        else if (sp_read_sample(p, p->sample[i], arena, &samples[i]) < 0)
+            return LC_ETOOBIG;
+    }
     return 0;
 }
 
@@ -129,23 +160,33 @@ static ing_group_t *sp_group_for(sp_state_t *s, const sp_sample_t *smp)
     return g;
 }
 
-/* Second pass: each group's sample and span id arrays, sized by its count. */
+/* n elements of size bytes from the arena, uninitialised: each is written
+ * before it is read. NULL on overflow or when the arena is full. */
+static void *sp_alloc(lc_arena_t *arena, size_t n, size_t size)
+{
+    return n > SIZE_MAX / size ? NULL : lc_arena_alloc(arena, (n ? n : 1) * size);
+}
+
+/* Second pass: each group's sample and span id arrays, sized by its count
+ * (counted in n_samples, then refilled). */
 static int sp_fill(const Google__V1__Profile *p, sp_state_t *s, sp_sample_t *samples,
                    lc_arena_t *arena)
 {
-    size_t *counts = lc_arena_calloc(arena, p->n_sample ? p->n_sample : 1, sizeof(*counts));
-    ing_group_t **of = lc_arena_calloc(arena, p->n_sample ? p->n_sample : 1, sizeof(*of));
-    if (!counts || !of)
+    ing_group_t **of = sp_alloc(arena, p->n_sample, sizeof(*of));
+    if (!of)
         return LC_ETOOBIG;
     for (size_t i = 0; i < p->n_sample; i++) {
-        of[i] = sp_group_for(s, &samples[i]);
-        counts[of[i] - s->groups]++;
+        of[i] = i > 0 && samples[i].kv == samples[i - 1].kv && samples[i].n == samples[i - 1].n
+                    ? of[i - 1] /* the same label set as the sample before */
+                    : sp_group_for(s, &samples[i]);
+        of[i]->n_samples++;
     }
     for (size_t g = 0; g < s->n; g++) {
-        s->groups[g].samples = lc_arena_calloc(arena, counts[g], sizeof(uint32_t));
-        s->groups[g].span_ids = lc_arena_calloc(arena, counts[g], sizeof(uint64_t));
+        s->groups[g].samples = sp_alloc(arena, s->groups[g].n_samples, sizeof(uint32_t));
+        s->groups[g].span_ids = sp_alloc(arena, s->groups[g].n_samples, sizeof(uint64_t));
         if (!s->groups[g].samples || !s->groups[g].span_ids)
             return LC_ETOOBIG;
+        s->groups[g].n_samples = 0;
     }
     for (size_t i = 0; i < p->n_sample; i++) {
         ing_group_t *g = of[i];
@@ -163,17 +204,15 @@ int ing_split_samples(const Google__V1__Profile *p, lc_arena_t *arena, ing_group
     sp_state_t s = {.cap = 16};
     while (s.cap < 2 * n)
         s.cap *= 2;
-    sp_sample_t *samples = lc_arena_calloc(arena, n ? n : 1, sizeof(*samples));
-    s.groups = lc_arena_calloc(arena, n ? n : 1, sizeof(*s.groups));
-    s.hashes = lc_arena_calloc(arena, n ? n : 1, sizeof(*s.hashes));
+    sp_sample_t *samples = sp_alloc(arena, n, sizeof(*samples));
+    s.groups = sp_alloc(arena, n, sizeof(*s.groups));
+    s.hashes = sp_alloc(arena, n, sizeof(*s.hashes));
     s.slots = lc_arena_calloc(arena, s.cap, sizeof(*s.slots));
     if (!samples || !s.groups || !s.hashes || !s.slots || n > UINT32_MAX - 1)
         return LC_ETOOBIG;
-    for (size_t i = 0; i < n; i++) {
-        if (sp_read_sample(p, p->sample[i], arena, &samples[i]) < 0)
-            return LC_ETOOBIG;
-    }
-    int rc = sp_fill(p, &s, samples, arena);
+    int rc = sp_read_samples(p, arena, samples);
+    if (rc == 0)
+        rc = sp_fill(p, &s, samples, arena);
     if (rc < 0)
         return rc;
     /* A profile without samples still yields its (empty) series, so that the
