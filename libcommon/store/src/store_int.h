@@ -496,6 +496,13 @@ static inline void store_nodetab_prefetch(const store_nodetab_t *t, uint64_t has
     __builtin_prefetch(&t->slots[hash & t->mask]);
 }
 
+/* Starts loading the slot that a stack cache lookup of this key probes first. */
+static inline void lc_store__stackcache_prefetch(const store_stackcache_t *c,
+                                                 const store_stackkey_t *k)
+{
+    __builtin_prefetch(&c->slots[k->h1 & c->mask]);
+}
+
 static inline uint64_t store_zigzag(int64_t v)
 {
     return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);

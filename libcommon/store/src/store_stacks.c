@@ -323,63 +323,88 @@ static int stacks_walk(store_resolver_t *r, const uint32_t *todo, size_t n)
     }
 }
 
-/* The stack cache key of a sample: its frames' location ids, root first, and
- * its depth, through two differently seeded hash chains. Once a profile's
+/* A sample's frame as a store location id, memoised. */
+static inline int sample_frame_location(store_resolver_t *r, const Google__V1__Sample *smp,
+                                        size_t d, uint32_t *loc)
+{
+    uint64_t id = smp->location_id[d];
+    return memo_get(&r->locs, id, loc) ? 0 : location_id(r, id, loc);
+}
+
+/* The stack cache key of a sample: its frames' location ids, root first, two
+ * to a word, and its depth, through two differently seeded hash chains. Each
+ * word is mixed off the chains' critical path (a chain step is an xor or add
+ * and a multiply), so a deep stack costs a few cycles a frame, not a mix's
+ * latency per frame per chain as when every frame went through the chain's
+ * mix (issue 32: that was ~4% of the ingest bench's CPU). Once a profile's
  * locations are known (its first samples), each frame is a memo array read. */
 static int stack_key(store_resolver_t *r, const Google__V1__Sample *smp, store_stackkey_t *key)
 {
     const store_stackcache_t *c = &r->ws->stacks;
     uint64_t h1 = c->seed1, h2 = c->seed2;
-    for (size_t d = smp->n_location_id; d-- > 0;) {
-        uint32_t loc;
-        uint64_t id = smp->location_id[d];
-        int rc = memo_get(&r->locs, id, &loc) ? 0 : location_id(r, id, &loc);
+    size_t d = smp->n_location_id;
+    while (d > 0) {
+        uint32_t root, next = 0;
+        int rc = sample_frame_location(r, smp, d - 1, &root);
+        if (!rc && d > 1)
+            rc = sample_frame_location(r, smp, d - 2, &next);
         if (rc)
             return rc;
-        h1 = lc_mix64(h1 ^ loc);
-        h2 = lc_mix64(h2 + loc);
+        d = d > 1 ? d - 2 : 0;
+        uint64_t w = (uint64_t)root | (uint64_t)next << 32; /* ids are never 0: no pair aliases */
+        h1 = (h1 ^ lc_mix64(w ^ c->seed1)) * 0x9e3779b97f4a7c15ULL;
+        h2 = (h2 + lc_mix64(w + c->seed2)) * 0xc2b2ae3d27d4eb4fULL;
     }
     key->h1 = lc_mix64(h1 ^ smp->n_location_id);
     key->h2 = (uint32_t)(lc_mix64(h2 + smp->n_location_id) >> 32);
     return 0;
 }
 
-/* Sets the sample's node from the stack cache (1), or says its stack must be
- * walked (0) with *key the key to cache the result under. */
-static int stack_cached(store_resolver_t *r, uint32_t sample, store_stackkey_t *key)
+/* Pass one: the key of every sample that still needs its stack, its stack
+ * cache slot prefetched while the next keys are computed; todo[i] is the
+ * sample, or UINT32_MAX when there is nothing to look up. */
+static int stacks_keys(store_resolver_t *r, const uint32_t *samples, size_t n)
 {
-    const Google__V1__Sample *smp = r->p->sample[sample];
-    if (smp->n_location_id == 0) {
-        r->sample_node[sample] = 0; /* the root */
-        return 1;
+    for (size_t i = 0; i < n; i++) {
+        r->todo[i] = UINT32_MAX;
+        if (samples[i] >= r->p->n_sample)
+            return LC_EINPUT;
+        if (r->sample_node[samples[i]] != UINT32_MAX)
+            continue; /* resolved before */
+        const Google__V1__Sample *smp = r->p->sample[samples[i]];
+        if (smp->n_location_id == 0) {
+            r->sample_node[samples[i]] = 0; /* the root */
+            continue;
+        }
+        int rc = stack_key(r, smp, &r->todo_keys[i]);
+        if (rc)
+            return rc;
+        lc_store__stackcache_prefetch(&r->ws->stacks, &r->todo_keys[i]);
+        r->todo[i] = samples[i];
     }
-    int rc = stack_key(r, smp, key);
-    if (rc)
-        return rc;
-    uint32_t node;
-    if (!lc_store__stackcache_get(&r->ws->stacks, key, &node))
-        return 0;
-    r->sample_node[sample] = node;
-    return 1;
+    return 0;
 }
 
-/* Queues the samples whose stacks are neither resolved nor cached. */
+/* Queues the samples whose stacks are neither resolved nor cached: pass two
+ * probes the cache and packs the misses to the front of todo (and keys). */
 static int stacks_todo(store_resolver_t *r, const uint32_t *samples, size_t n, size_t *k)
 {
     r->todo = lc_xgrow(r->todo, &r->todo_cap, n + 1, sizeof(*r->todo));
     r->todo_keys = lc_xgrow(r->todo_keys, &r->todo_keys_cap, n + 1, sizeof(*r->todo_keys));
+    int rc = stacks_keys(r, samples, n);
+    if (rc)
+        return rc;
     for (size_t i = 0; i < n; i++) {
-        if (samples[i] >= r->p->n_sample)
-            return LC_EINPUT;
-        if (r->sample_node[samples[i]] != UINT32_MAX)
-            continue; /* resolved before, or queued already */
-        int rc = stack_cached(r, samples[i], &r->todo_keys[*k]);
-        if (rc < 0)
-            return rc;
-        if (rc == 0) {
-            r->sample_node[samples[i]] = UINT32_MAX - 1; /* queued once, even if listed twice */
-            r->todo[(*k)++] = samples[i];
+        uint32_t s = r->todo[i], node;
+        if (s == UINT32_MAX || r->sample_node[s] != UINT32_MAX)
+            continue; /* nothing to look up, or listed twice */
+        if (lc_store__stackcache_get(&r->ws->stacks, &r->todo_keys[i], &node)) {
+            r->sample_node[s] = node;
+            continue;
         }
+        r->sample_node[s] = UINT32_MAX - 1; /* queued once, even if listed twice */
+        r->todo_keys[*k] = r->todo_keys[i];
+        r->todo[(*k)++] = s;
     }
     return 0;
 }
