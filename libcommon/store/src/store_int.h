@@ -176,6 +176,15 @@ void lc_store__symtab_fini(store_symtab_t *t);
 int lc_store__symtab_intern(store_symtab_t *t, const void *p, size_t len, uint32_t *id,
                             bool *added) LC_MUST_CHECK;
 const uint8_t *lc_store__symtab_bytes(const store_symtab_t *t, uint32_t id, size_t *len);
+/* One item of a batch lookup; hash is set by the lookup. */
+typedef struct store_symkey_s {
+    const void *p;
+    size_t len;
+    uint32_t hash;
+} store_symkey_t;
+/* Looks n items up without adding any: ids[i] = the id, 0 when absent. */
+void lc_store__symtab_find_many(const store_symtab_t *t, store_symkey_t *keys, size_t n,
+                                uint32_t *ids);
 
 void lc_store__nodetab_init(store_nodetab_t *t);
 void lc_store__nodetab_fini(store_nodetab_t *t);
@@ -225,6 +234,16 @@ typedef struct store_memo_s {
     store_idmap_t sparse;
 } store_memo_t;
 
+/* Scratch of the resolver's batch lookups (store_stacks.c, "warm-up"). */
+typedef struct store_warm_s {
+    store_symkey_t *keys;
+    uint32_t *ids;
+    uint64_t *refs; /* the pprof string index or id of keys[i] */
+    size_t *offs;   /* where keys[i]'s encoding starts in enc */
+    size_t cap;
+    lc_buf_t enc;
+} store_warm_t;
+
 /* Translates one pprof into one block's ids. Its memos hold for one (profile,
  * block) pair: across writes while the profile is pinned, else one write. */
 typedef struct store_resolver_s {
@@ -237,6 +256,7 @@ typedef struct store_resolver_s {
     store_stackkey_t *todo_keys; /* ... and their stack cache keys */
     size_t todo_cap, todo_keys_cap;
     lc_buf_t enc;
+    store_warm_t warm;
     const lc_pprof_t *p; /* what the memos describe (NULL: nothing) */
     const lc_pprof_index_t *ix;
     const void *block;

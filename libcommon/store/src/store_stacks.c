@@ -72,6 +72,7 @@ void lc_store__resolver_init(store_resolver_t *r)
     memo_init(&r->fns);
     memo_init(&r->maps);
     lc_buf_init(&r->enc, LC_BUF_UNLIMITED);
+    lc_buf_init(&r->warm.enc, LC_BUF_UNLIMITED);
 }
 
 void lc_store__resolver_fini(store_resolver_t *r)
@@ -84,12 +85,19 @@ void lc_store__resolver_fini(store_resolver_t *r)
     lc_free(r->todo);
     lc_free(r->todo_keys);
     lc_buf_fini(&r->enc);
+    lc_free(r->warm.keys);
+    lc_free(r->warm.ids);
+    lc_free(r->warm.refs);
+    lc_free(r->warm.offs);
+    lc_buf_fini(&r->warm.enc);
 }
 
 void lc_store__resolver_forget(store_resolver_t *r)
 {
     r->p = NULL;
 }
+
+static void resolver_warm(store_resolver_t *r);
 
 static void resolver_reset(store_resolver_t *r, const lc_pprof_t *p)
 {
@@ -107,7 +115,8 @@ void lc_store__resolver_bind(store_resolver_t *r, const lc_pprof_t *p, const lc_
                              const void *block, MDB_txn *txn, const MDB_dbi *dbi,
                              store_wstate_t *ws, bool keep)
 {
-    if (!keep || r->p != p || r->ix != ix || r->block != block)
+    bool fresh = !keep || r->p != p || r->ix != ix || r->block != block;
+    if (fresh)
         resolver_reset(r, p);
     r->p = p;
     r->ix = ix;
@@ -115,6 +124,8 @@ void lc_store__resolver_bind(store_resolver_t *r, const lc_pprof_t *p, const lc_
     r->txn = txn;
     r->dbi = dbi;
     r->ws = ws;
+    if (fresh)
+        resolver_warm(r);
 }
 
 /* ---------------------------------------------------------------- symbols */
@@ -151,29 +162,46 @@ static int string_id(store_resolver_t *r, int64_t idx, uint32_t *out)
     return rc;
 }
 
-/* name, system_name, filename (string ids), zigzag start_line. */
-static int function_id(store_resolver_t *r, uint64_t pprof_id, uint32_t *out)
+/* How an encoder learns the store id of a string, function or mapping: by
+ * finding or adding it (string_id, function_id, mapping_id), or by the memo
+ * alone (*_known: 1 when the memo does not know it yet). */
+typedef int (*store_id_fn)(store_resolver_t *r, int64_t pprof_ref, uint32_t *out);
+
+/* name, system_name, filename (string ids), zigzag start_line; buf holds 40. */
+static int function_encode(store_resolver_t *r, const Google__V1__Function *fn, store_id_fn str,
+                           uint8_t *buf, size_t *len)
 {
+    uint32_t name, system_name, filename;
+    int rc = str(r, fn->name, &name);
+    if (!rc)
+        rc = str(r, fn->system_name, &system_name);
+    if (!rc)
+        rc = str(r, fn->filename, &filename);
+    if (rc)
+        return rc;
+    uint8_t *e = buf;
+    e = store_put_uvarint(e, name);
+    e = store_put_uvarint(e, system_name);
+    e = store_put_uvarint(e, filename);
+    e = store_put_uvarint(e, store_zigzag(fn->start_line));
+    *len = (size_t)(e - buf);
+    return 0;
+}
+
+static int function_id(store_resolver_t *r, int64_t pprof_ref, uint32_t *out)
+{
+    uint64_t pprof_id = (uint64_t)pprof_ref;
     *out = 0;
     if (pprof_id == 0 || memo_get(&r->fns, pprof_id, out))
         return 0;
     const Google__V1__Function *fn = lc_pprof_function(r->ix, pprof_id);
     if (!fn)
         return LC_EINPUT;
-    uint32_t name, system_name, filename;
-    int rc = string_id(r, fn->name, &name);
+    uint8_t buf[40];
+    size_t len;
+    int rc = function_encode(r, fn, string_id, buf, &len);
     if (!rc)
-        rc = string_id(r, fn->system_name, &system_name);
-    if (!rc)
-        rc = string_id(r, fn->filename, &filename);
-    if (rc)
-        return rc;
-    uint8_t buf[40], *e = buf;
-    e = store_put_uvarint(e, name);
-    e = store_put_uvarint(e, system_name);
-    e = store_put_uvarint(e, filename);
-    e = store_put_uvarint(e, store_zigzag(fn->start_line));
-    rc = symbol_put(r, DB_FUNCTIONS, &r->ws->functions, buf, (size_t)(e - buf), out);
+        rc = symbol_put(r, DB_FUNCTIONS, &r->ws->functions, buf, len, out);
     if (!rc)
         memo_put(&r->fns, pprof_id, *out);
     return rc;
@@ -185,50 +213,65 @@ static uint64_t mapping_flags(const Google__V1__Mapping *m)
            (m->has_line_numbers ? 4 : 0) | (m->has_inline_frames ? 8 : 0);
 }
 
-/* memory_start, memory_limit, file_offset, filename, build_id, flags. */
-static int mapping_id(store_resolver_t *r, uint64_t pprof_id, uint32_t *out)
+/* memory_start, memory_limit, file_offset, filename, build_id, flags; buf
+ * holds 60. */
+static int mapping_encode(store_resolver_t *r, const Google__V1__Mapping *m, store_id_fn str,
+                          uint8_t *buf, size_t *len)
 {
-    *out = 0;
-    if (pprof_id == 0 || memo_get(&r->maps, pprof_id, out))
-        return 0;
-    const Google__V1__Mapping *m = lc_pprof_mapping(r->ix, pprof_id);
-    if (!m)
-        return LC_EINPUT;
     uint32_t filename, build_id;
-    int rc = string_id(r, m->filename, &filename);
+    int rc = str(r, m->filename, &filename);
     if (!rc)
-        rc = string_id(r, m->build_id, &build_id);
+        rc = str(r, m->build_id, &build_id);
     if (rc)
         return rc;
-    uint8_t buf[60], *e = buf;
+    uint8_t *e = buf;
     e = store_put_uvarint(e, m->memory_start);
     e = store_put_uvarint(e, m->memory_limit);
     e = store_put_uvarint(e, m->file_offset);
     e = store_put_uvarint(e, filename);
     e = store_put_uvarint(e, build_id);
     e = store_put_uvarint(e, mapping_flags(m));
-    rc = symbol_put(r, DB_MAPPINGS, &r->ws->mappings, buf, (size_t)(e - buf), out);
+    *len = (size_t)(e - buf);
+    return 0;
+}
+
+static int mapping_id(store_resolver_t *r, int64_t pprof_ref, uint32_t *out)
+{
+    uint64_t pprof_id = (uint64_t)pprof_ref;
+    *out = 0;
+    if (pprof_id == 0 || memo_get(&r->maps, pprof_id, out))
+        return 0;
+    const Google__V1__Mapping *m = lc_pprof_mapping(r->ix, pprof_id);
+    if (!m)
+        return LC_EINPUT;
+    uint8_t buf[60];
+    size_t len;
+    int rc = mapping_encode(r, m, string_id, buf, &len);
+    if (!rc)
+        rc = symbol_put(r, DB_MAPPINGS, &r->ws->mappings, buf, len, out);
     if (!rc)
         memo_put(&r->maps, pprof_id, *out);
     return rc;
 }
 
-/* mapping, address, n_lines, then (function, zigzag line) per line. */
-static int location_encode(store_resolver_t *r, const Google__V1__Location *loc, lc_buf_t *enc)
+/* mapping, address, n_lines, then (function, zigzag line) per line; appended
+ * to enc. */
+static int location_encode(store_resolver_t *r, const Google__V1__Location *loc, store_id_fn map_of,
+                           store_id_fn fn_of, lc_buf_t *enc)
 {
     uint32_t map;
-    int rc = mapping_id(r, loc->mapping_id, &map);
+    int rc = map_of(r, (int64_t)loc->mapping_id, &map);
     if (!rc)
-        rc = lc_buf_reserve(enc, 30 + loc->n_line * 20);
+        rc = lc_buf_reserve(enc, enc->len + 30 + loc->n_line * 20);
     if (rc)
         return rc;
-    uint8_t *e = enc->data;
+    uint8_t *e = enc->data + enc->len;
     e = store_put_uvarint(e, map);
     e = store_put_uvarint(e, loc->address);
     e = store_put_uvarint(e, loc->n_line);
     for (size_t i = 0; i < loc->n_line; i++) {
         uint32_t fn;
-        rc = function_id(r, loc->line[i]->function_id, &fn);
+        rc = fn_of(r, (int64_t)loc->line[i]->function_id, &fn);
         if (rc)
             return rc;
         e = store_put_uvarint(e, fn);
@@ -246,12 +289,170 @@ static int location_id(store_resolver_t *r, uint64_t pprof_id, uint32_t *out)
     if (!loc)
         return LC_EINPUT;
     lc_buf_reset(&r->enc);
-    int rc = location_encode(r, loc, &r->enc);
+    int rc = location_encode(r, loc, mapping_id, function_id, &r->enc);
     if (!rc)
         rc = symbol_put(r, DB_LOCATIONS, &r->ws->locations, r->enc.data, r->enc.len, out);
     if (!rc)
         memo_put(&r->locs, pprof_id, *out);
     return rc;
+}
+
+/* ---------------------------------------------------------------- warm-up */
+
+/* A new profile's symbols that the block already holds are found in batches
+ * before its stacks are walked: the strings, then the mappings and functions
+ * (encoded from the strings' ids), then the locations (from those ids), each
+ * batch a lc_store__symtab_find_many whose cache misses overlap. What a batch
+ * finds goes into the memos, so the lazy path above only adds what is new
+ * (and raises every error: a batch only skips what it cannot encode, and
+ * an element the profile's index would not give for its id). It
+ * adds nothing, so a symbol no sample reaches is still never stored. A
+ * stage whose batch finds under half its items (a new block, another
+ * service) ends the warm-up: the lazy path would redo the rest anyway. */
+
+static int string_known(store_resolver_t *r, int64_t idx, uint32_t *out)
+{
+    *out = 0;
+    if (idx < 0 || (size_t)idx >= r->p->n_string_table)
+        return 1;
+    if (r->strs[idx]) {
+        *out = r->strs[idx] - 1;
+        return 0;
+    }
+    return r->p->string_table[idx][0] == '\0' ? 0 : 1; /* "" is id 0 */
+}
+
+static int function_known(store_resolver_t *r, int64_t pprof_ref, uint32_t *out)
+{
+    *out = 0;
+    return pprof_ref == 0 || memo_get(&r->fns, (uint64_t)pprof_ref, out) ? 0 : 1;
+}
+
+static int mapping_known(store_resolver_t *r, int64_t pprof_ref, uint32_t *out)
+{
+    *out = 0;
+    return pprof_ref == 0 || memo_get(&r->maps, (uint64_t)pprof_ref, out) ? 0 : 1;
+}
+
+static void warm_reserve(store_warm_t *w, size_t n)
+{
+    if (n <= w->cap)
+        return;
+    w->keys = lc_xgrow(w->keys, &w->cap, n, sizeof(*w->keys)); /* sets the cap of all four */
+    w->ids = lc_xrealloc(w->ids, w->cap * sizeof(*w->ids));
+    w->refs = lc_xrealloc(w->refs, w->cap * sizeof(*w->refs));
+    w->offs = lc_xrealloc(w->offs, w->cap * sizeof(*w->offs));
+}
+
+/* Looks up the n encoded items (keys[i] spans enc from offs[i] to offs[i+1]
+ * or its end) and memoises what is found; true when at least half were. */
+static bool warm_find(store_resolver_t *r, store_symtab_t *tab, store_memo_t *memo, size_t n)
+{
+    store_warm_t *w = &r->warm;
+    for (size_t i = 0; i < n; i++) {
+        size_t end = i + 1 < n ? w->offs[i + 1] : w->enc.len;
+        w->keys[i] = (store_symkey_t){.p = w->enc.data + w->offs[i], .len = end - w->offs[i]};
+    }
+    lc_store__symtab_find_many(tab, w->keys, n, w->ids);
+    size_t found = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (w->ids[i]) {
+            memo_put(memo, w->refs[i], w->ids[i]);
+            found++;
+        }
+    }
+    return found * 2 >= n;
+}
+
+static bool warm_strings(store_resolver_t *r)
+{
+    const lc_pprof_t *p = r->p;
+    store_warm_t *w = &r->warm;
+    warm_reserve(w, p->n_string_table);
+    size_t n = 0;
+    for (size_t i = 1; i < p->n_string_table; i++) {
+        size_t len = strlen(p->string_table[i]);
+        if (len == 0 || len > STORE_MAX_STRING_BYTES)
+            continue;
+        w->keys[n] = (store_symkey_t){.p = p->string_table[i], .len = len};
+        w->refs[n++] = i;
+    }
+    lc_store__symtab_find_many(&r->ws->strings, w->keys, n, w->ids);
+    size_t found = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (w->ids[i]) {
+            r->strs[w->refs[i]] = w->ids[i] + 1;
+            found++;
+        }
+    }
+    return found * 2 >= n;
+}
+
+/* Encodes every mapping (or function) whose strings are known; the batch. */
+static bool warm_mappings(store_resolver_t *r)
+{
+    store_warm_t *w = &r->warm;
+    warm_reserve(w, r->p->n_mapping);
+    lc_buf_reset(&w->enc);
+    size_t n = 0;
+    for (size_t i = 0; i < r->p->n_mapping; i++) {
+        const Google__V1__Mapping *m = r->p->mapping[i];
+        size_t len;
+        if (m->id == 0 || lc_pprof_mapping(r->ix, m->id) != m ||
+            lc_buf_reserve(&w->enc, w->enc.len + 60) ||
+            mapping_encode(r, m, string_known, w->enc.data + w->enc.len, &len))
+            continue;
+        w->offs[n] = w->enc.len;
+        w->refs[n++] = m->id;
+        w->enc.len += len;
+    }
+    return warm_find(r, &r->ws->mappings, &r->maps, n);
+}
+
+static bool warm_functions(store_resolver_t *r)
+{
+    store_warm_t *w = &r->warm;
+    warm_reserve(w, r->p->n_function);
+    lc_buf_reset(&w->enc);
+    size_t n = 0;
+    for (size_t i = 0; i < r->p->n_function; i++) {
+        const Google__V1__Function *fn = r->p->function[i];
+        size_t len;
+        if (fn->id == 0 || lc_pprof_function(r->ix, fn->id) != fn ||
+            lc_buf_reserve(&w->enc, w->enc.len + 40) ||
+            function_encode(r, fn, string_known, w->enc.data + w->enc.len, &len))
+            continue;
+        w->offs[n] = w->enc.len;
+        w->refs[n++] = fn->id;
+        w->enc.len += len;
+    }
+    return warm_find(r, &r->ws->functions, &r->fns, n);
+}
+
+static void warm_locations(store_resolver_t *r)
+{
+    store_warm_t *w = &r->warm;
+    warm_reserve(w, r->p->n_location);
+    lc_buf_reset(&w->enc);
+    size_t n = 0;
+    for (size_t i = 0; i < r->p->n_location; i++) {
+        const Google__V1__Location *loc = r->p->location[i];
+        size_t at = w->enc.len;
+        if (loc->id == 0 || lc_pprof_location(r->ix, loc->id) != loc ||
+            location_encode(r, loc, mapping_known, function_known, &w->enc)) {
+            w->enc.len = at;
+            continue;
+        }
+        w->offs[n] = at;
+        w->refs[n++] = loc->id;
+    }
+    warm_find(r, &r->ws->locations, &r->locs, n);
+}
+
+static void resolver_warm(store_resolver_t *r)
+{
+    if (warm_strings(r) && warm_mappings(r) && warm_functions(r))
+        warm_locations(r);
 }
 
 /* ---------------------------------------------------------------- stacks */

@@ -100,16 +100,23 @@ static int symtab_append(store_symtab_t *t, const void *p, size_t len, uint32_t 
     return 0;
 }
 
+/* The slot holding these bytes, or the empty slot where they would go. */
+static size_t symtab_probe(const store_symtab_t *t, const void *p, size_t len, uint32_t hash)
+{
+    size_t i = hash & t->mask;
+    while (t->slots[i] && !symtab_entry_is(t, t->slots[i], p, len, hash))
+        i = (i + 1) & t->mask;
+    return i;
+}
+
 int lc_store__symtab_intern(store_symtab_t *t, const void *p, size_t len, uint32_t *id, bool *added)
 {
     uint32_t hash = (uint32_t)lc_store__hash(p, len, 0);
-    size_t i = hash & t->mask;
-    for (; t->slots[i]; i = (i + 1) & t->mask) {
-        if (symtab_entry_is(t, t->slots[i], p, len, hash)) {
-            *id = t->slots[i];
-            *added = false;
-            return 0;
-        }
+    size_t i = symtab_probe(t, p, len, hash);
+    if (t->slots[i]) {
+        *id = t->slots[i];
+        *added = false;
+        return 0;
     }
     int rc = symtab_append(t, p, len, hash);
     if (rc)
@@ -120,6 +127,30 @@ int lc_store__symtab_intern(store_symtab_t *t, const void *p, size_t len, uint32
     if (slots_need_grow(t->count, t->mask))
         symtab_grow(t);
     return 0;
+}
+
+/* Each lookup is three dependent cache misses in a big table (slot, entry,
+ * bytes). Done one after another they serialise; here a batch is hashed with
+ * each item's slot prefetched, then probed with the entry of the item
+ * SYMTAB_AHEAD places later prefetched, so the misses of several items are
+ * in flight at once. */
+#define SYMTAB_AHEAD 8
+
+void lc_store__symtab_find_many(const store_symtab_t *t, store_symkey_t *keys, size_t n,
+                                uint32_t *ids)
+{
+    for (size_t i = 0; i < n; i++) {
+        keys[i].hash = (uint32_t)lc_store__hash(keys[i].p, keys[i].len, 0);
+        __builtin_prefetch(&t->slots[keys[i].hash & t->mask]);
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (i + SYMTAB_AHEAD < n) {
+            uint32_t ahead = t->slots[keys[i + SYMTAB_AHEAD].hash & t->mask];
+            if (ahead)
+                __builtin_prefetch(&t->entries[ahead - 1]);
+        }
+        ids[i] = t->slots[symtab_probe(t, keys[i].p, keys[i].len, keys[i].hash)];
+    }
 }
 
 const uint8_t *lc_store__symtab_bytes(const store_symtab_t *t, uint32_t id, size_t *len)
