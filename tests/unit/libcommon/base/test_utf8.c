@@ -2,6 +2,7 @@
  * sequence (Go's unicode/utf8 rule: no overlong forms, no surrogates, nothing
  * past U+10FFFF) with '?'. Expected strings are written out by hand. */
 #include <stdio.h>
+#include <string.h>
 
 #include "lc/utf8.h"
 #include "lc_test.h"
@@ -33,4 +34,29 @@ static void test_sanitize_replaces_each_bad_byte(void)
     check_sanitized("\x80\xbf x", "?? x");       /* lone continuation bytes */
 }
 
-LC_TEST_MAIN(test_sanitize_keeps_valid_text, test_sanitize_replaces_each_bad_byte)
+/* lc_utf8_valid skips ASCII eight bytes at a time: a bad byte, a good
+ * multibyte character or a cut one at any offset of an ASCII run. */
+static void test_valid_at_every_offset(void)
+{
+    char s[48];
+    for (size_t len = 0; len <= 40; len++) {
+        memset(s, 'a', len);
+        LC_CHECK(lc_utf8_valid(s, len));
+        for (size_t k = 0; k < len; k++) {
+            memset(s, 'a', len);
+            s[k] = (char)0xff;
+            LC_CHECK(!lc_utf8_valid(s, len));
+            if (k + 3 <= len) {
+                memcpy(s + k, "\xe2\x82\xac", 3); /* U+20AC */
+                LC_CHECK(lc_utf8_valid(s, len));
+            }
+            if (k + 2 == len) {
+                memcpy(s + k, "\xe2\x82", 2); /* its first two bytes, at the end */
+                LC_CHECK(!lc_utf8_valid(s, len));
+            }
+        }
+    }
+}
+
+LC_TEST_MAIN(test_sanitize_keeps_valid_text, test_sanitize_replaces_each_bad_byte,
+             test_valid_at_every_offset)
