@@ -1,7 +1,7 @@
 /*
  * fuzz_ingest_agree.c — the receivers and the writer agree (issue 25): a pprof
  * (raw or gzipped) that a receiver accepts — decoded and validated under the
- * default limits, then lc_store_check_profile — is wrapped in an
+ * default limits, then lc_store_check_validated — is wrapped in an
  * IngestProfile and handed to the writer's apply path over a real LMDB store
  * in a temporary directory. Any writer rejection aborts: a failed batch, or
  * the message set aside as one that cannot be applied.
@@ -104,7 +104,7 @@ static lc_pprof_t *fz_receive(const uint8_t *data, size_t size, lc_arena_t *aren
         lc_pprof_validate_normalized(p, &lim, &changed, &st) != 0)
         return NULL;
     p->time_nanos = FZ_TIME;
-    if (lc_store_check_profile(p, FZ_TENANT, FZ_TIME, arena, NULL, &st) != 0)
+    if (lc_store_check_validated(p, FZ_TENANT, FZ_TIME, arena, NULL, &st) != 0)
         return NULL;
     return p;
 }

@@ -112,12 +112,12 @@ static bool location_known(const lc_pprof_t *p, const lc_pprof_index_t *ix, bool
 /* One sample: a value per sample type, known locations, and values that sum
  * within int64 across its types. */
 static int check_sample_values(const lc_pprof_t *p, const lc_pprof_index_t *ix, bool dense,
-                               size_t i, sum_bounds_t *per_type, lc_status_t *st)
+                               bool frames_known, size_t i, sum_bounds_t *per_type, lc_status_t *st)
 {
     const Google__V1__Sample *s = p->sample[i];
     if (s->n_value < p->n_sample_type)
         return refuse(st, "sample", i, "has fewer values than sample types");
-    for (size_t k = 0; k < s->n_location_id; k++)
+    for (size_t k = 0; !frames_known && k < s->n_location_id; k++)
         if (!location_known(p, ix, dense, s->location_id[k]))
             return refuse(st, "sample", i, "references an unknown location");
     sum_bounds_t across = {0};
@@ -132,15 +132,15 @@ static int check_sample_values(const lc_pprof_t *p, const lc_pprof_index_t *ix, 
 
 /* Per sample type over the whole profile: bounds every series' and every
  * merged stack's sum, since those are sums over subsets of the samples. */
-static int check_values(const lc_pprof_t *p, const lc_pprof_index_t *ix, lc_arena_t *arena,
-                        lc_status_t *st)
+static int check_values(const lc_pprof_t *p, const lc_pprof_index_t *ix, bool frames_known,
+                        lc_arena_t *arena, lc_status_t *st)
 {
     sum_bounds_t *per_type = lc_arena_calloc(arena, p->n_sample_type, sizeof(*per_type));
     if (!per_type)
         return lc_status_set(st, LC_CODE_RESOURCE_EXHAUSTED, "out of memory checking the profile");
-    bool dense = locations_dense(p);
+    bool dense = !frames_known && locations_dense(p);
     for (size_t i = 0; i < p->n_sample; i++)
-        if (check_sample_values(p, ix, dense, i, per_type, st) < 0)
+        if (check_sample_values(p, ix, dense, frames_known, i, per_type, st) < 0)
             return -1;
     for (size_t t = 0; t < p->n_sample_type; t++)
         if (per_type[t].overflow)
@@ -165,17 +165,30 @@ static int check_message(const lc_pprof_t *p, const char *tenant, int64_t time_n
     return 0;
 }
 
-int lc_store_check_profile(const lc_pprof_t *p, const char *tenant, int64_t time_ns,
-                           lc_arena_t *arena, lc_pprof_index_t **ix_out, lc_status_t *st)
+static int check_profile(const lc_pprof_t *p, const char *tenant, int64_t time_ns,
+                         bool frames_known, lc_arena_t *arena, lc_pprof_index_t **ix_out,
+                         lc_status_t *st)
 {
     if (check_message(p, tenant, time_ns, st) < 0)
         return -1;
     lc_pprof_index_t *ix;
     if (lc_pprof_index_new(p, arena, &ix) < 0)
         return lc_status_set(st, LC_CODE_RESOURCE_EXHAUSTED, "out of memory indexing the profile");
-    if (check_symbols(p, ix, st) < 0 || check_values(p, ix, arena, st) < 0)
+    if (check_symbols(p, ix, st) < 0 || check_values(p, ix, frames_known, arena, st) < 0)
         return -1;
     if (ix_out)
         *ix_out = ix;
     return 0;
+}
+
+int lc_store_check_profile(const lc_pprof_t *p, const char *tenant, int64_t time_ns,
+                           lc_arena_t *arena, lc_pprof_index_t **ix_out, lc_status_t *st)
+{
+    return check_profile(p, tenant, time_ns, false, arena, ix_out, st);
+}
+
+int lc_store_check_validated(const lc_pprof_t *p, const char *tenant, int64_t time_ns,
+                             lc_arena_t *arena, lc_pprof_index_t **ix_out, lc_status_t *st)
+{
+    return check_profile(p, tenant, time_ns, true, arena, ix_out, st);
 }

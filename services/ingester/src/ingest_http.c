@@ -113,8 +113,8 @@ static lc_pprof_limits_t limits(const ingest_ctx_t *c)
     return c->ing->opts.limits;
 }
 
-/* Labels are final; checks the window and what the writer would refuse
- * (lc_store_check_profile), and queues p for publishing: as pb, the
+/* p is validated and its labels are final; checks the window and what the
+ * writer would refuse (lc_store_check_validated), and queues p for publishing: as pb, the
  * bytes it was decoded from, when the receiver left it as it was (encoding it
  * again cost ~8% of ingest's CPU), else encoded; with p itself and the
  * check's index for a writer in this process, which then uses them instead
@@ -126,7 +126,7 @@ static int ingest_publish(ingest_ctx_t *c, lc_pprof_t *p, lc_labels_t *ls,
     if (ing_check_window(c->ing, p->time_nanos, c->now_ns, &c->st) < 0)
         return fail(c, "out_of_window");
     lc_pprof_index_t *ix;
-    if (lc_store_check_profile(p, c->tenant, p->time_nanos, *own ? *own : c->arena, &ix, &c->st) <
+    if (lc_store_check_validated(p, c->tenant, p->time_nanos, *own ? *own : c->arena, &ix, &c->st) <
         0)
         return fail_422(c, "invalid_profile"); /* the writer would refuse it */
     lc_buf_t out;
