@@ -28,6 +28,7 @@ typedef struct direct_item_s {
     struct direct_item_s *next;
     uint8_t *data;
     size_t len;
+    size_t weight;     /* what it counts in backlog_bytes (>= len) */
     const void *local; /* the publisher's attachment (lc_transport_publish_local) */
     int status;
     lc_transport_publish_cb cb;
@@ -160,7 +161,7 @@ static void direct_on_done(uv_async_t *a)
     size_t n;
     direct_item_t *done = queue_take(&d->done, SIZE_MAX, &n);
     for (direct_item_t *it = done; it; it = it->next) {
-        d->backlog_bytes -= it->len;
+        d->backlog_bytes -= it->weight;
         d->backlog_msgs--;
     }
     bool exited = d->thread_exited;
@@ -180,7 +181,7 @@ static void direct_on_done(uv_async_t *a)
 
 /* The id is not needed: a message handed over in process is never retried.
  * `local` goes to the consumer beside the copy of msg. */
-static int direct_publish_local(lc_transport_t *t, const uint8_t *msg, size_t len,
+static int direct_publish_local(lc_transport_t *t, const uint8_t *msg, size_t len, size_t weight,
                                 uint32_t partition, const uint8_t *id, size_t id_len,
                                 const void *local, lc_transport_publish_cb cb, void *data)
 {
@@ -192,7 +193,7 @@ static int direct_publish_local(lc_transport_t *t, const uint8_t *msg, size_t le
     int rc = 0;
     if (d->closing)
         rc = LC_ECLOSED;
-    else if (d->backlog_bytes + len > d->opts.max_backlog_bytes)
+    else if (d->backlog_bytes + weight > d->opts.max_backlog_bytes)
         rc = LC_EFULL;
     if (rc) {
         uv_mutex_unlock(&d->mu);
@@ -202,11 +203,12 @@ static int direct_publish_local(lc_transport_t *t, const uint8_t *msg, size_t le
     it->data = lc_xmalloc(len);
     memcpy(it->data, msg, len);
     it->len = len;
+    it->weight = weight;
     it->local = local;
     it->cb = cb;
     it->cb_data = data;
     queue_push(&d->pending, it);
-    d->backlog_bytes += len;
+    d->backlog_bytes += weight;
     d->backlog_msgs++;
     uv_cond_signal(&d->cond);
     uv_mutex_unlock(&d->mu);
@@ -217,7 +219,7 @@ static int direct_publish_local(lc_transport_t *t, const uint8_t *msg, size_t le
 static int direct_publish(lc_transport_t *t, const uint8_t *msg, size_t len, uint32_t partition,
                           const uint8_t *id, size_t id_len, lc_transport_publish_cb cb, void *data)
 {
-    return direct_publish_local(t, msg, len, partition, id, id_len, NULL, cb, data);
+    return direct_publish_local(t, msg, len, len, partition, id, id_len, NULL, cb, data);
 }
 
 static void direct_stats(lc_transport_t *t, lc_transport_stats_t *out)

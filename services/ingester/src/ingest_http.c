@@ -114,11 +114,13 @@ static lc_pprof_limits_t limits(const ingest_ctx_t *c)
 }
 
 /* p is validated and its labels are final; checks the window and what the
- * writer would refuse (lc_store_check_validated), and queues p for publishing: as pb, the
- * bytes it was decoded from, when the receiver left it as it was (encoding it
- * again cost ~8% of ingest's CPU), else encoded; with p itself and the
- * check's index for a writer in this process, which then uses them instead
- * of decoding and checking pb again (issue 32). */
+ * writer would refuse (lc_store_check_validated), and queues p for
+ * publishing. For a writer in this process, p itself and the check's index
+ * (issue 32: the writer neither decodes nor checks it again, and the message
+ * carries no pprof bytes); over Redis as pb, the bytes it was decoded from,
+ * when the receiver left it as it was (encoding it again cost ~8% of ingest's
+ * CPU), else encoded, and p in the handover when the writer of this process
+ * may take it. */
 static int ingest_publish(ingest_ctx_t *c, lc_pprof_t *p, lc_labels_t *ls,
                           const ing_stconfig_t *cfg, const uint8_t *pb, size_t pb_len,
                           lc_arena_t **own)
@@ -129,6 +131,10 @@ static int ingest_publish(ingest_ctx_t *c, lc_pprof_t *p, lc_labels_t *ls,
     if (lc_store_check_validated(p, c->tenant, p->time_nanos, *own ? *own : c->arena, &ix, &c->st) <
         0)
         return fail_422(c, "invalid_profile"); /* the writer would refuse it */
+    if (ing_job_takes_decoded(c->job))         /* pb_len: the profile's decoded size */
+        return ing_job_add_decoded(c->job, c->tenant, ls, p, ix, pb_len, cfg, NULL, &c->st) == 0
+                   ? 0
+                   : fail(c, "too_large");
     lc_buf_t out;
     lc_buf_init(&out, LC_BUF_UNLIMITED);
     int rc = pb ? 0 : lc_pprof_encode(p, false, &out);

@@ -146,16 +146,40 @@ int ing_job_add(ing_job_t *job, const char *tenant, const lc_labels_t *labels, c
     if (!data)
         return lc_status_set_http(st, 413, LC_CODE_RESOURCE_EXHAUSTED,
                                   "request too large for the request memory budget");
-    *slot = (ing_msg_t){data,
-                        size,
-                        lc_transport_partition(tenant, labels, job->ing->opts.partitions),
-                        n_samples,
-                        lc_labels_hash(labels),
-                        {0},
-                        NULL,
-                        false};
+    *slot = (ing_msg_t){
+        .data = data,
+        .len = size,
+        .partition = lc_transport_partition(tenant, labels, job->ing->opts.partitions),
+        .samples = n_samples,
+        .series = lc_labels_hash(labels),
+        .weight = size,
+    };
     memcpy(slot->id, id, sizeof(slot->id));
     job->n_msgs++;
+    return 0;
+}
+
+bool ing_job_takes_decoded(const ing_job_t *job)
+{
+    return !lc_transport_wants_lean(job->ing->tr) && lc_transport_carries_local(job->ing->tr);
+}
+
+int ing_job_add_decoded(ing_job_t *job, const char *tenant, const lc_labels_t *labels,
+                        const lc_pprof_t *p, const lc_pprof_index_t *ix, size_t weight,
+                        const ing_stconfig_t *cfg, const uint8_t *profile_id, lc_status_t *st)
+{
+    ing_decoded_t *d = lc_arena_alloc(job->req->arena, sizeof(*d));
+    if (!d)
+        return lc_status_set_http(st, 413, LC_CODE_RESOURCE_EXHAUSTED,
+                                  "request too large for the request memory budget");
+    int rc =
+        ing_job_add(job, tenant, labels, NULL, 0, p->time_nanos, cfg, profile_id, p->n_sample, st);
+    if (rc)
+        return rc;
+    *d = (ing_decoded_t){p, ix};
+    ing_msg_t *m = &job->msgs[job->n_msgs - 1];
+    m->decoded = d;
+    m->weight += weight;
     return 0;
 }
 
@@ -167,23 +191,13 @@ lc_arena_t *ing_job_profile_arena(const ing_t *ing)
 void ing_job_attach_decoded(ing_job_t *job, const lc_pprof_t *p, const lc_pprof_index_t *ix,
                             lc_arena_t **own)
 {
-    if (job->n_msgs == 0)
-        return;
-    if (lc_transport_wants_lean(job->ing->tr)) {
-        ing_handover_t *h = job->ing->opts.handover;
-        if (*own && h) { /* else the writer decodes what arrives */
-            ing_msg_t *m = &job->msgs[job->n_msgs - 1];
-            ing_handover_put(h, m->id, m->partition, *own, p, ix);
-            m->handed = true;
-            *own = NULL;
-        }
-        return;
-    }
-    ing_decoded_t *d = lc_arena_alloc(job->req->arena, sizeof(*d));
-    if (!d)
-        return;
-    *d = (ing_decoded_t){p, ix};
-    job->msgs[job->n_msgs - 1].decoded = d;
+    ing_handover_t *h = job->ing->opts.handover;
+    if (job->n_msgs == 0 || !lc_transport_wants_lean(job->ing->tr) || !*own || !h)
+        return; /* the writer decodes what arrives */
+    ing_msg_t *m = &job->msgs[job->n_msgs - 1];
+    ing_handover_put(h, m->id, m->partition, *own, p, ix);
+    m->handed = true;
+    *own = NULL;
 }
 
 /* ---------------------------------------------------------------- answering */
@@ -305,8 +319,9 @@ static lc_http_result_t job_publish(ing_job_t *job)
         if (m->handed)
             ing_handover_published(job->ing->opts.handover, m->id);
         job->pending++;
-        int rc = lc_transport_publish_local(job->ing->tr, m->data, m->len, m->partition, m->id,
-                                            sizeof(m->id), m->decoded, job_on_published, job);
+        int rc =
+            lc_transport_publish_local(job->ing->tr, m->data, m->len, m->weight, m->partition,
+                                       m->id, sizeof(m->id), m->decoded, job_on_published, job);
         if (rc != 0) {
             job->pending--;
             job->status = rc;

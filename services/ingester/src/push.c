@@ -68,8 +68,16 @@ static int push_profile_into(push_ctx_t *c, const lc_labels_t *ls,
     }
     lc_pprof_index_t *ix;
     if (ing_check_window(c->ing, p->time_nanos, c->now_ns, st) < 0 ||
-        lc_store_check_profile(p, c->tenant, p->time_nanos, arena, &ix, st) < 0)
+        lc_store_check_validated(p, c->tenant, p->time_nanos, arena, &ix, st) < 0)
         return -1; /* the second: what the writer would refuse */
+    c->total_bytes += pb_len;
+    if (c->total_bytes > ING_PUSH_MAX_TOTAL_BYTES)
+        return lc_status_set(st, LC_CODE_INVALID_ARGUMENT,
+                             "decompressed profiles of the request exceed %zu bytes",
+                             ING_PUSH_MAX_TOTAL_BYTES);
+    if (ing_job_takes_decoded(c->job)) /* the writer of this process uses p and ix as they are */
+        return ing_job_add_decoded(c->job, c->tenant, ls, p, ix, pb_len, NULL, has_id ? id : NULL,
+                                   st);
     lc_buf_t out;
     lc_buf_init(&out, LC_BUF_UNLIMITED);
     int rc = changed ? lc_pprof_encode(p, false, &out) : 0;
@@ -77,20 +85,15 @@ static int push_profile_into(push_ctx_t *c, const lc_labels_t *ls,
         pb = out.data;
         pb_len = out.len;
     }
-    c->total_bytes += pb_len;
     size_t send_len = pb_len; /* over Redis a gzip body goes as it came */
     const uint8_t *send =
         changed ? pb : ing_job_pprof_bytes(c->ing, raw->data, raw->len, pb, pb_len, &send_len);
     if (rc != 0)
         rc = lc_status_set(st, LC_CODE_INTERNAL, "cannot encode the profile: %s", lc_strerror(rc));
-    else if (c->total_bytes > ING_PUSH_MAX_TOTAL_BYTES)
-        rc = lc_status_set(st, LC_CODE_INVALID_ARGUMENT,
-                           "decompressed profiles of the request exceed %zu bytes",
-                           ING_PUSH_MAX_TOTAL_BYTES);
     else
         rc = ing_job_add(c->job, c->tenant, ls, send, send_len, p->time_nanos, NULL,
                          has_id ? id : NULL, p->n_sample, st);
-    if (rc == 0) /* the writer of this process uses p and ix as they are */
+    if (rc == 0) /* a writer of this process over Redis may take p and ix as they are */
         ing_job_attach_decoded(c->job, p, ix, own);
     lc_buf_fini(&out);
     return rc;

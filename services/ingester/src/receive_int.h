@@ -288,6 +288,7 @@ typedef struct ing_msg_s {
     size_t samples;
     uint64_t series;                /* lc_labels_hash of its series */
     uint8_t id[LC_INGEST_ID_BYTES]; /* its ingest id: the transport's dedupe id */
+    size_t weight;                  /* what it counts in the transport's backlog */
     const ing_decoded_t *decoded;   /* for a writer in this process; NULL: it decodes */
     bool handed;                    /* its decoded form is in the handover */
 } ing_msg_t;
@@ -325,17 +326,29 @@ const uint8_t *ing_job_pprof_bytes(const ing_t *ing, const uint8_t *body, size_t
 int ing_job_add(ing_job_t *job, const char *tenant, const lc_labels_t *labels, const uint8_t *pprof,
                 size_t len, int64_t time_ns, const ing_stconfig_t *cfg, const uint8_t *profile_id,
                 size_t n_samples, lc_status_t *st) LC_MUST_CHECK;
+/* Whether the writer of this process takes the decoded form of what the job
+ * publishes (the direct transport, which never retries nor persists a
+ * message): ing_job_add_decoded then leaves the pprof bytes out. */
+bool ing_job_takes_decoded(const ing_job_t *job);
+/* ing_job_add for such a job: a message without pprof bytes, with p (checked
+ * by lc_store_check_validated or lc_store_check_profile, which built ix)
+ * attached for the writer; it counts `weight`, the pprof's decoded size, in
+ * the backlog (the memory it stands for). Neither p nor ix may change until
+ * the job is answered. */
+int ing_job_add_decoded(ing_job_t *job, const char *tenant, const lc_labels_t *labels,
+                        const lc_pprof_t *p, const lc_pprof_index_t *ix, size_t weight,
+                        const ing_stconfig_t *cfg, const uint8_t *profile_id,
+                        lc_status_t *st) LC_MUST_CHECK;
 /* An arena of its own for the next profile's decoded form, which
  * ing_job_attach_decoded may then hand the writer over Redis (handover.h);
  * NULL when nothing would take it: decode into the request's arena. Its cap
  * is the request arena's default, so nothing fits here that would not fit there. */
 lc_arena_t *ing_job_profile_arena(const ing_t *ing);
-/* Hands the writer of this process the decoded form of the job's last
- * message: p as checked by lc_store_check_profile, which built ix. In
- * process (ing_decoded_t) neither may change until the job is answered;
- * over Redis, when *own (ing_job_profile_arena) holds both wholly, it goes
- * to the handover with them and *own becomes NULL. Without it (or past the
- * arena) the writer decodes the message's bytes. */
+/* Over Redis, hands the writer of this process the decoded form of the
+ * job's last message (p as checked, with the check's ix): when *own
+ * (ing_job_profile_arena) holds both wholly, it goes to the handover with
+ * them and *own becomes NULL. Without it (or past the arena) the writer
+ * decodes the message's bytes. In process, ing_job_add_decoded does this. */
 void ing_job_attach_decoded(ing_job_t *job, const lc_pprof_t *p, const lc_pprof_index_t *ix,
                             lc_arena_t **own);
 /* The routes' `after` (loop thread): publishes req->user's job, if any. Over

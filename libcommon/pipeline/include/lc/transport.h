@@ -100,11 +100,11 @@ typedef struct lc_transport_ops_s {
     /* Messages cross a wire: producers should publish lean entries
      * (lc/transport_entry.h), which every consumer decodes. */
     bool lean_entries;
-    /* Optional: publish with an in-process attachment (msg.local); NULL when
-     * the transport cannot carry one, and lc_transport_publish_local then
-     * publishes without it. */
-    int (*publish_local)(lc_transport_t *t, const uint8_t *msg, size_t len, uint32_t partition,
-                         const uint8_t *id, size_t id_len, const void *local,
+    /* Optional: publish with an in-process attachment (msg.local) that the
+     * backlog counts as `weight` bytes; NULL when the transport cannot carry
+     * one, and lc_transport_publish_local then publishes without it. */
+    int (*publish_local)(lc_transport_t *t, const uint8_t *msg, size_t len, size_t weight,
+                         uint32_t partition, const uint8_t *id, size_t id_len, const void *local,
                          lc_transport_publish_cb cb, void *data);
 } lc_transport_ops_t;
 
@@ -122,15 +122,24 @@ static inline int lc_transport_publish(lc_transport_t *t, const uint8_t *msg, si
 }
 /* As lc_transport_publish, and hands `local` to a consumer in the same
  * process as lc_transport_msg_t.local; it must stay valid and unchanged until
- * cb runs. Transports that cross a wire drop it (their consumers decode). */
+ * cb runs. Transports that cross a wire drop it (their consumers decode).
+ * `weight` (at least len) is what the message and its attachment count in the
+ * backlog's bytes: the memory it stands for while it waits. */
 static inline int lc_transport_publish_local(lc_transport_t *t, const uint8_t *msg, size_t len,
-                                             uint32_t partition, const uint8_t *id, size_t id_len,
-                                             const void *local, lc_transport_publish_cb cb,
-                                             void *data)
+                                             size_t weight, uint32_t partition, const uint8_t *id,
+                                             size_t id_len, const void *local,
+                                             lc_transport_publish_cb cb, void *data)
 {
     if (!t->ops->publish_local)
         return t->ops->publish(t, msg, len, partition, id, id_len, cb, data);
-    return t->ops->publish_local(t, msg, len, partition, id, id_len, local, cb, data);
+    return t->ops->publish_local(t, msg, len, weight < len ? len : weight, partition, id, id_len,
+                                 local, cb, data);
+}
+/* Whether lc_transport_publish_local hands `local` to the consumer: then a
+ * message may leave out what its attachment carries. */
+static inline bool lc_transport_carries_local(const lc_transport_t *t)
+{
+    return t->ops->publish_local != NULL;
 }
 static inline void lc_transport_stats(lc_transport_t *t, lc_transport_stats_t *out)
 {

@@ -109,6 +109,30 @@ static void test_backlog_cap(void)
     LC_ASSERT_OK(uv_loop_close(&loop));
 }
 
+/* A message published with an attachment counts its weight, not its length:
+ * a 1-byte message standing for more than the cap is refused even when the
+ * backlog is empty. */
+static void test_backlog_counts_weight(void)
+{
+    uv_loop_t loop;
+    uv_loop_init(&loop);
+    harness_t h = {0};
+    lc_direct_opts_t opts = {.max_backlog_bytes = 100};
+    lc_transport_t *t;
+    LC_ASSERT_OK(lc_transport_direct_new(&loop, &opts, consume, &h, &t));
+    static const int decoded;
+    const uint8_t *id = (const uint8_t *)"id";
+    LC_ASSERT_EQ(
+        lc_transport_publish_local(t, (const uint8_t *)"a", 1, 101, 0, id, 2, &decoded, on_ack, &h),
+        LC_EFULL);
+    LC_ASSERT_OK(lc_transport_publish_local(t, (const uint8_t *)"a", 1, 100, 0, id, 2, &decoded,
+                                            on_ack, &h));
+    lc_transport_close(t, on_closed, &h);
+    uv_run(&loop, UV_RUN_DEFAULT);
+    LC_ASSERT_EQ(h.acks_ok, 1);
+    LC_ASSERT_OK(uv_loop_close(&loop));
+}
+
 static void test_consumer_failure_reaches_publisher(void)
 {
     uv_loop_t loop;
@@ -185,11 +209,11 @@ static void test_local_reaches_the_consumer(void)
     LC_ASSERT_OK(lc_transport_direct_new(&loop, NULL, consume, &h, &t));
     static const int decoded[2];
     const uint8_t *id = (const uint8_t *)"id";
-    LC_ASSERT_OK(
-        lc_transport_publish_local(t, (const uint8_t *)"a", 1, 0, id, 2, &decoded[0], on_ack, &h));
+    LC_ASSERT_OK(lc_transport_publish_local(t, (const uint8_t *)"a", 1, 1, 0, id, 2, &decoded[0],
+                                            on_ack, &h));
     LC_ASSERT_OK(lc_transport_publish(t, (const uint8_t *)"b", 1, 0, id, 2, on_ack, &h));
-    LC_ASSERT_OK(
-        lc_transport_publish_local(t, (const uint8_t *)"c", 1, 0, id, 2, &decoded[1], on_ack, &h));
+    LC_ASSERT_OK(lc_transport_publish_local(t, (const uint8_t *)"c", 1, 1, 0, id, 2, &decoded[1],
+                                            on_ack, &h));
     lc_transport_close(t, on_closed, &h);
     uv_run(&loop, UV_RUN_DEFAULT);
     LC_ASSERT_EQ(h.acks_ok, 3);
@@ -200,5 +224,6 @@ static void test_local_reaches_the_consumer(void)
 }
 
 LC_TEST_MAIN(test_delivers_in_order_and_acks_after_apply, test_backlog_cap,
-             test_local_reaches_the_consumer, test_set_aside_message_fails_alone,
-             test_consumer_failure_reaches_publisher, test_publish_after_close_is_refused)
+             test_local_reaches_the_consumer, test_backlog_counts_weight,
+             test_set_aside_message_fails_alone, test_consumer_failure_reaches_publisher,
+             test_publish_after_close_is_refused)
