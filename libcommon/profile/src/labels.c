@@ -229,6 +229,14 @@ static const char *label_text_fault(const char *s, size_t len, bool name)
 {
     const uint8_t *p = (const uint8_t *)s;
     for (size_t i = 0; i < len;) {
+        if (p[i] < 0x80) { /* ASCII, nearly every byte: nothing to decode */
+            if (p[i] == 0)
+                return "a NUL byte";
+            if (name && (p[i] < 0x20 || p[i] == 0x7f))
+                return "a control character";
+            i++;
+            continue;
+        }
         uint32_t cp = 0;
         size_t n = lc_utf8_decode(p + i, len - i, &cp);
         if (n == 0)

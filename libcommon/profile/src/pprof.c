@@ -375,23 +375,33 @@ static int check_locations(const lc_pprof_t *p, const id_sets_t *ids, lc_status_
 
 /* ---------------------------------------------------------------- samples */
 
+/* Per string index: LABEL_NAME_OK once it passed as a label name,
+ * LABEL_VALUE_OK as a value (samples repeat their label strings: each is
+ * checked once per profile). */
+enum { LABEL_NAME_OK = 1, LABEL_VALUE_OK = 2 };
+
 /* A string label becomes a series label (the writer splits on them), so it
  * meets the label rules (lc_label_check): a NUL the decoder turned into
  * U+FFFD is refused here, not stored as a changed name. Numeric labels and
  * empty ones (the writer ignores them) are not names. */
 static int check_string_label(const lc_pprof_t *p, const Google__V1__Label *l, size_t i,
-                              lc_status_t *st)
+                              uint8_t *label_ok, lc_status_t *st)
 {
     const char *key = lc_pprof_str(p, l->key), *value = lc_pprof_str(p, l->str);
     if (!l->str || !*key || !*value)
         return 0;
-    if (lc_label_check(key, strlen(key), value, strlen(value), st) == 0)
+    if ((label_ok[l->key] & LABEL_NAME_OK) && (label_ok[l->str] & LABEL_VALUE_OK))
         return 0;
+    if (lc_label_check(key, strlen(key), value, strlen(value), st) == 0) {
+        label_ok[l->key] |= LABEL_NAME_OK;
+        label_ok[l->str] |= LABEL_VALUE_OK;
+        return 0;
+    }
     return invalid(st, "sample %zu: %s", i, st->msg);
 }
 
 static int check_sample_labels(const lc_pprof_t *p, const Google__V1__Sample *s, size_t i,
-                               const lc_pprof_limits_t *lim, lc_status_t *st)
+                               const lc_pprof_limits_t *lim, uint8_t *label_ok, lc_status_t *st)
 {
     if (lim->max_labels_per_sample && s->n_label > lim->max_labels_per_sample)
         return invalid(st, "sample %zu has %zu labels (limit %zu)", i, s->n_label,
@@ -401,7 +411,7 @@ static int check_sample_labels(const lc_pprof_t *p, const Google__V1__Sample *s,
         int64_t idx[] = {l->key, l->str, l->num_unit};
         if (check_str_refs(p, idx, 3, "label of sample", i, st))
             return -1;
-        if (check_string_label(p, l, i, st))
+        if (check_string_label(p, l, i, label_ok, st))
             return -1;
     }
     return 0;
@@ -420,12 +430,13 @@ static void truncate_stack(Google__V1__Sample *s, size_t max_depth, bool *change
 }
 
 static int check_sample(const lc_pprof_t *p, Google__V1__Sample *s, size_t i, const id_sets_t *ids,
-                        const lc_pprof_limits_t *lim, bool *changed, lc_status_t *st)
+                        const lc_pprof_limits_t *lim, uint8_t *label_ok, bool *changed,
+                        lc_status_t *st)
 {
     if (s->n_value != p->n_sample_type)
         return invalid(st, "sample %zu has %zu values, expected %zu (one per sample type)", i,
                        s->n_value, p->n_sample_type);
-    if (check_sample_labels(p, s, i, lim, st))
+    if (check_sample_labels(p, s, i, lim, label_ok, st))
         return -1;
     truncate_stack(s, lim->max_stack_depth, changed);
     for (size_t k = 0; k < s->n_location_id; k++)
@@ -445,8 +456,10 @@ static int check_graph(lc_pprof_t *p, const lc_pprof_limits_t *lim, bool *change
         memset(&ids, 0, sizeof(ids));
     if (rc == 0)
         rc = check_locations(p, &ids, st);
+    uint8_t *label_ok = lc_xcalloc(p->n_string_table + 1, 1);
     for (size_t i = 0; i < p->n_sample && rc == 0; i++)
-        rc = check_sample(p, p->sample[i], i, &ids, lim, changed, st);
+        rc = check_sample(p, p->sample[i], i, &ids, lim, label_ok, changed, st);
+    lc_free(label_ok);
     id_sets_fini(&ids);
     return rc;
 }

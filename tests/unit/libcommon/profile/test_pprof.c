@@ -411,6 +411,42 @@ static void m_many_labels(lc_pprof_t *p, lc_arena_t *a)
     s->n_label = 4; /* limit in the table below: 3 */
 }
 
+static int64_t append_string(lc_pprof_t *p, lc_arena_t *a, const char *str)
+{
+    char **t = lc_arena_calloc(a, p->n_string_table + 1, sizeof(*t));
+    memcpy(t, p->string_table, p->n_string_table * sizeof(*t));
+    t[p->n_string_table] = lc_arena_strdup(a, str);
+    p->string_table = t;
+    return (int64_t)p->n_string_table++;
+}
+
+/* Gives sample 1 (unlabelled) the one label key=str. */
+static void label_sample_1(lc_pprof_t *p, lc_arena_t *a, int64_t key, int64_t str)
+{
+    Google__V1__Label *l = lc_arena_calloc(a, 1, sizeof(*l));
+    google__v1__label__init(l);
+    l->key = key;
+    l->str = str;
+    Google__V1__Label **labels = lc_arena_calloc(a, 1, sizeof(*labels));
+    labels[0] = l;
+    p->sample[1]->label = labels;
+    p->sample[1]->n_label = 1;
+}
+
+/* Label text is checked once per string and role: a string that passed as
+ * sample 0's value is still checked as sample 1's name, and a new value
+ * beside a name that passed is checked too. */
+static void m_label_name_after_value(lc_pprof_t *p, lc_arena_t *a)
+{
+    int64_t tab = find_string(p, "worker");
+    set_string(p, a, tab, "a\tb"); /* a value may hold a tab, a name may not */
+    label_sample_1(p, a, tab, tab);
+}
+static void m_label_value_after_name(lc_pprof_t *p, lc_arena_t *a)
+{
+    label_sample_1(p, a, find_string(p, "thread"), append_string(p, a, "x\xef\xbf\xbd"));
+}
+
 static void m_nothing(lc_pprof_t *p, lc_arena_t *a) {}
 
 typedef struct reject_case_s {
@@ -464,6 +500,9 @@ static const reject_case_t reject_cases[] = {
     {"bad UTF-8 in a function name", m_utf8_function, "not valid UTF-8", 0, 0},
     {"too many samples", m_nothing, "3 samples (limit 2)", 2, 0},
     {"too many labels", m_many_labels, "sample 0 has 4 labels (limit 3)", 0, 3},
+    {"label name that passed as a value", m_label_name_after_value, "sample 1: label name", 0, 0},
+    {"label value beside a name that passed", m_label_value_after_name, "sample 1: value of label",
+     0, 0},
 };
 
 static void check_reject(const lc_buf_t *base, const reject_case_t *c)
