@@ -60,6 +60,23 @@ static uint64_t sp_hash(const ing_kv_t *kv, size_t n)
     return h;
 }
 
+/* Sorts by name, stably (the first of a repeated name stays first); a sample
+ * has a few labels, for which insertion beats qsort's calls by far. */
+static void sp_sort_kv(ing_kv_t *kv, size_t n)
+{
+    if (n > 16) {
+        qsort(kv, n, sizeof(*kv), sp_kv_cmp);
+        return;
+    }
+    for (size_t i = 1; i < n; i++) {
+        ing_kv_t x = kv[i];
+        size_t j = i;
+        for (; j > 0 && strcmp(kv[j - 1].name, x.name) > 0; j--)
+            kv[j] = kv[j - 1];
+        kv[j] = x;
+    }
+}
+
 /* Collects one sample's string labels (span ids aside) sorted by name. */
 static int sp_read_sample(const Google__V1__Profile *p, const Google__V1__Sample *s,
                           lc_arena_t *arena, sp_sample_t *out)
@@ -85,8 +102,7 @@ static int sp_read_sample(const Google__V1__Profile *p, const Google__V1__Sample
     }
     if (!out->span_id)
         out->span_id = profile_id;
-    if (out->n > 1)
-        qsort(out->kv, out->n, sizeof(*out->kv), sp_kv_cmp);
+    sp_sort_kv(out->kv, out->n);
     size_t w = 0;
     for (size_t r = 0; r < out->n; r++) {
         if (w == 0 || strcmp(out->kv[w - 1].name, out->kv[r].name) != 0)

@@ -161,4 +161,57 @@ static void test_no_samples(void)
     lc_arena_free(arena);
 }
 
-LC_TEST_MAIN(test_go_cpu_labels, test_span_ids, test_span_id_parse, test_no_samples)
+/* By hand: labels sorted by name, a repeated name keeps its first value,
+ * runs of samples with the same label fields share a group, numeric labels
+ * and a label-less sample make the empty set. Strings: 0 "", 1 "b", 2 "1",
+ * 3 "a", 4 "x", 5 "y", 6 "n". */
+static void test_hand_labels(void)
+{
+    char *strs[] = {"", "b", "1", "a", "x", "y", "n"};
+    Google__V1__Label l[5];
+    for (size_t i = 0; i < 5; i++)
+        google__v1__label__init(&l[i]);
+    l[0].key = 1, l[0].str = 2; /* b=1 */
+    l[1].key = 3, l[1].str = 4; /* a=x */
+    l[2].key = 3, l[2].str = 5; /* a=y: dropped, a is taken */
+    l[3].key = 6, l[3].num = 7; /* numeric: ignored */
+    l[4].key = 3, l[4].str = 4; /* a=x again, a label of its own */
+    Google__V1__Label *first[] = {&l[0], &l[1], &l[2]}, *numeric[] = {&l[3]};
+    Google__V1__Label *again[] = {&l[4], &l[0]};
+    Google__V1__Sample s[5];
+    for (size_t i = 0; i < 5; i++)
+        google__v1__sample__init(&s[i]);
+    s[0].label = s[1].label = first; /* a run of the same fields */
+    s[0].n_label = s[1].n_label = 3;
+    s[2].label = numeric;
+    s[2].n_label = 1;
+    /* s[3]: no labels */
+    s[4].label = again;
+    s[4].n_label = 2;
+    Google__V1__Sample *sp[] = {&s[0], &s[1], &s[2], &s[3], &s[4]};
+    Google__V1__Profile p = GOOGLE__V1__PROFILE__INIT;
+    p.string_table = strs;
+    p.n_string_table = 7;
+    p.sample = sp;
+    p.n_sample = 5;
+    lc_arena_t *arena = lc_arena_new(1 << 20);
+    ing_group_t *g;
+    size_t n;
+    LC_ASSERT_OK(ing_split_samples(&p, arena, &g, &n));
+    LC_ASSERT_EQ(n, 2);
+    LC_ASSERT_EQ(g[0].n_labels, 2);
+    LC_ASSERT_STR_EQ(g[0].labels[0].name, "a");
+    LC_ASSERT_STR_EQ(g[0].labels[0].value, "x");
+    LC_ASSERT_STR_EQ(g[0].labels[1].name, "b");
+    LC_ASSERT_STR_EQ(g[0].labels[1].value, "1");
+    LC_ASSERT_EQ(g[0].n_samples, 3); /* samples 0, 1 and 4 */
+    LC_ASSERT_EQ(g[0].samples[2], 4);
+    LC_ASSERT_EQ(g[1].n_labels, 0);
+    LC_ASSERT_EQ(g[1].n_samples, 2); /* samples 2 and 3 */
+    LC_ASSERT_EQ(g[1].samples[0], 2);
+    LC_ASSERT_EQ(g[1].samples[1], 3);
+    lc_arena_free(arena);
+}
+
+LC_TEST_MAIN(test_go_cpu_labels, test_span_ids, test_span_id_parse, test_no_samples,
+             test_hand_labels)
