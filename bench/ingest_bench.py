@@ -17,6 +17,10 @@ same window; --callgrind OUT runs ember under valgrind's callgrind and counts
 its instructions for that window only (deterministic, but about 50x slower:
 use it with --requests 300 --conns 4).
 
+Last, bench/ingest_stages times each receiver stage alone (gunzip, decode,
+validate, check) on the same files, one core: the floors beside
+bench/perf_stages.py's table of where ember's CPU went.
+
 --only K sends only the K-th profile of the mix (0 = B1, the small Go CPU
 profile of perf-anchors §7.2).
 
@@ -162,9 +166,26 @@ def main():
         ir = callgrind_total(a.callgrind)
         print(f"  callgrind: {ir:,} instructions in ember for the same window = "
               f"{ir / res['ok']:,.0f} per profile ({a.callgrind})")
+    stages = receiver_stages(a.build_dir, h, mix)
+    if stages:
+        print("  floors, each receiver stage alone (bench/ingest_stages: one core, caches warm, the "
+              "same files), CPU ms per profile: " +
+              ", ".join(f"{k} {v:.3f}" for k, v in stages.items()) +
+              f"; together {sum(stages.values()):.3f}")
     print("  reference (perf-anchors.md §7.3, 2 cores, end to end): B1 target >= 1,000 profiles/s; "
           "Pyroscope v2 ~550 profiles/s on 2 cores; >= 250k samples/s per core")
     return 0 if ok and not res["non_2xx"] and not res["errors"] else 1
+
+
+def receiver_stages(build_dir, h, mix, iterations=50):
+    """bench/ingest_stages on the mix's files: {stage: CPU ms per profile},
+    or None when it was not built."""
+    exe = os.path.join(build_dir, "bench", "ingest_stages")
+    if not os.access(exe, os.X_OK):
+        return None
+    files = [os.path.join(h.TESTDATA, rel) for rel in mix]
+    r = subprocess.run([exe, str(iterations), *files], capture_output=True, text=True, check=True)
+    return json.loads(r.stdout)
 
 
 def wait_stored(h, srv, man, mix, window, expected, t_end, timeout=300):
