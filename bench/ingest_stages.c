@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "bench_util.h"
 #include "lc/alloc.h"
 #include "lc/gz.h"
 #include "lc/pprof.h"
@@ -30,26 +31,6 @@ static double cpu_ms(void)
     struct timespec ts;
     clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static int read_file(const char *path, lc_buf_t *out)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return -1;
-    uint8_t chunk[65536];
-    size_t n;
-    int rc = 0;
-    while (rc == 0 && (n = fread(chunk, 1, sizeof(chunk), f)) > 0)
-        rc = lc_buf_append(out, chunk, n);
-    fclose(f);
-    return rc;
 }
 
 /* One pass over one body: adds each stage's CPU ms to t. */
@@ -103,7 +84,7 @@ int main(int argc, char **argv)
         return 1;
     for (size_t f = 0; f < n_files; f++) {
         lc_buf_init(&bodies[f], LC_BUF_UNLIMITED);
-        if (read_file(argv[f + 2], &bodies[f]) != 0) {
+        if (bench_read_file(argv[f + 2], &bodies[f]) != 0) {
             fprintf(stderr, "cannot read %s\n", argv[f + 2]);
             return 1;
         }
@@ -119,7 +100,7 @@ int main(int argc, char **argv)
     printf("{");
     for (int s = 0; s < ST_N; s++) {
         double *r = &rounds[(size_t)s * (size_t)iterations];
-        qsort(r, (size_t)iterations, sizeof(*r), cmp_double);
+        qsort(r, (size_t)iterations, sizeof(*r), bench_cmp_double);
         printf("%s\"%s\": %.4f", s ? ", " : "", stage_names[s], r[iterations / 2]);
     }
     printf("}\n");

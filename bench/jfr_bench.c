@@ -16,6 +16,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench_util.h"
 #include "lc/gz.h"
 #include "lc/hash.h"
 #include "lc/jfr.h"
@@ -26,26 +27,6 @@ static double now_s(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static int read_file(const char *path, lc_buf_t *out)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return -1;
-    uint8_t tmp[65536];
-    size_t n;
-    int rc = 0;
-    while (rc == 0 && (n = fread(tmp, 1, sizeof(tmp), f)) > 0)
-        rc = lc_buf_append(out, tmp, n);
-    fclose(f);
-    return rc;
 }
 
 static uint64_t fnv_str(uint64_t h, const lc_pprof_t *p, int64_t i)
@@ -121,7 +102,7 @@ static int bench_file(const char *path, int iterations)
     lc_buf_t raw, jfr;
     lc_buf_init(&raw, LC_BUF_UNLIMITED);
     lc_buf_init(&jfr, LC_BUF_UNLIMITED);
-    if (read_file(path, &raw) != 0) {
+    if (bench_read_file(path, &raw) != 0) {
         fprintf(stderr, "cannot read %s\n", path);
         return 1;
     }
@@ -152,7 +133,7 @@ static int bench_file(const char *path, int iterations)
         lc_arena_free(a);
         ms[i] = (now_s() - t0) * 1e3;
     }
-    qsort(ms, (size_t)iterations, sizeof(*ms), cmp_double);
+    qsort(ms, (size_t)iterations, sizeof(*ms), bench_cmp_double);
     double median = ms[iterations / 2];
     printf("{\"file\": \"%s\", \"bytes\": %zu, \"iterations\": %d, \"median_ms\": %.4f, "
            "\"min_ms\": %.4f, \"mb_per_s\": %.2f, \"totals\": {",

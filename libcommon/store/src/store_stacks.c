@@ -388,45 +388,49 @@ static bool warm_strings(store_resolver_t *r)
     return found * 2 >= n;
 }
 
-/* Encodes every mapping (or function) whose strings are known; the batch. */
-static bool warm_mappings(store_resolver_t *r)
+/* Encodes the profile's i-th mapping (or function) into buf (room for 60)
+ * and names its pprof id; nonzero when it cannot be (a string not known, or
+ * not the element the index gives for its id). */
+typedef int (*warm_encode_fn)(store_resolver_t *r, size_t i, uint8_t *buf, size_t *len,
+                              uint64_t *ref);
+
+static int warm_encode_mapping(store_resolver_t *r, size_t i, uint8_t *buf, size_t *len,
+                               uint64_t *ref)
 {
-    store_warm_t *w = &r->warm;
-    warm_reserve(w, r->p->n_mapping);
-    lc_buf_reset(&w->enc);
-    size_t n = 0;
-    for (size_t i = 0; i < r->p->n_mapping; i++) {
-        const Google__V1__Mapping *m = r->p->mapping[i];
-        size_t len;
-        if (m->id == 0 || lc_pprof_mapping(r->ix, m->id) != m ||
-            lc_buf_reserve(&w->enc, w->enc.len + 60) ||
-            mapping_encode(r, m, string_known, w->enc.data + w->enc.len, &len))
-            continue;
-        w->offs[n] = w->enc.len;
-        w->refs[n++] = m->id;
-        w->enc.len += len;
-    }
-    return warm_find(r, &r->ws->mappings, &r->maps, n);
+    const Google__V1__Mapping *m = r->p->mapping[i];
+    *ref = m->id;
+    if (m->id == 0 || lc_pprof_mapping(r->ix, m->id) != m)
+        return 1;
+    return mapping_encode(r, m, string_known, buf, len);
 }
 
-static bool warm_functions(store_resolver_t *r)
+static int warm_encode_function(store_resolver_t *r, size_t i, uint8_t *buf, size_t *len,
+                                uint64_t *ref)
+{
+    const Google__V1__Function *fn = r->p->function[i];
+    *ref = fn->id;
+    if (fn->id == 0 || lc_pprof_function(r->ix, fn->id) != fn)
+        return 1;
+    return function_encode(r, fn, string_known, buf, len);
+}
+
+/* The batch of the n mappings (or functions) whose strings are known. */
+static bool warm_fixed(store_resolver_t *r, size_t n, warm_encode_fn encode, store_symtab_t *tab,
+                       store_memo_t *memo)
 {
     store_warm_t *w = &r->warm;
-    warm_reserve(w, r->p->n_function);
+    warm_reserve(w, n);
     lc_buf_reset(&w->enc);
-    size_t n = 0;
-    for (size_t i = 0; i < r->p->n_function; i++) {
-        const Google__V1__Function *fn = r->p->function[i];
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
         size_t len;
-        if (fn->id == 0 || lc_pprof_function(r->ix, fn->id) != fn ||
-            lc_buf_reserve(&w->enc, w->enc.len + 40) ||
-            function_encode(r, fn, string_known, w->enc.data + w->enc.len, &len))
+        if (lc_buf_reserve(&w->enc, w->enc.len + 60) ||
+            encode(r, i, w->enc.data + w->enc.len, &len, &w->refs[k]))
             continue;
-        w->offs[n] = w->enc.len;
-        w->refs[n++] = fn->id;
+        w->offs[k++] = w->enc.len;
         w->enc.len += len;
     }
-    return warm_find(r, &r->ws->functions, &r->fns, n);
+    return warm_find(r, tab, memo, k);
 }
 
 static void warm_locations(store_resolver_t *r)
@@ -451,7 +455,9 @@ static void warm_locations(store_resolver_t *r)
 
 static void resolver_warm(store_resolver_t *r)
 {
-    if (warm_strings(r) && warm_mappings(r) && warm_functions(r))
+    if (warm_strings(r) &&
+        warm_fixed(r, r->p->n_mapping, warm_encode_mapping, &r->ws->mappings, &r->maps) &&
+        warm_fixed(r, r->p->n_function, warm_encode_function, &r->ws->functions, &r->fns))
         warm_locations(r);
 }
 
