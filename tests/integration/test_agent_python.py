@@ -220,8 +220,13 @@ class AgentPythonTest(unittest.TestCase):
                          for v, exe in methods.items() if os.path.exists(exe)}
         cls.extra_runs = (list(cls.method_runs.items()) + list(cls.pkg_runs.items()) +
                           list(cls.cext_runs.items()))
+        # one pid, two interpreters: seen under 3.11, then it execs 3.13
+        cls.exec_run = (Run([PYTHON, "-B", os.path.join(PROGS, "py_exec.py"), PYTHON_313],
+                            stdin=subprocess.PIPE) if os.path.exists(PYTHON_313) else None)
         for v, r in list(cls.runs.items()) + cls.extra_runs:
             cls.start_when_seen(v, r)
+        if cls.exec_run:
+            cls.start_when_seen("3.11", cls.exec_run)
         cls.split_lines = {v: r.proc.stdout.readline().decode() for v, r in cls.runs.items()}
         # alive until the agent has drained their samples: names are read
         # from live processes (the JVM's perf map, code objects)
@@ -248,6 +253,9 @@ class AgentPythonTest(unittest.TestCase):
 
     @classmethod
     def tearDownClass(cls):
+        if cls.exec_run:
+            cls.exec_run.proc.stdin.close()
+            cls.exec_run.finish(timeout=60)
         cls.srv.cleanup()
         shutil.rmtree(cls.tmp, ignore_errors=True)
 
@@ -329,6 +337,20 @@ class AgentPythonTest(unittest.TestCase):
             # "Inner.crunch" beside it), called by main
             self.assertOnlyName(nodes, want, "crunch", version)
             self.assertMostlyPlaced(nodes, {want}, lambda path: path[-1:] == [caller])
+
+    @unittest.skipUnless(os.path.exists(PYTHON_313), "no Python 3.13 on this machine")
+    def test_exec_into_another_python(self):
+        # the agent knew the pid as a 3.11 interpreter (seen in warm()); after
+        # the exec it must read 3.13's frames, not walk them with 3.11's entry
+        run = self.exec_run
+
+        def named_after_exec():
+            fg = self.srv.flamegraph("process_cpu:cpu:nanoseconds:cpu:nanoseconds",
+                                     f'{{pid="{run.pid}"}}', run.started_ms - 60_000,
+                                     h.now_ms() + 60_000)
+            return any(n["name"] == "py_exec_after.after_exec" for n in flame_nodes(fg))
+        h.wait_for(named_after_exec, timeout=120, interval=0.5,
+                   what=f"pid {run.pid}'s frames named after it exec'd Python 3.13")
 
     def test_module_names_in_packages(self):
         # Python's own answer: each function's __module__ and __qualname__

@@ -237,6 +237,7 @@ typedef struct py_module_s {
 /* What the agent keeps for one interpreter process. */
 typedef struct agt_py_state_s {
     py_layout_t layout;
+    uint64_t runtime;          /* _PyRuntime in the process: which interpreter this is */
     uint64_t eval_lo, eval_hi; /* _PyEval_EvalFrameDefault in the process */
     uint64_t text_lo, text_hi; /* the interpreter object's executable mappings */
     uint64_t code_type;        /* PyCode_Type in the process (0: unchecked) */
@@ -456,6 +457,7 @@ static void recognise(agt_python_t *py, agt_proc_t *p, const agt_map_t *m, uint6
     }
     agt_py_state_t *s = lc_xcalloc(1, sizeof(*s));
     s->layout = *layout;
+    s->runtime = entry.runtime;
     agt_u64map_init(&s->by_addr);
     agt_u64map_init(&s->by_file);
     if (m->elf->py.eval) {
@@ -472,10 +474,27 @@ static void recognise(agt_python_t *py, agt_proc_t *p, const agt_map_t *m, uint6
     py->stats.procs++;
 }
 
+/* Whether the maps still hold the interpreter p->py was made for: the
+ * runtime does not move while an image lives, but an exec replaces the
+ * image under the same pid and start time (a Popen child is its parent's
+ * Python until it execs another). */
+static bool interpreter_mapped(const agt_proc_t *p)
+{
+    for (size_t i = 0; i < p->n_maps; i++) {
+        const agt_map_t *m = &p->maps[i];
+        uint64_t bias;
+        if (m->elf && m->elf->py.runtime && agt_map_bias(m, &bias) &&
+            m->elf->py.runtime + bias == p->py->runtime)
+            return true;
+    }
+    return false;
+}
+
 void agt_python_on_maps(agt_python_t *py, agt_proc_t *p)
 {
-    if (p->py)
-        return; /* the runtime does not move while the process lives */
+    if (p->py && interpreter_mapped(p))
+        return;
+    agt_python_forget(py, p); /* exec'd: its old interpreter's entry would walk the new one */
     for (size_t i = 0; i < p->n_maps; i++) {
         const agt_map_t *m = &p->maps[i];
         uint64_t bias;
