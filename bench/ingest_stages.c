@@ -72,7 +72,7 @@ static int one_profile(const lc_buf_t *body, double *t)
 
 int main(int argc, char **argv)
 {
-    int iterations = argc > 2 ? atoi(argv[1]) : 0;
+    int iterations = argc > 2 ? (int)strtol(argv[1], NULL, 10) : 0;
     if (iterations < 1) {
         fprintf(stderr, "usage: %s ITERATIONS FILE...\n", argv[0]);
         return 2;
