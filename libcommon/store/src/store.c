@@ -301,7 +301,7 @@ static int acquire_new(lc_store_t *s, int64_t start_ns, store_block_t **out)
     return 0;
 }
 
-int lc_store__acquire(lc_store_t *s, int64_t start_ns, bool create, store_block_t **out)
+static int acquire_registered(lc_store_t *s, int64_t start_ns, bool create, store_block_t **out)
 {
     pthread_mutex_lock(&s->mu);
     store_block_t *b = registry_find(s, start_ns);
@@ -312,6 +312,63 @@ int lc_store__acquire(lc_store_t *s, int64_t start_ns, bool create, store_block_
     if (rc == LC_ENOTFOUND && create)
         return acquire_new(s, start_ns, out);
     return rc;
+}
+
+/* A write below the floor publishes the lower floor first; the floor's lock
+ * spans the block's registration, so lc_store_floor_update sees it. */
+int lc_store__acquire(lc_store_t *s, int64_t start_ns, bool create, store_block_t **out)
+{
+    if (!create)
+        return acquire_registered(s, start_ns, create, out);
+    pthread_mutex_lock(&s->floor.mu);
+    int rc = 0;
+    if (s->floor.publish && start_ns < s->floor.ns &&
+        !(rc = s->floor.publish(s->floor.ctx, start_ns, true)))
+        s->floor.ns = start_ns;
+    if (!rc)
+        rc = acquire_registered(s, start_ns, create, out);
+    pthread_mutex_unlock(&s->floor.mu);
+    return rc;
+}
+
+void lc_store_set_floor(lc_store_t *s, lc_store_floor_fn publish, void *ctx)
+{
+    pthread_mutex_lock(&s->floor.mu);
+    s->floor.publish = publish;
+    s->floor.ctx = ctx;
+    pthread_mutex_unlock(&s->floor.mu);
+}
+
+int lc_store_floor_update(lc_store_t *s, int64_t limit_ns)
+{
+    pthread_mutex_lock(&s->floor.mu);
+    if (!s->floor.publish) {
+        pthread_mutex_unlock(&s->floor.mu);
+        return LC_EINPUT;
+    }
+    int64_t floor = lc_store__partition(s, limit_ns);
+    pthread_mutex_lock(&s->mu);
+    if (s->n_blocks && s->blocks[0]->start_ns < floor)
+        floor = s->blocks[0]->start_ns;
+    pthread_mutex_unlock(&s->mu);
+    int rc = 0;
+    if (floor != s->floor.ns) {
+        /* A raise that fails may still land: writes below it publish first. */
+        if (floor > s->floor.ns)
+            s->floor.ns = floor;
+        if (!(rc = s->floor.publish(s->floor.ctx, floor, false)))
+            s->floor.ns = floor;
+    }
+    pthread_mutex_unlock(&s->floor.mu);
+    return rc;
+}
+
+int64_t lc_store_floor(lc_store_t *s)
+{
+    pthread_mutex_lock(&s->floor.mu);
+    int64_t floor = s->floor.ns;
+    pthread_mutex_unlock(&s->floor.mu);
+    return floor;
 }
 
 static bool block_overlaps(const store_block_t *b, int64_t start_ns, int64_t end_ns)
@@ -507,6 +564,8 @@ int lc_store__registry_new(const lc_store_opts_t *opts, lc_store_t **out)
     s->opts.dir = s->dir;
     s->blocks_dir = lc_store__path_join(s->dir, "blocks");
     pthread_mutex_init(&s->mu, NULL);
+    pthread_mutex_init(&s->floor.mu, NULL);
+    s->floor.ns = INT64_MAX;
     char *trash = lc_store__path_join(s->dir, "trash");
     lc_store__rm_tree(trash); /* blocks dropped before a crash or restart */
     lc_free(trash);
@@ -530,6 +589,7 @@ void lc_store__registry_free(lc_store_t *s)
         block_destroy(s, s->blocks[i]);
     lc_free(s->blocks);
     pthread_mutex_destroy(&s->mu);
+    pthread_mutex_destroy(&s->floor.mu);
     lc_free(s->blocks_dir);
     lc_free(s->dir);
     lc_free(s);

@@ -314,6 +314,12 @@ struct lc_store_s {
     lc_symbolizer_t *symbolizer;   /* not owned; NULL: no server-side symbols */
     lc_store_source_fn source;     /* lc_store_set_source; NULL: local blocks only */
     void *source_ctx;
+    struct store_floor_s {         /* lc_store_set_floor (store.c) */
+        pthread_mutex_t mu;        /* held across publish and the block it guards */
+        lc_store_floor_fn publish; /* NULL: no floor */
+        void *ctx;
+        int64_t ns; /* published; INT64_MAX before the first */
+    } floor;
 };
 
 /* store.c, for lc_store_open/lc_store_close (store_open.c): the registry of

@@ -119,11 +119,31 @@ void lc_store_set_source(lc_store_t *s, lc_store_source_fn fn, void *ctx)
     s->source_ctx = ctx;
 }
 
-int lc_store_read_begin_all(lc_store_t *s, int64_t start_ns, int64_t end_ns, lc_read_need_t need,
-                            lc_store_reader_t **out)
+/* The first partition start at or after t (INT64_MAX past the last). */
+static int64_t partition_at_or_after(const lc_store_t *s, int64_t t)
 {
+    int64_t p = lc_store__partition(s, t);
+    if (p >= t)
+        return p;
+    return p > INT64_MAX - s->opts.block_duration_ns ? INT64_MAX : p + s->opts.block_duration_ns;
+}
+
+int lc_store_read_begin_all(lc_store_t *s, int64_t start_ns, int64_t end_ns,
+                            const lc_read_scope_t *scope, lc_store_reader_t **out)
+{
+    if (start_ns > end_ns)
+        return LC_EINPUT;
+    if (scope->from_ns > start_ns) /* the partitions before it are read elsewhere */
+        start_ns = partition_at_or_after(s, scope->from_ns);
+    if (start_ns > end_ns) { /* all of the range is: a reader of no blocks */
+        lc_store_reader_t *r = lc_xcalloc(1, sizeof(*r));
+        r->s = s;
+        r->blocks = lc_xcalloc(1, sizeof(*r->blocks));
+        *out = r;
+        return 0;
+    }
     if (s->source)
-        return s->source(s->source_ctx, s, start_ns, end_ns, need, out);
+        return s->source(s->source_ctx, s, start_ns, end_ns, scope, out);
     return lc_store_read_begin(s, start_ns, end_ns, out);
 }
 

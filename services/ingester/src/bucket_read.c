@@ -927,7 +927,7 @@ static int add_objects(ing_bucket_read_t *br, lc_store_reader_t *r, const gone_l
 }
 
 static int bucket_source(void *ctx, lc_store_t *s, int64_t start_ns, int64_t end_ns,
-                         lc_read_need_t need, lc_store_reader_t **out)
+                         const lc_read_scope_t *scope, lc_store_reader_t **out)
 {
     ing_bucket_read_t *br = ctx;
     int64_t t0 = lc_monotonic_ns();
@@ -938,7 +938,7 @@ static int bucket_source(void *ctx, lc_store_t *s, int64_t start_ns, int64_t end
         rc = lc_store_read_begin(s, start_ns, end_ns, &r);
     if (!rc) {
         pthread_mutex_lock(&br->mu);
-        rc = add_objects(br, r, &g, start_ns, end_ns, need);
+        rc = add_objects(br, r, &g, start_ns, end_ns, scope->need);
         pthread_mutex_unlock(&br->mu);
     }
     gone_lists_free(&g);

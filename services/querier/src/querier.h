@@ -31,7 +31,13 @@ typedef struct qry_opts_s {
     int64_t max_query_length_ms;       /* default 0 */
     int64_t max_query_lookback_ms;     /* default 0 */
     int64_t max_concurrent_per_tenant; /* queries at once per tenant; 0 = no limit; more: 429 */
+    /* The shard API: a request's QRY_READ_FROM_HEADER (ns, decimal) leaves
+     * out the partitions that start before it (lc_read_scope_t.from_ns): the
+     * distributed querier reads those from the bucket itself. */
+    bool read_from_header;
 } qry_opts_t;
+
+#define QRY_READ_FROM_HEADER "x-ember-read-from"
 
 void qry_opts_default(qry_opts_t *o);
 

@@ -5,6 +5,7 @@
  * snapshot for the range; plus the series walk behind the
  * listing RPCs and a de-duplicating string set.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,6 +39,24 @@ int qry_call_begin_back(qry_call_t *c, qry_t *q, lc_http_req_t *req, int64_t sta
     return call_begin(c, q, req, start_ms, end_ms, rules, back_ms, LC_READ_BLOCKS, st);
 }
 
+/* The shard API's QRY_READ_FROM_HEADER, or INT64_MIN (every partition). */
+static int read_from(const qry_t *q, lc_http_req_t *req, int64_t *from_ns, lc_status_t *st)
+{
+    *from_ns = INT64_MIN;
+    const char *v =
+        q->front.opts.read_from_header ? lc_http_header(req, QRY_READ_FROM_HEADER) : NULL;
+    if (!v)
+        return 0;
+    char *end;
+    errno = 0;
+    long long ns = strtoll(v, &end, 10);
+    if (errno || end == v || *end)
+        return lc_status_set(st, LC_CODE_INVALID_ARGUMENT, "%s is not a time in ns: \"%.40s\"",
+                             QRY_READ_FROM_HEADER, v);
+    *from_ns = ns;
+    return 0;
+}
+
 static int call_begin(qry_call_t *c, qry_t *q, lc_http_req_t *req, int64_t start_ms, int64_t end_ms,
                       qry_range_rules_t rules, int64_t back_ms, lc_read_need_t need,
                       lc_status_t *st)
@@ -58,7 +77,10 @@ static int call_begin(qry_call_t *c, qry_t *q, lc_http_req_t *req, int64_t start
             back_ms > INT64_MAX / 1000000 || read_start_ns < INT64_MIN + back_ms * 1000000
                 ? INT64_MIN
                 : read_start_ns - back_ms * 1000000;
-    int rc = lc_store_read_begin_all(q->store, read_start_ns, c->end_ns, need, &c->reader);
+    lc_read_scope_t scope = {.need = need};
+    if (read_from(q, req, &scope.from_ns, st))
+        return -1;
+    int rc = lc_store_read_begin_all(q->store, read_start_ns, c->end_ns, &scope, &c->reader);
     if (rc) {
         c->reader = NULL;
         return qry_fail(st, rc, "opening the store");

@@ -183,15 +183,48 @@ void lc_store_reader_on_end(lc_store_reader_t *r, void (*fn)(void *arg), void *a
  * graph or series collection that takes rollups): then a source may answer whole
  * windows by rollup files instead of blocks (lc_store_reader_add_rollup). */
 typedef enum { LC_READ_BLOCKS = 0, LC_READ_ROLLUPS_SUFFICE = 1 } lc_read_need_t;
+/* What one query reads besides its range. from_ns (issue 27): the partitions
+ * that start before it are read elsewhere (a querier reads them from the
+ * bucket, below the mark this store's floor published): none of their blocks,
+ * local or read back, is in the reader; INT64_MIN = none is. */
+typedef struct lc_read_scope_s {
+    lc_read_need_t need;
+    int64_t from_ns;
+} lc_read_scope_t;
+#define LC_READ_SCOPE_ALL(n) ((lc_read_scope_t){.need = (n), .from_ns = INT64_MIN})
 /* A source of more blocks for lc_store_read_begin_all: begins the reader of
- * s (lc_store_read_begin, at the moment that suits it) and adds its blocks. */
+ * s (lc_store_read_begin, at the moment that suits it) and adds its blocks;
+ * its range already leaves out what the scope's from_ns does. */
 typedef int (*lc_store_source_fn)(void *ctx, lc_store_t *s, int64_t start_ns, int64_t end_ns,
-                                  lc_read_need_t need, lc_store_reader_t **out);
+                                  const lc_read_scope_t *scope, lc_store_reader_t **out);
 /* Set once, before any reader (the ingester's bucket reader, bucket_read.c). */
 void lc_store_set_source(lc_store_t *s, lc_store_source_fn fn, void *ctx);
 /* The source's reader, or lc_store_read_begin without one: what queries read. */
-int lc_store_read_begin_all(lc_store_t *s, int64_t start_ns, int64_t end_ns, lc_read_need_t need,
-                            lc_store_reader_t **out) LC_MUST_CHECK;
+int lc_store_read_begin_all(lc_store_t *s, int64_t start_ns, int64_t end_ns,
+                            const lc_read_scope_t *scope, lc_store_reader_t **out) LC_MUST_CHECK;
+
+/* ---- the floor (issue 27): below it, queriers read the bucket ----
+ * An ingester that uploads its blocks publishes a mark: the partition start
+ * below which a querier reads this ingester's blocks from the bucket instead
+ * of asking it (lc_read_scope_t.from_ns, the querier's half). The store keeps
+ * its floor true: no block below it is local, so every profile it stored
+ * there is in the bucket already. A write into a partition below the floor
+ * first calls publish(ctx, partition start, lower = true): the mark becomes
+ * the lower of the two, and must be known before publish returns 0 (else the
+ * write fails with its error and stores nothing). lc_store_floor_update sets
+ * the floor to the oldest local block's start, at most limit_ns (aligned
+ * down to a partition), publishing it (lower = false: the mark becomes it)
+ * when it changed (a raise counts as made before publish: should it fail
+ * yet land, writes below it still publish first). Both hold the floor's lock
+ * across publish and the registry, so an update never misses a block a write
+ * is creating. Threading: any thread (set it before the writer's first write
+ * that must see it); publish runs on the writer's thread or the updater's,
+ * one at a time, and must not wait for the thread that calls set. */
+typedef int (*lc_store_floor_fn)(void *ctx, int64_t floor_ns, bool lower);
+void lc_store_set_floor(lc_store_t *s, lc_store_floor_fn publish, void *ctx);
+int lc_store_floor_update(lc_store_t *s, int64_t limit_ns) LC_MUST_CHECK;
+/* The floor last published; INT64_MAX before the first. */
+int64_t lc_store_floor(lc_store_t *s);
 
 typedef struct lc_block_info_s {
     int64_t start_ns, end_ns;         /* the block's time partition */

@@ -1795,6 +1795,181 @@ static void test_drop_block_and_reader_add(void)
     tmp_cleanup();
 }
 
+/* issue 27: what the floor's publish was asked, and whether it refuses. */
+typedef struct floor_log_s {
+    lc_store_t *s;
+    int64_t ns[64];
+    bool lower[64];
+    int n;
+    int refuse;               /* the next publishes fail with -EIO */
+    atomic_llong published;   /* the mark as a querier would read it */
+    atomic_int below_a_block; /* a publish that left a local block below the mark */
+} floor_log_t;
+
+static int floor_publish(void *ctx, int64_t ns, bool lower)
+{
+    floor_log_t *f = ctx;
+    if (f->refuse > 0) {
+        f->refuse--;
+        return -EIO;
+    }
+    if (f->n < 64) {
+        f->ns[f->n] = ns;
+        f->lower[f->n++] = lower;
+    }
+    int64_t mark = lower && atomic_load(&f->published) < ns ? atomic_load(&f->published) : ns;
+    lc_store_block_state_t *st;
+    size_t n;
+    if (!lc_store_block_states(f->s, &st, &n)) {
+        for (size_t i = 0; i < n && !lower; i++)
+            if (st[i].start_ns < mark)
+                atomic_fetch_add(&f->below_a_block, 1);
+        lc_free(st);
+    }
+    atomic_store(&f->published, mark);
+    return 0;
+}
+
+static size_t count_from(lc_store_t *s, int64_t from_ns)
+{
+    lc_store_reader_t *r;
+    lc_read_scope_t scope = {.need = LC_READ_BLOCKS, .from_ns = from_ns};
+    LC_ASSERT_OK(lc_store_read_begin_all(s, T0 - HOUR_NS, T0 + 9 * HOUR_NS, &scope, &r));
+    size_t n = lc_store_reader_count(r);
+    for (size_t i = 0; i < n; i++) {
+        lc_block_info_t info;
+        LC_ASSERT_OK(lc_block_info(lc_store_reader_block(r, i), &info));
+        LC_CHECK(info.start_ns >= from_ns || info.end_ns <= from_ns);
+        LC_CHECK(info.start_ns >= lc_store_floor(s) || from_ns == INT64_MIN);
+    }
+    lc_store_read_end(r);
+    return n;
+}
+
+/* issue 27: the floor is published lower before a write below it is stored
+ * (a refused publish stores nothing), raised to the oldest local block after
+ * a drop, and a reader from a partition leaves the earlier ones out. */
+static void test_floor_and_read_from(void)
+{
+    hand_t h;
+    hand_build(&h);
+    const char *dir = tmp_dir();
+    lc_store_t *s = store_open(dir);
+    lc_labels_t ls;
+    labels_of(&ls, "floor", "cpu");
+    LC_ASSERT_EQ(lc_store_floor_update(s, T0), LC_EINPUT); /* no floor set */
+    floor_log_t f = {.s = s, .published = INT64_MAX};
+    lc_store_set_floor(s, floor_publish, &f);
+    LC_ASSERT_EQ(lc_store_floor(s), INT64_MAX);
+    for (int i = 2; i >= 0; i--)
+        LC_ASSERT_OK(write_one(s, "t", &ls, T0 + i * HOUR_NS + 7, &h.l, 1, NULL));
+    LC_ASSERT_EQ(f.n, 3); /* each new block was below the floor: T0+2h, +1h, T0 */
+    LC_ASSERT_EQ(f.ns[2], T0);
+    LC_CHECK(f.lower[0] && f.lower[2]);
+    LC_ASSERT_OK(write_one(s, "t", &ls, T0 + 2 * HOUR_NS + 8, &h.l, 1, NULL));
+    LC_ASSERT_EQ(f.n, 3); /* above the floor: nothing to publish */
+    LC_ASSERT_OK(lc_store_floor_update(s, T0 + 10 * HOUR_NS + 5));
+    LC_ASSERT_EQ(f.n, 3); /* the oldest block is the floor already */
+
+    lc_store_block_state_t *st;
+    size_t n;
+    LC_ASSERT_OK(lc_store_block_states(s, &st, &n));
+    LC_ASSERT_OK(lc_store_drop_block(s, T0, st[0].write_gen));
+    lc_free(st);
+    LC_ASSERT_OK(lc_store_floor_update(s, T0 + 10 * HOUR_NS + 5));
+    LC_ASSERT_EQ(f.n, 4);
+    LC_ASSERT_EQ(f.ns[3], T0 + HOUR_NS);
+    LC_CHECK(!f.lower[3]);
+    LC_ASSERT_EQ(lc_store_floor(s), T0 + HOUR_NS);
+
+    /* A late write below it: a refused publish stores nothing. */
+    f.refuse = 1;
+    LC_ASSERT_EQ(write_one(s, "t", &ls, T0 + 9, &h.l, 1, NULL), -EIO);
+    LC_CHECK(!block_dir_exists(dir, T0));
+    LC_ASSERT_EQ(lc_store_floor(s), T0 + HOUR_NS);
+    LC_ASSERT_OK(write_one(s, "t", &ls, T0 + 9, &h.l, 1, NULL));
+    LC_ASSERT_EQ(f.n, 5);
+    LC_ASSERT_EQ(f.ns[4], T0);
+    LC_CHECK(f.lower[4]);
+    LC_ASSERT_EQ(atomic_load(&f.published), T0);
+
+    /* Readers: from a partition, from inside one (the next), past the end. */
+    LC_ASSERT_EQ(count_from(s, INT64_MIN), 3);
+    LC_ASSERT_EQ(count_from(s, T0 + HOUR_NS), 2);
+    LC_ASSERT_EQ(count_from(s, T0 + 1), 2);
+    LC_ASSERT_EQ(count_from(s, T0 + 20 * HOUR_NS), 0);
+    LC_ASSERT_EQ(f.below_a_block, 0);
+    lc_store_close(s);
+    lc_labels_fini(&ls);
+    lc_arena_free(h.l.arena);
+    tmp_cleanup();
+}
+
+typedef struct floor_race_s {
+    lc_store_t *s;
+    const lc_labels_t *ls;
+    const loaded_t *l;
+    floor_log_t *f;
+    atomic_int stop;
+    int errors;
+} floor_race_t;
+
+static void *floor_writer(void *arg)
+{
+    floor_race_t *r = arg;
+    for (int i = 0; i < 300; i++) {
+        int64_t t = T0 + (int64_t)((i * 7) % 6) * HOUR_NS + i;
+        if (write_one(r->s, "t", r->ls, t, r->l, 1, NULL))
+            r->errors++;
+        int64_t start = t - t % HOUR_NS, mark = atomic_load(&r->f->published);
+        lc_store_block_state_t *st;
+        size_t n;
+        if (mark <= start || lc_store_block_states(r->s, &st, &n))
+            continue;
+        for (size_t k = 0; k < n; k++)
+            r->errors += st[k].start_ns == start; /* local, yet below the mark */
+        lc_free(st);
+    }
+    atomic_store(&r->stop, 1);
+    return NULL;
+}
+
+/* issue 27: blocks dropped and the floor raised while a writer creates blocks
+ * below it: no publish ever leaves a local block below the mark. */
+static void test_floor_races_writer(void)
+{
+    hand_t h;
+    hand_build(&h);
+    lc_store_t *s = store_open(tmp_dir());
+    lc_labels_t ls;
+    labels_of(&ls, "race", "cpu");
+    floor_log_t f = {.s = s, .published = INT64_MAX};
+    lc_store_set_floor(s, floor_publish, &f);
+    floor_race_t r = {.s = s, .ls = &ls, .l = &h.l, .f = &f};
+    pthread_t th;
+    pthread_create(&th, NULL, floor_writer, &r);
+    int updates = 0, drops = 0;
+    while (!atomic_load(&r.stop)) {
+        lc_store_block_state_t *st;
+        size_t n;
+        LC_ASSERT_OK(lc_store_block_states(s, &st, &n));
+        for (size_t i = 0; i + 1 < n; i++)
+            if (lc_store_drop_block(s, st[i].start_ns, st[i].write_gen) == 0)
+                drops++; /* else -EBUSY: a write since, later */
+        lc_free(st);
+        LC_ASSERT_OK(lc_store_floor_update(s, T0 + 10 * HOUR_NS));
+        updates++;
+    }
+    pthread_join(th, NULL);
+    LC_ASSERT_EQ(r.errors, 0);
+    LC_ASSERT_EQ(atomic_load(&f.below_a_block), 0);
+    LC_CHECK(updates > 0 && drops > 0);
+    lc_store_close(s);
+    lc_labels_fini(&ls);
+    lc_arena_free(h.l.arena);
+    tmp_cleanup();
+}
+
 static void test_concurrent_readers_writer_retention(void)
 {
     hand_t h;
@@ -2154,6 +2329,7 @@ LC_TEST_MAIN(test_hand_stacks_render_back, test_default_open_cap_follows_nofile,
              test_forget_by_delivery, test_selectors_and_tenants, test_blocks_and_time_ranges,
              test_negative_times, test_retention_drops_old_blocks,
              test_map_full_is_an_error_and_recoverable, test_concurrent_readers_writer_retention,
-             test_drop_block_and_reader_add, test_sample_iter_rejects_corrupt,
-             test_profile_id_round_trip, test_sample_iter_profile_id, test_timing_large_cpu_x100,
+             test_drop_block_and_reader_add, test_floor_and_read_from, test_floor_races_writer,
+             test_sample_iter_rejects_corrupt, test_profile_id_round_trip,
+             test_sample_iter_profile_id, test_timing_large_cpu_x100,
              test_timing_heap_pinned_vs_not, test_timing_small_cpu_batches)
