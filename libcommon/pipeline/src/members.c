@@ -18,6 +18,11 @@
  * when the id was registered before (a previous life existed), in the same
  * call that makes it live, so no watcher ever sees it live without its note.
  * Like the registry they outlive the member; a watcher prunes ended ones.
+ *
+ * Marks (<key>:marks, field id = "<generation>|<ms>"), issue 27: below its
+ * mark a querier reads the member's blocks from the bucket. Written only by
+ * the member (lc_members_set_mark), read with the registry; they outlive the
+ * member too, so a dead ingester's history stays readable.
  */
 #include <inttypes.h>
 #include <stdlib.h>
@@ -36,6 +41,7 @@
 #define MEMBERS_DEFAULT_PREFIX "ember:members:"
 #define MEMBERS_REGISTRY_SUFFIX ":registry"
 #define MEMBERS_NOTES_SUFFIX ":notes"
+#define MEMBERS_MARKS_SUFFIX ":marks"
 
 /* KEYS[1] hash, ARGV id, addr, ttl_ms: field = "addr|expiry" on Redis's clock.
  * With KEYS[2] (the registry), KEYS[3] (the notes) and ARGV[4] (the zone),
@@ -63,13 +69,30 @@ static const char HEARTBEAT_LUA[] =
     "if old then return {2, old, noted} end\n"
     "return {1, '', noted}\n";
 
-/* KEYS[1] hash, KEYS[2] registry, KEYS[3] notes:
- * {now_ms, {field, value, ...}, {id, zone, ...}, {id, note, ...}}. */
+/* KEYS[1] hash, KEYS[2] registry, KEYS[3] notes, KEYS[4] marks:
+ * {now_ms, {field, value, ...}, {id, zone, ...}, {id, note, ...}, {id, mark, ...}}. */
 static const char LIST_LUA[] =
     "local t = redis.call('TIME')\n"
     "local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"
     "return {string.format('%.0f', now), redis.call('HGETALL', KEYS[1]),\n"
-    "        redis.call('HGETALL', KEYS[2]), redis.call('HGETALL', KEYS[3])}\n";
+    "        redis.call('HGETALL', KEYS[2]), redis.call('HGETALL', KEYS[3]),\n"
+    "        redis.call('HGETALL', KEYS[4])}\n";
+
+/* KEYS[1] marks, ARGV id, ms, lower ("1"/"0"): sets id's mark to ms with the
+ * next generation; lower only moves an existing mark down (without one the
+ * id has none: queriers ask it for everything). Returns 1 when it wrote. The
+ * ms are whole numbers well inside a double's 53 bits. */
+static const char MARK_LUA[] =
+    "local old = redis.call('HGET', KEYS[1], ARGV[1])\n"
+    "local gen, ms = 0, nil\n"
+    "if old then\n"
+    "  local bar = string.find(old, '|', 1, true)\n"
+    "  if bar then gen = tonumber(string.sub(old, 1, bar - 1)) or 0;"
+    " ms = tonumber(string.sub(old, bar + 1)) end\n"
+    "end\n"
+    "if ARGV[3] == '1' and (not ms or ms <= tonumber(ARGV[2])) then return 0 end\n"
+    "redis.call('HSET', KEYS[1], ARGV[1], string.format('%.0f', gen + 1) .. '|' .. ARGV[2])\n"
+    "return 1\n";
 
 /* KEYS[1] hash, ARGV id, value: delete the field only if it still holds value. */
 static const char PRUNE_LUA[] = "if redis.call('HGET', KEYS[1], ARGV[1]) == ARGV[2] then\n"
@@ -80,7 +103,7 @@ static const char PRUNE_LUA[] = "if redis.call('HGET', KEYS[1], ARGV[1]) == ARGV
 struct lc_members_s {
     uv_loop_t *loop;
     lc_members_opts_t opts; /* strings point at the copies below */
-    char *role, *self_id, *self_addr, *zone, *key, *registry_key, *notes_key;
+    char *role, *self_id, *self_addr, *zone, *key, *registry_key, *notes_key, *marks_key;
     char *lost_note; /* sent with every heartbeat until one succeeded; NULL after */
     lc_redis_t *redis;
     lc_redis_cluster_t *cluster; /* opts.cluster: routes redis to the key's master */
@@ -121,7 +144,8 @@ static bool list_equal(const lc_member_t *a, size_t na, const lc_member_t *b, si
         return false;
     for (size_t i = 0; i < na; i++)
         if (strcmp(a[i].id, b[i].id) != 0 || strcmp(a[i].addr, b[i].addr) != 0 ||
-            strcmp(a[i].zone, b[i].zone) != 0 || strcmp(a[i].note, b[i].note) != 0)
+            strcmp(a[i].zone, b[i].zone) != 0 || strcmp(a[i].note, b[i].note) != 0 ||
+            a[i].mark_ms != b[i].mark_ms || a[i].mark_gen != b[i].mark_gen)
             return false;
     return true;
 }
@@ -324,14 +348,47 @@ static void notes_apply(lc_members_t *m, const redisReply *flat, uint64_t now, l
             cur[i].note = lc_xstrdup("");
 }
 
+/* "<generation>|<ms>" (ms may be negative). */
+static bool mark_parse(const redisReply *v, uint64_t *gen, int64_t *ms)
+{
+    const char *bar = memchr(v->str, '|', v->len);
+    if (!bar || !parse_ms(v->str, (size_t)(bar - v->str), gen))
+        return false;
+    const char *p = bar + 1;
+    size_t len = v->len - (size_t)(p - v->str);
+    bool neg = len > 0 && *p == '-';
+    uint64_t mag;
+    if (!parse_ms(p + neg, len - neg, &mag) || mag > (uint64_t)INT64_MAX)
+        return false;
+    *ms = neg ? -(int64_t)mag : (int64_t)mag;
+    return true;
+}
+
+/* Each member's mark (LC_MEMBER_NO_MARK without one; a malformed one is none). */
+static void marks_apply(const redisReply *flat, lc_member_t *v, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        v[i].mark_ms = LC_MEMBER_NO_MARK;
+    for (size_t i = 0; i + 1 < flat->elements; i += 2) {
+        const redisReply *f = flat->element[i], *val = flat->element[i + 1];
+        if (f->type != REDIS_REPLY_STRING || val->type != REDIS_REPLY_STRING)
+            continue;
+        for (size_t j = 0; j < n; j++)
+            if (strlen(v[j].id) == f->len && memcmp(v[j].id, f->str, f->len) == 0 &&
+                !mark_parse(val, &v[j].mark_gen, &v[j].mark_ms))
+                v[j].mark_ms = LC_MEMBER_NO_MARK;
+    }
+}
+
 static void list_parse(lc_members_t *m, const redisReply *reply)
 {
     const redisReply *now_r = reply->element[0], *flat = reply->element[1];
     const redisReply *reg_flat = reply->element[2], *notes_flat = reply->element[3];
+    const redisReply *marks_flat = reply->element[4];
     uint64_t now;
     if (now_r->type != REDIS_REPLY_STRING || !parse_ms(now_r->str, now_r->len, &now) ||
         flat->type != REDIS_REPLY_ARRAY || reg_flat->type != REDIS_REPLY_ARRAY ||
-        notes_flat->type != REDIS_REPLY_ARRAY) {
+        notes_flat->type != REDIS_REPLY_ARRAY || marks_flat->type != REDIS_REPLY_ARRAY) {
         LC_LOG_WARN("members: malformed list reply role=%s", m->role);
         return;
     }
@@ -352,6 +409,8 @@ static void list_parse(lc_members_t *m, const redisReply *reply)
     notes_apply(m, notes_flat, now, cur, n);
     size_t n_reg;
     lc_member_t *reg = registry_parse(reg_flat, &n_reg);
+    marks_apply(marks_flat, cur, n);
+    marks_apply(marks_flat, reg, n_reg);
     list_install(m, cur, n, reg, n_reg);
 }
 
@@ -362,7 +421,7 @@ static void list_on_reply(lc_redis_t *r, int status, const redisReply *reply, vo
     m->list_out = false;
     if (status != 0 || m->closing)
         return;
-    if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 4) {
+    if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 5) {
         LC_LOG_WARN("members: list failed role=%s err=\"%s\"", m->role,
                     lc_redis_reply_error(reply) ? lc_redis_reply_error(reply) : "bad reply");
         return;
@@ -440,8 +499,9 @@ static void beat_send(lc_members_t *m)
 
 static void list_send(lc_members_t *m)
 {
-    const char *argv[] = {"EVAL", LIST_LUA, "3", m->key, m->registry_key, m->notes_key};
-    if (lc_redis_command(m->redis, 0, list_on_reply, m, 6, argv, NULL) == 0)
+    const char *argv[] = {"EVAL",          LIST_LUA,     "4",         m->key,
+                          m->registry_key, m->notes_key, m->marks_key};
+    if (lc_redis_command(m->redis, 0, list_on_reply, m, 7, argv, NULL) == 0)
         m->list_out = true;
 }
 
@@ -504,6 +564,7 @@ static void members_unref(lc_members_t *m)
     lc_free(m->key);
     lc_free(m->registry_key);
     lc_free(m->notes_key);
+    lc_free(m->marks_key);
     lc_free(m->lost_note);
     lc_free(m);
     if (cb)
@@ -545,6 +606,40 @@ void lc_members_close(lc_members_t *m, void (*cb)(void *data), void *data)
     const char *argv[] = {"HDEL", m->key, m->self_id};
     if (!m->self_id || lc_redis_command(m->redis, 0, leave_on_reply, m, 3, argv, NULL) != 0)
         lc_redis_close(m->redis, members_on_link_closed, m);
+}
+
+typedef struct mark_call_s {
+    lc_members_mark_cb cb;
+    void *data;
+} mark_call_t;
+
+static void mark_on_reply(lc_redis_t *r, int status, const redisReply *reply, void *data)
+{
+    mark_call_t *c = data;
+    LC_UNUSED(r);
+    const char *err = status ? NULL : lc_redis_reply_error(reply);
+    if (err)
+        LC_LOG_WARN("members: mark refused err=\"%s\"", err);
+    c->cb(status ? status : err ? LC_EINPUT : 0, c->data);
+    lc_free(c);
+}
+
+int lc_members_set_mark(lc_members_t *m, int64_t mark_ms, bool lower, lc_members_mark_cb cb,
+                        void *data)
+{
+    if (!m->self_id)
+        return LC_EINPUT;
+    if (m->closing)
+        return LC_ECLOSED;
+    char ms[24];
+    snprintf(ms, sizeof ms, "%" PRId64, mark_ms);
+    mark_call_t *c = lc_xmalloc(sizeof(*c));
+    *c = (mark_call_t){cb, data};
+    const char *argv[] = {"EVAL", MARK_LUA, "1", m->marks_key, m->self_id, ms, lower ? "1" : "0"};
+    int rc = lc_redis_command(m->redis, 0, mark_on_reply, c, 7, argv, NULL);
+    if (rc)
+        lc_free(c);
+    return rc;
 }
 
 size_t lc_members_list(const lc_members_t *m, const lc_member_t **out)
@@ -632,6 +727,10 @@ int lc_members_new(uv_loop_t *loop, const lc_members_opts_t *opts, lc_members_t 
     m->notes_key = lc_xmalloc(klen + 2);
     snprintf(m->notes_key, klen + 2,
              opts->cluster ? "{%s%s}" MEMBERS_NOTES_SUFFIX : "%s%s" MEMBERS_NOTES_SUFFIX, prefix,
+             opts->role);
+    m->marks_key = lc_xmalloc(klen + 2);
+    snprintf(m->marks_key, klen + 2,
+             opts->cluster ? "{%s%s}" MEMBERS_MARKS_SUFFIX : "%s%s" MEMBERS_MARKS_SUFFIX, prefix,
              opts->role);
     m->lost_note = opts->lost_note && opts->lost_note[0] ? lc_xstrdup(opts->lost_note) : NULL;
     m->opts.url = m->opts.role = m->opts.self_id = m->opts.self_addr = m->opts.key_prefix = NULL;

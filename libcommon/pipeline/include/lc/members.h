@@ -37,6 +37,13 @@
  * does later. Watchers get it as lc_member_t.note (the querier prefers a
  * zone whose members have none).
  *
+ * Marks (issue 27): a joined member sets its own mark (lc_members_set_mark:
+ * a time in ms with a generation the script bumps at every write) in
+ * <key_prefix><role>:marks; watchers read them with the registry into
+ * lc_member_t.mark_ms / mark_gen, for live and registered ids alike. The
+ * ingester's mark is the partition start below which its blocks are all in
+ * the bucket (lc_store_set_floor): queriers read those from there.
+ *
  * Threading: loop thread only. Every Redis command has a timeout (lc/redis.h).
  */
 #ifndef LC_MEMBERS_H
@@ -54,10 +61,14 @@ typedef struct lc_members_s lc_members_t;
 
 typedef struct lc_member_s {
     const char *id;
-    const char *addr; /* "" in the registry */
-    const char *zone; /* the registered zone; "" = default zone or not registered */
-    const char *note; /* what this id lacks (a standing lost_note); "" = nothing */
+    const char *addr;  /* "" in the registry */
+    const char *zone;  /* the registered zone; "" = default zone or not registered */
+    const char *note;  /* what this id lacks (a standing lost_note); "" = nothing */
+    int64_t mark_ms;   /* its mark; LC_MEMBER_NO_MARK = none */
+    uint64_t mark_gen; /* bumped at every write of the mark */
 } lc_member_t;
+
+#define LC_MEMBER_NO_MARK INT64_MIN
 
 #define LC_MEMBERS_ZONE_MAX 64
 
@@ -103,6 +114,15 @@ size_t lc_members_list(const lc_members_t *m, const lc_member_t **out);
 size_t lc_members_registry(const lc_members_t *m, const lc_member_t **out);
 
 bool lc_members_is_up(const lc_members_t *m);
+
+/* Sets this member's mark to mark_ms (lower: only moves an existing mark
+ * down; without one nothing is written). cb(status, data) once: 0 when Redis
+ * applied it (or had nothing to do), else the link's error (lc/redis.h: the
+ * outcome of LC_REDIS_ELOST and LC_ETIMEOUT is unknown). Non-zero return
+ * (not joined, closing, link down): cb is never called. */
+typedef void (*lc_members_mark_cb)(int status, void *data);
+int lc_members_set_mark(lc_members_t *m, int64_t mark_ms, bool lower, lc_members_mark_cb cb,
+                        void *data) LC_MUST_CHECK;
 
 /* Rendezvous (highest random weight) hashing: the index in live[] of the
  * member that owns key, or SIZE_MAX when n == 0. Depends only on the ids, so

@@ -373,6 +373,99 @@ static void test_lost_note(void)
     test_redis_finish(&srv);
 }
 
+typedef struct mark_done_s {
+    int calls, status;
+} mark_done_t;
+
+static void on_mark(int status, void *data)
+{
+    mark_done_t *d = data;
+    d->calls++;
+    d->status = status;
+}
+
+static bool mark_answered(void *arg)
+{
+    return ((mark_done_t *)arg)->calls > 0;
+}
+
+/* Sets (or lowers) x's mark and waits for Redis's answer. */
+static void set_mark(uv_loop_t *loop, lc_members_t *x, int64_t ms, bool lower)
+{
+    mark_done_t d = {0};
+    LC_ASSERT_OK(lc_members_set_mark(x, ms, lower, on_mark, &d));
+    LC_CHECK(test_run_until(loop, mark_answered, &d, 3000));
+    LC_ASSERT_EQ(d.calls, 1);
+    LC_ASSERT_EQ(d.status, 0);
+}
+
+typedef struct mark_want_s {
+    lc_members_t *q;
+    int64_t ms;
+    uint64_t gen;
+} mark_want_t;
+
+/* The watcher's registry (one id) and live list both carry this mark. */
+static bool mark_is(void *arg)
+{
+    mark_want_t *x = arg;
+    const lc_member_t *live, *reg;
+    return lc_members_registry(x->q, &reg) == 1 && reg[0].mark_ms == x->ms &&
+           reg[0].mark_gen == x->gen && lc_members_list(x->q, &live) == 1 &&
+           live[0].mark_ms == x->ms && live[0].mark_gen == x->gen;
+}
+
+/* issue 27: a lower without a mark writes none; a set writes one with the
+ * next generation; a lower moves it only down; watchers see it, also for a
+ * member that left (the registry keeps it). */
+static void test_marks(void)
+{
+    test_redis_t srv = {0};
+    LC_ASSERT_OK(test_redis_start(&srv, false));
+    uv_loop_t loop;
+    uv_loop_init(&loop);
+    watch_t wx = {0}, wq = {0};
+    lc_members_t *q = open_members(&loop, &srv, "ingester", NULL, NULL, &wq);
+    lc_members_t *x = open_zoned(&loop, &srv, "ing-x", "a", &wx);
+    want_t one = {&wq, 1};
+    LC_CHECK(test_run_until(&loop, has_n, &one, 3000));
+    mark_want_t none = {q, LC_MEMBER_NO_MARK, 0};
+    LC_CHECK(test_run_until(&loop, mark_is, &none, 3000));
+    mark_done_t d = {0};
+    LC_ASSERT_EQ(lc_members_set_mark(q, 5, false, on_mark, &d), LC_EINPUT); /* not joined */
+
+    set_mark(&loop, x, 7200000, true); /* no mark yet: a lower writes none */
+    LC_ASSERT_EQ(test_redis_int(&srv, "HLEN ember:members:ingester:marks"), 0);
+    set_mark(&loop, x, 1764403200000, false);
+    mark_want_t first = {q, 1764403200000, 1};
+    LC_CHECK(test_run_until(&loop, mark_is, &first, 3000));
+    set_mark(&loop, x, 1764406800000, true); /* above it: unchanged */
+    set_mark(&loop, x, -3600000, true);      /* below it (and negative): moved */
+    mark_want_t low = {q, -3600000, 2};
+    LC_CHECK(test_run_until(&loop, mark_is, &low, 3000));
+    set_mark(&loop, x, 1764410400000, false); /* a set may raise it */
+    mark_want_t high = {q, 1764410400000, 3};
+    LC_CHECK(test_run_until(&loop, mark_is, &high, 3000));
+
+    /* Gone from the live list, kept with the registry. */
+    close_members(&loop, x, &wx);
+    want_t zero = {&wq, 0};
+    LC_CHECK(test_run_until(&loop, has_n, &zero, 3000));
+    const lc_member_t *reg;
+    LC_ASSERT_EQ(lc_members_registry(q, &reg), 1);
+    LC_ASSERT_EQ(reg[0].mark_ms, 1764410400000);
+    /* A malformed field is no mark. */
+    LC_ASSERT_EQ(test_redis_int(&srv, "HSET ember:members:ingester:marks ing-x 4|x9"), 0);
+    uint64_t end = uv_hrtime() + 3000 * 1000000ull;
+    while (uv_hrtime() < end && lc_members_registry(q, &reg) == 1 &&
+           reg[0].mark_ms != LC_MEMBER_NO_MARK)
+        uv_run(&loop, UV_RUN_ONCE);
+    LC_ASSERT_EQ(reg[0].mark_ms, LC_MEMBER_NO_MARK);
+    close_members(&loop, q, &wq);
+    LC_ASSERT_OK(uv_loop_close(&loop));
+    test_redis_finish(&srv);
+}
+
 static void test_rendezvous(void)
 {
     lc_member_t four[] = {{"a", ""}, {"b", ""}, {"c", ""}, {"d", ""}};
@@ -427,4 +520,4 @@ static void test_bad_options(void)
 }
 
 LC_TEST_MAIN(test_bad_options, test_rendezvous, test_join_list_leave, test_silent_member_expires,
-             test_redis_restart_rejoins, test_zone_registry, test_lost_note)
+             test_redis_restart_rejoins, test_zone_registry, test_lost_note, test_marks)
