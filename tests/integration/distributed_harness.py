@@ -272,6 +272,13 @@ def wait_members(q, n, timeout=15):
 
 REGISTRY = "ember:members:ingester:registry"
 NOTES = "ember:members:ingester:notes"  # id -> "<until ms>|<what it lacks>"
+MARKS = "ember:members:ingester:marks"  # id -> "<generation>|<ms>": the bucket below it
+
+
+def mark_ms(redis, ingester_id):
+    """The ingester's mark (issue 27), or None without one."""
+    v = redis.cmd("HGET", MARKS, ingester_id)
+    return int(v.split(b"|")[1]) if v else None
 
 
 def zone_group(zone):

@@ -67,6 +67,10 @@ class BucketLocalS3Test(tb.BucketBlocksTest):
                                for i in self.ingesters),
                    timeout=120, interval=1.0, what="old local blocks dropped")
         self.assertGreaterEqual(self.dropped(), 5 * 2, "each zone held every old hour")
+        # each one's mark: its oldest local block, below which the bucket holds all
+        ids = ("a-0", "a-1", "b-0")
+        h.wait_for(lambda: all(dh.mark_ms(self.redis, i) == want_local[0] for i in ids),
+                   timeout=60, what="marks at the oldest local hour")
         self.assertEqual(self.sent, self.total(), "old hours answered from the bucket")
         self.assertEqual(all_local, self.week_bytes(), "7 days, cold cache")
         self.assertEqual(all_local, self.week_bytes(), "7 days, warm cache")
@@ -89,6 +93,15 @@ class BucketLocalS3Test(tb.BucketBlocksTest):
         dh.wait_zones(self.querier, live=3, complete=2, asked=2, timeout=60)
         self.assertEqual(self.sent, self.total(), "zone a, after a volume was lost")
         self.assertEqual(all_local, self.week_bytes(), "7 days after a volume was lost")
+
+        # late profiles below the marks: each lowers its ingester's mark before it is stored
+        lowered = [dh.metric(i, "ember_ingester_mark_lowered_total") for i in self.ingesters]
+        self.push(6, [0])
+        self.drained()
+        now_lowered = [dh.metric(i, "ember_ingester_mark_lowered_total") for i in self.ingesters]
+        self.assertGreater(sum(now_lowered[:2]), sum(lowered[:2]), "zone a lowered a mark")
+        self.assertGreater(now_lowered[2], lowered[2], "zone b lowered its mark")
+        self.assertEqual(self.sent, self.total(), "late profiles below the marks")
 
 
 if __name__ == "__main__":

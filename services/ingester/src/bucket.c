@@ -343,6 +343,16 @@ static void rollups_pass(ing_bucket_t *b)
         note_failure(b, "rollup upload", "rollups/", rc);
 }
 
+/* After drops the store's floor rises to its oldest block (floor.h: the mark
+ * queriers read the bucket below); LC_EINPUT: no floor is set (yet). */
+static void floor_pass(ing_bucket_t *b)
+{
+    int rc = lc_store_floor_update(b->store, lc_realtime_ns());
+    if (rc && rc != LC_EINPUT)
+        LC_LOG_WARN("bucket: the floor was not published, retried next pass err=\"%s\"",
+                    lc_strerror(rc));
+}
+
 static void *uploader_main(void *arg)
 {
     ing_bucket_t *b = arg;
@@ -352,6 +362,7 @@ static void *uploader_main(void *arg)
         lc_metric_add(b->local_dropped,
                       (double)bkt_local_retention_pass(&b->local, b->verified, b->n_verified,
                                                        lc_realtime_ns()));
+        floor_pass(b);
         retention_pass(b, lc_realtime_ns());
     } while (wait_interval(b));
     return NULL;

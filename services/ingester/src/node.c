@@ -30,6 +30,7 @@
 #include "bucket.h"
 #include "bucket_read.h"
 #include "ember_process.h"
+#include "floor.h"
 #include "handover.h"
 #include "ingester.h"
 #include "lc/clock.h"
@@ -61,6 +62,7 @@ typedef struct ing_node_s {
     lc_members_t *members;          /* joined as "ingester" */
     ing_bucket_t *bucket;           /* --storage.backend: the uploader */
     ing_bucket_read_t *bucket_read; /* ... and the reader of dropped blocks */
+    ing_floor_t *floor;             /* ... whose floor is the mark queriers read below */
     ing_rules_export_t *rules;      /* --metrics-export.remote-write-url */
     ing_handover_t *handover;       /* over Redis: receivers to the writer, decoded */
     bool registered;                /* seen live (so registered): consuming */
@@ -210,6 +212,10 @@ static void ing_on_members_change(lc_members_t *m, const lc_member_t *live, size
         new_volume_marker(n, marker, sizeof marker);
         if (n->lost_note[0] && unlink(marker) != 0)
             LC_LOG_WARN("cannot remove the new-volume mark path=%s", marker);
+        /* Blocks leave for the bucket: below the mark, queriers read it there.
+         * Before the writer's first write. */
+        if (n->bucket_read && ing_floor_new(&n->p->loop, n->store, m, n->p->metrics, &n->floor))
+            LC_LOG_WARN("floor: cannot start; queriers ask this ingester for everything");
         lc_transport_redis_release(n->transport);
     }
 }
@@ -548,6 +554,7 @@ static void ing_node_drain(lc_proc_t *p, void *state)
     if (n->summary_started)
         uv_close((uv_handle_t *)&n->summary_timer, NULL);
     n->summary_started = false;
+    ing_floor_close(n->floor); /* before the members it publishes through */
     if (n->members)
         lc_members_close(n->members, ing_on_left, n);
     else
@@ -628,6 +635,7 @@ static void ing_node_free(void *state)
     settle_and_upload(n);                 /* every profile is in the store by now */
     ing_bucket_stop(n->bucket);           /* before the store it reads */
     lc_store_close(n->store);
+    ing_floor_free(n->floor);     /* the store no longer calls it */
     ing_symbols_free(n->symbols); /* after the store: no query reads it any more */
     lc_free(n->advertise);
     lc_free(n);
