@@ -107,6 +107,7 @@ struct lc_httpd_s {
     void (*close_cb)(void *data);
     void *close_data;
     lc_http_guard_fn guard;
+    bool no_offload; /* opts.no_offload */
 };
 
 static void conn_on_alloc(uv_handle_t *h, size_t hint, uv_buf_t *out);
@@ -128,7 +129,9 @@ int lc_httpd_route(lc_httpd_t *srv, const lc_http_route_t *route)
     size_t max_inflated = srv->lim.max_decompressed_bytes < srv->lim.max_body_bytes
                               ? srv->lim.max_decompressed_bytes
                               : srv->lim.max_body_bytes;
-    return lc_httpd__routes_add(&srv->routes, route, max_inflated, srv->metrics);
+    lc_http_route_t r = *route;
+    r.offload = r.offload && !srv->no_offload;
+    return lc_httpd__routes_add(&srv->routes, &r, max_inflated, srv->metrics);
 }
 
 int lc_httpd_route_interim(lc_httpd_t *srv, const char *path, lc_http_interim_fn fn)
@@ -1098,6 +1101,7 @@ int lc_httpd_new(uv_loop_t *loop, const lc_httpd_opts_t *opts, lc_httpd_t **out)
     srv->metrics = opts->metrics;
     srv->unrouted_latency = lc_httpd__route_latency_metric(srv->metrics, "none");
     srv->guard = opts->guard;
+    srv->no_offload = opts->no_offload;
     *out = srv;
     return 0;
 }

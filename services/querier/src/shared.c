@@ -10,6 +10,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "lc/clock.h"
 #include "lc/tenant.h"
 #include "querier_int.h"
 
@@ -42,11 +43,9 @@ int64_t qry_now_ms(void)
 /* ms -> ns, saturating at the int64 range; `last` picks the last ns of the ms. */
 static int64_t ms_to_ns(int64_t ms, bool last)
 {
-    if (ms > INT64_MAX / 1000000)
-        return INT64_MAX;
-    if (ms < INT64_MIN / 1000000)
-        return INT64_MIN;
-    int64_t ns = ms * 1000000;
+    int64_t ns = lc_ms_to_ns(ms);
+    if (ns == INT64_MAX || ns == INT64_MIN)
+        return ns;
     return last && ns <= INT64_MAX - 999999 ? ns + 999999 : ns;
 }
 

@@ -16,6 +16,15 @@ static inline int64_t lc_realtime_ns(void)
     return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
+/* Milliseconds as nanoseconds, saturating at the int64 ends (times read
+ * from outside: a mark, a request's range). */
+static inline int64_t lc_ms_to_ns(int64_t ms)
+{
+    if (ms > INT64_MAX / 1000000)
+        return INT64_MAX;
+    return ms < INT64_MIN / 1000000 ? INT64_MIN : ms * 1000000;
+}
+
 static inline int64_t lc_monotonic_ns(void)
 {
     struct timespec ts;

@@ -136,6 +136,11 @@ typedef struct lc_httpd_opts_s {
     /* Runs on the loop once a request is routed, before its body is gunzipped
      * or handed to the route: NULL = every scope passes. */
     lc_http_guard_fn guard;
+    /* Every route's work runs on the loop thread, offloaded or not: for a
+     * server on a loop thread of its own whose clients hold thread-pool
+     * threads while they wait for it (ember-querier's shard on the bucket,
+     * asked from the fan-out's jobs: on the shared pool it could starve). */
+    bool no_offload;
 } lc_httpd_opts_t;
 
 int lc_httpd_new(uv_loop_t *loop, const lc_httpd_opts_t *opts, lc_httpd_t **out) LC_MUST_CHECK;
