@@ -24,6 +24,7 @@
  * the member (lc_members_set_mark), read with the registry; they outlive the
  * member too, so a dead ingester's history stays readable.
  */
+#include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -759,5 +760,62 @@ int lc_members_new(uv_loop_t *loop, const lc_members_opts_t *opts, lc_members_t 
         m->opts.heartbeat_ms < m->opts.refresh_ms ? m->opts.heartbeat_ms : m->opts.refresh_ms;
     uv_timer_start(&m->timer, members_on_tick, every, every);
     *out = m;
+    return 0;
+}
+
+/* ---------------------------------------------------------------- the marks' spec */
+
+bool lc_marks_spec_add(char **spec, size_t *len, const lc_member_t *m)
+{
+    size_t id_len = strlen(m->id);
+    if (m->mark_ms == LC_MEMBER_NO_MARK || id_len == 0 || id_len > LC_MARKS_ID_MAX)
+        return false;
+    size_t need = *len + 1 + 20 + 1 + 21 + 1 + 2 * id_len + 1;
+    *spec = lc_xrealloc(*spec, need);
+    int n = snprintf(*spec + *len, need - *len, "%s%" PRIu64 ":%" PRId64 ":", *len ? "," : "",
+                     m->mark_gen, m->mark_ms);
+    *len += (size_t)n;
+    static const char hex[] = "0123456789abcdef";
+    for (size_t i = 0; i < id_len; i++) {
+        (*spec)[(*len)++] = hex[(uint8_t)m->id[i] >> 4];
+        (*spec)[(*len)++] = hex[(uint8_t)m->id[i] & 15];
+    }
+    (*spec)[*len] = '\0';
+    return true;
+}
+
+static int hex_digit(char c)
+{
+    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+}
+
+int lc_marks_spec_next(const char **p, lc_marks_entry_t *out)
+{
+    const char *s = *p;
+    if (!*s)
+        return 1;
+    char *end;
+    if (*s < '0' || *s > '9')
+        return LC_EINPUT;
+    errno = 0;
+    out->gen = strtoull(s, &end, 10);
+    if (errno || *end != ':')
+        return LC_EINPUT;
+    s = end + 1;
+    out->mark_ms = strtoll(s, &end, 10);
+    if (errno || end == s || *end != ':')
+        return LC_EINPUT;
+    s = end + 1;
+    size_t n = 0;
+    for (; *s && *s != ','; s += 2) {
+        int hi = hex_digit(s[0]), lo = hi < 0 ? -1 : hex_digit(s[1]);
+        if (lo < 0 || n == LC_MARKS_ID_MAX)
+            return LC_EINPUT;
+        out->id[n++] = (char)(hi << 4 | lo);
+    }
+    out->id[n] = '\0';
+    if (n == 0 || memchr(out->id, '\0', n))
+        return LC_EINPUT;
+    *p = *s == ',' ? s + 1 : s;
     return 0;
 }

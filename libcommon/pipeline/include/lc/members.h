@@ -130,4 +130,20 @@ int lc_members_set_mark(lc_members_t *m, int64_t mark_ms, bool lower, lc_members
  * the keys of that member. */
 size_t lc_members_rendezvous(const lc_member_t *live, size_t n, const void *key, size_t key_len);
 
+/* The marks a querier reads the bucket below, as one value (the shard API's
+ * x-ember-bucket header, issue 27): "<generation>:<mark ms>:<id in hex>"
+ * entries joined by ','. lc_marks_spec_add appends one (ids of at most
+ * LC_MARKS_ID_MAX bytes; longer ones are left out: that id is then asked
+ * for everything); lc_marks_spec_next reads the entry at *p and moves *p past
+ * it: 0, 1 at the end, LC_EINPUT when malformed. */
+#define LC_MARKS_ID_MAX 255
+#define LC_MARKS_HEADER "x-ember-bucket"
+typedef struct lc_marks_entry_s {
+    uint64_t gen;
+    int64_t mark_ms;
+    char id[LC_MARKS_ID_MAX + 1];
+} lc_marks_entry_t;
+bool lc_marks_spec_add(char **spec, size_t *len, const lc_member_t *m);
+int lc_marks_spec_next(const char **p, lc_marks_entry_t *out) LC_MUST_CHECK;
+
 #endif
