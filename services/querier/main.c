@@ -3,10 +3,12 @@
  * ingesters of one complete zone and merging their answers.
  */
 #include "ember_process.h"
+#include "ingester.h"
 #include "querier.h"
 #include "ui.h"
 
-static const lc_node_ops_t *const nodes[] = {&qry_fanout_node, &ui_node};
+/* The bucket's store first: the querier node reads it below the marks. */
+static const lc_node_ops_t *const nodes[] = {&ing_bucket_store_node, &qry_fanout_node, &ui_node};
 
 int main(int argc, char **argv)
 {

@@ -253,7 +253,7 @@ def metric(e, name):
 
 def querier(redis_url, args=()):
     b = os.path.join(h.BIN_DIR, "services", "querier", "ember-querier")
-    return Role(b, False, args=[f"--redis.url={redis_url}", *args])
+    return Role(b, True, args=[f"--redis.url={redis_url}", *args])
 
 
 def live_ingesters(q):

@@ -291,7 +291,9 @@ class ChartTest(unittest.TestCase):
         docs = self.rendered["microservices-s3-redis-cluster"]
         stores = [(c, b) for _, c, b in ember_containers(docs) if b == "ember-ingester"]
         self.assertEqual(2, len(stores))  # one StatefulSet per zone
-        for c, b in stores:
+        # the querier reads the bucket below the ingesters' marks: the same bucket flags
+        readers = stores + [(c, b) for _, c, b in ember_containers(docs) if b == "ember-querier"]
+        for c, b in readers:
             self.assertEqual("s3", arg(c, "--storage.backend"))
             self.assertEqual("ember-blocks", arg(c, "--storage.s3.bucket-name"))
             self.assertEqual("https://s3.eu-west-1.amazonaws.com", arg(c, "--storage.s3.endpoint"))
@@ -302,7 +304,7 @@ class ChartTest(unittest.TestCase):
                                  env_value(c, var))
         for _, c, b in ember_containers(docs):
             self.assertEqual("true", env_value(c, "EMBER_REDIS_CLUSTER"), b)
-            if b != "ember-ingester":
+            if b not in ("ember-ingester", "ember-querier"):
                 self.assertIsNone(env_value(c, "AWS_SECRET_ACCESS_KEY"), b)
         (q,) = [c for _, c, b in ember_containers(docs) if b == "ember-querier"]
         self.assertEqual("10GiB", arg(q, "--storage.cache-size"))

@@ -63,6 +63,7 @@
 #include "lc/alloc.h"
 #include "lc/clock.h"
 #include "lc/log.h"
+#include "lc/members.h"
 
 #define NS_PER_S 1000000000LL
 #define LIST_TTL_NS (10 * NS_PER_S)
@@ -74,8 +75,12 @@
  * objects in memory at once for little gain. */
 #define FETCHES_AT_ONCE 4
 
+/* A cached object's directory under cache_dir: "<ing>@<name>" (the
+ * querier's shard reads many ingesters' objects; names repeat across them). */
+#define ENTRY_NAME_MAX (BKT_ING_MAX + BKT_NAME_MAX + 2)
+
 typedef struct cache_entry_s {
-    char name[BKT_NAME_MAX];
+    char name[ENTRY_NAME_MAX];
     int64_t start_ns;
     uint64_t bytes, last_used;
     unsigned refs;            /* readers holding it: never evicted meanwhile */
@@ -87,6 +92,7 @@ typedef struct cache_entry_s {
 /* An object to read: a block (its index entry's name), or a rollup. */
 typedef struct listed_s {
     int64_t start_ns;
+    char ing[BKT_ING_MAX]; /* whose: this node's, or (the querier's shard) another's */
     char name[BKT_NAME_MAX];
     const bkt_rollup_entry_t *rollup; /* NULL: a block object */
 } listed_t;
@@ -101,8 +107,25 @@ typedef struct listed_rollup_s {
     uint64_t fetched_gen;      /* the listing generation it was fetched in */
 } listed_rollup_t;
 
+/* Another ingester's index, as listed under one generation of its mark (the
+ * querier's shard): objects below a mark appear only with a new generation
+ * (a drop raises it, a late write lowers it first), so the same generation's
+ * listing answers while the bucket cannot list; it is listed again after
+ * LIST_TTL_NS as well (--retention deletes objects). */
+typedef struct foreign_s {
+    char ing[BKT_ING_MAX];
+    uint64_t gen;
+    int64_t listed_at_ns; /* monotonic; 0: never */
+    listed_t *listed;
+    size_t n_listed;
+} foreign_t;
+
+#define MAX_FOREIGN 4096 /* ingesters one querier's shard reads */
+
 struct ing_bucket_read_s {
     lc_objstore_t *os[FETCHES_AT_ONCE]; /* os[0] lists too; os[i] is worker i's */
+    foreign_t *foreign;                 /* the querier's shard: other ingesters' indexes */
+    size_t n_foreign, cap_foreign;
     lc_store_t *store;
     char ing[BKT_ING_MAX], uploads[4096], cache_dir[4096];
     int64_t block_ns;
@@ -157,10 +180,10 @@ static void cache_dir_clear(const char *dir)
 /* ---------------------------------------------------------------- listing */
 
 /* Every key below <kind>/<this ingester>/; mu held. */
-static int list_own(ing_bucket_read_t *br, const char *kind, lc_objstore_list_t *l)
+static int list_of(ing_bucket_read_t *br, const char *ing, const char *kind, lc_objstore_list_t *l)
 {
     char prefix[BKT_ING_MAX + 32];
-    snprintf(prefix, sizeof prefix, "%s/%s/", kind, br->ing);
+    snprintf(prefix, sizeof prefix, "%s/%s/", kind, ing);
     int rc = lc_objstore_list(br->os[0], prefix, l);
     if (rc)
         LC_LOG_ERROR("bucket: cannot list prefix=%s err=\"%s\" detail=\"%s\"", prefix,
@@ -198,7 +221,7 @@ static void rollups_free(listed_rollup_t *r, size_t n)
 static int rollup_list_refresh(ing_bucket_read_t *br)
 {
     lc_objstore_list_t l = {0};
-    int rc = list_own(br, "rollup-index", &l);
+    int rc = list_of(br, br->ing, "rollup-index", &l);
     if (rc)
         return rc;
     listed_rollup_t *now = lc_xcalloc(l.n ? l.n : 1, sizeof(*now));
@@ -220,21 +243,33 @@ static int rollup_list_refresh(ing_bucket_read_t *br)
     return 0;
 }
 
+/* Ingester ing's index into *listed (replaced); mu held. */
+static int list_index(ing_bucket_read_t *br, const char *ing, listed_t **listed, size_t *n)
+{
+    lc_objstore_list_t l = {0};
+    int rc = list_of(br, ing, "index", &l);
+    if (rc)
+        return rc;
+    lc_free(*listed);
+    *listed = lc_xcalloc(l.n ? l.n : 1, sizeof(**listed));
+    *n = 0;
+    for (size_t i = 0; i < l.n; i++) {
+        listed_t *o = &(*listed)[*n];
+        if (bkt_index_key_parse(l.keys[i], &o->start_ns, o->name)) {
+            snprintf(o->ing, sizeof o->ing, "%s", ing);
+            (*n)++;
+        }
+    }
+    lc_objstore_list_free(&l);
+    return 0;
+}
+
 /* mu held. */
 static int list_refresh(ing_bucket_read_t *br)
 {
-    lc_objstore_list_t l = {0};
-    int rc = list_own(br, "index", &l);
+    int rc = list_index(br, br->ing, &br->listed, &br->n_listed);
     if (rc)
         return rc;
-    lc_free(br->listed);
-    br->listed = lc_xcalloc(l.n ? l.n : 1, sizeof(*br->listed));
-    br->n_listed = 0;
-    for (size_t i = 0; i < l.n; i++)
-        if (bkt_index_key_parse(l.keys[i], &br->listed[br->n_listed].start_ns,
-                                br->listed[br->n_listed].name))
-            br->n_listed++;
-    lc_objstore_list_free(&l);
     br->listed_at_ns = lc_monotonic_ns();
     br->list_gen++;
     (void)rollup_list_refresh(br); /* logged; the blocks answer without rollups */
@@ -265,7 +300,7 @@ static size_t lru_victim(const ing_bucket_read_t *br)
 
 static void entry_free(ing_bucket_read_t *br, cache_entry_t *e)
 {
-    char dir[4200];
+    char dir[4300];
     snprintf(dir, sizeof dir, "%s/%s", br->cache_dir, e->name);
     lc_store_close(e->store);
     lc_rollup_file_close(e->rollup);
@@ -293,7 +328,7 @@ static int make_room(ing_bucket_read_t *br, uint64_t bytes)
 static int entry_open_rollup(ing_bucket_read_t *br, cache_entry_t *e, const uint8_t *data,
                              size_t len)
 {
-    char dir[4200], file[4300];
+    char dir[4300], file[4400];
     snprintf(dir, sizeof dir, "%s/%s", br->cache_dir, e->name);
     snprintf(file, sizeof file, "%s/rollup.mdb", dir);
     if (mkdir(dir, 0755) != 0 && errno != EEXIST)
@@ -305,12 +340,12 @@ static int entry_open_rollup(ing_bucket_read_t *br, cache_entry_t *e, const uint
 /* <cache_dir>/<name>/blocks/<start>/data.mdb, opened as a read-only store. */
 static int entry_open(ing_bucket_read_t *br, cache_entry_t *e, const uint8_t *data, size_t len)
 {
-    char dir[4200], block_dir[4300], file[4400], start[32];
+    char dir[4300], block_dir[4400], file[4500], start[32];
     bkt_start_name(e->start_ns, start);
     snprintf(dir, sizeof dir, "%s/%s", br->cache_dir, e->name);
     snprintf(block_dir, sizeof block_dir, "%s/blocks/%s", dir, start);
     snprintf(file, sizeof file, "%s/data.mdb", block_dir);
-    char blocks[4300];
+    char blocks[4400];
     snprintf(blocks, sizeof blocks, "%s/blocks", dir);
     if ((mkdir(dir, 0755) != 0 && errno != EEXIST) ||
         (mkdir(blocks, 0755) != 0 && errno != EEXIST) ||
@@ -326,9 +361,16 @@ static int entry_open(ing_bucket_read_t *br, cache_entry_t *e, const uint8_t *da
     return rc;
 }
 
-/* The cached entry of object `name` with a reference, or NULL; mu held. */
-static cache_entry_t *entry_lookup(ing_bucket_read_t *br, const char *name)
+static void entry_name(const listed_t *obj, char out[ENTRY_NAME_MAX])
 {
+    snprintf(out, ENTRY_NAME_MAX, "%s@%s", obj->ing, obj->name);
+}
+
+/* The cached entry of object obj with a reference, or NULL; mu held. */
+static cache_entry_t *entry_lookup(ing_bucket_read_t *br, const listed_t *obj)
+{
+    char name[ENTRY_NAME_MAX];
+    entry_name(obj, name);
     for (size_t i = 0; i < br->n_entries; i++) {
         cache_entry_t *e = br->entries[i];
         if (strcmp(e->name, name) == 0) {
@@ -381,7 +423,7 @@ static int entry_fetch(ing_bucket_read_t *br, lc_objstore_t *os, const listed_t 
     if (obj->rollup)
         snprintf(key, sizeof key, "%s", obj->rollup->data);
     else
-        bkt_data_key(br->ing, obj->name, key, sizeof key);
+        bkt_data_key(obj->ing, obj->name, key, sizeof key);
     uint8_t *data;
     size_t len;
     int64_t t0 = lc_monotonic_ns();
@@ -393,7 +435,7 @@ static int entry_fetch(ing_bucket_read_t *br, lc_objstore_t *os, const listed_t 
         return rc;
     }
     cache_entry_t *e = lc_xcalloc(1, sizeof(*e));
-    snprintf(e->name, sizeof e->name, "%s", obj->name);
+    entry_name(obj, e->name);
     e->start_ns = obj->start_ns;
     e->bytes = len;
     e->owner = br;
@@ -608,7 +650,7 @@ static int objects_add(ing_bucket_read_t *br, lc_store_reader_t *r, const listed
     j.got = lc_xcalloc(n ? n : 1, sizeof(*j.got));
     size_t missing = 0;
     for (size_t i = 0; i < n; i++)
-        missing += !(j.got[i] = entry_lookup(br, objs[i]->name));
+        missing += !(j.got[i] = entry_lookup(br, objs[i]));
     int rc = fetch_missing(br, &j, missing);
     for (size_t i = 0; i < n; i++) {
         cache_entry_t *e = j.got[i];
@@ -793,6 +835,7 @@ static void rollup_consider(ing_bucket_read_t *br, ru_choice_t *c, listed_rollup
     ru_pick_t *p = &c->picks[c->n_picks++];
     *p = (ru_pick_t){.obj = {.start_ns = w, .rollup = e}, .level = lr->level};
     snprintf(p->obj.name, sizeof p->obj.name, "%s", e->data_name);
+    snprintf(p->obj.ing, sizeof p->obj.ing, "%s", br->ing);
     for (size_t k = 0; k < c->n; k++)
         if (!c->taken[k] && c->objs[k]->start_ns >= w && c->objs[k]->start_ns < w + len)
             c->taken[k] = (unsigned)c->n_picks;
@@ -808,7 +851,7 @@ static void rollups_fetch_add(ing_bucket_read_t *br, lc_store_reader_t *r, ru_ch
     size_t missing = 0;
     for (size_t i = 0; i < c->n_picks; i++) {
         objs[i] = &c->picks[i].obj;
-        missing += !(j.got[i] = entry_lookup(br, objs[i]->name));
+        missing += !(j.got[i] = entry_lookup(br, objs[i]));
     }
     (void)fetch_missing(br, &j, missing); /* what failed is read from the blocks */
     for (size_t i = 0; i < c->n_picks; i++) {
@@ -847,7 +890,7 @@ static void prefetch_all(ing_bucket_read_t *br, const ru_choice_t *c)
     j.got = lc_xcalloc(n ? n : 1, sizeof(*j.got));
     size_t missing = 0;
     for (size_t i = 0; i < n; i++)
-        missing += !(j.got[i] = entry_lookup(br, objs[i]->name));
+        missing += !(j.got[i] = entry_lookup(br, objs[i]));
     (void)fetch_missing(br, &j, missing);
     for (size_t i = 0; i < n; i++)
         if (j.got[i])
@@ -926,6 +969,20 @@ static int add_objects(ing_bucket_read_t *br, lc_store_reader_t *r, const gone_l
     return rc;
 }
 
+/* A source's end: its time counted; r handed out, or ended on failure
+ * (NULL-safe; releases what was added). */
+static int source_done(ing_bucket_read_t *br, int64_t t0, int rc, lc_store_reader_t *r,
+                       lc_store_reader_t **out)
+{
+    lc_metric_add(br->source_seconds, seconds_since(t0));
+    if (rc) {
+        lc_store_read_end(r);
+        return rc;
+    }
+    *out = r;
+    return 0;
+}
+
 static int bucket_source(void *ctx, lc_store_t *s, int64_t start_ns, int64_t end_ns,
                          const lc_read_scope_t *scope, lc_store_reader_t **out)
 {
@@ -942,13 +999,91 @@ static int bucket_source(void *ctx, lc_store_t *s, int64_t start_ns, int64_t end
         pthread_mutex_unlock(&br->mu);
     }
     gone_lists_free(&g);
-    lc_metric_add(br->source_seconds, seconds_since(t0));
-    if (rc) {
-        lc_store_read_end(r); /* NULL-safe; releases what was added */
-        return rc;
+    return source_done(br, t0, rc, r, out);
+}
+
+/* ---------------------------------------------------------------- the querier's shard */
+
+/* The listing of ingester key ing, current for mark generation gen; mu held. */
+static int foreign_listing(ing_bucket_read_t *br, const char *ing, uint64_t gen, foreign_t **out)
+{
+    foreign_t *f = NULL;
+    for (size_t i = 0; i < br->n_foreign && !f; i++)
+        if (strcmp(br->foreign[i].ing, ing) == 0)
+            f = &br->foreign[i];
+    if (!f) {
+        if (br->n_foreign == MAX_FOREIGN)
+            return LC_ETOOBIG;
+        br->foreign =
+            lc_xgrow(br->foreign, &br->cap_foreign, br->n_foreign + 1, sizeof(*br->foreign));
+        f = &br->foreign[br->n_foreign++];
+        *f = (foreign_t){0};
+        snprintf(f->ing, sizeof f->ing, "%s", ing);
     }
-    *out = r;
+    bool same = f->listed_at_ns && f->gen == gen;
+    if (!same || lc_monotonic_ns() - f->listed_at_ns > LIST_TTL_NS) {
+        int rc = list_index(br, ing, &f->listed, &f->n_listed);
+        if (rc && !same)
+            return rc; /* an older generation's listing may lack what lies below the mark */
+        if (!rc) {
+            f->gen = gen;
+            f->listed_at_ns = lc_monotonic_ns();
+        }
+    }
+    *out = f;
     return 0;
+}
+
+/* Adds to objs the listed objects of f below cut_ns that overlap the range. */
+static size_t foreign_wanted(const ing_bucket_read_t *br, const foreign_t *f, int64_t cut_ns,
+                             int64_t start_ns, int64_t end_ns, const listed_t **objs)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < f->n_listed; i++) {
+        const listed_t *o = &f->listed[i];
+        if (o->start_ns < cut_ns && o->start_ns <= end_ns && o->start_ns + br->block_ns > start_ns)
+            objs[n++] = o;
+    }
+    return n;
+}
+
+/* Every object the scope's marks name (scope->bucket: which ingesters, each
+ * below its mark) into r; mu held. */
+static int marks_add(ing_bucket_read_t *br, lc_store_reader_t *r, const char *spec,
+                     int64_t start_ns, int64_t end_ns)
+{
+    const listed_t **objs = NULL;
+    size_t n = 0, cap = 0;
+    lc_marks_entry_t m;
+    int rc;
+    for (const char *p = spec; (rc = lc_marks_spec_next(&p, &m)) == 0;) {
+        char ing[BKT_ING_MAX];
+        bkt_ingester_key(m.id, ing);
+        foreign_t *f;
+        if ((rc = foreign_listing(br, ing, m.gen, &f)) != 0)
+            break;
+        objs = lc_xgrow(objs, &cap, n + f->n_listed + 1, sizeof(*objs));
+        n += foreign_wanted(br, f, lc_ms_to_ns(m.mark_ms), start_ns, end_ns, objs + n);
+    }
+    if (rc == 1)
+        rc = objects_add(br, r, objs, n, start_ns, end_ns);
+    lc_free(objs);
+    return rc;
+}
+
+static int marks_source(void *ctx, lc_store_t *s, int64_t start_ns, int64_t end_ns,
+                        const lc_read_scope_t *scope, lc_store_reader_t **out)
+{
+    ing_bucket_read_t *br = ctx;
+    int64_t t0 = lc_monotonic_ns();
+    lc_store_reader_t *r = NULL;
+    int rc = lc_store_read_begin(s, start_ns, end_ns, &r);
+    if (!rc && scope->bucket) {
+        pthread_mutex_lock(&br->mu);
+        rc = marks_add(br, r, scope->bucket, start_ns, end_ns);
+        pthread_mutex_unlock(&br->mu);
+    }
+    return source_done(br, t0, rc, r, out);
 }
 
 /* ---------------------------------------------------------------- life */
@@ -977,6 +1112,22 @@ static void bucket_read_register_metrics(ing_bucket_read_t *br, lc_metrics_t *m)
         "Time queries spent choosing, fetching and adding blocks read back, before merging", "");
 }
 
+/* What both kinds of reader open: the cache (emptied) and the object stores. */
+static int read_open(ing_bucket_read_t *br, const lc_objstore_opts_t *os, lc_metrics_t *metrics)
+{
+    pthread_mutex_init(&br->mu, NULL);
+    pthread_mutex_init(&br->fill_mu, NULL);
+    bucket_read_register_metrics(br, metrics);
+    int rc = mkdir(br->cache_dir, 0755) == 0 || errno == EEXIST ? 0 : LC_ESTORE;
+    cache_dir_clear(br->cache_dir);
+    for (size_t i = 0; !rc && i < FETCHES_AT_ONCE; i++)
+        rc = lc_objstore_open(os, &br->os[i]);
+    if (rc)
+        LC_LOG_ERROR("bucket: cannot start reading blocks back cache=%s err=\"%s\"", br->cache_dir,
+                     lc_strerror(rc));
+    return rc;
+}
+
 int ing_bucket_read_new(const ing_bucket_read_opts_t *o, lc_store_t *store, ing_bucket_read_t **out)
 {
     ing_bucket_read_t *br = lc_xcalloc(1, sizeof(*br));
@@ -985,18 +1136,10 @@ int ing_bucket_read_new(const ing_bucket_read_opts_t *o, lc_store_t *store, ing_
     br->cache_bytes = o->cache_bytes;
     bkt_ingester_key(o->bucket->ingester_id, br->ing);
     snprintf(br->cache_dir, sizeof br->cache_dir, "%s", o->cache_dir);
-    pthread_mutex_init(&br->mu, NULL);
-    pthread_mutex_init(&br->fill_mu, NULL);
-    bucket_read_register_metrics(br, o->bucket->metrics);
-    int rc = mkdir(br->cache_dir, 0755) == 0 || errno == EEXIST ? 0 : LC_ESTORE;
-    cache_dir_clear(br->cache_dir);
+    int rc = bkt_uploads_dir(o->bucket->data_dir, br->uploads, sizeof br->uploads);
     if (!rc)
-        rc = bkt_uploads_dir(o->bucket->data_dir, br->uploads, sizeof br->uploads);
-    for (size_t i = 0; !rc && i < FETCHES_AT_ONCE; i++)
-        rc = lc_objstore_open(&o->bucket->store, &br->os[i]);
+        rc = read_open(br, &o->bucket->store, o->bucket->metrics);
     if (rc) {
-        LC_LOG_ERROR("bucket: cannot start reading blocks back cache=%s err=\"%s\"", br->cache_dir,
-                     lc_strerror(rc));
         ing_bucket_read_free(br);
         return rc;
     }
@@ -1007,10 +1150,34 @@ int ing_bucket_read_new(const ing_bucket_read_opts_t *o, lc_store_t *store, ing_
     return 0;
 }
 
+int ing_bucket_marks_new(const ing_bucket_marks_opts_t *o, lc_store_t *store,
+                         ing_bucket_read_t **out)
+{
+    ing_bucket_read_t *br = lc_xcalloc(1, sizeof(*br));
+    br->store = store;
+    br->block_ns = o->block_duration_ns;
+    br->cache_bytes = o->cache_bytes;
+    snprintf(br->cache_dir, sizeof br->cache_dir, "%s", o->cache_dir);
+    int rc = read_open(br, &o->store, o->metrics);
+    if (rc) {
+        ing_bucket_read_free(br);
+        return rc;
+    }
+    lc_store_set_source(store, marks_source, br);
+    LC_LOG_INFO("bucket: this querier reads blocks below the ingesters' marks cache=%s "
+                "cache_bytes=%" PRIu64,
+                br->cache_dir, br->cache_bytes);
+    *out = br;
+    return 0;
+}
+
 void ing_bucket_read_free(ing_bucket_read_t *br)
 {
     if (!br)
         return;
+    for (size_t i = 0; i < br->n_foreign; i++)
+        lc_free(br->foreign[i].listed);
+    lc_free(br->foreign);
     if (br->os[FETCHES_AT_ONCE - 1])
         lc_store_set_source(br->store, NULL, NULL);
     for (size_t i = 0; i < br->n_entries; i++)

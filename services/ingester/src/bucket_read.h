@@ -10,9 +10,11 @@
  * of this ingester's objects when its block is not in the query's local
  * snapshot, else all but the one the local block holds (its upload record's,
  * unless the gone list read before the snapshot names it; bucket_local.c).
- * The bucket is read only by the node that wrote the block, which alone
- * knows that boundary exactly. A flame graph or series over whole windows
- * of such partitions reads the window's rollup instead (bucket_read.c).
+ * Between the node's mark and its local blocks the node that wrote the
+ * block reads it, since it alone knows that boundary exactly; below the
+ * mark the querier reads the bucket (ing_bucket_marks_new, floor.h). A flame
+ * graph or series over whole windows of such partitions reads the window's
+ * rollup instead (bucket_read.c).
  *
  * Ownership: ing_bucket_read_new copies the options and opens its own object
  * store; the lc_store_t is borrowed and must outlive ing_bucket_read_free.
@@ -39,6 +41,21 @@ typedef struct ing_bucket_read_opts_s {
 /* Opens the cache and sets itself as the store's source. */
 int ing_bucket_read_new(const ing_bucket_read_opts_t *o, lc_store_t *store,
                         ing_bucket_read_t **out) LC_MUST_CHECK;
+
+/* The querier's shard on the bucket (issue 27): a store of no blocks of its
+ * own whose source reads, per query, the objects of the ingesters its scope
+ * names (lc_read_scope_t.bucket, lc/members.h's spec), each below its mark
+ * (lc_store_set_floor: everything that ingester stored there is in them),
+ * through the same bounded cache. No rollups yet: whole blocks answer. */
+typedef struct ing_bucket_marks_opts_s {
+    lc_objstore_opts_t store;
+    int64_t block_duration_ns; /* the ingesters' */
+    const char *cache_dir;     /* emptied at start */
+    uint64_t cache_bytes;
+    lc_metrics_t *metrics;
+} ing_bucket_marks_opts_t;
+int ing_bucket_marks_new(const ing_bucket_marks_opts_t *o, lc_store_t *store,
+                         ing_bucket_read_t **out) LC_MUST_CHECK;
 void ing_bucket_read_free(ing_bucket_read_t *br); /* NULL-safe; unsets the source */
 
 #endif

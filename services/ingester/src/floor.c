@@ -108,8 +108,8 @@ static int floor_publish(void *ctx, int64_t floor_ns, bool lower)
 
 /* ---------------------------------------------------------------- life */
 
-int ing_floor_new(uv_loop_t *loop, lc_store_t *store, lc_members_t *members,
-                  lc_metrics_t *metrics, ing_floor_t **out)
+int ing_floor_new(uv_loop_t *loop, lc_store_t *store, lc_members_t *members, lc_metrics_t *metrics,
+                  ing_floor_t **out)
 {
     ing_floor_t *f = lc_xcalloc(1, sizeof(*f));
     f->members = members;
@@ -118,8 +118,7 @@ int ing_floor_new(uv_loop_t *loop, lc_store_t *store, lc_members_t *members,
         "Writes below this ingester's mark that lowered it first (late profiles)", "");
     f->mark_seconds = lc_metrics_gauge(
         metrics, "ember_ingester_mark_seconds",
-        "This ingester's mark as last set by the uploader: queriers read the bucket below it",
-        "");
+        "This ingester's mark as last set by the uploader: queriers read the bucket below it", "");
     pthread_mutex_init(&f->mu, NULL);
     pthread_cond_init(&f->cv, NULL);
     int rc = uv_async_init(loop, &f->async, on_async);

@@ -34,8 +34,8 @@ typedef struct ing_floor_s ing_floor_t;
 /* Sets itself as the store's floor; publishes nothing yet (the mark in Redis,
  * if an earlier life left one, holds until the first write below it or the
  * uploader's first update). */
-int ing_floor_new(uv_loop_t *loop, lc_store_t *store, lc_members_t *members,
-                  lc_metrics_t *metrics, ing_floor_t **out) LC_MUST_CHECK;
+int ing_floor_new(uv_loop_t *loop, lc_store_t *store, lc_members_t *members, lc_metrics_t *metrics,
+                  ing_floor_t **out) LC_MUST_CHECK;
 /* Fails every publish from now on (-EAGAIN: a write below the floor is
  * consumed again by the next life) and lets go of the members. NULL-safe. */
 void ing_floor_close(ing_floor_t *f);

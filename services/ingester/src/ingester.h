@@ -64,6 +64,9 @@ const char *ing_pprof_str(const Google__V1__Profile *p, int64_t idx);
  * transport, receivers, retention, and ember-ingester's announcement.
  * Takes an ember_settings_t (process.h). */
 extern const lc_node_ops_t ing_node;
+/* ember-querier's store on the bucket (node_bucket.c): with --storage.backend
+ * it sets the process's store, which the querier node's own shard reads. */
+extern const lc_node_ops_t ing_bucket_store_node;
 
 /* Registers the receiver routes on srv. Publishes through tr. */
 int ing_new(uv_loop_t *loop, const ing_opts_t *opts, lc_httpd_t *srv, lc_transport_t *tr,

@@ -49,11 +49,6 @@ static int check_objstore(const ember_binary_t *b, const ember_settings_t *s)
         return -1;
     }
     ember_objstore_opts(s, &o);
-    if ((b->bin & EMBER_BIN_QUERIER) && s->cache_dir && *s->cache_dir)
-        fprintf(stderr,
-                "%s: warning: --storage.cache-dir is not used by ember-querier: the ingesters "
-                "read their dropped blocks back from the object store (issue 27)\n",
-                b->name);
     char why[256];
     if (lc_objstore_opts_check(&o, why, sizeof why) != 0) {
         fprintf(stderr, "%s: %s\n", b->name, why);

@@ -49,16 +49,41 @@ static char **split_urls(const char *list, size_t *n)
     return v;
 }
 
-void qry_fanout_set_members(qry_fanout_t *f, const char *const *urls, size_t n)
+void qry_fanout_set_members(qry_fanout_t *f, const char *const *urls, const int64_t *marks_ms,
+                            size_t n, const char *marks_spec)
+{
+    char **v = lc_xcalloc(n ? n : 1, sizeof(*v));
+    int64_t *marks = lc_xcalloc(n ? n : 1, sizeof(*marks));
+    for (size_t i = 0; i < n; i++) {
+        v[i] = lc_xstrdup(urls[i]);
+        marks[i] = marks_ms ? marks_ms[i] : LC_MEMBER_NO_MARK;
+    }
+    char *spec = marks_spec && *marks_spec ? lc_xstrdup(marks_spec) : NULL;
+    pthread_mutex_lock(&f->lock);
+    char **old = f->members;
+    size_t n_old = f->n_members;
+    int64_t *old_marks = f->marks_ms;
+    char *old_spec = f->marks_spec;
+    f->members = v;
+    f->marks_ms = marks;
+    f->n_members = n;
+    f->marks_spec = spec;
+    pthread_mutex_unlock(&f->lock);
+    strv_free(old, n_old);
+    lc_free(old_marks);
+    lc_free(old_spec);
+}
+
+void qry_fanout_set_bucket(qry_fanout_t *f, const char *const *urls, size_t n)
 {
     char **v = lc_xcalloc(n ? n : 1, sizeof(*v));
     for (size_t i = 0; i < n; i++)
         v[i] = lc_xstrdup(urls[i]);
     pthread_mutex_lock(&f->lock);
-    char **old = f->members;
-    size_t n_old = f->n_members;
-    f->members = v;
-    f->n_members = n;
+    char **old = f->bucket_urls;
+    size_t n_old = f->n_bucket_urls;
+    f->bucket_urls = v;
+    f->n_bucket_urls = n;
     pthread_mutex_unlock(&f->lock);
     strv_free(old, n_old);
 }
@@ -96,6 +121,9 @@ void qry_fanout_free(qry_fanout_t *f)
     qry_front_fini(&f->front);
     strv_free(f->fixed, f->n_fixed);
     strv_free(f->members, f->n_members);
+    lc_free(f->marks_ms);
+    lc_free(f->marks_spec);
+    strv_free(f->bucket_urls, f->n_bucket_urls);
     lc_free(f->unavailable);
     pthread_mutex_destroy(&f->lock);
     lc_free(f);

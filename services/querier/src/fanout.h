@@ -6,7 +6,8 @@
  *
  * The ingesters to ask are a set of base URLs (http://host:port) that the
  * caller keeps current: a static list (--querier.ingesters) and/or the
- * membership read from Redis (qry_fanout_set_members, on any thread).
+ * membership read from Redis (qry_fanout_set_members, on any thread), plus
+ * this querier's own shard on the bucket for what lies below their marks.
  *
  * Every RPC runs on the thread pool; its shard calls go out in parallel on a
  * libcurl multi handle inside that job, each with a timeout. One unreachable
@@ -41,8 +42,17 @@ typedef struct qry_fanout_s qry_fanout_t;
  * render-diff and label-values endpoints on srv, answered by fan-out. */
 int qry_fanout_new(uv_loop_t *loop, const qry_fanout_opts_t *opts, lc_httpd_t *srv,
                    lc_metrics_t *metrics, qry_fanout_t **out) LC_MUST_CHECK;
-/* Replaces the discovered ingesters (the static list is always kept). */
-void qry_fanout_set_members(qry_fanout_t *f, const char *const *urls, size_t n);
+/* Replaces the discovered ingesters (the static list is always kept) and
+ * their marks (issue 27; marks_ms NULL or LC_MEMBER_NO_MARK: none): member i
+ * is asked for the partitions from its mark on (QRY_READ_FROM_HEADER), and
+ * the bucket shard, when one is set, for the rest (marks_spec,
+ * LC_MARKS_HEADER). One call, so a query never mixes two snapshots. */
+void qry_fanout_set_members(qry_fanout_t *f, const char *const *urls, const int64_t *marks_ms,
+                            size_t n, const char *marks_spec);
+/* This querier's own shard API on its store on the bucket (base URLs of
+ * equal servers: each query asks one, in turn); queries ask it whenever the
+ * members have marks. Set once, before queries. */
+void qry_fanout_set_bucket(qry_fanout_t *f, const char *const *urls, size_t n);
 /* While reason is non-NULL every query fails `unavailable` with it (no
  * complete zone: any answer would under-count); NULL lifts it. Any thread. */
 void qry_fanout_set_unavailable(qry_fanout_t *f, const char *reason);

@@ -16,6 +16,7 @@
 #include <jansson.h>
 
 #include "fanout_int.h"
+#include "lc/clock.h"
 #include "lc/log.h"
 
 #define FO_MAX_SHARDS 256
@@ -31,20 +32,42 @@ static const char *unavailable_reason(qry_fanout_t *f, lc_arena_t *a)
     return r;
 }
 
-/* A snapshot of the ingesters to ask, in the arena (a member that is also in
- * the static list is asked once). */
-static size_t targets(qry_fanout_t *f, lc_arena_t *a, const char ***out)
+/* One shard to ask: its base URL and what it reads (a header line, or NULL). */
+typedef struct fo_target_s {
+    const char *url;
+    const char *scope;
+} fo_target_t;
+
+/* The header that says which partitions member i reads: from its mark on. */
+static const char *member_scope(const qry_fanout_t *f, size_t i, lc_arena_t *a)
+{
+    int64_t ms = f->marks_ms[i];
+    if (ms == LC_MEMBER_NO_MARK || !f->marks_spec || !f->n_bucket_urls)
+        return NULL; /* no bucket shard reads the rest: it answers for everything */
+    return lc_arena_sprintf(a, "%s: %lld", QRY_READ_FROM_HEADER, (long long)lc_ms_to_ns(ms));
+}
+
+/* A snapshot of the shards to ask, in the arena (a member that is also in
+ * the static list is asked once, for everything), then this querier's
+ * bucket shard for what lies below the members' marks. */
+static size_t targets(qry_fanout_t *f, lc_arena_t *a, fo_target_t **out)
 {
     pthread_mutex_lock(&f->lock);
     size_t cap = f->n_fixed + f->n_members, n = 0;
-    const char **v = lc_arena_calloc(a, cap + 1, sizeof(*v));
+    fo_target_t *v = lc_arena_calloc(a, cap + 2, sizeof(*v));
     for (size_t i = 0; v && i < cap && n < FO_MAX_SHARDS; i++) {
         const char *u = i < f->n_fixed ? f->fixed[i] : f->members[i - f->n_fixed];
         bool dup = false;
         for (size_t j = 0; j < n && !dup; j++)
-            dup = strcmp(v[j], u) == 0;
-        if (!dup && (v[n] = lc_arena_strdup(a, u)))
-            n++;
+            dup = strcmp(v[j].url, u) == 0;
+        if (dup || !(v[n].url = lc_arena_strdup(a, u)))
+            continue;
+        v[n++].scope = i < f->n_fixed ? NULL : member_scope(f, i - f->n_fixed, a);
+    }
+    if (v && f->n_bucket_urls && f->marks_spec && n < FO_MAX_SHARDS) {
+        v[n].url = lc_arena_strdup(a, f->bucket_urls[f->bucket_next++ % f->n_bucket_urls]);
+        v[n].scope = lc_arena_sprintf(a, "%s: %s", LC_MARKS_HEADER, f->marks_spec);
+        n += v[n].url && v[n].scope;
     }
     pthread_mutex_unlock(&f->lock);
     *out = v;
@@ -68,9 +91,12 @@ static size_t fo_on_body(char *p, size_t size, size_t nmemb, void *data)
     return lc_buf_append(&x->body, p, n) == 0 ? n : 0; /* 0 aborts: answer too large */
 }
 
-static struct curl_slist *shard_headers(lc_http_req_t *req, lc_arena_t *a, uint64_t timeout_ms)
+static struct curl_slist *shard_headers(lc_http_req_t *req, lc_arena_t *a, const char *scope,
+                                        uint64_t timeout_ms)
 {
     struct curl_slist *h = curl_slist_append(NULL, "Content-Type: application/proto");
+    if (scope)
+        h = curl_slist_append(h, scope);
     h = curl_slist_append(h, "Connect-Protocol-Version: 1");
     h = curl_slist_append(h, "Expect:"); /* no 100-continue round trip */
     const char *org = lc_http_header(req, "x-scope-orgid");
@@ -87,14 +113,14 @@ static struct curl_slist *shard_headers(lc_http_req_t *req, lc_arena_t *a, uint6
     return h;
 }
 
-static void xfer_init(fo_xfer_t *x, qry_fanout_t *f, lc_http_req_t *req, const char *base,
+static void xfer_init(fo_xfer_t *x, qry_fanout_t *f, lc_http_req_t *req, const fo_target_t *t,
                       const char *path, const uint8_t *body, size_t len, uint64_t timeout_ms)
 {
-    x->url = base;
+    x->url = t->url;
     lc_buf_init(&x->body, FO_MAX_ANSWER_BYTES);
     x->easy = curl_easy_init();
-    x->headers = shard_headers(req, req->arena, timeout_ms);
-    curl_easy_setopt(x->easy, CURLOPT_URL, lc_arena_sprintf(req->arena, "%s%s", base, path));
+    x->headers = shard_headers(req, req->arena, t->scope, timeout_ms);
+    curl_easy_setopt(x->easy, CURLOPT_URL, lc_arena_sprintf(req->arena, "%s%s", t->url, path));
     curl_easy_setopt(x->easy, CURLOPT_POST, 1L);
     curl_easy_setopt(x->easy, CURLOPT_POSTFIELDS, (const char *)body);
     curl_easy_setopt(x->easy, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
@@ -202,7 +228,7 @@ static int collect_all(CURLM *m, fo_xfer_t *xs, size_t n, lc_arena_t *a, fo_answ
 int fo_call_all(qry_fanout_t *f, lc_http_req_t *req, const char *path, const ProtobufCMessage *msg,
                 fo_answer_t **out, size_t *n_out, lc_status_t *st)
 {
-    const char **urls;
+    fo_target_t *urls;
     *out = NULL;
     *n_out = 0;
     const char *reason = unavailable_reason(f, req->arena);
@@ -223,7 +249,7 @@ int fo_call_all(qry_fanout_t *f, lc_http_req_t *req, const char *path, const Pro
     fo_xfer_t *xs = lc_xcalloc(n, sizeof(*xs));
     CURLM *m = curl_multi_init();
     for (size_t i = 0; i < n; i++) {
-        xfer_init(&xs[i], f, req, urls[i], path, body, len, timeout);
+        xfer_init(&xs[i], f, req, &urls[i], path, body, len, timeout);
         curl_multi_add_handle(m, xs[i].easy);
     }
     run_multi(m);

@@ -14,6 +14,7 @@
 #include <pthread.h>
 
 #include "fanout.h"
+#include "lc/members.h"
 #include "querier_int.h"
 
 #define FO_SHARD_SERVICE "/ember.v1.ShardService/"
@@ -26,9 +27,14 @@ struct qry_fanout_s {
     pthread_mutex_t lock; /* guards members: discovery writes while queries read */
     char **fixed;         /* --querier.ingesters */
     size_t n_fixed;
-    char **members; /* discovered through Redis */
+    char **members;    /* discovered through Redis */
+    int64_t *marks_ms; /* each member's mark: it answers from it on (LC_MEMBER_NO_MARK: all) */
     size_t n_members;
-    char *unavailable; /* why no query can be answered now, or NULL */
+    char *marks_spec;   /* the members' marks: the bucket shard reads below them; NULL: none */
+    char **bucket_urls; /* this querier's shard on the bucket (qry_fanout_set_bucket) */
+    size_t n_bucket_urls;
+    size_t bucket_next; /* the one the next query asks (under lock) */
+    char *unavailable;  /* why no query can be answered now, or NULL */
     lc_metric_t *shard_calls, *shard_errors;
 };
 
@@ -62,6 +68,12 @@ int fo_unpack_all(lc_http_req_t *req, const ProtobufCMessageDescriptor *desc,
  * the first one also gives b its sample type and period. */
 int fo_pprof_add(lc_pprof_builder_t *b, lc_arena_t *a, const uint8_t *pb, size_t len, bool first,
                  int64_t *start_ns, int64_t *end_ns, lc_status_t *st) LC_MUST_CHECK;
+/* p (a merge of partial pprofs, as a builder encoded it) into b in an order
+ * that depends only on what it holds: samples by their stacks' content,
+ * every table in order of first use. So the same profiles give the same
+ * bytes however the shards split them (the bucket below the marks, one
+ * ingester or two). LC_EINPUT when p's ids are not a builder's. */
+int fo_pprof_canonical(lc_pprof_builder_t *b, lc_arena_t *a, const lc_pprof_t *p) LC_MUST_CHECK;
 /* Union of sorted string lists, sorted byte-wise, into the arena. */
 int fo_union_strings(lc_arena_t *a, char ***lists, const size_t *ns, size_t n_lists, char ***out,
                      size_t *n_out) LC_MUST_CHECK;

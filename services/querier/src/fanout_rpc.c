@@ -58,6 +58,32 @@ static int merged_tree(qry_fanout_t *f, lc_http_req_t *req, const char *method,
 /* ------------------------------------------------------------- pprof */
 
 /* Every ingester's merged pprof for r, merged into out (protobuf bytes). */
+/* The merge in b, encoded in its canonical order (fo_pprof_canonical): the
+ * merge is encoded, decoded and rebuilt. */
+static int canonical_encode(lc_pprof_builder_t *b, lc_arena_t *a, int64_t time_ns,
+                            int64_t duration_ns, lc_buf_t *out)
+{
+    lc_buf_t merged;
+    lc_buf_init(&merged, out->max);
+    int rc = lc_pprof_builder_encode(b, false, &merged);
+    lc_pprof_limits_t lim;
+    lc_pprof_limits_default(&lim);
+    lim.max_decompressed_bytes = SIZE_MAX / 2;
+    lim.max_samples = 0;
+    lc_pprof_t *p = NULL;
+    lc_status_t st = {0};
+    if (rc == 0 && lc_pprof_decode(merged.data, merged.len, &lim, a, &p, &st))
+        rc = LC_ETOOBIG;
+    lc_pprof_builder_t *canon = lc_pprof_builder_new();
+    if (rc == 0 && (rc = fo_pprof_canonical(canon, a, p)) == 0) {
+        lc_pprof_builder_times(canon, time_ns, duration_ns);
+        rc = lc_pprof_builder_encode(canon, false, out);
+    }
+    lc_pprof_builder_free(canon);
+    lc_buf_fini(&merged);
+    return rc;
+}
+
 static int fo_merged_pprof(qry_fanout_t *f, lc_http_req_t *req,
                            const Querier__V1__SelectMergeProfileRequest *r, lc_buf_t *out,
                            lc_status_t *st)
@@ -73,7 +99,7 @@ static int fo_merged_pprof(qry_fanout_t *f, lc_http_req_t *req,
         rc = fo_pprof_add(b, req->arena, ans[i].body, ans[i].len, i == 0, &start, &end, st);
     if (rc == 0) {
         lc_pprof_builder_times(b, start, end - start);
-        rc = lc_pprof_builder_encode(b, false, out);
+        rc = canonical_encode(b, req->arena, start, end - start, out);
         if (rc)
             rc = qry_fail(st, rc, "encoding the merged profile");
     }

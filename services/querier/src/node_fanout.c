@@ -7,6 +7,9 @@
  * on by its ingester's heartbeat, and the durable zone registry
  * ember:members:ingester:registry) and/or takes from --querier.ingesters.
  * With no complete zone every query answers 503 naming the missing ids.
+ * With --storage.backend (the bucket store node opened p->store) what lies
+ * below the asked ingesters' marks is read by this querier's own shard on
+ * the bucket (bucket_shard.h), asked beside them (fanout.h).
  *
  * Members unseen for the TTL are gone; each fanout_join and leave is logged, and so
  * is every change of the zone asked. /ready is false while the Redis link is
@@ -21,6 +24,7 @@
  */
 #include <string.h>
 
+#include "bucket_shard.h"
 #include "ember_process.h"
 #include "fanout.h"
 #include "lc/log.h"
@@ -37,15 +41,16 @@ typedef struct fanout_node_s {
     lc_proc_t *p;
     const ember_settings_t *s;
     qry_fanout_t *fanout;
-    qry_extra_t *extra;  /* settings (in Redis), version, feature flags */
-    lc_members_t *watch; /* the ingester group; NULL without --redis.url */
-    char **members;      /* the last discovered set, sorted, for change logs */
+    qry_bucket_shard_t *bucket; /* the shard on the bucket store (p->store), if any */
+    qry_extra_t *extra;         /* settings (in Redis), version, feature flags */
+    lc_members_t *watch;        /* the ingester group; NULL without --redis.url */
+    char **members;             /* the last discovered set, sorted, for change logs */
     size_t n_members;
     char *zone;        /* the zone asked now; NULL when none is complete */
     char *reason;      /* why none is complete, for change logs */
     lc_member_t *seen; /* id -> the address it was last live at (names the missing) */
     size_t n_seen, cap_seen;
-    lc_metric_t *members_gauge, *asked_gauge, *complete_gauge, *redis_up;
+    lc_metric_t *members_gauge, *asked_gauge, *complete_gauge, *redis_up, *mark_gauge;
 } fanout_node_t;
 
 /* ------------------------------------------------------------- discovery */
@@ -59,7 +64,8 @@ static bool contains(char **v, size_t n, const char *s)
 }
 
 /* Logs joins and leaves, then hands the new set to the fan-out. */
-static void members_update(fanout_node_t *q, char **v, size_t n, const char *reason)
+static void members_update(fanout_node_t *q, char **v, const int64_t *marks_ms, size_t n,
+                           const char *marks_spec, const char *reason)
 {
     for (size_t i = 0; i < n; i++)
         if (!contains(q->members, q->n_members, v[i]))
@@ -71,7 +77,7 @@ static void members_update(fanout_node_t *q, char **v, size_t n, const char *rea
      * query between the two calls never asks an incomplete set. */
     if (reason)
         qry_fanout_set_unavailable(q->fanout, reason);
-    qry_fanout_set_members(q->fanout, (const char *const *)v, n);
+    qry_fanout_set_members(q->fanout, (const char *const *)v, marks_ms, n, marks_spec);
     if (!reason)
         qry_fanout_set_unavailable(q->fanout, NULL);
     for (size_t i = 0; i < q->n_members; i++)
@@ -143,7 +149,12 @@ static void fanout_on_members(lc_members_t *m, const lc_member_t *live, size_t n
     zone_log(q, &c);
     lc_metric_set(q->members_gauge, (double)n);
     lc_metric_set(q->complete_gauge, (double)c.n_complete);
-    members_update(q, c.urls, c.n_urls, c.reason);
+    int64_t lowest = INT64_MAX;
+    for (size_t i = 0; i < c.n_urls; i++)
+        if (c.marks_ms[i] != LC_MEMBER_NO_MARK && c.marks_ms[i] < lowest)
+            lowest = c.marks_ms[i];
+    lc_metric_set(q->mark_gauge, q->bucket && lowest != INT64_MAX ? (double)lowest / 1e3 : -1);
+    members_update(q, c.urls, c.marks_ms, c.n_urls, c.marks_spec, c.reason);
     c.urls = NULL; /* members_update took them */
     c.n_urls = 0;
     qz_choice_fini(&c);
@@ -188,6 +199,11 @@ static void fanout_register_metrics(fanout_node_t *q)
     q->complete_gauge = lc_metrics_gauge(m, "ember_querier_complete_zones",
                                          "Zones whose registered ingesters are all live", "");
     q->redis_up = lc_metrics_gauge(m, "ember_redis_up", "1 while the Redis link is up", "");
+    q->mark_gauge = lc_metrics_gauge(
+        m, "ember_querier_lowest_mark_seconds",
+        "The lowest mark of the ingesters asked: what lies below each one's mark is read from "
+        "the bucket by this querier (-1: none)",
+        "");
 }
 
 /* ---------------------------------------------------------------- the node */
@@ -207,6 +223,14 @@ static int fanout_node_start(lc_proc_t *p, const void *settings, void **state)
     if (q->s->shard_timeout_ns > 0)
         fo.timeout_ms = (uint32_t)(q->s->shard_timeout_ns / 1000000);
     int rc = qry_fanout_new(&p->loop, &fo, p->httpd, p->metrics, &q->fanout);
+    /* The bucket store node opened one: history below the marks is read here. */
+    if (!rc && p->store)
+        rc = qry_bucket_shard_start(p->store, q->s->multitenancy, &q->bucket);
+    if (q->bucket) {
+        const char *const *urls;
+        size_t n = qry_bucket_shard_urls(q->bucket, &urls);
+        qry_fanout_set_bucket(q->fanout, urls, n);
+    }
     qry_extra_opts_t xo = {.multitenancy = q->s->multitenancy,
                            .settings_redis_url = q->s->redis_url,
                            .redis_timeout_ms = REDIS_CMD_TIMEOUT_MS,
@@ -227,6 +251,8 @@ static void fanout_node_close(lc_proc_t *p, void *state)
     if (q->watch)
         lc_members_close(q->watch, NULL, NULL);
     q->watch = NULL;
+    qry_bucket_shard_stop(q->bucket); /* no query left to ask it */
+    q->bucket = NULL;
     LC_LOG_INFO("stopped");
     lc_proc_continue(p);
 }
@@ -252,6 +278,7 @@ static void fanout_node_collect(void *state)
 static void fanout_node_free(void *state)
 {
     fanout_node_t *q = state;
+    qry_bucket_shard_stop(q->bucket); /* when close did not run */
     qry_fanout_free(q->fanout);
     qry_extra_free(q->extra);
     for (size_t i = 0; i < q->n_members; i++)

@@ -35,6 +35,9 @@ typedef struct qry_opts_s {
      * out the partitions that start before it (lc_read_scope_t.from_ns): the
      * distributed querier reads those from the bucket itself. */
     bool read_from_header;
+    /* The querier's own shard on the bucket: a request's LC_MARKS_HEADER
+     * names the objects it reads (lc_read_scope_t.bucket). */
+    bool read_bucket_header;
 } qry_opts_t;
 
 #define QRY_READ_FROM_HEADER "x-ember-read-from"

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "lc/members.h"
 #include "lc/tenant.h"
 #include "querier_int.h"
 
@@ -80,6 +81,8 @@ static int call_begin(qry_call_t *c, qry_t *q, lc_http_req_t *req, int64_t start
     lc_read_scope_t scope = {.need = need};
     if (read_from(q, req, &scope.from_ns, st))
         return -1;
+    if (q->front.opts.read_bucket_header)
+        scope.bucket = lc_http_header(req, LC_MARKS_HEADER);
     int rc = lc_store_read_begin_all(q->store, read_start_ns, c->end_ns, &scope, &c->reader);
     if (rc) {
         c->reader = NULL;

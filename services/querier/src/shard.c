@@ -185,6 +185,7 @@ int qry_shard_new(uv_loop_t *loop, lc_httpd_t *srv, lc_store_t *store, lc_metric
     qo.multitenancy = multitenancy;
     qo.max_nodes_default = 0; /* 0 = no truncation: the querier truncates the merge */
     qo.read_from_header = true;
+    qo.read_bucket_header = true; /* read by the querier's store on the bucket alone */
     int rc = qry_new(loop, &qo, srv, store, metrics, &sh->qry);
     sh->series_route = (qry_route_t){.in = &querier__v1__select_series_request__descriptor,
                                      .unary = shard_select_series,

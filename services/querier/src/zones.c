@@ -103,18 +103,36 @@ static const lc_member_t *zone_noted(const char *zone, const lc_member_t *live, 
     return NULL;
 }
 
+static void members_free(qz_choice_t *c)
+{
+    for (size_t i = 0; i < c->n_urls; i++)
+        lc_free(c->urls[i]);
+    lc_free(c->urls);
+    lc_free(c->marks_ms);
+    lc_free(c->marks_spec);
+    c->urls = NULL;
+    c->marks_ms = NULL;
+    c->marks_spec = NULL;
+    c->n_urls = 0;
+}
+
+/* The zone's live members, and below which mark each one's blocks are read
+ * from the bucket (those without one answer for everything). */
 static void take_members(const char *zone, const lc_member_t *live, size_t n_live, qz_choice_t *out)
 {
     lc_free(out->zone);
-    for (size_t i = 0; i < out->n_urls; i++)
-        lc_free(out->urls[i]);
-    lc_free(out->urls);
-    out->n_urls = 0;
+    members_free(out);
     out->zone = lc_xstrdup(zone);
     out->urls = lc_xcalloc(n_live + 1, sizeof(*out->urls));
-    for (size_t i = 0; i < n_live; i++)
-        if (in_zone(&live[i], zone))
-            out->urls[out->n_urls++] = lc_xstrdup(live[i].addr);
+    out->marks_ms = lc_xcalloc(n_live + 1, sizeof(*out->marks_ms));
+    size_t spec_len = 0;
+    for (size_t i = 0; i < n_live; i++) {
+        if (!in_zone(&live[i], zone))
+            continue;
+        bool marked = lc_marks_spec_add(&out->marks_spec, &spec_len, &live[i]);
+        out->marks_ms[out->n_urls] = marked ? live[i].mark_ms : LC_MEMBER_NO_MARK;
+        out->urls[out->n_urls++] = lc_xstrdup(live[i].addr);
+    }
 }
 
 void qz_choose(const lc_member_t *live, size_t n_live, const lc_member_t *reg, size_t n_reg,
@@ -154,9 +172,7 @@ void qz_choose(const lc_member_t *live, size_t n_live, const lc_member_t *reg, s
 
 void qz_choice_fini(qz_choice_t *c)
 {
-    for (size_t i = 0; i < c->n_urls; i++)
-        lc_free(c->urls[i]);
-    lc_free(c->urls);
+    members_free(c);
     lc_free(c->zone);
     lc_free(c->reason);
     lc_free(c->lacking);

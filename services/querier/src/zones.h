@@ -31,8 +31,10 @@
 #define QZ_REASON_MAX 1024
 
 typedef struct qz_choice_s {
-    char *zone;  /* the chosen zone; NULL when no zone is complete */
-    char **urls; /* the chosen zone's live members' addresses, sorted by id */
+    char *zone;        /* the chosen zone; NULL when no zone is complete */
+    char **urls;       /* the chosen zone's live members' addresses, sorted by id */
+    int64_t *marks_ms; /* each one's mark (lc_members.h; LC_MEMBER_NO_MARK: none) */
+    char *marks_spec;  /* the same marks for the bucket shard (lc_marks_spec_add); NULL: none */
     size_t n_urls;
     size_t n_zones, n_complete;
     char *reason;  /* no complete zone although some exists: who is missing */

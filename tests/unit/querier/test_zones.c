@@ -141,6 +141,45 @@ static void test_zone_lacking_profiles_gives_way(void)
     qz_choice_fini(&c);
 }
 
+/* issue 27: the chosen zone's marks, per member and as the bucket shard's
+ * spec; a member without one is asked for everything and left out of it. */
+static void test_marks_of_the_chosen_zone(void)
+{
+    lc_member_t reg[] = {M("a1", "", "a"), M("a2", "", "a"), M("b1", "", "b")};
+    lc_member_t live[] = {M("a1", "http://a1", "a"), M("a2", "http://a2", "a"),
+                          M("b1", "http://b1", "b")};
+    live[0].mark_ms = 1795935600000;
+    live[0].mark_gen = 4;
+    live[1].mark_ms = LC_MEMBER_NO_MARK;
+    live[2].mark_ms = 7;
+    qz_choice_t c;
+    qz_choose(live, 3, reg, 3, NULL, 0, &c);
+    LC_ASSERT_STR_EQ(c.zone, "a");
+    LC_ASSERT_EQ(c.marks_ms[0], 1795935600000);
+    LC_ASSERT_EQ(c.marks_ms[1], LC_MEMBER_NO_MARK);
+    LC_ASSERT_STR_EQ(c.marks_spec, "4:1795935600000:6131"); /* "a1" in hex; b1 is not asked */
+    const char *p = c.marks_spec;
+    lc_marks_entry_t e;
+    LC_ASSERT_EQ(lc_marks_spec_next(&p, &e), 0);
+    LC_ASSERT_STR_EQ(e.id, "a1");
+    LC_ASSERT_EQ(e.gen, 4);
+    LC_ASSERT_EQ(lc_marks_spec_next(&p, &e), 1);
+    qz_choice_fini(&c);
+    live[0].mark_ms = LC_MEMBER_NO_MARK;
+    qz_choose(live, 3, reg, 3, NULL, 0, &c);
+    LC_CHECK(c.marks_spec == NULL); /* no mark: no bucket shard */
+    qz_choice_fini(&c);
+    const char *bad[] = {"x:1:61", "1:2:6", "1:2:", "1:2:0061", "1:2:61,1:x:62"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        p = bad[i];
+        int rc = lc_marks_spec_next(&p, &e);
+        if (i == 4) /* the first entry is fine, the second is not */
+            rc = lc_marks_spec_next(&p, &e);
+        LC_ASSERT_EQ(rc, LC_EINPUT);
+    }
+}
+
 LC_TEST_MAIN(test_first_complete_zone_by_name, test_incomplete_zone_is_skipped,
              test_no_complete_zone_names_the_missing, test_default_zone_and_unregistered,
-             test_reason_is_bounded, test_zone_lacking_profiles_gives_way)
+             test_reason_is_bounded, test_zone_lacking_profiles_gives_way,
+             test_marks_of_the_chosen_zone)

@@ -190,8 +190,10 @@ typedef enum { LC_READ_BLOCKS = 0, LC_READ_ROLLUPS_SUFFICE = 1 } lc_read_need_t;
 typedef struct lc_read_scope_s {
     lc_read_need_t need;
     int64_t from_ns;
+    const char *bucket; /* for the source alone: which other ingesters' objects
+                           below which marks (the querier's own shard: the
+                           x-ember-bucket header, lc/members.h); NULL = none */
 } lc_read_scope_t;
-#define LC_READ_SCOPE_ALL(n) ((lc_read_scope_t){.need = (n), .from_ns = INT64_MIN})
 /* A source of more blocks for lc_store_read_begin_all: begins the reader of
  * s (lc_store_read_begin, at the moment that suits it) and adds its blocks;
  * its range already leaves out what the scope's from_ns does. */
