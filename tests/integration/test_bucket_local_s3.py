@@ -63,6 +63,8 @@ class BucketLocalS3Test(tb.BucketBlocksTest):
         self.uploads_settled()
         self.assertEqual(self.sent, self.total())
         all_local = self.week_bytes()
+        old_end = self.t0 + 5 * HOUR_MS - 1  # the hours that will leave the volumes
+        old_total = dh.merged_total(self.querier, self.t0, old_end)
 
         # hours t0 .. t0+4 ended >= 3 h ago: they go; t0+5 stays
         self.restart_all("3h")
@@ -78,6 +80,11 @@ class BucketLocalS3Test(tb.BucketBlocksTest):
         h.wait_for(lambda: dh.gauge(self.querier, "ember_querier_lowest_mark_seconds")
                    == want_local[0] / 1000, timeout=30, what="the querier seeing the marks")
         ing_downloads = self.downloads(self.ingesters)
+        # the dropped hours alone: no ingester is asked, only the querier's bucket shard
+        calls = dh.metric(self.querier, "ember_querier_shard_calls_total")
+        self.assertEqual(old_total, dh.merged_total(self.querier, self.t0, old_end))
+        self.assertEqual(2, dh.metric(self.querier, "ember_querier_shard_calls_total") - calls,
+                         "two RPCs (profile types, merge), each to the bucket shard alone")
         self.assertEqual(self.sent, self.total(), "old hours answered from the bucket")
         self.assertEqual(all_local, self.week_bytes(), "7 days, cold cache")
         self.assertEqual(all_local, self.week_bytes(), "7 days, warm cache")
@@ -85,6 +92,21 @@ class BucketLocalS3Test(tb.BucketBlocksTest):
         self.assertGreaterEqual(self.downloads([self.querier]), 5, "the querier read the old hours")
         self.assertEqual(ing_downloads, self.downloads(self.ingesters),
                          "no ingester read back what lies below its mark")
+
+        # an ingester of each zone stopped: no zone is complete, yet what ends below
+        # the stopped ones' marks is answered (from the bucket); the rest is 503
+        down = [self.ingesters[0], self.ingesters[2]]
+        for i in down:
+            i.stop()
+        dh.wait_zones(self.querier, live=1, complete=0, asked=1, timeout=60)
+        self.assertEqual(old_total, dh.merged_total(self.querier, self.t0, old_end))
+        cls = h.rpc_classes(f"{h.QUERIER}/LabelNames")[0]
+        r = self.querier.call(f"{h.QUERIER}/LabelNames", cls(start=self.t0, end=self.t1),
+                              check=False)
+        self.assertEqual(503, r.status, r.describe())
+        for i in down:
+            i.start(timeout=120)
+        dh.wait_zones(self.querier, live=3, complete=2, asked=2, timeout=60)
 
         # a lost volume: only the recent hour comes back to disk, the rest is read back
         lost = self.ingesters[0]

@@ -98,6 +98,13 @@ void qry_fanout_set_unavailable(qry_fanout_t *f, const char *reason)
     lc_free(old);
 }
 
+void qry_fanout_set_history(qry_fanout_t *f, int64_t history_below_ms)
+{
+    pthread_mutex_lock(&f->lock);
+    f->history_below_ms = history_below_ms;
+    pthread_mutex_unlock(&f->lock);
+}
+
 size_t qry_fanout_count(qry_fanout_t *f)
 {
     pthread_mutex_lock(&f->lock);
@@ -162,6 +169,7 @@ int qry_fanout_new(uv_loop_t *loop, const qry_fanout_opts_t *opts, lc_httpd_t *s
     f->opts = *opts;
     f->opts.ingesters = NULL; /* not kept: split below */
     pthread_mutex_init(&f->lock, NULL);
+    f->history_below_ms = INT64_MIN;
     f->fixed = split_urls(opts->ingesters, &f->n_fixed);
     f->metrics = metrics;
     f->shard_calls = lc_metrics_counter(metrics, "ember_querier_shard_calls_total",

@@ -49,6 +49,10 @@ int qry_fanout_new(uv_loop_t *loop, const qry_fanout_opts_t *opts, lc_httpd_t *s
  * LC_MARKS_HEADER). One call, so a query never mixes two snapshots. */
 void qry_fanout_set_members(qry_fanout_t *f, const char *const *urls, const int64_t *marks_ms,
                             size_t n, const char *marks_spec);
+/* While queries are unavailable (qry_fanout_set_unavailable), those that end
+ * below history_below_ms are answered all the same (zones.h: a zone whose
+ * missing members' history is in the bucket); INT64_MIN: none. */
+void qry_fanout_set_history(qry_fanout_t *f, int64_t history_below_ms);
 /* This querier's own shard API on its store on the bucket (base URLs of
  * equal servers: each query asks one, in turn); queries ask it whenever the
  * members have marks. Set once, before queries. */

@@ -23,11 +23,17 @@
 #define FO_MAX_ANSWER_BYTES (1024u << 20) /* one ingester's partial result */
 #define FO_CURL_ERR_MAX 160
 
-/* The reason queries cannot be answered now, copied into the arena, or NULL. */
-static const char *unavailable_reason(qry_fanout_t *f, lc_arena_t *a)
+static bool request_end_ms(const ProtobufCMessage *msg, int64_t *end_ms);
+
+/* The reason this request cannot be answered now, copied into the arena, or
+ * NULL (none, or it ends below the history the bucket answers meanwhile). */
+static const char *unavailable_reason(qry_fanout_t *f, const ProtobufCMessage *msg, lc_arena_t *a)
 {
+    int64_t end_ms;
+    bool ranged = request_end_ms(msg, &end_ms);
     pthread_mutex_lock(&f->lock);
-    const char *r = f->unavailable ? lc_arena_strdup(a, f->unavailable) : NULL;
+    bool history = ranged && end_ms < f->history_below_ms;
+    const char *r = f->unavailable && !history ? lc_arena_strdup(a, f->unavailable) : NULL;
     pthread_mutex_unlock(&f->lock);
     return r;
 }
@@ -47,11 +53,39 @@ static const char *member_scope(const qry_fanout_t *f, size_t i, lc_arena_t *a)
     return lc_arena_sprintf(a, "%s: %lld", QRY_READ_FROM_HEADER, (long long)lc_ms_to_ns(ms));
 }
 
-/* A snapshot of the shards to ask, in the arena (a member that is also in
- * the static list is asked once, for everything), then this querier's
- * bucket shard for what lies below the members' marks. */
-static size_t targets(qry_fanout_t *f, lc_arena_t *a, fo_target_t **out)
+/* The end (ms) of the request's range when it has one: an int64 field "end",
+ * as every querier.v1 and types.v1 request with a range has. */
+static bool request_end_ms(const ProtobufCMessage *msg, int64_t *end_ms)
 {
+    const ProtobufCFieldDescriptor *fd =
+        protobuf_c_message_descriptor_get_field_by_name(msg->descriptor, "end");
+    if (!fd || fd->label != PROTOBUF_C_LABEL_NONE || fd->type != PROTOBUF_C_TYPE_INT64)
+        return false;
+    int64_t end;
+    memcpy(&end, (const char *)msg + fd->offset, sizeof(end));
+    if (end <= 0)
+        return false; /* no range given (a listing over everything) */
+    *end_ms = end;
+    return true;
+}
+
+/* Whether member i holds nothing a request ending at end_ms reads: all of
+ * it lies below its mark, where the bucket shard reads. */
+static bool member_below(const qry_fanout_t *f, size_t i, int64_t end_ms)
+{
+    int64_t ms = f->marks_ms[i];
+    return ms != LC_MEMBER_NO_MARK && f->marks_spec && f->n_bucket_urls && end_ms < ms;
+}
+
+/* A snapshot of the shards to ask, in the arena (a member that is also in
+ * the static list is asked once, for everything; one whose mark lies past
+ * the request's end not at all), then this querier's bucket shard for what
+ * lies below the members' marks. */
+static size_t targets(qry_fanout_t *f, const ProtobufCMessage *msg, lc_arena_t *a,
+                      fo_target_t **out)
+{
+    int64_t end_ms = INT64_MAX;
+    (void)request_end_ms(msg, &end_ms);
     pthread_mutex_lock(&f->lock);
     size_t cap = f->n_fixed + f->n_members, n = 0;
     fo_target_t *v = lc_arena_calloc(a, cap + 2, sizeof(*v));
@@ -60,7 +94,8 @@ static size_t targets(qry_fanout_t *f, lc_arena_t *a, fo_target_t **out)
         bool dup = false;
         for (size_t j = 0; j < n && !dup; j++)
             dup = strcmp(v[j].url, u) == 0;
-        if (dup || !(v[n].url = lc_arena_strdup(a, u)))
+        if (dup || (i >= f->n_fixed && member_below(f, i - f->n_fixed, end_ms)) ||
+            !(v[n].url = lc_arena_strdup(a, u)))
             continue;
         v[n++].scope = i < f->n_fixed ? NULL : member_scope(f, i - f->n_fixed, a);
     }
@@ -231,10 +266,10 @@ int fo_call_all(qry_fanout_t *f, lc_http_req_t *req, const char *path, const Pro
     fo_target_t *urls;
     *out = NULL;
     *n_out = 0;
-    const char *reason = unavailable_reason(f, req->arena);
+    const char *reason = unavailable_reason(f, msg, req->arena);
     if (reason)
         return lc_status_set(st, LC_CODE_UNAVAILABLE, "%s", reason);
-    size_t n = targets(f, req->arena, &urls);
+    size_t n = targets(f, msg, req->arena, &urls);
     if (n == 0)
         return lc_status_set(st, LC_CODE_UNAVAILABLE,
                              "no live ingester to query (none has announced itself)");

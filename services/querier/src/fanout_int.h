@@ -35,6 +35,7 @@ struct qry_fanout_s {
     size_t n_bucket_urls;
     size_t bucket_next; /* the one the next query asks (under lock) */
     char *unavailable;  /* why no query can be answered now, or NULL */
+    int64_t history_below_ms; /* ... except those that end below this (INT64_MIN: none) */
     lc_metric_t *shard_calls, *shard_errors;
 };
 

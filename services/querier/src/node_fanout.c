@@ -65,7 +65,7 @@ static bool contains(char **v, size_t n, const char *s)
 
 /* Logs joins and leaves, then hands the new set to the fan-out. */
 static void members_update(fanout_node_t *q, char **v, const int64_t *marks_ms, size_t n,
-                           const char *marks_spec, const char *reason)
+                           const char *marks_spec, int64_t history_below_ms, const char *reason)
 {
     for (size_t i = 0; i < n; i++)
         if (!contains(q->members, q->n_members, v[i]))
@@ -78,6 +78,7 @@ static void members_update(fanout_node_t *q, char **v, const int64_t *marks_ms, 
     if (reason)
         qry_fanout_set_unavailable(q->fanout, reason);
     qry_fanout_set_members(q->fanout, (const char *const *)v, marks_ms, n, marks_spec);
+    qry_fanout_set_history(q->fanout, history_below_ms);
     if (!reason)
         qry_fanout_set_unavailable(q->fanout, NULL);
     for (size_t i = 0; i < q->n_members; i++)
@@ -118,7 +119,12 @@ static void zone_log(fanout_node_t *q, const qz_choice_t *c)
 {
     if (!str_changed(q->zone, c->zone) && !str_changed(q->reason, c->reason))
         return;
-    if (c->zone && c->lacking)
+    if (c->zone && c->reason)
+        LC_LOG_WARN("zones: no complete zone; queries that end before %lld ms are answered by "
+                    "zone=\"%s\" and the bucket below its missing members' marks, the others "
+                    "answer 503: %s",
+                    (long long)c->history_below_ms, c->zone, c->reason);
+    else if (c->zone && c->lacking)
         LC_LOG_WARN("zones: answering from a complete zone that lacks profiles zone=\"%s\" "
                     "ingesters=%zu complete_zones=%zu zones=%zu: %s",
                     c->zone, c->n_urls, c->n_complete, c->n_zones, c->lacking);
@@ -145,7 +151,7 @@ static void fanout_on_members(lc_members_t *m, const lc_member_t *live, size_t n
     size_t n_reg = lc_members_registry(m, &reg);
     seen_update(q, live, n);
     qz_choice_t c;
-    qz_choose(live, n, reg, n_reg, q->seen, q->n_seen, &c);
+    qz_choose(live, n, reg, n_reg, q->seen, q->n_seen, q->bucket != NULL, &c);
     zone_log(q, &c);
     lc_metric_set(q->members_gauge, (double)n);
     lc_metric_set(q->complete_gauge, (double)c.n_complete);
@@ -154,7 +160,7 @@ static void fanout_on_members(lc_members_t *m, const lc_member_t *live, size_t n
         if (c.marks_ms[i] != LC_MEMBER_NO_MARK && c.marks_ms[i] < lowest)
             lowest = c.marks_ms[i];
     lc_metric_set(q->mark_gauge, q->bucket && lowest != INT64_MAX ? (double)lowest / 1e3 : -1);
-    members_update(q, c.urls, c.marks_ms, c.n_urls, c.marks_spec, c.reason);
+    members_update(q, c.urls, c.marks_ms, c.n_urls, c.marks_spec, c.history_below_ms, c.reason);
     c.urls = NULL; /* members_update took them */
     c.n_urls = 0;
     qz_choice_fini(&c);

@@ -135,10 +135,54 @@ static void take_members(const char *zone, const lc_member_t *live, size_t n_liv
     }
 }
 
-void qz_choose(const lc_member_t *live, size_t n_live, const lc_member_t *reg, size_t n_reg,
-               const lc_member_t *seen, size_t n_seen, qz_choice_t *out)
+/* Below which mark (ms) the zone's missing members hold nothing only they
+ * have: the lowest of their marks; INT64_MIN when one has none. */
+static int64_t zone_history_below(const char *zone, const lc_member_t *live, size_t n_live,
+                                  const lc_member_t *reg, size_t n_reg)
 {
-    *out = (qz_choice_t){0};
+    int64_t below = INT64_MAX;
+    for (size_t i = 0; i < n_reg; i++) {
+        const lc_member_t *l = find_id(live, n_live, reg[i].id);
+        if (!in_zone(&reg[i], zone) || (l && in_zone(l, zone)))
+            continue;
+        if (reg[i].mark_ms == LC_MEMBER_NO_MARK)
+            return INT64_MIN;
+        if (reg[i].mark_ms < below)
+            below = reg[i].mark_ms;
+    }
+    return below;
+}
+
+/* The zone that answers the longest history while none is complete: its
+ * live members, and its missing ones in the spec (the bucket below them). */
+static void take_history(const char **zones, size_t n_zones, const lc_member_t *live,
+                         size_t n_live, const lc_member_t *reg, size_t n_reg, qz_choice_t *out)
+{
+    size_t best = n_zones;
+    int64_t best_below = INT64_MIN;
+    for (size_t z = 0; z < n_zones; z++) {
+        int64_t below = zone_history_below(zones[z], live, n_live, reg, n_reg);
+        if (below != INT64_MIN && below != INT64_MAX && below > best_below) {
+            best = z;
+            best_below = below;
+        }
+    }
+    if (best == n_zones)
+        return;
+    take_members(zones[best], live, n_live, out);
+    size_t spec_len = out->marks_spec ? strlen(out->marks_spec) : 0;
+    for (size_t i = 0; i < n_reg; i++) {
+        const lc_member_t *l = find_id(live, n_live, reg[i].id);
+        if (in_zone(&reg[i], zones[best]) && !(l && in_zone(l, zones[best])))
+            (void)lc_marks_spec_add(&out->marks_spec, &spec_len, &reg[i]);
+    }
+    out->history_below_ms = best_below;
+}
+
+void qz_choose(const lc_member_t *live, size_t n_live, const lc_member_t *reg, size_t n_reg,
+               const lc_member_t *seen, size_t n_seen, bool reads_bucket, qz_choice_t *out)
+{
+    *out = (qz_choice_t){.history_below_ms = INT64_MIN};
     const char **zones = zone_names(live, n_live, reg, n_reg, &out->n_zones);
     char reason[QZ_REASON_MAX];
     size_t len = 0;
@@ -166,6 +210,8 @@ void qz_choose(const lc_member_t *live, size_t n_live, const lc_member_t *reg, s
         char *r = lc_xmalloc(len + 64);
         snprintf(r, len + 64, "no zone has all its ingesters live: %s", reason);
         out->reason = r;
+        if (reads_bucket)
+            take_history(zones, out->n_zones, live, n_live, reg, n_reg, out);
     }
     lc_free(zones);
 }

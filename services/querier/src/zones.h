@@ -16,7 +16,9 @@
  * such a member, the first complete zone, and `lacking` says who. A live member that is not
  * registered (an older ingester) counts in the default zone and is never "missing". With no
  * complete zone there is no answer: the reason names the missing ids per zone, with the address
- * each was last seen at when known.
+ * each was last seen at when known, except for queries that end below the
+ * marks of a zone's missing members (history_below_ms): their history is in
+ * the bucket, which the querier reads.
  *
  * Pure functions, no threads, no I/O.
  */
@@ -38,13 +40,19 @@ typedef struct qz_choice_s {
     size_t n_urls;
     size_t n_zones, n_complete;
     char *reason;  /* no complete zone although some exists: who is missing */
+    /* With no complete zone, a zone whose missing members all have marks
+     * still answers what ends below the lowest of them (issue 27: history is
+     * in the bucket): then zone, urls and marks are its, marks_spec names its
+     * missing members too, and history_below_ms is that bound; else INT64_MIN. */
+    int64_t history_below_ms;
     char *lacking; /* the zone chosen has a noted member (none was whole): who */
 } qz_choice_t;
 
 /* live and reg sorted by id (as lc_members gives them); seen: id -> last
- * address (addr), any order, may be NULL. out must be zeroed or finished. */
+ * address (addr), any order, may be NULL; reads_bucket: the querier reads
+ * below the marks (else no history answers). out must be zeroed or finished. */
 void qz_choose(const lc_member_t *live, size_t n_live, const lc_member_t *reg, size_t n_reg,
-               const lc_member_t *seen, size_t n_seen, qz_choice_t *out);
+               const lc_member_t *seen, size_t n_seen, bool reads_bucket, qz_choice_t *out);
 
 void qz_choice_fini(qz_choice_t *c);
 
