@@ -42,7 +42,7 @@ static void on_server_closed(void *data)
     uv_close((uv_handle_t *)&t->stop, NULL); /* the loop's last handle: uv_run returns */
 }
 
-static void on_stop(uv_async_t *a)
+static void shard_on_stop(uv_async_t *a)
 {
     shard_thread_t *t = a->data;
     if (t->srv)
@@ -70,7 +70,7 @@ static void thread_main(void *arg)
     shard_thread_t *t = arg;
     t->rc = thread_listen(t);
     uv_sem_post(&t->ready);
-    uv_run(&t->loop, UV_RUN_DEFAULT); /* until on_stop: the server is closed, then stop */
+    uv_run(&t->loop, UV_RUN_DEFAULT); /* until shard_on_stop: the server is closed, then stop */
     qry_shard_free(t->shard);
     LC_ASSERT(uv_loop_close(&t->loop) == 0);
 }
@@ -81,7 +81,7 @@ static int thread_start(shard_thread_t *t, lc_store_t *store, bool multitenancy)
     t->multitenancy = multitenancy;
     t->metrics = lc_metrics_new();
     uv_loop_init(&t->loop);
-    uv_async_init(&t->loop, &t->stop, on_stop);
+    uv_async_init(&t->loop, &t->stop, shard_on_stop);
     t->stop.data = t;
     uv_sem_init(&t->ready, 0);
     int rc = uv_thread_create(&t->tid, thread_main, t);

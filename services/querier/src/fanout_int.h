@@ -33,8 +33,8 @@ struct qry_fanout_s {
     char *marks_spec;   /* the members' marks: the bucket shard reads below them; NULL: none */
     char **bucket_urls; /* this querier's shard on the bucket (qry_fanout_set_bucket) */
     size_t n_bucket_urls;
-    size_t bucket_next; /* the one the next query asks (under lock) */
-    char *unavailable;  /* why no query can be answered now, or NULL */
+    size_t bucket_next;       /* the one the next query asks (under lock) */
+    char *unavailable;        /* why no query can be answered now, or NULL */
     int64_t history_below_ms; /* ... except those that end below this (INT64_MIN: none) */
     lc_metric_t *shard_calls, *shard_errors;
 };

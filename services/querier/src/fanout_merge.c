@@ -144,7 +144,7 @@ static int str_cmp_at(const lc_pprof_t *p, int64_t a, int64_t b)
     return strcmp(lc_pprof_str(p, a), lc_pprof_str(p, b));
 }
 
-static int u64_cmp(uint64_t a, uint64_t b)
+static int order_u64(uint64_t a, uint64_t b)
 {
     return (a > b) - (a < b);
 }
@@ -158,10 +158,10 @@ static int mapping_cmp(const lc_pprof_t *p, const Google__V1__Mapping *a,
     if (!c)
         c = str_cmp_at(p, a->build_id, b->build_id);
     if (!c)
-        c = u64_cmp(a->memory_start, b->memory_start);
+        c = order_u64(a->memory_start, b->memory_start);
     if (!c)
-        c = u64_cmp(a->memory_limit, b->memory_limit);
-    return c ? c : u64_cmp(a->file_offset, b->file_offset);
+        c = order_u64(a->memory_limit, b->memory_limit);
+    return c ? c : order_u64(a->file_offset, b->file_offset);
 }
 
 static int function_cmp(const lc_pprof_t *p, const Google__V1__Function *a,
@@ -222,14 +222,14 @@ static int location_cmp(const void *x, const void *y, void *arg)
     const Google__V1__Location *b = p->location[*(const size_t *)y];
     int r = mapping_cmp(p, mapping_of(p, a->mapping_id), mapping_of(p, b->mapping_id));
     if (!r)
-        r = u64_cmp(a->address, b->address);
+        r = order_u64(a->address, b->address);
     for (size_t k = 0; !r && k < a->n_line && k < b->n_line; k++) {
         r = function_cmp(p, p->function[a->line[k]->function_id - 1],
                          p->function[b->line[k]->function_id - 1]);
         if (!r)
             r = (a->line[k]->line > b->line[k]->line) - (a->line[k]->line < b->line[k]->line);
     }
-    return r ? r : u64_cmp(a->n_line, b->n_line);
+    return r ? r : order_u64(a->n_line, b->n_line);
 }
 
 /* Samples by their stacks' location ranks, leaf first. */
@@ -243,16 +243,16 @@ static int sample_cmp(const void *x, const void *y, void *arg)
         if (ra != rb)
             return (ra > rb) - (ra < rb);
     }
-    return u64_cmp(a->n_location_id, b->n_location_id);
+    return order_u64(a->n_location_id, b->n_location_id);
 }
 
 static uint64_t canon_function(canon_t *c, uint64_t old)
 {
     if (!c->new_fn[old]) {
         const Google__V1__Function *fn = c->p->function[old - 1];
-        c->new_fn[old] = lc_pprof_builder_function(c->b, lc_pprof_str(c->p, fn->name),
-                                                   lc_pprof_str(c->p, fn->system_name),
-                                                   lc_pprof_str(c->p, fn->filename), fn->start_line);
+        c->new_fn[old] = lc_pprof_builder_function(
+            c->b, lc_pprof_str(c->p, fn->name), lc_pprof_str(c->p, fn->system_name),
+            lc_pprof_str(c->p, fn->filename), fn->start_line);
     }
     return c->new_fn[old];
 }

@@ -155,8 +155,8 @@ static int64_t zone_history_below(const char *zone, const lc_member_t *live, siz
 
 /* The zone that answers the longest history while none is complete: its
  * live members, and its missing ones in the spec (the bucket below them). */
-static void take_history(const char **zones, size_t n_zones, const lc_member_t *live,
-                         size_t n_live, const lc_member_t *reg, size_t n_reg, qz_choice_t *out)
+static void take_history(const char **zones, size_t n_zones, const lc_member_t *live, size_t n_live,
+                         const lc_member_t *reg, size_t n_reg, qz_choice_t *out)
 {
     size_t best = n_zones;
     int64_t best_below = INT64_MIN;

@@ -39,7 +39,7 @@ typedef struct qz_choice_s {
     char *marks_spec;  /* the same marks for the bucket shard (lc_marks_spec_add); NULL: none */
     size_t n_urls;
     size_t n_zones, n_complete;
-    char *reason;  /* no complete zone although some exists: who is missing */
+    char *reason; /* no complete zone although some exists: who is missing */
     /* With no complete zone, a zone whose missing members all have marks
      * still answers what ends below the lowest of them (issue 27: history is
      * in the bucket): then zone, urls and marks are its, marks_spec names its
