@@ -95,6 +95,33 @@ def settled(e):
             dh.gauge(e, "ember_store_blocks_uncompacted") == 0)
 
 
+def report(name, n, uploaded, rollups, local, colds, warm, parts, rounds, cold_rounds):
+    """Prints one shape's figures; True when every answer was byte-identical."""
+    before, after_cold, after_warm = parts
+    local_s = statistics.median(x[0] for x in local)
+    warm_s = statistics.median(x[0] for x in warm)
+    cold = (statistics.median(x[0] for x in colds), colds[0][1])
+    same = len({x[1] for x in [*local, *colds, *warm]}) == 1
+    print(f"shape {name}: {n} profiles in {HOURS} blocks, {uploaded / 1e6:.1f} MB in SeaweedFS, "
+          f"{rollups:.0f} day/6-hour rollups uploaded beside them")
+    print(f"  all-local week flame graph : {local_s * 1000:8.1f} ms (median of {rounds})")
+    print(f"  cold cache (downloads all) : {cold[0] * 1000:8.1f} ms = "
+          f"{cold[0] / local_s:5.2f}x all-local (goal <= 5x; median of {cold_rounds} starts)")
+    print(f"  warm cache                 : {warm_s * 1000:8.1f} ms = "
+          f"{warm_s / local_s:5.2f}x all-local (goal <= 1.5x)")
+    cold_parts = {k: after_cold[k] - before[k] for k in before}
+    warm_parts = {k: (after_warm[k] - after_cold[k]) / rounds for k in before}
+    print(f"  cold: {cold_parts['downloads']:.0f} downloads ({cold_parts['rollups']:.0f} windows "
+          f"answered by their rollup), GET+verify "
+          f"{cold_parts['fetch'] * 1000:.1f} ms summed over the workers, write+open "
+          f"{cold_parts['open'] * 1000:.1f} ms summed, reader set-up (wall) "
+          f"{cold_parts['setup'] * 1000:.1f} ms, the rest merging")
+    print(f"  warm: reader set-up {warm_parts['setup'] * 1000:.1f} ms a query, "
+          f"{warm_parts['downloads']:.0f} downloads, the rest merging")
+    print(f"  answers byte-identical     : {same}")
+    return same
+
+
 def run_shape(weed, name, per_hour, rounds, cold_rounds):
     mult, services, body_of = SHAPES[name]
     args = [*weed.storage_args(f"q{os.getpid()}{name}"), "--ingester.id=bench",
@@ -127,28 +154,61 @@ def run_shape(weed, name, per_hour, rounds, cold_rounds):
         after_warm = where_time_goes(e)
     finally:
         e.cleanup()
-    local_s = statistics.median(x[0] for x in local)
-    warm_s = statistics.median(x[0] for x in warm)
-    cold = (statistics.median(x[0] for x in colds), colds[0][1])
-    same = len({x[1] for x in [*local, *colds, *warm]}) == 1
-    print(f"shape {name}: {n} profiles in {HOURS} blocks, {uploaded / 1e6:.1f} MB in SeaweedFS, "
-          f"{rollups:.0f} day/6-hour rollups uploaded beside them")
-    print(f"  all-local week flame graph : {local_s * 1000:8.1f} ms (median of {rounds})")
-    print(f"  cold cache (downloads all) : {cold[0] * 1000:8.1f} ms = "
-          f"{cold[0] / local_s:5.2f}x all-local (goal <= 5x; median of {cold_rounds} starts)")
-    print(f"  warm cache                 : {warm_s * 1000:8.1f} ms = "
-          f"{warm_s / local_s:5.2f}x all-local (goal <= 1.5x)")
-    cold_parts = {k: after_cold[k] - before[k] for k in before}
-    warm_parts = {k: (after_warm[k] - after_cold[k]) / rounds for k in before}
-    print(f"  cold: {cold_parts['downloads']:.0f} downloads ({cold_parts['rollups']:.0f} windows "
-          f"answered by their rollup), GET+verify "
-          f"{cold_parts['fetch'] * 1000:.1f} ms summed over the workers, write+open "
-          f"{cold_parts['open'] * 1000:.1f} ms summed, reader set-up (wall) "
-          f"{cold_parts['setup'] * 1000:.1f} ms, the rest merging")
-    print(f"  warm: reader set-up {warm_parts['setup'] * 1000:.1f} ms a query, "
-          f"{warm_parts['downloads']:.0f} downloads, the rest merging")
-    print(f"  answers byte-identical     : {same}")
-    return same
+    return report(name, n, uploaded, rollups, local, colds, warm,
+                  (before, after_cold, after_warm), rounds, cold_rounds)
+
+
+def run_shape_distributed(weed, name, per_hour, rounds, cold_rounds):
+    """The week through Redis into one ember-ingester; asked of an ember-querier."""
+    mult, services, body_of = SHAPES[name]
+    bucket = [*weed.storage_args(f"d{os.getpid()}{name}"), "--storage.block-duration=1h"]
+    redis = dh.Redis()
+    redis.start()
+    ing = dh.zoned_ingester(redis.url, "a", "bench", [*bucket, "--storage.local-retention=0"])
+    q = dh.querier(redis.url, bucket)
+    try:
+        ing.start()
+        q.start()
+        dh.wait_zones(q, live=1, complete=1, asked=1, timeout=60)
+        t1 = (h.now_ms() // HOUR_MS - 1) * HOUR_MS
+        t0 = t1 - HOURS * HOUR_MS
+        n = push_week(ing, t0, per_hour * mult, services, body_of)
+        dh.wait_groups_drained(redis, ["ingesters.a"], timeout=600)
+        h.wait_for(lambda: settled(ing), timeout=900, interval=1.0, what="168 blocks uploaded")
+        time.sleep(5)  # the summary pass after compaction: rollups for all-local
+        pt = q.q("ProfileTypes", start=t0, end=t1).profile_types[0].ID
+        local = [flamegraph(q, pt, t0, t1) for _ in range(rounds)]
+        uploaded = dh.metric(ing, "ember_bucket_uploaded_bytes_total")
+        rollups = dh.metric(ing, "ember_bucket_rollups_uploaded_total")
+        ing.stop()
+        args = [a for a in ing.args if not a.startswith("--storage.local-retention")]
+        ing.start(args=[*args, "--storage.local-retention=1h"], timeout=600)
+        h.wait_for(lambda: dh.metric(ing, "ember_bucket_local_blocks_dropped_total") >= HOURS,
+                   timeout=600, interval=1.0, what="the week dropped locally")
+
+        def querier_sees_mark():
+            return dh.gauge(q, "ember_querier_lowest_mark_seconds") >= t1 / 1000
+        h.wait_for(querier_sees_mark, timeout=60, what="the querier reading below the mark")
+        colds = []
+        for k in range(cold_rounds):  # each start empties the querier's cache
+            if k:
+                q.stop()
+                q.start(timeout=120)
+                dh.wait_zones(q, live=1, complete=1, asked=1, timeout=60)
+                h.wait_for(querier_sees_mark, timeout=60, what="the querier reading the mark")
+            before = where_time_goes(q)
+            colds.append(flamegraph(q, pt, t0, t1))
+            after_cold = where_time_goes(q)
+        warm = [flamegraph(q, pt, t0, t1) for _ in range(rounds)]
+        after_warm = where_time_goes(q)
+        assert where_time_goes(ing)["downloads"] == 0, "the ingester read nothing back"
+    finally:
+        for p in (q, ing):
+            p.stop()
+            p.cleanup()
+        redis.cleanup()
+    return report(name, n, uploaded, rollups, local, colds, warm,
+                  (before, after_cold, after_warm), rounds, cold_rounds)
 
 
 def main():
@@ -159,11 +219,14 @@ def main():
     ap.add_argument("--cold-rounds", type=int, default=3,
                     help="cold queries, each after a restart (which empties the cache)")
     ap.add_argument("--shapes", default="small,wide")
+    ap.add_argument("--distributed", action="store_true",
+                    help="ember-ingester over Redis, the week asked of ember-querier")
     a = ap.parse_args()
     os.environ["EMBER_BIN_DIR"] = os.path.abspath(a.build)
     weed = wh.Weed().start()
     try:
-        ok = all([run_shape(weed, s, a.per_hour, a.rounds, a.cold_rounds) for s in a.shapes.split(",")])
+        run = run_shape_distributed if a.distributed else run_shape
+        ok = all([run(weed, s, a.per_hour, a.rounds, a.cold_rounds) for s in a.shapes.split(",")])
     finally:
         weed.stop()
     return 0 if ok else 1
