@@ -104,6 +104,8 @@ class BucketLocalS3Test(tb.BucketBlocksTest):
         r = self.querier.call(f"{h.QUERIER}/LabelNames", cls(start=self.t0, end=self.t1),
                               check=False)
         self.assertEqual(503, r.status, r.describe())
+        self.assertEqual(200, self.querier.request("GET", "/ready").status,
+                         "ready: it answers the history (a Service keeps sending it queries)")
         for i in down:
             i.start(timeout=120)
         dh.wait_zones(self.querier, live=3, complete=2, asked=2, timeout=60)

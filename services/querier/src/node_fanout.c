@@ -268,9 +268,10 @@ static const char *fanout_node_not_ready(void *state)
     fanout_node_t *q = state;
     if (q->watch && !lc_members_is_up(q->watch))
         return "redis link down";
-    if (q->reason)
+    bool history = q->reason && q->zone; /* no complete zone, but its history answers */
+    if (q->reason && !history)
         return "no complete zone";
-    if (qry_fanout_count(q->fanout) == 0)
+    if (qry_fanout_count(q->fanout) == 0 && !history)
         return "no live ingester";
     return NULL;
 }
