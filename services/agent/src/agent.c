@@ -450,6 +450,18 @@ static void classify(agt_t *a, agt_proc_t *p)
         LC_LOG_WARN("agent: cannot mark a filtered process pid=%u", p->pid);
 }
 
+/* The process exec'd: agt_on_exec has dropped its BPF entries (unwinder,
+ * interpreter), so what user space made them from goes too, and the new
+ * image is read as a new process' would be. Kept, the Python state would
+ * stand for an entry that is gone: a Popen child recognised before its exec
+ * as its parent's non-PIE python3.11, exec'ing that same binary, maps the
+ * same _PyRuntime address again, and was never walked. */
+static void forget_image(agt_t *a, agt_proc_t *p)
+{
+    on_proc_forget(a, p);
+    p->needs_snapshot = true;
+}
+
 static void job_take_events(agt_t *a, agt_job_t *j)
 {
     for (size_t i = 0; i < j->n_events; i++) {
@@ -470,7 +482,7 @@ static void job_take_events(agt_t *a, agt_job_t *j)
         if (fresh)
             lc_metric_add(a->m.procs_seen, 1);
         if (ev->kind == AGT_EVENT_EXEC)
-            p->needs_snapshot = true;
+            forget_image(a, p);
         if (p->needs_snapshot)
             classify(a, p);
     }
