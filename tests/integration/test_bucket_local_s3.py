@@ -9,7 +9,8 @@ The ingesters restart with --storage.local-retention=3h: the hours that ended
 3 h ago leave their data dirs (counted) and are read back from the bucket —
 the querier's total equals what was sent (without the reading back it is the
 last hours only), and a 7-day merge with a cold cache, then a warm one, gives
-the all-local bytes. Then one ingester is stopped, its volume deleted and it
+the all-local bytes (a 6-hour window that ended below the marks, as one does
+unless t0 starts one, is read from its rollups). Then one ingester is stopped, its volume deleted and it
 starts empty: the old hours are not restored to disk; its note sends the
 querier to zone b, and once the operator clears the note zone a answers them
 exactly from the bucket."""
@@ -36,6 +37,12 @@ class BucketLocalS3Test(tb.BucketBlocksTest):
         ptype = self.querier.q("ProfileTypes", start=self.t1 - HOUR_MS,
                                end=self.t1).profile_types[0].ID
         return h.gunzip_if(self.querier.merge_profile(ptype, "{}", end - 7 * DAY_MS, end))
+
+    def flame_stacks(self, start, end):
+        """The flame graph of [start, end] (ms) as {root-first stack: self}."""
+        ptype = self.querier.q("ProfileTypes", start=start, end=end).profile_types[0].ID
+        fg = self.querier.flamegraph(ptype, "{}", start, end)
+        return h.flamegraph_stacks(list(fg.names), [list(l.values) for l in fg.levels])
 
     def dropped(self):
         return sum(dh.metric(i, "ember_bucket_local_blocks_dropped_total")
@@ -65,6 +72,7 @@ class BucketLocalS3Test(tb.BucketBlocksTest):
         all_local = self.week_bytes()
         old_end = self.t0 + 5 * HOUR_MS - 1  # the hours that will leave the volumes
         old_total = dh.merged_total(self.querier, self.t0, old_end)
+        old_flame = self.flame_stacks(self.t0, old_end)
 
         # hours t0 .. t0+4 ended >= 3 h ago: they go; t0+5 stays
         self.restart_all("3h")
@@ -80,6 +88,7 @@ class BucketLocalS3Test(tb.BucketBlocksTest):
         h.wait_for(lambda: dh.gauge(self.querier, "ember_querier_lowest_mark_seconds")
                    == want_local[0] / 1000, timeout=30, what="the querier seeing the marks")
         ing_downloads = self.downloads(self.ingesters)
+        rollups = dh.metric(self.querier, "ember_bucket_rollups_read_total")
         # the dropped hours alone: no ingester is asked, only the querier's bucket shard
         calls = dh.metric(self.querier, "ember_querier_shard_calls_total")
         self.assertEqual(old_total, dh.merged_total(self.querier, self.t0, old_end))
@@ -92,6 +101,12 @@ class BucketLocalS3Test(tb.BucketBlocksTest):
         self.assertGreaterEqual(self.downloads([self.querier]), 5, "the querier read the old hours")
         self.assertEqual(ing_downloads, self.downloads(self.ingesters),
                          "no ingester read back what lies below its mark")
+        # a flame graph: a 6-hour window of pushed hours that ended below the
+        # marks is read from its rollups (guarded entries), not its blocks
+        self.assertEqual(old_flame, self.flame_stacks(self.t0 - 5 * HOUR_MS, old_end))
+        if self.t0 % (6 * HOUR_MS):
+            self.assertGreater(dh.metric(self.querier, "ember_bucket_rollups_read_total"),
+                               rollups, "the querier read a window's rollup")
 
         # an ingester of each zone stopped: no zone is complete, yet what ends below
         # the stopped ones' marks is answered (from the bucket); the rest is 503

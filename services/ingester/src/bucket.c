@@ -144,6 +144,12 @@ static int upload_block(ing_bucket_t *b, const bkt_candidate_t *c, const char *o
         LC_LOG_ERROR("bucket: cannot copy block=%s err=\"%s\"", c->start, lc_strerror(rc));
         return rc;
     }
+    if (strcmp(name, old_name) == 0 &&
+        (rc = bkt_rollups_unguard(&b->rollups, c->info.start_ns, lc_realtime_ns())) != 0) {
+        lc_free(data);
+        note_failure(b, "rollup entry delete", "rollup-index/", rc);
+        return rc;
+    }
     rc = lc_objstore_put(b->os, data_key, data, len);
     lc_free(data);
     if (rc) {

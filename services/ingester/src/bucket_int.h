@@ -111,6 +111,7 @@ typedef struct bkt_rollup_object_s {
  * objects, with their versions, that the rollup sums. */
 typedef struct bkt_rollup_entry_s {
     int level;
+    bool guarded; /* written under bkt_rollups_unguard's rule: names suffice */
     int64_t start_ns;
     char data[LC_OBJSTORE_KEY_MAX + 1];
     char data_name[BKT_NAME_MAX]; /* the data key's "<window>-<level>-<life>-<sig>" */
@@ -152,6 +153,10 @@ void bkt_rollups_fini(bkt_rollups_t *ru);
  * (a rollup that never came, say too large, keeps no block forever). */
 bool bkt_rollups_settled(const bkt_rollups_t *ru, const lc_store_block_state_t *verified, size_t n,
                          int64_t start_ns, int64_t now_ns);
+/* Before the object of the partition at start_ns goes up again under its
+ * name: deletes the entries of the ended windows that hold it (they may
+ * name it); 0, or the failure (the upload waits for the next pass). */
+int bkt_rollups_unguard(const bkt_rollups_t *ru, int64_t start_ns, int64_t now_ns) LC_MUST_CHECK;
 /* Deletes the rollup entries (first) and objects of windows that ended
  * before oldest_ns; 0 or the first failure. */
 int bkt_rollups_expire(const bkt_rollups_t *ru, int64_t oldest_ns) LC_MUST_CHECK;

@@ -114,10 +114,13 @@ typedef struct listed_rollup_s {
  * LIST_TTL_NS as well (--retention deletes objects). */
 typedef struct foreign_s {
     char ing[BKT_ING_MAX];
-    uint64_t gen;
+    uint64_t gen;         /* of the mark */
     int64_t listed_at_ns; /* monotonic; 0: never */
+    uint64_t list_gen;    /* listings made */
     listed_t *listed;
     size_t n_listed;
+    listed_rollup_t *rollups; /* its rollup index, entries fetched when first needed */
+    size_t n_rollups;
 } foreign_t;
 
 #define MAX_FOREIGN 4096 /* ingesters one querier's shard reads */
@@ -215,13 +218,14 @@ static void rollups_free(listed_rollup_t *r, size_t n)
     lc_free(r);
 }
 
-/* The rollup index of this ingester; entries fetched before are kept (a
- * replaced one is fetched again when it no longer matches: rollups_add).
- * mu held. */
-static int rollup_list_refresh(ing_bucket_read_t *br)
+/* The rollup index of ingester ing into *rollups (replaced); entries
+ * fetched before are kept (a replaced one is fetched again when it no
+ * longer matches: rollup_consider). mu held. */
+static int rollup_list(ing_bucket_read_t *br, const char *ing, listed_rollup_t **rollups,
+                       size_t *n_rollups)
 {
     lc_objstore_list_t l = {0};
-    int rc = list_of(br, br->ing, "rollup-index", &l);
+    int rc = list_of(br, ing, "rollup-index", &l);
     if (rc)
         return rc;
     listed_rollup_t *now = lc_xcalloc(l.n ? l.n : 1, sizeof(*now));
@@ -232,14 +236,13 @@ static int rollup_list_refresh(ing_bucket_read_t *br)
             !bkt_rollup_index_key_parse(l.keys[i], &lr->window_ns, &lr->level))
             continue;
         snprintf(lr->key, sizeof lr->key, "%s", l.keys[i]);
-        lr->entry =
-            rollup_entry_take(br->rollups, br->n_rollups, &cursor, lr->key, &lr->fetched_gen);
+        lr->entry = rollup_entry_take(*rollups, *n_rollups, &cursor, lr->key, &lr->fetched_gen);
         n++;
     }
     lc_objstore_list_free(&l);
-    rollups_free(br->rollups, br->n_rollups);
-    br->rollups = now;
-    br->n_rollups = n;
+    rollups_free(*rollups, *n_rollups);
+    *rollups = now;
+    *n_rollups = n;
     return 0;
 }
 
@@ -272,7 +275,7 @@ static int list_refresh(ing_bucket_read_t *br)
         return rc;
     br->listed_at_ns = lc_monotonic_ns();
     br->list_gen++;
-    (void)rollup_list_refresh(br); /* logged; the blocks answer without rollups */
+    (void)rollup_list(br, br->ing, &br->rollups, &br->n_rollups); /* logged; blocks answer */
     return 0;
 }
 
@@ -670,12 +673,13 @@ static int objects_add(ing_bucket_read_t *br, lc_store_reader_t *r, const listed
 /* ---------------------------------------------------------------- rollups */
 
 /* Fetches lr's entry through os into lr (NULL when it cannot be read or is
- * not what its key says: the blocks answer). lr is this caller's alone. */
-static void rollup_entry_fetch(ing_bucket_read_t *br, lc_objstore_t *os, listed_rollup_t *lr)
+ * not what its key says: the blocks answer); gen: the listing it is fetched
+ * in. lr is this caller's alone. */
+static void rollup_entry_fetch(lc_objstore_t *os, listed_rollup_t *lr, uint64_t gen)
 {
     lc_free(lr->entry);
     lr->entry = NULL;
-    lr->fetched_gen = br->list_gen;
+    lr->fetched_gen = gen;
     uint8_t *text;
     size_t len;
     int rc = lc_objstore_get(os, lr->key, &text, &len);
@@ -695,13 +699,27 @@ static void rollup_entry_fetch(ing_bucket_read_t *br, lc_objstore_t *os, listed_
     lr->entry = e;
 }
 
+/* Whose rollups a choice considers: this node's (local set: a window with
+ * a local partition is skipped, an entry is matched against the upload
+ * records), or another ingester's below its mark (the querier's shard:
+ * windows wholly below cut_ns, guarded entries matched by their names). */
+typedef struct ru_set_s {
+    const char *ing;
+    listed_rollup_t *rollups;
+    size_t n;
+    uint64_t gen;      /* the listing the rollups are of */
+    const bool *local; /* this node's: by partition of g; NULL for another's */
+    const gone_lists_t *g;
+    int64_t cut_ns; /* another's: its mark */
+} ru_set_t;
+
 /* lr's entry: fetched when never fetched, or again (refetch) when it was
  * fetched in an older listing (the rollup may have been rebuilt since). mu held. */
-static const bkt_rollup_entry_t *rollup_entry(ing_bucket_read_t *br, listed_rollup_t *lr,
-                                              bool refetch)
+static const bkt_rollup_entry_t *rollup_entry(ing_bucket_read_t *br, const ru_set_t *set,
+                                              listed_rollup_t *lr, bool refetch)
 {
-    if (!lr->fetched_gen || (refetch && lr->fetched_gen < br->list_gen))
-        rollup_entry_fetch(br, br->os[0], lr);
+    if (!lr->fetched_gen || (refetch && lr->fetched_gen < set->gen))
+        rollup_entry_fetch(br->os[0], lr, set->gen);
     return lr->entry;
 }
 
@@ -710,6 +728,7 @@ static const bkt_rollup_entry_t *rollup_entry(ing_bucket_read_t *br, listed_roll
 typedef struct entry_job_s {
     ing_bucket_read_t *br;
     listed_rollup_t **todo;
+    uint64_t gen;
     size_t n, next; /* next: under fill_mu */
 } entry_job_t;
 
@@ -728,14 +747,15 @@ static void *entry_worker(void *arg)
         pthread_mutex_unlock(&j->br->fill_mu);
         if (i == j->n)
             return NULL;
-        rollup_entry_fetch(j->br, w->os, j->todo[i]);
+        rollup_entry_fetch(w->os, j->todo[i], j->gen);
     }
 }
 
 /* mu held: the workers act under the query's hold, each on its own entries. */
-static void rollup_entries_fetch(ing_bucket_read_t *br, listed_rollup_t **todo, size_t n_todo)
+static void rollup_entries_fetch(ing_bucket_read_t *br, listed_rollup_t **todo, size_t n_todo,
+                                 uint64_t gen)
 {
-    entry_job_t j = {.br = br, .todo = todo, .n = n_todo};
+    entry_job_t j = {.br = br, .todo = todo, .n = n_todo, .gen = gen};
     entry_worker_t w[FETCHES_AT_ONCE];
     size_t n = n_todo < FETCHES_AT_ONCE ? n_todo : FETCHES_AT_ONCE;
     for (size_t i = 0; i < n; i++)
@@ -743,24 +763,35 @@ static void rollup_entries_fetch(ing_bucket_read_t *br, listed_rollup_t **todo, 
     workers_run(n, entry_worker, w, sizeof(*w));
 }
 
-/* Whether e sums exactly the objects want[0..n): the same names, each with
- * the version this node's upload record of its partition names. Objects of
- * a partition without a record (an earlier life's) never match: the blocks
- * answer then. */
-static bool entry_matches(const ing_bucket_read_t *br, const bkt_rollup_entry_t *e,
-                          const listed_t *const *want, size_t n)
+/* e's object named name, or NULL. */
+static const bkt_rollup_object_t *entry_object(const bkt_rollup_entry_t *e, const char *name)
 {
-    if (!e || e->n != n)
+    for (size_t k = 0; k < e->n; k++)
+        if (strcmp(e->objs[k].name, name) == 0)
+            return &e->objs[k];
+    return NULL;
+}
+
+/* Whether e sums exactly the objects want[0..n). This node's: the same
+ * names, each with the version its partition's upload record names;
+ * objects without a record (an earlier life's) never match, the blocks
+ * answer then. Another's: a guarded entry with the same names (its
+ * uploader withdraws it before any of them changes). */
+static bool entry_matches(const ing_bucket_read_t *br, const ru_set_t *set,
+                          const bkt_rollup_entry_t *e, const listed_t *const *want, size_t n)
+{
+    if (!e || e->n != n || (!set->local && !e->guarded))
         return false;
     for (size_t i = 0; i < n; i++) {
-        const bkt_rollup_object_t *o = NULL;
-        for (size_t k = 0; k < e->n && !o; k++)
-            if (strcmp(e->objs[k].name, want[i]->name) == 0)
-                o = &e->objs[k];
+        const bkt_rollup_object_t *o = entry_object(e, want[i]->name);
+        if (!o)
+            return false;
+        if (!set->local)
+            continue;
         char start[32], name[BKT_NAME_MAX], version[BKT_VERSION_MAX];
         bkt_start_name(want[i]->start_ns, start);
-        if (!o || bkt_record_read(br->uploads, start, name, version) != 0 ||
-            strcmp(name, o->name) != 0 || strcmp(version, o->version) != 0)
+        if (bkt_record_read(br->uploads, start, name, version) != 0 || strcmp(name, o->name) != 0 ||
+            strcmp(version, o->version) != 0)
             return false;
     }
     return true;
@@ -777,68 +808,97 @@ typedef struct ru_choice_s {
     const listed_t **objs; /* the query's block objects */
     size_t n;
     unsigned *taken; /* by object: 0, or the pick that stands for it + 1 */
-    const bool *local;
-    const gone_lists_t *g;
     ru_pick_t *picks;
-    size_t n_picks;
+    size_t n_picks, cap_picks;
 } ru_choice_t;
 
-/* Whether a partition of window [w, w + len) is local in the query's snapshot. */
-static bool window_local(const ing_bucket_read_t *br, const ru_choice_t *c, int64_t w, int64_t len)
+/* Whether window [w, w + len) may be answered by a rollup of set: no
+ * partition of it is local (this node's) or all lie below the mark. */
+static bool window_from_bucket(const ing_bucket_read_t *br, const ru_set_t *set, int64_t w,
+                               int64_t len)
 {
+    if (!set->local)
+        return w + len <= set->cut_ns;
     for (int64_t t = w; t < w + len; t += br->block_ns) {
-        int64_t k = (t - c->g->first_ns) / br->block_ns;
-        if (t < c->g->first_ns || (size_t)k >= c->g->n || c->local[k])
-            return true;
+        int64_t k = (t - set->g->first_ns) / br->block_ns;
+        if (t < set->g->first_ns || (size_t)k >= set->g->n || set->local[k])
+            return false;
     }
-    return false;
+    return true;
 }
 
-/* The objects of window [w, w + len) not stood for yet, into want; their count. */
-static size_t window_objects(const ru_choice_t *c, int64_t w, int64_t len, const listed_t **want)
+/* Whether object k of c is set's, in window [w, w + len), not stood for yet. */
+static bool window_has(const ru_choice_t *c, const ru_set_t *set, size_t k, int64_t w, int64_t len)
 {
+    const listed_t *o = c->objs[k];
+    return !c->taken[k] && o->start_ns >= w && o->start_ns < w + len &&
+           strcmp(o->ing, set->ing) == 0;
+}
+
+/* How many of the query's objects lr's rollup could stand for (into want):
+ * its window lies whole in [start_ns, end_ns] and may come from the bucket,
+ * and objects there are not stood for yet; 0 when none. */
+static size_t rollup_candidate(const ing_bucket_read_t *br, const ru_choice_t *c,
+                               const ru_set_t *set, const listed_rollup_t *lr, int64_t start_ns,
+                               int64_t end_ns, const listed_t **want)
+{
+    int64_t len = bkt_rollup_level_ns(lr->level), w = lr->window_ns, last;
+    if (w < start_ns || __builtin_add_overflow(w, len - 1, &last) || last > end_ns ||
+        !window_from_bucket(br, set, w, len))
+        return 0;
     size_t n = 0;
     for (size_t k = 0; k < c->n && n < BKT_ROLLUP_MAX_OBJECTS; k++)
-        if (!c->taken[k] && c->objs[k]->start_ns >= w && c->objs[k]->start_ns < w + len)
+        if (window_has(c, set, k, w, len))
             want[n++] = c->objs[k];
     return n;
 }
 
-/* How many of the query's objects lr's rollup could stand for (into want):
- * its window lies whole in [start_ns, end_ns], none of its partitions is
- * local, and objects there are not stood for yet; 0 when none. */
-static size_t rollup_candidate(const ing_bucket_read_t *br, const ru_choice_t *c,
-                               const listed_rollup_t *lr, int64_t start_ns, int64_t end_ns,
-                               const listed_t **want)
-{
-    int64_t len = bkt_rollup_level_ns(lr->level), w = lr->window_ns, last;
-    if (w < start_ns || __builtin_add_overflow(w, len - 1, &last) || last > end_ns ||
-        window_local(br, c, w, len))
-        return 0;
-    return window_objects(c, w, len, want);
-}
-
 /* Picks lr's rollup when it is a candidate and sums exactly the objects the
  * query would read in its window; mu held. */
-static void rollup_consider(ing_bucket_read_t *br, ru_choice_t *c, listed_rollup_t *lr,
-                            int64_t start_ns, int64_t end_ns)
+static void rollup_consider(ing_bucket_read_t *br, ru_choice_t *c, const ru_set_t *set,
+                            listed_rollup_t *lr, int64_t start_ns, int64_t end_ns)
 {
     const listed_t *want[BKT_ROLLUP_MAX_OBJECTS];
-    size_t n = rollup_candidate(br, c, lr, start_ns, end_ns, want);
+    size_t n = rollup_candidate(br, c, set, lr, start_ns, end_ns, want);
     if (n == 0)
         return;
     int64_t len = bkt_rollup_level_ns(lr->level), w = lr->window_ns;
-    const bkt_rollup_entry_t *e = rollup_entry(br, lr, false);
-    if (!entry_matches(br, e, want, n) &&
-        !entry_matches(br, e = rollup_entry(br, lr, true), want, n))
+    const bkt_rollup_entry_t *e = rollup_entry(br, set, lr, false);
+    if (!entry_matches(br, set, e, want, n) &&
+        !entry_matches(br, set, e = rollup_entry(br, set, lr, true), want, n))
         return;
+    c->picks = lc_xgrow(c->picks, &c->cap_picks, c->n_picks + 1, sizeof(*c->picks));
     ru_pick_t *p = &c->picks[c->n_picks++];
     *p = (ru_pick_t){.obj = {.start_ns = w, .rollup = e}, .level = lr->level};
     snprintf(p->obj.name, sizeof p->obj.name, "%s", e->data_name);
-    snprintf(p->obj.ing, sizeof p->obj.ing, "%s", br->ing);
+    snprintf(p->obj.ing, sizeof p->obj.ing, "%s", set->ing);
     for (size_t k = 0; k < c->n; k++)
-        if (!c->taken[k] && c->objs[k]->start_ns >= w && c->objs[k]->start_ns < w + len)
+        if (window_has(c, set, k, w, len))
             c->taken[k] = (unsigned)c->n_picks;
+}
+
+/* Whole windows of set's objects in [start_ns, end_ns] whose rollup sums
+ * exactly the objects that would be read there are picked (days first,
+ * then 6-hour windows in what is left). mu held. */
+static void rollups_choose(ing_bucket_read_t *br, ru_choice_t *c, const ru_set_t *set,
+                           int64_t start_ns, int64_t end_ns)
+{
+    listed_rollup_t **todo = lc_xcalloc(set->n ? set->n : 1, sizeof(*todo));
+    const listed_t *want[BKT_ROLLUP_MAX_OBJECTS];
+    for (int lv = BKT_ROLLUP_LEVELS - 1; lv >= 0; lv--) {
+        size_t n_todo = 0; /* the level's candidates never fetched: 4 at a time first */
+        for (size_t i = 0; i < set->n; i++) {
+            listed_rollup_t *lr = &set->rollups[i];
+            if (lr->level == lv && !lr->fetched_gen &&
+                rollup_candidate(br, c, set, lr, start_ns, end_ns, want))
+                todo[n_todo++] = lr;
+        }
+        rollup_entries_fetch(br, todo, n_todo, set->gen);
+        for (size_t i = 0; i < set->n; i++)
+            if (set->rollups[i].level == lv)
+                rollup_consider(br, c, set, &set->rollups[i], start_ns, end_ns);
+    }
+    lc_free(todo);
 }
 
 /* The picked rollups cached or fetched and added to r; a pick that cannot
@@ -899,43 +959,43 @@ static void prefetch_all(ing_bucket_read_t *br, const ru_choice_t *c)
     lc_free(objs);
 }
 
+/* The choice's rollups fetched and added to r; returns c's objects without
+ * the ones they stand for (compacted in place), and frees the choice. mu held. */
+static size_t rollups_apply(ing_bucket_read_t *br, lc_store_reader_t *r, ru_choice_t *c)
+{
+    prefetch_all(br, c);
+    rollups_fetch_add(br, r, c);
+    size_t kept = 0;
+    for (size_t k = 0; k < c->n; k++)
+        if (!c->taken[k])
+            c->objs[kept++] = c->objs[k];
+    lc_free(c->taken);
+    lc_free(c->picks);
+    return kept;
+}
+
+static ru_choice_t choice_new(const listed_t **objs, size_t n)
+{
+    return (ru_choice_t){.objs = objs, .n = n, .taken = lc_xcalloc(n ? n : 1, sizeof(unsigned))};
+}
+
 /* Step 3 for a merge that takes rollups: whole windows of non-local
  * partitions whose rollup in the bucket sums exactly the objects that
- * would be read there are answered by it (days first, then 6-hour windows
- * in what is left); returns objs without the objects they stand for.
- * mu held. */
+ * would be read there are answered by it; returns objs without the
+ * objects they stand for. mu held. */
 static size_t rollups_add(ing_bucket_read_t *br, lc_store_reader_t *r, const gone_lists_t *g,
                           const bool *local, int64_t start_ns, int64_t end_ns,
                           const listed_t **objs, size_t n)
 {
-    ru_choice_t c = {.objs = objs, .n = n, .local = local, .g = g};
-    c.taken = lc_xcalloc(n ? n : 1, sizeof(*c.taken));
-    c.picks = lc_xcalloc(br->n_rollups ? br->n_rollups : 1, sizeof(*c.picks));
-    listed_rollup_t **todo = lc_xcalloc(br->n_rollups ? br->n_rollups : 1, sizeof(*todo));
-    const listed_t *want[BKT_ROLLUP_MAX_OBJECTS];
-    for (int lv = BKT_ROLLUP_LEVELS - 1; lv >= 0; lv--) {
-        size_t n_todo = 0; /* the level's candidates never fetched: 4 at a time first */
-        for (size_t i = 0; i < br->n_rollups; i++) {
-            listed_rollup_t *lr = &br->rollups[i];
-            if (lr->level == lv && !lr->fetched_gen &&
-                rollup_candidate(br, &c, lr, start_ns, end_ns, want))
-                todo[n_todo++] = lr;
-        }
-        rollup_entries_fetch(br, todo, n_todo);
-        for (size_t i = 0; i < br->n_rollups; i++)
-            if (br->rollups[i].level == lv)
-                rollup_consider(br, &c, &br->rollups[i], start_ns, end_ns);
-    }
-    lc_free(todo);
-    prefetch_all(br, &c);
-    rollups_fetch_add(br, r, &c);
-    size_t kept = 0;
-    for (size_t k = 0; k < n; k++)
-        if (!c.taken[k])
-            objs[kept++] = objs[k];
-    lc_free(c.taken);
-    lc_free(c.picks);
-    return kept;
+    ru_choice_t c = choice_new(objs, n);
+    ru_set_t set = {.ing = br->ing,
+                    .rollups = br->rollups,
+                    .n = br->n_rollups,
+                    .gen = br->list_gen,
+                    .local = local,
+                    .g = g};
+    rollups_choose(br, &c, &set, start_ns, end_ns);
+    return rollups_apply(br, r, &c);
 }
 
 /* Step 3 (mu held): every chosen object into r, referenced until r ends. */
@@ -1004,13 +1064,20 @@ static int bucket_source(void *ctx, lc_store_t *s, int64_t start_ns, int64_t end
 
 /* ---------------------------------------------------------------- the querier's shard */
 
+/* The index of ingester key ing's listing, or n_foreign when none. */
+static size_t foreign_find(const ing_bucket_read_t *br, const char *ing)
+{
+    size_t i = 0;
+    while (i < br->n_foreign && strcmp(br->foreign[i].ing, ing) != 0)
+        i++;
+    return i;
+}
+
 /* The listing of ingester key ing, current for mark generation gen; mu held. */
 static int foreign_listing(ing_bucket_read_t *br, const char *ing, uint64_t gen, foreign_t **out)
 {
-    foreign_t *f = NULL;
-    for (size_t i = 0; i < br->n_foreign && !f; i++)
-        if (strcmp(br->foreign[i].ing, ing) == 0)
-            f = &br->foreign[i];
+    size_t at = foreign_find(br, ing);
+    foreign_t *f = at < br->n_foreign ? &br->foreign[at] : NULL;
     if (!f) {
         if (br->n_foreign == MAX_FOREIGN)
             return LC_ETOOBIG;
@@ -1028,6 +1095,8 @@ static int foreign_listing(ing_bucket_read_t *br, const char *ing, uint64_t gen,
         if (!rc) {
             f->gen = gen;
             f->listed_at_ns = lc_monotonic_ns();
+            f->list_gen++;
+            (void)rollup_list(br, ing, &f->rollups, &f->n_rollups); /* logged; blocks answer */
         }
     }
     *out = f;
@@ -1047,27 +1116,57 @@ static size_t foreign_wanted(const ing_bucket_read_t *br, const foreign_t *f, in
     return n;
 }
 
+static bool seen(const size_t *which, size_t n, size_t i)
+{
+    for (size_t k = 0; k < n; k++)
+        if (which[k] == i)
+            return true;
+    return false;
+}
+
 /* Every object the scope's marks name (scope->bucket: which ingesters, each
- * below its mark) into r; mu held. */
+ * below its mark) into r, through their guarded rollups where need takes
+ * them; mu held. */
 static int marks_add(ing_bucket_read_t *br, lc_store_reader_t *r, const char *spec,
-                     int64_t start_ns, int64_t end_ns)
+                     int64_t start_ns, int64_t end_ns, lc_read_need_t need)
 {
     const listed_t **objs = NULL;
-    size_t n = 0, cap = 0;
+    ru_set_t *sets = NULL; /* the ingesters' rollups; ing and rollups set below */
+    size_t *which = NULL;  /* the sets' foreign_t, by index: br->foreign grows meanwhile */
+    size_t n = 0, cap = 0, n_sets = 0, cap_sets = 0, cap_which = 0;
     lc_marks_entry_t m;
     int rc;
     for (const char *p = spec; (rc = lc_marks_spec_next(&p, &m)) == 0;) {
         char ing[BKT_ING_MAX];
         bkt_ingester_key(m.id, ing);
+        if (seen(which, n_sets, foreign_find(br, ing)))
+            continue; /* named twice: listing it again would free what objs points into */
         foreign_t *f;
         if ((rc = foreign_listing(br, ing, m.gen, &f)) != 0)
             break;
         objs = lc_xgrow(objs, &cap, n + f->n_listed + 1, sizeof(*objs));
         n += foreign_wanted(br, f, lc_ms_to_ns(m.mark_ms), start_ns, end_ns, objs + n);
+        sets = lc_xgrow(sets, &cap_sets, n_sets + 1, sizeof(*sets));
+        which = lc_xgrow(which, &cap_which, n_sets + 1, sizeof(*which));
+        sets[n_sets] = (ru_set_t){.cut_ns = lc_ms_to_ns(m.mark_ms), .gen = f->list_gen};
+        which[n_sets++] = (size_t)(f - br->foreign);
+    }
+    if (rc == 1 && need == LC_READ_ROLLUPS_SUFFICE) {
+        ru_choice_t c = choice_new(objs, n);
+        for (size_t i = 0; i < n_sets; i++) {
+            foreign_t *f = &br->foreign[which[i]];
+            sets[i].ing = f->ing;
+            sets[i].rollups = f->rollups;
+            sets[i].n = f->n_rollups;
+            rollups_choose(br, &c, &sets[i], start_ns, end_ns);
+        }
+        n = rollups_apply(br, r, &c);
     }
     if (rc == 1)
         rc = objects_add(br, r, objs, n, start_ns, end_ns);
     lc_free(objs);
+    lc_free(sets);
+    lc_free(which);
     return rc;
 }
 
@@ -1080,7 +1179,7 @@ static int marks_source(void *ctx, lc_store_t *s, int64_t start_ns, int64_t end_
     int rc = lc_store_read_begin(s, start_ns, end_ns, &r);
     if (!rc && scope->bucket) {
         pthread_mutex_lock(&br->mu);
-        rc = marks_add(br, r, scope->bucket, start_ns, end_ns);
+        rc = marks_add(br, r, scope->bucket, start_ns, end_ns, scope->need);
         pthread_mutex_unlock(&br->mu);
     }
     return source_done(br, t0, rc, r, out);
@@ -1175,8 +1274,10 @@ void ing_bucket_read_free(ing_bucket_read_t *br)
 {
     if (!br)
         return;
-    for (size_t i = 0; i < br->n_foreign; i++)
+    for (size_t i = 0; i < br->n_foreign; i++) {
         lc_free(br->foreign[i].listed);
+        rollups_free(br->foreign[i].rollups, br->foreign[i].n_rollups);
+    }
     lc_free(br->foreign);
     if (br->os[FETCHES_AT_ONCE - 1])
         lc_store_set_source(br->store, NULL, NULL);

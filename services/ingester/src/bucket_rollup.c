@@ -18,7 +18,13 @@
  * <sig> is a hash of the objects it sums: a rebuilt rollup (a late write
  * changed a block under it) is another data object, and replacing the entry
  * switches to it at once (an entry never names data of other content). The
- * old data object is deleted afterwards. Local record:
+ * old data object is deleted afterwards. Entries are "guarded": before a
+ * named object is replaced (the same name uploaded again, its block having
+ * changed), the entries of its ended windows are deleted
+ * (bkt_rollups_unguard), so a listed entry names only objects at the
+ * versions the bucket holds, in every life of the data dir. A reader
+ * without the upload records (the querier's shard) relies on that and
+ * compares names only. Local record:
  * <data.dir>/uploads/rollup-<level>-<window> = the data key last uploaded.
  *
  * Threading: the uploader's thread only (bucket.c).
@@ -95,6 +101,15 @@ static bool window_dropped(const bkt_rollups_t *ru, int level, int64_t start_ns)
     return false;
 }
 
+/* "rollup-index/<ing>/<window>-<level>-<life>.json" */
+static void entry_key(const bkt_rollups_t *ru, int level, int64_t window_ns, char *out)
+{
+    char start[32];
+    bkt_start_name(window_ns, start);
+    snprintf(out, LC_OBJSTORE_KEY_MAX, "rollup-index/%s/%s-%d-%s.json", ru->ing, start, level,
+             ru->life);
+}
+
 static void window_keys(const bkt_rollups_t *ru, const ru_window_t *w, char *data_key,
                         char *index_key, char *record)
 {
@@ -107,8 +122,7 @@ static void window_keys(const bkt_rollups_t *ru, const ru_window_t *w, char *dat
     }
     snprintf(data_key, LC_OBJSTORE_KEY_MAX, "rollups/%s/%s-%d-%s-%016" PRIx64 "/rollup.mdb",
              ru->ing, start, w->level, ru->life, sig);
-    snprintf(index_key, LC_OBJSTORE_KEY_MAX, "rollup-index/%s/%s-%d-%s.json", ru->ing, start,
-             w->level, ru->life);
+    entry_key(ru, w->level, w->start_ns, index_key);
     snprintf(record, 4200, "%s/rollup-%d-%s", ru->uploads, w->level, start);
 }
 
@@ -121,9 +135,9 @@ static char *entry_json(const bkt_rollups_t *ru, const ru_window_t *w, const cha
             objs, json_pack("{s:s, s:s}", "name", w->objs[i].name, "version", w->objs[i].version));
     json_int_t end_ns = (json_int_t)w->start_ns + (json_int_t)bkt_rollup_level_ns(w->level);
     json_t *j =
-        json_pack("{s:s, s:s, s:s, s:i, s:I, s:I, s:I, s:I, s:I, s:s, s:o}", "format",
-                  BKT_ROLLUP_FORMAT, "ingester", ru->id, "zone", ru->zone, "level", w->level,
-                  "start_ns", (json_int_t)w->start_ns, "end_ns", end_ns, "min_time_ns",
+        json_pack("{s:s, s:b, s:s, s:s, s:i, s:I, s:I, s:I, s:I, s:I, s:s, s:o}", "format",
+                  BKT_ROLLUP_FORMAT, "guarded", 1, "ingester", ru->id, "zone", ru->zone, "level",
+                  w->level, "start_ns", (json_int_t)w->start_ns, "end_ns", end_ns, "min_time_ns",
                   (json_int_t)w->min_ns, "max_time_ns", (json_int_t)w->max_ns, "bytes",
                   (json_int_t)bytes, "data", data_key, "objects", objs);
     char *s = j ? json_dumps(j, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
@@ -284,6 +298,23 @@ int bkt_rollups_pass(bkt_rollups_t *ru, const lc_store_block_state_t *verified, 
         }
     }
     return 0;
+}
+
+int bkt_rollups_unguard(const bkt_rollups_t *ru, int64_t start_ns, int64_t now_ns)
+{
+    if (ru->block_ns <= 0 || bkt_rollup_level_ns(0) % ru->block_ns)
+        return 0; /* no rollups */
+    int rc = 0;
+    for (int lv = 0; lv < BKT_ROLLUP_LEVELS && !rc; lv++) {
+        int64_t win = window_of(lv, start_ns);
+        char key[LC_OBJSTORE_KEY_MAX];
+        entry_key(ru, lv, win, key);
+        if (win + bkt_rollup_level_ns(lv) <= now_ns && (rc = lc_objstore_delete(ru->os, key)))
+            LC_LOG_WARN("bucket: cannot withdraw a rollup entry before its block changes, "
+                        "retried key=%s err=\"%s\"",
+                        key, lc_strerror(rc));
+    }
+    return rc;
 }
 
 /* ---------------------------------------------------------------- retention */

@@ -317,8 +317,10 @@ int bkt_rollup_entry_parse(const uint8_t *text, size_t len, bkt_rollup_entry_t *
     json_t *j = json_loadb((const char *)text, len, 0, NULL), *objs = NULL;
     const char *format = NULL, *data = NULL;
     json_int_t level = -1, start_ns = 0;
-    int rc = j && json_unpack(j, "{s:s, s:I, s:I, s:s, s:o}", "format", &format, "level", &level,
-                              "start_ns", &start_ns, "data", &data, "objects", &objs) == 0
+    int guarded = 0; /* absent in entries written before the rule */
+    int rc = j && json_unpack(j, "{s:s, s:I, s:I, s:s, s:o, s?b}", "format", &format, "level",
+                              &level, "start_ns", &start_ns, "data", &data, "objects", &objs,
+                              "guarded", &guarded) == 0
                  ? 0
                  : LC_ECORRUPT;
     if (!rc && (strcmp(format, BKT_ROLLUP_FORMAT) != 0 || level < 0 || level >= BKT_ROLLUP_LEVELS ||
@@ -329,6 +331,7 @@ int bkt_rollup_entry_parse(const uint8_t *text, size_t len, bkt_rollup_entry_t *
         rc = rollup_objects_parse(objs, e);
     if (!rc) {
         e->level = (int)level;
+        e->guarded = guarded != 0;
         e->start_ns = (int64_t)start_ns;
         snprintf(e->data, sizeof e->data, "%s", data);
     }
