@@ -220,13 +220,18 @@ class AgentPythonTest(unittest.TestCase):
                          for v, exe in methods.items() if os.path.exists(exe)}
         cls.extra_runs = (list(cls.method_runs.items()) + list(cls.pkg_runs.items()) +
                           list(cls.cext_runs.items()))
-        # one pid, two interpreters: seen under 3.11, then it execs 3.13
+        # one pid, two interpreters: seen under 3.11, then it execs 3.13. Its
+        # Popen child may be read before its exec, as this runner's python3.11
+        # (non-PIE: the exec'd 3.11 maps _PyRuntime at the same address); the
+        # agent must still read the image after the exec (while an exec kept
+        # the agent's state of the old image, 1 such program in 8 beside a busy
+        # loop was never named)
         cls.exec_run = (Run([PYTHON, "-B", os.path.join(PROGS, "py_exec.py"), PYTHON_313],
                             stdin=subprocess.PIPE) if os.path.exists(PYTHON_313) else None)
         # the exec run first, while every program only spins in warm()'s short
         # bursts (its exec'd image then spins in bursts too)
         if cls.exec_run:
-            cls.exec_run = cls.exec_run_seen(cls.exec_run)
+            cls.start_when_seen("3.11", cls.exec_run)
         for v, r in list(cls.runs.items()) + cls.extra_runs:
             cls.start_when_seen(v, r)
         cls.split_lines = {v: r.proc.stdout.readline().decode() for v, r in cls.runs.items()}
@@ -238,28 +243,7 @@ class AgentPythonTest(unittest.TestCase):
             r.finish(timeout=60)
 
     @classmethod
-    def exec_run_seen(cls, run):
-        """The exec program once the agent names it. KNOWN AGENT BUG (closing
-        note 17): now and then (1 in 3 beside a busy loop) the agent never names
-        this 3.11 process: suspected, its first sight fell in the Popen child's
-        pre-exec window (the test runner's own 3.11 image) and, the exec'd image
-        being the same binary, no address left the stale maps, so they are never
-        read again. Until that is fixed, a second program (another pid) is tried
-        once; the naming after the exec is still checked on the one seen."""
-        try:
-            cls.start_when_seen("3.11", run, timeout=60)
-            return run
-        except AssertionError as e:
-            print(f"exec program not named, another is tried (known agent bug): {e}")
-            run.proc.stdin.close()
-            run.finish(timeout=60)
-        again = Run([PYTHON, "-B", os.path.join(PROGS, "py_exec.py"), PYTHON_313],
-                    stdin=subprocess.PIPE)
-        cls.start_when_seen("3.11", again)
-        return again
-
-    @classmethod
-    def start_when_seen(cls, version, run, timeout=120):
+    def start_when_seen(cls, version, run):
         """Tells a program to start its measured part once the agent shows it
         spinning in warm(): the agent's first sight of a process (its ELF
         objects read, the interpreter recognised) takes a share of CPU that on
@@ -270,8 +254,7 @@ class AgentPythonTest(unittest.TestCase):
                                         f'{{pid="{run.pid}"}}', run.started_ms - 60_000,
                                         h.now_ms() + 60_000)
                 return any(n["name"].endswith(".warm") for n in flame_nodes(fg))
-            h.wait_for(seen, timeout=timeout, interval=0.5,
-                       what=f"Python {version} pid {run.pid} seen")
+            h.wait_for(seen, timeout=120, interval=0.5, what=f"Python {version} pid {run.pid} seen")
         run.proc.stdin.write(b"go\n")
         run.proc.stdin.flush()
 
