@@ -17,7 +17,8 @@ json, LMDB's own mdb_dump).
   shard relies on this and compares names only);
 - once the hours left the data dir, a flame graph over whole windows is
   answered by the rollups read back and equals the all-local one (a range
-  that cuts a window reads that window's blocks and equals it too).
+  that cuts a window reads that window's blocks and equals it too); after
+  the data dir is lost, the earlier life's guarded rollups still answer.
 """
 import glob
 import hashlib
@@ -219,6 +220,25 @@ class BucketRollupsTest(unittest.TestCase):
         self.assertGreater(dh.metric(self.e, "ember_bucket_rollups_read_total"), used)
         self.assertEqual(downloads, dh.metric(self.e, "ember_bucket_cache_downloads_total"))
 
+    def test_zz_a_lost_volume_reads_the_earlier_lifes_rollups(self):
+        """After test_z: the data dir deleted and ember restarted on an empty
+        one (a new life, no upload records): the earlier life's windows are
+        still answered by its guarded rollups, not its blocks, and equal."""
+        got = self.wait_rollups_match("every ended window's rollup uploaded")
+        windows = sorted(w for (level, w) in got if level == 0)
+        start, end = windows[0], windows[-1] + LEVEL_MS[0] - 1
+        self.ptype = self.e.q("ProfileTypes", start=start, end=end).profile_types[0].ID
+        before = self.stacks(start, end)
+        self.assertTrue(before)
+        self.e.stop()
+        shutil.rmtree(self.e.data_dir)
+        self.e.start()
+        self.assertEqual(before, self.stacks(start, end), "the earlier life's windows")
+        used = dh.metric(self.e, "ember_bucket_rollups_read_total")
+        self.assertGreaterEqual(used, len(windows), "one rollup per 6-hour window at least")
+        self.assertEqual(used, dh.metric(self.e, "ember_bucket_cache_downloads_total"),
+                         "no block of the windows was fetched")
+
 
 class RollupsBeforeDropTest(BucketRollupsTest):
     """--storage.local-retention=1s from the start: the hours of ended windows
@@ -229,6 +249,7 @@ class RollupsBeforeDropTest(BucketRollupsTest):
     local_retention = "1s"
     test_rollups_uploaded_and_replaced_after_a_late_write = None
     test_z_rollups_read_back_for_dropped_hours = None
+    test_zz_a_lost_volume_reads_the_earlier_lifes_rollups = None
 
     def test_rollups_up_before_the_hours_leave(self):
         got = self.wait_rollups_match("every ended window's rollup uploaded")

@@ -772,11 +772,12 @@ static const bkt_rollup_object_t *entry_object(const bkt_rollup_entry_t *e, cons
     return NULL;
 }
 
-/* Whether e sums exactly the objects want[0..n). This node's: the same
- * names, each with the version its partition's upload record names;
- * objects without a record (an earlier life's) never match, the blocks
- * answer then. Another's: a guarded entry with the same names (its
- * uploader withdraws it before any of them changes). */
+/* Whether e sums exactly the objects want[0..n), none of them local: a
+ * guarded entry with the same names (its uploader withdraws it before any
+ * of them changes, and a dropped object never changes); an entry written
+ * before that rule only on this node, each name with the version its
+ * partition's upload record names (an earlier life's objects, without
+ * records, never match it: the blocks answer then). */
 static bool entry_matches(const ing_bucket_read_t *br, const ru_set_t *set,
                           const bkt_rollup_entry_t *e, const listed_t *const *want, size_t n)
 {
@@ -786,7 +787,7 @@ static bool entry_matches(const ing_bucket_read_t *br, const ru_set_t *set,
         const bkt_rollup_object_t *o = entry_object(e, want[i]->name);
         if (!o)
             return false;
-        if (!set->local)
+        if (e->guarded)
             continue;
         char start[32], name[BKT_NAME_MAX], version[BKT_VERSION_MAX];
         bkt_start_name(want[i]->start_ns, start);
