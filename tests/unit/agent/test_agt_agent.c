@@ -82,9 +82,28 @@ static void on_closed(void *data)
     closed = true;
 }
 
+/* What the stop timer waits for: at least two full intervals and a partial
+ * one, and both children gone (a loaded machine may take many intervals to
+ * give them their CPU time; the flush at close delivers what is left). */
+typedef struct stop_s {
+    agt_t *agent;
+    pid_t children[2];
+    double not_before_ms;
+} stop_t;
+
+static bool exited(pid_t pid)
+{
+    siginfo_t info = {0};
+    return waitid(P_PID, (id_t)pid, &info, WEXITED | WNOHANG | WNOWAIT) == 0 && info.si_pid == pid;
+}
+
 static void on_stop_timer(uv_timer_t *t)
 {
-    agt_close(t->data, true, on_closed, NULL);
+    stop_t *st = t->data;
+    if (agt_test_now_ms() < st->not_before_ms || !exited(st->children[0]) ||
+        !exited(st->children[1]))
+        return;
+    agt_close(st->agent, true, on_closed, NULL);
     uv_close((uv_handle_t *)t, NULL);
 }
 
@@ -106,12 +125,14 @@ static void test_filter_and_flush(void)
     if (!a)
         return;
     LC_CHECK(agt_ready(a));
-    pid_t keep = spawn_burner("agt_keep_me", 0.8, 2.2),
-          drop = spawn_burner("agt_drop_me", 0.8, 2.2);
+    /* 0.8 s of CPU each, however long a busy machine takes to give it (at
+     * most a minute): the kept one's count needs that much to have power */
+    pid_t keep = spawn_burner("agt_keep_me", 0.8, 60), drop = spawn_burner("agt_drop_me", 0.8, 60);
+    stop_t st = {.agent = a, .children = {keep, drop}, .not_before_ms = agt_test_now_ms() + 2500};
     uv_timer_t stop;
     uv_timer_init(&loop, &stop);
-    stop.data = a;
-    uv_timer_start(&stop, on_stop_timer, 2500, 0); /* two full intervals and a partial one */
+    stop.data = &st;
+    uv_timer_start(&stop, on_stop_timer, 100, 100);
     uv_run(&loop, UV_RUN_DEFAULT);
     LC_CHECK(closed);
     struct rusage ru;
