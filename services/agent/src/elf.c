@@ -176,6 +176,20 @@ static void note_python_symbol(agt_elf_t *e, const char *name, const GElf_Sym *s
     }
 }
 
+/* A symbol's size; one without (crti's `_init`, hand-written assembly) ends
+ * with its section at the latest, not at the next symbol: the PLT stubs that
+ * follow .init were named `_init`. 0: unknown (up to the next symbol). */
+static uint32_t symbol_size(Elf *elf, const GElf_Sym *sym)
+{
+    uint64_t size = sym->st_size;
+    GElf_Shdr sh;
+    Elf_Scn *scn = !size && sym->st_shndx < SHN_LORESERVE ? elf_getscn(elf, sym->st_shndx) : NULL;
+    if (scn && gelf_getshdr(scn, &sh) && sym->st_value >= sh.sh_addr &&
+        sym->st_value - sh.sh_addr < sh.sh_size)
+        size = sh.sh_addr + sh.sh_size - sym->st_value;
+    return size > UINT32_MAX ? UINT32_MAX : (uint32_t)size;
+}
+
 /* Collects FUNC/IFUNC symbols with an address from one symbol table. */
 static int collect_symbols(Elf *elf, Elf_Scn *scn, const GElf_Shdr *shdr, elf_sym_t **out,
                            size_t *n_out, lc_buf_t *names, agt_elf_t *e)
@@ -202,8 +216,7 @@ static int collect_symbols(Elf *elf, Elf_Scn *scn, const GElf_Shdr *shdr, elf_sy
         if (lc_buf_append(names, name, strlen(name) + 1) != 0)
             break; /* name budget spent: keep what we have */
         v = lc_xgrow(v, &cap, n + 1, sizeof(*v));
-        uint32_t size = sym.st_size > UINT32_MAX ? UINT32_MAX : (uint32_t)sym.st_size;
-        v[n++] = (elf_sym_t){sym.st_value, size, off, binding_rank(sym.st_info)};
+        v[n++] = (elf_sym_t){sym.st_value, symbol_size(elf, &sym), off, binding_rank(sym.st_info)};
     }
     *out = v;
     *n_out = n;

@@ -12,6 +12,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <gelf.h>
+
 #include "agt_test_util.h"
 
 __attribute__((noinline)) int agt_probe_function(int x)
@@ -72,6 +74,44 @@ static void test_elf_symtab_of_this_binary(void)
     LC_ASSERT_STR_EQ(only_id, e.build_id);
     agt_elf_fini(&e);
     free_maps(&p);
+}
+
+/* The address of this binary's section `name` (0: none), read with libelf
+ * itself rather than through the agent. */
+static uint64_t own_section_addr(const char *name)
+{
+    int fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
+    elf_version(EV_CURRENT);
+    Elf *elf = elf_begin(fd, ELF_C_READ, NULL);
+    size_t shstrndx = 0;
+    uint64_t addr = 0;
+    if (elf && elf_getshdrstrndx(elf, &shstrndx) == 0) {
+        for (Elf_Scn *scn = NULL; (scn = elf_nextscn(elf, scn)) && !addr;) {
+            GElf_Shdr sh;
+            const char *n = gelf_getshdr(scn, &sh) ? elf_strptr(elf, shstrndx, sh.sh_name) : NULL;
+            if (n && strcmp(n, name) == 0)
+                addr = sh.sh_addr;
+        }
+    }
+    if (elf)
+        elf_end(elf);
+    close(fd);
+    return addr;
+}
+
+/* `_init` has no size (crti.o): it covers .init, not the PLT stubs after it. */
+static void test_elf_sizeless_symbol_ends_with_its_section(void)
+{
+    int fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
+    agt_elf_t e = {0};
+    LC_ASSERT_OK(agt_elf_load(fd, NULL, 0, &e));
+    close(fd);
+    uint64_t init = own_section_addr(".init"), plt = own_section_addr(".plt");
+    LC_CHECK(init && plt > init);
+    LC_ASSERT_STR_EQ(agt_elf_symbol(&e, init), "_init");
+    LC_CHECK(agt_elf_symbol(&e, plt) == NULL);
+    LC_CHECK(agt_elf_symbol(&e, plt + 16) == NULL);
+    agt_elf_fini(&e);
 }
 
 static void test_elf_dynsym_of_libc(void)
@@ -239,7 +279,8 @@ static void test_perfmap_refresh_follows_appends(void)
     unlink(path);
 }
 
-LC_TEST_MAIN(test_elf_symtab_of_this_binary, test_elf_dynsym_of_libc, test_vdso_has_clock_functions,
+LC_TEST_MAIN(test_elf_symtab_of_this_binary, test_elf_sizeless_symbol_ends_with_its_section,
+             test_elf_dynsym_of_libc, test_vdso_has_clock_functions,
              test_elfcache_hits_by_file_and_build_id, test_kallsyms_text_symbols_in_order,
              test_kallsyms_of_the_running_kernel, test_perfmap_parse_and_lookup,
              test_perfmap_refresh_follows_appends)
