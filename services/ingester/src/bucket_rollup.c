@@ -263,12 +263,19 @@ static uint64_t window_sig(const lc_store_block_state_t *verified, size_t n, int
     return sig;
 }
 
+/* Whether blocks tile the 6-hour windows: else the store keeps no rollups
+ * and none go up. */
+static bool rollups_kept(const bkt_rollups_t *ru)
+{
+    return ru->block_ns > 0 && bkt_rollup_level_ns(0) % ru->block_ns == 0;
+}
+
 bool bkt_rollups_settled(const bkt_rollups_t *ru, const lc_store_block_state_t *verified, size_t n,
                          int64_t start_ns, int64_t now_ns)
 {
+    if (!rollups_kept(ru))
+        return true;
     int64_t len = bkt_rollup_level_ns(0);
-    if (ru->block_ns <= 0 || len % ru->block_ns)
-        return true; /* no rollups */
     int64_t win = window_of(0, start_ns);
     if (win + len > now_ns || now_ns - (win + len) > len)
         return true;
@@ -278,8 +285,8 @@ bool bkt_rollups_settled(const bkt_rollups_t *ru, const lc_store_block_state_t *
 int bkt_rollups_pass(bkt_rollups_t *ru, const lc_store_block_state_t *verified, size_t n,
                      int64_t now_ns)
 {
-    if (ru->block_ns <= 0 || bkt_rollup_level_ns(0) % ru->block_ns)
-        return 0; /* blocks do not tile the windows: the store keeps no rollups */
+    if (!rollups_kept(ru))
+        return 0;
     for (int lv = 0; lv < BKT_ROLLUP_LEVELS; lv++) {
         for (size_t lo = 0; lo < n;) {
             int64_t win = window_of(lv, verified[lo].start_ns);
@@ -302,8 +309,8 @@ int bkt_rollups_pass(bkt_rollups_t *ru, const lc_store_block_state_t *verified, 
 
 int bkt_rollups_unguard(const bkt_rollups_t *ru, int64_t start_ns, int64_t now_ns)
 {
-    if (ru->block_ns <= 0 || bkt_rollup_level_ns(0) % ru->block_ns)
-        return 0; /* no rollups */
+    if (!rollups_kept(ru))
+        return 0;
     int rc = 0;
     for (int lv = 0; lv < BKT_ROLLUP_LEVELS && !rc; lv++) {
         int64_t win = window_of(lv, start_ns);
