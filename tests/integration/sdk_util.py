@@ -216,15 +216,16 @@ def wait_totals(srv, service, expected, window, timeout=30):
     return last
 
 
-def top_self(srv, ptype, service, window):
+def top_self(srv, ptype, service, window, skip=()):
     """The function with the largest self value of ember's merged profile, by
-    go tool pprof on SelectMergeProfile's bytes."""
+    go tool pprof on SelectMergeProfile's bytes (a leaf frame of a function in
+    `skip` counts for its caller)."""
     import test_ingest_jfr as tj   # pprof_self lives there
     raw = srv.merge_profile(ptype, '{service_name="%s"}' % service, *window)
     with tempfile.NamedTemporaryFile(suffix=".pb") as f:
         f.write(raw)
         f.flush()
-        flat, _ = tj.pprof_self(f.name)
+        flat, _ = tj.pprof_self(f.name, skip)
     return max(flat, key=flat.get) if flat else None
 
 

@@ -35,9 +35,10 @@ def jfr_dir():
     return os.path.join(h.TESTDATA, "jfr")
 
 
-def pprof_self(path):
+def pprof_self(path, skip=()):
     """{function: self value} and the total of a pprof, by `go tool pprof -raw`
-    (first sample type; the leaf is the first location of a sample)."""
+    (first sample type; the leaf is the first location of a sample whose
+    function is not in `skip`)."""
     r = subprocess.run([h.pprof_tool(), "-raw", "-symbolize=none", path],
                        capture_output=True, text=True, timeout=120, check=True)
     lines = r.stdout.splitlines()
@@ -62,7 +63,8 @@ def pprof_self(path):
     flat, total = {}, 0
     for v, locs in samples:
         total += v
-        leaf = names.get(locs[0], "?") if locs else "<none>"
+        frames = [names.get(loc, "?") for loc in locs]
+        leaf = next((f for f in frames if f not in skip), "<none>")
         flat[leaf] = flat.get(leaf, 0) + v
     return {k: v for k, v in flat.items() if v}, total
 
