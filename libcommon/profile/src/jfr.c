@@ -35,10 +35,13 @@
 #define MAX_CHECKPOINTS 65536
 #define DIRECT_CLASSES 1024
 /* A stack trace pool is located rather than copied (locate_frames_usual)
- * when this many bytes of its checkpoint remain: below, the frame array
- * stays in cache and copying measured faster than counting varints and
- * decoding again (dump1: 2.15 ms copied, 2.32 ms located); above (goland,
- * 2.8 M frames), not writing 16 bytes a frame wins. */
+ * when this many bytes of its checkpoint remain (lc/jfr.h documents the
+ * default). Set when a located stack was decoded again per sample and
+ * copying measured faster below it (dump1: 2.15 ms copied, 2.32 ms
+ * located); since the converter resolves located frames undecoded
+ * (jfr_frame_key), locating every pool takes fewer instructions on every
+ * recording measured (dump1 17.5 M -> 10.0 M a conversion): see
+ * bench/README.md, jfr, fourth round. */
 #define LAZY_STACKS_MIN_BYTES ((size_t)2 << 20)
 
 /* ---------------------------------------------------------------- id maps */
@@ -199,9 +202,23 @@ typedef struct jval_s {
 
 /* ---------------------------------------------------------------- pools */
 
+/* A Method pool entry. Its name, once asked for, is kept (full) until the
+ * entry is rewritten by a later checkpoint or chunk; a caller may have
+ * derived things from it (function and location ids) that it keeps across
+ * chunks while jfr_renames says no name changed, so a rewritten entry whose
+ * name was given keeps that name (prev) and is checked when the chunk's
+ * pools are read (check_renames): the JDK writes every method again in each
+ * chunk, with new symbol ids but the same names. */
 typedef struct jmethod_s {
     uint64_t cls, name;
     const char *full; /* cached "Class.method", NULL until asked */
+    const char *prev; /* the name given before the entry was rewritten */
+    /* The located bytes of the class and method name symbols full was made
+     * of (end 0: not located): equal bytes decode to equal names. */
+    uint32_t cls_pos, cls_end, name_pos, name_end;
+    uint32_t full_len;
+    bool early;   /* full is prev, set by check_renames: not asked since */
+    bool pending; /* in jfr_t.pending */
 } jmethod_t;
 
 /* A Symbol pool entry. Most symbols (descriptors, packages, classes of no
@@ -216,11 +233,10 @@ typedef struct jsym_s {
 
 /* A stack trace: n frames at off in the frame array, or, when lazy_fields
  * is set, n frames of that many varint fields each at byte off of the
- * recording, decoded when a sample asks (jfr_stack_at). */
+ * recording (located: jfr_stack_raw, or decoded by jfr_stack_at). */
 typedef struct jstack_s {
     uint32_t off, n;
     uint8_t lazy_fields;
-    bool asked; /* lazy and decoded once: the next ask keeps its frames */
 } jstack_t;
 
 struct jfr_s {
@@ -252,6 +268,12 @@ struct jfr_s {
     size_t n_clss, cap_clss;
     jmethod_t *meths;
     size_t n_meths, cap_meths;
+    /* methods rewritten after their name was given, or named by
+     * check_renames and not asked since (jmethod_t) */
+    uint32_t *pending;
+    size_t n_pending, cap_pending;
+    uint64_t renames;    /* chunks whose pools changed a given name (jfr_renames) */
+    bool all_compressed; /* every chunk so far: a located string decodes alike */
     jstack_t *stacks;
     size_t n_stacks, cap_stacks;
     jfr_frame_t *frames;
@@ -269,8 +291,6 @@ struct jfr_s {
     size_t lazy_frames;
     jfr_frame_t *decoded; /* jfr_stack_at's frames of a lazy stack */
     size_t cap_decoded;
-    uint32_t decoded_order; /* whose frames decoded holds, while decoded_ok */
-    bool decoded_ok;
     size_t pool_entries;
     size_t events;
     /* scratch while reading */
@@ -617,17 +637,6 @@ static void read_flat(jr_t *r, const jclass_t *c)
     }
 }
 
-/* 8 bytes of p as a little-endian word: byte i at bits 8i..8i+7. */
-static inline uint64_t load_le64(const uint8_t *p)
-{
-    uint64_t w;
-    memcpy(&w, p, sizeof(w));
-#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-    w = __builtin_bswap64(w);
-#endif
-    return w;
-}
-
 /* The bytes of a little-endian word that end a varint (those under 0x80),
  * as their top bits. */
 static inline uint64_t varint_ends(uint64_t w)
@@ -667,7 +676,7 @@ static inline const uint8_t *varint_at(const uint8_t *p, uint64_t *v)
  * (start times take 8 or 9 bytes, one per event). */
 static const uint8_t *varint_skip(const uint8_t *p)
 {
-    uint64_t ends = varint_ends(load_le64(p));
+    uint64_t ends = varint_ends(jfr_le64(p));
     return ends ? p + __builtin_ctzll(ends) / 8 + 1 : p + 9;
 }
 
@@ -693,7 +702,7 @@ static inline uint64_t low_bytes(uint64_t w, unsigned bytes)
 static inline const uint8_t *frame_in_word(const uint8_t *p, size_t n_fields, uint64_t *method,
                                            uint64_t *line)
 {
-    uint64_t w = load_le64(p), ends = varint_ends(w);
+    uint64_t w = jfr_le64(p), ends = varint_ends(w);
     if (varint_ends_count(ends) < n_fields)
         return NULL;
     unsigned method_len = (unsigned)__builtin_ctzll(ends) / 8 + 1;
@@ -767,7 +776,7 @@ static const uint8_t *skip_stack_varints(const uint8_t *p, const uint8_t *end, s
 {
     size_t run = 0; /* continuation bytes just before p */
     while (k && end - p >= 8) {
-        uint64_t ends = varint_ends(load_le64(p));
+        uint64_t ends = varint_ends(jfr_le64(p));
         if (!ends || run + (size_t)__builtin_ctzll(ends) / 8 >= 8)
             return NULL;
         size_t c = varint_ends_count(ends);
@@ -1323,6 +1332,31 @@ static jfr_state_t state_kind(const char *name)
     return JFR_STATE_OTHER;
 }
 
+/* A Method entry, new or rewriting one: a rewritten entry whose name was
+ * given keeps it in prev and waits for check_renames. */
+static void keep_method(jfr_t *j, uint64_t id, uint64_t cls, uint64_t name)
+{
+    uint32_t at = jmap_get(&j->meth_ix, id);
+    if (at == UINT32_MAX) {
+        j->meths = lc_xgrow(j->meths, &j->cap_meths, j->n_meths + 1, sizeof(*j->meths));
+        j->meths[j->n_meths] = (jmethod_t){.cls = cls, .name = name};
+        jmap_put(&j->meth_ix, id, (uint32_t)j->n_meths++);
+        return;
+    }
+    jmethod_t *m = &j->meths[at];
+    if (m->full && !m->early) /* asked for since the last check: that is the name given */
+        m->prev = m->full;
+    m->full = NULL;
+    m->early = false;
+    m->cls = cls;
+    m->name = name;
+    if (m->prev && !m->pending) {
+        j->pending = lc_xgrow(j->pending, &j->cap_pending, j->n_pending + 1, sizeof(*j->pending));
+        j->pending[j->n_pending++] = at;
+        m->pending = true;
+    }
+}
+
 static void keep_entry(jfr_t *j, const jclass_t *c, uint64_t id, size_t frames_before)
 {
     jval_t *v = j->vals;
@@ -1341,9 +1375,8 @@ static void keep_entry(jfr_t *j, const jclass_t *c, uint64_t id, size_t frames_b
             val_u(j, S_CLASS_NAME, UINT64_MAX);
         break;
     case C_METHOD:
-        *(jmethod_t *)POOL_SLOT(j, meth_ix, id, meths, n_meths, cap_meths) =
-            (jmethod_t){.cls = val_u(j, S_METHOD_TYPE, UINT64_MAX),
-                        .name = val_u(j, S_METHOD_NAME, UINT64_MAX)};
+        keep_method(j, id, val_u(j, S_METHOD_TYPE, UINT64_MAX),
+                    val_u(j, S_METHOD_NAME, UINT64_MAX));
         break;
     case C_STATE:
         *(uint8_t *)POOL_SLOT(j, state_ix, id, states, n_states, cap_states) =
@@ -1352,11 +1385,10 @@ static void keep_entry(jfr_t *j, const jclass_t *c, uint64_t id, size_t frames_b
         break;
     case C_STACKTRACE:
         *(jstack_t *)POOL_SLOT(j, stack_ix, id, stacks, n_stacks, cap_stacks) =
-            j->pending_fields ? (jstack_t){j->pending_pos, j->pending_n, j->pending_fields, false}
-                              : (jstack_t){(uint32_t)frames_before,
-                                           (uint32_t)(j->n_frames - frames_before), 0, false};
+            j->pending_fields
+                ? (jstack_t){j->pending_pos, j->pending_n, j->pending_fields}
+                : (jstack_t){(uint32_t)frames_before, (uint32_t)(j->n_frames - frames_before), 0};
         j->pending_fields = 0;
-        j->decoded_ok = false; /* the id may have been the decoded one */
         break;
     default:
         break;
@@ -1621,8 +1653,11 @@ static int read_header(jfr_t *j, size_t pos)
     j->cp_off = (size_t)cp;
     j->meta_off = (size_t)meta;
     j->compressed = features & 1;
+    j->all_compressed = j->all_compressed && j->compressed;
     return 0;
 }
+
+static void check_renames(jfr_t *j);
 
 static int read_chunk(jfr_t *j, size_t pos, jfr_event_cb on_event, jfr_chunk_cb on_chunk_end,
                       void *data)
@@ -1630,6 +1665,7 @@ static int read_chunk(jfr_t *j, size_t pos, jfr_event_cb on_event, jfr_chunk_cb 
     if (read_header(j, pos) < 0 || read_metadata(j, pos + j->meta_off) < 0 ||
         read_pools(j, pos + j->cp_off) < 0)
         return -1;
+    check_renames(j);
     if (read_events(j, on_event, data) < 0)
         return -1;
     return on_chunk_end ? on_chunk_end(j, data) : 0;
@@ -1646,6 +1682,7 @@ static void jfr_fini(jfr_t *j)
     lc_free(j->states);
     lc_free(j->clss);
     lc_free(j->meths);
+    lc_free(j->pending);
     lc_free(j->stacks);
     lc_free(j->frames);
     lc_free(j->decoded);
@@ -1660,6 +1697,7 @@ int jfr_read(const uint8_t *buf, size_t len, size_t lazy_min, lc_arena_t *arena,
                .lazy_min = lazy_min ? lazy_min : LAZY_STACKS_MIN_BYTES,
                .arena = arena,
                .st = st,
+               .all_compressed = true,
                .meta_arena = lc_arena_new(LC_JFR_MEMORY)};
     int rc = len == 0 ? bad(&j, "empty recording") : 0;
     size_t chunks = 0;
@@ -1693,34 +1731,32 @@ const jfr_frame_t *jfr_stack_at(jfr_t *j, uint32_t order, size_t *n)
         return no_frames;
     if (!s->lazy_fields)
         return j->frames + s->off;
-    /* located by skip_stack_varints: every varint ends within the recording.
-     * Most stacks are asked for once (one aggregate); one asked again (other
-     * kinds, contexts or spans) is kept in the frame array from then on. */
-    if (j->decoded_ok && j->decoded_order == order)
-        return j->decoded; /* the same stack's next kind, context or span */
-    if (!s->asked) {
-        s->asked = true;
-        j->decoded = lc_xgrow(j->decoded, &j->cap_decoded, s->n, sizeof(*j->decoded));
-        decode_frames_usual(j->buf + s->off, s->lazy_fields, j->decoded, s->n);
-        j->decoded_order = order;
-        j->decoded_ok = true;
-        return j->decoded;
-    }
-    j->frames = lc_xgrow(j->frames, &j->cap_frames, j->n_frames + s->n, sizeof(*j->frames));
-    decode_frames_usual(j->buf + s->off, s->lazy_fields, j->frames + j->n_frames, s->n);
-    *s = (jstack_t){(uint32_t)j->n_frames, s->n, 0, false};
-    j->n_frames += s->n;
-    j->lazy_frames -= s->n;
-    return j->frames + s->off;
+    /* located by skip_stack_varints: every varint ends within the recording
+     * (the converter reads these by jfr_stack_raw, undecoded) */
+    j->decoded = lc_xgrow(j->decoded, &j->cap_decoded, s->n, sizeof(*j->decoded));
+    decode_frames_usual(j->buf + s->off, s->lazy_fields, j->decoded, s->n);
+    return j->decoded;
 }
 
-/* A symbol, its text decoded on first use (jsym_t); NULL when unknown. */
-static const jsym_t *symbol(jfr_t *j, uint64_t id)
+bool jfr_stack_raw(const jfr_t *j, uint32_t order, const uint8_t **p, size_t *n, size_t *fields)
 {
-    uint32_t ix = jmap_get(&j->sym_ix, id);
-    if (ix == UINT32_MAX)
-        return NULL;
-    jsym_t *sym = &j->syms[ix];
+    if (order >= j->n_stacks || !j->stacks[order].lazy_fields)
+        return false;
+    const jstack_t *s = &j->stacks[order];
+    *p = j->buf + s->off;
+    *n = s->n;
+    *fields = s->lazy_fields;
+    return true;
+}
+
+const uint8_t *jfr_frame_decode(const uint8_t *p, size_t fields, jfr_frame_t *out)
+{
+    return decode_frames_usual(p, fields, out, 1);
+}
+
+/* A symbol with its text, decoded on first use (jsym_t). */
+static const jsym_t *symbol_text(jfr_t *j, jsym_t *sym)
+{
     if (!sym->s) {
         /* the bytes were bounds-checked when located; UTF-8 and Latin-1
          * decode the same in any chunk */
@@ -1733,19 +1769,99 @@ static const jsym_t *symbol(jfr_t *j, uint64_t id)
     return sym;
 }
 
+/* The class and name symbols of a method (NULL: an unknown symbol, read
+ * as "" as in Pyroscope); false when the method's class is unknown. */
+static bool method_symbols(jfr_t *j, const jmethod_t *m, jsym_t **cls, jsym_t **name)
+{
+    uint32_t cix = jmap_get(&j->cls_ix, m->cls);
+    if (cix == UINT32_MAX)
+        return false;
+    uint32_t six = jmap_get(&j->sym_ix, j->clss[cix]), nix = jmap_get(&j->sym_ix, m->name);
+    *cls = six == UINT32_MAX ? NULL : &j->syms[six];
+    *name = nix == UINT32_MAX ? NULL : &j->syms[nix];
+    return true;
+}
+
+/* Whether the located bytes of sym are those at [pos, end). */
+static bool same_located(const jfr_t *j, const jsym_t *sym, uint32_t pos, uint32_t end)
+{
+    return sym && end && sym->end && sym->end - sym->pos == end - pos &&
+           !memcmp(j->buf + sym->pos, j->buf + pos, end - pos);
+}
+
+/* Whether a method's name, made now, would be s (len bytes): its symbols
+ * are the bytes the name was made of (while every chunk has compressed
+ * integers a located string decodes the same wherever it lies), or decode
+ * to its two halves. */
+static bool named(jfr_t *j, const jmethod_t *m, const char *s, size_t len)
+{
+    jsym_t *cls_sym, *name_sym;
+    if (!method_symbols(j, m, &cls_sym, &name_sym))
+        return false;
+    if (j->all_compressed && same_located(j, cls_sym, m->cls_pos, m->cls_end) &&
+        same_located(j, name_sym, m->name_pos, m->name_end))
+        return true;
+    const jsym_t *cls = cls_sym ? symbol_text(j, cls_sym) : NULL;
+    const jsym_t *name = name_sym ? symbol_text(j, name_sym) : NULL;
+    size_t cl = cls ? cls->len : 0, nl = name ? name->len : 0;
+    return cl + nl + 1 == len && (!cl || !memcmp(s, cls->s, cl)) && s[cl] == '.' &&
+           (!nl || !memcmp(s + cl + 1, name->s, nl));
+}
+
+/* Once a chunk's pools are read, before its events: every method rewritten
+ * after its name was given (or named here last chunk and not asked since)
+ * is given that name again when it would be made the same now, which is
+ * what jfr_method_name would then make; any other counts a rename, and is
+ * made afresh when asked. A method's name is thus the one made when it is
+ * first asked after its entry was written, as without this. */
+static void check_renames(jfr_t *j)
+{
+    size_t keep = 0;
+    bool renamed = false;
+    for (size_t i = 0; i < j->n_pending; i++) {
+        jmethod_t *m = &j->meths[j->pending[i]];
+        if (m->full && !m->early) { /* asked for since its check: settled */
+            m->prev = NULL;
+            m->pending = false;
+            continue;
+        }
+        m->full = NULL; /* not asked in the chunk that named it: check again */
+        m->early = false;
+        if (named(j, m, m->prev, m->full_len)) {
+            m->full = m->prev;
+            m->early = true;
+            j->pending[keep++] = j->pending[i];
+        } else {
+            renamed = true;
+            m->prev = NULL;
+            m->pending = false;
+        }
+    }
+    j->n_pending = keep;
+    j->renames += renamed;
+}
+
+uint64_t jfr_renames(const jfr_t *j)
+{
+    return j->renames;
+}
+
 const char *jfr_method_name(jfr_t *j, uint64_t method)
 {
     uint32_t ix = jmap_get(&j->meth_ix, method);
     if (ix == UINT32_MAX)
         return NULL;
     jmethod_t *m = &j->meths[ix];
-    if (m->full)
+    if (m->full) {
+        m->early = false; /* asked: the name given */
         return m->full;
-    uint32_t cix = jmap_get(&j->cls_ix, m->cls);
-    if (cix == UINT32_MAX)
+    }
+    jsym_t *cls_sym, *name_sym;
+    if (!method_symbols(j, m, &cls_sym, &name_sym))
         return NULL;
     /* an unknown symbol reads as "", as in Pyroscope */
-    const jsym_t *cls = symbol(j, j->clss[cix]), *name = symbol(j, m->name);
+    const jsym_t *cls = cls_sym ? symbol_text(j, cls_sym) : NULL;
+    const jsym_t *name = name_sym ? symbol_text(j, name_sym) : NULL;
     size_t cl = cls ? cls->len : 0, nl = name ? name->len : 0;
     char *full = lc_arena_alloc(j->arena, cl + nl + 2);
     if (!full)
@@ -1757,6 +1873,11 @@ const char *jfr_method_name(jfr_t *j, uint64_t method)
         memcpy(full + cl + 1, name->s, nl);
     full[cl + 1 + nl] = 0;
     m->full = full;
+    m->full_len = (uint32_t)(cl + 1 + nl);
+    m->cls_pos = cls ? cls->pos : 0;
+    m->cls_end = cls ? cls->end : 0;
+    m->name_pos = name ? name->pos : 0;
+    m->name_end = name ? name->end : 0;
     return m->full;
 }
 

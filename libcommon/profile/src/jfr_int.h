@@ -7,6 +7,8 @@
 #ifndef LC_JFR_INT_H
 #define LC_JFR_INT_H
 
+#include <string.h>
+
 #include "lc/jfr.h"
 
 /* ---------------------------------------------------------------- reader (jfr.c)
@@ -59,6 +61,58 @@ uint32_t jfr_stack_order(const jfr_t *j, uint64_t id);
  * there is none; valid until the next call (a lazily read stack is decoded
  * into scratch). */
 const jfr_frame_t *jfr_stack_at(jfr_t *j, uint32_t order, size_t *n);
+/* The frames of a located stack (see docs/internals/jfr.md), undecoded:
+ * n frames of `fields` varints each from *p, method and lineNumber first;
+ * every varint ends within the recording and at least 8 bytes follow the
+ * last. False when the stack's frames are in the frame array (jfr_stack_at
+ * gives them) or there is none at that place. */
+bool jfr_stack_raw(const jfr_t *j, uint32_t order, const uint8_t **p, size_t *n, size_t *fields);
+/* The frame at p of a located stack, decoded as jfr_stack_at would;
+ * returns the frame's end. */
+const uint8_t *jfr_frame_decode(const uint8_t *p, size_t fields, jfr_frame_t *out);
+
+/* 8 bytes at p as a little-endian word: byte i at bits 8i..8i+7. */
+static inline uint64_t jfr_le64(const uint8_t *p)
+{
+    uint64_t w;
+    memcpy(&w, p, sizeof(w));
+#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    w = __builtin_bswap64(w);
+#endif
+    return w;
+}
+
+/* A frame of a located stack (8 bytes readable at p, fields >= 2) as a key:
+ * the bytes of its method and lineNumber varints, the bytes after them
+ * cleared. A varint ends at its first byte under 0x80, so the bytes delimit
+ * themselves and two keys are equal only when both varints' bytes are: one
+ * (method, line) per key, whatever chunk it is read in (several keys may
+ * name one pair when an encoding is not the shortest). Returns the frame's
+ * end, or NULL when method and line do not both end within those 8 bytes
+ * (jfr_frame_decode reads it then). No arithmetic on the values: the JDK's
+ * frames are 4-10 bytes, and a key looked up replaces their decoding. */
+static inline const uint8_t *jfr_frame_key(const uint8_t *p, size_t fields, uint64_t *key)
+{
+    uint64_t w = jfr_le64(p), ends = ~w & 0x8080808080808080ull;
+    uint64_t rest = ends & (ends - 1); /* the ends after the method's */
+    uint64_t line = rest & (0 - rest); /* the lineNumber's last byte, its top bit */
+    if (!line)
+        return NULL;
+    *key = w & ((line << 1) - 1); /* line at bit 63: (0 - 1), every byte */
+    for (size_t i = 2; i < fields; i++)
+        rest &= rest - 1;
+    if (rest)
+        return p + __builtin_ctzll(rest) / 8 + 1;
+    /* the fields after the line end past the word: skipped one by one
+     * (each ends within the recording, 8 bytes readable at its start) */
+    p += __builtin_ctzll(line) / 8 + 1;
+    for (size_t i = 2; i < fields; i++) {
+        uint64_t e = ~jfr_le64(p) & 0x8080808080808080ull;
+        p += e ? __builtin_ctzll(e) / 8 + 1 : 9;
+    }
+    return p;
+}
+
 /* "pkg/Class.method" (generated names merged) of a method, NUL-terminated,
  * or NULL when the method or its class is unknown (the frame is dropped). */
 const char *jfr_method_name(jfr_t *j, uint64_t method);
@@ -71,5 +125,12 @@ typedef enum {
     JFR_STATE_OTHER
 } jfr_state_t;
 jfr_state_t jfr_thread_state(jfr_t *j, uint64_t id);
+/* How many chunks so far gave a method whose name jfr_method_name had
+ * returned a different one (counted when the chunk's pools are read, before
+ * its events). While it stays the same, every name returned is still the
+ * one jfr_method_name would return for that method, so what a caller made
+ * of it (function and location ids) holds in the next chunk: method ids
+ * are the chunk's, but the JDK keeps them, and this is checked by name. */
+uint64_t jfr_renames(const jfr_t *j);
 
 #endif

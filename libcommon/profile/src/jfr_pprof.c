@@ -324,7 +324,7 @@ typedef struct methods_map_s {
     size_t cap, n;
 } methods_map_t;
 
-static size_t methods_slot(const methods_map_t *m, uint64_t method, uint32_t line)
+static inline size_t methods_slot(const methods_map_t *m, uint64_t method, uint32_t line)
 {
     uint64_t h = (method * 0x9E3779B97F4A7C15ull) ^ (line * 0xff51afd7ed558ccdull);
     size_t i = (size_t)(h >> 20) & (m->cap - 1);
@@ -347,7 +347,7 @@ static void methods_grow(methods_map_t *m)
 
 /* The entry of (method, line): its id 0 when absent, for the caller to
  * fill with methods_set; room for one more. */
-static identry_t *methods_find(methods_map_t *m, uint64_t method, uint32_t line)
+static inline identry_t *methods_find(methods_map_t *m, uint64_t method, uint32_t line)
 {
     if ((m->n + 1) * 2 > m->cap)
         methods_grow(m);
@@ -390,11 +390,17 @@ typedef struct conv_s {
     size_t cap_order;
     const char **kv;
     size_t cap_kv;
-    /* For the current chunk (method ids belong to it): (kind, method) ->
-     * pprof function id and (kind, method, line) -> location id, so the
-     * builder hashes a frame's name and location once per chunk, not once
-     * per frame of every sample. */
+    /* (kind, method) -> pprof function id and (kind, method, line) ->
+     * location id, so the builder hashes a frame's name and location once,
+     * not once per frame of every sample. Method ids belong to a chunk: the
+     * maps are kept into the next one only while jfr_renames says every
+     * method named so far keeps its name (renames: its count they hold for). */
     methods_map_t fns[LC_JFR_KINDS_], locs_of[LC_JFR_KINDS_];
+    uint64_t renames;
+    /* (kind, a located frame's key, jfr_frame_key) -> location id: a
+     * located stack's frames are looked up undecoded (as method 0 = the
+     * key, line 0) */
+    methods_map_t keys_of[LC_JFR_KINDS_];
 } conv_t;
 
 static uint64_t agg_hash(const agg_t *k)
@@ -407,7 +413,7 @@ static uint64_t agg_hash(const agg_t *k)
 }
 
 static agg_t *agg_find(conv_t *cv, const agg_t *k);
-static void chunk_reset(conv_t *cv);
+static void chunk_reset(conv_t *cv, const jfr_t *j);
 
 static void agg_grow(conv_t *cv)
 {
@@ -433,11 +439,11 @@ static agg_t *agg_find(conv_t *cv, const agg_t *k)
     }
 }
 
-static void agg_add(conv_t *cv, lc_jfr_kind_t kind, const jfr_event_t *ev, bool correlated,
-                    int64_t v0, int64_t v1)
+static void agg_add(conv_t *cv, const jfr_t *j, lc_jfr_kind_t kind, const jfr_event_t *ev,
+                    bool correlated, int64_t v0, int64_t v1)
 {
     if (cv->resolved)
-        chunk_reset(cv);
+        chunk_reset(cv, j);
     if ((cv->n_agg + 1) * 2 > cv->cap_agg)
         agg_grow(cv);
     agg_t k = {.stack = ev->stack, .kind = kind};
@@ -482,36 +488,36 @@ static int jfr_on_event(jfr_t *j, const jfr_event_t *ev, void *data)
     case JFR_EV_EXECUTION_SAMPLE:
         state = jfr_thread_state(j, ev->state);
         if (state != JFR_STATE_UNKNOWN && state != JFR_STATE_SLEEPING)
-            agg_add(cv, LC_JFR_CPU, ev, true, mul_period(cv, 1), 0);
+            agg_add(cv, j, LC_JFR_CPU, ev, true, mul_period(cv, 1), 0);
         if (cv->wall)
-            agg_add(cv, LC_JFR_WALL, ev, true, mul_period(cv, 1), 0);
+            agg_add(cv, j, LC_JFR_WALL, ev, true, mul_period(cv, 1), 0);
         break;
     case JFR_EV_WALL_CLOCK_SAMPLE:
         state = jfr_thread_state(j, ev->state);
         if (state == JFR_STATE_RUNNABLE && cv->wall)
-            agg_add(cv, LC_JFR_CPU, ev, true, mul_period(cv, ev->value), 0);
-        agg_add(cv, LC_JFR_WALL, ev, true, mul_period(cv, ev->value), 0);
+            agg_add(cv, j, LC_JFR_CPU, ev, true, mul_period(cv, ev->value), 0);
+        agg_add(cv, j, LC_JFR_WALL, ev, true, mul_period(cv, ev->value), 0);
         break;
     case JFR_EV_ALLOC_IN_NEW_TLAB:
-        agg_add(cv, LC_JFR_ALLOC_IN_TLAB, ev, true, 1, ev->value);
+        agg_add(cv, j, LC_JFR_ALLOC_IN_TLAB, ev, true, 1, ev->value);
         break;
     case JFR_EV_ALLOC_OUTSIDE_TLAB:
-        agg_add(cv, LC_JFR_ALLOC_OUTSIDE_TLAB, ev, true, 1, ev->value);
+        agg_add(cv, j, LC_JFR_ALLOC_OUTSIDE_TLAB, ev, true, 1, ev->value);
         break;
     case JFR_EV_ALLOC_SAMPLE:
-        agg_add(cv, LC_JFR_ALLOC_SAMPLE, ev, false, 1, ev->value);
+        agg_add(cv, j, LC_JFR_ALLOC_SAMPLE, ev, false, 1, ev->value);
         break;
     case JFR_EV_MONITOR_ENTER:
-        agg_add(cv, LC_JFR_LOCK, ev, true, 1, ev->value);
+        agg_add(cv, j, LC_JFR_LOCK, ev, true, 1, ev->value);
         break;
     case JFR_EV_THREAD_PARK:
-        agg_add(cv, LC_JFR_THREAD_PARK, ev, false, 1, ev->value);
+        agg_add(cv, j, LC_JFR_THREAD_PARK, ev, false, 1, ev->value);
         break;
     case JFR_EV_LIVE_OBJECT:
-        agg_add(cv, LC_JFR_LIVE_OBJECT, ev, false, 1, 0);
+        agg_add(cv, j, LC_JFR_LIVE_OBJECT, ev, false, 1, 0);
         break;
     case JFR_EV_MALLOC:
-        agg_add(cv, LC_JFR_MALLOC, ev, false, 1, ev->value);
+        agg_add(cv, j, LC_JFR_MALLOC, ev, false, 1, ev->value);
         break;
     case JFR_EV_ACTIVE_SETTING:
         if (!strcmp(ev->name, "event")) {
@@ -567,36 +573,102 @@ static uint64_t function_of(conv_t *cv, jfr_t *j, uint32_t kind, uint64_t method
     return id;
 }
 
-/* The builder's location id of a frame; 0 when its method is unknown. */
-static uint64_t location_of(conv_t *cv, jfr_t *j, uint32_t kind, const jfr_frame_t *fr)
+/* The builder's location id of a frame, which the builder makes once per
+ * (function, line); 0 when its method is unknown. */
+static uint64_t make_location(conv_t *cv, jfr_t *j, uint32_t kind, const jfr_frame_t *fr)
 {
-    uint32_t ln = (uint32_t)fr->line;
-    identry_t *at = methods_find(&cv->locs_of[kind], fr->method, ln);
-    if (at->id)
-        return at->id;
     uint64_t fn = function_of(cv, j, kind, fr->method);
     if (!fn)
         return 0;
     lc_pprof_line_t line = {fn, fr->line};
-    uint64_t id = lc_pprof_builder_location(cv->b[kind], cv->mapping[kind], 0, &line, 1);
+    return lc_pprof_builder_location(cv->b[kind], cv->mapping[kind], 0, &line, 1);
+}
+
+/* make_location for a frame not in locs_of yet; at: its entry there. */
+static uint64_t new_location(conv_t *cv, jfr_t *j, uint32_t kind, const jfr_frame_t *fr,
+                             identry_t *at)
+{
+    uint64_t id = make_location(cv, j, kind, fr);
     /* function_of may have grown its own map, never this one: at still holds */
-    methods_set(&cv->locs_of[kind], at, fr->method, ln, id);
+    if (id)
+        methods_set(&cv->locs_of[kind], at, fr->method, (uint32_t)fr->line, id);
     return id;
+}
+
+/* The location id of a decoded frame, looked up by (method, line) first
+ * (inlined: done for every frame of a copied stack). */
+static inline __attribute__((always_inline)) uint64_t
+location_of(conv_t *cv, jfr_t *j, uint32_t kind, const jfr_frame_t *fr)
+{
+    identry_t *at = methods_find(&cv->locs_of[kind], fr->method, (uint32_t)fr->line);
+    return at->id ? at->id : new_location(cv, j, kind, fr, at);
+}
+
+/* A frame key's location id the first time a kind meets the key: the frame
+ * decoded and resolved by (method, line); 0 for an unknown method. */
+static uint64_t key_location(conv_t *cv, jfr_t *j, uint32_t kind, const uint8_t *p, size_t fields,
+                             uint64_t key)
+{
+    jfr_frame_t fr;
+    jfr_frame_decode(p, fields, &fr);
+    uint64_t loc = make_location(cv, j, kind, &fr);
+    if (loc)
+        methods_set(&cv->keys_of[kind], methods_find(&cv->keys_of[kind], key, 0), key, 0, loc);
+    return loc;
+}
+
+/* The location ids of a located stack's n frames into cv->locs; returns
+ * how many (a frame of an unknown method is dropped). A frame's key is
+ * looked up before anything is decoded: a recording names a few thousand
+ * (method, line) pairs in millions of frames. Inlined twice, once for
+ * frames of 4 fields (method, line, bytecode index, type: the JDK's and
+ * async-profiler's), whose ends are then found without a loop. */
+static inline __attribute__((always_inline)) size_t
+keyed_locations(conv_t *cv, jfr_t *j, uint32_t kind, const uint8_t *p, size_t n, size_t fields)
+{
+    methods_map_t *m = &cv->keys_of[kind];
+    if (!m->cap)
+        methods_grow(m);
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        uint64_t key, loc;
+        const uint8_t *next = jfr_frame_key(p, fields, &key);
+        if (next) {
+            loc = m->e[methods_slot(m, key, 0)].id;
+            if (!loc)
+                loc = key_location(cv, j, kind, p, fields, key);
+            p = next;
+        } else { /* longer than a word: decoded */
+            jfr_frame_t fr;
+            p = jfr_frame_decode(p, fields, &fr);
+            loc = location_of(cv, j, kind, &fr);
+        }
+        if (loc) /* else an unknown method or class: the frame is dropped */
+            cv->locs[k++] = loc;
+    }
+    return k;
 }
 
 static void resolve_sample(conv_t *cv, jfr_t *j, const agg_t *a, uint32_t stack_order)
 {
-    size_t n;
-    const jfr_frame_t *fr = jfr_stack_at(j, stack_order, &n);
-    if (!fr)
+    const uint8_t *raw;
+    size_t n, fields;
+    const jfr_frame_t *fr = NULL;
+    if (!jfr_stack_raw(j, stack_order, &raw, &n, &fields) &&
+        !(fr = jfr_stack_at(j, stack_order, &n)))
         return; /* Pyroscope drops samples of unknown stacks */
     lc_pprof_builder_t *b = cv->b[a->kind];
     cv->locs = lc_xgrow(cv->locs, &cv->cap_locs, n ? n : 1, sizeof(*cv->locs));
     size_t k = 0;
-    for (size_t i = 0; i < n; i++) {
-        uint64_t loc = location_of(cv, j, a->kind, &fr[i]);
-        if (loc) /* else an unknown method or class: the frame is dropped */
-            cv->locs[k++] = loc;
+    if (!fr) {
+        k = fields == 4 ? keyed_locations(cv, j, a->kind, raw, n, 4)
+                        : keyed_locations(cv, j, a->kind, raw, n, fields);
+    } else {
+        for (size_t i = 0; i < n; i++) {
+            uint64_t loc = location_of(cv, j, a->kind, &fr[i]);
+            if (loc) /* else an unknown method or class: the frame is dropped */
+                cv->locs[k++] = loc;
+        }
     }
     size_t pairs = sample_labels(cv, a);
     lc_pprof_builder_sample(b, cv->locs, k, a->v, pairs ? cv->kv : NULL, pairs);
@@ -631,19 +703,24 @@ static int on_chunk_end(jfr_t *j, void *data)
     return 0;
 }
 
-/* The first event after a chunk was resolved: its aggregates and (method
- * ids belong to the chunk) its maps are cleared now, not at the chunk's
- * end, so a recording of one chunk never pays for it. */
-static void chunk_reset(conv_t *cv)
+/* The first event after a chunk was resolved: its aggregates are cleared
+ * now, not at the chunk's end, so a recording of one chunk never pays for
+ * it; and the maps of method ids too when a method named before has another
+ * name in this chunk (the next chunk's pools are read by now). */
+static void chunk_reset(conv_t *cv, const jfr_t *j)
 {
     if (cv->cap_agg)
         memset(cv->agg, 0, cv->cap_agg * sizeof(*cv->agg));
     cv->n_agg = 0;
+    cv->resolved = false;
+    if (cv->renames == jfr_renames(j))
+        return;
+    cv->renames = jfr_renames(j);
     for (size_t k = 0; k < LC_JFR_KINDS_; k++) {
         methods_clear(&cv->fns[k]);
         methods_clear(&cv->locs_of[k]);
+        methods_clear(&cv->keys_of[k]);
     }
-    cv->resolved = false;
 }
 
 /* ---------------------------------------------------------------- the call */
@@ -696,6 +773,7 @@ static void conv_fini(conv_t *cv)
     for (size_t k = 0; k < LC_JFR_KINDS_; k++) {
         lc_free(cv->fns[k].e);
         lc_free(cv->locs_of[k].e);
+        lc_free(cv->keys_of[k].e);
     }
 }
 
