@@ -40,7 +40,9 @@
  * copying measured faster below it (dump1: 2.15 ms copied, 2.32 ms
  * located); since the converter resolves located frames undecoded
  * (jfr_frame_key), locating every pool takes fewer instructions on every
- * recording measured (dump1 17.5 M -> 10.0 M a conversion): see
+ * recording measured (dump1 17.5 M -> 10.0 M a conversion) but no less
+ * time (dump1 2.3-2.6 -> 2.7-3.5 ms: a located frame is a load from the
+ * recording, where the copied array is in cache), so the gate stays:
  * bench/README.md, jfr, fourth round. */
 #define LAZY_STACKS_MIN_BYTES ((size_t)2 << 20)
 
@@ -637,14 +639,7 @@ static void read_flat(jr_t *r, const jclass_t *c)
     }
 }
 
-/* The bytes of a little-endian word that end a varint (those under 0x80),
- * as their top bits. */
-static inline uint64_t varint_ends(uint64_t w)
-{
-    return ~w & 0x8080808080808080ull;
-}
-
-/* How many bytes varint_ends marked: one bit per byte summed by a multiply
+/* How many bytes jfr_varint_ends marked: one bit per byte summed by a multiply
  * (__builtin_popcountll is a libgcc call without -mpopcnt). */
 static inline size_t varint_ends_count(uint64_t ends)
 {
@@ -672,14 +667,6 @@ static inline const uint8_t *varint_at(const uint8_t *p, uint64_t *v)
     return p + 9;
 }
 
-/* Past an unchecked LEB128 (9 bytes known to remain) without decoding it
- * (start times take 8 or 9 bytes, one per event). */
-static const uint8_t *varint_skip(const uint8_t *p)
-{
-    uint64_t ends = varint_ends(jfr_le64(p));
-    return ends ? p + __builtin_ctzll(ends) / 8 + 1 : p + 9;
-}
-
 /* The 7-bit groups of a varint's bytes (little-endian in x, at most 7 of
  * them, the bytes after it cleared) put together. */
 static inline uint64_t varint_gather(uint64_t x)
@@ -702,7 +689,7 @@ static inline uint64_t low_bytes(uint64_t w, unsigned bytes)
 static inline const uint8_t *frame_in_word(const uint8_t *p, size_t n_fields, uint64_t *method,
                                            uint64_t *line)
 {
-    uint64_t w = jfr_le64(p), ends = varint_ends(w);
+    uint64_t w = jfr_le64(p), ends = jfr_varint_ends(w);
     if (varint_ends_count(ends) < n_fields)
         return NULL;
     unsigned method_len = (unsigned)__builtin_ctzll(ends) / 8 + 1;
@@ -726,7 +713,7 @@ static void read_frame_unchecked(jr_t *r, const jclass_t *frame, uint64_t *metho
         else if (i == frame->line_at)
             p = varint_at(p, line);
         else
-            p = varint_skip(p);
+            p = jfr_varint_skip(p);
     }
     r->p = p;
 }
@@ -759,7 +746,7 @@ static const uint8_t *decode_frames_usual(const uint8_t *p, size_t n_fields, jfr
             p = varint_at(p, &method);
             p = varint_at(p, &line);
             for (size_t i = 2; i < n_fields; i++)
-                p = varint_skip(p);
+                p = jfr_varint_skip(p);
         }
         /* as frame_push: lineNumber read as uint32 */
         out[k] = (jfr_frame_t){.method = method, .line = (int64_t)(uint32_t)line};
@@ -776,7 +763,7 @@ static const uint8_t *skip_stack_varints(const uint8_t *p, const uint8_t *end, s
 {
     size_t run = 0; /* continuation bytes just before p */
     while (k && end - p >= 8) {
-        uint64_t ends = varint_ends(jfr_le64(p));
+        uint64_t ends = jfr_varint_ends(jfr_le64(p));
         if (!ends || run + (size_t)__builtin_ctzll(ends) / 8 >= 8)
             return NULL;
         size_t c = varint_ends_count(ends);
@@ -1552,7 +1539,7 @@ static bool read_flat_event_fast(jr_t *r, const jclass_t *c, uint64_t *v)
         else if (f->slot)
             p = varint_at(p, &v[f->slot]);
         else
-            p = varint_skip(p);
+            p = jfr_varint_skip(p);
     }
     if (p > r->end)
         return false;

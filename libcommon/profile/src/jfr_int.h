@@ -82,6 +82,21 @@ static inline uint64_t jfr_le64(const uint8_t *p)
     return w;
 }
 
+/* The bytes of a little-endian word that end a varint (those under 0x80),
+ * as their top bits. */
+static inline uint64_t jfr_varint_ends(uint64_t w)
+{
+    return ~w & 0x8080808080808080ull;
+}
+
+/* Past an unchecked LEB128 (9 bytes known to remain) without decoding it
+ * (start times take 8 or 9 bytes, one per event). */
+static inline const uint8_t *jfr_varint_skip(const uint8_t *p)
+{
+    uint64_t ends = jfr_varint_ends(jfr_le64(p));
+    return ends ? p + __builtin_ctzll(ends) / 8 + 1 : p + 9;
+}
+
 /* A frame of a located stack (8 bytes readable at p, fields >= 2) as a key:
  * the bytes of its method and lineNumber varints, the bytes after them
  * cleared. A varint ends at its first byte under 0x80, so the bytes delimit
@@ -93,7 +108,7 @@ static inline uint64_t jfr_le64(const uint8_t *p)
  * frames are 4-10 bytes, and a key looked up replaces their decoding. */
 static inline const uint8_t *jfr_frame_key(const uint8_t *p, size_t fields, uint64_t *key)
 {
-    uint64_t w = jfr_le64(p), ends = ~w & 0x8080808080808080ull;
+    uint64_t w = jfr_le64(p), ends = jfr_varint_ends(w);
     uint64_t rest = ends & (ends - 1); /* the ends after the method's */
     uint64_t line = rest & (0 - rest); /* the lineNumber's last byte, its top bit */
     if (!line)
@@ -106,10 +121,8 @@ static inline const uint8_t *jfr_frame_key(const uint8_t *p, size_t fields, uint
     /* the fields after the line end past the word: skipped one by one
      * (each ends within the recording, 8 bytes readable at its start) */
     p += __builtin_ctzll(line) / 8 + 1;
-    for (size_t i = 2; i < fields; i++) {
-        uint64_t e = ~jfr_le64(p) & 0x8080808080808080ull;
-        p += e ? __builtin_ctzll(e) / 8 + 1 : 9;
-    }
+    for (size_t i = 2; i < fields; i++)
+        p = jfr_varint_skip(p);
     return p;
 }
 
