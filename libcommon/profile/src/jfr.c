@@ -48,19 +48,19 @@
 
 /* ---------------------------------------------------------------- id maps */
 
-/* Open addressing, u64 id -> u32 index; UINT32_MAX marks a free slot. Key
+/* Open addressing, u64 key -> u32 value; UINT32_MAX marks a free slot. Key
  * and value share a slot, so a probe touches one cache line. */
 typedef struct jslot_s {
     uint64_t key;
     uint32_t val;
 } jslot_t;
 
-typedef struct jmap_s {
+typedef struct jhash_s {
     jslot_t *slots;
     size_t cap, n;
-} jmap_t;
+} jhash_t;
 
-static size_t jmap_slot(const jmap_t *m, uint64_t k)
+static size_t jhash_slot(const jhash_t *m, uint64_t k)
 {
     size_t i = (size_t)((k * 0x9E3779B97F4A7C15ull) >> 20) & (m->cap - 1);
     while (m->slots[i].val != UINT32_MAX && m->slots[i].key != k)
@@ -68,42 +68,124 @@ static size_t jmap_slot(const jmap_t *m, uint64_t k)
     return i;
 }
 
-/* Room for `want` entries at a load of at most one half. */
-static void jmap_reserve(jmap_t *m, size_t want)
+/* Room for one more entry at a load of at most one half. */
+static void jhash_grow(jhash_t *m)
 {
-    if (want * 2 <= m->cap)
+    if ((m->n + 1) * 2 <= m->cap)
         return;
-    jmap_t old = *m;
-    size_t cap = old.cap ? old.cap : 64;
-    while (cap < want * 2)
-        cap *= 2;
-    m->cap = cap;
-    m->slots = lc_xmalloc(cap * sizeof(*m->slots));
-    memset(m->slots, 0xff, cap * sizeof(*m->slots));
+    jhash_t old = *m;
+    m->cap = old.cap ? old.cap * 2 : 64;
+    m->slots = lc_xmalloc(m->cap * sizeof(*m->slots));
+    memset(m->slots, 0xff, m->cap * sizeof(*m->slots));
     for (size_t i = 0; i < old.cap; i++) {
         if (old.slots[i].val != UINT32_MAX)
-            m->slots[jmap_slot(m, old.slots[i].key)] = old.slots[i];
+            m->slots[jhash_slot(m, old.slots[i].key)] = old.slots[i];
     }
     lc_free(old.slots);
 }
 
-static void jmap_put(jmap_t *m, uint64_t k, uint32_t v)
+/* Sets k's value; true when k is new. */
+static bool jhash_put(jhash_t *m, uint64_t k, uint32_t v)
 {
-    jmap_reserve(m, m->n + 1);
-    jslot_t *at = &m->slots[jmap_slot(m, k)];
-    if (at->val == UINT32_MAX)
-        m->n++;
+    jhash_grow(m);
+    jslot_t *at = &m->slots[jhash_slot(m, k)];
+    bool fresh = at->val == UINT32_MAX;
+    m->n += fresh;
     *at = (jslot_t){k, v};
+    return fresh;
 }
 
-static uint32_t jmap_get(const jmap_t *m, uint64_t k)
+static uint32_t jhash_get(const jhash_t *m, uint64_t k)
 {
-    return m->cap ? m->slots[jmap_slot(m, k)].val : UINT32_MAX;
+    return m->cap ? m->slots[jhash_slot(m, k)].val : UINT32_MAX;
+}
+
+/* Pool ids -> indexes. The JDK numbers a chunk's symbols, classes, methods
+ * and stack traces upwards from a base, densely enough (goland-multichunk:
+ * every method id below the largest, one symbol id in 7) that ids kept in
+ * pages of JPAGE values, indexed by the id's low bits, take 4 bytes an id
+ * where a hash slot takes 32 at its load: a pool read in id order fills its
+ * pages front to back, and the name lookups that follow mostly hit the
+ * cache, where the hash scattered neighbouring ids (a miss each: 14 % of
+ * goland-multichunk's time). A page is made only while the pages hold at
+ * most JPAGE_SLACK slots an id held, past a free allowance, so sparse ids
+ * cost no more memory than the hash did: the ids of a page refused go to
+ * the hash, and the page directory remembers which. */
+#define JPAGE_BITS 10
+#define JPAGE ((uint64_t)1 << JPAGE_BITS)
+#define JPAGE_SLACK 8
+#define JPAGE_FREE 64            /* pages made before the slack is asked for */
+#define JPAGE_HASHED 0xfffffffeu /* a directory value: the page's ids are in hashed */
+/* Pages of ids below JLOW x JPAGE are also found without the directory:
+ * the JDK's method, class and stack trace ids and a first chunk's symbols
+ * (async-profiler's thread states are asked for every event). */
+#define JLOW 64
+
+typedef struct jmap_s {
+    uint32_t *low[JLOW]; /* the pages kept of the first page numbers, else NULL */
+    jhash_t dir;         /* page number -> index in pages, or JPAGE_HASHED */
+    uint32_t **pages;
+    size_t n_pages, cap_pages;
+    jhash_t hashed;
+    size_t n; /* ids held, in pages and hashed */
+} jmap_t;
+
+/* The directory value of a page number seen for the first time. */
+static uint32_t jmap_new_page(jmap_t *m, uint64_t no)
+{
+    uint32_t d = JPAGE_HASHED;
+    if ((m->n_pages + 1) * JPAGE <= JPAGE_SLACK * m->n + JPAGE_FREE * JPAGE) {
+        m->pages = lc_xgrow(m->pages, &m->cap_pages, m->n_pages + 1, sizeof(*m->pages));
+        uint32_t *page = lc_xmalloc(JPAGE * sizeof(*page));
+        memset(page, 0xff, JPAGE * sizeof(*page));
+        m->pages[m->n_pages] = page;
+        d = (uint32_t)m->n_pages++;
+        if (no < JLOW)
+            m->low[no] = page;
+    }
+    jhash_put(&m->dir, no, d);
+    return d;
+}
+
+static void jmap_put(jmap_t *m, uint64_t k, uint32_t v)
+{
+    uint64_t no = k >> JPAGE_BITS;
+    if (no < JLOW && m->low[no]) {
+        uint32_t *at = &m->low[no][k & (JPAGE - 1)];
+        m->n += *at == UINT32_MAX;
+        *at = v;
+        return;
+    }
+    uint32_t d = jhash_get(&m->dir, no);
+    if (d == UINT32_MAX)
+        d = jmap_new_page(m, no);
+    if (d == JPAGE_HASHED) {
+        m->n += jhash_put(&m->hashed, k, v);
+        return;
+    }
+    uint32_t *at = &m->pages[d][k & (JPAGE - 1)];
+    m->n += *at == UINT32_MAX;
+    *at = v;
+}
+
+static inline uint32_t jmap_get(const jmap_t *m, uint64_t k)
+{
+    uint64_t no = k >> JPAGE_BITS;
+    if (no < JLOW && m->low[no])
+        return m->low[no][k & (JPAGE - 1)];
+    uint32_t d = jhash_get(&m->dir, no);
+    if (d == UINT32_MAX)
+        return UINT32_MAX;
+    return d == JPAGE_HASHED ? jhash_get(&m->hashed, k) : m->pages[d][k & (JPAGE - 1)];
 }
 
 static void jmap_free(jmap_t *m)
 {
-    lc_free(m->slots);
+    for (size_t i = 0; i < m->n_pages; i++)
+        lc_free(m->pages[i]);
+    lc_free(m->pages);
+    lc_free(m->dir.slots);
+    lc_free(m->hashed.slots);
 }
 
 /* ---------------------------------------------------------------- metadata model */
@@ -1382,21 +1464,6 @@ static void keep_entry(jfr_t *j, const jclass_t *c, uint64_t id, size_t frames_b
     }
 }
 
-/* The id map of a pool whose entries are kept, sized for n more entries at
- * once instead of doubling through them. */
-static void pool_reserve(jfr_t *j, const jclass_t *c, size_t n)
-{
-    jmap_t *ix = c->kind == K_STRING       ? &j->str_ix
-                 : c->role == C_SYMBOL     ? &j->sym_ix
-                 : c->role == C_CLASS      ? &j->cls_ix
-                 : c->role == C_METHOD     ? &j->meth_ix
-                 : c->role == C_STATE      ? &j->state_ix
-                 : c->role == C_STACKTRACE ? &j->stack_ix
-                                           : NULL;
-    if (ix)
-        jmap_reserve(ix, ix->n + n);
-}
-
 /* Room for the frames a stack trace pool of `bytes` bytes can hold (a
  * StackFrame of the usual four fields takes at least four), once, instead of
  * doubling through them: memory not written is not touched. */
@@ -1464,9 +1531,7 @@ static int read_pool(jr_t *r)
         return -1;
     if (!c)
         return bad(j, "constant pool of unknown type %llu", (unsigned long long)type);
-    /* every entry takes at least a byte: the count cannot reserve more than the input holds */
     size_t left = (size_t)(r->end - r->p);
-    pool_reserve(j, c, n < left ? n : left);
     j->lazy_pool = left >= j->lazy_min;
     if (c->role == C_STACKTRACE && !j->lazy_pool)
         frames_reserve(j, left);
