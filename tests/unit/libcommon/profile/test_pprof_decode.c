@@ -218,6 +218,76 @@ static void test_bool_must_be_a_varint(void)
     }
 }
 
+/* ---------------------------------------------------------------- packed runs */
+
+static uint64_t next_random(uint64_t *state)
+{
+    *state = *state * 6364136223846793005ULL + 1442695040888963407ULL;
+    return *state >> 17;
+}
+
+static size_t put_varint(uint8_t *out, uint64_t v)
+{
+    size_t n = 0;
+    for (; v >= 0x80; v >>= 7)
+        out[n++] = (uint8_t)(v | 0x80);
+    out[n++] = (uint8_t)v;
+    return n;
+}
+
+/* Ids of one to four bytes, mostly one or two as in real stacks. */
+static uint64_t random_id(uint64_t *state)
+{
+    static const uint64_t span[] = {1u << 7, 1u << 14, 1u << 14, 1u << 21, 1u << 28};
+    return next_random(state) % span[next_random(state) % LC_ARRAY_LEN(span)];
+}
+
+/* One sample {location_id packed, value packed}: its ids' run may end cut
+ * inside a varint (cut), and the sample may end the input (last). */
+static size_t put_sample(uint8_t *out, uint64_t *state, bool cut)
+{
+    uint8_t run[256];
+    size_t len = 0, ids = next_random(state) % 40;
+    for (size_t i = 0; i < ids; i++)
+        len += put_varint(run + len, random_id(state));
+    if (cut && len > 0 && run[len - 1] < 0x80)
+        run[len - 1] |= 0x80;
+    uint8_t msg[300];
+    size_t n = 0;
+    msg[n++] = 0x0a; /* field 1, length-delimited */
+    n += put_varint(msg + n, len);
+    memcpy(msg + n, run, len);
+    n += len;
+    msg[n++] = 0x12; /* field 2: one value */
+    msg[n++] = 0x01;
+    msg[n++] = 0x07;
+    size_t m = 0;
+    out[m++] = 0x12; /* Profile.sample */
+    m += put_varint(out + m, n);
+    memcpy(out + m, msg, n);
+    return m + n;
+}
+
+/* Random runs of location ids, in profiles cut at every length so that runs
+ * end at, near and past the end of the input: the decoder reads packed ids
+ * eight bytes at a time where the CPU can, and must read the same ids, and
+ * refuse the same cut runs, as protobuf-c. */
+static void test_random_packed_ids_match_protobuf_c(void)
+{
+    uint64_t state = 42;
+    uint8_t pb[4096];
+    for (int round = 0; round < 300; round++) {
+        size_t n = 0, samples = 1 + next_random(&state) % 8;
+        for (size_t i = 0; i < samples; i++)
+            n += put_sample(pb + n, &state, next_random(&state) % 16 == 0);
+        for (size_t len = n > 48 ? n - 48 : 0; len <= n; len++) {
+            char what[64];
+            snprintf(what, sizeof(what), "random runs %d, %zu of %zu bytes", round, len, n);
+            check_same(what, pb, len);
+        }
+    }
+}
+
 /* ---------------------------------------------------------------- limits */
 
 static void test_sample_cap_before_decoding(void)
@@ -391,6 +461,7 @@ static void test_print_speed(void)
 }
 
 LC_TEST_MAIN(test_every_testdata_pprof_packs_the_same, test_edge_cases_match_protobuf_c,
-             test_unknown_fields_are_dropped, test_bool_must_be_a_varint,
-             test_sample_cap_before_decoding, test_arena_cap, test_decode_keep_hands_back_the_bytes,
-             test_validate_tells_when_it_changed_the_profile, test_print_speed)
+             test_random_packed_ids_match_protobuf_c, test_unknown_fields_are_dropped,
+             test_bool_must_be_a_varint, test_sample_cap_before_decoding, test_arena_cap,
+             test_decode_keep_hands_back_the_bytes, test_validate_tells_when_it_changed_the_profile,
+             test_print_speed)
