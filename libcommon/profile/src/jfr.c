@@ -313,6 +313,9 @@ typedef struct jsym_s {
     const char *s;
     uint32_t len;
     uint32_t pos, end; /* the encoded string in the recording, while s is NULL */
+    /* where same_located last found these bytes again (0: nowhere yet):
+     * the methods of one class share its symbol, checked once */
+    uint32_t same_at;
 } jsym_t;
 
 /* A stack trace: n frames at off in the frame array, or, when lazy_fields
@@ -1436,7 +1439,7 @@ static void keep_entry(jfr_t *j, const jclass_t *c, uint64_t id, size_t frames_b
         const char *m = val_set(j, S_SYMBOL_STRING)
                             ? lc_jfr_merge_generated(v[S_SYMBOL_STRING].s.s, len, j->arena, &len)
                             : "";
-        *s = (jsym_t){m, (uint32_t)len, 0, 0};
+        *s = (jsym_t){m, (uint32_t)len, 0, 0, 0};
         break;
     }
     case C_CLASS:
@@ -1490,7 +1493,7 @@ static bool read_lazy_symbol(jr_t *r, const jclass_t *c, uint64_t id)
     r->p += n;
     jfr_t *j = r->j;
     *(jsym_t *)POOL_SLOT(j, sym_ix, id, syms, n_syms, cap_syms) =
-        (jsym_t){NULL, 0, (uint32_t)(at - r->base), (uint32_t)(r->p - r->base)};
+        (jsym_t){NULL, 0, (uint32_t)(at - r->base), (uint32_t)(r->p - r->base), 0};
     return true;
 }
 
@@ -1835,10 +1838,16 @@ static bool method_symbols(jfr_t *j, const jmethod_t *m, jsym_t **cls, jsym_t **
 }
 
 /* Whether the located bytes of sym are those at [pos, end). */
-static bool same_located(const jfr_t *j, const jsym_t *sym, uint32_t pos, uint32_t end)
+static bool same_located(const jfr_t *j, jsym_t *sym, uint32_t pos, uint32_t end)
 {
-    return sym && end && sym->end && sym->end - sym->pos == end - pos &&
-           !memcmp(j->buf + sym->pos, j->buf + pos, end - pos);
+    if (!sym || !end || !sym->end || sym->end - sym->pos != end - pos)
+        return false;
+    if (sym->same_at == pos)
+        return true;
+    if (memcmp(j->buf + sym->pos, j->buf + pos, end - pos) != 0)
+        return false;
+    sym->same_at = pos;
+    return true;
 }
 
 /* Whether a method's name, made now, would be s (len bytes): its symbols
