@@ -368,6 +368,73 @@ static void methods_clear(methods_map_t *m)
     m->n = 0;
 }
 
+/* A key of at most 40 bits -> a builder id below 2^24, in one 8-byte slot
+ * (the id in the top 24 bits; 0 marks a free slot), half the bytes of a
+ * methods_map_t entry: the frame lookups of a large recording miss the
+ * cache, and fewer bytes miss it less (goland-multichunk's maps hold 20 k
+ * keys a kind). Location ids stay below 2^24: a builder makes one per
+ * (function, line) of the frames held, at most LC_JFR_MAX_FRAMES (2^23). */
+#define CKEY_BITS 40
+#define CKEY_MASK ((1ull << CKEY_BITS) - 1)
+#define CID_LIMIT (1ull << (64 - CKEY_BITS))
+
+typedef struct cmap_s {
+    uint64_t *e;
+    size_t cap, n;
+} cmap_t;
+
+static inline size_t cmap_home(const cmap_t *m, uint64_t key)
+{
+    return (size_t)((key * 0x9E3779B97F4A7C15ull) >> 20) & (m->cap - 1);
+}
+
+/* The id of key, 0 when absent (or the map empty). */
+static inline uint64_t cmap_get(const cmap_t *m, uint64_t key)
+{
+    if (!m->cap)
+        return 0;
+    for (size_t i = cmap_home(m, key);; i = (i + 1) & (m->cap - 1)) {
+        uint64_t e = m->e[i];
+        if (!e || (e & CKEY_MASK) == key)
+            return e >> CKEY_BITS;
+    }
+}
+
+static void cmap_insert(cmap_t *m, uint64_t e)
+{
+    size_t i = cmap_home(m, e & CKEY_MASK);
+    while (m->e[i])
+        i = (i + 1) & (m->cap - 1);
+    m->e[i] = e;
+}
+
+/* key (absent) -> id; an id past CID_LIMIT is not kept (never met, see
+ * above: the caller then asks the builder again, which finds it). */
+static void cmap_put(cmap_t *m, uint64_t key, uint64_t id)
+{
+    if (id >= CID_LIMIT)
+        return;
+    if ((m->n + 1) * 2 > m->cap) {
+        cmap_t old = *m;
+        m->cap = old.cap ? old.cap * 2 : 1024;
+        m->e = lc_xcalloc(m->cap, sizeof(*m->e));
+        for (size_t i = 0; i < old.cap; i++) {
+            if (old.e[i])
+                cmap_insert(m, old.e[i]);
+        }
+        lc_free(old.e);
+    }
+    cmap_insert(m, key | id << CKEY_BITS);
+    m->n++;
+}
+
+static void cmap_clear(cmap_t *m)
+{
+    if (m->cap)
+        memset(m->e, 0, m->cap * sizeof(*m->e));
+    m->n = 0;
+}
+
 typedef struct conv_s {
     const lc_jfr_params_t *params;
     int64_t period;
@@ -396,10 +463,15 @@ typedef struct conv_s {
      * maps are kept into the next one only while jfr_renames says every
      * method named so far keeps its name (renames: its count they hold for). */
     methods_map_t fns[LC_JFR_KINDS_], locs_of[LC_JFR_KINDS_];
+    /* locs_of's pairs of a method id below 2^24 and a line below 2^16 (the
+     * JDK's nearly all), as method | line << 24 */
+    cmap_t pairs_of[LC_JFR_KINDS_];
     uint64_t renames;
     /* (kind, a located frame's key, jfr_frame_key) -> location id: a
-     * located stack's frames are looked up undecoded (as method 0 = the
-     * key, line 0) */
+     * located stack's frames are looked up undecoded, keys of 5 bytes or
+     * fewer (the JDK's nearly all) in short_keys_of, the others in keys_of
+     * (as method = the key, line 0) */
+    cmap_t short_keys_of[LC_JFR_KINDS_];
     methods_map_t keys_of[LC_JFR_KINDS_];
 } conv_t;
 
@@ -595,24 +667,44 @@ static uint64_t new_location(conv_t *cv, jfr_t *j, uint32_t kind, const jfr_fram
     return id;
 }
 
+/* A short pair's location: cmap_get missed. */
+static uint64_t new_pair_location(conv_t *cv, jfr_t *j, uint32_t kind, const jfr_frame_t *fr,
+                                  uint64_t pair)
+{
+    uint64_t id = make_location(cv, j, kind, fr);
+    if (id)
+        cmap_put(&cv->pairs_of[kind], pair, id);
+    return id;
+}
+
 /* The location id of a decoded frame, looked up by (method, line) first
  * (inlined: done for every frame of a copied stack). */
 static inline __attribute__((always_inline)) uint64_t
 location_of(conv_t *cv, jfr_t *j, uint32_t kind, const jfr_frame_t *fr)
 {
+    if (fr->method < (1ull << 24) && (uint64_t)fr->line < (1ull << 16)) {
+        uint64_t pair = fr->method | (uint64_t)fr->line << 24;
+        uint64_t id = cmap_get(&cv->pairs_of[kind], pair);
+        return id ? id : new_pair_location(cv, j, kind, fr, pair);
+    }
     identry_t *at = methods_find(&cv->locs_of[kind], fr->method, (uint32_t)fr->line);
     return at->id ? at->id : new_location(cv, j, kind, fr, at);
 }
 
 /* A frame key's location id the first time a kind meets the key: the frame
- * decoded and resolved by (method, line); 0 for an unknown method. */
+ * decoded and looked up by (method, line), made when new; 0 for an unknown
+ * method. Through locs_of, so that a location made for a copied stack (a
+ * smaller pool of another chunk) or for another key of the same pair is
+ * found, not asked of the builder again. */
 static uint64_t key_location(conv_t *cv, jfr_t *j, uint32_t kind, const uint8_t *p, size_t fields,
                              uint64_t key)
 {
     jfr_frame_t fr;
     jfr_frame_decode(p, fields, &fr);
-    uint64_t loc = make_location(cv, j, kind, &fr);
-    if (loc)
+    uint64_t loc = location_of(cv, j, kind, &fr);
+    if (loc && key <= CKEY_MASK)
+        cmap_put(&cv->short_keys_of[kind], key, loc);
+    else if (loc)
         methods_set(&cv->keys_of[kind], methods_find(&cv->keys_of[kind], key, 0), key, 0, loc);
     return loc;
 }
@@ -627,14 +719,15 @@ static inline __attribute__((always_inline)) size_t
 keyed_locations(conv_t *cv, jfr_t *j, uint32_t kind, const uint8_t *p, size_t n, size_t fields)
 {
     methods_map_t *m = &cv->keys_of[kind];
-    if (!m->cap)
-        methods_grow(m);
+    const cmap_t *c = &cv->short_keys_of[kind];
     size_t k = 0;
     for (size_t i = 0; i < n; i++) {
         uint64_t key, loc;
         const uint8_t *next = jfr_frame_key(p, fields, &key);
         if (next) {
-            loc = m->e[methods_slot(m, key, 0)].id;
+            loc = key <= CKEY_MASK ? cmap_get(c, key)
+                  : m->cap         ? m->e[methods_slot(m, key, 0)].id
+                                   : 0;
             if (!loc)
                 loc = key_location(cv, j, kind, p, fields, key);
             p = next;
@@ -720,6 +813,8 @@ static void chunk_reset(conv_t *cv, const jfr_t *j)
         methods_clear(&cv->fns[k]);
         methods_clear(&cv->locs_of[k]);
         methods_clear(&cv->keys_of[k]);
+        cmap_clear(&cv->pairs_of[k]);
+        cmap_clear(&cv->short_keys_of[k]);
     }
 }
 
@@ -774,6 +869,8 @@ static void conv_fini(conv_t *cv)
         lc_free(cv->fns[k].e);
         lc_free(cv->locs_of[k].e);
         lc_free(cv->keys_of[k].e);
+        lc_free(cv->pairs_of[k].e);
+        lc_free(cv->short_keys_of[k].e);
     }
 }
 
