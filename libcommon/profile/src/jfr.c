@@ -514,11 +514,17 @@ static uint64_t jr_varint_long(jr_t *r)
 }
 
 /* Most values (pool references in small pools, line numbers, flags) take
- * one byte: that case without the loop. */
+ * one byte, and most others two (ids of pools of up to 16 k entries): those
+ * cases without the call and the loop. */
 static inline uint64_t jr_varint(jr_t *r)
 {
     if (r->p < r->end && *r->p < 0x80)
         return *r->p++;
+    if (r->end - r->p >= 2 && r->p[1] < 0x80) { /* p[0] is 0x80 or more */
+        uint64_t v = (uint64_t)(r->p[0] & 0x7f) | (uint64_t)r->p[1] << 7;
+        r->p += 2;
+        return v;
+    }
     return jr_varint_long(r);
 }
 
