@@ -364,7 +364,7 @@ static int gzip_in_place(lc_buf_t *body)
 {
     lc_buf_t zipped;
     lc_buf_init(&zipped, body->max);
-    int rc = lc_gzip(body->data, body->len, 0, &zipped);
+    int rc = lc_gzip(body->data, body->len, LC_GZIP_REPLY_LEVEL, &zipped);
     lc_buf_fini(body);
     *body = zipped;
     return rc;

@@ -50,7 +50,7 @@ static void legacy_reply(lc_http_req_t *req, const char *content_type, lc_buf_t 
     bool gzip = lc_connect_accepts_gzip(lc_http_header(req, "accept-encoding")) && body->len;
     lc_buf_t zipped;
     lc_buf_init(&zipped, LC_BUF_UNLIMITED);
-    if (gzip && lc_gzip(body->data, body->len, 0, &zipped) != 0)
+    if (gzip && lc_gzip(body->data, body->len, LC_GZIP_REPLY_LEVEL, &zipped) != 0)
         gzip = false;
     lc_buf_t *out = gzip ? &zipped : body;
     lc_http_reply(req, 200, content_type, out->data ? (const void *)out->data : "", out->len);

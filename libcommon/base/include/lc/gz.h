@@ -27,7 +27,11 @@ size_t lc_gz_size_hint(const uint8_t *in, size_t len);
  * bad data. */
 int lc_gunzip_into(const uint8_t *in, size_t len, uint8_t *out, size_t cap,
                    size_t *out_len) LC_MUST_CHECK;
-/* Appends a gzip stream of `in` to out (level: 1 fast .. 9 small; 0 = default 6). */
+/* Appends a gzip stream of `in` to out (level: 1 fast .. 9 small; 0 = default 6).
+ * LC_ETOOBIG when it does not fit under out's cap. */
 int lc_gzip(const uint8_t *in, size_t len, int level, lc_buf_t *out) LC_MUST_CHECK;
+/* The level of gzip'd HTTP responses: on query results 5x cheaper than level 6
+ * for ~7% more bytes, and responses are on every query's path. */
+#define LC_GZIP_REPLY_LEVEL 1
 
 #endif
