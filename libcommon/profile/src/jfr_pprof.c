@@ -605,6 +605,20 @@ static int jfr_on_event(jfr_t *j, const jfr_event_t *ev, void *data)
 
 /* ---------------------------------------------------------------- resolving a chunk */
 
+/* A span id as "%016llx" writes it, without printf's cost (a fifth of a
+ * small recording's conversion when its samples carry spans:
+ * new_spancontext); NULL when the arena is full. */
+static const char *span_hex(lc_arena_t *arena, uint64_t span)
+{
+    char *s = lc_arena_alloc(arena, 17);
+    if (!s)
+        return NULL;
+    for (int i = 15; i >= 0; i--, span >>= 4)
+        s[i] = "0123456789abcdef"[span & 15];
+    s[16] = 0;
+    return s;
+}
+
 /* The labels of a sample, as key/value pointers in cv->kv; returns pairs. */
 static size_t sample_labels(conv_t *cv, const agg_t *a)
 {
@@ -619,9 +633,10 @@ static size_t sample_labels(conv_t *cv, const agg_t *a)
             cv->kv[2 * k++ + 1] = val;
         }
     }
-    if (a->span) {
+    const char *span_id = a->span ? span_hex(cv->arena, a->span) : NULL;
+    if (span_id) {
         cv->kv[2 * k] = "profile_id";
-        cv->kv[2 * k++ + 1] = lc_arena_sprintf(cv->arena, "%016llx", (unsigned long long)a->span);
+        cv->kv[2 * k++ + 1] = span_id;
     }
     const char *span_name = a->span_name ? snap_str(&cv->snap, (int64_t)a->span_name) : "";
     if (*span_name) {
