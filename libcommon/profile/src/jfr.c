@@ -1779,6 +1779,11 @@ uint32_t jfr_stack_order(const jfr_t *j, uint64_t id)
     return jmap_get(&j->stack_ix, id);
 }
 
+uint32_t jfr_stack_places(const jfr_t *j)
+{
+    return (uint32_t)j->n_stacks;
+}
+
 const jfr_frame_t *jfr_stack_at(jfr_t *j, uint32_t order, size_t *n)
 {
     if (order >= j->n_stacks)

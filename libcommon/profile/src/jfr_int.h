@@ -57,6 +57,8 @@ int jfr_read(const uint8_t *buf, size_t len, size_t lazy_min, lc_arena_t *arena,
  * holds them in), UINT32_MAX when the id is unknown. Stacks asked for in
  * this order are read front to back, not at random. */
 uint32_t jfr_stack_order(const jfr_t *j, uint64_t id);
+/* How many places jfr_stack_order gives: every place is below it. */
+uint32_t jfr_stack_places(const jfr_t *j);
 /* The frames of the stack trace at that place (leaf first), or NULL when
  * there is none; valid until the next call (a lazily read stack is decoded
  * into scratch). */

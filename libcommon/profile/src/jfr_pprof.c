@@ -453,8 +453,10 @@ typedef struct conv_s {
     size_t cap_locs;
     /* on_chunk_end's: stack order << 32 | aggregate slot (cap_agg is at
      * most 2 x LC_JFR_MAX_EVENTS, below 2^32) */
-    uint64_t *order;
-    size_t cap_order;
+    uint64_t *order, *sorted;
+    size_t cap_order, cap_sorted;
+    uint32_t *counts; /* order_aggregates' counting sort */
+    size_t cap_counts;
     const char **kv;
     size_t cap_kv;
     /* (kind, method) -> pprof function id and (kind, method, line) ->
@@ -788,6 +790,41 @@ static int cmp_stack_order(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+/* cv->order's n entries (stack order << 32 | slot, slots ascending) by
+ * stack order, into cv->sorted: counted, since places are below
+ * jfr_stack_places (UINT32_MAX, an unknown stack, counts as that), and
+ * stable, so equal orders keep their slots' order, as the sort of whole
+ * entries did. */
+static const uint64_t *count_sort(conv_t *cv, size_t n, size_t places)
+{
+    cv->counts = lc_xgrow(cv->counts, &cv->cap_counts, places + 2, sizeof(*cv->counts));
+    cv->sorted = lc_xgrow(cv->sorted, &cv->cap_sorted, n ? n : 1, sizeof(*cv->sorted));
+    memset(cv->counts, 0, (places + 2) * sizeof(*cv->counts));
+    for (size_t k = 0; k < n; k++) {
+        uint32_t o = (uint32_t)(cv->order[k] >> 32);
+        cv->counts[(o < places ? o : places) + 1]++;
+    }
+    for (size_t p = 1; p < places + 2; p++)
+        cv->counts[p] += cv->counts[p - 1];
+    for (size_t k = 0; k < n; k++) {
+        uint32_t o = (uint32_t)(cv->order[k] >> 32);
+        cv->sorted[cv->counts[o < places ? o : places]++] = cv->order[k];
+    }
+    return cv->sorted;
+}
+
+/* The aggregates' entries by stack order: counted when the places are
+ * not many more than the aggregates (a chunk of few events after large
+ * pools would clear its counts for nothing), else sorted. */
+static const uint64_t *order_aggregates(conv_t *cv, const jfr_t *j, size_t n)
+{
+    size_t places = jfr_stack_places(j);
+    if (places <= 4 * n + 1024)
+        return count_sort(cv, n, places);
+    qsort(cv->order, n, sizeof(*cv->order), cmp_stack_order);
+    return cv->order;
+}
+
 /* The aggregates are resolved in the order their stacks lie in the pool,
  * not the hash table's: a large recording's frames are then read front to
  * back (a stack's kinds, contexts and spans one after the other), where the
@@ -804,9 +841,9 @@ static int on_chunk_end(jfr_t *j, void *data)
         if (cv->agg[i].used) /* unknown stacks (UINT32_MAX) last: they are dropped */
             cv->order[n++] = (uint64_t)jfr_stack_order(j, cv->agg[i].stack) << 32 | i;
     }
-    qsort(cv->order, n, sizeof(*cv->order), cmp_stack_order);
+    const uint64_t *order = order_aggregates(cv, j, n);
     for (size_t k = 0; k < n; k++)
-        resolve_sample(cv, j, &cv->agg[(uint32_t)cv->order[k]], (uint32_t)(cv->order[k] >> 32));
+        resolve_sample(cv, j, &cv->agg[(uint32_t)order[k]], (uint32_t)(order[k] >> 32));
     cv->resolved = true;
     return 0;
 }
@@ -879,6 +916,8 @@ static void conv_fini(conv_t *cv)
     lc_free(cv->agg);
     lc_free(cv->locs);
     lc_free(cv->order);
+    lc_free(cv->sorted);
+    lc_free(cv->counts);
     lc_free(cv->kv);
     for (size_t k = 0; k < LC_JFR_KINDS_; k++) {
         lc_free(cv->fns[k].e);
