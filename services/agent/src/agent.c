@@ -846,15 +846,19 @@ static int copy_opts(agt_t *a, const agt_opts_t *o)
     return 0;
 }
 
-/* Map sizes: room for every sample of two intervals, in counts and in
- * distinct stacks (a sample has at most two), within sane bounds. */
+/* Map sizes: room for every sample of two intervals in distinct stacks (a
+ * sample has at most two), and of eight in counts, within sane bounds. A
+ * busy host delays the drain that swaps the buffers by more than an
+ * interval: on a loaded 2-core CI box (sanitizers, tests spawning hundreds of
+ * processes to symbolize) counts sized for two intervals lost 823 of 4,312
+ * samples in 8 s, and a counts entry is 40 bytes where a stack is ~1 KiB. */
 static void size_maps(const agt_opts_t *o, agt_sampler_opts_t *so)
 {
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     double seconds = (double)o->interval_ns / 1e9;
     double per_interval = (double)(cpus > 0 ? cpus : 1) * o->sample_rate_hz * seconds;
-    size_t want = (size_t)(2 * per_interval);
-    so->counts_capacity = want < 2048 ? 2048 : want > (1u << 20) ? (1u << 20) : want;
+    size_t want = (size_t)(2 * per_interval), counts = 4 * want;
+    so->counts_capacity = counts < 8192 ? 8192 : counts > (1u << 20) ? (1u << 20) : counts;
     size_t stacks = want < 4096 ? 4096 : want > 65536 ? 65536 : want;
     so->stacks_capacity = o->max_stacks ? o->max_stacks : stacks;
     so->procs_capacity = PROCS_CAPACITY;
