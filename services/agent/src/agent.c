@@ -848,10 +848,11 @@ static int copy_opts(agt_t *a, const agt_opts_t *o)
 
 /* Map sizes: room for every sample of two intervals in distinct stacks (a
  * sample has at most two), and of eight in counts, within sane bounds. A
- * busy host delays the drain that swaps the buffers by more than an
- * interval: on a loaded 2-core CI box (sanitizers, tests spawning hundreds of
- * processes to symbolize) counts sized for two intervals lost 823 of 4,312
- * samples in 8 s, and a counts entry is 40 bytes where a stack is ~1 KiB. */
+ * swap is skipped while the previous drain runs, so a slow drain (a first
+ * symbolization on a busy host) leaves one buffer taking samples for several
+ * intervals: on a loaded 2-core CI box under sanitizers counts sized for two
+ * intervals lost 823 of 4,312 samples in 8 s. A counts entry is 40 bytes
+ * where a stack is ~1 KiB, and no stack was lost. */
 static void size_maps(const agt_opts_t *o, agt_sampler_opts_t *so)
 {
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
