@@ -6,9 +6,9 @@ hashlib and json.
 
 - the bucket is unusable (its directory replaced by a file): the old blocks
   stay local however old they are, the merged total equals what was sent;
-- the bucket works again: exactly the blocks that ended before now - 3h
-  leave the data dir, each one's index entry names as many profiles as the
-  test sent into that hour, the recent block stays, nothing was lost from the
+- the bucket works again: exactly the blocks that ended before now minus
+  the local retention leave the data dir, each one's index entry names as
+  many profiles as the test sent into that hour, the recent block stays, nothing was lost from the
   bucket (index profiles sum to what was sent);
 - dropped hours are read back: the merged total equals what was sent, and
   the merged pprof is byte-identical to the all-local one (cold, warm cache);
@@ -42,9 +42,19 @@ class BucketLocalRetentionTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.bucket = h.temp_dir("ember-bucket-lr-")
+        # hours t0 .. t0+4h with t0 = the hour 7 h before this one. The local
+        # retention puts the drop threshold (now - retention) half an hour
+        # after the end of t0+3h's block, whatever the minute now: the blocks
+        # of t0 .. t0+3h are past it, t0+4h's block stays local for the next
+        # 30 minutes (a fixed 3h made it droppable at the next full hour, and
+        # a run across one counted that drop as the late block's)
+        now_ms = h.now_ms()
+        cls.t0 = (now_ms // HOUR_MS - 7) * HOUR_MS
+        cls.t1 = cls.t0 + HOURS * HOUR_MS
+        retention_s = (now_ms - (cls.t0 + 4 * HOUR_MS + HOUR_MS // 2)) // 1000
         cls.args = ["--storage.backend=filesystem", f"--storage.filesystem.dir={cls.bucket}",
                     "--ingester.id=aio-lr", "--storage.block-duration=1h",
-                    "--storage.local-retention=3h"]
+                    f"--storage.local-retention={retention_s}s"]
         os.makedirs(cls.bucket, exist_ok=True)
         cls.aside = cls.bucket + ".aside"
         os.rename(cls.bucket, cls.aside)  # the bucket is a file: every upload fails
@@ -52,10 +62,6 @@ class BucketLocalRetentionTest(unittest.TestCase):
             f.write("not a directory\n")
         cls.e = h.Ember(args=cls.args)
         cls.e.start()
-        # hours t0 .. t0+4h with t0 = the hour 7 h before this one: the blocks of
-        # t0 .. t0+3h ended at least 3 h ago, the block of t0+4h did not
-        cls.t0 = (h.now_ms() // HOUR_MS - 7) * HOUR_MS
-        cls.t1 = cls.t0 + HOURS * HOUR_MS
         cls.per_hour = [0] * HOURS
         for i in range(PUSHES):
             cls.push(i, cls.t0 + (i % HOURS) * HOUR_MS + (i * 37) % 3600 * 1000)

@@ -5,8 +5,9 @@ body) and the all-local answer's bytes.
 
 Six whole hours are pushed ending two hours ago, with every block kept local
 (--storage.local-retention=0); a 7-day merge is taken as the all-local answer.
-The ingesters restart with --storage.local-retention=3h: the hours that ended
-3 h ago leave their data dirs (counted) and are read back from the bucket —
+The ingesters restart with a local retention (about 3 h) that puts the drop
+threshold in the middle of the sixth hour: the five hours before it leave their
+data dirs (counted) and are read back from the bucket —
 the querier's total equals what was sent (without the reading back it is the
 last hours only), and a 7-day merge with a cold cache, then a warm one, gives
 the all-local bytes (a 6-hour window that ended below the marks, as one does
@@ -74,8 +75,10 @@ class BucketLocalS3Test(tb.BucketBlocksTest):
         old_total = dh.merged_total(self.querier, self.t0, old_end)
         old_flame = self.flame_stacks(self.t0, old_end)
 
-        # hours t0 .. t0+4 ended >= 3 h ago: they go; t0+5 stays
-        self.restart_all("3h")
+        # hours t0 .. t0+4 go; t0+5 stays: the retention puts the drop threshold
+        # (now - retention) half an hour after t0+4's end, whatever the minute now,
+        # where a fixed 3h made t0+5 droppable at the next full hour
+        self.restart_all(f"{(h.now_ms() - (self.t0 + 5 * HOUR_MS + HOUR_MS // 2)) // 1000}s")
         want_local = [self.t0 + 5 * HOUR_MS]
         h.wait_for(lambda: all(set(self.local_hours(i)) <= set(want_local)
                                for i in self.ingesters),
