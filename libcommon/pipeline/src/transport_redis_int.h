@@ -40,7 +40,7 @@
 #define RT_DEFAULT_CLAIM_IDLE_MS 60000
 #define RT_DEFAULT_CLAIM_INTERVAL_MS 5000
 #define RT_DEFAULT_MONITOR_MS 1000
-#define RT_DEFAULT_TRIM_MS 5000
+#define RT_DEFAULT_TRIM_MS 1000 /* small datasets: cheap AOF rewrites (docs/internals/redis.md) */
 #define RT_DEFAULT_CONSUME_RETRY_MS 1000
 #define RT_ERROR_PAUSE_MS 200
 #define RT_MIN_READ_COUNT 8

@@ -239,7 +239,7 @@ typedef struct lc_redis_transport_opts_s {
     uint32_t claim_idle_ms;        /* default 60000 */
     uint32_t claim_interval_ms;    /* default 5000 */
     uint32_t monitor_interval_ms;  /* backlog sampling; default 1000 */
-    uint32_t trim_interval_ms;     /* consumers only; default 5000 */
+    uint32_t trim_interval_ms;     /* consumers only; default 1000 */
     uint32_t cmd_timeout_ms;       /* every Redis command; default 5000 */
     uint32_t consume_retry_ms;     /* pause after a failed batch; default 1000 */
     lc_transport_forget_fn forget; /* optional, consumers: called with consume's data */
