@@ -7,7 +7,8 @@
  * of the last conversion
  * (decoded back from the pprofs), so a driver can check them against another
  * converter, and a digest of every sample's content (stacks by name, labels,
- * values; not ids or order) to compare two builds of this one.
+ * values; not ids or order) to compare two builds of this one, and the
+ * table memory the thread keeps after the file's conversions (lc/jfr.h).
  * JFR_BENCH_LAZY_MIN sets lazy_stacks_min_bytes (1: every stack trace pool
  * located, not copied). Usage: jfr_bench ITERATIONS FILE[.gz]...
  */
@@ -140,7 +141,8 @@ static int bench_file(const char *path, int iterations)
            path, in->len, iterations, median, ms[0], (double)in->len / 1e3 / median);
     free(ms);
     uint64_t digest = print_totals(&r);
-    printf("}, \"digest\": \"%016llx\"}\n", (unsigned long long)digest);
+    printf("}, \"digest\": \"%016llx\", \"kept_bytes\": %zu}\n", (unsigned long long)digest,
+           lc_jfr_kept_bytes());
     lc_jfr_result_fini(&r);
     lc_buf_fini(&raw);
     lc_buf_fini(&jfr);

@@ -20,8 +20,10 @@
  * are skipped), and only the pools and events Pyroscope converts are kept.
  * All reads are bounds-checked; every size taken from the file is capped
  * (jfr.h). Errors name what was wrong and where.
- * Threading: a jfr_t belongs to the calling thread for one jfr_read.
+ * Threading: a jfr_t belongs to the calling thread for one jfr_read; the
+ * blocks its tables come from stay with the thread ("kept blocks").
  */
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -45,6 +47,178 @@
  * recording, where the copied array is in cache), so the gate stays:
  * bench/README.md, jfr, fourth round. */
 #define LAZY_STACKS_MIN_BYTES ((size_t)2 << 20)
+
+/* ---------------------------------------------------------------- kept blocks
+ * The converter's tables and its builders' arrays come from here, not
+ * straight from malloc. A freed block of KEEP_MIN bytes or more stays with
+ * the thread (KEEP_BLOCKS of them, LC_JFR_KEPT_BYTES in all) and serves the
+ * thread's next request it fits, in this conversion or the next: glibc
+ * gives large blocks back to the kernel when they are freed (mmap'd ones
+ * at once, the heap's top past its trim threshold), so each conversion
+ * page-faulted its tables in again (goland.jfr: 14.7 k faults a
+ * conversion; bench/README.md, jfr, sixth round). A block is found by first
+ * fit among those at most 4 times the request, and handed out uncleared
+ * (zeroed by jfr_keep_calloc for the bytes asked). The blocks go when the
+ * thread exits or calls lc_jfr_release. Under AddressSanitizer nothing is
+ * kept, so a use after free is still caught. */
+#define KEEP_MIN ((size_t)4 << 10)
+#define KEEP_BLOCKS 4096
+
+#if defined(__SANITIZE_ADDRESS__)
+#define KEEP_ENABLED 0
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define KEEP_ENABLED 0
+#endif
+#endif
+#ifndef KEEP_ENABLED
+#define KEEP_ENABLED 1
+#endif
+
+/* Every block starts with its size and, while kept, the next kept block of
+ * its bin; 16 bytes before what the caller gets (malloc's alignment kept). */
+typedef struct keep_head_s {
+    size_t size;
+    struct keep_head_s *next;
+} keep_head_t;
+
+/* Kept blocks by bin: the blocks of 2^i to 2^(i+1) - 1 bytes in bin i. */
+typedef struct keep_s {
+    keep_head_t *bins[64];
+    size_t n, bytes;
+    bool registered; /* the thread-exit destructor knows this thread's keep */
+} keep_t;
+
+static _Thread_local keep_t kept;
+static pthread_key_t keep_key;
+static bool keep_key_made;
+static pthread_once_t keep_once = PTHREAD_ONCE_INIT;
+
+static unsigned keep_bin(size_t size)
+{
+    return 63u - (unsigned)__builtin_clzll((unsigned long long)size);
+}
+
+static void keep_drop(keep_t *k)
+{
+    for (size_t i = 0; i < sizeof(k->bins) / sizeof(k->bins[0]); i++) {
+        while (k->bins[i]) {
+            keep_head_t *h = k->bins[i];
+            k->bins[i] = h->next;
+            lc_free(h);
+        }
+    }
+    k->n = 0;
+    k->bytes = 0;
+}
+
+static void keep_at_exit(void *k)
+{
+    keep_drop(k);
+}
+
+static void keep_key_make(void)
+{
+    keep_key_made = pthread_key_create(&keep_key, keep_at_exit) == 0;
+}
+
+void lc_jfr_release(void)
+{
+    keep_drop(&kept);
+}
+
+size_t lc_jfr_kept_bytes(void)
+{
+    return kept.bytes;
+}
+
+/* A new block (lc_xmalloc's out-of-memory abort, also for a size that
+ * overflows). */
+static void *keep_new(size_t n, bool zero)
+{
+    size_t total = n > SIZE_MAX - sizeof(keep_head_t) ? SIZE_MAX : sizeof(keep_head_t) + n;
+    keep_head_t *h = zero ? lc_xcalloc(1, total) : lc_xmalloc(total);
+    h->size = n;
+    return h + 1;
+}
+
+/* A kept block for n bytes (the first of n's bin that fits, else of the
+ * next two bins: at most 4 times n), or NULL. */
+static void *keep_take(size_t n)
+{
+    if (!KEEP_ENABLED || n < KEEP_MIN)
+        return NULL;
+    for (unsigned b = keep_bin(n); b < keep_bin(n) + 3 && b < 64; b++) {
+        for (keep_head_t **at = &kept.bins[b]; *at; at = &(*at)->next) {
+            keep_head_t *h = *at;
+            if (h->size < n || h->size / 4 > n)
+                continue;
+            *at = h->next;
+            kept.n--;
+            kept.bytes -= h->size;
+            return h + 1;
+        }
+    }
+    return NULL;
+}
+
+void *jfr_keep_alloc(size_t n)
+{
+    void *p = keep_take(n);
+    return p ? p : keep_new(n, false);
+}
+
+void *jfr_keep_calloc(size_t n, size_t size)
+{
+    if (size && n > SIZE_MAX / size)
+        return keep_new(SIZE_MAX, false); /* aborts, as lc_xcalloc would */
+    void *p = keep_take(n * size);
+    if (!p)
+        return keep_new(n * size, true);
+    memset(p, 0, n * size);
+    return p;
+}
+
+void *jfr_keep_grow(void *p, size_t *cap, size_t need, size_t size)
+{
+    if (need <= *cap)
+        return p;
+    size_t c = *cap ? *cap : 8;
+    while (c < need)
+        c *= 2;
+    if (c > SIZE_MAX / size)
+        return keep_new(SIZE_MAX, false);
+    void *q = jfr_keep_alloc(c * size);
+    if (p) {
+        memcpy(q, p, *cap * size);
+        jfr_keep_free(p);
+    }
+    *cap = c;
+    return q;
+}
+
+void jfr_keep_free(void *p)
+{
+    if (!p)
+        return;
+    keep_head_t *h = (keep_head_t *)p - 1;
+    if (KEEP_ENABLED && h->size >= KEEP_MIN && kept.n < KEEP_BLOCKS &&
+        h->size <= LC_JFR_KEPT_BYTES - kept.bytes) {
+        if (!kept.registered) {
+            pthread_once(&keep_once, keep_key_make);
+            kept.registered = keep_key_made && pthread_setspecific(keep_key, &kept) == 0;
+        }
+        if (kept.registered) {
+            unsigned b = keep_bin(h->size);
+            h->next = kept.bins[b];
+            kept.bins[b] = h;
+            kept.n++;
+            kept.bytes += h->size;
+            return;
+        }
+    }
+    lc_free(h);
+}
 
 /* ---------------------------------------------------------------- id maps */
 
@@ -75,13 +249,13 @@ static void jhash_grow(jhash_t *m)
         return;
     jhash_t old = *m;
     m->cap = old.cap ? old.cap * 2 : 64;
-    m->slots = lc_xmalloc(m->cap * sizeof(*m->slots));
+    m->slots = jfr_keep_alloc(m->cap * sizeof(*m->slots));
     memset(m->slots, 0xff, m->cap * sizeof(*m->slots));
     for (size_t i = 0; i < old.cap; i++) {
         if (old.slots[i].val != UINT32_MAX)
             m->slots[jhash_slot(m, old.slots[i].key)] = old.slots[i];
     }
-    lc_free(old.slots);
+    jfr_keep_free(old.slots);
 }
 
 /* Sets k's value; true when k is new. */
@@ -135,8 +309,8 @@ static uint32_t jmap_new_page(jmap_t *m, uint64_t no)
 {
     uint32_t d = JPAGE_HASHED;
     if ((m->n_pages + 1) * JPAGE <= JPAGE_SLACK * m->n + JPAGE_FREE * JPAGE) {
-        m->pages = lc_xgrow(m->pages, &m->cap_pages, m->n_pages + 1, sizeof(*m->pages));
-        uint32_t *page = lc_xmalloc(JPAGE * sizeof(*page));
+        m->pages = jfr_keep_grow(m->pages, &m->cap_pages, m->n_pages + 1, sizeof(*m->pages));
+        uint32_t *page = jfr_keep_alloc(JPAGE * sizeof(*page));
         memset(page, 0xff, JPAGE * sizeof(*page));
         m->pages[m->n_pages] = page;
         d = (uint32_t)m->n_pages++;
@@ -182,10 +356,10 @@ static inline uint32_t jmap_get(const jmap_t *m, uint64_t k)
 static void jmap_free(jmap_t *m)
 {
     for (size_t i = 0; i < m->n_pages; i++)
-        lc_free(m->pages[i]);
-    lc_free(m->pages);
-    lc_free(m->dir.slots);
-    lc_free(m->hashed.slots);
+        jfr_keep_free(m->pages[i]);
+    jfr_keep_free(m->pages);
+    jfr_keep_free(m->dir.slots);
+    jfr_keep_free(m->hashed.slots);
 }
 
 /* ---------------------------------------------------------------- metadata model */
@@ -655,7 +829,7 @@ static void frame_push(jr_t *r)
         jr_fail(r);
         return;
     }
-    j->frames = lc_xgrow(j->frames, &j->cap_frames, j->n_frames + 1, sizeof(*j->frames));
+    j->frames = jfr_keep_grow(j->frames, &j->cap_frames, j->n_frames + 1, sizeof(*j->frames));
     /* Pyroscope reads lineNumber as uint32: -1 becomes 4294967295 */
     j->frames[j->n_frames++] = (jfr_frame_t){.method = j->vals[S_FRAME_METHOD].u,
                                              .line = (int64_t)(uint32_t)j->vals[S_FRAME_LINE].u};
@@ -883,7 +1057,7 @@ static void materialize_pending(jfr_t *j)
     if (!j->pending_fields)
         return;
     size_t n = j->pending_n;
-    j->frames = lc_xgrow(j->frames, &j->cap_frames, j->n_frames + n, sizeof(*j->frames));
+    j->frames = jfr_keep_grow(j->frames, &j->cap_frames, j->n_frames + n, sizeof(*j->frames));
     decode_frames_usual(j->buf + j->pending_pos, j->pending_fields, j->frames + j->n_frames, n);
     j->n_frames += n;
     j->lazy_frames -= n;
@@ -929,7 +1103,7 @@ static void read_flat_frames(jr_t *r, const jclass_t *frame, size_t n)
     if (usual && locate_frames_usual(r, frame, n))
         return;
     materialize_pending(j);
-    j->frames = lc_xgrow(j->frames, &j->cap_frames, j->n_frames + n, sizeof(*j->frames));
+    j->frames = jfr_keep_grow(j->frames, &j->cap_frames, j->n_frames + n, sizeof(*j->frames));
     jfr_frame_t *out = j->frames + j->n_frames;
     size_t room = 9 * frame->n_fields; /* n_fields <= LC_JFR_MAX_FIELDS */
     if (usual && r->p <= r->end && (size_t)(r->end - r->p) / room >= n) {
@@ -1388,7 +1562,7 @@ static void *pool_slot(jfr_t *j, jmap_t *ix, uint64_t id, void **arr, size_t *n,
 {
     uint32_t at = jmap_get(ix, id);
     if (at == UINT32_MAX) {
-        *arr = lc_xgrow(*arr, cap, *n + 1, size);
+        *arr = jfr_keep_grow(*arr, cap, *n + 1, size);
         at = (uint32_t)(*n)++;
         jmap_put(ix, id, at);
     }
@@ -1416,7 +1590,7 @@ static void keep_method(jfr_t *j, uint64_t id, uint64_t cls, uint64_t name)
 {
     uint32_t at = jmap_get(&j->meth_ix, id);
     if (at == UINT32_MAX) {
-        j->meths = lc_xgrow(j->meths, &j->cap_meths, j->n_meths + 1, sizeof(*j->meths));
+        j->meths = jfr_keep_grow(j->meths, &j->cap_meths, j->n_meths + 1, sizeof(*j->meths));
         j->meths[j->n_meths] = (jmethod_t){.cls = cls, .name = name};
         jmap_put(&j->meth_ix, id, (uint32_t)j->n_meths++);
         return;
@@ -1429,7 +1603,8 @@ static void keep_method(jfr_t *j, uint64_t id, uint64_t cls, uint64_t name)
     m->cls = cls;
     m->name = name;
     if (m->prev && !m->pending) {
-        j->pending = lc_xgrow(j->pending, &j->cap_pending, j->n_pending + 1, sizeof(*j->pending));
+        j->pending =
+            jfr_keep_grow(j->pending, &j->cap_pending, j->n_pending + 1, sizeof(*j->pending));
         j->pending[j->n_pending++] = at;
         m->pending = true;
     }
@@ -1481,7 +1656,7 @@ static void frames_reserve(jfr_t *j, size_t bytes)
     size_t want = bytes / 4;
     if (want > LC_JFR_MAX_FRAMES - j->n_frames)
         want = LC_JFR_MAX_FRAMES - j->n_frames;
-    j->frames = lc_xgrow(j->frames, &j->cap_frames, j->n_frames + want, sizeof(*j->frames));
+    j->frames = jfr_keep_grow(j->frames, &j->cap_frames, j->n_frames + want, sizeof(*j->frames));
 }
 
 /* A Symbol entry that is one UTF-8 (3) or Latin-1 (5) string, located and
@@ -1738,15 +1913,15 @@ static void jfr_fini(jfr_t *j)
                       &j->meth_ix,  &j->state_ix, &j->stack_ix};
     for (size_t i = 0; i < sizeof(maps) / sizeof(maps[0]); i++)
         jmap_free(maps[i]);
-    lc_free(j->syms);
-    lc_free(j->strs);
-    lc_free(j->states);
-    lc_free(j->clss);
-    lc_free(j->meths);
-    lc_free(j->pending);
-    lc_free(j->stacks);
-    lc_free(j->frames);
-    lc_free(j->decoded);
+    jfr_keep_free(j->syms);
+    jfr_keep_free(j->strs);
+    jfr_keep_free(j->states);
+    jfr_keep_free(j->clss);
+    jfr_keep_free(j->meths);
+    jfr_keep_free(j->pending);
+    jfr_keep_free(j->stacks);
+    jfr_keep_free(j->frames);
+    jfr_keep_free(j->decoded);
     lc_arena_free(j->meta_arena);
 }
 
@@ -1799,7 +1974,7 @@ const jfr_frame_t *jfr_stack_at(jfr_t *j, uint32_t order, size_t *n)
         return j->frames + s->off;
     /* located by skip_stack_varints: every varint ends within the recording
      * (the converter reads these by jfr_stack_raw, undecoded) */
-    j->decoded = lc_xgrow(j->decoded, &j->cap_decoded, s->n, sizeof(*j->decoded));
+    j->decoded = jfr_keep_grow(j->decoded, &j->cap_decoded, s->n, sizeof(*j->decoded));
     decode_frames_usual(j->buf + s->off, s->lazy_fields, j->decoded, s->n);
     return j->decoded;
 }

@@ -2,7 +2,7 @@
  * jfr_int.h — the JFR reader shared by jfr.c and jfr_pprof.c (private to
  * the profile room; lc/jfr.h is the converter's public face).
  * Ownership and threading as lc/jfr.h: everything lives in the caller's
- * arena; one call per thread, no shared state.
+ * arena or in blocks the thread keeps; one call per thread, no shared state.
  */
 #ifndef LC_JFR_INT_H
 #define LC_JFR_INT_H
@@ -43,6 +43,14 @@ typedef struct jfr_frame_s {
     uint64_t method;
     int64_t line; /* as Pyroscope: the int seen as uint32 */
 } jfr_frame_t;
+
+/* The converter's tables, kept with the thread between conversions (jfr.c,
+ * "kept blocks"; lc/jfr.h): as lc_xmalloc, lc_xcalloc, lc_xgrow and lc_free,
+ * and a block from one is freed only by jfr_keep_free, on its thread. */
+void *jfr_keep_alloc(size_t n);
+void *jfr_keep_calloc(size_t n, size_t size);
+void *jfr_keep_grow(void *p, size_t *cap, size_t need, size_t size);
+void jfr_keep_free(void *p);
 
 typedef struct jfr_s jfr_t;
 typedef int (*jfr_event_cb)(jfr_t *j, const jfr_event_t *ev, void *data);

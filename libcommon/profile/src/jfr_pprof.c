@@ -18,7 +18,8 @@
  * resolved into locations when the chunk ends, while its pools are valid.
  * Ownership: the builders and the aggregation table are this call's; the
  * result's buffers are the caller's (lc_jfr_result_fini).
- * Threading: pure.
+ * Threading: one conversion per call; its tables and builders' arrays come
+ * from blocks the thread keeps between conversions (jfr.c, lc/jfr.h).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,6 +28,10 @@
 #include "jfr_int.h"
 #include "lc/gz.h"
 #include "lc/pprof.h"
+#include "pprof_int.h"
+
+/* The builders' arrays and maps are kept with the thread too (lc/jfr.h). */
+static const lc_pprof__alloc_t kept_alloc = {jfr_keep_calloc, jfr_keep_grow, jfr_keep_free};
 
 #define NS_PER_S 1000000000LL
 
@@ -164,7 +169,7 @@ static bool snap_string(snapshot_t *s, pb_t e, lc_arena_t *arena)
     }
     if (e.err)
         return false;
-    s->strs = lc_xgrow(s->strs, &s->cap_strs, s->n_strs + 1, sizeof(*s->strs));
+    s->strs = jfr_keep_grow(s->strs, &s->cap_strs, s->n_strs + 1, sizeof(*s->strs));
     s->strs[s->n_strs] = (id_str_t){id, str, s->n_strs};
     s->n_strs++;
     return true;
@@ -194,7 +199,7 @@ static bool snap_context(snapshot_t *s, pb_t e)
             }
             if (lab.err || s->n_kv / 2 >= LC_JFR_MAX_CONTEXTS * 4)
                 return false;
-            s->kv = lc_xgrow(s->kv, &s->cap_kv, s->n_kv + 2, sizeof(*s->kv));
+            s->kv = jfr_keep_grow(s->kv, &s->cap_kv, s->n_kv + 2, sizeof(*s->kv));
             s->kv[s->n_kv++] = kv[0];
             s->kv[s->n_kv++] = kv[1];
             c.n++;
@@ -204,7 +209,7 @@ static bool snap_context(snapshot_t *s, pb_t e)
     }
     if (e.err)
         return false;
-    s->ctxs = lc_xgrow(s->ctxs, &s->cap_ctxs, s->n_ctxs + 1, sizeof(*s->ctxs));
+    s->ctxs = jfr_keep_grow(s->ctxs, &s->cap_ctxs, s->n_ctxs + 1, sizeof(*s->ctxs));
     s->ctxs[s->n_ctxs++] = c;
     return true;
 }
@@ -294,9 +299,9 @@ static const id_ctx_t *snap_ctx(const snapshot_t *s, int64_t id)
 
 static void snap_free(snapshot_t *s)
 {
-    lc_free(s->strs);
-    lc_free(s->ctxs);
-    lc_free(s->kv);
+    jfr_keep_free(s->strs);
+    jfr_keep_free(s->ctxs);
+    jfr_keep_free(s->kv);
 }
 
 /* ---------------------------------------------------------------- aggregation */
@@ -337,12 +342,12 @@ static void methods_grow(methods_map_t *m)
 {
     methods_map_t old = *m;
     m->cap = old.cap ? old.cap * 2 : 1024;
-    m->e = lc_xcalloc(m->cap, sizeof(*m->e));
+    m->e = jfr_keep_calloc(m->cap, sizeof(*m->e));
     for (size_t i = 0; i < old.cap; i++) {
         if (old.e[i].id)
             m->e[methods_slot(m, old.e[i].method, old.e[i].line)] = old.e[i];
     }
-    lc_free(old.e);
+    jfr_keep_free(old.e);
 }
 
 /* The entry of (method, line): its id 0 when absent, for the caller to
@@ -417,12 +422,12 @@ static void cmap_put(cmap_t *m, uint64_t key, uint64_t id)
     if ((m->n + 1) * 2 > m->cap) {
         cmap_t old = *m;
         m->cap = old.cap ? old.cap * 2 : 1024;
-        m->e = lc_xcalloc(m->cap, sizeof(*m->e));
+        m->e = jfr_keep_calloc(m->cap, sizeof(*m->e));
         for (size_t i = 0; i < old.cap; i++) {
             if (old.e[i])
                 cmap_insert(m, old.e[i]);
         }
-        lc_free(old.e);
+        jfr_keep_free(old.e);
     }
     cmap_insert(m, key | id << CKEY_BITS);
     m->n++;
@@ -494,12 +499,12 @@ static void agg_grow(conv_t *cv)
     agg_t *old = cv->agg;
     size_t old_cap = cv->cap_agg;
     cv->cap_agg = old_cap ? old_cap * 2 : 256; /* a small recording pays only for what it has */
-    cv->agg = lc_xcalloc(cv->cap_agg, sizeof(*cv->agg));
+    cv->agg = jfr_keep_calloc(cv->cap_agg, sizeof(*cv->agg));
     for (size_t i = 0; i < old_cap; i++) {
         if (old[i].used)
             *agg_find(cv, &old[i]) = old[i];
     }
-    lc_free(old);
+    jfr_keep_free(old);
 }
 
 static agg_t *agg_find(conv_t *cv, const agg_t *k)
@@ -535,7 +540,7 @@ static void agg_add(conv_t *cv, const jfr_t *j, lc_jfr_kind_t kind, const jfr_ev
     e->v[0] = (int64_t)((uint64_t)e->v[0] + (uint64_t)v0);
     e->v[1] = (int64_t)((uint64_t)e->v[1] + (uint64_t)v1);
     if (!cv->b[kind]) { /* a kind exists once one of its events was seen */
-        lc_pprof_builder_t *b = cv->b[kind] = lc_pprof_builder_new();
+        lc_pprof_builder_t *b = cv->b[kind] = lc_pprof__builder_new_alloc(&kept_alloc);
         for (size_t t = 0; t < kind_width(kind); t++)
             lc_pprof_builder_sample_type(b, KINDS[kind].types[t][0], KINDS[kind].types[t][1]);
         if (KINDS[kind].period[0])
@@ -626,7 +631,7 @@ static size_t sample_labels(conv_t *cv, const agg_t *a)
 {
     const id_ctx_t *c = a->ctx ? snap_ctx(&cv->snap, (int64_t)a->ctx) : NULL;
     size_t n = c ? c->n : 0, k = 0;
-    cv->kv = lc_xgrow(cv->kv, &cv->cap_kv, 2 * n + 4, sizeof(*cv->kv));
+    cv->kv = jfr_keep_grow(cv->kv, &cv->cap_kv, 2 * n + 4, sizeof(*cv->kv));
     for (size_t i = 0; i < n; i++) {
         const char *key = snap_str(&cv->snap, cv->snap.kv[2 * (c->off + i)]);
         const char *val = snap_str(&cv->snap, cv->snap.kv[2 * (c->off + i) + 1]);
@@ -768,7 +773,7 @@ static void resolve_sample(conv_t *cv, jfr_t *j, const agg_t *a, uint32_t stack_
         !(fr = jfr_stack_at(j, stack_order, &n)))
         return; /* Pyroscope drops samples of unknown stacks */
     lc_pprof_builder_t *b = cv->b[a->kind];
-    cv->locs = lc_xgrow(cv->locs, &cv->cap_locs, n ? n : 1, sizeof(*cv->locs));
+    cv->locs = jfr_keep_grow(cv->locs, &cv->cap_locs, n ? n : 1, sizeof(*cv->locs));
     size_t k = 0;
     if (!fr) {
         k = fields == 4 ? keyed_locations(cv, j, a->kind, raw, n, 4)
@@ -797,8 +802,8 @@ static int cmp_stack_order(const void *a, const void *b)
  * entries did. */
 static const uint64_t *count_sort(conv_t *cv, size_t n, size_t places)
 {
-    cv->counts = lc_xgrow(cv->counts, &cv->cap_counts, places + 2, sizeof(*cv->counts));
-    cv->sorted = lc_xgrow(cv->sorted, &cv->cap_sorted, n ? n : 1, sizeof(*cv->sorted));
+    cv->counts = jfr_keep_grow(cv->counts, &cv->cap_counts, places + 2, sizeof(*cv->counts));
+    cv->sorted = jfr_keep_grow(cv->sorted, &cv->cap_sorted, n ? n : 1, sizeof(*cv->sorted));
     memset(cv->counts, 0, (places + 2) * sizeof(*cv->counts));
     for (size_t k = 0; k < n; k++) {
         uint32_t o = (uint32_t)(cv->order[k] >> 32);
@@ -835,7 +840,8 @@ static int on_chunk_end(jfr_t *j, void *data)
     conv_t *cv = data;
     if (cv->resolved)
         return 0; /* no event since the last chunk: its samples are in already */
-    cv->order = lc_xgrow(cv->order, &cv->cap_order, cv->n_agg ? cv->n_agg : 1, sizeof(*cv->order));
+    cv->order =
+        jfr_keep_grow(cv->order, &cv->cap_order, cv->n_agg ? cv->n_agg : 1, sizeof(*cv->order));
     size_t n = 0;
     for (size_t i = 0; i < cv->cap_agg && n < cv->n_agg; i++) {
         if (cv->agg[i].used) /* unknown stacks (UINT32_MAX) last: they are dropped */
@@ -913,18 +919,18 @@ static void conv_fini(conv_t *cv)
     for (int k = 0; k < LC_JFR_KINDS_; k++)
         lc_pprof_builder_free(cv->b[k]);
     snap_free(&cv->snap);
-    lc_free(cv->agg);
-    lc_free(cv->locs);
-    lc_free(cv->order);
-    lc_free(cv->sorted);
-    lc_free(cv->counts);
-    lc_free(cv->kv);
+    jfr_keep_free(cv->agg);
+    jfr_keep_free(cv->locs);
+    jfr_keep_free(cv->order);
+    jfr_keep_free(cv->sorted);
+    jfr_keep_free(cv->counts);
+    jfr_keep_free(cv->kv);
     for (size_t k = 0; k < LC_JFR_KINDS_; k++) {
-        lc_free(cv->fns[k].e);
-        lc_free(cv->locs_of[k].e);
-        lc_free(cv->keys_of[k].e);
-        lc_free(cv->pairs_of[k].e);
-        lc_free(cv->short_keys_of[k].e);
+        jfr_keep_free(cv->fns[k].e);
+        jfr_keep_free(cv->locs_of[k].e);
+        jfr_keep_free(cv->keys_of[k].e);
+        jfr_keep_free(cv->pairs_of[k].e);
+        jfr_keep_free(cv->short_keys_of[k].e);
     }
 }
 

@@ -34,9 +34,14 @@ typedef struct bmap_s {
 typedef struct lc_pprof_builder_s builder_t;
 typedef bool (*bmap_eq_fn)(const builder_t *b, uint32_t index, const void *key);
 
-static void bmap_fini(bmap_t *m)
+/* A builder's arrays and maps come from its allocator (malloc's, or the
+ * JFR converter's kept blocks: lc_pprof__builder_new_alloc). */
+static void *builder_calloc(const builder_t *b, size_t n, size_t size);
+static void builder_free(const builder_t *b, void *p);
+
+static void bmap_fini(const builder_t *b, bmap_t *m)
 {
-    lc_free(m->slots);
+    builder_free(b, m->slots);
     memset(m, 0, sizeof(*m));
 }
 
@@ -50,16 +55,16 @@ static void bmap_place(uint64_t *slots, size_t cap, uint64_t slot)
 }
 
 /* Keeps the load factor under 3/4 so probe runs stay short. */
-static void bmap_reserve_one(bmap_t *m)
+static void bmap_reserve_one(const builder_t *b, bmap_t *m)
 {
     if ((m->n + 1) * 4 <= m->cap * 3)
         return;
     size_t cap = m->cap ? m->cap * 2 : 64;
-    uint64_t *slots = lc_xcalloc(cap, sizeof(*slots));
+    uint64_t *slots = builder_calloc(b, cap, sizeof(*slots));
     for (size_t i = 0; i < m->cap; i++)
         if (m->slots[i])
             bmap_place(slots, cap, m->slots[i]);
-    lc_free(m->slots);
+    builder_free(b, m->slots);
     m->slots = slots;
     m->cap = cap;
 }
@@ -69,7 +74,7 @@ static void bmap_reserve_one(bmap_t *m)
 static uint32_t bmap_intern(bmap_t *m, uint64_t hash, bmap_eq_fn eq, const builder_t *b,
                             const void *key, uint32_t next_index)
 {
-    bmap_reserve_one(m);
+    bmap_reserve_one(b, m);
     uint32_t h = (uint32_t)(hash >> 32) ^ (uint32_t)hash;
     size_t mask = m->cap - 1;
     size_t i = h & mask;
@@ -152,23 +157,26 @@ typedef struct bsample_s {
         type *v;                                                                                   \
         size_t n, cap;                                                                             \
     }
-#define BARRAY_PUSH(arr, value)                                                                    \
+#define BARRAY_PUSH(b, arr, value)                                                                 \
     do {                                                                                           \
-        (arr).v = lc_xgrow((arr).v, &(arr).cap, (arr).n + 1, sizeof(*(arr).v));                    \
+        if ((arr).n + 1 > (arr).cap)                                                               \
+            (arr).v = (b)->alloc->grow((arr).v, &(arr).cap, (arr).n + 1, sizeof(*(arr).v));        \
         (arr).v[(arr).n++] = (value);                                                              \
     } while (0)
 
 /* Appends count values from src (same element type) with one growth check. */
-#define BARRAY_APPEND(arr, src, count)                                                             \
+#define BARRAY_APPEND(b, arr, src, count)                                                          \
     do {                                                                                           \
         size_t count_ = (count);                                                                   \
-        (arr).v = lc_xgrow((arr).v, &(arr).cap, (arr).n + count_, sizeof(*(arr).v));               \
+        if ((arr).n + count_ > (arr).cap)                                                          \
+            (arr).v = (b)->alloc->grow((arr).v, &(arr).cap, (arr).n + count_, sizeof(*(arr).v));   \
         if (count_ > 0)                                                                            \
             memcpy((arr).v + (arr).n, (src), count_ * sizeof(*(arr).v));                           \
         (arr).n += count_;                                                                         \
     } while (0)
 
 struct lc_pprof_builder_s {
+    const lc_pprof__alloc_t *alloc;
     int err;           /* sticky: reported by encode */
     bool sum_wrapped;  /* a repeated sample's sum wrapped (lc_pprof_builder_sum_wrapped) */
     lc_arena_t *bytes; /* string bytes */
@@ -198,12 +206,30 @@ static bool builder_full(builder_t *b, size_t n)
     return true;
 }
 
-lc_pprof_builder_t *lc_pprof_builder_new(void)
+static void *builder_calloc(const builder_t *b, size_t n, size_t size)
+{
+    return b->alloc->calloc(n, size);
+}
+
+static void builder_free(const builder_t *b, void *p)
+{
+    b->alloc->free(p);
+}
+
+static const lc_pprof__alloc_t builder_malloc = {lc_xcalloc, lc_xgrow, lc_free};
+
+lc_pprof_builder_t *lc_pprof__builder_new_alloc(const lc_pprof__alloc_t *a)
 {
     builder_t *b = lc_xcalloc(1, sizeof(*b));
+    b->alloc = a;
     b->bytes = lc_arena_new(SIZE_MAX);
     (void)lc_pprof_builder_string(b, "", 0);
     return b;
+}
+
+lc_pprof_builder_t *lc_pprof_builder_new(void)
+{
+    return lc_pprof__builder_new_alloc(&builder_malloc);
 }
 
 void lc_pprof_builder_free(lc_pprof_builder_t *b)
@@ -211,22 +237,22 @@ void lc_pprof_builder_free(lc_pprof_builder_t *b)
     if (!b)
         return;
     lc_arena_free(b->bytes);
-    lc_free(b->strs.v);
-    lc_free(b->funcs.v);
-    lc_free(b->maps.v);
-    lc_free(b->locs.v);
-    lc_free(b->lines.v);
-    lc_free(b->samples.v);
-    lc_free(b->stack_ids.v);
-    lc_free(b->label_idx.v);
-    lc_free(b->values.v);
-    lc_free(b->types.v);
-    lc_free(b->scratch.v);
-    bmap_fini(&b->str_map);
-    bmap_fini(&b->func_map);
-    bmap_fini(&b->map_map);
-    bmap_fini(&b->loc_map);
-    bmap_fini(&b->sample_map);
+    builder_free(b, b->strs.v);
+    builder_free(b, b->funcs.v);
+    builder_free(b, b->maps.v);
+    builder_free(b, b->locs.v);
+    builder_free(b, b->lines.v);
+    builder_free(b, b->samples.v);
+    builder_free(b, b->stack_ids.v);
+    builder_free(b, b->label_idx.v);
+    builder_free(b, b->values.v);
+    builder_free(b, b->types.v);
+    builder_free(b, b->scratch.v);
+    bmap_fini(b, &b->str_map);
+    bmap_fini(b, &b->func_map);
+    bmap_fini(b, &b->map_map);
+    bmap_fini(b, &b->loc_map);
+    bmap_fini(b, &b->sample_map);
     lc_free(b);
 }
 
@@ -263,7 +289,7 @@ int64_t lc_pprof_builder_string(lc_pprof_builder_t *b, const char *s, size_t len
     uint32_t i = bmap_intern(&b->str_map, hash_bytes(s, len), str_eq, b, &key, next);
     if (i == next) {
         bstr_t e = {lc_arena_strndup(b->bytes, s, len), len};
-        BARRAY_PUSH(b->strs, e);
+        BARRAY_PUSH(b, b->strs, e);
     }
     return (int64_t)i;
 }
@@ -291,7 +317,7 @@ uint64_t lc_pprof_builder_function(lc_pprof_builder_t *b, const char *name, cons
     uint32_t next = (uint32_t)b->funcs.n;
     uint32_t i = bmap_intern(&b->func_map, h, func_eq, b, &f, next);
     if (i == next)
-        BARRAY_PUSH(b->funcs, f);
+        BARRAY_PUSH(b, b->funcs, f);
     return (uint64_t)i + 1;
 }
 
@@ -316,7 +342,7 @@ uint64_t lc_pprof_builder_mapping(lc_pprof_builder_t *b, uint64_t memory_start,
     uint32_t next = (uint32_t)b->maps.n;
     uint32_t i = bmap_intern(&b->map_map, h, mapping_eq, b, &m, next);
     if (i == next)
-        BARRAY_PUSH(b->maps, m);
+        BARRAY_PUSH(b, b->maps, m);
     return (uint64_t)i + 1;
 }
 
@@ -362,8 +388,8 @@ uint64_t lc_pprof_builder_location(lc_pprof_builder_t *b, uint64_t mapping_id, u
         return (uint64_t)i + 1;
     bloc_t loc = {mapping_id, address, b->lines.n, n_lines};
     for (size_t j = 0; j < n_lines; j++)
-        BARRAY_PUSH(b->lines, lines[j]);
-    BARRAY_PUSH(b->locs, loc);
+        BARRAY_PUSH(b, b->lines, lines[j]);
+    BARRAY_PUSH(b, b->locs, loc);
     return (uint64_t)i + 1;
 }
 
@@ -377,8 +403,8 @@ size_t lc_pprof_builder_sample_type(lc_pprof_builder_t *b, const char *type, con
         b->err = LC_EINPUT;
         return b->types.n / 2;
     }
-    BARRAY_PUSH(b->types, builder_cstr(b, type));
-    BARRAY_PUSH(b->types, builder_cstr(b, unit));
+    BARRAY_PUSH(b, b->types, builder_cstr(b, type));
+    BARRAY_PUSH(b, b->types, builder_cstr(b, unit));
     return b->types.n / 2 - 1;
 }
 
@@ -439,8 +465,8 @@ static void sample_labels_to_scratch(builder_t *b, const char *const *label_kv, 
 {
     b->scratch.n = 0;
     for (size_t i = 0; i < n_labels; i++) {
-        BARRAY_PUSH(b->scratch, builder_cstr(b, label_kv[2 * i]));
-        BARRAY_PUSH(b->scratch, builder_cstr(b, label_kv[2 * i + 1]));
+        BARRAY_PUSH(b, b->scratch, builder_cstr(b, label_kv[2 * i]));
+        BARRAY_PUSH(b, b->scratch, builder_cstr(b, label_kv[2 * i + 1]));
     }
     if (n_labels > 1)
         qsort(b->scratch.v, n_labels, 2 * sizeof(int64_t), label_pair_cmp);
@@ -455,10 +481,10 @@ static int64_t add_wrapping(int64_t a, int64_t b)
 static void sample_append(builder_t *b, const sample_key_t *k, const int64_t *values)
 {
     bsample_t s = {b->stack_ids.n, k->n_locs, b->label_idx.n / 2, k->n_labels};
-    BARRAY_APPEND(b->stack_ids, k->locs, k->n_locs);
-    BARRAY_APPEND(b->label_idx, k->labels, 2 * k->n_labels);
-    BARRAY_APPEND(b->values, values, b->types.n / 2);
-    BARRAY_PUSH(b->samples, s);
+    BARRAY_APPEND(b, b->stack_ids, k->locs, k->n_locs);
+    BARRAY_APPEND(b, b->label_idx, k->labels, 2 * k->n_labels);
+    BARRAY_APPEND(b, b->values, values, b->types.n / 2);
+    BARRAY_PUSH(b, b->samples, s);
 }
 
 void lc_pprof_builder_sample(lc_pprof_builder_t *b, const uint64_t *location_ids,
@@ -757,7 +783,9 @@ int lc_pprof_builder_encode(lc_pprof_builder_t *b, bool gzip, lc_buf_t *out)
         return b->err;
     if (b->types.n == 0)
         return LC_EINPUT; /* a pprof without sample types is invalid */
-    size_t *sample_len = lc_xmalloc((b->samples.n ? b->samples.n : 1) * sizeof(*sample_len));
+    size_t sample_cap = 0;
+    size_t *sample_len =
+        b->alloc->grow(NULL, &sample_cap, b->samples.n ? b->samples.n : 1, sizeof(*sample_len));
     size_t n = profile_size(b, sample_len);
     lc_buf_t raw;
     lc_buf_t *dst = out;
@@ -774,6 +802,6 @@ int lc_pprof_builder_encode(lc_pprof_builder_t *b, bool gzip, lc_buf_t *out)
     }
     if (gzip)
         lc_buf_fini(&raw);
-    lc_free(sample_len);
+    builder_free(b, sample_len);
     return rc;
 }

@@ -55,4 +55,15 @@ char *lc_pprof__copy_replacing_nuls(const uint8_t *s, size_t n, lc_arena_t *aren
  * output only ~6% larger, and encoding sits on the query response path. */
 #define LC_PPROF__GZIP_LEVEL 1
 
+/* Where a builder's arrays and maps come from: lc_pprof_builder_new's are
+ * lc_xcalloc, lc_xgrow and lc_free; the JFR converter's are the blocks its
+ * thread keeps between conversions (jfr.c, lc/jfr.h). A builder made with
+ * one behaves as lc_pprof_builder_new's, and is freed on the same thread. */
+typedef struct lc_pprof__alloc_s {
+    void *(*calloc)(size_t n, size_t size);
+    void *(*grow)(void *p, size_t *cap, size_t need, size_t size);
+    void (*free)(void *p);
+} lc_pprof__alloc_t;
+lc_pprof_builder_t *lc_pprof__builder_new_alloc(const lc_pprof__alloc_t *a);
+
 #endif

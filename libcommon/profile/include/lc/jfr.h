@@ -6,8 +6,11 @@
  * jfr_pprof.c turns its events into one pprof per event kind, with the
  * contextual labels of the agent's `labels` part (LabelsSnapshot).
  * Ownership: everything returned lives in the caller's arena or in the
- * result's buffers, freed by lc_jfr_result_fini. Threading: pure; one call
- * per request thread, no shared state (the symbol regexes are compiled once).
+ * result's buffers, freed by lc_jfr_result_fini. Threading: one call per
+ * request thread, nothing shared between threads (the symbol regexes are
+ * compiled once). Each thread keeps the memory of its converter's tables
+ * between its conversions, up to LC_JFR_KEPT_BYTES (see lc_jfr_release):
+ * a conversion's output does not depend on what ran before it.
  */
 #ifndef LC_JFR_H
 #define LC_JFR_H
@@ -35,6 +38,9 @@
 #define LC_JFR_MAX_CHUNKS 4096
 #define LC_JFR_MAX_CONTEXTS ((size_t)1 << 20) /* LabelsSnapshot contexts + strings */
 #define LC_JFR_MEMORY ((size_t)1 << 30)       /* the conversion's own arena */
+/* Freed table memory a thread keeps for its next conversion (its largest
+ * tables' blocks, as far as they fit; docs/internals/jfr.md). */
+#define LC_JFR_KEPT_BYTES ((size_t)128 << 20)
 
 /* The sample kinds Pyroscope's converter produces, one pprof each. */
 typedef enum {
@@ -88,6 +94,16 @@ int lc_jfr_to_pprof(const uint8_t *jfr, size_t jfr_len, const uint8_t *labels, s
                     const lc_jfr_params_t *params, lc_arena_t *arena, lc_jfr_result_t *out,
                     lc_status_t *st) LC_MUST_CHECK;
 void lc_jfr_result_fini(lc_jfr_result_t *r);
+
+/* The memory the calling thread keeps between conversions: a conversion's
+ * tables (id maps, frames, aggregates, the builders' arrays), freed at its
+ * end, stay with the thread, at most LC_JFR_KEPT_BYTES of them, and serve
+ * its next conversion, which so does not page-fault them in again.
+ * lc_jfr_release frees them now (a thread done converting for a while may
+ * call it); a thread's exit frees them too. lc_jfr_kept_bytes: how many
+ * bytes the calling thread keeps. */
+void lc_jfr_release(void);
+size_t lc_jfr_kept_bytes(void);
 
 /* A JVM-generated class or library name with its varying part replaced by
  * "_", as Pyroscope's converter does (lambda classes, reflection accessors,
