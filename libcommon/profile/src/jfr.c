@@ -179,13 +179,24 @@ void *jfr_keep_calloc(size_t n, size_t size)
     return p;
 }
 
+/* The capacity lc_xgrow picks: the old one (8 at first) doubled until need
+ * fits; SIZE_MAX past the top. */
+static size_t keep_grown(size_t cap, size_t need)
+{
+    size_t c = cap ? cap : 8;
+    if (c >= need)
+        return c;
+    c <<= __builtin_clzll((unsigned long long)c) - __builtin_clzll((unsigned long long)need);
+    if (c >= need)
+        return c;
+    return c <= SIZE_MAX / 2 ? c * 2 : SIZE_MAX;
+}
+
 void *jfr_keep_grow(void *p, size_t *cap, size_t need, size_t size)
 {
     if (need <= *cap)
         return p;
-    size_t c = *cap ? *cap : 8;
-    while (c < need)
-        c *= 2;
+    size_t c = keep_grown(*cap, need);
     if (c > SIZE_MAX / size)
         return keep_new(SIZE_MAX, false);
     void *q = jfr_keep_alloc(c * size);
