@@ -2,7 +2,10 @@
  * redis_stream.c — stream ids and the decoding of stream entry replies.
  *
  * Replies are RESP2 trees that hiredis frees after the callback, so entries
- * are copied out. Nothing from the wire is trusted: every level's type and
+ * must outlive them: each entry's value (the body, often 0.1-1 MiB) is taken
+ * out of the reply rather than copied — hiredis allocated it with malloc, the
+ * reply element becomes nil and hiredis's free of the rest skips it — and the
+ * short ids are copied. Nothing from the wire is trusted: every level's type and
  * arity is checked, and the fuzz target (tests/fuzz/fuzz_redis_entry.c)
  * feeds arbitrary RESP through hiredis's reader into these functions.
  *
@@ -88,7 +91,7 @@ static lc_redis_entry_t *entry_slot(lc_redis_entries_t *out)
 }
 
 /* The value of field in a flat [f, v, f, v, ...] array, or NULL. */
-static const redisReply *field_value(const redisReply *fields, const char *field, int *rc)
+static redisReply *field_value(const redisReply *fields, const char *field, int *rc)
 {
     size_t flen = strlen(field);
     if (fields->elements % 2) {
@@ -106,6 +109,17 @@ static const redisReply *field_value(const redisReply *fields, const char *field
     return NULL;
 }
 
+/* Takes a string's bytes out of the reply: the caller frees them with
+ * lc_free (malloc's free, as hiredis's own freeReplyObject would). */
+static uint8_t *string_take(redisReply *v)
+{
+    uint8_t *bytes = (uint8_t *)v->str;
+    v->str = NULL;
+    v->len = 0;
+    v->type = REDIS_REPLY_NIL;
+    return bytes;
+}
+
 /* One [id, [f, v, ...] | nil] element. */
 static int entry_decode(lc_redis_entries_t *out, const redisReply *r, uint32_t stream,
                         const char *field)
@@ -121,18 +135,18 @@ static int entry_decode(lc_redis_entries_t *out, const redisReply *r, uint32_t s
     if (fields->type != REDIS_REPLY_NIL && fields->type != REDIS_REPLY_ARRAY)
         return LC_ECORRUPT;
     int rc = 0;
-    const redisReply *value =
-        fields->type == REDIS_REPLY_ARRAY ? field_value(fields, field, &rc) : NULL;
+    redisReply *value = fields->type == REDIS_REPLY_ARRAY ? field_value(fields, field, &rc) : NULL;
     if (rc)
         return rc;
+    if (value && !value->str)
+        return LC_ECORRUPT; /* hiredis always allocates a string's bytes */
     lc_redis_entry_t *e = entry_slot(out);
     e->stream = stream;
     memcpy(e->id, id->str, id->len);
     if (value) {
-        e->data = lc_xmalloc(value->len ? value->len : 1);
-        memcpy(e->data, value->str, value->len);
         e->len = value->len;
-        out->bytes += value->len;
+        e->data = string_take(value);
+        out->bytes += e->len;
     }
     out->n++;
     return 0;

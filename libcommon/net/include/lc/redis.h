@@ -118,7 +118,7 @@ int lc_redis_commandf(lc_redis_t *r, uint32_t timeout_ms, lc_redis_reply_cb cb, 
 
 #define LC_REDIS_ID_MAX 48 /* "ms-seq": two 20-digit numbers, a dash and the NUL */
 
-/* One stream entry, copied out of a reply (so it outlives the reply). */
+/* One stream entry, out of a reply (so it outlives the reply). */
 typedef struct lc_redis_entry_s {
     uint32_t stream; /* index of its stream in the caller's list of names */
     char id[LC_REDIS_ID_MAX];
@@ -134,11 +134,14 @@ typedef struct lc_redis_entries_s {
 
 /* Appends the entries of an XREAD/XREADGROUP reply ([[name, [[id, [f, v, ...]], ...]], ...]
  * or nil) whose stream is one of names[0..n_names); field names the value to keep.
+ * Each kept value's bytes are taken out of the reply, not copied (its element becomes
+ * nil; freeReplyObject then skips it), so decode a reply once.
  * LC_ECORRUPT for a malformed reply or an unknown stream (entries appended before stay). */
 int lc_redis_entries_from_read(lc_redis_entries_t *out, const redisReply *reply,
                                const char *const *names, size_t n_names,
                                const char *field) LC_MUST_CHECK;
-/* Appends an array of entries of one stream (XRANGE, XAUTOCLAIM's second element). */
+/* Appends an array of entries of one stream (XRANGE, XAUTOCLAIM's second element); values
+ * taken out of the reply as above. */
 int lc_redis_entries_from_array(lc_redis_entries_t *out, const redisReply *entries, uint32_t stream,
                                 const char *field) LC_MUST_CHECK;
 void lc_redis_entries_reset(lc_redis_entries_t *e); /* frees the data, keeps the array */
