@@ -13,6 +13,7 @@
 #include <ftw.h>
 #include <limits.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <sys/resource.h>
@@ -1910,14 +1911,19 @@ typedef struct floor_race_s {
     const lc_labels_t *ls;
     const loaded_t *l;
     floor_log_t *f;
-    atomic_int stop;
+    atomic_int stop, drops;
     int errors;
 } floor_race_t;
 
+/* Writes at least 300 profiles, and goes on (yielding) until the other thread
+ * has dropped a block while it writes: on a busy machine that thread may not
+ * run at all during the first 300. */
 static void *floor_writer(void *arg)
 {
     floor_race_t *r = arg;
-    for (int i = 0; i < 300; i++) {
+    for (int i = 0; i < 300 || (atomic_load(&r->drops) == 0 && i < 300000); i++) {
+        if (i >= 300)
+            sched_yield();
         int64_t t = T0 + (int64_t)((i * 7) % 6) * HOUR_NS + i;
         if (write_one(r->s, "t", r->ls, t, r->l, 1, NULL))
             r->errors++;
@@ -1957,6 +1963,7 @@ static void test_floor_races_writer(void)
             if (lc_store_drop_block(s, st[i].start_ns, st[i].write_gen) == 0)
                 drops++; /* else -EBUSY: a write since, later */
         lc_free(st);
+        atomic_store(&r.drops, drops);
         LC_ASSERT_OK(lc_store_floor_update(s, T0 + 10 * HOUR_NS));
         updates++;
     }
