@@ -112,6 +112,7 @@ typedef struct store_symtab_s {
     store_symtab_entry_t *entries; /* entries[id - 1] */
     size_t count, cap;
     lc_buf_t bytes;
+    uint64_t seed1, seed2; /* of its in-memory hash (symtab_hash), random per table */
 } store_symtab_t;
 
 /* The stack tree: (parent, location) -> node id. The pair lives in the slot,
@@ -165,7 +166,8 @@ typedef struct store_stackslot_s {
 typedef struct store_stackcache_s {
     store_stackslot_t *slots;
     size_t mask, count;
-    uint64_t seed1, seed2;
+    uint64_t seed1, seed2; /* where the key's two chains start */
+    uint64_t step1, step2; /* xored into each step's second operand; high half all ones */
 } store_stackcache_t;
 
 uint64_t lc_store__hash(const void *p, size_t len, uint64_t seed);

@@ -46,6 +46,17 @@ static bool slots_need_grow(size_t count, size_t mask)
     return (count + 1) * 2 > mask + 1;
 }
 
+/* Random per table and per stack cache: keys and hashes are never persisted,
+ * and a sender who cannot know the seeds can neither aim symbols at one slot
+ * or two of its stacks at one key, nor zero a step of a chain of lc_mum64. */
+static uint64_t tables_seed(const void *salt)
+{
+    uint64_t seed;
+    if (getrandom(&seed, sizeof(seed), 0) != (ssize_t)sizeof(seed))
+        seed = (uint64_t)(uintptr_t)salt ^ (uint64_t)time(NULL) * 0x9e3779b97f4a7c15ULL;
+    return seed;
+}
+
 /* ---------------------------------------------------------------- symtab */
 
 void lc_store__symtab_init(store_symtab_t *t)
@@ -54,6 +65,47 @@ void lc_store__symtab_init(store_symtab_t *t)
     t->mask = TAB_MIN_SLOTS - 1;
     t->slots = store_tables_slots_new(TAB_MIN_SLOTS);
     lc_buf_init(&t->bytes, LC_BUF_UNLIMITED);
+    t->seed1 = tables_seed(&t->seed1);
+    t->seed2 = tables_seed(&t->seed2);
+}
+
+static inline uint64_t load_u64(const uint8_t *p)
+{
+    uint64_t w;
+    memcpy(&w, p, sizeof(w));
+    return w;
+}
+
+static inline uint64_t load_u32(const uint8_t *p)
+{
+    uint32_t w;
+    memcpy(&w, p, sizeof(w));
+    return w;
+}
+
+/* A symbol's hash in its table: never persisted (tables are rebuilt by
+ * interning what LMDB holds), so unlike lc_store__hash it may be anything.
+ * One 128-bit multiply per 16 bytes (lc_mum64), the chain in one operand and
+ * the input xored with a seed in the other; the last 1..16 bytes are read as
+ * two possibly overlapping words, so no byte loop or memcpy call for a tail.
+ * Symbols are mostly 5-20 bytes (encoded locations and functions): one or two
+ * multiplies, where lc_store__hash took five to seven (issue 32). */
+static uint32_t symtab_hash(const store_symtab_t *t, const void *p, size_t len)
+{
+    const uint8_t *s = p;
+    uint64_t h = t->seed1 ^ len, a = 0, b = 0;
+    for (; len > 16; s += 16, len -= 16)
+        h = lc_mum64(load_u64(s) ^ t->seed2, load_u64(s + 8) ^ h);
+    if (len >= 8) {
+        a = load_u64(s);
+        b = load_u64(s + len - 8);
+    } else if (len >= 4) {
+        a = load_u32(s);
+        b = load_u32(s + len - 4);
+    } else if (len > 0) {
+        a = (uint64_t)s[0] << 16 | (uint64_t)s[len / 2] << 8 | s[len - 1];
+    }
+    return (uint32_t)lc_mum64(a ^ t->seed2, b ^ h);
 }
 
 void lc_store__symtab_fini(store_symtab_t *t)
@@ -111,7 +163,7 @@ static size_t symtab_probe(const store_symtab_t *t, const void *p, size_t len, u
 
 int lc_store__symtab_intern(store_symtab_t *t, const void *p, size_t len, uint32_t *id, bool *added)
 {
-    uint32_t hash = (uint32_t)lc_store__hash(p, len, 0);
+    uint32_t hash = symtab_hash(t, p, len);
     size_t i = symtab_probe(t, p, len, hash);
     if (t->slots[i]) {
         *id = t->slots[i];
@@ -140,7 +192,7 @@ void lc_store__symtab_find_many(const store_symtab_t *t, store_symkey_t *keys, s
                                 uint32_t *ids)
 {
     for (size_t i = 0; i < n; i++) {
-        keys[i].hash = (uint32_t)lc_store__hash(keys[i].p, keys[i].len, 0);
+        keys[i].hash = symtab_hash(t, keys[i].p, keys[i].len);
         __builtin_prefetch(&t->slots[keys[i].hash & t->mask]);
     }
     for (size_t i = 0; i < n; i++) {
@@ -244,23 +296,16 @@ void lc_store__nodetab_trim(store_nodetab_t *t, uint64_t keep_from)
 
 /* ---------------------------------------------------------------- stack cache */
 
-/* Random per cache: keys are never persisted, and a sender who cannot know
- * the seeds cannot make two of its stacks share a key. */
-static uint64_t stackcache_seed(const void *salt)
-{
-    uint64_t seed;
-    if (getrandom(&seed, sizeof(seed), 0) != (ssize_t)sizeof(seed))
-        seed = (uint64_t)(uintptr_t)salt ^ (uint64_t)time(NULL) * 0x9e3779b97f4a7c15ULL;
-    return seed;
-}
-
 void lc_store__stackcache_init(store_stackcache_t *c)
 {
     memset(c, 0, sizeof(*c));
     c->mask = TAB_MIN_SLOTS - 1;
     c->slots = lc_xcalloc(TAB_MIN_SLOTS, sizeof(*c->slots));
-    c->seed1 = stackcache_seed(c);
-    c->seed2 = stackcache_seed(&c->seed2) ^ 0xc2b2ae3d27d4eb4fULL;
+    c->seed1 = tables_seed(c);
+    c->seed2 = tables_seed(&c->seed2) ^ 0xc2b2ae3d27d4eb4fULL;
+    /* Ids are at most STORE_MAX_ID: no pair of them xored with these is 0. */
+    c->step1 = tables_seed(&c->step1) | 0xffffffff00000000ULL;
+    c->step2 = tables_seed(&c->step2) | 0xffffffff00000000ULL;
 }
 
 void lc_store__stackcache_fini(store_stackcache_t *c)

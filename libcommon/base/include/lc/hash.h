@@ -23,6 +23,16 @@ static inline uint64_t lc_mix64(uint64_t x)
     return x;
 }
 
+/* The 128-bit product of a and b folded to 64 bits (low half xor high half):
+ * one multiply mixes two 64-bit inputs, where lc_mix64 takes two multiplies
+ * for one. A zero operand zeroes the result: a chain of it must keep each
+ * operand out of the input's reach (see store_stacks.c's stack keys). */
+static inline uint64_t lc_mum64(uint64_t a, uint64_t b)
+{
+    unsigned __int128 r = (unsigned __int128)a * b;
+    return (uint64_t)r ^ (uint64_t)(r >> 64);
+}
+
 /* FNV-1a over len bytes, continuing from h (LC_FNV64_OFFSET to begin):
  * for keys hashed in pieces. Its low bits are weak; finish with lc_mix64
  * when they select a bucket. */
