@@ -6,8 +6,8 @@
  * usage: ingest_stages ITERATIONS FILE...
  *
  * Per round every file is gunzipped (lc_gunzip: libdeflate, as the
- * receivers), decoded from the raw bytes (lc_pprof_decode), validated
- * (lc_pprof_validate_normalized) and checked as the receivers check
+ * receivers), decoded from the raw bytes and validated as the receivers do
+ * (lc_pprof_decode_apart, lc_pprof_validate_seen) and checked as they check
  * (lc_store_check_validated), each stage timed apart with the thread's CPU
  * clock. Printed: CPU ms per profile of each stage, the mean over the files
  * (the bench sends them in equal numbers), the median of ITERATIONS rounds.
@@ -50,11 +50,15 @@ static int one_profile(const lc_buf_t *body, double *t)
                  ? lc_gunzip(body->data, body->len, lim.max_decompressed_bytes, &raw)
                  : lc_buf_append(&raw, body->data, body->len);
     double t1 = cpu_ms();
+    lc_pprof_seen_t seen;
+    const uint8_t *pb;
+    size_t pb_len;
     if (rc == 0)
-        rc = lc_pprof_decode(raw.data, raw.len, &lim, arena, &p, &st);
+        rc = lc_pprof_decode_apart(raw.data, raw.len, &lim, arena, arena, &p, &pb, &pb_len, &seen,
+                                   &st);
     double t2 = cpu_ms();
     if (rc == 0)
-        rc = lc_pprof_validate_normalized(p, &lim, &changed, &st);
+        rc = lc_pprof_validate_seen(p, &lim, &seen, &changed, &st);
     double t3 = cpu_ms();
     if (rc == 0)
         rc = lc_store_check_validated(p, "bench", 1, arena, &ix, &st);

@@ -43,6 +43,22 @@ static void require_same_packing(const lc_pprof_t *mine, lc_pprof_t *ref)
     free(y);
 }
 
+/* What the decoder saw of the samples' location ids is what protobuf-c's
+ * profile holds (validation trusts it instead of reading every frame). */
+static void require_seen(const lc_pprof_seen_t *seen, const lc_pprof_t *mine, const lc_pprof_t *ref)
+{
+    uint64_t max = 0;
+    bool zero = false;
+    for (size_t i = 0; i < ref->n_sample; i++)
+        for (size_t k = 0; k < ref->sample[i]->n_location_id; k++) {
+            uint64_t id = ref->sample[i]->location_id[k];
+            max = id > max ? id : max;
+            zero |= id == 0;
+        }
+    require(seen->profile == mine && seen->location_id_max == max && seen->location_id_zero == zero,
+            "seen location ids differ");
+}
+
 /* The cap refuses exactly the profiles with sample types and too many samples. */
 static void check_sample_cap(const uint8_t *data, size_t size, const lc_pprof_t *uncapped)
 {
@@ -68,7 +84,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     lc_pprof_t *mine = NULL, *ref = NULL;
     lc_status_t st_mine = {0}, st_ref = {0};
     lc_pprof__decode_err_t why;
-    int rc_mine = lc_pprof__decode_pb(data, size, &lim, a, &mine, &why, &st_mine);
+    lc_pprof_seen_t seen;
+    int rc_mine = lc_pprof__decode_pb_seen(data, size, &lim, a, &mine, &seen, &why, &st_mine);
     int rc_ref = lc_pprof__decode_protobuf_c(data, size, b, &ref, &st_ref);
     if (why == LC_PPROF__BOOL_WIRE_TYPE) {
         require(strcmp(st_mine.msg, LC_PPROF__MSG_MALFORMED) == 0, "bool message");
@@ -80,6 +97,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         require(strcmp(st_mine.msg, st_ref.msg) == 0, "messages differ");
         if (rc_mine == 0) {
             require_same_packing(mine, ref);
+            require_seen(&seen, mine, ref);
             check_sample_cap(data, size, mine);
         }
     }

@@ -92,22 +92,24 @@ int lc_pprof_decode_keep(const uint8_t *data, size_t len, const lc_pprof_limits_
                          lc_arena_t *arena, lc_pprof_t **out, const uint8_t **pb, size_t *pb_len,
                          lc_status_t *st)
 {
-    return lc_pprof_decode_apart(data, len, lim, arena, arena, out, pb, pb_len, st);
+    return lc_pprof_decode_apart(data, len, lim, arena, arena, out, pb, pb_len, NULL, st);
 }
 
 int lc_pprof_decode_apart(const uint8_t *data, size_t len, const lc_pprof_limits_t *lim,
                           lc_arena_t *bytes_arena, lc_arena_t *arena, lc_pprof_t **out,
-                          const uint8_t **pb, size_t *pb_len, lc_status_t *st)
+                          const uint8_t **pb, size_t *pb_len, lc_pprof_seen_t *seen,
+                          lc_status_t *st)
 {
     lc_pprof__decode_err_t why;
     int rc = decode_gunzip_to_arena(data, len, lim, bytes_arena, pb, pb_len, st);
     if (rc != 0)
-        return rc < 0 ? rc : lc_pprof__decode_pb(*pb, *pb_len, lim, arena, out, &why, st);
+        return rc < 0 ? rc
+                      : lc_pprof__decode_pb_seen(*pb, *pb_len, lim, arena, out, seen, &why, st);
     lc_buf_t plain;
     lc_buf_init(&plain, lim->max_decompressed_bytes);
     rc = decode_plain(data, len, lim, &plain, pb, pb_len, st);
     if (rc == 0)
-        rc = lc_pprof__decode_pb(*pb, *pb_len, lim, arena, out, &why, st);
+        rc = lc_pprof__decode_pb_seen(*pb, *pb_len, lim, arena, out, seen, &why, st);
     if (rc == 0 && plain.data) {
         /* The profile holds copies of what it needs; the bytes must outlive plain. */
         uint8_t *kept = lc_arena_alloc(bytes_arena, plain.len);
@@ -430,8 +432,8 @@ static void truncate_stack(Google__V1__Sample *s, size_t max_depth, bool *change
 }
 
 static int check_sample(const lc_pprof_t *p, Google__V1__Sample *s, size_t i, const id_sets_t *ids,
-                        const lc_pprof_limits_t *lim, uint8_t *label_ok, bool *changed,
-                        lc_status_t *st)
+                        bool frames_known, const lc_pprof_limits_t *lim, uint8_t *label_ok,
+                        bool *changed, lc_status_t *st)
 {
     if (s->n_value != p->n_sample_type)
         return invalid(st, "sample %zu has %zu values, expected %zu (one per sample type)", i,
@@ -439,14 +441,24 @@ static int check_sample(const lc_pprof_t *p, Google__V1__Sample *s, size_t i, co
     if (check_sample_labels(p, s, i, lim, label_ok, st))
         return -1;
     truncate_stack(s, lim->max_stack_depth, changed);
-    for (size_t k = 0; k < s->n_location_id; k++)
+    for (size_t k = 0; !frames_known && k < s->n_location_id; k++)
         if (!id_set_has(&ids->locations, s->location_id[k]))
             return invalid(st, "sample %zu references unknown location %" PRIu64, i,
                            s->location_id[k]);
     return 0;
 }
 
-static int check_graph(lc_pprof_t *p, const lc_pprof_limits_t *lim, bool *changed, lc_status_t *st)
+/* Whether seen, from decoding p, already shows every sample's locations
+ * known: ids 1..n (a dense set) and none of the samples' ids 0 or above n. */
+static bool frames_known_from(const lc_pprof_t *p, const lc_pprof_seen_t *seen,
+                              const id_sets_t *ids)
+{
+    return seen && seen->profile == p && !ids->locations.sorted && !seen->location_id_zero &&
+           seen->location_id_max <= ids->locations.n;
+}
+
+static int check_graph(lc_pprof_t *p, const lc_pprof_limits_t *lim, const lc_pprof_seen_t *seen,
+                       bool *changed, lc_status_t *st)
 {
     id_sets_t ids;
     int rc = check_zero_ids(p, st);
@@ -456,9 +468,10 @@ static int check_graph(lc_pprof_t *p, const lc_pprof_limits_t *lim, bool *change
         memset(&ids, 0, sizeof(ids));
     if (rc == 0)
         rc = check_locations(p, &ids, st);
+    bool frames_known = rc == 0 && frames_known_from(p, seen, &ids);
     uint8_t *label_ok = lc_xcalloc(p->n_string_table + 1, 1);
     for (size_t i = 0; i < p->n_sample && rc == 0; i++)
-        rc = check_sample(p, p->sample[i], i, &ids, lim, label_ok, changed, st);
+        rc = check_sample(p, p->sample[i], i, &ids, frames_known, lim, label_ok, changed, st);
     lc_free(label_ok);
     id_sets_fini(&ids);
     return rc;
@@ -473,6 +486,12 @@ int lc_pprof_validate(lc_pprof_t *p, const lc_pprof_limits_t *lim, lc_status_t *
 int lc_pprof_validate_normalized(lc_pprof_t *p, const lc_pprof_limits_t *lim, bool *changed,
                                  lc_status_t *st)
 {
+    return lc_pprof_validate_seen(p, lim, NULL, changed, st);
+}
+
+int lc_pprof_validate_seen(lc_pprof_t *p, const lc_pprof_limits_t *lim, const lc_pprof_seen_t *seen,
+                           bool *changed, lc_status_t *st)
+{
     *changed = false;
     if (p->n_sample_type == 0)
         return invalid(st, "profile has no sample types");
@@ -481,5 +500,5 @@ int lc_pprof_validate_normalized(lc_pprof_t *p, const lc_pprof_limits_t *lim, bo
     if (check_string_table(p, lim, changed, st) || check_value_types(p, st) ||
         check_profile_str_refs(p, st))
         return -1;
-    return check_graph(p, lim, changed, st);
+    return check_graph(p, lim, seen, changed, st);
 }

@@ -29,6 +29,12 @@
 
 #include "pprof_int.h"
 
+#if defined(__x86_64__) && defined(__GNUC__)
+#define PD_HAVE_WINDOWS 1
+#include <immintrin.h>
+#include <pthread.h>
+#endif
+
 /* ---------------------------------------------------------------- wire format */
 
 enum { WT_VARINT = 0, WT_I64 = 1, WT_LEN = 2, WT_I32 = 5 };
@@ -249,8 +255,20 @@ typedef struct pd_u64s_s {
     size_t n, cap;
 } pd_u64s_t;
 
+/* What pass two sees of the samples' location ids, for validation not to read
+ * every frame again (lc_pprof_seen_t): the largest, and whether one is 0. The
+ * eight-byte windows keep theirs in 16-bit lanes, folded in at the end. */
+typedef struct pd_seen_s {
+    uint64_t max;
+    bool zero;
+#ifdef PD_HAVE_WINDOWS
+    __m128i lanes_max, lanes_zero;
+#endif
+} pd_seen_t;
+
 typedef struct pd_s {
     lc_arena_t *arena;
+    pd_seen_t seen;
     pd_counts_t count;
     bool field_zero;        /* a field 0 was seen (the period_type's is tracked apart) */
     bool period_field_zero; /* ... in the last period_type, the only one kept */
@@ -452,10 +470,7 @@ static int pd_scan(pd_t *d, lc_pprof_t *p, pd_in_t in)
  * Two windows per 16-byte load were tried: more instructions per id, since
  * most windows of real stacks hold more than four one-byte ids (the hot frames
  * are the first ids a profiler hands out). */
-#if defined(__x86_64__) && defined(__GNUC__)
-#define PD_HAVE_WINDOWS 1
-#include <immintrin.h>
-#include <pthread.h>
+#ifdef PD_HAVE_WINDOWS
 
 typedef struct pd_window_s {
     uint8_t shuffle[16]; /* lane j: the offsets of its low and high byte (0x80: zero) */
@@ -464,6 +479,19 @@ typedef struct pd_window_s {
 } pd_window_t;
 
 static pd_window_t pd_windows[256];
+
+/* pd_lanes_used[n]: all ones in the 16-bit lanes of a window's n varints. */
+static const uint16_t pd_lanes_used[9][8] = {
+    {0},
+    {0xffff},
+    {0xffff, 0xffff},
+    {0xffff, 0xffff, 0xffff},
+    {0xffff, 0xffff, 0xffff, 0xffff},
+    {0xffff, 0xffff, 0xffff, 0xffff, 0xffff},
+    {0xffff, 0xffff, 0xffff, 0xffff, 0xffff, 0xffff},
+    {0xffff, 0xffff, 0xffff, 0xffff, 0xffff, 0xffff, 0xffff},
+    {0xffff, 0xffff, 0xffff, 0xffff, 0xffff, 0xffff, 0xffff, 0xffff},
+};
 static bool pd_windows_usable;
 static pthread_once_t pd_windows_once = PTHREAD_ONCE_INIT;
 
@@ -502,10 +530,11 @@ static void pd_windows_init(void)
  * is left to the scalar reader, which refuses it. */
 __attribute__((target("ssse3"))) static uint64_t *
 pd_windows_fill(const uint8_t **pp, const uint8_t *end, const uint8_t *limit, uint64_t *out,
-                const uint64_t *out_end)
+                const uint64_t *out_end, pd_seen_t *seen)
 {
     const __m128i low7 = _mm_set1_epi16(0x007f), high7 = _mm_set1_epi16(0x7f00);
     const __m128i zero = _mm_setzero_si128();
+    __m128i lanes_max = seen->lanes_max, lanes_zero = seen->lanes_zero;
     const uint8_t *p = *pp;
     while (p < end && limit - p >= 8 && out_end - out >= 8) {
         __m128i in = _mm_loadl_epi64((const __m128i *)(const void *)p);
@@ -519,6 +548,13 @@ pd_windows_fill(const uint8_t **pp, const uint8_t *end, const uint8_t *limit, ui
             _mm_shuffle_epi8(in, _mm_loadu_si128((const __m128i *)(const void *)w->shuffle));
         __m128i v =
             _mm_or_si128(_mm_and_si128(x, low7), _mm_srli_epi16(_mm_and_si128(x, high7), 1));
+        /* Ids are below 2^14 here, so signed lanes compare right; lanes past
+         * the window's varints are 0 and count for no id. */
+        lanes_max = _mm_max_epi16(lanes_max, v);
+        lanes_zero = _mm_or_si128(
+            lanes_zero,
+            _mm_and_si128(_mm_cmpeq_epi16(v, zero),
+                          _mm_loadu_si128((const __m128i *)(const void *)pd_lanes_used[w->count])));
         __m128i lanes0_3 = _mm_unpacklo_epi16(v, zero), lanes4_7 = _mm_unpackhi_epi16(v, zero);
         _mm_storeu_si128((__m128i *)(void *)out, _mm_unpacklo_epi32(lanes0_3, zero));
         _mm_storeu_si128((__m128i *)(void *)(out + 2), _mm_unpackhi_epi32(lanes0_3, zero));
@@ -527,21 +563,51 @@ pd_windows_fill(const uint8_t **pp, const uint8_t *end, const uint8_t *limit, ui
         p += w->used;
         out += w->count;
     }
+    seen->lanes_max = lanes_max;
+    seen->lanes_zero = lanes_zero;
     *pp = p;
     return out;
+}
+
+/* Folds the windows' lanes into seen's max and zero. */
+static void pd_seen_fold(pd_seen_t *seen)
+{
+    __m128i m = seen->lanes_max;
+    m = _mm_max_epi16(m, _mm_srli_si128(m, 8));
+    m = _mm_max_epi16(m, _mm_srli_si128(m, 4));
+    m = _mm_max_epi16(m, _mm_srli_si128(m, 2));
+    uint64_t lanes_max = (uint64_t)(_mm_cvtsi128_si32(m) & 0xffff);
+    if (lanes_max > seen->max)
+        seen->max = lanes_max;
+    seen->zero |= _mm_movemask_epi8(seen->lanes_zero) != 0;
+}
+#else
+static void pd_seen_fold(pd_seen_t *seen)
+{
+    (void)seen;
 }
 #endif
 
 /* ---------------------------------------------------------------- pass two: fill */
 
-/* Appends a varint field, or a packed run of them, to a counted array;
- * `windows` (a constant): the run is mostly ids of one or two bytes, worth
- * decoding eight bytes at a time where the CPU can. */
-PD_INLINE int pd_fill_scalars(const pd_in_t *in, const pd_field_t *f, pd_u64s_t *a, bool windows)
+/* Notes one location id in seen (the scalar reader's; the windows keep lanes). */
+PD_INLINE void pd_seen_id(pd_seen_t *seen, uint64_t v)
+{
+    seen->max = v > seen->max ? v : seen->max;
+    seen->zero |= v == 0;
+}
+
+/* Appends a varint field, or a packed run of them, to a counted array; with
+ * `seen` (location ids: a constant once inlined) each id is noted there, and
+ * the run, mostly ids of one or two bytes, is decoded eight bytes at a time
+ * where the CPU can. */
+PD_INLINE int pd_fill_scalars(const pd_in_t *in, const pd_field_t *f, pd_u64s_t *a, pd_seen_t *seen)
 {
     if (f->wire == WT_VARINT) {
         if (a->n == a->cap)
             return LC_PPROF__MALFORMED;
+        if (seen)
+            pd_seen_id(seen, f->value);
         a->v[a->n++] = f->value;
         return 0;
     }
@@ -551,13 +617,10 @@ PD_INLINE int pd_fill_scalars(const pd_in_t *in, const pd_field_t *f, pd_u64s_t 
         return f->len ? LC_PPROF__MALFORMED : 0;
     const uint8_t *p = f->data, *end = p + f->len;
     uint64_t *out = a->v + a->n, *out_end = a->v + a->cap;
-#ifndef PD_HAVE_WINDOWS
-    (void)windows;
-#endif
     while (p < end) {
 #ifdef PD_HAVE_WINDOWS
-        if (windows && pd_windows_usable) {
-            out = pd_windows_fill(&p, end, in->limit, out, out_end);
+        if (seen && pd_windows_usable) {
+            out = pd_windows_fill(&p, end, in->limit, out, out_end, seen);
             if (p == end)
                 break;
         }
@@ -574,6 +637,8 @@ PD_INLINE int pd_fill_scalars(const pd_in_t *in, const pd_field_t *f, pd_u64s_t 
         }
         if (out == out_end)
             return LC_PPROF__MALFORMED;
+        if (seen)
+            pd_seen_id(seen, v);
         *out++ = v;
         p += used;
     }
@@ -633,10 +698,10 @@ PD_INLINE int pd_sample(pd_t *d, pd_in_t in, Google__V1__Sample *s)
             return rc;
         switch (f.number) {
         case 1:
-            rc = pd_fill_scalars(&in, &f, &d->location_ids, true);
+            rc = pd_fill_scalars(&in, &f, &d->location_ids, &d->seen);
             break;
         case 2:
-            rc = pd_fill_scalars(&in, &f, &d->values, false);
+            rc = pd_fill_scalars(&in, &f, &d->values, NULL);
             break;
         case 3:
             rc = pd_sample_label(d, &in, &f);
@@ -936,7 +1001,7 @@ PD_INLINE int pd_fill_field(pd_t *d, lc_pprof_t *p, pd_tables_t *t, const pd_in_
             return LC_PPROF__MALFORMED;
         return pd_string(d, f, &p->string_table[i]);
     case 13:
-        return pd_fill_scalars(in, f, &d->comments, false);
+        return pd_fill_scalars(in, f, &d->comments, NULL);
     default:
         return 0; /* read in pass one */
     }
@@ -985,6 +1050,13 @@ int lc_pprof__decode_pb(const uint8_t *pb, size_t len, const lc_pprof_limits_t *
                         lc_arena_t *arena, lc_pprof_t **out, lc_pprof__decode_err_t *why,
                         lc_status_t *st)
 {
+    return lc_pprof__decode_pb_seen(pb, len, lim, arena, out, NULL, why, st);
+}
+
+int lc_pprof__decode_pb_seen(const uint8_t *pb, size_t len, const lc_pprof_limits_t *lim,
+                             lc_arena_t *arena, lc_pprof_t **out, lc_pprof_seen_t *seen,
+                             lc_pprof__decode_err_t *why, lc_status_t *st)
+{
 #ifdef PD_HAVE_WINDOWS
     pthread_once(&pd_windows_once, pd_windows_init);
 #endif
@@ -997,6 +1069,11 @@ int lc_pprof__decode_pb(const uint8_t *pb, size_t len, const lc_pprof_limits_t *
     switch (rc) {
     case LC_PPROF__DECODED:
         *out = p;
+        if (seen) {
+            pd_seen_fold(&d.seen);
+            *seen = (lc_pprof_seen_t){
+                .location_id_max = d.seen.max, .location_id_zero = d.seen.zero, .profile = p};
+        }
         return 0;
     case LC_PPROF__TOO_MANY_SAMPLES:
         /* The words of lc_pprof_validate, which would refuse it next. */

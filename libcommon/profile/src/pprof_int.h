@@ -32,6 +32,11 @@ int lc_pprof__decode_pb(const uint8_t *pb, size_t len, const lc_pprof_limits_t *
                         lc_arena_t *arena, lc_pprof_t **out, lc_pprof__decode_err_t *why,
                         lc_status_t *st) LC_MUST_CHECK;
 
+/* lc_pprof__decode_pb that also says what it saw of the profile (seen may be NULL). */
+int lc_pprof__decode_pb_seen(const uint8_t *pb, size_t len, const lc_pprof_limits_t *lim,
+                             lc_arena_t *arena, lc_pprof_t **out, lc_pprof_seen_t *seen,
+                             lc_pprof__decode_err_t *why, lc_status_t *st) LC_MUST_CHECK;
+
 /* The former lc_pprof_decode without gzip: protobuf-c's unpack, embedded NULs
  * replaced by U+FFFD, field number 0 refused. Unknown fields are kept. */
 int lc_pprof__decode_protobuf_c(const uint8_t *pb, size_t len, lc_arena_t *arena, lc_pprof_t **out,

@@ -168,9 +168,11 @@ static int ingest_pprof_into(ingest_ctx_t *c, const uint8_t *data, size_t len,
     const uint8_t *pb;
     size_t pb_len;
     bool changed;
-    if (lc_pprof_decode_apart(data, len, &lim, c->arena, arena, &p, &pb, &pb_len, &c->st) < 0)
+    lc_pprof_seen_t seen;
+    if (lc_pprof_decode_apart(data, len, &lim, c->arena, arena, &p, &pb, &pb_len, &seen, &c->st) <
+        0)
         return fail_decode(c);
-    if (lc_pprof_validate_normalized(p, &lim, &changed, &c->st) < 0)
+    if (lc_pprof_validate_seen(p, &lim, &seen, &changed, &c->st) < 0)
         return fail_422(c, "invalid_profile");
     /* Old pyspy/rbspy/pyroscope-rs sent µs or ms here: anything in 1970 is `from`. */
     if (p->time_nanos >= 0 && p->time_nanos < NS_PER_YEAR_1970) {

@@ -58,9 +58,10 @@ static int push_profile_into(push_ctx_t *c, const lc_labels_t *ls,
     const uint8_t *pb;
     size_t pb_len;
     bool changed;
+    lc_pprof_seen_t seen;
     if (lc_pprof_decode_apart(raw->data, raw->len, &lim, c->req->arena, arena, &p, &pb, &pb_len,
-                              st) < 0 ||
-        lc_pprof_validate_normalized(p, &lim, &changed, st) < 0)
+                              &seen, st) < 0 ||
+        lc_pprof_validate_seen(p, &lim, &seen, &changed, st) < 0)
         return -1;
     if (p->time_nanos == 0) {
         p->time_nanos = c->now_ns;

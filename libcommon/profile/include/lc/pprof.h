@@ -49,12 +49,24 @@ int lc_pprof_decode(const uint8_t *data, size_t len, const lc_pprof_limits_t *li
 int lc_pprof_decode_keep(const uint8_t *data, size_t len, const lc_pprof_limits_t *lim,
                          lc_arena_t *arena, lc_pprof_t **out, const uint8_t **pb, size_t *pb_len,
                          lc_status_t *st) LC_MUST_CHECK;
+/* What decoding saw of a profile's samples on the way, so that validation
+ * need not read every frame again (a heavy heap profile: 360k of them, half
+ * of validation's CPU, issue 32). Describes `profile` as decoded: only
+ * lc_pprof_validate_seen of that same, unchanged profile may use it. */
+typedef struct lc_pprof_seen_s {
+    uint64_t location_id_max; /* the largest location id of any sample */
+    bool location_id_zero;    /* some sample lists location id 0 */
+    const lc_pprof_t *profile;
+} lc_pprof_seen_t;
+
 /* lc_pprof_decode_keep with the bytes (*pb, when a copy) in bytes_arena and the
  * profile in arena: the profile holds copies of everything it needs, so a
- * caller that keeps the profile longer than the bytes frees them apart. */
+ * caller that keeps the profile longer than the bytes frees them apart.
+ * *seen (when not NULL) is filled for lc_pprof_validate_seen. */
 int lc_pprof_decode_apart(const uint8_t *data, size_t len, const lc_pprof_limits_t *lim,
                           lc_arena_t *bytes_arena, lc_arena_t *arena, lc_pprof_t **out,
-                          const uint8_t **pb, size_t *pb_len, lc_status_t *st) LC_MUST_CHECK;
+                          const uint8_t **pb, size_t *pb_len, lc_pprof_seen_t *seen,
+                          lc_status_t *st) LC_MUST_CHECK;
 
 /* Validates (and normalises in place: truncates deep stacks and long symbols):
  * at least one sample type; string_table[0] == ""; every string index in
@@ -67,6 +79,10 @@ int lc_pprof_validate(lc_pprof_t *p, const lc_pprof_limits_t *lim, lc_status_t *
  * or a string), i.e. when p's original bytes no longer decode to p. */
 int lc_pprof_validate_normalized(lc_pprof_t *p, const lc_pprof_limits_t *lim, bool *changed,
                                  lc_status_t *st) LC_MUST_CHECK;
+/* lc_pprof_validate_normalized that, where seen describes p and its location
+ * ids are 1..n, knows every sample's locations from seen alone. */
+int lc_pprof_validate_seen(lc_pprof_t *p, const lc_pprof_limits_t *lim, const lc_pprof_seen_t *seen,
+                           bool *changed, lc_status_t *st) LC_MUST_CHECK;
 
 /* Serialises p (gzip, at the fast level 1, when `gzip`), appending to out.
  * LC_ETOOBIG when out's cap would be passed. */

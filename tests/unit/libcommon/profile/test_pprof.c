@@ -520,12 +520,32 @@ static void check_reject(const lc_buf_t *base, const reject_case_t *c)
     if (c->max_labels)
         lim.max_labels_per_sample = c->max_labels;
     c->mutate(p, a);
+    lc_buf_t mutated;
+    lc_buf_init(&mutated, LC_BUF_UNLIMITED);
+    LC_ASSERT_OK(lc_pprof_encode(p, false, &mutated));
     lc_status_t st = {0};
     int rc = lc_pprof_validate(p, &lim, &st);
     bool ok = rc != 0 && st.code == LC_CODE_INVALID_ARGUMENT && strstr(st.msg, c->msg_part);
     if (!ok)
         fprintf(stderr, "%s: rc=%d msg=\"%s\" (want \"%s\")\n", c->what, rc, st.msg, c->msg_part);
     LC_CHECK(ok);
+    /* The receivers' way: the mutated bytes decoded, then validated with what
+     * decoding saw of them, must be refused for the same reason. */
+    lc_pprof_seen_t seen;
+    const uint8_t *pb;
+    size_t pb_len;
+    bool changed;
+    lc_status_t st2 = {0};
+    rc =
+        lc_pprof_decode_apart(mutated.data, mutated.len, &lim, a, a, &p, &pb, &pb_len, &seen, &st2);
+    if (rc == 0)
+        rc = lc_pprof_validate_seen(p, &lim, &seen, &changed, &st2);
+    ok = rc != 0 && st2.code == LC_CODE_INVALID_ARGUMENT && strstr(st2.msg, c->msg_part);
+    if (!ok)
+        fprintf(stderr, "%s, decoded and validated with what decoding saw: rc=%d msg=\"%s\"\n",
+                c->what, rc, st2.msg);
+    LC_CHECK(ok);
+    lc_buf_fini(&mutated);
     lc_arena_free(a);
 }
 

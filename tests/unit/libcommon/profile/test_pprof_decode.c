@@ -9,6 +9,7 @@
  * pprof_int.h are checked one by one. Also: lc_pprof_decode_keep and
  * lc_pprof_validate_normalized, which let the ingester forward the bytes it got.
  */
+#include <inttypes.h>
 #include <stdio.h>
 #include <time.h>
 
@@ -33,6 +34,7 @@ typedef struct both_s {
     int rc_mine, rc_ref;
     lc_pprof__decode_err_t why;
     lc_status_t st_mine, st_ref;
+    lc_pprof_seen_t seen;
 } both_t;
 
 static void decode_both(const uint8_t *pb, size_t len, both_t *b)
@@ -41,8 +43,29 @@ static void decode_both(const uint8_t *pb, size_t len, both_t *b)
     lc_pprof_limits_default(&lim);
     memset(b, 0, sizeof(*b));
     b->arena = lc_arena_new(ARENA_CAP);
-    b->rc_mine = lc_pprof__decode_pb(pb, len, &lim, b->arena, &b->mine, &b->why, &b->st_mine);
+    b->rc_mine =
+        lc_pprof__decode_pb_seen(pb, len, &lim, b->arena, &b->mine, &b->seen, &b->why, &b->st_mine);
     b->rc_ref = lc_pprof__decode_protobuf_c(pb, len, b->arena, &b->ref, &b->st_ref);
+}
+
+/* What the decoder says it saw of the samples' location ids equals what
+ * protobuf-c's profile holds. */
+static void check_seen(const char *what, const both_t *b)
+{
+    uint64_t max = 0;
+    bool zero = false;
+    for (size_t i = 0; i < b->ref->n_sample; i++)
+        for (size_t k = 0; k < b->ref->sample[i]->n_location_id; k++) {
+            uint64_t id = b->ref->sample[i]->location_id[k];
+            max = id > max ? id : max;
+            zero |= id == 0;
+        }
+    bool same = b->seen.profile == b->mine && b->seen.location_id_max == max &&
+                b->seen.location_id_zero == zero;
+    if (!same)
+        fprintf(stderr, "%s: seen max %" PRIu64 " zero %d, protobuf-c's %" PRIu64 " %d\n", what,
+                b->seen.location_id_max, b->seen.location_id_zero, max, zero);
+    LC_CHECK(same);
 }
 
 /* Same decision, same message, and on success the same packed bytes. */
@@ -56,6 +79,7 @@ static void check_same(const char *what, const uint8_t *pb, size_t len)
     LC_ASSERT_EQ(b.rc_mine == 0, b.rc_ref == 0);
     LC_ASSERT_STR_EQ(b.st_mine.msg, b.st_ref.msg);
     if (b.rc_mine == 0 && b.rc_ref == 0) {
+        check_seen(what, &b);
         lc_pprof__drop_unknown_fields(b.ref);
         lc_buf_t x, y;
         pack(b.mine, &x);
