@@ -82,9 +82,13 @@ static int sp_read_sample(const Google__V1__Profile *p, const Google__V1__Sample
                           lc_arena_t *arena, sp_sample_t *out)
 {
     *out = (sp_sample_t){.hash = sp_hash(NULL, 0)};
-    if (s->n_label == 0)
-        return 0; /* most samples: nothing to allocate, sort or hash */
-    out->kv = lc_arena_calloc(arena, s->n_label, sizeof(*out->kv));
+    size_t strings = 0;
+    for (size_t i = 0; i < s->n_label; i++)
+        strings += s->label[i]->str != 0;
+    if (strings == 0)
+        return 0; /* most samples (a heap profile's have a numeric label each): nothing
+                   * to allocate, sort or hash */
+    out->kv = lc_arena_calloc(arena, strings, sizeof(*out->kv));
     if (!out->kv)
         return LC_ETOOBIG;
     uint64_t profile_id = 0;
