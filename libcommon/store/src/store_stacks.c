@@ -546,25 +546,48 @@ static inline int sample_frame_location(store_resolver_t *r, const Google__V1__S
  * profile's locations are known (its first samples), each frame is a memo
  * array read. The key was ~12% of the ingest bench's instructions when each
  * pair of frames went through two lc_mix64 and a multiply per chain (issue 32). */
+/* Four frames of a step, root side first (ids[3] .. ids[0]), when the memo's
+ * array knows all four: one branch for the four instead of one per frame and
+ * lookup (most frames, once a profile's first samples are resolved). */
+static inline bool frames4_memo(const store_memo_t *m, const uint64_t *ids, uint32_t f[4])
+{
+    size_t n = m->n_dense;
+    if ((ids[0] > n) | (ids[1] > n) | (ids[2] > n) | (ids[3] > n))
+        return false;
+    uint32_t a = m->dense[ids[3]], b = m->dense[ids[2]], c = m->dense[ids[1]], e = m->dense[ids[0]];
+    if ((a == 0) | (b == 0) | (c == 0) | (e == 0))
+        return false;
+    f[0] = a - 1, f[1] = b - 1, f[2] = c - 1, f[3] = e - 1;
+    return true;
+}
+
+/* The block location ids of the up to four frames below depth d, root side
+ * first; 0 past the stack's leaf (ids are never 0, so those alias nothing). */
+static inline int frames_step(store_resolver_t *r, const Google__V1__Sample *smp, size_t d,
+                              uint32_t f[4])
+{
+    if (d >= 4 && frames4_memo(&r->locs, smp->location_id + d - 4, f))
+        return 0;
+    f[0] = f[1] = f[2] = f[3] = 0;
+    for (size_t k = 0; k < 4 && k < d; k++) {
+        int rc = sample_frame_location(r, smp, d - 1 - k, &f[k]);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
 static int stack_key(store_resolver_t *r, const Google__V1__Sample *smp, store_stackkey_t *key)
 {
     const store_stackcache_t *c = &r->ws->stacks;
     uint64_t h1 = c->seed1, h2 = c->seed2;
-    size_t d = smp->n_location_id;
-    while (d > 0) {
-        /* ids are never 0: the zeros of a short last step alias nothing */
-        uint32_t f0 = 0, f1 = 0, f2 = 0, f3 = 0;
-        int rc = sample_frame_location(r, smp, d - 1, &f0);
-        if (!rc && d > 1)
-            rc = sample_frame_location(r, smp, d - 2, &f1);
-        if (!rc && d > 2)
-            rc = sample_frame_location(r, smp, d - 3, &f2);
-        if (!rc && d > 3)
-            rc = sample_frame_location(r, smp, d - 4, &f3);
+    for (size_t d = smp->n_location_id; d > 0; d = d > 4 ? d - 4 : 0) {
+        uint32_t f[4];
+        int rc = frames_step(r, smp, d, f);
         if (rc)
             return rc;
-        d = d > 4 ? d - 4 : 0;
-        uint64_t w0 = (uint64_t)f0 | (uint64_t)f1 << 32, w1 = (uint64_t)f2 | (uint64_t)f3 << 32;
+        uint64_t w0 = (uint64_t)f[0] | (uint64_t)f[1] << 32,
+                 w1 = (uint64_t)f[2] | (uint64_t)f[3] << 32;
         h1 = lc_mum64(h1 ^ w0, w1 ^ c->step1);
         h2 = lc_mum64(h2 ^ w0, w1 ^ c->step2);
     }
