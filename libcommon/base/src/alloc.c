@@ -4,6 +4,7 @@
  * arena lets go of are kept in a small shared pool for the next arena (see
  * "block pool" below).
  */
+#include <malloc.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -69,6 +70,13 @@ char *lc_xstrndup(const char *s, size_t n)
 void lc_free(void *p)
 {
     free(p);
+}
+
+#define KEEP_HEAP_TOP_BYTES (8 << 20)
+
+bool lc_malloc_keep_heap_top(void)
+{
+    return mallopt(M_TRIM_THRESHOLD, KEEP_HEAP_TOP_BYTES) == 1;
 }
 
 /* ---------------------------------------------------------------- arena */

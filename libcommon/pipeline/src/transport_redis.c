@@ -41,7 +41,6 @@
  * This file builds the transport and answers its stats; each job has its own
  * file (publish, monitor, consumer, close: the map is in transport_redis_int.h).
  */
-#include <malloc.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
@@ -54,19 +53,12 @@ static const lc_transport_ops_t rt_ops;
 
 /* Every entry is a buffer of about the body's size (often 0.1-1 MiB) several
  * times over: the packed message, hiredis's formatted command and output
- * buffer, its reader buffer and reply string, the entry copied out of the
- * reply. Below the store's fixed 1 MiB mmap threshold they come from the
- * heap, and glibc's default trim threshold (128 KiB, fixed once the mmap
- * threshold is) gave the top of the heap back after nearly every free, so the
- * next entry faulted its pages in again: page faults and their zeroing were
- * ~10% of ember's CPU over Redis on issue 32's heap mix (bench/README.md,
- * "redis: pages kept"). Up to 8 MiB free at the top of each heap stays.
- * Process-wide, as the store's setting; set by every redis transport. */
-#define RT_TRIM_THRESHOLD (8 << 20)
-
+ * buffer, its reader buffer and reply string. Their pages stay with the
+ * process (lc_malloc_keep_heap_top; bench/README.md, "redis: pages kept").
+ * Set by every redis transport, for the processes that open no store. */
 static void rt_malloc_setup(void)
 {
-    if (mallopt(M_TRIM_THRESHOLD, RT_TRIM_THRESHOLD) != 1)
+    if (!lc_malloc_keep_heap_top())
         LC_LOG_WARN("redis: mallopt(M_TRIM_THRESHOLD) failed; entries may fault their pages in");
 }
 

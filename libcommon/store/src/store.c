@@ -542,19 +542,14 @@ static int store_scan(lc_store_t *s)
  * by hundreds of MiB per week-long query. A fixed threshold keeps every
  * allocation of 1 MiB or more in its own mapping: untouched pages are never
  * resident and a free returns them at once. Process-wide, set once.
- * A fixed mmap threshold also fixes glibc's trim threshold at 128 KiB, so the
- * heap's top was given back after nearly every ingest request and the next
- * one faulted the pages of its buffers (a body gunzipped, the writer's
- * arrays) in again: up to 8 MiB free at the top of each heap is kept (ingest
- * bench: 3-8% less CPU per profile, issue 32; the Redis transport sets the
- * same for processes without a store). */
-#define STORE_TRIM_THRESHOLD (8 << 20)
-
+ * A fixed mmap threshold also fixes glibc's trim threshold at 128 KiB, so
+ * the heap's top is kept as lc_malloc_keep_heap_top says why (ingest bench:
+ * 3-8% less CPU per profile, issue 32). */
 static void store_malloc_setup(void)
 {
     if (mallopt(M_MMAP_THRESHOLD, 1 << 20) != 1)
         LC_LOG_WARN("store: mallopt(M_MMAP_THRESHOLD) failed; memory may fragment");
-    if (mallopt(M_TRIM_THRESHOLD, STORE_TRIM_THRESHOLD) != 1)
+    if (!lc_malloc_keep_heap_top())
         LC_LOG_WARN("store: mallopt(M_TRIM_THRESHOLD) failed; buffers may fault their pages in");
 }
 

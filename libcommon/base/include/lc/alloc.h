@@ -29,6 +29,17 @@ char *lc_xstrdup(const char *s);
 char *lc_xstrndup(const char *s, size_t n);
 void lc_free(void *p);
 
+/* Tells glibc to keep up to 8 MiB free at the top of each malloc heap instead
+ * of giving it back past 128 KiB (its trim threshold, fixed at that default
+ * once any threshold is set, as the store sets the mmap one): a process that
+ * handles one profile-sized buffer after another (0.1-1 MiB bodies, entries,
+ * the writer's arrays) otherwise faults their pages in again on nearly every
+ * request — ~10% of ember's CPU over Redis and 3-8% of the all-in-one's on
+ * issue 32's benchmarks (bench/README.md). Process-wide and idempotent: the
+ * store and the Redis transport both call it; returns false when glibc
+ * refused (then logged by the caller). */
+bool lc_malloc_keep_heap_top(void);
+
 /* ---- arena: bump allocator with a hard cap, freed all at once. ---- */
 typedef struct lc_arena_s lc_arena_t;
 
