@@ -25,6 +25,7 @@
  */
 #include <pthread.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -51,7 +52,9 @@
 /* ---------------------------------------------------------------- kept blocks
  * The converter's tables and its builders' arrays come from here, not
  * straight from malloc. A freed block of KEEP_MIN bytes or more stays with
- * the thread (KEEP_BLOCKS of them, LC_JFR_KEPT_BYTES in all) and serves the
+ * the thread (KEEP_BLOCKS of them a thread, LC_JFR_KEPT_BYTES over all the
+ * process's threads: a server converts on each of its workers, and 128 MiB
+ * kept by each of them for good would be most of its memory) and serves the
  * thread's next request it fits, in this conversion or the next: glibc
  * gives large blocks back to the kernel when they are freed (mmap'd ones
  * at once, the heap's top past its trim threshold), so each conversion
@@ -90,6 +93,7 @@ typedef struct keep_s {
 } keep_t;
 
 static _Thread_local keep_t kept;
+static atomic_size_t keep_total; /* bytes kept by all threads, <= LC_JFR_KEPT_BYTES */
 static pthread_key_t keep_key;
 static bool keep_key_made;
 static pthread_once_t keep_once = PTHREAD_ONCE_INIT;
@@ -97,6 +101,23 @@ static pthread_once_t keep_once = PTHREAD_ONCE_INIT;
 static unsigned keep_bin(size_t size)
 {
     return 63u - (unsigned)__builtin_clzll((unsigned long long)size);
+}
+
+/* Counts size into the process's keep if it fits under LC_JFR_KEPT_BYTES. */
+static bool keep_reserve(size_t size)
+{
+    size_t cur = atomic_load_explicit(&keep_total, memory_order_relaxed);
+    do {
+        if (size > LC_JFR_KEPT_BYTES - cur)
+            return false;
+    } while (!atomic_compare_exchange_weak_explicit(&keep_total, &cur, cur + size,
+                                                    memory_order_relaxed, memory_order_relaxed));
+    return true;
+}
+
+static void keep_unreserve(size_t size)
+{
+    atomic_fetch_sub_explicit(&keep_total, size, memory_order_relaxed);
 }
 
 static void keep_drop(keep_t *k)
@@ -108,6 +129,7 @@ static void keep_drop(keep_t *k)
             lc_free(h);
         }
     }
+    keep_unreserve(k->bytes);
     k->n = 0;
     k->bytes = 0;
 }
@@ -156,6 +178,7 @@ static void *keep_take(size_t n)
             *at = h->next;
             kept.n--;
             kept.bytes -= h->size;
+            keep_unreserve(h->size);
             return h + 1;
         }
     }
@@ -213,12 +236,13 @@ void jfr_keep_free(void *p)
     if (!p)
         return;
     keep_head_t *h = (keep_head_t *)p - 1;
-    if (KEEP_ENABLED && h->size >= KEEP_MIN && kept.n < KEEP_BLOCKS &&
-        h->size <= LC_JFR_KEPT_BYTES - kept.bytes) {
+    if (KEEP_ENABLED && h->size >= KEEP_MIN && kept.n < KEEP_BLOCKS && keep_reserve(h->size)) {
         if (!kept.registered) {
             pthread_once(&keep_once, keep_key_make);
             kept.registered = keep_key_made && pthread_setspecific(keep_key, &kept) == 0;
         }
+        if (!kept.registered)
+            keep_unreserve(h->size);
         if (kept.registered) {
             unsigned b = keep_bin(h->size);
             h->next = kept.bins[b];

@@ -9,7 +9,8 @@
  * result's buffers, freed by lc_jfr_result_fini. Threading: one call per
  * request thread, nothing shared between threads (the symbol regexes are
  * compiled once). Each thread keeps the memory of its converter's tables
- * between its conversions, up to LC_JFR_KEPT_BYTES (see lc_jfr_release):
+ * between its conversions, all threads together up to LC_JFR_KEPT_BYTES
+ * (see lc_jfr_release):
  * a conversion's output does not depend on what ran before it.
  */
 #ifndef LC_JFR_H
@@ -38,8 +39,9 @@
 #define LC_JFR_MAX_CHUNKS 4096
 #define LC_JFR_MAX_CONTEXTS ((size_t)1 << 20) /* LabelsSnapshot contexts + strings */
 #define LC_JFR_MEMORY ((size_t)1 << 30)       /* the conversion's own arena */
-/* Freed table memory a thread keeps for its next conversion (its largest
- * tables' blocks, as far as they fit; docs/internals/jfr.md). */
+/* Freed table memory the threads keep for their next conversions (their
+ * largest tables' blocks, as far as they fit), over all of the process's
+ * threads; docs/internals/jfr.md. */
 #define LC_JFR_KEPT_BYTES ((size_t)128 << 20)
 
 /* The sample kinds Pyroscope's converter produces, one pprof each. */
