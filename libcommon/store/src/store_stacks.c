@@ -538,14 +538,6 @@ static inline int sample_frame_location(store_resolver_t *r, const Google__V1__S
     return memo_get(&r->locs, id, loc) ? 0 : location_id(r, id, loc);
 }
 
-/* The stack cache key of a sample: its frames' location ids, root first, four
- * to a step, and its depth, through two differently seeded chains of one
- * 128-bit multiply a step (lc_mum64: the chain xored into one operand, the
- * step's other two ids xored with a seed that no ids can cancel into the
- * other, so no input can zero a step and wipe what came before it). Once a
- * profile's locations are known (its first samples), each frame is a memo
- * array read. The key was ~12% of the ingest bench's instructions when each
- * pair of frames went through two lc_mix64 and a multiply per chain (issue 32). */
 /* Four frames of a step, root side first (ids[3] .. ids[0]), when the memo's
  * array knows all four: one branch for the four instead of one per frame and
  * lookup (most frames, once a profile's first samples are resolved). */
@@ -577,6 +569,14 @@ static inline int frames_step(store_resolver_t *r, const Google__V1__Sample *smp
     return 0;
 }
 
+/* The stack cache key of a sample: its frames' location ids, root first, four
+ * to a step, and its depth, through two differently seeded chains of one
+ * 128-bit multiply a step (lc_mum64: the chain xored into one operand, the
+ * step's other two ids xored with a seed that no ids can cancel into the
+ * other, so no input can zero a step and wipe what came before it). Once a
+ * profile's locations are known (its first samples), each frame is a memo
+ * array read. The key was ~12% of the ingest bench's instructions when each
+ * pair of frames went through two lc_mix64 and a multiply per chain (issue 32). */
 static int stack_key(store_resolver_t *r, const Google__V1__Sample *smp, store_stackkey_t *key)
 {
     const store_stackcache_t *c = &r->ws->stacks;
