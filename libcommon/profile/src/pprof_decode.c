@@ -480,18 +480,10 @@ typedef struct pd_window_s {
 
 static pd_window_t pd_windows[256];
 
-/* pd_lanes_used[n]: all ones in the 16-bit lanes of a window's n varints. */
-static const uint16_t pd_lanes_used[9][8] = {
-    {0},
-    {0xffff},
-    {0xffff, 0xffff},
-    {0xffff, 0xffff, 0xffff},
-    {0xffff, 0xffff, 0xffff, 0xffff},
-    {0xffff, 0xffff, 0xffff, 0xffff, 0xffff},
-    {0xffff, 0xffff, 0xffff, 0xffff, 0xffff, 0xffff},
-    {0xffff, 0xffff, 0xffff, 0xffff, 0xffff, 0xffff, 0xffff},
-    {0xffff, 0xffff, 0xffff, 0xffff, 0xffff, 0xffff, 0xffff, 0xffff},
-};
+/* Sixteen bytes from pd_lanes_used + 8 - n: all ones in the 16-bit lanes of
+ * a window's n varints, zeros past them. */
+static const uint16_t pd_lanes_used[16] = {
+    0xffff, 0xffff, 0xffff, 0xffff, 0xffff, 0xffff, 0xffff, 0xffff, 0, 0, 0, 0, 0, 0, 0, 0};
 static bool pd_windows_usable;
 static pthread_once_t pd_windows_once = PTHREAD_ONCE_INIT;
 
@@ -553,8 +545,9 @@ pd_windows_fill(const uint8_t **pp, const uint8_t *end, const uint8_t *limit, ui
         lanes_max = _mm_max_epi16(lanes_max, v);
         lanes_zero = _mm_or_si128(
             lanes_zero,
-            _mm_and_si128(_mm_cmpeq_epi16(v, zero),
-                          _mm_loadu_si128((const __m128i *)(const void *)pd_lanes_used[w->count])));
+            _mm_and_si128(
+                _mm_cmpeq_epi16(v, zero),
+                _mm_loadu_si128((const __m128i *)(const void *)(pd_lanes_used + 8 - w->count))));
         __m128i lanes0_3 = _mm_unpacklo_epi16(v, zero), lanes4_7 = _mm_unpackhi_epi16(v, zero);
         _mm_storeu_si128((__m128i *)(void *)out, _mm_unpacklo_epi32(lanes0_3, zero));
         _mm_storeu_si128((__m128i *)(void *)(out + 2), _mm_unpackhi_epi32(lanes0_3, zero));
